@@ -1,0 +1,46 @@
+/*
+ * autopart.c - entry point of the `autopart` command-line tool: dispatches
+ * to the subcommands.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct command {
+    const char *name;
+    int (*run)(int, char **);
+    const char *help;
+} commands[] = {
+    {"parse", cli_parse, "parse a StableHLO or HLO module; print it canonically or summarize it"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: autopart COMMAND [OPTIONS]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "\nRun 'autopart COMMAND --help' for the options of a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("autopart 0.1.0\n");
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "autopart: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,585 @@
+/*
+ * ir.h - the tensor IR of autopart: types, attributes, modules, functions,
+ * values and ops; the StableHLO (MLIR text) and XLA HLO text parsers; the
+ * canonical StableHLO printer; the op registry; the verifier.
+ *
+ * Everything a parsed module contains lives in one arena owned by the
+ * ir_module and is freed at once by ir_module_free.  Types are interned per
+ * module, so two types of one module are equal iff their pointers are.
+ *
+ * The IR follows MLIR's structure: a module is a `builtin.module` op whose
+ * single region holds functions (`func.func` ops) and other top-level ops;
+ * ops have operands, results, attributes, regions of blocks, successors and
+ * a location.  Ops of other dialects are kept opaque and print back as they
+ * came (see ir_op.tmpl).
+ */
+#ifndef IR_H
+#define IR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ap.h"
+#include "ir_ops.h"
+
+#define IR_MAX_RANK 32 /* ranks above this are rejected by the parser */
+#define IR_DYN INT64_C(-1) /* a dynamic dimension, printed `?` */
+
+typedef struct ir_module ir_module;
+typedef struct ir_type ir_type;
+typedef struct ir_attr ir_attr;
+typedef struct ir_named_attr ir_named_attr;
+typedef struct ir_loc ir_loc;
+typedef struct ir_value ir_value;
+typedef struct ir_op ir_op;
+typedef struct ir_block ir_block;
+typedef struct ir_region ir_region;
+typedef struct ir_template ir_template;
+
+/* ================================================================ types */
+
+/* Element types: enum suffix, MLIR spelling, storage bytes per element
+ * (sub-byte types take one byte), class (F float, I signless integer,
+ * U unsigned, S signed, C complex, X other). */
+#define IR_ELEMS(X)                         \
+    X(F64, "f64", 8, F)                     \
+    X(F32, "f32", 4, F)                     \
+    X(F16, "f16", 2, F)                     \
+    X(BF16, "bf16", 2, F)                   \
+    X(TF32, "tf32", 4, F)                   \
+    X(F8E4M3FN, "f8E4M3FN", 1, F)           \
+    X(F8E5M2, "f8E5M2", 1, F)               \
+    X(F8E4M3FNUZ, "f8E4M3FNUZ", 1, F)       \
+    X(F8E5M2FNUZ, "f8E5M2FNUZ", 1, F)       \
+    X(F8E4M3B11FNUZ, "f8E4M3B11FNUZ", 1, F) \
+    X(F8E4M3, "f8E4M3", 1, F)               \
+    X(F8E3M4, "f8E3M4", 1, F)               \
+    X(F8E8M0FNU, "f8E8M0FNU", 1, F)         \
+    X(F6E2M3FN, "f6E2M3FN", 1, F)           \
+    X(F6E3M2FN, "f6E3M2FN", 1, F)           \
+    X(F4E2M1FN, "f4E2M1FN", 1, F)           \
+    X(I1, "i1", 1, I)                       \
+    X(I2, "i2", 1, I)                       \
+    X(I4, "i4", 1, I)                       \
+    X(I8, "i8", 1, I)                       \
+    X(I16, "i16", 2, I)                     \
+    X(I32, "i32", 4, I)                     \
+    X(I64, "i64", 8, I)                     \
+    X(UI2, "ui2", 1, U)                     \
+    X(UI4, "ui4", 1, U)                     \
+    X(UI8, "ui8", 1, U)                     \
+    X(UI16, "ui16", 2, U)                   \
+    X(UI32, "ui32", 4, U)                   \
+    X(UI64, "ui64", 8, U)                   \
+    X(SI8, "si8", 1, S)                     \
+    X(SI16, "si16", 2, S)                   \
+    X(SI32, "si32", 4, S)                   \
+    X(SI64, "si64", 8, S)                   \
+    X(C64, "complex<f32>", 8, C)            \
+    X(C128, "complex<f64>", 16, C)          \
+    X(INDEX, "index", 8, X)
+
+typedef enum ir_elem {
+    IR_E_NONE = 0, /* not a tensor type */
+#define IR_ELEM_ENUM(e, text, bytes, cls) IR_E_##e,
+    IR_ELEMS(IR_ELEM_ENUM)
+#undef IR_ELEM_ENUM
+    IR_E_OPAQUE, /* kept as text: !quant.uniform<...>, other dialects */
+    IR_E__COUNT
+} ir_elem;
+
+const char *ir_elem_name(ir_elem e);   /* "f32"; "?" for OPAQUE/NONE */
+int ir_elem_bytes(ir_elem e);          /* storage bytes; 0 for OPAQUE */
+int ir_elem_bits(ir_elem e);           /* 1 for i1, 4 for i4, 32 for f32 */
+bool ir_elem_is_float(ir_elem e);
+bool ir_elem_is_int(ir_elem e);        /* signless, signed or unsigned */
+bool ir_elem_is_unsigned(ir_elem e);
+bool ir_elem_is_complex(ir_elem e);
+
+typedef enum ir_type_kind {
+    IR_T_TENSOR,   /* tensor<2x?x4xf32>, tensor<*xf32> (rank -1) */
+    IR_T_TUPLE,    /* tuple<T, ...> */
+    IR_T_TOKEN,    /* !stablehlo.token */
+    IR_T_FUNCTION, /* (T, ...) -> (T, ...); only as an attribute */
+    IR_T_SCALAR,   /* a builtin scalar used as a value type (f32, index) */
+    IR_T_OPAQUE,   /* anything else, kept as text */
+} ir_type_kind;
+
+struct ir_type {
+    uint8_t kind;        /* ir_type_kind */
+    uint8_t elem;        /* ir_elem for TENSOR and SCALAR */
+    int32_t rank;        /* TENSOR: number of dims, -1 unranked */
+    const int64_t *dims; /* TENSOR: rank entries, IR_DYN for `?` */
+    const char *text;    /* OPAQUE: whole type text; TENSOR/SCALAR with
+                            elem OPAQUE: element type text */
+    const char *encoding; /* TENSOR: `#stablehlo.bounds<...>` etc. or NULL */
+    int32_t n_elems;     /* TUPLE: members; FUNCTION: inputs + results */
+    int32_t n_inputs;    /* FUNCTION: how many of elems are inputs */
+    const ir_type *const *elems;
+    uint64_t hash;
+};
+
+/* Interned constructors: the result lives as long as the module; NULL only
+ * when out of memory.  `dims` is copied. */
+const ir_type *ir_type_tensor(ir_module *m, ir_elem e, int rank, const int64_t *dims);
+const ir_type *ir_type_tensor_ex(ir_module *m, ir_elem e, const char *elem_text, int rank,
+                                 const int64_t *dims, const char *encoding);
+const ir_type *ir_type_tuple(ir_module *m, int n, const ir_type *const *elems);
+const ir_type *ir_type_function(ir_module *m, int n_in, const ir_type *const *in, int n_out,
+                                const ir_type *const *out);
+const ir_type *ir_type_token(ir_module *m);
+const ir_type *ir_type_scalar(ir_module *m, ir_elem e, const char *text);
+const ir_type *ir_type_opaque(ir_module *m, const char *text);
+
+/* Number of elements, or -1 when any dim is dynamic or the type is not a
+ * ranked tensor.  Saturates at INT64_MAX. */
+int64_t ir_type_numel(const ir_type *t);
+/* Bytes of a ranked static tensor (numel * elem bytes), -1 otherwise. */
+int64_t ir_type_bytes(const ir_type *t);
+bool ir_type_is_static(const ir_type *t);
+bool ir_type_is_tensor(const ir_type *t);
+/* Structural equality (for types of different modules). */
+bool ir_type_equal(const ir_type *a, const ir_type *b);
+/* Appends the MLIR spelling of t. */
+void ir_type_print(ap_buf *b, const ir_type *t);
+
+/* ============================================================ attributes */
+
+typedef enum ir_attr_kind {
+    IR_A_UNIT,        /* a key without a value */
+    IR_A_BOOL,        /* true / false */
+    IR_A_INT,         /* 42, 42 : i32 (type NULL when untyped) */
+    IR_A_FLOAT,       /* 1.5 : f32 */
+    IR_A_STRING,      /* "..." (may hold any bytes) */
+    IR_A_TYPE,        /* a type used as an attribute */
+    IR_A_SYMREF,      /* @name, @a::@b (text without the first '@') */
+    IR_A_ARRAY,       /* [a, b] */
+    IR_A_DICT,        /* {a = 1, b} sorted by name */
+    IR_A_DENSE_ARRAY, /* array<i64: 1, 2> */
+    IR_A_DENSE,       /* dense<...> : tensor<...> */
+    IR_A_DENSE_RESOURCE, /* dense_resource<name> : tensor<...> */
+    IR_A_DIALECT,     /* #stablehlo.dot<k = v, ...>, #stablehlo<comparison_direction GT> */
+    IR_A_OPAQUE,      /* kept as text: affine maps, #sdy..., unknown forms */
+    IR_A_ANY          /* registry wildcard only */
+} ir_attr_kind;
+
+struct ir_named_attr {
+    const char *name; /* interned */
+    ir_attr *value;
+};
+
+/* Dense element data.  Values are stored in the element type's natural
+ * layout (little endian; i1 one byte per element; f16/bf16/f8 as raw bits;
+ * complex as two floats), `splat` when one value fills the tensor.  Element
+ * types we cannot decode (opaque, strings) keep their text in `text`. */
+typedef struct ir_dense {
+    bool splat;
+    size_t nbytes; /* bytes in data: one element when splat */
+    uint8_t *data;
+    const char *text; /* body between `dense<` and `>` when not decoded */
+} ir_dense;
+
+struct ir_attr {
+    uint8_t kind;        /* ir_attr_kind */
+    const ir_type *type; /* INT/FLOAT: `: type` or NULL; DENSE/DENSE_RESOURCE:
+                            the tensor type; DENSE_ARRAY: scalar element type;
+                            TYPE: the type */
+    union {
+        bool b;
+        int64_t i; /* INT (ui64 values above INT64_MAX wrap; see text) */
+        double f;  /* FLOAT */
+        struct {
+            const char *s; /* NUL-terminated; may contain NULs within len */
+            size_t len;
+        } str;             /* STRING, SYMREF, OPAQUE, DENSE_RESOURCE handle */
+        struct {
+            int32_t n;
+            ir_attr **items;
+        } arr;             /* ARRAY */
+        struct {
+            int32_t n;
+            ir_named_attr *items;
+        } dict;            /* DICT */
+        struct {
+            int32_t n;
+            int64_t *ints; /* integer and i1 elements */
+            double *floats; /* float elements (ints is NULL then) */
+        } darr;            /* DENSE_ARRAY */
+        ir_dense dense;    /* DENSE */
+        struct {
+            const char *name; /* "stablehlo.dot", "stablehlo", "sdy.sharding" */
+            int32_t n;        /* > 0: body was `key = value, ...` */
+            ir_named_attr *params;
+            const char *body; /* otherwise: raw body text between < > */
+        } dia;             /* DIALECT */
+    } u;
+};
+
+/* Constructors allocate in the module's arena; NULL when out of memory. */
+ir_attr *ir_attr_unit(ir_module *m);
+ir_attr *ir_attr_bool(ir_module *m, bool v);
+ir_attr *ir_attr_int(ir_module *m, int64_t v, const ir_type *type);
+ir_attr *ir_attr_float(ir_module *m, double v, const ir_type *type);
+ir_attr *ir_attr_string(ir_module *m, const char *s, size_t len);
+ir_attr *ir_attr_symref(ir_module *m, const char *name);
+ir_attr *ir_attr_type(ir_module *m, const ir_type *t);
+ir_attr *ir_attr_array(ir_module *m, int n, ir_attr *const *items);
+/* Sorts by name; duplicate names keep the last. */
+ir_attr *ir_attr_dict(ir_module *m, int n, const ir_named_attr *items);
+ir_attr *ir_attr_i64_array(ir_module *m, int n, const int64_t *v); /* array<i64: ...> */
+ir_attr *ir_attr_bool_array(ir_module *m, int n, const bool *v);   /* array<i1: ...> */
+/* dense<...> of an integer tensor type from int64 values (n == numel, or 1
+ * for a splat). */
+ir_attr *ir_attr_dense_ints(ir_module *m, const ir_type *tensor_type, size_t n, const int64_t *v);
+ir_attr *ir_attr_dialect_kv(ir_module *m, const char *name, int n, const ir_named_attr *params);
+ir_attr *ir_attr_dialect_raw(ir_module *m, const char *name, const char *body);
+
+bool ir_attr_equal(const ir_attr *a, const ir_attr *b);
+void ir_attr_print(ap_buf *b, const ir_attr *a);
+/* Lookup in a DICT attribute; NULL when absent or not a dict. */
+ir_attr *ir_dict_get(const ir_attr *dict, const char *name);
+/* Lookup of a `key = value` parameter of a DIALECT attribute. */
+ir_attr *ir_dialect_param(const ir_attr *a, const char *name);
+/* Integer list from DENSE_ARRAY, ARRAY of INT, or integer DENSE; returns the
+ * count or -1 when `a` is not such a list.  Writes at most `cap` values. */
+int ir_attr_int_list(const ir_attr *a, int64_t *out, int cap);
+/* Value of the i-th element of an integer DENSE attribute. */
+int64_t ir_dense_int_at(const ir_attr *a, size_t i);
+/* Value of the i-th element of a float DENSE attribute (f64/f32/f16/bf16). */
+double ir_dense_float_at(const ir_attr *a, size_t i);
+
+/* ============================================================= locations */
+
+typedef enum ir_loc_kind {
+    IR_L_UNKNOWN,  /* loc(unknown) */
+    IR_L_NAME,     /* loc("name") or loc("name"(child)) */
+    IR_L_FILE,     /* loc("file":line:col) with optional `to` range */
+    IR_L_CALLSITE, /* loc(callsite(callee at caller)) */
+    IR_L_FUSED,    /* loc(fused<meta>[a, b]) */
+    IR_L_OPAQUE,   /* anything else, kept as text */
+    IR_L_PENDING   /* parser internal: alias used before its definition */
+} ir_loc_kind;
+
+struct ir_loc {
+    uint8_t kind;
+    const char *str;     /* NAME: name; FILE: file; OPAQUE: text;
+                            FUSED: metadata attribute text or NULL */
+    int32_t line, col, end_line, end_col; /* FILE; end_* 0 when absent,
+                            end_line -1 for `to :col` */
+    const ir_loc *a, *b; /* NAME: child (or NULL); CALLSITE: callee, caller */
+    int32_t n;           /* FUSED */
+    const ir_loc *const *locs;
+};
+
+bool ir_loc_equal(const ir_loc *a, const ir_loc *b);
+/* The innermost user-visible name of a location: for NAME its string, for
+ * CALLSITE the callee's name, for FUSED the first named member; NULL if none.
+ * This is how arguments are selected by JAX parameter path. */
+const char *ir_loc_name(const ir_loc *l);
+
+/* ============================================================ values, ops */
+
+struct ir_value {
+    const ir_type *type;
+    ir_op *def;         /* defining op, NULL for a block argument */
+    ir_block *block;    /* owning block of a block argument */
+    uint32_t index;     /* result index or argument index */
+    uint32_t id;        /* dense number within the enclosing function, set by
+                           ir_func_renumber (parsers call it) */
+    const ir_loc *loc;  /* block arguments: their location (or NULL) */
+};
+
+/* Opaque ops written in a dialect's custom syntax are kept as a template:
+ * literal text pieces interleaved with references to the op's operands,
+ * successors, regions and the block arguments of its regions, so that they
+ * print back as they came even after values are renumbered. */
+typedef enum ir_tmpl_kind {
+    IR_TP_TEXT,      /* literal text */
+    IR_TP_OPERAND,   /* name of operand `index` (`%x` or `%x#1`) */
+    IR_TP_SUCCESSOR, /* label of successor `index` */
+    IR_TP_REGION,    /* region `index`, printed as `{ ... }` */
+    IR_TP_REGION_ARG /* name of argument `index` of region `region`'s entry */
+} ir_tmpl_kind;
+
+typedef struct ir_tmpl_piece {
+    uint8_t kind;
+    uint32_t index, region;
+    const char *text; /* IR_TP_TEXT */
+    uint32_t len;
+} ir_tmpl_piece;
+
+struct ir_template {
+    uint32_t n;
+    ir_tmpl_piece *pieces;
+};
+
+#define IR_OP_ENUM(id, name, kind, fmt) IR_OP_##id,
+typedef enum ir_opcode {
+    IR_OP_UNKNOWN = 0,
+    IR_OPS(IR_OP_ENUM)
+    IR_OP__COUNT
+} ir_opcode;
+#undef IR_OP_ENUM
+
+typedef enum ir_op_kind {
+    IR_K_STRUCT,
+    IR_K_EW1,
+    IR_K_EW2,
+    IR_K_EW3,
+    IR_K_CMP,
+    IR_K_CONV,
+    IR_K_COLL,
+    IR_K_OTHER
+} ir_op_kind;
+
+/* Flags on named attributes of opaque ops: written inside `<{...}>`. */
+enum { IR_OPF_GENERIC_PROPS = 1 };
+
+struct ir_op {
+    uint16_t opcode;        /* ir_opcode; IR_OP_UNKNOWN when not registered */
+    uint16_t flags;
+    uint32_t id;            /* dense number within the enclosing function */
+    const char *name;       /* interned full name: "stablehlo.add" */
+    uint32_t n_operands, n_results, n_attrs, n_props;
+    uint32_t n_regions, n_successors;
+    ir_value **operands;
+    ir_value *results;      /* array of n_results */
+    /* Attributes: the first n_props are inherent (`<{...}>` in generic
+     * form), then n_attrs - n_props discardable (`{...}`).  Registered ops
+     * keep every attribute sorted by name and n_props = 0; the printer
+     * decides which to print where. */
+    ir_named_attr *attrs;
+    ir_region *regions;     /* array of n_regions */
+    ir_block **successors;
+    const ir_loc *loc;      /* NULL when unknown */
+    const ir_template *tmpl; /* opaque custom-syntax ops; NULL otherwise */
+    const ir_type *tmpl_sig; /* their trailing `: ...` type if any */
+    uint32_t src_line, src_col; /* position in the parsed text, 0 if built */
+    ir_block *parent;
+    ir_op *prev, *next;
+};
+
+struct ir_block {
+    ir_region *parent;
+    uint32_t n_args;
+    ir_value *args;
+    ir_op *first, *last;
+    uint32_t n_ops;
+    ir_block *next;
+};
+
+struct ir_region {
+    ir_op *parent;
+    ir_block *first, *last;
+    uint32_t n_blocks;
+};
+
+/* ============================================================== registry */
+
+typedef struct ir_op_info {
+    const char *name;
+    ir_op_kind kind;
+    int fmt; /* pretty form, internal to the printer */
+} ir_op_info;
+
+const ir_op_info *ir_op_info_get(ir_opcode op);
+/* Looks up a registered op by full name ("stablehlo.add"); IR_OP_UNKNOWN if
+ * absent. */
+ir_opcode ir_opcode_lookup(const char *name, size_t len);
+
+/* Expected attributes of an opcode, for the verifier and for users. */
+typedef struct ir_attr_rule {
+    ir_opcode op;
+    const char *name;
+    ir_attr_kind kind;
+    bool required;
+} ir_attr_rule;
+/* All rules for op; sets *n. */
+const ir_attr_rule *ir_attr_rules(ir_opcode op, int *n);
+
+/* ================================================================ module */
+
+struct ir_module {
+    ap_arena arena;
+    ir_op *top;           /* the builtin.module op */
+    const char *filename; /* for messages; arena copy */
+    const char *file_metadata; /* `{-# ... #-}` section as written, or NULL */
+    struct ir_module_impl *impl; /* intern tables: private */
+};
+
+/* Creates an empty module (a builtin.module op with one empty block).
+ * Returns NULL when out of memory.  Free with ir_module_free. */
+ir_module *ir_module_new(const char *filename);
+void ir_module_free(ir_module *m);
+/* Bytes the module holds (arena and tables), for memory reports. */
+size_t ir_module_bytes(const ir_module *m);
+
+/* Interns a string in the module: equal strings give one pointer. */
+const char *ir_intern(ir_module *m, const char *s, size_t len);
+
+/* The body block of the module op. */
+ir_block *ir_module_body(const ir_module *m);
+/* The func.func op named `name` ("main"); NULL when absent. */
+ir_op *ir_module_func(const ir_module *m, const char *name);
+/* The public function a tool should partition: "main" if present, else the
+ * only public function, else NULL. */
+ir_op *ir_module_entry(const ir_module *m);
+
+/* Function accessors (op must be a func.func). */
+const char *ir_func_name(const ir_op *f);
+const ir_type *ir_func_type(const ir_op *f);
+ir_block *ir_func_entry(const ir_op *f); /* NULL for a declaration */
+uint32_t ir_func_num_args(const ir_op *f);
+uint32_t ir_func_num_results(const ir_op *f);
+ir_value *ir_func_arg(const ir_op *f, uint32_t i);
+/* The attribute `name` of argument / result i, or NULL. */
+ir_attr *ir_func_arg_attr(const ir_op *f, uint32_t i, const char *name);
+ir_attr *ir_func_result_attr(const ir_op *f, uint32_t i, const char *name);
+/* Name a user knows argument i by: its location name (JAX parameter path),
+ * else NULL. */
+const char *ir_func_arg_name(const ir_op *f, uint32_t i);
+/* The terminator of the function's last block (func.return), or NULL. */
+ir_op *ir_func_return(const ir_op *f);
+/* Numbers the values and ops of a function densely (ir_value.id, ir_op.id);
+ * returns the counts. */
+void ir_func_renumber(ir_op *f, uint32_t *n_values, uint32_t *n_ops);
+
+/* Op attribute lookup by name; NULL when absent. */
+ir_attr *ir_op_attr(const ir_op *op, const char *name);
+/* Sets (adds or replaces) an attribute of a registered op. */
+int ir_op_set_attr(ir_module *m, ir_op *op, const char *name, ir_attr *value);
+
+/* ============================================================== building */
+
+/* Creates a detached op with `n_operands` operands, results of the given
+ * types and `n_regions` empty regions.  The op lives in m's arena.  Returns
+ * NULL when out of memory. */
+ir_op *ir_op_new(ir_module *m, ir_opcode opcode, const char *name, uint32_t n_operands,
+                 ir_value *const *operands, uint32_t n_results, const ir_type *const *result_types,
+                 uint32_t n_regions);
+ir_block *ir_block_new(ir_module *m, ir_region *parent, uint32_t n_args,
+                       const ir_type *const *arg_types);
+void ir_block_append(ir_block *b, ir_op *op);
+void ir_block_insert_before(ir_block *b, ir_op *before, ir_op *op);
+void ir_block_remove(ir_block *b, ir_op *op);
+void ir_region_append(ir_region *r, ir_block *b);
+
+/* ============================================================ text I/O */
+
+typedef enum ir_format {
+    IR_FMT_AUTO,      /* detect from the content */
+    IR_FMT_STABLEHLO, /* MLIR text */
+    IR_FMT_HLO        /* XLA HLO text */
+} ir_format;
+
+/* Guesses the format of text: HLO when the first significant token is
+ * `HloModule`, StableHLO otherwise. */
+ir_format ir_detect_format(const char *text, size_t len);
+
+/* Parses text (need not be NUL-terminated) into a new module.  `filename`
+ * names the input in error messages ("FILE:LINE:COL: error: ...").
+ * On success *out owns a module (ir_module_free); on failure *out is NULL,
+ * err is filled and a negative AP_E* code is returned.  The module is
+ * verified (ir_verify) before it is returned. */
+int ir_parse(const char *text, size_t len, const char *filename, ir_format fmt, ir_module **out,
+             ap_error *err);
+int ir_parse_mlir(const char *text, size_t len, const char *filename, ir_module **out,
+                  ap_error *err);
+int ir_parse_hlo(const char *text, size_t len, const char *filename, ir_module **out,
+                 ap_error *err);
+
+typedef struct ir_print_opts {
+    bool no_locs;   /* omit locations */
+    bool generic;   /* print every op in generic form */
+} ir_print_opts;
+
+/* Prints the canonical StableHLO text of m into b (appending).  Returns 0, or
+ * AP_ENOMEM when the buffer could not grow. */
+int ir_print(const ir_module *m, ap_buf *b, const ir_print_opts *opts);
+
+/* Checks every op's operand/result types against its type rule, required
+ * attributes and their kinds, and region structure.  The first problem is
+ * reported with the op's source position when known. */
+int ir_verify(ir_module *m, ap_error *err);
+
+/* Structural equality of two modules: same functions, ops, attributes,
+ * types, locations and value wiring.  On difference returns false and, if
+ * why != NULL, describes the first difference. */
+bool ir_module_equal(const ir_module *a, const ir_module *b, char *why, size_t why_size);
+
+
+/* ========================================================= transforms */
+
+/* Inlines every func.call of a private function reachable from `func`
+ * (recursively), leaving one flat function; callees that become unused are
+ * kept (they print back).  Fails with AP_EUNSUPPORTED on recursion. */
+int ir_inline_calls(ir_module *m, ir_op *func, ap_error *err);
+
+/* ============================================================ summaries */
+
+typedef struct ir_stats_entry {
+    const char *name; /* op name */
+    uint64_t count;
+} ir_stats_entry;
+
+typedef struct ir_stats {
+    uint64_t n_ops;         /* every op, nested ones included, module and
+                               functions included */
+    uint32_t n_kinds;
+    ir_stats_entry *by_name; /* n_kinds entries, most frequent first (ties
+                                by name); heap, free with ir_stats_free */
+} ir_stats;
+
+int ir_stats_compute(const ir_module *m, ir_stats *out);
+void ir_stats_free(ir_stats *s);
+
+/* ========================================================== typed attrs */
+
+/* Dimension numbers of dot_general (or dot, which has the implied ones). */
+typedef struct ir_dot_dims {
+    int n_batch, n_contract;
+    int64_t lhs_batch[IR_MAX_RANK], rhs_batch[IR_MAX_RANK];
+    int64_t lhs_contract[IR_MAX_RANK], rhs_contract[IR_MAX_RANK];
+} ir_dot_dims;
+int ir_dot_dims_get(const ir_op *op, ir_dot_dims *out);
+
+/* Convolution dimension numbers. */
+typedef struct ir_conv_dims {
+    int64_t in_batch, in_feature, kernel_in, kernel_out, out_batch, out_feature;
+    int n_spatial;
+    int64_t in_spatial[IR_MAX_RANK], kernel_spatial[IR_MAX_RANK], out_spatial[IR_MAX_RANK];
+} ir_conv_dims;
+int ir_conv_dims_get(const ir_op *op, ir_conv_dims *out);
+
+/* Gather dimension numbers. */
+typedef struct ir_gather_dims {
+    int n_offset, n_collapsed, n_start_index_map, n_operand_batching, n_start_indices_batching;
+    int64_t offset_dims[IR_MAX_RANK], collapsed_slice_dims[IR_MAX_RANK];
+    int64_t start_index_map[IR_MAX_RANK], operand_batching_dims[IR_MAX_RANK];
+    int64_t start_indices_batching_dims[IR_MAX_RANK];
+    int64_t index_vector_dim;
+} ir_gather_dims;
+int ir_gather_dims_get(const ir_op *op, ir_gather_dims *out);
+
+/* Scatter dimension numbers. */
+typedef struct ir_scatter_dims {
+    int n_update_window, n_inserted_window, n_scatter_to_operand, n_input_batching,
+        n_scatter_indices_batching;
+    int64_t update_window_dims[IR_MAX_RANK], inserted_window_dims[IR_MAX_RANK];
+    int64_t scatter_dims_to_operand_dims[IR_MAX_RANK], input_batching_dims[IR_MAX_RANK];
+    int64_t scatter_indices_batching_dims[IR_MAX_RANK];
+    int64_t index_vector_dim;
+} ir_scatter_dims;
+int ir_scatter_dims_get(const ir_op *op, ir_scatter_dims *out);
+
+/* Comparison direction of a compare op: "EQ", "NE", "LT", "LE", "GT",
+ * "GE"; NULL if absent. Writes into buf. */
+const char *ir_compare_direction(const ir_op *op, char *buf, size_t size);
+
+/* The single op a reduction region applies (add, max, ...): the opcode of
+ * the one computing op before the return when the region is a plain binary
+ * reduction of its two block arguments; IR_OP_UNKNOWN otherwise. */
+ir_opcode ir_region_reduction(const ir_region *r);
+
+#endif /* IR_H */

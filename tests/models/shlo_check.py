@@ -1,0 +1,467 @@
+#!/usr/bin/env python3
+"""shlo_check.py: structural checker for the StableHLO text modelgen prints.
+
+Independent of the generator: it re-reads the text, and for every op
+checks that each %name is defined before use (once), that the operand
+types in the op's signature are the types the names were defined with,
+and re-derives the result type from the operands and the printed
+attributes (dot_general, broadcast_in_dim, reduce, transpose, reshape,
+slice, pad, concatenate, gather, scatter, convolution ...).  It also
+checks the function header: tf.aliasing_output targets have the
+argument's type, the return types equal the declared result types.
+
+    shlo_check.py FILE...      prints `FILE: ok (N ops)` or the errors.
+"""
+
+import re
+import sys
+
+_TYPE = re.compile(r'tensor<(?:([0-9x]*)x)?((?:f|bf|i|ui)[0-9]+)>')
+_NAME = re.compile(r'%[A-Za-z0-9_#.]+')
+FLOATS = ('f32', 'bf16', 'f16', 'f64')
+
+
+class CheckError(Exception):
+    pass
+
+
+def parse_type(s):
+    s = s.strip()
+    m = _TYPE.fullmatch(s)
+    if not m:
+        raise CheckError('bad type %r' % s)
+    dims = m.group(1)
+    shape = tuple(int(d) for d in dims.split('x') if d) if dims else ()
+    return (shape, m.group(2))
+
+
+def split_top(s, sep=','):
+    """Split on sep outside of <>, [], (), {}."""
+    out, depth, cur = [], 0, []
+    for ch in s:
+        if ch in '<[({':
+            depth += 1
+        elif ch in '>])}':
+            depth -= 1
+        if ch == sep and depth == 0:
+            out.append(''.join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    if cur or out:
+        out.append(''.join(cur))
+    return [x.strip() for x in out]
+
+
+def parse_sig(sig):
+    """'(T1, T2) -> R' or 'T' or 'P, T' -> (operand types or None, result)."""
+    sig = sig.strip()
+    if sig.startswith('('):
+        depth = 0
+        for i, ch in enumerate(sig):
+            if ch == '(':
+                depth += 1
+            elif ch == ')':
+                depth -= 1
+                if depth == 0:
+                    break
+        ins = [parse_type(t) for t in split_top(sig[1:i]) if t]
+        rest = sig[i + 1:].strip()
+        if not rest.startswith('->'):
+            raise CheckError('bad signature %r' % sig)
+        return ins, parse_type(rest[2:])
+    parts = split_top(sig)
+    if len(parts) == 2:                  # select: P, T
+        return ('select', parse_type(parts[0])), parse_type(parts[1])
+    return None, parse_type(sig)
+
+
+def ints(s):
+    s = s.strip()
+    assert s.startswith('[') and s.endswith(']'), s
+    body = s[1:-1].strip()
+    return [int(x) for x in body.split(',')] if body else []
+
+
+def attr(body, key):
+    """The value of `key = [...]` (a list) or `key = N` in body."""
+    m = re.search(r'\b%s = (\[[^\]]*\]|-?\d+)' % re.escape(key), body)
+    if not m:
+        return None
+    v = m.group(1)
+    return ints(v) if v.startswith('[') else int(v)
+
+
+def _expect(cond, msg):
+    if not cond:
+        raise CheckError(msg)
+
+
+def infer(op, body, ins, res):
+    """Check the result type of op (text body) from operand types."""
+    E = _expect
+    if op in ('add', 'subtract', 'multiply', 'divide', 'maximum', 'power',
+              'negate', 'exponential', 'log', 'tanh', 'logistic', 'rsqrt',
+              'sqrt', 'reverse'):
+        for t in ins:
+            E(t == res, '%s operand %s != result %s' % (op, t, res))
+        if op not in ('add', 'subtract', 'multiply', 'maximum', 'reverse'):
+            E(res[1] in FLOATS, '%s on non-float' % op)
+        if op == 'reverse':
+            d = attr(body, 'dims')
+            E(all(0 <= x < len(res[0]) for x in d), 'reverse dims')
+        return
+    if op == 'convert':
+        E(ins[0][0] == res[0], 'convert shape')
+        return
+    if op == 'compare':
+        E(ins[0] == ins[1], 'compare operand types differ')
+        E(res == (ins[0][0], 'i1'), 'compare result')
+        kind = 'FLOAT' if ins[0][1] in FLOATS else 'SIGNED'
+        E(body.rstrip().endswith(kind), 'compare type %s' % kind)
+        return
+    if op == 'select':
+        p, a, b = ins
+        E(p == (res[0], 'i1') and a == res and b == res, 'select types')
+        return
+    if op == 'iota':
+        E(0 <= attr(body, 'dim') < len(res[0]), 'iota dim')
+        return
+    if op == 'constant':
+        E(res[0] == (), 'non-scalar constant')
+        return
+    if op == 'broadcast_in_dim':
+        dims = attr(body, 'dims')
+        (xs, xd), = ins
+        E(xd == res[1] and len(dims) == len(xs), 'broadcast rank')
+        E(dims == sorted(set(dims)), 'broadcast dims not increasing')
+        for i, d in enumerate(dims):
+            E(0 <= d < len(res[0]) and xs[i] in (1, res[0][d]),
+              'broadcast dim %d' % i)
+        return
+    if op == 'reshape':
+        (xs, xd), = ins
+        E(xd == res[1] and prod(xs) == prod(res[0]), 'reshape size')
+        return
+    if op == 'transpose':
+        perm = attr(body, 'dims')
+        (xs, xd), = ins
+        E(sorted(perm) == list(range(len(xs))), 'transpose perm')
+        E(res == (tuple(xs[p] for p in perm), xd), 'transpose result')
+        return
+    if op == 'reduce':
+        dims = attr(body, 'dimensions')
+        (xs, xd), init = ins
+        E(init == ((), xd), 'reduce init type')
+        E(dims == sorted(set(dims)), 'reduce dims')
+        E(res == (tuple(n for i, n in enumerate(xs) if i not in dims), xd),
+          'reduce result')
+        E(re.search(r'applies stablehlo\.(add|maximum) ', body), 'reducer')
+        return
+    if op == 'dot_general':
+        (a, ad), (b, bd) = ins
+        m = re.search(r'batching_dims = (\[[^\]]*\]) x (\[[^\]]*\])', body)
+        ab, bb = (ints(m.group(1)), ints(m.group(2))) if m else ([], [])
+        m = re.search(r'contracting_dims = (\[[^\]]*\]) x (\[[^\]]*\])', body)
+        ac, bc = ints(m.group(1)), ints(m.group(2))
+        E(ad == bd == res[1], 'dot element types')
+        E(len(ab) == len(bb) and len(ac) == len(bc), 'dot dims count')
+        for i, j in zip(ab + ac, bb + bc):
+            E(a[i] == b[j], 'dot dim size %d vs %d' % (i, j))
+        af = [a[i] for i in range(len(a)) if i not in ab and i not in ac]
+        bf = [b[i] for i in range(len(b)) if i not in bb and i not in bc]
+        E(res[0] == tuple([a[i] for i in ab] + af + bf),
+          'dot result %s' % (res[0],))
+        return
+    if op == 'slice':
+        (xs, xd), = ins
+        m = re.search(r'\[([0-9:, ]*)\]$', body)
+        shape = []
+        for part, n in zip(m.group(1).split(','), xs):
+            f = [int(v) for v in part.strip().split(':')]
+            s, l = f[0], f[1]
+            st = f[2] if len(f) > 2 else 1
+            E(0 <= s <= l <= n, 'slice bounds')
+            shape.append((l - s + st - 1) // st)
+        E(len(shape) == len(xs) and res == (tuple(shape), xd), 'slice result')
+        return
+    if op == 'concatenate':
+        d = attr(body, 'dim')
+        shape = list(ins[0][0])
+        for s, dt in ins[1:]:
+            E(len(s) == len(shape) and dt == ins[0][1], 'concat rank')
+            for i in range(len(s)):
+                if i != d:
+                    E(s[i] == shape[i], 'concat dims')
+            shape[d] += s[d]
+        E(res == (tuple(shape), ins[0][1]), 'concat result')
+        return
+    if op == 'pad':
+        (xs, xd), pv = ins
+        lo, hi, it = (attr(body, k) for k in ('low', 'high', 'interior'))
+        E(pv == ((), xd), 'pad value')
+        shape = tuple(l + h + n + max(n - 1, 0) * i
+                      for n, l, h, i in zip(xs, lo, hi, it))
+        E(res == (shape, xd), 'pad result')
+        return
+    if op == 'dynamic_update_slice':
+        (xs, xd), (us, ud) = ins[:2]
+        E(res == (xs, xd) and ud == xd and len(us) == len(xs), 'dus types')
+        E(all(u <= x for u, x in zip(us, xs)), 'dus update larger')
+        E(len(ins) - 2 == len(xs) and all(t[0] == () for t in ins[2:]),
+          'dus indices')
+        return
+    if op == 'gather':
+        (os_, od), (isz, idt) = ins
+        off = attr(body, 'offset_dims') or []
+        col = attr(body, 'collapsed_slice_dims') or []
+        sim = attr(body, 'start_index_map')
+        ivd = attr(body, 'index_vector_dim')
+        ss = [int(x) for x in re.search(r'slice_sizes = array<i64: ([0-9, ]*)>',
+                                        body).group(1).split(',')]
+        E(idt == 'i32' and od == res[1], 'gather types')
+        E(len(ss) == len(os_) and all(s <= n for s, n in zip(ss, os_)),
+          'gather slice sizes')
+        nidx = isz[ivd] if ivd < len(isz) else 1
+        E(len(sim) == nidx, 'gather start_index_map')
+        batch = [n for i, n in enumerate(isz) if i != ivd]
+        offs = [s for i, s in enumerate(ss) if i not in col]
+        E(all(ss[c] == 1 for c in col), 'gather collapsed size')
+        rank = len(batch) + len(offs)
+        shape = []
+        bi = oi = 0
+        for i in range(rank):
+            if i in off:
+                shape.append(offs[oi])
+                oi += 1
+            else:
+                shape.append(batch[bi])
+                bi += 1
+        E(res == (tuple(shape), od), 'gather result %s' % (tuple(shape),))
+        return
+    if op == 'scatter':
+        (os_, od), (isz, idt), (us, ud) = ins
+        uwd = attr(body, 'update_window_dims') or []
+        iwd = attr(body, 'inserted_window_dims') or []
+        ivd = attr(body, 'index_vector_dim')
+        E(res == (os_, od) and ud == od and idt == 'i32', 'scatter types')
+        win = [n for i, n in enumerate(os_) if i not in iwd]
+        batch = [n for i, n in enumerate(isz) if i != ivd]
+        shape = []
+        wi = bi = 0
+        for i in range(len(us)):
+            if i in uwd:
+                shape.append(win[wi])
+                wi += 1
+            else:
+                shape.append(batch[bi])
+                bi += 1
+        E(tuple(shape) == us, 'scatter updates %s' % (tuple(shape),))
+        return
+    if op == 'convolution':
+        (xs, xd), (ws, wd) = ins
+        m = re.search(r'dim_numbers = \[([^\]]*)\]x\[([^\]]*)\]->\[([^\]]*)\]',
+                      body)
+        lhs, rhs, out = ([s.strip() for s in g.split(',')]
+                         for g in m.groups())
+        ns = len(xs) - 2
+        win = re.search(r'window = \{([^}]*)\}', body).group(1)
+
+        def wattr(k, default):
+            if k == 'pad':
+                mm = re.search(r'\bpad = \[(.*?)\]\]', win)
+                if not mm:
+                    return default
+                return [(int(a), int(b)) for a, b in re.findall(
+                    r'\[(-?\d+), (-?\d+)', mm.group(1))]
+            mm = re.search(r'\b%s = (\[[^\]]*\])' % k, win)
+            return ints(mm.group(1)) if mm else default
+        stride = wattr('stride', [1] * ns)
+        pad = wattr('pad', [(0, 0)] * ns)
+        ld = wattr('lhs_dilate', [1] * ns)
+        rd = wattr('rhs_dilate', [1] * ns)
+        E(xd == wd == res[1], 'conv element types')
+        E('feature_group_count = 1 : i64' in body and
+          'batch_group_count = 1 : i64' in body, 'conv group counts')
+        E(xs[lhs.index('f')] == ws[rhs.index('i')], 'conv feature mismatch')
+        shape = [0] * len(xs)
+        shape[out.index('b')] = xs[lhs.index('b')]
+        shape[out.index('f')] = ws[rhs.index('o')]
+        for k in range(ns):
+            n = xs[lhs.index(str(k))]
+            kk = ws[rhs.index(str(k))]
+            nd = (n - 1) * ld[k] + 1
+            kd = (kk - 1) * rd[k] + 1
+            padded = nd + pad[k][0] + pad[k][1]
+            E(padded >= kd, 'conv window larger than input')
+            shape[out.index(str(k))] = (padded - kd) // stride[k] + 1
+        E(res == (tuple(shape), xd), 'conv result %s' % (tuple(shape),))
+        return
+    raise CheckError('unknown op %s' % op)
+
+
+def prod(xs):
+    r = 1
+    for x in xs:
+        r *= x
+    return r
+
+
+_HEAD_ARG = re.compile(
+    r'%arg(\d+): (tensor<[^>]*>)(?: \{tf\.aliasing_output = (\d+) : i32\})?'
+    r' loc\("([^"]*)"\)')
+_HEAD_RES = re.compile(r'(tensor<[^>]*>) \{jax\.result_info = "([^"]*)"\}')
+
+
+def check(text):
+    """Check a module; returns a dict of facts, raises CheckError."""
+    lines = text.split('\n')
+    E = _expect
+    E(lines[0].startswith('module @') and
+      'mhlo.num_partitions = 1 : i32' in lines[0], 'module line')
+    head = lines[1]
+    E(head.startswith('  func.func public @main('), 'func line')
+    args_part, res_part = head.split(') -> (', 1)
+    args = _HEAD_ARG.findall(args_part)
+    E(len(args) == args_part.count('%arg'), 'unparsed argument')
+    results = _HEAD_RES.findall(res_part)
+    E(len(results) == res_part.count('tensor<'), 'unparsed result')
+    env = {}
+    arg_info = []
+    for i, (num, t, alias, loc) in enumerate(args):
+        E(int(num) == i, 'argument numbering')
+        env['%arg' + num] = parse_type(t)
+        arg_info.append((loc, parse_type(t),
+                         int(alias) if alias else None))
+    res_types = [parse_type(t) for t, _ in results]
+    aliased = set()
+    for loc, t, alias in arg_info:
+        if alias is not None:
+            E(0 <= alias < len(res_types), 'alias out of range: ' + loc)
+            E(res_types[alias] == t, 'alias type mismatch: ' + loc)
+            E(alias not in aliased, 'result aliased twice')
+            aliased.add(alias)
+    nops = 0
+    next_num = 0
+    used = set()
+    i = 2
+    returned = False
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line.strip():
+            continue
+        if line == '  }' or line == '}':
+            continue
+        E(line.startswith('    ') and not line.startswith('     '),
+          'indentation: %r' % line[:60])
+        s = line.strip()
+        if s.startswith('return '):
+            names_part, types_part = s[len('return '):].split(' : ', 1)
+            names = [n.strip() for n in names_part.split(',')]
+            types = [parse_type(t) for t in split_top(types_part)]
+            E(len(names) == len(types) == len(res_types), 'return arity')
+            for n, t, rt in zip(names, types, res_types):
+                E(n in env and env[n] == t == rt, 'return type of %s' % n)
+                used.add(n)
+            nops += 1
+            returned = True
+            continue
+        E(not returned, 'op after return')
+        m = re.match(r'(%[A-Za-z0-9_]+) = (.*)$', s)
+        E(m, 'not an op line: %r' % s[:60])
+        name, rest = m.groups()
+        E(name not in env, 'redefinition of %s' % name)
+        if re.fullmatch(r'%\d+', name):
+            E(int(name[1:]) == next_num, 'numbering: %s' % name)
+            next_num += 1
+        region_names = {}
+        if rest.startswith('"stablehlo.'):
+            op = rest[len('"stablehlo.'):rest.index('"', 1)]
+            if op == 'scatter':
+                E(rest.endswith('({'), 'scatter region start')
+                # ^bb0 line, add, return, close
+                bb = lines[i].strip()
+                mm = re.fullmatch(r'\^bb0\((%\w+): (tensor<\w+>), (%\w+): '
+                                  r'(tensor<\w+>)\):', bb)
+                E(mm, 'scatter block args')
+                a0, a1 = mm.group(1), mm.group(3)
+                E(a0 not in env and a1 not in env, 'region arg shadows')
+                add = lines[i + 1].strip()
+                mm2 = re.fullmatch(r'(%\d+) = stablehlo\.add (%\w+), (%\w+) : '
+                                   r'(tensor<\w+>)', add)
+                E(mm2 and mm2.group(2) == a0 and mm2.group(3) == a1,
+                  'scatter body')
+                ret = lines[i + 2].strip()
+                E(ret == 'stablehlo.return %s : %s' % (mm2.group(1),
+                                                       mm2.group(4)),
+                  'scatter return')
+                region_names[mm2.group(1)] = True
+                close = lines[i + 3].strip()
+                E(close.startswith('}) : '), 'scatter close')
+                sig = close[len('}) : '):]
+                i += 4
+                nops += 3          # scatter, the add and stablehlo.return
+                body = rest
+                ops_part = rest[rest.index('(') + 1:rest.index(')')]
+                scal = parse_type(mm.group(2))
+            else:
+                body, sig = rest.rsplit(' : ', 1)
+                ops_part = rest[rest.index('(') + 1:rest.index(')')]
+                nops += 1
+        else:
+            mm = re.match(r'stablehlo\.([a-z_]+)', rest)
+            E(mm, 'unknown op text %r' % rest[:40])
+            op = mm.group(1)
+            body, sig = rest.rsplit(' : ', 1)
+            ops_part = body[len(mm.group(0)):]
+            nops += 1
+        operands = _NAME.findall(ops_part) if op != 'constant' else []
+        ins, res = parse_sig(sig)
+        for n in operands:
+            E(n in env, 'use of undefined %s in %s' % (n, name))
+            used.add(n)
+        if ins is None:                    # short form: all types equal res
+            ins = [res] * len(operands)
+        elif isinstance(ins, tuple) and ins[0] == 'select':
+            ins = [ins[1], res, res]
+        E(len(ins) == len(operands), '%s: %d operands, %d types' % (
+            name, len(operands), len(ins)))
+        for n, t in zip(operands, ins):
+            E(env[n] == t, '%s: operand %s has type %s, declared %s' % (
+                name, n, env[n], t))
+        if op == 'scatter':
+            E(scal == ((), res[1]), 'scatter block arg type')
+        try:
+            infer(op, body, ins, res)
+        except CheckError as e:
+            raise CheckError('%s (%s): %s' % (name, op, e))
+        env[name] = res
+    E(returned, 'no return')
+    unused = [loc for (loc, _, _), k in zip(arg_info, range(len(arg_info)))
+              if '%%arg%d' % k not in used]
+    return {'ops': nops, 'args': len(arg_info), 'results': len(res_types),
+            'arg_locs': [a[0] for a in arg_info],
+            'aliases': [a[2] for a in arg_info],
+            'result_infos': [r[1] for r in results], 'unused_args': unused}
+
+
+def main(argv):
+    rc = 0
+    for path in argv[1:]:
+        try:
+            with open(path) as f:
+                info = check(f.read())
+            extra = ''
+            if info['unused_args']:
+                extra = ', unused args: %s' % ', '.join(info['unused_args'])
+            print('%s: ok (%d ops, %d args, %d results%s)' % (
+                path, info['ops'], info['args'], info['results'], extra))
+        except CheckError as e:
+            print('%s: error: %s' % (path, e))
+            rc = 1
+    return rc
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv))

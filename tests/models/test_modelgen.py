@@ -1,0 +1,433 @@
+"""Tests of the model-zoo generator (stdlib unittest).
+
+Run from the repository root:
+    python3 -m unittest discover -s tests/models -p 'test_*.py'
+
+- gradients of every parameter of every model (tiny configs, dtype=f64)
+  against central finite differences with the reference evaluator;
+- the Adam update against a direct Python computation;
+- the KV-cache decode step against the full-sequence forward pass;
+- every model/config generates, passes shlo_check, has the documented
+  argument/result counts, names, order and aliasing;
+- output is deterministic; the CLI's errors exit with status 2.
+"""
+
+import os
+import random
+import re
+import subprocess
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import models      # noqa: E402
+import refeval     # noqa: E402
+import shlo        # noqa: E402
+import shlo_check  # noqa: E402
+
+MODELGEN = os.path.join(HERE, 'modelgen')
+
+ALLOWED_OPS = {
+    'constant', 'add', 'subtract', 'multiply', 'divide', 'maximum', 'power',
+    'negate', 'exponential', 'log', 'tanh', 'logistic', 'rsqrt', 'sqrt',
+    'convert', 'compare', 'select', 'iota', 'broadcast_in_dim', 'reshape',
+    'transpose', 'reduce', 'dot_general', 'slice', 'concatenate', 'pad',
+    'reverse', 'gather', 'scatter', 'convolution', 'dynamic_update_slice',
+    'return',
+}
+
+
+def run_cli(*args, env=None):
+    return subprocess.run([sys.executable, MODELGEN] + list(args),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env=env)
+
+
+def random_inputs(built, cfg, model, rng):
+    """{arg id: (shape, data)} with valid indices for the integer args."""
+    hi = {'transformer': cfg.get('vocab'),
+          'transformer_infer': cfg.get('vocab'),
+          'unet': cfg.get('timesteps'), 'gns': cfg.get('nodes')}.get(model)
+    vals = {}
+    for a in built.graph.args:
+        n = shlo.prod(a.shape)
+        name = a.attrs['name']
+        if a.dtype == 'i32':
+            if name == 'step':
+                data = [3]
+            elif name == 'pos':
+                data = [1]
+            else:
+                data = [rng.randrange(hi) for _ in range(n)]
+        elif name.startswith('opt_state.nu'):
+            data = [rng.random() for _ in range(n)]
+        else:
+            data = [rng.gauss(0.0, 0.5) for _ in range(n)]
+        vals[a.id] = (a.shape, data)
+    return vals
+
+
+class GradientTest(unittest.TestCase):
+    """Autodiff vs central finite differences, one random direction per
+    parameter tensor, float64 everywhere."""
+
+    def check_model(self, model, overrides=()):
+        cfg = models.make_config(model, 'tiny', ['dtype=f64'] + list(overrides))
+        built = models.build(model, cfg)
+        rng = random.Random(1234)
+        inputs = random_inputs(built, cfg, model, rng)
+        outs = refeval.evaluate(built.graph, inputs,
+                                [v for v, _ in built.results])
+        loss = built.results[0][0]
+        self.assertTrue(outs[0][1][0] == outs[0][1][0])   # not NaN
+        eps = 1e-5
+        for i, (path, p) in enumerate(built.params):
+            grad = outs[1 + i][1]
+            direction = [rng.gauss(0.0, 1.0) for _ in grad]
+            analytic = sum(g * d for g, d in zip(grad, direction))
+            base = inputs[p.id][1]
+
+            def loss_at(s):
+                moved = dict(inputs)
+                moved[p.id] = (p.shape, [x + s * eps * d
+                                         for x, d in zip(base, direction)])
+                return refeval.evaluate(built.graph, moved, [loss])[0][1][0]
+            fd = (loss_at(1.0) - loss_at(-1.0)) / (2 * eps)
+            rel = abs(fd - analytic) / max(abs(fd), abs(analytic), 1e-12)
+            self.assertLess(rel, 1e-3, '%s %s: fd %r autodiff %r' % (
+                model, path, fd, analytic))
+        return built, inputs, outs
+
+    def test_mlp(self):
+        self.check_model('mlp')
+
+    def test_transformer(self):
+        self.check_model('transformer')
+
+    def test_gns(self):
+        self.check_model('gns')
+
+    def test_unet(self):
+        # levels=3 on an 8x4 image: stride-2 convs on even and odd-
+        # remainder sizes (4 -> 2 -> 1) and the attention layer.
+        self.check_model('unet')
+
+    def test_adam(self):
+        built, inputs, outs = self.check_model('mlp')
+        hp = models.ADAM
+        n = len(built.params)
+        step = 3 + 1
+        for i, (path, p) in enumerate(built.params):
+            g = outs[1 + i][1]
+            mu = inputs[built.args[n + i].id][1]
+            nu = inputs[built.args[2 * n + i].id][1]
+            pv = inputs[p.id][1]
+            for j in range(len(g)):
+                m2 = hp['b1'] * mu[j] + (1 - hp['b1']) * g[j]
+                v2 = hp['b2'] * nu[j] + (1 - hp['b2']) * g[j] * g[j]
+                mh = m2 / (1 - hp['b1'] ** step)
+                vh = v2 / (1 - hp['b2'] ** step)
+                p2 = pv[j] - hp['lr'] * mh / (vh ** 0.5 + hp['eps'])
+                self.assertAlmostEqual(outs[1 + n + i][1][j], p2, places=12)
+                self.assertAlmostEqual(outs[1 + 2 * n + i][1][j], m2,
+                                       places=12)
+                self.assertAlmostEqual(outs[1 + 3 * n + i][1][j], v2,
+                                       places=12)
+        self.assertEqual(outs[-1][1], [step])
+
+
+class InferTest(unittest.TestCase):
+    def test_decode_matches_full_forward(self):
+        cfg = models.make_config('transformer_infer', 'tiny', ['dtype=f64'])
+        b, s, v = cfg['batch'], cfg['max_seq'], cfg['vocab']
+        rng = random.Random(7)
+        # full-sequence forward pass
+        g = shlo.Graph('f64')
+        P = models.Params(g)
+        tokens = g.arg("batch['inputs']", (b, s), 'i32')
+        logits, _ = models.transformer_logits(g, P, tokens, cfg)
+        pvals = {path: [rng.gauss(0.0, 0.5) for _ in range(shlo.prod(
+            p.shape))] for path, p in P.order}
+        toks = [rng.randrange(v) for _ in range(b * s)]
+        inputs = {p.id: (p.shape, pvals[path]) for path, p in P.order}
+        inputs[tokens.id] = ((b, s), toks)
+        (_, full), = refeval.evaluate(g, inputs, [logits])
+        # decode step by step with the cache
+        built = models.build('transformer_infer', cfg)
+        self.assertEqual([p for p, _ in built.params], list(pvals))
+        by_name = {a.attrs['name']: a for a in built.graph.args}
+        state = {a.attrs['name']: (a.shape, [0.0] * shlo.prod(a.shape))
+                 for a in built.graph.args if a.attrs['name'].startswith(
+                     'cache')}
+        for pos in range(s):
+            ins = {by_name['params' + path].id: (by_name['params' + path]
+                                                 .shape, vals)
+                   for path, vals in pvals.items()}
+            for name, t in state.items():
+                ins[by_name[name].id] = t
+            ins[by_name["batch['tokens']"].id] = (
+                (b, 1), [toks[i * s + pos] for i in range(b)])
+            ins[by_name['pos'].id] = ((), [pos])
+            outs = refeval.evaluate(built.graph, ins,
+                                    [r for r, _ in built.results])
+            for (r, info), o in zip(built.results[1:], outs[1:]):
+                state[info] = o
+            step_logits = outs[0][1]
+            for i in range(b):
+                for k in range(v):
+                    self.assertAlmostEqual(
+                        step_logits[i * v + k], full[(i * s + pos) * v + k],
+                        places=9)
+
+
+def all_configs():
+    for model, (_, _, configs) in models.MODELS.items():
+        for config in configs:
+            yield model, config
+
+
+_CACHE = {}
+
+
+def generated(model, config, overrides=()):
+    key = (model, config, tuple(overrides))
+    if key not in _CACHE:
+        cfg = models.make_config(model, config, overrides)
+        built = models.build(model, cfg)
+        text = built.text()
+        _CACHE[key] = (cfg, built, text, shlo_check.check(text))
+    return _CACHE[key]
+
+
+class GenerateTest(unittest.TestCase):
+    def test_every_config_checks(self):
+        for model, config in all_configs():
+            with self.subTest(model=model, config=config):
+                cfg, built, text, info = generated(model, config)
+                self.assertEqual(info['ops'], shlo.count_ops(text))
+                self.assertEqual(info['args'], len(built.args))
+                self.assertEqual(info['unused_args'], [])
+                ops = set(re.findall(r'(?:= |")stablehlo\.([a-z_]+)', text))
+                self.assertLessEqual(ops, ALLOWED_OPS)
+                self.assertNotIn('func.func private', text)
+                self.assertEqual(text.count('func.func'), 1)
+
+    def test_dtypes(self):
+        for dtype in ('bf16', 'f64'):
+            cfg, built, text, info = generated('transformer', 'tiny',
+                                               ('dtype=' + dtype,))
+            self.assertIn('x%s>' % dtype, text)
+            self.assertNotIn('f32>', text)
+
+    def check_train_layout(self, info, param_paths, batch_names):
+        n = len(param_paths)
+        locs = (['params' + p for p in param_paths] +
+                ['opt_state.mu' + p for p in param_paths] +
+                ['opt_state.nu' + p for p in param_paths] +
+                batch_names + ['step'])
+        self.assertEqual(info['arg_locs'], locs)
+        aliases = ([1 + n + i for i in range(n)] +
+                   [1 + 2 * n + i for i in range(n)] +
+                   [1 + 3 * n + i for i in range(n)] +
+                   [None] * len(batch_names) + [1 + 4 * n])
+        self.assertEqual(info['aliases'], aliases)
+        infos = (['[0]'] + ['grads' + p for p in param_paths] +
+                 ['params' + p for p in param_paths] +
+                 ['opt_state.mu' + p for p in param_paths] +
+                 ['opt_state.nu' + p for p in param_paths] + ['step'])
+        self.assertEqual(info['result_infos'], infos)
+
+    def transformer_paths(self, layers):
+        paths = ["['embed']"]
+        for i in range(layers):
+            b = "['block_%d']" % i
+            paths += [b + "['ln1']['scale']", b + "['ln1']['bias']",
+                      b + "['attn']['w_qkv']", b + "['attn']['w_out']",
+                      b + "['ln2']['scale']", b + "['ln2']['bias']",
+                      b + "['mlp']['w_up']", b + "['mlp']['b_up']",
+                      b + "['mlp']['w_down']"]
+        return paths
+
+    def test_t32_layout(self):
+        cfg, built, text, info = generated('transformer', 't32')
+        self.assertEqual(len(built.params), 289)
+        self.assertEqual(info['args'], 3 * 289 + 3)
+        self.assertEqual(info['results'], 1 + 4 * 289 + 1)
+        self.check_train_layout(info, self.transformer_paths(32),
+                                ["batch['inputs']", "batch['targets']"])
+        shapes = {p: v.shape for p, v in built.params}
+        self.assertEqual(shapes["['embed']"], (32000, 4096))
+        self.assertEqual(shapes["['block_3']['attn']['w_qkv']"],
+                         (4096, 3, 32, 128))
+        self.assertEqual(shapes["['block_3']['attn']['w_out']"],
+                         (32, 128, 4096))
+        self.assertEqual(shapes["['block_3']['mlp']['w_up']"], (4096, 16384))
+        self.assertEqual(shapes["['block_3']['mlp']['b_up']"], (16384,))
+        self.assertEqual(shapes["['block_3']['mlp']['w_down']"],
+                         (16384, 4096))
+        head = text.split('\n')[1]
+        self.assertIn('%arg867: tensor<48x2048xi32> loc("batch[\'inputs\']")',
+                      head)
+        self.assertIn('%arg869: tensor<i32> {tf.aliasing_output = 1157 : i32}'
+                      ' loc("step")', head)
+        # the tied embedding: one gather, one scatter, one logits dot, and
+        # its gradient is the sum (one add) of the two contributions
+        self.assertEqual(text.count('"stablehlo.gather"(%arg0,'), 1)
+        self.assertEqual(text.count('"stablehlo.scatter"('), 1)
+        self.assertEqual(text.count('module @jit_train_step'), 1)
+
+    def test_t48_layout(self):
+        cfg, built, text, info = generated('transformer', 't48')
+        self.assertEqual(len(built.params), 1 + 9 * 48)
+        self.check_train_layout(info, self.transformer_paths(48),
+                                ["batch['inputs']", "batch['targets']"])
+        self.assertIn('tensor<8192x3x64x128xf32>', text)
+
+    def test_it32_layout(self):
+        cfg, built, text, info = generated('transformer_infer', 'it32')
+        paths = self.transformer_paths(32)
+        caches = []
+        for i in range(32):
+            caches += ["cache['block_%d']['k']" % i,
+                       "cache['block_%d']['v']" % i]
+        self.assertEqual(info['arg_locs'],
+                         ['params' + p for p in paths] + caches +
+                         ["batch['tokens']", 'pos'])
+        self.assertEqual(info['result_infos'], ['logits'] + caches)
+        self.assertEqual(info['aliases'], [None] * 289 +
+                         list(range(1, 65)) + [None, None])
+        self.assertIn('tensor<48x2048x32x128xf32>', text)
+        self.assertEqual(text.count('stablehlo.dynamic_update_slice'), 64)
+
+    def test_unet_layout(self):
+        cfg, built, text, info = generated('unet', 'paper')
+        names = [p for p, _ in built.params]
+        blocks = set(re.match(r"\['([a-z_]+\d*)'\]", p).group(1)
+                     for p in names)
+        self.assertEqual(sum(1 for b in blocks if b.startswith('down_')), 9)
+        self.assertEqual(sum(1 for b in blocks if b.startswith('up_')), 12)
+        self.assertEqual(sum(1 for b in blocks if re.fullmatch(
+            r'mid_\d', b)), 2)
+        self.assertIn('mid_attn', blocks)
+        shapes = dict((p, v.shape) for p, v in built.params)
+        self.assertEqual(shapes["['mid_attn']['w_qkv']"], (256, 3, 16, 16))
+        self.assertEqual(shapes["['down_0']['conv1']['kernel']"],
+                         (3, 3, 128, 512))
+        self.check_train_layout(info, names, [
+            "batch['noisy']", "batch['timesteps']", "batch['noise']"])
+        # forward conv, input-gradient conv, kernel-gradient conv
+        self.assertIn('dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]',
+                      text)
+        self.assertIn('dim_numbers = [b, 0, 1, f]x[0, 1, o, i]->[b, 0, 1, f]',
+                      text)
+        self.assertIn('dim_numbers = [f, 0, 1, b]x[i, 0, 1, o]->[0, 1, b, f]',
+                      text)
+        self.assertIn('stride = [2, 2]', text)
+        self.assertIn('lhs_dilate = [2, 2]', text)
+        self.assertIn('rhs_dilate = [2, 2]', text)
+        self.assertIn('stablehlo.reverse', text)
+
+    def test_gns_layout(self):
+        cfg, built, text, info = generated('gns', 'paper')
+        names = [p for p, _ in built.params]
+        self.assertIn("['mp_23']['edge_mlp']['layer_4']['w']", names)
+        self.assertIn("['mp_3']['node_mlp']['norm']['scale']", names)
+        self.assertNotIn("['mp_24']['edge_mlp']['layer_0']['w']", names)
+        shapes = dict((p, v.shape) for p, v in built.params)
+        self.assertEqual(shapes["['mp_0']['edge_mlp']['layer_0']['w']"],
+                         (3 * 512, 1024))
+        self.check_train_layout(info, names, [
+            "batch['nodes']", "batch['edges']", "batch['senders']",
+            "batch['receivers']", "batch['targets']"])
+        # per step: 2 gathers forward (+2 scatters back), 1 scatter-add
+        # forward (+1 gather back)
+        self.assertEqual(text.count('"stablehlo.gather"'), 24 * 3)
+        self.assertEqual(text.count('"stablehlo.scatter"'), 24 * 3)
+
+    def test_mlp_layout(self):
+        cfg, built, text, info = generated('mlp', 'small')
+        names = [p for p, _ in built.params]
+        self.assertEqual(names, ["['layer_%d']['%s']" % (i, k)
+                                 for i in range(4) for k in 'wb'])
+        self.check_train_layout(info, names,
+                                ["batch['inputs']", "batch['targets']"])
+
+    def test_checker_rejects_bad_text(self):
+        cfg, built, text, info = generated('transformer', 'tiny')
+        bad = text.replace('contracting_dims = [2] x [0]',
+                           'contracting_dims = [1] x [0]', 1)
+        with self.assertRaises(shlo_check.CheckError):
+            shlo_check.check(bad)
+        bad = text.replace('%5 = ', '%5x = ', 1)
+        with self.assertRaises(shlo_check.CheckError):
+            shlo_check.check(bad)
+
+    def test_float_format(self):
+        f = shlo.fmt_float
+        self.assertEqual(f(0.0, 'f32'), '0.000000e+00')
+        self.assertEqual(f(1.0, 'f32'), '1.000000e+00')
+        self.assertEqual(f(float('-inf'), 'f32'), '0xFF800000')
+        self.assertEqual(f(float('-inf'), 'bf16'), '0xFF80')
+        self.assertEqual(f(-3.4028234663852886e38, 'f32'), '-3.40282347E+38')
+        self.assertEqual(f(0.999, 'f32'), '9.990000e-01')
+
+
+class CliTest(unittest.TestCase):
+    def test_deterministic(self):
+        env = dict(os.environ)
+        outs = []
+        for seed in ('1', '2'):
+            env['PYTHONHASHSEED'] = seed
+            r = run_cli('transformer', '--config', 't32', env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            outs.append(r.stdout)
+        self.assertEqual(outs[0], outs[1])
+        self.assertEqual(outs[0].decode(),
+                         generated('transformer', 't32')[2])
+
+    def test_overrides_and_output_file(self):
+        path = os.path.join(HERE, 'out', 'test_cli_small.mlir')
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        r = run_cli('transformer', '--config', 'tiny', 'layers=3', 'batch=4',
+                    '-o', path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(path) as f:
+            text = f.read()
+        os.remove(path)
+        info = shlo_check.check(text)
+        self.assertEqual(info['args'], 3 * (1 + 9 * 3) + 3)
+        self.assertIn('tensor<4x4xi32> loc("batch[\'inputs\']")', text)
+
+    def test_errors(self):
+        for args in (['nosuchmodel', '--config', 'tiny'],
+                     ['transformer', '--config', 'nosuch'],
+                     ['transformer', '--config', 'tiny', 'nosuch=3'],
+                     ['transformer', '--config', 'tiny', 'layers=x'],
+                     ['transformer', '--config', 'tiny', 'layers=0'],
+                     ['transformer', '--config', 'tiny', 'dtype=i8'],
+                     ['unet', '--config', 'tiny', 'heads=3'],
+                     ['transformer'],
+                     ['--bogus']):
+            with self.subTest(args=args):
+                r = run_cli(*args)
+                self.assertEqual(r.returncode, 2)
+                self.assertEqual(r.stdout, b'')
+                err = r.stderr.decode()
+                self.assertEqual(err.count('\n'), 1, err)
+                self.assertTrue(err.startswith('modelgen: error: '), err)
+
+    def test_help_and_list(self):
+        r = run_cli('--help')
+        self.assertEqual(r.returncode, 0)
+        self.assertIn(b'transformer_infer', r.stdout)
+        r = run_cli('--list')
+        self.assertEqual(r.returncode, 0)
+        for model, config in all_configs():
+            self.assertIn(model.encode(), r.stdout)
+            self.assertIn(config.encode(), r.stdout)
+
+
+if __name__ == '__main__':
+    unittest.main()

@@ -1,0 +1,99 @@
+/*
+ * testlib.h - helpers shared by the Check test programs: reading files of
+ * the shared corpus, parsing text, and a main() that runs one suite in
+ * fork mode.  Header-only so each test stays one program.
+ */
+#ifndef TESTLIB_H
+#define TESTLIB_H
+
+#include <check.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+
+/* Reads a whole file; aborts the test on failure.  Free with ap_free. */
+static inline char *tl_read(const char *path, size_t *len)
+{
+    char *text = NULL;
+    ap_error err;
+    size_t n = 0;
+    ck_assert_msg(ap_read_file(path, &text, &n, &err) == 0, "cannot read %s: %s", path, err.msg);
+    if (len)
+        *len = n;
+    return text;
+}
+
+/* Parses text; on failure returns NULL and leaves the formatted error in
+ * msg (which may be NULL). */
+static inline ir_module *tl_parse(const char *text, const char *name, char *msg, size_t msg_size)
+{
+    ir_module *m = NULL;
+    ap_error err;
+    if (ir_parse(text, strlen(text), name, IR_FMT_AUTO, &m, &err) < 0) {
+        if (msg)
+            ap_error_format(&err, msg, msg_size);
+        return NULL;
+    }
+    if (msg && msg_size)
+        msg[0] = '\0';
+    return m;
+}
+
+/* Canonical text of a module (heap; free with ap_free). */
+static inline char *tl_print(const ir_module *m)
+{
+    ap_buf b;
+    ap_buf_init(&b);
+    ck_assert_int_eq(ir_print(m, &b, NULL), 0);
+    return ap_buf_take(&b, NULL);
+}
+
+/* Names of the files in dir ending in suffix, sorted; returns the count. */
+static int tl_cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static inline int tl_list(const char *dir, const char *suffix, char ***out)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "cannot open %s\n", dir);
+        exit(1);
+    }
+    char **v = NULL;
+    int n = 0;
+    struct dirent *e;
+    size_t sl = strlen(suffix);
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l <= sl || strcmp(e->d_name + l - sl, suffix) != 0)
+            continue;
+        v = realloc(v, sizeof *v * (size_t)(n + 1));
+        v[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(v, (size_t)n, sizeof *v, tl_cmp_str);
+    *out = v;
+    return n;
+}
+
+static inline void tl_list_free(char **v, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* Runs the suite built by make_suite in fork mode; the exit status is the
+ * number of failures (capped), as ctest expects. */
+static inline int tl_run(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
+
+#endif
