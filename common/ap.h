@@ -97,6 +97,26 @@ char *ap_arena_strndup(ap_arena *a, const char *s, size_t n);
 void *ap_arena_memdup(ap_arena *a, const void *p, size_t n);
 void ap_arena_free(ap_arena *a);
 
+/* Undoing the most recent allocations: ap_arena_rewind frees what was
+ * allocated since the mark when that all fits in the current chunk, and
+ * does nothing otherwise (the memory then lives until ap_arena_free). */
+typedef struct ap_arena_mark {
+    ap_arena_chunk *head;
+    char *cur;
+} ap_arena_mark;
+
+static inline ap_arena_mark ap_arena_get_mark(const ap_arena *a)
+{
+    ap_arena_mark m = {a->head, a->cur};
+    return m;
+}
+
+static inline void ap_arena_rewind(ap_arena *a, ap_arena_mark m)
+{
+    if (a->head == m.head && m.cur && m.cur <= a->cur)
+        a->cur = m.cur;
+}
+
 /* --------------------------------------------------------- string buffer */
 
 /* A growable byte buffer.  On allocation failure `oom` is set and further

@@ -9,82 +9,258 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* ========================================================= constructors */
+/* ============================================================ uniquing */
 
-static ir_attr *attr_new(ir_module *m, ir_attr_kind kind)
+/* Attributes are uniqued per module, as in MLIR: equal attributes are one
+ * object, so JAX files that repeat `dims = [0, 1]` on every op store it
+ * once.  Children are uniqued first, so comparisons here are shallow. */
+
+static uint64_t attr_hash(const ir_attr *a)
 {
-    ir_attr *a = ir__zalloc(m, sizeof *a);
-    if (a)
-        a->kind = (uint8_t)kind;
+    uint64_t h = ap_hash_mix((uint64_t)a->kind * 0x100000001b3ULL, (uint64_t)(uintptr_t)a->type);
+    switch ((ir_attr_kind)a->kind) {
+    case IR_A_BOOL:
+        return ap_hash_mix(h, a->u.b);
+    case IR_A_INT:
+        return ap_hash_mix(h, (uint64_t)a->u.i);
+    case IR_A_FLOAT: {
+        uint64_t bits;
+        memcpy(&bits, &a->u.f, 8);
+        return ap_hash_mix(h, bits);
+    }
+    case IR_A_STRING:
+    case IR_A_SYMREF:
+    case IR_A_OPAQUE:
+    case IR_A_DENSE_RESOURCE:
+        return ap_hash_mix(h, ap_hash_bytes(a->u.str.s, a->u.str.len, 1));
+    case IR_A_ARRAY:
+        h = ap_hash_mix(h, (uint64_t)a->u.arr.n);
+        return a->u.arr.n ? ap_hash_mix(h, ap_hash_bytes(a->u.arr.items, sizeof(void *) * (size_t)a->u.arr.n, 2)) : h;
+    case IR_A_DICT:
+        h = ap_hash_mix(h, (uint64_t)a->u.dict.n);
+        return a->u.dict.n ? ap_hash_mix(h, ap_hash_bytes(a->u.dict.items, sizeof(ir_named_attr) * (size_t)a->u.dict.n, 3)) : h;
+    case IR_A_DENSE_ARRAY:
+        h = ap_hash_mix(h, (uint64_t)a->u.darr.n * 2 + (a->u.darr.floats != NULL));
+        if (a->u.darr.n && a->u.darr.ints)
+            h = ap_hash_mix(h, ap_hash_bytes(a->u.darr.ints, 8 * (size_t)a->u.darr.n, 4));
+        else if (a->u.darr.n && a->u.darr.floats)
+            h = ap_hash_mix(h, ap_hash_bytes(a->u.darr.floats, 8 * (size_t)a->u.darr.n, 4));
+        return h;
+    case IR_A_DENSE:
+        if (a->u.dense.text)
+            return ap_hash_mix(h, ap_hash_bytes(a->u.dense.text, strlen(a->u.dense.text), 5));
+        h = ap_hash_mix(h, a->u.dense.splat);
+        return ap_hash_mix(h, ap_hash_bytes(a->u.dense.data, a->u.dense.nbytes, 6));
+    case IR_A_DIALECT:
+        h = ap_hash_mix(h, (uint64_t)(uintptr_t)a->u.dia.name);
+        if (a->u.dia.n)
+            return ap_hash_mix(h, ap_hash_bytes(a->u.dia.params, sizeof(ir_named_attr) * (size_t)a->u.dia.n, 7));
+        return a->u.dia.body ? ap_hash_mix(h, ap_hash_bytes(a->u.dia.body, strlen(a->u.dia.body), 8)) : h;
+    default:
+        return h;
+    }
+}
+
+static bool attr_same(const ir_attr *a, const ir_attr *b)
+{
+    if (a->kind != b->kind || a->type != b->type)
+        return false;
+    switch ((ir_attr_kind)a->kind) {
+    case IR_A_BOOL:
+        return a->u.b == b->u.b;
+    case IR_A_INT:
+        return a->u.i == b->u.i;
+    case IR_A_FLOAT:
+        return memcmp(&a->u.f, &b->u.f, sizeof a->u.f) == 0;
+    case IR_A_STRING:
+    case IR_A_SYMREF:
+    case IR_A_OPAQUE:
+    case IR_A_DENSE_RESOURCE:
+        return a->u.str.len == b->u.str.len && memcmp(a->u.str.s, b->u.str.s, a->u.str.len) == 0;
+    case IR_A_ARRAY:
+        return a->u.arr.n == b->u.arr.n &&
+               (!a->u.arr.n || memcmp(a->u.arr.items, b->u.arr.items, sizeof(void *) * (size_t)a->u.arr.n) == 0);
+    case IR_A_DICT:
+        return a->u.dict.n == b->u.dict.n &&
+               (!a->u.dict.n ||
+                memcmp(a->u.dict.items, b->u.dict.items, sizeof(ir_named_attr) * (size_t)a->u.dict.n) == 0);
+    case IR_A_DENSE_ARRAY:
+        if (a->u.darr.n != b->u.darr.n || !a->u.darr.floats != !b->u.darr.floats)
+            return false;
+        if (!a->u.darr.n)
+            return true;
+        return a->u.darr.ints ? memcmp(a->u.darr.ints, b->u.darr.ints, 8 * (size_t)a->u.darr.n) == 0
+                              : memcmp(a->u.darr.floats, b->u.darr.floats, 8 * (size_t)a->u.darr.n) == 0;
+    case IR_A_DENSE:
+        if (!a->u.dense.text != !b->u.dense.text)
+            return false;
+        if (a->u.dense.text)
+            return strcmp(a->u.dense.text, b->u.dense.text) == 0;
+        return a->u.dense.splat == b->u.dense.splat && a->u.dense.nbytes == b->u.dense.nbytes &&
+               memcmp(a->u.dense.data, b->u.dense.data, a->u.dense.nbytes) == 0;
+    case IR_A_DIALECT:
+        if (a->u.dia.name != b->u.dia.name || a->u.dia.n != b->u.dia.n)
+            return false;
+        if (a->u.dia.n)
+            return memcmp(a->u.dia.params, b->u.dia.params, sizeof(ir_named_attr) * (size_t)a->u.dia.n) == 0;
+        return !a->u.dia.body == !b->u.dia.body && (!a->u.dia.body || strcmp(a->u.dia.body, b->u.dia.body) == 0);
+    default:
+        return true;
+    }
+}
+
+static uint64_t attr_hash_of(const void *p) { return ((const ir_attr *)p)->hash; }
+
+/* Deep-copies the payload of a stack-built key into the arena. */
+static ir_attr *attr_store(ir_module *m, const ir_attr *k)
+{
+    ir_attr *a = ap_arena_memdup(&m->arena, k, sizeof *k);
+    if (!a)
+        return NULL;
+    switch ((ir_attr_kind)k->kind) {
+    case IR_A_STRING:
+    case IR_A_OPAQUE:
+    case IR_A_DENSE_RESOURCE:
+        if (!(a->u.str.s = ap_arena_strndup(&m->arena, k->u.str.s, k->u.str.len)))
+            return NULL;
+        break;
+    case IR_A_ARRAY:
+        if (k->u.arr.n && !(a->u.arr.items = ap_arena_memdup(&m->arena, k->u.arr.items, sizeof(void *) * (size_t)k->u.arr.n)))
+            return NULL;
+        break;
+    case IR_A_DICT:
+        if (k->u.dict.n &&
+            !(a->u.dict.items = ap_arena_memdup(&m->arena, k->u.dict.items, sizeof(ir_named_attr) * (size_t)k->u.dict.n)))
+            return NULL;
+        break;
+    case IR_A_DENSE_ARRAY:
+        if (k->u.darr.n && k->u.darr.ints &&
+            !(a->u.darr.ints = ap_arena_memdup(&m->arena, k->u.darr.ints, 8 * (size_t)k->u.darr.n)))
+            return NULL;
+        if (k->u.darr.floats &&
+            !(a->u.darr.floats = ap_arena_memdup(&m->arena, k->u.darr.floats, 8 * (size_t)(k->u.darr.n ? k->u.darr.n : 1))))
+            return NULL;
+        break;
+    case IR_A_DENSE:
+        if (k->u.dense.text) {
+            if (!(a->u.dense.text = ap_arena_strndup(&m->arena, k->u.dense.text, strlen(k->u.dense.text))))
+                return NULL;
+        } else if (!(a->u.dense.data = ap_arena_memdup(&m->arena, k->u.dense.data, k->u.dense.nbytes ? k->u.dense.nbytes : 1))) {
+            return NULL;
+        }
+        break;
+    case IR_A_DIALECT:
+        if (k->u.dia.n &&
+            !(a->u.dia.params = ap_arena_memdup(&m->arena, k->u.dia.params, sizeof(ir_named_attr) * (size_t)k->u.dia.n)))
+            return NULL;
+        if (k->u.dia.body && !(a->u.dia.body = ap_arena_strndup(&m->arena, k->u.dia.body, strlen(k->u.dia.body))))
+            return NULL;
+        break;
+    default:
+        break;
+    }
     return a;
 }
 
-ir_attr *ir_attr_unit(ir_module *m) { return attr_new(m, IR_A_UNIT); }
+ir_attr *ir__attr_intern(ir_module *m, ir_attr *key, bool key_in_arena)
+{
+    ir_ptr_table *t = &m->impl->attrs;
+    key->hash = attr_hash(key);
+    if ((t->n + 1) * 4 >= t->cap * 3) {
+        /* grow: rehash by stored hash */
+        uint32_t cap = t->cap ? t->cap * 2 : 1024;
+        const void **slots = ap_calloc(cap, sizeof *slots);
+        if (!slots)
+            return NULL;
+        for (uint32_t i = 0; i < t->cap; i++) {
+            const void *p = t->slots[i];
+            if (!p)
+                continue;
+            uint32_t j = (uint32_t)attr_hash_of(p) & (cap - 1);
+            while (slots[j])
+                j = (j + 1) & (cap - 1);
+            slots[j] = p;
+        }
+        m->impl->table_bytes += (size_t)(cap - t->cap) * sizeof *slots;
+        ap_free(t->slots);
+        t->slots = slots;
+        t->cap = cap;
+    }
+    uint32_t j = (uint32_t)key->hash & (t->cap - 1);
+    for (;;) {
+        const ir_attr *c = t->slots[j];
+        if (!c)
+            break;
+        if (c->hash == key->hash && attr_same(c, key))
+            return (ir_attr *)c;
+        j = (j + 1) & (t->cap - 1);
+    }
+    ir_attr *a = key_in_arena ? key : attr_store(m, key);
+    if (!a)
+        return NULL;
+    t->slots[j] = a;
+    t->n++;
+    return a;
+}
+
+/* ========================================================= constructors */
+
+ir_attr *ir_attr_unit(ir_module *m)
+{
+    ir_attr k = {.kind = IR_A_UNIT};
+    return ir__attr_intern(m, &k, false);
+}
 
 ir_attr *ir_attr_bool(ir_module *m, bool v)
 {
-    ir_attr *a = attr_new(m, IR_A_BOOL);
-    if (a)
-        a->u.b = v;
-    return a;
+    ir_attr k = {.kind = IR_A_BOOL};
+    k.u.b = v;
+    return ir__attr_intern(m, &k, false);
 }
 
 ir_attr *ir_attr_int(ir_module *m, int64_t v, const ir_type *type)
 {
-    ir_attr *a = attr_new(m, IR_A_INT);
-    if (a) {
-        a->u.i = v;
-        a->type = type;
-    }
-    return a;
+    ir_attr k = {.kind = IR_A_INT, .type = type};
+    k.u.i = v;
+    return ir__attr_intern(m, &k, false);
 }
 
 ir_attr *ir_attr_float(ir_module *m, double v, const ir_type *type)
 {
-    ir_attr *a = attr_new(m, IR_A_FLOAT);
-    if (a) {
-        a->u.f = v;
-        a->type = type;
-    }
-    return a;
+    ir_attr k = {.kind = IR_A_FLOAT, .type = type};
+    k.u.f = v;
+    return ir__attr_intern(m, &k, false);
 }
 
 ir_attr *ir_attr_string(ir_module *m, const char *s, size_t len)
 {
-    ir_attr *a = attr_new(m, IR_A_STRING);
-    if (!a || !(a->u.str.s = ap_arena_strndup(&m->arena, s, len)))
-        return NULL;
-    a->u.str.len = len;
-    return a;
+    ir_attr k = {.kind = IR_A_STRING};
+    k.u.str.s = s;
+    k.u.str.len = len;
+    return ir__attr_intern(m, &k, false);
 }
 
 ir_attr *ir_attr_symref(ir_module *m, const char *name)
 {
-    ir_attr *a = attr_new(m, IR_A_SYMREF);
-    size_t len = strlen(name);
-    if (!a || !(a->u.str.s = ir_intern(m, name, len)))
+    ir_attr k = {.kind = IR_A_SYMREF};
+    k.u.str.len = strlen(name);
+    if (!(k.u.str.s = ir_intern(m, name, k.u.str.len)))
         return NULL;
-    a->u.str.len = len;
-    return a;
+    return ir__attr_intern(m, &k, false);
 }
 
 ir_attr *ir_attr_type(ir_module *m, const ir_type *t)
 {
-    ir_attr *a = attr_new(m, IR_A_TYPE);
-    if (a)
-        a->type = t;
-    return a;
+    ir_attr k = {.kind = IR_A_TYPE, .type = t};
+    return ir__attr_intern(m, &k, false);
 }
 
 ir_attr *ir_attr_array(ir_module *m, int n, ir_attr *const *items)
 {
-    ir_attr *a = attr_new(m, IR_A_ARRAY);
-    if (!a)
-        return NULL;
-    a->u.arr.n = n;
-    if (n > 0 && !(a->u.arr.items = ap_arena_memdup(&m->arena, items, sizeof *items * (size_t)n)))
-        return NULL;
-    return a;
+    ir_attr k = {.kind = IR_A_ARRAY};
+    k.u.arr.n = n;
+    k.u.arr.items = (ir_attr **)items;
+    return ir__attr_intern(m, &k, false);
 }
 
 void ir__sort_named(ir_named_attr *items, int n)
@@ -103,92 +279,94 @@ void ir__sort_named(ir_named_attr *items, int n)
 
 ir_attr *ir_attr_dict(ir_module *m, int n, const ir_named_attr *items)
 {
-    ir_attr *a = attr_new(m, IR_A_DICT);
-    if (!a)
+    ir_named_attr small[16], *copy = small;
+    if (n > 16 && !(copy = ap_malloc(sizeof *copy * (size_t)n)))
         return NULL;
-    if (n > 0) {
-        ir_named_attr *copy = ap_arena_memdup(&m->arena, items, sizeof *items * (size_t)n);
-        if (!copy)
-            return NULL;
-        ir__sort_named(copy, n);
-        /* duplicates: keep the last written */
-        int w = 0;
-        for (int i = 0; i < n; i++) {
-            if (w > 0 && strcmp(copy[w - 1].name, copy[i].name) == 0)
-                copy[w - 1] = copy[i];
-            else
-                copy[w++] = copy[i];
-        }
-        a->u.dict.items = copy;
-        n = w;
+    if (n > 0)
+        memcpy(copy, items, sizeof *copy * (size_t)n);
+    ir__sort_named(copy, n);
+    /* duplicates: keep the last written */
+    int w = 0;
+    for (int i = 0; i < n; i++) {
+        if (w > 0 && strcmp(copy[w - 1].name, copy[i].name) == 0)
+            copy[w - 1] = copy[i];
+        else
+            copy[w++] = copy[i];
     }
-    a->u.dict.n = n;
+    ir_attr k = {.kind = IR_A_DICT};
+    k.u.dict.n = w;
+    k.u.dict.items = copy;
+    ir_attr *a = ir__attr_intern(m, &k, false);
+    if (copy != small)
+        ap_free(copy);
     return a;
 }
 
 ir_attr *ir_attr_i64_array(ir_module *m, int n, const int64_t *v)
 {
-    ir_attr *a = attr_new(m, IR_A_DENSE_ARRAY);
-    if (!a || !(a->type = ir_type_scalar(m, IR_E_I64, NULL)))
+    ir_attr k = {.kind = IR_A_DENSE_ARRAY};
+    if (!(k.type = ir_type_scalar(m, IR_E_I64, NULL)))
         return NULL;
-    a->u.darr.n = n;
-    if (n > 0 && !(a->u.darr.ints = ap_arena_memdup(&m->arena, v, sizeof *v * (size_t)n)))
-        return NULL;
-    return a;
+    k.u.darr.n = n;
+    k.u.darr.ints = (int64_t *)v;
+    return ir__attr_intern(m, &k, false);
 }
 
 ir_attr *ir_attr_bool_array(ir_module *m, int n, const bool *v)
 {
-    ir_attr *a = attr_new(m, IR_A_DENSE_ARRAY);
-    if (!a || !(a->type = ir_type_scalar(m, IR_E_I1, NULL)))
+    int64_t small[32], *ints = small;
+    if (n > 32 && !(ints = ap_malloc(sizeof *ints * (size_t)n)))
         return NULL;
-    a->u.darr.n = n;
-    if (n > 0) {
-        a->u.darr.ints = ir__alloc(m, sizeof(int64_t) * (size_t)n);
-        if (!a->u.darr.ints)
-            return NULL;
-        for (int i = 0; i < n; i++)
-            a->u.darr.ints[i] = v[i];
+    for (int i = 0; i < n; i++)
+        ints[i] = v[i];
+    ir_attr k = {.kind = IR_A_DENSE_ARRAY};
+    ir_attr *a = NULL;
+    if ((k.type = ir_type_scalar(m, IR_E_I1, NULL))) {
+        k.u.darr.n = n;
+        k.u.darr.ints = ints;
+        a = ir__attr_intern(m, &k, false);
     }
+    if (ints != small)
+        ap_free(ints);
     return a;
 }
 
 ir_attr *ir_attr_dense_ints(ir_module *m, const ir_type *tt, size_t n, const int64_t *v)
 {
-    ir_attr *a = attr_new(m, IR_A_DENSE);
     int eb = ir_elem_bytes((ir_elem)tt->elem);
-    if (!a || eb == 0)
+    if (eb == 0)
         return NULL;
-    a->type = tt;
-    a->u.dense.splat = n == 1 && ir_type_numel(tt) != 1;
-    a->u.dense.nbytes = n * (size_t)eb;
-    a->u.dense.data = ir__alloc(m, a->u.dense.nbytes ? a->u.dense.nbytes : 1);
-    if (!a->u.dense.data)
+    uint8_t *data = ap_malloc(n * (size_t)eb + 1);
+    if (!data)
         return NULL;
     for (size_t i = 0; i < n; i++)
-        ir__int_store((ir_elem)tt->elem, a->u.dense.data + i * (size_t)eb, v[i]);
+        ir__int_store((ir_elem)tt->elem, data + i * (size_t)eb, v[i]);
+    ir_attr k = {.kind = IR_A_DENSE, .type = tt};
+    k.u.dense.splat = n == 1 && ir_type_numel(tt) != 1;
+    k.u.dense.nbytes = n * (size_t)eb;
+    k.u.dense.data = data;
+    ir_attr *a = ir__attr_intern(m, &k, false);
+    ap_free(data);
     return a;
 }
 
 ir_attr *ir_attr_dialect_kv(ir_module *m, const char *name, int n, const ir_named_attr *params)
 {
-    ir_attr *a = attr_new(m, IR_A_DIALECT);
-    if (!a || !(a->u.dia.name = ir_intern(m, name, strlen(name))))
+    ir_attr k = {.kind = IR_A_DIALECT};
+    if (!(k.u.dia.name = ir_intern(m, name, strlen(name))))
         return NULL;
-    a->u.dia.n = n;
-    if (n > 0 && !(a->u.dia.params = ap_arena_memdup(&m->arena, params, sizeof *params * (size_t)n)))
-        return NULL;
-    return a;
+    k.u.dia.n = n;
+    k.u.dia.params = (ir_named_attr *)params;
+    return ir__attr_intern(m, &k, false);
 }
 
 ir_attr *ir_attr_dialect_raw(ir_module *m, const char *name, const char *body)
 {
-    ir_attr *a = attr_new(m, IR_A_DIALECT);
-    if (!a || !(a->u.dia.name = ir_intern(m, name, strlen(name))))
+    ir_attr k = {.kind = IR_A_DIALECT};
+    if (!(k.u.dia.name = ir_intern(m, name, strlen(name))))
         return NULL;
-    if (!(a->u.dia.body = ap_arena_strndup(&m->arena, body, strlen(body))))
-        return NULL;
-    return a;
+    k.u.dia.body = body;
+    return ir__attr_intern(m, &k, false);
 }
 
 /* =============================================================== lookup */
@@ -870,7 +1048,7 @@ ir_attr *ir__attr_clone(ir_module *m, const ir_attr *a)
     default:
         break;
     }
-    return c;
+    return ir__attr_intern(m, c, true);
 }
 
 const ir_loc *ir__loc_clone(ir_module *m, const ir_loc *l)

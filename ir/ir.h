@@ -180,8 +180,11 @@ typedef struct ir_dense {
     const char *text; /* body between `dense<` and `>` when not decoded */
 } ir_dense;
 
+/* Attributes are uniqued per module (equal attributes are one object):
+ * never modify one after it is made; make a new one instead. */
 struct ir_attr {
     uint8_t kind;        /* ir_attr_kind */
+    uint32_t hash;       /* for uniquing */
     const ir_type *type; /* INT/FLOAT: `: type` or NULL; DENSE/DENSE_RESOURCE:
                             the tensor type; DENSE_ARRAY: scalar element type;
                             TYPE: the type */
@@ -354,7 +357,6 @@ struct ir_op {
     ir_block **successors;
     const ir_loc *loc;      /* NULL when unknown */
     const ir_template *tmpl; /* opaque custom-syntax ops; NULL otherwise */
-    const ir_type *tmpl_sig; /* their trailing `: ...` type if any */
     uint32_t src_line, src_col; /* position in the parsed text, 0 if built */
     ir_block *parent;
     ir_op *prev, *next;

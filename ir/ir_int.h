@@ -20,6 +20,7 @@ typedef struct ir_ptr_table {
 struct ir_module_impl {
     ir_ptr_table strings; /* const char * with a length prefix, see intern */
     ir_ptr_table types;   /* const ir_type * */
+    ir_ptr_table attrs;   /* ir_attr *, uniqued */
     const ir_type *token;
     size_t table_bytes;
 };
@@ -38,6 +39,10 @@ static inline uint32_t ir__intern_len(const char *s)
 /* Copies an attribute (deeply) into module m; used by the inliner and by
  * builders that take attributes from another module. */
 ir_attr *ir__attr_clone(ir_module *m, const ir_attr *a);
+/* Returns the module's one attribute equal to key (children must already be
+ * uniqued).  key_in_arena: key was allocated in m's arena and becomes the
+ * canonical copy when new; otherwise a new key is copied into the arena. */
+ir_attr *ir__attr_intern(ir_module *m, ir_attr *key, bool key_in_arena);
 const ir_type *ir__type_clone(ir_module *m, const ir_type *t);
 const ir_loc *ir__loc_clone(ir_module *m, const ir_loc *l);
 

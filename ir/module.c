@@ -470,6 +470,7 @@ void ir_module_free(ir_module *m)
     if (m->impl) {
         ap_free(m->impl->strings.slots);
         ap_free(m->impl->types.slots);
+        ap_free(m->impl->attrs.slots);
         ap_free(m->impl);
     }
     ap_arena_free(&m->arena);

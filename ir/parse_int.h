@@ -54,11 +54,14 @@ typedef struct alias_ent {
     uint32_t len;
     void *ptr; /* ir_loc *, ir_attr * or const ir_type * */
     const char *at;
+    int32_t next; /* bucket chain */
 } alias_ent;
 
 typedef struct alias_table {
     alias_ent *ents;
     uint32_t n, cap;
+    int32_t *buckets;
+    uint32_t nbuckets;
 } alias_table;
 
 /* ------------------------------------------------------------ op state */

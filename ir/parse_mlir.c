@@ -960,27 +960,49 @@ const ir_type *ir__parse_type(parser *p)
 
 /* ============================================================ attributes */
 
-static void *alias_find(alias_table *t, const char *s, uint32_t len)
-{
-    for (uint32_t i = t->n; i-- > 0;)
-        if (t->ents[i].len == len && memcmp(t->ents[i].name, s, len) == 0)
-            return t->ents[i].ptr;
-    return NULL;
-}
-
+/* Alias tables are looked up once per op location (JAX files use
+ * thousands of #locN aliases), so they are hashed. */
 static alias_ent *alias_find_ent(alias_table *t, const char *s, uint32_t len)
 {
-    for (uint32_t i = t->n; i-- > 0;)
+    if (!t->nbuckets)
+        return NULL;
+    uint32_t h = (uint32_t)ap_hash_bytes(s, len, 3);
+    for (int32_t i = t->buckets[h & (t->nbuckets - 1)]; i >= 0; i = t->ents[i].next)
         if (t->ents[i].len == len && memcmp(t->ents[i].name, s, len) == 0)
             return &t->ents[i];
     return NULL;
+}
+
+static void *alias_find(alias_table *t, const char *s, uint32_t len)
+{
+    alias_ent *e = alias_find_ent(t, s, len);
+    return e ? e->ptr : NULL;
 }
 
 static bool alias_add(parser *p, alias_table *t, const char *s, uint32_t len, void *ptr, const char *at)
 {
     if (!GROW(p, t->ents, t->cap, t->n + 1))
         return false;
-    t->ents[t->n++] = (alias_ent){s, len, ptr, at};
+    if (t->n + 1 > t->nbuckets) {
+        uint32_t nb = t->nbuckets ? t->nbuckets * 2 : 256;
+        int32_t *b = ap_malloc(sizeof *b * nb);
+        if (!b)
+            return ir__perr(p, at, AP_ENOMEM, "out of memory");
+        for (uint32_t i = 0; i < nb; i++)
+            b[i] = -1;
+        for (uint32_t i = 0; i < t->n; i++) {
+            uint32_t h = (uint32_t)ap_hash_bytes(t->ents[i].name, t->ents[i].len, 3) & (nb - 1);
+            t->ents[i].next = b[h];
+            b[h] = (int32_t)i;
+        }
+        ap_free(t->buckets);
+        t->buckets = b;
+        t->nbuckets = nb;
+    }
+    uint32_t h = (uint32_t)ap_hash_bytes(s, len, 3) & (t->nbuckets - 1);
+    t->ents[t->n] = (alias_ent){s, len, ptr, at, t->buckets[h]};
+    t->buckets[h] = (int32_t)t->n;
+    t->n++;
     return true;
 }
 
@@ -1747,7 +1769,30 @@ static ir_attr *opaque_angle_attr(parser *p)
 
 /* attr ::= number | string | bool | unit | @sym | [..] | {..} | array<..>
  *        | dense<..> : t | dense_resource<..> : t | #dialect<..> | type */
+static ir_attr *parse_attr_value(parser *p, bool type_suffix);
+
+/* Parses one attribute and returns the module's uniqued copy of it.  When
+ * an equal attribute exists, what parsing this one allocated is given back
+ * (if it made no new interned strings or types, which other objects could
+ * point to). */
 ir_attr *ir__parse_attr(parser *p, bool type_suffix)
+{
+    ap_arena_mark mark = ap_arena_get_mark(&p->m->arena);
+    uint32_t n_strings = p->m->impl->strings.n, n_types = p->m->impl->types.n;
+    ir_attr *a = parse_attr_value(p, type_suffix);
+    if (!a)
+        return NULL;
+    ir_attr *canon = ir__attr_intern(p->m, a, true);
+    if (!canon) {
+        ir__perr(p, p->tok.at, AP_ENOMEM, "out of memory");
+        return NULL;
+    }
+    if (canon != a && n_strings == p->m->impl->strings.n && n_types == p->m->impl->types.n)
+        ap_arena_rewind(&p->m->arena, mark);
+    return canon;
+}
+
+static ir_attr *parse_attr_value(parser *p, bool type_suffix)
 {
     const char *at = p->tok.at;
     ir_attr *a = NULL;
@@ -3029,8 +3074,10 @@ static bool parse_op_in(parser *p, ir_block *block)
     result_name rn_inline[4], *rn = rn_inline;
     uint32_t n_rn = 0, cap_rn = 4, n_results = 0;
     bool ok = false;
+    int line, col;
     st_init(&st);
     st.at = p->tok.at;
+    ir__lex_pos(&p->lx, st.at, &line, &col); /* now: positions only grow */
     if (p->tok.kind == T_PERCENT) {
         for (;;) {
             if (p->tok.kind != T_PERCENT) {
@@ -3136,8 +3183,6 @@ static bool parse_op_in(parser *p, ir_block *block)
     ir_op *op = st_finish(p, &st);
     if (!op)
         goto out;
-    int line, col;
-    ir__lex_pos(&p->lx, st.at, &line, &col);
     op->src_line = (uint32_t)line;
     op->src_col = (uint32_t)col;
     if (op->opcode == IR_OP_FUNC && !check_generic_func(p, &st, op))
@@ -3239,6 +3284,9 @@ static void parser_free(parser *p)
     ap_free(p->loc_aliases.ents);
     ap_free(p->attr_aliases.ents);
     ap_free(p->type_aliases.ents);
+    ap_free(p->loc_aliases.buckets);
+    ap_free(p->attr_aliases.buckets);
+    ap_free(p->type_aliases.buckets);
 }
 
 /* Detects cycles among location aliases defined in terms of each other,

@@ -1,0 +1,298 @@
+/*
+ * ir_redist.h - synthesis of array redistributions between distributed
+ * types, as in "Memory-efficient array redistribution through portable
+ * collective communication" (shared/seeds/redistribution-paper.md, sections
+ * 2-7).  Internal to the ir library: the SPMD lowering calls it on every use
+ * whose value layout differs from the layout the user needs.
+ *
+ * A distributed type gives, per dimension, the global size, the per-device
+ * (local) size and the mesh axes tiling that dimension.  Text form, as in the
+ * paper: `[3{x}12, 2{y}12]`; a replicated dim is `12` or `12{}12`; several
+ * axes `1{y1,x1,x2}12`; names may be quoted (`{"x"}`).
+ *
+ * ORDER OF AXES.  Everywhere in autopart (struct and text) the axes of a dim
+ * are listed MAJOR TO MINOR: in `8{x,y}32` over {x:2, y:2} the device at
+ * coordinates (x=i, y=j) holds the tile that starts at 8 * (i * 2 + j).  The
+ * paper writes the same list the other way round (minor-most first, "the
+ * left-most axis"), so the paper's `{y, x}` is our `{x, y}`, and what the paper
+ * calls the minor-most (left-most) axis is our LAST axis: all_gather removes
+ * axes from the end of a dim, dynslice and all_to_all append at the end.
+ *
+ * DEVICES.  Physical device ids are row-major over the mesh axes in mesh
+ * order (the last axis varies fastest).  The synthesis splits every axis into
+ * prime factors (x:4 -> x1:2, x2:2; y:6 -> y1:3, y2:2): larger primes first,
+ * the first factor being the major one, so that x = x1 * 2 + x2 and device ids
+ * are also row-major over the factor axes.  A prime axis keeps its name, a
+ * size-1 axis has no factor.  Factor names are `<axis><k>` (1-based), or
+ * `<axis>_<k>` if that would clash with another name.
+ *
+ * THE PLAN.  Steps are all_gather, all_to_all and dynslice found by a
+ * shortest-path search over weak types (local types, section 7), with
+ * per-device memory never above max(local size in, local size out), then
+ * lowered to concrete factor axes, replica groups and device maps, with at
+ * most one collective_permute when the device order must change (placed
+ * where tiles are smallest, e.g. before trailing all_gathers).  When that
+ * plan needs the permutation, a second search over concrete types looks for
+ * a permutation-free plan that costs no more, and takes it if found.  Costs
+ * follow the paper's Figure 11: bytes communicated per device.
+ *
+ * Every function that can fail returns 0 or a negative AP_E* code and fills
+ * `err` (which may be NULL).  No function keeps global state; a context may be
+ * used by one thread at a time, plans are immutable and may be shared.
+ */
+#ifndef IR_REDIST_H
+#define IR_REDIST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ap.h"
+
+#define IR_REDIST_MAX_MESH_AXES 8 /* axes of a user mesh */
+#define IR_REDIST_MAX_AXES 32     /* capacity: axes of a prime-factor mesh */
+#define IR_REDIST_MAX_RANK 8
+#define IR_REDIST_AXIS_NAME_MAX 24  /* characters of a user axis name */
+#define IR_REDIST_NAME_SIZE 32      /* bytes of a stored name (with NUL) */
+#define IR_REDIST_MAX_DEVICES 65536 /* product of the mesh axis sizes */
+
+/* ------------------------------------------------------------------ mesh */
+
+/* Named axes with sizes, in order.  A plain value: copy it freely. */
+typedef struct ir_redist_mesh {
+    int naxes;
+    char names[IR_REDIST_MAX_AXES][IR_REDIST_NAME_SIZE];
+    int64_t sizes[IR_REDIST_MAX_AXES];
+} ir_redist_mesh;
+
+/* Fills `mesh` from `naxes` names and sizes (copied).  Fails with AP_EINVALID
+ * for more than 8 axes, an empty, too long (over 24 characters) or duplicate
+ * name, a name holding '"' or a control character, a size below 1; AP_ELIMIT
+ * when the mesh has more than IR_REDIST_MAX_DEVICES devices. */
+int ir_redist_mesh_init(ir_redist_mesh *mesh, int naxes, const char *const *names,
+                        const int64_t *sizes, ap_error *err);
+
+/* Parses `x=4,y=6` (also `x:4`, optional braces and spaces, quoted names)
+ * into `mesh`, with the checks of ir_redist_mesh_init.  AP_ESYNTAX with the
+ * column in err->col on malformed text. */
+int ir_redist_mesh_parse(const char *text, ir_redist_mesh *mesh, ap_error *err);
+
+/* Appends `{x:4, y:6}` to `out` (check out->oom once at the end). */
+void ir_redist_mesh_format(const ir_redist_mesh *mesh, ap_buf *out);
+
+/* Number of devices: the product of the axis sizes. */
+int64_t ir_redist_mesh_devices(const ir_redist_mesh *mesh);
+
+/* Splits every axis of `mesh` into prime factors (see the top of this file)
+ * and writes the factor mesh to `factors` and, for each factor, the index of
+ * its mesh axis to `factor_axis` (IR_REDIST_MAX_AXES entries).  Cannot fail
+ * for a mesh made by ir_redist_mesh_init/parse; AP_EINVALID otherwise. */
+int ir_redist_mesh_factor(const ir_redist_mesh *mesh, ir_redist_mesh *factors, int *factor_axis,
+                          ap_error *err);
+
+/* ------------------------------------------------------------------ types */
+
+typedef struct ir_redist_dim {
+    int64_t global; /* size of the global array in this dim */
+    int64_t local;  /* size of each device's tile: global / product of axes */
+    int naxes;
+    uint8_t axes[IR_REDIST_MAX_AXES]; /* mesh axis indices, MAJOR to minor */
+} ir_redist_dim;
+
+/* A distributed type over some mesh (the axis indices refer to it).  A plain
+ * value: copy it freely. */
+typedef struct ir_redist_type {
+    int rank;
+    ir_redist_dim dims[IR_REDIST_MAX_RANK];
+} ir_redist_type;
+
+/* Parses the text form (see the top of this file) of a type over `mesh` into
+ * `out` and validates it.  The local size may be left out (`{x}12`); it is
+ * then computed.  On failure err->col is the 1-based column of the problem:
+ *   AP_ESYNTAX     malformed text, e.g. "expected ',' or ']'"
+ *   AP_EUNDEFINED  `unknown mesh axis "z"`
+ *   AP_ETYPE       `mesh axis "x" used twice`,
+ *                  `dim 0: global size 10 is not divisible by 4, the product of {x}`,
+ *                  `dim 0: local size 3 times the product 4 of {x} is 12, not the global size 16`
+ *   AP_ELIMIT      rank above IR_REDIST_MAX_RANK, a size above 2^53 */
+int ir_redist_parse_type(const ir_redist_mesh *mesh, const char *text, ir_redist_type *out,
+                         ap_error *err);
+
+/* Checks a type built by hand against `mesh`, with the messages of
+ * ir_redist_parse_type (no column): axis indices in range, each axis used
+ * at most once, sizes positive, local * product of axes == global. */
+int ir_redist_validate_type(const ir_redist_mesh *mesh, const ir_redist_type *type, ap_error *err);
+
+/* Checks that a redistribution from `from` to `to` is meaningful (section
+ * 2.5): AP_ETYPE with `rank mismatch: from has rank 2, to has rank 3` or
+ * `global shapes differ: from is [12, 12], to is [12, 24]`. */
+int ir_redist_check_problem(const ir_redist_type *from, const ir_redist_type *to, ap_error *err);
+
+/* Appends the text form to `out`: replicated dims as `12`, names quoted only
+ * when they are not C identifiers, `[]` for rank 0.  Parsing the result gives
+ * back an equal type. */
+void ir_redist_format_type(const ir_redist_mesh *mesh, const ir_redist_type *type, ap_buf *out);
+
+/* Same rank, sizes and axis lists (order included). */
+bool ir_redist_type_equal(const ir_redist_type *a, const ir_redist_type *b);
+
+/* Elements of one device's tile: the product of the local sizes. */
+int64_t ir_redist_type_local_size(const ir_redist_type *type);
+
+/* Rewrites `type` (over a mesh) over that mesh's prime factors, given the
+ * `factors` and `factor_axis` of ir_redist_mesh_factor: each axis becomes its
+ * factors, major first.  `out` may be `type`. */
+void ir_redist_type_factor(const ir_redist_mesh *factors, const int *factor_axis,
+                           const ir_redist_type *type, ir_redist_type *out);
+
+/* ------------------------------------------------------------------ plans */
+
+/* X-macro: enum suffix, printed name. */
+#define IR_REDIST_KINDS(X)      \
+    X(ALL_GATHER, "all_gather") \
+    X(ALL_TO_ALL, "all_to_all") \
+    X(DYNSLICE, "dynslice")     \
+    X(COLLECTIVE_PERMUTE, "collective_permute")
+
+typedef enum ir_redist_kind {
+#define IR_REDIST_KIND_ENUM(name, text) IR_REDIST_##name,
+    IR_REDIST_KINDS(IR_REDIST_KIND_ENUM)
+#undef IR_REDIST_KIND_ENUM
+} ir_redist_kind;
+
+const char *ir_redist_kind_name(ir_redist_kind kind);
+
+/* One collective.  Device ids are physical (row-major over the mesh).  The
+ * collective itself is given by kind, dims, group_size and groups (or
+ * pairs); `axes` and `type` say what it does in the paper's terms.  For
+ * all_gather and all_to_all, `axes` are the last axes of `dim` in the
+ * previous step's `type` (read through its device map; before the first
+ * step, `from` may have to be re-read with another device map for that to
+ * hold: Figure 10's phi'); for dynslice they are axes no dim uses yet.
+ *
+ * all_gather(dim, axes): gathers `axes` along `dim`; a device's position in
+ *   its replica group is the index of its piece in the gathered tile.
+ * all_to_all(dim -> to_dim, axes): moves `axes` from `dim` to the end of
+ *   `to_dim`.  In StableHLO terms split_dimension = to_dim, concat_dimension
+ *   = dim, split_count = group_size; position in the group = chunk index.
+ * dynslice(dim, axes): local; each device keeps piece number (its position in
+ *   its group) of `group_size` pieces of `dim`.  No communication.
+ * collective_permute: `pairs` lists (source, target) for every device as a
+ *   target exactly once, (d, d) included: a device that is nobody's target
+ *   would receive zeros in StableHLO. */
+typedef struct ir_redist_step {
+    ir_redist_kind kind;
+    int dim;    /* the dim acted on; for all_to_all the one giving up axes; -1 for the permute */
+    int to_dim; /* all_to_all: the dim receiving axes; -1 otherwise */
+    int naxes;  /* factor axes acted on, indices into plan->factors, in group order */
+    uint8_t axes[IR_REDIST_MAX_AXES];
+    int64_t group_size;        /* product of the sizes of `axes`; 1 for the permute */
+    int64_t ngroups;           /* ndevices / group_size; 0 for the permute */
+    const int32_t *groups;     /* ngroups rows of group_size device ids, rows sorted by first id */
+    int64_t npairs;            /* the permute: ndevices; 0 otherwise */
+    const int32_t *pairs;      /* npairs (source, target) pairs, by target */
+    ir_redist_type type;       /* after the step, over plan->factors, read through device_map */
+    const int32_t *device_map; /* after the step: logical position (row-major over
+                                  plan->factors) -> physical device id */
+    int64_t bytes;             /* communicated per device (paper, Figure 11) */
+    int64_t local_bytes;       /* a device's tile after the step */
+} ir_redist_step;
+
+/* "All-gather everything, then dynslice" (the paper's equation (2), XLA's
+ * fallback): one all_gather per partitioned dim, fewest pieces first. */
+typedef struct ir_redist_baseline {
+    int64_t cost_bytes;
+    int64_t peak_local_bytes;
+    int nsteps; /* all_gathers plus dynslices */
+} ir_redist_baseline;
+
+/* A synthesized redistribution.  Read-only for callers; all of it lives in
+ * `arena` and is freed by ir_redist_plan_free. */
+typedef struct ir_redist_plan {
+    ir_redist_mesh factors;              /* prime-factor mesh: axes of all types below */
+    int factor_axis[IR_REDIST_MAX_AXES]; /* mesh axis each factor comes from */
+    int64_t ndevices;
+    int elem_bytes;
+    ir_redist_type from, to;     /* the problem, over `factors` */
+    const int32_t *identity_map; /* device map of `from` and of the final `to` */
+    int nsteps;
+    const ir_redist_step *steps;
+    int64_t cost_bytes;       /* sum of step bytes */
+    int64_t peak_local_bytes; /* the height: largest tile along the way */
+    int64_t from_local_bytes, to_local_bytes;
+    int permute_step; /* index of the collective_permute, -1 if none */
+    ir_redist_baseline baseline;
+    ap_arena arena;
+} ir_redist_plan;
+
+/* Reusable search buffers (hash set of visited types, heap, device maps), so
+ * that a lowering pass synthesizing many redistributions allocates little.
+ * One thread at a time.  ir_redist_ctx_new fails only with AP_ENOMEM. */
+typedef struct ir_redist_ctx ir_redist_ctx;
+int ir_redist_ctx_new(ir_redist_ctx **out, ap_error *err);
+void ir_redist_ctx_free(ir_redist_ctx *ctx); /* NULL is a no-op */
+
+/* Synthesizes the redistribution of an array of type `from` into type `to`,
+ * both over `mesh`, with `elem_bytes` bytes per element (0 means 4).  On
+ * success *out is a new plan owned by the caller (ir_redist_plan_free).  On
+ * failure *out is NULL: AP_ETYPE/AP_EUNDEFINED for an invalid type or problem
+ * (messages as ir_redist_parse_type and ir_redist_check_problem), AP_EINVALID
+ * for a negative elem_bytes, AP_ELIMIT when sizes in bytes overflow 64 bits or
+ * the search space is too large, AP_ENOMEM.  `ctx` may be NULL (a temporary
+ * one is made).  Identical inputs give identical plans. */
+int ir_redist_synthesize(ir_redist_ctx *ctx, const ir_redist_mesh *mesh, const ir_redist_type *from,
+                         const ir_redist_type *to, int elem_bytes, ir_redist_plan **out,
+                         ap_error *err);
+
+/* ir_redist_synthesize with a temporary context. */
+int ir_redist_plan_make(const ir_redist_mesh *mesh, const ir_redist_type *from,
+                        const ir_redist_type *to, int elem_bytes, ir_redist_plan **out,
+                        ap_error *err);
+
+void ir_redist_plan_free(ir_redist_plan *plan); /* NULL is a no-op */
+
+/* Appends one line per step to `out`, e.g.
+ *   all_to_all(dims 1->0, axes {y1})  [1{x1,x2,y1}12, 6{y2}12]  24 bytes
+ * (nothing for an empty plan). */
+void ir_redist_plan_format(const ir_redist_plan *plan, ap_buf *out);
+
+/* Appends the line of one step, without the newline. */
+void ir_redist_step_format(const ir_redist_plan *plan, const ir_redist_step *step, ap_buf *out);
+
+/* Cost and height of the all-gather-then-dynslice baseline for the same
+ * problem (validated as in ir_redist_synthesize). */
+int ir_redist_baseline_of(const ir_redist_mesh *mesh, const ir_redist_type *from,
+                          const ir_redist_type *to, int elem_bytes, ir_redist_baseline *out,
+                          ap_error *err);
+
+/* --------------------------------------------------------------- checking */
+
+/* Independent of the search: checks that `step` turns the array of type `in`
+ * (over `factors`, read through device map `in_map`) into its own `type` read
+ * through its `device_map`.  It computes every device's tile from the types'
+ * base offset maps (paper, Figure 7a), runs the collective on those tiles
+ * with the step's replica groups or pairs (StableHLO semantics), and compares
+ * with the tiles of the result type.  Also checks that the result type is well
+ * formed with the same global shape, and that groups and pairs cover every
+ * device once.  Returns 0, AP_ETYPE with a message naming the first problem,
+ * or AP_ENOMEM. */
+int ir_redist_check_step(const ir_redist_mesh *factors, const ir_redist_type *in,
+                         const int32_t *in_map, const ir_redist_step *step, ap_error *err);
+
+/* Checks a whole plan: every step with ir_redist_check_step from the previous
+ * step's result (the first from `from` with the identity map), each step's
+ * bytes against the paper's cost model, the totals, the height bound
+ * max(from, to), at most one collective_permute, and that the last step leaves
+ * exactly `to` with the identity device map. */
+int ir_redist_plan_check(const ir_redist_plan *plan, ap_error *err);
+
+/* ---------------------------------------------------------------- testing */
+
+/* A random redistribution problem like the paper's evaluation (section 8):
+ * a mesh {x, y, z} with sizes drawn from {2, 3, 4, 6, 8}, rank 1 to
+ * `max_rank` (at most IR_REDIST_MAX_RANK), every axis either replicated or
+ * partitioning a random dim in `from` and, independently, in `to`, global
+ * sizes divisible by both.  Deterministic in *seed, which it advances. */
+void ir_redist_random_problem(uint64_t *seed, int max_rank, ir_redist_mesh *mesh,
+                              ir_redist_type *from, ir_redist_type *to);
+
+#endif /* IR_REDIST_H */
