@@ -53,7 +53,7 @@ void ap_error_clear(ap_error *err);
  * `err` may be NULL. */
 int ap_error_set(ap_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-int ap_error_setv(ap_error *err, int code, const char *fmt, va_list ap);
+int ap_error_setv(ap_error *err, int code, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
 int ap_error_at(ap_error *err, int code, const char *file, int line, int col,
                 const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* "FILE:LINE:COL: error: MESSAGE" (or "error: MESSAGE") into buf. */
@@ -135,7 +135,7 @@ void ap_buf_put(ap_buf *b, const void *p, size_t n);
 void ap_buf_puts(ap_buf *b, const char *s);
 void ap_buf_putc(ap_buf *b, char c);
 void ap_buf_printf(ap_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void ap_buf_vprintf(ap_buf *b, const char *fmt, va_list ap);
+void ap_buf_vprintf(ap_buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /* Hands the bytes to the caller (free with ap_free) and empties b. */
 char *ap_buf_take(ap_buf *b, size_t *len);
 

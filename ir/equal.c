@@ -148,7 +148,8 @@ static bool cmp_op(cmp *c, const ir_op *a, const ir_op *b)
         for (uint32_t i = 0; i < a->tmpl->n; i++) {
             const ir_tmpl_piece *x = &a->tmpl->pieces[i], *y = &b->tmpl->pieces[i];
             if (x->kind != y->kind || x->index != y->index || x->region != y->region ||
-                (x->kind == IR_TP_TEXT && (x->len != y->len || memcmp(x->text, y->text, x->len) != 0)))
+                (x->kind == IR_TP_TEXT && (x->len != y->len || memcmp(x->text, y->text, x->len) != 0)) ||
+                (x->kind == IR_TP_LOC && !ir_loc_equal(x->loc, y->loc)))
                 return differ(c, a, "custom syntax differs in piece %u", i);
         }
     }

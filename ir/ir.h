@@ -302,7 +302,9 @@ typedef enum ir_tmpl_kind {
     IR_TP_OPERAND,   /* name of operand `index` (`%x` or `%x#1`) */
     IR_TP_SUCCESSOR, /* label of successor `index` */
     IR_TP_REGION,    /* region `index`, printed as `{ ... }` */
-    IR_TP_REGION_ARG /* name of argument `index` of region `region`'s entry */
+    IR_TP_REGION_ARG, /* `%name: type loc(..)` of argument `index` of region
+                         `region`'s entry block */
+    IR_TP_LOC         /* a location inside the syntax: `loc(...)` */
 } ir_tmpl_kind;
 
 typedef struct ir_tmpl_piece {
@@ -310,6 +312,7 @@ typedef struct ir_tmpl_piece {
     uint32_t index, region;
     const char *text; /* IR_TP_TEXT */
     uint32_t len;
+    const ir_loc *loc; /* IR_TP_LOC */
 } ir_tmpl_piece;
 
 struct ir_template {

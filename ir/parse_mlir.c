@@ -2360,7 +2360,21 @@ static bool parse_successor(parser *p, op_state *st)
     return true;
 }
 
+static bool parse_sig_in(parser *p, op_sig *sig);
+
+/* sig ::= '(' types ')' '->' results | types ('->' results)?  On failure
+ * nothing stays allocated. */
 bool ir__parse_sig(parser *p, op_sig *sig)
+{
+    if (parse_sig_in(p, sig))
+        return true;
+    ap_free(sig->in);
+    ap_free(sig->out);
+    memset(sig, 0, sizeof *sig);
+    return false;
+}
+
+static bool parse_sig_in(parser *p, op_sig *sig)
 {
     memset(sig, 0, sizeof *sig);
     uint32_t cap = 0;
@@ -2580,10 +2594,7 @@ static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected
     const char *sig_colon = NULL, *loc_at = NULL, *last_end = p->tok.at;
     int depth = 0;
     bool ok = true;
-    bool first = true;
     /* the name token was consumed; keep the exact spacing that follows it */
-    text_from = st->at ? NULL : NULL;
-    text_from = p->tok.at;
     {
         /* include whitespace between the name and the next token */
         const char *q = p->tok.at;
@@ -2599,15 +2610,13 @@ static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected
             ok = ir__perr_expected(p, "the rest of the op");
             break;
         }
-        if (depth == 0 && !first && t->nl_before)
-            break;
+        if (depth == 0 && t->nl_before)
+            break; /* ops of unknown syntax end with their line */
         if (depth == 0 && (t->kind == T_RBRACE || t->kind == T_RPAREN || t->kind == T_RBRACKET))
             break; /* closes something outside the op */
-        first = false;
-        if (depth == 0 && ir__is_word(p, "loc")) {
-            /* a trailing location ends the op if nothing follows on its line */
-            const char *save = p->lx.p;
-            ir_tok saved = p->tok;
+        if (ir__is_word(p, "loc")) {
+            /* a location: the op's own when it ends the line, otherwise a
+             * piece of the syntax printed through the alias table */
             bool lok;
             const char *lat = t->at;
             const ir_loc *l = ir__parse_opt_loc(p, &lok);
@@ -2615,14 +2624,22 @@ static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected
                 ok = false;
                 break;
             }
-            if (p->tok.kind == T_EOF || p->tok.nl_before || p->tok.kind == T_RBRACE) {
+            if (depth == 0 && (p->tok.kind == T_EOF || p->tok.nl_before || p->tok.kind == T_RBRACE)) {
                 st->loc = l;
                 loc_at = lat;
                 break;
             }
-            /* a loc inside the syntax (e.g. of a block argument): text */
-            (void)save;
-            (void)saved;
+            if (!text_piece(p, &pieces, &n, &cap, text_from, lat) ||
+                !tmpl_add(p, &pieces, &n, &cap, (ir_tmpl_piece){.kind = IR_TP_LOC, .loc = l})) {
+                ok = false;
+                break;
+            }
+            {
+                const char *q = p->tok.at;
+                while (q > lat && (q[-1] == ' ' || q[-1] == '\n' || q[-1] == '\t' || q[-1] == '\r'))
+                    q--;
+                text_from = q;
+            }
             continue;
         }
         switch (t->kind) {

@@ -609,7 +609,8 @@ static void print_generic(printer *pr, const ir_op *op, int level)
         }
         ap_buf_putc(pr->b, ')');
     }
-    print_attr_dict(pr, op->attrs + n_props, op->n_attrs - n_props, NULL, " {");
+    if (op->n_attrs > n_props)
+        print_attr_dict(pr, op->attrs + n_props, op->n_attrs - n_props, NULL, " {");
     ap_buf_puts(pr->b, " : ");
     print_functional(pr, op);
 }
@@ -631,6 +632,14 @@ static void print_template(printer *pr, const ir_op *op, int level)
             break;
         case IR_TP_REGION:
             print_region(pr, &op->regions[t->index], level, true);
+            break;
+        case IR_TP_LOC:
+            ap_buf_puts(pr->b, "loc(");
+            if (t->loc)
+                print_loc_ref(pr, t->loc);
+            else
+                ap_buf_puts(pr->b, "unknown");
+            ap_buf_putc(pr->b, ')');
             break;
         case IR_TP_REGION_ARG: {
             const ir_value *a = &op->regions[t->region].first->args[t->index];

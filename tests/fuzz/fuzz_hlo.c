@@ -1,0 +1,40 @@
+/*
+ * fuzz_hlo.c - libFuzzer target for the XLA HLO text parser.  Any input
+ * must give a module or a clean error; a module printed as StableHLO must
+ * parse back to an equal module.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
+{
+    ir_module *m = NULL, *m2 = NULL;
+    ap_error err;
+    if (ir_parse_hlo((const char *)data, size, "fuzz.hlo", &m, &err) < 0) {
+        if (err.code == 0 || err.msg[0] == '\0')
+            abort();
+        return 0;
+    }
+    ap_buf a;
+    ap_buf_init(&a);
+    if (ir_print(m, &a, NULL) < 0)
+        abort();
+    if (ir_parse_mlir(a.data, a.len, "printed.mlir", &m2, &err) < 0) {
+        fprintf(stderr, "printed module does not parse: %s:%d:%d %s\n%s\n", err.file, err.line, err.col, err.msg, a.data);
+        abort();
+    }
+    char why[512];
+    if (!ir_module_equal(m, m2, why, sizeof why)) {
+        fprintf(stderr, "round trip differs: %s\n%s\n", why, a.data);
+        abort();
+    }
+    ap_buf_free(&a);
+    ir_module_free(m);
+    ir_module_free(m2);
+    return 0;
+}
