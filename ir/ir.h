@@ -587,4 +587,163 @@ const char *ir_compare_direction(const ir_op *op, char *buf, size_t size);
  * reduction of its two block arguments; IR_OP_UNKNOWN otherwise. */
 ir_opcode ir_region_reduction(const ir_region *r);
 
+/* ============================================================ PartIR core */
+
+/*
+ * The partition state of PartIR:Core kept as data (see DESIGN.md and
+ * notes/partir-semantics.md): for every op of the partitioned function its
+ * loop nest, an ordered list of (mesh axis, TMR entry); for every argument
+ * its value tiling; tiling and atomic identity ops on intermediate values.
+ * Actions (tile, atomic, propagate) only ever add loops.
+ */
+
+#define IR_MAX_AXES 8
+
+typedef struct ir_mesh {
+    int n_axes;
+    char names[IR_MAX_AXES][32];
+    int64_t sizes[IR_MAX_AXES];
+} ir_mesh;
+
+/* "batch=4,model=2" (also "batch:4, model:2" and "{batch:4, model:2}"). */
+int ir_mesh_parse(const char *text, ir_mesh *out, ap_error *err);
+int ir_mesh_axis(const ir_mesh *m, const char *name, size_t len); /* -1 if absent */
+int64_t ir_mesh_devices(const ir_mesh *m);
+/* "batch=4,model=2" */
+void ir_mesh_format(const ir_mesh *m, ap_buf *b);
+
+/* How pending partial results combine. */
+typedef enum ir_red { IR_RED_NONE = 0, IR_RED_ADD, IR_RED_MUL, IR_RED_MAX, IR_RED_MIN, IR_RED_AND, IR_RED_OR } ir_red;
+const char *ir_red_name(ir_red r);
+
+/* Layout of a value over the mesh, per axis: the tensor dim the axis tiles
+ * (and the axis's position among that dim's axes, 0 = major), or that the
+ * value is a pending partial result along the axis (IR_AX_PARTIAL, with its
+ * reduction), or nothing (replicated along the axis). */
+#define IR_AX_NONE (-1)
+#define IR_AX_PARTIAL (-2)
+typedef struct ir_layout {
+    int8_t dim[IR_MAX_AXES];
+    uint8_t pos[IR_MAX_AXES];
+    uint8_t red[IR_MAX_AXES];
+} ir_layout;
+
+void ir_layout_init(ir_layout *l);
+bool ir_layout_equal(const ir_layout *a, const ir_layout *b);
+/* The axes tiling dim d, major to minor; returns the count. */
+int ir_layout_dim_axes(const ir_layout *l, int d, int *axes);
+/* Appends axis as the minor-most axis of dim d. */
+void ir_layout_push(ir_layout *l, int axis, int d);
+bool ir_layout_has_partial(const ir_layout *l);
+/* Local (per-device) dims of a global static tensor type; false when a
+ * tiled dim does not divide or is dynamic. */
+bool ir_layout_local_dims(const ir_layout *l, const ir_mesh *mesh, const ir_type *t, int64_t *out);
+/* "[{batch}, {}]" with partial axes as " sum{model}" */
+void ir_layout_format(const ir_layout *l, const ir_mesh *mesh, int rank, ap_buf *b);
+/* JAX-style partition spec: P('batch', None), P(('batch', 'model'),) */
+void ir_layout_pspec(const ir_layout *l, const ir_mesh *mesh, int rank, ap_buf *b);
+
+typedef struct ir_pctx ir_pctx;           /* what never changes: ops, uses, TMR */
+typedef struct ir_partition ir_partition; /* one partition state */
+
+/* Builds the context for partitioning function `func` of module m (usually
+ * the entry function after ir_inline_calls) over `mesh`: numbers its top-
+ * level ops and values, builds the uses and instantiates the TMR of every
+ * op.  The module must outlive the context.  Free with ir_pctx_free. */
+int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, ap_error *err);
+void ir_pctx_free(ir_pctx *c);
+const ir_mesh *ir_pctx_mesh(const ir_pctx *c);
+ir_op *ir_pctx_func(const ir_pctx *c);
+uint32_t ir_pctx_num_ops(const ir_pctx *c);
+ir_op *ir_pctx_op(const ir_pctx *c, uint32_t i);
+uint32_t ir_pctx_num_entries(const ir_pctx *c, uint32_t op);
+
+/* A fresh state (everything replicated) over ctx; free with
+ * ir_partition_free.  ir_partition_clone copies a state. */
+int ir_partition_new(const ir_pctx *ctx, ir_partition **out, ap_error *err);
+int ir_partition_clone(const ir_partition *p, ir_partition **out, ap_error *err);
+void ir_partition_free(ir_partition *p);
+const ir_pctx *ir_partition_ctx(const ir_partition *p);
+
+/* The actions.  `v` is a value of the partitioned function (an argument or
+ * a result of one of its top-level ops).  tile fails with AP_EINVALID and a
+ * message when the dim is out of range, dynamic, not divisible, or the
+ * axis is already used by the value. */
+int ir_tile(ir_partition *p, const ir_value *v, int dim, int axis, ap_error *err);
+int ir_atomic(ir_partition *p, const ir_value *v, int axis, ap_error *err);
+int ir_propagate(ir_partition *p, ap_error *err);
+/* The first dim of v divisible by the axis size after its existing tiling,
+ * -1 if none. */
+int ir_first_divisible_dim(const ir_partition *p, const ir_value *v, int axis);
+
+/* The layout of v as its users see it (after any tiling/atomic identity). */
+void ir_partition_value_layout(const ir_partition *p, const ir_value *v, ir_layout *out);
+/* The loop nest of top-level op i: fills axes and whether each loop is a
+ * sum ('s'), a tile ('t', dims[k] the result dim of result 0) or any
+ * ('a'); returns its length. */
+int ir_partition_op_nest(const ir_partition *p, uint32_t op, int *axes, char *kinds, int *dims);
+
+/* Why propagation stopped somewhere. */
+typedef enum ir_block_kind {
+    IR_BLK_CONFLICT,     /* several TMR entries or users disagree */
+    IR_BLK_AXIS_USED,    /* the op already has a loop over the axis */
+    IR_BLK_INDIVISIBLE,  /* a dim does not divide by the axis size */
+    IR_BLK_ATOMIC,       /* an atomic value is in the way */
+    IR_BLK_DYNAMIC,      /* a dynamic dim */
+    IR_BLK_NO_RULE       /* the op has no TMR entries (custom_call, unknown, while) */
+} ir_block_kind;
+
+typedef struct ir_blocked {
+    ir_block_kind kind;
+    uint32_t op;   /* top-level op index */
+    int axis;
+    char why[200];
+} ir_blocked;
+
+/* Blocked propagations recorded so far (latest per op and axis). */
+const ir_blocked *ir_partition_blocked(const ir_partition *p, uint32_t *n);
+
+/* ----------------------------------------------------------- schedules */
+
+/* Applies a schedule: actions one per line or ';'-separated:
+ *   tile ARG DIM AXIS       ARG: %argN, a location name, or a glob over
+ *                           location names ('*', '?'); DIM: a number or
+ *                           first_divisible
+ *   atomic VALUE AXIS       VALUE: as ARG, or %N (a value of the printed
+ *                           canonical function)
+ *   propagate
+ *   manual AXIS ARG=DIM ... the paper's manual tactic: tile each then
+ *                           propagate
+ * '#' starts a comment.  Errors name the line and column of the schedule
+ * ("schedule:LINE:COL: error: ..."). */
+int ir_schedule_apply(ir_partition *p, const char *text, ap_error *err);
+/* The schedule of a state as text (one action per line), as applied. */
+void ir_partition_schedule(const ir_partition *p, ap_buf *b);
+/* Reads the sharding annotations on the function's arguments
+ * (sdy.sharding, mhlo.sharding) into a schedule of tile actions over mesh
+ * (appended to b); returns the number of actions. */
+int ir_schedule_import(const ir_module *m, const ir_op *func, const ir_mesh *mesh, ap_buf *b, ap_error *err);
+
+/* --------------------------------------------------------- SPMD lowering */
+
+typedef enum ir_coll_kind { IR_COLL_ALL_GATHER, IR_COLL_ALL_REDUCE, IR_COLL_REDUCE_SCATTER, IR_COLL_ALL_TO_ALL,
+                            IR_COLL_PERMUTE, IR_COLL__COUNT } ir_coll_kind;
+const char *ir_coll_name(ir_coll_kind k); /* "all_gather", ... */
+
+typedef struct ir_lowered {
+    ir_module *module;               /* device-local program; owned */
+    uint64_t count[IR_COLL__COUNT];  /* collectives by kind */
+    uint64_t bytes[IR_COLL__COUNT];  /* per-device bytes communicated */
+    uint64_t n_dynslice;             /* local slicing by device coordinate */
+} ir_lowered;
+
+/* Lowers a state to the device-local SPMD program with explicit
+ * collectives (see the contract in DESIGN.md: autopart.mesh, autopart.layout
+ * on arguments and results).  Free with ir_lowered_free. */
+int ir_lower(const ir_partition *p, ir_lowered *out, ap_error *err);
+void ir_lowered_free(ir_lowered *l);
+
+/* Prints the PartIR:Core loop view of a state. */
+int ir_print_loops(const ir_partition *p, ap_buf *b);
+
 #endif /* IR_H */

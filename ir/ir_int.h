@@ -130,6 +130,9 @@ bool ir__map_put(ir_ptrmap *m, const void *k, uint32_t v); /* false: out of memo
 void ir__map_clear(ir_ptrmap *m);
 void ir__map_free(ir_ptrmap *m);
 
+/* The value the canonical printer names %N (result k) in func, or NULL. */
+const ir_value *ir__printed_value(const ir_op *func, uint32_t n, uint32_t k);
+
 /* ----------------------------------------------------------------- lexer */
 
 typedef enum ir_tok_kind {

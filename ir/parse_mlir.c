@@ -3406,6 +3406,12 @@ int ir_parse_mlir(const char *text, size_t len, const char *filename, ir_module 
         explicit_module->prev = explicit_module->next = NULL;
         p->m->top = explicit_module;
     }
+    for (uint32_t i = 0; i < p->n_labels; i++)
+        if (!p->labels[i].defined) { /* top-level ops have no blocks to branch to */
+            ir__perr(p, p->labels[i].first_use, AP_EUNDEFINED, "reference to an undefined block '^%.*s'",
+                     (int)p->labels[i].len, p->labels[i].name);
+            goto fail;
+        }
     if (!fwd_check_all(p) || !check_loc_aliases(p))
         goto fail;
     for (uint32_t i = 0; i < p->loc_aliases.n; i++)

@@ -1186,3 +1186,27 @@ int ir_print(const ir_module *m, ap_buf *b, const ir_print_opts *opts)
     ap_free(pr.aliases);
     return pr.oom || b->oom ? AP_ENOMEM : 0;
 }
+
+const ir_value *ir__printed_value(const ir_op *func, uint32_t n, uint32_t k)
+{
+    printer pr;
+    ap_buf scratch;
+    ap_buf_init(&scratch);
+    memset(&pr, 0, sizeof pr);
+    pr.b = &scratch;
+    pr.no_locs = true;
+    /* print_op resets the names after a function: print its body instead */
+    const ir_value *found = NULL;
+    if (func->n_regions)
+        print_region(&pr, &func->regions[0], 1, true);
+    for (uint32_t i = 0; i < pr.names.cap && !found; i++) {
+        const ir_value *v = pr.names.keys[i];
+        if (v && pr.names.vals[i] == n && v->def && k < v->def->n_results)
+            found = &v->def->results[k];
+    }
+    ir__map_free(&pr.names);
+    ir__map_free(&pr.loc_alias);
+    ap_free(pr.aliases);
+    ap_buf_free(&scratch);
+    return found;
+}

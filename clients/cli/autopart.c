@@ -13,6 +13,7 @@ static const struct command {
     const char *help;
 } commands[] = {
     {"parse", cli_parse, "parse a StableHLO or HLO module; print it canonically or summarize it"},
+    {"apply", cli_apply, "partition a module with a schedule of PartIR actions"},
     {"redistribute", cli_redistribute, "synthesize the collectives that change a distributed type"},
 };
 

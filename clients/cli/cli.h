@@ -9,6 +9,7 @@
 #include "ir.h"
 
 int cli_parse(int argc, char **argv);
+int cli_apply(int argc, char **argv);
 int cli_redistribute(int argc, char **argv);
 
 /* Reads and parses FILE ("-" for stdin) in the given format, printing

@@ -1,0 +1,408 @@
+/*
+ * cmd_apply.c - `autopart apply FILE --mesh batch=4,model=2 --schedule
+ * TEXT|@FILE [--view spmd|core|shardings|report] [--json]`: applies a
+ * partitioning schedule (PartIR actions) to a module and shows the result:
+ * the device-local SPMD program with its collectives, the PartIR:Core loop
+ * view, the shardings of arguments and results, or a report.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void apply_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: autopart apply FILE --mesh AXES --schedule TEXT|@FILE [options]\n"
+            "\n"
+            "Partitions the entry function of FILE (StableHLO or HLO) over a device mesh\n"
+            "with a schedule of PartIR actions and prints the result.\n"
+            "\n"
+            "  --mesh AXES        e.g. batch=4,model=2 (default: the module's sdy.mesh)\n"
+            "  --schedule S       actions, one per line or ';'-separated; @FILE reads a file:\n"
+            "                       tile VALUE DIM AXIS     (DIM may be first_divisible)\n"
+            "                       atomic VALUE AXIS\n"
+            "                       propagate\n"
+            "                       manual AXIS VALUE=DIM ...  (tiles, then propagate)\n"
+            "                     VALUE: %%argN, a location name such as params['w'], a glob\n"
+            "                     over location names (params['block_*']['mlp']['w_up']), or %%N\n"
+            "  --import           start from the sharding annotations the arguments carry\n"
+            "                     (sdy.sharding, mhlo.sharding)\n"
+            "  --view V           spmd (default): device-local program with collectives\n"
+            "                     core: PartIR:Core loop view\n"
+            "                     shardings: per-argument and result partition specs\n"
+            "                     report: collectives, shardings, what blocked propagation\n"
+            "  --json             report (or shardings) as JSON\n"
+            "  --format F         stablehlo | hlo (default: detected)\n"
+            "  --func NAME        the function to partition (default: main)\n"
+            "  -h, --help         this help\n");
+}
+
+static char *read_schedule(const char *arg)
+{
+    if (arg[0] != '@')
+        return ap_strdup(arg);
+    char *text;
+    size_t len;
+    ap_error err;
+    if (ap_read_file(arg + 1, &text, &len, &err) < 0) {
+        fprintf(stderr, "autopart apply: %s\n", err.msg);
+        return NULL;
+    }
+    return text;
+}
+
+/* The mesh of an sdy.mesh op: `sdy.mesh @mesh = <["x"=2, "y"=4]>`. */
+static bool mesh_from_module(const ir_module *m, ir_mesh *mesh)
+{
+    for (const ir_op *op = ir_module_body(m)->first; op; op = op->next) {
+        if (strcmp(op->name, "sdy.mesh") || !op->tmpl)
+            continue;
+        ap_buf b;
+        ap_buf_init(&b);
+        for (uint32_t i = 0; i < op->tmpl->n; i++)
+            if (op->tmpl->pieces[i].kind == IR_TP_TEXT)
+                ap_buf_put(&b, op->tmpl->pieces[i].text, op->tmpl->pieces[i].len);
+        const char *s = b.data ? strchr(b.data, '[') : NULL;
+        char text[512] = "";
+        size_t n = 0;
+        for (; s && *s && *s != ']' && n + 2 < sizeof text; s++)
+            if (*s != '"' && *s != '[' && *s != ' ')
+                text[n++] = *s;
+        text[n] = '\0';
+        ap_buf_free(&b);
+        ap_error err;
+        if (n && ir_mesh_parse(text, mesh, &err) == 0)
+            return true;
+    }
+    return false;
+}
+
+static const char *const kind_names[] = {"conflict", "axis already used", "indivisible", "atomic", "dynamic dim",
+                                         "no TMR rule"};
+
+static char *layout_text(const ir_layout *l, const ir_mesh *mesh, const ir_type *t, bool pspec)
+{
+    ap_buf b;
+    ap_buf_init(&b);
+    int rank = t && t->kind == IR_T_TENSOR ? t->rank : 0;
+    if (pspec)
+        ir_layout_pspec(l, mesh, rank, &b);
+    else
+        ir_layout_format(l, mesh, rank, &b);
+    return ap_buf_take(&b, NULL);
+}
+
+static char *type_text(const ir_type *t)
+{
+    ap_buf b;
+    ap_buf_init(&b);
+    ir_type_print(&b, t);
+    return ap_buf_take(&b, NULL);
+}
+
+/* Shardings of arguments and results: name, global type, partition spec. */
+static json_t *shardings_json(const ir_partition *p, const ir_lowered *lw)
+{
+    const ir_pctx *c = ir_partition_ctx(p);
+    const ir_mesh *mesh = ir_pctx_mesh(c);
+    ir_op *f = ir_pctx_func(c);
+    json_t *arr = json_array();
+    for (uint32_t a = 0; a < ir_func_num_args(f); a++) {
+        const ir_value *v = ir_func_arg(f, a);
+        ir_layout l;
+        ir_partition_value_layout(p, v, &l);
+        const char *name = ir_func_arg_name(f, a);
+        char ref[32];
+        snprintf(ref, sizeof ref, "%%arg%u", a);
+        char *spec = layout_text(&l, mesh, v->type, true), *ty = type_text(v->type);
+        json_t *o = json_object();
+        json_object_set_new(o, "kind", json_string("argument"));
+        json_object_set_new(o, "index", json_integer(a));
+        json_object_set_new(o, "name", json_string(name ? name : ref));
+        json_object_set_new(o, "type", json_string(ty ? ty : "?"));
+        json_object_set_new(o, "spec", json_string(spec ? spec : "?"));
+        json_array_append_new(arr, o);
+        ap_free(spec);
+        ap_free(ty);
+    }
+    /* results: as they leave the SPMD program */
+    ir_op *lf = lw && lw->module ? ir_module_entry(lw->module) : NULL;
+    for (uint32_t r = 0; lf && r < ir_func_num_results(f); r++) {
+        ir_attr *info = ir_func_result_attr(f, r, "jax.result_info");
+        ir_attr *lay = ir_func_result_attr(lf, r, "autopart.layout");
+        const ir_type *t = ir_func_type(f)->elems[ir_func_type(f)->n_inputs + (int)r];
+        ap_buf b;
+        ap_buf_init(&b);
+        ap_buf_puts(&b, "P(");
+        for (int d = 0; lay && d < lay->u.arr.n; d++) {
+            ir_attr *axes = lay->u.arr.items[d];
+            if (d)
+                ap_buf_puts(&b, ", ");
+            if (axes->u.arr.n == 0)
+                ap_buf_puts(&b, "None");
+            else if (axes->u.arr.n == 1)
+                ap_buf_printf(&b, "'%s'", axes->u.arr.items[0]->u.str.s);
+            else {
+                ap_buf_putc(&b, '(');
+                for (int k = 0; k < axes->u.arr.n; k++)
+                    ap_buf_printf(&b, k ? ", '%s'" : "'%s'", axes->u.arr.items[k]->u.str.s);
+                ap_buf_putc(&b, ')');
+            }
+        }
+        if (lay && lay->u.arr.n == 1)
+            ap_buf_putc(&b, ',');
+        ap_buf_putc(&b, ')');
+        char *ty = type_text(t), ref[32];
+        snprintf(ref, sizeof ref, "result #%u", r);
+        json_t *o = json_object();
+        json_object_set_new(o, "kind", json_string("result"));
+        json_object_set_new(o, "index", json_integer(r));
+        json_object_set_new(o, "name", json_string(info && info->kind == IR_A_STRING && info->u.str.s[0] ? info->u.str.s : ref));
+        json_object_set_new(o, "type", json_string(ty ? ty : "?"));
+        json_object_set_new(o, "spec", json_string(b.data ? b.data : "P()"));
+        json_array_append_new(arr, o);
+        ap_free(ty);
+        ap_buf_free(&b);
+    }
+    return arr;
+}
+
+static json_t *report_json(const ir_partition *p, const ir_lowered *lw)
+{
+    const ir_pctx *c = ir_partition_ctx(p);
+    const ir_mesh *mesh = ir_pctx_mesh(c);
+    json_t *root = json_object(), *coll = json_object(), *bytes = json_object(), *conf = json_array();
+    ap_buf mb;
+    ap_buf_init(&mb);
+    ir_mesh_format(mesh, &mb);
+    json_object_set_new(root, "mesh", json_string(mb.data ? mb.data : ""));
+    ap_buf_free(&mb);
+    for (int k = 0; k < IR_COLL__COUNT; k++) {
+        json_object_set_new(coll, ir_coll_name((ir_coll_kind)k), json_integer((json_int_t)lw->count[k]));
+        json_object_set_new(bytes, ir_coll_name((ir_coll_kind)k), json_integer((json_int_t)lw->bytes[k]));
+    }
+    json_object_set_new(root, "collectives", coll);
+    json_object_set_new(root, "collective_bytes", bytes);
+    json_object_set_new(root, "dynslices", json_integer((json_int_t)lw->n_dynslice));
+    json_object_set_new(root, "shardings", shardings_json(p, lw));
+    uint32_t nb;
+    const ir_blocked *bl = ir_partition_blocked(p, &nb);
+    for (uint32_t i = 0; i < nb; i++) {
+        ir_op *op = ir_pctx_op(c, bl[i].op);
+        json_t *o = json_object();
+        json_object_set_new(o, "kind", json_string(kind_names[bl[i].kind]));
+        json_object_set_new(o, "axis", json_string(mesh->names[bl[i].axis]));
+        json_object_set_new(o, "op", json_string(op ? op->name : "(tiling of a value)"));
+        if (op && op->src_line) {
+            json_object_set_new(o, "line", json_integer(op->src_line));
+            json_object_set_new(o, "column", json_integer(op->src_col));
+        }
+        json_object_set_new(o, "why", json_string(bl[i].why));
+        json_array_append_new(conf, o);
+    }
+    json_object_set_new(root, "conflicts", conf);
+    ap_buf sb;
+    ap_buf_init(&sb);
+    ir_partition_schedule(p, &sb);
+    json_object_set_new(root, "schedule", json_string(sb.data ? sb.data : ""));
+    ap_buf_free(&sb);
+    return root;
+}
+
+static int print_json(json_t *j)
+{
+    char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(j);
+    if (!text)
+        return 1;
+    puts(text);
+    free(text);
+    return 0;
+}
+
+static void print_report_text(const ir_partition *p, const ir_lowered *lw, const char *path)
+{
+    const ir_pctx *c = ir_partition_ctx(p);
+    const ir_mesh *mesh = ir_pctx_mesh(c);
+    printf("file:     %s\nmesh:     {", path);
+    for (int a = 0; a < mesh->n_axes; a++)
+        printf(a ? ", %s:%lld" : "%s:%lld", mesh->names[a], (long long)mesh->sizes[a]);
+    printf("} (%lld devices)\n", (long long)ir_mesh_devices(mesh));
+    printf("collectives:\n");
+    for (int k = 0; k < IR_COLL__COUNT; k++)
+        printf("  %-20s %6" PRIu64 "   %12" PRIu64 " bytes per device\n", ir_coll_name((ir_coll_kind)k), lw->count[k],
+               lw->bytes[k]);
+    printf("  %-20s %6" PRIu64 "   (local slicing, no communication)\n", "dynslice", lw->n_dynslice);
+    json_t *sh = shardings_json(p, lw);
+    printf("shardings:\n");
+    size_t i;
+    json_t *o;
+    json_array_foreach(sh, i, o) {
+        printf("  %-9s %-48s %-32s %s\n", json_string_value(json_object_get(o, "kind")),
+               json_string_value(json_object_get(o, "name")), json_string_value(json_object_get(o, "type")),
+               json_string_value(json_object_get(o, "spec")));
+    }
+    json_decref(sh);
+    uint32_t nb;
+    const ir_blocked *bl = ir_partition_blocked(p, &nb);
+    printf("blocked propagation: %u\n", nb);
+    for (uint32_t k = 0; k < nb && k < 50; k++) {
+        ir_op *op = ir_pctx_op(c, bl[k].op);
+        printf("  %s on '%s': %s at %u:%u: %s\n", kind_names[bl[k].kind], mesh->names[bl[k].axis],
+               op ? op->name : "(identity op)", op ? op->src_line : 0, op ? op->src_col : 0, bl[k].why);
+    }
+    if (nb > 50)
+        printf("  ... %u more (see --json)\n", nb - 50);
+}
+
+int cli_apply(int argc, char **argv)
+{
+    static const struct option opts[] = {{"mesh", required_argument, NULL, 'm'},   {"schedule", required_argument, NULL, 's'},
+                                         {"view", required_argument, NULL, 'v'},   {"json", no_argument, NULL, 'j'},
+                                         {"format", required_argument, NULL, 'f'}, {"func", required_argument, NULL, 'F'},
+                                         {"import", no_argument, NULL, 'i'},       {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *mesh_text = NULL, *sched_arg = NULL, *view = "spmd", *func_name = NULL;
+    bool json = false, import = false;
+    ir_format fmt = IR_FMT_AUTO;
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'm': mesh_text = optarg; break;
+        case 's': sched_arg = optarg; break;
+        case 'v': view = optarg; break;
+        case 'j': json = true; break;
+        case 'i': import = true; break;
+        case 'F': func_name = optarg; break;
+        case 'f':
+            if (!cli_parse_format(optarg, &fmt)) {
+                fprintf(stderr, "autopart apply: unknown format '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case 'h': apply_usage(stdout); return 0;
+        default: apply_usage(stderr); return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "autopart apply: expected one FILE\n");
+        apply_usage(stderr);
+        return 2;
+    }
+    if (strcmp(view, "spmd") && strcmp(view, "core") && strcmp(view, "shardings") && strcmp(view, "report")) {
+        fprintf(stderr, "autopart apply: unknown view '%s' (spmd, core, shardings or report)\n", view);
+        return 2;
+    }
+    if (!sched_arg && !import) {
+        fprintf(stderr, "autopart apply: --schedule (or --import) is required\n");
+        return 2;
+    }
+    const char *path = argv[optind];
+    int rc = 1;
+    ir_module *m = cli_load_module(path, fmt);
+    ir_pctx *ctx = NULL;
+    ir_partition *p = NULL;
+    ir_lowered lw = {0};
+    char *sched = NULL;
+    ap_error err;
+    ap_error_clear(&err);
+    if (!m)
+        return 1;
+    ir_op *f = func_name ? ir_module_func(m, func_name) : ir_module_entry(m);
+    if (!f) {
+        fprintf(stderr, "autopart apply: %s: no function %s%s to partition\n", path, func_name ? "@" : "",
+                func_name ? func_name : "@main (and no single public function)");
+        goto out;
+    }
+    ir_mesh mesh;
+    if (mesh_text) {
+        if (ir_mesh_parse(mesh_text, &mesh, &err) < 0) {
+            fprintf(stderr, "autopart apply: %s\n", err.msg);
+            rc = 2;
+            goto out;
+        }
+    } else if (!mesh_from_module(m, &mesh)) {
+        fprintf(stderr, "autopart apply: --mesh is required (the module declares no sdy.mesh)\n");
+        rc = 2;
+        goto out;
+    }
+    if (ir_inline_calls(m, f, &err) < 0 || ir_pctx_new(m, f, &mesh, &ctx, &err) < 0 ||
+        ir_partition_new(ctx, &p, &err) < 0) {
+        fprintf(stderr, "autopart apply: %s: %s\n", path, err.msg);
+        goto out;
+    }
+    if (import) {
+        ap_buf ib;
+        ap_buf_init(&ib);
+        if (ir_schedule_import(m, f, &mesh, &ib, &err) < 0 ||
+            (ib.data && ir_schedule_apply(p, ib.data, &err) < 0)) {
+            cli_print_error(&err);
+            ap_buf_free(&ib);
+            goto out;
+        }
+        ap_buf_free(&ib);
+    }
+    if (sched_arg) {
+        sched = read_schedule(sched_arg);
+        if (!sched)
+            goto out;
+        if (ir_schedule_apply(p, sched, &err) < 0) {
+            cli_print_error(&err);
+            goto out;
+        }
+    }
+    if (strcmp(view, "core") != 0 && ir_lower(p, &lw, &err) < 0) {
+        fprintf(stderr, "autopart apply: lowering failed: %s\n", err.msg);
+        goto out;
+    }
+    ap_buf b;
+    ap_buf_init(&b);
+    rc = 0;
+    if (!strcmp(view, "core")) {
+        ir_print_loops(p, &b);
+        fwrite(b.data, 1, b.len, stdout);
+    } else if (json && !strcmp(view, "shardings")) {
+        rc = print_json(shardings_json(p, &lw));
+    } else if (json || !strcmp(view, "report")) {
+        if (json)
+            rc = print_json(report_json(p, &lw));
+        else
+            print_report_text(p, &lw, path);
+    } else if (!strcmp(view, "shardings")) {
+        json_t *sh = shardings_json(p, &lw);
+        size_t i;
+        json_t *o;
+        json_array_foreach(sh, i, o) {
+            printf("%-9s %-48s %-32s %s\n", json_string_value(json_object_get(o, "kind")),
+                   json_string_value(json_object_get(o, "name")), json_string_value(json_object_get(o, "type")),
+                   json_string_value(json_object_get(o, "spec")));
+        }
+        json_decref(sh);
+        ap_buf sb;
+        ap_buf_init(&sb);
+        ir_partition_schedule(p, &sb);
+        printf("\nschedule:\n%s", sb.data ? sb.data : "");
+        ap_buf_free(&sb);
+    } else {
+        if (ir_print(lw.module, &b, NULL) < 0)
+            rc = 1;
+        else
+            fwrite(b.data, 1, b.len, stdout);
+    }
+    ap_buf_free(&b);
+    if (fflush(stdout) != 0)
+        rc = 1;
+out:
+    ap_free(sched);
+    ir_lowered_free(&lw);
+    ir_partition_free(p);
+    ir_pctx_free(ctx);
+    ir_module_free(m);
+    return rc;
+}

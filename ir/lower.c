@@ -1,0 +1,990 @@
+/*
+ * lower.c - SPMD lowering of a partition state (PartIR:HLO, paper section
+ * 6): the device-local program with explicit collectives.
+ *
+ * Every op runs once per device on local shapes.  On every use whose
+ * value's layout differs from the layout the op needs, pending sums the op
+ * cannot take are reduced (all_reduce, or reduce_scatter when the need
+ * tiles a dim along that axis), then the tiling is changed by a
+ * redistribution synthesized as in the redistribution paper (ir/redist.c):
+ * all_gather, all_to_all, dynslice and at most one collective_permute.  One
+ * redistribution per distinct (value, needed layout).  Arguments arrive and
+ * results leave in their layouts; a result tied to a donated argument
+ * (tf.aliasing_output) leaves in that argument's layout.
+ *
+ * The output follows the SPMD contract other tools read: module attributes
+ * mhlo.num_partitions and autopart.mesh ("batch=4,model=2"), and
+ * autopart.layout on every argument and result (per dim, the axes tiling
+ * it, major to minor).  Device ids are row-major over the mesh axes.
+ */
+#include "clone_int.h"
+#include "ir_redist.h"
+#include "partir_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct cache_ent {
+    uint32_t val;
+    int32_t next; /* the value's previous entry, -1 ends */
+    ir_layout layout;
+    ir_value *local;
+} cache_ent;
+
+typedef struct lower {
+    const ir_partition *p;
+    const ir_pctx *c;
+    ir_module *nm;
+    ir_block *nb;
+    ir_lowered *out;
+    ap_error *err;
+    int rc;
+    ir_redist_ctx *rctx;
+    ir_redist_mesh rmesh;
+    cache_ent *cache;
+    uint32_t n_cache, cap_cache;
+    int32_t *cache_head; /* per value id: its latest cache entry, -1 none */
+    ir_value **produced; /* per value id: its local value as produced */
+    ir_value *pid;       /* partition id as a tensor<i32>, made on first use */
+    ir_value *zero_i32;
+    int64_t channel;
+    const ir_loc *loc; /* of the op being lowered: given to what it needs */
+} lower;
+
+static bool fail(lower *l, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static bool fail(lower *l, int code, const char *fmt, ...)
+{
+    if (l->rc == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        ap_error_setv(l->err, code, fmt, ap);
+        va_end(ap);
+        l->rc = code;
+    }
+    return false;
+}
+
+static bool oom(lower *l) { return fail(l, AP_ENOMEM, "out of memory while lowering"); }
+
+/* ------------------------------------------------------------- helpers */
+
+static const ir_type *local_type(lower *l, const ir_type *g, const ir_layout *lay)
+{
+    if (!g || g->kind != IR_T_TENSOR || g->rank < 0)
+        return ir__type_clone(l->nm, g);
+    int64_t dims[IR_MAX_RANK];
+    if (!ir_layout_local_dims(lay, &l->c->mesh, g, dims)) {
+        fail(l, AP_EINTERNAL, "a tiled dim does not divide its axes");
+        return NULL;
+    }
+    return ir_type_tensor_ex(l->nm, (ir_elem)g->elem, g->text, g->rank, dims, g->encoding);
+}
+
+static const ir_type *with_dims(lower *l, const ir_type *t, const int64_t *dims)
+{
+    return ir_type_tensor_ex(l->nm, (ir_elem)t->elem, t->text, t->rank, dims, t->encoding);
+}
+
+static ir_op *emit(lower *l, ir_opcode opc, uint32_t n_opd, ir_value *const *opds, const ir_type *res)
+{
+    if (l->rc)
+        return NULL;
+    ir_op *op = ir_op_new(l->nm, opc, NULL, n_opd, opds, res ? 1 : 0, res ? &res : NULL, 0);
+    if (!op) {
+        oom(l);
+        return NULL;
+    }
+    op->loc = l->loc;
+    ir_block_append(l->nb, op);
+    return op;
+}
+
+static bool set_attr(lower *l, ir_op *op, const char *name, ir_attr *a)
+{
+    if (!op || !a || ir_op_set_attr(l->nm, op, name, a) < 0)
+        return oom(l);
+    return true;
+}
+
+static const ir_type *i64s(lower *l) { return ir_type_scalar(l->nm, IR_E_I64, NULL); }
+
+/* Mesh coordinate of a device along an axis (row-major, last axis fastest). */
+static int64_t coord(const ir_mesh *m, int64_t dev, int axis)
+{
+    int64_t stride = 1;
+    for (int a = m->n_axes - 1; a > axis; a--)
+        stride *= m->sizes[a];
+    return (dev / stride) % m->sizes[axis];
+}
+
+/* Replica groups over the listed axes (in that order, major first): devices
+ * equal in every other coordinate, ordered by their coordinates along the
+ * axes.  Returns groups as a dense tensor<G x S x i64> attribute. */
+static ir_attr *groups_over(lower *l, const int *axes, int n_axes, int64_t *group_size)
+{
+    const ir_mesh *m = &l->c->mesh;
+    int64_t nd = ir_mesh_devices(m), gs = 1;
+    for (int k = 0; k < n_axes; k++)
+        gs *= m->sizes[axes[k]];
+    int64_t ng = nd / gs;
+    int64_t *v = ap_malloc(sizeof *v * (size_t)nd);
+    if (!v) {
+        oom(l);
+        return NULL;
+    }
+    bool in_group[IR_MAX_AXES] = {0};
+    for (int k = 0; k < n_axes; k++)
+        in_group[axes[k]] = true;
+    /* group index: row-major over the other axes; position: over the listed */
+    for (int64_t dev = 0; dev < nd; dev++) {
+        int64_t g = 0, pos = 0;
+        for (int a = 0; a < m->n_axes; a++)
+            if (!in_group[a])
+                g = g * m->sizes[a] + coord(m, dev, a);
+        for (int k = 0; k < n_axes; k++)
+            pos = pos * m->sizes[axes[k]] + coord(m, dev, axes[k]);
+        v[g * gs + pos] = dev;
+    }
+    int64_t dims[2] = {ng, gs};
+    const ir_type *t = ir_type_tensor(l->nm, IR_E_I64, 2, dims);
+    ir_attr *a = t ? ir_attr_dense_ints(l->nm, t, (size_t)nd, v) : NULL;
+    ap_free(v);
+    if (!a)
+        oom(l);
+    *group_size = gs;
+    return a;
+}
+
+static ir_attr *groups_attr(lower *l, const int32_t *groups, int64_t ng, int64_t gs)
+{
+    int64_t n = ng * gs;
+    int64_t *v = ap_malloc(sizeof *v * (size_t)(n ? n : 1));
+    if (!v) {
+        oom(l);
+        return NULL;
+    }
+    for (int64_t i = 0; i < n; i++)
+        v[i] = groups[i];
+    int64_t dims[2] = {ng, gs};
+    const ir_type *t = ir_type_tensor(l->nm, IR_E_I64, 2, dims);
+    ir_attr *a = t ? ir_attr_dense_ints(l->nm, t, (size_t)n, v) : NULL;
+    ap_free(v);
+    if (!a)
+        oom(l);
+    return a;
+}
+
+static bool collective_attrs(lower *l, ir_op *op, ir_attr *groups)
+{
+    ir_named_attr kv[2] = {{ir_intern(l->nm, "handle", 6), ir_attr_int(l->nm, ++l->channel, NULL)},
+                           {ir_intern(l->nm, "type", 4), ir_attr_int(l->nm, 1, NULL)}};
+    if (!kv[0].name || !kv[0].value || !kv[1].name || !kv[1].value)
+        return oom(l);
+    return set_attr(l, op, "channel_handle", ir_attr_dialect_kv(l->nm, "stablehlo.channel_handle", 2, kv)) &&
+           set_attr(l, op, "replica_groups", groups) && set_attr(l, op, "use_global_device_ids", ir_attr_unit(l->nm));
+}
+
+static ir_opcode red_opcode(ir_red r)
+{
+    switch (r) {
+    case IR_RED_MUL: return IR_OP_MULTIPLY;
+    case IR_RED_MAX: return IR_OP_MAXIMUM;
+    case IR_RED_MIN: return IR_OP_MINIMUM;
+    case IR_RED_AND: return IR_OP_AND;
+    case IR_RED_OR: return IR_OP_OR;
+    default: return IR_OP_ADD;
+    }
+}
+
+/* The reduction body of all_reduce / reduce_scatter on scalars of elem. */
+static bool reduction_region(lower *l, ir_op *op, ir_red red, const ir_type *t)
+{
+    const ir_type *s = ir_type_tensor_ex(l->nm, (ir_elem)t->elem, t->text, 0, NULL, NULL);
+    const ir_type *args[2] = {s, s};
+    ir_block *b = s ? ir_block_new(l->nm, &op->regions[0], 2, args) : NULL;
+    if (!b)
+        return oom(l);
+    ir_value *ab[2] = {&b->args[0], &b->args[1]};
+    ir_op *body = ir_op_new(l->nm, red_opcode(red), NULL, 2, ab, 1, &s, 0);
+    ir_value *r = body ? &body->results[0] : NULL;
+    ir_op *ret = body ? ir_op_new(l->nm, IR_OP_RETURN, NULL, 1, &r, 0, NULL, 0) : NULL;
+    if (!ret)
+        return oom(l);
+    body->loc = ret->loc = l->loc;
+    ir_block_append(b, body);
+    ir_block_append(b, ret);
+    return true;
+}
+
+static int64_t local_bytes(const ir_value *v)
+{
+    int64_t b = ir_type_bytes(v->type);
+    return b < 0 ? 0 : b;
+}
+
+static void count(lower *l, ir_coll_kind k, int64_t bytes)
+{
+    l->out->count[k]++;
+    l->out->bytes[k] += (uint64_t)bytes;
+}
+
+/* ---------------------------------------------------------- collectives */
+
+static ir_value *all_reduce(lower *l, ir_value *x, const int *axes, int n, ir_red red)
+{
+    int64_t gs;
+    ir_attr *g = groups_over(l, axes, n, &gs);
+    if (!g)
+        return NULL;
+    ir_op *op = ir_op_new(l->nm, IR_OP_ALL_REDUCE, NULL, 1, &x, 1, &x->type, 1);
+    if (!op) {
+        oom(l);
+        return NULL;
+    }
+    op->loc = l->loc;
+    if (!reduction_region(l, op, red, x->type) || !collective_attrs(l, op, g))
+        return NULL;
+    ir_block_append(l->nb, op);
+    count(l, IR_COLL_ALL_REDUCE, local_bytes(x));
+    return &op->results[0];
+}
+
+static ir_value *reduce_scatter(lower *l, ir_value *x, int dim, int axis, ir_red red)
+{
+    int64_t gs;
+    ir_attr *g = groups_over(l, &axis, 1, &gs);
+    if (!g)
+        return NULL;
+    int64_t dims[IR_MAX_RANK];
+    memcpy(dims, x->type->dims, sizeof *dims * (size_t)x->type->rank);
+    dims[dim] /= gs;
+    const ir_type *t = with_dims(l, x->type, dims);
+    ir_op *op = t ? ir_op_new(l->nm, IR_OP_REDUCE_SCATTER, NULL, 1, &x, 1, &t, 1) : NULL;
+    if (!op) {
+        oom(l);
+        return NULL;
+    }
+    op->loc = l->loc;
+    if (!reduction_region(l, op, red, x->type) || !collective_attrs(l, op, g) ||
+        !set_attr(l, op, "scatter_dimension", ir_attr_int(l->nm, dim, i64s(l))))
+        return NULL;
+    ir_block_append(l->nb, op);
+    count(l, IR_COLL_REDUCE_SCATTER, local_bytes(x));
+    return &op->results[0];
+}
+
+static ir_value *all_gather(lower *l, ir_value *x, int dim, ir_attr *groups, int64_t gs)
+{
+    int64_t dims[IR_MAX_RANK];
+    memcpy(dims, x->type->dims, sizeof *dims * (size_t)x->type->rank);
+    dims[dim] *= gs;
+    ir_op *op = emit(l, IR_OP_ALL_GATHER, 1, &x, with_dims(l, x->type, dims));
+    if (!op || !collective_attrs(l, op, groups) || !set_attr(l, op, "all_gather_dim", ir_attr_int(l->nm, dim, i64s(l))))
+        return NULL;
+    count(l, IR_COLL_ALL_GATHER, local_bytes(&op->results[0]));
+    return &op->results[0];
+}
+
+static ir_value *all_to_all(lower *l, ir_value *x, int split, int concat, ir_attr *groups, int64_t gs)
+{
+    int64_t dims[IR_MAX_RANK];
+    memcpy(dims, x->type->dims, sizeof *dims * (size_t)x->type->rank);
+    dims[split] /= gs;
+    dims[concat] *= gs;
+    ir_op *op = emit(l, IR_OP_ALL_TO_ALL, 1, &x, with_dims(l, x->type, dims));
+    if (!op || !collective_attrs(l, op, groups) ||
+        !set_attr(l, op, "split_dimension", ir_attr_int(l->nm, split, i64s(l))) ||
+        !set_attr(l, op, "concat_dimension", ir_attr_int(l->nm, concat, i64s(l))) ||
+        !set_attr(l, op, "split_count", ir_attr_int(l->nm, gs, i64s(l))))
+        return NULL;
+    count(l, IR_COLL_ALL_TO_ALL, local_bytes(x));
+    return &op->results[0];
+}
+
+static ir_value *collective_permute(lower *l, ir_value *x, const int32_t *pairs, int64_t np)
+{
+    int64_t *v = ap_malloc(sizeof *v * (size_t)(2 * np + 1));
+    if (!v) {
+        oom(l);
+        return NULL;
+    }
+    /* every device is a target (identity pairs too): StableHLO zeroes the
+     * devices nobody sends to */
+    int64_t n = np;
+    for (int64_t i = 0; i < 2 * np; i++)
+        v[i] = pairs[i];
+    int64_t dims[2] = {n, 2};
+    const ir_type *t = ir_type_tensor(l->nm, IR_E_I64, 2, dims);
+    ir_attr *a = t ? ir_attr_dense_ints(l->nm, t, (size_t)(2 * n), v) : NULL;
+    ap_free(v);
+    ir_op *op = a ? emit(l, IR_OP_COLLECTIVE_PERMUTE, 1, &x, x->type) : NULL;
+    if (!op)
+        return NULL;
+    ir_named_attr kv[2] = {{ir_intern(l->nm, "handle", 6), ir_attr_int(l->nm, ++l->channel, NULL)},
+                           {ir_intern(l->nm, "type", 4), ir_attr_int(l->nm, 1, NULL)}};
+    if (!set_attr(l, op, "channel_handle", ir_attr_dialect_kv(l->nm, "stablehlo.channel_handle", 2, kv)) ||
+        !set_attr(l, op, "source_target_pairs", a))
+        return NULL;
+    count(l, IR_COLL_PERMUTE, local_bytes(x));
+    return &op->results[0];
+}
+
+/* ------------------------------------------------------------ dynslice */
+
+/* The device id as a scalar tensor<i32>, made once per function. */
+static ir_value *partition_id(lower *l)
+{
+    if (l->pid)
+        return l->pid;
+    const ir_type *u32 = ir_type_tensor(l->nm, IR_E_UI32, 0, NULL), *i32 = ir_type_tensor(l->nm, IR_E_I32, 0, NULL);
+    ir_op *pid = emit(l, IR_OP_PARTITION_ID, 0, NULL, u32);
+    if (!pid)
+        return NULL;
+    ir_value *r = &pid->results[0];
+    ir_op *cv = emit(l, IR_OP_CONVERT, 1, &r, i32);
+    if (!cv)
+        return NULL;
+    l->pid = &cv->results[0];
+    int64_t zero = 0;
+    ir_op *z = emit(l, IR_OP_CONSTANT, 0, NULL, i32);
+    if (!z || !set_attr(l, z, "value", ir_attr_dense_ints(l->nm, i32, 1, &zero)))
+        return NULL;
+    l->zero_i32 = &z->results[0];
+    return l->pid;
+}
+
+/* table[device] as a scalar tensor<i32> of this device. */
+static ir_value *per_device(lower *l, const int64_t *table)
+{
+    int64_t nd = ir_mesh_devices(&l->c->mesh);
+    ir_value *pid = partition_id(l);
+    if (!pid)
+        return NULL;
+    const ir_type *tt = ir_type_tensor(l->nm, IR_E_I32, 1, &nd);
+    ir_op *c = emit(l, IR_OP_CONSTANT, 0, NULL, tt);
+    if (!c || !set_attr(l, c, "value", ir_attr_dense_ints(l->nm, tt, (size_t)nd, table)))
+        return NULL;
+    int64_t one = 1;
+    ir_value *ops[2] = {&c->results[0], pid};
+    ir_op *ds = emit(l, IR_OP_DYNAMIC_SLICE, 2, ops, ir_type_tensor(l->nm, IR_E_I32, 1, &one));
+    if (!ds || !set_attr(l, ds, "slice_sizes", ir_attr_i64_array(l->nm, 1, &one)))
+        return NULL;
+    ir_value *r = &ds->results[0];
+    ir_op *rs = emit(l, IR_OP_RESHAPE, 1, &r, ir_type_tensor(l->nm, IR_E_I32, 0, NULL));
+    return rs ? &rs->results[0] : NULL;
+}
+
+/* Each device keeps its piece of dim: offsets per device in `table`. */
+static ir_value *dynslice(lower *l, ir_value *x, int dim, int64_t new_size, const int64_t *table)
+{
+    ir_value *off = per_device(l, table);
+    if (!off)
+        return NULL;
+    const ir_type *t = x->type;
+    ir_value *ops[IR_MAX_RANK + 1];
+    ops[0] = x;
+    for (int d = 0; d < t->rank; d++)
+        ops[d + 1] = d == dim ? off : l->zero_i32;
+    int64_t dims[IR_MAX_RANK];
+    memcpy(dims, t->dims, sizeof *dims * (size_t)t->rank);
+    dims[dim] = new_size;
+    ir_op *op = emit(l, IR_OP_DYNAMIC_SLICE, (uint32_t)t->rank + 1, ops, with_dims(l, t, dims));
+    if (!op || !set_attr(l, op, "slice_sizes", ir_attr_i64_array(l->nm, t->rank, dims)))
+        return NULL;
+    l->out->n_dynslice++;
+    return &op->results[0];
+}
+
+/* ------------------------------------------------------- redistribution */
+
+static void to_redist_type(const ir_pctx *c, const ir_type *g, const ir_layout *lay, ir_redist_type *out)
+{
+    memset(out, 0, sizeof *out);
+    out->rank = g->rank;
+    int axes[IR_MAX_AXES];
+    for (int d = 0; d < g->rank; d++) {
+        int n = ir_layout_dim_axes(lay, d, axes);
+        out->dims[d].global = g->dims[d];
+        out->dims[d].local = g->dims[d];
+        out->dims[d].naxes = n;
+        for (int k = 0; k < n; k++) {
+            out->dims[d].axes[k] = (uint8_t)axes[k];
+            out->dims[d].local /= c->mesh.sizes[axes[k]];
+        }
+    }
+}
+
+/* Changes x's tiling from `from` to `to` (no pending sums involved). */
+static ir_value *retile(lower *l, ir_value *x, const ir_type *g, const ir_layout *from, const ir_layout *to)
+{
+    if (g->rank > IR_REDIST_MAX_RANK) {
+        fail(l, AP_EUNSUPPORTED, "redistribution of a rank-%d value is not supported", g->rank);
+        return NULL;
+    }
+    ir_redist_type rf, rt;
+    to_redist_type(l->c, g, from, &rf);
+    to_redist_type(l->c, g, to, &rt);
+    if (ir_redist_type_equal(&rf, &rt))
+        return x;
+    ir_redist_plan *plan = NULL;
+    ap_error e;
+    int eb = ir_elem_bytes((ir_elem)g->elem);
+    int rc = ir_redist_synthesize(l->rctx, &l->rmesh, &rf, &rt, eb > 0 ? eb : 4, &plan, &e);
+    if (rc < 0) {
+        fail(l, rc, "redistribution failed: %s", e.msg);
+        return NULL;
+    }
+    int64_t nd = plan->ndevices;
+    int64_t *table = ap_malloc(sizeof *table * (size_t)nd);
+    if (!table) {
+        ir_redist_plan_free(plan);
+        oom(l);
+        return NULL;
+    }
+    for (int s = 0; s < plan->nsteps && x; s++) {
+        const ir_redist_step *st = &plan->steps[s];
+        switch (st->kind) {
+        case IR_REDIST_ALL_GATHER:
+            x = all_gather(l, x, st->dim, groups_attr(l, st->groups, st->ngroups, st->group_size), st->group_size);
+            break;
+        case IR_REDIST_ALL_TO_ALL:
+            x = all_to_all(l, x, st->to_dim, st->dim, groups_attr(l, st->groups, st->ngroups, st->group_size),
+                           st->group_size);
+            break;
+        case IR_REDIST_DYNSLICE: {
+            int64_t size = st->type.dims[st->dim].local;
+            for (int64_t gi = 0; gi < st->ngroups; gi++)
+                for (int64_t k = 0; k < st->group_size; k++)
+                    table[st->groups[gi * st->group_size + k]] = k * size;
+            x = dynslice(l, x, st->dim, size, table);
+            break;
+        }
+        case IR_REDIST_COLLECTIVE_PERMUTE:
+            x = collective_permute(l, x, st->pairs, st->npairs);
+            break;
+        }
+    }
+    ap_free(table);
+    ir_redist_plan_free(plan);
+    return x;
+}
+
+static ir_value *cache_get(lower *l, uint32_t v, const ir_layout *lay)
+{
+    for (int32_t i = l->cache_head[v]; i >= 0; i = l->cache[i].next)
+        if (ir_layout_equal(&l->cache[i].layout, lay))
+            return l->cache[i].local;
+    return NULL;
+}
+
+static void cache_put(lower *l, uint32_t v, const ir_layout *lay, ir_value *x)
+{
+    if (l->n_cache == l->cap_cache) {
+        uint32_t cap = l->cap_cache ? l->cap_cache * 2 : 256;
+        cache_ent *c = ap_realloc(l->cache, sizeof *c * cap);
+        if (!c) {
+            oom(l);
+            return;
+        }
+        l->cache = c;
+        l->cap_cache = cap;
+    }
+    l->cache[l->n_cache] = (cache_ent){v, l->cache_head[v], *lay, x};
+    l->cache_head[v] = (int32_t)l->n_cache++;
+}
+
+/* x in layout `from` -> layout `to`: pending sums first, then tiling. */
+static ir_value *redistribute(lower *l, ir_value *x, const ir_type *g, ir_layout from, const ir_layout *to)
+{
+    const ir_mesh *m = &l->c->mesh;
+    /* sums the target does not take along: all_reduce, or reduce_scatter
+     * onto a dim the target tiles next along that axis */
+    int ar[IR_MAX_AXES], n_ar = 0;
+    ir_red ar_red = IR_RED_NONE;
+    for (int a = 0; a < m->n_axes; a++) {
+        if (from.dim[a] != IR_AX_PARTIAL)
+            continue;
+        if (to->dim[a] == IR_AX_PARTIAL && to->red[a] == from.red[a])
+            continue; /* the sum flows on */
+        if (to->dim[a] == IR_AX_PARTIAL) {
+            fail(l, AP_EINTERNAL, "pending sums of different kinds meet");
+            return NULL;
+        }
+        if (n_ar && from.red[a] != ar_red) {
+            fail(l, AP_EUNSUPPORTED, "pending sums of different kinds on one value");
+            return NULL;
+        }
+        ar[n_ar++] = a;
+        ar_red = (ir_red)from.red[a];
+    }
+    /* reduce_scatter where the target tiles d along a right after what x has */
+    int rs_axis[IR_MAX_AXES] = {0}, rs_dim[IR_MAX_AXES] = {0}, n_rs = 0, keep = 0;
+    for (int k = 0; k < n_ar; k++) {
+        int a = ar[k], d = to->dim[a];
+        bool ok = false;
+        if (d >= 0) {
+            int fa[IR_MAX_AXES], ta[IR_MAX_AXES];
+            int nf = ir_layout_dim_axes(&from, d, fa), nt = ir_layout_dim_axes(to, d, ta);
+            ok = nt > nf && ta[nf] == a;
+            for (int q = 0; ok && q < nf; q++)
+                ok = fa[q] == ta[q];
+        }
+        if (ok && n_rs == 0) { /* one scatter per value keeps the order simple */
+            rs_axis[n_rs] = a;
+            rs_dim[n_rs++] = d;
+        } else {
+            ar[keep++] = a;
+        }
+    }
+    n_ar = keep;
+    if (n_ar) {
+        x = all_reduce(l, x, ar, n_ar, ar_red);
+        for (int k = 0; k < n_ar; k++)
+            from.dim[ar[k]] = IR_AX_NONE;
+    }
+    for (int k = 0; x && k < n_rs; k++) {
+        x = reduce_scatter(l, x, rs_dim[k], rs_axis[k], (ir_red)from.red[rs_axis[k]]);
+        from.dim[rs_axis[k]] = IR_AX_NONE;
+        ir_layout_push(&from, rs_axis[k], rs_dim[k]);
+    }
+    if (!x)
+        return NULL;
+    return retile(l, x, g, &from, to);
+}
+
+/* Value v in layout `want`, made once per distinct layout. */
+static ir_value *materialize(lower *l, uint32_t v, const ir_layout *want)
+{
+    const ir_partition *p = l->p;
+    ir_layout prod;
+    ir__produced_layout(p, v, &prod);
+    ir_value *x = l->produced[v];
+    if (!x) {
+        fail(l, AP_EINTERNAL, "value used before it is lowered");
+        return NULL;
+    }
+    if (ir_layout_equal(&prod, want))
+        return x;
+    ir_value *hit = cache_get(l, v, want);
+    if (hit)
+        return hit;
+    const ir_type *g = val_type(l->c, v);
+    ir_layout from = prod;
+    if (p->vop_of[v] >= 0) {
+        /* through the value's identity op (atomic or tiling action) */
+        ir_layout seen;
+        ir__needed_layout(p, vop_id(p, (uint32_t)p->vop_of[v]), 0, &seen);
+        if (!ir_layout_equal(&seen, &prod)) {
+            ir_value *s = cache_get(l, v, &seen);
+            if (!s) {
+                s = redistribute(l, x, g, prod, &seen);
+                if (!s)
+                    return NULL;
+                cache_put(l, v, &seen, s);
+            }
+            if (ir_layout_equal(&seen, want))
+                return s;
+            x = s;
+            from = seen;
+        }
+    }
+    ir_value *r = redistribute(l, x, g, from, want);
+    if (r)
+        cache_put(l, v, want, r);
+    return r;
+}
+
+/* -------------------------------------------------------------- ops */
+
+/* Tile index and offset of each device along dim d of a layout. */
+static void tile_offsets(const ir_mesh *m, const ir_layout *lay, int d, int64_t local, int64_t *table)
+{
+    int axes[IR_MAX_AXES];
+    int n = ir_layout_dim_axes(lay, d, axes);
+    int64_t nd = ir_mesh_devices(m);
+    for (int64_t dev = 0; dev < nd; dev++) {
+        int64_t idx = 0;
+        for (int k = 0; k < n; k++)
+            idx = idx * m->sizes[axes[k]] + coord(m, dev, axes[k]);
+        table[dev] = idx * local;
+    }
+}
+
+/* iota tiled along its own dim counts from the device's offset. */
+static ir_value *iota_offset(lower *l, ir_value *x, const ir_layout *lay, int d)
+{
+    int64_t nd = ir_mesh_devices(&l->c->mesh);
+    int64_t *table = ap_malloc(sizeof *table * (size_t)nd);
+    if (!table) {
+        oom(l);
+        return NULL;
+    }
+    tile_offsets(&l->c->mesh, lay, d, x->type->dims[d], table);
+    ir_value *off = per_device(l, table);
+    ap_free(table);
+    if (!off)
+        return NULL;
+    const ir_type *t = x->type, *s = ir_type_tensor_ex(l->nm, (ir_elem)t->elem, t->text, 0, NULL, NULL);
+    ir_op *cv = emit(l, IR_OP_CONVERT, 1, &off, s);
+    ir_value *cvr = cv ? &cv->results[0] : NULL;
+    ir_op *bc = cv ? emit(l, IR_OP_BROADCAST_IN_DIM, 1, &cvr, t) : NULL;
+    if (!bc || !set_attr(l, bc, "broadcast_dimensions", ir_attr_i64_array(l->nm, 0, NULL)))
+        return NULL;
+    ir_value *ops[2] = {x, &bc->results[0]};
+    ir_op *add = emit(l, IR_OP_ADD, 2, ops, t);
+    return add ? &add->results[0] : NULL;
+}
+
+/* Attributes that name sizes of dims the op runs on in pieces. */
+static bool localize_attrs(lower *l, ir_op *op, const ir_layout *in0)
+{
+    const ir_type *t = op->operands[0]->type;
+    int64_t v[IR_MAX_RANK];
+    const char *name = NULL;
+    switch ((ir_opcode)op->opcode) {
+    case IR_OP_SLICE: name = "limit_indices"; break;
+    case IR_OP_DYNAMIC_SLICE: name = "slice_sizes"; break;
+    case IR_OP_GATHER: name = "slice_sizes"; break;
+    default: return true;
+    }
+    ir_attr *a = ir_op_attr(op, name);
+    int n = ir_attr_int_list(a, v, IR_MAX_RANK);
+    if (n != t->rank)
+        return true;
+    bool changed = false;
+    for (int d = 0; d < n; d++) {
+        int axes[IR_MAX_AXES];
+        if (ir_layout_dim_axes(in0, d, axes) > 0 && v[d] != t->dims[d]) {
+            v[d] = t->dims[d];
+            changed = true;
+        }
+    }
+    if (!changed)
+        return true;
+    ir_attr *na;
+    if (a->kind == IR_A_DENSE_ARRAY)
+        na = ir_attr_i64_array(l->nm, n, v);
+    else
+        na = ir_attr_dense_ints(l->nm, a->type ? ir__type_clone(l->nm, a->type) : ir_type_tensor(l->nm, IR_E_I64, 1, (int64_t[]){n}),
+                                (size_t)n, v);
+    return set_attr(l, op, name, na);
+}
+
+static ir_value *resolve_captured(void *ctx, const ir_value *v)
+{
+    lower *l = ctx;
+    uint32_t id = ir__value_id(l->c, v);
+    if (id == VAL_NONE)
+        return NULL;
+    ir_layout whole;
+    ir_layout_init(&whole);
+    return materialize(l, id, &whole);
+}
+
+static bool lower_op(lower *l, uint32_t k, ir_cloner *cl)
+{
+    const ir_pctx *c = l->c;
+    const ir_partition *p = l->p;
+    ir_op *src = c->ops[k];
+    l->loc = ir__loc_clone(l->nm, src->loc);
+    ir_value *opds_small[16], **opds = opds_small;
+    const ir_type *types_small[16], **types = types_small;
+    bool ok = false;
+    if ((src->n_operands > 16 && !(opds = ap_malloc(sizeof *opds * src->n_operands))) ||
+        (src->n_results > 16 && !(types = ap_malloc(sizeof *types * src->n_results)))) {
+        oom(l);
+        goto out;
+    }
+    ir_layout need0;
+    ir_layout_init(&need0);
+    for (uint32_t i = 0; i < src->n_operands; i++) {
+        ir_layout need;
+        ir__needed_layout(p, k, i, &need);
+        if (i == 0)
+            need0 = need;
+        opds[i] = materialize(l, c->opd_val[c->opd0[k] + i], &need);
+        if (!opds[i])
+            goto out;
+    }
+    ir_layout res_lay[16];
+    for (uint32_t j = 0; j < src->n_results; j++) {
+        ir_layout rl;
+        ir__result_layout(p, k, j, &rl);
+        if (j < 16)
+            res_lay[j] = rl;
+        if (!(types[j] = local_type(l, src->results[j].type, &rl)))
+            goto out;
+    }
+    ir_op *op = ir__clone_op(cl, src, opds, types);
+    if (!op) {
+        if (cl->oom)
+            oom(l);
+        else if (!l->rc)
+            fail(l, AP_EINTERNAL, "cannot copy '%s' at %u:%u", src->name, src->src_line, src->src_col);
+        goto out;
+    }
+    if (l->rc)
+        goto out;
+    ir_block_append(l->nb, op);
+    if (src->n_operands && !localize_attrs(l, op, &need0))
+        goto out;
+    for (uint32_t j = 0; j < src->n_results; j++) {
+        ir_value *r = &op->results[j];
+        if (op->opcode == IR_OP_IOTA && j < 16) {
+            ir_attr *dim = ir_op_attr(op, "iota_dimension");
+            int axes[IR_MAX_AXES];
+            if (dim && dim->kind == IR_A_INT && ir_layout_dim_axes(&res_lay[j], (int)dim->u.i, axes) > 0)
+                r = iota_offset(l, r, &res_lay[j], (int)dim->u.i);
+            if (!r)
+                goto out;
+        }
+        l->produced[c->op_val0[k] + j] = r;
+    }
+    ok = true;
+out:
+    if (opds != opds_small)
+        ap_free(opds);
+    if (types != types_small)
+        ap_free(types);
+    return ok && !l->rc;
+}
+
+/* ------------------------------------------------------ layout attribute */
+
+static ir_attr *layout_attr(lower *l, const ir_layout *lay, int rank)
+{
+    ir_attr *dims[IR_MAX_RANK];
+    int axes[IR_MAX_AXES];
+    for (int d = 0; d < rank; d++) {
+        ir_attr *names[IR_MAX_AXES];
+        int n = ir_layout_dim_axes(lay, d, axes);
+        for (int k = 0; k < n; k++) {
+            const char *s = l->c->mesh.names[axes[k]];
+            if (!(names[k] = ir_attr_string(l->nm, s, strlen(s))))
+                return NULL;
+        }
+        if (!(dims[d] = ir_attr_array(l->nm, n, names)))
+            return NULL;
+    }
+    return ir_attr_array(l->nm, rank, dims);
+}
+
+/* A copy of an argument/result attribute dict with autopart.layout added. */
+static ir_attr *with_layout(lower *l, const ir_attr *dict, const ir_layout *lay, int rank)
+{
+    ir_named_attr items[64];
+    int n = 0;
+    if (dict && dict->kind == IR_A_DICT)
+        for (int i = 0; i < dict->u.dict.n && n < 63; i++) {
+            if (!strcmp(dict->u.dict.items[i].name, "autopart.layout"))
+                continue;
+            items[n].name = ir_intern(l->nm, dict->u.dict.items[i].name, strlen(dict->u.dict.items[i].name));
+            items[n].value = ir__attr_clone(l->nm, dict->u.dict.items[i].value);
+            if (!items[n].name || !items[n].value)
+                return NULL;
+            n++;
+        }
+    items[n].name = ir_intern(l->nm, "autopart.layout", 15);
+    items[n].value = layout_attr(l, lay, rank);
+    if (!items[n].name || !items[n].value)
+        return NULL;
+    return ir_attr_dict(l->nm, n + 1, items);
+}
+
+static const ir_attr *attr_at(const ir_attr *arr, uint32_t i)
+{
+    return arr && arr->kind == IR_A_ARRAY && i < (uint32_t)arr->u.arr.n ? arr->u.arr.items[i] : NULL;
+}
+
+/* A returned value leaves in its layout, sums reduced; reusing a reduced
+ * copy made for another use (e.g. a reduce_scatter) when there is one. */
+static void result_layout(lower *l, uint32_t r, ir_layout *out)
+{
+    const ir_pctx *c = l->c;
+    uint32_t v = c->ret_val[r];
+    if (c->ret_alias_arg[r] >= 0) {
+        *out = l->p->arg_layout[c->ret_alias_arg[r]];
+        return;
+    }
+    ir_layout seen;
+    ir__seen_layout(l->p, v, &seen);
+    if (!ir_layout_has_partial(&seen)) {
+        *out = seen;
+        return;
+    }
+    for (int32_t i = l->cache_head[v]; i >= 0; i = l->cache[i].next) {
+        const ir_layout *cl = &l->cache[i].layout;
+        if (ir_layout_has_partial(cl))
+            continue;
+        bool ok = true;
+        for (int a = 0; a < c->mesh.n_axes && ok; a++) {
+            if (seen.dim[a] >= 0)
+                ok = cl->dim[a] == seen.dim[a] && cl->pos[a] == seen.pos[a];
+            else if (seen.dim[a] == IR_AX_NONE)
+                ok = cl->dim[a] == IR_AX_NONE;
+        }
+        if (ok) {
+            *out = *cl;
+            return;
+        }
+    }
+    for (int a = 0; a < c->mesh.n_axes; a++)
+        if (seen.dim[a] == IR_AX_PARTIAL)
+            seen.dim[a] = IR_AX_NONE;
+    *out = seen;
+}
+
+/* ================================================================ driver */
+
+const char *ir_coll_name(ir_coll_kind k)
+{
+    static const char *names[] = {"all_gather", "all_reduce", "reduce_scatter", "all_to_all", "collective_permute"};
+    return (unsigned)k < IR_COLL__COUNT ? names[k] : "?";
+}
+
+void ir_lowered_free(ir_lowered *lw)
+{
+    if (!lw)
+        return;
+    ir_module_free(lw->module);
+    memset(lw, 0, sizeof *lw);
+}
+
+int ir_lower(const ir_partition *p, ir_lowered *out, ap_error *err)
+{
+    const ir_pctx *c = p->ctx;
+    lower l = {.p = p, .c = c, .out = out, .err = err};
+    ir_cloner cl;
+    memset(out, 0, sizeof *out);
+    ir__cloner_init(&cl, NULL);
+    const char *names[IR_MAX_AXES];
+    for (int a = 0; a < c->mesh.n_axes; a++)
+        names[a] = c->mesh.names[a];
+    if (ir_redist_mesh_init(&l.rmesh, c->mesh.n_axes, names, c->mesh.sizes, err) < 0 ||
+        ir_redist_ctx_new(&l.rctx, err) < 0)
+        return err ? err->code : AP_EINVALID;
+    l.nm = ir_module_new(c->m->filename);
+    l.produced = ap_calloc(c->n_vals + 1, sizeof *l.produced);
+    l.cache_head = ap_malloc(sizeof *l.cache_head * (c->n_vals + 1));
+    if (l.cache_head)
+        memset(l.cache_head, 0xff, sizeof *l.cache_head * (c->n_vals + 1));
+    if (!l.nm || !l.produced || !l.cache_head) {
+        oom(&l);
+        goto done;
+    }
+    ir_module *nm = l.nm;
+    cl.dst = nm;
+    cl.resolve = resolve_captured;
+    cl.resolve_ctx = &l;
+    /* module attributes: the SPMD contract */
+    ir_attr *mname = ir_op_attr(c->m->top, "sym_name");
+    ap_buf mb;
+    ap_buf_init(&mb);
+    ir_mesh_format(&c->mesh, &mb);
+    const ir_type *i32s = ir_type_scalar(nm, IR_E_I32, NULL);
+    if ((mname && !set_attr(&l, nm->top, "sym_name", ir__attr_clone(nm, mname))) ||
+        !set_attr(&l, nm->top, "mhlo.num_partitions", ir_attr_int(nm, ir_mesh_devices(&c->mesh), i32s)) ||
+        !set_attr(&l, nm->top, "mhlo.num_replicas", ir_attr_int(nm, 1, i32s)) ||
+        !set_attr(&l, nm->top, "autopart.mesh", ir_attr_string(nm, mb.data ? mb.data : "", mb.len))) {
+        ap_buf_free(&mb);
+        goto done;
+    }
+    ap_buf_free(&mb);
+    /* the function: arguments in their tilings */
+    const ir_type *ft = ir_func_type(c->func);
+    int n_out = ft->n_elems - ft->n_inputs;
+    const ir_type **arg_t = ap_malloc(sizeof *arg_t * (c->n_args + 1));
+    const ir_type **res_t = ap_malloc(sizeof *res_t * ((size_t)n_out + 1));
+    ir_layout *res_l = ap_malloc(sizeof *res_l * ((size_t)n_out + 1));
+    ir_attr **aa = ap_calloc(c->n_args + 1, sizeof *aa), **ra = ap_calloc((size_t)n_out + 1, sizeof *ra);
+    if (!arg_t || !res_t || !res_l || !aa || !ra) {
+        oom(&l);
+        goto fn_done;
+    }
+    for (uint32_t a = 0; a < c->n_args; a++) {
+        if (!(arg_t[a] = local_type(&l, ft->elems[a], &p->arg_layout[a])))
+            goto fn_done;
+        aa[a] = with_layout(&l, attr_at(ir_op_attr(c->func, "arg_attrs"), a), &p->arg_layout[a],
+                            ft->elems[a]->kind == IR_T_TENSOR ? ft->elems[a]->rank : 0);
+        if (!aa[a]) {
+            oom(&l);
+            goto fn_done;
+        }
+    }
+    ir_op *nf = ir_op_new(nm, IR_OP_FUNC, NULL, 0, NULL, 0, NULL, 1);
+    ir_block *nb = nf ? ir_block_new(nm, &nf->regions[0], c->n_args, arg_t) : NULL;
+    if (!nb) {
+        oom(&l);
+        goto fn_done;
+    }
+    l.nb = nb;
+    nf->loc = ir__loc_clone(nm, c->func->loc);
+    ir_block_append(ir_module_body(nm), nf);
+    ir_block *ob = ir_func_entry(c->func);
+    for (uint32_t a = 0; a < c->n_args; a++) {
+        nb->args[a].loc = ir__loc_clone(nm, ob->args[a].loc);
+        l.produced[a] = &nb->args[a];
+    }
+    /* the ops, in order */
+    for (uint32_t k = 0; k < c->n_ops && !l.rc; k++)
+        lower_op(&l, k, &cl);
+    if (l.rc)
+        goto fn_done;
+    /* the return */
+    ir_value **rets = ap_malloc(sizeof *rets * (c->n_ret + 1));
+    if (!rets) {
+        oom(&l);
+        goto fn_done;
+    }
+    l.loc = ir__loc_clone(nm, c->ret->loc);
+    for (uint32_t r = 0; r < c->n_ret && !l.rc; r++) {
+        result_layout(&l, r, &res_l[r]);
+        rets[r] = materialize(&l, c->ret_val[r], &res_l[r]);
+        if (rets[r])
+            res_t[r] = rets[r]->type;
+    }
+    if (!l.rc) {
+        ir_op *ret = emit(&l, IR_OP_FUNC_RETURN, c->n_ret, rets, NULL);
+        (void)ret;
+        for (int r = 0; r < n_out && !l.rc; r++) {
+            const ir_type *g = ft->elems[ft->n_inputs + r];
+            ra[r] = with_layout(&l, attr_at(ir_op_attr(c->func, "res_attrs"), (uint32_t)r), &res_l[r],
+                                g->kind == IR_T_TENSOR ? g->rank : 0);
+            if (!ra[r])
+                oom(&l);
+        }
+    }
+    ap_free(rets);
+    if (!l.rc) {
+        const char *fname = ir_func_name(c->func);
+        const ir_type *nft = ir_type_function(nm, (int)c->n_args, arg_t, n_out, res_t);
+        ir_attr *vis = ir_op_attr(c->func, "sym_visibility");
+        if (!nft || !set_attr(&l, nf, "sym_name", ir_attr_string(nm, fname, strlen(fname))) ||
+            !set_attr(&l, nf, "function_type", ir_attr_type(nm, nft)) ||
+            (vis && !set_attr(&l, nf, "sym_visibility", ir__attr_clone(nm, vis))) ||
+            (c->n_args && !set_attr(&l, nf, "arg_attrs", ir_attr_array(nm, (int)c->n_args, aa))) ||
+            (n_out && !set_attr(&l, nf, "res_attrs", ir_attr_array(nm, n_out, ra))))
+            goto fn_done;
+        ir_func_renumber(nf, NULL, NULL);
+    }
+fn_done:
+    ap_free(arg_t);
+    ap_free(res_t);
+    ap_free(res_l);
+    ap_free(aa);
+    ap_free(ra);
+done:
+    ir__cloner_free(&cl);
+    ap_free(l.produced);
+    ap_free(l.cache);
+    ap_free(l.cache_head);
+    ir_redist_ctx_free(l.rctx);
+    if (l.rc) {
+        ir_module_free(l.nm);
+        memset(out, 0, sizeof *out);
+        return l.rc;
+    }
+    out->module = l.nm;
+    return 0;
+}

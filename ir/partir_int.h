@@ -1,0 +1,125 @@
+/*
+ * partir_int.h - private to the PartIR core (tmr.c, partition.c,
+ * schedule.c, lower.c, loops.c): the partition context (ops, values, uses,
+ * TMR entries) and the state arrays.
+ */
+#ifndef PARTIR_INT_H
+#define PARTIR_INT_H
+
+#include "ir_int.h"
+
+/* ------------------------------------------------------------------ TMR */
+
+/* Operand specs of a TMR entry. */
+#define SP_NONE (-1)    /* the operand is needed whole along the loop's axis */
+#define SP_PARTIAL (-2) /* the operand is taken as a pending partial sum */
+/* (>= 0: the operand is sliced on that dim) */
+/* Result actions of a TMR entry. */
+#define SP_SUM (-2) /* partial results are combined with the entry's reduction */
+#define SP_ANY (-3) /* replicated: every iteration computes the same (atomic) */
+/* (>= 0: tile<d>, the result is stacked along that dim) */
+
+typedef struct tmr_entry {
+    uint32_t spec; /* offset in the spec pool: operand specs, then result actions */
+    uint8_t red;   /* ir_red of SUM results and PARTIAL operands */
+} tmr_entry;
+
+/* ---------------------------------------------------------------- context */
+
+#define VAL_NONE UINT32_MAX
+#define USE_RETURN UINT32_MAX
+
+struct ir_pctx {
+    ir_module *m;
+    ir_op *func;
+    ir_mesh mesh;
+    uint32_t n_args;
+    uint32_t n_ops;         /* top-level ops of the body, without the return */
+    ir_op **ops;
+    ir_op *ret;             /* the func.return */
+    /* values: arguments first, then the results of each op */
+    uint32_t n_vals;
+    const ir_value **vals;
+    int32_t *val_op;        /* producing op, -1 for an argument */
+    uint32_t *op_val0;      /* first value of each op's results */
+    /* operands as value ids */
+    uint32_t *opd0;         /* n_ops + 1 */
+    uint32_t *opd_val;
+    uint32_t *ret_val;      /* value of each returned operand */
+    uint32_t n_ret;
+    /* uses: CSR over values; use_op USE_RETURN for the return */
+    uint32_t *use0;
+    uint32_t *use_op, *use_idx;
+    /* results that must come back in an argument's layout (tf.aliasing_output) */
+    int32_t *ret_alias_arg; /* per returned value: argument index or -1 */
+    /* TMR */
+    uint32_t *tmr0;         /* per op: entries [tmr0[i], tmr0[i+1]) */
+    tmr_entry *entries;
+    uint32_t n_entries;
+    int8_t *pool;
+    uint32_t n_pool;
+    /* identity entries for tiling/atomic ops on values, by rank */
+    uint32_t id_rank_max;
+    uint32_t *id0;          /* id_rank_max + 2: entries of rank r at [id0[r], id0[r+1]) */
+    uint32_t any_entry;     /* the atomic entry (NONE) -> ANY */
+    ir_ptrmap val_index;    /* ir_value* -> value id */
+};
+
+int ir__tmr_build(ir_pctx *c, ap_error *err);
+/* Specs of entry e: n_operands operand specs followed by n_results actions. */
+static inline const int8_t *tmr_spec(const ir_pctx *c, uint32_t e) { return c->pool + c->entries[e].spec; }
+
+uint32_t ir__value_id(const ir_pctx *c, const ir_value *v); /* VAL_NONE if not in the function */
+
+/* ------------------------------------------------------------------ state */
+
+typedef struct ir_loop {
+    uint8_t axis;
+    uint8_t pad[3];
+    uint32_t entry;
+} ir_loop;
+
+/* An identity op on an intermediate value (or an argument, for atomic):
+ * its users see its result; its operand is the value itself. */
+typedef struct vop {
+    uint32_t val;
+    uint32_t rank;
+} vop;
+
+typedef struct action_rec {
+    char kind;     /* 't' tile, 'a' atomic, 'p' propagate */
+    uint32_t val;
+    int dim, axis;
+} action_rec;
+
+struct ir_partition {
+    const ir_pctx *ctx;
+    /* loop nests: real ops 0..n_ops-1, then virtual ops */
+    uint8_t *nlen;
+    ir_loop *nest; /* IR_MAX_AXES per op */
+    uint32_t cap_ops;
+    ir_layout *arg_layout;
+    int32_t *vop_of; /* per value: virtual op index (not op id) or -1 */
+    vop *vops;
+    uint32_t n_vops;
+    ir_blocked *blocked;
+    uint32_t n_blocked, cap_blocked;
+    action_rec *log;
+    uint32_t n_log, cap_log;
+};
+
+/* Op ids of virtual ops follow the real ops. */
+static inline uint32_t vop_id(const ir_partition *p, uint32_t k) { return p->ctx->n_ops + k; }
+
+/* Needed layout of operand i of op `op` (real or virtual) from its nest. */
+void ir__needed_layout(const ir_partition *p, uint32_t op, uint32_t i, ir_layout *out);
+/* Layout of result j of op `op` (real or virtual). */
+void ir__result_layout(const ir_partition *p, uint32_t op, uint32_t j, ir_layout *out);
+/* Layout of value v as produced (argument tiling or producer's nest). */
+void ir__produced_layout(const ir_partition *p, uint32_t v, ir_layout *out);
+/* Layout of value v as seen by its users (through its virtual op). */
+void ir__seen_layout(const ir_partition *p, uint32_t v, ir_layout *out);
+/* Global type of value v. */
+static inline const ir_type *val_type(const ir_pctx *c, uint32_t v) { return c->vals[v]->type; }
+
+#endif /* PARTIR_INT_H */

@@ -1,0 +1,1475 @@
+/*
+ * partition.c - the PartIR:Core partition state and its actions: tile,
+ * atomic and propagate (notes/partir-semantics.md).
+ *
+ * The state is data, not rewritten IR: each top-level op of the function
+ * has a loop nest, an ordered list of (axis, TMR entry); each argument has
+ * a value tiling; tiling and atomic actions on other values add identity
+ * ops ("virtual ops") whose nests slice or replicate the value for its
+ * users.  Propagation adds loops to ops, one axis at a time, to a fixpoint,
+ * visiting ops in program order through a priority queue so long forward
+ * and backward chains cost one visit per change.
+ */
+#include "partir_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define MAXS_OPD 64 /* operands an op may have to be partitioned */
+
+/* ================================================================= mesh */
+
+int ir_mesh_parse(const char *text, ir_mesh *out, ap_error *err)
+{
+    memset(out, 0, sizeof *out);
+    const char *p = text;
+    while (*p == ' ' || *p == '{')
+        p++;
+    while (*p && *p != '}') {
+        const char *name = p;
+        while (*p && *p != '=' && *p != ':' && *p != ',' && *p != ' ')
+            p++;
+        size_t len = (size_t)(p - name);
+        while (*p == ' ')
+            p++;
+        if (len == 0 || (*p != '=' && *p != ':'))
+            return ap_error_set(err, AP_EINVALID, "mesh '%s': expected AXIS=SIZE at column %d", text,
+                                (int)(name - text) + 1);
+        if (len >= sizeof out->names[0])
+            return ap_error_set(err, AP_EINVALID, "mesh '%s': axis name '%.*s' is too long", text, (int)len, name);
+        p++;
+        char *end;
+        long long size = strtoll(p, &end, 10);
+        if (end == p || size < 1 || size > (1 << 20))
+            return ap_error_set(err, AP_EINVALID, "mesh '%s': axis '%.*s' needs a positive size", text, (int)len, name);
+        if (out->n_axes == IR_MAX_AXES)
+            return ap_error_set(err, AP_EINVALID, "mesh '%s': at most %d axes", text, IR_MAX_AXES);
+        if (ir_mesh_axis(out, name, len) >= 0)
+            return ap_error_set(err, AP_EINVALID, "mesh '%s': axis '%.*s' is given twice", text, (int)len, name);
+        memcpy(out->names[out->n_axes], name, len);
+        out->names[out->n_axes][len] = '\0';
+        out->sizes[out->n_axes++] = size;
+        p = end;
+        while (*p == ' ' || *p == ',')
+            p++;
+    }
+    if (out->n_axes == 0)
+        return ap_error_set(err, AP_EINVALID, "mesh '%s' has no axes (expected e.g. batch=4,model=2)", text);
+    if (ir_mesh_devices(out) > (1 << 20))
+        return ap_error_set(err, AP_EINVALID, "mesh '%s' has more than %d devices", text, 1 << 20);
+    return 0;
+}
+
+int ir_mesh_axis(const ir_mesh *m, const char *name, size_t len)
+{
+    for (int i = 0; i < m->n_axes; i++)
+        if (strlen(m->names[i]) == len && memcmp(m->names[i], name, len) == 0)
+            return i;
+    return -1;
+}
+
+int64_t ir_mesh_devices(const ir_mesh *m)
+{
+    int64_t n = 1;
+    for (int i = 0; i < m->n_axes; i++)
+        n *= m->sizes[i];
+    return n;
+}
+
+void ir_mesh_format(const ir_mesh *m, ap_buf *b)
+{
+    for (int i = 0; i < m->n_axes; i++)
+        ap_buf_printf(b, i ? ",%s=%lld" : "%s=%lld", m->names[i], (long long)m->sizes[i]);
+}
+
+const char *ir_red_name(ir_red r)
+{
+    static const char *names[] = {"none", "add", "mul", "max", "min", "and", "or"};
+    return (unsigned)r < sizeof names / sizeof names[0] ? names[r] : "?";
+}
+
+/* =============================================================== layouts */
+
+void ir_layout_init(ir_layout *l)
+{
+    memset(l, 0, sizeof *l);
+    for (int a = 0; a < IR_MAX_AXES; a++)
+        l->dim[a] = IR_AX_NONE;
+}
+
+bool ir_layout_equal(const ir_layout *a, const ir_layout *b)
+{
+    for (int x = 0; x < IR_MAX_AXES; x++) {
+        if (a->dim[x] != b->dim[x])
+            return false;
+        if (a->dim[x] >= 0 && a->pos[x] != b->pos[x])
+            return false;
+        if (a->dim[x] == IR_AX_PARTIAL && a->red[x] != b->red[x])
+            return false;
+    }
+    return true;
+}
+
+int ir_layout_dim_axes(const ir_layout *l, int d, int *axes)
+{
+    int n = 0;
+    for (int a = 0; a < IR_MAX_AXES; a++)
+        if (l->dim[a] == d)
+            n++;
+    for (int a = 0; a < IR_MAX_AXES; a++)
+        if (l->dim[a] == d && l->pos[a] < n)
+            axes[l->pos[a]] = a;
+    return n;
+}
+
+void ir_layout_push(ir_layout *l, int axis, int d)
+{
+    int n = 0;
+    for (int a = 0; a < IR_MAX_AXES; a++)
+        if (l->dim[a] == d)
+            n++;
+    l->dim[axis] = (int8_t)d;
+    l->pos[axis] = (uint8_t)n;
+}
+
+bool ir_layout_has_partial(const ir_layout *l)
+{
+    for (int a = 0; a < IR_MAX_AXES; a++)
+        if (l->dim[a] == IR_AX_PARTIAL)
+            return true;
+    return false;
+}
+
+bool ir_layout_local_dims(const ir_layout *l, const ir_mesh *mesh, const ir_type *t, int64_t *out)
+{
+    if (!t || t->kind != IR_T_TENSOR || t->rank < 0)
+        return false;
+    for (int d = 0; d < t->rank; d++)
+        out[d] = t->dims[d];
+    for (int a = 0; a < mesh->n_axes; a++) {
+        int d = l->dim[a];
+        if (d < 0)
+            continue;
+        if (d >= t->rank || out[d] < 0 || out[d] % mesh->sizes[a] != 0)
+            return false;
+        out[d] /= mesh->sizes[a];
+    }
+    return true;
+}
+
+void ir_layout_format(const ir_layout *l, const ir_mesh *mesh, int rank, ap_buf *b)
+{
+    int axes[IR_MAX_AXES];
+    ap_buf_putc(b, '[');
+    for (int d = 0; d < rank; d++) {
+        if (d)
+            ap_buf_puts(b, ", ");
+        ap_buf_putc(b, '{');
+        int n = ir_layout_dim_axes(l, d, axes);
+        for (int k = 0; k < n; k++)
+            ap_buf_printf(b, k ? ",%s" : "%s", mesh->names[axes[k]]);
+        ap_buf_putc(b, '}');
+    }
+    ap_buf_putc(b, ']');
+    bool first = true;
+    for (int a = 0; a < mesh->n_axes; a++)
+        if (l->dim[a] == IR_AX_PARTIAL) {
+            ap_buf_printf(b, first ? " sum{%s" : ",%s", mesh->names[a]);
+            first = false;
+        }
+    if (!first)
+        ap_buf_putc(b, '}');
+}
+
+void ir_layout_pspec(const ir_layout *l, const ir_mesh *mesh, int rank, ap_buf *b)
+{
+    int axes[IR_MAX_AXES];
+    ap_buf_puts(b, "P(");
+    for (int d = 0; d < rank; d++) {
+        if (d)
+            ap_buf_puts(b, ", ");
+        int n = ir_layout_dim_axes(l, d, axes);
+        if (n == 0) {
+            ap_buf_puts(b, "None");
+        } else if (n == 1) {
+            ap_buf_printf(b, "'%s'", mesh->names[axes[0]]);
+        } else {
+            ap_buf_putc(b, '(');
+            for (int k = 0; k < n; k++)
+                ap_buf_printf(b, k ? ", '%s'" : "'%s'", mesh->names[axes[k]]);
+            ap_buf_putc(b, ')');
+        }
+    }
+    if (rank == 1)
+        ap_buf_putc(b, ',');
+    ap_buf_putc(b, ')');
+}
+
+/* ================================================================ context */
+
+uint32_t ir__value_id(const ir_pctx *c, const ir_value *v)
+{
+    uint32_t id;
+    return ir__map_get(&c->val_index, v, &id) ? id : VAL_NONE;
+}
+
+void ir_pctx_free(ir_pctx *c)
+{
+    if (!c)
+        return;
+    ap_free(c->ops);
+    ap_free(c->vals);
+    ap_free(c->val_op);
+    ap_free(c->op_val0);
+    ap_free(c->opd0);
+    ap_free(c->opd_val);
+    ap_free(c->ret_val);
+    ap_free(c->use0);
+    ap_free(c->use_op);
+    ap_free(c->use_idx);
+    ap_free(c->ret_alias_arg);
+    ap_free(c->tmr0);
+    ap_free(c->entries);
+    ap_free(c->pool);
+    ap_free(c->id0);
+    ir__map_free(&c->val_index);
+    ap_free(c);
+}
+
+const ir_mesh *ir_pctx_mesh(const ir_pctx *c) { return &c->mesh; }
+ir_op *ir_pctx_func(const ir_pctx *c) { return c->func; }
+uint32_t ir_pctx_num_ops(const ir_pctx *c) { return c->n_ops; }
+ir_op *ir_pctx_op(const ir_pctx *c, uint32_t i) { return i < c->n_ops ? c->ops[i] : NULL; }
+uint32_t ir_pctx_num_entries(const ir_pctx *c, uint32_t op) { return c->tmr0[op + 1] - c->tmr0[op]; }
+
+int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, ap_error *err)
+{
+    *out = NULL;
+    ir_block *body = ir_func_entry(func);
+    if (!body)
+        return ap_error_set(err, AP_EINVALID, "@%s has no body to partition", ir_func_name(func));
+    if (func->regions[0].n_blocks != 1)
+        return ap_error_set(err, AP_EUNSUPPORTED, "@%s has several blocks; only single-block functions can be partitioned",
+                            ir_func_name(func));
+    if (!body->last || body->last->opcode != IR_OP_FUNC_RETURN)
+        return ap_error_set(err, AP_EINVALID, "@%s does not end with func.return", ir_func_name(func));
+    ir_pctx *c = ap_calloc(1, sizeof *c);
+    if (!c)
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
+    c->m = m;
+    c->func = func;
+    c->mesh = *mesh;
+    c->n_args = body->n_args;
+    c->ret = body->last;
+    c->n_ops = body->n_ops - 1;
+    uint32_t n_res = 0, n_opd = 0;
+    for (ir_op *op = body->first; op != c->ret; op = op->next) {
+        n_res += op->n_results;
+        n_opd += op->n_operands;
+    }
+    c->n_vals = c->n_args + n_res;
+    c->n_ret = c->ret->n_operands;
+    c->ops = ap_malloc(sizeof *c->ops * (c->n_ops + 1));
+    c->vals = ap_malloc(sizeof *c->vals * (c->n_vals + 1));
+    c->val_op = ap_malloc(sizeof *c->val_op * (c->n_vals + 1));
+    c->op_val0 = ap_malloc(sizeof *c->op_val0 * (c->n_ops + 1));
+    c->opd0 = ap_malloc(sizeof *c->opd0 * (c->n_ops + 1));
+    c->opd_val = ap_malloc(sizeof *c->opd_val * (n_opd + 1));
+    c->ret_val = ap_malloc(sizeof *c->ret_val * (c->n_ret + 1));
+    c->ret_alias_arg = ap_malloc(sizeof *c->ret_alias_arg * (c->n_ret + 1));
+    c->use0 = ap_calloc(c->n_vals + 1, sizeof *c->use0);
+    c->use_op = ap_malloc(sizeof *c->use_op * (n_opd + c->n_ret + 1));
+    c->use_idx = ap_malloc(sizeof *c->use_idx * (n_opd + c->n_ret + 1));
+    if (!c->ops || !c->vals || !c->val_op || !c->op_val0 || !c->opd0 || !c->opd_val || !c->ret_val ||
+        !c->ret_alias_arg || !c->use0 || !c->use_op || !c->use_idx)
+        goto oom;
+    uint32_t v = 0;
+    for (uint32_t i = 0; i < c->n_args; i++) {
+        c->vals[v] = &body->args[i];
+        c->val_op[v] = -1;
+        if (!ir__map_put(&c->val_index, &body->args[i], v))
+            goto oom;
+        v++;
+    }
+    uint32_t k = 0;
+    for (ir_op *op = body->first; op != c->ret; op = op->next, k++) {
+        c->ops[k] = op;
+        c->op_val0[k] = v;
+        for (uint32_t j = 0; j < op->n_results; j++) {
+            c->vals[v] = &op->results[j];
+            c->val_op[v] = (int32_t)k;
+            if (!ir__map_put(&c->val_index, &op->results[j], v))
+                goto oom;
+            v++;
+        }
+    }
+    c->op_val0[c->n_ops] = v;
+    /* operands, and uses counted per value */
+    uint32_t o = 0;
+    for (k = 0; k < c->n_ops; k++) {
+        ir_op *op = c->ops[k];
+        c->opd0[k] = o;
+        for (uint32_t i = 0; i < op->n_operands; i++) {
+            uint32_t id = ir__value_id(c, op->operands[i]);
+            if (id == VAL_NONE) {
+                ir_pctx_free(c);
+                return ap_error_set(err, AP_EINVALID, "operand #%u of '%s' (line %u) is not a value of @%s", i, op->name,
+                                    op->src_line, ir_func_name(func));
+            }
+            c->opd_val[o++] = id;
+            c->use0[id]++;
+        }
+    }
+    c->opd0[c->n_ops] = o;
+    for (uint32_t i = 0; i < c->n_ret; i++) {
+        uint32_t id = ir__value_id(c, c->ret->operands[i]);
+        if (id == VAL_NONE) {
+            ir_pctx_free(c);
+            return ap_error_set(err, AP_EINVALID, "returned value #%u is not a value of @%s", i, ir_func_name(func));
+        }
+        c->ret_val[i] = id;
+        c->ret_alias_arg[i] = -1;
+        c->use0[id]++;
+    }
+    /* counts -> CSR offsets, then fill */
+    uint32_t sum = 0;
+    for (v = 0; v < c->n_vals; v++) {
+        uint32_t n = c->use0[v];
+        c->use0[v] = sum;
+        sum += n;
+    }
+    c->use0[c->n_vals] = sum;
+    uint32_t *fill = ap_calloc(c->n_vals + 1, sizeof *fill);
+    if (!fill)
+        goto oom;
+    for (k = 0; k < c->n_ops; k++)
+        for (uint32_t i = 0; i < c->ops[k]->n_operands; i++) {
+            uint32_t id = c->opd_val[c->opd0[k] + i];
+            uint32_t at = c->use0[id] + fill[id]++;
+            c->use_op[at] = k;
+            c->use_idx[at] = i;
+        }
+    for (uint32_t i = 0; i < c->n_ret; i++) {
+        uint32_t id = c->ret_val[i];
+        uint32_t at = c->use0[id] + fill[id]++;
+        c->use_op[at] = USE_RETURN;
+        c->use_idx[at] = i;
+    }
+    ap_free(fill);
+    /* donated arguments: the result they alias must come back like them */
+    for (uint32_t a = 0; a < c->n_args; a++) {
+        ir_attr *al = ir_func_arg_attr(func, a, "tf.aliasing_output");
+        if (al && al->kind == IR_A_INT && al->u.i >= 0 && (uint64_t)al->u.i < c->n_ret)
+            c->ret_alias_arg[al->u.i] = (int32_t)a;
+    }
+    int rc = ir__tmr_build(c, err);
+    if (rc < 0) {
+        ir_pctx_free(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+oom:
+    ir_pctx_free(c);
+    return ap_error_set(err, AP_ENOMEM, "out of memory");
+}
+
+/* ================================================================= state */
+
+static bool ensure_ops(ir_partition *p, uint32_t n)
+{
+    if (n <= p->cap_ops)
+        return true;
+    uint32_t cap = p->cap_ops ? p->cap_ops : 16;
+    while (cap < n)
+        cap *= 2;
+    uint8_t *nl = ap_realloc(p->nlen, cap);
+    if (!nl)
+        return false;
+    p->nlen = nl;
+    ir_loop *ne = ap_realloc(p->nest, sizeof *ne * IR_MAX_AXES * cap);
+    if (!ne)
+        return false;
+    p->nest = ne;
+    memset(p->nlen + p->cap_ops, 0, cap - p->cap_ops);
+    p->cap_ops = cap;
+    return true;
+}
+
+int ir_partition_new(const ir_pctx *ctx, ir_partition **out, ap_error *err)
+{
+    ir_partition *p = ap_calloc(1, sizeof *p);
+    *out = NULL;
+    if (!p)
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
+    p->ctx = ctx;
+    p->arg_layout = ap_malloc(sizeof *p->arg_layout * (ctx->n_args + 1));
+    p->vop_of = ap_malloc(sizeof *p->vop_of * (ctx->n_vals + 1));
+    if (!p->arg_layout || !p->vop_of || !ensure_ops(p, ctx->n_ops + 16)) {
+        ir_partition_free(p);
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
+    }
+    for (uint32_t a = 0; a < ctx->n_args; a++)
+        ir_layout_init(&p->arg_layout[a]);
+    for (uint32_t v = 0; v < ctx->n_vals; v++)
+        p->vop_of[v] = -1;
+    *out = p;
+    return 0;
+}
+
+void ir_partition_free(ir_partition *p)
+{
+    if (!p)
+        return;
+    ap_free(p->nlen);
+    ap_free(p->nest);
+    ap_free(p->arg_layout);
+    ap_free(p->vop_of);
+    ap_free(p->vops);
+    ap_free(p->blocked);
+    ap_free(p->log);
+    ap_free(p);
+}
+
+int ir_partition_clone(const ir_partition *src, ir_partition **out, ap_error *err)
+{
+    ir_partition *p;
+    int rc = ir_partition_new(src->ctx, &p, err);
+    if (rc < 0)
+        return rc;
+    uint32_t n = src->ctx->n_ops + src->n_vops;
+    if (!ensure_ops(p, n))
+        goto oom;
+    memcpy(p->nlen, src->nlen, n);
+    memcpy(p->nest, src->nest, sizeof *p->nest * IR_MAX_AXES * n);
+    memcpy(p->arg_layout, src->arg_layout, sizeof *p->arg_layout * src->ctx->n_args);
+    memcpy(p->vop_of, src->vop_of, sizeof *p->vop_of * src->ctx->n_vals);
+    if (src->n_vops) {
+        p->vops = ap_malloc(sizeof *p->vops * src->n_vops);
+        if (!p->vops)
+            goto oom;
+        memcpy(p->vops, src->vops, sizeof *p->vops * src->n_vops);
+    }
+    p->n_vops = src->n_vops;
+    if (src->n_log) {
+        p->log = ap_malloc(sizeof *p->log * src->n_log);
+        if (!p->log)
+            goto oom;
+        memcpy(p->log, src->log, sizeof *p->log * src->n_log);
+        p->n_log = p->cap_log = src->n_log;
+    }
+    if (src->n_blocked) {
+        p->blocked = ap_malloc(sizeof *p->blocked * src->n_blocked);
+        if (!p->blocked)
+            goto oom;
+        memcpy(p->blocked, src->blocked, sizeof *p->blocked * src->n_blocked);
+        p->n_blocked = p->cap_blocked = src->n_blocked;
+    }
+    *out = p;
+    return 0;
+oom:
+    ir_partition_free(p);
+    return ap_error_set(err, AP_ENOMEM, "out of memory");
+}
+
+const ir_pctx *ir_partition_ctx(const ir_partition *p) { return p->ctx; }
+
+/* ------------------------------------------------------- op addressing */
+
+static uint32_t n_all_ops(const ir_partition *p) { return p->ctx->n_ops + p->n_vops; }
+
+static bool is_vop(const ir_partition *p, uint32_t op) { return op >= p->ctx->n_ops; }
+
+static uint32_t op_n_operands(const ir_partition *p, uint32_t op)
+{
+    return is_vop(p, op) ? 1 : p->ctx->ops[op]->n_operands;
+}
+
+static uint32_t op_n_results(const ir_partition *p, uint32_t op)
+{
+    return is_vop(p, op) ? 1 : p->ctx->ops[op]->n_results;
+}
+
+static uint32_t operand_val(const ir_partition *p, uint32_t op, uint32_t i)
+{
+    return is_vop(p, op) ? p->vops[op - p->ctx->n_ops].val : p->ctx->opd_val[p->ctx->opd0[op] + i];
+}
+
+/* Global type of result j of an op. */
+static const ir_type *result_type(const ir_partition *p, uint32_t op, uint32_t j)
+{
+    if (is_vop(p, op))
+        return val_type(p->ctx, p->vops[op - p->ctx->n_ops].val);
+    return p->ctx->ops[op]->results[j].type;
+}
+
+static const ir_type *operand_type(const ir_partition *p, uint32_t op, uint32_t i)
+{
+    return val_type(p->ctx, operand_val(p, op, i));
+}
+
+/* Entries of an op: [*lo, *hi). */
+static void op_entries(const ir_partition *p, uint32_t op, uint32_t *lo, uint32_t *hi)
+{
+    const ir_pctx *c = p->ctx;
+    if (!is_vop(p, op)) {
+        *lo = c->tmr0[op];
+        *hi = c->tmr0[op + 1];
+        return;
+    }
+    const ir_type *t = val_type(c, p->vops[op - c->n_ops].val);
+    uint32_t r = t && t->kind == IR_T_TENSOR && t->rank >= 0 ? (uint32_t)t->rank : 0;
+    if (r > c->id_rank_max)
+        r = c->id_rank_max;
+    *lo = c->id0[r];
+    *hi = c->id0[r + 1];
+}
+
+static const ir_loop *nest_of(const ir_partition *p, uint32_t op) { return &p->nest[(size_t)op * IR_MAX_AXES]; }
+
+static int nest_find(const ir_partition *p, uint32_t op, int axis)
+{
+    const ir_loop *n = nest_of(p, op);
+    for (int k = 0; k < p->nlen[op]; k++)
+        if (n[k].axis == axis)
+            return k;
+    return -1;
+}
+
+/* ---------------------------------------------------------- layouts */
+
+void ir__needed_layout(const ir_partition *p, uint32_t op, uint32_t i, ir_layout *out)
+{
+    ir_layout_init(out);
+    const ir_loop *n = nest_of(p, op);
+    for (int k = 0; k < p->nlen[op]; k++) {
+        int8_t s = tmr_spec(p->ctx, n[k].entry)[i];
+        if (s >= 0)
+            ir_layout_push(out, n[k].axis, s);
+        else if (s == SP_PARTIAL) {
+            out->dim[n[k].axis] = IR_AX_PARTIAL;
+            out->red[n[k].axis] = p->ctx->entries[n[k].entry].red;
+        }
+    }
+}
+
+void ir__result_layout(const ir_partition *p, uint32_t op, uint32_t j, ir_layout *out)
+{
+    ir_layout_init(out);
+    uint32_t no = op_n_operands(p, op);
+    const ir_loop *n = nest_of(p, op);
+    for (int k = 0; k < p->nlen[op]; k++) {
+        int8_t s = tmr_spec(p->ctx, n[k].entry)[no + j];
+        if (s >= 0)
+            ir_layout_push(out, n[k].axis, s);
+        else if (s == SP_SUM) {
+            out->dim[n[k].axis] = IR_AX_PARTIAL;
+            out->red[n[k].axis] = p->ctx->entries[n[k].entry].red;
+        }
+    }
+}
+
+void ir__produced_layout(const ir_partition *p, uint32_t v, ir_layout *out)
+{
+    const ir_pctx *c = p->ctx;
+    if (c->val_op[v] < 0) {
+        *out = p->arg_layout[v];
+        return;
+    }
+    uint32_t op = (uint32_t)c->val_op[v];
+    ir__result_layout(p, op, v - c->op_val0[op], out);
+}
+
+void ir__seen_layout(const ir_partition *p, uint32_t v, ir_layout *out)
+{
+    if (p->vop_of[v] >= 0)
+        ir__result_layout(p, vop_id(p, (uint32_t)p->vop_of[v]), 0, out);
+    else
+        ir__produced_layout(p, v, out);
+}
+
+void ir_partition_value_layout(const ir_partition *p, const ir_value *v, ir_layout *out)
+{
+    uint32_t id = ir__value_id(p->ctx, v);
+    if (id == VAL_NONE)
+        ir_layout_init(out);
+    else
+        ir__seen_layout(p, id, out);
+}
+
+/* The layout operand i of op sees: through the value's identity op, except
+ * for that identity op itself. */
+static void operand_layout(const ir_partition *p, uint32_t op, uint32_t i, ir_layout *out)
+{
+    uint32_t v = operand_val(p, op, i);
+    if (is_vop(p, op))
+        ir__produced_layout(p, v, out);
+    else
+        ir__seen_layout(p, v, out);
+}
+
+int ir_partition_op_nest(const ir_partition *p, uint32_t op, int *axes, char *kinds, int *dims)
+{
+    const ir_loop *n = nest_of(p, op);
+    uint32_t no = op_n_operands(p, op);
+    for (int k = 0; k < p->nlen[op]; k++) {
+        int8_t s = op_n_results(p, op) ? tmr_spec(p->ctx, n[k].entry)[no] : SP_ANY;
+        axes[k] = n[k].axis;
+        kinds[k] = s >= 0 ? 't' : s == SP_SUM ? 's' : 'a';
+        dims[k] = s >= 0 ? s : -1;
+    }
+    return p->nlen[op];
+}
+
+/* ------------------------------------------------------------- blocked */
+
+static void record_blocked(ir_partition *p, ir_block_kind kind, uint32_t op, int axis, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static void record_blocked(ir_partition *p, ir_block_kind kind, uint32_t op, int axis, const char *fmt, ...)
+{
+    ir_blocked *b = NULL;
+    for (uint32_t i = p->n_blocked; i-- > 0;)
+        if (p->blocked[i].op == op && p->blocked[i].axis == axis) {
+            b = &p->blocked[i];
+            break;
+        }
+    if (!b) {
+        if (p->n_blocked == p->cap_blocked) {
+            uint32_t cap = p->cap_blocked ? p->cap_blocked * 2 : 32;
+            ir_blocked *v = ap_realloc(p->blocked, sizeof *v * cap);
+            if (!v)
+                return; /* diagnostics are best effort */
+            p->blocked = v;
+            p->cap_blocked = cap;
+        }
+        b = &p->blocked[p->n_blocked++];
+    }
+    b->kind = kind;
+    b->op = op;
+    b->axis = axis;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b->why, sizeof b->why, fmt, ap);
+    va_end(ap);
+}
+
+const ir_blocked *ir_partition_blocked(const ir_partition *p, uint32_t *n)
+{
+    *n = p->n_blocked;
+    return p->blocked;
+}
+
+/* ------------------------------------------------------------- log */
+
+static void log_action(ir_partition *p, char kind, uint32_t val, int dim, int axis)
+{
+    if (p->n_log == p->cap_log) {
+        uint32_t cap = p->cap_log ? p->cap_log * 2 : 32;
+        action_rec *v = ap_realloc(p->log, sizeof *v * cap);
+        if (!v)
+            return;
+        p->log = v;
+        p->cap_log = cap;
+    }
+    p->log[p->n_log++] = (action_rec){kind, val, dim, axis};
+}
+
+/* ========================================================== propagation */
+
+/* Local size of dim d of a global type under a layout, -1 when dynamic. */
+static int64_t local_dim(const ir_pctx *c, const ir_type *t, const ir_layout *l, int d)
+{
+    if (!t || t->kind != IR_T_TENSOR || d >= t->rank || t->dims[d] < 0)
+        return -1;
+    int64_t n = t->dims[d];
+    for (int a = 0; a < c->mesh.n_axes; a++)
+        if (l->dim[a] == d)
+            n /= c->mesh.sizes[a];
+    return n;
+}
+
+/* Can entry e be added to op's nest as a loop over axis: every dim it
+ * slices or tiles divides by the axis size after the axes already there? */
+static bool entry_divisible(const ir_partition *p, uint32_t op, uint32_t e, int axis, ir_block_kind *why, int *bad)
+{
+    const ir_pctx *c = p->ctx;
+    const int8_t *s = tmr_spec(c, e);
+    uint32_t no = op_n_operands(p, op), nr = op_n_results(p, op);
+    int64_t n = c->mesh.sizes[axis];
+    ir_layout l;
+    for (uint32_t i = 0; i < no + nr; i++) {
+        if (s[i] < 0)
+            continue;
+        const ir_type *t;
+        if (i < no) {
+            ir__needed_layout(p, op, i, &l);
+            t = operand_type(p, op, i);
+        } else {
+            ir__result_layout(p, op, i - no, &l);
+            t = result_type(p, op, i - no);
+        }
+        int64_t local = local_dim(c, t, &l, s[i]);
+        if (local < 0) {
+            *why = IR_BLK_DYNAMIC;
+            *bad = s[i];
+            return false;
+        }
+        if (local % n != 0) {
+            *why = IR_BLK_INDIVISIBLE;
+            *bad = s[i];
+            return false;
+        }
+    }
+    return true;
+}
+
+enum { ST_NONE, ST_TILED, ST_PARTIAL, ST_MISMATCH };
+
+typedef struct opd_status {
+    uint8_t st;
+    int8_t dim;
+    uint8_t red;
+} opd_status;
+
+/* How operand i of op arrives along axis (op has no loop over it). */
+static opd_status status_of(const ir_partition *p, uint32_t op, uint32_t i, int axis)
+{
+    opd_status r = {ST_NONE, -1, 0};
+    ir_layout seen, need;
+    operand_layout(p, op, i, &seen);
+    int d = seen.dim[axis];
+    if (d == IR_AX_NONE)
+        return r;
+    if (d == IR_AX_PARTIAL) {
+        r.st = ST_PARTIAL;
+        r.red = seen.red[axis];
+        return r;
+    }
+    ir__needed_layout(p, op, i, &need);
+    int sa[IR_MAX_AXES], na[IR_MAX_AXES];
+    int ns = ir_layout_dim_axes(&seen, d, sa), nn = ir_layout_dim_axes(&need, d, na);
+    r.st = ST_MISMATCH;
+    r.dim = (int8_t)d;
+    if (ns != nn + 1 || sa[nn] != axis)
+        return r;
+    for (int k = 0; k < nn; k++)
+        if (sa[k] != na[k])
+            return r;
+    r.st = ST_TILED;
+    return r;
+}
+
+/* Does value v (partial) feed only op? Then its sum may flow through op
+ * without another use needing a second reduction of it. */
+static bool single_consumer(const ir_partition *p, uint32_t v, uint32_t op)
+{
+    const ir_pctx *c = p->ctx;
+    if (is_vop(p, op))
+        return true;
+    for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++)
+        if (c->use_op[u] != op)
+            return false;
+    return true;
+}
+
+typedef struct fwd_result {
+    int n_full, n_inf;
+    uint32_t full, inf; /* the entry when unique */
+    bool any_status;
+} fwd_result;
+
+static void forward_analyze(ir_partition *p, uint32_t op, int axis, fwd_result *res, bool record)
+{
+    const ir_pctx *c = p->ctx;
+    uint32_t no = op_n_operands(p, op), nr = op_n_results(p, op);
+    opd_status st[MAXS_OPD];
+    memset(res, 0, sizeof *res);
+    if (no > MAXS_OPD)
+        return;
+    bool tiled = false, partial = false;
+    for (uint32_t i = 0; i < no; i++) {
+        st[i] = status_of(p, op, i, axis);
+        tiled |= st[i].st == ST_TILED;
+        partial |= st[i].st == ST_PARTIAL;
+    }
+    if (!tiled && !partial)
+        return;
+    res->any_status = true;
+    uint32_t lo, hi;
+    op_entries(p, op, &lo, &hi);
+    int first_bad_dim = -1;
+    ir_block_kind bad_kind = IR_BLK_CONFLICT;
+    bool any_agree = false;
+    for (uint32_t e = lo; e < hi; e++) {
+        const int8_t *s = tmr_spec(c, e);
+        bool ok = true, needs_inference = false;
+        for (uint32_t i = 0; i < no && ok; i++) {
+            switch (st[i].st) {
+            case ST_TILED:
+                ok = s[i] == st[i].dim;
+                break;
+            case ST_PARTIAL:
+                if (s[i] == SP_PARTIAL)
+                    ok = c->entries[e].red == st[i].red && single_consumer(p, operand_val(p, op, i), op);
+                else
+                    ok = tiled && s[i] != SP_PARTIAL; /* reduced (or scattered) for this op */
+                break;
+            case ST_MISMATCH:
+                ok = s[i] == SP_NONE;
+                break;
+            default:
+                if (s[i] >= 0)
+                    needs_inference = true;
+                else if (s[i] == SP_PARTIAL)
+                    ok = false;
+                break;
+            }
+        }
+        if (!ok)
+            continue;
+        /* an entry that only flows partials needs every partial operand */
+        if (!tiled) {
+            bool uses_partial = false;
+            for (uint32_t i = 0; i < no; i++)
+                uses_partial |= s[i] == SP_PARTIAL;
+            if (!uses_partial || needs_inference)
+                continue;
+        }
+        any_agree = true;
+        ir_block_kind why;
+        int bad;
+        if (!entry_divisible(p, op, e, axis, &why, &bad)) {
+            bad_kind = why;
+            first_bad_dim = bad;
+            continue;
+        }
+        if (needs_inference) {
+            res->n_inf++;
+            res->inf = e;
+        } else {
+            res->n_full++;
+            res->full = e;
+        }
+    }
+    (void)nr;
+    if (!record || res->n_full == 1 || (res->n_full == 0 && res->n_inf == 1))
+        return;
+    const char *axis_name = c->mesh.names[axis];
+    if (res->n_full > 1 || res->n_inf > 1)
+        record_blocked(p, IR_BLK_CONFLICT, op, axis, "%d TMR entries match the operands tiled along '%s'",
+                       res->n_full > 1 ? res->n_full : res->n_inf, axis_name);
+    else if (first_bad_dim >= 0)
+        record_blocked(p, bad_kind, op, axis,
+                       bad_kind == IR_BLK_DYNAMIC ? "dim %d is dynamic" : "dim %d is not divisible by '%s'", first_bad_dim,
+                       axis_name);
+    else if (hi == lo)
+        record_blocked(p, IR_BLK_NO_RULE, op, axis, "no TMR entries for this op");
+    else if (!any_agree && tiled)
+        record_blocked(p, IR_BLK_CONFLICT, op, axis, "operands tiled along '%s' match no single TMR entry", axis_name);
+}
+
+/* An op that already loops over the axis cannot take an operand's new
+ * tiling along it (this is what gives earlier tactics priority): say so. */
+static void diagnose_axis_used(ir_partition *p, uint32_t op, int axis)
+{
+    uint32_t no = op_n_operands(p, op);
+    for (uint32_t i = 0; i < no; i++) {
+        ir_layout seen, need;
+        operand_layout(p, op, i, &seen);
+        if (seen.dim[axis] < 0)
+            continue;
+        ir__needed_layout(p, op, i, &need);
+        if (need.dim[axis] == seen.dim[axis] && need.pos[axis] == seen.pos[axis])
+            continue;
+        record_blocked(p, IR_BLK_AXIS_USED, op, axis,
+                       "the op already has a loop over '%s'; operand #%u arrives tiled on dim %d along it",
+                       p->ctx->mesh.names[axis], i, seen.dim[axis]);
+        return;
+    }
+}
+
+static bool push_loop(ir_partition *p, uint32_t op, int axis, uint32_t e)
+{
+    if (p->nlen[op] >= IR_MAX_AXES)
+        return false;
+    ir_loop *n = &p->nest[(size_t)op * IR_MAX_AXES + p->nlen[op]];
+    n->axis = (uint8_t)axis;
+    n->entry = e;
+    p->nlen[op]++;
+    return true;
+}
+
+/* Which dim the consumers of value v slice it along axis, through the
+ * value's identity op when there is one: -1 none, -2 they disagree. */
+static int consumers_slice(const ir_partition *p, uint32_t v, int axis, ir_layout *produced)
+{
+    const ir_pctx *c = p->ctx;
+    int want = -1;
+    uint32_t cons_inline[1];
+    const uint32_t *cons;
+    uint32_t ncons, idx_vop = 0;
+    if (p->vop_of[v] >= 0) {
+        cons_inline[0] = vop_id(p, (uint32_t)p->vop_of[v]);
+        cons = cons_inline;
+        ncons = 1;
+    } else {
+        cons = c->use_op + c->use0[v];
+        ncons = c->use0[v + 1] - c->use0[v];
+    }
+    for (uint32_t k = 0; k < ncons; k++) {
+        uint32_t u = cons[k];
+        if (u == USE_RETURN)
+            continue;
+        uint32_t i = p->vop_of[v] >= 0 ? idx_vop : c->use_idx[c->use0[v] + k];
+        int at = nest_find(p, u, axis);
+        if (at < 0)
+            continue;
+        int8_t s = tmr_spec(c, nest_of(p, u)[at].entry)[i];
+        if (s < 0)
+            continue;
+        /* the consumer must slice exactly what is produced, plus the axis */
+        ir_layout need;
+        ir__needed_layout(p, u, i, &need);
+        int na[IR_MAX_AXES], pa[IR_MAX_AXES];
+        int nn = ir_layout_dim_axes(&need, s, na), np = ir_layout_dim_axes(produced, s, pa);
+        bool ok = nn == np + 1 && na[np] == axis;
+        for (int q = 0; ok && q < np; q++)
+            ok = na[q] == pa[q];
+        if (!ok)
+            continue;
+        if (want >= 0 && want != s)
+            return -2;
+        want = s;
+    }
+    return want;
+}
+
+/* Backward: the op's result is sliced along axis by its consumers. */
+static bool backward(ir_partition *p, uint32_t op, int axis, bool record, uint32_t *entry)
+{
+    const ir_pctx *c = p->ctx;
+    uint32_t no = op_n_operands(p, op), nr = op_n_results(p, op);
+    for (uint32_t j = 0; j < nr; j++) {
+        uint32_t v = is_vop(p, op) ? VAL_NONE : c->op_val0[op] + j;
+        ir_layout produced;
+        ir__result_layout(p, op, j, &produced);
+        if (produced.dim[axis] != IR_AX_NONE)
+            continue;
+        int want;
+        if (is_vop(p, op)) {
+            /* the identity op's users are the value's users */
+            uint32_t val = p->vops[op - c->n_ops].val;
+            int w = -1;
+            for (uint32_t u = c->use0[val]; u < c->use0[val + 1]; u++) {
+                uint32_t user = c->use_op[u];
+                if (user == USE_RETURN)
+                    continue;
+                int at = nest_find(p, user, axis);
+                if (at < 0)
+                    continue;
+                uint32_t i = c->use_idx[u];
+                int8_t s = tmr_spec(c, nest_of(p, user)[at].entry)[i];
+                if (s < 0)
+                    continue;
+                ir_layout need;
+                ir__needed_layout(p, user, i, &need);
+                int na[IR_MAX_AXES], pa[IR_MAX_AXES];
+                int nn = ir_layout_dim_axes(&need, s, na), np = ir_layout_dim_axes(&produced, s, pa);
+                bool ok = nn == np + 1 && na[np] == axis;
+                for (int q = 0; ok && q < np; q++)
+                    ok = na[q] == pa[q];
+                if (!ok)
+                    continue;
+                if (w >= 0 && w != s) {
+                    w = -2;
+                    break;
+                }
+                w = s;
+            }
+            want = w;
+        } else {
+            want = consumers_slice(p, v, axis, &produced);
+        }
+        if (want == -1)
+            continue;
+        if (want == -2) {
+            if (record)
+                record_blocked(p, IR_BLK_CONFLICT, op, axis, "users slice result #%u on different dims along '%s'", j,
+                               c->mesh.names[axis]);
+            return false;
+        }
+        uint32_t lo, hi, n = 0, found = 0;
+        op_entries(p, op, &lo, &hi);
+        ir_block_kind why = IR_BLK_NO_RULE;
+        int bad = -1;
+        for (uint32_t e = lo; e < hi; e++) {
+            if (tmr_spec(c, e)[no + j] != want)
+                continue;
+            if (!entry_divisible(p, op, e, axis, &why, &bad))
+                continue;
+            n++;
+            found = e;
+        }
+        if (n == 1) {
+            *entry = found;
+            return true;
+        }
+        if (record) {
+            if (n > 1)
+                record_blocked(p, IR_BLK_CONFLICT, op, axis, "%u TMR entries give result #%u tile<%d>", n, j, want);
+            else if (bad >= 0)
+                record_blocked(p, why, op, axis, why == IR_BLK_DYNAMIC ? "dim %d is dynamic" : "dim %d is not divisible by '%s'",
+                               bad, c->mesh.names[axis]);
+            else
+                record_blocked(p, IR_BLK_NO_RULE, op, axis, "no TMR entry gives result #%u tile<%d>", j, want);
+        }
+        return false;
+    }
+    return false;
+}
+
+/* ---------------------------------------------------- the work queue */
+
+typedef struct workq {
+    uint32_t *heap; /* op ids ordered by program position */
+    uint32_t n, cap;
+    uint8_t *queued;
+    uint32_t n_ops;
+} workq;
+
+/* Program position: an argument's identity op first, a value's identity op
+ * right after its producer. */
+static uint64_t position(const ir_partition *p, uint32_t op)
+{
+    if (!is_vop(p, op))
+        return 2 * (uint64_t)op + 2;
+    uint32_t v = p->vops[op - p->ctx->n_ops].val;
+    int32_t prod = p->ctx->val_op[v];
+    return prod < 0 ? 0 : 2 * (uint64_t)prod + 3;
+}
+
+static bool wq_push(const ir_partition *p, workq *q, uint32_t op)
+{
+    if (op >= q->n_ops || q->queued[op])
+        return true;
+    if (q->n == q->cap) {
+        uint32_t cap = q->cap ? q->cap * 2 : 256;
+        uint32_t *h = ap_realloc(q->heap, sizeof *h * cap);
+        if (!h)
+            return false;
+        q->heap = h;
+        q->cap = cap;
+    }
+    q->queued[op] = 1;
+    uint32_t i = q->n++;
+    uint64_t key = position(p, op) * 4096 + op % 4096;
+    while (i > 0) {
+        uint32_t parent = (i - 1) / 2;
+        uint64_t pk = position(p, q->heap[parent]) * 4096 + q->heap[parent] % 4096;
+        if (pk <= key)
+            break;
+        q->heap[i] = q->heap[parent];
+        i = parent;
+    }
+    q->heap[i] = op;
+    return true;
+}
+
+static uint32_t wq_pop(const ir_partition *p, workq *q)
+{
+    uint32_t top = q->heap[0];
+    q->queued[top] = 0;
+    uint32_t last = q->heap[--q->n];
+    uint64_t key = position(p, last) * 4096 + last % 4096;
+    uint32_t i = 0;
+    for (;;) {
+        uint32_t l = 2 * i + 1, r = l + 1, m = i;
+        uint64_t mk = key;
+        if (l < q->n) {
+            uint64_t lk = position(p, q->heap[l]) * 4096 + q->heap[l] % 4096;
+            if (lk < mk) {
+                m = l;
+                mk = lk;
+            }
+        }
+        if (r < q->n) {
+            uint64_t rk = position(p, q->heap[r]) * 4096 + q->heap[r] % 4096;
+            if (rk < mk) {
+                m = r;
+                mk = rk;
+            }
+        }
+        if (m == i)
+            break;
+        q->heap[i] = q->heap[m];
+        i = m;
+    }
+    if (q->n)
+        q->heap[i] = last;
+    return top;
+}
+
+/* Marks what a change to `op` may affect: its producers (backward), its
+ * consumers (forward) and itself. */
+static bool touch_neighbours(const ir_partition *p, workq *q, uint8_t *dirty, uint32_t op)
+{
+    const ir_pctx *c = p->ctx;
+    bool ok = wq_push(p, q, op);
+    dirty[op] = 1;
+    uint32_t no = op_n_operands(p, op);
+    for (uint32_t i = 0; i < no; i++) {
+        uint32_t v = operand_val(p, op, i);
+        uint32_t prod;
+        if (!is_vop(p, op) && p->vop_of[v] >= 0)
+            prod = vop_id(p, (uint32_t)p->vop_of[v]);
+        else if (c->val_op[v] >= 0)
+            prod = (uint32_t)c->val_op[v];
+        else
+            continue;
+        ok &= wq_push(p, q, prod);
+        dirty[prod] = 1;
+    }
+    uint32_t nr = op_n_results(p, op);
+    for (uint32_t j = 0; j < nr; j++) {
+        uint32_t v = is_vop(p, op) ? p->vops[op - c->n_ops].val : c->op_val0[op] + j;
+        if (!is_vop(p, op) && p->vop_of[v] >= 0) {
+            uint32_t vo = vop_id(p, (uint32_t)p->vop_of[v]);
+            ok &= wq_push(p, q, vo);
+            dirty[vo] = 1;
+            continue;
+        }
+        for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++) {
+            uint32_t user = c->use_op[u];
+            if (user == USE_RETURN)
+                continue;
+            ok &= wq_push(p, q, user);
+            dirty[user] = 1;
+        }
+    }
+    return ok;
+}
+
+/* Inference on an argument: tile it so the op's new need is met. */
+static void infer_operands(ir_partition *p, uint32_t op, int axis, uint32_t e, workq *q, uint8_t *dirty)
+{
+    const ir_pctx *c = p->ctx;
+    const int8_t *s = tmr_spec(c, e);
+    uint32_t no = op_n_operands(p, op);
+    for (uint32_t i = 0; i < no; i++) {
+        if (s[i] < 0)
+            continue;
+        uint32_t v = operand_val(p, op, i);
+        if (c->val_op[v] >= 0 || p->vop_of[v] >= 0)
+            continue; /* op results: backward propagation pushes the slicing */
+        ir_layout *al = &p->arg_layout[v];
+        if (al->dim[axis] != IR_AX_NONE)
+            continue;
+        ir_layout need;
+        ir__needed_layout(p, op, i, &need);
+        int na[IR_MAX_AXES], aa[IR_MAX_AXES];
+        int nn = ir_layout_dim_axes(&need, s[i], na), np = ir_layout_dim_axes(al, s[i], aa);
+        bool same = nn == np + 1 && na[np] == axis;
+        for (int k = 0; same && k < np; k++)
+            same = na[k] == aa[k];
+        if (!same)
+            continue;
+        ir_layout_push(al, axis, s[i]);
+        for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++)
+            if (c->use_op[u] != USE_RETURN) {
+                wq_push(p, q, c->use_op[u]);
+                dirty[c->use_op[u]] = 1;
+            }
+    }
+}
+
+/* Propagates one axis to its fixpoint from the ops in `start`. */
+static int propagate_axis(ir_partition *p, int axis, const uint8_t *start, uint8_t *dirty, ap_error *err)
+{
+    uint32_t n = n_all_ops(p);
+    workq q = {0};
+    uint32_t *inferable = NULL, n_inf = 0;
+    int rc = 0;
+    q.n_ops = n;
+    q.queued = ap_calloc(n + 1, 1);
+    inferable = ap_malloc(sizeof *inferable * (n + 1));
+    if (!q.queued || !inferable) {
+        rc = ap_error_set(err, AP_ENOMEM, "out of memory in propagation");
+        goto out;
+    }
+    for (uint32_t op = 0; op < n; op++)
+        if (start[op] && !wq_push(p, &q, op))
+            goto oom;
+    for (;;) {
+        /* phase 1: entries every tiled operand (or consumer) agrees on */
+        n_inf = 0;
+        while (q.n) {
+            uint32_t op = wq_pop(p, &q);
+            if (nest_find(p, op, axis) >= 0) {
+                diagnose_axis_used(p, op, axis);
+                continue;
+            }
+            fwd_result fr;
+            forward_analyze(p, op, axis, &fr, true);
+            uint32_t e;
+            if (fr.n_full == 1) {
+                e = fr.full;
+            } else if (backward(p, op, axis, !fr.any_status, &e)) {
+                /* e set */
+            } else {
+                if (fr.n_full == 0 && fr.n_inf == 1)
+                    inferable[n_inf++] = op;
+                continue;
+            }
+            if (!push_loop(p, op, axis, e))
+                continue;
+            if (!touch_neighbours(p, &q, dirty, op))
+                goto oom;
+        }
+        /* phase 2: inference, in program order, each checked again */
+        bool any = false;
+        for (uint32_t k = 0; k < n_inf; k++) {
+            uint32_t op = inferable[k];
+            if (nest_find(p, op, axis) >= 0)
+                continue;
+            fwd_result fr;
+            forward_analyze(p, op, axis, &fr, false);
+            if (fr.n_full != 0 || fr.n_inf != 1)
+                continue;
+            if (!push_loop(p, op, axis, fr.inf))
+                continue;
+            infer_operands(p, op, axis, fr.inf, &q, dirty);
+            if (!touch_neighbours(p, &q, dirty, op))
+                goto oom;
+            any = true;
+        }
+        if (!any)
+            break;
+    }
+    goto out;
+oom:
+    rc = ap_error_set(err, AP_ENOMEM, "out of memory in propagation");
+out:
+    ap_free(q.heap);
+    ap_free(q.queued);
+    ap_free(inferable);
+    return rc;
+}
+
+int ir_propagate(ir_partition *p, ap_error *err)
+{
+    uint32_t n = n_all_ops(p);
+    uint8_t *pending = ap_malloc(n + 1), *next = ap_malloc(n + 1);
+    int rc = 0;
+    if (!pending || !next) {
+        rc = ap_error_set(err, AP_ENOMEM, "out of memory in propagation");
+        goto out;
+    }
+    /* every op is looked at once per call; changes re-queue their
+     * neighbours, for every axis, until nothing changes */
+    memset(pending, 1, n);
+    for (int round = 0; round < 64; round++) {
+        memset(next, 0, n);
+        bool any = false;
+        for (int a = 0; a < p->ctx->mesh.n_axes; a++) {
+            if ((rc = propagate_axis(p, a, pending, next, err)) < 0)
+                goto out;
+        }
+        for (uint32_t i = 0; i < n; i++)
+            any |= next[i] != 0;
+        if (!any)
+            break;
+        memcpy(pending, next, n);
+    }
+    log_action(p, 'p', 0, 0, 0);
+out:
+    ap_free(pending);
+    ap_free(next);
+    return rc;
+}
+
+/* ============================================================== actions */
+
+static void value_name(const ir_partition *p, uint32_t v, char *buf, size_t n)
+{
+    const ir_pctx *c = p->ctx;
+    const char *loc = c->val_op[v] < 0 ? ir_func_arg_name(c->func, v) : NULL;
+    if (loc)
+        snprintf(buf, n, "%s", loc);
+    else if (c->val_op[v] < 0)
+        snprintf(buf, n, "%%arg%u", v);
+    else
+        snprintf(buf, n, "%%%u", v - c->n_args);
+}
+
+/* The identity op of value v, made on first use: its nest reproduces how
+ * v is produced so that users see v unchanged until loops are added. */
+static int get_vop(ir_partition *p, uint32_t v, ap_error *err)
+{
+    if (p->vop_of[v] >= 0)
+        return p->vop_of[v];
+    const ir_pctx *c = p->ctx;
+    if (!ensure_ops(p, c->n_ops + p->n_vops + 1))
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
+    vop *nv = ap_realloc(p->vops, sizeof *nv * (p->n_vops + 1));
+    if (!nv)
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
+    p->vops = nv;
+    uint32_t k = p->n_vops++;
+    const ir_type *t = val_type(c, v);
+    p->vops[k].val = v;
+    p->vops[k].rank = t && t->kind == IR_T_TENSOR && t->rank > 0 ? (uint32_t)t->rank : 0;
+    uint32_t op = vop_id(p, k);
+    p->nlen[op] = 0;
+    p->vop_of[v] = (int32_t)k;
+    if (c->val_op[v] >= 0) {
+        ir_layout l;
+        ir__produced_layout(p, v, &l);
+        uint32_t lo, hi;
+        op_entries(p, op, &lo, &hi);
+        int axes[IR_MAX_AXES];
+        for (int d = 0; d < (int)p->vops[k].rank; d++) {
+            int na = ir_layout_dim_axes(&l, d, axes);
+            for (int q = 0; q < na; q++)
+                push_loop(p, op, axes[q], lo + (uint32_t)d);
+        }
+        for (int a = 0; a < c->mesh.n_axes; a++)
+            if (l.dim[a] == IR_AX_PARTIAL)
+                push_loop(p, op, a, hi - 1);
+    } else {
+        /* an argument's identity op passes its tiling through */
+        uint32_t lo, hi;
+        op_entries(p, op, &lo, &hi);
+        int axes[IR_MAX_AXES];
+        for (int d = 0; d < (int)p->vops[k].rank; d++) {
+            int na = ir_layout_dim_axes(&p->arg_layout[v], d, axes);
+            for (int q = 0; q < na; q++)
+                push_loop(p, op, axes[q], lo + (uint32_t)d);
+        }
+    }
+    return (int)k;
+}
+
+int ir_first_divisible_dim(const ir_partition *p, const ir_value *val, int axis)
+{
+    uint32_t v = ir__value_id(p->ctx, val);
+    if (v == VAL_NONE)
+        return -1;
+    const ir_type *t = val_type(p->ctx, v);
+    ir_layout l;
+    ir__seen_layout(p, v, &l);
+    if (!t || t->kind != IR_T_TENSOR || l.dim[axis] != IR_AX_NONE)
+        return -1;
+    for (int d = 0; d < t->rank; d++) {
+        int64_t local = local_dim(p->ctx, t, &l, d);
+        if (local > 0 && local % p->ctx->mesh.sizes[axis] == 0)
+            return d;
+    }
+    return -1;
+}
+
+int ir_tile(ir_partition *p, const ir_value *val, int dim, int axis, ap_error *err)
+{
+    const ir_pctx *c = p->ctx;
+    uint32_t v = ir__value_id(c, val);
+    char name[160];
+    if (v == VAL_NONE)
+        return ap_error_set(err, AP_EINVALID, "tile: the value is not in @%s", ir_func_name(c->func));
+    value_name(p, v, name, sizeof name);
+    if (axis < 0 || axis >= c->mesh.n_axes)
+        return ap_error_set(err, AP_EINVALID, "tile %s: no mesh axis #%d", name, axis);
+    const ir_type *t = val_type(c, v);
+    if (!t || t->kind != IR_T_TENSOR || t->rank < 0)
+        return ap_error_set(err, AP_EINVALID, "tile %s: only ranked tensors can be tiled", name);
+    if (dim < 0 || dim >= t->rank)
+        return ap_error_set(err, AP_EINVALID, "tile %s: dim %d is out of range for a rank-%d tensor", name, dim, t->rank);
+    if (t->dims[dim] < 0)
+        return ap_error_set(err, AP_EINVALID, "tile %s: dim %d is dynamic ('?') and cannot be partitioned", name, dim);
+    ir_layout l;
+    ir__seen_layout(p, v, &l);
+    const char *an = c->mesh.names[axis];
+    if (l.dim[axis] >= 0)
+        return ap_error_set(err, AP_EINVALID, "tile %s: axis '%s' already tiles dim %d", name, an, l.dim[axis]);
+    if (l.dim[axis] == IR_AX_PARTIAL)
+        return ap_error_set(err, AP_EINVALID, "tile %s: it is a pending sum along axis '%s'", name, an);
+    if (p->vop_of[v] >= 0) {
+        uint32_t op = vop_id(p, (uint32_t)p->vop_of[v]);
+        int at = nest_find(p, op, axis);
+        if (at >= 0 && nest_of(p, op)[at].entry == c->any_entry)
+            return ap_error_set(err, AP_EINVALID, "tile %s: it is atomic along axis '%s'", name, an);
+    }
+    int64_t local = local_dim(c, t, &l, dim);
+    if (local % c->mesh.sizes[axis] != 0)
+        return ap_error_set(err, AP_EINVALID,
+                            "tile %s: dim %d (local size %lld) is not divisible by axis '%s' of size %lld", name, dim,
+                            (long long)local, an, (long long)c->mesh.sizes[axis]);
+    if (c->val_op[v] < 0 && p->vop_of[v] < 0) {
+        ir_layout_push(&p->arg_layout[v], axis, dim);
+    } else {
+        int k = get_vop(p, v, err);
+        if (k < 0)
+            return k;
+        uint32_t op = vop_id(p, (uint32_t)k);
+        uint32_t lo, hi;
+        op_entries(p, op, &lo, &hi);
+        if (c->val_op[v] < 0) /* an atomic argument: tile the argument itself */
+            ir_layout_push(&p->arg_layout[v], axis, dim);
+        if (!push_loop(p, op, axis, lo + (uint32_t)dim))
+            return ap_error_set(err, AP_EINVALID, "tile %s: too many axes", name);
+    }
+    log_action(p, 't', v, dim, axis);
+    return 0;
+}
+
+int ir_atomic(ir_partition *p, const ir_value *val, int axis, ap_error *err)
+{
+    const ir_pctx *c = p->ctx;
+    uint32_t v = ir__value_id(c, val);
+    char name[160];
+    if (v == VAL_NONE)
+        return ap_error_set(err, AP_EINVALID, "atomic: the value is not in @%s", ir_func_name(c->func));
+    value_name(p, v, name, sizeof name);
+    if (axis < 0 || axis >= c->mesh.n_axes)
+        return ap_error_set(err, AP_EINVALID, "atomic %s: no mesh axis #%d", name, axis);
+    int k = get_vop(p, v, err);
+    if (k < 0)
+        return k;
+    uint32_t op = vop_id(p, (uint32_t)k);
+    int at = nest_find(p, op, axis);
+    if (at >= 0) {
+        if (nest_of(p, op)[at].entry == c->any_entry)
+            return 0; /* already atomic along the axis */
+        /* it was tiled along the axis: the identity op now gathers it */
+        ir_loop *n = &p->nest[(size_t)op * IR_MAX_AXES];
+        memmove(&n[at], &n[at + 1], sizeof *n * (size_t)(p->nlen[op] - at - 1));
+        p->nlen[op]--;
+    }
+    if (!push_loop(p, op, axis, c->any_entry))
+        return ap_error_set(err, AP_EINVALID, "atomic %s: too many axes", name);
+    log_action(p, 'a', v, -1, axis);
+    return 0;
+}
+
+/* The schedule as applied: tile/atomic actions and propagates. */
+void ir_partition_schedule(const ir_partition *p, ap_buf *b)
+{
+    const ir_pctx *c = p->ctx;
+    for (uint32_t i = 0; i < p->n_log; i++) {
+        const action_rec *r = &p->log[i];
+        char name[160];
+        if (r->kind == 'p') {
+            ap_buf_puts(b, "propagate\n");
+            continue;
+        }
+        const char *loc = c->val_op[r->val] < 0 ? ir_func_arg_name(c->func, r->val) : NULL;
+        if (loc && strpbrk(loc, " \t;#"))
+            snprintf(name, sizeof name, "\"%s\"", loc);
+        else
+            value_name(p, r->val, name, sizeof name);
+        if (r->kind == 't')
+            ap_buf_printf(b, "tile %s %d %s\n", name, r->dim, c->mesh.names[r->axis]);
+        else
+            ap_buf_printf(b, "atomic %s %s\n", name, c->mesh.names[r->axis]);
+    }
+}

@@ -1,0 +1,437 @@
+/*
+ * schedule.c - schedules as text: parsing and applying `tile`, `atomic`,
+ * `propagate` and the paper's `manual` tactic, selecting arguments by
+ * %argN, JAX location names (params['block_3']['w_up']) or globs over
+ * them; and the importer that turns the sharding annotations a module
+ * already carries (sdy.sharding, mhlo.sharding) into a schedule.
+ */
+#include "partir_int.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct sched {
+    ir_partition *p;
+    const char *text, *end, *cur;
+    int line;
+    const char *line_start;
+    ap_error *err;
+} sched;
+
+static int serr(sched *s, const char *at, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static int serr(sched *s, const char *at, int code, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return ap_error_at(s->err, code, "schedule", s->line, (int)(at - s->line_start) + 1, "%s", msg);
+}
+
+/* A word: a "quoted string" or a run of non-space characters (no ';'). */
+static bool next_word(sched *s, const char **w, size_t *len, bool *quoted)
+{
+    while (s->cur < s->end && (*s->cur == ' ' || *s->cur == '\t' || *s->cur == '\r'))
+        s->cur++;
+    *quoted = false;
+    if (s->cur >= s->end || *s->cur == '\n' || *s->cur == ';' || *s->cur == '#')
+        return false;
+    if (*s->cur == '"') {
+        const char *q = memchr(s->cur + 1, '"', (size_t)(s->end - s->cur - 1));
+        if (!q)
+            return false;
+        *w = s->cur + 1;
+        *len = (size_t)(q - s->cur - 1);
+        *quoted = true;
+        s->cur = q + 1;
+        return true;
+    }
+    *w = s->cur;
+    while (s->cur < s->end && !isspace((unsigned char)*s->cur) && *s->cur != ';')
+        s->cur++;
+    *len = (size_t)(s->cur - *w);
+    return true;
+}
+
+static bool word_is(const char *w, size_t len, const char *lit)
+{
+    return strlen(lit) == len && memcmp(w, lit, len) == 0;
+}
+
+/* '*' any run, '?' one character; everything else literal (JAX paths are
+ * full of brackets, so no character classes). */
+static bool glob_match(const char *pat, size_t pl, const char *s)
+{
+    size_t pi = 0, si = 0, star_p = (size_t)-1, star_s = 0, sl = strlen(s);
+    while (si < sl) {
+        if (pi < pl && (pat[pi] == '?' || pat[pi] == s[si])) {
+            pi++;
+            si++;
+        } else if (pi < pl && pat[pi] == '*') {
+            star_p = pi++;
+            star_s = si;
+        } else if (star_p != (size_t)-1) {
+            pi = star_p + 1;
+            si = ++star_s;
+        } else {
+            return false;
+        }
+    }
+    while (pi < pl && pat[pi] == '*')
+        pi++;
+    return pi == pl;
+}
+
+/* The values a reference names: %argN, %N, %N#k, a location name or glob.
+ * Fills vals (up to cap) and returns the count, or a negative error. */
+static int resolve(sched *s, const char *w, size_t len, bool quoted, const ir_value **vals, int cap)
+{
+    const ir_pctx *c = s->p->ctx;
+    ir_block *body = ir_func_entry(c->func);
+    if (!quoted && len > 4 && memcmp(w, "%arg", 4) == 0) {
+        char *end;
+        unsigned long n = strtoul(w + 4, &end, 10);
+        if (end != w + len || n >= c->n_args)
+            return serr(s, w, AP_EINVALID, "no argument '%.*s' (the function has %u)", (int)len, w, c->n_args);
+        vals[0] = &body->args[n];
+        return 1;
+    }
+    if (!quoted && len > 1 && w[0] == '%' && isdigit((unsigned char)w[1])) {
+        char *end;
+        unsigned long n = strtoul(w + 1, &end, 10), k = 0;
+        if (end < w + len && *end == '#')
+            k = strtoul(end + 1, &end, 10);
+        if (end != w + len)
+            return serr(s, w, AP_EINVALID, "bad value reference '%.*s'", (int)len, w);
+        const ir_value *v = ir__printed_value(c->func, (uint32_t)n, (uint32_t)k);
+        if (!v || ir__value_id(c, v) == VAL_NONE)
+            return serr(s, w, AP_EINVALID, "no value '%.*s' at the top level of @%s (as `autopart parse` numbers it)",
+                        (int)len, w, ir_func_name(c->func));
+        vals[0] = v;
+        return 1;
+    }
+    bool glob = !quoted && (memchr(w, '*', len) || memchr(w, '?', len));
+    int n = 0;
+    for (uint32_t a = 0; a < c->n_args; a++) {
+        const char *name = ir_func_arg_name(c->func, a);
+        if (!name)
+            continue;
+        bool hit = glob ? glob_match(w, len, name) : (strlen(name) == len && memcmp(name, w, len) == 0);
+        if (hit && n < cap)
+            vals[n++] = &body->args[a];
+    }
+    if (n == 0) { /* an op named by its location (the paper's `tag`) */
+        for (uint32_t i = 0; i < c->n_ops && n < cap; i++) {
+            const char *name = c->ops[i]->loc ? ir_loc_name(c->ops[i]->loc) : NULL;
+            if (!name || !c->ops[i]->n_results)
+                continue;
+            bool hit = glob ? glob_match(w, len, name) : (strlen(name) == len && memcmp(name, w, len) == 0);
+            if (hit)
+                vals[n++] = &c->ops[i]->results[0];
+        }
+    }
+    if (n == 0)
+        return serr(s, w, AP_EINVALID, "no argument %s '%.*s'", glob ? "matches" : "is named", (int)len, w);
+    return n;
+}
+
+static int parse_axis(sched *s, const char *w, size_t len)
+{
+    int a = ir_mesh_axis(&s->p->ctx->mesh, w, len);
+    if (a < 0) {
+        char axes[256] = "";
+        for (int i = 0; i < s->p->ctx->mesh.n_axes; i++) {
+            strncat(axes, i ? ", " : "", sizeof axes - strlen(axes) - 1);
+            strncat(axes, s->p->ctx->mesh.names[i], sizeof axes - strlen(axes) - 1);
+        }
+        return serr(s, w, AP_EINVALID, "unknown mesh axis '%.*s' (the mesh has %s)", (int)len, w, axes);
+    }
+    return a;
+}
+
+#define MAX_MATCH 4096
+
+/* tile REF DIM AXIS */
+static int tile_refs(sched *s, const ir_value **vals, int n, const char *dim_w, size_t dim_len, int axis)
+{
+    bool first_div = word_is(dim_w, dim_len, "first_divisible");
+    long dim = -1;
+    if (!first_div) {
+        char *end;
+        dim = strtol(dim_w, &end, 10);
+        if (end != dim_w + dim_len || dim < 0)
+            return serr(s, dim_w, AP_EINVALID, "expected a dim number or first_divisible, found '%.*s'", (int)dim_len, dim_w);
+    }
+    for (int i = 0; i < n; i++) {
+        int d = (int)dim;
+        if (first_div) {
+            d = ir_first_divisible_dim(s->p, vals[i], axis);
+            if (d < 0)
+                continue; /* nothing to tile in this one: the tactic skips it */
+        }
+        ap_error e;
+        if (ir_tile(s->p, vals[i], d, axis, &e) < 0)
+            return serr(s, dim_w, e.code, "%s", e.msg);
+    }
+    return 0;
+}
+
+static int apply_action(sched *s)
+{
+    const char *w, *at;
+    size_t len;
+    bool q;
+    if (!next_word(s, &w, &len, &q))
+        return 0; /* empty */
+    at = w;
+    const ir_value *vals[MAX_MATCH];
+    if (word_is(w, len, "propagate")) {
+        ap_error e;
+        int rc = ir_propagate(s->p, &e);
+        return rc < 0 ? serr(s, at, rc, "%s", e.msg) : 0;
+    }
+    if (word_is(w, len, "tile")) {
+        const char *rw, *dw, *aw;
+        size_t rl, dl, al;
+        bool rq, dq, aq;
+        if (!next_word(s, &rw, &rl, &rq) || !next_word(s, &dw, &dl, &dq) || !next_word(s, &aw, &al, &aq))
+            return serr(s, at, AP_ESYNTAX, "expected 'tile VALUE DIM AXIS'");
+        int axis = parse_axis(s, aw, al);
+        if (axis < 0)
+            return axis;
+        int n = resolve(s, rw, rl, rq, vals, MAX_MATCH);
+        return n < 0 ? n : tile_refs(s, vals, n, dw, dl, axis);
+    }
+    if (word_is(w, len, "atomic")) {
+        const char *rw, *aw;
+        size_t rl, al;
+        bool rq, aq;
+        if (!next_word(s, &rw, &rl, &rq) || !next_word(s, &aw, &al, &aq))
+            return serr(s, at, AP_ESYNTAX, "expected 'atomic VALUE AXIS'");
+        int axis = parse_axis(s, aw, al);
+        if (axis < 0)
+            return axis;
+        int n = resolve(s, rw, rl, rq, vals, MAX_MATCH);
+        if (n < 0)
+            return n;
+        for (int i = 0; i < n; i++) {
+            ap_error e;
+            if (ir_atomic(s->p, vals[i], axis, &e) < 0)
+                return serr(s, rw, e.code, "%s", e.msg);
+        }
+        return 0;
+    }
+    if (word_is(w, len, "manual")) {
+        const char *aw;
+        size_t al;
+        bool aq;
+        if (!next_word(s, &aw, &al, &aq))
+            return serr(s, at, AP_ESYNTAX, "expected 'manual AXIS VALUE=DIM ...'");
+        int axis = parse_axis(s, aw, al);
+        if (axis < 0)
+            return axis;
+        int count = 0;
+        const char *rw;
+        size_t rl;
+        bool rq;
+        while (next_word(s, &rw, &rl, &rq)) {
+            /* VALUE=DIM: the last '=' splits (names may contain '=') */
+            const char *eq = NULL;
+            for (size_t k = rl; k-- > 0;)
+                if (rw[k] == '=') {
+                    eq = rw + k;
+                    break;
+                }
+            if (rq && s->cur < s->end && *s->cur == '=') { /* "quoted name"=DIM */
+                eq = s->cur;
+                const char *d = ++s->cur;
+                while (s->cur < s->end && !isspace((unsigned char)*s->cur) && *s->cur != ';')
+                    s->cur++;
+                int n = resolve(s, rw, rl, true, vals, MAX_MATCH);
+                if (n < 0)
+                    return n;
+                int rc = tile_refs(s, vals, n, d, (size_t)(s->cur - d), axis);
+                if (rc < 0)
+                    return rc;
+                count++;
+                continue;
+            }
+            if (!eq)
+                return serr(s, rw, AP_ESYNTAX, "expected VALUE=DIM in a manual tactic, found '%.*s'", (int)rl, rw);
+            int n = resolve(s, rw, (size_t)(eq - rw), false, vals, MAX_MATCH);
+            if (n < 0)
+                return n;
+            int rc = tile_refs(s, vals, n, eq + 1, (size_t)(rw + rl - eq - 1), axis);
+            if (rc < 0)
+                return rc;
+            count++;
+        }
+        if (count == 0)
+            return serr(s, at, AP_ESYNTAX, "a manual tactic needs at least one VALUE=DIM");
+        ap_error e;
+        int rc = ir_propagate(s->p, &e);
+        return rc < 0 ? serr(s, at, rc, "%s", e.msg) : 0;
+    }
+    return serr(s, at, AP_ESYNTAX, "unknown action '%.*s' (expected tile, atomic, propagate or manual)", (int)len, w);
+}
+
+int ir_schedule_apply(ir_partition *p, const char *text, ap_error *err)
+{
+    sched s = {.p = p, .text = text, .end = text + strlen(text), .cur = text, .line = 1, .line_start = text, .err = err};
+    while (s.cur < s.end) {
+        int rc = apply_action(&s);
+        if (rc < 0)
+            return rc;
+        const char *w;
+        size_t len;
+        bool q;
+        const char *before = s.cur;
+        if (next_word(&s, &w, &len, &q))
+            return serr(&s, w, AP_ESYNTAX, "unexpected '%.*s' after the action (one action per line or ';')", (int)len, w);
+        (void)before;
+        while (s.cur < s.end && *s.cur != '\n' && *s.cur != ';') { /* a comment */
+            if (*s.cur == '#') {
+                const char *nl = memchr(s.cur, '\n', (size_t)(s.end - s.cur));
+                s.cur = nl ? nl : s.end;
+                break;
+            }
+            s.cur++;
+        }
+        if (s.cur < s.end) {
+            if (*s.cur == '\n') {
+                s.line++;
+                s.line_start = s.cur + 1;
+            }
+            s.cur++;
+        }
+    }
+    return 0;
+}
+
+/* ================================================================ import */
+
+/* Axis assignment of one sdy dim group `{"x", "y"}`. */
+static int sdy_dim(const char **pp, const ir_mesh *mesh, int d, ap_buf *b, const char *ref, ap_error *err)
+{
+    const char *p = *pp;
+    int n = 0;
+    if (*p != '{')
+        return ap_error_set(err, AP_EINVALID, "sdy sharding of %s: expected '{'", ref);
+    p++;
+    while (*p && *p != '}') {
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (*p == '?') { /* an open dim: no decision */
+            p++;
+            continue;
+        }
+        if (*p == '}')
+            break;
+        if (*p != '"')
+            return ap_error_set(err, AP_EINVALID, "sdy sharding of %s: expected a quoted axis name", ref);
+        const char *name = ++p;
+        while (*p && *p != '"')
+            p++;
+        int a = ir_mesh_axis(mesh, name, (size_t)(p - name));
+        if (a < 0)
+            return ap_error_set(err, AP_EINVALID, "sdy sharding of %s names axis '%.*s', which the mesh does not have", ref,
+                                (int)(p - name), name);
+        if (*p)
+            p++;
+        if (*p == ':')
+            return ap_error_set(err, AP_EUNSUPPORTED, "sdy sharding of %s uses a sub-axis", ref);
+        ap_buf_printf(b, "tile %s %d %s\n", ref, d, mesh->names[a]);
+        n++;
+    }
+    if (*p == '}')
+        p++;
+    /* priorities like {"x"}p1 */
+    while (*p == 'p' || isdigit((unsigned char)*p))
+        p++;
+    *pp = p;
+    return n;
+}
+
+/* mhlo.sharding "{devices=[2,1,4]<=[8] last_tile_dim_replicate}": tiles per
+ * dim mapped to the mesh axes in order (devices in iota order). */
+static int mhlo_sharding(const char *s, const ir_mesh *mesh, int rank, ap_buf *b, const char *ref, ap_error *err)
+{
+    const char *p = strstr(s, "devices=[");
+    if (!p)
+        return 0; /* replicated, maximal or manual: nothing to tile */
+    p += 9;
+    int64_t tiles[IR_MAX_RANK + 2];
+    int n = 0;
+    while (*p && *p != ']' && n < IR_MAX_RANK + 2) {
+        tiles[n++] = strtoll(p, (char **)&p, 10);
+        if (*p == ',')
+            p++;
+    }
+    if (*p == ']')
+        p++;
+    bool replicate_last = strstr(s, "last_tile_dim_replicate") != NULL;
+    if (strstr(s, "last_tile_dims") || (strstr(s, "T(") && !strstr(s, "<=[")))
+        return ap_error_set(err, AP_EUNSUPPORTED, "mhlo.sharding of %s: unsupported form %s", ref, s);
+    if (strchr(p, 'T'))
+        return ap_error_set(err, AP_EUNSUPPORTED, "mhlo.sharding of %s: transposed device order is not supported", ref);
+    int data_dims = replicate_last ? n - 1 : n;
+    if (data_dims != rank)
+        return ap_error_set(err, AP_EINVALID, "mhlo.sharding of %s has %d tiled dims for a rank-%d value", ref, data_dims, rank);
+    int axis = 0, count = 0;
+    for (int d = 0; d < data_dims; d++) {
+        int64_t k = tiles[d];
+        while (k > 1) {
+            if (axis >= mesh->n_axes || k % mesh->sizes[axis] != 0)
+                return ap_error_set(err, AP_EINVALID,
+                                    "mhlo.sharding of %s (%s) does not map onto the mesh axes in order", ref, s);
+            ap_buf_printf(b, "tile %s %d %s\n", ref, d, mesh->names[axis]);
+            k /= mesh->sizes[axis++];
+            count++;
+        }
+    }
+    return count;
+}
+
+int ir_schedule_import(const ir_module *m, const ir_op *func, const ir_mesh *mesh, ap_buf *b, ap_error *err)
+{
+    (void)m;
+    int total = 0;
+    for (uint32_t a = 0; a < ir_func_num_args(func); a++) {
+        const char *name = ir_func_arg_name(func, a);
+        char ref[300];
+        if (name && !strpbrk(name, " \t;#\""))
+            snprintf(ref, sizeof ref, "%s", name);
+        else
+            snprintf(ref, sizeof ref, "%%arg%u", a);
+        ir_attr *sdy = ir_func_arg_attr(func, a, "sdy.sharding");
+        ir_attr *mh = ir_func_arg_attr(func, a, "mhlo.sharding");
+        const ir_type *t = ir_func_arg(func, a)->type;
+        int rank = t && t->kind == IR_T_TENSOR ? t->rank : 0;
+        if (sdy && sdy->kind == IR_A_DIALECT && sdy->u.dia.body) {
+            const char *p = strchr(sdy->u.dia.body, '[');
+            if (!p)
+                continue;
+            p++;
+            for (int d = 0; d < rank; d++) {
+                while (*p == ' ' || *p == ',')
+                    p++;
+                int n = sdy_dim(&p, mesh, d, b, ref, err);
+                if (n < 0)
+                    return n;
+                total += n;
+            }
+        } else if (mh && mh->kind == IR_A_STRING) {
+            int n = mhlo_sharding(mh->u.str.s, mesh, rank, b, ref, err);
+            if (n < 0)
+                return n;
+            total += n;
+        }
+    }
+    if (total)
+        ap_buf_puts(b, "propagate\n");
+    return total;
+}
