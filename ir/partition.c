@@ -1257,6 +1257,51 @@ out:
     return rc;
 }
 
+/* An argument every user slices the same way arrives in that tiling: the
+ * paper's final lowering step turns arguments used only through slices into
+ * device-local arrays, which is what puts, e.g., the optimizer state of
+ * Megatron-sharded weights in shards.  Returns whether any argument changed;
+ * marks the users of changed arguments in `dirty`. */
+static bool shard_args_by_uses(ir_partition *p, uint8_t *dirty)
+{
+    const ir_pctx *c = p->ctx;
+    bool any = false;
+    for (uint32_t v = 0; v < c->n_args; v++) {
+        if (p->vop_of[v] >= 0 || c->use0[v] == c->use0[v + 1])
+            continue;
+        ir_layout common, need;
+        bool first = true, agree = true;
+        for (uint32_t u = c->use0[v]; u < c->use0[v + 1] && agree; u++) {
+            uint32_t op = c->use_op[u];
+            if (op == USE_RETURN) {
+                agree = false; /* returned as is: keep it as it comes */
+                break;
+            }
+            ir__needed_layout(p, op, c->use_idx[u], &need);
+            if (first)
+                common = need;
+            else
+                agree = ir_layout_equal(&common, &need);
+            first = false;
+        }
+        if (!agree || first || ir_layout_has_partial(&common) || ir_layout_equal(&common, &p->arg_layout[v]))
+            continue;
+        /* only ever add tiling: what the argument has must stay */
+        const ir_layout *al = &p->arg_layout[v];
+        bool extends = true;
+        for (int a = 0; a < c->mesh.n_axes && extends; a++)
+            if (al->dim[a] != IR_AX_NONE)
+                extends = common.dim[a] == al->dim[a] && common.pos[a] == al->pos[a];
+        if (!extends)
+            continue;
+        p->arg_layout[v] = common;
+        for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++)
+            dirty[c->use_op[u]] = 1;
+        any = true;
+    }
+    return any;
+}
+
 int ir_propagate(ir_partition *p, ap_error *err)
 {
     uint32_t n = n_all_ops(p);
@@ -1278,8 +1323,11 @@ int ir_propagate(ir_partition *p, ap_error *err)
         }
         for (uint32_t i = 0; i < n; i++)
             any |= next[i] != 0;
-        if (!any)
-            break;
+        if (!any) {
+            memset(next, 0, n);
+            if (!shard_args_by_uses(p, next))
+                break;
+        }
         memcpy(pending, next, n);
     }
     log_action(p, 'p', 0, 0, 0);
