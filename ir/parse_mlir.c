@@ -1651,9 +1651,12 @@ static bool conv_part(const char *s, size_t len, size_t *pos, const char *letter
         char c = s[i];
         if (c >= '0' && c <= '9') {
             int64_t v = 0;
-            while (i < len && s[i] >= '0' && s[i] <= '9')
+            while (i < len && s[i] >= '0' && s[i] <= '9') {
                 v = v * 10 + (s[i++] - '0');
-            if (v >= IR_MAX_RANK || *n_spatial >= IR_MAX_RANK)
+                if (v >= IR_MAX_RANK)
+                    return false;
+            }
+            if (*n_spatial >= IR_MAX_RANK)
                 return false;
             if (v + 1 > *n_spatial)
                 for (int k = *n_spatial; k <= v; k++)

@@ -140,10 +140,11 @@ static const char *conv_group(const char *p, char l0, char l1, int64_t *i0, int6
             p++;
         } else if (*p >= '0' && *p <= '9') {
             int v = 0;
-            while (*p >= '0' && *p <= '9')
+            while (*p >= '0' && *p <= '9') {
                 v = v * 10 + (*p++ - '0');
-            if (v >= IR_MAX_RANK)
-                return NULL;
+                if (v >= IR_MAX_RANK)
+                    return NULL;
+            }
             tmp[v] = idx;
             if (v > max)
                 max = v;
