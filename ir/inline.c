@@ -204,9 +204,10 @@ out:
 
 static const ir_op *inlinable_callee(inliner *in, const ir_op *op)
 {
-    if (op->opcode != IR_OP_FUNC_CALL)
+    /* a composite is a call of its decomposition */
+    if (op->opcode != IR_OP_FUNC_CALL && op->opcode != IR_OP_COMPOSITE)
         return NULL;
-    ir_attr *c = ir_op_attr(op, "callee");
+    ir_attr *c = ir_op_attr(op, op->opcode == IR_OP_COMPOSITE ? "decomposition" : "callee");
     if (!c || c->kind != IR_A_SYMREF)
         return NULL;
     const ir_op *f = ir_module_func(in->m, c->u.str.s);

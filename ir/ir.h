@@ -516,8 +516,9 @@ bool ir_module_equal(const ir_module *a, const ir_module *b, char *why, size_t w
 
 /* ========================================================= transforms */
 
-/* Inlines every func.call of a private function reachable from `func`
- * (recursively), leaving one flat function; callees that become unused are
+/* Inlines every func.call (and stablehlo.composite, a call of its
+ * decomposition) of a function reachable from `func` (recursively), leaving
+ * one flat function; callees that become unused are
  * kept (they print back).  Fails with AP_EUNSUPPORTED on recursion. */
 int ir_inline_calls(ir_module *m, ir_op *func, ap_error *err);
 
