@@ -97,6 +97,7 @@ struct ir_partition {
     /* loop nests: real ops 0..n_ops-1, then virtual ops */
     uint8_t *nlen;
     ir_loop *nest; /* IR_MAX_AXES per op */
+    uint8_t *pending; /* per op: touched by an action since the last propagate */
     uint32_t cap_ops;
     ir_layout *arg_layout;
     int32_t *vop_of; /* per value: virtual op index (not op id) or -1 */

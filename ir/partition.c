@@ -392,7 +392,12 @@ static bool ensure_ops(ir_partition *p, uint32_t n)
     if (!ne)
         return false;
     p->nest = ne;
+    uint8_t *pd = ap_realloc(p->pending, cap);
+    if (!pd)
+        return false;
+    p->pending = pd;
     memset(p->nlen + p->cap_ops, 0, cap - p->cap_ops);
+    memset(p->pending + p->cap_ops, 0, cap - p->cap_ops);
     p->cap_ops = cap;
     return true;
 }
@@ -424,6 +429,7 @@ void ir_partition_free(ir_partition *p)
         return;
     ap_free(p->nlen);
     ap_free(p->nest);
+    ap_free(p->pending);
     ap_free(p->arg_layout);
     ap_free(p->vop_of);
     ap_free(p->vops);
@@ -442,6 +448,7 @@ int ir_partition_clone(const ir_partition *src, ir_partition **out, ap_error *er
     if (!ensure_ops(p, n))
         goto oom;
     memcpy(p->nlen, src->nlen, n);
+    memcpy(p->pending, src->pending, n);
     memcpy(p->nest, src->nest, sizeof *p->nest * IR_MAX_AXES * n);
     memcpy(p->arg_layout, src->arg_layout, sizeof *p->arg_layout * src->ctx->n_args);
     memcpy(p->vop_of, src->vop_of, sizeof *p->vop_of * src->ctx->n_vals);
@@ -1036,6 +1043,7 @@ typedef struct workq {
     uint32_t *heap; /* op ids ordered by program position */
     uint32_t n, cap;
     uint8_t *queued;
+    uint64_t *key; /* per op: its position, computed once */
     uint32_t n_ops;
 } workq;
 
@@ -1052,6 +1060,7 @@ static uint64_t position(const ir_partition *p, uint32_t op)
 
 static bool wq_push(const ir_partition *p, workq *q, uint32_t op)
 {
+    (void)p;
     if (op >= q->n_ops || q->queued[op])
         return true;
     if (q->n == q->cap) {
@@ -1064,11 +1073,10 @@ static bool wq_push(const ir_partition *p, workq *q, uint32_t op)
     }
     q->queued[op] = 1;
     uint32_t i = q->n++;
-    uint64_t key = position(p, op) * 4096 + op % 4096;
+    uint64_t key = q->key[op];
     while (i > 0) {
         uint32_t parent = (i - 1) / 2;
-        uint64_t pk = position(p, q->heap[parent]) * 4096 + q->heap[parent] % 4096;
-        if (pk <= key)
+        if (q->key[q->heap[parent]] <= key)
             break;
         q->heap[i] = q->heap[parent];
         i = parent;
@@ -1077,30 +1085,22 @@ static bool wq_push(const ir_partition *p, workq *q, uint32_t op)
     return true;
 }
 
-static uint32_t wq_pop(const ir_partition *p, workq *q)
+static uint32_t wq_pop(workq *q)
 {
     uint32_t top = q->heap[0];
     q->queued[top] = 0;
     uint32_t last = q->heap[--q->n];
-    uint64_t key = position(p, last) * 4096 + last % 4096;
+    uint64_t key = q->key[last];
     uint32_t i = 0;
     for (;;) {
         uint32_t l = 2 * i + 1, r = l + 1, m = i;
         uint64_t mk = key;
-        if (l < q->n) {
-            uint64_t lk = position(p, q->heap[l]) * 4096 + q->heap[l] % 4096;
-            if (lk < mk) {
-                m = l;
-                mk = lk;
-            }
+        if (l < q->n && q->key[q->heap[l]] < mk) {
+            m = l;
+            mk = q->key[q->heap[l]];
         }
-        if (r < q->n) {
-            uint64_t rk = position(p, q->heap[r]) * 4096 + q->heap[r] % 4096;
-            if (rk < mk) {
-                m = r;
-                mk = rk;
-            }
-        }
+        if (r < q->n && q->key[q->heap[r]] < mk)
+            m = r;
         if (m == i)
             break;
         q->heap[i] = q->heap[m];
@@ -1193,11 +1193,14 @@ static int propagate_axis(ir_partition *p, int axis, const uint8_t *start, uint8
     int rc = 0;
     q.n_ops = n;
     q.queued = ap_calloc(n + 1, 1);
+    q.key = ap_malloc(sizeof *q.key * (n + 1));
     inferable = ap_malloc(sizeof *inferable * (n + 1));
-    if (!q.queued || !inferable) {
+    if (!q.queued || !inferable || !q.key) {
         rc = ap_error_set(err, AP_ENOMEM, "out of memory in propagation");
         goto out;
     }
+    for (uint32_t op = 0; op < n; op++)
+        q.key[op] = position(p, op) * 2 + (op >= p->ctx->n_ops); /* ties: a real op first */
     for (uint32_t op = 0; op < n; op++)
         if (start[op] && !wq_push(p, &q, op))
             goto oom;
@@ -1205,7 +1208,7 @@ static int propagate_axis(ir_partition *p, int axis, const uint8_t *start, uint8
         /* phase 1: entries every tiled operand (or consumer) agrees on */
         n_inf = 0;
         while (q.n) {
-            uint32_t op = wq_pop(p, &q);
+            uint32_t op = wq_pop(&q);
             if (nest_find(p, op, axis) >= 0) {
                 diagnose_axis_used(p, op, axis);
                 continue;
@@ -1253,6 +1256,7 @@ oom:
 out:
     ap_free(q.heap);
     ap_free(q.queued);
+    ap_free(q.key);
     ap_free(inferable);
     return rc;
 }
@@ -1311,9 +1315,10 @@ int ir_propagate(ir_partition *p, ap_error *err)
         rc = ap_error_set(err, AP_ENOMEM, "out of memory in propagation");
         goto out;
     }
-    /* every op is looked at once per call; changes re-queue their
-     * neighbours, for every axis, until nothing changes */
-    memset(pending, 1, n);
+    /* start from what actions touched since the last call; changes re-queue
+     * their neighbours, for every axis, until nothing changes */
+    memcpy(pending, p->pending, n);
+    memset(p->pending, 0, n);
     for (int round = 0; round < 64; round++) {
         memset(next, 0, n);
         bool any = false;
@@ -1338,6 +1343,20 @@ out:
 }
 
 /* ============================================================== actions */
+
+/* An action changed how value v is seen: its producer, identity op and
+ * users need another look at the next propagate. */
+static void touch_value(ir_partition *p, uint32_t v)
+{
+    const ir_pctx *c = p->ctx;
+    if (c->val_op[v] >= 0)
+        p->pending[c->val_op[v]] = 1;
+    if (p->vop_of[v] >= 0)
+        p->pending[vop_id(p, (uint32_t)p->vop_of[v])] = 1;
+    for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++)
+        if (c->use_op[u] != USE_RETURN)
+            p->pending[c->use_op[u]] = 1;
+}
 
 static void value_name(const ir_partition *p, uint32_t v, char *buf, size_t n)
 {
@@ -1466,6 +1485,7 @@ int ir_tile(ir_partition *p, const ir_value *val, int dim, int axis, ap_error *e
         if (!push_loop(p, op, axis, lo + (uint32_t)dim))
             return ap_error_set(err, AP_EINVALID, "tile %s: too many axes", name);
     }
+    touch_value(p, v);
     log_action(p, 't', v, dim, axis);
     return 0;
 }
@@ -1495,6 +1515,7 @@ int ir_atomic(ir_partition *p, const ir_value *val, int axis, ap_error *err)
     }
     if (!push_loop(p, op, axis, c->any_entry))
         return ap_error_set(err, AP_EINVALID, "atomic %s: too many axes", name);
+    touch_value(p, v);
     log_action(p, 'a', v, -1, axis);
     return 0;
 }
