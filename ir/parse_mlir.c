@@ -549,6 +549,13 @@ static ir_op *st_finish(parser *p, op_state *st)
         for (uint32_t i = 0; i < st->n_operands; i++) {
             ir_value *v = op->operands[i];
             if (is_placeholder(v)) {
+                if (v->id >= p->n_fwd || p->fwd[v->id].resolved) {
+                    /* defined while this op was parsed: inside its own regions */
+                    fwd_ref *f = v->id < p->n_fwd ? &p->fwd[v->id] : NULL;
+                    ir__perr(p, f ? f->at : st->at, AP_EUNDEFINED, "use of value '%%%.*s' before its definition",
+                             f ? (int)f->len : 1, f ? f->name : "?");
+                    return NULL;
+                }
                 fwd_ref *f = &p->fwd[v->id];
                 if (!GROW(p, f->slots, f->cap_slots, f->n_slots + 1))
                     return NULL;
