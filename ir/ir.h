@@ -747,4 +747,12 @@ void ir_lowered_free(ir_lowered *l);
 /* Prints the PartIR:Core loop view of a state. */
 int ir_print_loops(const ir_partition *p, ap_buf *b);
 
+/* The loop view as a runnable single-device program (PartIR:Temporal):
+ * every loop unrolled, iterations on slices of global values, tile loops
+ * concatenating their results and sum loops adding them.  It computes what
+ * the partitioned function computes, with global arguments and results;
+ * running it checks a state independently of the SPMD lowering.  *out is a
+ * new module (ir_module_free). */
+int ir_temporal(const ir_partition *p, ir_module **out, ap_error *err);
+
 #endif /* IR_H */

@@ -636,8 +636,10 @@ static ir_value *iota_offset(lower *l, ir_value *x, const ir_layout *lay, int d)
     return add ? &add->results[0] : NULL;
 }
 
-/* Attributes that name sizes of dims the op runs on in pieces. */
-static bool localize_attrs(lower *l, ir_op *op, const ir_layout *in0)
+/* Attributes that name sizes of dims an op runs on in pieces: slice limits
+ * and slice sizes of dims tiled in the first operand become the local
+ * sizes.  Returns false when out of memory. */
+bool ir__localize_attrs(ir_module *m, ir_op *op, const ir_layout *in0)
 {
     const ir_type *t = op->operands[0]->type;
     int64_t v[IR_MAX_RANK];
@@ -663,12 +665,14 @@ static bool localize_attrs(lower *l, ir_op *op, const ir_layout *in0)
     if (!changed)
         return true;
     ir_attr *na;
-    if (a->kind == IR_A_DENSE_ARRAY)
-        na = ir_attr_i64_array(l->nm, n, v);
-    else
-        na = ir_attr_dense_ints(l->nm, a->type ? ir__type_clone(l->nm, a->type) : ir_type_tensor(l->nm, IR_E_I64, 1, (int64_t[]){n}),
-                                (size_t)n, v);
-    return set_attr(l, op, name, na);
+    if (a->kind == IR_A_DENSE_ARRAY) {
+        na = ir_attr_i64_array(m, n, v);
+    } else {
+        int64_t len = n;
+        const ir_type *tt = a->type ? ir__type_clone(m, a->type) : ir_type_tensor(m, IR_E_I64, 1, &len);
+        na = tt ? ir_attr_dense_ints(m, tt, (size_t)n, v) : NULL;
+    }
+    return na && ir_op_set_attr(m, op, name, na) == 0;
 }
 
 static ir_value *resolve_captured(void *ctx, const ir_value *v)
@@ -727,8 +731,10 @@ static bool lower_op(lower *l, uint32_t k, ir_cloner *cl)
     if (l->rc)
         goto out;
     ir_block_append(l->nb, op);
-    if (src->n_operands && !localize_attrs(l, op, &need0))
+    if (src->n_operands && !ir__localize_attrs(l->nm, op, &need0)) {
+        oom(l);
         goto out;
+    }
     for (uint32_t j = 0; j < src->n_results; j++) {
         ir_value *r = &op->results[j];
         if (op->opcode == IR_OP_IOTA && j < 16) {

@@ -123,4 +123,8 @@ void ir__seen_layout(const ir_partition *p, uint32_t v, ir_layout *out);
 /* Global type of value v. */
 static inline const ir_type *val_type(const ir_pctx *c, uint32_t v) { return c->vals[v]->type; }
 
+/* Slice limits / slice sizes of dims tiled in the first operand become
+ * local (lower.c; used by the temporal view too). */
+bool ir__localize_attrs(ir_module *m, ir_op *op, const ir_layout *in0);
+
 #endif /* PARTIR_INT_H */

@@ -1,0 +1,213 @@
+/*
+ * bench/cost.c - speed of the cost model on a large SPMD program: the time
+ * of cost_prepare (once per program) and of one cost_evaluate (once per
+ * search episode), medians over many runs.  The target is under 5 ms for a
+ * 30k-op program.
+ *
+ *   bench_cost [--ops N] [--repeat R] [--device NAME] [FILE...]
+ *
+ * Without files it generates a Megatron-style transformer chain on a
+ * `batch=4,model=2` mesh, JAX style (pretty ops, locations): per layer two
+ * bf16 matmuls, a gated activation, an all_reduce over `model`, a layer norm
+ * with a reduce and broadcasts, transposes, a residual add, and every fourth
+ * layer a parameter all_gather over `batch` feeding another matmul.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cost.h"
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[n / 2];
+}
+
+#define T3 "tensor<8x512x1024xbf16>"
+#define TF "tensor<8x512x2048xbf16>"
+
+static char *generate(long target_ops, size_t *len)
+{
+    ap_buf b;
+    ap_buf_init(&b);
+    ap_buf_puts(&b, "module @jit_train_step attributes {mhlo.num_partitions = 8 : i32, autopart.mesh = \"batch=4,model=2\"} {\n"
+                    "  func.func public @main(%arg0: " T3 " {autopart.layout = [[\"batch\"], [], []]} loc(\"x\"), "
+                    "%arg1: tensor<1024x2048xbf16> {autopart.layout = [[], [\"model\"]]} loc(\"params['w_up']\"), "
+                    "%arg2: tensor<2048x1024xbf16> {autopart.layout = [[\"model\"], []]} loc(\"params['w_down']\"), "
+                    "%arg3: tensor<1024xbf16> {autopart.layout = [[]]} loc(\"params['scale']\"), "
+                    "%arg4: tensor<256x1024xbf16> {autopart.layout = [[\"batch\"], []]} loc(\"params['w_z3']\")) -> "
+                    T3 " {\n"
+                    "    %cst = stablehlo.constant dense<0.000000e+00> : tensor<bf16>\n");
+    long ops = 1, v = 0, layer = 0;
+    char cur[32] = "%arg0";
+    while (ops < target_ops) {
+        long s = v;
+#define L(...) ap_buf_printf(&b, __VA_ARGS__)
+        L("    %%%ld = stablehlo.dot_general %s, %%arg1, contracting_dims = [2] x [0] : (" T3
+          ", tensor<1024x2048xbf16>) -> " TF " loc(\"layer_%ld/mlp/up\")\n",
+          s, cur, layer);
+        L("    %%%ld = stablehlo.logistic %%%ld : " TF " loc(\"layer_%ld/mlp/gate\")\n", s + 1, s, layer);
+        L("    %%%ld = stablehlo.multiply %%%ld, %%%ld : " TF " loc(\"layer_%ld/mlp/mul\")\n", s + 2, s, s + 1, layer);
+        L("    %%%ld = stablehlo.dot_general %%%ld, %%arg2, contracting_dims = [2] x [0] : (" TF
+          ", tensor<2048x1024xbf16>) -> " T3 " loc(\"layer_%ld/mlp/down\")\n",
+          s + 3, s + 2, layer);
+        L("    %%%ld = \"stablehlo.all_reduce\"(%%%ld) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, "
+          "replica_groups = dense<[[0, 1], [2, 3], [4, 5], [6, 7]]> : tensor<4x2xi64>, use_global_device_ids}> ({\n"
+          "    ^bb0(%%a%ld: tensor<bf16>, %%b%ld: tensor<bf16>):\n"
+          "      %%s%ld = stablehlo.add %%a%ld, %%b%ld : tensor<bf16>\n"
+          "      stablehlo.return %%s%ld : tensor<bf16>\n"
+          "    }) : (" T3 ") -> " T3 " loc(\"layer_%ld/mlp/psum\")\n",
+          s + 4, s + 3, s, s, s, s, s, s, layer);
+        L("    %%%ld = stablehlo.broadcast_in_dim %%arg3, dims = [2] : (tensor<1024xbf16>) -> " T3 "\n", s + 5);
+        L("    %%%ld = stablehlo.multiply %%%ld, %%%ld : " T3 "\n", s + 6, s + 4, s + 5);
+        L("    %%%ld = stablehlo.reduce(%%%ld init: %%cst) applies stablehlo.add across dimensions = [2] : (" T3
+          ", tensor<bf16>) -> tensor<8x512xbf16>\n",
+          s + 7, s + 6);
+        L("    %%%ld = stablehlo.broadcast_in_dim %%%ld, dims = [0, 1] : (tensor<8x512xbf16>) -> " T3 "\n", s + 8, s + 7);
+        L("    %%%ld = stablehlo.subtract %%%ld, %%%ld : " T3 "\n", s + 9, s + 6, s + 8);
+        L("    %%%ld = stablehlo.exponential %%%ld : " T3 "\n", s + 10, s + 9);
+        L("    %%%ld = stablehlo.transpose %%%ld, dims = [0, 2, 1] : (" T3 ") -> tensor<8x1024x512xbf16>\n", s + 11, s + 10);
+        L("    %%%ld = stablehlo.transpose %%%ld, dims = [0, 2, 1] : (tensor<8x1024x512xbf16>) -> " T3 "\n", s + 12, s + 11);
+        L("    %%%ld = stablehlo.add %%%ld, %s : " T3 " loc(\"layer_%ld/residual\")\n", s + 13, s + 12, cur, layer);
+        v += 14;
+        ops += 14; /* ops of the function body (the all_reduce region holds two more) */
+        snprintf(cur, sizeof cur, "%%%ld", s + 13);
+        if (layer % 4 == 3) {
+            L("    %%%ld = \"stablehlo.all_gather\"(%%arg4) <{all_gather_dim = 0 : i64, channel_handle = "
+              "#stablehlo.channel_handle<handle = 2, type = 1>, replica_groups = dense<[[0, 2, 4, 6], [1, 3, 5, 7]]> : "
+              "tensor<2x4xi64>, use_global_device_ids}> : (tensor<256x1024xbf16>) -> tensor<1024x1024xbf16>\n",
+              v);
+            L("    %%%ld = stablehlo.dot_general %s, %%%ld, contracting_dims = [2] x [0] : (" T3
+              ", tensor<1024x1024xbf16>) -> " T3 "\n",
+              v + 1, cur, v);
+            snprintf(cur, sizeof cur, "%%%ld", v + 1);
+            v += 2;
+            ops += 2;
+        }
+#undef L
+        layer++;
+    }
+    ap_buf_printf(&b, "    return %s : " T3 "\n  }\n}\n", cur);
+    return ap_buf_take(&b, len);
+}
+
+static void bench_module(const char *name, const char *text, size_t len, int repeat, const cost_device *dev)
+{
+    ap_error err;
+    ir_module *m = NULL;
+    double t0 = now();
+    if (ir_parse(text, len, name, IR_FMT_AUTO, &m, &err) < 0) {
+        char msg[800];
+        ap_error_format(&err, msg, sizeof msg);
+        printf("%s: %s\n", name, msg);
+        return;
+    }
+    double parse_s = now() - t0;
+
+    int n_prep = repeat < 5 ? 5 : repeat / 20;
+    double *prep = malloc(sizeof *prep * (size_t)n_prep), *eval = malloc(sizeof *eval * (size_t)repeat);
+    cost_program *p = NULL;
+    for (int i = 0; i < n_prep; i++) {
+        cost_program_free(p);
+        t0 = now();
+        if (cost_prepare(m, &p, &err) < 0) {
+            printf("%s: %s\n", name, err.msg);
+            goto out;
+        }
+        prep[i] = now() - t0;
+    }
+    cost_report r;
+    cost_mesh mesh = *cost_program_mesh(p);
+    cost_mesh_default_tiers(&mesh, dev);
+    for (int i = 0; i < repeat; i++) {
+        t0 = now();
+        if (cost_evaluate(p, dev, &mesh, NULL, &r, &err) < 0) {
+            printf("%s: %s\n", name, err.msg);
+            goto out;
+        }
+        eval[i] = now() - t0;
+    }
+    double mp = median(prep, n_prep), me = median(eval, repeat);
+    printf("%-44s %7zu ops  parse %8.2f ms  prepare %7.3f ms  evaluate %7.3f ms  prepare+evaluate %7.3f ms\n", name,
+           cost_program_num_ops(p), parse_s * 1e3, mp * 1e3, me * 1e3, (mp + me) * 1e3);
+    printf("%-44s estimate on %s: step %.3f ms (compute %.3f, comm %.3f), peak %.2f GiB, %.3g flops\n", "",
+           dev->name, r.runtime_s * 1e3, r.compute_s * 1e3, r.comm_s * 1e3,
+           (double)r.peak_memory_bytes / 1073741824.0, r.flops_per_device);
+out:
+    cost_program_free(p);
+    free(prep);
+    free(eval);
+    ir_module_free(m);
+}
+
+int main(int argc, char **argv)
+{
+    long ops = 30000;
+    int repeat = 1000;
+    const char *device_name = "h100";
+    int first_file = argc;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--ops") && i + 1 < argc)
+            ops = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
+            repeat = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc)
+            device_name = argv[++i];
+        else if (!strcmp(argv[i], "--help")) {
+            printf("usage: bench_cost [--ops N] [--repeat R] [--device NAME] [FILE...]\n");
+            return 0;
+        } else {
+            first_file = i;
+            break;
+        }
+    }
+    if (repeat < 1)
+        repeat = 1;
+    cost_device dev;
+    ap_error err;
+    if (cost_device_lookup(device_name, &dev, &err) < 0) {
+        printf("%s\n", err.msg);
+        return 1;
+    }
+    printf("medians: prepare over max(5, R/20) runs, evaluate over R = %d runs\n", repeat);
+    for (int i = first_file; i < argc; i++) {
+        char *text;
+        size_t len;
+        if (ap_read_file(argv[i], &text, &len, &err) < 0) {
+            printf("%s: %s\n", argv[i], err.msg);
+            continue;
+        }
+        const char *slash = strrchr(argv[i], '/');
+        bench_module(slash ? slash + 1 : argv[i], text, len, repeat, &dev);
+        ap_free(text);
+    }
+    if (first_file == argc) {
+        size_t len;
+        char *text = generate(ops, &len);
+        char name[64];
+        snprintf(name, sizeof name, "generated SPMD chain (%ld ops)", ops);
+        bench_module(name, text, len, repeat, &dev);
+        ap_free(text);
+        const char *corpus = AP_SHARED_DIR "/corpus/stablehlo/tt_qwen3_32b_tp8_manual.mlir";
+        if (ap_read_file(corpus, &text, &len, &err) == 0) {
+            bench_module("tt_qwen3_32b_tp8_manual.mlir", text, len, repeat, &dev);
+            ap_free(text);
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,313 @@
+/*
+ * cost.h - the cost model of autopart: a registry of devices, and an
+ * analytical estimate of the step time and peak memory of one device
+ * running an SPMD program (PartIR paper, appendix A.5: "iterates over each
+ * SPMD context, tracks the live memory, and counts flops usage for the
+ * communication ops also tracks the byte transfers").  Absolute values are
+ * rough; relative values between partitionings of one program are what the
+ * search relies on.
+ *
+ * THE INPUT is an SPMD program: a StableHLO module whose public @main has
+ * device-local shapes and explicit collectives (all_reduce, all_gather,
+ * reduce_scatter, all_to_all, collective_permute) with replica groups over
+ * partition ids.  The module attribute `autopart.mesh = "batch=4,model=2"`
+ * names the mesh axes in order; device ids are row-major over them (last
+ * axis fastest), so decoding the ids of a replica group tells which axes a
+ * collective spans.  A module without `autopart.mesh` is costed with every
+ * replica group treated as one flat group whose tier follows from its size
+ * (the report says so).
+ *
+ * THE MODEL, per device:
+ *   - op time = max(flops / peak flops of its precision, HBM bytes / HBM
+ *     bandwidth); dot_general 2*M*N*K (times batch), convolution 2 * output
+ *     elements * kernel window * input features per group, reductions one per
+ *     input element, elementwise one per element (transcendentals 4), data
+ *     movement zero flops and the bytes it touches (a slice or dynamic_slice
+ *     only its result: a local copy).  An elementwise op (or broadcast_in_dim)
+ *     whose only user is an elementwise op of the same block is fused into
+ *     it: its result never goes to HBM.  A reshape that keeps the minor-most
+ *     dim or only adds or drops unit dims is a bitcast: free, and an alias of
+ *     its operand; so are get_tuple_element, optimization_barrier and sdy
+ *     sharding annotations.
+ *   - collective time from the ring formulas on the slowest interconnect tier
+ *     among the mesh axes the group spans: all_reduce 2(n-1)/n * bytes / bw +
+ *     2(n-1) * latency; all_gather (n-1)/n * gathered bytes / bw; reduce_scatter
+ *     (n-1)/n * full bytes / bw; all_to_all (n-1)/n * bytes / bw (each plus
+ *     (n-1) * latency); collective_permute bytes / bw + latency.
+ *   - runtime = compute + comm - overlap * min(compute, comm).
+ *   - while loops run their body once per trip when the trip count can be read
+ *     off a counter loop (`compare LT, %i, constant`, %i starting at a
+ *     constant and stepped by a constant), else once (the report says so);
+ *     if/case count every branch (an upper bound); func.call and ops of other
+ *     dialects holding regions (sdy.manual_computation) cost their bodies.
+ *   - peak memory from a live-range walk in program order: arguments live
+ *     throughout unless donated (`tf.aliasing_output` or `jax.buffer_donor`),
+ *     then until their last use; every other value (collective results
+ *     included) from its definition to its last use (a use inside a nested
+ *     region counts at the op holding the region, whose own temporaries are
+ *     added at that step); results until the end.  Operands
+ *     and results of an op are both live at its step, so the estimate errs
+ *     high, never low.
+ *
+ * USE: cost_prepare() once per program (one walk over the IR into flat
+ * arrays), then cost_evaluate() per device / tier assignment / option set (a
+ * loop over those arrays: microseconds).  A prepared program is immutable:
+ * any number of threads may evaluate it at once.  It keeps pointers into the
+ * module to name ops in reports, so free it before the module.
+ *
+ * Every function that can fail returns 0 or a negative AP_E* code and fills
+ * `err` (which may be NULL).  Nothing here keeps mutable global state.
+ */
+#ifndef COST_H
+#define COST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "ap.h"
+#include "ir.h"
+
+#define COST_NAME_SIZE 48 /* bytes of a stored name, with the NUL */
+#define COST_MAX_TIERS 4
+#define COST_MAX_AXES 8
+#define COST_TOP_MAX 32 /* most ops a report lists */
+
+/* ============================================================== devices */
+
+/* Which peak rate an op runs at.  The first five are the matrix units (tensor
+ * cores, MXUs) by operand type; VECTOR is everything that is not a matmul or
+ * convolution (CUDA cores, the TPU vector unit). */
+typedef enum cost_prec {
+    COST_PREC_F32,  /* f32, f64, tf32 operands (on NVIDIA the TF32 rate,
+                       which XLA's default precision uses for f32 dots) */
+    COST_PREC_BF16,
+    COST_PREC_F16,
+    COST_PREC_F8,   /* every 8-bit and smaller float */
+    COST_PREC_INT8, /* 8-bit and smaller integers, quantized types */
+    COST_PREC_VECTOR,
+    COST_PREC_COUNT
+} cost_prec;
+
+/* "f32", "bf16", "f16", "f8", "int8", "vector". */
+const char *cost_prec_name(cost_prec p);
+
+/* One level of the interconnect: NVLink or ICI inside a node or pod, a
+ * network across them. */
+typedef struct cost_tier {
+    char name[COST_NAME_SIZE]; /* "nvlink", "ici", "infiniband", "dcn" */
+    int64_t devices;  /* devices one group of this tier joins (a node, a pod);
+                         0 = unbounded (the last tier) */
+    double bandwidth; /* bytes/s one device sends while receiving as much
+                         (the `bw` of the ring formulas) */
+    double latency;   /* seconds per ring step */
+} cost_tier;
+
+/* A device: plain data, copy it freely. */
+typedef struct cost_device {
+    char name[COST_NAME_SIZE];
+    /* Dense (no sparsity) peak flop/s per precision.  0 means "no native
+     * support": F16, F8 and INT8 then run at the BF16 rate, VECTOR at the F32
+     * rate (see cost_device_peak). */
+    double peak_flops[COST_PREC_COUNT];
+    double hbm_bytes;     /* memory capacity of one device */
+    double hbm_bandwidth; /* bytes/s */
+    int n_tiers;          /* 1..COST_MAX_TIERS, fastest first */
+    cost_tier tiers[COST_MAX_TIERS];
+    char source[256];     /* where the figures come from */
+} cost_device;
+
+/* The registry: tpu_v3, tpu_v4, tpu_v5e, a100_40gb, a100_80gb, h100_sxm,
+ * h200_sxm, b200.  Index 0 .. cost_device_count() - 1; NULL outside. */
+int cost_device_count(void);
+const cost_device *cost_device_at(int i);
+
+/* Finds a registry device by name or alias, ignoring case and the characters
+ * '-', '_', ' ' and '.' ("h100", "H100-SXM", "a100-80gb", "tpu_v3", "v5e").
+ * Copies it into *out.  AP_ENOTFOUND naming the known devices otherwise. */
+int cost_device_lookup(const char *name, cost_device *out, ap_error *err);
+
+/* The effective peak flop/s of precision p (with the fallbacks above). */
+double cost_device_peak(const cost_device *d, cost_prec p);
+
+/*
+ * A custom device as JSON:
+ *
+ *   {
+ *     "name": "my-gpu",                        string, 1..47 chars
+ *     "peak_flops": {                          flop/s, dense
+ *       "f32": 6.7e13, "bf16": 9.9e14,         required, > 0
+ *       "f16": 9.9e14, "f8": 1.98e15,          optional, >= 0 (0 or absent:
+ *       "int8": 1.98e15, "vector": 6.7e13      the fallbacks above)
+ *     },
+ *     "hbm_bytes": 80e9,                       > 0
+ *     "hbm_bandwidth": 3.35e12,                bytes/s, > 0
+ *     "tiers": [                               1..4, fastest first
+ *       {"name": "nvlink", "devices": 8,       devices: integer >= 0, growing;
+ *        "bandwidth": 450e9, "latency": 1e-6},  0 (unbounded) only last
+ *       {"name": "infiniband", "devices": 0,   bandwidth > 0 bytes/s,
+ *        "bandwidth": 50e9, "latency": 5e-6}   latency >= 0 s
+ *     ],
+ *     "source": "where the figures come from"  optional string
+ *   }
+ *
+ * Every key listed is required unless marked optional; any other key is
+ * rejected.  Errors (AP_ESYNTAX for malformed JSON, AP_EINVALID otherwise)
+ * name the key: `device JSON: missing key "hbm_bytes"`, `device JSON: unknown
+ * key "flops"`, `device JSON: tiers[1]: "bandwidth" must be a positive
+ * number`, `device JSON: peak_flops: unknown key "fp8"`.
+ */
+int cost_device_from_json(const char *text, size_t len, cost_device *out, ap_error *err);
+/* The same from a file (err->file names it; AP_EIO when unreadable). */
+int cost_device_load(const char *path, cost_device *out, ap_error *err);
+
+/* ================================================================= mesh */
+
+/* Mesh axes in order, with the interconnect tier (an index into the device's
+ * tiers) each axis runs over. */
+typedef struct cost_mesh {
+    int naxes; /* 0: unknown mesh (flat groups) */
+    char names[COST_MAX_AXES][COST_NAME_SIZE];
+    int64_t sizes[COST_MAX_AXES];
+    int tier[COST_MAX_AXES];
+} cost_mesh;
+
+/* Parses `batch=4,model=2` (also `x:4`, spaces) into *out with every tier 0.
+ * AP_ESYNTAX / AP_EINVALID (duplicate or empty name, size < 1, more than
+ * COST_MAX_AXES axes, over 2^20 devices). */
+int cost_mesh_parse(const char *text, cost_mesh *out, ap_error *err);
+
+/* The default tiers: walking from the innermost (last) axis outwards, axes
+ * stay on a tier as long as the product of their sizes fits in its `devices`;
+ * the rest go to the next tiers.  On an 8-GPU node, `batch=4,model=8` puts
+ * model on NVLink and batch on the network. */
+void cost_mesh_default_tiers(cost_mesh *mesh, const cost_device *dev);
+
+/* Puts `axis` on the tier named `tier` (a tier name of dev, case-insensitive,
+ * or its index as a decimal string).  AP_ENOTFOUND naming the choices. */
+int cost_mesh_set_tier(cost_mesh *mesh, const cost_device *dev, const char *axis, const char *tier,
+                       ap_error *err);
+
+/* ============================================================== programs */
+
+typedef struct cost_program cost_program;
+
+/* Walks the entry function of m (ir_module_entry) into the flat arrays the
+ * evaluation loops over, and computes the peak memory (which does not depend
+ * on the device).  On success *out owns the program (cost_program_free).
+ * Fails with AP_ENOTFOUND (no entry function), AP_EINVALID (a malformed
+ * `autopart.mesh`, a mesh that disagrees with `mhlo.num_partitions`, a
+ * collective without readable replica groups), AP_ENOMEM. */
+int cost_prepare(const ir_module *m, cost_program **out, ap_error *err);
+void cost_program_free(cost_program *p);
+
+/* The mesh read from the module (naxes 0 when it has none), tiers 0.  Copy
+ * it, set tiers (cost_mesh_default_tiers, cost_mesh_set_tier) and pass the
+ * copy to cost_evaluate. */
+const cost_mesh *cost_program_mesh(const cost_program *p);
+/* Ops walked into the program (loop bodies counted once). */
+size_t cost_program_num_ops(const cost_program *p);
+
+/* ================================================================ reports */
+
+typedef enum cost_coll_kind {
+    COST_ALL_GATHER,
+    COST_ALL_REDUCE,
+    COST_REDUCE_SCATTER,
+    COST_ALL_TO_ALL,
+    COST_COLLECTIVE_PERMUTE,
+    COST_COLLECTIVE_BROADCAST,
+    COST_COLL_COUNT
+} cost_coll_kind;
+
+/* "all_gather", "all_reduce", "reduce_scatter", "all_to_all",
+ * "collective_permute", "collective_broadcast". */
+const char *cost_coll_name(cost_coll_kind k);
+
+typedef struct cost_options {
+    /* Share of the shorter of compute and communication hidden under the
+     * other: 0 = runtime is their sum (default), 1 = their max. */
+    double overlap;
+    /* Ops to list by time, at most COST_TOP_MAX; 0 = 10, negative = none. */
+    int top_k;
+} cost_options;
+
+typedef struct cost_coll_stats {
+    double count;   /* executions (loop trips included) */
+    double bytes;   /* per device: the operand of all_reduce, reduce_scatter,
+                       all_to_all, collective_permute; the result of
+                       all_gather */
+    double seconds;
+} cost_coll_stats;
+
+typedef struct cost_top_op {
+    char op[COST_NAME_SIZE]; /* "stablehlo.dot_general" */
+    char name[96];           /* its location name (JAX name stack), or "" */
+    uint32_t line, col;      /* source position, 0 when unknown */
+    double seconds;          /* loop trips included */
+    bool collective;
+} cost_top_op;
+
+/* Notes: where the estimate is less certain than usual. */
+enum {
+    COST_NOTE_NO_MESH = 1 << 0,        /* no autopart.mesh: flat groups */
+    COST_NOTE_WHILE_ONCE = 1 << 1,     /* a while loop counted once */
+    COST_NOTE_BRANCHES_SUMMED = 1 << 2, /* if/case: all branches counted */
+    COST_NOTE_DYNAMIC_SHAPES = 1 << 3, /* dynamic dims counted as 0 bytes */
+    COST_NOTE_CUSTOM_CALL = 1 << 4,    /* custom_call: bytes only */
+    COST_NOTE_UNKNOWN_OP = 1 << 5,     /* an op of another dialect: bytes only */
+    COST_NOTE_CALL_DEPTH = 1 << 6,     /* calls nested too deep: not costed */
+    COST_NOTE_GROUP_OFF_MESH = 1 << 7, /* a replica group outside the mesh */
+};
+
+typedef struct cost_report {
+    char device[COST_NAME_SIZE];
+    double runtime_s, compute_s, comm_s;
+    double flops_per_device;  /* loop trips included */
+    double matmul_flops;      /* the dot_general and convolution part */
+    double bytes_per_device;  /* HBM traffic of compute ops after fusion */
+    int64_t peak_memory_bytes;
+    int64_t argument_bytes;   /* the entry function's arguments */
+    double hbm_bytes;         /* the device's capacity */
+    bool fits;                /* peak_memory_bytes <= hbm_bytes */
+    cost_coll_stats coll[COST_COLL_COUNT];
+    uint32_t while_loops, while_loops_counted_once;
+    unsigned notes;           /* COST_NOTE_* */
+    int n_top;
+    cost_top_op top[COST_TOP_MAX]; /* slowest first */
+} cost_report;
+
+/* Estimates one device's step on `dev` with the axis tiers of `mesh` (a copy
+ * of cost_program_mesh with tiers set; NULL = the default tiers) and `opts`
+ * (NULL = defaults).  Fails with AP_EINVALID when mesh does not match the
+ * program's mesh or names a tier dev lacks, or when dev has a non-positive
+ * rate. */
+int cost_evaluate(const cost_program *p, const cost_device *dev, const cost_mesh *mesh,
+                  const cost_options *opts, cost_report *out, ap_error *err);
+
+/* cost_prepare + cost_evaluate with default tiers + cost_program_free. */
+int cost_estimate(const ir_module *m, const cost_device *dev, const cost_options *opts,
+                  cost_report *out, ap_error *err);
+
+/* Human-readable report appended to out.  Returns 0 or AP_ENOMEM. */
+int cost_report_text(const cost_report *r, ap_buf *out);
+
+/* The report as `{"cost": {"runtime_s", "compute_s", "comm_s",
+ * "peak_memory_bytes", "flops_per_device", "fits", "device", "matmul_flops",
+ * "bytes_per_device", "argument_bytes", "hbm_bytes", "collectives":
+ * {"all_gather": {"count", "bytes", "seconds"}, "all_reduce", "reduce_scatter",
+ * "all_to_all", "collective_permute"} (and "collective_broadcast" when the
+ * program has one), "top_ops": [{"op", "name", "line", "col", "seconds",
+ * "collective"}],
+ * "while_loops", "while_loops_counted_once", "notes": [strings]}}`.
+ * cost_report_to_json returns a new reference (NULL when out of memory);
+ * cost_report_json appends compact text to out (0 or AP_ENOMEM). */
+json_t *cost_report_to_json(const cost_report *r);
+int cost_report_json(const cost_report *r, ap_buf *out);
+
+/* The text of one note bit ("no autopart.mesh: ..."). */
+const char *cost_note_text(unsigned note);
+
+#endif /* COST_H */

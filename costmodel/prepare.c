@@ -1,0 +1,1344 @@
+/*
+ * prepare.c - turns an SPMD program into the flat arrays the evaluation
+ * loops over: per compute op its flops, HBM bytes (after elementwise fusion)
+ * and precision; per collective its kind, group, mesh axes and ring payload;
+ * and the program's peak memory from a live-range walk.  Everything that
+ * does not depend on the device is done here, once per program.
+ *
+ * Values are indexed by their `id` (dense per function in the order
+ * ir_func_renumber gives, which the parsers call).  A module edited since it
+ * was numbered is detected by walking the same order and comparing; it then
+ * goes through a pointer map instead, so a stale numbering never gives a
+ * wrong answer and the module is never written to (it may be shared).
+ */
+#include "cost_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_CALL_DEPTH 16
+#define TRANSCENDENTAL_FLOPS 4.0 /* "a few" flops per element: exp, log, tanh, sqrt, divide, ... */
+
+/* ========================================================== value index */
+
+/* Open-addressing map from value pointers to indices, used only when the
+ * numbering of a function is stale. */
+typedef struct vmap {
+    const ir_value **keys;
+    uint32_t *vals;
+    uint32_t cap; /* power of two, 0 when unused */
+} vmap;
+
+static uint32_t vmap_slot(const vmap *m, const void *k)
+{
+    uint64_t h = (uint64_t)(uintptr_t)k * 0x9e3779b97f4a7c15ULL;
+    return (uint32_t)(h >> 32) & (m->cap - 1);
+}
+
+static int vmap_init(vmap *m, uint32_t n)
+{
+    uint32_t cap = 16;
+    while (cap < 2 * n + 2)
+        cap *= 2;
+    m->keys = ap_calloc(cap, sizeof *m->keys);
+    m->vals = ap_malloc(sizeof *m->vals * cap);
+    m->cap = cap;
+    return m->keys && m->vals ? 0 : AP_ENOMEM;
+}
+
+static void vmap_put(vmap *m, const ir_value *k, uint32_t v)
+{
+    uint32_t i = vmap_slot(m, k);
+    while (m->keys[i] && m->keys[i] != k)
+        i = (i + 1) & (m->cap - 1);
+    m->keys[i] = k;
+    m->vals[i] = v;
+}
+
+static bool vmap_get(const vmap *m, const ir_value *k, uint32_t *v)
+{
+    uint32_t i = vmap_slot(m, k);
+    while (m->keys[i]) {
+        if (m->keys[i] == k) {
+            *v = m->vals[i];
+            return true;
+        }
+        i = (i + 1) & (m->cap - 1);
+    }
+    return false;
+}
+
+static void vmap_free(vmap *m)
+{
+    ap_free(m->keys);
+    ap_free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+/* ========================================================= per function */
+
+/* What the walks need to know about one function's values, indexed by the
+ * dense numbering (walk order). */
+typedef struct fn_info {
+    const ir_op *func;
+    uint32_t n_values, cap;
+    bool ids_ok;          /* value ids are that numbering: index = id */
+    vmap map;             /* otherwise */
+    uint32_t *use_count;  /* direct uses by any op of the function */
+    const ir_op **user;   /* the user when use_count is 1 */
+    double *vsize;        /* bytes of the value's type */
+    /* live-range walk */
+    int32_t *last_use;
+    uint32_t *root;       /* the buffer a value lives in (aliases share) */
+    bool mem_done, mem_busy;
+    int64_t mem_peak;     /* temporaries of the body at their peak */
+} fn_info;
+
+typedef struct func_name {
+    const char *name;
+    const ir_op *func;
+} func_name;
+
+/* A value defined in the block being walked, and its step. */
+typedef struct def_entry {
+    uint32_t value;
+    int32_t step;
+} def_entry;
+
+typedef struct prep {
+    const ir_module *m;
+    cost_program *p;
+    ap_error *err;
+    fn_info **fns;
+    int n_fns, cap_fns;
+    func_name *names; /* sorted by name */
+    int n_names;
+    int depth;
+    /* stacks of the live-range walk; nested blocks push above and pop back,
+     * so each block's part stays contiguous.  Indices, since they grow. */
+    int64_t *scratch; /* per block: difference array, then nested peaks */
+    size_t scratch_top, scratch_cap;
+    def_entry *defs;
+    size_t defs_top, defs_cap;
+} prep;
+
+#define NO_INDEX UINT32_MAX
+
+static inline uint32_t vid(const fn_info *f, const ir_value *v)
+{
+    if (!v)
+        return NO_INDEX;
+    if (f->ids_ok)
+        return v->id < f->n_values ? v->id : NO_INDEX;
+    uint32_t i;
+    return vmap_get(&f->map, v, &i) ? i : NO_INDEX;
+}
+
+static double type_bytes(prep *c, const ir_type *t);
+
+/* Makes room for value index i; false when out of memory. */
+static bool fn_grow(fn_info *f, uint32_t i)
+{
+    if (i < f->cap)
+        return true;
+    uint32_t cap = f->cap ? f->cap : 1024;
+    while (cap <= i)
+        cap *= 2;
+    uint32_t *uc = ap_realloc(f->use_count, cap * sizeof *uc);
+    if (uc)
+        f->use_count = uc;
+    const ir_op **us = ap_realloc(f->user, cap * sizeof *us);
+    if (us)
+        f->user = us;
+    double *vs = ap_realloc(f->vsize, cap * sizeof *vs);
+    if (vs)
+        f->vsize = vs;
+    int32_t *lu = ap_realloc(f->last_use, cap * sizeof *lu);
+    if (lu)
+        f->last_use = lu;
+    uint32_t *rt = ap_realloc(f->root, cap * sizeof *rt);
+    if (rt)
+        f->root = rt;
+    if (!uc || !us || !vs || !lu || !rt)
+        return false;
+    for (uint32_t k = f->cap; k < cap; k++) {
+        f->use_count[k] = 0;
+        f->user[k] = NULL;
+        f->vsize[k] = 0;
+        f->last_use[k] = -1;
+        f->root[k] = k;
+    }
+    f->cap = cap;
+    return true;
+}
+
+/* One walk in ir_func_renumber's order: checks the ids, sizes every value
+ * and counts uses by id (valid only if the ids turn out right). */
+static bool scan_region(prep *c, fn_info *f, const ir_region *r)
+{
+    for (const ir_block *b = r->first; b; b = b->next) {
+        for (uint32_t i = 0; i < b->n_args; i++) {
+            uint32_t k = f->n_values++;
+            if (!fn_grow(f, k))
+                return false;
+            f->ids_ok &= b->args[i].id == k;
+            f->vsize[k] = type_bytes(c, b->args[i].type);
+        }
+        for (const ir_op *op = b->first; op; op = op->next) {
+            for (uint32_t i = 0; i < op->n_operands; i++) {
+                const ir_value *v = op->operands[i];
+                if (!v)
+                    continue;
+                if (v->id >= f->n_values) { /* not defined before: a stale numbering */
+                    f->ids_ok = false;
+                    continue;
+                }
+                f->use_count[v->id]++;
+                f->user[v->id] = op;
+            }
+            for (uint32_t i = 0; i < op->n_results; i++) {
+                uint32_t k = f->n_values++;
+                if (!fn_grow(f, k))
+                    return false;
+                f->ids_ok &= op->results[i].id == k;
+                f->vsize[k] = type_bytes(c, op->results[i].type);
+            }
+            for (uint32_t i = 0; i < op->n_regions; i++)
+                if (!scan_region(c, f, &op->regions[i]))
+                    return false;
+        }
+    }
+    return true;
+}
+
+/* The slow path for stale ids: the same order into a pointer map. */
+static void map_region(fn_info *f, const ir_region *r, uint32_t *nv)
+{
+    for (const ir_block *b = r->first; b; b = b->next) {
+        for (uint32_t i = 0; i < b->n_args; i++)
+            vmap_put(&f->map, &b->args[i], (*nv)++);
+        for (const ir_op *op = b->first; op; op = op->next) {
+            for (uint32_t i = 0; i < op->n_results; i++)
+                vmap_put(&f->map, &op->results[i], (*nv)++);
+            for (uint32_t i = 0; i < op->n_regions; i++)
+                map_region(f, &op->regions[i], nv);
+        }
+    }
+}
+
+static void count_uses_region(fn_info *f, const ir_region *r)
+{
+    for (const ir_block *b = r->first; b; b = b->next)
+        for (const ir_op *op = b->first; op; op = op->next) {
+            for (uint32_t i = 0; i < op->n_operands; i++) {
+                uint32_t k = vid(f, op->operands[i]);
+                if (k == NO_INDEX)
+                    continue;
+                f->use_count[k]++;
+                f->user[k] = op;
+            }
+            for (uint32_t i = 0; i < op->n_regions; i++)
+                count_uses_region(f, &op->regions[i]);
+        }
+}
+
+static void fn_info_free(fn_info *f)
+{
+    if (!f)
+        return;
+    vmap_free(&f->map);
+    ap_free(f->use_count);
+    ap_free(f->user);
+    ap_free(f->vsize);
+    ap_free(f->last_use);
+    ap_free(f->root);
+    ap_free(f);
+}
+
+/* The info of func, built on first use.  NULL when out of memory. */
+static fn_info *fn_get(prep *c, const ir_op *func)
+{
+    for (int i = 0; i < c->n_fns; i++)
+        if (c->fns[i]->func == func)
+            return c->fns[i];
+    if (c->n_fns == c->cap_fns) {
+        int cap = c->cap_fns ? 2 * c->cap_fns : 8;
+        fn_info **v = ap_realloc(c->fns, sizeof *v * (size_t)cap);
+        if (!v)
+            return NULL;
+        c->fns = v;
+        c->cap_fns = cap;
+    }
+    /* about one value per op of the body and one per argument: sized so the
+     * arrays rarely grow (regions add a few) */
+    const ir_block *body = ir_func_entry(func);
+    uint32_t guess = body ? body->n_args + body->n_ops + body->n_ops / 8 + 64 : 64;
+    fn_info *f = ap_calloc(1, sizeof *f);
+    if (!f || !fn_grow(f, guess))
+        goto fail;
+    f->func = func;
+    f->ids_ok = true;
+    for (uint32_t i = 0; i < func->n_regions; i++)
+        if (!scan_region(c, f, &func->regions[i]))
+            goto fail;
+    if (!f->ids_ok) {
+        uint32_t nv = 0;
+        if (vmap_init(&f->map, f->n_values) < 0)
+            goto fail;
+        for (uint32_t i = 0; i < func->n_regions; i++)
+            map_region(f, &func->regions[i], &nv);
+        memset(f->use_count, 0, f->cap * sizeof *f->use_count);
+        for (uint32_t i = 0; i < func->n_regions; i++)
+            count_uses_region(f, &func->regions[i]);
+    }
+    c->fns[c->n_fns++] = f;
+    return f;
+fail:
+    fn_info_free(f);
+    return NULL;
+}
+
+static int cmp_func_name(const void *a, const void *b)
+{
+    return strcmp(((const func_name *)a)->name, ((const func_name *)b)->name);
+}
+
+static const ir_op *find_func(const prep *c, const char *name)
+{
+    func_name key = {name, NULL};
+    const func_name *hit = c->n_names ? bsearch(&key, c->names, (size_t)c->n_names, sizeof key, cmp_func_name) : NULL;
+    return hit ? hit->func : NULL;
+}
+
+/* ================================================================ types */
+
+static double elem_bytes(const ir_type *t)
+{
+    if (t->elem == IR_E_OPAQUE) {
+        /* quantized types: the storage type decides (!quant.uniform<i8:f32, ..>) */
+        const char *s = t->text ? t->text : "";
+        if (strstr(s, "i8") || strstr(s, "u8") || strstr(s, "i4"))
+            return 1;
+        if (strstr(s, "i16"))
+            return 2;
+        return 4;
+    }
+    return ir_elem_bytes((ir_elem)t->elem);
+}
+
+/* Elements of a value type: 1 for scalars, 0 when unknown (dynamic). */
+static double numel(prep *c, const ir_type *t)
+{
+    if (!t)
+        return 0;
+    if (t->kind == IR_T_SCALAR)
+        return 1;
+    if (t->kind != IR_T_TENSOR)
+        return 0;
+    if (t->rank < 0) {
+        c->p->notes |= COST_NOTE_DYNAMIC_SHAPES;
+        return 0;
+    }
+    double n = 1;
+    for (int i = 0; i < t->rank; i++) {
+        if (t->dims[i] < 0) {
+            c->p->notes |= COST_NOTE_DYNAMIC_SHAPES;
+            return 0;
+        }
+        n *= (double)t->dims[i];
+    }
+    return n;
+}
+
+static double type_bytes(prep *c, const ir_type *t)
+{
+    if (!t)
+        return 0;
+    switch (t->kind) {
+    case IR_T_TENSOR:
+    case IR_T_SCALAR:
+        return numel(c, t) * elem_bytes(t);
+    case IR_T_TUPLE: {
+        double s = 0;
+        for (int i = 0; i < t->n_elems; i++)
+            s += type_bytes(c, t->elems[i]);
+        return s;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* Bytes of a value of function f (cached by scan_region). */
+static double value_bytes(prep *c, const fn_info *f, const ir_value *v)
+{
+    uint32_t k = vid(f, v);
+    return k != NO_INDEX ? f->vsize[k] : v ? type_bytes(c, v->type) : 0;
+}
+
+/* The matrix-unit precision of an operand type. */
+static cost_prec prec_of(const ir_type *t)
+{
+    if (!t)
+        return COST_PREC_F32;
+    switch (t->elem) {
+    case IR_E_BF16:
+        return COST_PREC_BF16;
+    case IR_E_F16:
+        return COST_PREC_F16;
+    case IR_E_OPAQUE:
+        return COST_PREC_INT8; /* quantized */
+    default:
+        break;
+    }
+    ir_elem e = (ir_elem)t->elem;
+    if (ir_elem_is_float(e))
+        return ir_elem_bits(e) <= 8 ? COST_PREC_F8 : COST_PREC_F32;
+    if (ir_elem_is_int(e))
+        return ir_elem_bits(e) <= 8 ? COST_PREC_INT8 : COST_PREC_VECTOR;
+    return COST_PREC_F32; /* complex, index */
+}
+
+static int rank_of(const ir_value *v)
+{
+    return v && v->type && v->type->kind == IR_T_TENSOR ? v->type->rank : 0;
+}
+
+static int64_t dim(const ir_value *v, int64_t i)
+{
+    const ir_type *t = v ? v->type : NULL;
+    if (!t || t->kind != IR_T_TENSOR || i < 0 || i >= t->rank || t->dims[i] < 0)
+        return 0;
+    return t->dims[i];
+}
+
+/* ============================================================= appending */
+
+static int add_item(prep *c, const ir_op *op, double flops, double bytes, cost_prec prec)
+{
+    cost_program *p = c->p;
+    if (flops <= 0 && bytes <= 0)
+        return 0;
+    if (p->n_items == p->cap_items) {
+        size_t cap = p->cap_items ? 2 * p->cap_items : 1024;
+        double *f = ap_realloc(p->flops, cap * sizeof *f);
+        if (f)
+            p->flops = f;
+        double *b = ap_realloc(p->bytes, cap * sizeof *b);
+        if (b)
+            p->bytes = b;
+        uint8_t *pr = ap_realloc(p->prec, cap * sizeof *pr);
+        if (pr)
+            p->prec = pr;
+        const ir_op **o = ap_realloc(p->ops, cap * sizeof *o);
+        if (o)
+            p->ops = o;
+        if (!f || !b || !pr || !o)
+            return ap_error_set(c->err, AP_ENOMEM, "out of memory preparing the cost model");
+        p->cap_items = cap;
+    }
+    p->flops[p->n_items] = flops;
+    p->bytes[p->n_items] = bytes;
+    p->prec[p->n_items] = (uint8_t)prec;
+    p->ops[p->n_items] = op;
+    p->n_items++;
+    p->flops_total += flops;
+    p->bytes_total += bytes;
+    return 0;
+}
+
+/* A reshape that only regroups major dims (the minor-most dim is unchanged)
+ * or only adds or drops unit dims: a bitcast on every backend, so free, and
+ * its result lives in its operand's buffer. */
+static bool is_bitcast_reshape(const ir_op *op)
+{
+    if (op->opcode != IR_OP_RESHAPE || op->n_operands != 1 || op->n_results != 1 || !op->operands[0])
+        return false;
+    const ir_type *a = op->operands[0]->type, *b = op->results[0].type;
+    if (!a || !b || a->kind != IR_T_TENSOR || b->kind != IR_T_TENSOR || a->rank < 0 || b->rank < 0)
+        return false;
+    if (a->rank > 0 && b->rank > 0 && a->dims[a->rank - 1] == b->dims[b->rank - 1])
+        return true;
+    int i = 0, j = 0;
+    for (;;) {
+        while (i < a->rank && a->dims[i] == 1)
+            i++;
+        while (j < b->rank && b->dims[j] == 1)
+            j++;
+        if (i == a->rank || j == b->rank)
+            return i == a->rank && j == b->rank;
+        if (a->dims[i++] != b->dims[j++])
+            return false;
+    }
+}
+
+/* Ops of other dialects that compute nothing: sharding annotations (the
+ * identity on a device), constants, terminators. */
+static bool is_free_foreign(const ir_op *op)
+{
+    static const char *const names[] = {"sdy.sharding_constraint", "sdy.propagation_barrier", "sdy.sharding_group",
+                                        "sdy.constant", "sdy.return", "sdy.mesh"};
+    if (op->n_regions == 0 && op->n_results == 0 && !op->next)
+        return true; /* a terminator */
+    for (size_t i = 0; i < AP_ARRAY_LEN(names); i++)
+        if (strcmp(op->name, names[i]) == 0)
+            return true;
+    return false;
+}
+
+/* Whether op's results share its operands' buffers (result i in operand i's,
+ * or in operand 0's). */
+static bool is_alias_op(const ir_op *op)
+{
+    if (op->opcode == IR_OP_GET_TUPLE_ELEMENT || op->opcode == IR_OP_OPTIMIZATION_BARRIER || is_bitcast_reshape(op))
+        return true;
+    return op->opcode == IR_OP_UNKNOWN && op->n_operands == op->n_results &&
+           (strcmp(op->name, "sdy.sharding_constraint") == 0 || strcmp(op->name, "sdy.propagation_barrier") == 0);
+}
+
+/* ============================================================ fusion */
+
+static bool is_elementwise(const ir_op *op)
+{
+    if (op->opcode == IR_OP_UNKNOWN)
+        return false;
+    switch (ir_op_info_get((ir_opcode)op->opcode)->kind) {
+    case IR_K_EW1:
+    case IR_K_EW2:
+    case IR_K_EW3:
+    case IR_K_CMP:
+    case IR_K_CONV:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Whether op's single result stays on chip: op is elementwise (or a
+ * broadcast, which XLA fuses the same way) and its only user is an
+ * elementwise op of the same block. */
+static bool fused_into_user(const fn_info *f, const ir_op *op)
+{
+    if (!op || op->n_results != 1 || (!is_elementwise(op) && op->opcode != IR_OP_BROADCAST_IN_DIM))
+        return false;
+    uint32_t k = vid(f, &op->results[0]);
+    if (k == NO_INDEX || f->use_count[k] != 1)
+        return false;
+    const ir_op *u = f->user[k];
+    return u->parent == op->parent && is_elementwise(u);
+}
+
+/* HBM bytes of an op that reads all its operands and writes all results,
+ * less what fusion keeps on chip. */
+static double plain_bytes(prep *c, const fn_info *f, const ir_op *op)
+{
+    double b = 0;
+    for (uint32_t i = 0; i < op->n_operands; i++) {
+        const ir_value *v = op->operands[i];
+        if (v && v->def && fused_into_user(f, v->def))
+            continue;
+        b += value_bytes(c, f, v);
+    }
+    if (!fused_into_user(f, op))
+        for (uint32_t i = 0; i < op->n_results; i++)
+            b += value_bytes(c, f, &op->results[i]);
+    return b;
+}
+
+static double ew_flops_per_elem(ir_opcode op)
+{
+    switch (op) {
+    case IR_OP_EXP:
+    case IR_OP_EXPM1:
+    case IR_OP_LOG:
+    case IR_OP_LOG1P:
+    case IR_OP_LOGISTIC:
+    case IR_OP_TANH:
+    case IR_OP_SINE:
+    case IR_OP_COSINE:
+    case IR_OP_TAN:
+    case IR_OP_ATAN2:
+    case IR_OP_POWER:
+    case IR_OP_CBRT:
+    case IR_OP_RSQRT:
+    case IR_OP_SQRT:
+    case IR_OP_DIVIDE:
+    case IR_OP_REMAINDER:
+        return TRANSCENDENTAL_FLOPS;
+    case IR_OP_CLAMP:
+        return 2;
+    default:
+        return 1;
+    }
+}
+
+/* ========================================================== collectives */
+
+/* Mesh axes whose coordinates differ between device ids a and b. */
+static unsigned axes_between(const cost_mesh *m, int64_t a, int64_t b)
+{
+    unsigned mask = 0;
+    for (int ax = m->naxes - 1; ax >= 0; ax--) {
+        if (a % m->sizes[ax] != b % m->sizes[ax])
+            mask |= 1u << ax;
+        a /= m->sizes[ax];
+        b /= m->sizes[ax];
+    }
+    return mask;
+}
+
+static int64_t mesh_devices(const cost_mesh *m)
+{
+    int64_t n = 1;
+    for (int i = 0; i < m->naxes; i++)
+        n *= m->sizes[i];
+    return n;
+}
+
+static bool dense_ints_ok(const ir_attr *a)
+{
+    return a && a->kind == IR_A_DENSE && a->type && a->type->kind == IR_T_TENSOR &&
+           ir_elem_is_int((ir_elem)a->type->elem) && a->u.dense.data;
+}
+
+static int coll_fail(prep *c, const ir_op *op, const char *what)
+{
+    if (c->err) {
+        ap_error_set(c->err, AP_EINVALID, "%s: %s", op->name, what);
+        c->err->line = (int)op->src_line;
+        c->err->col = (int)op->src_col;
+        if (c->m->filename)
+            snprintf(c->err->file, sizeof c->err->file, "%s", c->m->filename);
+    }
+    return AP_EINVALID;
+}
+
+static int add_collective(prep *c, const fn_info *f, const ir_op *op, double mult)
+{
+    cost_program *p = c->p;
+    cost_coll_item it;
+    memset(&it, 0, sizeof it);
+    it.op = op;
+    const cost_mesh *mesh = &p->mesh;
+    int64_t ndev = mesh->naxes ? mesh_devices(mesh) : p->num_partitions;
+    bool on_mesh = mesh->naxes > 0;
+    double in_bytes = 0, out_bytes = 0;
+    for (uint32_t i = 0; i < op->n_operands; i++)
+        in_bytes += value_bytes(c, f, op->operands[i]);
+    for (uint32_t i = 0; i < op->n_results; i++)
+        out_bytes += value_bytes(c, f, &op->results[i]);
+
+    if (op->opcode == IR_OP_COLLECTIVE_PERMUTE) {
+        ir_attr *pairs = ir_op_attr(op, "source_target_pairs");
+        if (!dense_ints_ok(pairs) || pairs->type->rank != 2 || pairs->type->dims[1] != 2)
+            return coll_fail(c, op, "source_target_pairs is not an Nx2 integer tensor");
+        int64_t np = pairs->type->dims[0], span = 0;
+        for (int64_t i = 0; i < np; i++) {
+            int64_t s = ir_dense_int_at(pairs, (size_t)(2 * i)), t = ir_dense_int_at(pairs, (size_t)(2 * i + 1));
+            if (s < 0 || t < 0)
+                return coll_fail(c, op, "negative device id in source_target_pairs");
+            if (on_mesh && (s >= ndev || t >= ndev))
+                on_mesh = false, p->notes |= COST_NOTE_GROUP_OFF_MESH;
+            if (on_mesh)
+                it.axes |= (uint16_t)axes_between(mesh, s, t);
+            span = s + 1 > span ? s + 1 : span;
+            span = t + 1 > span ? t + 1 : span;
+        }
+        it.kind = COST_COLLECTIVE_PERMUTE;
+        it.group = np > 0 ? span : 1;
+        it.bytes = in_bytes;
+        it.payload = np > 0 ? in_bytes : 0;
+        it.steps = np > 0 ? 1 : 0;
+    } else {
+        ir_attr *groups = ir_op_attr(op, "replica_groups");
+        if (!groups)
+            return coll_fail(c, op, "no replica_groups");
+        if (!dense_ints_ok(groups) || groups->type->rank != 2)
+            return coll_fail(c, op, "replica_groups is not a 2-d integer tensor");
+        int64_t n = groups->type->dims[1];
+        bool all = groups->type->dims[0] == 0 || n == 0;
+        if (all) {
+            /* empty groups: one group of every device */
+            n = ndev > 0 ? ndev : 1;
+            if (on_mesh)
+                it.axes = (uint16_t)((1u << mesh->naxes) - 1);
+        } else {
+            int64_t first = ir_dense_int_at(groups, 0);
+            for (int64_t i = 0; i < n; i++) {
+                int64_t d = ir_dense_int_at(groups, (size_t)i);
+                if (d < 0)
+                    return coll_fail(c, op, "negative device id in replica_groups");
+                if (on_mesh && (d >= ndev || first >= ndev))
+                    on_mesh = false, p->notes |= COST_NOTE_GROUP_OFF_MESH;
+                if (on_mesh)
+                    it.axes |= (uint16_t)axes_between(mesh, first, d);
+            }
+        }
+        it.group = n;
+        double ring = n > 1 ? (double)(n - 1) / (double)n : 0;
+        double steps = n > 1 ? (double)(n - 1) : 0;
+        switch (op->opcode) {
+        case IR_OP_ALL_REDUCE:
+            it.kind = COST_ALL_REDUCE;
+            it.bytes = in_bytes;
+            it.payload = 2 * ring * in_bytes;
+            it.steps = 2 * steps;
+            break;
+        case IR_OP_ALL_GATHER:
+            it.kind = COST_ALL_GATHER;
+            it.bytes = out_bytes;
+            it.payload = ring * out_bytes;
+            it.steps = steps;
+            break;
+        case IR_OP_REDUCE_SCATTER:
+            it.kind = COST_REDUCE_SCATTER;
+            it.bytes = in_bytes;
+            it.payload = ring * in_bytes;
+            it.steps = steps;
+            break;
+        case IR_OP_ALL_TO_ALL:
+            it.kind = COST_ALL_TO_ALL;
+            it.bytes = in_bytes;
+            it.payload = ring * in_bytes;
+            it.steps = steps;
+            break;
+        default: /* collective_broadcast: pipelined along a chain */
+            it.kind = COST_COLLECTIVE_BROADCAST;
+            it.bytes = in_bytes;
+            it.payload = n > 1 ? in_bytes : 0;
+            it.steps = steps;
+            break;
+        }
+    }
+    it.flat = !on_mesh;
+    if (!on_mesh)
+        it.axes = 0;
+    it.payload *= mult;
+    it.steps *= mult;
+    it.bytes *= mult;
+    it.count = mult;
+    if (p->n_colls == p->cap_colls) {
+        size_t cap = p->cap_colls ? 2 * p->cap_colls : 64;
+        cost_coll_item *v = ap_realloc(p->colls, cap * sizeof *v);
+        if (!v)
+            return ap_error_set(c->err, AP_ENOMEM, "out of memory preparing the cost model");
+        p->colls = v;
+        p->cap_colls = cap;
+    }
+    p->colls[p->n_colls++] = it;
+    return 0;
+}
+
+/* ========================================================== while loops */
+
+/* The value of a scalar integer constant. */
+static bool const_int(const ir_value *v, int64_t *out)
+{
+    const ir_op *d = v ? v->def : NULL;
+    if (!d || d->opcode != IR_OP_CONSTANT)
+        return false;
+    ir_attr *a = ir_op_attr(d, "value");
+    if (!dense_ints_ok(a) || ir_type_numel(a->type) != 1)
+        return false;
+    *out = ir_dense_int_at(a, 0);
+    return true;
+}
+
+/* Trips of a counter loop: the condition is `compare LT, %i, limit` with
+ * limit a constant (or a loop-invariant carried constant), %i starts at a
+ * constant and the body returns `%i + step` for a constant step > 0. */
+static bool while_trips(const ir_op *w, int64_t *trips)
+{
+    if (w->n_regions != 2)
+        return false;
+    const ir_block *cb = w->regions[0].first, *bb = w->regions[1].first;
+    if (!cb || !bb || cb->n_args != w->n_operands || bb->n_args != w->n_operands || !cb->last || !bb->last)
+        return false;
+    const ir_op *ret = cb->last, *bret = bb->last;
+    if (ret->n_operands != 1 || bret->n_operands != w->n_operands || !ret->operands[0])
+        return false;
+    const ir_op *cmp = ret->operands[0]->def;
+    char dir[8];
+    if (!cmp || cmp->opcode != IR_OP_COMPARE || cmp->n_operands != 2 ||
+        !ir_compare_direction(cmp, dir, sizeof dir) || strcmp(dir, "LT") != 0)
+        return false;
+    const ir_value *iv = cmp->operands[0], *lim = cmp->operands[1];
+    if (!iv || !lim || iv->def || iv->block != cb)
+        return false;
+    uint32_t k = iv->index;
+    int64_t limit, init, step;
+    if (!const_int(lim, &limit)) {
+        if (lim->def || lim->block != cb)
+            return false;
+        uint32_t j = lim->index;
+        if (!const_int(w->operands[j], &limit) || bret->operands[j] != &bb->args[j])
+            return false;
+    }
+    if (!const_int(w->operands[k], &init))
+        return false;
+    const ir_op *inc = bret->operands[k] ? bret->operands[k]->def : NULL;
+    if (!inc || inc->opcode != IR_OP_ADD || inc->n_operands != 2)
+        return false;
+    if (inc->operands[0] == &bb->args[k] && const_int(inc->operands[1], &step)) {
+        /* %i + step */
+    } else if (inc->operands[1] == &bb->args[k] && const_int(inc->operands[0], &step)) {
+        /* step + %i */
+    } else {
+        return false;
+    }
+    if (step <= 0)
+        return false;
+    if (limit <= init) {
+        *trips = 0;
+        return true;
+    }
+    double t = ceil(((double)limit - (double)init) / (double)step);
+    *trips = t > 1e15 ? (int64_t)1e15 : (int64_t)t;
+    return true;
+}
+
+/* ============================================================ the walk */
+
+/*
+ * One walk does both jobs, so the IR is traversed once: costing each op
+ * (walk_op) and, when a peak is asked for, the live ranges of the block
+ * (walk_block).  Nested blocks report their temporaries' peak to the op
+ * holding them; a callee's body is walked for its live ranges once, at its
+ * first call.
+ */
+
+static int walk_block(prep *c, fn_info *f, const ir_block *b, double mult, int64_t *peak, bool args_live);
+
+/* Walks every block of op's regions; *nested (when not NULL) gets the
+ * largest of their peaks (branches and loop parts do not overlap). */
+static int walk_regions(prep *c, fn_info *f, const ir_op *op, double mult, int64_t *nested)
+{
+    for (uint32_t r = 0; r < op->n_regions; r++)
+        for (const ir_block *b = op->regions[r].first; b; b = b->next) {
+            int64_t pk = 0;
+            int rc = walk_block(c, f, b, mult, nested ? &pk : NULL, false);
+            if (rc < 0)
+                return rc;
+            if (nested && pk > *nested)
+                *nested = pk;
+        }
+    return 0;
+}
+
+static const char *callee_name(const ir_op *op)
+{
+    ir_attr *a = ir_op_attr(op, op->opcode == IR_OP_COMPOSITE ? "decomposition" : "callee");
+    return a && a->kind == IR_A_SYMREF ? a->u.str.s : NULL;
+}
+
+static int walk_call(prep *c, const ir_op *op, double mult, int64_t *nested)
+{
+    const char *name = callee_name(op);
+    const ir_op *callee = name ? find_func(c, name) : NULL;
+    const ir_block *entry = callee ? ir_func_entry(callee) : NULL;
+    if (!entry) {
+        /* an external declaration: nothing known about it */
+        c->p->notes |= COST_NOTE_UNKNOWN_OP;
+        return 0;
+    }
+    if (c->depth >= MAX_CALL_DEPTH) {
+        c->p->notes |= COST_NOTE_CALL_DEPTH;
+        return 0;
+    }
+    fn_info *cf = fn_get(c, callee);
+    if (!cf)
+        return ap_error_set(c->err, AP_ENOMEM, "out of memory preparing the cost model");
+    bool mem = nested && !cf->mem_done && !cf->mem_busy;
+    int64_t pk = 0;
+    c->depth++;
+    cf->mem_busy |= mem;
+    int rc = walk_block(c, cf, entry, mult, mem ? &pk : NULL, false);
+    c->depth--;
+    if (mem) {
+        cf->mem_busy = false;
+        cf->mem_done = rc == 0;
+        cf->mem_peak = pk;
+    }
+    if (nested && cf->mem_done)
+        *nested = cf->mem_peak;
+    return rc;
+}
+
+/* Costs one op (and what it holds) executed `mult` times.  With nested not
+ * NULL, also the peak of the temporaries of what it holds. */
+static int walk_op(prep *c, fn_info *f, const ir_op *op, double mult, int64_t *nested)
+{
+    cost_program *p = c->p;
+    p->n_ops_walked++;
+    double flops = 0, bytes = 0;
+    cost_prec prec = COST_PREC_VECTOR;
+    switch (op->opcode) {
+    /* structure, ids, aliases: free */
+    case IR_OP_MODULE:
+    case IR_OP_FUNC:
+    case IR_OP_FUNC_RETURN:
+    case IR_OP_RETURN:
+    case IR_OP_CONSTANT:
+    case IR_OP_TUPLE:
+    case IR_OP_GET_TUPLE_ELEMENT:
+    case IR_OP_OPTIMIZATION_BARRIER:
+    case IR_OP_AFTER_ALL:
+    case IR_OP_CREATE_TOKEN:
+    case IR_OP_PARTITION_ID:
+    case IR_OP_REPLICA_ID:
+    case IR_OP_GET_DIMENSION_SIZE:
+        return 0;
+    case IR_OP_WHILE: {
+        int64_t trips;
+        p->while_loops++;
+        if (!while_trips(op, &trips)) {
+            p->while_once++;
+            p->notes |= COST_NOTE_WHILE_ONCE;
+            return walk_regions(c, f, op, mult, nested);
+        }
+        for (uint32_t r = 0; r < 2; r++)
+            for (const ir_block *b = op->regions[r].first; b; b = b->next) {
+                int64_t pk = 0;
+                int rc = walk_block(c, f, b, mult * (double)(r == 0 ? trips + 1 : trips), nested ? &pk : NULL, false);
+                if (rc < 0)
+                    return rc;
+                if (nested && pk > *nested)
+                    *nested = pk;
+            }
+        return 0;
+    }
+    case IR_OP_IF:
+    case IR_OP_CASE:
+        if (op->n_regions > 1)
+            p->notes |= COST_NOTE_BRANCHES_SUMMED;
+        return walk_regions(c, f, op, mult, nested);
+    case IR_OP_FUNC_CALL:
+    case IR_OP_COMPOSITE:
+        return walk_call(c, op, mult, nested);
+    case IR_OP_ALL_GATHER:
+    case IR_OP_ALL_REDUCE:
+    case IR_OP_REDUCE_SCATTER:
+    case IR_OP_ALL_TO_ALL:
+    case IR_OP_COLLECTIVE_PERMUTE:
+    case IR_OP_COLLECTIVE_BROADCAST:
+        return add_collective(c, f, op, mult);
+
+    case IR_OP_DOT:
+    case IR_OP_DOT_GENERAL: {
+        ir_dot_dims d;
+        double k = 1;
+        if (op->n_operands >= 2 && ir_dot_dims_get(op, &d) == 0)
+            for (int i = 0; i < d.n_contract; i++)
+                k *= (double)dim(op->operands[0], d.lhs_contract[i]);
+        flops = 2 * numel(c, op->results[0].type) * k;
+        prec = prec_of(op->operands[0] ? op->operands[0]->type : NULL);
+        if (op->operands[0] && op->operands[0]->type && ir_elem_is_complex((ir_elem)op->operands[0]->type->elem))
+            flops *= 4;
+        p->matmul_flops += flops * mult;
+        bytes = plain_bytes(c, f, op);
+        break;
+    }
+    case IR_OP_CONVOLUTION: {
+        ir_conv_dims d;
+        double window = 1, kin = 1;
+        if (op->n_operands >= 2 && ir_conv_dims_get(op, &d) == 0) {
+            for (int i = 0; i < d.n_spatial; i++)
+                window *= (double)dim(op->operands[1], d.kernel_spatial[i]);
+            kin = (double)dim(op->operands[1], d.kernel_in); /* input features / feature groups */
+        }
+        flops = 2 * numel(c, op->results[0].type) * window * kin;
+        prec = prec_of(op->operands[0] ? op->operands[0]->type : NULL);
+        p->matmul_flops += flops * mult;
+        bytes = plain_bytes(c, f, op);
+        break;
+    }
+    case IR_OP_REDUCE:
+        for (uint32_t i = 0; i < op->n_operands / 2; i++)
+            flops += numel(c, op->operands[i]->type);
+        bytes = plain_bytes(c, f, op);
+        break;
+    case IR_OP_REDUCE_WINDOW: {
+        int64_t w[IR_MAX_RANK];
+        int n = ir_attr_int_list(ir_op_attr(op, "window_dimensions"), w, IR_MAX_RANK);
+        double window = 1;
+        for (int i = 0; i < n && i < IR_MAX_RANK; i++)
+            window *= (double)w[i];
+        flops = (double)(op->n_operands / 2) * numel(c, op->results[0].type) * window;
+        bytes = plain_bytes(c, f, op);
+        break;
+    }
+    case IR_OP_SELECT_AND_SCATTER: {
+        int64_t w[IR_MAX_RANK];
+        int n = ir_attr_int_list(ir_op_attr(op, "window_dimensions"), w, IR_MAX_RANK);
+        double window = 1;
+        for (int i = 0; i < n && i < IR_MAX_RANK; i++)
+            window *= (double)w[i];
+        flops = 2 * (op->n_operands > 1 ? numel(c, op->operands[1]->type) : 0) * window;
+        bytes = plain_bytes(c, f, op);
+        break;
+    }
+    case IR_OP_SORT: {
+        ir_attr *da = ir_op_attr(op, "dimension");
+        const ir_type *t = op->n_operands ? op->operands[0]->type : NULL;
+        int64_t axis = da && da->kind == IR_A_INT ? da->u.i : -1;
+        if (t && t->kind == IR_T_TENSOR && axis < 0)
+            axis += t->rank;
+        double len = (double)dim(op->operands[0], axis);
+        flops = numel(c, t) * (len > 1 ? ceil(log2(len)) : 1) * (double)op->n_operands;
+        bytes = plain_bytes(c, f, op);
+        break;
+    }
+    case IR_OP_FFT: {
+        int64_t l[IR_MAX_RANK];
+        int n = ir_attr_int_list(ir_op_attr(op, "fft_length"), l, IR_MAX_RANK);
+        double len = 1;
+        for (int i = 0; i < n && i < IR_MAX_RANK; i++)
+            len *= (double)l[i];
+        flops = 5 * numel(c, op->results[0].type) * (len > 1 ? log2(len) : 1);
+        prec = COST_PREC_VECTOR;
+        bytes = plain_bytes(c, f, op);
+        break;
+    }
+    case IR_OP_TRIANGULAR_SOLVE:
+        if (op->n_operands == 2)
+            flops = numel(c, op->operands[1]->type) * (double)dim(op->operands[0], rank_of(op->operands[0]) - 1);
+        bytes = plain_bytes(c, f, op);
+        break;
+    case IR_OP_CHOLESKY:
+        if (op->n_operands == 1)
+            flops = numel(c, op->operands[0]->type) * (double)dim(op->operands[0], rank_of(op->operands[0]) - 1) / 3;
+        bytes = plain_bytes(c, f, op);
+        break;
+    case IR_OP_BATCH_NORM_INFERENCE:
+    case IR_OP_BATCH_NORM_TRAINING:
+    case IR_OP_BATCH_NORM_GRAD:
+        flops = 8 * numel(c, op->operands[0]->type);
+        bytes = plain_bytes(c, f, op);
+        break;
+    case IR_OP_RNG:
+    case IR_OP_RNG_BIT_GENERATOR:
+        for (uint32_t i = 0; i < op->n_results; i++)
+            flops += TRANSCENDENTAL_FLOPS * numel(c, op->results[i].type);
+        bytes = plain_bytes(c, f, op);
+        break;
+    case IR_OP_MAP:
+        flops = numel(c, op->results[0].type) * (double)(op->n_operands > 1 ? op->n_operands - 1 : 1);
+        bytes = plain_bytes(c, f, op);
+        break;
+
+    /* data movement: zero flops, bytes actually touched */
+    case IR_OP_SLICE:
+    case IR_OP_DYNAMIC_SLICE:
+    case IR_OP_REAL_DYNAMIC_SLICE:
+        /* reads only the slice: a local copy (also how SPMD programs take
+         * their shard by partition id) */
+        bytes = 2 * value_bytes(c, f, &op->results[0]);
+        break;
+    case IR_OP_GATHER:
+    case IR_OP_DYNAMIC_GATHER:
+    case IR_OP_TORCH_INDEX_SELECT:
+        bytes = 2 * value_bytes(c, f, &op->results[0]) + (op->n_operands > 1 ? value_bytes(c, f, op->operands[1]) : 0);
+        break;
+    case IR_OP_DYNAMIC_UPDATE_SLICE:
+        /* in place: reads and writes the update only */
+        bytes = op->n_operands > 1 ? 2 * value_bytes(c, f, op->operands[1]) : 0;
+        break;
+    case IR_OP_SCATTER: {
+        uint32_t n_in = (op->n_operands - 1) / 2;
+        double upd = 0;
+        for (uint32_t i = 0; i < n_in; i++)
+            upd += value_bytes(c, f, op->operands[n_in + 1 + i]);
+        flops = n_in ? numel(c, op->operands[n_in + 1]->type) * n_in : 0;
+        bytes = 2 * upd + value_bytes(c, f, op->operands[n_in]);
+        break;
+    }
+    case IR_OP_IOTA:
+    case IR_OP_DYNAMIC_IOTA:
+        bytes = value_bytes(c, f, &op->results[0]);
+        break;
+    case IR_OP_RESHAPE:
+        if (is_bitcast_reshape(op))
+            return 0;
+        bytes = plain_bytes(c, f, op);
+        break;
+    case IR_OP_CUSTOM_CALL:
+        p->notes |= COST_NOTE_CUSTOM_CALL;
+        bytes = plain_bytes(c, f, op);
+        break;
+
+    default:
+        if (op->opcode == IR_OP_UNKNOWN) {
+            if (op->n_regions > 0) /* sdy.manual_computation and kin: cost the body */
+                return walk_regions(c, f, op, mult, nested);
+            if (is_free_foreign(op))
+                return 0;
+            p->notes |= COST_NOTE_UNKNOWN_OP;
+            bytes = plain_bytes(c, f, op);
+            break;
+        }
+        if (is_elementwise(op)) {
+            flops = ew_flops_per_elem((ir_opcode)op->opcode) * numel(c, op->results[0].type);
+            bytes = plain_bytes(c, f, op);
+            break;
+        }
+        /* transpose, reshape, broadcast, concatenate, pad, reverse, copy,
+         * send/recv, ...: zero flops, read and written once */
+        bytes = plain_bytes(c, f, op);
+        break;
+    }
+    return add_item(c, op, flops * mult, bytes * mult, prec);
+}
+
+/* ===================================================== live ranges */
+
+/* Marks every use inside op's regions as a use at `step` of the block being
+ * walked (values defined inside get harmless marks: their walk is done). */
+static void mark_nested_uses(fn_info *f, const ir_op *op, int32_t step)
+{
+    for (uint32_t r = 0; r < op->n_regions; r++)
+        for (const ir_block *b = op->regions[r].first; b; b = b->next)
+            for (const ir_op *in = b->first; in; in = in->next) {
+                for (uint32_t i = 0; i < in->n_operands; i++) {
+                    uint32_t k = vid(f, in->operands[i]);
+                    if (k != NO_INDEX)
+                        f->last_use[f->root[k]] = step;
+                }
+                mark_nested_uses(f, in, step);
+            }
+}
+
+static int64_t clamp_bytes(double b) { return b >= 9.2e18 ? INT64_MAX : (int64_t)b; }
+
+static int scratch_push(prep *c, size_t n)
+{
+    if (c->scratch_top + n > c->scratch_cap) {
+        size_t cap = c->scratch_cap ? c->scratch_cap : 4096;
+        while (cap < c->scratch_top + n)
+            cap *= 2;
+        int64_t *s = ap_realloc(c->scratch, cap * sizeof *s);
+        if (!s)
+            return ap_error_set(c->err, AP_ENOMEM, "out of memory preparing the cost model");
+        c->scratch = s;
+        c->scratch_cap = cap;
+    }
+    memset(c->scratch + c->scratch_top, 0, n * sizeof *c->scratch);
+    c->scratch_top += n;
+    return 0;
+}
+
+static int def_push(prep *c, uint32_t value, int32_t step)
+{
+    if (c->defs_top == c->defs_cap) {
+        size_t cap = c->defs_cap ? 2 * c->defs_cap : 4096;
+        def_entry *d = ap_realloc(c->defs, cap * sizeof *d);
+        if (!d)
+            return ap_error_set(c->err, AP_ENOMEM, "out of memory preparing the cost model");
+        c->defs = d;
+        c->defs_cap = cap;
+    }
+    c->defs[c->defs_top].value = value;
+    c->defs[c->defs_top].step = step;
+    c->defs_top++;
+    return 0;
+}
+
+/*
+ * Costs block b executed `mult` times.  With peak not NULL, also the peak
+ * bytes live in b at any of its steps: values defined in b from their step
+ * to their last use in b, plus what nested regions hold at their step; with
+ * args_live (the entry function) b's arguments too, all along or, when
+ * donated, until their last use.
+ */
+static int walk_block(prep *c, fn_info *f, const ir_block *b, double mult, int64_t *peak, bool args_live)
+{
+    int rc = 0;
+    if (!peak) {
+        for (const ir_op *op = b->first; op; op = op->next)
+            if ((rc = walk_op(c, f, op, mult, NULL)) < 0)
+                return rc;
+        return 0;
+    }
+    size_t k = b->n_ops, base = c->scratch_top, dbase = c->defs_top;
+    *peak = 0;
+    /* diff[0..k], then the nested peaks nest[0..k-1] */
+    if ((rc = scratch_push(c, 2 * k + 1)) < 0)
+        return rc;
+#define DIFF(i) c->scratch[base + (i)]
+#define NEST(i) c->scratch[base + k + 1 + (i)]
+    for (uint32_t i = 0; i < b->n_args; i++) {
+        uint32_t a = vid(f, &b->args[i]);
+        if (a != NO_INDEX) {
+            f->root[a] = a;
+            f->last_use[a] = -1;
+        }
+    }
+    int32_t s = 0;
+    for (const ir_op *op = b->first; op; op = op->next, s++) {
+        for (uint32_t i = 0; i < op->n_operands; i++) {
+            uint32_t v = vid(f, op->operands[i]);
+            if (v != NO_INDEX)
+                f->last_use[f->root[v]] = s;
+        }
+        bool alias = op->n_results && is_alias_op(op);
+        for (uint32_t i = 0; i < op->n_results; i++) {
+            uint32_t r = vid(f, &op->results[i]);
+            if (r == NO_INDEX)
+                continue;
+            f->last_use[r] = s;
+            f->root[r] = r;
+            if (alias && op->n_operands > 0) {
+                uint32_t src = vid(f, op->operands[op->n_operands == op->n_results ? i : 0]);
+                if (src != NO_INDEX)
+                    f->root[r] = f->root[src];
+            } else if (f->vsize[r] > 0 && (rc = def_push(c, r, s)) < 0) {
+                goto out;
+            }
+        }
+        int64_t nested = 0;
+        if ((rc = walk_op(c, f, op, mult, &nested)) < 0)
+            goto out;
+        if (op->n_regions > 0)
+            mark_nested_uses(f, op, s);
+        NEST(s) = nested;
+    }
+    /* live ranges into the difference array */
+    for (size_t i = dbase; i < c->defs_top; i++) {
+        uint32_t r = c->defs[i].value;
+        int32_t at = c->defs[i].step, end = f->last_use[r] > at ? f->last_use[r] : at;
+        if (end >= (int32_t)k) /* cannot happen: uses are steps of this block */
+            end = (int32_t)k - 1;
+        int64_t bytes = clamp_bytes(f->vsize[r]);
+        DIFF(at) += bytes;
+        DIFF(end + 1) -= bytes;
+    }
+    if (args_live && k > 0) {
+        const ir_op *func = b->parent ? b->parent->parent : NULL;
+        for (uint32_t i = 0; i < b->n_args; i++) {
+            uint32_t a = vid(f, &b->args[i]);
+            int64_t bytes = clamp_bytes(value_bytes(c, f, &b->args[i]));
+            bool donated = func && func->opcode == IR_OP_FUNC &&
+                           (ir_func_arg_attr(func, i, "tf.aliasing_output") || ir_func_arg_attr(func, i, "jax.buffer_donor"));
+            int32_t end = (int32_t)k - 1;
+            if (donated && a != NO_INDEX && f->last_use[a] < end)
+                end = f->last_use[a] > 0 ? f->last_use[a] : 0;
+            DIFF(0) += bytes;
+            DIFF(end + 1) -= bytes;
+        }
+    }
+    int64_t live = 0;
+    for (size_t i = 0; i < k; i++) {
+        live += DIFF(i);
+        if (live + NEST(i) > *peak)
+            *peak = live + NEST(i);
+    }
+#undef DIFF
+#undef NEST
+out:
+    c->scratch_top = base;
+    c->defs_top = dbase;
+    return rc;
+}
+
+/* ============================================================== program */
+
+static int read_mesh(prep *c, const ir_op *top)
+{
+    cost_program *p = c->p;
+    ir_attr *np = ir_op_attr(top, "mhlo.num_partitions");
+    if (np && np->kind == IR_A_INT)
+        p->num_partitions = np->u.i;
+    ir_attr *ma = ir_op_attr(top, "autopart.mesh");
+    if (!ma) {
+        p->notes |= COST_NOTE_NO_MESH;
+        return 0;
+    }
+    if (ma->kind != IR_A_STRING)
+        return ap_error_set(c->err, AP_EINVALID, "autopart.mesh must be a string like \"batch=4,model=2\"");
+    int rc = cost_mesh_parse(ma->u.str.s, &p->mesh, c->err);
+    if (rc < 0)
+        return rc;
+    int64_t n = mesh_devices(&p->mesh);
+    if (p->num_partitions > 0 && n != p->num_partitions)
+        return ap_error_set(c->err, AP_EINVALID, "autopart.mesh \"%s\" has %lld devices but mhlo.num_partitions = %lld",
+                            ma->u.str.s, (long long)n, (long long)p->num_partitions);
+    if (p->num_partitions <= 0)
+        p->num_partitions = n;
+    return 0;
+}
+
+static int collect_names(prep *c)
+{
+    int n = 0;
+    for (const ir_op *op = ir_module_body(c->m)->first; op; op = op->next)
+        n += op->opcode == IR_OP_FUNC;
+    if (!n)
+        return 0;
+    c->names = ap_malloc(sizeof *c->names * (size_t)n);
+    if (!c->names)
+        return ap_error_set(c->err, AP_ENOMEM, "out of memory preparing the cost model");
+    for (const ir_op *op = ir_module_body(c->m)->first; op; op = op->next)
+        if (op->opcode == IR_OP_FUNC && ir_func_name(op)) {
+            c->names[c->n_names].name = ir_func_name(op);
+            c->names[c->n_names].func = op;
+            c->n_names++;
+        }
+    qsort(c->names, (size_t)c->n_names, sizeof *c->names, cmp_func_name);
+    return 0;
+}
+
+void cost_program_free(cost_program *p)
+{
+    if (!p)
+        return;
+    ap_free(p->flops);
+    ap_free(p->bytes);
+    ap_free(p->prec);
+    ap_free(p->ops);
+    ap_free(p->colls);
+    ap_free(p);
+}
+
+int cost_prepare(const ir_module *m, cost_program **out, ap_error *err)
+{
+    int rc = 0;
+    prep c;
+    memset(&c, 0, sizeof c);
+    *out = NULL;
+    const ir_op *entry = m ? ir_module_entry(m) : NULL;
+    const ir_block *body = entry ? ir_func_entry(entry) : NULL;
+    if (!body)
+        return ap_error_set(err, AP_ENOTFOUND, "no entry function (a public @main) to cost");
+    c.m = m;
+    c.err = err;
+    c.p = ap_calloc(1, sizeof *c.p);
+    if (!c.p)
+        return ap_error_set(err, AP_ENOMEM, "out of memory preparing the cost model");
+    if ((rc = read_mesh(&c, m->top)) < 0 || (rc = collect_names(&c)) < 0)
+        goto out;
+    fn_info *f = fn_get(&c, entry);
+    if (!f) {
+        rc = ap_error_set(err, AP_ENOMEM, "out of memory preparing the cost model");
+        goto out;
+    }
+    for (uint32_t i = 0; i < body->n_args; i++)
+        c.p->argument_bytes += clamp_bytes(value_bytes(&c, f, &body->args[i]));
+    if ((rc = walk_block(&c, f, body, 1.0, &c.p->peak_memory, true)) < 0)
+        goto out;
+    *out = c.p;
+    c.p = NULL;
+out:
+    cost_program_free(c.p);
+    for (int i = 0; i < c.n_fns; i++)
+        fn_info_free(c.fns[i]);
+    ap_free(c.fns);
+    ap_free(c.names);
+    ap_free(c.scratch);
+    ap_free(c.defs);
+    return rc;
+}
+
+const cost_mesh *cost_program_mesh(const cost_program *p) { return &p->mesh; }
+
+size_t cost_program_num_ops(const cost_program *p) { return p->n_ops_walked; }

@@ -1,0 +1,447 @@
+/*
+ * temporal.c - the PartIR:Core loop view as a runnable single-device
+ * program (the paper's PartIR:Temporal): every loop is unrolled, its
+ * iterations run one after another on slices of global values, tile loops
+ * concatenate their iterations' results, sum loops add them.  Running this
+ * program with the reference interpreter checks the partition state's
+ * meaning independently of the SPMD lowering and its collectives.
+ *
+ * A value produced by sum loops is kept as its summands too, so that an
+ * op taking it as a pending sum (a TMR entry with a partial operand) uses
+ * the summand of its own iteration, exactly as the fused loops would.
+ */
+#include "clone_int.h"
+#include "partir_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define MAX_ITERS (1 << 16)
+
+typedef struct tvalue {
+    ir_value *whole;
+    int n_partial;                /* axes the summands are indexed by */
+    int partial_axes[IR_MAX_AXES];
+    ir_value **pieces;            /* row-major over partial_axes */
+} tvalue;
+
+typedef struct temporal {
+    const ir_partition *p;
+    const ir_pctx *c;
+    ir_module *nm;
+    ir_block *nb;
+    tvalue *vals;
+    ap_error *err;
+    int rc;
+    const ir_loc *loc;
+} temporal;
+
+static bool tfail(temporal *t, int code, const char *msg)
+{
+    if (!t->rc)
+        t->rc = ap_error_set(t->err, code, "%s", msg);
+    return false;
+}
+
+static ir_op *temit(temporal *t, ir_opcode opc, uint32_t n, ir_value *const *opds, const ir_type *res)
+{
+    if (t->rc)
+        return NULL;
+    ir_op *op = ir_op_new(t->nm, opc, NULL, n, opds, res ? 1 : 0, res ? &res : NULL, 0);
+    if (!op) {
+        tfail(t, AP_ENOMEM, "out of memory");
+        return NULL;
+    }
+    op->loc = t->loc;
+    ir_block_append(t->nb, op);
+    return op;
+}
+
+static bool tset(temporal *t, ir_op *op, const char *name, ir_attr *a)
+{
+    if (!op || !a || ir_op_set_attr(t->nm, op, name, a) < 0)
+        return tfail(t, AP_ENOMEM, "out of memory");
+    return true;
+}
+
+static const ir_type *dims_type(temporal *t, const ir_type *like, const int64_t *dims)
+{
+    return ir_type_tensor_ex(t->nm, (ir_elem)like->elem, like->text, like->rank, dims, like->encoding);
+}
+
+/* x[chunk k of n along dim d] */
+static ir_value *slice_chunk(temporal *t, ir_value *x, int d, int64_t n, int64_t k)
+{
+    const ir_type *ty = x->type;
+    int64_t start[IR_MAX_RANK], limit[IR_MAX_RANK], stride[IR_MAX_RANK], dims[IR_MAX_RANK];
+    for (int i = 0; i < ty->rank; i++) {
+        start[i] = 0;
+        limit[i] = dims[i] = ty->dims[i];
+        stride[i] = 1;
+    }
+    int64_t len = ty->dims[d] / n;
+    start[d] = k * len;
+    limit[d] = (k + 1) * len;
+    dims[d] = len;
+    ir_op *op = temit(t, IR_OP_SLICE, 1, &x, dims_type(t, ty, dims));
+    if (!op || !tset(t, op, "start_indices", ir_attr_i64_array(t->nm, ty->rank, start)) ||
+        !tset(t, op, "limit_indices", ir_attr_i64_array(t->nm, ty->rank, limit)) ||
+        !tset(t, op, "strides", ir_attr_i64_array(t->nm, ty->rank, stride)))
+        return NULL;
+    return &op->results[0];
+}
+
+static ir_value *add2(temporal *t, ir_value *a, ir_value *b, ir_red red)
+{
+    ir_opcode opc = red == IR_RED_MAX ? IR_OP_MAXIMUM : red == IR_RED_MIN ? IR_OP_MINIMUM
+                    : red == IR_RED_MUL ? IR_OP_MULTIPLY : red == IR_RED_AND ? IR_OP_AND
+                    : red == IR_RED_OR ? IR_OP_OR : IR_OP_ADD;
+    ir_value *ops[2] = {a, b};
+    ir_op *op = temit(t, opc, 2, ops, a->type);
+    return op ? &op->results[0] : NULL;
+}
+
+static ir_value *concat(temporal *t, ir_value **items, int n, int d)
+{
+    if (n == 1)
+        return items[0];
+    int64_t dims[IR_MAX_RANK];
+    const ir_type *ty = items[0]->type;
+    for (int i = 0; i < ty->rank; i++)
+        dims[i] = ty->dims[i];
+    dims[d] = 0;
+    for (int k = 0; k < n; k++)
+        dims[d] += items[k]->type->dims[d];
+    ir_op *op = temit(t, IR_OP_CONCATENATE, (uint32_t)n, items, dims_type(t, ty, dims));
+    if (!op || !tset(t, op, "dimension", ir_attr_int(t->nm, d, ir_type_scalar(t->nm, IR_E_I64, NULL))))
+        return NULL;
+    return &op->results[0];
+}
+
+/* ---------------------------------------------------------------- ops */
+
+typedef struct nest_info {
+    int depth;
+    int axes[IR_MAX_AXES];
+    int64_t sizes[IR_MAX_AXES];
+    uint32_t entries[IR_MAX_AXES];
+    int64_t n_iters;
+} nest_info;
+
+/* The operand as one iteration of the nest sees it. */
+static ir_value *operand_piece(temporal *t, uint32_t op, uint32_t i, uint32_t v, const nest_info *ni, const int64_t *idx)
+{
+    const ir_pctx *c = t->c;
+    tvalue *tv = &t->vals[v];
+    ir_value *x = tv->whole;
+    /* levels that take the operand partial pick their summand */
+    int taken[IR_MAX_AXES];
+    int n_taken = 0;
+    for (int l = 0; l < ni->depth; l++)
+        if (tmr_spec(c, ni->entries[l])[i] == SP_PARTIAL)
+            taken[n_taken++] = l;
+    if (n_taken) {
+        if (!tv->pieces)
+            return tfail(t, AP_EINTERNAL, "an op takes a partial sum of a value that is not one"), NULL;
+        /* sum the summands over the value's partial axes the op does not take */
+        int64_t fixed[IR_MAX_AXES];
+        for (int k = 0; k < tv->n_partial; k++)
+            fixed[k] = -1;
+        for (int q = 0; q < n_taken; q++) {
+            int axis = ni->axes[taken[q]], k;
+            for (k = 0; k < tv->n_partial && tv->partial_axes[k] != axis; k++)
+                ;
+            if (k == tv->n_partial)
+                return tfail(t, AP_EINTERNAL, "a partial operand is not partial along the loop's axis"), NULL;
+            fixed[k] = idx[taken[q]];
+        }
+        int64_t total = 1;
+        for (int k = 0; k < tv->n_partial; k++)
+            total *= c->mesh.sizes[tv->partial_axes[k]];
+        x = NULL;
+        for (int64_t flat = 0; flat < total; flat++) {
+            int64_t rem = flat;
+            bool match = true;
+            for (int k = tv->n_partial - 1; k >= 0; k--) {
+                int64_t sz = c->mesh.sizes[tv->partial_axes[k]], coord = rem % sz;
+                rem /= sz;
+                if (fixed[k] >= 0 && coord != fixed[k])
+                    match = false;
+            }
+            if (!match)
+                continue;
+            x = x ? add2(t, x, tv->pieces[flat], IR_RED_ADD) : tv->pieces[flat];
+            if (!x)
+                return NULL;
+        }
+    }
+    /* tile levels slice, outer first */
+    for (int l = 0; l < ni->depth && x; l++) {
+        int8_t s = tmr_spec(c, ni->entries[l])[i];
+        if (s >= 0)
+            x = slice_chunk(t, x, s, ni->sizes[l], idx[l]);
+    }
+    (void)op;
+    return x;
+}
+
+/* Stacks the iterations' results over tile levels for one choice of the
+ * sum levels' indices (idx holds them), from level l inwards. */
+static ir_value *stack(temporal *t, uint32_t res_index, const nest_info *ni, ir_value **res, int l, int64_t *idx)
+{
+    if (l == ni->depth) {
+        int64_t flat = 0;
+        for (int k = 0; k < ni->depth; k++)
+            flat = flat * ni->sizes[k] + idx[k];
+        return res[flat];
+    }
+    int8_t s = tmr_spec(t->c, ni->entries[l])[res_index];
+    if (s < 0) /* sum (index chosen by the caller) or any (the first) */
+        return stack(t, res_index, ni, res, l + 1, idx);
+    ir_value *items[64];
+    int64_t n = ni->sizes[l];
+    if (n > 64)
+        return tfail(t, AP_EUNSUPPORTED, "axes above 64 devices are not supported by the temporal view"), NULL;
+    for (int64_t k = 0; k < n; k++) {
+        idx[l] = k;
+        if (!(items[k] = stack(t, res_index, ni, res, l + 1, idx)))
+            return NULL;
+    }
+    idx[l] = 0;
+    return concat(t, items, (int)n, s);
+}
+
+static ir_value *resolve_whole(void *ctx, const ir_value *v)
+{
+    temporal *t = ctx;
+    uint32_t id = ir__value_id(t->c, v);
+    return id == VAL_NONE ? NULL : t->vals[id].whole;
+}
+
+static bool temporal_op(temporal *t, uint32_t k, ir_cloner *cl)
+{
+    const ir_pctx *c = t->c;
+    const ir_partition *p = t->p;
+    ir_op *src = c->ops[k];
+    t->loc = ir__loc_clone(t->nm, src->loc);
+    nest_info ni = {.depth = p->nlen[k], .n_iters = 1};
+    const ir_loop *nest = &p->nest[(size_t)k * IR_MAX_AXES];
+    for (int l = 0; l < ni.depth; l++) {
+        ni.axes[l] = nest[l].axis;
+        ni.sizes[l] = c->mesh.sizes[nest[l].axis];
+        ni.entries[l] = nest[l].entry;
+        ni.n_iters *= ni.sizes[l];
+    }
+    if (ni.n_iters > MAX_ITERS)
+        return tfail(t, AP_ELIMIT, "too many loop iterations to unroll");
+    uint32_t no = src->n_operands, nr = src->n_results;
+    ir_value **res = ap_calloc((size_t)(ni.n_iters * (nr ? nr : 1)), sizeof *res);
+    ir_value **opds = ap_calloc(no + 1, sizeof *opds);
+    const ir_type **types = ap_calloc(nr + 1, sizeof *types);
+    bool ok = false;
+    if (!res || !opds || !types) {
+        tfail(t, AP_ENOMEM, "out of memory");
+        goto out;
+    }
+    ir_layout need0, rl[16];
+    ir__needed_layout(p, k, 0, &need0);
+    for (uint32_t j = 0; j < nr && j < 16; j++)
+        ir__result_layout(p, k, j, &rl[j]);
+    if (nr > 16) {
+        tfail(t, AP_EUNSUPPORTED, "ops with more than 16 results are not supported by the temporal view");
+        goto out;
+    }
+    for (int64_t it = 0; it < ni.n_iters; it++) {
+        int64_t idx[IR_MAX_AXES], rem = it;
+        for (int l = ni.depth - 1; l >= 0; l--) {
+            idx[l] = rem % ni.sizes[l];
+            rem /= ni.sizes[l];
+        }
+        for (uint32_t i = 0; i < no; i++)
+            if (!(opds[i] = operand_piece(t, k, i, c->opd_val[c->opd0[k] + i], &ni, idx)))
+                goto out;
+        for (uint32_t j = 0; j < nr; j++) {
+            int64_t dims[IR_MAX_RANK];
+            const ir_type *g = src->results[j].type;
+            if (!ir_layout_local_dims(&rl[j], &c->mesh, g, dims)) {
+                tfail(t, AP_EINTERNAL, "a tiled dim does not divide");
+                goto out;
+            }
+            types[j] = ir_type_tensor_ex(t->nm, (ir_elem)g->elem, g->text, g->rank, dims, g->encoding);
+        }
+        ir_op *op = ir__clone_op(cl, src, opds, types);
+        if (!op) {
+            tfail(t, cl->oom ? AP_ENOMEM : AP_EINTERNAL, "cannot copy an op into the temporal view");
+            goto out;
+        }
+        ir_block_append(t->nb, op);
+        if (no && !ir__localize_attrs(t->nm, op, &need0)) {
+            tfail(t, AP_ENOMEM, "out of memory");
+            goto out;
+        }
+        for (uint32_t j = 0; j < nr; j++) {
+            ir_value *r = &op->results[j];
+            ir_attr *dim = op->opcode == IR_OP_IOTA ? ir_op_attr(op, "iota_dimension") : NULL;
+            if (dim && dim->kind == IR_A_INT) {
+                /* iota counts from where this iteration's tile starts */
+                int64_t start = 0, len = r->type->dims[dim->u.i];
+                for (int l = 0; l < ni.depth; l++)
+                    if (tmr_spec(c, ni.entries[l])[no + j] == dim->u.i)
+                        start = start * ni.sizes[l] + idx[l];
+                if (start) {
+                    const ir_type *st = ir_type_tensor_ex(t->nm, (ir_elem)r->type->elem, r->type->text, 0, NULL, NULL);
+                    int64_t v = start * len;
+                    ir_op *cst = temit(t, IR_OP_CONSTANT, 0, NULL, st);
+                    ir_attr *val = NULL;
+                    if (cst && ir_elem_is_float((ir_elem)st->elem)) {
+                        uint8_t raw[8];
+                        ir__float_store((ir_elem)st->elem, raw, (double)v);
+                        ir_attr key = {.kind = IR_A_DENSE, .type = st};
+                        key.u.dense.nbytes = (size_t)ir_elem_bytes((ir_elem)st->elem);
+                        key.u.dense.data = raw;
+                        val = ir__attr_intern(t->nm, &key, false);
+                    } else if (cst) {
+                        val = ir_attr_dense_ints(t->nm, st, 1, &v);
+                    }
+                    if (!cst || !tset(t, cst, "value", val))
+                        goto out;
+                    ir_value *cv = &cst->results[0];
+                    ir_op *bc = temit(t, IR_OP_BROADCAST_IN_DIM, 1, &cv, r->type);
+                    if (!bc || !tset(t, bc, "broadcast_dimensions", ir_attr_i64_array(t->nm, 0, NULL)) ||
+                        !(r = add2(t, r, &bc->results[0], IR_RED_ADD)))
+                        goto out;
+                }
+            }
+            res[it * nr + j] = r;
+        }
+    }
+    /* combine: tiles stacked, sums added (keeping the summands) */
+    for (uint32_t j = 0; j < nr; j++) {
+        uint32_t v = c->op_val0[k] + j;
+        tvalue *tv = &t->vals[v];
+        int sum_levels[IR_MAX_AXES], n_sum = 0;
+        ir_red red = IR_RED_ADD;
+        for (int l = 0; l < ni.depth; l++)
+            if (tmr_spec(c, ni.entries[l])[no + j] == SP_SUM) {
+                sum_levels[n_sum++] = l;
+                red = (ir_red)c->entries[ni.entries[l]].red;
+            }
+        /* pieces are indexed by the partial axes in mesh order */
+        int order[IR_MAX_AXES];
+        for (int q = 0; q < n_sum; q++)
+            order[q] = sum_levels[q];
+        for (int a = 0; a < n_sum; a++) /* sort sum levels by axis */
+            for (int b = a + 1; b < n_sum; b++)
+                if (ni.axes[order[b]] < ni.axes[order[a]]) {
+                    int x = order[a];
+                    order[a] = order[b];
+                    order[b] = x;
+                }
+        int64_t n_pieces = 1;
+        for (int q = 0; q < n_sum; q++)
+            n_pieces *= ni.sizes[order[q]];
+        ir_value **pieces = n_sum ? ap_arena_zalloc(&t->nm->arena, sizeof *pieces * (size_t)n_pieces) : NULL;
+        if (n_sum && !pieces) {
+            tfail(t, AP_ENOMEM, "out of memory");
+            goto out;
+        }
+        ir_value *whole = NULL;
+        for (int64_t pc = 0; pc < n_pieces; pc++) {
+            int64_t idx[IR_MAX_AXES] = {0}, rem = pc;
+            for (int q = n_sum - 1; q >= 0; q--) {
+                idx[order[q]] = rem % ni.sizes[order[q]];
+                rem /= ni.sizes[order[q]];
+            }
+            ir_value *s = stack(t, no + j, &ni, res + j, 0, idx);
+            if (!s)
+                goto out;
+            if (pieces)
+                pieces[pc] = s;
+            whole = whole ? add2(t, whole, s, red) : s;
+            if (!whole)
+                goto out;
+        }
+        if (nr > 1 && ni.depth) {
+            /* res holds results interleaved: stack() indexed res + j with a
+             * stride of nr; copy the j-th column first */
+        }
+        tv->whole = whole;
+        tv->n_partial = n_sum;
+        for (int q = 0; q < n_sum; q++)
+            tv->partial_axes[q] = ni.axes[order[q]];
+        tv->pieces = pieces;
+    }
+    ok = true;
+out:
+    ap_free(res);
+    ap_free(opds);
+    ap_free(types);
+    return ok && !t->rc;
+}
+
+int ir_temporal(const ir_partition *p, ir_module **out, ap_error *err)
+{
+    const ir_pctx *c = p->ctx;
+    temporal t = {.p = p, .c = c, .err = err};
+    ir_cloner cl;
+    *out = NULL;
+    ir__cloner_init(&cl, NULL);
+    t.nm = ir_module_new(c->m->filename);
+    t.vals = ap_calloc(c->n_vals + 1, sizeof *t.vals);
+    if (!t.nm || !t.vals) {
+        tfail(&t, AP_ENOMEM, "out of memory");
+        goto done;
+    }
+    cl.dst = t.nm;
+    cl.resolve = resolve_whole;
+    cl.resolve_ctx = &t;
+    const ir_type *ft = ir_func_type(c->func);
+    ir_op *nf = ir_op_new(t.nm, IR_OP_FUNC, NULL, 0, NULL, 0, NULL, 1);
+    const ir_type **at = ap_malloc(sizeof *at * (c->n_args + 1));
+    if (!nf || !at) {
+        ap_free(at);
+        tfail(&t, AP_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (uint32_t a = 0; a < c->n_args; a++)
+        at[a] = ir__type_clone(t.nm, ft->elems[a]);
+    t.nb = ir_block_new(t.nm, &nf->regions[0], c->n_args, at);
+    const ir_type *nft = ir__type_clone(t.nm, ft);
+    ap_free(at);
+    if (!t.nb || !nft || ir_op_set_attr(t.nm, nf, "sym_name", ir_attr_string(t.nm, "main", 4)) < 0 ||
+        ir_op_set_attr(t.nm, nf, "function_type", ir_attr_type(t.nm, nft)) < 0) {
+        tfail(&t, AP_ENOMEM, "out of memory");
+        goto done;
+    }
+    ir_block_append(ir_module_body(t.nm), nf);
+    for (uint32_t a = 0; a < c->n_args; a++)
+        t.vals[a].whole = &t.nb->args[a];
+    for (uint32_t k = 0; k < c->n_ops && !t.rc; k++) {
+        if (c->ops[k]->n_results > 1 && p->nlen[k]) {
+            /* multi-result ops: stack each result from its own column */
+        }
+        temporal_op(&t, k, &cl);
+    }
+    if (!t.rc) {
+        ir_value **rets = ap_malloc(sizeof *rets * (c->n_ret + 1));
+        if (!rets) {
+            tfail(&t, AP_ENOMEM, "out of memory");
+            goto done;
+        }
+        for (uint32_t r = 0; r < c->n_ret; r++)
+            rets[r] = t.vals[c->ret_val[r]].whole;
+        t.loc = NULL;
+        temit(&t, IR_OP_FUNC_RETURN, c->n_ret, rets, NULL);
+        ap_free(rets);
+        ir_func_renumber(nf, NULL, NULL);
+    }
+done:
+    ir__cloner_free(&cl);
+    ap_free(t.vals);
+    if (t.rc) {
+        ir_module_free(t.nm);
+        return t.rc;
+    }
+    *out = t.nm;
+    return 0;
+}
