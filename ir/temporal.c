@@ -187,24 +187,25 @@ static ir_value *operand_piece(temporal *t, uint32_t op, uint32_t i, uint32_t v,
 
 /* Stacks the iterations' results over tile levels for one choice of the
  * sum levels' indices (idx holds them), from level l inwards. */
-static ir_value *stack(temporal *t, uint32_t res_index, const nest_info *ni, ir_value **res, int l, int64_t *idx)
+static ir_value *stack(temporal *t, uint32_t res_index, uint32_t stride, const nest_info *ni, ir_value **res, int l,
+                       int64_t *idx)
 {
     if (l == ni->depth) {
         int64_t flat = 0;
         for (int k = 0; k < ni->depth; k++)
             flat = flat * ni->sizes[k] + idx[k];
-        return res[flat];
+        return res[flat * stride];
     }
     int8_t s = tmr_spec(t->c, ni->entries[l])[res_index];
     if (s < 0) /* sum (index chosen by the caller) or any (the first) */
-        return stack(t, res_index, ni, res, l + 1, idx);
+        return stack(t, res_index, stride, ni, res, l + 1, idx);
     ir_value *items[64];
     int64_t n = ni->sizes[l];
     if (n > 64)
         return tfail(t, AP_EUNSUPPORTED, "axes above 64 devices are not supported by the temporal view"), NULL;
     for (int64_t k = 0; k < n; k++) {
         idx[l] = k;
-        if (!(items[k] = stack(t, res_index, ni, res, l + 1, idx)))
+        if (!(items[k] = stack(t, res_index, stride, ni, res, l + 1, idx)))
             return NULL;
     }
     idx[l] = 0;
@@ -352,7 +353,7 @@ static bool temporal_op(temporal *t, uint32_t k, ir_cloner *cl)
                 idx[order[q]] = rem % ni.sizes[order[q]];
                 rem /= ni.sizes[order[q]];
             }
-            ir_value *s = stack(t, no + j, &ni, res + j, 0, idx);
+            ir_value *s = stack(t, no + j, nr, &ni, res + j, 0, idx);
             if (!s)
                 goto out;
             if (pieces)
@@ -360,10 +361,6 @@ static bool temporal_op(temporal *t, uint32_t k, ir_cloner *cl)
             whole = whole ? add2(t, whole, s, red) : s;
             if (!whole)
                 goto out;
-        }
-        if (nr > 1 && ni.depth) {
-            /* res holds results interleaved: stack() indexed res + j with a
-             * stride of nr; copy the j-th column first */
         }
         tv->whole = whole;
         tv->n_partial = n_sum;
@@ -416,12 +413,8 @@ int ir_temporal(const ir_partition *p, ir_module **out, ap_error *err)
     ir_block_append(ir_module_body(t.nm), nf);
     for (uint32_t a = 0; a < c->n_args; a++)
         t.vals[a].whole = &t.nb->args[a];
-    for (uint32_t k = 0; k < c->n_ops && !t.rc; k++) {
-        if (c->ops[k]->n_results > 1 && p->nlen[k]) {
-            /* multi-result ops: stack each result from its own column */
-        }
+    for (uint32_t k = 0; k < c->n_ops && !t.rc; k++)
         temporal_op(&t, k, &cl);
-    }
     if (!t.rc) {
         ir_value **rets = ap_malloc(sizeof *rets * (c->n_ret + 1));
         if (!rets) {

@@ -34,6 +34,7 @@ static void apply_usage(FILE *f)
             "                     (sdy.sharding, mhlo.sharding)\n"
             "  --view V           spmd (default): device-local program with collectives\n"
             "                     core: PartIR:Core loop view\n"
+            "                     temporal: the loop view unrolled as a single-device program\n"
             "                     shardings: per-argument and result partition specs\n"
             "                     report: collectives, shardings, what blocked propagation\n"
             "  --json             report (or shardings) as JSON\n"
@@ -295,8 +296,9 @@ int cli_apply(int argc, char **argv)
         apply_usage(stderr);
         return 2;
     }
-    if (strcmp(view, "spmd") && strcmp(view, "core") && strcmp(view, "shardings") && strcmp(view, "report")) {
-        fprintf(stderr, "autopart apply: unknown view '%s' (spmd, core, shardings or report)\n", view);
+    if (strcmp(view, "spmd") && strcmp(view, "core") && strcmp(view, "shardings") && strcmp(view, "report") &&
+        strcmp(view, "temporal")) {
+        fprintf(stderr, "autopart apply: unknown view '%s' (spmd, core, temporal, shardings or report)\n", view);
         return 2;
     }
     if (!sched_arg && !import) {
@@ -357,7 +359,7 @@ int cli_apply(int argc, char **argv)
             goto out;
         }
     }
-    if (strcmp(view, "core") != 0 && ir_lower(p, &lw, &err) < 0) {
+    if (strcmp(view, "core") != 0 && strcmp(view, "temporal") != 0 && ir_lower(p, &lw, &err) < 0) {
         fprintf(stderr, "autopart apply: lowering failed: %s\n", err.msg);
         goto out;
     }
@@ -367,6 +369,15 @@ int cli_apply(int argc, char **argv)
     if (!strcmp(view, "core")) {
         ir_print_loops(p, &b);
         fwrite(b.data, 1, b.len, stdout);
+    } else if (!strcmp(view, "temporal")) {
+        ir_module *tm = NULL;
+        if (ir_temporal(p, &tm, &err) < 0 || ir_verify(tm, &err) < 0 || ir_print(tm, &b, NULL) < 0) {
+            fprintf(stderr, "autopart apply: temporal view: %s\n", err.msg);
+            rc = 1;
+        } else {
+            fwrite(b.data, 1, b.len, stdout);
+        }
+        ir_module_free(tm);
     } else if (json && !strcmp(view, "shardings")) {
         rc = print_json(shardings_json(p, &lw));
     } else if (json || !strcmp(view, "report")) {
