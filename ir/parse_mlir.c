@@ -2608,7 +2608,7 @@ static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected
     {
         /* include whitespace between the name and the next token */
         const char *q = p->tok.at;
-        while (q > p->lx.src && (q[-1] == ' ' || q[-1] == '\t'))
+        while (q > p->lx.src && (q[-1] == ' ' || q[-1] == '\t' || q[-1] == '\r'))
             q--;
         text_from = q;
     }
@@ -2788,7 +2788,7 @@ static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected
             text_from = p->tok.at;
             {
                 const char *q2 = p->tok.at;
-                while (q2 > p->lx.src && (q2[-1] == ' ' || q2[-1] == '\t'))
+                while (q2 > p->lx.src && (q2[-1] == ' ' || q2[-1] == '\t' || q2[-1] == '\r'))
                     q2--;
                 text_from = q2;
             }

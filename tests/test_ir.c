@@ -614,6 +614,38 @@ START_TEST(truncated_inputs_never_crash)
 }
 END_TEST
 
+/* Inputs the fuzzer found (tests/fuzz): each must parse and round trip, or
+ * fail with a positioned error; none may crash. */
+START_TEST(fuzz_findings)
+{
+    static const char *const inputs[] = {
+        /* a carriage return between an opaque op's name and its text */
+        "stab.ouchlo.t\rp_ite\n",
+        /* an op using a value defined inside its own region */
+        "func.func @f() {\n  %0 = \"foo.op\"() ({\n    \"foo.use\"(%0) : (i32) -> ()\n  }) : () -> i32\n  return\n}\n",
+        /* a branch to a label defined nowhere */
+        "func.func @f() {\n  cf.br ^bb9\n}\n",
+        /* convolution dimension numbers with an overflowing digit string */
+        "func.func @f(%a: tensor<1x2x2x1xf32>, %b: tensor<1x1x1x1xf32>) -> tensor<1x2x2x1xf32> {\n"
+        "  %0 = stablehlo.convolution(%a, %b) dim_numbers = [b, 99999999999999999999999, 1, f]x[0, 1, i, o]->[b, 0, 1, f], "
+        "window = {} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : "
+        "(tensor<1x2x2x1xf32>, tensor<1x1x1x1xf32>) -> tensor<1x2x2x1xf32>\n"
+        "  return %0 : tensor<1x2x2x1xf32>\n}\n",
+    };
+    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
+        ir_module *m = NULL;
+        ap_error err;
+        if (ir_parse(inputs[i], strlen(inputs[i]), "fuzz.mlir", IR_FMT_STABLEHLO, &m, &err) < 0) {
+            ck_assert_ptr_null(m);
+            ck_assert_msg(err.line > 0 && err.msg[0], "input %zu: error without a position", i);
+            continue;
+        }
+        ir_module_free(m);
+        ap_free(roundtrip(inputs[i], NULL));
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ir");
@@ -635,6 +667,7 @@ int main(void)
     tcase_add_test(tc, error_messages);
     tcase_add_test(tc, deep_nesting_is_an_error_not_a_crash);
     tcase_add_test(tc, truncated_inputs_never_crash);
+    tcase_add_test(tc, fuzz_findings);
     suite_add_tcase(s, tc);
     return tl_run(s);
 }
