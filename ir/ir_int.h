@@ -44,6 +44,9 @@ ir_attr *ir__attr_clone(ir_module *m, const ir_attr *a);
  * canonical copy when new; otherwise a new key is copied into the arena. */
 ir_attr *ir__attr_intern(ir_module *m, ir_attr *key, bool key_in_arena);
 const ir_type *ir__type_clone(ir_module *m, const ir_type *t);
+/* The part type of a complex tensor type (complex<f32> -> f32), NULL if t
+ * is not one (or out of memory). */
+const ir_type *ir__complex_part_type(ir_module *m, const ir_type *t);
 const ir_loc *ir__loc_clone(ir_module *m, const ir_loc *l);
 
 /* Sorts named attributes by name (stable for equal names). */

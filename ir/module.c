@@ -249,6 +249,16 @@ static const ir_type *type_intern(ir_module *m, ir_type *key)
     return n;
 }
 
+/* complex<f32> -> f32, complex<f64> -> f64, on the same shape: the type of
+ * the parts of a complex tensor (stablehlo.complex's operands, real, imag,
+ * abs). */
+const ir_type *ir__complex_part_type(ir_module *m, const ir_type *t)
+{
+    if (!t || t->kind != IR_T_TENSOR || !ir_elem_is_complex((ir_elem)t->elem))
+        return NULL;
+    return ir_type_tensor_ex(m, t->elem == IR_E_C64 ? IR_E_F32 : IR_E_F64, NULL, t->rank, t->dims, t->encoding);
+}
+
 const ir_type *ir_type_tensor_ex(ir_module *m, ir_elem e, const char *elem_text, int rank,
                                  const int64_t *dims, const char *encoding)
 {

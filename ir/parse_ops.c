@@ -70,6 +70,31 @@ static bool sig_tail(parser *p, op_state *st, bool same)
     return ok;
 }
 
+/* `stablehlo.complex %re, %im : tensor<2xcomplex<f32>>`: the one type is the
+ * result's; the operands have its part type (f32). */
+static bool complex_sig_tail(parser *p, op_state *st)
+{
+    const char *at = p->tok.at;
+    op_sig sig;
+    if (!ir__expect(p, T_COLON, "':' and the op's type") || !ir__parse_sig(p, &sig))
+        return false;
+    bool ok;
+    if (sig.functional) {
+        ok = ir__apply_sig_functional(p, st, &sig, at);
+    } else if (sig.n_out != 1) {
+        ok = ir__perr(p, at, AP_ESYNTAX, "expected one type for '%s', got %u", st->name, sig.n_out);
+    } else {
+        const ir_type *part = ir__complex_part_type(p->m, sig.out[0]);
+        ok = part ? true : ir__perr(p, at, AP_ETYPE, "'%s' must have a complex result type", st->name);
+        for (uint32_t i = 0; ok && i < st->n_operands; i++)
+            ok = ir__check_operand_type(p, st, i, part, at);
+        ok = ok && ir__st_add_result_type(p, st, sig.out[0]);
+    }
+    ap_free(sig.in);
+    ap_free(sig.out);
+    return ok;
+}
+
 /* ': T1, T2' giving the result types; operands keep their own types. */
 static bool result_types_tail(parser *p, op_state *st, bool optional)
 {
@@ -524,6 +549,8 @@ bool ir__parse_pretty(parser *p, op_state *st, int fmt)
 {
     switch ((enum ir_fmt)fmt) {
     case IR_FMT_SAME:
+        if (st->opcode == IR_OP_COMPLEX)
+            return ir__parse_operand_list(p, st) && opt_attr_dict(p, st) && complex_sig_tail(p, st);
         return ir__parse_operand_list(p, st) && opt_attr_dict(p, st) && sig_tail(p, st, true);
     case IR_FMT_FUNCTIONAL:
         return ir__parse_operand_list(p, st) && opt_attr_dict(p, st) && sig_tail(p, st, false);

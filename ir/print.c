@@ -379,10 +379,30 @@ static ir_opcode reduce_compact_op(const ir_op *op)
     return (ir_opcode)body->opcode;
 }
 
+/* Is t the part type of complex tensor type c (f32 of complex<f32>)? */
+static bool is_complex_part(const ir_type *t, const ir_type *c)
+{
+    if (!t || !c || t->kind != IR_T_TENSOR || c->kind != IR_T_TENSOR || t->rank != c->rank ||
+        t->encoding != c->encoding || !((c->elem == IR_E_C64 && t->elem == IR_E_F32) ||
+                                        (c->elem == IR_E_C128 && t->elem == IR_E_F64)))
+        return false;
+    for (int d = 0; d < t->rank; d++)
+        if (t->dims[d] != c->dims[d])
+            return false;
+    return true;
+}
+
+/* Can the op's type be written as the one result type? */
 static bool same_types(const ir_op *op)
 {
     if (op->n_results != 1)
         return false;
+    if (op->opcode == IR_OP_COMPLEX) {
+        for (uint32_t i = 0; i < op->n_operands; i++)
+            if (!is_complex_part(op->operands[i]->type, op->results[0].type))
+                return false;
+        return true;
+    }
     for (uint32_t i = 0; i < op->n_operands; i++)
         if (op->operands[i]->type != op->results[0].type)
             return false;

@@ -18,7 +18,23 @@ typedef struct sched {
     int line;
     const char *line_start;
     ap_error *err;
+    ir_tactic_fn fn; /* called after each tactic (a propagate) */
+    void *fn_ctx;
+    const char *tactic_from; /* where the current tactic's text starts */
 } sched;
+
+/* A tactic ended (with a propagate): tell the caller. */
+static int tactic_done(sched *s)
+{
+    if (!s->fn)
+        return 0;
+    const char *a = s->tactic_from, *b = s->cur;
+    while (a < b && (*a == ' ' || *a == '\n' || *a == ';' || *a == '\t' || *a == '\r'))
+        a++;
+    int rc = s->fn(s->fn_ctx, s->p, a, (size_t)(b - a), s->err);
+    s->tactic_from = s->cur;
+    return rc;
+}
 
 static int serr(sched *s, const char *at, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
@@ -192,7 +208,7 @@ static int apply_action(sched *s)
     if (word_is(w, len, "propagate")) {
         ap_error e;
         int rc = ir_propagate(s->p, &e);
-        return rc < 0 ? serr(s, at, rc, "%s", e.msg) : 0;
+        return rc < 0 ? serr(s, at, rc, "%s", e.msg) : tactic_done(s);
     }
     if (word_is(w, len, "tile")) {
         const char *rw, *dw, *aw;
@@ -274,14 +290,20 @@ static int apply_action(sched *s)
             return serr(s, at, AP_ESYNTAX, "a manual tactic needs at least one VALUE=DIM");
         ap_error e;
         int rc = ir_propagate(s->p, &e);
-        return rc < 0 ? serr(s, at, rc, "%s", e.msg) : 0;
+        return rc < 0 ? serr(s, at, rc, "%s", e.msg) : tactic_done(s);
     }
     return serr(s, at, AP_ESYNTAX, "unknown action '%.*s' (expected tile, atomic, propagate or manual)", (int)len, w);
 }
 
 int ir_schedule_apply(ir_partition *p, const char *text, ap_error *err)
 {
-    sched s = {.p = p, .text = text, .end = text + strlen(text), .cur = text, .line = 1, .line_start = text, .err = err};
+    return ir_schedule_apply_cb(p, text, NULL, NULL, err);
+}
+
+int ir_schedule_apply_cb(ir_partition *p, const char *text, ir_tactic_fn fn, void *fn_ctx, ap_error *err)
+{
+    sched s = {.p = p, .text = text, .end = text + strlen(text), .cur = text, .line = 1, .line_start = text, .err = err,
+               .fn = fn, .fn_ctx = fn_ctx, .tactic_from = text};
     while (s.cur < s.end) {
         int rc = apply_action(&s);
         if (rc < 0)

@@ -140,6 +140,10 @@ static int check_elementwise(verifier *v, const ir_op *op, ir_op_kind kind)
                                (kind == IR_K_EW3 && !(op->opcode == IR_OP_SELECT && i == 0));
         if (op->opcode == IR_OP_SHIFT_LEFT || op->opcode == IR_OP_REDUCE_PRECISION)
             elem_must_match = true;
+        /* abs of a complex tensor is its (real) magnitude */
+        if (op->opcode == IR_OP_ABS && ranked(t) && ranked(r) && ir_elem_is_complex((ir_elem)t->elem) &&
+            r->elem == (t->elem == IR_E_C64 ? IR_E_F32 : IR_E_F64))
+            elem_must_match = false;
         if (elem_must_match && !same_elem(t, r)) {
             char a[160], b[160];
             tstr(t, a, sizeof a);

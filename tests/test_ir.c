@@ -614,6 +614,32 @@ START_TEST(truncated_inputs_never_crash)
 }
 END_TEST
 
+/* Complex numbers as JAX prints them: complex's one type is its result's,
+ * abs/real/imag of a complex tensor give its part type. */
+START_TEST(complex_forms)
+{
+    const char *src =
+        "func.func @main(%re: tensor<2xf32>, %im: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {\n"
+        "  %0 = stablehlo.complex %re, %im : tensor<2xcomplex<f32>>\n"
+        "  %1 = stablehlo.abs %0 : (tensor<2xcomplex<f32>>) -> tensor<2xf32>\n"
+        "  %2 = stablehlo.real %0 : (tensor<2xcomplex<f32>>) -> tensor<2xf32>\n"
+        "  return %1, %2 : tensor<2xf32>, tensor<2xf32>\n"
+        "}\n";
+    char *out = roundtrip(src, NULL);
+    ck_assert_ptr_nonnull(strstr(out, "stablehlo.complex %arg0, %arg1 : tensor<2xcomplex<f32>>\n"));
+    ap_free(out);
+    char msg[800];
+    ir_module *m = tl_parse(src, "c.mlir", msg, sizeof msg);
+    ck_assert_msg(m != NULL, "%s", msg);
+    ap_error err;
+    ck_assert_msg(ir_verify(m, &err) == 0, "%s", err.msg);
+    ir_module_free(m);
+    expect_error("func.func @main(%re: tensor<2xf32>) -> () {\n"
+                 "  %0 = stablehlo.complex %re, %re : tensor<2xf32>\n  return\n}\n",
+                 "bad.mlir:2:35: error: 'stablehlo.complex' must have a complex result type");
+}
+END_TEST
+
 /* Inputs the fuzzer found (tests/fuzz): each must parse and round trip, or
  * fail with a positioned error; none may crash. */
 START_TEST(fuzz_findings)
@@ -668,6 +694,7 @@ int main(void)
     tcase_add_test(tc, deep_nesting_is_an_error_not_a_crash);
     tcase_add_test(tc, truncated_inputs_never_crash);
     tcase_add_test(tc, fuzz_findings);
+    tcase_add_test(tc, complex_forms);
     suite_add_tcase(s, tc);
     return tl_run(s);
 }

@@ -13,6 +13,61 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cost.h"
+
+/* What each tactic of the schedule led to (the paper's partir.jit
+ * metadata): collectives and the cost estimate after it. */
+typedef struct tactic_row {
+    char text[160];
+    uint64_t count[IR_COLL__COUNT];
+    cost_report cost;
+    bool costed;
+} tactic_row;
+
+typedef struct apply_ctx {
+    const cost_device *dev;
+    cost_options copts;
+    tactic_row *rows;
+    int n_rows, cap_rows;
+} apply_ctx;
+
+/* Lowers the state and estimates its cost on dev. */
+static int estimate(const ir_partition *p, const cost_device *dev, const cost_options *opts, ir_lowered *lw,
+                    cost_report *rep, ap_error *err)
+{
+    int rc = ir_lower(p, lw, err);
+    if (rc < 0)
+        return rc;
+    return cost_estimate(lw->module, dev, opts, rep, err);
+}
+
+static int after_tactic(void *vctx, ir_partition *p, const char *tactic, size_t len, ap_error *err)
+{
+    apply_ctx *ctx = vctx;
+    if (ctx->n_rows == ctx->cap_rows) {
+        int cap = ctx->cap_rows ? ctx->cap_rows * 2 : 8;
+        tactic_row *r = realloc(ctx->rows, sizeof *r * (size_t)cap);
+        if (!r)
+            return ap_error_set(err, AP_ENOMEM, "out of memory");
+        ctx->rows = r;
+        ctx->cap_rows = cap;
+    }
+    tactic_row *row = &ctx->rows[ctx->n_rows++];
+    memset(row, 0, sizeof *row);
+    size_t n = len < sizeof row->text - 1 ? len : sizeof row->text - 1;
+    for (size_t i = 0; i < n; i++) /* one line */
+        row->text[i] = tactic[i] == '\n' ? ';' : tactic[i];
+    if (len > n && n > 3)
+        memcpy(row->text + n - 3, "...", 3);
+    ir_lowered lw;
+    int rc = estimate(p, ctx->dev, &ctx->copts, &lw, &row->cost, err);
+    if (rc == 0) {
+        memcpy(row->count, lw.count, sizeof row->count);
+        row->costed = true;
+    }
+    ir_lowered_free(&lw);
+    return rc;
+}
 
 static void apply_usage(FILE *f)
 {
@@ -38,6 +93,10 @@ static void apply_usage(FILE *f)
             "                     shardings: per-argument and result partition specs\n"
             "                     report: collectives, shardings, what blocked propagation\n"
             "  --json             report (or shardings) as JSON\n"
+            "  --device D         device for the cost estimate of the report: a name\n"
+            "                     (tpu_v3, tpu_v4, tpu_v5e, a100_40gb, a100_80gb, h100, h200, b200)\n"
+            "                     or a JSON file describing one (default h100)\n"
+            "  --overlap X        share of communication hidden under compute, 0..1 (default 0)\n"
             "  --format F         stablehlo | hlo (default: detected)\n"
             "  --func NAME        the function to partition (default: main)\n"
             "  -h, --help         this help\n");
@@ -173,7 +232,8 @@ static json_t *shardings_json(const ir_partition *p, const ir_lowered *lw)
     return arr;
 }
 
-static json_t *report_json(const ir_partition *p, const ir_lowered *lw)
+static json_t *report_json(const ir_partition *p, const ir_lowered *lw, const cost_report *cost,
+                           const apply_ctx *actx)
 {
     const ir_pctx *c = ir_partition_ctx(p);
     const ir_mesh *mesh = ir_pctx_mesh(c);
@@ -207,6 +267,31 @@ static json_t *report_json(const ir_partition *p, const ir_lowered *lw)
         json_array_append_new(conf, o);
     }
     json_object_set_new(root, "conflicts", conf);
+    if (cost) {
+        json_t *cj = cost_report_to_json(cost);
+        json_t *inner = cj ? json_object_get(cj, "cost") : NULL;
+        if (inner)
+            json_object_set(root, "cost", inner);
+        json_decref(cj);
+    }
+    if (actx && actx->n_rows) {
+        json_t *tac = json_array();
+        for (int i = 0; i < actx->n_rows; i++) {
+            const tactic_row *r = &actx->rows[i];
+            json_t *o = json_object(), *cc = json_object();
+            json_object_set_new(o, "tactic", json_string(r->text));
+            for (int k = 0; k < IR_COLL__COUNT; k++)
+                json_object_set_new(cc, ir_coll_name((ir_coll_kind)k), json_integer((json_int_t)r->count[k]));
+            json_object_set_new(o, "collectives", cc);
+            if (r->costed) {
+                json_object_set_new(o, "runtime_s", json_real(r->cost.runtime_s));
+                json_object_set_new(o, "peak_memory_bytes", json_integer(r->cost.peak_memory_bytes));
+                json_object_set_new(o, "fits", json_boolean(r->cost.fits));
+            }
+            json_array_append_new(tac, o);
+        }
+        json_object_set_new(root, "tactics", tac);
+    }
     ap_buf sb;
     ap_buf_init(&sb);
     ir_partition_schedule(p, &sb);
@@ -226,7 +311,8 @@ static int print_json(json_t *j)
     return 0;
 }
 
-static void print_report_text(const ir_partition *p, const ir_lowered *lw, const char *path)
+static void print_report_text(const ir_partition *p, const ir_lowered *lw, const char *path, const cost_report *cost,
+                              const apply_ctx *actx)
 {
     const ir_pctx *c = ir_partition_ctx(p);
     const ir_mesh *mesh = ir_pctx_mesh(c);
@@ -241,14 +327,32 @@ static void print_report_text(const ir_partition *p, const ir_lowered *lw, const
     printf("  %-20s %6" PRIu64 "   (local slicing, no communication)\n", "dynslice", lw->n_dynslice);
     json_t *sh = shardings_json(p, lw);
     printf("shardings:\n");
-    size_t i;
+    size_t si;
     json_t *o;
-    json_array_foreach(sh, i, o) {
+    json_array_foreach(sh, si, o) {
         printf("  %-9s %-48s %-32s %s\n", json_string_value(json_object_get(o, "kind")),
                json_string_value(json_object_get(o, "name")), json_string_value(json_object_get(o, "type")),
                json_string_value(json_object_get(o, "spec")));
     }
     json_decref(sh);
+    if (actx && actx->n_rows) {
+        printf("after each tactic (on %s):\n", actx->dev->name);
+        printf("  %-4s %5s %5s %5s %5s %5s %12s %12s  %s\n", "#", "AG", "AR", "RS", "A2A", "CP", "step ms",
+               "peak GiB", "tactic");
+        for (int i = 0; i < actx->n_rows; i++) {
+            const tactic_row *r = &actx->rows[i];
+            printf("  %-4d %5" PRIu64 " %5" PRIu64 " %5" PRIu64 " %5" PRIu64 " %5" PRIu64 " %12.3f %12.3f%s %s\n", i + 1,
+                   r->count[0], r->count[1], r->count[2], r->count[3], r->count[4], r->cost.runtime_s * 1e3,
+                   (double)r->cost.peak_memory_bytes / (1024.0 * 1024 * 1024), r->cost.fits ? " " : "!", r->text);
+        }
+    }
+    if (cost) {
+        ap_buf cb;
+        ap_buf_init(&cb);
+        cost_report_text(cost, &cb);
+        printf("cost estimate:\n%s", cb.data ? cb.data : "");
+        ap_buf_free(&cb);
+    }
     uint32_t nb;
     const ir_blocked *bl = ir_partition_blocked(p, &nb);
     printf("blocked propagation: %u\n", nb);
@@ -267,8 +371,10 @@ int cli_apply(int argc, char **argv)
                                          {"view", required_argument, NULL, 'v'},   {"json", no_argument, NULL, 'j'},
                                          {"format", required_argument, NULL, 'f'}, {"func", required_argument, NULL, 'F'},
                                          {"import", no_argument, NULL, 'i'},       {"help", no_argument, NULL, 'h'},
+                                         {"device", required_argument, NULL, 'd'}, {"overlap", required_argument, NULL, 'o'},
                                          {NULL, 0, NULL, 0}};
-    const char *mesh_text = NULL, *sched_arg = NULL, *view = "spmd", *func_name = NULL;
+    const char *mesh_text = NULL, *sched_arg = NULL, *view = "spmd", *func_name = NULL, *device = "h100";
+    double overlap = 0;
     bool json = false, import = false;
     ir_format fmt = IR_FMT_AUTO;
     int ch;
@@ -281,6 +387,16 @@ int cli_apply(int argc, char **argv)
         case 'j': json = true; break;
         case 'i': import = true; break;
         case 'F': func_name = optarg; break;
+        case 'd': device = optarg; break;
+        case 'o': {
+            char *end;
+            overlap = strtod(optarg, &end);
+            if (*end || overlap < 0 || overlap > 1) {
+                fprintf(stderr, "autopart apply: --overlap wants a number from 0 to 1, not '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        }
         case 'f':
             if (!cli_parse_format(optarg, &fmt)) {
                 fprintf(stderr, "autopart apply: unknown format '%s'\n", optarg);
@@ -313,9 +429,22 @@ int cli_apply(int argc, char **argv)
     ir_lowered lw = {0};
     char *sched = NULL;
     ap_error err;
+    cost_device dev;
+    cost_report final_cost;
+    bool want_cost = json || !strcmp(view, "report");
+    apply_ctx actx = {.dev = &dev};
+    actx.copts.overlap = overlap;
     ap_error_clear(&err);
     if (!m)
         return 1;
+    if (want_cost) {
+        int drc = strstr(device, ".json") ? cost_device_load(device, &dev, &err) : cost_device_lookup(device, &dev, &err);
+        if (drc < 0) {
+            fprintf(stderr, "autopart apply: --device %s: %s\n", device, err.msg);
+            rc = 2;
+            goto out;
+        }
+    }
     ir_op *f = func_name ? ir_module_func(m, func_name) : ir_module_entry(m);
     if (!f) {
         fprintf(stderr, "autopart apply: %s: no function %s%s to partition\n", path, func_name ? "@" : "",
@@ -354,13 +483,18 @@ int cli_apply(int argc, char **argv)
         sched = read_schedule(sched_arg);
         if (!sched)
             goto out;
-        if (ir_schedule_apply(p, sched, &err) < 0) {
+        int src = want_cost ? ir_schedule_apply_cb(p, sched, after_tactic, &actx, &err) : ir_schedule_apply(p, sched, &err);
+        if (src < 0) {
             cli_print_error(&err);
             goto out;
         }
     }
     if (strcmp(view, "core") != 0 && strcmp(view, "temporal") != 0 && ir_lower(p, &lw, &err) < 0) {
         fprintf(stderr, "autopart apply: lowering failed: %s\n", err.msg);
+        goto out;
+    }
+    if (want_cost && lw.module && cost_estimate(lw.module, &dev, &actx.copts, &final_cost, &err) < 0) {
+        fprintf(stderr, "autopart apply: cost estimate failed: %s\n", err.msg);
         goto out;
     }
     ap_buf b;
@@ -382,9 +516,9 @@ int cli_apply(int argc, char **argv)
         rc = print_json(shardings_json(p, &lw));
     } else if (json || !strcmp(view, "report")) {
         if (json)
-            rc = print_json(report_json(p, &lw));
+            rc = print_json(report_json(p, &lw, &final_cost, &actx));
         else
-            print_report_text(p, &lw, path);
+            print_report_text(p, &lw, path, &final_cost, &actx);
     } else if (!strcmp(view, "shardings")) {
         json_t *sh = shardings_json(p, &lw);
         size_t i;
@@ -410,6 +544,7 @@ int cli_apply(int argc, char **argv)
     if (fflush(stdout) != 0)
         rc = 1;
 out:
+    free(actx.rows);
     ap_free(sched);
     ir_lowered_free(&lw);
     ir_partition_free(p);

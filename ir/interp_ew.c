@@ -1,0 +1,720 @@
+/*
+ * interp_ew.c - element-wise kernels of the interpreter: unary and binary
+ * arithmetic with StableHLO's integer rules (wrapping, shifts past the
+ * width, division by zero as XLA defines it), compare with its direction
+ * and compare_type, select, clamp, convert, bitcast_convert,
+ * reduce_precision, complex and map.
+ *
+ * Floats are computed in double and stored in their own type (one rounding
+ * for f32; f16/bf16 through f32 with round-to-nearest-even); integers in
+ * 64 bits and wrapped to their width on store.
+ */
+#include "interp_int.h"
+
+#include <math.h>
+
+static bool same_dims(const ir_tensor *a, const ir_tensor *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int d = 0; d < a->rank; d++)
+        if (a->dims[d] != b->dims[d])
+            return false;
+    return true;
+}
+
+static int int_bits(ir_elem e) { return e == IR_E_INDEX ? 64 : ir_elem_bits(e); }
+
+static uint64_t width_mask(int bits) { return bits >= 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1; }
+
+/* Sign-extends the low `bits` bits of x. */
+static int64_t sext(uint64_t x, int bits)
+{
+    if (bits >= 64)
+        return (int64_t)x;
+    uint64_t m = UINT64_C(1) << (bits - 1);
+    x &= width_mask(bits);
+    return (int64_t)((x ^ m) - m);
+}
+
+/* ================================================================ unary */
+
+static double round_even(double x)
+{
+    double r = round(x);
+    if (fabs(x - trunc(x)) == 0.5)
+        r = 2.0 * round(x / 2.0);
+    return r;
+}
+
+static double un_f(ir_opcode opc, double x)
+{
+    switch (opc) {
+    case IR_OP_ABS: return fabs(x);
+    case IR_OP_CBRT: return cbrt(x);
+    case IR_OP_CEIL: return ceil(x);
+    case IR_OP_COSINE: return cos(x);
+    case IR_OP_EXP: return exp(x);
+    case IR_OP_EXPM1: return expm1(x);
+    case IR_OP_FLOOR: return floor(x);
+    case IR_OP_LOG: return log(x);
+    case IR_OP_LOG1P: return log1p(x);
+    case IR_OP_LOGISTIC: return 1.0 / (1.0 + exp(-x));
+    case IR_OP_NEGATE: return -x;
+    case IR_OP_ROUND_AFZ: return round(x);
+    case IR_OP_ROUND_EVEN: return round_even(x);
+    case IR_OP_RSQRT: return 1.0 / sqrt(x);
+    case IR_OP_SIGN: return isnan(x) ? x : x > 0 ? 1.0 : x < 0 ? -1.0 : x;
+    case IR_OP_SINE: return sin(x);
+    case IR_OP_SQRT: return sqrt(x);
+    case IR_OP_TAN: return tan(x);
+    case IR_OP_TANH: return tanh(x);
+    case IR_OP_REAL: return x;
+    case IR_OP_IMAG: return 0.0;
+    default: return x; /* COPY */
+    }
+}
+
+static bool un_f_ok(ir_opcode opc) { return opc != IR_OP_NOT && opc != IR_OP_POPCNT && opc != IR_OP_CLZ; }
+
+static double complex un_c(ir_opcode opc, double complex x)
+{
+    switch (opc) {
+    case IR_OP_CBRT: return cpow(x, 1.0 / 3.0);
+    case IR_OP_COSINE: return ccos(x);
+    case IR_OP_EXP: return cexp(x);
+    case IR_OP_EXPM1: return cexp(x) - 1.0;
+    case IR_OP_LOG: return clog(x);
+    case IR_OP_LOG1P: return clog(1.0 + x);
+    case IR_OP_LOGISTIC: return 1.0 / (1.0 + cexp(-x));
+    case IR_OP_NEGATE: return -x;
+    case IR_OP_RSQRT: return 1.0 / csqrt(x);
+    case IR_OP_SIGN: {
+        double a = cabs(x);
+        return a == 0 || isnan(a) ? x : x / a;
+    }
+    case IR_OP_SINE: return csin(x);
+    case IR_OP_SQRT: return csqrt(x);
+    case IR_OP_TAN: return ctan(x);
+    case IR_OP_TANH: return ctanh(x);
+    default: return x; /* COPY */
+    }
+}
+
+static bool un_c_ok(ir_opcode opc)
+{
+    switch (opc) {
+    case IR_OP_CBRT:
+    case IR_OP_COSINE:
+    case IR_OP_EXP:
+    case IR_OP_EXPM1:
+    case IR_OP_LOG:
+    case IR_OP_LOG1P:
+    case IR_OP_LOGISTIC:
+    case IR_OP_NEGATE:
+    case IR_OP_RSQRT:
+    case IR_OP_SIGN:
+    case IR_OP_SINE:
+    case IR_OP_SQRT:
+    case IR_OP_TAN:
+    case IR_OP_TANH:
+    case IR_OP_COPY:
+    case IR_OP_ABS:
+    case IR_OP_REAL:
+    case IR_OP_IMAG: return true;
+    default: return false;
+    }
+}
+
+static uint64_t un_i(ir_opcode opc, int64_t x, int bits, bool uns)
+{
+    uint64_t ux = (uint64_t)x & width_mask(bits);
+    switch (opc) {
+    case IR_OP_ABS: return uns || x >= 0 ? (uint64_t)x : 0 - (uint64_t)x;
+    case IR_OP_NEGATE: return 0 - (uint64_t)x;
+    case IR_OP_NOT: return ~(uint64_t)x;
+    case IR_OP_POPCNT: return (uint64_t)__builtin_popcountll(ux);
+    case IR_OP_CLZ: return ux == 0 ? (uint64_t)bits : (uint64_t)(__builtin_clzll(ux) - (64 - bits));
+    case IR_OP_SIGN: return uns ? (uint64_t)(ux != 0) : x > 0 ? 1 : x < 0 ? UINT64_MAX : 0;
+    default: return (uint64_t)x; /* COPY */
+    }
+}
+
+static bool un_i_ok(ir_opcode opc)
+{
+    return opc == IR_OP_ABS || opc == IR_OP_NEGATE || opc == IR_OP_NOT || opc == IR_OP_POPCNT || opc == IR_OP_CLZ ||
+           opc == IR_OP_SIGN || opc == IR_OP_COPY;
+}
+
+/* reduce_precision as XLA emits it: round the mantissa to nearest even,
+ * then flush exponents out of range to zero or infinity; NaNs stay NaN. */
+static double reduce_precision(double x, ir_elem e, int ebits, int mbits)
+{
+    if (e == IR_E_F64) {
+        uint64_t u;
+        memcpy(&u, &x, 8);
+        const int sm = 52, se = 11;
+        if (mbits < sm) {
+            uint64_t last = UINT64_C(1) << (sm - mbits);
+            uint64_t bias = (last >> 1) - 1 + ((u & last) >> (sm - mbits));
+            u = (u + bias) & ~(last - 1);
+        }
+        if (ebits < se) {
+            uint64_t sign = u & (UINT64_C(1) << 63), expmask = UINT64_C(0x7ff) << sm;
+            uint64_t ebias = (UINT64_C(1) << (se - 1)) - 1, rbias = (UINT64_C(1) << (ebits - 1)) - 1;
+            uint64_t ex = u & expmask;
+            if (ex > (ebias + rbias) << sm)
+                u = sign | expmask;
+            else if (ex <= (ebias - rbias) << sm)
+                u = sign;
+        }
+        double r;
+        memcpy(&r, &u, 8);
+        return isnan(x) ? (mbits > 0 ? x : copysign(INFINITY, x)) : r;
+    }
+    float f = (float)x;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    const int sm = 23, se = 8;
+    if (mbits < sm) {
+        uint32_t last = UINT32_C(1) << (sm - mbits);
+        uint32_t bias = (last >> 1) - 1 + ((u & last) >> (sm - mbits));
+        u = (u + bias) & ~(last - 1);
+    }
+    if (ebits < se) {
+        uint32_t sign = u & UINT32_C(0x80000000), expmask = UINT32_C(0xff) << sm;
+        uint32_t ebias = (UINT32_C(1) << (se - 1)) - 1, rbias = (UINT32_C(1) << (ebits - 1)) - 1;
+        uint32_t ex = u & expmask;
+        if (ex > (ebias + rbias) << sm)
+            u = sign | expmask;
+        else if (ex <= (ebias - rbias) << sm)
+            u = sign;
+    }
+    float r;
+    memcpy(&r, &u, 4);
+    return isnan(x) ? (mbits > 0 ? x : copysign(INFINITY, x)) : (double)r;
+}
+
+int ir__ip_k_ew1(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
+{
+    ir_opcode opc = (ir_opcode)c->op->opcode;
+    const ir_tensor *x = in[0];
+    int rc = ir__ip_new_result(c, 0, &out[0]);
+    if (rc < 0)
+        return rc;
+    ir_tensor *y = out[0];
+    if (x->kind != IR_TENSOR_ARRAY || !same_dims(x, y))
+        return ir__ip_fail(c, AP_ETYPE, "operand and result shapes differ");
+    ir_elem ie = (ir_elem)x->elem, oe = (ir_elem)y->elem;
+    ip_class k = ir__ip_class(ie);
+    /* the result element type each op must have */
+    bool ok;
+    if (opc == IR_OP_IS_FINITE)
+        ok = k == IP_F && oe == IR_E_I1;
+    else if (k == IP_C && (opc == IR_OP_ABS || opc == IR_OP_REAL || opc == IR_OP_IMAG))
+        ok = oe == (ie == IR_E_C64 ? IR_E_F32 : IR_E_F64);
+    else if (opc == IR_OP_REDUCE_PRECISION)
+        ok = k == IP_F && oe == ie;
+    else
+        ok = oe == ie && (k == IP_F ? un_f_ok(opc) : k == IP_C ? un_c_ok(opc) : un_i_ok(opc) || opc == IR_OP_REAL);
+    if (!ok)
+        return ir__ip_fail(c, AP_ETYPE, "not defined from %s to %s", ir_elem_name(ie), ir_elem_name(oe));
+    int64_t ebits = 0, mbits = 0;
+    if (opc == IR_OP_REDUCE_PRECISION) {
+        if ((rc = ir__ip_int(c, "exponent_bits", &ebits)) < 0 || (rc = ir__ip_int(c, "mantissa_bits", &mbits)) < 0)
+            return rc;
+        if (ebits < 1 || mbits < 0 || ebits > 11 || mbits > 52)
+            return ir__ip_fail(c, AP_EINVALID, "exponent_bits %lld / mantissa_bits %lld out of range", (long long)ebits,
+                               (long long)mbits);
+        if (ie != IR_E_F64) {
+            if (ebits > 8)
+                ebits = 8;
+            if (mbits > 23)
+                mbits = 23;
+        }
+    }
+    size_t ib = ip_eb(ie), ob = ip_eb(oe);
+    int bits = k == IP_B ? 1 : int_bits(ie);
+    for (int64_t i = 0; i < x->numel; i++) {
+        const uint8_t *p = x->data + (size_t)i * ib;
+        uint8_t *q = y->data + (size_t)i * ob;
+        switch (k) {
+        case IP_F: {
+            double v = ip_ldf(ie, p);
+            if (opc == IR_OP_IS_FINITE)
+                q[0] = isfinite(v) != 0;
+            else if (opc == IR_OP_REDUCE_PRECISION)
+                ip_stf(oe, q, reduce_precision(v, ie, (int)ebits, (int)mbits));
+            else
+                ip_stf(oe, q, un_f(opc, v));
+            break;
+        }
+        case IP_C: {
+            double complex v = ip_ldc(ie, p);
+            if (opc == IR_OP_ABS)
+                ip_stf(oe, q, cabs(v));
+            else if (opc == IR_OP_REAL)
+                ip_stf(oe, q, creal(v));
+            else if (opc == IR_OP_IMAG)
+                ip_stf(oe, q, cimag(v));
+            else
+                ip_stc(oe, q, un_c(opc, v));
+            break;
+        }
+        default: {
+            int64_t v = ip_ldi(ie, p);
+            ip_sti(oe, q, (int64_t)un_i(opc, v, bits, k != IP_S));
+            break;
+        }
+        }
+    }
+    return 0;
+}
+
+/* =============================================================== binary */
+
+static double fmax_ieee(double a, double b)
+{
+    if (isnan(a))
+        return a;
+    if (isnan(b))
+        return b;
+    if (a == b)
+        return signbit(a) ? b : a;
+    return a > b ? a : b;
+}
+
+static double fmin_ieee(double a, double b)
+{
+    if (isnan(a))
+        return a;
+    if (isnan(b))
+        return b;
+    if (a == b)
+        return signbit(a) ? a : b;
+    return a < b ? a : b;
+}
+
+static double bin_f(ir_opcode opc, double a, double b)
+{
+    switch (opc) {
+    case IR_OP_ADD: return a + b;
+    case IR_OP_SUBTRACT: return a - b;
+    case IR_OP_MULTIPLY: return a * b;
+    case IR_OP_DIVIDE: return a / b;
+    case IR_OP_MAXIMUM: return fmax_ieee(a, b);
+    case IR_OP_MINIMUM: return fmin_ieee(a, b);
+    case IR_OP_POWER: return pow(a, b);
+    case IR_OP_REMAINDER: return fmod(a, b);
+    case IR_OP_ATAN2: return atan2(a, b);
+    default: return NAN;
+    }
+}
+
+static double complex bin_c(ir_opcode opc, double complex a, double complex b)
+{
+    switch (opc) {
+    case IR_OP_ADD: return a + b;
+    case IR_OP_SUBTRACT: return a - b;
+    case IR_OP_MULTIPLY: return a * b;
+    case IR_OP_DIVIDE: return a / b;
+    case IR_OP_POWER: return cpow(a, b);
+    default: return NAN;
+    }
+}
+
+static uint64_t ipow(int64_t x, int64_t y, bool uns)
+{
+    if (!uns && y < 0)
+        return x == 1 ? 1 : x == -1 ? ((y & 1) ? UINT64_MAX : 1) : 0;
+    uint64_t r = 1, b = (uint64_t)x, e = (uint64_t)y;
+    while (e) {
+        if (e & 1)
+            r *= b;
+        b *= b;
+        e >>= 1;
+    }
+    return r;
+}
+
+/* x and y are the loaded (sign- or zero-extended) values of a `bits`-wide
+ * integer type; the result is wrapped by the store. */
+static uint64_t bin_i(ir_opcode opc, int64_t x, int64_t y, int bits, bool uns)
+{
+    uint64_t ux = (uint64_t)x, uy = (uint64_t)y;
+    switch (opc) {
+    case IR_OP_ADD: return ux + uy;
+    case IR_OP_SUBTRACT: return ux - uy;
+    case IR_OP_MULTIPLY: return ux * uy;
+    case IR_OP_DIVIDE:
+        /* XLA: x / 0 = -1 (all ones), INT_MIN / -1 = INT_MIN */
+        if (y == 0)
+            return UINT64_MAX;
+        if (uns)
+            return (ux & width_mask(bits)) / (uy & width_mask(bits));
+        if (y == -1)
+            return 0 - ux;
+        return (uint64_t)(x / y);
+    case IR_OP_REMAINDER:
+        /* XLA: x % 0 = x, INT_MIN % -1 = 0; the sign follows the dividend */
+        if (y == 0)
+            return ux;
+        if (uns)
+            return (ux & width_mask(bits)) % (uy & width_mask(bits));
+        if (y == -1)
+            return 0;
+        return (uint64_t)(x % y);
+    case IR_OP_MAXIMUM: return uns ? ((ux & width_mask(bits)) > (uy & width_mask(bits)) ? ux : uy) : (x > y ? ux : uy);
+    case IR_OP_MINIMUM: return uns ? ((ux & width_mask(bits)) < (uy & width_mask(bits)) ? ux : uy) : (x < y ? ux : uy);
+    case IR_OP_AND: return ux & uy;
+    case IR_OP_OR: return ux | uy;
+    case IR_OP_XOR: return ux ^ uy;
+    case IR_OP_POWER: return ipow(x, y, uns);
+    case IR_OP_SHIFT_LEFT: {
+        /* the shift amount is read as unsigned: negative ones are huge */
+        uint64_t s = uy & width_mask(bits);
+        return s >= (uint64_t)bits ? 0 : ux << s;
+    }
+    case IR_OP_SHIFT_RIGHT_LOGICAL: {
+        uint64_t s = uy & width_mask(bits);
+        return s >= (uint64_t)bits ? 0 : (ux & width_mask(bits)) >> s;
+    }
+    case IR_OP_SHIFT_RIGHT_ARITH: {
+        uint64_t s = uy & width_mask(bits);
+        int64_t v = sext(ux, bits);
+        if (s >= (uint64_t)bits)
+            return v < 0 ? UINT64_MAX : 0;
+        return (uint64_t)(v >> s);
+    }
+    default: return 0;
+    }
+}
+
+bool ir__ip_ew2_ok(ir_opcode opc, ir_elem e)
+{
+    switch (ir__ip_class(e)) {
+    case IP_F:
+        return opc == IR_OP_ADD || opc == IR_OP_SUBTRACT || opc == IR_OP_MULTIPLY || opc == IR_OP_DIVIDE ||
+               opc == IR_OP_MAXIMUM || opc == IR_OP_MINIMUM || opc == IR_OP_POWER || opc == IR_OP_REMAINDER ||
+               opc == IR_OP_ATAN2;
+    case IP_C:
+        return opc == IR_OP_ADD || opc == IR_OP_SUBTRACT || opc == IR_OP_MULTIPLY || opc == IR_OP_DIVIDE ||
+               opc == IR_OP_POWER;
+    case IP_S:
+    case IP_U:
+    case IP_B: return opc != IR_OP_ATAN2 && opc != IR_OP_COMPLEX;
+    default: return false;
+    }
+}
+
+void ir__ip_ew2_elem(ir_opcode opc, ir_elem e, const uint8_t *a, const uint8_t *b, uint8_t *out)
+{
+    switch (ir__ip_class(e)) {
+    case IP_F: ip_stf(e, out, bin_f(opc, ip_ldf(e, a), ip_ldf(e, b))); return;
+    case IP_C: ip_stc(e, out, bin_c(opc, ip_ldc(e, a), ip_ldc(e, b))); return;
+    case IP_B: {
+        uint8_t x = a[0] & 1, y = b[0] & 1;
+        /* booleans: add is or, multiply is and (the spec); the rest as
+         * 1-bit unsigned integers */
+        out[0] = opc == IR_OP_ADD ? (x | y) : (uint8_t)(bin_i(opc, x, y, 1, true) & 1);
+        return;
+    }
+    default: {
+        int64_t x = ip_ldi(e, a), y = ip_ldi(e, b);
+        ip_sti(e, out, (int64_t)bin_i(opc, x, y, int_bits(e), ir__ip_class(e) == IP_U));
+        return;
+    }
+    }
+}
+
+int ir__ip_k_ew2(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
+{
+    ir_opcode opc = (ir_opcode)c->op->opcode;
+    const ir_tensor *a = in[0], *b = in[1];
+    int rc = ir__ip_new_result(c, 0, &out[0]);
+    if (rc < 0)
+        return rc;
+    ir_tensor *y = out[0];
+    if (!ir__tensor_same_type(a, b) || !ir__tensor_same_type(a, y))
+        return ir__ip_fail(c, AP_ETYPE, "operands and result must have one type");
+    ir_elem e = (ir_elem)a->elem;
+    if (!ir__ip_ew2_ok(opc, e))
+        return ir__ip_fail(c, AP_ETYPE, "not defined on %s", ir_elem_name(e));
+    size_t eb = ip_eb(e);
+    bool basic = opc == IR_OP_ADD || opc == IR_OP_MULTIPLY || opc == IR_OP_SUBTRACT || opc == IR_OP_DIVIDE;
+    /* the common cases without the per-element dispatch; f32 arithmetic
+     * rounds exactly as double arithmetic rounded to f32 would for these */
+    if (e == IR_E_F32 && basic) {
+        const float *x = (const float *)(const void *)a->data, *z = (const float *)(const void *)b->data;
+        float *o = (float *)(void *)y->data;
+        for (int64_t i = 0; i < a->numel; i++)
+            o[i] = opc == IR_OP_ADD        ? x[i] + z[i]
+                   : opc == IR_OP_MULTIPLY ? x[i] * z[i]
+                   : opc == IR_OP_SUBTRACT ? x[i] - z[i]
+                                           : x[i] / z[i];
+        return 0;
+    }
+    if (e == IR_E_F64 && basic) {
+        const double *x = (const double *)(const void *)a->data, *z = (const double *)(const void *)b->data;
+        double *o = (double *)(void *)y->data;
+        for (int64_t i = 0; i < a->numel; i++)
+            o[i] = opc == IR_OP_ADD        ? x[i] + z[i]
+                   : opc == IR_OP_MULTIPLY ? x[i] * z[i]
+                   : opc == IR_OP_SUBTRACT ? x[i] - z[i]
+                                           : x[i] / z[i];
+        return 0;
+    }
+    for (int64_t i = 0; i < a->numel; i++)
+        ir__ip_ew2_elem(opc, e, a->data + (size_t)i * eb, b->data + (size_t)i * eb, y->data + (size_t)i * eb);
+    return 0;
+}
+
+/* ============================================================== compare */
+
+enum { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE };
+enum { CT_DEFAULT, CT_FLOAT, CT_TOTALORDER, CT_SIGNED, CT_UNSIGNED };
+
+/* A float's position in IEEE totalOrder as a signed integer:
+ * -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN. */
+static int64_t total_key(double v)
+{
+    int64_t k;
+    memcpy(&k, &v, 8);
+    return k < 0 ? k ^ INT64_MAX : k;
+}
+
+static bool cmp_ord(int dir, int c)
+{
+    switch (dir) {
+    case CMP_EQ: return c == 0;
+    case CMP_NE: return c != 0;
+    case CMP_LT: return c < 0;
+    case CMP_LE: return c <= 0;
+    case CMP_GT: return c > 0;
+    default: return c >= 0;
+    }
+}
+
+int ir__ip_k_compare(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
+{
+    char buf[32];
+    const char *d = ir_compare_direction(c->op, buf, sizeof buf);
+    static const char *const dirs[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
+    int dir = -1;
+    for (int i = 0; d && i < 6; i++)
+        if (!strcmp(d, dirs[i]))
+            dir = i;
+    if (dir < 0)
+        return ir__ip_fail(c, AP_EINVALID, "unknown comparison direction %s", d ? d : "(none)");
+    int ct = CT_DEFAULT;
+    char tb[32];
+    const char *t = ir__ip_enum(c->op, "compare_type", tb, sizeof tb);
+    if (t) {
+        if (!strcmp(t, "FLOAT"))
+            ct = CT_FLOAT;
+        else if (!strcmp(t, "TOTALORDER"))
+            ct = CT_TOTALORDER;
+        else if (!strcmp(t, "SIGNED"))
+            ct = CT_SIGNED;
+        else if (!strcmp(t, "UNSIGNED"))
+            ct = CT_UNSIGNED;
+        else if (strcmp(t, "NOTYPE") != 0)
+            return ir__ip_fail(c, AP_EINVALID, "unknown compare_type %s", t);
+    }
+    const ir_tensor *a = in[0], *b = in[1];
+    int rc = ir__ip_new_result(c, 0, &out[0]);
+    if (rc < 0)
+        return rc;
+    ir_tensor *y = out[0];
+    if (!ir__tensor_same_type(a, b) || !same_dims(a, y) || y->elem != IR_E_I1)
+        return ir__ip_fail(c, AP_ETYPE, "operands must have one type and the result i1 of their shape");
+    ir_elem e = (ir_elem)a->elem;
+    ip_class k = ir__ip_class(e);
+    if (k == IP_C && dir > CMP_NE)
+        return ir__ip_fail(c, AP_ETYPE, "complex numbers are only compared for equality");
+    if (k == IP_F && (ct == CT_SIGNED || ct == CT_UNSIGNED))
+        return ir__ip_fail(c, AP_ETYPE, "compare_type %s on floats", t);
+    size_t eb = ip_eb(e);
+    int bits = k == IP_B ? 1 : int_bits(e);
+    for (int64_t i = 0; i < a->numel; i++) {
+        const uint8_t *p = a->data + (size_t)i * eb, *q = b->data + (size_t)i * eb;
+        bool r;
+        if (k == IP_F) {
+            double x = ip_ldf(e, p), z = ip_ldf(e, q);
+            if (ct == CT_TOTALORDER) {
+                int64_t kx = total_key(x), kz = total_key(z);
+                r = cmp_ord(dir, kx < kz ? -1 : kx > kz);
+            } else {
+                /* partial order: NaN is unordered, only NE holds */
+                switch (dir) {
+                case CMP_EQ: r = x == z; break;
+                case CMP_NE: r = x != z; break;
+                case CMP_LT: r = x < z; break;
+                case CMP_LE: r = x <= z; break;
+                case CMP_GT: r = x > z; break;
+                default: r = x >= z; break;
+                }
+            }
+        } else if (k == IP_C) {
+            double complex x = ip_ldc(e, p), z = ip_ldc(e, q);
+            r = dir == CMP_EQ ? x == z : x != z;
+        } else {
+            int64_t x = ip_ldi(e, p), z = ip_ldi(e, q);
+            bool uns = ct == CT_UNSIGNED || (ct != CT_SIGNED && k != IP_S);
+            int cres;
+            if (uns) {
+                uint64_t ux = (uint64_t)x & width_mask(bits), uz = (uint64_t)z & width_mask(bits);
+                cres = ux < uz ? -1 : ux > uz;
+            } else {
+                int64_t sx = sext((uint64_t)x, bits), sz = sext((uint64_t)z, bits);
+                cres = sx < sz ? -1 : sx > sz;
+            }
+            r = cmp_ord(dir, cres);
+        }
+        y->data[i] = r;
+    }
+    return 0;
+}
+
+/* ====================================================== select and clamp */
+
+int ir__ip_k_select(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
+{
+    const ir_tensor *p = in[0], *a = in[1], *b = in[2];
+    int rc = ir__ip_new_result(c, 0, &out[0]);
+    if (rc < 0)
+        return rc;
+    ir_tensor *y = out[0];
+    if (p->kind != IR_TENSOR_ARRAY || p->elem != IR_E_I1 || !ir__tensor_same_type(a, b) ||
+        !ir__tensor_same_type(a, y) || (p->rank != 0 && !same_dims(p, a)))
+        return ir__ip_fail(
+            c, AP_ETYPE,
+            "needs an i1 predicate (scalar or of the operands' shape) and two operands of the result type");
+    size_t eb = ip_eb((ir_elem)a->elem);
+    for (int64_t i = 0; i < a->numel; i++) {
+        bool t = p->data[p->rank ? i : 0] != 0;
+        memcpy(y->data + (size_t)i * eb, (t ? a : b)->data + (size_t)i * eb, eb);
+    }
+    return 0;
+}
+
+int ir__ip_k_clamp(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
+{
+    const ir_tensor *lo = in[0], *x = in[1], *hi = in[2];
+    int rc = ir__ip_new_result(c, 0, &out[0]);
+    if (rc < 0)
+        return rc;
+    ir_tensor *y = out[0];
+    if (!ir__tensor_same_type(x, y) || lo->elem != x->elem || hi->elem != x->elem ||
+        (lo->rank != 0 && !same_dims(lo, x)) || (hi->rank != 0 && !same_dims(hi, x)))
+        return ir__ip_fail(c, AP_ETYPE, "min and max must be scalars or of the operand's type");
+    ir_elem e = (ir_elem)x->elem;
+    if (ir__ip_class(e) == IP_C)
+        return ir__ip_fail(c, AP_ETYPE, "not defined on complex numbers");
+    size_t eb = ip_eb(e);
+    for (int64_t i = 0; i < x->numel; i++) {
+        uint8_t *q = y->data + (size_t)i * eb;
+        ir__ip_ew2_elem(IR_OP_MAXIMUM, e, x->data + (size_t)i * eb, lo->data + (lo->rank ? (size_t)i * eb : 0), q);
+        ir__ip_ew2_elem(IR_OP_MINIMUM, e, q, hi->data + (hi->rank ? (size_t)i * eb : 0), q);
+    }
+    return 0;
+}
+
+/* ============================================================ conversion */
+
+int ir__ip_k_convert(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
+{
+    const ir_tensor *x = in[0];
+    int rc = ir__ip_new_result(c, 0, &out[0]);
+    if (rc < 0)
+        return rc;
+    ir_tensor *y = out[0];
+    if (x->kind != IR_TENSOR_ARRAY || !same_dims(x, y))
+        return ir__ip_fail(c, AP_ETYPE, "operand and result shapes differ");
+    ir_elem ie = (ir_elem)x->elem, oe = (ir_elem)y->elem;
+    size_t ib = ip_eb(ie), ob = ip_eb(oe);
+    for (int64_t i = 0; i < x->numel; i++)
+        ir__ip_convert_elem(ie, x->data + (size_t)i * ib, oe, y->data + (size_t)i * ob);
+    return 0;
+}
+
+/* The bits are reinterpreted: our element layout is the little-endian one,
+ * so the bytes of the whole tensor stay as they are even when the element
+ * width changes (the last dim then splits or merges). */
+int ir__ip_k_bitcast(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
+{
+    const ir_tensor *x = in[0];
+    int rc = ir__ip_new_result(c, 0, &out[0]);
+    if (rc < 0)
+        return rc;
+    ir_tensor *y = out[0];
+    ir_elem ie = (ir_elem)x->elem, oe = (ir_elem)y->elem;
+    if (ir_elem_bits(ie) != 8 * ir_elem_bytes(ie) || ir_elem_bits(oe) != 8 * ir_elem_bytes(oe))
+        return ir__ip_fail(c, AP_EUNSUPPORTED, "bitcasts of sub-byte types (%s to %s) are not supported",
+                           ir_elem_name(ie), ir_elem_name(oe));
+    if (x->nbytes != y->nbytes)
+        return ir__ip_fail(c, AP_ETYPE, "operand and result sizes differ");
+    if (x->nbytes)
+        memcpy(y->data, x->data, x->nbytes);
+    return 0;
+}
+
+int ir__ip_k_complex(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
+{
+    const ir_tensor *re = in[0], *im = in[1];
+    int rc = ir__ip_new_result(c, 0, &out[0]);
+    if (rc < 0)
+        return rc;
+    ir_tensor *y = out[0];
+    ir_elem pe = (ir_elem)re->elem, ce = (ir_elem)y->elem;
+    if (!ir__tensor_same_type(re, im) || !same_dims(re, y) ||
+        !((pe == IR_E_F32 && ce == IR_E_C64) || (pe == IR_E_F64 && ce == IR_E_C128)))
+        return ir__ip_fail(c, AP_ETYPE, "needs two f32 (f64) operands and a complex<f32> (complex<f64>) result");
+    size_t pb = ip_eb(pe), cb = ip_eb(ce);
+    for (int64_t i = 0; i < re->numel; i++)
+        ip_stc(ce, y->data + (size_t)i * cb,
+               ip_cplx(ip_ldf(pe, re->data + (size_t)i * pb), ip_ldf(pe, im->data + (size_t)i * pb)));
+    return 0;
+}
+
+/* ================================================================== map */
+
+int ir__ip_k_map(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
+{
+    uint32_t n = c->op->n_operands;
+    if (n == 0 || n > 2 * IP_MAX_VARIADIC || c->op->n_regions != 1 || c->op->n_results != 1)
+        return ir__ip_fail(c, AP_EINVALID, "needs operands, one region and one result");
+    int rc = ir__ip_new_result(c, 0, &out[0]);
+    if (rc < 0)
+        return rc;
+    ir_tensor *y = out[0];
+    int64_t dims[IR_MAX_RANK];
+    int nd = ir__ip_ints(c, "dimensions", dims, IR_MAX_RANK, -2);
+    if (nd == -2)
+        nd = y->rank;
+    else if (nd < 0)
+        return nd;
+    else
+        for (int i = 0; i < nd; i++)
+            if (dims[i] != i || nd != y->rank)
+                return ir__ip_fail(c, AP_EUNSUPPORTED, "dimensions must be every dimension in order");
+    ir_elem elems[2 * IP_MAX_VARIADIC];
+    for (uint32_t i = 0; i < n; i++) {
+        if (in[i]->kind != IR_TENSOR_ARRAY || !same_dims(in[i], y))
+            return ir__ip_fail(c, AP_ETYPE, "operand %u does not have the result's shape", i);
+        elems[i] = (ir_elem)in[i]->elem;
+    }
+    ip_scalar_call sc;
+    if ((rc = ir__ip_scall_init(&sc, c, &c->op->regions[0], n, elems)) < 0)
+        return rc;
+    ir_elem oe = (ir_elem)y->elem;
+    const uint8_t *args[2 * IP_MAX_VARIADIC];
+    for (int64_t i = 0; i < y->numel && rc == 0; i++) {
+        for (uint32_t k = 0; k < n; k++)
+            args[k] = in[k]->data + (size_t)i * ip_eb(elems[k]);
+        uint8_t *res = y->data + (size_t)i * ip_eb(oe);
+        rc = ir__ip_scall(&sc, args, 1, &oe, &res);
+    }
+    ir__ip_scall_free(&sc);
+    return rc;
+}

@@ -1,0 +1,353 @@
+/*
+ * interp_int.h - private to the interpreter files (ir/interp*.c): the run
+ * context, frames of slots, what a kernel sees, element access helpers and
+ * the kernels each file provides.
+ *
+ * How evaluation works: a frame holds, for every device of the run, one
+ * slot per value of a function (values are numbered densely per function,
+ * nested regions included).  A block is evaluated op by op; each op is
+ * evaluated on every device of the frame before the next op (lock step), so
+ * a collective sees every device's operands.  Ops without regions that
+ * could hold collectives are "kernels": a function from input tensors to new
+ * output tensors, run once per device.  Kernels that apply a region
+ * (reduce, sort, scatter, ...) evaluate it for their own device only.
+ */
+#ifndef IR_INTERP_INT_H
+#define IR_INTERP_INT_H
+
+#include "ir_int.h"
+
+#include <complex.h>
+
+typedef struct ip_fn ip_fn;
+typedef struct ip_run ip_run;
+typedef struct ip_frame ip_frame;
+
+/* Slot numbering of one function. */
+struct ip_fn {
+    const ir_op *func;
+    uint32_t n_slots;
+    bool use_map;  /* value ids are not dense: look values up in map */
+    ir_ptrmap map; /* value -> slot when use_map */
+};
+
+/* One call of ir_interp_run / ir_spmd_run*. */
+struct ip_run {
+    const ir_module *m;
+    const char *filename;
+    ir_interp_opts opts; /* defaults filled in */
+    ap_error *err;
+    bool spmd;   /* messages name the device */
+    ip_fn **fns; /* numbering per function, made on first call */
+    uint32_t n_fns, cap_fns;
+    ir_ptrmap fn_index; /* func op -> index in fns */
+    uint64_t n_ops;
+};
+
+/* An activation of a function body (or a per-device view of one). */
+struct ip_frame {
+    const ip_fn *fn;
+    uint32_t n_dev;
+    ir_tensor ***slots;     /* [device][slot] */
+    const int64_t *dev_ids; /* partition id per device of the frame */
+    bool local;             /* a region run for one device: no collectives */
+    int depth;
+};
+
+/* What a kernel sees: the op, and which device of which frame it runs for. */
+typedef struct ip_ctx {
+    ip_run *run;
+    ip_frame *fr;
+    uint32_t dev;
+    const ir_op *op;
+} ip_ctx;
+
+/* A kernel: reads op->n_operands inputs, stores op->n_results new tensors in
+ * out (left NULL on failure; the caller frees whatever is stored). */
+typedef int (*ip_kernel)(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+
+/* ------------------------------------------------------------- errors */
+
+/* Fills the run's error about the kernel's op ("FILE:L:C: error: OP: MSG",
+ * naming the device in SPMD runs) and returns code. */
+int ir__ip_fail(ip_ctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int ir__ip_fail_op(ip_run *r, const ir_op *op, int64_t dev, int code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* ------------------------------------------------------------ tensors */
+
+/* A new zero array for the kernel (limit checked, error at the op). */
+int ir__ip_new(ip_ctx *c, ir_elem e, int rank, const int64_t *dims, ir_tensor **out);
+/* A new zero value of result i's type of the kernel's op. */
+int ir__ip_new_result(ip_ctx *c, uint32_t i, ir_tensor **out);
+/* Tensor allocation without a context: checks the limit, fills err. */
+int ir__tensor_alloc(ir_elem e, int rank, const int64_t *dims, int64_t limit, ir_tensor **out, ap_error *err);
+int ir__tensor_alloc_type(const ir_type *t, int64_t limit, ir_tensor **out, ap_error *err);
+/* Same elem and dims (arrays), or recursively equal members (tuples). */
+bool ir__tensor_same_type(const ir_tensor *a, const ir_tensor *b);
+/* "tensor<2x3xf32>" for messages. */
+void ir__tensor_type_str(const ir_tensor *t, char *buf, size_t size);
+
+/* Whether the interpreter can compute with element type e. */
+bool ir__ip_elem_ok(ir_elem e);
+
+/* ------------------------------------------------------ element access */
+
+/* Classes of element types for arithmetic. */
+typedef enum ip_class {
+    IP_F, /* floats */
+    IP_S, /* signed and signless integers (INDEX too) */
+    IP_U, /* unsigned integers */
+    IP_B, /* i1 */
+    IP_C, /* complex */
+    IP_X  /* cannot compute */
+} ip_class;
+
+ip_class ir__ip_class(ir_elem e);
+
+/* A complex number from its parts (CMPLX is missing from some C libraries
+ * under clang; re + im * I is wrong for infinities). */
+static inline double complex ip_cplx(double re, double im)
+{
+    union {
+        double complex z;
+        double d[2];
+    } u;
+    u.d[0] = re;
+    u.d[1] = im;
+    return u.z;
+}
+
+static inline size_t ip_eb(ir_elem e) { return (size_t)ir_elem_bytes(e); }
+
+static inline double ip_ldf(ir_elem e, const uint8_t *p)
+{
+    if (e == IR_E_F32) {
+        float f;
+        memcpy(&f, p, 4);
+        return f;
+    }
+    if (e == IR_E_F64) {
+        double d;
+        memcpy(&d, p, 8);
+        return d;
+    }
+    return ir__float_load(e, p);
+}
+
+/* Stores a computed value: f32 rounds once, narrower floats go through f32
+ * and are rounded to nearest even. */
+static inline void ip_stf(ir_elem e, uint8_t *p, double v)
+{
+    if (e == IR_E_F32) {
+        float f = (float)v;
+        memcpy(p, &f, 4);
+    } else if (e == IR_E_F64) {
+        memcpy(p, &v, 8);
+    } else {
+        ir__float_store(e, p, v);
+    }
+}
+
+static inline double complex ip_ldc(ir_elem e, const uint8_t *p)
+{
+    if (e == IR_E_C64) {
+        float f[2];
+        memcpy(f, p, 8);
+        return ip_cplx(f[0], f[1]);
+    }
+    double d[2];
+    memcpy(d, p, 16);
+    return ip_cplx(d[0], d[1]);
+}
+
+static inline void ip_stc(ir_elem e, uint8_t *p, double complex v)
+{
+    if (e == IR_E_C64) {
+        float f[2] = {(float)creal(v), (float)cimag(v)};
+        memcpy(p, f, 8);
+    } else {
+        double d[2] = {creal(v), cimag(v)};
+        memcpy(p, d, 16);
+    }
+}
+
+/* Integers load sign- or zero-extended per their type; stores wrap. */
+static inline int64_t ip_ldi(ir_elem e, const uint8_t *p) { return ir__int_load(e, p); }
+static inline void ip_sti(ir_elem e, uint8_t *p, int64_t v)
+{
+    if (e == IR_E_I1)
+        p[0] = (uint8_t)(v & 1);
+    else
+        ir__int_store(e, p, v);
+}
+
+/* Converts one element between any two computable types with the rules of
+ * stablehlo.convert. */
+void ir__ip_convert_elem(ir_elem from, const uint8_t *src, ir_elem to, uint8_t *dst);
+/* Stores a double into a float type with one rounding (f64 -> bf16
+ * directly, not through f32). */
+void ir__ip_store_f_exact(ir_elem e, uint8_t *p, double v);
+/* Element-wise binary op on one element of type e: out = a op b (out may
+ * alias a or b).  The op must be one ir__ip_ew2_ok accepts. */
+void ir__ip_ew2_elem(ir_opcode opc, ir_elem e, const uint8_t *a, const uint8_t *b, uint8_t *out);
+bool ir__ip_ew2_ok(ir_opcode opc, ir_elem e);
+/* Integer of any integer or bool element as int64 (for indices). */
+static inline int64_t ip_index_at(const ir_tensor *t, int64_t i)
+{
+    return ip_ldi((ir_elem)t->elem, t->data + (size_t)i * ip_eb((ir_elem)t->elem));
+}
+
+/* --------------------------------------------------------------- indices */
+
+/* Row-major strides of dims. */
+static inline void ip_strides(int rank, const int64_t *dims, int64_t *strides)
+{
+    int64_t s = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+        strides[d] = s;
+        s *= dims[d];
+    }
+}
+
+/* Advances a row-major multi-index; false after the last one. */
+static inline bool ip_next(int rank, const int64_t *dims, int64_t *idx)
+{
+    for (int d = rank - 1; d >= 0; d--) {
+        if (++idx[d] < dims[d])
+            return true;
+        idx[d] = 0;
+    }
+    return false;
+}
+
+/* ----------------------------------------------------------- attributes */
+
+/* Integer list attribute `name` of the kernel's op into out (at most cap);
+ * returns the count, `absent` when the attribute is missing, or fails
+ * (negative return, error set) when it is not an integer list or too long. */
+int ir__ip_ints(ip_ctx *c, const char *name, int64_t *out, int cap, int absent);
+/* Integer attribute `name`; fails when absent or not an integer. */
+int ir__ip_int(ip_ctx *c, const char *name, int64_t *out);
+/* Whether the op has a true unit or bool attribute `name`. */
+bool ir__ip_flag(const ir_op *op, const char *name);
+/* The enum word of a `#stablehlo<kind WORD>` attribute into buf, or NULL. */
+const char *ir__ip_enum(const ir_op *op, const char *name, char *buf, size_t size);
+
+/* ---------------------------------------------------------------- regions */
+
+/* Evaluates single-block region r for the kernel's device with n_in
+ * arguments (borrowed) and stores n_out new result tensors in out. */
+int ir__ip_region(ip_ctx *c, const ir_region *r, uint32_t n_in, const ir_tensor *const *in, uint32_t n_out,
+                  ir_tensor **out);
+
+#define IP_MAX_VARIADIC 16
+
+/* Repeated application of a scalar region body(acc..., x...) -> acc...
+ * with a fast path for single commutative binary ops (add, max, ...). */
+typedef struct ip_reducer {
+    ip_ctx *c;
+    const ir_region *r;
+    uint32_t n;                           /* values per side */
+    ir_opcode fast;                       /* IR_OP_UNKNOWN: evaluate the region */
+    bool replace;                         /* the body returns its x arguments unchanged */
+    ir_elem elems[IP_MAX_VARIADIC];       /* element types of the accumulators */
+    ir_elem xelems[IP_MAX_VARIADIC];      /* element types of the values folded in */
+    ir_tensor *args[2 * IP_MAX_VARIADIC]; /* scalar arguments of the region */
+} ip_reducer;
+
+int ir__ip_reducer_init(ip_reducer *rd, ip_ctx *c, const ir_region *r, uint32_t n, const ir_elem *elems,
+                        const ir_elem *xelems);
+/* acc[k] <- body(acc..., x...)[k]: acc points at an element of elems[k], x
+ * at one of xelems[k] (xelems NULL at init: the same types). */
+int ir__ip_reduce_step(ip_reducer *rd, uint8_t *const *acc, const uint8_t *const *x);
+void ir__ip_reducer_free(ip_reducer *rd);
+
+/* Calls a scalar region on elements (args[i] of types elems[i]) and stores
+ * result k at res[k] as type res_elems[k]; a general per-element caller for
+ * map, sort comparators and select_and_scatter's select. */
+typedef struct ip_scalar_call {
+    ip_ctx *c;
+    const ir_region *r;
+    uint32_t n_in;
+    ir_elem in_elems[2 * IP_MAX_VARIADIC];
+    ir_tensor *args[2 * IP_MAX_VARIADIC];
+} ip_scalar_call;
+
+int ir__ip_scall_init(ip_scalar_call *sc, ip_ctx *c, const ir_region *r, uint32_t n_in, const ir_elem *elems);
+int ir__ip_scall(ip_scalar_call *sc, const uint8_t *const *args, uint32_t n_out, const ir_elem *res_elems,
+                 uint8_t *const *res);
+void ir__ip_scall_free(ip_scalar_call *sc);
+
+/* ---------------------------------------------------------------- kernels */
+
+/* Every kernel by opcode (NULL: not a kernel). */
+ip_kernel ir__ip_kernel(ir_opcode opc);
+
+/* interp_ew.c */
+int ir__ip_k_ew1(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_ew2(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_compare(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_select(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_clamp(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_convert(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_bitcast(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_complex(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_map(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+
+/* interp_shape.c */
+int ir__ip_k_constant(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_iota(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_broadcast_in_dim(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_broadcast(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_transpose(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_reshape(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_reverse(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_concatenate(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_slice(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_dynamic_slice(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_dynamic_update_slice(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_pad(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_gather(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_scatter(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_torch_index_select(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_get_dimension_size(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_dynamic_broadcast_in_dim(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_dynamic_reshape(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_dynamic_iota(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_dynamic_pad(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_real_dynamic_slice(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_dynamic_gather(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+
+/* interp_nn.c */
+int ir__ip_k_dot(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_convolution(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_reduce(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_reduce_window(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_select_and_scatter(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_sort(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_batch_norm_inference(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_batch_norm_training(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_batch_norm_grad(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_triangular_solve(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_cholesky(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_fft(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+
+/* interp_spmd.c: a collective over every device of frame fr. */
+int ir__ip_collective(ip_run *r, ip_frame *fr, const ir_op *op);
+
+/* interp.c: slot access used by the collectives. */
+const ir_tensor *ir__ip_slot(ip_run *r, ip_frame *fr, uint32_t dev, const ir_op *user, const ir_value *v);
+void ir__ip_slot_set(ip_frame *fr, uint32_t dev, const ir_value *v, ir_tensor *t);
+/* Runs func on n_dev devices (partition ids dev_ids) with args[d * n + i]
+ * (borrowed); stores a heap array res[d * n_results + j] of its results.
+ * `local` forbids collectives (a call inside a per-device region). */
+int ir__ip_call(ip_run *r, const ir_op *func, uint32_t n_dev, const int64_t *dev_ids, int depth, bool local,
+                const ir_tensor *const *args, ir_tensor ***res, const ir_op *caller);
+/* Checks that func has a body and takes n_args arguments of the types of
+ * args[d * n_args + i] for every device d. */
+int ir__ip_check_args(ip_run *r, const ir_op *func, uint32_t n_dev, const ir_tensor *const *args, uint32_t n_args);
+int ir__ip_run_init(ip_run *r, const ir_module *m, const ir_interp_opts *opts, ap_error *err);
+void ir__ip_run_free(ip_run *r);
+
+#endif /* IR_INTERP_INT_H */

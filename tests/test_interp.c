@@ -1,0 +1,2102 @@
+/*
+ * test_interp.c - the reference interpreter (ir/interp*.c): per-op
+ * semantics on small hand-written StableHLO functions with expected outputs
+ * worked out by hand or by a naive reference written here, the StableHLO
+ * spec's examples, the StableHLO testdata programs of the corpus (checked
+ * through a custom_call handler), error cases, the SPMD interpreter against
+ * unpartitioned computations, every tiny model of the zoo, and a
+ * finite-difference check of the tiny transformer's gradients.
+ */
+#include "testlib.h"
+
+
+
+#include <math.h>
+#include <unistd.h>
+
+#define MODELGEN AP_SOURCE_DIR "/tests/models/modelgen"
+#define CORPUS AP_SHARED_DIR "/corpus/stablehlo/"
+
+/* ============================================================== helpers */
+
+static ir_module *parse_ok(const char *text)
+{
+    char msg[2048];
+    ir_module *m = tl_parse(text, "test.mlir", msg, sizeof msg);
+    ck_assert_msg(m != NULL, "parse: %s", msg);
+    return m;
+}
+
+/* "2x3" -> dims; "" is a scalar. */
+static int shape_of(const char *s, int64_t *dims)
+{
+    int r = 0;
+    while (*s) {
+        dims[r++] = strtoll(s, (char **)&s, 10);
+        if (*s == 'x')
+            s++;
+    }
+    return r;
+}
+
+static ir_tensor *tf(ir_elem e, const char *shape, const double *v, size_t n)
+{
+    int64_t dims[IR_MAX_RANK];
+    int r = shape_of(shape, dims);
+    ir_tensor *t;
+    ap_error err;
+    ck_assert_msg(ir_tensor_from_f64(e, r, dims, v, n, &t, &err) == 0, "%s", err.msg);
+    return t;
+}
+
+static ir_tensor *ti(ir_elem e, const char *shape, const int64_t *v, size_t n)
+{
+    int64_t dims[IR_MAX_RANK];
+    int r = shape_of(shape, dims);
+    ir_tensor *t;
+    ap_error err;
+    ck_assert_msg(ir_tensor_from_i64(e, r, dims, v, n, &t, &err) == 0, "%s", err.msg);
+    return t;
+}
+
+#define DV(...) (const double[]){__VA_ARGS__}, sizeof((const double[]){__VA_ARGS__}) / sizeof(double)
+#define IV(...) (const int64_t[]){__VA_ARGS__}, sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)
+
+static void expect_shape(const ir_tensor *t, const char *shape)
+{
+    int64_t dims[IR_MAX_RANK];
+    int r = shape_of(shape, dims);
+    ck_assert_int_eq(t->kind, IR_TENSOR_ARRAY);
+    ck_assert_msg(t->rank == r, "rank %d, want %d", t->rank, r);
+    for (int d = 0; d < r; d++)
+        ck_assert_msg(t->dims[d] == dims[d], "dim %d is %lld, want %lld", d, (long long)t->dims[d], (long long)dims[d]);
+}
+
+static char *show(const ir_tensor *t)
+{
+    static char buf[4096];
+    ap_buf b;
+    ap_buf_init(&b);
+    ir_tensor_print(&b, t, 64);
+    snprintf(buf, sizeof buf, "%s", b.data ? b.data : "");
+    ap_buf_free(&b);
+    return buf;
+}
+
+/* Exact float expectation when tol == 0 (NaN matches NaN). */
+static void expect_f(const ir_tensor *t, const char *shape, const double *v, size_t n, double tol)
+{
+    expect_shape(t, shape);
+    ck_assert_msg((size_t)t->numel == n, "%lld elements, want %zu", (long long)t->numel, n);
+    for (size_t i = 0; i < n; i++) {
+        double x = ir_tensor_get_f64(t, (int64_t)i);
+        bool ok = (isnan(v[i]) && isnan(x)) || x == v[i] || fabs(x - v[i]) <= tol * fmax(1.0, fabs(v[i]));
+        ck_assert_msg(ok, "element %zu is %.17g, want %.17g: %s", i, x, v[i], show(t));
+    }
+}
+
+static void expect_i(const ir_tensor *t, const char *shape, const int64_t *v, size_t n)
+{
+    expect_shape(t, shape);
+    ck_assert_msg((size_t)t->numel == n, "%lld elements, want %zu", (long long)t->numel, n);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(ir_tensor_get_i64(t, (int64_t)i) == v[i], "element %zu is %lld, want %lld: %s", i,
+                      (long long)ir_tensor_get_i64(t, (int64_t)i), (long long)v[i], show(t));
+}
+
+/* Runs @main of text on args (consumed); asserts success. */
+static ir_tensor **run(const char *text, ir_tensor **args, uint32_t n_args, uint32_t *n_res)
+{
+    ir_module *m = parse_ok(text);
+    ir_op *f = ir_module_func(m, "main");
+    ck_assert_ptr_nonnull(f);
+    ir_tensor **res = NULL;
+    ap_error err;
+    int rc = ir_interp_run(m, f, (const ir_tensor *const *)args, n_args, &res, n_res, NULL, &err);
+    char msg[1024] = "";
+    if (rc < 0)
+        ap_error_format(&err, msg, sizeof msg);
+    ck_assert_msg(rc == 0, "run failed: %s", msg);
+    for (uint32_t i = 0; i < n_args; i++)
+        ir_tensor_free(args[i]);
+    ir_module_free(m);
+    return res;
+}
+
+/* Runs @main expecting one result. */
+static ir_tensor *run1(const char *text, ir_tensor **args, uint32_t n_args)
+{
+    uint32_t n;
+    ir_tensor **res = run(text, args, n_args, &n);
+    ck_assert_int_eq(n, 1);
+    ir_tensor *t = res[0];
+    ap_free(res);
+    return t;
+}
+
+/* Runs @main expecting failure; the formatted message goes to msg. */
+static int run_fail(const char *text, ir_tensor **args, uint32_t n_args, const ir_interp_opts *opts, char *msg,
+                    size_t size)
+{
+    ir_module *m = parse_ok(text);
+    ir_op *f = ir_module_func(m, "main");
+    ir_tensor **res = NULL;
+    uint32_t n = 0;
+    ap_error err;
+    int rc = ir_interp_run(m, f, (const ir_tensor *const *)args, n_args, &res, &n, opts, &err);
+    ck_assert_msg(rc < 0, "run succeeded unexpectedly");
+    ck_assert_ptr_null(res);
+    ap_error_format(&err, msg, size);
+    for (uint32_t i = 0; i < n_args; i++)
+        ir_tensor_free(args[i]);
+    ir_module_free(m);
+    return rc;
+}
+
+/* A module with one function @main of the given signature and body. */
+static char *fn(const char *sig, const char *body)
+{
+    static char buf[16384];
+    snprintf(buf, sizeof buf, "func.func @main%s {\n%s\n}\n", sig, body);
+    return buf;
+}
+
+/* =========================================================== elementwise */
+
+START_TEST(float_arith)
+{
+    const char *src = fn("(%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, "
+                         "tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)",
+                         "  %0 = stablehlo.add %a, %b : tensor<4xf32>\n"
+                         "  %1 = stablehlo.subtract %a, %b : tensor<4xf32>\n"
+                         "  %2 = stablehlo.multiply %a, %b : tensor<4xf32>\n"
+                         "  %3 = stablehlo.divide %a, %b : tensor<4xf32>\n"
+                         "  %4 = stablehlo.maximum %a, %b : tensor<4xf32>\n"
+                         "  %5 = stablehlo.minimum %a, %b : tensor<4xf32>\n"
+                         "  %6 = stablehlo.remainder %a, %b : tensor<4xf32>\n"
+                         "  %7 = stablehlo.power %a, %b : tensor<4xf32>\n"
+                         "  return %0, %1, %2, %3, %4, %5, %6, %7 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, "
+                         "tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>");
+    ir_tensor *args[2] = {tf(IR_E_F32, "4", DV(1.5, -7, NAN, -0.0)), tf(IR_E_F32, "4", DV(2, 2, 1, 0.0))};
+    uint32_t n;
+    ir_tensor **r = run(src, args, 2, &n);
+    ck_assert_int_eq(n, 8);
+    expect_f(r[0], "4", DV(3.5, -5, NAN, 0), 0);
+    expect_f(r[1], "4", DV(-0.5, -9, NAN, 0), 0);
+    expect_f(r[2], "4", DV(3, -14, NAN, 0), 0);
+    expect_f(r[3], "4", DV(0.75, -3.5, NAN, NAN), 0);
+    expect_f(r[4], "4", DV(2, 2, NAN, 0), 0);
+    expect_f(r[5], "4", DV(1.5, -7, NAN, 0), 0);
+    expect_f(r[6], "4", DV(1.5, -1, NAN, NAN), 0);
+    expect_f(r[7], "4", DV(2.25, 49, NAN, 1), 0);
+    /* IEEE maximum/minimum order -0 below +0 */
+    ck_assert(!signbit(ir_tensor_get_f64(r[4], 3)));
+    ck_assert(signbit(ir_tensor_get_f64(r[5], 3)));
+    ck_assert(signbit(ir_tensor_get_f64(r[1], 3)));
+    ir_tensors_free(r, n);
+}
+END_TEST
+
+START_TEST(integer_overflow_wraps)
+{
+    const char *src = fn("(%a: tensor<5xi8>, %b: tensor<5xi8>) -> (tensor<5xi8>, tensor<5xi8>, tensor<5xi8>, "
+                         "tensor<5xi8>, tensor<5xi8>, tensor<5xi8>, tensor<5xi8>)",
+                         "  %0 = stablehlo.add %a, %b : tensor<5xi8>\n"
+                         "  %1 = stablehlo.subtract %a, %b : tensor<5xi8>\n"
+                         "  %2 = stablehlo.multiply %a, %b : tensor<5xi8>\n"
+                         "  %3 = stablehlo.divide %a, %b : tensor<5xi8>\n"
+                         "  %4 = stablehlo.remainder %a, %b : tensor<5xi8>\n"
+                         "  %5 = stablehlo.maximum %a, %b : tensor<5xi8>\n"
+                         "  %6 = stablehlo.minimum %a, %b : tensor<5xi8>\n"
+                         "  return %0, %1, %2, %3, %4, %5, %6 : tensor<5xi8>, tensor<5xi8>, tensor<5xi8>, "
+                         "tensor<5xi8>, tensor<5xi8>, tensor<5xi8>, tensor<5xi8>");
+    ir_tensor *args[2] = {ti(IR_E_I8, "5", IV(100, -128, 7, -7, 5)), ti(IR_E_I8, "5", IV(100, -1, -2, 2, 0))};
+    uint32_t n;
+    ir_tensor **r = run(src, args, 2, &n);
+    expect_i(r[0], "5", IV(-56, 127, 5, -5, 5));
+    expect_i(r[1], "5", IV(0, -127, 9, -9, 5));
+    expect_i(r[2], "5", IV(16, -128, -14, -14, 0));
+    /* INT_MIN / -1 = INT_MIN and x / 0 = -1, as XLA defines them */
+    expect_i(r[3], "5", IV(1, -128, -3, -3, -1));
+    /* the remainder takes the dividend's sign; x % 0 = x */
+    expect_i(r[4], "5", IV(0, 0, 1, -1, 5));
+    expect_i(r[5], "5", IV(100, -1, 7, 2, 5));
+    expect_i(r[6], "5", IV(100, -128, -2, -7, 0));
+    ir_tensors_free(r, n);
+
+    /* unsigned wrap and unsigned division */
+    const char *u = fn("(%a: tensor<3xui32>, %b: tensor<3xui32>) -> (tensor<3xui32>, tensor<3xui32>)",
+                       "  %0 = stablehlo.subtract %a, %b : tensor<3xui32>\n"
+                       "  %1 = stablehlo.divide %a, %b : tensor<3xui32>\n"
+                       "  return %0, %1 : tensor<3xui32>, tensor<3xui32>");
+    ir_tensor *ua[2] = {ti(IR_E_UI32, "3", IV(0, 4294967295, 7)), ti(IR_E_UI32, "3", IV(1, 2, 0))};
+    r = run(u, ua, 2, &n);
+    expect_i(r[0], "3", IV(4294967295, 4294967293, 7));
+    expect_i(r[1], "3", IV(0, 2147483647, 4294967295));
+    ir_tensors_free(r, n);
+
+    /* i32 multiply wraps modulo 2^32 */
+    const char *m = fn("(%a: tensor<i32>) -> tensor<i32>", "  %0 = stablehlo.multiply %a, %a : tensor<i32>\n"
+                                                          "  return %0 : tensor<i32>");
+    ir_tensor *ma[1] = {ti(IR_E_I32, "", IV(65537))};
+    ir_tensor *t = run1(m, ma, 1);
+    expect_i(t, "", IV(131073)); /* 65537^2 = 2^32 + 2^17 + 1 */
+    ir_tensor_free(t);
+}
+END_TEST
+
+START_TEST(integer_bits_and_power)
+{
+    const char *src = fn("(%a: tensor<5xi8>, %s: tensor<5xi8>) -> (tensor<5xi8>, tensor<5xi8>, tensor<5xi8>)",
+                         "  %0 = stablehlo.shift_left %a, %s : tensor<5xi8>\n"
+                         "  %1 = stablehlo.shift_right_logical %a, %s : tensor<5xi8>\n"
+                         "  %2 = stablehlo.shift_right_arithmetic %a, %s : tensor<5xi8>\n"
+                         "  return %0, %1, %2 : tensor<5xi8>, tensor<5xi8>, tensor<5xi8>");
+    ir_tensor *args[2] = {ti(IR_E_I8, "5", IV(1, -128, -128, 64, -1)), ti(IR_E_I8, "5", IV(7, 1, 8, 1, 9))};
+    uint32_t n;
+    ir_tensor **r = run(src, args, 2, &n);
+    /* shifts by the width or more give 0 (or the sign for arithmetic) */
+    expect_i(r[0], "5", IV(-128, 0, 0, -128, 0));
+    expect_i(r[1], "5", IV(0, 64, 0, 32, 0));
+    expect_i(r[2], "5", IV(0, -64, -1, 32, -1));
+    ir_tensors_free(r, n);
+
+    const char *un = fn("(%a: tensor<5xi8>) -> (tensor<5xi8>, tensor<5xi8>, tensor<5xi8>, tensor<5xi8>, "
+                        "tensor<5xi8>, tensor<5xi8>)",
+                        "  %0 = stablehlo.popcnt %a : tensor<5xi8>\n"
+                        "  %1 = stablehlo.count_leading_zeros %a : tensor<5xi8>\n"
+                        "  %2 = stablehlo.not %a : tensor<5xi8>\n"
+                        "  %3 = stablehlo.abs %a : tensor<5xi8>\n"
+                        "  %4 = stablehlo.negate %a : tensor<5xi8>\n"
+                        "  %5 = stablehlo.sign %a : tensor<5xi8>\n"
+                        "  return %0, %1, %2, %3, %4, %5 : tensor<5xi8>, tensor<5xi8>, tensor<5xi8>, tensor<5xi8>, "
+                        "tensor<5xi8>, tensor<5xi8>");
+    ir_tensor *ua[1] = {ti(IR_E_I8, "5", IV(0, 1, -1, -128, 96))};
+    r = run(un, ua, 1, &n);
+    expect_i(r[0], "5", IV(0, 1, 8, 1, 2));
+    expect_i(r[1], "5", IV(8, 7, 0, 0, 1));
+    expect_i(r[2], "5", IV(-1, -2, 0, 127, -97));
+    expect_i(r[3], "5", IV(0, 1, 1, -128, 96));
+    expect_i(r[4], "5", IV(0, -1, 1, -128, -96));
+    expect_i(r[5], "5", IV(0, 1, -1, -1, 1));
+    ir_tensors_free(r, n);
+
+    /* integer power: negative exponents give 0 except for bases 1 and -1 */
+    const char *pw = fn("(%a: tensor<6xi32>, %b: tensor<6xi32>) -> tensor<6xi32>",
+                        "  %0 = stablehlo.power %a, %b : tensor<6xi32>\n"
+                        "  return %0 : tensor<6xi32>");
+    ir_tensor *pa[2] = {ti(IR_E_I32, "6", IV(2, 2, -1, 1, 3, -3)), ti(IR_E_I32, "6", IV(10, -1, -3, -5, 0, 3))};
+    ir_tensor *t = run1(pw, pa, 2);
+    expect_i(t, "6", IV(1024, 0, -1, 1, 1, -27));
+    ir_tensor_free(t);
+
+    /* booleans: add is or, multiply is and */
+    const char *b = fn("(%a: tensor<4xi1>, %b: tensor<4xi1>) -> (tensor<4xi1>, tensor<4xi1>, tensor<4xi1>, tensor<4xi1>)",
+                       "  %0 = stablehlo.add %a, %b : tensor<4xi1>\n"
+                       "  %1 = stablehlo.multiply %a, %b : tensor<4xi1>\n"
+                       "  %2 = stablehlo.xor %a, %b : tensor<4xi1>\n"
+                       "  %3 = stablehlo.not %a : tensor<4xi1>\n"
+                       "  return %0, %1, %2, %3 : tensor<4xi1>, tensor<4xi1>, tensor<4xi1>, tensor<4xi1>");
+    ir_tensor *ba[2] = {ti(IR_E_I1, "4", IV(1, 1, 0, 0)), ti(IR_E_I1, "4", IV(1, 0, 1, 0))};
+    r = run(b, ba, 2, &n);
+    expect_i(r[0], "4", IV(1, 1, 1, 0));
+    expect_i(r[1], "4", IV(1, 0, 0, 0));
+    expect_i(r[2], "4", IV(0, 1, 1, 0));
+    expect_i(r[3], "4", IV(0, 0, 1, 1));
+    ir_tensors_free(r, n);
+}
+END_TEST
+
+START_TEST(float_unary)
+{
+    const char *src = fn("(%a: tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>)",
+                         "  %0 = stablehlo.round_nearest_even %a : tensor<5xf32>\n"
+                         "  %1 = stablehlo.round_nearest_afz %a : tensor<5xf32>\n"
+                         "  %2 = stablehlo.floor %a : tensor<5xf32>\n"
+                         "  %3 = stablehlo.ceil %a : tensor<5xf32>\n"
+                         "  return %0, %1, %2, %3 : tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>");
+    ir_tensor *a[1] = {tf(IR_E_F32, "5", DV(0.5, 1.5, 2.5, -2.5, 2.4))};
+    uint32_t n;
+    ir_tensor **r = run(src, a, 1, &n);
+    expect_f(r[0], "5", DV(0, 2, 2, -2, 2), 0);
+    expect_f(r[1], "5", DV(1, 2, 3, -3, 2), 0);
+    expect_f(r[2], "5", DV(0, 1, 2, -3, 2), 0);
+    expect_f(r[3], "5", DV(1, 2, 3, -2, 3), 0);
+    ir_tensors_free(r, n);
+
+    const char *src2 = fn("(%a: tensor<4xf64>) -> (tensor<4xi1>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, "
+                          "tensor<4xf64>, tensor<4xf64>)",
+                          "  %0 = stablehlo.is_finite %a : (tensor<4xf64>) -> tensor<4xi1>\n"
+                          "  %1 = stablehlo.sign %a : tensor<4xf64>\n"
+                          "  %2 = stablehlo.exponential %a : tensor<4xf64>\n"
+                          "  %3 = stablehlo.logistic %a : tensor<4xf64>\n"
+                          "  %4 = stablehlo.cbrt %a : tensor<4xf64>\n"
+                          "  %5 = stablehlo.tanh %a : tensor<4xf64>\n"
+                          "  return %0, %1, %2, %3, %4, %5 : tensor<4xi1>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, "
+                          "tensor<4xf64>, tensor<4xf64>");
+    ir_tensor *b[1] = {tf(IR_E_F64, "4", DV(-8, INFINITY, NAN, 0))};
+    r = run(src2, b, 1, &n);
+    expect_i(r[0], "4", IV(1, 0, 0, 1));
+    expect_f(r[1], "4", DV(-1, 1, NAN, 0), 0);
+    expect_f(r[2], "4", DV(exp(-8), INFINITY, NAN, 1), 0);
+    expect_f(r[3], "4", DV(1 / (1 + exp(8)), 1, NAN, 0.5), 1e-15);
+    expect_f(r[4], "4", DV(-2, INFINITY, NAN, 0), 1e-15);
+    expect_f(r[5], "4", DV(tanh(-8), 1, NAN, 0), 1e-15);
+    ir_tensors_free(r, n);
+}
+END_TEST
+
+START_TEST(compare_directions)
+{
+    const char *src = fn("(%a: tensor<5xf32>, %b: tensor<5xf32>) -> (tensor<5xi1>, tensor<5xi1>, tensor<5xi1>, "
+                         "tensor<5xi1>, tensor<5xi1>, tensor<5xi1>, tensor<5xi1>, tensor<5xi1>)",
+                         "  %0 = stablehlo.compare  EQ, %a, %b,  FLOAT : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xi1>\n"
+                         "  %1 = stablehlo.compare  NE, %a, %b,  FLOAT : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xi1>\n"
+                         "  %2 = stablehlo.compare  LT, %a, %b,  FLOAT : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xi1>\n"
+                         "  %3 = stablehlo.compare  LE, %a, %b : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xi1>\n"
+                         "  %4 = stablehlo.compare  GT, %a, %b,  FLOAT : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xi1>\n"
+                         "  %5 = stablehlo.compare  GE, %a, %b,  FLOAT : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xi1>\n"
+                         "  %6 = stablehlo.compare  LT, %a, %b,  TOTALORDER : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xi1>\n"
+                         "  %7 = stablehlo.compare  EQ, %a, %b,  TOTALORDER : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xi1>\n"
+                         "  return %0, %1, %2, %3, %4, %5, %6, %7 : tensor<5xi1>, tensor<5xi1>, tensor<5xi1>, "
+                         "tensor<5xi1>, tensor<5xi1>, tensor<5xi1>, tensor<5xi1>, tensor<5xi1>");
+    ir_tensor *args[2] = {tf(IR_E_F32, "5", DV(1, NAN, 2, 1, -0.0)), tf(IR_E_F32, "5", DV(1, 1, NAN, 2, 0.0))};
+    uint32_t n;
+    ir_tensor **r = run(src, args, 2, &n);
+    /* NaN is unordered: only NE holds */
+    expect_i(r[0], "5", IV(1, 0, 0, 0, 1));
+    expect_i(r[1], "5", IV(0, 1, 1, 1, 0));
+    expect_i(r[2], "5", IV(0, 0, 0, 1, 0));
+    expect_i(r[3], "5", IV(1, 0, 0, 1, 1));
+    expect_i(r[4], "5", IV(0, 0, 0, 0, 0));
+    expect_i(r[5], "5", IV(1, 0, 0, 0, 1));
+    /* total order: +NaN above everything, -0 below +0 */
+    expect_i(r[6], "5", IV(0, 0, 1, 1, 1));
+    expect_i(r[7], "5", IV(1, 0, 0, 0, 0));
+    ir_tensors_free(r, n);
+
+    const char *si = fn("(%a: tensor<2xi32>, %b: tensor<2xi32>) -> (tensor<2xi1>, tensor<2xi1>, tensor<2xi1>)",
+                        "  %0 = stablehlo.compare  LT, %a, %b,  SIGNED : (tensor<2xi32>, tensor<2xi32>) -> tensor<2xi1>\n"
+                        "  %1 = stablehlo.compare  LT, %a, %b,  UNSIGNED : (tensor<2xi32>, tensor<2xi32>) -> tensor<2xi1>\n"
+                        "  %2 = stablehlo.compare  GE, %a, %b : (tensor<2xi32>, tensor<2xi32>) -> tensor<2xi1>\n"
+                        "  return %0, %1, %2 : tensor<2xi1>, tensor<2xi1>, tensor<2xi1>");
+    ir_tensor *ia[2] = {ti(IR_E_I32, "2", IV(-1, 1)), ti(IR_E_I32, "2", IV(1, -1))};
+    r = run(si, ia, 2, &n);
+    expect_i(r[0], "2", IV(1, 0));
+    expect_i(r[1], "2", IV(0, 1));
+    expect_i(r[2], "2", IV(0, 1));
+    ir_tensors_free(r, n);
+
+    const char *us = fn("(%a: tensor<2xui8>, %b: tensor<2xui8>) -> tensor<2xi1>",
+                        "  %0 = stablehlo.compare  GT, %a, %b,  UNSIGNED : (tensor<2xui8>, tensor<2xui8>) -> tensor<2xi1>\n"
+                        "  return %0 : tensor<2xi1>");
+    ir_tensor *ua[2] = {ti(IR_E_UI8, "2", IV(255, 0)), ti(IR_E_UI8, "2", IV(1, 1))};
+    ir_tensor *t = run1(us, ua, 2);
+    expect_i(t, "2", IV(1, 0));
+    ir_tensor_free(t);
+}
+END_TEST
+
+START_TEST(convert_rounding)
+{
+    const char *src = fn("(%a: tensor<4xf32>, %b: tensor<2xf64>, %c: tensor<3xf32>) -> (tensor<4xbf16>, "
+                         "tensor<2xf32>, tensor<2xbf16>, tensor<3xf16>)",
+                         "  %0 = stablehlo.convert %a : (tensor<4xf32>) -> tensor<4xbf16>\n"
+                         "  %1 = stablehlo.convert %b : (tensor<2xf64>) -> tensor<2xf32>\n"
+                         "  %2 = stablehlo.convert %b : (tensor<2xf64>) -> tensor<2xbf16>\n"
+                         "  %3 = stablehlo.convert %c : (tensor<3xf32>) -> tensor<3xf16>\n"
+                         "  return %0, %1, %2, %3 : tensor<4xbf16>, tensor<2xf32>, tensor<2xbf16>, tensor<3xf16>");
+    double t8 = ldexp(1, -8);
+    ir_tensor *args[3] = {
+        tf(IR_E_F32, "4", DV(1 + t8, 1 + 3 * t8, 1 + t8 + ldexp(1, -20), -(1 + t8))),
+        tf(IR_E_F64, "2", DV(1 + ldexp(1, -24), 1 + t8 + ldexp(1, -40))),
+        tf(IR_E_F32, "3", DV(65519, 65520, ldexp(1, -25))),
+    };
+    uint32_t n;
+    ir_tensor **r = run(src, args, 3, &n);
+    /* ties go to the even neighbour */
+    expect_f(r[0], "4", DV(1, 1 + 4 * t8, 1 + 2 * t8, -1), 0);
+    expect_f(r[1], "2", DV(1, (float)(1 + t8 + ldexp(1, -40))), 0);
+    /* f64 -> bf16 rounds once: through f32 this would be a tie and give 1 */
+    expect_f(r[2], "2", DV(1, 1 + 2 * t8), 0);
+    expect_f(r[3], "3", DV(65504, INFINITY, 0), 0);
+    ir_tensors_free(r, n);
+
+    const char *ints = fn("(%f: tensor<5xf32>, %i: tensor<3xi32>, %u: tensor<ui32>, %l: tensor<i64>) -> "
+                          "(tensor<5xi32>, tensor<5xui8>, tensor<3xi8>, tensor<3xi1>, tensor<5xi1>, tensor<f32>, "
+                          "tensor<f64>, tensor<3xf32>)",
+                          "  %0 = stablehlo.convert %f : (tensor<5xf32>) -> tensor<5xi32>\n"
+                          "  %1 = stablehlo.convert %f : (tensor<5xf32>) -> tensor<5xui8>\n"
+                          "  %2 = stablehlo.convert %i : (tensor<3xi32>) -> tensor<3xi8>\n"
+                          "  %3 = stablehlo.convert %i : (tensor<3xi32>) -> tensor<3xi1>\n"
+                          "  %4 = stablehlo.convert %f : (tensor<5xf32>) -> tensor<5xi1>\n"
+                          "  %5 = stablehlo.convert %u : (tensor<ui32>) -> tensor<f32>\n"
+                          "  %6 = stablehlo.convert %l : (tensor<i64>) -> tensor<f64>\n"
+                          "  %7 = stablehlo.convert %3 : (tensor<3xi1>) -> tensor<3xf32>\n"
+                          "  return %0, %1, %2, %3, %4, %5, %6, %7 : tensor<5xi32>, tensor<5xui8>, tensor<3xi8>, "
+                          "tensor<3xi1>, tensor<5xi1>, tensor<f32>, tensor<f64>, tensor<3xf32>");
+    ir_tensor *ia[4] = {tf(IR_E_F32, "5", DV(2.9, -2.9, 3e9, -3e9, NAN)), ti(IR_E_I32, "3", IV(300, -129, 0)),
+                        ti(IR_E_UI32, "", IV(4294967295)), ti(IR_E_I64, "", IV((INT64_C(1) << 53) + 1))};
+    r = run(ints, ia, 4, &n);
+    /* float -> int truncates, saturates, NaN -> 0 */
+    expect_i(r[0], "5", IV(2, -2, 2147483647, -2147483648LL, 0));
+    expect_i(r[1], "5", IV(2, 0, 255, 0, 0));
+    /* int -> int wraps */
+    expect_i(r[2], "3", IV(44, 127, 0));
+    expect_i(r[3], "3", IV(1, 1, 0));
+    expect_i(r[4], "5", IV(1, 1, 1, 1, 1));
+    expect_f(r[5], "", DV(4294967296.0), 0);
+    expect_f(r[6], "", DV(9007199254740992.0), 0);
+    expect_f(r[7], "3", DV(1, 1, 0), 0);
+    ir_tensors_free(r, n);
+}
+END_TEST
+
+START_TEST(select_clamp_bitcast)
+{
+    const char *src = fn("(%p: tensor<3xi1>, %a: tensor<3xf32>, %b: tensor<3xf32>, %q: tensor<i1>) -> (tensor<3xf32>, "
+                         "tensor<3xf32>, tensor<3xf32>, tensor<3xi32>, tensor<3x4xui8>)",
+                         "  %0 = stablehlo.select %p, %a, %b : tensor<3xi1>, tensor<3xf32>\n"
+                         "  %1 = stablehlo.select %q, %a, %b : tensor<i1>, tensor<3xf32>\n"
+                         "  %lo = stablehlo.constant dense<0.0> : tensor<f32>\n"
+                         "  %hi = stablehlo.constant dense<1.0> : tensor<f32>\n"
+                         "  %2 = stablehlo.clamp %lo, %b, %hi : (tensor<f32>, tensor<3xf32>, tensor<f32>) -> tensor<3xf32>\n"
+                         "  %3 = stablehlo.bitcast_convert %a : (tensor<3xf32>) -> tensor<3xi32>\n"
+                         "  %4 = stablehlo.bitcast_convert %a : (tensor<3xf32>) -> tensor<3x4xui8>\n"
+                         "  return %0, %1, %2, %3, %4 : tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xi32>, "
+                         "tensor<3x4xui8>");
+    ir_tensor *args[4] = {ti(IR_E_I1, "3", IV(1, 0, 1)), tf(IR_E_F32, "3", DV(1, 2, -0.0)),
+                          tf(IR_E_F32, "3", DV(-5, 0.5, 7)), ti(IR_E_I1, "", IV(0))};
+    uint32_t n;
+    ir_tensor **r = run(src, args, 4, &n);
+    expect_f(r[0], "3", DV(1, 0.5, 0), 0);
+    expect_f(r[1], "3", DV(-5, 0.5, 7), 0);
+    expect_f(r[2], "3", DV(0, 0.5, 1), 0);
+    expect_i(r[3], "3", IV(0x3F800000, 0x40000000, (int32_t)0x80000000));
+    expect_i(r[4], "3x4", IV(0, 0, 128, 63, 0, 0, 0, 64, 0, 0, 0, 128));
+    ir_tensors_free(r, n);
+}
+END_TEST
+
+START_TEST(reduce_precision_and_complex)
+{
+    const char *src = fn("(%a: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)",
+                         "  %0 = stablehlo.reduce_precision %a, format = e8m7 : tensor<3xf32>\n"
+                         "  %1 = stablehlo.reduce_precision %a, format = e5m10 : tensor<3xf32>\n"
+                         "  return %0, %1 : tensor<3xf32>, tensor<3xf32>");
+    double t8 = ldexp(1, -8);
+    ir_tensor *a[1] = {tf(IR_E_F32, "3", DV(1 + t8, 1 + 3 * t8, 70000))};
+    uint32_t n;
+    ir_tensor **r = run(src, a, 1, &n);
+    expect_f(r[0], "3", DV(1, 1 + 4 * t8, 70144), 0);
+    expect_f(r[1], "3", DV(1 + t8, 1 + 3 * t8, INFINITY), 0);
+    ir_tensors_free(r, n);
+
+    const char *c = fn("(%re: tensor<2xf32>, %im: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>)",
+                       "  %z = stablehlo.complex %re, %im : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xcomplex<f32>>\n"
+                       "  %m = stablehlo.multiply %z, %z : tensor<2xcomplex<f32>>\n"
+                       "  %0 = stablehlo.real %m : (tensor<2xcomplex<f32>>) -> tensor<2xf32>\n"
+                       "  %1 = stablehlo.imag %m : (tensor<2xcomplex<f32>>) -> tensor<2xf32>\n"
+                       "  %d = stablehlo.divide %m, %z : tensor<2xcomplex<f32>>\n"
+                       "  %2 = stablehlo.real %d : (tensor<2xcomplex<f32>>) -> tensor<2xf32>\n"
+                       "  return %0, %1, %2 : tensor<2xf32>, tensor<2xf32>, tensor<2xf32>");
+    ir_tensor *ca[2] = {tf(IR_E_F32, "2", DV(1, 3)), tf(IR_E_F32, "2", DV(2, -4))};
+    r = run(c, ca, 2, &n);
+    expect_f(r[0], "2", DV(-3, -7), 0);
+    expect_f(r[1], "2", DV(4, -24), 0);
+    expect_f(r[2], "2", DV(1, 3), 1e-7);
+    ir_tensors_free(r, n);
+}
+END_TEST
+
+/* ======================================================== data movement */
+
+START_TEST(shapes_and_slices)
+{
+    const char *src = fn("(%a: tensor<2x3xi32>) -> (tensor<3x2xi32>, tensor<2x2x3xi32>, tensor<6xi32>, tensor<2x3xi32>, "
+                         "tensor<2x5xi32>, tensor<1x2xi32>, tensor<2x3xf32>, tensor<2x2xi32>)",
+                         "  %0 = stablehlo.transpose %a, dims = [1, 0] : (tensor<2x3xi32>) -> tensor<3x2xi32>\n"
+                         "  %1 = stablehlo.broadcast_in_dim %a, dims = [0, 2] : (tensor<2x3xi32>) -> tensor<2x2x3xi32>\n"
+                         "  %2 = stablehlo.reshape %a : (tensor<2x3xi32>) -> tensor<6xi32>\n"
+                         "  %3 = stablehlo.reverse %a, dims = [0, 1] : tensor<2x3xi32>\n"
+                         "  %c = stablehlo.constant dense<[[7, 8], [9, 10]]> : tensor<2x2xi32>\n"
+                         "  %4 = stablehlo.concatenate %a, %c, dim = 1 : (tensor<2x3xi32>, tensor<2x2xi32>) -> tensor<2x5xi32>\n"
+                         "  %5 = stablehlo.slice %a [1:2, 0:3:2] : (tensor<2x3xi32>) -> tensor<1x2xi32>\n"
+                         "  %6 = stablehlo.iota dim = 1 : tensor<2x3xf32>\n"
+                         "  %7 = stablehlo.constant dense<5> : tensor<2x2xi32>\n"
+                         "  return %0, %1, %2, %3, %4, %5, %6, %7 : tensor<3x2xi32>, tensor<2x2x3xi32>, tensor<6xi32>, "
+                         "tensor<2x3xi32>, tensor<2x5xi32>, tensor<1x2xi32>, tensor<2x3xf32>, tensor<2x2xi32>");
+    ir_tensor *a[1] = {ti(IR_E_I32, "2x3", IV(1, 2, 3, 4, 5, 6))};
+    uint32_t n;
+    ir_tensor **r = run(src, a, 1, &n);
+    expect_i(r[0], "3x2", IV(1, 4, 2, 5, 3, 6));
+    expect_i(r[1], "2x2x3", IV(1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6));
+    expect_i(r[2], "6", IV(1, 2, 3, 4, 5, 6));
+    expect_i(r[3], "2x3", IV(6, 5, 4, 3, 2, 1));
+    expect_i(r[4], "2x5", IV(1, 2, 3, 7, 8, 4, 5, 6, 9, 10));
+    expect_i(r[5], "1x2", IV(4, 6));
+    expect_f(r[6], "2x3", DV(0, 1, 2, 0, 1, 2), 0);
+    expect_i(r[7], "2x2", IV(5, 5, 5, 5));
+    ir_tensors_free(r, n);
+}
+END_TEST
+
+START_TEST(pad_interior_and_negative)
+{
+    const char *src = fn("(%a: tensor<3xi32>, %b: tensor<2x2xi32>) -> (tensor<6xi32>, tensor<4x2xi32>, tensor<1xi32>)",
+                         "  %p = stablehlo.constant dense<9> : tensor<i32>\n"
+                         "  %0 = stablehlo.pad %a, %p, low = [-1], high = [2], interior = [1] : (tensor<3xi32>, tensor<i32>) -> tensor<6xi32>\n"
+                         "  %1 = stablehlo.pad %b, %p, low = [1, -1], high = [0, 1], interior = [1, 0] : (tensor<2x2xi32>, tensor<i32>) -> tensor<4x2xi32>\n"
+                         "  %2 = stablehlo.pad %a, %p, low = [-2], high = [-2], interior = [1] : (tensor<3xi32>, tensor<i32>) -> tensor<1xi32>\n"
+                         "  return %0, %1, %2 : tensor<6xi32>, tensor<4x2xi32>, tensor<1xi32>");
+    ir_tensor *a[2] = {ti(IR_E_I32, "3", IV(1, 2, 3)), ti(IR_E_I32, "2x2", IV(1, 2, 3, 4))};
+    uint32_t n;
+    ir_tensor **r = run(src, a, 2, &n);
+    expect_i(r[0], "6", IV(9, 2, 9, 3, 9, 9));
+    expect_i(r[1], "4x2", IV(9, 9, 2, 9, 9, 9, 4, 9));
+    expect_i(r[2], "1", IV(2));
+    ir_tensors_free(r, n);
+}
+END_TEST
+
+START_TEST(dynamic_slices_clamp)
+{
+    const char *src = fn("(%a: tensor<5xi32>, %u: tensor<2xi32>, %i: tensor<i32>, %m: tensor<3x3xi32>, %j: tensor<i64>) -> "
+                         "(tensor<2xi32>, tensor<5xi32>, tensor<2x2xi32>, tensor<3x3xi32>)",
+                         "  %0 = stablehlo.dynamic_slice %a, %i, sizes = [2] : (tensor<5xi32>, tensor<i32>) -> tensor<2xi32>\n"
+                         "  %1 = stablehlo.dynamic_update_slice %a, %u, %i : (tensor<5xi32>, tensor<2xi32>, tensor<i32>) -> tensor<5xi32>\n"
+                         "  %2 = stablehlo.dynamic_slice %m, %j, %j, sizes = [2, 2] : (tensor<3x3xi32>, tensor<i64>, tensor<i64>) -> tensor<2x2xi32>\n"
+                         "  %v = stablehlo.constant dense<[[0, 0], [0, 0]]> : tensor<2x2xi32>\n"
+                         "  %k = stablehlo.constant dense<-3> : tensor<i64>\n"
+                         "  %3 = stablehlo.dynamic_update_slice %m, %v, %k, %j : (tensor<3x3xi32>, tensor<2x2xi32>, tensor<i64>, tensor<i64>) -> tensor<3x3xi32>\n"
+                         "  return %0, %1, %2, %3 : tensor<2xi32>, tensor<5xi32>, tensor<2x2xi32>, tensor<3x3xi32>");
+    ir_tensor *a[5] = {ti(IR_E_I32, "5", IV(1, 2, 3, 4, 5)), ti(IR_E_I32, "2", IV(7, 8)), ti(IR_E_I32, "", IV(4)),
+                       ti(IR_E_I32, "3x3", IV(1, 2, 3, 4, 5, 6, 7, 8, 9)), ti(IR_E_I64, "", IV(10))};
+    uint32_t n;
+    ir_tensor **r = run(src, a, 5, &n);
+    /* start 4 with size 2 clamps to 3; start 10 clamps to 1; -3 to 0 */
+    expect_i(r[0], "2", IV(4, 5));
+    expect_i(r[1], "5", IV(1, 2, 3, 7, 8));
+    expect_i(r[2], "2x2", IV(5, 6, 8, 9));
+    expect_i(r[3], "3x3", IV(1, 0, 0, 4, 0, 0, 7, 8, 9));
+    ir_tensors_free(r, n);
+}
+END_TEST
+
+/* The StableHLO interpreter's gather examples (plain and with batching
+ * dims), with the spec's expected results. */
+START_TEST(gather_spec_examples)
+{
+    const char *src =
+        "func.func @main() -> (tensor<2x3x2x2xi64>, tensor<2x2x3x2x2xi64>) {\n"
+        "  %operand = stablehlo.constant dense<[[[1, 2], [3, 4], [5, 6], [7, 8]], [[9, 10], [11, 12], [13, 14], [15, 16]], "
+        "[[17, 18], [19, 20], [21, 22], [23, 24]]]> : tensor<3x4x2xi64>\n"
+        "  %start_indices = stablehlo.constant dense<[[[0, 0], [1, 0], [2, 1]], [[0, 1], [1, 1], [0, 9]]]> : tensor<2x3x2xi64>\n"
+        "  %result = \"stablehlo.gather\"(%operand, %start_indices) {dimension_numbers = #stablehlo.gather<offset_dims = [2, 3], "
+        "collapsed_slice_dims = [0], start_index_map = [1, 0], index_vector_dim = 2>, slice_sizes = array<i64: 1, 2, 2>, "
+        "indices_are_sorted = false} : (tensor<3x4x2xi64>, tensor<2x3x2xi64>) -> tensor<2x3x2x2xi64>\n"
+        "  %op2 = stablehlo.iota dim = 0 : tensor<48xi64>\n"
+        "  %one = stablehlo.constant dense<1> : tensor<48xi64>\n"
+        "  %op3 = stablehlo.add %op2, %one : tensor<48xi64>\n"
+        "  %op4 = stablehlo.reshape %op3 : (tensor<48xi64>) -> tensor<2x3x4x2xi64>\n"
+        "  %idx2 = stablehlo.constant dense<[[[[0, 0], [1, 0], [2, 1]], [[0, 1], [1, 1], [0, 9]]], [[[0, 0], [2, 1], [2, 2]], "
+        "[[1, 2], [0, 1], [1, 0]]]]> : tensor<2x2x3x2xi64>\n"
+        "  %r2 = \"stablehlo.gather\"(%op4, %idx2) {dimension_numbers = #stablehlo.gather<offset_dims = [3, 4], "
+        "collapsed_slice_dims = [1], operand_batching_dims = [0], start_indices_batching_dims = [1], start_index_map = [2, 1], "
+        "index_vector_dim = 3>, slice_sizes = array<i64: 1, 1, 2, 2>, indices_are_sorted = false} : "
+        "(tensor<2x3x4x2xi64>, tensor<2x2x3x2xi64>) -> tensor<2x2x3x2x2xi64>\n"
+        "  return %result, %r2 : tensor<2x3x2x2xi64>, tensor<2x2x3x2x2xi64>\n"
+        "}\n";
+    uint32_t n;
+    ir_tensor **r = run(src, NULL, 0, &n);
+    expect_i(r[0], "2x3x2x2", IV(1, 2, 3, 4, 3, 4, 5, 6, 13, 14, 15, 16, 9, 10, 11, 12, 11, 12, 13, 14, 17, 18, 19, 20));
+    expect_i(r[1], "2x2x3x2x2",
+             IV(1, 2, 3, 4, 3, 4, 5, 6, 13, 14, 15, 16, 33, 34, 35, 36, 35, 36, 37, 38, 41, 42, 43, 44, 1, 2, 3, 4, 13, 14,
+                15, 16, 21, 22, 23, 24, 43, 44, 45, 46, 33, 34, 35, 36, 27, 28, 29, 30));
+    ir_tensors_free(r, n);
+}
+END_TEST
+
+START_TEST(scatter_spec_examples)
+{
+    const char *src =
+        "func.func @main() -> (tensor<3x4x2xi64>, tensor<2x3x4x2xi64>, tensor<4xf32>) {\n"
+        "  %inputs = stablehlo.constant dense<[[[1, 2], [3, 4], [5, 6], [7, 8]], [[9, 10], [11, 12], [13, 14], [15, 16]], "
+        "[[17, 18], [19, 20], [21, 22], [23, 24]]]> : tensor<3x4x2xi64>\n"
+        "  %scatter_indices = stablehlo.constant dense<[[[0, 2], [1, 0], [2, 1]], [[0, 1], [1, 0], [0, 9]]]> : tensor<2x3x2xi64>\n"
+        "  %updates = stablehlo.constant dense<1> : tensor<2x3x2x2xi64>\n"
+        "  %result = \"stablehlo.scatter\"(%inputs, %scatter_indices, %updates) ({\n"
+        "    ^bb0(%arg0: tensor<i64>, %arg1: tensor<i64>):\n"
+        "      %0 = stablehlo.add %arg0, %arg1 : tensor<i64>\n"
+        "      stablehlo.return %0 : tensor<i64>\n"
+        "  }) {scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [2, 3], inserted_window_dims = [0], "
+        "scatter_dims_to_operand_dims = [1, 0], index_vector_dim = 2>, indices_are_sorted = false, unique_indices = false} : "
+        "(tensor<3x4x2xi64>, tensor<2x3x2xi64>, tensor<2x3x2x2xi64>) -> tensor<3x4x2xi64>\n"
+        "  %i2 = stablehlo.iota dim = 0 : tensor<48xi64>\n"
+        "  %one = stablehlo.constant dense<1> : tensor<48xi64>\n"
+        "  %i3 = stablehlo.add %i2, %one : tensor<48xi64>\n"
+        "  %in2 = stablehlo.reshape %i3 : (tensor<48xi64>) -> tensor<2x3x4x2xi64>\n"
+        "  %idx2 = stablehlo.constant dense<[[[[0, 0], [1, 0], [2, 1]], [[0, 1], [1, 1], [0, 9]]], [[[0, 0], [2, 1], [2, 2]], "
+        "[[1, 2], [0, 1], [1, 0]]]]> : tensor<2x2x3x2xi64>\n"
+        "  %upd2 = stablehlo.constant dense<1> : tensor<2x2x3x2x2xi64>\n"
+        "  %r2 = \"stablehlo.scatter\"(%in2, %idx2, %upd2) ({\n"
+        "    ^bb0(%arg0: tensor<i64>, %arg1: tensor<i64>):\n"
+        "      %0 = stablehlo.add %arg0, %arg1 : tensor<i64>\n"
+        "      stablehlo.return %0 : tensor<i64>\n"
+        "  }) {scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [3, 4], inserted_window_dims = [1], "
+        "input_batching_dims = [0], scatter_indices_batching_dims = [1], scatter_dims_to_operand_dims = [2, 1], "
+        "index_vector_dim = 3>, indices_are_sorted = false, unique_indices = false} : "
+        "(tensor<2x3x4x2xi64>, tensor<2x2x3x2xi64>, tensor<2x2x3x2x2xi64>) -> tensor<2x3x4x2xi64>\n"
+        /* replace semantics (x.at[i].set(v)) with an out-of-bounds update skipped */
+        "  %z = stablehlo.constant dense<0.0> : tensor<4xf32>\n"
+        "  %si = stablehlo.constant dense<[[3], [1], [7]]> : tensor<3x1xi32>\n"
+        "  %sv = stablehlo.constant dense<[5.0, 6.0, 7.0]> : tensor<3xf32>\n"
+        "  %r3 = \"stablehlo.scatter\"(%z, %si, %sv) ({\n"
+        "    ^bb0(%arg0: tensor<f32>, %arg1: tensor<f32>):\n"
+        "      stablehlo.return %arg1 : tensor<f32>\n"
+        "  }) {scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], "
+        "index_vector_dim = 1>} : (tensor<4xf32>, tensor<3x1xi32>, tensor<3xf32>) -> tensor<4xf32>\n"
+        "  return %result, %r2, %r3 : tensor<3x4x2xi64>, tensor<2x3x4x2xi64>, tensor<4xf32>\n"
+        "}\n";
+    uint32_t n;
+    ir_tensor **r = run(src, NULL, 0, &n);
+    expect_i(r[0], "3x4x2", IV(1, 2, 5, 6, 7, 8, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 21, 22, 23, 24));
+    expect_i(r[1], "2x3x4x2",
+             IV(3, 4, 6, 7, 6, 7, 7, 8, 9, 10, 11, 12, 15, 16, 17, 18, 17, 18, 19, 20, 22, 23, 24, 25, 25, 26, 28, 29, 30,
+                31, 31, 32, 35, 36, 38, 39, 38, 39, 39, 40, 41, 42, 44, 45, 46, 47, 47, 48));
+    expect_f(r[2], "4", DV(0, 6, 0, 5), 0);
+    ir_tensors_free(r, n);
+}
+END_TEST
+
+/* ========================================================= dot and conv */
+
+START_TEST(dot_general_batch_dims)
+{
+    const char *src = fn("(%a: tensor<2x2x3xf32>, %b: tensor<2x3x2xf32>, %c: tensor<3x2x4xf64>, %d: tensor<4x3xf64>) -> "
+                         "(tensor<2x2x2xf32>, tensor<2x4x4xf64>, tensor<2x2xi32>)",
+                         "  %0 = stablehlo.dot_general %a, %b, batching_dims = [0] x [0], contracting_dims = [2] x [1] : "
+                         "(tensor<2x2x3xf32>, tensor<2x3x2xf32>) -> tensor<2x2x2xf32>\n"
+                         "  %1 = stablehlo.dot_general %c, %d, contracting_dims = [0] x [1] : (tensor<3x2x4xf64>, "
+                         "tensor<4x3xf64>) -> tensor<2x4x4xf64>\n"
+                         "  %i = stablehlo.constant dense<[[1, 2], [3, 4]]> : tensor<2x2xi32>\n"
+                         "  %2 = stablehlo.dot %i, %i : (tensor<2x2xi32>, tensor<2x2xi32>) -> tensor<2x2xi32>\n"
+                         "  return %0, %1, %2 : tensor<2x2x2xf32>, tensor<2x4x4xf64>, tensor<2x2xi32>");
+    double av[12], bv[12], cv[24], dv[12];
+    for (int i = 0; i < 12; i++) {
+        av[i] = i + 1;
+        bv[i] = (i % 5) - 2;
+        dv[i] = 0.5 * i - 1;
+    }
+    for (int i = 0; i < 24; i++)
+        cv[i] = (i * 7 % 11) - 5;
+    ir_tensor *args[4] = {tf(IR_E_F32, "2x2x3", av, 12), tf(IR_E_F32, "2x3x2", bv, 12), tf(IR_E_F64, "3x2x4", cv, 24),
+                          tf(IR_E_F64, "4x3", dv, 12)};
+    uint32_t n;
+    ir_tensor **r = run(src, args, 4, &n);
+    double want[8], want2[32];
+    for (int b = 0; b < 2; b++)
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++) {
+                double s = 0;
+                for (int k = 0; k < 3; k++)
+                    s += av[b * 6 + i * 3 + k] * bv[b * 6 + k * 2 + j];
+                want[b * 4 + i * 2 + j] = s;
+            }
+    expect_f(r[0], "2x2x2", want, 8, 0);
+    /* result dims: lhs free (2, 4) then rhs free (4) */
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 4; j++)
+            for (int k = 0; k < 4; k++) {
+                double s = 0;
+                for (int c = 0; c < 3; c++)
+                    s += cv[c * 8 + i * 4 + j] * dv[k * 3 + c];
+                want2[i * 16 + j * 4 + k] = s;
+            }
+    expect_f(r[1], "2x4x4", want2, 32, 0);
+    expect_i(r[2], "2x2", IV(7, 10, 15, 22));
+    ir_tensors_free(r, n);
+}
+END_TEST
+
+/* A naive convolution, written the way the spec defines it: materialize
+ * the padded, dilated input, then slide the (dilated, possibly reversed)
+ * window.  NHWC input, HWIO kernel. */
+typedef struct conv_case {
+    int n, h, w, c, kh, kw, o;
+    int stride[2], pad[2][2], ldil[2], rdil[2], rev[2], fgc, bgc;
+} conv_case;
+
+static void conv_reference(const conv_case *cc, const double *in, const double *k, double *out, int *oh, int *ow)
+{
+    int ph = (cc->h - 1) * cc->ldil[0] + 1 + cc->pad[0][0] + cc->pad[0][1];
+    int pw = (cc->w - 1) * cc->ldil[1] + 1 + cc->pad[1][0] + cc->pad[1][1];
+    double *p = calloc((size_t)(cc->n * ph * pw * cc->c), sizeof *p);
+    for (int b = 0; b < cc->n; b++)
+        for (int y = 0; y < cc->h; y++)
+            for (int x = 0; x < cc->w; x++)
+                for (int f = 0; f < cc->c; f++) {
+                    int py = cc->pad[0][0] + y * cc->ldil[0], px = cc->pad[1][0] + x * cc->ldil[1];
+                    if (py >= 0 && py < ph && px >= 0 && px < pw)
+                        p[((b * ph + py) * pw + px) * cc->c + f] = in[((b * cc->h + y) * cc->w + x) * cc->c + f];
+                }
+    int wh = (cc->kh - 1) * cc->rdil[0] + 1, ww = (cc->kw - 1) * cc->rdil[1] + 1;
+    *oh = (ph - wh) / cc->stride[0] + 1;
+    *ow = (pw - ww) / cc->stride[1] + 1;
+    int ci_n = cc->c / cc->fgc, nb = cc->n / cc->bgc;
+    for (int b = 0; b < nb; b++)
+        for (int y = 0; y < *oh; y++)
+            for (int x = 0; x < *ow; x++)
+                for (int o = 0; o < cc->o; o++) {
+                    int g = o / (cc->o / cc->fgc), bg = o / (cc->o / cc->bgc);
+                    double s = 0;
+                    for (int ky = 0; ky < cc->kh; ky++)
+                        for (int kx = 0; kx < cc->kw; kx++)
+                            for (int ci = 0; ci < ci_n; ci++) {
+                                int py = y * cc->stride[0] + ky * cc->rdil[0], px = x * cc->stride[1] + kx * cc->rdil[1];
+                                int ky2 = cc->rev[0] ? cc->kh - 1 - ky : ky, kx2 = cc->rev[1] ? cc->kw - 1 - kx : kx;
+                                s += p[(((bg * nb + b) * ph + py) * pw + px) * cc->c + g * ci_n + ci] *
+                                     k[((ky2 * cc->kw + kx2) * ci_n + ci) * cc->o + o];
+                            }
+                    out[((b * *oh + y) * *ow + x) * cc->o + o] = s;
+                }
+    free(p);
+}
+
+static void check_conv(const conv_case *cc)
+{
+    int ni = cc->n * cc->h * cc->w * cc->c, nk = cc->kh * cc->kw * (cc->c / cc->fgc) * cc->o;
+    double *in = malloc(sizeof *in * (size_t)ni), *k = malloc(sizeof *k * (size_t)nk), *want = malloc(sizeof *want * 4096);
+    for (int i = 0; i < ni; i++)
+        in[i] = ((i * 37) % 17) - 8;
+    for (int i = 0; i < nk; i++)
+        k[i] = ((i * 13) % 7) - 3;
+    int oh, ow;
+    conv_reference(cc, in, k, want, &oh, &ow);
+    char sig[512], body[2048], ins[64], ks[64], outs[64];
+    snprintf(ins, sizeof ins, "%dx%dx%dx%d", cc->n, cc->h, cc->w, cc->c);
+    snprintf(ks, sizeof ks, "%dx%dx%dx%d", cc->kh, cc->kw, cc->c / cc->fgc, cc->o);
+    snprintf(outs, sizeof outs, "%dx%dx%dx%d", cc->n / cc->bgc, oh, ow, cc->o);
+    snprintf(sig, sizeof sig, "(%%a: tensor<%sxf32>, %%k: tensor<%sxf32>) -> tensor<%sxf32>", ins, ks, outs);
+    snprintf(body, sizeof body,
+             "  %%0 = stablehlo.convolution(%%a, %%k) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], "
+             "window = {stride = [%d, %d], pad = [[%d, %d], [%d, %d]], lhs_dilate = [%d, %d], rhs_dilate = [%d, %d], "
+             "reverse = [%s, %s]} {batch_group_count = %d : i64, feature_group_count = %d : i64} : "
+             "(tensor<%sxf32>, tensor<%sxf32>) -> tensor<%sxf32>\n"
+             "  return %%0 : tensor<%sxf32>",
+             cc->stride[0], cc->stride[1], cc->pad[0][0], cc->pad[0][1], cc->pad[1][0], cc->pad[1][1], cc->ldil[0],
+             cc->ldil[1], cc->rdil[0], cc->rdil[1], cc->rev[0] ? "true" : "false", cc->rev[1] ? "true" : "false", cc->bgc,
+             cc->fgc, ins, ks, outs, outs);
+    ir_tensor *args[2] = {tf(IR_E_F32, ins, in, (size_t)ni), tf(IR_E_F32, ks, k, (size_t)nk)};
+    ir_tensor *t = run1(fn(sig, body), args, 2);
+    expect_f(t, outs, want, (size_t)(cc->n / cc->bgc * oh * ow * cc->o), 0);
+    ir_tensor_free(t);
+    free(in);
+    free(k);
+    free(want);
+}
+
+START_TEST(convolution_against_reference)
+{
+    /* plain; strides, padding, dilations, reversal and feature groups;
+     * batch groups */
+    conv_case plain = {1, 4, 4, 2, 3, 3, 3, {1, 1}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1}, {0, 0}, 1, 1};
+    conv_case all = {2, 5, 5, 4, 3, 3, 6, {2, 1}, {{1, 2}, {0, 1}}, {1, 2}, {2, 1}, {1, 0}, 2, 1};
+    conv_case neg = {1, 6, 5, 2, 2, 2, 2, {1, 2}, {{-1, 1}, {2, -1}}, {1, 1}, {1, 1}, {0, 1}, 1, 1};
+    conv_case bg = {4, 3, 3, 2, 1, 2, 4, {1, 1}, {{0, 0}, {0, 1}}, {1, 1}, {1, 1}, {0, 0}, 1, 2};
+    check_conv(&plain);
+    check_conv(&all);
+    check_conv(&neg);
+    check_conv(&bg);
+}
+END_TEST
+
+/* The spec's convolution example (lhs dilation 2, stride 4), in i64. */
+START_TEST(convolution_spec_example)
+{
+    const char *src =
+        "func.func @main() -> tensor<1x2x2x1xi64> {\n"
+        "  %lhs = stablehlo.constant dense<[[[[1], [2], [5], [6]], [[3], [4], [7], [8]], [[10], [11], [14], [15]], "
+        "[[12], [13], [16], [17]]]]> : tensor<1x4x4x1xi64>\n"
+        "  %rhs = stablehlo.constant dense<1> : tensor<3x3x1x1xi64>\n"
+        "  %result = \"stablehlo.convolution\"(%lhs, %rhs) {window_strides = array<i64: 4, 4>, padding = dense<0> : "
+        "tensor<2x2xi64>, lhs_dilation = array<i64: 2, 2>, rhs_dilation = array<i64: 1, 1>, window_reversal = "
+        "array<i1: false, false>, dimension_numbers = #stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, "
+        "batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x4x4x1xi64>, tensor<3x3x1x1xi64>) -> "
+        "tensor<1x2x2x1xi64>\n"
+        "  return %result : tensor<1x2x2x1xi64>\n"
+        "}\n";
+    ir_tensor *t = run1(src, NULL, 0);
+    expect_i(t, "1x2x2x1", IV(10, 26, 46, 62));
+    ir_tensor_free(t);
+}
+END_TEST
+
+/* ============================================================= reductions */
+
+START_TEST(reduce_and_argmax)
+{
+    const char *src = fn("(%a: tensor<2x3xf32>, %v: tensor<4xf32>) -> (tensor<3xf32>, tensor<2xf32>, tensor<f32>, tensor<i32>)",
+                         "  %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
+                         "  %m = stablehlo.constant dense<0xFF800000> : tensor<f32>\n"
+                         "  %0 = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [0] : "
+                         "(tensor<2x3xf32>, tensor<f32>) -> tensor<3xf32>\n"
+                         "  %1 = stablehlo.reduce(%a init: %m) applies stablehlo.maximum across dimensions = [1] : "
+                         "(tensor<2x3xf32>, tensor<f32>) -> tensor<2xf32>\n"
+                         "  %iota = stablehlo.iota dim = 0 : tensor<4xi32>\n"
+                         "  %zi = stablehlo.constant dense<0> : tensor<i32>\n"
+                         "  %2:2 = stablehlo.reduce(%v init: %m), (%iota init: %zi) across dimensions = [0] : "
+                         "(tensor<4xf32>, tensor<4xi32>, tensor<f32>, tensor<i32>) -> (tensor<f32>, tensor<i32>)\n"
+                         "    reducer(%a1: tensor<f32>, %b1: tensor<f32>) (%a2: tensor<i32>, %b2: tensor<i32>) {\n"
+                         "      %gt = stablehlo.compare  GT, %a1, %b1,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>\n"
+                         "      %eq = stablehlo.compare  EQ, %a1, %b1,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>\n"
+                         "      %lt = stablehlo.compare  LT, %a2, %b2,  SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+                         "      %tie = stablehlo.and %eq, %lt : tensor<i1>\n"
+                         "      %keep = stablehlo.or %gt, %tie : tensor<i1>\n"
+                         "      %v1 = stablehlo.select %keep, %a1, %b1 : tensor<i1>, tensor<f32>\n"
+                         "      %i1 = stablehlo.select %keep, %a2, %b2 : tensor<i1>, tensor<i32>\n"
+                         "      stablehlo.return %v1, %i1 : tensor<f32>, tensor<i32>\n"
+                         "    }\n"
+                         "  return %0, %1, %2#0, %2#1 : tensor<3xf32>, tensor<2xf32>, tensor<f32>, tensor<i32>");
+    ir_tensor *args[2] = {tf(IR_E_F32, "2x3", DV(1, 2, 3, 4, -5, 6)), tf(IR_E_F32, "4", DV(1, 5, 5, 2))};
+    uint32_t n;
+    ir_tensor **r = run(src, args, 2, &n);
+    expect_f(r[0], "3", DV(5, -3, 9), 0);
+    expect_f(r[1], "2", DV(3, 6), 0);
+    expect_f(r[2], "", DV(5), 0);
+    expect_i(r[3], "", IV(1));
+    ir_tensors_free(r, n);
+}
+END_TEST
+
+START_TEST(reduce_window_spec_example)
+{
+    const char *src =
+        "func.func @main() -> tensor<2x2xi64> {\n"
+        "  %input = stablehlo.constant dense<[[1, 2], [3, 4], [5, 6]]> : tensor<3x2xi64>\n"
+        "  %init_value = stablehlo.constant dense<0> : tensor<i64>\n"
+        "  %result = \"stablehlo.reduce_window\"(%input, %init_value) ({\n"
+        "    ^bb0(%arg0: tensor<i64>, %arg1: tensor<i64>):\n"
+        "      %0 = stablehlo.add %arg0, %arg1 : tensor<i64>\n"
+        "      stablehlo.return %0 : tensor<i64>\n"
+        "  }) {window_dimensions = array<i64: 2, 1>, window_strides = array<i64: 4, 1>, base_dilations = array<i64: 2, 1>, "
+        "window_dilations = array<i64: 3, 1>, padding = dense<[[2, 1], [0, 0]]> : tensor<2x2xi64>} : "
+        "(tensor<3x2xi64>, tensor<i64>) -> tensor<2x2xi64>\n"
+        "  return %result : tensor<2x2xi64>\n"
+        "}\n";
+    ir_tensor *t = run1(src, NULL, 0);
+    expect_i(t, "2x2", IV(0, 0, 3, 4));
+    ir_tensor_free(t);
+
+    /* max pooling 2x2 stride 2 on a 4x4 image */
+    const char *pool = fn("(%a: tensor<4x4xf32>) -> tensor<2x2xf32>",
+                          "  %m = stablehlo.constant dense<0xFF800000> : tensor<f32>\n"
+                          "  %0 = \"stablehlo.reduce_window\"(%a, %m) ({\n"
+                          "    ^bb0(%x: tensor<f32>, %y: tensor<f32>):\n"
+                          "      %1 = stablehlo.maximum %x, %y : tensor<f32>\n"
+                          "      stablehlo.return %1 : tensor<f32>\n"
+                          "  }) {window_dimensions = array<i64: 2, 2>, window_strides = array<i64: 2, 2>} : "
+                          "(tensor<4x4xf32>, tensor<f32>) -> tensor<2x2xf32>\n"
+                          "  return %0 : tensor<2x2xf32>");
+    ir_tensor *a[1] = {tf(IR_E_F32, "4x4", DV(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16))};
+    t = run1(pool, a, 1);
+    expect_f(t, "2x2", DV(6, 8, 14, 16), 0);
+    ir_tensor_free(t);
+}
+END_TEST
+
+START_TEST(select_and_scatter_spec_example)
+{
+    const char *src =
+        "func.func @main() -> tensor<4x2xi64> {\n"
+        "  %operand = stablehlo.constant dense<[[1, 5], [2, 5], [3, 6], [4, 4]]> : tensor<4x2xi64>\n"
+        "  %source = stablehlo.constant dense<[[5, 6], [7, 8]]> : tensor<2x2xi64>\n"
+        "  %init_value = stablehlo.constant dense<0> : tensor<i64>\n"
+        "  %result = \"stablehlo.select_and_scatter\"(%operand, %source, %init_value) ({\n"
+        "    ^bb0(%arg0: tensor<i64>, %arg1: tensor<i64>):\n"
+        "      %0 = stablehlo.compare GE, %arg0, %arg1 : (tensor<i64>, tensor<i64>) -> tensor<i1>\n"
+        "      stablehlo.return %0 : tensor<i1>\n"
+        "  }, {\n"
+        "    ^bb0(%arg0: tensor<i64>, %arg1: tensor<i64>):\n"
+        "      %0 = stablehlo.add %arg0, %arg1 : tensor<i64>\n"
+        "      stablehlo.return %0 : tensor<i64>\n"
+        "  }) {window_dimensions = array<i64: 3, 1>, window_strides = array<i64: 2, 1>, padding = dense<[[0, 1], [0, 0]]> : "
+        "tensor<2x2xi64>} : (tensor<4x2xi64>, tensor<2x2xi64>, tensor<i64>) -> tensor<4x2xi64>\n"
+        "  return %result : tensor<4x2xi64>\n"
+        "}\n";
+    ir_tensor *t = run1(src, NULL, 0);
+    expect_i(t, "4x2", IV(0, 0, 0, 0, 5, 14, 7, 0));
+    ir_tensor_free(t);
+}
+END_TEST
+
+START_TEST(sort_stable_multi_operand)
+{
+    const char *src =
+        "func.func @main() -> (tensor<2x3xi64>, tensor<2x3xi64>) {\n"
+        "  %input0 = stablehlo.constant dense<[[1, 2, 3], [3, 2, 1]]> : tensor<2x3xi64>\n"
+        "  %input1 = stablehlo.constant dense<[[3, 2, 1], [1, 2, 3]]> : tensor<2x3xi64>\n"
+        "  %result0, %result1 = \"stablehlo.sort\"(%input0, %input1) ({\n"
+        "    ^bb0(%arg0: tensor<i64>, %arg1: tensor<i64>, %arg2: tensor<i64>, %arg3: tensor<i64>):\n"
+        "      %predicate = stablehlo.compare GT, %arg0, %arg1 : (tensor<i64>, tensor<i64>) -> tensor<i1>\n"
+        "      stablehlo.return %predicate : tensor<i1>\n"
+        "  }) {dimension = 0 : i64, is_stable = true} : (tensor<2x3xi64>, tensor<2x3xi64>) -> (tensor<2x3xi64>, tensor<2x3xi64>)\n"
+        "  return %result0, %result1 : tensor<2x3xi64>, tensor<2x3xi64>\n"
+        "}\n";
+    uint32_t n;
+    ir_tensor **r = run(src, NULL, 0, &n);
+    expect_i(r[0], "2x3", IV(3, 2, 3, 1, 2, 1));
+    expect_i(r[1], "2x3", IV(1, 2, 1, 3, 2, 3));
+    ir_tensors_free(r, n);
+
+    /* equal keys keep their order */
+    const char *st = fn("(%k: tensor<6xf32>, %v: tensor<6xi32>) -> (tensor<6xf32>, tensor<6xi32>)",
+                        "  %0:2 = \"stablehlo.sort\"(%k, %v) ({\n"
+                        "    ^bb0(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<i32>, %d: tensor<i32>):\n"
+                        "      %p = stablehlo.compare LT, %a, %b, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>\n"
+                        "      stablehlo.return %p : tensor<i1>\n"
+                        "  }) {dimension = 0 : i64, is_stable = true} : (tensor<6xf32>, tensor<6xi32>) -> (tensor<6xf32>, tensor<6xi32>)\n"
+                        "  return %0#0, %0#1 : tensor<6xf32>, tensor<6xi32>");
+    ir_tensor *a[2] = {tf(IR_E_F32, "6", DV(3, 1, NAN, 1, 3, -INFINITY)), ti(IR_E_I32, "6", IV(0, 1, 2, 3, 4, 5))};
+    r = run(st, a, 2, &n);
+    expect_f(r[0], "6", DV(-INFINITY, 1, 1, 3, 3, NAN), 0);
+    expect_i(r[1], "6", IV(5, 1, 3, 0, 4, 2));
+    ir_tensors_free(r, n);
+}
+END_TEST
+
+/* =========================================================== control flow */
+
+START_TEST(while_counting_loop)
+{
+    const char *src = fn("(%n: tensor<i32>) -> (tensor<i32>, tensor<i32>)",
+                         "  %c0 = stablehlo.constant dense<0> : tensor<i32>\n"
+                         "  %r:2 = stablehlo.while(%i = %c0, %s = %c0) : tensor<i32>, tensor<i32>\n"
+                         "    cond {\n"
+                         "      %p = stablehlo.compare  LT, %i, %n,  SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+                         "      stablehlo.return %p : tensor<i1>\n"
+                         "    } do {\n"
+                         "      %one = stablehlo.constant dense<1> : tensor<i32>\n"
+                         "      %s2 = stablehlo.add %s, %i : tensor<i32>\n"
+                         "      %i2 = stablehlo.add %i, %one : tensor<i32>\n"
+                         "      stablehlo.return %i2, %s2 : tensor<i32>, tensor<i32>\n"
+                         "    }\n"
+                         "  return %r#0, %r#1 : tensor<i32>, tensor<i32>");
+    ir_tensor *a[1] = {ti(IR_E_I32, "", IV(10))};
+    uint32_t n;
+    ir_tensor **r = run(src, a, 1, &n);
+    expect_i(r[0], "", IV(10));
+    expect_i(r[1], "", IV(45));
+    ir_tensors_free(r, n);
+
+    /* the iteration limit is an error */
+    ir_interp_opts o = {.max_while_iters = 100};
+    char msg[512];
+    ir_tensor *b[1] = {ti(IR_E_I32, "", IV(1000))};
+    ck_assert_int_eq(run_fail(src, b, 1, &o, msg, sizeof msg), AP_ELIMIT);
+    ck_assert_msg(strstr(msg, "stablehlo.while: more than 100 iterations (ir_interp_opts.max_while_iters)"), "%s", msg);
+}
+END_TEST
+
+START_TEST(case_if_call_tuple)
+{
+    const char *src =
+        "func.func private @twice(%x: tensor<f32>) -> tensor<f32> {\n"
+        "  %0 = stablehlo.add %x, %x : tensor<f32>\n"
+        "  return %0 : tensor<f32>\n"
+        "}\n"
+        "func.func @main(%i: tensor<i32>, %p: tensor<i1>, %x: tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) {\n"
+        "  %0 = \"stablehlo.case\"(%i) ({\n"
+        "    %a = stablehlo.constant dense<10.0> : tensor<f32>\n"
+        "    stablehlo.return %a : tensor<f32>\n"
+        "  }, {\n"
+        "    %b = func.call @twice(%x) : (tensor<f32>) -> tensor<f32>\n"
+        "    stablehlo.return %b : tensor<f32>\n"
+        "  }, {\n"
+        "    %c = stablehlo.negate %x : tensor<f32>\n"
+        "    stablehlo.return %c : tensor<f32>\n"
+        "  }) : (tensor<i32>) -> tensor<f32>\n"
+        "  %1 = \"stablehlo.if\"(%p) ({\n"
+        "    stablehlo.return %x : tensor<f32>\n"
+        "  }, {\n"
+        "    stablehlo.return %0 : tensor<f32>\n"
+        "  }) : (tensor<i1>) -> tensor<f32>\n"
+        "  %t = stablehlo.tuple %x, %i : tuple<tensor<f32>, tensor<i32>>\n"
+        "  %2 = stablehlo.get_tuple_element %t[0] : (tuple<tensor<f32>, tensor<i32>>) -> tensor<f32>\n"
+        "  %3:2 = stablehlo.optimization_barrier %2, %i : tensor<f32>, tensor<i32>\n"
+        "  return %0, %1, %3#0, %0 : tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>\n"
+        "}\n";
+    static const struct {
+        int64_t idx, pred;
+        double want0, want1;
+    } cases[] = {{0, 1, 10, 1.5}, {1, 0, 3, 3}, {2, 0, -1.5, -1.5}, {7, 0, -1.5, -1.5}, {-1, 1, -1.5, 1.5}};
+    for (size_t k = 0; k < AP_ARRAY_LEN(cases); k++) {
+        ir_tensor *a[3] = {ti(IR_E_I32, "", &cases[k].idx, 1), ti(IR_E_I1, "", &cases[k].pred, 1),
+                           tf(IR_E_F32, "", DV(1.5))};
+        uint32_t n;
+        ir_tensor **r = run(src, a, 3, &n);
+        expect_f(r[0], "", &cases[k].want0, 1, 0);
+        expect_f(r[1], "", &cases[k].want1, 1, 0);
+        expect_f(r[2], "", DV(1.5), 0);
+        expect_f(r[3], "", &cases[k].want0, 1, 0);
+        ir_tensors_free(r, n);
+    }
+}
+END_TEST
+
+START_TEST(map_and_batch_norm)
+{
+    const char *src = fn("(%a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<3xf32>",
+                         "  %0 = \"stablehlo.map\"(%a, %b) ({\n"
+                         "    ^bb0(%x: tensor<f32>, %y: tensor<f32>):\n"
+                         "      %m = stablehlo.multiply %x, %y : tensor<f32>\n"
+                         "      %s = stablehlo.add %m, %x : tensor<f32>\n"
+                         "      stablehlo.return %s : tensor<f32>\n"
+                         "  }) {dimensions = array<i64: 0>} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>\n"
+                         "  return %0 : tensor<3xf32>");
+    ir_tensor *a[2] = {tf(IR_E_F32, "3", DV(1, 2, 3)), tf(IR_E_F32, "3", DV(4, 5, 6))};
+    ir_tensor *t = run1(src, a, 2);
+    expect_f(t, "3", DV(5, 12, 21), 0);
+    ir_tensor_free(t);
+
+    const char *bn = fn("(%x: tensor<2x2xf64>, %s: tensor<2xf64>, %o: tensor<2xf64>) -> (tensor<2x2xf64>, tensor<2xf64>, "
+                        "tensor<2xf64>, tensor<2x2xf64>)",
+                        "  %0:3 = \"stablehlo.batch_norm_training\"(%x, %s, %o) {epsilon = 0.0 : f32, feature_index = 1 : i64} : "
+                        "(tensor<2x2xf64>, tensor<2xf64>, tensor<2xf64>) -> (tensor<2x2xf64>, tensor<2xf64>, tensor<2xf64>)\n"
+                        "  %1 = \"stablehlo.batch_norm_inference\"(%x, %s, %o, %0#1, %0#2) {epsilon = 0.0 : f32, "
+                        "feature_index = 1 : i64} : (tensor<2x2xf64>, tensor<2xf64>, tensor<2xf64>, tensor<2xf64>, "
+                        "tensor<2xf64>) -> tensor<2x2xf64>\n"
+                        "  return %0#0, %0#1, %0#2, %1 : tensor<2x2xf64>, tensor<2xf64>, tensor<2xf64>, tensor<2x2xf64>");
+    ir_tensor *b[3] = {tf(IR_E_F64, "2x2", DV(1, 10, 3, 30)), tf(IR_E_F64, "2", DV(2, 1)), tf(IR_E_F64, "2", DV(0, 5))};
+    uint32_t n;
+    ir_tensor **r = run(bn, b, 3, &n);
+    expect_f(r[0], "2x2", DV(-2, 4, 2, 6), 1e-12);
+    expect_f(r[1], "2", DV(2, 20), 0);
+    expect_f(r[2], "2", DV(1, 100), 0);
+    expect_f(r[3], "2x2", DV(-2, 4, 2, 6), 1e-12);
+    ir_tensors_free(r, n);
+}
+END_TEST
+
+START_TEST(linear_algebra)
+{
+    const char *src = fn("(%a: tensor<2x2xf64>, %b: tensor<2x1xf64>) -> (tensor<2x2xf64>, tensor<2x1xf64>, tensor<2x1xf64>)",
+                         "  %0 = \"stablehlo.cholesky\"(%a) {lower = true} : (tensor<2x2xf64>) -> tensor<2x2xf64>\n"
+                         "  %1 = \"stablehlo.triangular_solve\"(%0, %b) {left_side = true, lower = true, unit_diagonal = false, "
+                         "transpose_a = #stablehlo<transpose NO_TRANSPOSE>} : (tensor<2x2xf64>, tensor<2x1xf64>) -> tensor<2x1xf64>\n"
+                         "  %2 = \"stablehlo.triangular_solve\"(%0, %1) {left_side = true, lower = true, unit_diagonal = false, "
+                         "transpose_a = #stablehlo<transpose TRANSPOSE>} : (tensor<2x2xf64>, tensor<2x1xf64>) -> tensor<2x1xf64>\n"
+                         "  return %0, %1, %2 : tensor<2x2xf64>, tensor<2x1xf64>, tensor<2x1xf64>");
+    /* a = [[4, 2], [2, 5]] = L L^T with L = [[2, 0], [1, 2]]; solve a x = b */
+    ir_tensor *a[2] = {tf(IR_E_F64, "2x2", DV(4, 2, 2, 5)), tf(IR_E_F64, "2x1", DV(6, 9))};
+    uint32_t n;
+    ir_tensor **r = run(src, a, 2, &n);
+    expect_f(r[0], "2x2", DV(2, 0, 1, 2), 1e-15);
+    expect_f(r[1], "2x1", DV(3, 3), 1e-15);
+    expect_f(r[2], "2x1", DV(0.75, 1.5), 1e-15);
+    ir_tensors_free(r, n);
+}
+END_TEST
+
+/* batch_norm_grad against finite differences of batch_norm_training:
+ * L = sum(training_output * gy). */
+START_TEST(batch_norm_grad_matches_finite_differences)
+{
+    const char *src = fn("(%x: tensor<3x2xf64>, %s: tensor<2xf64>, %o: tensor<2xf64>, %gy: tensor<3x2xf64>) -> "
+                         "(tensor<f64>, tensor<3x2xf64>, tensor<2xf64>, tensor<2xf64>)",
+                         "  %t:3 = \"stablehlo.batch_norm_training\"(%x, %s, %o) {epsilon = 0.1 : f32, feature_index = 1 : i64} : "
+                         "(tensor<3x2xf64>, tensor<2xf64>, tensor<2xf64>) -> (tensor<3x2xf64>, tensor<2xf64>, tensor<2xf64>)\n"
+                         "  %p = stablehlo.multiply %t#0, %gy : tensor<3x2xf64>\n"
+                         "  %z = stablehlo.constant dense<0.0> : tensor<f64>\n"
+                         "  %l = stablehlo.reduce(%p init: %z) applies stablehlo.add across dimensions = [0, 1] : "
+                         "(tensor<3x2xf64>, tensor<f64>) -> tensor<f64>\n"
+                         "  %g:3 = \"stablehlo.batch_norm_grad\"(%x, %s, %t#1, %t#2, %gy) {epsilon = 0.1 : f32, feature_index = 1 : i64} : "
+                         "(tensor<3x2xf64>, tensor<2xf64>, tensor<2xf64>, tensor<2xf64>, tensor<3x2xf64>) -> "
+                         "(tensor<3x2xf64>, tensor<2xf64>, tensor<2xf64>)\n"
+                         "  return %l, %g#0, %g#1, %g#2 : tensor<f64>, tensor<3x2xf64>, tensor<2xf64>, tensor<2xf64>");
+    const double x[6] = {1, 10, 2, 30, 6, 25}, sc[2] = {2, 0.5}, of[2] = {0.3, -1}, gy[6] = {1, -2, 0.5, 3, -1, 1};
+    ir_tensor *a[4] = {tf(IR_E_F64, "3x2", x, 6), tf(IR_E_F64, "2", sc, 2), tf(IR_E_F64, "2", of, 2), tf(IR_E_F64, "3x2", gy, 6)};
+    uint32_t n;
+    ir_tensor **g = run(src, a, 4, &n);
+    const double h = 1e-6;
+    for (int i = 0; i < 6; i++) {
+        double lpm[2];
+        for (int k = 0; k < 2; k++) {
+            double xp[6];
+            memcpy(xp, x, sizeof xp);
+            xp[i] += k ? -h : h;
+            ir_tensor *b[4] = {tf(IR_E_F64, "3x2", xp, 6), tf(IR_E_F64, "2", sc, 2), tf(IR_E_F64, "2", of, 2),
+                               tf(IR_E_F64, "3x2", gy, 6)};
+            uint32_t m;
+            ir_tensor **r = run(src, b, 4, &m);
+            lpm[k] = ir_tensor_get_f64(r[0], 0);
+            ir_tensors_free(r, m);
+        }
+        double fd = (lpm[0] - lpm[1]) / (2 * h), want = ir_tensor_get_f64(g[1], i);
+        ck_assert_msg(fabs(fd - want) <= 1e-6 * fmax(1, fabs(want)), "x[%d]: fd %.10g, batch_norm_grad %.10g", i, fd, want);
+    }
+    /* grad_offset = sum of gy per feature */
+    expect_f(g[3], "2", DV(0.5, 2), 1e-12);
+    ir_tensors_free(g, n);
+}
+END_TEST
+
+START_TEST(narrow_floats_round_through_f32)
+{
+    const char *src = fn("(%a: tensor<3xbf16>, %b: tensor<3xbf16>, %c: tensor<2xf16>) -> (tensor<3xbf16>, tensor<2xf16>)",
+                         "  %0 = stablehlo.add %a, %b : tensor<3xbf16>\n"
+                         "  %1 = stablehlo.multiply %c, %c : tensor<2xf16>\n"
+                         "  return %0, %1 : tensor<3xbf16>, tensor<2xf16>");
+    double t8 = ldexp(1, -8);
+    ir_tensor *a[3] = {tf(IR_E_BF16, "3", DV(1, 1 + 2 * t8, 256)), tf(IR_E_BF16, "3", DV(t8, t8, 1)),
+                       tf(IR_E_F16, "2", DV(300, 1.5))};
+    uint32_t n;
+    ir_tensor **r = run(src, a, 3, &n);
+    /* 1 + 2^-8 ties to 1; 1 + 3 * 2^-8 ties to 1 + 2^-6; 257 ties to 256 */
+    expect_f(r[0], "3", DV(1, 1 + 4 * t8, 256), 0);
+    /* 90000 overflows f16 */
+    expect_f(r[1], "2", DV(INFINITY, 2.25), 0);
+    ir_tensors_free(r, n);
+}
+END_TEST
+
+START_TEST(tensor_api)
+{
+    ir_tensor *a = tf(IR_E_F32, "2x3", DV(1, 2, 3, 4, 5, 6)), *b = tf(IR_E_F32, "2x3", DV(1, 2.5, 3, 4, 5, 0));
+    ap_buf buf;
+    ap_buf_init(&buf);
+    ir_tensor_print(&buf, a, 0);
+    ck_assert_str_eq(buf.data, "tensor<2x3xf32> [[1, 2, 3], [4, 5, 6]]");
+    ap_buf_reset(&buf);
+    ir_tensor_print(&buf, a, 4);
+    ck_assert_str_eq(buf.data, "tensor<2x3xf32> [[1, 2, 3], [4, ...]]");
+    ap_buf_free(&buf);
+    ir_tensor_diff d;
+    ap_error err;
+    ck_assert_int_eq(ir_tensor_compare(a, b, &d, &err), 0);
+    ck_assert_int_eq(d.n_diff, 2);
+    ck_assert_int_eq(d.first_diff, 1);
+    ck_assert_int_eq(d.worst, 5);
+    ck_assert(d.max_abs == 6);
+    ck_assert(d.max_rel == 1);
+    ir_tensor *c = ti(IR_E_I32, "2x3", IV(1, 2, 3, 4, 5, 6));
+    ck_assert_int_eq(ir_tensor_compare(a, c, &d, &err), AP_EINVALID);
+    ck_assert_str_eq(err.msg, "cannot compare tensor<2x3xf32> with tensor<2x3xi32>");
+    /* random tensors are reproducible and in range */
+    ir_module *m = ir_module_new("t");
+    int64_t dims[1] = {1000};
+    ir_tensor *r1, *r2, *ri;
+    ck_assert_int_eq(ir_tensor_random(ir_type_tensor(m, IR_E_F32, 1, dims), 42, &r1, &err), 0);
+    ck_assert_int_eq(ir_tensor_random(ir_type_tensor(m, IR_E_F32, 1, dims), 42, &r2, &err), 0);
+    ck_assert_int_eq(ir_tensor_random(ir_type_tensor(m, IR_E_I32, 1, dims), 42, &ri, &err), 0);
+    ck_assert_int_eq(memcmp(r1->data, r2->data, r1->nbytes), 0);
+    for (int64_t i = 0; i < 1000; i++) {
+        double v = ir_tensor_get_f64(r1, i);
+        int64_t k = ir_tensor_get_i64(ri, i);
+        ck_assert(v >= -1 && v < 1);
+        ck_assert(k >= 0 && k < 8);
+    }
+    /* the size limit */
+    int64_t big[2] = {1 << 16, 1 << 13};
+    ir_tensor *t;
+    ck_assert_int_eq(ir_tensor_new(IR_E_F32, 2, big, &t, &err), AP_ELIMIT);
+    ck_assert_ptr_null(t);
+    ir_tensor_free(r1);
+    ir_tensor_free(r2);
+    ir_tensor_free(ri);
+    ir_module_free(m);
+    ir_tensor_free(a);
+    ir_tensor_free(b);
+    ir_tensor_free(c);
+}
+END_TEST
+
+/* A custom_call handler may give results; they must have the op's types. */
+static int double_it(void *ctx, const ir_op *op, uint32_t n_in, const ir_tensor *const *in, uint32_t n_res,
+                     ir_tensor **res, ap_error *err)
+{
+    (void)ctx;
+    if (n_in != 1 || n_res != 1)
+        return ap_error_set(err, AP_EINVALID, "wants one operand");
+    int rc = ir_tensor_zeros(op->results[0].type, &res[0], err);
+    if (rc < 0)
+        return rc;
+    for (int64_t i = 0; i < in[0]->numel && i < res[0]->numel; i++)
+        ir_tensor_set_f64(res[0], i, 2 * ir_tensor_get_f64(in[0], i));
+    return 0;
+}
+
+START_TEST(custom_call_handler)
+{
+    const char *src = fn("(%x: tensor<2xf32>) -> tensor<2xf32>",
+                         "  %0 = stablehlo.custom_call @twice(%x) : (tensor<2xf32>) -> tensor<2xf32>\n"
+                         "  return %0 : tensor<2xf32>");
+    ir_module *m = parse_ok(src);
+    ir_tensor *x = tf(IR_E_F32, "2", DV(1.5, -2)), **res;
+    uint32_t n;
+    ap_error err;
+    ir_interp_opts o = {.custom_call = double_it};
+    ck_assert_int_eq(ir_interp_run(m, ir_module_func(m, "main"), (const ir_tensor *const *)&x, 1, &res, &n, &o, &err), 0);
+    expect_f(res[0], "2", DV(3, -4), 0);
+    ir_tensors_free(res, n);
+    ir_tensor_free(x);
+    ir_module_free(m);
+}
+END_TEST
+
+/* ================================================================= errors */
+
+START_TEST(error_custom_call)
+{
+    const char *src = "func.func @main(%x: tensor<f32>) -> tensor<f32> {\n"
+                      "  %0 = stablehlo.custom_call @foo(%x) : (tensor<f32>) -> tensor<f32>\n"
+                      "  return %0 : tensor<f32>\n"
+                      "}\n";
+    char msg[512];
+    ir_tensor *a[1] = {tf(IR_E_F32, "", DV(1))};
+    ck_assert_int_eq(run_fail(src, a, 1, NULL, msg, sizeof msg), AP_EUNSUPPORTED);
+    ck_assert_str_eq(msg, "test.mlir:2:3: error: stablehlo.custom_call @foo: custom calls have no defined semantics");
+}
+END_TEST
+
+START_TEST(error_unknown_op)
+{
+    const char *src = "func.func @main(%x: tensor<f32>) -> tensor<f32> {\n"
+                      "  %c = stablehlo.constant dense<1.0> : tensor<f32>\n"
+                      "  %0 = \"mydialect.frob\"(%x, %c) : (tensor<f32>, tensor<f32>) -> tensor<f32>\n"
+                      "  return %0 : tensor<f32>\n"
+                      "}\n";
+    char msg[512];
+    ir_tensor *a[1] = {tf(IR_E_F32, "", DV(1))};
+    ck_assert_int_eq(run_fail(src, a, 1, NULL, msg, sizeof msg), AP_EUNSUPPORTED);
+    ck_assert_str_eq(msg, "test.mlir:3:3: error: mydialect.frob: cannot evaluate an op unknown to the interpreter");
+}
+END_TEST
+
+START_TEST(error_dynamic_shape)
+{
+    const char *src = "func.func @main(%x: tensor<6xf32>, %s: tensor<2xi64>) -> tensor<?x3xf32> {\n"
+                      "  %0 = stablehlo.dynamic_reshape %x, %s : (tensor<6xf32>, tensor<2xi64>) -> tensor<?x3xf32>\n"
+                      "  return %0 : tensor<?x3xf32>\n"
+                      "}\n";
+    char msg[512];
+    ir_tensor *a[2] = {tf(IR_E_F32, "6", DV(1, 2, 3, 4, 5, 6)), ti(IR_E_I64, "2", IV(2, 3))};
+    ck_assert_int_eq(run_fail(src, a, 2, NULL, msg, sizeof msg), AP_EUNSUPPORTED);
+    ck_assert_str_eq(msg, "test.mlir:2:3: error: stablehlo.dynamic_reshape: dynamic shape tensor<?x3xf32> cannot be evaluated");
+
+    /* with a static result type the dynamic op is a reshape */
+    const char *st = fn("(%x: tensor<6xf32>, %s: tensor<2xi64>) -> tensor<2x3xf32>",
+                        "  %0 = stablehlo.dynamic_reshape %x, %s : (tensor<6xf32>, tensor<2xi64>) -> tensor<2x3xf32>\n"
+                        "  return %0 : tensor<2x3xf32>");
+    ir_tensor *b[2] = {tf(IR_E_F32, "6", DV(1, 2, 3, 4, 5, 6)), ti(IR_E_I64, "2", IV(2, 3))};
+    ir_tensor *t = run1(st, b, 2);
+    expect_f(t, "2x3", DV(1, 2, 3, 4, 5, 6), 0);
+    ir_tensor_free(t);
+}
+END_TEST
+
+START_TEST(error_limits_and_arguments)
+{
+    const char *src = fn("(%x: tensor<f32>) -> tensor<100000xf32>",
+                         "  %0 = stablehlo.broadcast_in_dim %x, dims = [] : (tensor<f32>) -> tensor<100000xf32>\n"
+                         "  return %0 : tensor<100000xf32>");
+    ir_interp_opts o = {.max_elems = 1000};
+    char msg[512];
+    ir_tensor *a[1] = {tf(IR_E_F32, "", DV(1))};
+    ck_assert_int_eq(run_fail(src, a, 1, &o, msg, sizeof msg), AP_ELIMIT);
+    ck_assert_str_eq(msg, "test.mlir:2:3: error: stablehlo.broadcast_in_dim: tensor has 100000 elements, above the limit of 1000");
+
+    /* a wrongly typed argument */
+    ir_tensor *b[1] = {tf(IR_E_F32, "2", DV(1, 2))};
+    ck_assert_int_eq(run_fail(src, b, 1, NULL, msg, sizeof msg), AP_ETYPE);
+    ck_assert_msg(strstr(msg, "argument 0 is tensor<2xf32>, @main expects tensor<f32>"), "%s", msg);
+
+    /* rng has no defined bits */
+    const char *rng = fn("(%a: tensor<f32>, %b: tensor<f32>) -> tensor<3xf32>",
+                         "  %s = stablehlo.constant dense<3> : tensor<1xi64>\n"
+                         "  %0 = stablehlo.rng %a, %b, %s, distribution =  UNIFORM : (tensor<f32>, tensor<f32>, tensor<1xi64>) -> tensor<3xf32>\n"
+                         "  return %0 : tensor<3xf32>");
+    ir_tensor *c[2] = {tf(IR_E_F32, "", DV(0)), tf(IR_E_F32, "", DV(1))};
+    ck_assert_int_eq(run_fail(rng, c, 2, NULL, msg, sizeof msg), AP_EUNSUPPORTED);
+    ck_assert_msg(strstr(msg, "stablehlo.rng: random number generation is not implemented"), "%s", msg);
+}
+END_TEST
+
+/* ============================================== StableHLO testdata corpus */
+
+/* The testdata programs end in custom_call @check.expect_*(result,
+ * expected); this handler carries the checks out. */
+typedef struct checks {
+    int n, failed;
+    char why[512];
+} checks;
+
+static int check_call(void *ctx, const ir_op *op, uint32_t n_in, const ir_tensor *const *in, uint32_t n_res,
+                      ir_tensor **res, ap_error *err)
+{
+    checks *ck = ctx;
+    ir_attr *t = ir_op_attr(op, "call_target_name");
+    const char *name = t && t->kind == IR_A_STRING ? t->u.str.s : "";
+    if (strncmp(name, "check.", 6) != 0 || n_in != 2 || n_res != 0)
+        return AP_EUNSUPPORTED;
+    ir_tensor_diff d;
+    int rc = ir_tensor_compare(in[0], in[1], &d, err);
+    if (rc < 0)
+        return rc;
+    ck->n++;
+    bool exact = !strcmp(name, "check.expect_eq") || !strcmp(name, "check.eq");
+    bool ok = exact ? d.n_diff == 0 : true;
+    if (!exact)
+        for (int64_t i = 0; i < in[0]->numel; i++) {
+            double a = ir_tensor_get_f64(in[0], i), b = ir_tensor_get_f64(in[1], i);
+            if (!(isnan(a) && isnan(b)) && !(a == b) && !(fabs(a - b) <= 1e-4 + 1e-4 * fabs(b))) {
+                ok = false;
+                break;
+            }
+        }
+    if (!ok && !ck->failed) {
+        ck->failed = 1;
+        snprintf(ck->why, sizeof ck->why, "%s line %u: %lld elements differ, max abs %g, first at %lld", name,
+                 op->src_line, (long long)d.n_diff, d.max_abs, (long long)d.first_diff);
+    }
+    return 0;
+}
+
+static int run_corpus_file(const char *file, checks *ck, char *msg, size_t size)
+{
+    char path[512];
+    snprintf(path, sizeof path, CORPUS "%s", file);
+    size_t len;
+    char *text = tl_read(path, &len);
+    ir_module *m = NULL;
+    ap_error err;
+    int rc = ir_parse(text, len, file, IR_FMT_AUTO, &m, &err);
+    ap_free(text);
+    ck_assert_msg(rc == 0, "%s does not parse: %s", file, err.msg);
+    ir_interp_opts o = {.custom_call = check_call, .custom_call_ctx = ck};
+    ir_tensor **res = NULL;
+    uint32_t n = 0;
+    rc = ir_interp_run(m, ir_module_func(m, "main"), NULL, 0, &res, &n, &o, &err);
+    if (rc < 0)
+        ap_error_format(&err, msg, size);
+    ir_tensors_free(res, n);
+    ir_module_free(m);
+    return rc;
+}
+
+static const char *const testdata_ok[] = {
+    "shlo_testdata_gather_f32.mlir",
+    "shlo_testdata_scatter_add_f32.mlir",
+    "shlo_testdata_sort_3operands.mlir",
+    "shlo_testdata_select_and_scatter_add_f32.mlir",
+    "shlo_testdata_cumsum_f32.mlir",
+    "shlo_testdata_conv_general_dilated_f32.mlir",
+    "shlo_testdata_triangular_solve_f32.mlir",
+    "shlo_testdata_fft_c64_small.mlir",
+    "sherloc_generic_random_categorical_f32_8.mlir",
+};
+
+START_TEST(stablehlo_testdata_expectations)
+{
+    const char *file = testdata_ok[_i];
+    checks ck = {0};
+    char msg[1024] = "";
+    int rc = run_corpus_file(file, &ck, msg, sizeof msg);
+    ck_assert_msg(rc == 0, "%s: %s", file, msg);
+    ck_assert_msg(ck.n > 0, "%s: no check ran", file);
+    ck_assert_msg(!ck.failed, "%s: %s", file, ck.why);
+}
+END_TEST
+
+/* Programs the interpreter cannot evaluate are refused with the op named,
+ * never answered wrongly. */
+static const struct {
+    const char *file, *why;
+} testdata_refused[] = {
+    {"shlo_testdata_top_k_chlo.mlir", "chlo.top_k: cannot evaluate an op unknown to the interpreter"},
+    {"shlo_testdata_random_gamma_f64_chlo.mlir", "cannot evaluate an op unknown to the interpreter"},
+    {"shlo_testdata_dynamic_percentile.mlir",
+     "func.func: argument 1 of @main has the dynamic shape tensor<?x5xf32>, which cannot be evaluated"},
+    {"shlo_testdata_quantized_dot_general_qi8.mlir", "quantized element types are not supported"},
+};
+
+START_TEST(stablehlo_testdata_refused)
+{
+    checks ck = {0};
+    char msg[1024] = "";
+    int rc = run_corpus_file(testdata_refused[_i].file, &ck, msg, sizeof msg);
+    ck_assert_msg(rc < 0, "%s ran", testdata_refused[_i].file);
+    ck_assert_msg(strstr(msg, testdata_refused[_i].why), "%s: %s", testdata_refused[_i].file, msg);
+}
+END_TEST
+
+/* =================================================================== SPMD */
+
+/* Mesh {x:2, y:2}: device id = 2 x + y; groups along x are [[0, 2], [1, 3]],
+ * along y [[0, 1], [2, 3]]. */
+#define SPMD_HEAD "module @spmd attributes {mhlo.num_partitions = 4 : i32, autopart.mesh = \"x=2,y=2\"} {\n"
+#define CH(n) "channel_handle = #stablehlo.channel_handle<handle = " #n ", type = 1>"
+#define SUM_REGION                                       \
+    "({\n"                                               \
+    "    ^bb0(%s0: tensor<f32>, %s1: tensor<f32>):\n"    \
+    "      %sum = stablehlo.add %s0, %s1 : tensor<f32>\n" \
+    "      stablehlo.return %sum : tensor<f32>\n"        \
+    "  })"
+
+static ir_tensor *rand_tensor(ir_elem e, const char *shape, uint64_t seed)
+{
+    int64_t dims[IR_MAX_RANK];
+    int r = shape_of(shape, dims);
+    ir_module *m = ir_module_new("t");
+    ir_tensor *t;
+    ap_error err;
+    ck_assert_int_eq(ir_tensor_random(ir_type_tensor(m, e, r, dims), seed, &t, &err), 0);
+    ir_module_free(m);
+    return t;
+}
+
+/* Runs an SPMD module on global args (borrowed); returns its results or
+ * NULL with the error in msg. */
+static ir_tensor **spmd(const char *text, ir_tensor **args, uint32_t n_args, uint32_t *n_res, char *msg, size_t size)
+{
+    ir_module *m = parse_ok(text);
+    ir_tensor **res = NULL;
+    ap_error err;
+    int rc = ir_spmd_run(m, ir_module_func(m, "main"), (const ir_tensor *const *)args, n_args, &res, n_res, NULL, &err);
+    if (rc < 0 && msg)
+        ap_error_format(&err, msg, size);
+    ir_module_free(m);
+    return rc < 0 ? NULL : res;
+}
+
+static void expect_close(const ir_tensor *a, const ir_tensor *b, double tol)
+{
+    ir_tensor_diff d;
+    ap_error err;
+    ck_assert_msg(ir_tensor_compare(a, b, &d, &err) == 0, "%s", err.msg);
+    ck_assert_msg(d.max_abs <= tol, "max abs diff %g at %lld: %s", d.max_abs, (long long)d.worst, show(a));
+}
+
+static const char *const matmul_full =
+    "func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x6xf32>) -> tensor<4x6xf32> {\n"
+    "  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x6xf32>) -> tensor<4x6xf32>\n"
+    "  return %0 : tensor<4x6xf32>\n"
+    "}\n";
+
+START_TEST(spmd_all_reduce_matmul)
+{
+    /* contracting dim split along x: partial products summed along x,
+     * replicated along y */
+    const char *src = SPMD_HEAD
+        "  func.func public @main(%a: tensor<4x4xf32> {autopart.layout = [[], [\"x\"]]}, %b: tensor<4x6xf32> "
+        "{autopart.layout = [[\"x\"], []]}) -> (tensor<4x6xf32> {autopart.layout = [[], []]}) {\n"
+        "    %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<4x4xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>\n"
+        "    %1 = \"stablehlo.all_reduce\"(%0) <{" CH(1) ", replica_groups = dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>, "
+        "use_global_device_ids}> " SUM_REGION " : (tensor<4x6xf32>) -> tensor<4x6xf32>\n"
+        "    return %1 : tensor<4x6xf32>\n"
+        "  }\n"
+        "}\n";
+    ir_tensor *args[2] = {rand_tensor(IR_E_F32, "4x8", 1), rand_tensor(IR_E_F32, "8x6", 2)};
+    uint32_t n;
+    char msg[1024];
+    ir_tensor **r = spmd(src, args, 2, &n, msg, sizeof msg);
+    ck_assert_msg(r != NULL, "%s", msg);
+    ir_tensor *cp[2];
+    ap_error err;
+    ck_assert_int_eq(ir_tensor_clone(args[0], &cp[0], &err), 0);
+    ck_assert_int_eq(ir_tensor_clone(args[1], &cp[1], &err), 0);
+    ir_tensor *full = run1(matmul_full, cp, 2);
+    expect_close(r[0], full, 1e-5);
+    ir_tensor_free(full);
+    ir_tensors_free(r, n);
+    ir_tensor_free(args[0]);
+    ir_tensor_free(args[1]);
+}
+END_TEST
+
+START_TEST(spmd_reduce_scatter_and_all_gather)
+{
+    /* the partial product reduce-scattered along x: rows tiled along x */
+    const char *rs = SPMD_HEAD
+        "  func.func public @main(%a: tensor<4x4xf32> {autopart.layout = [[], [\"x\"]]}, %b: tensor<4x6xf32> "
+        "{autopart.layout = [[\"x\"], []]}) -> (tensor<2x6xf32> {autopart.layout = [[\"x\"], []]}) {\n"
+        "    %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<4x4xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>\n"
+        "    %1 = \"stablehlo.reduce_scatter\"(%0) <{" CH(1) ", replica_groups = dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>, "
+        "scatter_dimension = 0 : i64, use_global_device_ids}> " SUM_REGION " : (tensor<4x6xf32>) -> tensor<2x6xf32>\n"
+        "    return %1 : tensor<2x6xf32>\n"
+        "  }\n"
+        "}\n";
+    ir_tensor *args[2] = {rand_tensor(IR_E_F32, "4x8", 3), rand_tensor(IR_E_F32, "8x6", 4)};
+    uint32_t n;
+    char msg[1024];
+    ir_tensor **r = spmd(rs, args, 2, &n, msg, sizeof msg);
+    ck_assert_msg(r != NULL, "%s", msg);
+    ir_tensor *cp[2];
+    ap_error err;
+    ck_assert_int_eq(ir_tensor_clone(args[0], &cp[0], &err), 0);
+    ck_assert_int_eq(ir_tensor_clone(args[1], &cp[1], &err), 0);
+    ir_tensor *full = run1(matmul_full, cp, 2);
+    expect_close(r[0], full, 1e-5);
+    ir_tensor_free(full);
+    ir_tensors_free(r, n);
+    ir_tensor_free(args[0]);
+    ir_tensor_free(args[1]);
+
+    /* a tile over both axes, gathered along x then y, is the whole array */
+    const char *ag = SPMD_HEAD
+        "  func.func public @main(%a: tensor<2x3xf32> {autopart.layout = [[\"x\"], [\"y\"]]}) -> "
+        "(tensor<4x6xf32> {autopart.layout = [[], []]}) {\n"
+        "    %0 = \"stablehlo.all_gather\"(%a) <{all_gather_dim = 0 : i64, " CH(1) ", replica_groups = dense<[[0, 2], [1, 3]]> : "
+        "tensor<2x2xi64>, use_global_device_ids}> : (tensor<2x3xf32>) -> tensor<4x3xf32>\n"
+        "    %1 = \"stablehlo.all_gather\"(%0) <{all_gather_dim = 1 : i64, " CH(2) ", replica_groups = dense<[[0, 1], [2, 3]]> : "
+        "tensor<2x2xi64>, use_global_device_ids}> : (tensor<4x3xf32>) -> tensor<4x6xf32>\n"
+        "    return %1 : tensor<4x6xf32>\n"
+        "  }\n"
+        "}\n";
+    ir_tensor *g[1] = {rand_tensor(IR_E_F32, "4x6", 5)};
+    r = spmd(ag, g, 1, &n, msg, sizeof msg);
+    ck_assert_msg(r != NULL, "%s", msg);
+    expect_close(r[0], g[0], 0);
+    ir_tensors_free(r, n);
+    ir_tensor_free(g[0]);
+}
+END_TEST
+
+START_TEST(spmd_all_to_all_and_permute)
+{
+    /* rows tiled along x become columns tiled along x */
+    const char *a2a = SPMD_HEAD
+        "  func.func public @main(%a: tensor<2x4xf32> {autopart.layout = [[\"x\"], []]}) -> "
+        "(tensor<4x2xf32> {autopart.layout = [[], [\"x\"]]}) {\n"
+        "    %0 = \"stablehlo.all_to_all\"(%a) <{" CH(1) ", concat_dimension = 0 : i64, replica_groups = dense<[[0, 2], [1, 3]]> : "
+        "tensor<2x2xi64>, split_count = 2 : i64, split_dimension = 1 : i64}> : (tensor<2x4xf32>) -> tensor<4x2xf32>\n"
+        "    return %0 : tensor<4x2xf32>\n"
+        "  }\n"
+        "}\n";
+    ir_tensor *g[1] = {rand_tensor(IR_E_F32, "4x4", 6)};
+    uint32_t n;
+    char msg[1024];
+    ir_tensor **r = spmd(a2a, g, 1, &n, msg, sizeof msg);
+    ck_assert_msg(r != NULL, "%s", msg);
+    expect_close(r[0], g[0], 0);
+    ir_tensors_free(r, n);
+    ir_tensor_free(g[0]);
+
+    /* swapping the x halves */
+    const char *perm = SPMD_HEAD
+        "  func.func public @main(%a: tensor<2xi32> {autopart.layout = [[\"x\"]]}) -> (tensor<2xi32> {autopart.layout = [[\"x\"]]}) {\n"
+        "    %0 = \"stablehlo.collective_permute\"(%a) <{" CH(1) ", source_target_pairs = dense<[[0, 2], [2, 0], [1, 3], [3, 1]]> : "
+        "tensor<4x2xi64>}> : (tensor<2xi32>) -> tensor<2xi32>\n"
+        "    return %0 : tensor<2xi32>\n"
+        "  }\n"
+        "}\n";
+    ir_tensor *p[1] = {ti(IR_E_I32, "4", IV(1, 2, 3, 4))};
+    r = spmd(perm, p, 1, &n, msg, sizeof msg);
+    ck_assert_msg(r != NULL, "%s", msg);
+    expect_i(r[0], "4", IV(3, 4, 1, 2));
+    ir_tensors_free(r, n);
+    ir_tensor_free(p[0]);
+}
+END_TEST
+
+START_TEST(spmd_partition_id_dynamic_slice)
+{
+    /* each device keeps its rows: offset = 2 * (partition_id / 2) */
+    const char *src = SPMD_HEAD
+        "  func.func public @main(%a: tensor<4x4xf32> {autopart.layout = [[], []]}) -> (tensor<2x4xf32> {autopart.layout = "
+        "[[\"x\"], []]}, tensor<ui32> {autopart.layout = []}) {\n"
+        "    %pid = stablehlo.partition_id : tensor<ui32>\n"
+        "    %two = stablehlo.constant dense<2> : tensor<ui32>\n"
+        "    %x = stablehlo.divide %pid, %two : tensor<ui32>\n"
+        "    %off = stablehlo.multiply %x, %two : tensor<ui32>\n"
+        "    %zero = stablehlo.constant dense<0> : tensor<ui32>\n"
+        "    %0 = stablehlo.dynamic_slice %a, %off, %zero, sizes = [2, 4] : (tensor<4x4xf32>, tensor<ui32>, tensor<ui32>) -> tensor<2x4xf32>\n"
+        "    %rid = stablehlo.replica_id : tensor<ui32>\n"
+        "    return %0, %rid : tensor<2x4xf32>, tensor<ui32>\n"
+        "  }\n"
+        "}\n";
+    ir_tensor *g[1] = {rand_tensor(IR_E_F32, "4x4", 7)};
+    uint32_t n;
+    char msg[1024];
+    ir_tensor **r = spmd(src, g, 1, &n, msg, sizeof msg);
+    ck_assert_msg(r != NULL, "%s", msg);
+    expect_close(r[0], g[0], 0);
+    expect_i(r[1], "", IV(0));
+    ir_tensors_free(r, n);
+    ir_tensor_free(g[0]);
+}
+END_TEST
+
+START_TEST(spmd_multi_axis_and_loops)
+{
+    /* a dim tiled over both axes; one group of all devices; then an
+     * all_reduce inside a while loop, in lock step */
+    const char *src = SPMD_HEAD
+        "  func.func public @main(%a: tensor<2xf32> {autopart.layout = [[\"x\", \"y\"]]}) -> (tensor<2xf32> "
+        "{autopart.layout = [[]]}, tensor<2xf32> {autopart.layout = [[]]}) {\n"
+        "    %0 = \"stablehlo.all_reduce\"(%a) <{" CH(1) ", replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>, "
+        "use_global_device_ids}> " SUM_REGION " : (tensor<2xf32>) -> tensor<2xf32>\n"
+        "    %c0 = stablehlo.constant dense<0> : tensor<i32>\n"
+        "    %w:2 = stablehlo.while(%i = %c0, %v = %0) : tensor<i32>, tensor<2xf32>\n"
+        "      cond {\n"
+        "        %three = stablehlo.constant dense<3> : tensor<i32>\n"
+        "        %p = stablehlo.compare  LT, %i, %three,  SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+        "        stablehlo.return %p : tensor<i1>\n"
+        "      } do {\n"
+        "        %one = stablehlo.constant dense<1> : tensor<i32>\n"
+        "        %i2 = stablehlo.add %i, %one : tensor<i32>\n"
+        "        %v2 = \"stablehlo.all_reduce\"(%v) <{" CH(2) ", replica_groups = dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>, "
+        "use_global_device_ids}> " SUM_REGION " : (tensor<2xf32>) -> tensor<2xf32>\n"
+        "        stablehlo.return %i2, %v2 : tensor<i32>, tensor<2xf32>\n"
+        "      }\n"
+        "    return %0, %w#1 : tensor<2xf32>, tensor<2xf32>\n"
+        "  }\n"
+        "}\n";
+    ir_tensor *g[1] = {tf(IR_E_F32, "8", DV(1, 2, 3, 4, 5, 6, 7, 8))};
+    uint32_t n;
+    char msg[1024];
+    ir_tensor **r = spmd(src, g, 1, &n, msg, sizeof msg);
+    ck_assert_msg(r != NULL, "%s", msg);
+    /* tiles in device order [1 2] [3 4] [5 6] [7 8] (x major, y minor) */
+    expect_f(r[0], "2", DV(16, 20), 0);
+    expect_f(r[1], "2", DV(128, 160), 0);
+    ir_tensors_free(r, n);
+    ir_tensor_free(g[0]);
+}
+END_TEST
+
+START_TEST(spmd_single_replica_groups)
+{
+    /* [[0]]: without a channel each device alone (cross_replica with one
+     * replica); with a channel and no use_global_device_ids all devices
+     * (cross_replica_and_partition); empty groups: all devices */
+    const char *src = SPMD_HEAD
+        "  func.func public @main(%a: tensor<1xf32> {autopart.layout = [[\"x\", \"y\"]]}) -> (tensor<1xf32> "
+        "{autopart.layout = [[\"x\", \"y\"]]}, tensor<1xf32> {autopart.layout = [[]]}, tensor<1xf32> {autopart.layout = [[]]}) {\n"
+        "    %0 = \"stablehlo.all_reduce\"(%a) <{replica_groups = dense<0> : tensor<1x1xi64>}> " SUM_REGION
+        " : (tensor<1xf32>) -> tensor<1xf32>\n"
+        "    %1 = \"stablehlo.all_reduce\"(%a) <{" CH(1) ", replica_groups = dense<0> : tensor<1x1xi64>}> " SUM_REGION
+        " : (tensor<1xf32>) -> tensor<1xf32>\n"
+        "    %2 = \"stablehlo.all_reduce\"(%a) <{" CH(2) ", replica_groups = dense<> : tensor<0x0xi64>}> " SUM_REGION
+        " : (tensor<1xf32>) -> tensor<1xf32>\n"
+        "    return %0, %1, %2 : tensor<1xf32>, tensor<1xf32>, tensor<1xf32>\n"
+        "  }\n"
+        "}\n";
+    ir_tensor *g[1] = {tf(IR_E_F32, "4", DV(1, 2, 3, 4))};
+    uint32_t n;
+    char msg[1024];
+    ir_tensor **r = spmd(src, g, 1, &n, msg, sizeof msg);
+    ck_assert_msg(r != NULL, "%s", msg);
+    expect_f(r[0], "4", DV(1, 2, 3, 4), 0);
+    expect_f(r[1], "1", DV(10), 0);
+    expect_f(r[2], "1", DV(10), 0);
+    ir_tensors_free(r, n);
+    ir_tensor_free(g[0]);
+
+    /* a device in no group */
+    const char *bad = SPMD_HEAD
+        "  func.func public @main(%a: tensor<1xf32>) -> tensor<1xf32> {\n"
+        "    %0 = \"stablehlo.all_reduce\"(%a) <{" CH(1) ", replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>, "
+        "use_global_device_ids}> " SUM_REGION " : (tensor<1xf32>) -> tensor<1xf32>\n"
+        "    return %0 : tensor<1xf32>\n"
+        "  }\n"
+        "}\n";
+    g[0] = tf(IR_E_F32, "1", DV(1));
+    ck_assert_ptr_null(spmd(bad, g, 1, &n, msg, sizeof msg));
+    ck_assert_str_eq(msg, "test.mlir:3:5: error: stablehlo.all_reduce: device 2 is in no replica group");
+    ir_tensor_free(g[0]);
+}
+END_TEST
+
+START_TEST(spmd_errors)
+{
+    /* a "replicated" result that differs between devices */
+    const char *bad = SPMD_HEAD
+        "  func.func public @main(%a: tensor<2xf32> {autopart.layout = [[]]}) -> (tensor<2xf32> {autopart.layout = [[]]}) {\n"
+        "    %pid = stablehlo.partition_id : tensor<ui32>\n"
+        "    %f = stablehlo.convert %pid : (tensor<ui32>) -> tensor<f32>\n"
+        "    %b = stablehlo.broadcast_in_dim %f, dims = [] : (tensor<f32>) -> tensor<2xf32>\n"
+        "    %0 = stablehlo.add %a, %b : tensor<2xf32>\n"
+        "    return %0 : tensor<2xf32>\n"
+        "  }\n"
+        "}\n";
+    ir_tensor *g[1] = {tf(IR_E_F32, "2", DV(1.5, 2.5))};
+    uint32_t n;
+    char msg[1024];
+    ck_assert_ptr_null(spmd(bad, g, 1, &n, msg, sizeof msg));
+    ck_assert_str_eq(msg, "error: result 0 of @main: devices 0 and 1 hold replicated copies of one tile but differ at "
+                          "global index [0]: 1.5 vs 2.5 (a broken partitioning)");
+
+    /* devices that take different paths */
+    const char *div = SPMD_HEAD
+        "  func.func public @main(%a: tensor<f32> {autopart.layout = []}) -> (tensor<f32> {autopart.layout = []}) {\n"
+        "    %pid = stablehlo.partition_id : tensor<ui32>\n"
+        "    %one = stablehlo.constant dense<1> : tensor<ui32>\n"
+        "    %p = stablehlo.compare  LT, %pid, %one : (tensor<ui32>, tensor<ui32>) -> tensor<i1>\n"
+        "    %0 = \"stablehlo.if\"(%p) ({\n"
+        "      stablehlo.return %a : tensor<f32>\n"
+        "    }, {\n"
+        "      stablehlo.return %a : tensor<f32>\n"
+        "    }) : (tensor<i1>) -> tensor<f32>\n"
+        "    return %0 : tensor<f32>\n"
+        "  }\n"
+        "}\n";
+    ir_tensor_free(g[0]);
+    g[0] = tf(IR_E_F32, "", DV(1));
+    ck_assert_ptr_null(spmd(div, g, 1, &n, msg, sizeof msg));
+    ck_assert_msg(strstr(msg, "stablehlo.if: devices diverge in control flow: the predicate is 1 on device 0 but 0 on device 1"),
+                  "%s", msg);
+
+    /* a layout that does not divide the global shape */
+    const char *lay = SPMD_HEAD
+        "  func.func public @main(%a: tensor<1xf32> {autopart.layout = [[\"x\"]]}) -> (tensor<1xf32> {autopart.layout = [[\"x\"]]}) {\n"
+        "    return %a : tensor<1xf32>\n"
+        "  }\n"
+        "}\n";
+    ir_tensor_free(g[0]);
+    g[0] = tf(IR_E_F32, "3", DV(1, 2, 3));
+    ck_assert_ptr_null(spmd(lay, g, 1, &n, msg, sizeof msg));
+    ck_assert_str_eq(msg, "error: argument 0 of @main: dim 0 of size 3 does not split into 2 tiles");
+    ir_tensor_free(g[0]);
+}
+END_TEST
+
+START_TEST(spmd_per_device_inputs)
+{
+    /* device 0 sends to device 2; nobody sends to 0, 1, 3: they get zeros */
+    const char *src = SPMD_HEAD
+        "  func.func public @main(%a: tensor<2xi32>) -> tensor<2xi32> {\n"
+        "    %0 = \"stablehlo.collective_permute\"(%a) <{" CH(1) ", source_target_pairs = dense<[[0, 2]]> : "
+        "tensor<1x2xi64>}> : (tensor<2xi32>) -> tensor<2xi32>\n"
+        "    return %0 : tensor<2xi32>\n"
+        "  }\n"
+        "}\n";
+    ir_module *m = parse_ok(src);
+    ir_tensor *args[4];
+    for (int d = 0; d < 4; d++)
+        args[d] = ti(IR_E_I32, "2", IV(10 * d + 1, 10 * d + 2));
+    ir_tensor **res;
+    uint32_t n;
+    ap_error err;
+    ck_assert_int_eq(ir_spmd_run_local(m, ir_module_func(m, "main"), 4, (const ir_tensor *const *)args, 1, &res, &n, NULL, &err),
+                     0);
+    ck_assert_int_eq(n, 1);
+    expect_i(res[0], "2", IV(0, 0));
+    expect_i(res[1], "2", IV(0, 0));
+    expect_i(res[2], "2", IV(1, 2));
+    expect_i(res[3], "2", IV(0, 0));
+    ir_tensors_free(res, 4 * n);
+    /* the wrong number of devices */
+    ck_assert_int_lt(ir_spmd_run_local(m, ir_module_func(m, "main"), 2, (const ir_tensor *const *)args, 1, &res, &n, NULL, &err),
+                     0);
+    ck_assert_str_eq(err.msg, "the module runs on 4 devices, 2 given");
+    for (int d = 0; d < 4; d++)
+        ir_tensor_free(args[d]);
+
+    /* shards: a dim over two axes takes the first listed axis as major */
+    ir_module *lm = parse_ok("module attributes {autopart.mesh = \"batch=2,model=2\"} {\n"
+                             "  func.func @f(%a: tensor<2x4xf32> {autopart.layout = [[], [\"model\", \"batch\"]]}) {\n"
+                             "    return\n  }\n}\n");
+    ir_mesh mesh;
+    ck_assert_int_eq(ir_spmd_mesh(lm, &mesh, &err), 0);
+    const ir_attr *lay = ir_func_arg_attr(ir_module_func(lm, "f"), 0, "autopart.layout");
+    ir_tensor *g = ti(IR_E_I32, "2x4", IV(0, 1, 2, 3, 10, 11, 12, 13));
+    /* device 1 = (batch 0, model 1): tile 1 * 2 + 0 = 2 */
+    ir_tensor *t;
+    ck_assert_int_eq(ir_tensor_shard(g, lay, &mesh, 1, &t, &err), 0);
+    expect_i(t, "2x1", IV(2, 12));
+    ir_tensor_free(t);
+    /* device 2 = (batch 1, model 0): tile 1 */
+    ck_assert_int_eq(ir_tensor_shard(g, lay, &mesh, 2, &t, &err), 0);
+    expect_i(t, "2x1", IV(1, 11));
+    ir_tensor_free(t);
+    ir_tensor_free(g);
+    ir_module_free(lm);
+    ir_module_free(m);
+}
+END_TEST
+
+/* ============================================================ model zoo */
+
+static ir_module *generate(const char *model, const char *config, const char *extra)
+{
+    char cmd[1024], path[] = "/tmp/autopart-interp-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    snprintf(cmd, sizeof cmd, "'%s' %s --config %s %s -q -o '%s'", MODELGEN, model, config, extra, path);
+    ck_assert_msg(system(cmd) == 0, "modelgen failed: %s", cmd);
+    size_t len;
+    char *text = tl_read(path, &len);
+    unlink(path);
+    ir_module *m = NULL;
+    ap_error err;
+    ck_assert_msg(ir_parse(text, len, model, IR_FMT_AUTO, &m, &err) == 0, "%s: %s", model, err.msg);
+    ap_free(text);
+    return m;
+}
+
+/* Random arguments for a model step: Adam's second moments must not be
+ * negative (their square root is taken). */
+static ir_tensor **model_args(const ir_op *f, uint64_t seed)
+{
+    uint32_t n = ir_func_num_args(f);
+    ir_tensor **args = calloc(n, sizeof *args);
+    for (uint32_t i = 0; i < n; i++) {
+        const char *name = ir_func_arg_name(f, i);
+        const ir_type *t = ir_func_arg(f, i)->type;
+        ap_error err;
+        int rc = name && !strncmp(name, "opt_state.nu", 12) ? ir_tensor_random_range(t, seed + i, 0, 1, &args[i], &err)
+                                                            : ir_tensor_random(t, seed + i, &args[i], &err);
+        ck_assert_msg(rc == 0, "argument %u: %s", i, err.msg);
+    }
+    return args;
+}
+
+static void free_args(ir_tensor **args, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        ir_tensor_free(args[i]);
+    free(args);
+}
+
+static const char *const zoo[][2] = {
+    {"transformer", "tiny"}, {"mlp", "tiny"}, {"gns", "tiny"}, {"unet", "tiny"}, {"transformer_infer", "tiny"},
+};
+
+START_TEST(model_zoo_runs_finite)
+{
+    ir_module *m = generate(zoo[_i][0], zoo[_i][1], "");
+    ir_op *f = ir_module_entry(m);
+    ck_assert_ptr_nonnull(f);
+    uint32_t na = ir_func_num_args(f), n;
+    ir_tensor **args = model_args(f, 100), **res;
+    ap_error err;
+    uint64_t ops = 0;
+    ir_interp_opts o = {.ops_evaluated = &ops};
+    int rc = ir_interp_run(m, f, (const ir_tensor *const *)args, na, &res, &n, &o, &err);
+    char msg[1024] = "";
+    if (rc < 0)
+        ap_error_format(&err, msg, sizeof msg);
+    ck_assert_msg(rc == 0, "%s: %s", zoo[_i][0], msg);
+    ck_assert_int_eq(n, ir_func_num_results(f));
+    ck_assert_uint_gt(ops, 100);
+    for (uint32_t j = 0; j < n; j++) {
+        ck_assert_msg(ir_tensor_has_type(res[j], ir_func_entry(f)->last->operands[j]->type), "%s: result %u type",
+                      zoo[_i][0], j);
+        ck_assert_msg(ir_tensor_all_finite(res[j]), "%s: result %u is not finite: %s", zoo[_i][0], j, show(res[j]));
+    }
+    ir_tensors_free(res, n);
+    free_args(args, na);
+    ir_module_free(m);
+}
+END_TEST
+
+static double loss_of(ir_module *m, ir_op *f, ir_tensor **args)
+{
+    ir_tensor **res;
+    uint32_t n;
+    ap_error err;
+    ck_assert_msg(ir_interp_run(m, f, (const ir_tensor *const *)args, ir_func_num_args(f), &res, &n, NULL, &err) == 0,
+                  "%s", err.msg);
+    double l = ir_tensor_get_f64(res[0], 0);
+    ir_tensors_free(res, n);
+    return l;
+}
+
+/* Central differences of the tiny transformer's loss (f64) against the
+ * gradients the module returns: along a random direction over every
+ * parameter, and per element at each parameter's largest gradient. */
+START_TEST(transformer_gradients_match_finite_differences)
+{
+    ir_module *m = generate("transformer", "tiny", "dtype=f64");
+    ir_op *f = ir_module_entry(m);
+    uint32_t na = ir_func_num_args(f), n, P = 0;
+    while (P < na && ir_func_arg_name(f, P) && !strncmp(ir_func_arg_name(f, P), "params[", 7))
+        P++;
+    ck_assert_int_eq(P, 19);
+    ir_tensor **args = model_args(f, 7), **res;
+    ap_error err;
+    ck_assert_msg(ir_interp_run(m, f, (const ir_tensor *const *)args, na, &res, &n, NULL, &err) == 0, "%s", err.msg);
+    double loss = ir_tensor_get_f64(res[0], 0);
+    ck_assert(isfinite(loss) && loss > 0);
+
+    /* along a random direction v: (L(p + hv) - L(p - hv)) / 2h = g . v */
+    const double h = 1e-5;
+    ir_tensor **dir = calloc(P, sizeof *dir), **saved = calloc(P, sizeof *saved);
+    double gv = 0;
+    for (uint32_t i = 0; i < P; i++) {
+        ck_assert_int_eq(ir_tensor_random(ir_func_arg(f, i)->type, 1000 + i, &dir[i], &err), 0);
+        ck_assert_int_eq(ir_tensor_clone(args[i], &saved[i], &err), 0);
+        ck_assert(ir_tensor_has_type(res[1 + i], ir_func_arg(f, i)->type));
+        for (int64_t k = 0; k < args[i]->numel; k++)
+            gv += ir_tensor_get_f64(res[1 + i], k) * ir_tensor_get_f64(dir[i], k);
+    }
+    double lp = 0, lm = 0;
+    for (int sgn = 1; sgn >= -1; sgn -= 2) {
+        for (uint32_t i = 0; i < P; i++)
+            for (int64_t k = 0; k < args[i]->numel; k++)
+                ir_tensor_set_f64(args[i], k, ir_tensor_get_f64(saved[i], k) + sgn * h * ir_tensor_get_f64(dir[i], k));
+        *(sgn > 0 ? &lp : &lm) = loss_of(m, f, args);
+    }
+    double fd = (lp - lm) / (2 * h);
+    if (getenv("INTERP_VERBOSE"))
+        fprintf(stderr, "loss %.17g directional fd %.12g grad %.12g\n", loss, fd, gv);
+    ck_assert_msg(fabs(fd - gv) <= 1e-3 * fabs(gv), "directional derivative %.12g, gradient says %.12g", fd, gv);
+    for (uint32_t i = 0; i < P; i++)
+        memcpy(args[i]->data, saved[i]->data, args[i]->nbytes);
+
+    /* per element, at each parameter's largest gradient entry */
+    for (uint32_t i = 0; i < P; i++) {
+        int64_t best = 0;
+        for (int64_t k = 1; k < args[i]->numel; k++)
+            if (fabs(ir_tensor_get_f64(res[1 + i], k)) > fabs(ir_tensor_get_f64(res[1 + i], best)))
+                best = k;
+        double g = ir_tensor_get_f64(res[1 + i], best), x = ir_tensor_get_f64(saved[i], best);
+        ir_tensor_set_f64(args[i], best, x + h);
+        lp = loss_of(m, f, args);
+        ir_tensor_set_f64(args[i], best, x - h);
+        lm = loss_of(m, f, args);
+        ir_tensor_set_f64(args[i], best, x);
+        fd = (lp - lm) / (2 * h);
+        ck_assert_msg(fabs(fd - g) <= 1e-3 * fabs(g), "%s[%lld]: finite difference %.12g, gradient %.12g",
+                      ir_func_arg_name(f, i), (long long)best, fd, g);
+    }
+    for (uint32_t i = 0; i < P; i++) {
+        ir_tensor_free(dir[i]);
+        ir_tensor_free(saved[i]);
+    }
+    free(dir);
+    free(saved);
+    ir_tensors_free(res, n);
+    free_args(args, na);
+    ir_module_free(m);
+}
+END_TEST
+
+/* Programs the PartIR lowering (ir_lower) produces from the zoo, run on
+ * every device with the collectives carried out, give the unpartitioned
+ * results: data parallelism, Megatron and ZeRO-like optimizer sharding. */
+static const struct {
+    const char *model, *extra, *schedule;
+} lowered[] = {
+    {"mlp", "batch=4", "tile batch['inputs'] 0 batch; tile batch['targets'] 0 batch; propagate"},
+    {"transformer", "",
+     "tile batch['inputs'] 0 batch; tile batch['targets'] 0 batch; propagate; "
+     "tile params['block_*']['attn']['w_qkv'] 2 model; tile params['block_*']['attn']['w_out'] 0 model; "
+     "tile params['block_*']['mlp']['w_up'] 1 model; tile params['block_*']['mlp']['b_up'] 0 model; "
+     "tile params['block_*']['mlp']['w_down'] 0 model; propagate; "
+     "tile opt_state.mu['embed'] first_divisible batch; tile opt_state.nu['embed'] first_divisible batch; propagate"},
+    {"unet", "", "tile batch['noisy'] 0 batch; tile batch['timesteps'] 0 batch; tile batch['noise'] 0 batch; propagate"},
+    {"transformer_infer", "",
+     "tile batch['tokens'] 0 batch; tile cache['block_*']['*'] 0 batch; tile cache['block_*']['*'] 2 model; propagate"},
+};
+
+START_TEST(spmd_lowered_models_match_unpartitioned)
+{
+    ir_module *m = generate(lowered[_i].model, "tiny", lowered[_i].extra);
+    ir_op *f = ir_module_entry(m);
+    uint32_t na = ir_func_num_args(f), nref, nres;
+    ir_tensor **args = model_args(f, 11), **ref, **res;
+    ap_error err;
+    char msg[1024];
+    ck_assert_msg(ir_interp_run(m, f, (const ir_tensor *const *)args, na, &ref, &nref, NULL, &err) == 0, "%s", err.msg);
+    ir_mesh mesh;
+    ir_pctx *c;
+    ir_partition *p;
+    ir_lowered low;
+    ck_assert_int_eq(ir_mesh_parse("batch=2,model=2", &mesh, &err), 0);
+    ck_assert_msg(ir_inline_calls(m, f, &err) == 0, "%s", err.msg);
+    ck_assert_msg(ir_pctx_new(m, f, &mesh, &c, &err) == 0, "%s", err.msg);
+    ck_assert_msg(ir_partition_new(c, &p, &err) == 0, "%s", err.msg);
+    ck_assert_msg(ir_schedule_apply(p, lowered[_i].schedule, &err) == 0, "%s", err.msg);
+    ck_assert_msg(ir_lower(p, &low, &err) == 0, "%s", err.msg);
+    int rc = ir_spmd_run(low.module, ir_module_entry(low.module), (const ir_tensor *const *)args, na, &res, &nres, NULL, &err);
+    if (rc < 0)
+        ap_error_format(&err, msg, sizeof msg);
+    ck_assert_msg(rc == 0, "%s: %s", lowered[_i].model, msg);
+    ck_assert_int_eq(nres, nref);
+    for (uint32_t j = 0; j < nres; j++) {
+        ir_tensor_diff d;
+        ck_assert_msg(ir_tensor_compare(res[j], ref[j], &d, &err) == 0, "result %u: %s", j, err.msg);
+        double scale = 1;
+        for (int64_t k = 0; k < ref[j]->numel; k++)
+            scale = fmax(scale, fabs(ir_tensor_get_f64(ref[j], k)));
+        ck_assert_msg(d.max_abs <= 1e-5 * scale, "%s result %u: max abs diff %g (scale %g)", lowered[_i].model, j, d.max_abs,
+                      scale);
+    }
+    ir_tensors_free(res, nres);
+    ir_tensors_free(ref, nref);
+    ir_lowered_free(&low);
+    ir_partition_free(p);
+    ir_pctx_free(c);
+    free_args(args, na);
+    ir_module_free(m);
+}
+END_TEST
+
+/* ================================================================= suite */
+
+static Suite *interp_suite(void)
+{
+    Suite *s = suite_create("interp");
+    TCase *tc = tcase_create("interp");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, float_arith);
+    tcase_add_test(tc, integer_overflow_wraps);
+    tcase_add_test(tc, integer_bits_and_power);
+    tcase_add_test(tc, float_unary);
+    tcase_add_test(tc, compare_directions);
+    tcase_add_test(tc, convert_rounding);
+    tcase_add_test(tc, select_clamp_bitcast);
+    tcase_add_test(tc, reduce_precision_and_complex);
+    tcase_add_test(tc, shapes_and_slices);
+    tcase_add_test(tc, pad_interior_and_negative);
+    tcase_add_test(tc, dynamic_slices_clamp);
+    tcase_add_test(tc, gather_spec_examples);
+    tcase_add_test(tc, scatter_spec_examples);
+    tcase_add_test(tc, dot_general_batch_dims);
+    tcase_add_test(tc, convolution_against_reference);
+    tcase_add_test(tc, convolution_spec_example);
+    tcase_add_test(tc, reduce_and_argmax);
+    tcase_add_test(tc, reduce_window_spec_example);
+    tcase_add_test(tc, select_and_scatter_spec_example);
+    tcase_add_test(tc, sort_stable_multi_operand);
+    tcase_add_test(tc, while_counting_loop);
+    tcase_add_test(tc, case_if_call_tuple);
+    tcase_add_test(tc, map_and_batch_norm);
+    tcase_add_test(tc, linear_algebra);
+    tcase_add_test(tc, batch_norm_grad_matches_finite_differences);
+    tcase_add_test(tc, narrow_floats_round_through_f32);
+    tcase_add_test(tc, tensor_api);
+    tcase_add_test(tc, custom_call_handler);
+    tcase_add_test(tc, error_custom_call);
+    tcase_add_test(tc, error_unknown_op);
+    tcase_add_test(tc, error_dynamic_shape);
+    tcase_add_test(tc, error_limits_and_arguments);
+    tcase_add_loop_test(tc, stablehlo_testdata_expectations, 0, (int)AP_ARRAY_LEN(testdata_ok));
+    tcase_add_loop_test(tc, stablehlo_testdata_refused, 0, (int)AP_ARRAY_LEN(testdata_refused));
+    tcase_add_test(tc, spmd_all_reduce_matmul);
+    tcase_add_test(tc, spmd_reduce_scatter_and_all_gather);
+    tcase_add_test(tc, spmd_all_to_all_and_permute);
+    tcase_add_test(tc, spmd_partition_id_dynamic_slice);
+    tcase_add_test(tc, spmd_multi_axis_and_loops);
+    tcase_add_test(tc, spmd_single_replica_groups);
+    tcase_add_test(tc, spmd_errors);
+    tcase_add_test(tc, spmd_per_device_inputs);
+    tcase_add_loop_test(tc, model_zoo_runs_finite, 0, (int)AP_ARRAY_LEN(zoo));
+    tcase_add_test(tc, transformer_gradients_match_finite_differences);
+    tcase_add_loop_test(tc, spmd_lowered_models_match_unpartitioned, 0, (int)AP_ARRAY_LEN(lowered));
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *runner = srunner_create(interp_suite());
+    srunner_set_fork_status(runner, CK_FORK);
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed != 0;
+}
