@@ -2,7 +2,9 @@
  * bench/interp.c - speed of the reference interpreter: one training step
  * of the model zoo's tiny transformer (f32 and f64), and an 8-device SPMD
  * run of a hand-written tensor- and data-parallel MLP block with its
- * collectives, next to the unpartitioned block.
+ * collectives, next to the unpartitioned block; and `autopart check` (three
+ * runs and their comparison) of the tiny transformer partitioned BP+MP+Z3
+ * over 8 devices.
  *
  *   bench_interp [--repeat R] [--model NAME --config CONFIG]
  *
@@ -215,6 +217,55 @@ static void bench_spmd(int repeat)
     ir_module_free(fm);
 }
 
+/* The paper's BP + Megatron MP + ZeRO-3 schedule for the zoo transformer. */
+#define BP_MP_Z3                                                                                          \
+    "manual batch batch['inputs']=0 batch['targets']=0\n"                                                 \
+    "manual model params['block_*']['attn']['w_qkv']=2 params['block_*']['attn']['w_out']=0 "             \
+    "params['block_*']['mlp']['w_up']=1 params['block_*']['mlp']['b_up']=0 "                              \
+    "params['block_*']['mlp']['w_down']=0\n"                                                              \
+    "manual batch params['embed']=first_divisible params['*']['w_qkv']=first_divisible "                  \
+    "params['*']['w_out']=first_divisible params['*']['w_up']=first_divisible "                           \
+    "params['*']['w_down']=first_divisible opt_state.*['embed']=first_divisible "                         \
+    "opt_state.*['w_qkv']=first_divisible opt_state.*['w_out']=first_divisible "                          \
+    "opt_state.*['w_up']=first_divisible opt_state.*['w_down']=first_divisible\n"
+
+static void bench_check(int repeat)
+{
+    ir_module *m = generate("transformer", "tiny", "batch=4");
+    ir_op *f = ir_module_entry(m);
+    ir_mesh mesh;
+    ir_pctx *c;
+    ir_partition *p;
+    ap_error err;
+    if (ir_mesh_parse("batch=4,model=2", &mesh, &err) < 0 || ir_inline_calls(m, f, &err) < 0 ||
+        ir_pctx_new(m, f, &mesh, &c, &err) < 0 || ir_partition_new(c, &p, &err) < 0 ||
+        ir_schedule_apply(p, BP_MP_Z3, &err) < 0)
+        die("check setup", &err);
+    double *t = malloc(sizeof *t * (size_t)repeat);
+    ir_check_report r = {0};
+    for (int i = 0; i < repeat; i++) {
+        ir_check_report_free(&r);
+        double t0 = now();
+        if (ir_check(p, NULL, &r, &err) < 0)
+            die("check", &err);
+        t[i] = now() - t0;
+    }
+    double worst = 0;
+    for (uint32_t j = 0; j < r.n_results; j++)
+        worst = r.results[j].error[1] > worst ? r.results[j].error[1] : worst;
+    printf("check        tiny   BP+MP+Z3   8 dev %8.2f ms/check (unpartitioned %.2f, loops %.2f, spmd %.2f ms; "
+           "%llu + %llu + %llu ops)  %s, worst error %.2g\n",
+           1e3 * median(t, repeat), 1e3 * r.seconds[IR_CHECK_REF], 1e3 * r.seconds[IR_CHECK_LOOPS],
+           1e3 * r.seconds[IR_CHECK_SPMD], (unsigned long long)r.ops[IR_CHECK_REF],
+           (unsigned long long)r.ops[IR_CHECK_LOOPS], (unsigned long long)r.ops[IR_CHECK_SPMD],
+           r.ok ? "equivalent" : "NOT EQUIVALENT", worst);
+    free(t);
+    ir_check_report_free(&r);
+    ir_partition_free(p);
+    ir_pctx_free(c);
+    ir_module_free(m);
+}
+
 int main(int argc, char **argv)
 {
     int repeat = 5;
@@ -240,5 +291,6 @@ int main(int argc, char **argv)
     bench_model("transformer", "tiny", "", repeat);
     bench_model("transformer", "tiny", "dtype=f64", repeat);
     bench_spmd(repeat);
+    bench_check(repeat);
     return 0;
 }

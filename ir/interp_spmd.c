@@ -756,7 +756,7 @@ static int assemble(const ir_op *func, uint32_t j, const ir_mesh *mesh, const ti
             continue;
         }
         const ir_tensor *lf = loc[(size_t)first[d] * n_res + j];
-        if (memcmp(lf->data, ld->data, ld->nbytes) == 0)
+        if (ld->nbytes == 0 || memcmp(lf->data, ld->data, ld->nbytes) == 0)
             continue;
         size_t eb = ip_eb((ir_elem)ld->elem);
         int64_t i = 0;

@@ -747,6 +747,15 @@ typedef struct ir_lowered {
  * collectives (see the contract in DESIGN.md: autopart.mesh, autopart.layout
  * on arguments and results).  Free with ir_lowered_free. */
 int ir_lower(const ir_partition *p, ir_lowered *out, ap_error *err);
+/* Options of ir_lower_ex; zero-initialized is not the default: use
+ * IR_LOWER_OPTS_DEFAULT. */
+typedef struct ir_lower_opts {
+    /* For tests of the equivalence check only: leave out the N-th all_reduce
+     * (0-based, in program order), which makes the program wrong; -1 none. */
+    int64_t drop_all_reduce;
+} ir_lower_opts;
+#define IR_LOWER_OPTS_DEFAULT ((ir_lower_opts){.drop_all_reduce = -1})
+int ir_lower_ex(const ir_partition *p, const ir_lower_opts *opts, ir_lowered *out, ap_error *err);
 void ir_lowered_free(ir_lowered *l);
 
 /* Prints the PartIR:Core loop view of a state. */
@@ -759,6 +768,11 @@ int ir_print_loops(const ir_partition *p, ap_buf *b);
  * running it checks a state independently of the SPMD lowering.  *out is a
  * new module (ir_module_free). */
 int ir_temporal(const ir_partition *p, ir_module **out, ap_error *err);
+/* The view writes the iterations of an `any` loop (a value replicated along
+ * an axis, e.g. by `atomic`) as `stablehlo.custom_call
+ * @autopart.iterations_agree(%it0, %it1, ...)`: its value is the first
+ * iteration's, and a checker must see that they are all equal. */
+#define IR_ITERATIONS_AGREE "autopart.iterations_agree"
 
 /* ---------------------------------------------------------------- interpreter
  *
@@ -987,5 +1001,80 @@ int ir_spmd_run(const ir_module *m, const ir_op *func, const ir_tensor *const *g
 int ir_spmd_run_local(const ir_module *m, const ir_op *func, uint32_t n_devices, const ir_tensor *const *args,
                       uint32_t n_args, ir_tensor ***results, uint32_t *n_results, const ir_interp_opts *opts,
                       ap_error *err);
+
+/* ============================================== the equivalence check */
+
+/*
+ * `autopart check`: runs the unpartitioned function, the PartIR:Core loop
+ * view (ir_temporal: tile loops stack their iterations, sum loops add them,
+ * any loops must agree) and the SPMD program (ir_lower run on every device
+ * by ir_spmd_run) on the same seeded random inputs, and compares each
+ * result of the two partitioned runs with the unpartitioned one.
+ *
+ * The error of a result is max |x - ref| / max(1, max |ref|): absolute for
+ * values below one, relative to the result's largest magnitude above (an
+ * element-wise relative error would flag every reordered sum that lands
+ * near zero).  It must not exceed the tolerance of the result's element
+ * type (ir_check_default_tol) unless ir_check_opts.tol overrides it.
+ */
+
+/* Default tolerance per element type: 1e-9 for f64, 1e-4 for f32 and tf32,
+ * 1e-2 for f16, 5e-2 for bf16, 0.25 for the 8-bit and narrower floats,
+ * those of the parts for complex, and 0 (exact) for integers and booleans.
+ * Sums are reordered by partitioning, so floats cannot be held to exact
+ * equality; the bounds leave room for a few thousand roundings. */
+double ir_check_default_tol(ir_elem e);
+
+typedef struct ir_check_opts {
+    uint64_t seed;           /* of the random inputs */
+    double tol;              /* > 0: for every result; 0: per element type */
+    int64_t drop_all_reduce; /* ir_lower_opts (tests only); -1 none */
+    int64_t max_elems;       /* per tensor, 0: the interpreter's default */
+    int64_t max_arg_bytes;   /* all arguments together; 0: IR_CHECK_MAX_ARG_BYTES */
+} ir_check_opts;
+#define IR_CHECK_OPTS_DEFAULT ((ir_check_opts){.seed = 0, .tol = 0, .drop_all_reduce = -1})
+/* The check holds several copies of every value (three runs, each SPMD
+ * device's tiles): above this much argument data it refuses with
+ * AP_ELIMIT rather than exhaust memory.  It is meant for small
+ * configurations of a model (the zoo's `tiny`). */
+#define IR_CHECK_MAX_ARG_BYTES ((int64_t)1 << 30)
+
+enum { IR_CHECK_REF, IR_CHECK_LOOPS, IR_CHECK_SPMD, IR_CHECK__RUNS };
+
+typedef struct ir_check_result {
+    char name[96];  /* jax.result_info, or "result #J" */
+    char type[96];  /* tensor<4x8xf32> */
+    double tol;
+    /* [0]: the loop view, [1]: SPMD, against the unpartitioned run */
+    double max_abs[2]; /* largest |x - ref| */
+    double max_rel[2]; /* largest |x - ref| / max(|x|, |ref|) */
+    double error[2];   /* what is held to tol (see above) */
+    bool ok;
+} ir_check_result;
+
+typedef struct ir_check_report {
+    uint32_t n_results;
+    ir_check_result *results; /* owned */
+    bool ok;                  /* every result within its tolerance */
+    int64_t n_devices;
+    double input_lo, input_hi;        /* range of the float inputs */
+    double seconds[IR_CHECK__RUNS];   /* per run: unpartitioned, loops, SPMD */
+    uint64_t ops[IR_CHECK__RUNS];     /* ops evaluated per run */
+    char note[160];                   /* e.g. why inputs were redrawn */
+} ir_check_report;
+
+/* Runs the check of state p (its context's function and module) and fills
+ * *report (free with ir_check_report_free), returning 0 whether or not the
+ * results agree: report->ok says.  A negative AP_E* code with err filled
+ * when a run fails: an op the interpreter cannot evaluate, the lowering
+ * failing, replicated copies disagreeing across devices (AP_ECONFLICT), or
+ * iterations of an `any` loop disagreeing (AP_ECONFLICT). */
+int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *report, ap_error *err);
+void ir_check_report_free(ir_check_report *r);
+
+/* Whether op is a custom_call that only annotates its operand (Sharding,
+ * tt.mark_argument, ...): partitioning and the checker treat it as the
+ * identity. */
+bool ir_custom_call_is_identity(const ir_op *op);
 
 #endif /* IR_H */

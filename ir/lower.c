@@ -49,6 +49,8 @@ typedef struct lower {
     ir_value *zero_i32;
     int64_t channel;
     const ir_loc *loc; /* of the op being lowered: given to what it needs */
+    int64_t drop_all_reduce; /* ir_lower_opts: the all_reduce left out, -1 none */
+    int64_t n_all_reduce;    /* all_reduces met so far, dropped one included */
 } lower;
 
 static bool fail(lower *l, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -233,6 +235,8 @@ static void count(lower *l, ir_coll_kind k, int64_t bytes)
 
 static ir_value *all_reduce(lower *l, ir_value *x, const int *axes, int n, ir_red red)
 {
+    if (l->n_all_reduce++ == l->drop_all_reduce)
+        return x; /* a deliberately broken lowering (tests of `check`) */
     int64_t gs;
     ir_attr *g = groups_over(l, axes, n, &gs);
     if (!g)
@@ -427,6 +431,18 @@ static ir_value *retile(lower *l, ir_value *x, const ir_type *g, const ir_layout
     to_redist_type(l->c, g, to, &rt);
     if (ir_redist_type_equal(&rf, &rt))
         return x;
+    if (ir_type_numel(g) == 0) { /* nothing to move: an empty local value */
+        int64_t dims[IR_REDIST_MAX_RANK];
+        for (int d = 0; d < g->rank; d++)
+            dims[d] = rt.dims[d].local;
+        const ir_type *lt = ir_type_tensor(l->nm, (ir_elem)g->elem, g->rank, dims);
+        ir_op *c = lt ? emit(l, IR_OP_CONSTANT, 0, NULL, lt) : NULL;
+        if (!c || !set_attr(l, c, "value", ir_attr_dense_ints(l->nm, lt, 0, NULL))) {
+            oom(l);
+            return NULL;
+        }
+        return &c->results[0];
+    }
     ir_redist_plan *plan = NULL;
     ap_error e;
     int eb = ir_elem_bytes((ir_elem)g->elem);
@@ -859,8 +875,13 @@ void ir_lowered_free(ir_lowered *lw)
 
 int ir_lower(const ir_partition *p, ir_lowered *out, ap_error *err)
 {
+    return ir_lower_ex(p, NULL, out, err);
+}
+
+int ir_lower_ex(const ir_partition *p, const ir_lower_opts *opts, ir_lowered *out, ap_error *err)
+{
     const ir_pctx *c = p->ctx;
-    lower l = {.p = p, .c = c, .out = out, .err = err};
+    lower l = {.p = p, .c = c, .out = out, .err = err, .drop_all_reduce = opts ? opts->drop_all_reduce : -1};
     ir_cloner cl;
     memset(out, 0, sizeof *out);
     ir__cloner_init(&cl, NULL);

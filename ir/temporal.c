@@ -118,6 +118,20 @@ static ir_value *concat(temporal *t, ir_value **items, int n, int d)
     return &op->results[0];
 }
 
+/* An `any` loop's iterations must all compute the same value: the view
+ * keeps them all and passes them to `custom_call @autopart.iterations_agree`,
+ * which stands for the first and which a checker (autopart check) evaluates
+ * by comparing them. */
+static ir_value *iterations_agree(temporal *t, ir_value **items, int n)
+{
+    if (n == 1)
+        return items[0];
+    ir_op *op = temit(t, IR_OP_CUSTOM_CALL, (uint32_t)n, items, items[0]->type);
+    if (!op || !tset(t, op, "call_target_name", ir_attr_string(t->nm, IR_ITERATIONS_AGREE, strlen(IR_ITERATIONS_AGREE))))
+        return NULL;
+    return &op->results[0];
+}
+
 /* ---------------------------------------------------------------- ops */
 
 typedef struct nest_info {
@@ -197,7 +211,7 @@ static ir_value *stack(temporal *t, uint32_t res_index, uint32_t stride, const n
         return res[flat * stride];
     }
     int8_t s = tmr_spec(t->c, ni->entries[l])[res_index];
-    if (s < 0) /* sum (index chosen by the caller) or any (the first) */
+    if (s < 0 && s != SP_ANY) /* a sum: the index is chosen by the caller */
         return stack(t, res_index, stride, ni, res, l + 1, idx);
     ir_value *items[64];
     int64_t n = ni->sizes[l];
@@ -209,6 +223,8 @@ static ir_value *stack(temporal *t, uint32_t res_index, uint32_t stride, const n
             return NULL;
     }
     idx[l] = 0;
+    if (s == SP_ANY)
+        return iterations_agree(t, items, (int)n);
     return concat(t, items, (int)n, s);
 }
 

@@ -644,6 +644,24 @@ static void rule_batch_norm_inference(rule *r)
     }
 }
 
+/* Custom calls that annotate a value (shardings, device placement, marks
+ * of frameworks) and pass it through unchanged. */
+bool ir_custom_call_is_identity(const ir_op *op)
+{
+    static const char *const identity[] = {"tt.mark_argument", "Sharding", "annotate_device_placement",
+                                           "xla.sdy.FuncResultSharding", "SPMDFullToShardShape", NULL};
+    if (op->opcode != IR_OP_CUSTOM_CALL || op->n_operands != 1 || op->n_results != 1 ||
+        !ir_type_equal(op->operands[0]->type, op->results[0].type))
+        return false;
+    ir_attr *t = ir_op_attr(op, "call_target_name");
+    if (!t || t->kind != IR_A_STRING)
+        return false;
+    for (int i = 0; identity[i]; i++)
+        if (!strcmp(t->u.str.s, identity[i]))
+            return true;
+    return false;
+}
+
 static void instantiate(tb *b, const ir_op *op)
 {
     rule r = {.b = b, .op = op, .n = op->n_operands + op->n_results};
@@ -675,22 +693,13 @@ static void instantiate(tb *b, const ir_op *op)
     case IR_OP_GATHER: rule_gather(&r); return;
     case IR_OP_SCATTER: rule_scatter(&r); return;
     case IR_OP_BATCH_NORM_INFERENCE: rule_batch_norm_inference(&r); return;
-    case IR_OP_CUSTOM_CALL: {
-        /* annotations that pass their operand through unchanged */
-        static const char *const identity[] = {"tt.mark_argument", "Sharding", "annotate_device_placement",
-                                               "xla.sdy.FuncResultSharding", "SPMDFullToShardShape", NULL};
-        ir_attr *t = ir_op_attr(op, "call_target_name");
-        if (!t || t->kind != IR_A_STRING || op->n_operands != 1 || op->n_results != 1 ||
-            !ir_type_equal(op->operands[0]->type, op->results[0].type))
-            return;
-        for (int i = 0; identity[i]; i++)
-            if (!strcmp(t->u.str.s, identity[i])) {
-                rule_elementwise(&r);
-                if (float_value(&op->results[0]))
-                    rule_unary_partial(&r);
-            }
+    case IR_OP_CUSTOM_CALL:
+        if (ir_custom_call_is_identity(op)) {
+            rule_elementwise(&r);
+            if (float_value(&op->results[0]))
+                rule_unary_partial(&r);
+        }
         return;
-    }
     case IR_OP_BITCAST_CONVERT:
         if (ir_elem_bits((ir_elem)op->operands[0]->type->elem) == ir_elem_bits((ir_elem)op->results[0].type->elem) &&
             rank_of(op->operands[0]) == rank_of(&op->results[0]))

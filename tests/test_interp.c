@@ -14,7 +14,6 @@
 #include <math.h>
 #include <unistd.h>
 
-#define MODELGEN AP_SOURCE_DIR "/tests/models/modelgen"
 #define CORPUS AP_SHARED_DIR "/corpus/stablehlo/"
 
 /* ============================================================== helpers */
@@ -1818,24 +1817,6 @@ END_TEST
 
 /* ============================================================ model zoo */
 
-static ir_module *generate(const char *model, const char *config, const char *extra)
-{
-    char cmd[1024], path[] = "/tmp/autopart-interp-XXXXXX";
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
-    snprintf(cmd, sizeof cmd, "'%s' %s --config %s %s -q -o '%s'", MODELGEN, model, config, extra, path);
-    ck_assert_msg(system(cmd) == 0, "modelgen failed: %s", cmd);
-    size_t len;
-    char *text = tl_read(path, &len);
-    unlink(path);
-    ir_module *m = NULL;
-    ap_error err;
-    ck_assert_msg(ir_parse(text, len, model, IR_FMT_AUTO, &m, &err) == 0, "%s: %s", model, err.msg);
-    ap_free(text);
-    return m;
-}
-
 /* Random arguments for a model step: Adam's second moments must not be
  * negative (their square root is taken). */
 static ir_tensor **model_args(const ir_op *f, uint64_t seed)
@@ -1866,7 +1847,7 @@ static const char *const zoo[][2] = {
 
 START_TEST(model_zoo_runs_finite)
 {
-    ir_module *m = generate(zoo[_i][0], zoo[_i][1], "");
+    ir_module *m = tl_generate(zoo[_i][0], zoo[_i][1], "");
     ir_op *f = ir_module_entry(m);
     ck_assert_ptr_nonnull(f);
     uint32_t na = ir_func_num_args(f), n;
@@ -1909,7 +1890,7 @@ static double loss_of(ir_module *m, ir_op *f, ir_tensor **args)
  * parameter, and per element at each parameter's largest gradient. */
 START_TEST(transformer_gradients_match_finite_differences)
 {
-    ir_module *m = generate("transformer", "tiny", "dtype=f64");
+    ir_module *m = tl_generate("transformer", "tiny", "dtype=f64");
     ir_op *f = ir_module_entry(m);
     uint32_t na = ir_func_num_args(f), n, P = 0;
     while (P < na && ir_func_arg_name(f, P) && !strncmp(ir_func_arg_name(f, P), "params[", 7))
@@ -1994,7 +1975,7 @@ static const struct {
 
 START_TEST(spmd_lowered_models_match_unpartitioned)
 {
-    ir_module *m = generate(lowered[_i].model, "tiny", lowered[_i].extra);
+    ir_module *m = tl_generate(lowered[_i].model, "tiny", lowered[_i].extra);
     ir_op *f = ir_module_entry(m);
     uint32_t na = ir_func_num_args(f), nref, nres;
     ir_tensor **args = model_args(f, 11), **ref, **res;

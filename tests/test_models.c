@@ -7,7 +7,6 @@
 
 #include <unistd.h>
 
-#define MODELGEN AP_SOURCE_DIR "/tests/models/modelgen"
 
 static const struct {
     const char *model, *config;
@@ -19,25 +18,10 @@ static const struct {
     {"gns", "paper", 0},              {"mlp", "tiny", 0},           {"mlp", "small", 0},
 };
 
-static char *generate(const char *model, const char *config)
-{
-    char cmd[1024];
-    char path[] = "/tmp/autopart-model-XXXXXX";
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
-    snprintf(cmd, sizeof cmd, "'%s' %s --config %s -q -o '%s'", MODELGEN, model, config, path);
-    int rc = system(cmd);
-    ck_assert_msg(rc == 0, "modelgen failed: %s", cmd);
-    char *text = tl_read(path, NULL);
-    unlink(path);
-    return text;
-}
-
 START_TEST(model_parses_and_round_trips)
 {
     const char *model = configs[_i].model, *config = configs[_i].config;
-    char *text = generate(model, config);
+    char *text = tl_generate_text(model, config, "");
     char msg[1024], name[128], why[600];
     snprintf(name, sizeof name, "%s-%s.mlir", model, config);
     ir_module *m = tl_parse(text, name, msg, sizeof msg);
@@ -66,7 +50,7 @@ END_TEST
 
 START_TEST(transformer_names)
 {
-    char *text = generate("transformer", "tiny");
+    char *text = tl_generate_text("transformer", "tiny", "");
     ir_module *m = tl_parse(text, "tiny", NULL, 0);
     ck_assert_ptr_nonnull(m);
     ir_op *f = ir_module_entry(m);

@@ -11,8 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ir.h"
+
+#define TL_MODELGEN AP_SOURCE_DIR "/tests/models/modelgen"
 
 /* Reads a whole file; aborts the test on failure.  Free with ap_free. */
 static inline char *tl_read(const char *path, size_t *len)
@@ -49,6 +52,33 @@ static inline char *tl_print(const ir_module *m)
     ap_buf_init(&b);
     ck_assert_int_eq(ir_print(m, &b, NULL), 0);
     return ap_buf_take(&b, NULL);
+}
+
+/* The text of a model of the zoo: `modelgen MODEL --config CONFIG EXTRA`
+ * (EXTRA: key=value overrides, may be ""). Free with ap_free. */
+static inline char *tl_generate_text(const char *model, const char *config, const char *extra)
+{
+    char cmd[1024], path[] = "/tmp/autopart-model-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    snprintf(cmd, sizeof cmd, "'%s' %s --config %s %s -q -o '%s'", TL_MODELGEN, model, config, extra, path);
+    int rc = system(cmd);
+    ck_assert_msg(rc == 0, "modelgen failed: %s", cmd);
+    char *text = tl_read(path, NULL);
+    unlink(path);
+    return text;
+}
+
+/* The same, parsed. Free with ir_module_free. */
+static inline ir_module *tl_generate(const char *model, const char *config, const char *extra)
+{
+    char *text = tl_generate_text(model, config, extra);
+    ir_module *m = NULL;
+    ap_error err;
+    ck_assert_msg(ir_parse(text, strlen(text), model, IR_FMT_AUTO, &m, &err) == 0, "%s: %s", model, err.msg);
+    ap_free(text);
+    return m;
 }
 
 /* Names of the files in dir ending in suffix, sorted; returns the count. */

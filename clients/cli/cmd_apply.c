@@ -102,46 +102,6 @@ static void apply_usage(FILE *f)
             "  -h, --help         this help\n");
 }
 
-static char *read_schedule(const char *arg)
-{
-    if (arg[0] != '@')
-        return ap_strdup(arg);
-    char *text;
-    size_t len;
-    ap_error err;
-    if (ap_read_file(arg + 1, &text, &len, &err) < 0) {
-        fprintf(stderr, "autopart apply: %s\n", err.msg);
-        return NULL;
-    }
-    return text;
-}
-
-/* The mesh of an sdy.mesh op: `sdy.mesh @mesh = <["x"=2, "y"=4]>`. */
-static bool mesh_from_module(const ir_module *m, ir_mesh *mesh)
-{
-    for (const ir_op *op = ir_module_body(m)->first; op; op = op->next) {
-        if (strcmp(op->name, "sdy.mesh") || !op->tmpl)
-            continue;
-        ap_buf b;
-        ap_buf_init(&b);
-        for (uint32_t i = 0; i < op->tmpl->n; i++)
-            if (op->tmpl->pieces[i].kind == IR_TP_TEXT)
-                ap_buf_put(&b, op->tmpl->pieces[i].text, op->tmpl->pieces[i].len);
-        const char *s = b.data ? strchr(b.data, '[') : NULL;
-        char text[512] = "";
-        size_t n = 0;
-        for (; s && *s && *s != ']' && n + 2 < sizeof text; s++)
-            if (*s != '"' && *s != '[' && *s != ' ')
-                text[n++] = *s;
-        text[n] = '\0';
-        ap_buf_free(&b);
-        ap_error err;
-        if (n && ir_mesh_parse(text, mesh, &err) == 0)
-            return true;
-    }
-    return false;
-}
-
 static const char *const kind_names[] = {"conflict", "axis already used", "indivisible", "atomic", "dynamic dim",
                                          "no TMR rule"};
 
@@ -422,9 +382,7 @@ int cli_apply(int argc, char **argv)
         return 2;
     }
     const char *path = argv[optind];
-    int rc = 1;
-    ir_module *m = cli_load_module(path, fmt);
-    ir_pctx *ctx = NULL;
+    int rc;
     ir_partition *p = NULL;
     ir_lowered lw = {0};
     char *sched = NULL;
@@ -434,9 +392,15 @@ int cli_apply(int argc, char **argv)
     bool want_cost = json || !strcmp(view, "report");
     apply_ctx actx = {.dev = &dev};
     actx.copts.overlap = overlap;
+    cli_partitioned st;
     ap_error_clear(&err);
-    if (!m)
-        return 1;
+    rc = cli_partition_open(&(cli_partition_args){.cmd = "apply", .path = path, .fmt = fmt, .func_name = func_name,
+                                                  .mesh_text = mesh_text, .import = import},
+                            &st);
+    if (rc != 0)
+        return rc;
+    p = st.p;
+    rc = 1;
     if (want_cost) {
         int drc = strstr(device, ".json") ? cost_device_load(device, &dev, &err) : cost_device_lookup(device, &dev, &err);
         if (drc < 0) {
@@ -445,42 +409,8 @@ int cli_apply(int argc, char **argv)
             goto out;
         }
     }
-    ir_op *f = func_name ? ir_module_func(m, func_name) : ir_module_entry(m);
-    if (!f) {
-        fprintf(stderr, "autopart apply: %s: no function %s%s to partition\n", path, func_name ? "@" : "",
-                func_name ? func_name : "@main (and no single public function)");
-        goto out;
-    }
-    ir_mesh mesh;
-    if (mesh_text) {
-        if (ir_mesh_parse(mesh_text, &mesh, &err) < 0) {
-            fprintf(stderr, "autopart apply: %s\n", err.msg);
-            rc = 2;
-            goto out;
-        }
-    } else if (!mesh_from_module(m, &mesh)) {
-        fprintf(stderr, "autopart apply: --mesh is required (the module declares no sdy.mesh)\n");
-        rc = 2;
-        goto out;
-    }
-    if (ir_inline_calls(m, f, &err) < 0 || ir_pctx_new(m, f, &mesh, &ctx, &err) < 0 ||
-        ir_partition_new(ctx, &p, &err) < 0) {
-        fprintf(stderr, "autopart apply: %s: %s\n", path, err.msg);
-        goto out;
-    }
-    if (import) {
-        ap_buf ib;
-        ap_buf_init(&ib);
-        if (ir_schedule_import(m, f, &mesh, &ib, &err) < 0 ||
-            (ib.data && ir_schedule_apply(p, ib.data, &err) < 0)) {
-            cli_print_error(&err);
-            ap_buf_free(&ib);
-            goto out;
-        }
-        ap_buf_free(&ib);
-    }
     if (sched_arg) {
-        sched = read_schedule(sched_arg);
+        sched = cli_read_schedule("apply", sched_arg);
         if (!sched)
             goto out;
         int src = want_cost ? ir_schedule_apply_cb(p, sched, after_tactic, &actx, &err) : ir_schedule_apply(p, sched, &err);
@@ -547,8 +477,6 @@ out:
     free(actx.rows);
     ap_free(sched);
     ir_lowered_free(&lw);
-    ir_partition_free(p);
-    ir_pctx_free(ctx);
-    ir_module_free(m);
+    cli_partitioned_free(&st);
     return rc;
 }

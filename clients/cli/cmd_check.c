@@ -1,0 +1,215 @@
+/*
+ * cmd_check.c - `autopart check FILE --mesh ... --schedule ... [--seed N]
+ * [--tol X] [--json]`: runs the function unpartitioned, through the
+ * PartIR:Core loop view and as the SPMD program on every simulated device,
+ * on the same seeded random inputs, and says per result how far the
+ * partitioned runs are from the original (exit 1 beyond the tolerance).
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void check_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: autopart check FILE --mesh AXES --schedule TEXT|@FILE [options]\n"
+            "\n"
+            "Partitions the entry function of FILE as `autopart apply` does, then runs it\n"
+            "three ways on the same seeded random inputs: unpartitioned, through the\n"
+            "PartIR:Core loop view (loops run one after another), and as the SPMD program\n"
+            "on every device of the mesh with its collectives carried out.  Prints, per\n"
+            "result, the largest absolute and relative difference of each partitioned run\n"
+            "from the original; exits 1 if any exceeds the tolerance.\n"
+            "\n"
+            "The error held to the tolerance is max|x - ref| / max(1, max|ref|).  Default\n"
+            "tolerances: f64 1e-9, f32 1e-4, f16 1e-2, bf16 5e-2, 8-bit floats 0.25,\n"
+            "integers and booleans exact.  Float inputs are uniform in [-1, 1) (redrawn in\n"
+            "[0.01, 1) if that makes the original overflow), integers in [0, 8).\n"
+            "\n"
+            "  --mesh AXES        e.g. batch=4,model=2 (default: the module's sdy.mesh)\n"
+            "  --schedule S       PartIR actions, as for `autopart apply`; @FILE reads a file\n"
+            "  --import           start from the sharding annotations the arguments carry\n"
+            "  --seed N           seed of the random inputs (default 0)\n"
+            "  --tol X            tolerance for every result (default: per element type)\n"
+            "  --max-arg-bytes N  refuse modules whose arguments take more (K, M, G suffixes;\n"
+            "                     default 1G): every value is held several times over\n"
+            "  --json             the report as JSON\n"
+            "  --format F         stablehlo | hlo (default: detected)\n"
+            "  --func NAME        the function to partition (default: main)\n"
+            "  -h, --help         this help\n"
+            "\n"
+            "Exit status: 0 equivalent, 1 a difference beyond the tolerance or a run that\n"
+            "failed, 2 bad usage.\n");
+}
+
+static const char *const run_names[IR_CHECK__RUNS] = {"unpartitioned", "loops", "spmd"};
+
+static int print_json(const ir_check_report *r)
+{
+    json_t *o = json_object(), *results = json_array(), *runs = json_object();
+    for (uint32_t j = 0; j < r->n_results; j++) {
+        const ir_check_result *x = &r->results[j];
+        json_array_append_new(results, json_pack("{s:s, s:s, s:f, s:b, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}}", "name",
+                                                 x->name, "type", x->type, "tol", x->tol, "ok", x->ok, "loops",
+                                                 "max_abs", x->max_abs[0], "max_rel", x->max_rel[0], "error", x->error[0],
+                                                 "spmd", "max_abs", x->max_abs[1], "max_rel", x->max_rel[1], "error",
+                                                 x->error[1]));
+    }
+    for (int k = 0; k < IR_CHECK__RUNS; k++)
+        json_object_set_new(runs, run_names[k], json_pack("{s:f, s:I}", "seconds", r->seconds[k], "ops", (json_int_t)r->ops[k]));
+    json_object_set_new(o, "ok", json_boolean(r->ok));
+    json_object_set_new(o, "devices", json_integer(r->n_devices));
+    json_object_set_new(o, "results", results);
+    json_object_set_new(o, "runs", runs);
+    json_object_set_new(o, "inputs", json_pack("{s:f, s:f}", "lo", r->input_lo, "hi", r->input_hi));
+    if (r->note[0])
+        json_object_set_new(o, "note", json_string(r->note));
+    char *s = json_dumps(o, JSON_INDENT(2));
+    json_decref(o);
+    if (!s)
+        return 1;
+    puts(s);
+    free(s);
+    return 0;
+}
+
+static void print_text(const ir_check_report *r, const char *path, uint64_t seed)
+{
+    printf("%s on %" PRId64 " devices, seed %" PRIu64 ", float inputs in [%g, %g)\n", path, r->n_devices, seed,
+           r->input_lo, r->input_hi);
+    for (int k = 0; k < IR_CHECK__RUNS; k++)
+        printf("  %-14s %8.3f s  %10" PRIu64 " ops evaluated\n", run_names[k], r->seconds[k], r->ops[k]);
+    if (r->note[0])
+        printf("note: %s\n", r->note);
+    int wn = 6, wt = 4;
+    for (uint32_t j = 0; j < r->n_results; j++) {
+        int n = (int)strlen(r->results[j].name), t = (int)strlen(r->results[j].type);
+        wn = n > wn ? n : wn;
+        wt = t > wt ? t : wt;
+    }
+    printf("\n%-*s  %-*s  %-8s  %-10s %-10s  %-10s %-10s\n", wn, "result", wt, "type", "tol", "loops abs", "rel",
+           "spmd abs", "rel");
+    for (uint32_t j = 0; j < r->n_results; j++) {
+        const ir_check_result *x = &r->results[j];
+        printf("%-*s  %-*s  %-8.2g  %-10.3g %-10.3g  %-10.3g %-10.3g %s\n", wn, x->name, wt, x->type, x->tol,
+               x->max_abs[0], x->max_rel[0], x->max_abs[1], x->max_rel[1], x->ok ? "ok" : "MISMATCH");
+    }
+    uint32_t bad = 0;
+    for (uint32_t j = 0; j < r->n_results; j++)
+        bad += !r->results[j].ok;
+    if (r->ok)
+        printf("\nequivalent: all %u results within tolerance\n", r->n_results);
+    else
+        printf("\nNOT equivalent: %u of %u results differ beyond tolerance\n", bad, r->n_results);
+}
+
+int cli_check(int argc, char **argv)
+{
+    static const struct option opts[] = {{"mesh", required_argument, NULL, 'm'},   {"schedule", required_argument, NULL, 's'},
+                                         {"seed", required_argument, NULL, 'S'},   {"tol", required_argument, NULL, 't'},
+                                         {"json", no_argument, NULL, 'j'},         {"format", required_argument, NULL, 'f'},
+                                         {"func", required_argument, NULL, 'F'},   {"import", no_argument, NULL, 'i'},
+                                         {"help", no_argument, NULL, 'h'},         {"max-arg-bytes", required_argument, NULL, 'B'},
+                                         {NULL, 0, NULL, 0}};
+    const char *mesh_text = NULL, *sched_arg = NULL, *func_name = NULL;
+    ir_check_opts copts = IR_CHECK_OPTS_DEFAULT;
+    bool json = false, import = false;
+    ir_format fmt = IR_FMT_AUTO;
+    int ch;
+    char *end;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'm': mesh_text = optarg; break;
+        case 's': sched_arg = optarg; break;
+        case 'j': json = true; break;
+        case 'i': import = true; break;
+        case 'F': func_name = optarg; break;
+        case 'S':
+            copts.seed = strtoull(optarg, &end, 10);
+            if (!*optarg || *end || optarg[0] == '-') {
+                fprintf(stderr, "autopart check: --seed wants a non-negative integer, not '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case 't':
+            copts.tol = strtod(optarg, &end);
+            if (!*optarg || *end || !(copts.tol > 0)) {
+                fprintf(stderr, "autopart check: --tol wants a positive number, not '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case 'B': {
+            double v = strtod(optarg, &end);
+            double unit = *end == 'K' ? 1024.0 : *end == 'M' ? 1048576.0 : *end == 'G' ? 1073741824.0 : 1.0;
+            if (unit > 1)
+                end++;
+            if (!*optarg || *end || !(v > 0) || v * unit > 9e18) {
+                fprintf(stderr, "autopart check: --max-arg-bytes wants a size such as 512M or 2G, not '%s'\n", optarg);
+                return 2;
+            }
+            copts.max_arg_bytes = (int64_t)(v * unit);
+            break;
+        }
+        case 'f':
+            if (!cli_parse_format(optarg, &fmt)) {
+                fprintf(stderr, "autopart check: unknown format '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case 'h': check_usage(stdout); return 0;
+        default: check_usage(stderr); return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "autopart check: expected one FILE\n");
+        check_usage(stderr);
+        return 2;
+    }
+    if (!sched_arg && !import) {
+        fprintf(stderr, "autopart check: --schedule (or --import) is required\n");
+        return 2;
+    }
+    const char *path = argv[optind];
+    cli_partitioned st;
+    ir_check_report report = {0};
+    char *sched = NULL;
+    ap_error err;
+    ap_error_clear(&err);
+    int rc = cli_partition_open(&(cli_partition_args){.cmd = "check", .path = path, .fmt = fmt, .func_name = func_name,
+                                                      .mesh_text = mesh_text, .import = import},
+                                &st);
+    if (rc != 0)
+        return rc;
+    rc = 1;
+    if (sched_arg) {
+        sched = cli_read_schedule("check", sched_arg);
+        if (!sched)
+            goto out;
+        if (ir_schedule_apply(st.p, sched, &err) < 0) {
+            cli_print_error(&err);
+            goto out;
+        }
+    }
+    if (ir_check(st.p, &copts, &report, &err) < 0) {
+        char line[800];
+        ap_error_format(&err, line, sizeof line);
+        fprintf(stderr, "autopart check: %s\n", line);
+        goto out;
+    }
+    rc = json ? print_json(&report) : (print_text(&report, path, copts.seed), 0);
+    if (rc == 0 && !report.ok)
+        rc = 1;
+    if (fflush(stdout) != 0)
+        rc = 1;
+out:
+    ir_check_report_free(&report);
+    ap_free(sched);
+    cli_partitioned_free(&st);
+    return rc;
+}

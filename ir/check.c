@@ -1,0 +1,340 @@
+/*
+ * check.c - the semantic-equivalence check of a partition state: the
+ * unpartitioned function, the PartIR:Core loop view and the SPMD program run
+ * on the same seeded random inputs and their results are compared (see
+ * ir_check in ir.h for the error measure and the tolerances).
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "ir.h"
+#include "partir_int.h"
+
+double ir_check_default_tol(ir_elem e)
+{
+    switch (e) {
+    case IR_E_F64: case IR_E_C128: return 1e-9;
+    case IR_E_F32: case IR_E_TF32: case IR_E_C64: return 1e-4;
+    case IR_E_F16: return 1e-2;
+    case IR_E_BF16: return 5e-2;
+    default: return ir_elem_is_float(e) ? 0.25 : 0;
+    }
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Prefixes err's message with what was being done, keeping its code and
+ * source position. */
+static int in_run(ap_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int in_run(ap_error *err, const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what - 2, fmt, ap);
+    va_end(ap);
+    strcat(what, ": ");
+    size_t n = strlen(what), len = strnlen(err->msg, sizeof err->msg - 1);
+    if (n + len >= sizeof err->msg) /* the tail of the message goes */
+        len = sizeof err->msg - 1 - n;
+    memmove(err->msg + n, err->msg, len);
+    memcpy(err->msg, what, n);
+    err->msg[n + len] = '\0';
+    return err->code;
+}
+
+static const ir_type *result_type(const ir_op *f, uint32_t j)
+{
+    const ir_type *ft = ir_func_type(f);
+    return ft->elems[ft->n_inputs + (int32_t)j];
+}
+
+/* The element type of a value's arrays (the first array of a tuple). */
+static ir_elem elem_of(const ir_type *t)
+{
+    if (t->kind == IR_T_TENSOR || t->kind == IR_T_SCALAR)
+        return (ir_elem)t->elem;
+    for (int i = 0; t->kind == IR_T_TUPLE && i < t->n_elems; i++) {
+        ir_elem e = elem_of(t->elems[i]);
+        if (e != IR_E_NONE)
+            return e;
+    }
+    return IR_E_NONE;
+}
+
+typedef struct diff {
+    double max_abs, max_rel, ref_max;
+} diff;
+
+/* Compares x with ref (arrays, or tuples of them, member by member),
+ * accumulating into *d. */
+static int compare(const ir_tensor *x, const ir_tensor *ref, diff *d, ap_error *err)
+{
+    if (ref->kind == IR_TENSOR_TOKEN && x->kind == IR_TENSOR_TOKEN)
+        return 0;
+    if (ref->kind == IR_TENSOR_TUPLE) {
+        if (x->kind != IR_TENSOR_TUPLE || x->n_elems != ref->n_elems)
+            return ap_error_set(err, AP_EINVALID, "a tuple result has a different structure");
+        for (uint32_t i = 0; i < ref->n_elems; i++)
+            if (compare(x->elems[i], ref->elems[i], d, err) < 0)
+                return err->code;
+        return 0;
+    }
+    ir_tensor_diff td;
+    if (ir_tensor_compare(x, ref, &td, err) < 0)
+        return err->code;
+    d->max_abs = fmax(d->max_abs, td.max_abs);
+    d->max_rel = fmax(d->max_rel, td.max_rel);
+    if (td.max_abs != td.max_abs) /* NaN against a number */
+        d->max_abs = INFINITY;
+    for (int64_t i = 0; i < ref->numel; i++)
+        d->ref_max = fmax(d->ref_max, fabs(ir_tensor_get_f64(ref, i)));
+    return 0;
+}
+
+static double error_of(const diff *d)
+{
+    return d->max_abs / fmax(1.0, d->ref_max);
+}
+
+/* The program's own assertions (`custom_call @check.expect_close(%x,
+ * %expected)`, as in the StableHLO test suite) must hold in every run:
+ * exact for expect_eq, else within 1e-4 absolute plus 1e-4 relative. */
+static int expectation(const ir_op *op, const char *name, const ir_tensor *const *operands, ap_error *err)
+{
+    const ir_tensor *x = operands[0], *want = operands[1];
+    ir_tensor_diff d;
+    if (ir_tensor_compare(x, want, &d, err) < 0)
+        return err->code;
+    bool exact = !strcmp(name, "check.expect_eq") || !strcmp(name, "check.eq");
+    for (int64_t i = 0; i < x->numel && d.n_diff; i++) {
+        double a = ir_tensor_get_f64(x, i), b = ir_tensor_get_f64(want, i);
+        bool same = a == b || (isnan(a) && isnan(b));
+        if (!same && (exact || !(fabs(a - b) <= 1e-4 + 1e-4 * fabs(b))))
+            return ap_error_set(err, AP_ECONFLICT, "line %u: the program's own %s fails: element %lld is %g, expected %g",
+                                op->src_line, name, (long long)i, a, b);
+    }
+    return 0;
+}
+
+/* The custom calls the runs meet: annotations pass their operand through,
+ * the program's assertions are checked, and the loop view's `any`
+ * iterations must agree with the first. */
+typedef struct handler_ctx {
+    double tol; /* 0: per element type */
+} handler_ctx;
+
+static int custom_call(void *vctx, const ir_op *op, uint32_t n_operands, const ir_tensor *const *operands,
+                       uint32_t n_results, ir_tensor **results, ap_error *err)
+{
+    handler_ctx *ctx = vctx;
+    ir_attr *target = ir_op_attr(op, "call_target_name");
+    const char *name = target && target->kind == IR_A_STRING ? target->u.str.s : "?";
+    if (!strncmp(name, "check.", 6) && n_operands == 2 && n_results == 0)
+        return expectation(op, name, operands, err);
+    bool agree = !strcmp(name, IR_ITERATIONS_AGREE);
+    if (!agree && !ir_custom_call_is_identity(op))
+        return ap_error_set(err, AP_EUNSUPPORTED, "custom_call @%s has no semantics the checker knows", name);
+    if (n_operands < 1 || n_results != 1)
+        return ap_error_set(err, AP_EINVALID, "custom_call @%s: expected one result and operands", name);
+    double tol = ctx->tol > 0 ? ctx->tol : ir_check_default_tol(elem_of(op->results[0].type));
+    for (uint32_t i = 1; agree && i < n_operands; i++) {
+        diff d = {0};
+        if (compare(operands[i], operands[0], &d, err) < 0)
+            return err->code;
+        if (error_of(&d) > tol)
+            return ap_error_set(err, AP_ECONFLICT,
+                                "iteration %u of a replicated (`any`) loop differs from iteration 0 by %g "
+                                "(tolerance %g): the value is not the same on every device",
+                                i, d.max_abs, tol);
+    }
+    return ir_tensor_clone(operands[0], &results[0], err);
+}
+
+void ir_check_report_free(ir_check_report *r)
+{
+    ap_free(r->results);
+    memset(r, 0, sizeof *r);
+}
+
+/* Seeded inputs for every argument of f: floats in [lo, hi), integers in
+ * [0, 8) (valid small indices), booleans 50/50. */
+static int make_inputs(const ir_op *f, uint64_t seed, double lo, double hi, ir_tensor **args, ap_error *err)
+{
+    uint32_t n = ir_func_num_args(f);
+    for (uint32_t i = 0; i < n; i++) {
+        const ir_type *t = ir_func_arg(f, i)->type;
+        uint64_t s = ap_hash_mix(seed, i);
+        ir_tensor_free(args[i]);
+        args[i] = NULL;
+        int rc = ir_elem_is_float(elem_of(t)) || ir_elem_is_complex(elem_of(t))
+                     ? ir_tensor_random_range(t, s, lo, hi, &args[i], err)
+                     : ir_tensor_random(t, s, &args[i], err);
+        if (rc < 0)
+            return in_run(err, "argument %u (%s)", i, ir_func_arg_name(f, i) ? ir_func_arg_name(f, i) : "");
+    }
+    return 0;
+}
+
+static bool all_finite(ir_tensor **v, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (!ir_tensor_all_finite(v[i]))
+            return false;
+    return true;
+}
+
+int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *r, ap_error *err)
+{
+    ir_check_opts o = opts ? *opts : IR_CHECK_OPTS_DEFAULT;
+    const ir_pctx *c = ir_partition_ctx(p);
+    const ir_op *f = c->func;
+    uint32_t n_args = ir_func_num_args(f), n_ref = 0, n_loops = 0, n_spmd = 0;
+    ir_tensor **args = ap_calloc(n_args ? n_args : 1, sizeof *args), **ref = NULL, **loops = NULL, **spmd = NULL;
+    ir_module *tm = NULL;
+    ir_lowered low = {0};
+    handler_ctx hctx = {.tol = o.tol};
+    ir_interp_opts io = {.max_elems = o.max_elems, .custom_call = custom_call, .custom_call_ctx = &hctx};
+    memset(r, 0, sizeof *r);
+    r->n_devices = ir_mesh_devices(&c->mesh);
+    if (!args)
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
+    int64_t arg_bytes = 0, max_bytes = o.max_arg_bytes > 0 ? o.max_arg_bytes : IR_CHECK_MAX_ARG_BYTES;
+    for (uint32_t i = 0; i < n_args; i++) {
+        int64_t b = ir_type_bytes(ir_func_arg(f, i)->type);
+        arg_bytes += b > 0 ? b : 0;
+    }
+    if (arg_bytes > max_bytes) {
+        ap_free(args);
+        return ap_error_set(err, AP_ELIMIT,
+                            "the arguments of @%s take %.3g GiB, above the limit of %.3g GiB: the check runs "
+                            "every value on the host several times over, so use a small configuration of the model",
+                            ir_func_name(f), (double)arg_bytes / 1073741824.0, (double)max_bytes / 1073741824.0);
+    }
+
+    /* The unpartitioned run; inputs that overflow it (log or sqrt of a
+     * negative, say) are redrawn positive, since a NaN compares with
+     * nothing. */
+    r->input_lo = -1, r->input_hi = 1;
+    for (int attempt = 0;; attempt++) {
+        if (make_inputs(f, o.seed, r->input_lo, r->input_hi, args, err) < 0)
+            goto fail;
+        io.ops_evaluated = &r->ops[IR_CHECK_REF];
+        r->ops[IR_CHECK_REF] = 0;
+        double t0 = now();
+        if (ir_interp_run(c->m, f, (const ir_tensor *const *)args, n_args, &ref, &n_ref, &io, err) < 0) {
+            in_run(err, "unpartitioned run");
+            goto fail;
+        }
+        r->seconds[IR_CHECK_REF] = now() - t0;
+        if (all_finite(ref, n_ref) || attempt == 1)
+            break;
+        ir_tensors_free(ref, n_ref);
+        ref = NULL;
+        r->input_lo = 0.01;
+        snprintf(r->note, sizeof r->note,
+                 "inputs in [-1, 1) gave non-finite results; floats redrawn in [0.01, 1)");
+    }
+    if (!all_finite(ref, n_ref))
+        snprintf(r->note, sizeof r->note, "some unpartitioned results are not finite even on positive inputs");
+
+    /* The loop view, as a program of its own. */
+    double t0 = now();
+    if (ir_temporal(p, &tm, err) < 0) {
+        in_run(err, "loop view");
+        goto fail;
+    }
+    io.ops_evaluated = &r->ops[IR_CHECK_LOOPS];
+    if (ir_interp_run(tm, ir_module_entry(tm), (const ir_tensor *const *)args, n_args, &loops, &n_loops, &io, err) < 0) {
+        in_run(err, "loop view");
+        goto fail;
+    }
+    r->seconds[IR_CHECK_LOOPS] = now() - t0;
+
+    /* The SPMD program on every device. */
+    t0 = now();
+    ir_lower_opts lo = IR_LOWER_OPTS_DEFAULT;
+    lo.drop_all_reduce = o.drop_all_reduce;
+    if (ir_lower_ex(p, &lo, &low, err) < 0) {
+        in_run(err, "SPMD lowering");
+        goto fail;
+    }
+    io.ops_evaluated = &r->ops[IR_CHECK_SPMD];
+    if (ir_spmd_run(low.module, ir_module_entry(low.module), (const ir_tensor *const *)args, n_args, &spmd, &n_spmd,
+                    &io, err) < 0) {
+        in_run(err, "SPMD run");
+        goto fail;
+    }
+    r->seconds[IR_CHECK_SPMD] = now() - t0;
+    if (n_loops != n_ref || n_spmd != n_ref) {
+        ap_error_set(err, AP_EINVALID, "the partitioned programs return %u and %u results, the function %u", n_loops,
+                     n_spmd, n_ref);
+        goto fail;
+    }
+
+    r->results = ap_calloc(n_ref ? n_ref : 1, sizeof *r->results);
+    if (!r->results) {
+        ap_error_set(err, AP_ENOMEM, "out of memory");
+        goto fail;
+    }
+    r->n_results = n_ref;
+    r->ok = true;
+    for (uint32_t j = 0; j < n_ref; j++) {
+        ir_check_result *res = &r->results[j];
+        ir_attr *info = ir_func_result_attr(f, j, "jax.result_info");
+        if (info && info->kind == IR_A_STRING && info->u.str.s[0])
+            snprintf(res->name, sizeof res->name, "%s", info->u.str.s);
+        else
+            snprintf(res->name, sizeof res->name, "result #%u", j);
+        ap_buf tb;
+        ap_buf_init(&tb);
+        ir_type_print(&tb, result_type(f, j));
+        snprintf(res->type, sizeof res->type, "%.*s", (int)tb.len, tb.data ? tb.data : "");
+        ap_buf_free(&tb);
+        res->tol = o.tol > 0 ? o.tol : ir_check_default_tol(elem_of(result_type(f, j)));
+        res->ok = true;
+        ir_tensor *const got[2] = {loops[j], spmd[j]};
+        for (int k = 0; k < 2; k++) {
+            diff d = {0};
+            if (compare(got[k], ref[j], &d, err) < 0) {
+                in_run(err, "%s (%s)", res->name, k ? "SPMD" : "loop view");
+                goto fail;
+            }
+            res->max_abs[k] = d.max_abs;
+            res->max_rel[k] = d.max_rel;
+            res->error[k] = error_of(&d);
+            if (!(res->error[k] <= res->tol))
+                res->ok = false;
+        }
+        r->ok &= res->ok;
+    }
+    ir_tensors_free(ref, n_ref);
+    ir_tensors_free(loops, n_loops);
+    ir_tensors_free(spmd, n_spmd);
+    ir_lowered_free(&low);
+    ir_module_free(tm);
+    for (uint32_t i = 0; i < n_args; i++)
+        ir_tensor_free(args[i]);
+    ap_free(args);
+    return 0;
+
+fail:
+    ir_tensors_free(ref, n_ref);
+    ir_tensors_free(loops, n_loops);
+    ir_tensors_free(spmd, n_spmd);
+    ir_lowered_free(&low);
+    ir_module_free(tm);
+    for (uint32_t i = 0; i < n_args; i++)
+        ir_tensor_free(args[i]);
+    ap_free(args);
+    ir_check_report_free(r);
+    return err->code;
+}

@@ -1,0 +1,294 @@
+/*
+ * test_check.c - the semantic-equivalence check (ir_check): random valid
+ * action sequences over model-zoo models and corpus programs all give
+ * programs equivalent to the original, and a lowering that drops any one
+ * of its all_reduces is caught.
+ */
+#include "testlib.h"
+
+#include <math.h>
+
+#define CORPUS AP_SHARED_DIR "/corpus/stablehlo/"
+
+/* A module to partition: a zoo model (with config overrides) or a corpus
+ * file, and the mesh to partition it over. */
+static const struct {
+    const char *model, *extra, *file, *mesh;
+} modules[] = {
+    {"transformer", "batch=4", NULL, "a=2,b=2"},
+    {"mlp", "batch=4", NULL, "a=2,b=2"},
+    {"gns", "", NULL, "a=2,b=2"},
+    {"unet", "", NULL, "a=2,b=2"},
+    {"transformer_infer", "", NULL, "a=2,b=2"},
+    {"transformer", "batch=4 dtype=f64", NULL, "a=4"},
+    {NULL, NULL, "shlo_testdata_gather_f32.mlir", "a=2,b=3"},
+    {NULL, NULL, "shlo_testdata_scatter_add_f32.mlir", "a=2,b=3"},
+    {NULL, NULL, "shlo_testdata_sort_3operands.mlir", "a=2,b=3"},
+    {NULL, NULL, "shlo_testdata_select_and_scatter_add_f32.mlir", "a=2,b=3"},
+    {NULL, NULL, "shlo_testdata_cumsum_f32.mlir", "a=2,b=3"},
+    {NULL, NULL, "shlo_testdata_conv_general_dilated_f32.mlir", "a=2,b=3"},
+    {NULL, NULL, "shlo_testdata_triangular_solve_f32.mlir", "a=2,b=3"},
+    {NULL, NULL, "shlo_testdata_fft_c64_small.mlir", "a=2,b=3"},
+};
+
+/* 14 modules x 15 sequences: 210 random schedules (the corpus programs
+ * over 2x3 devices, since their dims are multiples of 3 as often as of 2). */
+#define SEQUENCES 15
+
+typedef struct subject {
+    ir_module *m;
+    ir_pctx *ctx;
+} subject;
+
+static void subject_open(subject *s, int i)
+{
+    ap_error err;
+    ir_mesh mesh;
+    if (modules[i].model) {
+        s->m = tl_generate(modules[i].model, "tiny", modules[i].extra);
+    } else {
+        char path[512], msg[600];
+        snprintf(path, sizeof path, CORPUS "%s", modules[i].file);
+        char *text = tl_read(path, NULL);
+        s->m = tl_parse(text, modules[i].file, msg, sizeof msg);
+        ap_free(text);
+        ck_assert_msg(s->m != NULL, "%s", msg);
+    }
+    ir_op *f = ir_module_entry(s->m);
+    ck_assert_int_eq(ir_mesh_parse(modules[i].mesh, &mesh, &err), 0);
+    ck_assert_msg(ir_inline_calls(s->m, f, &err) == 0, "%s", err.msg);
+    ck_assert_msg(ir_pctx_new(s->m, f, &mesh, &s->ctx, &err) == 0, "%s", err.msg);
+}
+
+static void subject_close(subject *s)
+{
+    ir_pctx_free(s->ctx);
+    ir_module_free(s->m);
+}
+
+/* xorshift64*: reproducible across platforms, unlike rand(). */
+static uint64_t next(uint64_t *x)
+{
+    *x ^= *x >> 12;
+    *x ^= *x << 25;
+    *x ^= *x >> 27;
+    return *x * 2685821657736338717ull;
+}
+
+static uint32_t below(uint64_t *x, uint32_t n) { return (uint32_t)(next(x) % n); }
+
+/* The values an action may name: arguments and the results of top-level
+ * ops that are static tensors of rank >= 1. */
+static uint32_t candidates(const ir_pctx *c, const ir_value **out, uint32_t cap)
+{
+    const ir_op *f = ir_pctx_func(c);
+    uint32_t n = 0;
+    for (uint32_t a = 0; a < ir_func_num_args(f) && n < cap; a++)
+        out[n++] = ir_func_arg(f, a);
+    for (uint32_t i = 0; i < ir_pctx_num_ops(c) && n < cap; i++) {
+        const ir_op *op = ir_pctx_op(c, i);
+        for (uint32_t j = 0; j < op->n_results && n < cap; j++)
+            out[n++] = &op->results[j];
+    }
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const ir_type *t = out[i]->type;
+        bool ok = t->kind == IR_T_TENSOR && t->rank >= 1;
+        for (int d = 0; ok && d < t->rank; d++)
+            ok = t->dims[d] >= 0;
+        if (ok)
+            out[k++] = out[i];
+    }
+    return k;
+}
+
+/* Applies 1 to 5 random actions that the state accepts (tile on a random
+ * value, dim and axis; now and then atomic; propagate after some and at the
+ * end).  Returns the number applied. */
+static int random_actions(ir_partition *p, uint64_t *rng, const ir_value **vals, uint32_t n_vals)
+{
+    const ir_mesh *mesh = ir_pctx_mesh(ir_partition_ctx(p));
+    int want = 1 + (int)below(rng, 5), done = 0;
+    ap_error err;
+    for (int tries = 0; done < want && tries < 200; tries++) {
+        const ir_value *v = vals[below(rng, n_vals)];
+        int axis = (int)below(rng, (uint32_t)mesh->n_axes);
+        int rc;
+        if (below(rng, 10) == 0)
+            rc = ir_atomic(p, v, axis, &err);
+        else
+            rc = ir_tile(p, v, (int)below(rng, (uint32_t)v->type->rank), axis, &err);
+        if (rc < 0)
+            continue;
+        done++;
+        if (below(rng, 2) == 0)
+            ck_assert_msg(ir_propagate(p, &err) == 0, "%s", err.msg);
+    }
+    ck_assert_msg(ir_propagate(p, &err) == 0, "%s", err.msg);
+    return done;
+}
+
+START_TEST(random_schedules_are_equivalent)
+{
+    subject s;
+    subject_open(&s, _i);
+    const ir_value **vals = malloc(sizeof *vals * 4096);
+    uint32_t n_vals = candidates(s.ctx, vals, 4096);
+    ck_assert_uint_gt(n_vals, 0);
+    int applied = 0, collectives = 0;
+    for (int k = 0; k < SEQUENCES; k++) {
+        uint64_t rng = 0x9E3779B97F4A7C15ull * (uint64_t)(_i * 1000 + k + 1);
+        ir_partition *p;
+        ap_error err;
+        ck_assert_int_eq(ir_partition_new(s.ctx, &p, &err), 0);
+        applied += random_actions(p, &rng, vals, n_vals);
+        ap_buf sched;
+        ap_buf_init(&sched);
+        ir_partition_schedule(p, &sched);
+        ir_check_opts o = IR_CHECK_OPTS_DEFAULT;
+        o.seed = (uint64_t)k;
+        ir_check_report r;
+        char msg[800] = "";
+        int rc = ir_check(p, &o, &r, &err);
+        if (rc < 0)
+            ap_error_format(&err, msg, sizeof msg);
+        ck_assert_msg(rc == 0, "%s, sequence %d:\n%s\n%s", modules[_i].model ? modules[_i].model : modules[_i].file, k,
+                      sched.data ? sched.data : "", msg);
+        for (uint32_t j = 0; j < r.n_results; j++)
+            ck_assert_msg(r.results[j].ok, "%s, sequence %d:\n%s\nresult %s: loops %g, spmd %g (tol %g)",
+                          modules[_i].model ? modules[_i].model : modules[_i].file, k, sched.data ? sched.data : "",
+                          r.results[j].name, r.results[j].error[0], r.results[j].error[1], r.results[j].tol);
+        ck_assert(r.ok);
+        ir_lowered lw;
+        ck_assert_int_eq(ir_lower(p, &lw, &err), 0);
+        for (int c = 0; c < IR_COLL__COUNT; c++)
+            collectives += (int)lw.count[c];
+        ir_lowered_free(&lw);
+        ir_check_report_free(&r);
+        ap_buf_free(&sched);
+        ir_partition_free(p);
+    }
+    /* the sequences did something: actions were taken and, on the models,
+     * some of them needed communication */
+    ck_assert_int_ge(applied, SEQUENCES);
+    if (modules[_i].model)
+        ck_assert_int_gt(collectives, 0);
+    free(vals);
+    subject_close(&s);
+}
+END_TEST
+
+/* Dropping any single all_reduce of a BP + Megatron lowering is caught,
+ * while the loop view (which does not use the lowering) stays right. */
+START_TEST(dropped_all_reduce_is_caught)
+{
+    ir_module *m = tl_generate("transformer", "tiny", "batch=4");
+    ir_op *f = ir_module_entry(m);
+    ir_mesh mesh;
+    ir_pctx *c;
+    ir_partition *p;
+    ap_error err;
+    ck_assert_int_eq(ir_mesh_parse("batch=2,model=2", &mesh, &err), 0);
+    ck_assert_int_eq(ir_inline_calls(m, f, &err), 0);
+    ck_assert_int_eq(ir_pctx_new(m, f, &mesh, &c, &err), 0);
+    ck_assert_int_eq(ir_partition_new(c, &p, &err), 0);
+    ck_assert_msg(ir_schedule_apply(p,
+                                    "tile batch['inputs'] 0 batch; tile batch['targets'] 0 batch; propagate; "
+                                    "tile params['block_*']['attn']['w_qkv'] 2 model; "
+                                    "tile params['block_*']['attn']['w_out'] 0 model; "
+                                    "tile params['block_*']['mlp']['w_up'] 1 model; "
+                                    "tile params['block_*']['mlp']['b_up'] 0 model; "
+                                    "tile params['block_*']['mlp']['w_down'] 0 model; propagate",
+                                    &err) == 0,
+                  "%s", err.msg);
+    ir_lowered lw;
+    ck_assert_int_eq(ir_lower(p, &lw, &err), 0);
+    int64_t n_ar = (int64_t)lw.count[IR_COLL_ALL_REDUCE];
+    ir_lowered_free(&lw);
+    ck_assert_int_ge(n_ar, 20); /* one per gradient, the loss, Megatron's */
+
+    ir_check_report r;
+    ir_check_opts o = IR_CHECK_OPTS_DEFAULT;
+    ck_assert_int_eq(ir_check(p, &o, &r, &err), 0);
+    ck_assert(r.ok); /* the real lowering is right */
+    ir_check_report_free(&r);
+    for (int64_t k = 0; k < n_ar; k++) {
+        o.drop_all_reduce = k;
+        int rc = ir_check(p, &o, &r, &err);
+        if (rc < 0) { /* replicated copies disagree across devices */
+            ck_assert_int_eq(rc, AP_ECONFLICT);
+            ck_assert_msg(strstr(err.msg, "SPMD run") != NULL, "%s", err.msg);
+            continue;
+        }
+        ck_assert_msg(!r.ok, "dropping all_reduce %lld went unnoticed", (long long)k);
+        for (uint32_t j = 0; j < r.n_results; j++)
+            ck_assert_msg(r.results[j].error[0] <= r.results[j].tol, "the loop view of %s is wrong", r.results[j].name);
+        ir_check_report_free(&r);
+    }
+    ir_partition_free(p);
+    ir_pctx_free(c);
+    ir_module_free(m);
+}
+END_TEST
+
+/* The default tolerances are what the documentation promises. */
+START_TEST(default_tolerances)
+{
+    ck_assert(ir_check_default_tol(IR_E_F64) == 1e-9);
+    ck_assert(ir_check_default_tol(IR_E_F32) == 1e-4);
+    ck_assert(ir_check_default_tol(IR_E_F16) == 1e-2);
+    ck_assert(ir_check_default_tol(IR_E_BF16) == 5e-2);
+    ck_assert(ir_check_default_tol(IR_E_F8E4M3FN) == 0.25);
+    ck_assert(ir_check_default_tol(IR_E_C64) == 1e-4);
+    ck_assert(ir_check_default_tol(IR_E_I32) == 0);
+    ck_assert(ir_check_default_tol(IR_E_I1) == 0);
+}
+END_TEST
+
+/* A program whose `any` loop iterations disagree cannot come from a
+ * partition state, but the checker must still say so when it meets one:
+ * run the handler through a hand-written loop view. */
+START_TEST(iterations_must_agree)
+{
+    const char *src = "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+                      "  %0 = stablehlo.negate %x : tensor<4xf32>\n"
+                      "  %1 = stablehlo.custom_call @autopart.iterations_agree(%x, %0) : (tensor<4xf32>, "
+                      "tensor<4xf32>) -> tensor<4xf32>\n"
+                      "  return %1 : tensor<4xf32>\n"
+                      "}\n";
+    char msg[600];
+    ir_module *m = tl_parse(src, "agree.mlir", msg, sizeof msg);
+    ck_assert_msg(m != NULL, "%s", msg);
+    ir_op *f = ir_module_entry(m);
+    ir_mesh mesh;
+    ir_pctx *c;
+    ir_partition *p;
+    ap_error err;
+    ck_assert_int_eq(ir_mesh_parse("a=2", &mesh, &err), 0);
+    ck_assert_int_eq(ir_pctx_new(m, f, &mesh, &c, &err), 0);
+    ck_assert_int_eq(ir_partition_new(c, &p, &err), 0);
+    ir_check_report r;
+    ck_assert_int_eq(ir_check(p, NULL, &r, &err), AP_ECONFLICT);
+    ck_assert_msg(strstr(err.msg, "unpartitioned run: stablehlo.custom_call @autopart.iterations_agree: iteration 1 of a "
+                                     "replicated (`any`) loop differs") != NULL, "%s",
+                  err.msg);
+    ir_partition_free(p);
+    ir_pctx_free(c);
+    ir_module_free(m);
+}
+END_TEST
+
+static Suite *check_suite(void)
+{
+    Suite *s = suite_create("check");
+    TCase *tc = tcase_create("check");
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, random_schedules_are_equivalent, 0, (int)AP_ARRAY_LEN(modules));
+    tcase_add_test(tc, dropped_all_reduce_is_caught);
+    tcase_add_test(tc, default_tolerances);
+    tcase_add_test(tc, iterations_must_agree);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return tl_run(check_suite()); }

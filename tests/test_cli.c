@@ -1,0 +1,256 @@
+/*
+ * test_cli.c - the `autopart` command as a user runs it: exit statuses
+ * (0 ok, 1 bad input or a failed check, 2 bad usage), errors on stderr
+ * with FILE:LINE:COL, the JSON keys other tools read, and `check` passing
+ * on a right partitioning and failing where the tolerance is not met.
+ */
+#include "testlib.h"
+
+#include <fcntl.h>
+#include <jansson.h>
+#include <sys/wait.h>
+
+typedef struct cli_run {
+    int status; /* exit status, or -1 when killed */
+    char *out, *err;
+} cli_run;
+
+static char *slurp_fd(int fd)
+{
+    ap_buf b;
+    ap_buf_init(&b);
+    char chunk[4096];
+    ssize_t n;
+    lseek(fd, 0, SEEK_SET);
+    while ((n = read(fd, chunk, sizeof chunk)) > 0)
+        ap_buf_put(&b, chunk, (size_t)n);
+    ap_buf_putc(&b, '\0');
+    close(fd);
+    return ap_buf_take(&b, NULL);
+}
+
+/* Runs autopart with the NULL-terminated arguments after argv[0]. */
+static cli_run run_cli(const char *const *args)
+{
+    char out_path[] = "/tmp/autopart-cli-out-XXXXXX", err_path[] = "/tmp/autopart-cli-err-XXXXXX";
+    int out = mkstemp(out_path), err = mkstemp(err_path);
+    ck_assert(out >= 0 && err >= 0);
+    unlink(out_path);
+    unlink(err_path);
+    const char *argv[32] = {AP_CLI};
+    int n = 1;
+    for (; args[n - 1]; n++) {
+        ck_assert_int_lt(n, 31);
+        argv[n] = args[n - 1];
+    }
+    argv[n] = NULL;
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        dup2(out, 1);
+        dup2(err, 2);
+        execv(AP_CLI, (char *const *)argv);
+        _exit(127);
+    }
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    cli_run r = {.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1, .out = slurp_fd(out), .err = slurp_fd(err)};
+    return r;
+}
+
+static void cli_run_free(cli_run *r)
+{
+    ap_free(r->out);
+    ap_free(r->err);
+}
+
+#define RUN(...) run_cli((const char *const[]){__VA_ARGS__, NULL})
+
+static char *write_temp(const char *text, const char *suffix)
+{
+    char *path = malloc(64);
+    snprintf(path, 64, "/tmp/autopart-cli-XXXXXX%s", suffix);
+    int fd = mkstemps(path, (int)strlen(suffix));
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    return path;
+}
+
+/* A tiny transformer step, written once for the tests that need it. */
+static char *tiny_path;
+
+static void setup(void)
+{
+    char *text = tl_generate_text("transformer", "tiny", "batch=4");
+    tiny_path = write_temp(text, ".mlir");
+    ap_free(text);
+}
+
+static void teardown(void)
+{
+    unlink(tiny_path);
+    free(tiny_path);
+}
+
+#define MEGATRON                                                                                       \
+    "tile batch['inputs'] 0 batch; tile batch['targets'] 0 batch; propagate; "                          \
+    "tile params['block_*']['attn']['w_qkv'] 2 model; tile params['block_*']['attn']['w_out'] 0 model; " \
+    "tile params['block_*']['mlp']['w_up'] 1 model; tile params['block_*']['mlp']['b_up'] 0 model; "     \
+    "tile params['block_*']['mlp']['w_down'] 0 model; propagate"
+
+START_TEST(usage_errors_exit_2)
+{
+    cli_run r = run_cli((const char *const[]){NULL});
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "usage: autopart COMMAND"));
+    ck_assert_ptr_nonnull(strstr(r.err, "check"));
+    cli_run_free(&r);
+
+    r = RUN("frobnicate");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "unknown command 'frobnicate'"));
+    cli_run_free(&r);
+
+    r = RUN("check", tiny_path, "--mesh", "batch=2", "--schedule", "propagate", "--seed", "x1");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_str_eq(r.err, "autopart check: --seed wants a non-negative integer, not 'x1'\n");
+    cli_run_free(&r);
+
+    r = RUN("check", tiny_path, "--mesh", "batch=2");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_str_eq(r.err, "autopart check: --schedule (or --import) is required\n");
+    cli_run_free(&r);
+
+    r = RUN("check", "--help");
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "f64 1e-9, f32 1e-4"));
+    cli_run_free(&r);
+}
+END_TEST
+
+START_TEST(bad_module_names_line_and_column)
+{
+    char *path = write_temp("func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
+                            "  %0 = stablehlo.add %a, %b : tensor<2xf32>\n"
+                            "  return %0 : tensor<2xf32>\n"
+                            "}\n",
+                            ".mlir");
+    const char *cmds[] = {"parse", "apply", "check"};
+    for (int i = 0; i < 3; i++) {
+        cli_run r = i ? RUN(cmds[i], path, "--mesh", "x=2", "--schedule", "propagate") : RUN(cmds[i], path);
+        ck_assert_int_eq(r.status, 1);
+        char want[256];
+        snprintf(want, sizeof want, "%s:2:26: error: use of undefined value '%%b'", path);
+        ck_assert_msg(strstr(r.err, want) != NULL, "%s: %s", cmds[i], r.err);
+        ck_assert_str_eq(r.out, "");
+        cli_run_free(&r);
+    }
+    unlink(path);
+    free(path);
+}
+END_TEST
+
+START_TEST(apply_errors_are_clear)
+{
+    cli_run r = RUN("apply", tiny_path, "--mesh", "batch=2", "--schedule", "tile batch['inputs'] 0 model");
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_str_eq(r.err, "schedule:1:24: error: unknown mesh axis 'model' (the mesh has batch)\n");
+    cli_run_free(&r);
+
+    r = RUN("apply", tiny_path, "--mesh", "batch=2", "--schedule", "tile params['nope'] 0 batch");
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_str_eq(r.err, "schedule:1:6: error: no argument is named 'params['nope']'\n");
+    cli_run_free(&r);
+
+    r = RUN("apply", tiny_path, "--mesh", "batch=0", "--schedule", "propagate");
+    ck_assert_int_eq(r.status, 2);
+    cli_run_free(&r);
+}
+END_TEST
+
+/* The JSON report carries the keys other tools and tests read. */
+START_TEST(apply_json_report)
+{
+    cli_run r = RUN("apply", tiny_path, "--mesh", "batch=2,model=2", "--schedule", MEGATRON, "--json", "--device",
+                    "tpu_v3");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    json_error_t je;
+    json_t *j = json_loads(r.out, 0, &je);
+    ck_assert_msg(j != NULL, "%s", je.text);
+    json_t *coll = json_object_get(j, "collectives");
+    ck_assert_ptr_nonnull(coll);
+    const char *kinds[] = {"all_gather", "all_reduce", "reduce_scatter", "all_to_all", "collective_permute"};
+    for (int i = 0; i < 5; i++)
+        ck_assert_msg(json_is_integer(json_object_get(coll, kinds[i])), "%s", kinds[i]);
+    ck_assert_int_ge(json_integer_value(json_object_get(coll, "all_reduce")), 20);
+    ck_assert(json_is_array(json_object_get(j, "shardings")));
+    ck_assert(json_is_array(json_object_get(j, "conflicts")));
+    json_t *cost = json_object_get(j, "cost");
+    const char *ckeys[] = {"runtime_s", "compute_s", "comm_s", "peak_memory_bytes", "flops_per_device", "fits"};
+    for (int i = 0; i < 6; i++)
+        ck_assert_msg(json_object_get(cost, ckeys[i]) != NULL, "cost.%s", ckeys[i]);
+    ck_assert_int_eq(json_array_size(json_object_get(j, "tactics")), 2);
+    json_decref(j);
+    cli_run_free(&r);
+}
+END_TEST
+
+START_TEST(check_passes_and_fails)
+{
+    cli_run r = RUN("check", tiny_path, "--mesh", "batch=2,model=2", "--schedule", MEGATRON);
+    ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "on 4 devices, seed 0"));
+    ck_assert_ptr_nonnull(strstr(r.out, "grads['block_1']['mlp']['w_up']"));
+    ck_assert_ptr_nonnull(strstr(r.out, "equivalent: all "));
+    cli_run_free(&r);
+
+    /* no float sum is exact once reordered: a tolerance of 1e-30 fails */
+    r = RUN("check", tiny_path, "--mesh", "batch=2,model=2", "--schedule", MEGATRON, "--tol", "1e-30", "--json");
+    ck_assert_int_eq(r.status, 1);
+    json_error_t je;
+    json_t *j = json_loads(r.out, 0, &je);
+    ck_assert_msg(j != NULL, "%s", je.text);
+    ck_assert(json_is_false(json_object_get(j, "ok")));
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "devices")), 4);
+    json_t *res = json_object_get(j, "results");
+    ck_assert_int_gt(json_array_size(res), 40);
+    json_t *first = json_array_get(res, 0);
+    ck_assert(json_is_number(json_object_get(json_object_get(first, "spmd"), "max_abs")));
+    json_decref(j);
+    cli_run_free(&r);
+
+    /* too big to run on the host: refused, not OOM-killed */
+    r = RUN("check", tiny_path, "--mesh", "batch=2", "--schedule", "propagate", "--max-arg-bytes", "1K");
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_ptr_nonnull(strstr(r.err, "above the limit of"));
+    cli_run_free(&r);
+}
+END_TEST
+
+START_TEST(redistribute_example)
+{
+    cli_run r = RUN("redistribute", "--mesh", "x=4,y=6", "--from", "[3{x}12, 2{y}12]", "--to", "[2{y}12, 3{x}12]");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "all_to_all"));
+    cli_run_free(&r);
+}
+END_TEST
+
+static Suite *cli_suite(void)
+{
+    Suite *s = suite_create("cli");
+    TCase *tc = tcase_create("cli");
+    tcase_set_timeout(tc, 300);
+    tcase_add_unchecked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, usage_errors_exit_2);
+    tcase_add_test(tc, bad_module_names_line_and_column);
+    tcase_add_test(tc, apply_errors_are_clear);
+    tcase_add_test(tc, apply_json_report);
+    tcase_add_test(tc, check_passes_and_fails);
+    tcase_add_test(tc, redistribute_example);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return tl_run(cli_suite()); }
