@@ -4,39 +4,21 @@
  * search episode), medians over many runs.  The target is under 5 ms for a
  * 30k-op program.
  *
- *   bench_cost [--ops N] [--repeat R] [--device NAME] [FILE...]
+ *   bench_cost [--ops N] [--repeat R] [--device NAME] [FILE...] | --table3
  *
  * Without files it generates a Megatron-style transformer chain on a
  * `batch=4,model=2` mesh, JAX style (pretty ops, locations): per layer two
  * bf16 matmuls, a gated activation, an all_reduce over `model`, a layer norm
  * with a reduce and broadcasts, transposes, a residual add, and every fourth
  * layer a parameter all_gather over `batch` feeding another matmul.
+ *
+ * Then the acceptance table of the cost model (`--table3` alone): the
+ * zoo's T32 training step on mesh {batch:16, model:2} of TPU v3 under the
+ * paper's schedules BP, BP+MP, BP+MP+Z2, BP+MP+Z3 and MP, with the
+ * orderings of the paper's Table 3 checked.
  */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
+#include "bench.h"
 #include "cost.h"
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 
 #define T3 "tensor<8x512x1024xbf16>"
 #define TF "tensor<8x512x2048xbf16>"
@@ -110,39 +92,39 @@ static void bench_module(const char *name, const char *text, size_t len, int rep
 {
     ap_error err;
     ir_module *m = NULL;
-    double t0 = now();
+    double t0 = bench_now();
     if (ir_parse(text, len, name, IR_FMT_AUTO, &m, &err) < 0) {
         char msg[800];
         ap_error_format(&err, msg, sizeof msg);
         printf("%s: %s\n", name, msg);
         return;
     }
-    double parse_s = now() - t0;
+    double parse_s = bench_now() - t0;
 
     int n_prep = repeat < 5 ? 5 : repeat / 20;
     double *prep = malloc(sizeof *prep * (size_t)n_prep), *eval = malloc(sizeof *eval * (size_t)repeat);
     cost_program *p = NULL;
     for (int i = 0; i < n_prep; i++) {
         cost_program_free(p);
-        t0 = now();
+        t0 = bench_now();
         if (cost_prepare(m, &p, &err) < 0) {
             printf("%s: %s\n", name, err.msg);
             goto out;
         }
-        prep[i] = now() - t0;
+        prep[i] = bench_now() - t0;
     }
     cost_report r;
     cost_mesh mesh = *cost_program_mesh(p);
     cost_mesh_default_tiers(&mesh, dev);
     for (int i = 0; i < repeat; i++) {
-        t0 = now();
+        t0 = bench_now();
         if (cost_evaluate(p, dev, &mesh, NULL, &r, &err) < 0) {
             printf("%s: %s\n", name, err.msg);
             goto out;
         }
-        eval[i] = now() - t0;
+        eval[i] = bench_now() - t0;
     }
-    double mp = median(prep, n_prep), me = median(eval, repeat);
+    double mp = bench_median(prep, n_prep), me = bench_median(eval, repeat);
     printf("%-44s %7zu ops  parse %8.2f ms  prepare %7.3f ms  evaluate %7.3f ms  prepare+evaluate %7.3f ms\n", name,
            cost_program_num_ops(p), parse_s * 1e3, mp * 1e3, me * 1e3, (mp + me) * 1e3);
     printf("%-44s estimate on %s: step %.3f ms (compute %.3f, comm %.3f), peak %.2f GiB, %.3g flops\n", "",
@@ -153,6 +135,78 @@ out:
     free(prep);
     free(eval);
     ir_module_free(m);
+}
+
+/* The rows of the paper's Table 3 for T32, estimated. */
+static int table3(void)
+{
+    static const char *const schedules[] = {"bp", "bp+mp", "bp+mp+z2", "bp+mp+z3", "mp"};
+    enum { N = 5 };
+    cost_device tpu;
+    ap_error err;
+    if (cost_device_lookup("tpu_v3", &tpu, &err) < 0)
+        bench_die("tpu_v3", &err);
+    double t0 = bench_now();
+    ir_module *m = bench_modelgen_module("transformer --config t32");
+    double gen_s = bench_now() - t0;
+    ir_op *f = ir_module_entry(m);
+    ir_mesh mesh;
+    ir_pctx *ctx;
+    if (ir_mesh_parse("batch=16,model=2", &mesh, &err) < 0 || ir_inline_calls(m, f, &err) < 0 ||
+        ir_pctx_new(m, f, &mesh, &ctx, &err) < 0)
+        bench_die("t32", &err);
+    printf("\nT32 training step (%u ops, generated and parsed in %.1f s), mesh {batch:16, model:2}, %s:\n",
+           ir_pctx_num_ops(ctx), gen_s, tpu.name);
+    printf("%-10s %10s %10s %10s %12s %5s %5s %5s %5s %9s %11s %9s\n", "schedule", "step ms", "compute", "comm",
+           "peak GiB", "fits", "AG", "AR", "RS", "spmd ops", "prepare ms", "eval ms");
+    cost_report r[N];
+    for (int i = 0; i < N; i++) {
+        char *sched = bench_schedule(schedules[i]);
+        ir_partition *p;
+        ir_lowered lw;
+        cost_program *prog;
+        if (ir_partition_new(ctx, &p, &err) < 0 || ir_schedule_apply(p, sched, &err) < 0 || ir_lower(p, &lw, &err) < 0)
+            bench_die(schedules[i], &err);
+        double a = bench_now();
+        if (cost_prepare(lw.module, &prog, &err) < 0)
+            bench_die(schedules[i], &err);
+        double prep_s = bench_now() - a;
+        cost_mesh cm = *cost_program_mesh(prog);
+        cost_mesh_default_tiers(&cm, &tpu);
+        a = bench_now();
+        if (cost_evaluate(prog, &tpu, &cm, NULL, &r[i], &err) < 0)
+            bench_die(schedules[i], &err);
+        double eval_s = bench_now() - a;
+        char upper[32];
+        size_t k = 0;
+        for (; schedules[i][k] && k + 1 < sizeof upper; k++)
+            upper[k] = (char)(schedules[i][k] >= 'a' && schedules[i][k] <= 'z' ? schedules[i][k] - 32 : schedules[i][k]);
+        upper[k] = '\0';
+        printf("%-10s %10.1f %10.1f %10.1f %12.2f %5s %5llu %5llu %5llu %9zu %11.2f %9.3f\n", upper, r[i].runtime_s * 1e3,
+               r[i].compute_s * 1e3, r[i].comm_s * 1e3, (double)r[i].peak_memory_bytes / 1073741824.0,
+               r[i].fits ? "yes" : "no", (unsigned long long)lw.count[IR_COLL_ALL_GATHER],
+               (unsigned long long)lw.count[IR_COLL_ALL_REDUCE], (unsigned long long)lw.count[IR_COLL_REDUCE_SCATTER],
+               cost_program_num_ops(prog), prep_s * 1e3, eval_s * 1e3);
+        cost_program_free(prog);
+        ir_lowered_free(&lw);
+        ir_partition_free(p);
+        ap_free(sched);
+    }
+    /* the paper's orderings: memory MP > BP > BP+MP > Z2 > Z3; MP slowest */
+    enum { BP, BPMP, Z2, Z3, MP };
+    bool mem = r[MP].peak_memory_bytes > r[BP].peak_memory_bytes &&
+               r[BP].peak_memory_bytes > r[BPMP].peak_memory_bytes &&
+               r[BPMP].peak_memory_bytes > r[Z2].peak_memory_bytes && r[Z2].peak_memory_bytes > r[Z3].peak_memory_bytes;
+    double others = 0;
+    for (int i = 0; i < MP; i++)
+        others = r[i].runtime_s > others ? r[i].runtime_s : others;
+    printf("memory order MP > BP > BP+MP > BP+MP+Z2 > BP+MP+Z3: %s\n", mem ? "holds" : "VIOLATED");
+    printf("runtime: MP / slowest other = %.2f, MP / BP+MP = %.2f (per-device flops: MP %.3g, BP+MP %.3g)\n",
+           r[MP].runtime_s / others, r[MP].runtime_s / r[BPMP].runtime_s, r[MP].flops_per_device,
+           r[BPMP].flops_per_device);
+    ir_pctx_free(ctx);
+    ir_module_free(m);
+    return mem && r[MP].runtime_s > others ? 0 : 1;
 }
 
 int main(int argc, char **argv)
@@ -168,8 +222,10 @@ int main(int argc, char **argv)
             repeat = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--device") && i + 1 < argc)
             device_name = argv[++i];
+        else if (!strcmp(argv[i], "--table3"))
+            return table3();
         else if (!strcmp(argv[i], "--help")) {
-            printf("usage: bench_cost [--ops N] [--repeat R] [--device NAME] [FILE...]\n");
+            printf("usage: bench_cost [--ops N] [--repeat R] [--device NAME] [FILE...] | --table3\n");
             return 0;
         } else {
             first_file = i;
@@ -208,6 +264,7 @@ int main(int argc, char **argv)
             bench_module("tt_qwen3_32b_tp8_manual.mlir", text, len, repeat, &dev);
             ap_free(text);
         }
+        return table3();
     }
     return 0;
 }

@@ -11,75 +11,22 @@
  * Prints milliseconds per run (median of R), ops evaluated per run and the
  * op rate.  The interpreter is a checking tool: naive loops, small shapes.
  */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-#include "ir.h"
-
-#define MODELGEN AP_SOURCE_DIR "/tests/models/modelgen"
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static void die(const char *what, const ap_error *err)
-{
-    char msg[1024];
-    ap_error_format(err, msg, sizeof msg);
-    fprintf(stderr, "bench_interp: %s: %s\n", what, msg);
-    exit(1);
-}
+#include "bench.h"
 
 static ir_module *parse_text(const char *text, size_t len, const char *name)
 {
     ir_module *m;
     ap_error err;
     if (ir_parse(text, len, name, IR_FMT_AUTO, &m, &err) < 0)
-        die(name, &err);
+        bench_die(name, &err);
     return m;
 }
 
 static ir_module *generate(const char *model, const char *config, const char *extra)
 {
-    char path[] = "/tmp/bench-interp-XXXXXX", cmd[1024];
-    int fd = mkstemp(path);
-    if (fd < 0) {
-        perror("mkstemp");
-        exit(1);
-    }
-    close(fd);
-    snprintf(cmd, sizeof cmd, "'%s' %s --config %s %s -q -o '%s'", MODELGEN, model, config, extra, path);
-    if (system(cmd) != 0) {
-        fprintf(stderr, "bench_interp: modelgen failed: %s\n", cmd);
-        exit(1);
-    }
-    char *text;
-    size_t len;
-    ap_error err;
-    if (ap_read_file(path, &text, &len, &err) < 0)
-        die(path, &err);
-    unlink(path);
-    ir_module *m = parse_text(text, len, model);
-    ap_free(text);
-    return m;
+    char args[256];
+    snprintf(args, sizeof args, "%s --config %s %s", model, config, extra);
+    return bench_modelgen_module(args);
 }
 
 /* Random arguments; Adam's second moments non-negative. */
@@ -94,7 +41,7 @@ static ir_tensor **random_args(const ir_op *f)
                      ? ir_tensor_random_range(ir_func_arg(f, i)->type, 1 + i, 0, 1, &args[i], &err)
                      : ir_tensor_random(ir_func_arg(f, i)->type, 1 + i, &args[i], &err);
         if (rc < 0)
-            die("random argument", &err);
+            bench_die("random argument", &err);
     }
     return args;
 }
@@ -120,10 +67,10 @@ static double time_runs(run_fn run, const ir_module *m, const ir_op *f, ir_tenso
         ir_tensor **res;
         uint32_t n;
         ap_error err;
-        double t0 = now();
+        double t0 = bench_now();
         if (run(m, f, (const ir_tensor *const *)args, ir_func_num_args(f), &res, &n, &o, &err) < 0)
-            die("run", &err);
-        t[r] = now() - t0;
+            bench_die("run", &err);
+        t[r] = bench_now() - t0;
         *ops = count;
         if (keep && r == repeat - 1) {
             *keep = res;
@@ -132,16 +79,16 @@ static double time_runs(run_fn run, const ir_module *m, const ir_op *f, ir_tenso
             ir_tensors_free(res, n);
         }
     }
-    double med = median(t, repeat);
+    double med = bench_median(t, repeat);
     free(t);
     return med;
 }
 
 static void bench_model(const char *model, const char *config, const char *extra, int repeat)
 {
-    double t0 = now();
+    double t0 = bench_now();
     ir_module *m = generate(model, config, extra);
-    double tgen = now() - t0;
+    double tgen = bench_now() - t0;
     ir_op *f = ir_module_entry(m);
     ir_tensor **args = random_args(f);
     uint64_t ops = 0;
@@ -206,7 +153,7 @@ static void bench_spmd(int repeat)
     ir_tensor_diff d;
     ap_error err;
     if (ir_tensor_compare(sres[0], fres[0], &d, &err) < 0)
-        die("compare", &err);
+        bench_die("compare", &err);
     printf("spmd mlp     8 dev  batch=4,model=2  %8.2f ms/run  %8llu ops/run (all devices)  unpartitioned %.2f ms  "
            "max |diff| %.2g\n",
            1e3 * ts, (unsigned long long)sops, 1e3 * tf, d.max_abs);
@@ -217,18 +164,6 @@ static void bench_spmd(int repeat)
     ir_module_free(fm);
 }
 
-/* The paper's BP + Megatron MP + ZeRO-3 schedule for the zoo transformer. */
-#define BP_MP_Z3                                                                                          \
-    "manual batch batch['inputs']=0 batch['targets']=0\n"                                                 \
-    "manual model params['block_*']['attn']['w_qkv']=2 params['block_*']['attn']['w_out']=0 "             \
-    "params['block_*']['mlp']['w_up']=1 params['block_*']['mlp']['b_up']=0 "                              \
-    "params['block_*']['mlp']['w_down']=0\n"                                                              \
-    "manual batch params['embed']=first_divisible params['*']['w_qkv']=first_divisible "                  \
-    "params['*']['w_out']=first_divisible params['*']['w_up']=first_divisible "                           \
-    "params['*']['w_down']=first_divisible opt_state.*['embed']=first_divisible "                         \
-    "opt_state.*['w_qkv']=first_divisible opt_state.*['w_out']=first_divisible "                          \
-    "opt_state.*['w_up']=first_divisible opt_state.*['w_down']=first_divisible\n"
-
 static void bench_check(int repeat)
 {
     ir_module *m = generate("transformer", "tiny", "batch=4");
@@ -237,25 +172,27 @@ static void bench_check(int repeat)
     ir_pctx *c;
     ir_partition *p;
     ap_error err;
+    char *sched = bench_schedule("bp+mp+z3");
     if (ir_mesh_parse("batch=4,model=2", &mesh, &err) < 0 || ir_inline_calls(m, f, &err) < 0 ||
         ir_pctx_new(m, f, &mesh, &c, &err) < 0 || ir_partition_new(c, &p, &err) < 0 ||
-        ir_schedule_apply(p, BP_MP_Z3, &err) < 0)
-        die("check setup", &err);
+        ir_schedule_apply(p, sched, &err) < 0)
+        bench_die("check setup", &err);
+    ap_free(sched);
     double *t = malloc(sizeof *t * (size_t)repeat);
     ir_check_report r = {0};
     for (int i = 0; i < repeat; i++) {
         ir_check_report_free(&r);
-        double t0 = now();
+        double t0 = bench_now();
         if (ir_check(p, NULL, &r, &err) < 0)
-            die("check", &err);
-        t[i] = now() - t0;
+            bench_die("check", &err);
+        t[i] = bench_now() - t0;
     }
     double worst = 0;
     for (uint32_t j = 0; j < r.n_results; j++)
         worst = r.results[j].error[1] > worst ? r.results[j].error[1] : worst;
     printf("check        tiny   BP+MP+Z3   8 dev %8.2f ms/check (unpartitioned %.2f, loops %.2f, spmd %.2f ms; "
            "%llu + %llu + %llu ops)  %s, worst error %.2g\n",
-           1e3 * median(t, repeat), 1e3 * r.seconds[IR_CHECK_REF], 1e3 * r.seconds[IR_CHECK_LOOPS],
+           1e3 * bench_median(t, repeat), 1e3 * r.seconds[IR_CHECK_REF], 1e3 * r.seconds[IR_CHECK_LOOPS],
            1e3 * r.seconds[IR_CHECK_SPMD], (unsigned long long)r.ops[IR_CHECK_REF],
            (unsigned long long)r.ops[IR_CHECK_LOOPS], (unsigned long long)r.ops[IR_CHECK_SPMD],
            r.ok ? "equivalent" : "NOT EQUIVALENT", worst);

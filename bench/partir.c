@@ -6,52 +6,7 @@
  *
  *   bench_partir [--repeat N] [FILE...]
  */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-#include "ir.h"
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static char *generate(const char *args)
-{
-    char path[] = "/tmp/autopart-bench-XXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0)
-        return NULL;
-    close(fd);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "'%s/tests/models/modelgen' %s -q -o '%s'", AP_SOURCE_DIR, args, path);
-    char *text = NULL;
-    size_t len;
-    ap_error err;
-    if (system(cmd) == 0)
-        ap_read_file(path, &text, &len, &err);
-    unlink(path);
-    return text;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-#define BP "manual batch batch['inputs']=0 batch['targets']=0\n"
-#define MP "manual model params['block_*']['attn']['w_qkv']=2 params['block_*']['attn']['w_out']=0 " \
-           "params['block_*']['mlp']['w_up']=1 params['block_*']['mlp']['b_up']=0 params['block_*']['mlp']['w_down']=0\n"
-#define Z3 "manual batch params['embed']=first_divisible params['*']['w_qkv']=first_divisible " \
-           "params['*']['w_out']=first_divisible params['*']['w_up']=first_divisible params['*']['w_down']=first_divisible " \
-           "opt_state.*['embed']=first_divisible opt_state.*['w_qkv']=first_divisible opt_state.*['w_out']=first_divisible " \
-           "opt_state.*['w_up']=first_divisible opt_state.*['w_down']=first_divisible\n"
+#include "bench.h"
 
 static void bench(const char *name, const char *text, int repeat)
 {
@@ -65,13 +20,14 @@ static void bench(const char *name, const char *text, int repeat)
     ir_mesh mesh;
     ir_mesh_parse("batch=16,model=2", &mesh, &err);
     ir_pctx *ctx;
-    double t0 = now();
+    double t0 = bench_now();
     if (ir_pctx_new(m, f, &mesh, &ctx, &err) < 0) {
         printf("%s: %s\n", name, err.msg);
         ir_module_free(m);
         return;
     }
-    double t_ctx = now() - t0;
+    double t_ctx = bench_now() - t0;
+    char *bp_mp_z3 = bench_schedule("bp+mp+z3");
     double *tp = calloc((size_t)repeat, sizeof *tp), *ts = calloc((size_t)repeat, sizeof *ts),
            *tl = calloc((size_t)repeat, sizeof *tl);
     uint64_t ag = 0, ar = 0, rs = 0;
@@ -79,33 +35,32 @@ static void bench(const char *name, const char *text, int repeat)
         ir_partition *p;
         ir_partition_new(ctx, &p, &err);
         /* one tile + propagate: the batch input, then propagation */
-        double a = now();
+        double a = bench_now();
         ir_schedule_apply(p, "tile batch['inputs'] 0 batch\npropagate", &err);
-        tp[r] = now() - a;
+        tp[r] = bench_now() - a;
         ir_partition_free(p);
         ir_partition_new(ctx, &p, &err);
-        a = now();
-        if (ir_schedule_apply(p, BP MP Z3, &err) < 0)
+        a = bench_now();
+        if (ir_schedule_apply(p, bp_mp_z3, &err) < 0)
             printf("schedule: %s\n", err.msg);
-        ts[r] = now() - a;
+        ts[r] = bench_now() - a;
         ir_lowered lw;
-        a = now();
+        a = bench_now();
         if (ir_lower(p, &lw, &err) < 0)
             printf("lower: %s\n", err.msg);
-        tl[r] = now() - a;
+        tl[r] = bench_now() - a;
         ag = lw.count[IR_COLL_ALL_GATHER];
         ar = lw.count[IR_COLL_ALL_REDUCE];
         rs = lw.count[IR_COLL_REDUCE_SCATTER];
         ir_lowered_free(&lw);
         ir_partition_free(p);
     }
-    qsort(tp, (size_t)repeat, sizeof *tp, cmp_double);
-    qsort(ts, (size_t)repeat, sizeof *ts, cmp_double);
-    qsort(tl, (size_t)repeat, sizeof *tl, cmp_double);
     printf("%-26s %6u ops  TMR %6.1f ms  tile+propagate %6.2f ms  BP+MP+Z3 schedule %7.2f ms  lowering %7.2f ms"
            "  (medians of %d; AG %llu AR %llu RS %llu)\n",
-           name, ir_pctx_num_ops(ctx), t_ctx * 1e3, tp[repeat / 2] * 1e3, ts[repeat / 2] * 1e3, tl[repeat / 2] * 1e3,
+           name, ir_pctx_num_ops(ctx), t_ctx * 1e3, bench_median(tp, repeat) * 1e3, bench_median(ts, repeat) * 1e3,
+           bench_median(tl, repeat) * 1e3,
            repeat, (unsigned long long)ag, (unsigned long long)ar, (unsigned long long)rs);
+    ap_free(bp_mp_z3);
     free(tp);
     free(ts);
     free(tl);
@@ -147,11 +102,7 @@ int main(int argc, char **argv)
     const char *configs[][2] = {{"T32 (32 layers)", "transformer --config t32"},
                                 {"T32 with 80 layers", "transformer --config t32 layers=80"}};
     for (int i = 0; i < 2; i++) {
-        char *text = generate(configs[i][1]);
-        if (!text) {
-            printf("%s: modelgen failed\n", configs[i][0]);
-            continue;
-        }
+        char *text = bench_modelgen(configs[i][1]);
         bench(configs[i][0], text, repeat);
         ap_free(text);
     }

@@ -24,11 +24,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#define ANY_OP UINT32_MAX
+
 typedef struct cache_ent {
     uint32_t val;
     int32_t next; /* the value's previous entry, -1 ends */
     ir_layout layout;
     ir_value *local;
+    uint32_t op; /* the only op that may reuse it, or ANY_OP */
 } cache_ent;
 
 typedef struct lower {
@@ -49,6 +52,7 @@ typedef struct lower {
     ir_value *zero_i32;
     int64_t channel;
     const ir_loc *loc; /* of the op being lowered: given to what it needs */
+    uint32_t cur_op;         /* the top-level op being lowered */
     int64_t drop_all_reduce; /* ir_lower_opts: the all_reduce left out, -1 none */
     int64_t n_all_reduce;    /* all_reduces met so far, dropped one included */
 } lower;
@@ -489,12 +493,12 @@ static ir_value *retile(lower *l, ir_value *x, const ir_type *g, const ir_layout
 static ir_value *cache_get(lower *l, uint32_t v, const ir_layout *lay)
 {
     for (int32_t i = l->cache_head[v]; i >= 0; i = l->cache[i].next)
-        if (ir_layout_equal(&l->cache[i].layout, lay))
+        if (ir_layout_equal(&l->cache[i].layout, lay) && (l->cache[i].op == ANY_OP || l->cache[i].op == l->cur_op))
             return l->cache[i].local;
     return NULL;
 }
 
-static void cache_put(lower *l, uint32_t v, const ir_layout *lay, ir_value *x)
+static void cache_put(lower *l, uint32_t v, const ir_layout *lay, ir_value *x, uint32_t op)
 {
     if (l->n_cache == l->cap_cache) {
         uint32_t cap = l->cap_cache ? l->cap_cache * 2 : 256;
@@ -506,8 +510,19 @@ static void cache_put(lower *l, uint32_t v, const ir_layout *lay, ir_value *x)
         l->cache = c;
         l->cap_cache = cap;
     }
-    l->cache[l->n_cache] = (cache_ent){v, l->cache_head[v], *lay, x};
+    l->cache[l->n_cache] = (cache_ent){v, l->cache_head[v], *lay, x, op};
     l->cache_head[v] = (int32_t)l->n_cache++;
+}
+
+/* Devices sharing one tile of a value in layout lay: the larger, the more
+ * of the value each device holds. */
+static int64_t tile_count(const lower *l, const ir_layout *lay)
+{
+    int64_t n = 1;
+    for (int a = 0; a < l->c->mesh.n_axes; a++)
+        if (lay->dim[a] >= 0)
+            n *= l->c->mesh.sizes[a];
+    return n;
 }
 
 /* x in layout `from` -> layout `to`: pending sums first, then tiling. */
@@ -569,7 +584,11 @@ static ir_value *redistribute(lower *l, ir_value *x, const ir_type *g, ir_layout
     return retile(l, x, g, &from, to);
 }
 
-/* Value v in layout `want`, made once per distinct layout. */
+/* Value v in layout `want`, made once per distinct layout; except that a
+ * sharded argument is gathered afresh for each op that needs more of it
+ * (ZeRO-3: holding the whole of a parameter from the forward to the
+ * backward pass would undo the sharding; the paper's Table 2 counts one
+ * all_gather per use). */
 static ir_value *materialize(lower *l, uint32_t v, const ir_layout *want)
 {
     const ir_partition *p = l->p;
@@ -597,7 +616,7 @@ static ir_value *materialize(lower *l, uint32_t v, const ir_layout *want)
                 s = redistribute(l, x, g, prod, &seen);
                 if (!s)
                     return NULL;
-                cache_put(l, v, &seen, s);
+                cache_put(l, v, &seen, s, ANY_OP);
             }
             if (ir_layout_equal(&seen, want))
                 return s;
@@ -606,8 +625,9 @@ static ir_value *materialize(lower *l, uint32_t v, const ir_layout *want)
         }
     }
     ir_value *r = redistribute(l, x, g, from, want);
+    bool per_use = l->c->val_op[v] < 0 && tile_count(l, want) < tile_count(l, &from);
     if (r)
-        cache_put(l, v, want, r);
+        cache_put(l, v, want, r, per_use ? l->cur_op : ANY_OP);
     return r;
 }
 
@@ -707,6 +727,7 @@ static bool lower_op(lower *l, uint32_t k, ir_cloner *cl)
     const ir_pctx *c = l->c;
     const ir_partition *p = l->p;
     ir_op *src = c->ops[k];
+    l->cur_op = k;
     l->loc = ir__loc_clone(l->nm, src->loc);
     ir_value *opds_small[16], **opds = opds_small;
     const ir_type *types_small[16], **types = types_small;
@@ -965,6 +986,7 @@ int ir_lower_ex(const ir_partition *p, const ir_lower_opts *opts, ir_lowered *ou
         goto fn_done;
     }
     l.loc = ir__loc_clone(nm, c->ret->loc);
+    l.cur_op = c->n_ops; /* the return is one user */
     for (uint32_t r = 0; r < c->n_ret && !l.rc; r++) {
         result_layout(&l, r, &res_l[r]);
         rets[r] = materialize(&l, c->ret_val[r], &res_l[r]);

@@ -344,9 +344,11 @@ END_TEST
 /* The paper's Table 2 rows for T32 (model zoo, mesh {batch:16, model:2}). */
 static char *t32_text;
 
-static void count_t32(const char *schedule, uint64_t ag, uint64_t ar, uint64_t rs)
+/* names: standard schedules of tests/models/schedules, e.g. "bp+mp". */
+static void count_t32(const char *names, uint64_t ag, uint64_t ar, uint64_t rs)
 {
     run r;
+    char *schedule = tl_schedule(names);
     ck_assert_msg(apply_ex(&r, t32_text, "batch=16,model=2", schedule, false), "%s", r.err); /* too big to run */
     ck_assert_msg(r.lw.count[IR_COLL_ALL_GATHER] == ag && r.lw.count[IR_COLL_ALL_REDUCE] == ar &&
                       r.lw.count[IR_COLL_REDUCE_SCATTER] == rs,
@@ -355,31 +357,17 @@ static void count_t32(const char *schedule, uint64_t ag, uint64_t ar, uint64_t r
                   (unsigned long long)r.lw.count[IR_COLL_REDUCE_SCATTER], (unsigned long long)ag, (unsigned long long)ar,
                   (unsigned long long)rs);
     ck_assert_uint_eq(r.lw.count[IR_COLL_ALL_TO_ALL], 0);
+    ap_free(schedule);
     run_free(&r);
 }
 
-#define BP "manual batch batch['inputs']=0 batch['targets']=0\n"
-#define MP                                                                                                  \
-    "manual model params['block_*']['attn']['w_qkv']=2 params['block_*']['attn']['w_out']=0 "               \
-    "params['block_*']['mlp']['w_up']=1 params['block_*']['mlp']['b_up']=0 params['block_*']['mlp']['w_down']=0\n"
-#define ZOPT                                                                                                \
-    "opt_state.*['embed']=first_divisible opt_state.*['w_qkv']=first_divisible "                            \
-    "opt_state.*['w_out']=first_divisible opt_state.*['w_up']=first_divisible opt_state.*['w_down']=first_divisible"
-#define Z2 "atomic params['*'] batch\nmanual batch " ZOPT "\n"
-#define Z3                                                                                                  \
-    "manual batch params['embed']=first_divisible params['*']['w_qkv']=first_divisible "                    \
-    "params['*']['w_out']=first_divisible params['*']['w_up']=first_divisible "                              \
-    "params['*']['w_down']=first_divisible " ZOPT "\n"
-
 START_TEST(table2_t32)
 {
-    count_t32(BP, 0, 290, 0);
-    count_t32(BP MP, 0, 418, 0);
-    count_t32(BP MP Z2, 129, 289, 129);
-    /* the paper counts 259 all-gathers: one per use of each parameter; we
-     * gather a value once per layout it is needed in (DESIGN.md) */
-    count_t32(BP MP Z3, 129, 289, 129);
-    count_t32(MP, 0, 128, 0);
+    count_t32("bp", 0, 290, 0);
+    count_t32("bp+mp", 0, 418, 0);
+    count_t32("bp+mp+z2", 129, 289, 129);
+    count_t32("bp+mp+z3", 259, 289, 129); /* one gather per use of a sharded parameter, as the paper */
+    count_t32("mp", 0, 128, 0);
 }
 END_TEST
 

@@ -81,6 +81,26 @@ static inline ir_module *tl_generate(const char *model, const char *config, cons
     return m;
 }
 
+/* The standard schedules of tests/models/schedules joined in order: names
+ * such as "bp+mp+z3" read bp.txt, mp.txt, z3.txt.  Free with ap_free. */
+static inline char *tl_schedule(const char *names)
+{
+    ap_buf b;
+    ap_buf_init(&b);
+    for (const char *s = names; *s;) {
+        size_t n = strcspn(s, "+");
+        char path[512];
+        size_t len;
+        snprintf(path, sizeof path, "%s/tests/models/schedules/%.*s.txt", AP_SOURCE_DIR, (int)n, s);
+        char *text = tl_read(path, &len);
+        ap_buf_put(&b, text, len);
+        ap_buf_putc(&b, '\n');
+        ap_free(text);
+        s += n + (s[n] == '+');
+    }
+    return ap_buf_take(&b, NULL);
+}
+
 /* Names of the files in dir ending in suffix, sorted; returns the count. */
 static int tl_cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
