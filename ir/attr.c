@@ -891,11 +891,13 @@ void ir__print_loc_inline(ap_buf *b, const ir_loc *l)
         ir__print_string(b, l->str, strlen(l->str));
         int n = snprintf(num, sizeof num, ":%d:%d", l->line, l->col);
         ap_buf_put(b, num, (size_t)n);
-        if (l->end_col) {
-            if (l->end_line > 0)
-                n = snprintf(num, sizeof num, " to %d:%d", l->end_line, l->end_col);
-            else
+        /* every end the parser can make prints back as it read it
+         * (`to :C` is end_line -1; `to 0:0` is no end) */
+        if (l->end_line == -1 || l->end_line || l->end_col) {
+            if (l->end_line == -1)
                 n = snprintf(num, sizeof num, " to :%d", l->end_col);
+            else
+                n = snprintf(num, sizeof num, " to %d:%d", l->end_line, l->end_col);
             ap_buf_put(b, num, (size_t)n);
         }
         break;

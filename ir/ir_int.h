@@ -170,9 +170,12 @@ typedef struct ir_tok {
 typedef struct ir_lexer {
     const char *src, *p, *end;
     const char *filename;
-    /* line bookkeeping for positions: computed lazily from `at` */
+    /* line bookkeeping for positions: computed lazily from `at`; the last
+     * column asked for is kept so that a long line costs one pass */
     const char *line_start;
     uint32_t line;
+    const char *col_at;
+    int col;
     const char *err_at;
     const char *err_msg;
 } ir_lexer;

@@ -12,8 +12,8 @@ void ir__lex_init(ir_lexer *lx, const char *src, size_t len, const char *filenam
     lx->src = lx->p = src;
     lx->end = src + len;
     lx->filename = filename;
-    lx->line_start = src;
-    lx->line = 1;
+    lx->line_start = lx->col_at = src;
+    lx->line = lx->col = 1;
     lx->err_at = NULL;
     lx->err_msg = NULL;
 }
@@ -21,8 +21,8 @@ void ir__lex_init(ir_lexer *lx, const char *src, size_t len, const char *filenam
 void ir__lex_pos(ir_lexer *lx, const char *at, int *line, int *col)
 {
     if (at < lx->line_start) { /* rare: asked for an earlier position */
-        lx->line_start = lx->src;
-        lx->line = 1;
+        lx->line_start = lx->col_at = lx->src;
+        lx->line = lx->col = 1;
     }
     if (at > lx->end)
         at = lx->end;
@@ -35,11 +35,18 @@ void ir__lex_pos(ir_lexer *lx, const char *at, int *line, int *col)
         q = nl;
     }
     *line = (int)lx->line;
-    /* columns count characters (UTF-8 continuation bytes excluded) */
-    int c = 1;
-    for (const char *q = lx->line_start; q < at; q++)
+    /* columns count characters (UTF-8 continuation bytes excluded), from
+     * the last column asked for when it is on this line before `at` */
+    if (lx->col_at < lx->line_start || lx->col_at > at) {
+        lx->col_at = lx->line_start;
+        lx->col = 1;
+    }
+    int c = lx->col;
+    for (const char *q = lx->col_at; q < at; q++)
         if (((unsigned char)*q & 0xc0) != 0x80)
             c++;
+    lx->col_at = at;
+    lx->col = c;
     *col = c;
 }
 

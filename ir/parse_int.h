@@ -19,13 +19,20 @@ typedef struct name_ent {
     uint32_t n;
 } name_ent;
 
+/* An open scope (region): where its names start, and its number in the
+ * order scopes were opened (from 1). */
+typedef struct scope_mark {
+    uint32_t n, id;
+} scope_mark;
+
 typedef struct name_table {
     name_ent *ents;
     uint32_t n, cap;
     int32_t *buckets;
     uint32_t nbuckets;
-    uint32_t *marks; /* ents count at each open scope */
+    scope_mark *marks; /* the open scopes, outermost first */
     uint32_t n_marks, cap_marks;
+    uint32_t n_opened; /* scopes opened so far */
 } name_table;
 
 /* A use of a name before its definition. */
@@ -34,6 +41,7 @@ typedef struct fwd_ref {
     uint32_t len, index;
     ir_value *ph; /* placeholder standing in for the value */
     const char *at;
+    uint32_t scopes_seen; /* name_table.n_opened at the use */
     ir_block *block;   /* where it was used */
     ir_value ***slots; /* operand slots that hold ph */
     uint32_t n_slots, cap_slots;

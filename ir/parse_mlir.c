@@ -236,13 +236,15 @@ static void names_push_scope(parser *p)
     name_table *t = &p->names;
     if (!GROW(p, t->marks, t->cap_marks, t->n_marks + 1))
         return;
-    t->marks[t->n_marks++] = t->n;
+    t->marks[t->n_marks++] = (scope_mark){t->n, ++t->n_opened};
 }
 
 static void names_pop_scope(parser *p)
 {
     name_table *t = &p->names;
-    uint32_t mark = t->marks[--t->n_marks];
+    if (!t->n_marks) /* the push ran out of memory */
+        return;
+    uint32_t mark = t->marks[--t->n_marks].n;
     while (t->n > mark) {
         name_ent *e = &t->ents[--t->n];
         t->buckets[e->hash & (t->nbuckets - 1)] = e->next;
@@ -286,6 +288,10 @@ static void fwd_resolve(parser *p, const char *s, uint32_t len, ir_value *vals, 
     for (uint32_t i = 0; i < p->n_fwd; i++) {
         fwd_ref *f = &p->fwd[i];
         if (f->resolved || f->len != len || memcmp(f->name, s, len) != 0)
+            continue;
+        /* a scope opened after the use and open now did not hold the
+         * use: its names are out of the use's sight (a sibling region) */
+        if (p->names.n_marks && p->names.marks[p->names.n_marks - 1].id > f->scopes_seen)
             continue;
         if (f->index >= n) {
             ir__perr(p, f->at, AP_EUNDEFINED, "use of '%%%.*s#%u' but it has only %u results",
@@ -388,6 +394,7 @@ static ir_value *lookup_value(parser *p)
     f->ph = ph;
     f->at = at;
     f->block = p->cur_block;
+    f->scopes_seen = p->names.n_opened;
     return ph;
 }
 
@@ -1281,17 +1288,13 @@ static bool dense_elem(parser *p, dense_fill *f)
     uint8_t *dst = f->data + f->n * (size_t)f->eb;
     ir_elem e = f->e;
     if (ir_elem_is_complex(e)) {
+        /* each part reads as a float element, so a hex part is a bit
+         * pattern (as the printer writes NaN and infinity parts) */
         ir_elem part = e == IR_E_C64 ? IR_E_F32 : IR_E_F64;
-        if (!ir__expect(p, T_LPAREN, "'(' of a complex value"))
+        dense_fill parts = {part, ir_elem_bytes(part), dst, 0, 2};
+        if (!ir__expect(p, T_LPAREN, "'(' of a complex value") || !dense_elem(p, &parts) ||
+            !ir__expect(p, T_COMMA, "',' in a complex value") || !dense_elem(p, &parts))
             return false;
-        for (int k = 0; k < 2; k++) {
-            ir_attr *x = parse_number_attr(p, false);
-            if (!x)
-                return false;
-            ir__float_store(part, dst + k * ir_elem_bytes(part), x->kind == IR_A_FLOAT ? x->u.f : (double)x->u.i);
-            if (k == 0 && !ir__expect(p, T_COMMA, "',' in a complex value"))
-                return false;
-        }
         f->n++;
         return ir__expect(p, T_RPAREN, "')' of a complex value");
     }
@@ -3461,6 +3464,12 @@ ir_format ir_detect_format(const char *text, size_t len)
         if (p + 1 < end && p[0] == '/' && p[1] == '/') {
             const char *nl = memchr(p, '\n', (size_t)(end - p));
             p = nl ? nl : end;
+            continue;
+        }
+        if (p + 1 < end && p[0] == '/' && p[1] == '*') { /* HLO only: MLIR has no block comments */
+            for (p += 2; p + 1 < end && !(p[0] == '*' && p[1] == '/'); p++)
+                ;
+            p = p + 1 < end ? p + 2 : end;
             continue;
         }
         break;

@@ -378,8 +378,10 @@ static int sdy_dim(const char **pp, const ir_mesh *mesh, int d, ap_buf *b, const
     return n;
 }
 
-/* mhlo.sharding "{devices=[2,1,4]<=[8] last_tile_dim_replicate}": tiles per
- * dim mapped to the mesh axes in order (devices in iota order). */
+/* mhlo.sharding "{devices=[2,1,4]<=[8] last_tile_dim_replicate}" (or, as
+ * HLO text writes small ones, "{devices=[2,1]0,1}"): tiles per dim mapped
+ * to the mesh axes in order, which is only right when the devices are in
+ * iota order, so any other order is refused. */
 static int mhlo_sharding(const char *s, const ir_mesh *mesh, int rank, ap_buf *b, const char *ref, ap_error *err)
 {
     const char *p = strstr(s, "devices=[");
@@ -400,6 +402,13 @@ static int mhlo_sharding(const char *s, const ir_mesh *mesh, int rank, ap_buf *b
         return ap_error_set(err, AP_EUNSUPPORTED, "mhlo.sharding of %s: unsupported form %s", ref, s);
     if (strchr(p, 'T'))
         return ap_error_set(err, AP_EUNSUPPORTED, "mhlo.sharding of %s: transposed device order is not supported", ref);
+    for (int64_t want = 0; isdigit((unsigned char)*p); want++) { /* an explicit device list */
+        if (strtoll(p, (char **)&p, 10) != want)
+            return ap_error_set(err, AP_EUNSUPPORTED,
+                                "mhlo.sharding of %s: device order other than 0, 1, 2, ... is not supported", ref);
+        if (*p == ',')
+            p++;
+    }
     int data_dims = replicate_last ? n - 1 : n;
     if (data_dims != rank)
         return ap_error_set(err, AP_EINVALID, "mhlo.sharding of %s has %d tiled dims for a rank-%d value", ref, data_dims, rank);
@@ -418,6 +427,21 @@ static int mhlo_sharding(const char *s, const ir_mesh *mesh, int rank, ap_buf *b
     return count;
 }
 
+/* Whether argument a's location name, written as a schedule word, names
+ * that argument alone: a word has no spaces or quotes, is not a glob, and
+ * no other argument has the name (HLO metadata often repeats one). */
+static bool arg_name_is_ref(const ir_op *func, uint32_t a, const char *name)
+{
+    if (!name || !*name || strpbrk(name, " \t\r\n;#\"*?") || name[0] == '%' || strlen(name) >= 300)
+        return false;
+    for (uint32_t i = 0; i < ir_func_num_args(func); i++) {
+        const char *other = ir_func_arg_name(func, i);
+        if (i != a && other && strcmp(other, name) == 0)
+            return false;
+    }
+    return true;
+}
+
 int ir_schedule_import(const ir_module *m, const ir_op *func, const ir_mesh *mesh, ap_buf *b, ap_error *err)
 {
     (void)m;
@@ -425,7 +449,7 @@ int ir_schedule_import(const ir_module *m, const ir_op *func, const ir_mesh *mes
     for (uint32_t a = 0; a < ir_func_num_args(func); a++) {
         const char *name = ir_func_arg_name(func, a);
         char ref[300];
-        if (name && !strpbrk(name, " \t;#\""))
+        if (arg_name_is_ref(func, a, name))
             snprintf(ref, sizeof ref, "%s", name);
         else
             snprintf(ref, sizeof ref, "%%arg%u", a);

@@ -443,6 +443,21 @@ static int check_call(verifier *v, const ir_op *op)
     return 0;
 }
 
+/* As MLIR: a symbol's visibility is one of three words, which the pretty
+ * form prints bare (any other string would print as text that does not
+ * parse). */
+static int check_func(verifier *v, const ir_op *op)
+{
+    static const char *const words[] = {"public", "private", "nested"};
+    ir_attr *vis = ir_op_attr(op, "sym_visibility");
+    if (!vis)
+        return 0;
+    for (size_t i = 0; vis->kind == IR_A_STRING && i < sizeof words / sizeof words[0]; i++)
+        if (vis->u.str.len == strlen(words[i]) && memcmp(vis->u.str.s, words[i], vis->u.str.len) == 0)
+            return 0;
+    return vfail(v, op, AP_ESYNTAX, "visibility should be \"public\", \"private\" or \"nested\"");
+}
+
 static int verify_op(verifier *v, const ir_op *op);
 
 static int verify_region(verifier *v, const ir_region *r)
@@ -481,6 +496,8 @@ static int verify_op(verifier *v, const ir_op *op)
             rc = check_return(v, op);
         else if (op->opcode == IR_OP_FUNC_CALL)
             rc = check_call(v, op);
+        else if (op->opcode == IR_OP_FUNC)
+            rc = check_func(v, op);
         else
             rc = check_op_types(v, op);
         if (rc < 0)

@@ -657,6 +657,15 @@ START_TEST(fuzz_findings)
         "window = {} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : "
         "(tensor<1x2x2x1xf32>, tensor<1x1x1x1xf32>) -> tensor<1x2x2x1xf32>\n"
         "  return %0 : tensor<1x2x2x1xf32>\n}\n",
+        /* file location ends that are zero or on an unnamed line */
+        "func.func @f() {\n  return loc(\"a\":1:2 to :0)\n} loc(fused[\"b\":1:2 to 0:5, \"c\":3:4 to 7:0, \"d\":5:6 to 0:0])\n",
+        /* a value used in one region and defined in a sibling region */
+        "func.func @f() {\n  \"foo.a\"() ({\n    \"foo.use\"(%9) : (i32) -> ()\n  }) : () -> ()\n"
+        "  \"foo.b\"() ({\n    %9 = \"foo.def\"() : () -> i32\n    \"foo.use\"(%9) : (i32) -> ()\n  }) : () -> ()\n"
+        "  return\n}\n",
+        /* a generic func.func whose visibility is not one of the three words */
+        "\"func.func\"() <{function_type = () -> (), sym_name = \"f\", sym_visibility = \"\x1a\x1aprivate\"}> ({\n"
+        "  \"func.return\"() : () -> ()\n}) : () -> ()\n",
     };
     for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
         ir_module *m = NULL;

@@ -1,7 +1,7 @@
 /*
  * fuzz_hlo.c - libFuzzer target for the XLA HLO text parser.  Any input
  * must give a module or a clean error; a module printed as StableHLO must
- * parse back to an equal module.
+ * parse back to an equal module, and printing that must give the same text.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,8 +20,9 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
             abort();
         return 0;
     }
-    ap_buf a;
+    ap_buf a, b;
     ap_buf_init(&a);
+    ap_buf_init(&b);
     if (ir_print(m, &a, NULL) < 0)
         abort();
     if (ir_parse_mlir(a.data, a.len, "printed.mlir", &m2, &err) < 0) {
@@ -33,7 +34,12 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         fprintf(stderr, "round trip differs: %s\n%s\n", why, a.data);
         abort();
     }
+    if (ir_print(m2, &b, NULL) < 0 || a.len != b.len || memcmp(a.data, b.data, a.len) != 0) {
+        fprintf(stderr, "printing is not a fixed point\n%s\n---\n%s\n", a.data, b.data);
+        abort();
+    }
     ap_buf_free(&a);
+    ap_buf_free(&b);
     ir_module_free(m);
     ir_module_free(m2);
     return 0;

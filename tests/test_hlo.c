@@ -1,0 +1,1380 @@
+/*
+ * test_hlo.c - the XLA HLO text parser: every corpus HLO file parses, prints
+ * as StableHLO that parses back to an equal module (and printing that again
+ * gives the same text); the number of ops matches an independent count of
+ * the HLO instructions; small hand-written modules give exactly the IR of
+ * the equivalent StableHLO text; parameter shardings import into a
+ * schedule; bad input gets its exact error message.
+ */
+#include "testlib.h"
+
+#include <ctype.h>
+
+/* ============================================================ helpers */
+
+static ir_module *hlo_parse(const char *src, const char *name, char *msg, size_t msg_size)
+{
+    ir_module *m = NULL;
+    ap_error err;
+    if (ir_parse_hlo(src, strlen(src), name, &m, &err) < 0) {
+        ap_error_format(&err, msg, msg_size);
+        return NULL;
+    }
+    msg[0] = '\0';
+    return m;
+}
+
+/* The module prints as text that parses back equal, and printing that
+ * gives the same text.  Returns false (with why) otherwise. */
+static bool roundtrips(const ir_module *m, char *why, size_t why_size)
+{
+    ap_buf b;
+    ap_buf_init(&b);
+    ck_assert_int_eq(ir_print(m, &b, NULL), 0);
+    ir_module *m2 = NULL;
+    ap_error err;
+    bool ok = false;
+    if (ir_parse_mlir(b.data, b.len, "printed.mlir", &m2, &err) < 0) {
+        char e[400];
+        ap_error_format(&err, e, sizeof e);
+        snprintf(why, why_size, "printed module does not parse: %s", e);
+    } else if (ir_module_equal(m, m2, why, why_size)) {
+        ap_buf b2;
+        ap_buf_init(&b2);
+        ck_assert_int_eq(ir_print(m2, &b2, NULL), 0);
+        ok = b.len == b2.len && memcmp(b.data, b2.data, b.len) == 0;
+        if (!ok)
+            snprintf(why, why_size, "printing is not a fixed point");
+        ap_buf_free(&b2);
+    }
+    ir_module_free(m2);
+    ap_buf_free(&b);
+    return ok;
+}
+
+/* The HLO text gives exactly the module the StableHLO text gives, and
+ * round-trips. */
+static void same_as_mlir(const char *hlo, const char *mlir)
+{
+    char msg[800], why[600];
+    ir_module *a = hlo_parse(hlo, "t.hlo", msg, sizeof msg);
+    ck_assert_msg(a != NULL, "HLO: %s\n%s", msg, hlo);
+    ir_module *b = tl_parse(mlir, "want.mlir", msg, sizeof msg);
+    ck_assert_msg(b != NULL, "MLIR: %s\n%s", msg, mlir);
+    if (!ir_module_equal(a, b, why, sizeof why)) {
+        char *got = tl_print(a);
+        ck_abort_msg("HLO and StableHLO differ: %s\nprinted HLO module:\n%s", why, got);
+    }
+    ck_assert_msg(roundtrips(a, why, sizeof why), "%s", why);
+    ir_module_free(a);
+    ir_module_free(b);
+}
+
+static void expect_error(const char *src, size_t len, const char *want)
+{
+    ir_module *m = NULL;
+    ap_error err;
+    char msg[800];
+    int rc = ir_parse_hlo(src, len, "bad.hlo", &m, &err);
+    ck_assert_msg(rc < 0 && m == NULL, "expected an error for:\n%.*s", (int)len, src);
+    ap_error_format(&err, msg, sizeof msg);
+    ck_assert_str_eq(msg, want);
+}
+
+#define ERR(src, want) expect_error(src, strlen(src), want)
+
+/* ================================================= independent counting */
+
+/*
+ * A line scanner for the corpus files (one instruction per line, as XLA
+ * prints them), independent of the parser.  It predicts the number of IR
+ * ops from the documented mapping:
+ *   - module: 1 op; every function (ENTRY as @main, each computation named
+ *     by `call`) 1 func.func, and its body instantiated once;
+ *   - region computations (to_apply, condition, body, branches, select,
+ *     scatter) are instantiated once per referencing op per instantiation
+ *     of the referencing computation;
+ *   - per instantiation: parameters make no op; a get-tuple-element of a
+ *     variadic tuple-shaped instruction (multi_ops) makes no op; a variadic
+ *     tuple-shaped instruction used whole (as an operand of anything but
+ *     get-tuple-element / opt-barrier) adds one stablehlo.tuple; every other
+ *     instruction is one op; one return is added;
+ *   - the ROOT, when its elements are returned separately (everything but
+ *     while regions): an unused `tuple` ROOT makes no op; another
+ *     tuple-shaped ROOT that is not variadic adds one get_tuple_element per
+ *     element; in while regions a variadic ROOT adds one stablehlo.tuple.
+ */
+
+static const char *const multi_ops[] = {"reduce", "sort", "reduce-window", "scatter", "all-reduce", "all-gather",
+                                        "reduce-scatter", "conditional", "call", "custom-call",
+                                        "batch-norm-training", "batch-norm-grad", "rng-bit-generator",
+                                        "opt-barrier", NULL};
+
+typedef struct sinst {
+    char name[512], op[48];
+    bool root, tuple;
+    int arity;        /* elements of a tuple shape */
+    int n_opnds;
+    char **opnds;     /* names */
+    int n_refs;
+    char **refs;      /* region computations */
+    char *call;       /* computation named by `call` */
+    int uses;         /* as an operand in this computation */
+    bool whole_use;   /* as an operand of other than gte / opt-barrier */
+} sinst;
+
+typedef struct scomp {
+    char name[512];
+    bool entry;
+    int n;
+    sinst *v;
+    long inst_flat, inst_tuple; /* instantiations */
+} scomp;
+
+typedef struct sfile {
+    int n;
+    scomp *c;
+    long n_insts;
+} sfile;
+
+static bool in(const char *const *list, const char *s)
+{
+    for (int i = 0; list[i]; i++)
+        if (strcmp(list[i], s) == 0)
+            return true;
+    return false;
+}
+
+/* Skips a balanced group at s (which starts with an opener). */
+static const char *skip_bal(const char *s)
+{
+    int d = 0;
+    for (; *s; s++) {
+        if (*s == '"') {
+            for (s++; *s && *s != '"'; s++)
+                if (*s == '\\' && s[1])
+                    s++;
+        } else if (*s == '(' || *s == '{' || *s == '[') {
+            d++;
+        } else if (*s == ')' || *s == '}' || *s == ']') {
+            if (--d == 0)
+                return s + 1;
+        }
+    }
+    return s;
+}
+
+static char *dupn(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+static int scomp_find(const sfile *f, const char *name)
+{
+    if (*name == '%')
+        name++;
+    for (int i = 0; i < f->n; i++)
+        if (strcmp(f->c[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* Room for element n of an array grown only through this: doubles at
+ * powers of two (growing by one would copy the array every time). */
+static void *grow(void *v, size_t elem, int n)
+{
+    if (n & (n - 1))
+        return v;
+    return realloc(v, elem * (size_t)(n ? 2 * n : 1));
+}
+
+/* Operands are mostly defined just before their use: search backwards. */
+static sinst *sinst_find(scomp *c, const char *name)
+{
+    for (int i = c->n - 1; i >= 0; i--)
+        if (strcmp(c->v[i].name, name) == 0)
+            return &c->v[i];
+    return NULL;
+}
+
+/* The value of `, key=VALUE` in an attribute tail with strings blanked. */
+static const char *attr_in(const char *tail, const char *key, char *out, size_t size)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, ", %s=", key);
+    const char *a = strstr(tail, pat);
+    if (!a)
+        return NULL;
+    a += strlen(pat);
+    const char *e = *a == '{' ? skip_bal(a) : a + strcspn(a, ", \n");
+    snprintf(out, size, "%.*s", (int)(e - a), a);
+    return out;
+}
+
+static void scan_instruction(scomp *c, const char *line)
+{
+    sinst s;
+    memset(&s, 0, sizeof s);
+    const char *q = line;
+    while (*q == ' ')
+        q++;
+    if (strncmp(q, "ROOT ", 5) == 0) {
+        s.root = true;
+        q += 5;
+    }
+    if (*q == '%')
+        q++;
+    size_t nl = strcspn(q, " =");
+    snprintf(s.name, sizeof s.name, "%.*s", (int)nl, q);
+    q = strchr(q, '=') + 1;
+    while (*q == ' ')
+        q++;
+    if (*q == '(') { /* tuple shape: count top-level elements */
+        const char *e = skip_bal(q);
+        s.tuple = true;
+        s.arity = 0;
+        int d = 0;
+        bool any = false;
+        for (const char *x = q + 1; x < e - 1; x++) {
+            if (*x == '(' || *x == '[' || *x == '{')
+                d++;
+            else if (*x == ')' || *x == ']' || *x == '}')
+                d--;
+            else if (*x == ',' && d == 0)
+                s.arity++;
+            if (*x != ' ')
+                any = true;
+        }
+        s.arity += any;
+        q = e;
+    } else {
+        q = skip_bal(strchr(q, '['));
+        if (*q == '{')
+            q = skip_bal(q);
+    }
+    while (*q == ' ')
+        q++;
+    size_t ol = strcspn(q, "(");
+    snprintf(s.op, sizeof s.op, "%.*s", (int)ol, q);
+    q += ol;
+    const char *close = skip_bal(q);
+    if (strcmp(s.op, "parameter") != 0 && strcmp(s.op, "constant") != 0 && close - q > 2) {
+        /* operands: the last word of each top-level comma piece */
+        const char *x = q + 1, *start = x;
+        int d = 0;
+        for (; x < close; x++) {
+            if (*x == '(' || *x == '[' || *x == '{')
+                d++;
+            else if ((*x == ')' || *x == ']' || *x == '}') && d > 0)
+                d--;
+            if ((*x == ',' && d == 0) || x == close - 1) {
+                const char *end = x, *w = end;
+                while (w > start && w[-1] != ' ' && w[-1] != '(' && w[-1] != '/')
+                    w--;
+                if (*w == '%')
+                    w++;
+                s.opnds = grow(s.opnds, sizeof *s.opnds, s.n_opnds);
+                s.opnds[s.n_opnds++] = dupn(w, (size_t)(end - w));
+                start = x + 1;
+            }
+        }
+    }
+    /* the attribute tail with strings blanked */
+    char *tail = strdup(close);
+    for (char *t = tail; *t; t++)
+        if (*t == '"')
+            for (t++; *t && *t != '"'; t++) {
+                if (*t == '\\' && t[1])
+                    *t++ = ' ';
+                *t = ' ';
+            }
+    static const char *const keys[] = {"to_apply", "condition", "body", "true_computation", "false_computation",
+                                       "select", "scatter", NULL};
+    char v[4096];
+    for (int k = 0; keys[k]; k++) {
+        if (!attr_in(tail, keys[k], v, sizeof v))
+            continue;
+        if (strcmp(s.op, "call") == 0) {
+            s.call = strdup(v[0] == '%' ? v + 1 : v);
+            continue;
+        }
+        s.refs = grow(s.refs, sizeof *s.refs, s.n_refs);
+        s.refs[s.n_refs++] = strdup(v);
+    }
+    if (attr_in(tail, "branch_computations", v, sizeof v)) {
+        for (char *t = strtok(v + 1, ",} "); t; t = strtok(NULL, ",} ")) {
+            s.refs = grow(s.refs, sizeof *s.refs, s.n_refs);
+            s.refs[s.n_refs++] = strdup(t);
+        }
+    }
+    free(tail);
+    for (int i = 0; i < s.n_opnds; i++) {
+        sinst *o = sinst_find(c, s.opnds[i]);
+        ck_assert_msg(o != NULL, "scanner: operand %s of %s not found", s.opnds[i], s.name);
+        o->uses++;
+        if (strcmp(s.op, "get-tuple-element") != 0 && strcmp(s.op, "opt-barrier") != 0)
+            o->whole_use = true;
+    }
+    c->v = grow(c->v, sizeof *c->v, c->n);
+    c->v[c->n++] = s;
+}
+
+static void scan_file(const char *text, sfile *f)
+{
+    memset(f, 0, sizeof *f);
+    scomp *cur = NULL;
+    for (const char *line = text; *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        char *l = dupn(line, len);
+        line = nl ? nl + 1 : line + len;
+        if (strncmp(l, "HloModule", 9) == 0 || len == 0) {
+            free(l);
+            continue;
+        }
+        if (l[0] != ' ' && l[0] != '}') { /* a computation header */
+            f->c = grow(f->c, sizeof *f->c, f->n);
+            cur = &f->c[f->n++];
+            memset(cur, 0, sizeof *cur);
+            const char *q = l;
+            if (strncmp(q, "ENTRY ", 6) == 0) {
+                cur->entry = true;
+                q += 6;
+            }
+            if (*q == '%')
+                q++;
+            snprintf(cur->name, sizeof cur->name, "%.*s", (int)strcspn(q, " {"), q);
+        } else if (l[0] == ' ' && strchr(l, '=') && cur) {
+            scan_instruction(cur, l);
+            f->n_insts++;
+        }
+        free(l);
+    }
+}
+
+static void sfile_free(sfile *f)
+{
+    for (int i = 0; i < f->n; i++) {
+        for (int k = 0; k < f->c[i].n; k++) {
+            sinst *s = &f->c[i].v[k];
+            for (int j = 0; j < s->n_opnds; j++)
+                free(s->opnds[j]);
+            for (int j = 0; j < s->n_refs; j++)
+                free(s->refs[j]);
+            free(s->opnds);
+            free(s->refs);
+            free(s->call);
+        }
+        free(f->c[i].v);
+    }
+    free(f->c);
+}
+
+static bool is_multi(const sinst *s) { return s->tuple && in(multi_ops, s->op); }
+
+static int root_index(const scomp *c)
+{
+    for (int i = 0; i < c->n; i++)
+        if (c->v[i].root)
+            return i;
+    return c->n - 1;
+}
+
+/* Ops of one instantiation of c, without its region computations. */
+static long local_ops(scomp *c, bool flat)
+{
+    long n = 1; /* the return */
+    for (int i = 0; i < c->n; i++) {
+        sinst *s = &c->v[i];
+        if (strcmp(s->op, "parameter") == 0)
+            continue;
+        if (strcmp(s->op, "get-tuple-element") == 0) {
+            sinst *o = sinst_find(c, s->opnds[0]);
+            if (is_multi(o))
+                continue;
+        }
+        n++;
+        if (is_multi(s) && s->whole_use)
+            n++;
+        if (strcmp(s->op, "opt-barrier") == 0) { /* a plain tuple operand is taken apart */
+            sinst *o = sinst_find(c, s->opnds[0]);
+            if (o->tuple && !is_multi(o) && strcmp(o->op, "tuple") != 0)
+                n += o->arity;
+        }
+    }
+    sinst *r = &c->v[root_index(c)];
+    if (flat && strcmp(r->op, "tuple") == 0 && r->uses == 0)
+        n--;
+    else if (flat && r->tuple && !is_multi(r) && strcmp(r->op, "tuple") != 0)
+        n += r->arity;
+    else if (!flat && is_multi(r))
+        n++;
+    return n;
+}
+
+/* Instantiation counts, callers first (computations only name earlier
+ * ones), then the predicted number of ops; also how often each opcode
+ * appears, for `op`. */
+static long predict(sfile *f, long *n_funcs, const char *op, long *op_count)
+{
+    *n_funcs = 0;
+    *op_count = 0;
+    for (int i = 0; i < f->n; i++)
+        f->c[i].inst_flat = f->c[i].inst_tuple = 0;
+    for (int i = 0; i < f->n; i++) {
+        if (f->c[i].entry) {
+            f->c[i].inst_flat = 1;
+            (*n_funcs)++;
+        }
+        for (int k = 0; k < f->c[i].n; k++)
+            if (f->c[i].v[k].call) {
+                int d = scomp_find(f, f->c[i].v[k].call);
+                ck_assert_int_ge(d, 0);
+                if (f->c[d].inst_flat == 0 && !f->c[d].entry) {
+                    f->c[d].inst_flat = 1; /* one private function */
+                    (*n_funcs)++;
+                }
+            }
+    }
+    long total = 1 + *n_funcs;
+    for (int i = f->n - 1; i >= 0; i--) {
+        scomp *c = &f->c[i];
+        long times = c->inst_flat + c->inst_tuple;
+        if (!times)
+            continue;
+        for (int k = 0; k < c->n; k++) {
+            sinst *s = &c->v[k];
+            if (strcmp(s->op, op) == 0)
+                *op_count += times;
+            for (int j = 0; j < s->n_refs; j++) {
+                int d = scomp_find(f, s->refs[j]);
+                ck_assert_msg(d >= 0 && d < i, "scanner: %s", s->refs[j]);
+                if (strcmp(s->op, "while") == 0)
+                    f->c[d].inst_tuple += times;
+                else
+                    f->c[d].inst_flat += times;
+            }
+        }
+        total += c->inst_flat * local_ops(c, true) + c->inst_tuple * local_ops(c, false);
+    }
+    return total;
+}
+
+static uint64_t stat_of(const ir_stats *st, const char *name)
+{
+    for (uint32_t i = 0; i < st->n_kinds; i++)
+        if (strcmp(st->by_name[i].name, name) == 0)
+            return st->by_name[i].count;
+    return 0;
+}
+
+/* The MANIFEST's "ops" column for a file, -1 when absent. */
+static long manifest_ops(const char *file)
+{
+    char path[512], key[300];
+    snprintf(path, sizeof path, "%s/corpus/MANIFEST.md", AP_SHARED_DIR);
+    char *text = NULL;
+    size_t len = 0;
+    ap_error err;
+    if (ap_read_file(path, &text, &len, &err) < 0)
+        return -1;
+    snprintf(key, sizeof key, "| `%s` |", file);
+    long v = -1;
+    size_t at = strstr(text, key) ? (size_t)(strstr(text, key) - text) : strlen(text);
+    for (int bar = 0; text[at] && bar < 6; bar++) /* | file | repo | path | commit | license | size | ops */
+        at += 1 + strcspn(text + at + 1, "|");
+    if (text[at] == '|')
+        v = strtol(text + at + 1, NULL, 10);
+    ap_free(text);
+    return v;
+}
+
+/* ============================================================== corpus */
+
+START_TEST(corpus_files)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/corpus/hlo", AP_SHARED_DIR);
+    char **files;
+    int n = tl_list(dir, ".hlo", &files);
+    ck_assert_int_ge(n, 10);
+    for (int i = 0; i < n; i++) {
+        char path[1024], msg[800], why[600];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        size_t len;
+        char *text = tl_read(path, &len);
+        ir_module *m = NULL;
+        ap_error err;
+        int rc = ir_parse_hlo(text, len, files[i], &m, &err);
+        if (rc < 0)
+            ap_error_format(&err, msg, sizeof msg);
+        ck_assert_msg(rc == 0, "%s: %s", files[i], msg);
+        ck_assert_msg(roundtrips(m, why, sizeof why), "%s: %s", files[i], why);
+        /* op counts against the independent scan */
+        sfile f;
+        scan_file(text, &f);
+        long want_manifest = manifest_ops(files[i]);
+        ck_assert_msg(want_manifest < 0 || want_manifest == f.n_insts, "%s: MANIFEST says %ld ops, scan found %ld",
+                      files[i], want_manifest, f.n_insts);
+        ir_stats st;
+        ck_assert_int_eq(ir_stats_compute(m, &st), 0);
+        static const char *const kinds[][2] = {
+            {"add", "stablehlo.add"},           {"multiply", "stablehlo.multiply"},
+            {"dot", "stablehlo.dot_general"},   {"reduce", "stablehlo.reduce"},
+            {"while", "stablehlo.while"},       {"custom-call", "stablehlo.custom_call"},
+            {"all-reduce", "stablehlo.all_reduce"}, {"convolution", "stablehlo.convolution"},
+            {"constant", "stablehlo.constant"}, {"call", "func.call"},
+            {"copy", "mhlo.copy"},              {"broadcast", "stablehlo.broadcast_in_dim"},
+        };
+        long n_funcs = 0, total = 0;
+        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+            long want_kind;
+            total = predict(&f, &n_funcs, kinds[k][0], &want_kind);
+            ck_assert_msg((uint64_t)want_kind == stat_of(&st, kinds[k][1]), "%s: %ld %s predicted, %llu made",
+                          files[i], want_kind, kinds[k][1], (unsigned long long)stat_of(&st, kinds[k][1]));
+        }
+        ck_assert_msg((uint64_t)total == st.n_ops, "%s: %ld ops predicted, %llu made", files[i], total,
+                      (unsigned long long)st.n_ops);
+        ck_assert_int_eq((long)stat_of(&st, "func.func"), n_funcs);
+        ir_stats_free(&st);
+        sfile_free(&f);
+        ir_module_free(m);
+        ap_free(text);
+    }
+    tl_list_free(files, n);
+}
+END_TEST
+
+/* ================================================== op by op mappings */
+
+START_TEST(reduce_to_apply)
+{
+    same_as_mlir("HloModule m, num_partitions=2, replica_count=1, is_scheduled=true, entry_computation_layout={(f32[4,8]{1,0})->f32[4]{0}}\n"
+                 "\n"
+                 "%add.1 (x: f32[], y: f32[]) -> f32[] {\n"
+                 "  %x = f32[] parameter(0)\n"
+                 "  %y = f32[] parameter(1)\n"
+                 "  ROOT %s = f32[] add(f32[] %x, f32[] %y)\n"
+                 "}\n"
+                 "\n"
+                 "ENTRY %main.2 (p: f32[4,8]) -> f32[4] {\n"
+                 "  %p = f32[4,8]{1,0} parameter(0), sharding={devices=[2,1]<=[2]}, metadata={op_name=\"x\"}\n"
+                 "  %c = f32[] constant(0)\n"
+                 "  ROOT %r = f32[4]{0} reduce(f32[4,8]{1,0} %p, f32[] %c), dimensions={1}, to_apply=%add.1, "
+                 "metadata={op_type=\"reduce_sum\" op_name=\"jit(f)/reduce_sum\" source_file=\"f.py\" source_line=3}\n"
+                 "}\n",
+                 "module @m attributes {hlo.is_scheduled = \"true\", mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {\n"
+                 "  func.func public @main(%arg0: tensor<4x8xf32> {mhlo.sharding = \"{devices=[2,1]<=[2]}\"} loc(\"x\")) -> tensor<4xf32>\n"
+                 "      attributes {hlo.computation_name = \"main.2\"} {\n"
+                 "    %0 = stablehlo.constant dense<0.0> : tensor<f32> loc(\"c\")\n"
+                 "    %1 = stablehlo.reduce(%arg0 init: %0) across dimensions = [1] : (tensor<4x8xf32>, tensor<f32>) -> tensor<4xf32>\n"
+                 "     reducer(%a: tensor<f32>, %b: tensor<f32>) {\n"
+                 "      %2 = stablehlo.add %a, %b : tensor<f32> loc(\"s\")\n"
+                 "      stablehlo.return %2 : tensor<f32> loc(\"s\")\n"
+                 "    } loc(#loc1)\n"
+                 "    return %1 : tensor<4xf32> loc(#loc1)\n"
+                 "  }\n"
+                 "}\n"
+                 "#loc1 = loc(\"jit(f)/reduce_sum\"(\"f.py\":3:0))\n");
+}
+END_TEST
+
+START_TEST(while_tuple_state)
+{
+    same_as_mlir("HloModule w\n"
+                 "cond {\n"
+                 "  s = (s32[], f32[2]) parameter(0)\n"
+                 "  i = s32[] get-tuple-element(s), index=0\n"
+                 "  n = s32[] constant(10)\n"
+                 "  ROOT lt = pred[] compare(i, n), direction=LT\n"
+                 "}\n"
+                 "body {\n"
+                 "  s = (s32[], /*index=1*/f32[2]) parameter(0)\n"
+                 "  i = s32[] get-tuple-element(s), index=0\n"
+                 "  x = f32[2] get-tuple-element(s), index=1\n"
+                 "  one = s32[] constant(1)\n"
+                 "  i2 = s32[] add(i, one)\n"
+                 "  x2 = f32[2] multiply(x, x)\n"
+                 "  ROOT t = (s32[], f32[2]) tuple(i2, x2)\n"
+                 "}\n"
+                 "ENTRY e {\n"
+                 "  x = f32[2]{0} parameter(0)\n"
+                 "  z = s32[] constant(0)\n"
+                 "  t = (s32[], f32[2]{0}) tuple(z, x)\n"
+                 "  w = (s32[], f32[2]{0}) while(t), condition=cond, body=body, backend_config={\"known_trip_count\":{\"n\":\"10\"}}\n"
+                 "  ROOT r = f32[2]{0} get-tuple-element(w), index=1\n"
+                 "}\n",
+                 "module @w {\n"
+                 "  func.func public @main(%arg0: tensor<2xf32> loc(\"x\")) -> tensor<2xf32> attributes {hlo.computation_name = \"e\"} {\n"
+                 "    %0 = stablehlo.constant dense<0> : tensor<i32> loc(\"z\")\n"
+                 "    %1 = stablehlo.tuple %0, %arg0 : tuple<tensor<i32>, tensor<2xf32>> loc(\"t\")\n"
+                 "    %2 = stablehlo.while(%s = %1) : tuple<tensor<i32>, tensor<2xf32>>\n"
+                 "      attributes {hlo.backend_config = \"{\\\"known_trip_count\\\":{\\\"n\\\":\\\"10\\\"}}\"}\n"
+                 "     cond {\n"
+                 "      %3 = stablehlo.get_tuple_element %s[0] : (tuple<tensor<i32>, tensor<2xf32>>) -> tensor<i32> loc(\"i\")\n"
+                 "      %4 = stablehlo.constant dense<10> : tensor<i32> loc(\"n\")\n"
+                 "      %5 = stablehlo.compare LT, %3, %4, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1> loc(\"lt\")\n"
+                 "      stablehlo.return %5 : tensor<i1> loc(\"lt\")\n"
+                 "    } do {\n"
+                 "      %3 = stablehlo.get_tuple_element %s[0] : (tuple<tensor<i32>, tensor<2xf32>>) -> tensor<i32> loc(\"i\")\n"
+                 "      %4 = stablehlo.get_tuple_element %s[1] : (tuple<tensor<i32>, tensor<2xf32>>) -> tensor<2xf32> loc(\"x\")\n"
+                 "      %5 = stablehlo.constant dense<1> : tensor<i32> loc(\"one\")\n"
+                 "      %6 = stablehlo.add %3, %5 : tensor<i32> loc(\"i2\")\n"
+                 "      %7 = stablehlo.multiply %4, %4 : tensor<2xf32> loc(\"x2\")\n"
+                 "      %8 = stablehlo.tuple %6, %7 : tuple<tensor<i32>, tensor<2xf32>> loc(\"t\")\n"
+                 "      stablehlo.return %8 : tuple<tensor<i32>, tensor<2xf32>> loc(\"t\")\n"
+                 "    } loc(\"w\")\n"
+                 "    %3 = stablehlo.get_tuple_element %2[1] : (tuple<tensor<i32>, tensor<2xf32>>) -> tensor<2xf32> loc(\"r\")\n"
+                 "    return %3 : tensor<2xf32> loc(\"r\")\n"
+                 "  }\n"
+                 "}\n");
+}
+END_TEST
+
+START_TEST(dot_and_convolution)
+{
+    same_as_mlir("HloModule d\n"
+                 "ENTRY e {\n"
+                 "  a = bf16[12,128,64]{2,1,0} parameter(0)\n"
+                 "  b = bf16[12,64,32]{2,1,0} parameter(1)\n"
+                 "  d = bf16[12,128,32]{2,1,0} dot(a, b), lhs_batch_dims={0}, lhs_contracting_dims={2}, "
+                 "rhs_batch_dims={0}, rhs_contracting_dims={1}, operand_precision={highest,default}\n"
+                 "  x = f32[1,8,8,3]{3,2,1,0} parameter(2)\n"
+                 "  k = f32[3,3,3,16]{3,2,1,0} parameter(3)\n"
+                 "  c = f32[1,4,4,16]{3,2,1,0} convolution(x, k), window={size=3x3 stride=2x2 pad=1_1x1_1 rhs_dilate=1x1}, "
+                 "dim_labels=b01f_01io->b01f\n"
+                 "  m = f32[16] parameter(4)\n"
+                 "  v = f32[16] parameter(5)\n"
+                 "  o = f32[16] dot(m, v), lhs_contracting_dims={}, rhs_contracting_dims={}, lhs_batch_dims={0}, rhs_batch_dims={0}\n"
+                 "  ROOT t = (bf16[12,128,32]{2,1,0}, f32[1,4,4,16]{3,2,1,0}, f32[16]) tuple(d, c, o)\n"
+                 "}\n",
+                 "module @d {\n"
+                 "  func.func public @main(%arg0: tensor<12x128x64xbf16> loc(\"a\"), %arg1: tensor<12x64x32xbf16> loc(\"b\"),\n"
+                 "      %arg2: tensor<1x8x8x3xf32> loc(\"x\"), %arg3: tensor<3x3x3x16xf32> loc(\"k\"),\n"
+                 "      %arg4: tensor<16xf32> loc(\"m\"), %arg5: tensor<16xf32> loc(\"v\"))\n"
+                 "      -> (tensor<12x128x32xbf16>, tensor<1x4x4x16xf32>, tensor<16xf32>) attributes {hlo.computation_name = \"e\"} {\n"
+                 "    %0 = stablehlo.dot_general %arg0, %arg1, batching_dims = [0] x [0], contracting_dims = [2] x [1],\n"
+                 "         precision = [HIGHEST, DEFAULT] : (tensor<12x128x64xbf16>, tensor<12x64x32xbf16>) -> tensor<12x128x32xbf16> loc(\"d\")\n"
+                 "    %1 = stablehlo.convolution(%arg2, %arg3) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f],\n"
+                 "         window = {stride = [2, 2], pad = [[1, 1], [1, 1]], lhs_dilate = [1, 1], rhs_dilate = [1, 1]}\n"
+                 "         {batch_group_count = 1 : i64, feature_group_count = 1 : i64}\n"
+                 "         : (tensor<1x8x8x3xf32>, tensor<3x3x3x16xf32>) -> tensor<1x4x4x16xf32> loc(\"c\")\n"
+                 "    %2 = \"stablehlo.dot_general\"(%arg4, %arg5) {dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = [0],\n"
+                 "         rhs_batching_dimensions = [0]>} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32> loc(\"o\")\n"
+                 "    return %0, %1, %2 : tensor<12x128x32xbf16>, tensor<1x4x4x16xf32>, tensor<16xf32> loc(\"t\")\n"
+                 "  }\n"
+                 "}\n");
+}
+END_TEST
+
+START_TEST(collectives_and_replica_groups)
+{
+    same_as_mlir("HloModule c, num_partitions=8\n"
+                 "add {\n"
+                 "  x = bf16[] parameter(0)\n"
+                 "  y = bf16[] parameter(1)\n"
+                 "  ROOT s = bf16[] add(x, y)\n"
+                 "}\n"
+                 "ENTRY e {\n"
+                 "  p = bf16[8]{0} parameter(0)\n"
+                 "  a = bf16[8]{0} all-reduce(p), channel_id=3, replica_groups=[2,4]<=[4,2]T(1,0), use_global_device_ids=true, to_apply=add\n"
+                 "  b = bf16[8]{0} all-reduce(a), replica_groups={{0,1},{2,3,4}}, to_apply=add\n"
+                 "  g = bf16[32]{0} all-gather(b), channel_id=4, replica_groups=[4,2]<=[2,4]T(1,0), dimensions={0}, use_global_device_ids=true\n"
+                 "  ROOT q = bf16[32]{0} collective-permute(g), channel_id=5, source_target_pairs={{0,1},{1,0}}\n"
+                 "}\n",
+                 "module @c attributes {mhlo.num_partitions = 8 : i32} {\n"
+                 "  func.func public @main(%arg0: tensor<8xbf16> loc(\"p\")) -> tensor<32xbf16> attributes {hlo.computation_name = \"e\"} {\n"
+                 "    %0 = \"stablehlo.all_reduce\"(%arg0) ({\n"
+                 "    ^bb0(%x: tensor<bf16>, %y: tensor<bf16>):\n"
+                 "      %4 = stablehlo.add %x, %y : tensor<bf16> loc(\"s\")\n"
+                 "      stablehlo.return %4 : tensor<bf16> loc(\"s\")\n"
+                 "    }) {channel_handle = #stablehlo.channel_handle<handle = 3, type = 1>,\n"
+                 "        replica_groups = dense<[[0, 2, 4, 6], [1, 3, 5, 7]]> : tensor<2x4xi64>, use_global_device_ids}\n"
+                 "       : (tensor<8xbf16>) -> tensor<8xbf16> loc(\"a\")\n"
+                 "    %1 = \"stablehlo.all_reduce\"(%0) ({\n"
+                 "    ^bb0(%x: tensor<bf16>, %y: tensor<bf16>):\n"
+                 "      %4 = stablehlo.add %x, %y : tensor<bf16> loc(\"s\")\n"
+                 "      stablehlo.return %4 : tensor<bf16> loc(\"s\")\n"
+                 "    }) {replica_groups = dense<[[0, 1, -1], [2, 3, 4]]> : tensor<2x3xi64>} : (tensor<8xbf16>) -> tensor<8xbf16> loc(\"b\")\n"
+                 "    %2 = \"stablehlo.all_gather\"(%1) {all_gather_dim = 0 : i64, channel_handle = #stablehlo.channel_handle<handle = 4, type = 1>,\n"
+                 "        replica_groups = dense<[[0, 4], [1, 5], [2, 6], [3, 7]]> : tensor<4x2xi64>, use_global_device_ids}\n"
+                 "       : (tensor<8xbf16>) -> tensor<32xbf16> loc(\"g\")\n"
+                 "    %3 = \"stablehlo.collective_permute\"(%2) {channel_handle = #stablehlo.channel_handle<handle = 5, type = 1>,\n"
+                 "        source_target_pairs = dense<[[0, 1], [1, 0]]> : tensor<2x2xi64>} : (tensor<32xbf16>) -> tensor<32xbf16> loc(\"q\")\n"
+                 "    return %3 : tensor<32xbf16> loc(\"q\")\n"
+                 "  }\n"
+                 "}\n");
+}
+END_TEST
+
+/* A variadic reduce: its get-tuple-elements name the results; the tuple
+ * is built once because it is also used whole. */
+START_TEST(variadic_reduce_and_call)
+{
+    same_as_mlir("HloModule v\n"
+                 "argmax {\n"
+                 "  a = f32[] parameter(0)\n"
+                 "  i = s32[] parameter(1)\n"
+                 "  b = f32[] parameter(2)\n"
+                 "  j = s32[] parameter(3)\n"
+                 "  gt = pred[] compare(a, b), direction=GT\n"
+                 "  m = f32[] select(gt, a, b)\n"
+                 "  k = s32[] select(gt, i, j)\n"
+                 "  ROOT t = (f32[], s32[]) tuple(m, k)\n"
+                 "}\n"
+                 "twice {\n"
+                 "  x = f32[4] parameter(0)\n"
+                 "  ROOT y = f32[4] add(x, x)\n"
+                 "}\n"
+                 "ENTRY e {\n"
+                 "  x = f32[4,5] parameter(0)\n"
+                 "  io = s32[4,5] iota(), iota_dimension=1\n"
+                 "  ninf = f32[] constant(-inf)\n"
+                 "  zero = s32[] constant(0)\n"
+                 "  r = (f32[4], s32[4]) reduce(x, io, ninf, zero), dimensions={1}, to_apply=argmax\n"
+                 "  v = f32[4] get-tuple-element(r), index=0\n"
+                 "  c = f32[4] call(v), to_apply=twice\n"
+                 "  ROOT out = ((f32[4], s32[4]), f32[4]) tuple(r, c)\n"
+                 "}\n",
+                 "module @v {\n"
+                 "  func.func public @main(%arg0: tensor<4x5xf32> loc(\"x\")) -> (tuple<tensor<4xf32>, tensor<4xi32>>, tensor<4xf32>)\n"
+                 "      attributes {hlo.computation_name = \"e\"} {\n"
+                 "    %0 = stablehlo.iota dim = 1 : tensor<4x5xi32> loc(\"io\")\n"
+                 "    %1 = stablehlo.constant dense<0xFF800000> : tensor<f32> loc(\"ninf\")\n"
+                 "    %2 = stablehlo.constant dense<0> : tensor<i32> loc(\"zero\")\n"
+                 "    %3:2 = stablehlo.reduce(%arg0 init: %1), (%0 init: %2) across dimensions = [1]\n"
+                 "       : (tensor<4x5xf32>, tensor<4x5xi32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xi32>)\n"
+                 "     reducer(%a: tensor<f32>, %b: tensor<f32>) (%i: tensor<i32>, %j: tensor<i32>) {\n"
+                 "      %9 = stablehlo.compare GT, %a, %b, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1> loc(\"gt\")\n"
+                 "      %10 = stablehlo.select %9, %a, %b : tensor<i1>, tensor<f32> loc(\"m\")\n"
+                 "      %11 = stablehlo.select %9, %i, %j : tensor<i1>, tensor<i32> loc(\"k\")\n"
+                 "      stablehlo.return %10, %11 : tensor<f32>, tensor<i32> loc(\"t\")\n"
+                 "    } loc(\"r\")\n"
+                 "    %4 = stablehlo.tuple %3#0, %3#1 : tuple<tensor<4xf32>, tensor<4xi32>> loc(\"r\")\n"
+                 "    %5 = func.call @twice(%3#0) : (tensor<4xf32>) -> tensor<4xf32> loc(\"c\")\n"
+                 "    return %4, %5 : tuple<tensor<4xf32>, tensor<4xi32>>, tensor<4xf32> loc(\"out\")\n"
+                 "  }\n"
+                 "  func.func private @twice(%arg0: tensor<4xf32> loc(\"x\")) -> tensor<4xf32> {\n"
+                 "    %0 = stablehlo.add %arg0, %arg0 : tensor<4xf32> loc(\"y\")\n"
+                 "    return %0 : tensor<4xf32> loc(\"y\")\n"
+                 "  }\n"
+                 "}\n");
+}
+END_TEST
+
+START_TEST(gather_scatter_slice_pad)
+{
+    same_as_mlir("HloModule g\n"
+                 "add {\n"
+                 "  x = f32[] parameter(0)\n"
+                 "  y = f32[] parameter(1)\n"
+                 "  ROOT s = f32[] add(x, y)\n"
+                 "}\n"
+                 "ENTRY e {\n"
+                 "  t = f32[10,8]{1,0} parameter(0)\n"
+                 "  i = s32[6,1]{1,0} parameter(1)\n"
+                 "  g = f32[6,8]{1,0} gather(t, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, "
+                 "index_vector_dim=1, slice_sizes={1,8}, indices_are_sorted=true\n"
+                 "  s = f32[10,8]{1,0} scatter(t, i, g), update_window_dims={1}, inserted_window_dims={0}, "
+                 "scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add\n"
+                 "  sl = f32[5,4]{1,0} slice(s), slice={[0:10:2], [4:8]}\n"
+                 "  z = f32[] constant(0)\n"
+                 "  pd = f32[8,7]{1,0} pad(sl, z), padding=1_2x0_0_1\n"
+                 "  c = f32[16,7]{1,0} concatenate(pd, pd), dimensions={0}\n"
+                 "  k = s32[] constant(1)\n"
+                 "  ds = f32[2,7]{1,0} dynamic-slice(c, k, k), dynamic_slice_sizes={2,7}\n"
+                 "  tr = f32[7,2]{0,1} transpose(ds), dimensions={1,0}\n"
+                 "  rv = f32[7,2]{0,1} reverse(tr), dimensions={0}\n"
+                 "  ROOT b = f32[3,7,2]{2,1,0} broadcast(rv), dimensions={1,2}\n"
+                 "}\n",
+                 "module @g {\n"
+                 "  func.func public @main(%arg0: tensor<10x8xf32> loc(\"t\"), %arg1: tensor<6x1xi32> loc(\"i\")) -> tensor<3x7x2xf32>\n"
+                 "      attributes {hlo.computation_name = \"e\"} {\n"
+                 "    %0 = \"stablehlo.gather\"(%arg0, %arg1) {dimension_numbers = #stablehlo.gather<offset_dims = [1],\n"
+                 "        collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, indices_are_sorted = true,\n"
+                 "        slice_sizes = array<i64: 1, 8>} : (tensor<10x8xf32>, tensor<6x1xi32>) -> tensor<6x8xf32> loc(\"g\")\n"
+                 "    %1 = \"stablehlo.scatter\"(%arg0, %arg1, %0) ({\n"
+                 "    ^bb0(%x: tensor<f32>, %y: tensor<f32>):\n"
+                 "      %11 = stablehlo.add %x, %y : tensor<f32> loc(\"s\")\n"
+                 "      stablehlo.return %11 : tensor<f32> loc(\"s\")\n"
+                 "    }) {scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [0],\n"
+                 "        scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}\n"
+                 "       : (tensor<10x8xf32>, tensor<6x1xi32>, tensor<6x8xf32>) -> tensor<10x8xf32> loc(\"s\")\n"
+                 "    %2 = stablehlo.slice %1 [0:10:2, 4:8] : (tensor<10x8xf32>) -> tensor<5x4xf32> loc(\"sl\")\n"
+                 "    %3 = stablehlo.constant dense<0.0> : tensor<f32> loc(\"z\")\n"
+                 "    %4 = stablehlo.pad %2, %3, low = [1, 0], high = [2, 0], interior = [0, 1] : (tensor<5x4xf32>, tensor<f32>) -> tensor<8x7xf32> loc(\"pd\")\n"
+                 "    %5 = stablehlo.concatenate %4, %4, dim = 0 : (tensor<8x7xf32>, tensor<8x7xf32>) -> tensor<16x7xf32> loc(\"c\")\n"
+                 "    %6 = stablehlo.constant dense<1> : tensor<i32> loc(\"k\")\n"
+                 "    %7 = stablehlo.dynamic_slice %5, %6, %6, sizes = [2, 7] : (tensor<16x7xf32>, tensor<i32>, tensor<i32>) -> tensor<2x7xf32> loc(\"ds\")\n"
+                 "    %8 = stablehlo.transpose %7, dims = [1, 0] : (tensor<2x7xf32>) -> tensor<7x2xf32> loc(\"tr\")\n"
+                 "    %9 = stablehlo.reverse %8, dims = [0] : tensor<7x2xf32> loc(\"rv\")\n"
+                 "    %10 = stablehlo.broadcast_in_dim %9, dims = [1, 2] : (tensor<7x2xf32>) -> tensor<3x7x2xf32> loc(\"b\")\n"
+                 "    return %10 : tensor<3x7x2xf32> loc(\"b\")\n"
+                 "  }\n"
+                 "}\n");
+}
+END_TEST
+
+START_TEST(conditional_custom_call_unknown)
+{
+    same_as_mlir("HloModule k, frontend_attributes={xla.sdy.meshes={mesh = #sdy.mesh<[\"x\"=2]>}}\n"
+                 "neg {\n"
+                 "  a = f32[2] parameter(0)\n"
+                 "  ROOT n = f32[2] negate(a)\n"
+                 "}\n"
+                 "id {\n"
+                 "  b = f32[2] parameter(0)\n"
+                 "  ROOT c = f32[2] copy(b)\n"
+                 "}\n"
+                 "ENTRY e {\n"
+                 "  p = pred[] parameter(0)\n"
+                 "  x = f32[2] parameter(1), frontend_attributes={_xla_buffer_placement=\"arg\"}\n"
+                 "  y = f32[2] conditional(p, x, x), true_computation=neg, false_computation=id\n"
+                 "  i = s32[] parameter(2)\n"
+                 "  z = f32[2] conditional(i, x, y, x), branch_computations={neg, id, neg}\n"
+                 "  cc = (f32[2], s32[]) custom-call(z, i), custom_call_target=\"my_op\", api_version=API_VERSION_STATUS_RETURNING, "
+                 "backend_config=\"cfg\\n\", custom_call_has_side_effect=true, operand_layout_constraints={f32[2]{0}, s32[]}, "
+                 "sharding={{replicated}, {maximal device=0}}\n"
+                 "  u = f32[2] get-tuple-element(cc), index=0\n"
+                 "  f = f32[2] fusion(u, x), kind=kLoop, calls=neg, control-predecessors={y}\n"
+                 "  ROOT r = (f32[2], f32[2]) tuple(f, u), sharding={{replicated}, {devices=[2]<=[2]}}\n"
+                 "}\n",
+                 "module @k attributes {mhlo.frontend_attributes = {xla.sdy.meshes = \"{mesh = #sdy.mesh<[\\\"x\\\"=2]>}\"}} {\n"
+                 "  func.func public @main(%arg0: tensor<i1> loc(\"p\"),\n"
+                 "      %arg1: tensor<2xf32> {mhlo.frontend_attributes = {_xla_buffer_placement = \"arg\"}} loc(\"x\"),\n"
+                 "      %arg2: tensor<i32> loc(\"i\"))\n"
+                 "      -> (tensor<2xf32> {mhlo.sharding = \"{replicated}\"}, tensor<2xf32> {mhlo.sharding = \"{devices=[2]<=[2]}\"})\n"
+                 "      attributes {hlo.computation_name = \"e\"} {\n"
+                 "    %0 = \"stablehlo.if\"(%arg0) ({\n"
+                 "      %4 = stablehlo.negate %arg1 : tensor<2xf32> loc(\"n\")\n"
+                 "      stablehlo.return %4 : tensor<2xf32> loc(\"n\")\n"
+                 "    }, {\n"
+                 "      %4 = mhlo.copy %arg1 : tensor<2xf32> loc(\"c\")\n"
+                 "      stablehlo.return %4 : tensor<2xf32> loc(\"c\")\n"
+                 "    }) : (tensor<i1>) -> tensor<2xf32> loc(\"y\")\n"
+                 "    %1 = \"stablehlo.case\"(%arg2) ({\n"
+                 "      %4 = stablehlo.negate %arg1 : tensor<2xf32> loc(\"n\")\n"
+                 "      stablehlo.return %4 : tensor<2xf32> loc(\"n\")\n"
+                 "    }, {\n"
+                 "      %4 = mhlo.copy %0 : tensor<2xf32> loc(\"c\")\n"
+                 "      stablehlo.return %4 : tensor<2xf32> loc(\"c\")\n"
+                 "    }, {\n"
+                 "      %4 = stablehlo.negate %arg1 : tensor<2xf32> loc(\"n\")\n"
+                 "      stablehlo.return %4 : tensor<2xf32> loc(\"n\")\n"
+                 "    }) : (tensor<i32>) -> tensor<2xf32> loc(\"z\")\n"
+                 "    %2:2 = stablehlo.custom_call @my_op(%1, %arg2) {api_version = 2 : i32, backend_config = \"cfg\\0A\",\n"
+                 "        has_side_effect = true, mhlo.sharding = \"{{replicated}, {maximal device=0}}\"}\n"
+                 "       : (tensor<2xf32>, tensor<i32>) -> (tensor<2xf32>, tensor<i32>) loc(\"cc\")\n"
+                 "    %3 = \"hlo.fusion\"(%2#0, %arg1) {kind = \"kLoop\", calls = \"neg\"} : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32> loc(\"f\")\n"
+                 "    return %3, %2#0 : tensor<2xf32>, tensor<2xf32> loc(\"r\")\n"
+                 "  }\n"
+                 "}\n");
+}
+END_TEST
+
+START_TEST(constants)
+{
+    same_as_mlir("HloModule lit\n"
+                 "ENTRY e {\n"
+                 "  a = f32[2,3]{1,0} constant({ { 1, 2.5, -3e-05 }, { inf, -inf, 0 } })\n"
+                 "  b = pred[3]{0} constant({true, false, true})\n"
+                 "  c = u64[2]{0} constant({18446744073709551615, 0})\n"
+                 "  d = bf16[4]{0} constant({0.5, 0.5, 0.5, 0.5})\n"
+                 "  f = s32[15]{0} constant({...})\n"
+                 "  g = c64[2]{0} constant({(1, 2), (0, -1)})\n"
+                 "  h = s8[0]{0} constant({})\n"
+                 "  k = f16[] constant(-0)\n"
+                 "  n = c128[2]{0} constant({(nan, 0), (1, -inf)})\n"
+                 "  ROOT t = (f32[2,3], pred[3], u64[2], bf16[4], s32[15], c64[2], s8[0], f16[], c128[2]) tuple(a, b, c, d, f, g, h, k, n)\n"
+                 "}\n",
+                 "module @lit {\n"
+                 "  func.func public @main() -> (tensor<2x3xf32>, tensor<3xi1>, tensor<2xui64>, tensor<4xbf16>, tensor<15xi32>,\n"
+                 "      tensor<2xcomplex<f32>>, tensor<0xi8>, tensor<f16>, tensor<2xcomplex<f64>>) attributes {hlo.computation_name = \"e\"} {\n"
+                 "    %0 = stablehlo.constant dense<[[1.0, 2.5, -3.0e-05], [0x7F800000, 0xFF800000, 0.0]]> : tensor<2x3xf32> loc(\"a\")\n"
+                 "    %1 = stablehlo.constant dense<[true, false, true]> : tensor<3xi1> loc(\"b\")\n"
+                 "    %2 = stablehlo.constant dense<[18446744073709551615, 0]> : tensor<2xui64> loc(\"c\")\n"
+                 "    %3 = stablehlo.constant dense<0.5> : tensor<4xbf16> loc(\"d\")\n"
+                 "    %4 = stablehlo.constant dense_resource<__elided__> : tensor<15xi32> loc(\"f\")\n"
+                 "    %5 = stablehlo.constant dense<[(1.0, 2.0), (0.0, -1.0)]> : tensor<2xcomplex<f32>> loc(\"g\")\n"
+                 "    %6 = stablehlo.constant dense<> : tensor<0xi8> loc(\"h\")\n"
+                 "    %7 = stablehlo.constant dense<-0.0> : tensor<f16> loc(\"k\")\n"
+                 "    %8 = stablehlo.constant dense<[(0x7FF8000000000000, 0.0), (1.0, 0xFFF0000000000000)]> : tensor<2xcomplex<f64>> loc(\"n\")\n"
+                 "    return %0, %1, %2, %3, %4, %5, %6, %7, %8 : tensor<2x3xf32>, tensor<3xi1>, tensor<2xui64>, tensor<4xbf16>,\n"
+                 "        tensor<15xi32>, tensor<2xcomplex<f32>>, tensor<0xi8>, tensor<f16>, tensor<2xcomplex<f64>> loc(\"t\")\n"
+                 "  }\n"
+                 "}\n");
+}
+END_TEST
+
+/* Shapes, names, comments and parameters in the forms XLA writes them. */
+START_TEST(shapes_and_syntax)
+{
+    same_as_mlir("// leading comment\n"
+                 "HloModule s\n"
+                 "\n"
+                 "ENTRY %main /* no signature */ {\n"
+                 "  %p1 = f32[<=8,?]{1,0} parameter(1)\n"
+                 "  %p0 = (s4[2], u8[], f8e4m3fn[3], token[], (c128[], f64[1])) parameter(0)\n"
+                 "  %a = s4[2] get-tuple-element((s4[2], u8[], f8e4m3fn[3], token[], (c128[], f64[1])) %p0), index=0\n"
+                 "  ROOT %n = f32[<=8,?]{1,0} negate(f32[<=8,?]{1,0} %p1) // trailing comment\n"
+                 "}\n",
+                 "module @s {\n"
+                 "  func.func public @main(%arg0: tuple<tensor<2xi4>, tensor<ui8>, tensor<3xf8E4M3FN>, !stablehlo.token,\n"
+                 "      tuple<tensor<complex<f64>>, tensor<1xf64>>> loc(\"p0\"), %arg1: tensor<?x?xf32> loc(\"p1\")) -> tensor<?x?xf32>\n"
+                 "      attributes {hlo.computation_name = \"main\"} {\n"
+                 "    %0 = stablehlo.get_tuple_element %arg0[0] : (tuple<tensor<2xi4>, tensor<ui8>, tensor<3xf8E4M3FN>, !stablehlo.token,\n"
+                 "        tuple<tensor<complex<f64>>, tensor<1xf64>>>) -> tensor<2xi4> loc(\"a\")\n"
+                 "    %1 = stablehlo.negate %arg1 : tensor<?x?xf32> loc(\"n\")\n"
+                 "    return %1 : tensor<?x?xf32> loc(\"n\")\n"
+                 "  }\n"
+                 "}\n");
+}
+END_TEST
+
+/* Auto-detection looks past both comment styles HLO text allows. */
+START_TEST(detect_format)
+{
+    static const char *const hlo[] = {"HloModule m", "  // c\n/* a\n b */ HloModule m", "/**/HloModule", NULL};
+    static const char *const mlir[] = {"module {}", "// HloModule\nmodule {}", "/* HloModule", "", NULL};
+    for (int i = 0; hlo[i]; i++)
+        ck_assert_msg(ir_detect_format(hlo[i], strlen(hlo[i])) == IR_FMT_HLO, "%s", hlo[i]);
+    for (int i = 0; mlir[i]; i++)
+        ck_assert_msg(ir_detect_format(mlir[i], strlen(mlir[i])) == IR_FMT_STABLEHLO, "%s", mlir[i]);
+}
+END_TEST
+
+/* More parameters than the first guess, in a computation without a
+ * signature, used before all are seen. */
+START_TEST(many_parameters)
+{
+    ap_buf h;
+    ap_buf_init(&h);
+    ap_buf_puts(&h, "HloModule many\nENTRY e {\n  p0 = f32[] parameter(0)\n  s0 = f32[] add(p0, p0)\n");
+    for (int i = 1; i < 40; i++)
+        ap_buf_printf(&h, "  p%d = f32[] parameter(%d)\n  s%d = f32[] add(s%d, p%d)\n", i, i, i, i - 1, i);
+    ap_buf_puts(&h, "  ROOT r = f32[] add(s39, p0)\n}\n");
+    char msg[800], why[600];
+    ir_module *m = hlo_parse(h.data, "many.hlo", msg, sizeof msg);
+    ck_assert_msg(m != NULL, "%s", msg);
+    ir_op *f = ir_module_func(m, "main");
+    ck_assert_int_eq(ir_func_num_args(f), 40);
+    ir_block *b = ir_func_entry(f);
+    ir_op *op = b->first;
+    ck_assert_ptr_eq(op->operands[0], &b->args[0]);
+    for (int i = 1; i < 40; i++) {
+        op = op->next;
+        ck_assert_ptr_eq(op->operands[1], &b->args[i]);
+    }
+    ck_assert_str_eq(ir_func_arg_name(f, 39), "p39");
+    ck_assert_msg(roundtrips(m, why, sizeof why), "%s", why);
+    ir_module_free(m);
+    ap_buf_free(&h);
+}
+END_TEST
+
+/* Windows, sort, batch norm, opt-barrier and typed attributes, read back
+ * through the IR accessors. */
+START_TEST(windows_sort_misc)
+{
+    const char *src =
+        "HloModule w\n"
+        "max {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT m = f32[] maximum(a, b)\n}\n"
+        "ge {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  c = s32[] parameter(2)\n  d = s32[] parameter(3)\n"
+        "  ROOT g = pred[] compare(a, b), direction=GT, type=TOTALORDER\n}\n"
+        "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n"
+        "ENTRY e {\n"
+        "  x = f32[1,8,8,2]{3,2,1,0} parameter(0)\n"
+        "  ninf = f32[] constant(-inf)\n"
+        "  rw = f32[1,4,4,2]{3,2,1,0} reduce-window(x, ninf), window={size=1x2x2x1 stride=1x2x2x1 pad=0_0x0_0x0_0x0_0}, to_apply=max\n"
+        "  z = f32[] constant(0)\n"
+        "  ss = f32[1,8,8,2]{3,2,1,0} select-and-scatter(x, rw, z), window={size=1x2x2x1 stride=1x2x2x1}, select=ge, scatter=add\n"
+        "  v = f32[16] parameter(1)\n"
+        "  io = s32[16] iota(), iota_dimension=0\n"
+        "  st = (f32[16], s32[16]) sort(v, io), dimensions={0}, is_stable=true, to_apply=ge\n"
+        "  sc = f32[2] parameter(2)\n"
+        "  bn = (f32[1,8,8,2], f32[2], f32[2]) batch-norm-training(x, sc, sc), epsilon=0.001, feature_index=3\n"
+        "  ob = (f32[1,8,8,2], f32[16]) tuple(ss, v)\n"
+        "  o = (f32[1,8,8,2], f32[16]) opt-barrier(ob)\n"
+        "  rp = f32[16] reduce-precision(v), exponent_bits=8, mantissa_bits=7\n"
+        "  ROOT t = ((f32[16], s32[16]), (f32[1,8,8,2], f32[2], f32[2]), (f32[1,8,8,2], f32[16]), f32[16]) tuple(st, bn, o, rp)\n"
+        "}\n";
+    char msg[800], why[600];
+    ir_module *m = hlo_parse(src, "w.hlo", msg, sizeof msg);
+    ck_assert_msg(m != NULL, "%s", msg);
+    ck_assert_msg(roundtrips(m, why, sizeof why), "%s", why);
+    ir_op *f = ir_module_func(m, "main");
+    int64_t v[8];
+    const char *want[] = {"stablehlo.constant", "stablehlo.reduce_window", "stablehlo.constant",
+                          "stablehlo.select_and_scatter", "stablehlo.iota", "stablehlo.sort",
+                          "stablehlo.tuple", "stablehlo.batch_norm_training", "stablehlo.tuple",
+                          "stablehlo.tuple", "stablehlo.optimization_barrier", "stablehlo.tuple",
+                          "stablehlo.reduce_precision", "func.return", NULL};
+    int k = 0;
+    for (ir_op *op = ir_func_entry(f)->first; op; op = op->next, k++) {
+        ck_assert_ptr_nonnull(want[k]);
+        ck_assert_str_eq(op->name, want[k]);
+        if (op->opcode == IR_OP_REDUCE_WINDOW) {
+            ck_assert_int_eq(ir_attr_int_list(ir_op_attr(op, "window_dimensions"), v, 8), 4);
+            ck_assert_int_eq(v[1], 2);
+            ck_assert_int_eq(ir_attr_int_list(ir_op_attr(op, "window_strides"), v, 8), 4);
+            ck_assert_int_eq(ir_attr_int_list(ir_op_attr(op, "padding"), v, 8), 8);
+            ck_assert_int_eq(ir_attr_int_list(ir_op_attr(op, "base_dilations"), v, 8), 4);
+            ck_assert_int_eq(ir_region_reduction(&op->regions[0]), IR_OP_MAXIMUM);
+        } else if (op->opcode == IR_OP_SELECT_AND_SCATTER) {
+            ck_assert_int_eq(op->n_regions, 2);
+            ck_assert_int_eq(ir_region_reduction(&op->regions[1]), IR_OP_ADD);
+            ck_assert_ptr_null(ir_op_attr(op, "base_dilations"));
+        } else if (op->opcode == IR_OP_SORT) {
+            ck_assert_int_eq(op->n_results, 2);
+            ck_assert_int_eq(ir_op_attr(op, "dimension")->u.i, 0);
+            ck_assert(ir_op_attr(op, "is_stable")->u.b);
+            char buf[16];
+            ir_op *cmp = op->regions[0].first->first;
+            ck_assert_str_eq(ir_compare_direction(cmp, buf, sizeof buf), "GT");
+            ck_assert_str_eq(ir_op_attr(cmp, "compare_type")->u.dia.body, "comparison_type TOTALORDER");
+            ck_assert_int_eq(op->regions[0].first->n_args, 4);
+        } else if (op->opcode == IR_OP_BATCH_NORM_TRAINING) {
+            ck_assert_int_eq(op->n_results, 3);
+            ck_assert_int_eq(ir_op_attr(op, "feature_index")->u.i, 3);
+            ck_assert(ir_op_attr(op, "epsilon")->u.f == (double)0.001f);
+        } else if (op->opcode == IR_OP_OPTIMIZATION_BARRIER) {
+            ck_assert_int_eq(op->n_operands, 2);
+            ck_assert_int_eq(op->n_results, 2);
+        } else if (op->opcode == IR_OP_FUNC_RETURN) {
+            ck_assert_int_eq(op->n_operands, 4);
+        }
+    }
+    ck_assert_ptr_null(want[k]);
+    ir_module_free(m);
+}
+END_TEST
+
+/* Rarer opcodes: each becomes its StableHLO op and round-trips. */
+START_TEST(rare_opcodes)
+{
+    const char *src =
+        "HloModule rare, replica_count=2\n"
+        "add {\n"
+        "  a = f32[] parameter(0)\n"
+        "  b = f32[] parameter(1)\n"
+        "  ROOT s = f32[] add(a, b)\n"
+        "}\n"
+        "add2 {\n"
+        "  a = f32[] parameter(0)\n"
+        "  b = s32[] parameter(1)\n"
+        "  c = f32[] parameter(2)\n"
+        "  d = s32[] parameter(3)\n"
+        "  x = f32[] add(a, c)\n"
+        "  y = s32[] add(b, d)\n"
+        "  ROOT t = (f32[], s32[]) tuple(x, y)\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  s = f32[] parameter(0)\n"
+        "  z = f32[] constant(0)\n"
+        "  rw = f32[] reduce-window(s, z), window={}, to_apply=add\n"
+        "  v = f32[8,4] parameter(1)\n"
+        "  a2a = f32[8,4] all-to-all(v), channel_id=1, replica_groups={{0,1}}, dimensions={0}\n"
+        "  rs = f32[4,4] reduce-scatter(v), channel_id=2, replica_groups={{0,1}}, dimensions={0}, to_apply=add\n"
+        "  ar = (f32[8,4], f32[]) all-reduce(v, s), replica_groups={}, to_apply=add\n"
+        "  g0 = f32[8,4] get-tuple-element(ar), index=0\n"
+        "  cb = f32[8,4] collective-broadcast(g0), replica_groups={{0,1}}\n"
+        "  mp = f32[8,4] map(cb, v), dimensions={0,1}, to_apply=add\n"
+        "  st = u64[2] parameter(2)\n"
+        "  rb = (u64[2], u32[8,4]) rng-bit-generator(st), algorithm=rng_three_fry\n"
+        "  bits = u32[8,4] get-tuple-element(rb), index=1\n"
+        "  pc = u32[8,4] popcnt(bits)\n"
+        "  cx = c64[8,4] parameter(3)\n"
+        "  ff = c64[8,4] fft(cx), fft_type=FFT, fft_length={4}\n"
+        "  m = f32[4,4] parameter(4)\n"
+        "  ch = f32[4,4] cholesky(m), lower=true\n"
+        "  ts = f32[4,4] triangular-solve(ch, m), left_side=true, lower=true, transpose_a=NO_TRANSPOSE\n"
+        "  gd = s32[] get-dimension-size(v), dimensions={1}\n"
+        "  pid = u32[] partition-id()\n"
+        "  rid = u32[] replica-id()\n"
+        "  tok = token[] after-all()\n"
+        "  io = s32[3,4] iota(), iota_dimension=0\n"
+        "  io2 = s32[8,4] iota(), iota_dimension=1\n"
+        "  zi = s32[] constant(0)\n"
+        "  vr = (f32[8], s32[8]) reduce(v, io2, z, zi), dimensions={1}, to_apply=add2\n"
+        "  ROOT r = (f32[], f32[8,4], f32[4,4], f32[8,4], u32[8,4], c64[8,4], f32[4,4], s32[], u32[], u32[], token[], s32[3,4]) tuple(rw, a2a, rs, mp, pc, ff, ts, gd, pid, rid, tok, io)\n"
+        "}\n";
+    char msg[800], why[600];
+    ir_module *m = hlo_parse(src, "rare.hlo", msg, sizeof msg);
+    ck_assert_msg(m != NULL, "%s", msg);
+    ck_assert_msg(roundtrips(m, why, sizeof why), "%s", why);
+    ir_stats st;
+    ck_assert_int_eq(ir_stats_compute(m, &st), 0);
+    static const char *const want[] = {
+        "stablehlo.reduce_window", "stablehlo.all_to_all", "stablehlo.reduce_scatter", "stablehlo.all_reduce",
+        "stablehlo.collective_broadcast", "stablehlo.map", "stablehlo.rng_bit_generator", "stablehlo.popcnt",
+        "stablehlo.fft", "stablehlo.cholesky", "stablehlo.triangular_solve", "stablehlo.get_dimension_size",
+        "stablehlo.partition_id", "stablehlo.replica_id", "stablehlo.after_all", "stablehlo.iota", NULL};
+    for (int i = 0; want[i]; i++)
+        ck_assert_msg(stat_of(&st, want[i]) >= 1, "no %s", want[i]);
+    ck_assert_int_eq((long)stat_of(&st, "stablehlo.get_tuple_element"), 0); /* both name results directly */
+    ck_assert_int_eq((long)stat_of(&st, "stablehlo.reduce"), 1);
+    ir_stats_free(&st);
+    ir_module_free(m);
+}
+END_TEST
+
+/* Parameter shardings survive as mhlo.sharding argument attributes and the
+ * importer turns them into a schedule: iota and explicit device lists,
+ * replicated last tile dims; a location name shared by two parameters is
+ * no reference, so those arguments are named %argN. */
+START_TEST(sharding_to_schedule)
+{
+    const char *src =
+        "HloModule s, num_partitions=4\n"
+        "ENTRY e {\n"
+        "  x = f32[8,4]{1,0} parameter(0), sharding={devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}\n"
+        "  w = f32[4,6]{1,0} parameter(1), sharding={devices=[1,2,2]<=[4] last_tile_dim_replicate}, "
+        "metadata={op_name=\"params\"}\n"
+        "  b = f32[6]{0} parameter(2), sharding={replicated}, metadata={op_name=\"params\"}\n"
+        "  v = f32[8,6]{1,0} parameter(3), sharding={devices=[2,2]<=[4]}\n"
+        "  d = f32[8,6]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+        "  bb = f32[8,6]{1,0} broadcast(b), dimensions={1}\n"
+        "  s = f32[8,6]{1,0} add(d, bb)\n"
+        "  ROOT r = f32[8,6]{1,0} add(s, v), sharding={devices=[2,2]<=[4]}\n"
+        "}\n";
+    char msg[800];
+    ir_module *m = hlo_parse(src, "s.hlo", msg, sizeof msg);
+    ck_assert_msg(m != NULL, "%s", msg);
+    ir_op *f = ir_module_entry(m);
+    ck_assert_str_eq(ir_func_arg_attr(f, 0, "mhlo.sharding")->u.str.s, "{devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}");
+    ck_assert_str_eq(ir_func_arg_attr(f, 2, "mhlo.sharding")->u.str.s, "{replicated}");
+    ck_assert_str_eq(ir_func_result_attr(f, 0, "mhlo.sharding")->u.str.s, "{devices=[2,2]<=[4]}");
+    ir_mesh mesh;
+    ap_error err;
+    ck_assert_int_eq(ir_mesh_parse("batch=2,model=2", &mesh, &err), 0);
+    ap_buf b;
+    ap_buf_init(&b);
+    ck_assert_int_eq(ir_schedule_import(m, f, &mesh, &b, &err), 4);
+    ck_assert_str_eq(b.data, "tile x 0 batch\ntile %arg1 1 batch\ntile v 0 batch\ntile v 1 model\npropagate\n");
+    /* the schedule applies to the parsed module */
+    ir_pctx *ctx = NULL;
+    ir_partition *part = NULL;
+    ck_assert_int_eq(ir_pctx_new(m, f, &mesh, &ctx, &err), 0);
+    ck_assert_int_eq(ir_partition_new(ctx, &part, &err), 0);
+    int rc = ir_schedule_apply(part, b.data, &err);
+    ck_assert_msg(rc >= 0, "%s", err.msg);
+    ir_layout l;
+    ir_partition_value_layout(part, ir_func_arg(f, 1), &l);
+    int axes[IR_MAX_AXES];
+    ck_assert_int_eq(ir_layout_dim_axes(&l, 1, axes), 1);
+    ck_assert_int_eq(axes[0], 0);
+    ir_partition_free(part);
+    ir_pctx_free(ctx);
+    /* a device order the importer cannot map onto the mesh is refused */
+    ap_buf_reset(&b);
+    ir_module_free(m);
+    const char *perm = "HloModule p\nENTRY e {\n  ROOT x = f32[8,4] parameter(0), sharding={devices=[2,2]0,2,1,3}\n}\n";
+    ck_assert_ptr_nonnull(m = hlo_parse(perm, "p.hlo", msg, sizeof msg));
+    ck_assert_int_eq(ir_schedule_import(m, ir_module_entry(m), &mesh, &b, &err), AP_EUNSUPPORTED);
+    ck_assert_str_eq(err.msg, "mhlo.sharding of x: device order other than 0, 1, 2, ... is not supported");
+    ap_buf_free(&b);
+    ir_module_free(m);
+}
+END_TEST
+
+/* =============================================================== errors */
+
+START_TEST(errors)
+{
+    ERR("HloModule m\nENTRY e {\n  ROOT r = f32[] negate(foo)\n}\n",
+        "bad.hlo:3:25: error: use of undefined instruction '%foo'");
+    ERR("HloModule m\nENTRY e {\n  ROOT r = f32[] negate(%r)\n}\n",
+        "bad.hlo:3:25: error: use of undefined instruction '%r'");
+    ERR("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT r = f32[] reduce(p, p), dimensions={}, to_apply=%nope\n}\n",
+        "bad.hlo:4:56: error: use of undefined computation '%nope'");
+    ERR("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT r = f32[] reduce(p, p), dimensions={}\n}\n",
+        "bad.hlo:4:18: error: 'stablehlo.reduce' needs to_apply=");
+    ERR("HloModule m\nc {\n  ROOT p = f32[] parameter(0)\n}\n", "bad.hlo:5:1: error: missing ENTRY computation");
+    ERR("HloModule m\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\nENTRY f {\n  ROOT p = f32[] parameter(0)\n}\n",
+        "bad.hlo:5:1: error: more than one ENTRY computation");
+    ERR("HloModule m\nENTRY e {\n  ROOT p = f32[2] parameter(0)\n",
+        "bad.hlo:4:1: error: expected '}' to close the computation, found the end of the input");
+    ERR("HloModule m\nENTRY e {\n  ROOT p = f32[2] param", "bad.hlo:3:24: error: expected '(' after the opcode, found the end of the input");
+    ERR("HloModule m\nENTRY e {\n  ROOT p = f32[2] parameter(0), metadata={op_name=\"ab",
+        "bad.hlo:3:42: error: unterminated string");
+    ERR("HloModule m\nENTRY e {\n  ROOT p = f\xff" "32[2] parameter(0)\n}\n", "bad.hlo:3:13: error: invalid UTF-8 byte 0xFF");
+    {
+        static const char nul[] = "HloModule m\nENTRY e {\n  ROOT p = f32[2] parameter(0)\0\n}\n";
+        expect_error(nul, sizeof nul - 1, "bad.hlo:3:31: error: NUL byte in input");
+    }
+    ERR("HloModule m\nENTRY e {\n  ROOT p = f31[2] parameter(0)\n}\n", "bad.hlo:3:12: error: unknown element type 'f31'");
+    ERR("HloModule m\nENTRY e {\n  ROOT p = f32[2,x]{1,0} parameter(0)\n}\n",
+        "bad.hlo:3:18: error: expected a dimension size, found 'x]{1'");
+    ERR("HloModule m\nENTRY e {\n  ROOT p = f32[-2] parameter(0)\n}\n",
+        "bad.hlo:3:16: error: expected a dimension size, found '-2]'");
+    ERR("HloModule m\nENTRY e {\n  ROOT p = f32[2]{0 parameter(0)\n}\n", "bad.hlo:3:18: error: unterminated '{'");
+    ERR("HloModule m\nENTRY e {\n  ROOT p = f32[1000000000000000] parameter(0)\n}\n",
+        "bad.hlo:3:16: error: dimension size 1000000000000000 out of range");
+    ERR("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  p = f32[2] negate(p)\n}\n",
+        "bad.hlo:4:3: error: redefinition of instruction '%p'");
+    ERR("HloMod m\n", "bad.hlo:1:1: error: expected 'HloModule', found 'HloMod'");
+    ERR("", "bad.hlo:1:1: error: expected 'HloModule', found the end of the input");
+    ERR("HloModule m\nENTRY e {\n  ROOT c = f32[3] constant({1, 2})\n}\n",
+        "bad.hlo:3:33: error: expected ',' between literal elements, found '})'");
+    ERR("HloModule m\nENTRY e {\n  ROOT r = f32[] parameter(1)\n}\n", "bad.hlo:2:1: error: computation '%e' does not define parameter 0");
+    ERR("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT r = f32[2] negate(p)\n}\n",
+        "bad.hlo:4:3: error: 'stablehlo.negate' operand #0 has type tensor<f32> but the result is tensor<2xf32>: shapes differ");
+    ERR("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT r = f32[] add(p, p), metadata={op_name=\"a\"}, metadata={}\n}\n",
+        "bad.hlo:4:53: error: duplicate attribute 'metadata'");
+    ERR("HloModule m\nENTRY e {\n  p = (f32[], s32[]) parameter(0)\n  ROOT g = f32[] get-tuple-element(p), index=2\n}\n",
+        "bad.hlo:4:18: error: get-tuple-element needs an index of its tuple operand with the element's shape");
+    ERR("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT r = f32[] add(f32[2] p, p)\n}\n",
+        "bad.hlo:4:29: error: operand '%p' does not have the shape written before it");
+    ERR("HloModule m\nENTRY e {\n  ROOT c = s32[] constant(99999999999999999999)\n}\n", "bad.hlo:3:27: error: integer out of range");
+    ERR("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT r = f32[] add(p, p), backend_config=\"a\\0b\"\n}\n",
+        "bad.hlo:4:46: error: string contains a NUL byte");
+    ERR("HloModule m\nENTRY e {\n}\n", "bad.hlo:2:1: error: computation '%e' has no instructions");
+    ERR("HloModule m\nENTRY e {\n  ROOT p = f32[2] parameter(0)\n  ROOT q = f32[2] negate(p)\n}\n",
+        "bad.hlo:4:3: error: more than one ROOT instruction");
+    ERR("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT c = pred[] compare(p, p), direction=LX\n}\n",
+        "bad.hlo:4:44: error: unknown comparison_direction 'LX'");
+    ERR("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT d = f32[] dot(p, p), operand_precision={highest,fastest}\n}\n",
+        "bad.hlo:4:56: error: unknown precision 'fastest'");
+    ERR("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT t = (f32[2], f32[2], s32[]) tuple(p, p)\n}\n",
+        "bad.hlo:4:36: error: tuple operands do not match its shape");
+    ERR("HloModule m\nb {\n  ROOT x = f32[] parameter(0)\n}\nENTRY e {\n  i = s32[] parameter(0)\n"
+        "  ROOT c = f32[] conditional(i, i), branch_computations={b}\n}\n",
+        "bad.hlo:7:18: error: branch computation '%b' does not match the conditional");
+    ERR("HloModule m\nENTRY e {\n  p = f32[1,4,1] parameter(0)\n"
+        "  ROOT c = f32[1,4,1] convolution(p, p), window={size=2 bogus=1}, dim_labels=b0f_0io->b0f\n}\n",
+        "bad.hlo:4:57: error: unknown window field 'bogus'");
+    ERR("HloModule m\nENTRY e {\n  p = f32[1,4,1] parameter(0)\n"
+        "  ROOT c = f32[1,4,1] convolution(p, p), window={size=2}, dim_labels=b0f_0io-b0f\n}\n",
+        "bad.hlo:4:77: error: expected '->' in the dimension labels, found '-b0f'");
+}
+END_TEST
+
+/* Every prefix of a valid module, in a buffer of exactly that size: a
+ * clean error (or a module), never a read past the end. */
+START_TEST(truncated_prefixes)
+{
+    const char *src =
+        "HloModule t, num_partitions=2\n"
+        "add { x = f32[] parameter(0)\n y = f32[] parameter(1)\n ROOT s = f32[] add(x, y) }\n"
+        "ENTRY e (p: f32[4]) -> f32[] {\n"
+        "  p = f32[4]{0} parameter(0), sharding={replicated}, metadata={op_name=\"a\\\"b\" source_file=\"f\" source_line=1}\n"
+        "  c = f32[] constant(-1.5e+3)\n"
+        "  k = f32[2,2] constant({ {1, 2}, {nan, -inf} })\n"
+        "  w = f32[4] reduce-window(p, c), window={size=2 stride=1 pad=0_1}, to_apply=add\n"
+        "  ROOT r = f32[] reduce(w, c), dimensions={0}, to_apply=add, frontend_attributes={a=\"b\"}\n"
+        "}\n";
+    size_t n = strlen(src);
+    int ok = 0;
+    for (size_t len = 0; len <= n; len++) {
+        char *buf = malloc(len ? len : 1);
+        memcpy(buf, src, len);
+        ir_module *m = NULL;
+        ap_error err;
+        if (ir_parse_hlo(buf, len, "t.hlo", &m, &err) == 0) {
+            ok++;
+            ir_module_free(m);
+        } else {
+            ck_assert_msg(err.code < 0 && err.msg[0] && err.line > 0, "prefix %zu: no message", len);
+        }
+        free(buf);
+    }
+    ck_assert_int_ge(ok, 1); /* at least the whole text */
+}
+END_TEST
+
+/* Deep tuples, deep literals and computations that would expand
+ * exponentially are refused with a message. */
+START_TEST(limits)
+{
+    ap_buf b;
+    ap_buf_init(&b);
+    ap_buf_puts(&b, "HloModule d\nENTRY e {\n  ROOT p = ");
+    for (int i = 0; i < 100; i++)
+        ap_buf_putc(&b, '(');
+    ap_buf_puts(&b, "f32[]");
+    for (int i = 0; i < 100; i++)
+        ap_buf_putc(&b, ')');
+    ap_buf_puts(&b, " parameter(0)\n}\n");
+    expect_error(b.data, b.len, "bad.hlo:3:77: error: shapes nested too deeply");
+    /* c_k reduces twice with c_{k-1}: 2^40 copies */
+    ap_buf_reset(&b);
+    ap_buf_puts(&b, "HloModule x\nc0 {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n");
+    for (int k = 1; k <= 40; k++)
+        ap_buf_printf(&b,
+                      "c%d {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+                      "  r1 = f32[] reduce(a, b), dimensions={}, to_apply=c%d\n"
+                      "  ROOT r2 = f32[] reduce(r1, b), dimensions={}, to_apply=c%d\n}\n",
+                      k, k - 1, k - 1);
+    ap_buf_puts(&b, "ENTRY e {\n  a = f32[] parameter(0)\n  ROOT r = f32[] reduce(a, a), dimensions={}, to_apply=c40\n}\n");
+    ir_module *m = NULL;
+    ap_error err;
+    ck_assert_int_eq(ir_parse_hlo(b.data, b.len, "x.hlo", &m, &err), AP_ELIMIT);
+    ck_assert_msg(strstr(err.msg, "computations expand to more than"), "%s", err.msg);
+    /* a chain of nested computations deeper than the limit */
+    ap_buf_reset(&b);
+    ap_buf_puts(&b, "HloModule y\nc0 {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n");
+    for (int k = 1; k <= 70; k++)
+        ap_buf_printf(&b,
+                      "c%d {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+                      "  ROOT r = f32[] reduce(a, b), dimensions={}, to_apply=c%d\n}\n",
+                      k, k - 1);
+    ap_buf_puts(&b, "ENTRY e {\n  a = f32[] parameter(0)\n  ROOT r = f32[] reduce(a, a), dimensions={}, to_apply=c70\n}\n");
+    ck_assert_int_eq(ir_parse_hlo(b.data, b.len, "y.hlo", &m, &err), AP_ELIMIT);
+    ck_assert_msg(strstr(err.msg, "computations nested more than"), "%s", err.msg);
+    /* replica groups that a short text would blow up into a huge table */
+    ap_buf_reset(&b);
+    ap_buf_puts(&b, "HloModule g\nENTRY e {\n  p = f32[8] parameter(0)\n"
+                    "  ROOT a = f32[8] all-gather(p), dimensions={0}, replica_groups={");
+    for (int i = 0; i < 2000; i++)
+        ap_buf_puts(&b, "{0},");
+    ap_buf_puts(&b, "{0");
+    for (int i = 1; i < 1000; i++)
+        ap_buf_printf(&b, ",%d", i);
+    ap_buf_puts(&b, "}}\n}\n");
+    ck_assert_int_eq(ir_parse_hlo(b.data, b.len, "g.hlo", &m, &err), AP_ELIMIT);
+    ck_assert_str_eq(err.msg, "replica groups of more than 1048576 devices");
+    const char *iota = "HloModule g\nENTRY e {\n  p = f32[8] parameter(0)\n"
+                       "  ROOT a = f32[8] all-gather(p), dimensions={0}, replica_groups=[2048,1024]<=[2097152]\n}\n";
+    ck_assert_int_eq(ir_parse_hlo(iota, strlen(iota), "g.hlo", &m, &err), AP_ELIMIT);
+    ck_assert_str_eq(err.msg, "replica groups of more than 1048576 devices");
+    ap_buf_free(&b);
+}
+END_TEST
+
+/* =============================================================== suite */
+
+static Suite *hlo_suite(void)
+{
+    Suite *s = suite_create("hlo");
+    TCase *tc = tcase_create("corpus");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, corpus_files);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("mapping");
+    tcase_add_test(tc, reduce_to_apply);
+    tcase_add_test(tc, while_tuple_state);
+    tcase_add_test(tc, dot_and_convolution);
+    tcase_add_test(tc, collectives_and_replica_groups);
+    tcase_add_test(tc, variadic_reduce_and_call);
+    tcase_add_test(tc, gather_scatter_slice_pad);
+    tcase_add_test(tc, conditional_custom_call_unknown);
+    tcase_add_test(tc, constants);
+    tcase_add_test(tc, shapes_and_syntax);
+    tcase_add_test(tc, detect_format);
+    tcase_add_test(tc, many_parameters);
+    tcase_add_test(tc, windows_sort_misc);
+    tcase_add_test(tc, rare_opcodes);
+    tcase_add_test(tc, sharding_to_schedule);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("errors");
+    tcase_add_test(tc, errors);
+    tcase_add_test(tc, truncated_prefixes);
+    tcase_add_test(tc, limits);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return tl_run(hlo_suite()); }
