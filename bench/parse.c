@@ -17,14 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ir.h"
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+#include "bench.h"
 
 /* A transformer-like chain of ops written the way JAX prints them. */
 static char *generate(size_t target, size_t *len)
@@ -118,18 +111,18 @@ static void bench_text(const char *name, const char *text, size_t len, int repea
     ir_module *m = NULL;
     ap_error err;
     for (int r = 0; r < repeat; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         if (ir_parse(text, len, name, IR_FMT_AUTO, &m, &err) < 0) {
             char msg[800];
             ap_error_format(&err, msg, sizeof msg);
             printf("%s: %s\n", name, msg);
             return;
         }
-        double t1 = now();
+        double t1 = bench_now();
         ap_buf b;
         ap_buf_init(&b);
         ir_print(m, &b, NULL);
-        double t2 = now();
+        double t2 = bench_now();
         if (t1 - t0 < best_parse)
             best_parse = t1 - t0;
         if (t2 - t1 < best_print)

@@ -166,26 +166,8 @@ ir_attr *ir__attr_intern(ir_module *m, ir_attr *key, bool key_in_arena)
 {
     ir_ptr_table *t = &m->impl->attrs;
     key->hash = attr_hash(key);
-    if ((t->n + 1) * 4 >= t->cap * 3) {
-        /* grow: rehash by stored hash */
-        uint32_t cap = t->cap ? t->cap * 2 : 1024;
-        const void **slots = ap_calloc(cap, sizeof *slots);
-        if (!slots)
-            return NULL;
-        for (uint32_t i = 0; i < t->cap; i++) {
-            const void *p = t->slots[i];
-            if (!p)
-                continue;
-            uint32_t j = (uint32_t)attr_hash_of(p) & (cap - 1);
-            while (slots[j])
-                j = (j + 1) & (cap - 1);
-            slots[j] = p;
-        }
-        m->impl->table_bytes += (size_t)(cap - t->cap) * sizeof *slots;
-        ap_free(t->slots);
-        t->slots = slots;
-        t->cap = cap;
-    }
+    if ((t->n + 1) * 4 >= t->cap * 3 && !ir__table_grow(m, t, attr_hash_of))
+        return NULL;
     uint32_t j = (uint32_t)key->hash & (t->cap - 1);
     for (;;) {
         const ir_attr *c = t->slots[j];

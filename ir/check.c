@@ -70,13 +70,21 @@ static ir_elem elem_of(const ir_type *t)
     return IR_E_NONE;
 }
 
-typedef struct diff {
-    double max_abs, max_rel, ref_max;
-} diff;
+/* Largest |element| over the arrays of t: the scale errors are taken
+ * against. */
+static double magnitude(const ir_tensor *t)
+{
+    double m = 0;
+    for (uint32_t i = 0; t->kind == IR_TENSOR_TUPLE && i < t->n_elems; i++)
+        m = fmax(m, magnitude(t->elems[i]));
+    for (int64_t i = 0; t->kind == IR_TENSOR_ARRAY && i < t->numel; i++)
+        m = fmax(m, fabs(ir_tensor_get_f64(t, i)));
+    return m;
+}
 
-/* Compares x with ref (arrays, or tuples of them, member by member),
- * accumulating into *d. */
-static int compare(const ir_tensor *x, const ir_tensor *ref, diff *d, ap_error *err)
+/* The largest absolute and relative differences of x from ref (arrays, or
+ * tuples of them member by member), accumulated into *max_abs, *max_rel. */
+static int compare(const ir_tensor *x, const ir_tensor *ref, double *max_abs, double *max_rel, ap_error *err)
 {
     if (ref->kind == IR_TENSOR_TOKEN && x->kind == IR_TENSOR_TOKEN)
         return 0;
@@ -84,26 +92,20 @@ static int compare(const ir_tensor *x, const ir_tensor *ref, diff *d, ap_error *
         if (x->kind != IR_TENSOR_TUPLE || x->n_elems != ref->n_elems)
             return ap_error_set(err, AP_EINVALID, "a tuple result has a different structure");
         for (uint32_t i = 0; i < ref->n_elems; i++)
-            if (compare(x->elems[i], ref->elems[i], d, err) < 0)
+            if (compare(x->elems[i], ref->elems[i], max_abs, max_rel, err) < 0)
                 return err->code;
         return 0;
     }
     ir_tensor_diff td;
     if (ir_tensor_compare(x, ref, &td, err) < 0)
         return err->code;
-    d->max_abs = fmax(d->max_abs, td.max_abs);
-    d->max_rel = fmax(d->max_rel, td.max_rel);
-    if (td.max_abs != td.max_abs) /* NaN against a number */
-        d->max_abs = INFINITY;
-    for (int64_t i = 0; i < ref->numel; i++)
-        d->ref_max = fmax(d->ref_max, fabs(ir_tensor_get_f64(ref, i)));
+    *max_abs = fmax(*max_abs, td.max_abs);
+    *max_rel = fmax(*max_rel, td.max_rel);
     return 0;
 }
 
-static double error_of(const diff *d)
-{
-    return d->max_abs / fmax(1.0, d->ref_max);
-}
+/* What is held to the tolerance (see ir.h). */
+static double error_of(double max_abs, double magnitude) { return max_abs / fmax(1.0, magnitude); }
 
 /* The program's own assertions (`custom_call @check.expect_close(%x,
  * %expected)`, as in the StableHLO test suite) must hold in every run:
@@ -146,15 +148,16 @@ static int custom_call(void *vctx, const ir_op *op, uint32_t n_operands, const i
     if (n_operands < 1 || n_results != 1)
         return ap_error_set(err, AP_EINVALID, "custom_call @%s: expected one result and operands", name);
     double tol = ctx->tol > 0 ? ctx->tol : ir_check_default_tol(elem_of(op->results[0].type));
+    double scale = agree ? magnitude(operands[0]) : 0;
     for (uint32_t i = 1; agree && i < n_operands; i++) {
-        diff d = {0};
-        if (compare(operands[i], operands[0], &d, err) < 0)
+        double max_abs = 0, max_rel = 0;
+        if (compare(operands[i], operands[0], &max_abs, &max_rel, err) < 0)
             return err->code;
-        if (error_of(&d) > tol)
+        if (error_of(max_abs, scale) > tol)
             return ap_error_set(err, AP_ECONFLICT,
                                 "iteration %u of a replicated (`any`) loop differs from iteration 0 by %g "
                                 "(tolerance %g): the value is not the same on every device",
-                                i, d.max_abs, tol);
+                                i, max_abs, tol);
     }
     return ir_tensor_clone(operands[0], &results[0], err);
 }
@@ -223,39 +226,38 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
     /* The unpartitioned run; inputs that overflow it (log or sqrt of a
      * negative, say) are redrawn positive, since a NaN compares with
      * nothing. */
+    int rc = 0;
     r->input_lo = -1, r->input_hi = 1;
-    for (int attempt = 0;; attempt++) {
-        if (make_inputs(f, o.seed, r->input_lo, r->input_hi, args, err) < 0)
-            goto fail;
+    for (;;) {
+        if ((rc = make_inputs(f, o.seed, r->input_lo, r->input_hi, args, err)) < 0)
+            goto out;
         io.ops_evaluated = &r->ops[IR_CHECK_REF];
         r->ops[IR_CHECK_REF] = 0;
         double t0 = now();
         if (ir_interp_run(c->m, f, (const ir_tensor *const *)args, n_args, &ref, &n_ref, &io, err) < 0) {
-            in_run(err, "unpartitioned run");
-            goto fail;
+            rc = in_run(err, "unpartitioned run");
+            goto out;
         }
         r->seconds[IR_CHECK_REF] = now() - t0;
-        if (all_finite(ref, n_ref) || attempt == 1)
+        if (all_finite(ref, n_ref))
             break;
+        if (r->input_lo > 0) {
+            snprintf(r->note, sizeof r->note, "some unpartitioned results are not finite even on positive inputs");
+            break;
+        }
         ir_tensors_free(ref, n_ref);
         ref = NULL;
         r->input_lo = 0.01;
-        snprintf(r->note, sizeof r->note,
-                 "inputs in [-1, 1) gave non-finite results; floats redrawn in [0.01, 1)");
+        snprintf(r->note, sizeof r->note, "inputs in [-1, 1) gave non-finite results; floats redrawn in [0.01, 1)");
     }
-    if (!all_finite(ref, n_ref))
-        snprintf(r->note, sizeof r->note, "some unpartitioned results are not finite even on positive inputs");
 
     /* The loop view, as a program of its own. */
     double t0 = now();
-    if (ir_temporal(p, &tm, err) < 0) {
-        in_run(err, "loop view");
-        goto fail;
-    }
     io.ops_evaluated = &r->ops[IR_CHECK_LOOPS];
-    if (ir_interp_run(tm, ir_module_entry(tm), (const ir_tensor *const *)args, n_args, &loops, &n_loops, &io, err) < 0) {
-        in_run(err, "loop view");
-        goto fail;
+    if (ir_temporal(p, &tm, err) < 0 ||
+        ir_interp_run(tm, ir_module_entry(tm), (const ir_tensor *const *)args, n_args, &loops, &n_loops, &io, err) < 0) {
+        rc = in_run(err, "loop view");
+        goto out;
     }
     r->seconds[IR_CHECK_LOOPS] = now() - t0;
 
@@ -264,26 +266,26 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
     ir_lower_opts lo = IR_LOWER_OPTS_DEFAULT;
     lo.drop_all_reduce = o.drop_all_reduce;
     if (ir_lower_ex(p, &lo, &low, err) < 0) {
-        in_run(err, "SPMD lowering");
-        goto fail;
+        rc = in_run(err, "SPMD lowering");
+        goto out;
     }
     io.ops_evaluated = &r->ops[IR_CHECK_SPMD];
     if (ir_spmd_run(low.module, ir_module_entry(low.module), (const ir_tensor *const *)args, n_args, &spmd, &n_spmd,
                     &io, err) < 0) {
-        in_run(err, "SPMD run");
-        goto fail;
+        rc = in_run(err, "SPMD run");
+        goto out;
     }
     r->seconds[IR_CHECK_SPMD] = now() - t0;
     if (n_loops != n_ref || n_spmd != n_ref) {
-        ap_error_set(err, AP_EINVALID, "the partitioned programs return %u and %u results, the function %u", n_loops,
-                     n_spmd, n_ref);
-        goto fail;
+        rc = ap_error_set(err, AP_EINVALID, "the partitioned programs return %u and %u results, the function %u",
+                          n_loops, n_spmd, n_ref);
+        goto out;
     }
 
     r->results = ap_calloc(n_ref ? n_ref : 1, sizeof *r->results);
     if (!r->results) {
-        ap_error_set(err, AP_ENOMEM, "out of memory");
-        goto fail;
+        rc = ap_error_set(err, AP_ENOMEM, "out of memory");
+        goto out;
     }
     r->n_results = n_ref;
     r->ok = true;
@@ -301,40 +303,28 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
         ap_buf_free(&tb);
         res->tol = o.tol > 0 ? o.tol : ir_check_default_tol(elem_of(result_type(f, j)));
         res->ok = true;
+        double scale = magnitude(ref[j]);
         ir_tensor *const got[2] = {loops[j], spmd[j]};
         for (int k = 0; k < 2; k++) {
-            diff d = {0};
-            if (compare(got[k], ref[j], &d, err) < 0) {
-                in_run(err, "%s (%s)", res->name, k ? "SPMD" : "loop view");
-                goto fail;
+            if (compare(got[k], ref[j], &res->max_abs[k], &res->max_rel[k], err) < 0) {
+                rc = in_run(err, "%s (%s)", res->name, k ? "SPMD" : "loop view");
+                goto out;
             }
-            res->max_abs[k] = d.max_abs;
-            res->max_rel[k] = d.max_rel;
-            res->error[k] = error_of(&d);
+            res->error[k] = error_of(res->max_abs[k], scale);
             if (!(res->error[k] <= res->tol))
                 res->ok = false;
         }
         r->ok &= res->ok;
     }
-    ir_tensors_free(ref, n_ref);
-    ir_tensors_free(loops, n_loops);
-    ir_tensors_free(spmd, n_spmd);
-    ir_lowered_free(&low);
-    ir_module_free(tm);
-    for (uint32_t i = 0; i < n_args; i++)
-        ir_tensor_free(args[i]);
-    ap_free(args);
-    return 0;
 
-fail:
+out:
     ir_tensors_free(ref, n_ref);
     ir_tensors_free(loops, n_loops);
     ir_tensors_free(spmd, n_spmd);
     ir_lowered_free(&low);
     ir_module_free(tm);
-    for (uint32_t i = 0; i < n_args; i++)
-        ir_tensor_free(args[i]);
-    ap_free(args);
-    ir_check_report_free(r);
-    return err->code;
+    ir_tensors_free(args, n_args);
+    if (rc < 0)
+        ir_check_report_free(r);
+    return rc;
 }

@@ -25,6 +25,10 @@ struct ir_module_impl {
     size_t table_bytes;
 };
 
+/* Doubles t (rehashing each entry by hash), counting the bytes in
+ * m->impl->table_bytes; false when out of memory (t unchanged). */
+bool ir__table_grow(ir_module *m, ir_ptr_table *t, uint64_t (*hash)(const void *));
+
 static inline void *ir__alloc(ir_module *m, size_t n) { return ap_arena_alloc(&m->arena, n); }
 static inline void *ir__zalloc(ir_module *m, size_t n) { return ap_arena_zalloc(&m->arena, n); }
 

@@ -124,7 +124,7 @@ int ir_elem_bits(ir_elem e)
 
 /* ============================================================ intern */
 
-static bool table_grow(ir_module *m, ir_ptr_table *t, uint64_t (*hash)(const void *))
+bool ir__table_grow(ir_module *m, ir_ptr_table *t, uint64_t (*hash)(const void *))
 {
     uint32_t cap = t->cap ? t->cap * 2 : 1024;
     const void **slots = ap_calloc(cap, sizeof *slots);
@@ -158,7 +158,7 @@ const char *ir_intern(ir_module *m, const char *s, size_t len)
     ir_ptr_table *t = &m->impl->strings;
     if (len > UINT32_MAX)
         return NULL;
-    if ((t->n + 1) * 4 >= t->cap * 3 && !table_grow(m, t, str_hash_of))
+    if ((t->n + 1) * 4 >= t->cap * 3 && !ir__table_grow(m, t, str_hash_of))
         return NULL;
     uint64_t h = ap_hash_bytes(s, len, 0);
     uint32_t j = (uint32_t)h & (t->cap - 1);
@@ -217,7 +217,7 @@ static const ir_type *type_intern(ir_module *m, ir_type *key)
 {
     ir_ptr_table *t = &m->impl->types;
     key->hash = type_hash_fields(key);
-    if ((t->n + 1) * 4 >= t->cap * 3 && !table_grow(m, t, type_hash_of))
+    if ((t->n + 1) * 4 >= t->cap * 3 && !ir__table_grow(m, t, type_hash_of))
         return NULL;
     uint32_t j = (uint32_t)key->hash & (t->cap - 1);
     for (;;) {

@@ -767,29 +767,8 @@ END_TEST
 
 /* ------------------------------------------------------- out of memory */
 
-static long allocations_left = -1;
-
-static void *failing_malloc(size_t n)
-{
-    if (allocations_left == 0)
-        return NULL;
-    if (allocations_left > 0)
-        allocations_left--;
-    return malloc(n);
-}
-
-static void *failing_realloc(void *p, size_t n)
-{
-    if (allocations_left == 0)
-        return NULL;
-    if (allocations_left > 0)
-        allocations_left--;
-    return realloc(p, n);
-}
-
 START_TEST(test_out_of_memory)
 {
-    const ap_allocator failing = {failing_malloc, failing_realloc, free};
     char *text = mlp(BP, 4, MB, MD, MH);
     ir_module *m = parse_ok(text);
     cost_device h100 = device("h100");
@@ -799,11 +778,11 @@ START_TEST(test_out_of_memory)
     int succeeded = 0, failed = 0;
     for (long budget = 0; budget < 200; budget++) {
         cost_program *p = NULL;
-        allocations_left = budget;
-        ap_set_allocator(&failing);
+        tl_allocations_left = budget;
+        ap_set_allocator(&tl_failing_allocator);
         int rc = cost_prepare(m, &p, &err);
         ap_set_allocator(NULL);
-        allocations_left = -1;
+        tl_allocations_left = -1;
         if (rc == 0) {
             cost_report r;
             ck_assert_int_eq(cost_evaluate(p, &h100, NULL, NULL, &r, &err), 0);
@@ -963,12 +942,4 @@ static Suite *cost_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *runner = srunner_create(cost_suite());
-    srunner_set_fork_status(runner, CK_FORK);
-    srunner_run_all(runner, CK_NORMAL);
-    int failed = srunner_ntests_failed(runner);
-    srunner_free(runner);
-    return failed ? 1 : 0;
-}
+int main(void) { return tl_run(cost_suite()); }

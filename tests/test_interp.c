@@ -2072,12 +2072,4 @@ static Suite *interp_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *runner = srunner_create(interp_suite());
-    srunner_set_fork_status(runner, CK_FORK);
-    srunner_run_all(runner, CK_NORMAL);
-    int failed = srunner_ntests_failed(runner);
-    srunner_free(runner);
-    return failed != 0;
-}
+int main(void) { return tl_run(interp_suite()); }

@@ -664,8 +664,8 @@ START_TEST(fuzz_findings)
         "  \"foo.b\"() ({\n    %9 = \"foo.def\"() : () -> i32\n    \"foo.use\"(%9) : (i32) -> ()\n  }) : () -> ()\n"
         "  return\n}\n",
         /* a generic func.func whose visibility is not one of the three words */
-        "\"func.func\"() <{function_type = () -> (), sym_name = \"f\", sym_visibility = \"\x1a\x1aprivate\"}> ({\n"
-        "  \"func.return\"() : () -> ()\n}) : () -> ()\n",
+        ("\"func.func\"() <{function_type = () -> (), sym_name = \"f\", sym_visibility = \"\x1a\x1aprivate\"}> ({\n"
+         "  \"func.return\"() : () -> ()\n}) : () -> ()\n"),
     };
     for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
         ir_module *m = NULL;

@@ -8,7 +8,6 @@
  */
 #include "testlib.h"
 
-#include <unistd.h>
 
 typedef struct run {
     ir_module *m;
@@ -371,24 +370,12 @@ START_TEST(table2_t32)
 }
 END_TEST
 
+static void t32_setup(void) { t32_text = tl_generate_text("transformer", "t32", ""); }
+
+static void t32_teardown(void) { ap_free(t32_text); }
+
 int main(void)
 {
-    char path[] = "/tmp/autopart-t32-XXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0)
-        return 1;
-    close(fd);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "'%s/tests/models/modelgen' transformer --config t32 -q -o '%s'", AP_SOURCE_DIR, path);
-    if (system(cmd) != 0) {
-        fprintf(stderr, "modelgen failed\n");
-        return 1;
-    }
-    size_t len;
-    ap_error err;
-    if (ap_read_file(path, &t32_text, &len, &err) < 0)
-        return 1;
-    unlink(path);
     Suite *s = suite_create("partir");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
@@ -402,9 +389,8 @@ int main(void)
     tcase_add_test(tc, schedule_errors);
     tcase_add_test(tc, globs_first_divisible_and_schedule_text);
     tcase_add_test(tc, import_existing_shardings);
+    tcase_add_unchecked_fixture(tc, t32_setup, t32_teardown);
     tcase_add_test(tc, table2_t32);
     suite_add_tcase(s, tc);
-    int rc = tl_run(s);
-    ap_free(t32_text);
-    return rc;
+    return tl_run(s);
 }

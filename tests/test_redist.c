@@ -10,10 +10,7 @@
  * written {x, y} here.
  */
 #include "ir_redist.h"
-
-#include <check.h>
-#include <stdlib.h>
-#include <string.h>
+#include "testlib.h"
 
 /* ----------------------------------------------------------------- helpers */
 
@@ -478,35 +475,12 @@ END_TEST
 
 /* ------------------------------------------------------- out of memory */
 
-/* Allocations left before the injected failures start; < 0: never fail.
- * Test-only state: each test runs in its own process (CK_FORK). */
-static long allocations_left = -1;
-
-static void *failing_malloc(size_t n)
-{
-    if (allocations_left == 0)
-        return NULL;
-    if (allocations_left > 0)
-        allocations_left--;
-    return malloc(n);
-}
-
-static void *failing_realloc(void *p, size_t n)
-{
-    if (allocations_left == 0)
-        return NULL;
-    if (allocations_left > 0)
-        allocations_left--;
-    return realloc(p, n);
-}
-
 /* Every allocation of a synthesis that takes all paths (weak search,
  * lowering, permutation, strong search) fails in turn: each run either
  * succeeds with a valid plan or reports AP_ENOMEM, and leaks nothing (run
  * under AddressSanitizer). */
 START_TEST(test_out_of_memory)
 {
-    const ap_allocator failing = {failing_malloc, failing_realloc, free};
     const char *problems[][3] = {
         {"x=4,y=2,z=4", "[1{x,y}8, 8, 8, 4]", "[8, 4{y}8, 2{x}8, 4]"},
         {"x=4,y=6", "[3{x}12, 2{y}12]", "[2{y}12, 3{x}12]"},
@@ -518,11 +492,11 @@ START_TEST(test_out_of_memory)
         for (long budget = 0; budget < 300; budget++) {
             ir_redist_plan *plan = NULL;
             ap_error err;
-            allocations_left = budget;
-            ap_set_allocator(&failing);
+            tl_allocations_left = budget;
+            ap_set_allocator(&tl_failing_allocator);
             int rc = ir_redist_plan_make(&mesh, &from, &to, 4, &plan, &err);
             ap_set_allocator(NULL);
-            allocations_left = -1;
+            tl_allocations_left = -1;
             if (rc == 0) {
                 ck_assert_msg(ir_redist_plan_check(plan, &err) == 0, "%s", err.msg);
                 succeeded++;
@@ -569,12 +543,4 @@ static Suite *redist_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *runner = srunner_create(redist_suite());
-    srunner_set_fork_status(runner, CK_FORK);
-    srunner_run_all(runner, CK_NORMAL);
-    int failed = srunner_ntests_failed(runner);
-    srunner_free(runner);
-    return failed != 0;
-}
+int main(void) { return tl_run(redist_suite()); }

@@ -101,6 +101,31 @@ static inline char *tl_schedule(const char *names)
     return ap_buf_take(&b, NULL);
 }
 
+/* An allocator that fails once tl_allocations_left reaches 0 (< 0: never),
+ * for out-of-memory tests: ap_set_allocator(&tl_failing_allocator).
+ * Test-only state: each test runs in its own process (CK_FORK). */
+static long tl_allocations_left = -1;
+
+static inline void *tl_failing_malloc(size_t n)
+{
+    if (tl_allocations_left == 0)
+        return NULL;
+    if (tl_allocations_left > 0)
+        tl_allocations_left--;
+    return malloc(n);
+}
+
+static inline void *tl_failing_realloc(void *p, size_t n)
+{
+    if (tl_allocations_left == 0)
+        return NULL;
+    if (tl_allocations_left > 0)
+        tl_allocations_left--;
+    return realloc(p, n);
+}
+
+static const ap_allocator tl_failing_allocator = {tl_failing_malloc, tl_failing_realloc, free};
+
 /* Names of the files in dir ending in suffix, sorted; returns the count. */
 static int tl_cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 

@@ -192,6 +192,21 @@ static json_t *shardings_json(const ir_partition *p, const ir_lowered *lw)
     return arr;
 }
 
+/* One line per argument and result: kind, name, global type, partition
+ * spec. */
+static void print_shardings(const ir_partition *p, const ir_lowered *lw, const char *indent)
+{
+    json_t *sh = shardings_json(p, lw);
+    size_t i;
+    json_t *o;
+    json_array_foreach(sh, i, o) {
+        printf("%s%-9s %-48s %-32s %s\n", indent, json_string_value(json_object_get(o, "kind")),
+               json_string_value(json_object_get(o, "name")), json_string_value(json_object_get(o, "type")),
+               json_string_value(json_object_get(o, "spec")));
+    }
+    json_decref(sh);
+}
+
 static json_t *report_json(const ir_partition *p, const ir_lowered *lw, const cost_report *cost,
                            const apply_ctx *actx)
 {
@@ -285,16 +300,8 @@ static void print_report_text(const ir_partition *p, const ir_lowered *lw, const
         printf("  %-20s %6" PRIu64 "   %12" PRIu64 " bytes per device\n", ir_coll_name((ir_coll_kind)k), lw->count[k],
                lw->bytes[k]);
     printf("  %-20s %6" PRIu64 "   (local slicing, no communication)\n", "dynslice", lw->n_dynslice);
-    json_t *sh = shardings_json(p, lw);
     printf("shardings:\n");
-    size_t si;
-    json_t *o;
-    json_array_foreach(sh, si, o) {
-        printf("  %-9s %-48s %-32s %s\n", json_string_value(json_object_get(o, "kind")),
-               json_string_value(json_object_get(o, "name")), json_string_value(json_object_get(o, "type")),
-               json_string_value(json_object_get(o, "spec")));
-    }
-    json_decref(sh);
+    print_shardings(p, lw, "  ");
     if (actx && actx->n_rows) {
         printf("after each tactic (on %s):\n", actx->dev->name);
         printf("  %-4s %5s %5s %5s %5s %5s %12s %12s  %s\n", "#", "AG", "AR", "RS", "A2A", "CP", "step ms",
@@ -450,15 +457,7 @@ int cli_apply(int argc, char **argv)
         else
             print_report_text(p, &lw, path, &final_cost, &actx);
     } else if (!strcmp(view, "shardings")) {
-        json_t *sh = shardings_json(p, &lw);
-        size_t i;
-        json_t *o;
-        json_array_foreach(sh, i, o) {
-            printf("%-9s %-48s %-32s %s\n", json_string_value(json_object_get(o, "kind")),
-                   json_string_value(json_object_get(o, "name")), json_string_value(json_object_get(o, "type")),
-                   json_string_value(json_object_get(o, "spec")));
-        }
-        json_decref(sh);
+        print_shardings(p, &lw, "");
         ap_buf sb;
         ap_buf_init(&sb);
         ir_partition_schedule(p, &sb);
