@@ -13,7 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "interp.h"
 #include "ir.h"
+#include "partir.h"
 
 static inline double bench_now(void)
 {

@@ -1,5 +1,5 @@
 /*
- * bench/parse_hlo.c - speed and memory of the XLA HLO text parser on every
+ * bench/hlo.c - speed and memory of the XLA HLO text parser on every
  * file of the HLO corpus (or the files named), and on a generated module of
  * a given size (--mb N; 0 leaves it out).
  *
@@ -77,7 +77,7 @@ static int rss_child(const char *path, bool parse)
     int rc = 0;
     if (parse) {
         ir_module *m;
-        rc = ir_parse_hlo(text, len, "bench.hlo", &m, &err);
+        rc = ir_parse(text, len, "bench.hlo", IR_FMT_HLO, &m, &err);
         if (rc == 0)
             ir_module_free(m);
     }
@@ -106,7 +106,7 @@ static void bench_file(const char *path, const char *name, int repeat)
     for (int r = 0; r < repeat; r++) {
         ir_module *m;
         double t0 = bench_now();
-        if (ir_parse_hlo(text, len, name, &m, &err) < 0) {
+        if (ir_parse(text, len, name, IR_FMT_HLO, &m, &err) < 0) {
             char msg[800];
             ap_error_format(&err, msg, sizeof msg);
             printf("%s\n", msg);

@@ -1,5 +1,5 @@
 /*
- * bench/redist.c - how fast redistribution synthesis is (ir/redist.c).
+ * bench/redist.c - how fast redistribution synthesis is (ir/partir/redist.c).
  *
  * Runs the paper's evaluation workload (section 8): 1000 random problems
  * with 3 mesh axes and up to 6-D arrays, from a fixed seed, each synthesized
@@ -13,7 +13,7 @@
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* clock_gettime when built without the CMake flags */
 #endif
-#include "ir_redist.h"
+#include "partir.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -69,6 +69,7 @@
 
 #include "ap.h"
 #include "ir.h"
+#include "partir.h"
 
 #define COST_NAME_SIZE 48 /* bytes of a stored name, with the NUL */
 #define COST_MAX_TIERS 4

@@ -1,7 +1,10 @@
 /*
- * ir_int.h - private to the ir library: intern tables, float conversions,
- * the MLIR lexer shared by the parsers, and helpers the files of ir/ share
- * (double-underscore prefix).
+ * ir_int.h - private to the IR and the parts of ir/ built on it (parse/,
+ * partir/, interp/): the builder (constructors of types, attributes and ops,
+ * for the code that makes IR: the parsers, the SPMD lowering, the temporal
+ * view), intern tables, float conversions, and helpers the files of ir/
+ * share (double-underscore prefix).  Code outside ir/ reads IR through
+ * ir.h and never builds it.
  */
 #ifndef IR_INT_H
 #define IR_INT_H
@@ -9,6 +12,75 @@
 #include "ir.h"
 
 #include <string.h>
+
+/* ================================================================ builder */
+
+/* Type constructors besides ir_type_tensor (ir.h): interned, they live as
+ * long as the module; NULL only when out of memory. */
+const ir_type *ir_type_tensor_ex(ir_module *m, ir_elem e, const char *elem_text, int rank,
+                                 const int64_t *dims, const char *encoding);
+const ir_type *ir_type_tuple(ir_module *m, int n, const ir_type *const *elems);
+const ir_type *ir_type_function(ir_module *m, int n_in, const ir_type *const *in, int n_out,
+                                const ir_type *const *out);
+const ir_type *ir_type_token(ir_module *m);
+const ir_type *ir_type_scalar(ir_module *m, ir_elem e, const char *text);
+const ir_type *ir_type_opaque(ir_module *m, const char *text);
+
+/* Constructors allocate in the module's arena; NULL when out of memory. */
+ir_attr *ir_attr_unit(ir_module *m);
+ir_attr *ir_attr_bool(ir_module *m, bool v);
+ir_attr *ir_attr_int(ir_module *m, int64_t v, const ir_type *type);
+ir_attr *ir_attr_float(ir_module *m, double v, const ir_type *type);
+ir_attr *ir_attr_string(ir_module *m, const char *s, size_t len);
+ir_attr *ir_attr_symref(ir_module *m, const char *name);
+ir_attr *ir_attr_type(ir_module *m, const ir_type *t);
+ir_attr *ir_attr_array(ir_module *m, int n, ir_attr *const *items);
+/* Sorts by name; duplicate names keep the last. */
+ir_attr *ir_attr_dict(ir_module *m, int n, const ir_named_attr *items);
+ir_attr *ir_attr_i64_array(ir_module *m, int n, const int64_t *v); /* array<i64: ...> */
+ir_attr *ir_attr_bool_array(ir_module *m, int n, const bool *v);   /* array<i1: ...> */
+/* dense<...> of an integer tensor type from int64 values (n == numel, or 1
+ * for a splat). */
+ir_attr *ir_attr_dense_ints(ir_module *m, const ir_type *tensor_type, size_t n, const int64_t *v);
+ir_attr *ir_attr_dialect_kv(ir_module *m, const char *name, int n, const ir_named_attr *params);
+ir_attr *ir_attr_dialect_raw(ir_module *m, const char *name, const char *body);
+
+/* Looks up a registered op by full name ("stablehlo.add"); IR_OP_UNKNOWN if
+ * absent. */
+ir_opcode ir_opcode_lookup(const char *name, size_t len);
+
+/* Expected attributes of an opcode, for the verifier and for users. */
+typedef struct ir_attr_rule {
+    ir_opcode op;
+    const char *name;
+    ir_attr_kind kind;
+    bool required;
+} ir_attr_rule;
+/* All rules for op; sets *n. */
+const ir_attr_rule *ir_attr_rules(ir_opcode op, int *n);
+
+/* Interns a string in the module: equal strings give one pointer. */
+const char *ir_intern(ir_module *m, const char *s, size_t len);
+
+/* Sets (adds or replaces) an attribute of a registered op. */
+int ir_op_set_attr(ir_module *m, ir_op *op, const char *name, ir_attr *value);
+
+/* ============================================================== building */
+
+/* Creates a detached op with `n_operands` operands, results of the given
+ * types and `n_regions` empty regions.  The op lives in m's arena.  Returns
+ * NULL when out of memory. */
+ir_op *ir_op_new(ir_module *m, ir_opcode opcode, const char *name, uint32_t n_operands,
+                 ir_value *const *operands, uint32_t n_results, const ir_type *const *result_types,
+                 uint32_t n_regions);
+ir_block *ir_block_new(ir_module *m, ir_region *parent, uint32_t n_args,
+                       const ir_type *const *arg_types);
+void ir_block_append(ir_block *b, ir_op *op);
+void ir_block_insert_before(ir_block *b, ir_op *before, ir_op *op);
+void ir_block_remove(ir_block *b, ir_op *op);
+void ir_region_append(ir_region *r, ir_block *b);
+
+
 
 /* ------------------------------------------------------- module internals */
 
@@ -139,56 +211,6 @@ void ir__map_free(ir_ptrmap *m);
 
 /* The value the canonical printer names %N (result k) in func, or NULL. */
 const ir_value *ir__printed_value(const ir_op *func, uint32_t n, uint32_t k);
-
-/* ----------------------------------------------------------------- lexer */
-
-typedef enum ir_tok_kind {
-    T_EOF,
-    T_ERROR,
-    T_IDENT,      /* bare identifier, may contain '.', '$', '-': stablehlo.add */
-    T_PERCENT,    /* %name or %0 ; text excludes '%' ; #N suffix separate */
-    T_CARET,      /* ^bb0 */
-    T_AT,         /* @name or @"quoted" ; text excludes '@' (unescaped) */
-    T_HASH,       /* #name (dialect attribute / alias), text excludes '#' */
-    T_BANG,       /* !name (dialect type / alias), text excludes '!' */
-    T_INT,        /* 42, 0x1F (no sign) */
-    T_FLOAT,      /* 1.5, 1e-3 */
-    T_STRING,     /* "..." ; text is the raw contents between quotes */
-    T_LPAREN, T_RPAREN, T_LBRACKET, T_RBRACKET, T_LBRACE, T_RBRACE,
-    T_LESS, T_GREATER, T_COLON, T_COMMA, T_EQUAL, T_ARROW, T_MINUS, T_PLUS,
-    T_STAR, T_QUESTION, T_FILE_METADATA_BEGIN, /* {-# */
-    T_FILE_METADATA_END, /* #-} */
-    T_DOUBLE_COLON, T_LESS_BRACE, /* <{ */
-    T_RBRACE_GREATER, /* }> */
-    T_X,          /* never produced; dims are split by the type parser */
-} ir_tok_kind;
-
-typedef struct ir_tok {
-    uint8_t kind;
-    bool nl_before; /* a newline separates it from the previous token */
-    const char *s;  /* start of the text (see kinds) */
-    uint32_t len;
-    const char *at; /* start of the token in the input */
-} ir_tok;
-
-typedef struct ir_lexer {
-    const char *src, *p, *end;
-    const char *filename;
-    /* line bookkeeping for positions: computed lazily from `at`; the last
-     * column asked for is kept so that a long line costs one pass */
-    const char *line_start;
-    uint32_t line;
-    const char *col_at;
-    int col;
-    const char *err_at;
-    const char *err_msg;
-} ir_lexer;
-
-void ir__lex_init(ir_lexer *lx, const char *src, size_t len, const char *filename);
-void ir__lex_next(ir_lexer *lx, ir_tok *t);
-/* 1-based line and column of a pointer into the source.  Moves forward
- * incrementally; positions asked for in increasing order are cheap. */
-void ir__lex_pos(ir_lexer *lx, const char *at, int *line, int *col);
 
 /* UTF-8 validity of [p, p+n): returns the first bad byte or NULL. */
 const char *ir__utf8_invalid(const char *p, size_t n);

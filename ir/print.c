@@ -3,7 +3,7 @@
  *
  * Registered ops print in the pretty form stablehlo-opt and JAX use when
  * their attributes are in the canonical shape that form expects (the
- * mirror of parse_ops.c); otherwise, and for ops of other dialects without
+ * mirror of pretty.c); otherwise, and for ops of other dialects without
  * a template, in MLIR's generic form.  Values are renumbered (%0, %1, ...,
  * %argN) in order of appearance; locations print inline when short and as
  * #locN aliases after the module otherwise.  Printing a parsed module and

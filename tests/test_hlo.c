@@ -16,7 +16,7 @@ static ir_module *hlo_parse(const char *src, const char *name, char *msg, size_t
 {
     ir_module *m = NULL;
     ap_error err;
-    if (ir_parse_hlo(src, strlen(src), name, &m, &err) < 0) {
+    if (ir_parse(src, strlen(src), name, IR_FMT_HLO, &m, &err) < 0) {
         ap_error_format(&err, msg, msg_size);
         return NULL;
     }
@@ -34,7 +34,7 @@ static bool roundtrips(const ir_module *m, char *why, size_t why_size)
     ir_module *m2 = NULL;
     ap_error err;
     bool ok = false;
-    if (ir_parse_mlir(b.data, b.len, "printed.mlir", &m2, &err) < 0) {
+    if (ir_parse(b.data, b.len, "printed.mlir", IR_FMT_STABLEHLO, &m2, &err) < 0) {
         char e[400];
         ap_error_format(&err, e, sizeof e);
         snprintf(why, why_size, "printed module does not parse: %s", e);
@@ -75,7 +75,7 @@ static void expect_error(const char *src, size_t len, const char *want)
     ir_module *m = NULL;
     ap_error err;
     char msg[800];
-    int rc = ir_parse_hlo(src, len, "bad.hlo", &m, &err);
+    int rc = ir_parse(src, len, "bad.hlo", IR_FMT_HLO, &m, &err);
     ck_assert_msg(rc < 0 && m == NULL, "expected an error for:\n%.*s", (int)len, src);
     ap_error_format(&err, msg, sizeof msg);
     ck_assert_str_eq(msg, want);
@@ -508,7 +508,7 @@ START_TEST(corpus_files)
         char *text = tl_read(path, &len);
         ir_module *m = NULL;
         ap_error err;
-        int rc = ir_parse_hlo(text, len, files[i], &m, &err);
+        int rc = ir_parse(text, len, files[i], IR_FMT_HLO, &m, &err);
         if (rc < 0)
             ap_error_format(&err, msg, sizeof msg);
         ck_assert_msg(rc == 0, "%s: %s", files[i], msg);
@@ -1273,7 +1273,7 @@ START_TEST(truncated_prefixes)
         memcpy(buf, src, len);
         ir_module *m = NULL;
         ap_error err;
-        if (ir_parse_hlo(buf, len, "t.hlo", &m, &err) == 0) {
+        if (ir_parse(buf, len, "t.hlo", IR_FMT_HLO, &m, &err) == 0) {
             ok++;
             ir_module_free(m);
         } else {
@@ -1311,7 +1311,7 @@ START_TEST(limits)
     ap_buf_puts(&b, "ENTRY e {\n  a = f32[] parameter(0)\n  ROOT r = f32[] reduce(a, a), dimensions={}, to_apply=c40\n}\n");
     ir_module *m = NULL;
     ap_error err;
-    ck_assert_int_eq(ir_parse_hlo(b.data, b.len, "x.hlo", &m, &err), AP_ELIMIT);
+    ck_assert_int_eq(ir_parse(b.data, b.len, "x.hlo", IR_FMT_HLO, &m, &err), AP_ELIMIT);
     ck_assert_msg(strstr(err.msg, "computations expand to more than"), "%s", err.msg);
     /* a chain of nested computations deeper than the limit */
     ap_buf_reset(&b);
@@ -1322,7 +1322,7 @@ START_TEST(limits)
                       "  ROOT r = f32[] reduce(a, b), dimensions={}, to_apply=c%d\n}\n",
                       k, k - 1);
     ap_buf_puts(&b, "ENTRY e {\n  a = f32[] parameter(0)\n  ROOT r = f32[] reduce(a, a), dimensions={}, to_apply=c70\n}\n");
-    ck_assert_int_eq(ir_parse_hlo(b.data, b.len, "y.hlo", &m, &err), AP_ELIMIT);
+    ck_assert_int_eq(ir_parse(b.data, b.len, "y.hlo", IR_FMT_HLO, &m, &err), AP_ELIMIT);
     ck_assert_msg(strstr(err.msg, "computations nested more than"), "%s", err.msg);
     /* replica groups that a short text would blow up into a huge table */
     ap_buf_reset(&b);
@@ -1334,11 +1334,11 @@ START_TEST(limits)
     for (int i = 1; i < 1000; i++)
         ap_buf_printf(&b, ",%d", i);
     ap_buf_puts(&b, "}}\n}\n");
-    ck_assert_int_eq(ir_parse_hlo(b.data, b.len, "g.hlo", &m, &err), AP_ELIMIT);
+    ck_assert_int_eq(ir_parse(b.data, b.len, "g.hlo", IR_FMT_HLO, &m, &err), AP_ELIMIT);
     ck_assert_str_eq(err.msg, "replica groups of more than 1048576 devices");
     const char *iota = "HloModule g\nENTRY e {\n  p = f32[8] parameter(0)\n"
                        "  ROOT a = f32[8] all-gather(p), dimensions={0}, replica_groups=[2048,1024]<=[2097152]\n}\n";
-    ck_assert_int_eq(ir_parse_hlo(iota, strlen(iota), "g.hlo", &m, &err), AP_ELIMIT);
+    ck_assert_int_eq(ir_parse(iota, strlen(iota), "g.hlo", IR_FMT_HLO, &m, &err), AP_ELIMIT);
     ck_assert_str_eq(err.msg, "replica groups of more than 1048576 devices");
     ap_buf_free(&b);
 }

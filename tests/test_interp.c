@@ -1,5 +1,5 @@
 /*
- * test_interp.c - the reference interpreter (ir/interp*.c): per-op
+ * test_interp.c - the reference interpreter (ir/interp/): per-op
  * semantics on small hand-written StableHLO functions with expected outputs
  * worked out by hand or by a naive reference written here, the StableHLO
  * spec's examples, the StableHLO testdata programs of the corpus (checked

@@ -1,15 +1,15 @@
 /*
- * test_redist.c - unit tests of redistribution synthesis (ir/redist.c):
+ * test_redist.c - unit tests of redistribution synthesis (ir/partir/redist.c):
  * the paper's examples (Example 3.1, Example 4.9/7.1, Figure 12, the
  * replicated-to-sharded case of section 7.3), parsing and printing of
  * distributed types with every validation message, replica groups, the
  * all-gather baseline, determinism, the independent step checker catching
  * broken plans, and a property test over 1000 random problems.
  *
- * Axis lists are major to minor (see ir_redist.h): the paper's {y, x} is
+ * Axis lists are major to minor (see partir.h): the paper's {y, x} is
  * written {x, y} here.
  */
-#include "ir_redist.h"
+#include "partir.h"
 #include "testlib.h"
 
 /* ----------------------------------------------------------------- helpers */

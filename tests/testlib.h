@@ -13,7 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "interp.h"
 #include "ir.h"
+#include "partir.h"
 
 #define TL_MODELGEN AP_SOURCE_DIR "/tests/models/modelgen"
 

@@ -6,7 +6,9 @@
 #ifndef CLI_H
 #define CLI_H
 
+#include "interp.h"
 #include "ir.h"
+#include "partir.h"
 
 int cli_parse(int argc, char **argv);
 int cli_apply(int argc, char **argv);

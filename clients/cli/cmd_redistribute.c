@@ -1,6 +1,6 @@
 /*
  * cmd_redistribute.c - `autopart redistribute`: synthesizes the collectives
- * that turn an array of one distributed type into another (ir/redist.c) and
+ * that turn an array of one distributed type into another (ir/partir/redist.c) and
  * prints them as text or, with --json, as one JSON object:
  *
  *   autopart redistribute --mesh x=4,y=6 --from '[3{x}12, 2{y}12]' \
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir_redist.h"
+#include "partir.h"
 
 /* The autopart dispatcher calls this with argv[0] == "redistribute".  Also
  * declared in cli.h, which is not included because it pulls in ir.h. */

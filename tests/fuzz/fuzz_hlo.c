@@ -8,5 +8,5 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
-    return fuzz_roundtrip(ir_parse_hlo, data, size, "fuzz.hlo");
+    return fuzz_roundtrip(IR_FMT_HLO, data, size, "fuzz.hlo");
 }

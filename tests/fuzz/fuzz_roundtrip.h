@@ -14,13 +14,11 @@
 
 #include "ir.h"
 
-typedef int (*fuzz_parse_fn)(const char *text, size_t len, const char *filename, ir_module **out, ap_error *err);
-
-static inline int fuzz_roundtrip(fuzz_parse_fn parse, const unsigned char *data, size_t size, const char *name)
+static inline int fuzz_roundtrip(ir_format fmt, const unsigned char *data, size_t size, const char *name)
 {
     ir_module *m = NULL, *m2 = NULL;
     ap_error err;
-    if (parse((const char *)data, size, name, &m, &err) < 0) {
+    if (ir_parse((const char *)data, size, name, fmt, &m, &err) < 0) {
         if (err.code == 0 || err.msg[0] == '\0')
             abort();
         return 0;
@@ -30,7 +28,7 @@ static inline int fuzz_roundtrip(fuzz_parse_fn parse, const unsigned char *data,
     ap_buf_init(&b);
     if (ir_print(m, &a, NULL) < 0)
         abort();
-    if (ir_parse_mlir(a.data, a.len, "printed.mlir", &m2, &err) < 0) {
+    if (ir_parse(a.data, a.len, "printed.mlir", IR_FMT_STABLEHLO, &m2, &err) < 0) {
         fprintf(stderr, "printed module does not parse: %s:%d:%d %s\n%s\n", err.file, err.line, err.col, err.msg, a.data);
         abort();
     }

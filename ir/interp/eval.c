@@ -1,14 +1,14 @@
 /*
- * interp.c - the reference interpreter's driver: value slots per function,
+ * eval.c - the reference interpreter's driver: value slots per function,
  * evaluation of blocks and regions in lock step over the devices of a run,
  * control flow (while, if, case, calls, composites), the ops that only move
  * values around (tuple, get_tuple_element, optimization_barrier, tokens,
  * partition_id), custom calls through a caller's handler, the kernel table,
  * errors that name the op and its source position, and ir_interp_run.
  *
- * The kernels live in interp_ew.c (element-wise), interp_shape.c (data
- * movement, gather, scatter), interp_nn.c (dot, convolution, reductions,
- * sort, linear algebra) and interp_spmd.c (collectives, SPMD runs).
+ * The kernels live in ew.c (element-wise), shape.c (data
+ * movement, gather, scatter), nn.c (dot, convolution, reductions,
+ * sort, linear algebra) and spmd.c (collectives, SPMD runs).
  */
 #include "interp_int.h"
 

@@ -1,5 +1,5 @@
 /*
- * interp_shape.c - data-movement kernels of the interpreter: constant,
+ * shape.c - data-movement kernels of the interpreter: constant,
  * iota, broadcasts, transpose, reshape, reverse, concatenate, slices
  * (static and dynamic, with StableHLO's index clamping), pad (negative and
  * interior padding), gather and scatter (with batching dims and the update

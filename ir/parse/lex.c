@@ -5,7 +5,7 @@
  * but each token records whether one preceded it, which the parser uses to
  * find the end of ops written in an unknown dialect's custom syntax.
  */
-#include "ir_int.h"
+#include "parse_int.h"
 
 void ir__lex_init(ir_lexer *lx, const char *src, size_t len, const char *filename)
 {

@@ -6,7 +6,7 @@
  * value's layout differs from the layout the op needs, pending sums the op
  * cannot take are reduced (all_reduce, or reduce_scatter when the need
  * tiles a dim along that axis), then the tiling is changed by a
- * redistribution synthesized as in the redistribution paper (ir/redist.c):
+ * redistribution synthesized as in the redistribution paper (ir/partir/redist.c):
  * all_gather, all_to_all, dynslice and at most one collective_permute.  One
  * redistribution per distinct (value, needed layout).  Arguments arrive and
  * results leave in their layouts; a result tied to a donated argument
@@ -18,7 +18,6 @@
  * it, major to minor).  Device ids are row-major over the mesh axes.
  */
 #include "clone_int.h"
-#include "ir_redist.h"
 #include "partir_int.h"
 
 #include <stdio.h>

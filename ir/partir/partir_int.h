@@ -7,6 +7,7 @@
 #define PARTIR_INT_H
 
 #include "ir_int.h"
+#include "partir.h"
 
 /* ------------------------------------------------------------------ TMR */
 

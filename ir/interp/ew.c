@@ -1,5 +1,5 @@
 /*
- * interp_ew.c - element-wise kernels of the interpreter: unary and binary
+ * ew.c - element-wise kernels of the interpreter: unary and binary
  * arithmetic with StableHLO's integer rules (wrapping, shifts past the
  * width, division by zero as XLA defines it), compare with its direction
  * and compare_type, select, clamp, convert, bitcast_convert,

@@ -1,5 +1,5 @@
 /*
- * interp_int.h - private to the interpreter files (ir/interp*.c): the run
+ * interp_int.h - private to the interpreter files (ir/interp/): the run
  * context, frames of slots, what a kernel sees, element access helpers and
  * the kernels each file provides.
  *
@@ -15,6 +15,7 @@
 #ifndef IR_INTERP_INT_H
 #define IR_INTERP_INT_H
 
+#include "interp.h"
 #include "ir_int.h"
 
 #include <complex.h>
@@ -284,7 +285,7 @@ void ir__ip_scall_free(ip_scalar_call *sc);
 /* Every kernel by opcode (NULL: not a kernel). */
 ip_kernel ir__ip_kernel(ir_opcode opc);
 
-/* interp_ew.c */
+/* ew.c */
 int ir__ip_k_ew1(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 int ir__ip_k_ew2(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 int ir__ip_k_compare(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
@@ -295,7 +296,7 @@ int ir__ip_k_bitcast(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 int ir__ip_k_complex(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 int ir__ip_k_map(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 
-/* interp_shape.c */
+/* shape.c */
 int ir__ip_k_constant(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 int ir__ip_k_iota(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 int ir__ip_k_broadcast_in_dim(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
@@ -319,7 +320,7 @@ int ir__ip_k_dynamic_pad(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
 int ir__ip_k_real_dynamic_slice(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 int ir__ip_k_dynamic_gather(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 
-/* interp_nn.c */
+/* nn.c */
 int ir__ip_k_dot(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 int ir__ip_k_convolution(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 int ir__ip_k_reduce(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
@@ -333,10 +334,10 @@ int ir__ip_k_triangular_solve(ip_ctx *c, const ir_tensor *const *in, ir_tensor *
 int ir__ip_k_cholesky(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 int ir__ip_k_fft(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 
-/* interp_spmd.c: a collective over every device of frame fr. */
+/* spmd.c: a collective over every device of frame fr. */
 int ir__ip_collective(ip_run *r, ip_frame *fr, const ir_op *op);
 
-/* interp.c: slot access used by the collectives. */
+/* eval.c: slot access used by the collectives. */
 const ir_tensor *ir__ip_slot(ip_run *r, ip_frame *fr, uint32_t dev, const ir_op *user, const ir_value *v);
 void ir__ip_slot_set(ip_frame *fr, uint32_t dev, const ir_value *v, ir_tensor *t);
 /* Runs func on n_dev devices (partition ids dev_ids) with args[d * n + i]

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "ir.h"
-#include "partir_int.h"
+#include "interp.h"
+#include "partir.h"
 
 double ir_check_default_tol(ir_elem e)
 {
@@ -199,7 +199,7 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
 {
     ir_check_opts o = opts ? *opts : IR_CHECK_OPTS_DEFAULT;
     const ir_pctx *c = ir_partition_ctx(p);
-    const ir_op *f = c->func;
+    const ir_op *f = ir_pctx_func(c);
     uint32_t n_args = ir_func_num_args(f), n_ref = 0, n_loops = 0, n_spmd = 0;
     ir_tensor **args = ap_calloc(n_args ? n_args : 1, sizeof *args), **ref = NULL, **loops = NULL, **spmd = NULL;
     ir_module *tm = NULL;
@@ -207,7 +207,7 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
     handler_ctx hctx = {.tol = o.tol};
     ir_interp_opts io = {.max_elems = o.max_elems, .custom_call = custom_call, .custom_call_ctx = &hctx};
     memset(r, 0, sizeof *r);
-    r->n_devices = ir_mesh_devices(&c->mesh);
+    r->n_devices = ir_mesh_devices(ir_pctx_mesh(c));
     if (!args)
         return ap_error_set(err, AP_ENOMEM, "out of memory");
     int64_t arg_bytes = 0, max_bytes = o.max_arg_bytes > 0 ? o.max_arg_bytes : IR_CHECK_MAX_ARG_BYTES;
@@ -234,7 +234,7 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
         io.ops_evaluated = &r->ops[IR_CHECK_REF];
         r->ops[IR_CHECK_REF] = 0;
         double t0 = now();
-        if (ir_interp_run(c->m, f, (const ir_tensor *const *)args, n_args, &ref, &n_ref, &io, err) < 0) {
+        if (ir_interp_run(ir_pctx_module(c), f, (const ir_tensor *const *)args, n_args, &ref, &n_ref, &io, err) < 0) {
             rc = in_run(err, "unpartitioned run");
             goto out;
         }

@@ -1,5 +1,5 @@
 /*
- * interp_nn.c - the computing kernels of the interpreter: dot and
+ * nn.c - the computing kernels of the interpreter: dot and
  * dot_general, convolution (groups, padding, strides, dilations, window
  * reversal), reduce, reduce_window, select_and_scatter, sort, the batch
  * norms, triangular_solve, cholesky and fft.

@@ -1,5 +1,5 @@
 /*
- * parse_ops.c - the pretty (custom) forms of registered StableHLO ops, as
+ * pretty.c - the pretty (custom) forms of registered StableHLO ops, as
  * stablehlo-opt and JAX print them.  Each form turns its keywords into the
  * same attributes the generic form carries, so both forms give one IR.
  * print.c holds the mirror image of every rule here.

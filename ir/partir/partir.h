@@ -1,9 +1,206 @@
 /*
- * ir_redist.h - synthesis of array redistributions between distributed
+ * partir.h - PartIR on the IR: the op registry's tile-mapping rules (TMR),
+ * partition states kept as data, the actions (tile, atomic, propagate),
+ * schedules as text, the PartIR:Core loop view and PartIR:Temporal, the
+ * SPMD lowering to device-local StableHLO with collectives, and the
+ * redistribution synthesis the lowering uses.  See DESIGN.md and
+ * notes/partir-semantics.md for what a state means.
+ */
+#ifndef PARTIR_H
+#define PARTIR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ap.h"
+#include "ir.h"
+
+/* ========================================================= partition state */
+
+/*
+ * The partition state of PartIR:Core kept as data (see DESIGN.md and
+ * notes/partir-semantics.md): for every op of the partitioned function its
+ * loop nest, an ordered list of (mesh axis, TMR entry); for every argument
+ * its value tiling; tiling and atomic identity ops on intermediate values.
+ * Actions (tile, atomic, propagate) only ever add loops.
+ */
+
+/* How pending partial results combine. */
+typedef enum ir_red { IR_RED_NONE = 0, IR_RED_ADD, IR_RED_MUL, IR_RED_MAX, IR_RED_MIN, IR_RED_AND, IR_RED_OR } ir_red;
+const char *ir_red_name(ir_red r);
+
+/* Layout of a value over the mesh, per axis: the tensor dim the axis tiles
+ * (and the axis's position among that dim's axes, 0 = major), or that the
+ * value is a pending partial result along the axis (IR_AX_PARTIAL, with its
+ * reduction), or nothing (replicated along the axis). */
+#define IR_AX_NONE (-1)
+#define IR_AX_PARTIAL (-2)
+typedef struct ir_layout {
+    int8_t dim[IR_MAX_AXES];
+    uint8_t pos[IR_MAX_AXES];
+    uint8_t red[IR_MAX_AXES];
+} ir_layout;
+
+void ir_layout_init(ir_layout *l);
+bool ir_layout_equal(const ir_layout *a, const ir_layout *b);
+/* The axes tiling dim d, major to minor; returns the count. */
+int ir_layout_dim_axes(const ir_layout *l, int d, int *axes);
+/* Appends axis as the minor-most axis of dim d. */
+void ir_layout_push(ir_layout *l, int axis, int d);
+bool ir_layout_has_partial(const ir_layout *l);
+/* Local (per-device) dims of a global static tensor type; false when a
+ * tiled dim does not divide or is dynamic. */
+bool ir_layout_local_dims(const ir_layout *l, const ir_mesh *mesh, const ir_type *t, int64_t *out);
+/* "[{batch}, {}]" with partial axes as " sum{model}" */
+void ir_layout_format(const ir_layout *l, const ir_mesh *mesh, int rank, ap_buf *b);
+/* JAX-style partition spec: P('batch', None), P(('batch', 'model'),) */
+void ir_layout_pspec(const ir_layout *l, const ir_mesh *mesh, int rank, ap_buf *b);
+
+typedef struct ir_pctx ir_pctx;           /* what never changes: ops, uses, TMR */
+typedef struct ir_partition ir_partition; /* one partition state */
+
+/* Builds the context for partitioning function `func` of module m (usually
+ * the entry function after ir_inline_calls) over `mesh`: numbers its top-
+ * level ops and values, builds the uses and instantiates the TMR of every
+ * op.  The module must outlive the context.  Free with ir_pctx_free. */
+int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, ap_error *err);
+void ir_pctx_free(ir_pctx *c);
+const ir_mesh *ir_pctx_mesh(const ir_pctx *c);
+ir_op *ir_pctx_func(const ir_pctx *c);
+ir_module *ir_pctx_module(const ir_pctx *c);
+uint32_t ir_pctx_num_ops(const ir_pctx *c);
+ir_op *ir_pctx_op(const ir_pctx *c, uint32_t i);
+uint32_t ir_pctx_num_entries(const ir_pctx *c, uint32_t op);
+
+/* A fresh state (everything replicated) over ctx; free with
+ * ir_partition_free.  ir_partition_clone copies a state. */
+int ir_partition_new(const ir_pctx *ctx, ir_partition **out, ap_error *err);
+int ir_partition_clone(const ir_partition *p, ir_partition **out, ap_error *err);
+void ir_partition_free(ir_partition *p);
+const ir_pctx *ir_partition_ctx(const ir_partition *p);
+
+/* The actions.  `v` is a value of the partitioned function (an argument or
+ * a result of one of its top-level ops).  tile fails with AP_EINVALID and a
+ * message when the dim is out of range, dynamic, not divisible, or the
+ * axis is already used by the value. */
+int ir_tile(ir_partition *p, const ir_value *v, int dim, int axis, ap_error *err);
+int ir_atomic(ir_partition *p, const ir_value *v, int axis, ap_error *err);
+int ir_propagate(ir_partition *p, ap_error *err);
+/* The first dim of v divisible by the axis size after its existing tiling,
+ * -1 if none. */
+int ir_first_divisible_dim(const ir_partition *p, const ir_value *v, int axis);
+
+/* The layout of v as its users see it (after any tiling/atomic identity). */
+void ir_partition_value_layout(const ir_partition *p, const ir_value *v, ir_layout *out);
+/* The loop nest of top-level op i: fills axes and whether each loop is a
+ * sum ('s'), a tile ('t', dims[k] the result dim of result 0) or any
+ * ('a'); returns its length. */
+int ir_partition_op_nest(const ir_partition *p, uint32_t op, int *axes, char *kinds, int *dims);
+
+/* Why propagation stopped somewhere. */
+typedef enum ir_block_kind {
+    IR_BLK_CONFLICT,     /* several TMR entries or users disagree */
+    IR_BLK_AXIS_USED,    /* the op already has a loop over the axis */
+    IR_BLK_INDIVISIBLE,  /* a dim does not divide by the axis size */
+    IR_BLK_ATOMIC,       /* an atomic value is in the way */
+    IR_BLK_DYNAMIC,      /* a dynamic dim */
+    IR_BLK_NO_RULE       /* the op has no TMR entries (custom_call, unknown, while) */
+} ir_block_kind;
+
+typedef struct ir_blocked {
+    ir_block_kind kind;
+    uint32_t op;   /* top-level op index */
+    int axis;
+    char why[200];
+} ir_blocked;
+
+/* Blocked propagations recorded so far (latest per op and axis). */
+const ir_blocked *ir_partition_blocked(const ir_partition *p, uint32_t *n);
+
+/* ----------------------------------------------------------- schedules */
+
+/* Applies a schedule: actions one per line or ';'-separated:
+ *   tile ARG DIM AXIS       ARG: %argN, a location name, or a glob over
+ *                           location names ('*', '?'); DIM: a number or
+ *                           first_divisible
+ *   atomic VALUE AXIS       VALUE: as ARG, or %N (a value of the printed
+ *                           canonical function)
+ *   propagate
+ *   manual AXIS ARG=DIM ... the paper's manual tactic: tile each then
+ *                           propagate
+ * '#' starts a comment.  Errors name the line and column of the schedule
+ * ("schedule:LINE:COL: error: ..."). */
+int ir_schedule_apply(ir_partition *p, const char *text, ap_error *err);
+/* The same, calling fn after every tactic (each `propagate`, explicit or
+ * ending a `manual` tactic) with the tactic's text; a negative return from
+ * fn stops the schedule with that code. */
+typedef int (*ir_tactic_fn)(void *ctx, ir_partition *p, const char *tactic, size_t len, ap_error *err);
+int ir_schedule_apply_cb(ir_partition *p, const char *text, ir_tactic_fn fn, void *ctx, ap_error *err);
+/* The schedule of a state as text (one action per line), as applied. */
+void ir_partition_schedule(const ir_partition *p, ap_buf *b);
+/* Reads the sharding annotations on the function's arguments
+ * (sdy.sharding, mhlo.sharding) into a schedule of tile actions over mesh
+ * (appended to b); returns the number of actions. */
+int ir_schedule_import(const ir_module *m, const ir_op *func, const ir_mesh *mesh, ap_buf *b, ap_error *err);
+
+/* --------------------------------------------------------- SPMD lowering */
+
+typedef enum ir_coll_kind { IR_COLL_ALL_GATHER, IR_COLL_ALL_REDUCE, IR_COLL_REDUCE_SCATTER, IR_COLL_ALL_TO_ALL,
+                            IR_COLL_PERMUTE, IR_COLL__COUNT } ir_coll_kind;
+const char *ir_coll_name(ir_coll_kind k); /* "all_gather", ... */
+
+typedef struct ir_lowered {
+    ir_module *module;               /* device-local program; owned */
+    uint64_t count[IR_COLL__COUNT];  /* collectives by kind */
+    uint64_t bytes[IR_COLL__COUNT];  /* per-device bytes communicated */
+    uint64_t n_dynslice;             /* local slicing by device coordinate */
+} ir_lowered;
+
+/* Lowers a state to the device-local SPMD program with explicit
+ * collectives (see the contract in DESIGN.md: autopart.mesh, autopart.layout
+ * on arguments and results).  Free with ir_lowered_free. */
+int ir_lower(const ir_partition *p, ir_lowered *out, ap_error *err);
+/* Options of ir_lower_ex; zero-initialized is not the default: use
+ * IR_LOWER_OPTS_DEFAULT. */
+typedef struct ir_lower_opts {
+    /* For tests of the equivalence check only: leave out the N-th all_reduce
+     * (0-based, in program order), which makes the program wrong; -1 none. */
+    int64_t drop_all_reduce;
+} ir_lower_opts;
+#define IR_LOWER_OPTS_DEFAULT ((ir_lower_opts){.drop_all_reduce = -1})
+int ir_lower_ex(const ir_partition *p, const ir_lower_opts *opts, ir_lowered *out, ap_error *err);
+void ir_lowered_free(ir_lowered *l);
+
+/* Prints the PartIR:Core loop view of a state. */
+int ir_print_loops(const ir_partition *p, ap_buf *b);
+
+/* The loop view as a runnable single-device program (PartIR:Temporal):
+ * every loop unrolled, iterations on slices of global values, tile loops
+ * concatenating their results and sum loops adding them.  It computes what
+ * the partitioned function computes, with global arguments and results;
+ * running it checks a state independently of the SPMD lowering.  *out is a
+ * new module (ir_module_free). */
+int ir_temporal(const ir_partition *p, ir_module **out, ap_error *err);
+/* The view writes the iterations of an `any` loop (a value replicated along
+ * an axis, e.g. by `atomic`) as `stablehlo.custom_call
+ * @autopart.iterations_agree(%it0, %it1, ...)`: its value is the first
+ * iteration's, and a checker must see that they are all equal. */
+#define IR_ITERATIONS_AGREE "autopart.iterations_agree"
+
+
+/* Whether op is a custom_call that only annotates its operand (Sharding,
+ * tt.mark_argument, ...): partitioning and the checker treat it as the
+ * identity. */
+bool ir_custom_call_is_identity(const ir_op *op);
+
+/* ========================================================= redistribution */
+
+/*
+ * Synthesis of array redistributions between distributed
  * types, as in "Memory-efficient array redistribution through portable
  * collective communication" (shared/seeds/redistribution-paper.md, sections
- * 2-7).  Internal to the ir library: the SPMD lowering calls it on every use
- * whose value layout differs from the layout the user needs.
+ * 2-7).  The SPMD lowering calls it on every use whose value layout differs
+ * from the layout the user needs; `autopart redistribute` shows it.
  *
  * A distributed type gives, per dimension, the global size, the per-device
  * (local) size and the mesh axes tiling that dimension.  Text form, as in the
@@ -40,13 +237,6 @@
  * `err` (which may be NULL).  No function keeps global state; a context may be
  * used by one thread at a time, plans are immutable and may be shared.
  */
-#ifndef IR_REDIST_H
-#define IR_REDIST_H
-
-#include <stdbool.h>
-#include <stdint.h>
-
-#include "ap.h"
 
 #define IR_REDIST_MAX_MESH_AXES 8 /* axes of a user mesh */
 #define IR_REDIST_MAX_AXES 32     /* capacity: axes of a prime-factor mesh */
@@ -295,4 +485,4 @@ int ir_redist_plan_check(const ir_redist_plan *plan, ap_error *err);
 void ir_redist_random_problem(uint64_t *seed, int max_rank, ir_redist_mesh *mesh,
                               ir_redist_type *from, ir_redist_type *to);
 
-#endif /* IR_REDIST_H */
+#endif /* PARTIR_H */

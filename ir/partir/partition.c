@@ -18,71 +18,6 @@
 
 #define MAXS_OPD 64 /* operands an op may have to be partitioned */
 
-/* ================================================================= mesh */
-
-int ir_mesh_parse(const char *text, ir_mesh *out, ap_error *err)
-{
-    memset(out, 0, sizeof *out);
-    const char *p = text;
-    while (*p == ' ' || *p == '{')
-        p++;
-    while (*p && *p != '}') {
-        const char *name = p;
-        while (*p && *p != '=' && *p != ':' && *p != ',' && *p != ' ')
-            p++;
-        size_t len = (size_t)(p - name);
-        while (*p == ' ')
-            p++;
-        if (len == 0 || (*p != '=' && *p != ':'))
-            return ap_error_set(err, AP_EINVALID, "mesh '%s': expected AXIS=SIZE at column %d", text,
-                                (int)(name - text) + 1);
-        if (len >= sizeof out->names[0])
-            return ap_error_set(err, AP_EINVALID, "mesh '%s': axis name '%.*s' is too long", text, (int)len, name);
-        p++;
-        char *end;
-        long long size = strtoll(p, &end, 10);
-        if (end == p || size < 1 || size > (1 << 20))
-            return ap_error_set(err, AP_EINVALID, "mesh '%s': axis '%.*s' needs a positive size", text, (int)len, name);
-        if (out->n_axes == IR_MAX_AXES)
-            return ap_error_set(err, AP_EINVALID, "mesh '%s': at most %d axes", text, IR_MAX_AXES);
-        if (ir_mesh_axis(out, name, len) >= 0)
-            return ap_error_set(err, AP_EINVALID, "mesh '%s': axis '%.*s' is given twice", text, (int)len, name);
-        memcpy(out->names[out->n_axes], name, len);
-        out->names[out->n_axes][len] = '\0';
-        out->sizes[out->n_axes++] = size;
-        p = end;
-        while (*p == ' ' || *p == ',')
-            p++;
-    }
-    if (out->n_axes == 0)
-        return ap_error_set(err, AP_EINVALID, "mesh '%s' has no axes (expected e.g. batch=4,model=2)", text);
-    if (ir_mesh_devices(out) > (1 << 20))
-        return ap_error_set(err, AP_EINVALID, "mesh '%s' has more than %d devices", text, 1 << 20);
-    return 0;
-}
-
-int ir_mesh_axis(const ir_mesh *m, const char *name, size_t len)
-{
-    for (int i = 0; i < m->n_axes; i++)
-        if (strlen(m->names[i]) == len && memcmp(m->names[i], name, len) == 0)
-            return i;
-    return -1;
-}
-
-int64_t ir_mesh_devices(const ir_mesh *m)
-{
-    int64_t n = 1;
-    for (int i = 0; i < m->n_axes; i++)
-        n *= m->sizes[i];
-    return n;
-}
-
-void ir_mesh_format(const ir_mesh *m, ap_buf *b)
-{
-    for (int i = 0; i < m->n_axes; i++)
-        ap_buf_printf(b, i ? ",%s=%lld" : "%s=%lld", m->names[i], (long long)m->sizes[i]);
-}
-
 const char *ir_red_name(ir_red r)
 {
     static const char *names[] = {"none", "add", "mul", "max", "min", "and", "or"};
@@ -239,6 +174,7 @@ void ir_pctx_free(ir_pctx *c)
 
 const ir_mesh *ir_pctx_mesh(const ir_pctx *c) { return &c->mesh; }
 ir_op *ir_pctx_func(const ir_pctx *c) { return c->func; }
+ir_module *ir_pctx_module(const ir_pctx *c) { return c->m; }
 uint32_t ir_pctx_num_ops(const ir_pctx *c) { return c->n_ops; }
 ir_op *ir_pctx_op(const ir_pctx *c, uint32_t i) { return i < c->n_ops ? c->ops[i] : NULL; }
 uint32_t ir_pctx_num_entries(const ir_pctx *c, uint32_t op) { return c->tmr0[op + 1] - c->tmr0[op]; }

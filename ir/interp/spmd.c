@@ -1,11 +1,11 @@
 /*
- * interp_spmd.c - the SPMD interpreter: collectives across the simulated
+ * spmd.c - the SPMD interpreter: collectives across the simulated
  * devices of a run (all_reduce, all_gather, reduce_scatter, all_to_all,
  * collective_permute, collective_broadcast), splitting global arguments
  * into per-device tiles by their autopart.layout, and reassembling global
  * results with a check that replicated copies agree bit for bit.
  *
- * Devices run in lock step (interp.c evaluates each op on every device
+ * Devices run in lock step (eval.c evaluates each op on every device
  * before the next), so a collective finds every device's operand in its
  * slots.  Replica group semantics are described in ir_interp.h.
  */

@@ -1,5 +1,5 @@
 /*
- * parse_mlir.c - the parser of MLIR text: StableHLO as JAX and MLIR tools
+ * mlir.c - the parser of MLIR text: StableHLO as JAX and MLIR tools
  * print it, in pretty and generic op forms, plus ops of other dialects kept
  * opaque.  Recursive descent over the tokens of lex.c; each function is
  * named after the grammar rule it parses, the rule in its first comment.

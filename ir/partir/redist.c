@@ -1,7 +1,7 @@
 /*
  * redist.c - synthesis of array redistributions between distributed types
  * (shared/seeds/redistribution-paper.md, sections 2-7; API and conventions in
- * ir_redist.h).
+ * partir.h).
  *
  * How a plan is made (ir_redist_synthesize):
  *   1. Split the mesh axes into prime factors and rewrite both types over
@@ -28,7 +28,7 @@
  * (Figure 7a) without using anything from the search, for tests and
  * verification between passes.
  */
-#include "ir_redist.h"
+#include "partir.h"
 
 #include <stdio.h>
 #include <stdlib.h>

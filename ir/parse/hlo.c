@@ -1,5 +1,5 @@
 /*
- * parse_hlo.c - the XLA HLO text format (`HloModule`, computations,
+ * hlo.c - the XLA HLO text format (`HloModule`, computations,
  * instructions) turned into the same IR the StableHLO parser builds, so a
  * module read from HLO prints as StableHLO text that parses back equal.
  *
@@ -39,7 +39,7 @@
  *  - locations: NAME(op_name)(FILE(source_file:source_line:source_column))
  *    from metadata, else NAME(instruction name).
  */
-#include "ir_int.h"
+#include "parse_int.h"
 
 #include <ctype.h>
 #include <errno.h>

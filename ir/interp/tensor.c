@@ -1,5 +1,5 @@
 /*
- * interp_tensor.c - host tensors for the interpreter: construction (zeros,
+ * tensor.c - host tensors for the interpreter: construction (zeros,
  * buffers, values, seeded random), element access, comparison with absolute
  * and relative differences, printing, and element conversion with the rules
  * of stablehlo.convert.
