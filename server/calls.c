@@ -1,0 +1,450 @@
+/*
+ * calls.c - autopartd's methods: the table the gRPC layer serves, the
+ * intake on the gRPC thread (unpack, hash, hand to the loop), and the
+ * handlers that run on the loop: Search and Apply go to jobs.c; GetSearch,
+ * ListSearches, CancelSearch and Stats read the store; the standard health
+ * service says whether the daemon is serving.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "srv.h"
+
+const rpc_method srv_methods[M__COUNT] = {
+    [M_SEARCH] = {"/autopart.v1.Partitioner/Search", true},
+    [M_APPLY] = {"/autopart.v1.Partitioner/Apply", false},
+    [M_GET] = {"/autopart.v1.Partitioner/GetSearch", false},
+    [M_LIST] = {"/autopart.v1.Partitioner/ListSearches", false},
+    [M_CANCEL] = {"/autopart.v1.Partitioner/CancelSearch", false},
+    [M_STATS] = {"/autopart.v1.Partitioner/Stats", false},
+    [M_HEALTH_CHECK] = {"/grpc.health.v1.Health/Check", false},
+    [M_HEALTH_WATCH] = {"/grpc.health.v1.Health/Watch", true},
+};
+
+static const ProtobufCMessageDescriptor *const request_type[M__COUNT] = {
+    [M_SEARCH] = &autopart__v1__search_request__descriptor,
+    [M_APPLY] = &autopart__v1__apply_request__descriptor,
+    [M_GET] = &autopart__v1__get_search_request__descriptor,
+    [M_LIST] = &autopart__v1__list_searches_request__descriptor,
+    [M_CANCEL] = &autopart__v1__cancel_search_request__descriptor,
+    [M_STATS] = &autopart__v1__stats_request__descriptor,
+    [M_HEALTH_CHECK] = &grpc__health__v1__health_check_request__descriptor,
+    [M_HEALTH_WATCH] = &grpc__health__v1__health_check_request__descriptor,
+};
+
+void srv_fail(srv *s, rpc_call *c, rpc_code code, const char *fmt, ...)
+{
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    atomic_fetch_add(&s->stats.errors, 1);
+    rpc_finish(c, code, msg, NULL, 0);
+}
+
+void srv_reply(srv *s, rpc_call *c, const ProtobufCMessage *m)
+{
+    size_t len = protobuf_c_message_get_packed_size(m);
+    uint8_t *buf = ap_malloc(len ? len : 1);
+    if (!buf) {
+        srv_fail(s, c, RPC_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    protobuf_c_message_pack(m, buf);
+    rpc_finish(c, RPC_OK, NULL, buf, len);
+    ap_free(buf);
+}
+
+/* ============================================================ intake */
+
+/* On the gRPC thread: unpack, hash what needs it, post to the loop. */
+void srv_on_call(void *ud, rpc_call *c, int method, const uint8_t *req, size_t len)
+{
+    srv *s = ud;
+    atomic_fetch_add(&s->stats.requests, 1);
+    ProtobufCMessage *msg = protobuf_c_message_unpack(request_type[method], NULL, len, req);
+    if (!msg) {
+        srv_fail(s, c, RPC_INVALID_ARGUMENT, "the request (%zu bytes) is not a valid %s message", len,
+                 request_type[method]->name);
+        return;
+    }
+    srv_event *ev = ap_calloc(1, sizeof *ev);
+    if (!ev) {
+        protobuf_c_message_free_unpacked(msg, NULL);
+        srv_fail(s, c, RPC_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    ev->kind = EV_CALL;
+    ev->call = c;
+    ev->method = method;
+    ev->msg = msg;
+    if (method == M_SEARCH || method == M_APPLY) {
+        if (srv_raw_hash(method, msg, ev->raw) < 0) {
+            protobuf_c_message_free_unpacked(msg, NULL);
+            ap_free(ev);
+            srv_fail(s, c, RPC_INTERNAL, "cannot hash the request");
+            return;
+        }
+        ev->have_raw = true;
+        /* Fairness groups: the client's label, else its address. */
+        const char *label = method == M_SEARCH ? ((Autopart__V1__SearchRequest *)msg)->client_label
+                                               : ((Autopart__V1__ApplyRequest *)msg)->client_label;
+        if (label[0]) {
+            snprintf(ev->client, sizeof ev->client, "label:%.*s", SRV_MAX_LABEL, label);
+        } else {
+            char peer[200];
+            rpc_call_peer(c, peer, sizeof peer);
+            char *colon = strrchr(peer, ':');
+            if (colon && colon > peer && strncmp(peer, "unix:", 5) != 0)
+                *colon = '\0'; /* the host, not the connection */
+            snprintf(ev->client, sizeof ev->client, "peer:%s", peer);
+        }
+    }
+    srv_post(s, ev);
+}
+
+void srv_on_cancelled(void *ud, rpc_call *c)
+{
+    srv *s = ud;
+    srv_event *ev = ap_calloc(1, sizeof *ev);
+    if (!ev) { /* the call then simply waits for its answer to be dropped */
+        rpc_call_unref(c);
+        return;
+    }
+    ev->kind = EV_CANCEL;
+    ev->call = c;
+    srv_post(s, ev);
+}
+
+/* On the loop: a client gone or past its deadline. */
+void srv_handle_cancel(srv *s, rpc_call *c)
+{
+    srv_waiter *w = rpc_call_user(c);
+    if (w) {
+        if (w->method == M_HEALTH_WATCH) {
+            for (srv_waiter **p = &s->watchers; *p; p = &(*p)->next)
+                if (*p == w) {
+                    *p = w->next;
+                    break;
+                }
+            rpc_call_set_user(c, NULL);
+            ap_free(w);
+            rpc_finish(c, RPC_CANCELLED, "the client went away", NULL, 0);
+        } else {
+            srv_job_detach(s, w);
+        }
+    }
+    rpc_call_unref(c);
+}
+
+/* ============================================================== records */
+
+static bool parse_id(const char *text, int64_t *id)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (!text[0] || *end || errno || v <= 0)
+        return false;
+    *id = v;
+    return true;
+}
+
+static void get_search(srv *s, rpc_call *c, const Autopart__V1__GetSearchRequest *r)
+{
+    int64_t id;
+    ap_error err;
+    store_row row;
+    if (!parse_id(r->search_id, &id)) {
+        srv_fail(s, c, RPC_INVALID_ARGUMENT, "search_id '%.40s' is not a search id (a positive number)", r->search_id);
+        return;
+    }
+    int rc = store_get(s->db, id, &row, &err);
+    if (rc <= 0) {
+        if (rc < 0)
+            srv_fail(s, c, RPC_UNAVAILABLE, "%s", err.msg);
+        else
+            srv_fail(s, c, RPC_NOT_FOUND, "no search %" PRId64 " in the store", id);
+        return;
+    }
+    enum { MAX_POINTS = 2000 };
+    store_point *pts = ap_malloc(sizeof *pts * MAX_POINTS);
+    Autopart__V1__ProgressPoint *pp = ap_malloc(sizeof *pp * MAX_POINTS);
+    Autopart__V1__ProgressPoint **ppp = ap_malloc(sizeof *ppp * MAX_POINTS);
+    char *sched = NULL;
+    void *res = NULL;
+    size_t res_len = 0;
+    if (!pts || !pp || !ppp) {
+        srv_fail(s, c, RPC_RESOURCE_EXHAUSTED, "out of memory");
+        goto out;
+    }
+    int n = store_history(s->db, id, pts, MAX_POINTS, &err);
+    if (n < 0 || store_best_schedule(s->db, id, &sched, &err) < 0 ||
+        (r->include_result && row.status == STORE_DONE &&
+         store_payload(s->db, id, STORE_PAYLOAD_RESULT, &res, &res_len, &err) < 0)) {
+        srv_fail(s, c, RPC_UNAVAILABLE, "%s", err.msg);
+        goto out;
+    }
+    Autopart__V1__SearchRecord rec = AUTOPART__V1__SEARCH_RECORD__INIT;
+    Autopart__V1__SearchSummary sum;
+    char key[65], hash[65], idt[24], axes_buf[256], *axes[IR_MAX_AXES];
+    srv_row_summary(&row, &sum, key, hash, idt, axes, IR_MAX_AXES, axes_buf);
+    rec.summary = &sum;
+    for (int i = 0; i < n; i++) {
+        autopart__v1__progress_point__init(&pp[i]);
+        pp[i].unix_ms = pts[i].t_us / 1000;
+        pp[i].episodes = pts[i].episodes;
+        pp[i].best_runtime_s = pts[i].best_runtime_s;
+        pp[i].best_peak_memory_bytes = pts[i].best_peak_memory;
+        ppp[i] = &pp[i];
+    }
+    rec.history = ppp;
+    rec.n_history = (size_t)n;
+    rec.best_schedule = sched ? sched : (char *)"";
+    if (res) { /* the stored answer, byte for byte, as field 4 */
+        size_t len;
+        uint8_t *buf = srv_pack_with(&rec.base, 4, res, res_len, &len);
+        if (!buf) {
+            srv_fail(s, c, RPC_RESOURCE_EXHAUSTED, "out of memory");
+        } else {
+            rpc_finish(c, RPC_OK, NULL, buf, len);
+            ap_free(buf);
+        }
+    } else {
+        srv_reply(s, c, &rec.base);
+    }
+out:
+    ap_free(pts);
+    ap_free(pp);
+    ap_free(ppp);
+    ap_free(sched);
+    ap_free(res);
+}
+
+static void list_searches(srv *s, rpc_call *c, const Autopart__V1__ListSearchesRequest *r)
+{
+    ap_error err;
+    int limit = r->page_size ? r->page_size : 50;
+    if (r->page_size < 0 || r->page_size > 1000) {
+        srv_fail(s, c, RPC_INVALID_ARGUMENT, "page_size %d: from 1 to 1000 (0: 50)", r->page_size);
+        return;
+    }
+    if ((int)r->status < 0 || r->status > 5 || (int)r->kind < 0 || r->kind > 2) {
+        srv_fail(s, c, RPC_INVALID_ARGUMENT, "unknown status %d or kind %d", (int)r->status, (int)r->kind);
+        return;
+    }
+    store_filter f = {.status = (int)r->status, .kind = (int)r->kind, .client_label = r->client_label};
+    uint8_t hash[STORE_KEY_BYTES];
+    if (r->module_hash[0]) {
+        size_t n = strlen(r->module_hash);
+        int got = n >= 8 ? store_unhex(r->module_hash, hash, STORE_KEY_BYTES) : -1;
+        if (got < 0) {
+            srv_fail(s, c, RPC_INVALID_ARGUMENT,
+                     "module_hash '%.70s': an even number of hex digits, at least 8 (a prefix of the hash)",
+                     r->module_hash);
+            return;
+        }
+        f.module_hash = hash;
+        f.module_hash_len = got;
+    }
+    if (r->created_after_unix_ms < 0 || r->created_before_unix_ms < 0) {
+        srv_fail(s, c, RPC_INVALID_ARGUMENT, "created_after_unix_ms and created_before_unix_ms are >= 0");
+        return;
+    }
+    f.created_after_us = r->created_after_unix_ms * 1000;
+    f.created_before_us = r->created_before_unix_ms * 1000;
+    store_row *rows = ap_malloc(sizeof *rows * (size_t)limit);
+    Autopart__V1__SearchSummary *sum = ap_malloc(sizeof *sum * (size_t)limit);
+    Autopart__V1__SearchSummary **sump = ap_malloc(sizeof *sump * (size_t)limit);
+    struct strs {
+        char key[65], hash[65], id[24], axes_buf[256], *axes[IR_MAX_AXES];
+    } *st = ap_malloc(sizeof *st * (size_t)limit);
+    char next[48];
+    if (!rows || !sum || !sump || !st) {
+        srv_fail(s, c, RPC_RESOURCE_EXHAUSTED, "out of memory");
+        goto out;
+    }
+    int n = store_list(s->db, &f, limit, r->page_token, rows, next, &err);
+    if (n < 0) {
+        srv_fail(s, c, err.code == AP_EINVALID ? RPC_INVALID_ARGUMENT : RPC_UNAVAILABLE, "%s", err.msg);
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        srv_row_summary(&rows[i], &sum[i], st[i].key, st[i].hash, st[i].id, st[i].axes, IR_MAX_AXES,
+                        st[i].axes_buf);
+        sump[i] = &sum[i];
+    }
+    Autopart__V1__ListSearchesResponse resp = AUTOPART__V1__LIST_SEARCHES_RESPONSE__INIT;
+    resp.searches = sump;
+    resp.n_searches = (size_t)n;
+    resp.next_page_token = next;
+    srv_reply(s, c, &resp.base);
+out:
+    ap_free(rows);
+    ap_free(sum);
+    ap_free(sump);
+    ap_free(st);
+}
+
+static void cancel_search(srv *s, rpc_call *c, const Autopart__V1__CancelSearchRequest *r)
+{
+    int64_t id;
+    ap_error err;
+    int status = 0;
+    if (!parse_id(r->search_id, &id)) {
+        srv_fail(s, c, RPC_INVALID_ARGUMENT, "search_id '%.40s' is not a search id (a positive number)", r->search_id);
+        return;
+    }
+    int rc = srv_job_cancel(s, id, &status, &err);
+    if (rc < 0) {
+        srv_fail(s, c, RPC_UNAVAILABLE, "%s", err.msg);
+        return;
+    }
+    if (rc == 0) {
+        srv_fail(s, c, RPC_NOT_FOUND, "no search %" PRId64 " in the store", id);
+        return;
+    }
+    Autopart__V1__CancelSearchResponse resp = AUTOPART__V1__CANCEL_SEARCH_RESPONSE__INIT;
+    resp.status = (Autopart__V1__SearchStatus)status;
+    srv_reply(s, c, &resp.base);
+}
+
+static int64_t rss_bytes(void)
+{
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f)
+        return 0;
+    if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+        resident = 0;
+    fclose(f);
+    return (int64_t)resident * sysconf(_SC_PAGESIZE);
+}
+
+static void stats(srv *s, rpc_call *c)
+{
+    ap_error err;
+    store_counts cnt;
+    srv_flush_hits(s);
+    if (store_counts_get(s->db, &cnt, &err) < 0) {
+        srv_fail(s, c, RPC_UNAVAILABLE, "%s", err.msg);
+        return;
+    }
+    Autopart__V1__StatsResponse r = AUTOPART__V1__STATS_RESPONSE__INIT;
+    r.version = (char *)SRV_VERSION;
+    r.uptime_s = (double)(srv_now_us() - s->start_us) / 1e6;
+    r.requests = atomic_load(&s->stats.requests);
+    r.errors = atomic_load(&s->stats.errors);
+    r.cache_hits = s->stats.cache_hits;
+    r.joined = s->stats.joined;
+    r.started = s->stats.started;
+    r.running = (uint32_t)srv_jobs_count(s, JOB_RUNNING);
+    r.queued = (uint32_t)(srv_jobs_count(s, JOB_RUN_WAIT) + srv_jobs_count(s, JOB_PREPARE_WAIT));
+    r.max_concurrent = (uint32_t)s->opt.max_concurrent;
+    r.stored = cnt.rows;
+    r.stored_done = cnt.by_status[STORE_DONE];
+    r.stored_cache_hits = cnt.cache_hits;
+    r.rss_bytes = rss_bytes();
+    r.db_bytes = cnt.db_bytes;
+    r.owner = s->owner;
+    r.active_calls = (uint32_t)rpc_server_active_calls(s->rpc);
+    srv_reply(s, c, &r.base);
+}
+
+/* ================================================================ health */
+
+static bool known_service(const char *name)
+{
+    return !name[0] || !strcmp(name, "autopart.v1.Partitioner") || !strcmp(name, "grpc.health.v1.Health");
+}
+
+static void send_health(srv *s, rpc_call *c, bool stream, int status)
+{
+    Grpc__Health__V1__HealthCheckResponse r = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
+    r.status = (Grpc__Health__V1__HealthCheckResponse__ServingStatus)status;
+    size_t len = grpc__health__v1__health_check_response__get_packed_size(&r);
+    uint8_t buf[16];
+    grpc__health__v1__health_check_response__pack(&r, buf);
+    if (stream)
+        rpc_send(c, buf, len);
+    else
+        rpc_finish(c, RPC_OK, NULL, buf, len);
+    (void)s;
+}
+
+static int serving_status(srv *s)
+{
+    return s->stopping ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING
+                       : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
+}
+
+/* At shutdown: watchers hear NOT_SERVING, then the stream ends. */
+void srv_health_broadcast(srv *s)
+{
+    for (srv_waiter *w = s->watchers, *n; w; w = n) {
+        n = w->next;
+        if (w->origin)
+            send_health(s, w->call, true, serving_status(s));
+        rpc_call_set_user(w->call, NULL);
+        rpc_finish(w->call, RPC_OK, NULL, NULL, 0);
+        ap_free(w);
+    }
+    s->watchers = NULL;
+}
+
+static void health(srv *s, srv_event *ev)
+{
+    const Grpc__Health__V1__HealthCheckRequest *r = (const Grpc__Health__V1__HealthCheckRequest *)ev->msg;
+    bool known = known_service(r->service);
+    if (ev->method == M_HEALTH_CHECK) {
+        if (!known)
+            srv_fail(s, ev->call, RPC_NOT_FOUND, "unknown service '%.100s'", r->service);
+        else
+            send_health(s, ev->call, false, serving_status(s));
+        return;
+    }
+    send_health(s, ev->call, true,
+                known ? serving_status(s) : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN);
+    if (s->stopping) {
+        rpc_finish(ev->call, RPC_OK, NULL, NULL, 0);
+        return;
+    }
+    srv_waiter *w = ap_calloc(1, sizeof *w);
+    if (!w) {
+        srv_fail(s, ev->call, RPC_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    w->call = ev->call;
+    w->method = M_HEALTH_WATCH;
+    w->origin = known; /* whether its status changes at shutdown */
+    w->next = s->watchers;
+    s->watchers = w;
+    rpc_call_set_user(ev->call, w);
+}
+
+/* ================================================================ dispatch */
+
+void srv_handle_call(srv *s, srv_event *ev)
+{
+    if (s->stopping && ev->method != M_HEALTH_CHECK && ev->method != M_HEALTH_WATCH) {
+        srv_fail(s, ev->call, RPC_UNAVAILABLE, "autopartd is shutting down; ask again when it is back");
+        return;
+    }
+    switch (ev->method) {
+    case M_SEARCH:
+    case M_APPLY: srv_job_request(s, ev); break;
+    case M_GET: get_search(s, ev->call, (const Autopart__V1__GetSearchRequest *)ev->msg); break;
+    case M_LIST: list_searches(s, ev->call, (const Autopart__V1__ListSearchesRequest *)ev->msg); break;
+    case M_CANCEL: cancel_search(s, ev->call, (const Autopart__V1__CancelSearchRequest *)ev->msg); break;
+    case M_STATS: stats(s, ev->call); break;
+    case M_HEALTH_CHECK:
+    case M_HEALTH_WATCH: health(s, ev); break;
+    default: srv_fail(s, ev->call, RPC_UNIMPLEMENTED, "method %d", ev->method); break;
+    }
+}

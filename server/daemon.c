@@ -1,0 +1,560 @@
+/*
+ * daemon.c - autopartd's loop: a libuv loop on the main thread owns the
+ * daemon's state and handles signals (SIGTERM/SIGINT: stop taking calls,
+ * checkpoint, give running rows back to the store, exit 0), a timer
+ * (heartbeats, checkpoints, orphan sweeps, joined searches of other
+ * daemons) and the inbox where the gRPC thread and the workers hand it
+ * events.  Two pools of worker threads: one reads requests and runs
+ * Applies, one runs searches; each with a bounded queue that serves client
+ * groups round-robin, so one client's burst does not starve the others.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "srv.h"
+
+int64_t srv_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void srv_log(srv *s, const char *fmt, ...)
+{
+    if (s->opt.quiet)
+        return;
+    char when[32];
+    time_t t = time(NULL);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s autopartd: ", when);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+/* ================================================================= inbox */
+
+void srv_post(srv *s, srv_event *ev)
+{
+    ev->next = NULL;
+    uv_mutex_lock(&s->inbox_mu);
+    if (s->inbox_tail)
+        s->inbox_tail->next = ev;
+    else
+        s->inbox = ev;
+    s->inbox_tail = ev;
+    uv_mutex_unlock(&s->inbox_mu);
+    uv_async_send(&s->wake); /* coalesced: one wake-up may carry many events */
+}
+
+static void event_free(srv_event *ev)
+{
+    if (ev->msg)
+        protobuf_c_message_free_unpacked(ev->msg, NULL);
+    ap_free(ev);
+}
+
+/* ============================================================ fair queue */
+
+static bool fq_push(srv_fq *q, srv_job *job)
+{
+    if (q->count >= q->max)
+        return false;
+    srv_fq_client *c = NULL, *last = NULL;
+    if (q->ring) {
+        srv_fq_client *x = q->ring;
+        do {
+            if (!strcmp(x->name, job->client))
+                c = x;
+            last = x;
+            x = x->next;
+        } while (x != q->ring);
+    }
+    if (!c) {
+        c = ap_calloc(1, sizeof *c);
+        if (!c)
+            return false;
+        snprintf(c->name, sizeof c->name, "%s", job->client);
+        if (last) { /* joins the rotation last */
+            c->next = q->ring;
+            last->next = c;
+        } else {
+            c->next = c;
+            q->ring = c;
+        }
+    }
+    job->qnext = NULL;
+    if (c->tail)
+        c->tail->qnext = job;
+    else
+        c->head = job;
+    c->tail = job;
+    q->count++;
+    return true;
+}
+
+static void fq_drop_client(srv_fq *q, srv_fq_client *c)
+{
+    if (c->next == c) {
+        q->ring = NULL;
+    } else {
+        srv_fq_client *prev = c;
+        while (prev->next != c)
+            prev = prev->next;
+        prev->next = c->next;
+        if (q->ring == c)
+            q->ring = c->next;
+    }
+    ap_free(c);
+}
+
+static srv_job *fq_pop(srv_fq *q)
+{
+    srv_fq_client *c = q->ring;
+    if (!c)
+        return NULL;
+    srv_job *job = c->head;
+    c->head = job->qnext;
+    if (!c->head)
+        c->tail = NULL;
+    q->count--;
+    q->ring = c->next; /* the next client's turn */
+    if (!c->head)
+        fq_drop_client(q, c);
+    return job;
+}
+
+static bool fq_remove(srv_fq *q, srv_job *job)
+{
+    srv_fq_client *c = q->ring;
+    if (!c)
+        return false;
+    do {
+        srv_job *prev = NULL;
+        for (srv_job *j = c->head; j; prev = j, j = j->qnext) {
+            if (j != job)
+                continue;
+            if (prev)
+                prev->qnext = j->qnext;
+            else
+                c->head = j->qnext;
+            if (c->tail == j)
+                c->tail = prev;
+            q->count--;
+            if (!c->head)
+                fq_drop_client(q, c);
+            return true;
+        }
+        c = c->next;
+    } while (c != q->ring);
+    return false;
+}
+
+/* ================================================================= pools */
+
+static void worker_main(void *arg)
+{
+    srv_pool *p = arg;
+    for (;;) {
+        uv_mutex_lock(&p->mu);
+        while (!p->ready && !p->quit)
+            uv_cond_wait(&p->cv, &p->mu);
+        srv_job *job = p->ready;
+        if (!job) {
+            uv_mutex_unlock(&p->mu);
+            break;
+        }
+        p->ready = job->qnext;
+        if (!p->ready)
+            p->ready_tail = NULL;
+        uv_mutex_unlock(&p->mu);
+        if (job->task == TASK_PREPARE)
+            srv_work_prepare(job);
+        else
+            srv_work_run(p->s, job);
+        srv_event *ev = ap_calloc(1, sizeof *ev);
+        if (!ev) {
+            fprintf(stderr, "autopartd: out of memory handing back a finished task\n");
+            abort();
+        }
+        ev->kind = EV_TASK_DONE;
+        ev->job = job;
+        srv_post(p->s, ev);
+    }
+}
+
+/* Gives a job to an idle worker of its pool (the loop keeps count). */
+static void hand_to_worker(srv *s, srv_pool *p, srv_job *job)
+{
+    ap_error err;
+    p->busy++;
+    job->stage = job->task == TASK_PREPARE ? JOB_PREPARING : JOB_RUNNING;
+    if (job->task == TASK_RUN) {
+        job->started_us = srv_now_us();
+        if (store_start(s->db, job->row_id, job->started_us, &err) < 0)
+            srv_log(s, "search %" PRId64 ": %s", job->row_id, err.msg);
+    }
+    job->qnext = NULL;
+    uv_mutex_lock(&p->mu);
+    if (p->ready_tail)
+        p->ready_tail->qnext = job;
+    else
+        p->ready = job;
+    p->ready_tail = job;
+    uv_cond_signal(&p->cv);
+    uv_mutex_unlock(&p->mu);
+}
+
+bool srv_submit(srv *s, srv_job *job, int task, int pool)
+{
+    srv_pool *p = &s->pools[pool];
+    job->task = task;
+    job->pool = pool;
+    if (p->busy < p->n) {
+        hand_to_worker(s, p, job);
+        return true;
+    }
+    if (!fq_push(&p->queue, job))
+        return false;
+    job->stage = task == TASK_PREPARE ? JOB_PREPARE_WAIT : JOB_RUN_WAIT;
+    return true;
+}
+
+bool srv_unqueue(srv *s, srv_job *job)
+{
+    return fq_remove(&s->pools[job->pool].queue, job);
+}
+
+static int pool_start(srv *s, srv_pool *p, int id, int n, int max_queue, ap_error *err)
+{
+    p->s = s;
+    p->id = id;
+    p->queue.max = max_queue;
+    uv_mutex_init(&p->mu);
+    uv_cond_init(&p->cv);
+    p->threads = ap_calloc((size_t)n, sizeof *p->threads);
+    if (!p->threads)
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
+    for (int i = 0; i < n; i++) {
+        if (uv_thread_create(&p->threads[i], worker_main, p) != 0)
+            return ap_error_set(err, AP_EINTERNAL, "cannot start worker threads");
+        p->n++;
+    }
+    return 0;
+}
+
+static void pool_stop(srv_pool *p)
+{
+    if (!p->threads)
+        return;
+    uv_mutex_lock(&p->mu);
+    p->quit = true;
+    uv_cond_broadcast(&p->cv);
+    uv_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->n; i++)
+        uv_thread_join(&p->threads[i]);
+    ap_free(p->threads);
+    p->threads = NULL;
+    uv_cond_destroy(&p->cv);
+    uv_mutex_destroy(&p->mu);
+    while (fq_pop(&p->queue))
+        ;
+}
+
+/* ============================================================== shutdown */
+
+static void close_all(srv *s)
+{
+    if (s->closed)
+        return;
+    s->closed = true;
+    ap_error err;
+    srv_flush_hits(s);
+    if (store_release_all(s->db, &err) < 0)
+        srv_log(s, "giving rows back: %s", err.msg);
+    uv_close((uv_handle_t *)&s->wake, NULL);
+    uv_close((uv_handle_t *)&s->sigterm, NULL);
+    uv_close((uv_handle_t *)&s->sigint, NULL);
+    uv_close((uv_handle_t *)&s->tick, NULL);
+    uv_close((uv_handle_t *)&s->grace, NULL);
+}
+
+static void maybe_done(srv *s)
+{
+    if (!s->stopping || !s->rpc_stopped)
+        return;
+    for (int i = 0; i < POOL__COUNT; i++)
+        if (s->pools[i].busy)
+            return;
+    close_all(s);
+}
+
+static void on_grace(uv_timer_t *t)
+{
+    srv *s = t->data;
+    srv_log(s, "grace period over: cancelling the calls still open");
+    rpc_server_cancel_all(s->rpc);
+}
+
+static void begin_shutdown(srv *s, const char *why)
+{
+    if (s->stopping)
+        return;
+    s->stopping = true;
+    srv_log(s, "%s: no more calls; running searches go back to the store", why);
+    srv_health_broadcast(s);
+    rpc_server_shutdown(s->rpc);
+    srv_jobs_shutdown(s);
+    uv_timer_start(&s->grace, on_grace, (uint64_t)(s->opt.grace_s * 1000), 0);
+    maybe_done(s);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    begin_shutdown(h->data, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+/* ================================================================= loop */
+
+static void on_wake(uv_async_t *a)
+{
+    srv *s = a->data;
+    uv_mutex_lock(&s->inbox_mu);
+    srv_event *ev = s->inbox;
+    s->inbox = s->inbox_tail = NULL;
+    uv_mutex_unlock(&s->inbox_mu);
+    while (ev) {
+        srv_event *next = ev->next;
+        switch (ev->kind) {
+        case EV_CALL:
+            srv_handle_call(s, ev);
+            break;
+        case EV_CANCEL:
+            srv_handle_cancel(s, ev->call);
+            break;
+        case EV_TASK_DONE: {
+            srv_pool *p = &s->pools[ev->job->pool];
+            p->busy--;
+            srv_job_task_done(s, ev->job);
+            srv_job *j;
+            while (p->busy < p->n && (j = fq_pop(&p->queue)))
+                hand_to_worker(s, p, j);
+            break;
+        }
+        case EV_PROGRESS:
+            atomic_store(&ev->job->prog_posted, false);
+            srv_job_progress(s, ev->job);
+            break;
+        case EV_RPC_STOPPED:
+            s->rpc_stopped = true;
+            break;
+        }
+        event_free(ev);
+        ev = next;
+    }
+    maybe_done(s);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    srv *s = t->data;
+    srv_jobs_tick(s, srv_now_us());
+}
+
+static void on_rpc_stopped(void *ud)
+{
+    srv *s = ud;
+    srv_event *ev = ap_calloc(1, sizeof *ev);
+    if (!ev) {
+        fprintf(stderr, "autopartd: out of memory at shutdown\n");
+        abort();
+    }
+    ev->kind = EV_RPC_STOPPED;
+    srv_post(s, ev);
+}
+
+/* ================================================================ start */
+
+static bool is_loopback(const char *addr)
+{
+    if (!strncmp(addr, "unix:", 5) || !strncmp(addr, "unix-abstract:", 14))
+        return true;
+    char host[256];
+    const char *end;
+    if (addr[0] == '[') {
+        end = strchr(addr, ']');
+        if (!end)
+            return false;
+        snprintf(host, sizeof host, "%.*s", (int)(end - addr - 1), addr + 1);
+    } else {
+        end = strrchr(addr, ':');
+        snprintf(host, sizeof host, "%.*s", end ? (int)(end - addr) : (int)strlen(addr), addr);
+    }
+    return !strcmp(host, "localhost") || !strcmp(host, "::1") || !strncmp(host, "127.", 4);
+}
+
+static char *read_text(const char *what, const char *path, ap_error *err)
+{
+    char *text;
+    size_t len;
+    if (ap_read_file(path, &text, &len, err) < 0) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        ap_error_set(err, AP_EIO, "%s: %s", what, msg);
+        return NULL;
+    }
+    return text;
+}
+
+/* host:pid:nonce, the daemon's name in the store's rows. */
+static void make_owner(char *out, size_t size)
+{
+    char host[200] = "localhost";
+    gethostname(host, sizeof host - 1);
+    uint8_t nonce[6] = {0};
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (read(fd, nonce, sizeof nonce) != (ssize_t)sizeof nonce)
+            memset(nonce, 0, sizeof nonce);
+        close(fd);
+    }
+    char hex[13];
+    store_hex(nonce, 6, hex);
+    snprintf(out, size, "%s:%ld:%s", host, (long)getpid(), hex);
+}
+
+int srv_run(const srv_options *opt)
+{
+    srv *s = ap_calloc(1, sizeof *s);
+    ap_error err;
+    char *cert = NULL, *key = NULL, *ca = NULL;
+    int rc = 1;
+    bool loop_ready = false;
+    if (!s) {
+        fprintf(stderr, "autopartd: error: out of memory\n");
+        return 1;
+    }
+    s->opt = *opt;
+    ap_error_clear(&err);
+    if (!is_loopback(opt->listen) && !opt->tls_cert && !opt->insecure) {
+        fprintf(stderr,
+                "autopartd: error: --listen %s is not a loopback address: serve it with TLS (--tls-cert, --tls-key) "
+                "or say --insecure\n",
+                opt->listen);
+        ap_free(s);
+        return 2;
+    }
+    if (opt->token_file) {
+        if (!(s->token = read_text("--token-file", opt->token_file, &err)))
+            goto fail;
+        size_t n = strlen(s->token);
+        while (n && (s->token[n - 1] == '\n' || s->token[n - 1] == '\r' || s->token[n - 1] == ' '))
+            s->token[--n] = '\0';
+        if (!n || strpbrk(s->token, "\r\n")) {
+            ap_error_set(&err, AP_EINVALID, "--token-file %s: the token must be one non-empty line", opt->token_file);
+            goto fail;
+        }
+    }
+    if (opt->tls_cert && (!(cert = read_text("--tls-cert", opt->tls_cert, &err)) ||
+                          !(key = read_text("--tls-key", opt->tls_key, &err)) ||
+                          (opt->tls_client_ca && !(ca = read_text("--tls-client-ca", opt->tls_client_ca, &err)))))
+        goto fail;
+    make_owner(s->owner, sizeof s->owner);
+    if (store_open(opt->db_path, s->owner, 5000, &s->db, &err) < 0)
+        goto fail;
+    s->start_us = srv_now_us();
+    uv_loop_init(&s->loop);
+    uv_mutex_init(&s->inbox_mu);
+    loop_ready = true;
+    uv_async_init(&s->loop, &s->wake, on_wake);
+    s->wake.data = s;
+    uv_signal_init(&s->loop, &s->sigterm);
+    uv_signal_init(&s->loop, &s->sigint);
+    s->sigterm.data = s->sigint.data = s;
+    uv_signal_start(&s->sigterm, on_signal, SIGTERM);
+    uv_signal_start(&s->sigint, on_signal, SIGINT);
+    uv_timer_init(&s->loop, &s->tick);
+    uv_timer_init(&s->loop, &s->grace);
+    s->tick.data = s->grace.data = s;
+    if (pool_start(s, &s->pools[POOL_INTAKE], POOL_INTAKE, opt->apply_threads, opt->max_queue, &err) < 0 ||
+        pool_start(s, &s->pools[POOL_SEARCH], POOL_SEARCH, opt->max_concurrent, opt->max_queue, &err) < 0)
+        goto fail_loop;
+    rpc_config cfg = {
+        .listen = opt->listen,
+        .max_recv_bytes = opt->max_message_bytes,
+        .tls_cert_pem = cert,
+        .tls_key_pem = key,
+        .tls_client_ca_pem = ca,
+        .token = s->token,
+        .methods = srv_methods,
+        .n_methods = M__COUNT,
+        .slots_per_method = 8,
+    };
+    rpc_handlers h = {.ud = s, .call = srv_on_call, .cancelled = srv_on_cancelled, .stopped = on_rpc_stopped};
+    if (rpc_server_start(&cfg, &h, &s->rpc, &s->port, &err) < 0)
+        goto fail_loop;
+    if (!is_loopback(opt->listen) && s->token && !opt->tls_cert)
+        srv_log(s, "warning: the bearer token crosses the network in clear text (no TLS)");
+    /* The line scripts and tests read to learn the port. */
+    printf("autopartd: listening on %s port %d, store %s\n", opt->listen, s->port, opt->db_path);
+    fflush(stdout);
+    srv_log(s, "%s serving as %s (%d search workers, %d threads each, %d intake workers)", SRV_VERSION, s->owner,
+            opt->max_concurrent, opt->threads_per_search, opt->apply_threads);
+    srv_jobs_tick(s, srv_now_us()); /* take over what a crash left at once */
+    uv_timer_start(&s->tick, on_tick, 100, 100);
+    uv_run(&s->loop, UV_RUN_DEFAULT);
+    rc = s->exit_code;
+    goto cleanup;
+
+fail_loop:
+    /* Nothing runs yet: close the handles and unwind. */
+    s->stopping = true;
+    s->rpc_stopped = true;
+    close_all(s);
+    uv_run(&s->loop, UV_RUN_DEFAULT);
+fail:
+    if (err.msg[0])
+        fprintf(stderr, "autopartd: error: %s\n", err.msg);
+    rc = 1;
+cleanup:
+    rpc_server_free(s->rpc);
+    for (int i = 0; i < POOL__COUNT; i++)
+        pool_stop(&s->pools[i]);
+    while (s->jobs) { /* tasks that ended after the loop (none normally) */
+        srv_job *j = s->jobs;
+        s->jobs = j->next;
+        srv_job_free(j);
+    }
+    for (srv_event *ev = s->inbox, *n; ev; ev = n) {
+        n = ev->next;
+        if (ev->kind == EV_TASK_DONE && ev->job)
+            srv_job_free(ev->job);
+        event_free(ev);
+    }
+    if (loop_ready) {
+        uv_loop_close(&s->loop);
+        uv_mutex_destroy(&s->inbox_mu);
+    }
+    store_close(s->db);
+    ap_free(s->hits);
+    ap_free(s->token);
+    ap_free(cert);
+    ap_free(key);
+    ap_free(ca);
+    if (rc == 0)
+        srv_log(s, "stopped");
+    ap_free(s);
+    return rc;
+}

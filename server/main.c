@@ -1,0 +1,158 @@
+/*
+ * main.c - autopartd's command line: options, help, and the start of the
+ * daemon (daemon.c).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "srv.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: autopartd --db PATH [options]\n"
+            "\n"
+            "Serves automatic partitioning of ML programs over gRPC (autopart.v1.Partitioner and\n"
+            "grpc.health.v1.Health).  Every answer is kept in the store at --db (SQLite), which\n"
+            "several daemons of one host may share: an identical request is answered from it at\n"
+            "once, a request being worked on is joined, and work interrupted by a crash is taken\n"
+            "up again by the next daemon that runs.\n"
+            "\n"
+            "  --listen ADDR            host:port (default 127.0.0.1:50051; port 0: any free port,\n"
+            "                           printed on stdout).  An address other than loopback needs\n"
+            "                           TLS or --insecure.\n"
+            "  --db PATH                the store (created when absent)\n"
+            "  --max-concurrent N       searches running at once (default 2)\n"
+            "  --threads-per-search T   threads of one search (default 2); a request may ask fewer\n"
+            "  --apply-threads N        threads reading requests and running Apply (default 2)\n"
+            "  --max-queue N            requests waiting per queue before RESOURCE_EXHAUSTED (default 64)\n"
+            "  --max-message-mb M       largest request message in MiB (default 64)\n"
+            "  --token-file PATH        every call must carry `authorization: Bearer TOKEN` (the file's\n"
+            "                           one line)\n"
+            "  --tls-cert PEM --tls-key PEM   serve TLS with this certificate chain and key\n"
+            "  --tls-client-ca PEM      and require client certificates signed by this CA\n"
+            "  --insecure               allow a non-loopback address without TLS\n"
+            "  --grace S                seconds calls may go on after SIGTERM (default 5)\n"
+            "  --quiet                  no log lines on stderr\n"
+            "  -h, --help               this help\n"
+            "  --version\n"
+            "\n"
+            "SIGTERM or SIGINT: stop taking calls, write the running searches' best so far, give\n"
+            "their rows back to the store for the next daemon, and exit 0.\n");
+}
+
+static bool parse_int(const char *opt, const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!s[0] || *end || errno || v < lo || v > hi) {
+        fprintf(stderr, "autopartd: error: %s wants a whole number from %ld to %ld, not '%s'\n", opt, lo, hi, s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+int main(int argc, char **argv)
+{
+    enum { O_LISTEN = 256, O_DB, O_MAXC, O_TPS, O_APPLY, O_QUEUE, O_MSG, O_TOKEN, O_CERT, O_KEY, O_CA, O_INSECURE,
+           O_GRACE, O_QUIET, O_VERSION };
+    static const struct option opts[] = {
+        {"listen", required_argument, NULL, O_LISTEN},
+        {"db", required_argument, NULL, O_DB},
+        {"max-concurrent", required_argument, NULL, O_MAXC},
+        {"threads-per-search", required_argument, NULL, O_TPS},
+        {"apply-threads", required_argument, NULL, O_APPLY},
+        {"max-queue", required_argument, NULL, O_QUEUE},
+        {"max-message-mb", required_argument, NULL, O_MSG},
+        {"token-file", required_argument, NULL, O_TOKEN},
+        {"tls-cert", required_argument, NULL, O_CERT},
+        {"tls-key", required_argument, NULL, O_KEY},
+        {"tls-client-ca", required_argument, NULL, O_CA},
+        {"insecure", no_argument, NULL, O_INSECURE},
+        {"grace", required_argument, NULL, O_GRACE},
+        {"quiet", no_argument, NULL, O_QUIET},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, O_VERSION},
+        {NULL, 0, NULL, 0},
+    };
+    srv_options o = {
+        .listen = "127.0.0.1:50051",
+        .max_concurrent = 2,
+        .threads_per_search = 2,
+        .apply_threads = 2,
+        .max_queue = 64,
+        .max_message_bytes = 64 << 20,
+        .grace_s = 5,
+    };
+    long v;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (ch) {
+        case O_LISTEN: o.listen = optarg; break;
+        case O_DB: o.db_path = optarg; break;
+        case O_MAXC:
+            if (!parse_int("--max-concurrent", optarg, 1, 256, &v))
+                return 2;
+            o.max_concurrent = (int)v;
+            break;
+        case O_TPS:
+            if (!parse_int("--threads-per-search", optarg, 1, 256, &v))
+                return 2;
+            o.threads_per_search = (int)v;
+            break;
+        case O_APPLY:
+            if (!parse_int("--apply-threads", optarg, 1, 256, &v))
+                return 2;
+            o.apply_threads = (int)v;
+            break;
+        case O_QUEUE:
+            if (!parse_int("--max-queue", optarg, 1, 1000000, &v))
+                return 2;
+            o.max_queue = (int)v;
+            break;
+        case O_MSG:
+            if (!parse_int("--max-message-mb", optarg, 1, 2047, &v))
+                return 2;
+            o.max_message_bytes = (int64_t)v << 20;
+            break;
+        case O_TOKEN: o.token_file = optarg; break;
+        case O_CERT: o.tls_cert = optarg; break;
+        case O_KEY: o.tls_key = optarg; break;
+        case O_CA: o.tls_client_ca = optarg; break;
+        case O_INSECURE: o.insecure = true; break;
+        case O_GRACE:
+            if (!parse_int("--grace", optarg, 0, 3600, &v))
+                return 2;
+            o.grace_s = (double)v;
+            break;
+        case O_QUIET: o.quiet = true; break;
+        case O_VERSION: printf("%s\n", SRV_VERSION); return 0;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "autopartd: error: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    if (!o.db_path) {
+        fprintf(stderr, "autopartd: error: --db PATH is required (the store, created when absent)\n");
+        return 2;
+    }
+    if (!o.tls_cert != !o.tls_key) {
+        fprintf(stderr, "autopartd: error: --tls-cert and --tls-key go together\n");
+        return 2;
+    }
+    if (o.tls_client_ca && !o.tls_cert) {
+        fprintf(stderr, "autopartd: error: --tls-client-ca needs --tls-cert and --tls-key\n");
+        return 2;
+    }
+    return srv_run(&o);
+}

@@ -1,0 +1,654 @@
+/*
+ * rpc_grpc.c - rpc.h over gRPC's core C API (grpc 1.51, Debian 12): the
+ * only file of autopartd that includes <grpc/...>.
+ *
+ * One completion queue, polled by one thread.  Per method a few
+ * grpc_server_request_registered_call are kept posted (re-posted as each
+ * fires), plus a catch-all grpc_server_request_call that answers unknown
+ * methods UNIMPLEMENTED.  Each call posts RECV_CLOSE_ON_SERVER on its own
+ * at once: its completion is how cancellation, deadlines and vanished
+ * clients are learned, for unary calls too (an Apply may wait in a queue).
+ * Replies go out one SEND_MESSAGE at a time from a per-call queue; the
+ * status goes with the last message.  A call is freed when the handler has
+ * given back its references and no batch of it is in flight.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <grpc/byte_buffer.h>
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/slice.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/time.h>
+
+#include "rpc.h"
+
+enum { TAG_SLOT, TAG_CLOSE, TAG_SEND, TAG_SHUTDOWN };
+
+typedef struct tag {
+    int kind;
+} tag;
+
+/* A posted request for one new call of a method (-1: the catch-all). */
+typedef struct slot {
+    tag t;
+    int method;
+    grpc_call *call;
+    gpr_timespec deadline;
+    grpc_metadata_array md;
+    grpc_byte_buffer *payload;
+    grpc_call_details details;
+} slot;
+
+typedef struct outmsg {
+    struct outmsg *next;
+    grpc_byte_buffer *bb;
+} outmsg;
+
+struct rpc_call {
+    rpc_server *s;
+    grpc_call *call;
+    int method;
+    gpr_timespec deadline;
+    pthread_mutex_t mu;
+    int refs; /* the handler's, the notice's, and one per op in flight */
+    tag close_tag, send_tag;
+    int cancelled_flag; /* written by gRPC at RECV_CLOSE */
+    bool closed, cancelled;
+    bool sending, sent_initial, finishing, final_sent;
+    grpc_byte_buffer *in_flight;
+    outmsg *head, *tail;
+    size_t backlog;
+    rpc_code fin_code;
+    grpc_slice fin_details;
+    grpc_byte_buffer *fin_msg;
+    void *user;
+};
+
+struct rpc_server {
+    grpc_server *server;
+    grpc_completion_queue *cq;
+    rpc_handlers h;
+    rpc_method *methods;
+    void **registered;
+    int n_methods;
+    char *token_header; /* "Bearer TOKEN" */
+    pthread_t thread;
+    bool thread_started;
+    atomic_int live;  /* calls not yet freed */
+    atomic_bool stopping;
+    bool shutdown_seen, cq_shut;
+    tag shutdown_tag;
+};
+
+const char *rpc_code_name(int code)
+{
+    static const char *const names[] = {"OK",
+                                        "CANCELLED",
+                                        "UNKNOWN",
+                                        "INVALID_ARGUMENT",
+                                        "DEADLINE_EXCEEDED",
+                                        "NOT_FOUND",
+                                        "ALREADY_EXISTS",
+                                        "PERMISSION_DENIED",
+                                        "RESOURCE_EXHAUSTED",
+                                        "FAILED_PRECONDITION",
+                                        "ABORTED",
+                                        "OUT_OF_RANGE",
+                                        "UNIMPLEMENTED",
+                                        "INTERNAL",
+                                        "UNAVAILABLE",
+                                        "DATA_LOSS",
+                                        "UNAUTHENTICATED"};
+    return code >= 0 && code <= 16 ? names[code] : "UNKNOWN";
+}
+
+#define CONTAINER(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
+/* ================================================================= calls */
+
+static grpc_byte_buffer *bytes_to_bb(const void *msg, size_t len)
+{
+    grpc_slice sl = grpc_slice_from_copied_buffer(msg, len);
+    grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&sl, 1);
+    grpc_slice_unref(sl);
+    return bb;
+}
+
+static void call_free(rpc_call *c)
+{
+    rpc_server *s = c->s;
+    for (outmsg *m = c->head, *n; m; m = n) {
+        n = m->next;
+        grpc_byte_buffer_destroy(m->bb);
+        free(m);
+    }
+    if (c->in_flight)
+        grpc_byte_buffer_destroy(c->in_flight);
+    if (c->fin_msg)
+        grpc_byte_buffer_destroy(c->fin_msg);
+    grpc_slice_unref(c->fin_details);
+    grpc_call_unref(c->call);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+    atomic_fetch_sub(&s->live, 1);
+}
+
+/* Drops one reference taken with mu held; frees when it was the last. */
+static void unref_locked(rpc_call *c)
+{
+    bool last = --c->refs == 0;
+    pthread_mutex_unlock(&c->mu);
+    if (last)
+        call_free(c);
+}
+
+void rpc_call_unref(rpc_call *c)
+{
+    pthread_mutex_lock(&c->mu);
+    unref_locked(c);
+}
+
+/* Starts the next batch of the call when none is in flight (mu held): the
+ * next queued message, or the final status once rpc_finish was called. */
+static void start_next(rpc_call *c)
+{
+    if (c->sending)
+        return;
+    if (c->cancelled) {
+        for (outmsg *m = c->head, *n; m; m = n) {
+            n = m->next;
+            grpc_byte_buffer_destroy(m->bb);
+            free(m);
+        }
+        c->head = c->tail = NULL;
+        c->backlog = 0;
+        return;
+    }
+    grpc_op ops[4];
+    size_t n = 0;
+    memset(ops, 0, sizeof ops);
+    if (c->head) {
+        outmsg *m = c->head;
+        c->head = m->next;
+        if (!c->head)
+            c->tail = NULL;
+        c->backlog--;
+        c->in_flight = m->bb;
+        free(m);
+    } else if (c->finishing && !c->final_sent) {
+        c->in_flight = c->fin_msg;
+        c->fin_msg = NULL;
+        c->final_sent = true;
+    } else {
+        return;
+    }
+    if (!c->sent_initial) {
+        ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
+        ops[n].data.send_initial_metadata.count = 0;
+        n++;
+        c->sent_initial = true;
+    }
+    if (c->in_flight) {
+        ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n].data.send_message.send_message = c->in_flight;
+        n++;
+    }
+    if (c->final_sent && !c->head) {
+        ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+        ops[n].data.send_status_from_server.trailing_metadata_count = 0;
+        ops[n].data.send_status_from_server.status = (grpc_status_code)c->fin_code;
+        ops[n].data.send_status_from_server.status_details = &c->fin_details;
+        n++;
+    }
+    c->sending = true;
+    c->refs++;
+    if (grpc_call_start_batch(c->call, ops, n, &c->send_tag, NULL) != GRPC_CALL_OK) {
+        /* Cannot happen with one batch in flight; treat as a dead call. */
+        c->sending = false;
+        c->refs--;
+        c->cancelled = true;
+        if (c->in_flight)
+            grpc_byte_buffer_destroy(c->in_flight);
+        c->in_flight = NULL;
+    }
+}
+
+int rpc_send(rpc_call *c, const void *msg, size_t len)
+{
+    pthread_mutex_lock(&c->mu);
+    if (c->cancelled || c->finishing) {
+        pthread_mutex_unlock(&c->mu);
+        return -1;
+    }
+    outmsg *m = malloc(sizeof *m);
+    if (!m) {
+        pthread_mutex_unlock(&c->mu);
+        return -1;
+    }
+    m->next = NULL;
+    m->bb = bytes_to_bb(msg, len);
+    if (c->tail)
+        c->tail->next = m;
+    else
+        c->head = m;
+    c->tail = m;
+    c->backlog++;
+    start_next(c);
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+}
+
+size_t rpc_backlog(rpc_call *c)
+{
+    pthread_mutex_lock(&c->mu);
+    size_t n = c->backlog + (c->sending ? 1 : 0);
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
+void rpc_finish(rpc_call *c, rpc_code code, const char *status_message, const void *msg, size_t len)
+{
+    pthread_mutex_lock(&c->mu);
+    if (c->finishing) {
+        fprintf(stderr, "autopartd: bug: call finished twice\n");
+        abort();
+    }
+    c->finishing = true;
+    c->fin_code = code;
+    grpc_slice_unref(c->fin_details);
+    c->fin_details = grpc_slice_from_copied_string(status_message ? status_message : "");
+    if (msg && !c->cancelled)
+        c->fin_msg = bytes_to_bb(msg, len);
+    start_next(c);
+    unref_locked(c);
+}
+
+bool rpc_call_cancelled(rpc_call *c)
+{
+    pthread_mutex_lock(&c->mu);
+    bool x = c->cancelled;
+    pthread_mutex_unlock(&c->mu);
+    return x;
+}
+
+void rpc_call_peer(rpc_call *c, char *buf, size_t size)
+{
+    char *p = grpc_call_get_peer(c->call);
+    snprintf(buf, size, "%s", p ? p : "");
+    gpr_free(p);
+}
+
+int64_t rpc_call_deadline_ms(rpc_call *c)
+{
+    gpr_timespec d = gpr_convert_clock_type(c->deadline, GPR_CLOCK_MONOTONIC);
+    if (gpr_time_cmp(d, gpr_inf_future(GPR_CLOCK_MONOTONIC)) == 0)
+        return INT64_MAX;
+    gpr_timespec left = gpr_time_sub(d, gpr_now(GPR_CLOCK_MONOTONIC));
+    return gpr_time_to_millis(left);
+}
+
+void rpc_call_set_user(rpc_call *c, void *user)
+{
+    c->user = user;
+}
+
+void *rpc_call_user(rpc_call *c)
+{
+    return c->user;
+}
+
+/* ============================================================ new calls */
+
+static int post_slot(rpc_server *s, slot *sl)
+{
+    grpc_metadata_array_init(&sl->md);
+    sl->call = NULL;
+    sl->payload = NULL;
+    grpc_call_error e;
+    if (sl->method >= 0) {
+        e = grpc_server_request_registered_call(s->server, s->registered[sl->method], &sl->call, &sl->deadline,
+                                                &sl->md, &sl->payload,
+                                                s->cq, s->cq, &sl->t);
+    } else {
+        grpc_call_details_init(&sl->details);
+        e = grpc_server_request_call(s->server, &sl->call, &sl->details, &sl->md, s->cq, s->cq, &sl->t);
+    }
+    return e == GRPC_CALL_OK ? 0 : -1;
+}
+
+static void slot_release(slot *sl)
+{
+    grpc_metadata_array_destroy(&sl->md);
+    if (sl->method < 0)
+        grpc_call_details_destroy(&sl->details);
+    if (sl->payload)
+        grpc_byte_buffer_destroy(sl->payload);
+    sl->payload = NULL;
+}
+
+static bool token_ok(rpc_server *s, const grpc_metadata_array *md)
+{
+    if (!s->token_header)
+        return true;
+    size_t want = strlen(s->token_header);
+    for (size_t i = 0; i < md->count; i++) {
+        const grpc_metadata *m = &md->metadata[i];
+        if (grpc_slice_str_cmp(m->key, "authorization") != 0)
+            continue;
+        size_t len = GRPC_SLICE_LENGTH(m->value);
+        const uint8_t *v = GRPC_SLICE_START_PTR(m->value);
+        /* constant time in the token's length */
+        unsigned diff = len != want;
+        for (size_t k = 0; k < want; k++)
+            diff |= (unsigned)(k < len ? v[k] : 0) ^ (unsigned)(uint8_t)s->token_header[k];
+        return diff == 0;
+    }
+    return false;
+}
+
+static void on_new_call(rpc_server *s, slot *sl)
+{
+    rpc_call *c = calloc(1, sizeof *c);
+    if (!c) {
+        grpc_call_cancel_with_status(sl->call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory", NULL);
+        grpc_call_unref(sl->call);
+        return;
+    }
+    atomic_fetch_add(&s->live, 1);
+    c->s = s;
+    c->call = sl->call;
+    c->method = sl->method;
+    c->deadline = sl->method >= 0 ? sl->deadline : sl->details.deadline;
+    c->close_tag.kind = TAG_CLOSE;
+    c->send_tag.kind = TAG_SEND;
+    c->fin_details = grpc_empty_slice();
+    pthread_mutex_init(&c->mu, NULL);
+    c->refs = 2; /* the handler's and the RECV_CLOSE op's */
+    grpc_op op;
+    memset(&op, 0, sizeof op);
+    op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    op.data.recv_close_on_server.cancelled = &c->cancelled_flag;
+    if (grpc_call_start_batch(c->call, &op, 1, &c->close_tag, NULL) != GRPC_CALL_OK)
+        c->refs--; /* never completes */
+
+    if (!token_ok(s, &sl->md)) {
+        rpc_finish(c, RPC_UNAUTHENTICATED, "missing or wrong bearer token (authorization: Bearer ...)", NULL, 0);
+        return;
+    }
+    if (sl->method < 0) {
+        char *m = grpc_slice_to_c_string(sl->details.method);
+        char msg[600];
+        snprintf(msg, sizeof msg, "unknown method %.500s", m ? m : "?");
+        gpr_free(m);
+        rpc_finish(c, RPC_UNIMPLEMENTED, msg, NULL, 0);
+        return;
+    }
+    if (!sl->payload) {
+        rpc_finish(c, RPC_INVALID_ARGUMENT, "the call carries no request message", NULL, 0);
+        return;
+    }
+    grpc_byte_buffer_reader rd;
+    if (!grpc_byte_buffer_reader_init(&rd, sl->payload)) {
+        rpc_finish(c, RPC_INVALID_ARGUMENT, "the request message cannot be read (bad compression?)", NULL, 0);
+        return;
+    }
+    grpc_slice all = grpc_byte_buffer_reader_readall(&rd);
+    grpc_byte_buffer_reader_destroy(&rd);
+    s->h.call(s->h.ud, c, sl->method, GRPC_SLICE_START_PTR(all), GRPC_SLICE_LENGTH(all));
+    grpc_slice_unref(all);
+}
+
+/* ================================================================= loop */
+
+static void maybe_shutdown_cq(rpc_server *s)
+{
+    if (s->shutdown_seen && !s->cq_shut && atomic_load(&s->live) == 0) {
+        s->cq_shut = true;
+        grpc_completion_queue_shutdown(s->cq);
+    }
+}
+
+static void *cq_main(void *arg)
+{
+    rpc_server *s = arg;
+    for (;;) {
+        /* While stopping, wake now and then: the last call may be released
+         * by another thread, with nothing arriving here. */
+        gpr_timespec dl = atomic_load(&s->stopping)
+                              ? gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(50, GPR_TIMESPAN))
+                              : gpr_inf_future(GPR_CLOCK_MONOTONIC);
+        grpc_event ev = grpc_completion_queue_next(s->cq, dl, NULL);
+        if (ev.type == GRPC_QUEUE_SHUTDOWN)
+            break;
+        if (ev.type == GRPC_OP_COMPLETE) {
+            tag *t = ev.tag;
+            switch (t->kind) {
+            case TAG_SLOT: {
+                slot *sl = CONTAINER(t, slot, t);
+                if (!ev.success || atomic_load(&s->stopping)) {
+                    if (ev.success && sl->call) { /* a call that raced the shutdown */
+                        grpc_call_cancel_with_status(sl->call, GRPC_STATUS_UNAVAILABLE, "the daemon is shutting down",
+                                                     NULL);
+                        grpc_call_unref(sl->call);
+                    }
+                    slot_release(sl);
+                    free(sl);
+                    break;
+                }
+                on_new_call(s, sl);
+                slot_release(sl);
+                if (post_slot(s, sl) < 0) {
+                    slot_release(sl);
+                    free(sl);
+                }
+                break;
+            }
+            case TAG_CLOSE: {
+                rpc_call *c = CONTAINER(t, rpc_call, close_tag);
+                pthread_mutex_lock(&c->mu);
+                c->closed = true;
+                bool notify = false;
+                if (c->cancelled_flag || !ev.success) {
+                    c->cancelled = true;
+                    notify = !c->finishing;
+                    if (notify)
+                        c->refs++;
+                    start_next(c); /* drops the queue */
+                }
+                pthread_mutex_unlock(&c->mu);
+                if (notify)
+                    s->h.cancelled(s->h.ud, c);
+                rpc_call_unref(c);
+                break;
+            }
+            case TAG_SEND: {
+                rpc_call *c = CONTAINER(t, rpc_call, send_tag);
+                pthread_mutex_lock(&c->mu);
+                c->sending = false;
+                if (c->in_flight)
+                    grpc_byte_buffer_destroy(c->in_flight);
+                c->in_flight = NULL;
+                if (!ev.success)
+                    c->cancelled = true;
+                start_next(c);
+                unref_locked(c);
+                break;
+            }
+            case TAG_SHUTDOWN:
+                s->shutdown_seen = true;
+                break;
+            }
+        }
+        maybe_shutdown_cq(s);
+    }
+    if (s->h.stopped)
+        s->h.stopped(s->h.ud);
+    return NULL;
+}
+
+/* =============================================================== server */
+
+int rpc_server_active_calls(rpc_server *s)
+{
+    return atomic_load(&s->live);
+}
+
+int rpc_server_start(const rpc_config *cfg, const rpc_handlers *h, rpc_server **out, int *port, ap_error *err)
+{
+    int rc = 0;
+    *out = NULL;
+    rpc_server *s = calloc(1, sizeof *s);
+    if (!s)
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
+    grpc_init();
+    s->h = *h;
+    s->n_methods = cfg->n_methods;
+    s->shutdown_tag.kind = TAG_SHUTDOWN;
+    atomic_init(&s->live, 0);
+    atomic_init(&s->stopping, false);
+    s->methods = calloc((size_t)cfg->n_methods, sizeof *s->methods);
+    s->registered = calloc((size_t)cfg->n_methods, sizeof *s->registered);
+    if (!s->methods || !s->registered) {
+        rc = ap_error_set(err, AP_ENOMEM, "out of memory");
+        goto fail;
+    }
+    memcpy(s->methods, cfg->methods, sizeof *s->methods * (size_t)cfg->n_methods);
+    if (cfg->token) {
+        size_t n = strlen(cfg->token) + 8;
+        s->token_header = malloc(n);
+        if (!s->token_header) {
+            rc = ap_error_set(err, AP_ENOMEM, "out of memory");
+            goto fail;
+        }
+        snprintf(s->token_header, n, "Bearer %s", cfg->token);
+    }
+
+    grpc_arg args[4];
+    memset(args, 0, sizeof args);
+    /* On by default: a second daemon would bind the same port silently and
+     * take half the clients.  Off, binding a taken port fails. */
+    args[0].type = GRPC_ARG_INTEGER;
+    args[0].key = GRPC_ARG_ALLOW_REUSEPORT;
+    args[0].value.integer = 0;
+    args[1].type = GRPC_ARG_INTEGER;
+    args[1].key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
+    args[1].value.integer = cfg->max_recv_bytes > INT32_MAX ? INT32_MAX : (int)cfg->max_recv_bytes;
+    args[2].type = GRPC_ARG_INTEGER;
+    args[2].key = GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
+    args[2].value.integer = -1; /* answers (device-local modules) may exceed requests */
+    grpc_channel_args chargs = {3, args};
+    s->cq = grpc_completion_queue_create_for_next(NULL);
+    s->server = grpc_server_create(&chargs, NULL);
+    grpc_server_register_completion_queue(s->server, s->cq, NULL);
+    for (int i = 0; i < cfg->n_methods; i++) {
+        s->registered[i] = grpc_server_register_method(s->server, cfg->methods[i].path, NULL,
+                                                       GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+        if (!s->registered[i]) {
+            rc = ap_error_set(err, AP_EINTERNAL, "cannot register method %s", cfg->methods[i].path);
+            goto fail_server;
+        }
+    }
+    grpc_server_credentials *creds;
+    if (cfg->tls_cert_pem) {
+        grpc_ssl_pem_key_cert_pair pair = {cfg->tls_key_pem, cfg->tls_cert_pem};
+        creds = grpc_ssl_server_credentials_create(cfg->tls_client_ca_pem, &pair, 1, cfg->tls_client_ca_pem ? 1 : 0,
+                                                   NULL);
+    } else {
+        creds = grpc_insecure_server_credentials_create();
+    }
+    if (!creds) {
+        rc = ap_error_set(err, AP_EINVALID, "cannot make the server credentials (bad TLS certificate or key?)");
+        goto fail_server;
+    }
+    int bound = grpc_server_add_http2_port(s->server, cfg->listen, creds);
+    grpc_server_credentials_release(creds);
+    if (bound <= 0) {
+        rc = ap_error_set(err, AP_EIO, "cannot listen on %s (address in use, not local, or malformed%s)", cfg->listen,
+                          cfg->tls_cert_pem ? ", or a bad TLS certificate/key" : "");
+        goto fail_server;
+    }
+    grpc_server_start(s->server);
+    int per = cfg->slots_per_method > 0 ? cfg->slots_per_method : 4;
+    for (int i = -1; i < cfg->n_methods; i++) {
+        for (int k = 0; k < (i < 0 ? 2 : per); k++) {
+            slot *sl = calloc(1, sizeof *sl);
+            if (!sl) {
+                rc = ap_error_set(err, AP_ENOMEM, "out of memory");
+                break;
+            }
+            sl->t.kind = TAG_SLOT;
+            sl->method = i;
+            if (post_slot(s, sl) < 0) {
+                slot_release(sl);
+                free(sl);
+            }
+        }
+    }
+    if (pthread_create(&s->thread, NULL, cq_main, s) != 0) {
+        rc = ap_error_set(err, AP_EINTERNAL, "cannot start the gRPC thread");
+    } else {
+        s->thread_started = true;
+    }
+    if (rc < 0) {
+        /* Unwind through the normal shutdown path: it frees the slots. */
+        rpc_server_shutdown(s);
+        if (!s->thread_started)
+            cq_main(s);
+        rpc_server_free(s);
+        return rc;
+    }
+    *port = bound;
+    *out = s;
+    return 0;
+
+fail_server:
+    grpc_server_shutdown_and_notify(s->server, s->cq, &s->shutdown_tag);
+    grpc_server_cancel_all_calls(s->server);
+    grpc_completion_queue_shutdown(s->cq);
+    while (grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type != GRPC_QUEUE_SHUTDOWN)
+        ;
+    grpc_server_destroy(s->server);
+    grpc_completion_queue_destroy(s->cq);
+    s->server = NULL;
+    s->cq = NULL;
+fail:
+    free(s->methods);
+    free(s->registered);
+    free(s->token_header);
+    free(s);
+    grpc_shutdown();
+    return rc;
+}
+
+void rpc_server_shutdown(rpc_server *s)
+{
+    if (atomic_exchange(&s->stopping, true))
+        return;
+    grpc_server_shutdown_and_notify(s->server, s->cq, &s->shutdown_tag);
+}
+
+void rpc_server_cancel_all(rpc_server *s)
+{
+    grpc_server_cancel_all_calls(s->server);
+}
+
+void rpc_server_free(rpc_server *s)
+{
+    if (!s)
+        return;
+    if (s->thread_started)
+        pthread_join(s->thread, NULL);
+    grpc_server_destroy(s->server);
+    grpc_completion_queue_destroy(s->cq);
+    free(s->methods);
+    free(s->registered);
+    free(s->token_header);
+    free(s);
+    grpc_shutdown();
+}

@@ -1,0 +1,665 @@
+/*
+ * work.c - what autopartd's worker threads do with a request: prepare it
+ * (read the wire message, parse and validate the module, mesh, device and
+ * schedule, compute the key of the canonical request) and run it (apply
+ * the schedule, lower, estimate, and pack the answer).  Nothing here
+ * touches the daemon's loop state: a task reads and writes its job's
+ * `work` only.
+ *
+ * The engine runs on the canonical text of the module (parsed, printed,
+ * parsed again), not on the text as sent: positions in an answer (the ops
+ * that blocked propagation) then depend only on the key, so an answer
+ * served from the store to a differently formatted copy of a module is
+ * still right.  Parse errors name positions in the text as sent.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "srv.h"
+
+/* Whether this build has the search engine (search/search.h). */
+bool srv_search_available(void)
+{
+    return false;
+}
+
+static void work_fail(srv_work *w, rpc_code code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void work_fail(srv_work *w, rpc_code code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->msg, sizeof w->msg, fmt, ap);
+    va_end(ap);
+    w->code = code;
+}
+
+/* The status for an engine error: bad input unless it is about resources
+ * or a bug. */
+static rpc_code code_of(int ap_code)
+{
+    switch (ap_code) {
+    case AP_ENOMEM:
+    case AP_ELIMIT: return RPC_RESOURCE_EXHAUSTED;
+    case AP_EINTERNAL:
+    case AP_EIO: return RPC_INTERNAL;
+    default: return RPC_INVALID_ARGUMENT;
+    }
+}
+
+static void work_fail_err(srv_work *w, const char *what, const ap_error *err)
+{
+    char line[900];
+    ap_error_format(err, line, sizeof line);
+    /* ap_error_format writes "error: MSG" without a file; the file form
+     * "NAME:LINE:COL: error: MSG" is what a user can act on. */
+    if (what)
+        work_fail(w, code_of(err->code), "%s: %s", what, line);
+    else
+        work_fail(w, code_of(err->code), "%s", line);
+}
+
+void srv_work_release(srv_work *w)
+{
+    apply_state_free(&w->st);
+    ap_free(w->result);
+    w->result = NULL;
+    w->result_len = 0;
+    w->prepared = false;
+    if (w->req)
+        protobuf_c_message_free_unpacked(w->req, NULL);
+    w->req = NULL;
+}
+
+/* ================================================================ inputs */
+
+static bool axis_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= sizeof(((ir_mesh *)0)->names[0]))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (i && c >= '0' && c <= '9')))
+            return false;
+    }
+    return true;
+}
+
+/* The mesh of the request; *given false when it names none. */
+static bool mesh_from_wire(srv_work *w, const Autopart__V1__Mesh *m, ir_mesh *out, bool *given)
+{
+    memset(out, 0, sizeof *out);
+    *given = m && m->n_axes > 0;
+    if (!*given)
+        return true;
+    if (m->n_axes > IR_MAX_AXES) {
+        work_fail(w, RPC_INVALID_ARGUMENT, "mesh: %zu axes; at most %d", m->n_axes, IR_MAX_AXES);
+        return false;
+    }
+    int64_t devices = 1;
+    for (size_t i = 0; i < m->n_axes; i++) {
+        const Autopart__V1__MeshAxis *a = m->axes[i];
+        if (!axis_name_ok(a->name)) {
+            work_fail(w, RPC_INVALID_ARGUMENT,
+                      "mesh: axis %zu: name '%.40s' is not an identifier of at most 31 characters", i, a->name);
+            return false;
+        }
+        for (size_t k = 0; k < i; k++)
+            if (!strcmp(m->axes[k]->name, a->name)) {
+                work_fail(w, RPC_INVALID_ARGUMENT, "mesh: axis '%s' appears twice", a->name);
+                return false;
+            }
+        if (a->size < 1 || a->size > 65536) {
+            work_fail(w, RPC_INVALID_ARGUMENT, "mesh: axis '%s' has size %" PRId64 "; sizes are 1 to 65536", a->name,
+                      a->size);
+            return false;
+        }
+        devices *= a->size;
+        if (devices > (1 << 20)) {
+            work_fail(w, RPC_INVALID_ARGUMENT, "mesh: more than 2^20 devices");
+            return false;
+        }
+        snprintf(out->names[i], sizeof out->names[i], "%s", a->name);
+        out->sizes[i] = a->size;
+    }
+    out->n_axes = (int)m->n_axes;
+    return true;
+}
+
+static bool device_from_wire(srv_work *w, const Autopart__V1__Device *d, cost_device *out)
+{
+    ap_error err;
+    if (!d || d->kind_case == AUTOPART__V1__DEVICE__KIND__NOT_SET ||
+        (d->kind_case == AUTOPART__V1__DEVICE__KIND_NAME && !d->name[0])) {
+        if (cost_device_lookup("h100", out, &err) < 0) {
+            work_fail(w, RPC_INTERNAL, "device: %s", err.msg);
+            return false;
+        }
+        return true;
+    }
+    if (d->kind_case == AUTOPART__V1__DEVICE__KIND_NAME) {
+        if (cost_device_lookup(d->name, out, &err) < 0) {
+            work_fail(w, RPC_INVALID_ARGUMENT, "device: %s", err.msg);
+            return false;
+        }
+        return true;
+    }
+    /* A custom spec: through the JSON reader, which checks every field. */
+    const Autopart__V1__DeviceSpec *c = d->custom;
+    json_t *j = json_object(), *pf = json_object(), *tiers = json_array();
+    json_object_set_new(j, "name", json_string(c->name));
+    static const char *const prec[] = {"f32", "bf16", "f16", "f8", "int8", "vector"};
+    const double v[] = {c->peak_flops_f32, c->peak_flops_bf16, c->peak_flops_f16,
+                        c->peak_flops_f8,  c->peak_flops_int8, c->peak_flops_vector};
+    for (int i = 0; i < 6; i++)
+        if (i < 2 || v[i] != 0)
+            json_object_set_new(pf, prec[i], json_real(v[i]));
+    json_object_set_new(j, "peak_flops", pf);
+    json_object_set_new(j, "hbm_bytes", json_real(c->hbm_bytes));
+    json_object_set_new(j, "hbm_bandwidth", json_real(c->hbm_bandwidth));
+    for (size_t i = 0; i < c->n_tiers; i++) {
+        json_t *t = json_object();
+        json_object_set_new(t, "name", json_string(c->tiers[i]->name));
+        json_object_set_new(t, "devices", json_integer(c->tiers[i]->devices));
+        json_object_set_new(t, "bandwidth", json_real(c->tiers[i]->bandwidth));
+        json_object_set_new(t, "latency", json_real(c->tiers[i]->latency));
+        json_array_append_new(tiers, t);
+    }
+    json_object_set_new(j, "tiers", tiers);
+    if (c->source[0])
+        json_object_set_new(j, "source", json_string(c->source));
+    char *text = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    if (!text) {
+        work_fail(w, RPC_INVALID_ARGUMENT, "device.custom: not representable (a name that is not UTF-8?)");
+        return false;
+    }
+    int rc = cost_device_from_json(text, strlen(text), out, &err);
+    free(text);
+    if (rc < 0) {
+        work_fail(w, RPC_INVALID_ARGUMENT, "device.custom: %s", err.msg);
+        return false;
+    }
+    return true;
+}
+
+/* Everything of a device that changes an estimate. */
+static void hash_device(srv_sha *h, const cost_device *d)
+{
+    srv_sha_str(h, "device.name", d->name);
+    for (int i = 0; i < COST_PREC_COUNT; i++)
+        srv_sha_f64(h, "device.peak", d->peak_flops[i]);
+    srv_sha_f64(h, "device.hbm_bytes", d->hbm_bytes);
+    srv_sha_f64(h, "device.hbm_bandwidth", d->hbm_bandwidth);
+    srv_sha_i64(h, "device.tiers", d->n_tiers);
+    for (int i = 0; i < d->n_tiers; i++) {
+        srv_sha_str(h, "tier.name", d->tiers[i].name);
+        srv_sha_i64(h, "tier.devices", d->tiers[i].devices);
+        srv_sha_f64(h, "tier.bandwidth", d->tiers[i].bandwidth);
+        srv_sha_f64(h, "tier.latency", d->tiers[i].latency);
+    }
+}
+
+static ir_format format_of(Autopart__V1__ModuleFormat f)
+{
+    return f == AUTOPART__V1__MODULE_FORMAT__MODULE_FORMAT_STABLEHLO ? IR_FMT_STABLEHLO
+           : f == AUTOPART__V1__MODULE_FORMAT__MODULE_FORMAT_HLO     ? IR_FMT_HLO
+                                                                     : IR_FMT_AUTO;
+}
+
+/* What Apply and Search requests share. */
+typedef struct common_req {
+    const Autopart__V1__Module *module;
+    const Autopart__V1__Mesh *mesh;
+    const Autopart__V1__Device *device;
+    const char *schedule;
+    const char *label;
+    bool import;
+    double overlap;
+} common_req;
+
+/* Parses the module, prints it canonically and opens the canonical copy;
+ * fills the summary fields and starts the key hash (*h). */
+static bool prepare_common(srv_work *w, const common_req *r, srv_sha **h)
+{
+    ap_error err;
+    ap_error_clear(&err);
+    const Autopart__V1__Module *mod = r->module;
+    if (!mod || !mod->text[0]) {
+        work_fail(w, RPC_INVALID_ARGUMENT, "module.text is empty");
+        return false;
+    }
+    if (strlen(r->label) > SRV_MAX_LABEL) {
+        work_fail(w, RPC_INVALID_ARGUMENT, "client_label is longer than %d bytes", SRV_MAX_LABEL);
+        return false;
+    }
+    if (!(r->overlap >= 0 && r->overlap <= 1)) {
+        work_fail(w, RPC_INVALID_ARGUMENT, "overlap must be a number from 0 to 1, not %g", r->overlap);
+        return false;
+    }
+    const char *name = mod->name[0] ? mod->name : "module";
+    if (strlen(name) > 200 || strchr(name, '\n')) {
+        work_fail(w, RPC_INVALID_ARGUMENT, "module.name must be one line of at most 200 bytes");
+        return false;
+    }
+    ir_mesh mesh;
+    bool mesh_given;
+    if (!mesh_from_wire(w, r->mesh, &mesh, &mesh_given) || !device_from_wire(w, r->device, &w->dev))
+        return false;
+
+    ir_module *raw = NULL, *m = NULL;
+    size_t len = strlen(mod->text);
+    if (ir_parse(mod->text, len, name, format_of(mod->format), &raw, &err) < 0) {
+        work_fail_err(w, NULL, &err);
+        return false;
+    }
+    ap_buf canon;
+    ap_buf_init(&canon);
+    int rc = ir_print(raw, &canon, NULL);
+    ir_attr *sym = ir_op_attr(raw->top, "sym_name");
+    snprintf(w->module_name, sizeof w->module_name, "%s",
+             mod->name[0] ? mod->name : sym && sym->kind == IR_A_STRING ? sym->u.str.s : "module");
+    ir_module_free(raw);
+    if (rc < 0 || canon.oom) {
+        ap_buf_free(&canon);
+        work_fail(w, RPC_RESOURCE_EXHAUSTED, "out of memory printing the module");
+        return false;
+    }
+    srv_sha *mh = srv_sha_new("module");
+    srv_sha_field(mh, "text", canon.data, canon.len);
+    if (srv_sha_end(mh, w->module_hash) < 0) {
+        ap_buf_free(&canon);
+        work_fail(w, RPC_INTERNAL, "SHA-256 failed");
+        return false;
+    }
+    rc = ir_parse(canon.data, canon.len, name, IR_FMT_STABLEHLO, &m, &err);
+    ap_buf_free(&canon);
+    if (rc < 0) {
+        work_fail_err(w, "the canonical print of the module does not parse back (a bug)", &err);
+        w->code = RPC_INTERNAL;
+        return false;
+    }
+    const char *func = mod->func[0] ? mod->func : NULL;
+    if ((rc = apply_open_module(m, func, mesh_given ? &mesh : NULL, r->import, &w->st, &err)) < 0) {
+        work_fail_err(w, NULL, &err);
+        return false;
+    }
+    ap_buf mb;
+    ap_buf_init(&mb);
+    ir_mesh_format(&w->st.mesh, &mb);
+    snprintf(w->mesh_text, sizeof w->mesh_text, "%s", mb.data ? mb.data : "");
+    ap_buf_free(&mb);
+    snprintf(w->device_name, sizeof w->device_name, "%s", w->dev.name);
+
+    *h = srv_sha_new(w->kind == STORE_SEARCH ? "key-search" : "key-apply");
+    srv_sha_field(*h, "module", w->module_hash, STORE_KEY_BYTES);
+    srv_sha_str(*h, "func", func);
+    srv_sha_str(*h, "mesh", w->mesh_text);
+    hash_device(*h, &w->dev);
+    srv_sha_str(*h, "schedule", r->schedule);
+    srv_sha_i64(*h, "import", r->import);
+    srv_sha_f64(*h, "overlap", r->overlap);
+    return true;
+}
+
+/* Applies the schedule to a copy of the state to find its errors now;
+ * the state stays as opened, for the run. */
+static bool check_schedule(srv_work *w, const char *schedule, ir_partition **after)
+{
+    ap_error err;
+    ir_partition *p = NULL;
+    *after = NULL;
+    if (ir_partition_clone(w->st.p, &p, &err) < 0 || ir_schedule_apply(p, schedule, &err) < 0) {
+        ir_partition_free(p);
+        work_fail_err(w, NULL, &err);
+        return false;
+    }
+    *after = p;
+    return true;
+}
+
+static void prepare_apply(srv_work *w)
+{
+    const Autopart__V1__ApplyRequest *r = (const Autopart__V1__ApplyRequest *)w->req;
+    common_req c = {r->module, r->mesh, r->device, r->schedule, r->client_label, r->import_shardings, r->overlap};
+    srv_sha *h = NULL;
+    if (!r->schedule[0] && !r->import_shardings) {
+        work_fail(w, RPC_INVALID_ARGUMENT, "schedule is empty (and import_shardings is off): nothing to apply");
+        return;
+    }
+    if (!prepare_common(w, &c, &h))
+        return;
+    ir_partition *after;
+    if (!check_schedule(w, r->schedule, &after)) {
+        srv_sha_end(h, w->key);
+        return;
+    }
+    ir_partition_free(after);
+    srv_sha_i64(h, "core_view", r->want_core_view);
+    if (srv_sha_end(h, w->key) < 0) {
+        work_fail(w, RPC_INTERNAL, "SHA-256 failed");
+        return;
+    }
+    w->axes_text[0] = '\0';
+    w->prepared = true;
+}
+
+static void prepare_search(srv_work *w)
+{
+    const Autopart__V1__SearchRequest *r = (const Autopart__V1__SearchRequest *)w->req;
+    common_req c = {r->module, r->mesh, r->device, r->manual_schedule, r->client_label, false, r->overlap};
+    srv_sha *h = NULL;
+    if (r->n_axes == 0) {
+        work_fail(w, RPC_INVALID_ARGUMENT, "axes is empty: the AutomaticPartition tactic needs mesh axes to search");
+        return;
+    }
+    if (r->memory_limit_bytes < 0 || (r->no_memory_limit && r->memory_limit_bytes > 0)) {
+        work_fail(w, RPC_INVALID_ARGUMENT,
+                  r->memory_limit_bytes < 0 ? "memory_limit_bytes is negative"
+                                            : "memory_limit_bytes and no_memory_limit are both set");
+        return;
+    }
+    if (r->episodes < 0 || r->patience_episodes < 0 || r->threads < 0 ||
+        !(r->time_limit_s >= 0 && r->time_limit_s < 1e9)) {
+        work_fail(w, RPC_INVALID_ARGUMENT, "episodes, patience_episodes, threads and time_limit_s must be >= 0");
+        return;
+    }
+    for (size_t i = 0; i < r->n_groups; i++)
+        if (r->groups[i]->n_members == 0) {
+            work_fail(w, RPC_INVALID_ARGUMENT, "groups[%zu] ('%.40s') has no members", i, r->groups[i]->name);
+            return;
+        }
+    if (!prepare_common(w, &c, &h))
+        return;
+    const ir_mesh *mesh = &w->st.mesh;
+    size_t at = 0;
+    w->axes_text[0] = '\0';
+    for (size_t i = 0; i < r->n_axes; i++) {
+        int ax = ir_mesh_axis(mesh, r->axes[i], strlen(r->axes[i]));
+        if (ax < 0) {
+            work_fail(w, RPC_INVALID_ARGUMENT, "axes: '%.40s' is not an axis of the mesh %s", r->axes[i], w->mesh_text);
+            goto fail;
+        }
+        for (size_t k = 0; k < i; k++)
+            if (!strcmp(r->axes[k], r->axes[i])) {
+                work_fail(w, RPC_INVALID_ARGUMENT, "axes: '%s' appears twice", r->axes[i]);
+                goto fail;
+            }
+        at += (size_t)snprintf(w->axes_text + at, at < sizeof w->axes_text ? sizeof w->axes_text - at : 0, "%s%s",
+                               i ? "," : "", r->axes[i]);
+        if (at >= sizeof w->axes_text)
+            at = sizeof w->axes_text - 1;
+    }
+    ir_partition *after;
+    if (!check_schedule(w, r->manual_schedule, &after))
+        goto fail;
+    /* A mesh axis that divides no argument's dims leaves nothing to search. */
+    ir_op *f = ir_pctx_func(w->st.ctx);
+    for (size_t i = 0; i < r->n_axes; i++) {
+        int ax = ir_mesh_axis(mesh, r->axes[i], strlen(r->axes[i]));
+        bool any = false;
+        for (uint32_t a = 0; a < ir_func_num_args(f) && !any; a++)
+            any = ir_first_divisible_dim(after, ir_func_arg(f, a), ax) >= 0;
+        if (!any) {
+            work_fail(w, RPC_INVALID_ARGUMENT,
+                      "axes: no argument of the function has a dimension divisible by '%s' (size %" PRId64
+                      ") after the manual tactics: nothing to search on it",
+                      r->axes[i], mesh->sizes[ax]);
+            ir_partition_free(after);
+            goto fail;
+        }
+    }
+    ir_partition_free(after);
+    for (size_t i = 0; i < r->n_axes; i++)
+        srv_sha_str(h, "axis", r->axes[i]);
+    if (r->no_memory_limit)
+        srv_sha_str(h, "memory_limit", "none");
+    else
+        srv_sha_f64(h, "memory_limit", r->memory_limit_bytes ? (double)r->memory_limit_bytes : w->dev.hbm_bytes);
+    srv_sha_i64(h, "episodes", r->episodes);
+    srv_sha_f64(h, "time_limit", r->time_limit_s);
+    srv_sha_i64(h, "patience", r->patience_episodes);
+    srv_sha_i64(h, "seed", (int64_t)r->seed);
+    for (size_t i = 0; i < r->n_groups; i++) {
+        srv_sha_str(h, "group", r->groups[i]->name);
+        for (size_t k = 0; k < r->groups[i]->n_members; k++)
+            srv_sha_str(h, "member", r->groups[i]->members[k]);
+    }
+    srv_sha_i64(h, "core_view", r->want_core_view);
+    if (srv_sha_end(h, w->key) < 0) {
+        work_fail(w, RPC_INTERNAL, "SHA-256 failed");
+        return;
+    }
+    w->prepared = true;
+    return;
+fail:
+    srv_sha_end(h, w->key);
+}
+
+void srv_work_prepare(srv_job *job)
+{
+    srv_work *w = &job->work;
+    w->code = RPC_OK;
+    w->msg[0] = '\0';
+    if (w->kind == STORE_APPLY)
+        prepare_apply(w);
+    else
+        prepare_search(w);
+    if (w->code == RPC_OK && w->key_known && memcmp(w->key, w->expect_key, STORE_KEY_BYTES) != 0)
+        work_fail(w, RPC_FAILED_PRECONDITION,
+                  "the stored request no longer has the key it was stored under (a new version of autopartd)");
+    if (w->code != RPC_OK)
+        apply_state_free(&w->st);
+}
+
+/* ================================================================ answers */
+
+typedef struct packer {
+    Autopart__V1__PartitionResult res;
+    Autopart__V1__CostSummary cost;
+    Autopart__V1__Sharding *sh;
+    Autopart__V1__Sharding **shp;
+    Autopart__V1__PartitionSpec *spec;
+    Autopart__V1__DimSharding *dims;
+    Autopart__V1__DimSharding **dimp;
+    char **axes;
+    Autopart__V1__CollectiveCount coll[IR_COLL__COUNT];
+    Autopart__V1__CollectiveCount *collp[IR_COLL__COUNT];
+} packer;
+
+/* Packs what the state came to into a PartitionResult (heap bytes). */
+static bool pack_result(srv_work *w, bool core_view, const Autopart__V1__SearchStats *stats)
+{
+    apply_state *st = &w->st;
+    packer pk;
+    memset(&pk, 0, sizeof pk);
+    autopart__v1__partition_result__init(&pk.res);
+    autopart__v1__cost_summary__init(&pk.cost);
+    apply_sharding *sh = NULL;
+    int n_sh = 0;
+    ap_error err;
+    char *schedule = apply_schedule_text(st), *report = NULL;
+    ap_buf mod, core;
+    ap_buf_init(&mod);
+    ap_buf_init(&core);
+    bool ok = false;
+    if (!schedule || apply_shardings(st, &sh, &n_sh, &err) < 0)
+        goto out;
+    json_t *rj = apply_report_json(st);
+    report = rj ? json_dumps(rj, JSON_COMPACT) : NULL;
+    json_decref(rj);
+    if (!report || ir_print(st->lw.module, &mod, NULL) < 0 || mod.oom)
+        goto out;
+    if (core_view && (ir_print_loops(st->p, &core) < 0 || core.oom))
+        goto out;
+
+    size_t n_dims = 0;
+    for (int i = 0; i < n_sh; i++)
+        n_dims += (size_t)sh[i].rank;
+    pk.sh = ap_calloc((size_t)n_sh + 1, sizeof *pk.sh);
+    pk.shp = ap_calloc((size_t)n_sh + 1, sizeof *pk.shp);
+    pk.spec = ap_calloc((size_t)n_sh + 1, sizeof *pk.spec);
+    pk.dims = ap_calloc(n_dims + 1, sizeof *pk.dims);
+    pk.dimp = ap_calloc(n_dims + 1, sizeof *pk.dimp);
+    pk.axes = ap_calloc(n_dims * IR_MAX_AXES + (size_t)n_sh * IR_MAX_AXES + 1, sizeof *pk.axes);
+    if (!pk.sh || !pk.shp || !pk.spec || !pk.dims || !pk.dimp || !pk.axes)
+        goto out;
+    size_t di = 0, ai = 0;
+    for (int i = 0; i < n_sh; i++) {
+        Autopart__V1__Sharding *m = &pk.sh[i];
+        autopart__v1__sharding__init(m);
+        autopart__v1__partition_spec__init(&pk.spec[i]);
+        m->kind = sh[i].result ? AUTOPART__V1__SHARDING__KIND__RESULT : AUTOPART__V1__SHARDING__KIND__ARGUMENT;
+        m->index = sh[i].index;
+        m->name = sh[i].name;
+        m->type = sh[i].type;
+        m->spec_text = sh[i].spec;
+        m->spec = &pk.spec[i];
+        pk.spec[i].dims = &pk.dimp[di];
+        pk.spec[i].n_dims = (size_t)sh[i].rank;
+        for (int d = 0; d < sh[i].rank; d++, di++) {
+            autopart__v1__dim_sharding__init(&pk.dims[di]);
+            pk.dimp[di] = &pk.dims[di];
+            pk.dims[di].axes = &pk.axes[ai];
+            pk.dims[di].n_axes = (size_t)sh[i].n_axes[d];
+            for (int k = 0; k < sh[i].n_axes[d]; k++)
+                pk.axes[ai++] = st->mesh.names[sh[i].axes[d][k]];
+        }
+        pk.spec[i].partial_axes = &pk.axes[ai];
+        pk.spec[i].n_partial_axes = (size_t)sh[i].n_partial;
+        for (int k = 0; k < sh[i].n_partial; k++)
+            pk.axes[ai++] = st->mesh.names[sh[i].partial[k]];
+        pk.shp[i] = m;
+    }
+    pk.res.schedule = schedule;
+    pk.res.shardings = pk.shp;
+    pk.res.n_shardings = (size_t)n_sh;
+    pk.res.module = mod.data ? mod.data : (char *)"";
+    pk.res.core_view = core.data ? core.data : (char *)"";
+    pk.res.report_json = report;
+    if (st->costed) {
+        pk.cost.device = st->cost.device;
+        pk.cost.runtime_s = st->cost.runtime_s;
+        pk.cost.compute_s = st->cost.compute_s;
+        pk.cost.comm_s = st->cost.comm_s;
+        pk.cost.peak_memory_bytes = st->cost.peak_memory_bytes;
+        pk.cost.hbm_bytes = st->cost.hbm_bytes;
+        pk.cost.fits = st->cost.fits;
+        pk.cost.flops_per_device = st->cost.flops_per_device;
+        pk.res.cost = &pk.cost;
+    }
+    for (int k = 0; k < IR_COLL__COUNT; k++) {
+        autopart__v1__collective_count__init(&pk.coll[k]);
+        pk.coll[k].kind = (char *)ir_coll_name((ir_coll_kind)k);
+        pk.coll[k].count = st->lw.count[k];
+        pk.coll[k].bytes = st->lw.bytes[k];
+        pk.collp[k] = &pk.coll[k];
+    }
+    pk.res.collectives = pk.collp;
+    pk.res.n_collectives = IR_COLL__COUNT;
+    pk.res.search = (Autopart__V1__SearchStats *)stats;
+    w->result_len = autopart__v1__partition_result__get_packed_size(&pk.res);
+    w->result = ap_malloc(w->result_len ? w->result_len : 1);
+    if (!w->result)
+        goto out;
+    autopart__v1__partition_result__pack(&pk.res, w->result);
+    w->summary.best_runtime_s = st->costed ? st->cost.runtime_s : 0;
+    w->summary.best_peak_memory = st->costed ? st->cost.peak_memory_bytes : 0;
+    ok = true;
+out:
+    if (!ok)
+        work_fail(w, RPC_RESOURCE_EXHAUSTED, "out of memory packing the answer");
+    ap_free(pk.sh);
+    ap_free(pk.shp);
+    ap_free(pk.spec);
+    ap_free(pk.dims);
+    ap_free(pk.dimp);
+    ap_free(pk.axes);
+    apply_shardings_free(sh, n_sh);
+    free(report);
+    ap_free(schedule);
+    ap_buf_free(&mod);
+    ap_buf_free(&core);
+    return ok;
+}
+
+static void run_apply(srv_work *w)
+{
+    const Autopart__V1__ApplyRequest *r = (const Autopart__V1__ApplyRequest *)w->req;
+    ap_error err;
+    cost_options copts = {.overlap = r->overlap};
+    if (apply_schedule(&w->st, r->schedule, &w->dev, &copts, &err) < 0 || apply_lower(&w->st, &err) < 0 ||
+        apply_estimate(&w->st, &w->dev, &copts, &err) < 0) {
+        work_fail_err(w, NULL, &err);
+        return;
+    }
+    pack_result(w, r->want_core_view, NULL);
+}
+
+void srv_work_run(srv *s, srv_job *job)
+{
+    srv_work *w = &job->work;
+    (void)s;
+    w->code = RPC_OK;
+    w->msg[0] = '\0';
+    ap_free(w->result);
+    w->result = NULL;
+    memset(&w->summary, 0, sizeof w->summary);
+    if (!w->prepared) {
+        work_fail(w, RPC_INTERNAL, "run before prepare (a bug)");
+        return;
+    }
+    if (w->kind == STORE_APPLY)
+        run_apply(w);
+    else
+        work_fail(w, RPC_UNIMPLEMENTED,
+                  "this autopartd was built without the search engine (search/search.h): use Apply with a "
+                  "manual schedule");
+    apply_state_free(&w->st);
+    w->prepared = false;
+}
+
+/* ================================================================ records */
+
+void srv_row_summary(const store_row *row, Autopart__V1__SearchSummary *out, char *key_hex, char *hash_hex,
+                     char *id_text, char **axes, int max_axes, char *axes_buf)
+{
+    autopart__v1__search_summary__init(out);
+    snprintf(id_text, 24, "%" PRId64, row->id);
+    store_hex(row->key, STORE_KEY_BYTES, key_hex);
+    store_hex(row->module_hash, STORE_KEY_BYTES, hash_hex);
+    out->search_id = id_text;
+    out->kind = (Autopart__V1__RecordKind)row->kind;
+    out->status = (Autopart__V1__SearchStatus)row->status;
+    out->key = key_hex;
+    out->module_hash = hash_hex;
+    out->module_name = (char *)row->module_name;
+    out->client_label = (char *)row->client_label;
+    out->mesh = (char *)row->mesh;
+    out->device = (char *)row->device;
+    snprintf(axes_buf, sizeof row->axes, "%s", row->axes);
+    int n = 0;
+    for (char *p = axes_buf; *p && n < max_axes;) {
+        axes[n++] = p;
+        char *comma = strchr(p, ',');
+        if (!comma)
+            break;
+        *comma = '\0';
+        p = comma + 1;
+    }
+    out->axes = axes;
+    out->n_axes = (size_t)n;
+    out->created_unix_ms = row->created_us / 1000;
+    out->started_unix_ms = row->started_us / 1000;
+    out->finished_unix_ms = row->finished_us / 1000;
+    out->episodes = row->episodes;
+    out->best_runtime_s = row->best_runtime_s;
+    out->best_peak_memory_bytes = row->best_peak_memory;
+    out->cache_hits = row->cache_hits;
+    out->error = (char *)row->error;
+    out->attempts = row->attempts;
+    out->owner = (char *)row->owner;
+}

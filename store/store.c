@@ -1,0 +1,991 @@
+/*
+ * store.c - the SQLite side of autopartd's store: schema and its numbered
+ * migrations, the statements (prepared once per connection), and the
+ * transactions that keep one live row per key across daemons sharing the
+ * file.  See store.h for what the rows mean.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "store.h"
+
+/* ================================================================ schema */
+
+/* Migration k takes a database from user_version k to k + 1.  Append only:
+ * a released schema step is never edited. */
+static const char *const migrations[] = {
+    /* 0 -> 1 */
+    "CREATE TABLE searches ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"  /* ids are never reused */
+    "  key BLOB NOT NULL,"
+    "  kind INTEGER NOT NULL,"
+    "  status INTEGER NOT NULL,"
+    "  module_hash BLOB NOT NULL,"
+    "  module_name TEXT NOT NULL DEFAULT '',"
+    "  client_label TEXT NOT NULL DEFAULT '',"
+    "  mesh TEXT NOT NULL DEFAULT '',"
+    "  device TEXT NOT NULL DEFAULT '',"
+    "  axes TEXT NOT NULL DEFAULT '',"
+    "  created_us INTEGER NOT NULL,"
+    "  started_us INTEGER NOT NULL DEFAULT 0,"
+    "  finished_us INTEGER NOT NULL DEFAULT 0,"
+    "  owner TEXT,"
+    "  lease_until_us INTEGER NOT NULL DEFAULT 0,"
+    "  attempts INTEGER NOT NULL DEFAULT 0,"
+    "  cancel_requested INTEGER NOT NULL DEFAULT 0,"
+    "  progress_us INTEGER NOT NULL DEFAULT 0,"
+    "  episodes INTEGER NOT NULL DEFAULT 0,"
+    "  best_runtime_s REAL NOT NULL DEFAULT 0,"
+    "  best_peak_memory INTEGER NOT NULL DEFAULT 0,"
+    "  error TEXT NOT NULL DEFAULT '',"
+    "  cache_hits INTEGER NOT NULL DEFAULT 0"
+    ");"
+    /* One live row per key: failed and cancelled rows leave the index, so
+     * asking again makes a new row; two daemons racing to insert the same
+     * key cannot both win. */
+    "CREATE UNIQUE INDEX searches_live_key ON searches(key) WHERE status IN (1, 2, 3);"
+    /* Listings: newest first, keyset paging on (created_us, id). */
+    "CREATE INDEX searches_created ON searches(created_us, id);"
+    "CREATE INDEX searches_status ON searches(status, created_us, id);"
+    "CREATE INDEX searches_client ON searches(client_label, created_us, id);"
+    "CREATE INDEX searches_module ON searches(module_hash, created_us, id);"
+    /* The orphan sweep and the heartbeat look only at unfinished rows. */
+    "CREATE INDEX searches_unfinished ON searches(owner, lease_until_us) WHERE status IN (1, 2);"
+    /* Big payloads apart, so that listing pages stay small. */
+    "CREATE TABLE payloads ("
+    "  id INTEGER PRIMARY KEY REFERENCES searches(id) ON DELETE CASCADE,"
+    "  request BLOB,"
+    "  result BLOB,"
+    "  checkpoint BLOB,"
+    "  best_schedule TEXT"
+    ");"
+    /* Best cost over time, for the dashboard's plots. */
+    "CREATE TABLE progress ("
+    "  search_id INTEGER NOT NULL REFERENCES searches(id) ON DELETE CASCADE,"
+    "  t_us INTEGER NOT NULL,"
+    "  episodes INTEGER NOT NULL,"
+    "  best_runtime_s REAL NOT NULL,"
+    "  best_peak_memory INTEGER NOT NULL,"
+    "  PRIMARY KEY (search_id, t_us)"
+    ") WITHOUT ROWID;"
+    /* Hash of a request as written -> key of its canonical form. */
+    "CREATE TABLE aliases ("
+    "  raw BLOB PRIMARY KEY,"
+    "  key BLOB NOT NULL,"
+    "  created_us INTEGER NOT NULL"
+    ") WITHOUT ROWID;",
+};
+
+#define ROW_COLS                                                                                             \
+    "id, kind, status, key, module_hash, module_name, client_label, mesh, device, axes, created_us, "       \
+    "started_us, finished_us, coalesce(owner, ''), lease_until_us, attempts, cancel_requested, progress_us, " \
+    "episodes, best_runtime_s, best_peak_memory, error, cache_hits"
+
+/* The statements, prepared once per connection. */
+#define STMTS(X)                                                                                                   \
+    X(BEGIN_IMM, "begin", "BEGIN IMMEDIATE")                                                                       \
+    X(COMMIT, "commit", "COMMIT")                                                                                  \
+    X(ROLLBACK, "rollback", "ROLLBACK")                                                                            \
+    X(FIND_LIVE, "find by key", "SELECT " ROW_COLS " FROM searches WHERE key = ?1 AND status IN (1, 2, 3)")        \
+    X(GET, "get", "SELECT " ROW_COLS " FROM searches WHERE id = ?1")                                               \
+    X(INSERT, "insert",                                                                                            \
+      "INSERT INTO searches (key, kind, status, module_hash, module_name, client_label, mesh, device, axes, "     \
+      "created_us, owner, lease_until_us) VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)")              \
+    X(INSERT_PAYLOAD, "insert payload", "INSERT INTO payloads (id, request) VALUES (?1, ?2)")                      \
+    X(PAYLOAD_REQUEST, "read request", "SELECT request FROM payloads WHERE id = ?1")                               \
+    X(PAYLOAD_RESULT, "read result", "SELECT result FROM payloads WHERE id = ?1")                                  \
+    X(PAYLOAD_CHECKPOINT, "read checkpoint", "SELECT checkpoint FROM payloads WHERE id = ?1")                      \
+    X(BEST_SCHEDULE, "read best schedule", "SELECT best_schedule FROM payloads WHERE id = ?1")                     \
+    X(START, "start",                                                                                              \
+      "UPDATE searches SET status = 2, started_us = ?2, attempts = attempts + 1 WHERE id = ?1 AND owner = ?3 "     \
+      "AND status IN (1, 2)")                                                                                      \
+    X(PROGRESS, "progress",                                                                                        \
+      "UPDATE searches SET progress_us = ?2, episodes = ?3, best_runtime_s = ?4, best_peak_memory = ?5 "          \
+      "WHERE id = ?1")                                                                                             \
+    X(PROGRESS_SCHEDULE, "progress schedule", "UPDATE payloads SET best_schedule = ?2 WHERE id = ?1")              \
+    X(PROGRESS_CKPT, "checkpoint", "UPDATE payloads SET checkpoint = ?2 WHERE id = ?1")                            \
+    X(PROGRESS_POINT, "progress point",                                                                            \
+      "INSERT OR REPLACE INTO progress (search_id, t_us, episodes, best_runtime_s, best_peak_memory) "            \
+      "VALUES (?1, ?2, ?3, ?4, ?5)")                                                                               \
+    X(FINISH, "finish",                                                                                            \
+      "UPDATE searches SET status = ?2, finished_us = ?3, error = ?4, owner = NULL, lease_until_us = 0 "          \
+      "WHERE id = ?1 AND status IN (1, 2)")                                                                        \
+    X(FINISH_SUMMARY, "finish summary",                                                                            \
+      "UPDATE searches SET episodes = ?2, best_runtime_s = ?3, best_peak_memory = ?4, progress_us = ?5 "          \
+      "WHERE id = ?1")                                                                                             \
+    X(FINISH_RESULT, "store result", "UPDATE payloads SET result = ?2, checkpoint = NULL WHERE id = ?1")           \
+    X(ADD_HITS, "count hits", "UPDATE searches SET cache_hits = cache_hits + ?2 WHERE id = ?1")                    \
+    X(HEARTBEAT, "heartbeat", "UPDATE searches SET lease_until_us = ?2 WHERE owner = ?1 AND status IN (1, 2)")    \
+    X(ORPHANS, "find orphans",                                                                                     \
+      "SELECT id, coalesce(owner, ''), lease_until_us FROM searches WHERE status IN (1, 2) AND "                  \
+      "(owner IS NULL OR owner != ?1) ORDER BY id")                                                                \
+    X(CLAIM, "claim",                                                                                              \
+      "UPDATE searches SET owner = ?2, lease_until_us = ?3, status = 1 WHERE id = ?1 AND status IN (1, 2) AND "   \
+      "coalesce(owner, '') = ?4 AND lease_until_us = ?5")                                                          \
+    X(RELEASE, "release",                                                                                          \
+      "UPDATE searches SET owner = NULL, lease_until_us = 0, status = 1 WHERE owner = ?1 AND status IN (1, 2)")   \
+    X(RELEASE_ONE, "release one",                                                                                  \
+      "UPDATE searches SET owner = NULL, lease_until_us = 0, status = 1 WHERE id = ?2 AND owner = ?1 AND "        \
+      "status IN (1, 2)")                                                                                          \
+    X(CANCEL_NOW, "cancel",                                                                                        \
+      "UPDATE searches SET status = 5, finished_us = ?2, error = 'cancelled', cancel_requested = 1 WHERE id = ?1 " \
+      "AND status = 1 AND owner IS NULL")                                                                          \
+    X(CANCEL_ASK, "ask to cancel",                                                                                 \
+      "UPDATE searches SET cancel_requested = 1 WHERE id = ?1 AND status IN (1, 2)")                               \
+    X(CANCEL_REQS, "cancel requests",                                                                              \
+      "SELECT id FROM searches WHERE owner = ?1 AND status IN (1, 2) AND cancel_requested = 1")                    \
+    X(STATUS_OF, "status", "SELECT status FROM searches WHERE id = ?1")                                            \
+    X(ALIAS_GET, "read alias", "SELECT key FROM aliases WHERE raw = ?1")                                           \
+    X(ALIAS_PUT, "write alias", "INSERT OR IGNORE INTO aliases (raw, key, created_us) VALUES (?1, ?2, ?3)")        \
+    X(HISTORY, "history",                                                                                          \
+      "SELECT t_us, episodes, best_runtime_s, best_peak_memory FROM (SELECT * FROM progress WHERE search_id = ?1 " \
+      "ORDER BY t_us DESC LIMIT ?2) ORDER BY t_us")                                                                \
+    X(COUNTS, "counts", "SELECT status, count(*), coalesce(sum(cache_hits), 0) FROM searches GROUP BY status")     \
+    X(PAGES, "size", "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()")
+
+enum {
+#define STMT_ENUM(id, what, sql) S_##id,
+    STMTS(STMT_ENUM)
+#undef STMT_ENUM
+        S__COUNT
+};
+
+static const struct {
+    const char *what, *sql;
+} stmt_text[] = {
+#define STMT_TEXT(id, what, sql) {what, sql},
+    STMTS(STMT_TEXT)
+#undef STMT_TEXT
+};
+
+/* Listing statements, one per combination of filters, prepared on first use. */
+enum { LF_STATUS = 1, LF_KIND = 2, LF_CLIENT = 4, LF_MODULE = 8, LF_AFTER = 16, LF_BEFORE = 32, LF__COUNT = 64 };
+
+struct store {
+    sqlite3 *db;
+    char owner[128];
+    sqlite3_stmt *st[S__COUNT];
+    sqlite3_stmt *list[LF__COUNT];
+};
+
+const char *store_status_name(int status)
+{
+    static const char *const names[] = {"unspecified", "queued", "running", "done", "failed", "cancelled"};
+    return status >= 0 && status <= 5 ? names[status] : "unknown";
+}
+
+/* ================================================================ helpers */
+
+static int db_error(store *s, ap_error *err, const char *what)
+{
+    int code = sqlite3_errcode(s->db);
+    return ap_error_set(err, code == SQLITE_BUSY || code == SQLITE_LOCKED ? AP_ELIMIT : AP_EIO, "store: %s: %s",
+                        what, sqlite3_errmsg(s->db));
+}
+
+static sqlite3_stmt *stmt(store *s, int id)
+{
+    sqlite3_stmt *q = s->st[id];
+    sqlite3_reset(q);
+    sqlite3_clear_bindings(q);
+    return q;
+}
+
+/* Runs a statement that returns no rows. */
+static int exec_stmt(store *s, int id, sqlite3_stmt *q, ap_error *err)
+{
+    int rc = sqlite3_step(q);
+    sqlite3_reset(q);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+        return db_error(s, err, stmt_text[id].what);
+    return 0;
+}
+
+static int begin(store *s, ap_error *err)
+{
+    return exec_stmt(s, S_BEGIN_IMM, stmt(s, S_BEGIN_IMM), err);
+}
+
+static int commit(store *s, ap_error *err)
+{
+    return exec_stmt(s, S_COMMIT, stmt(s, S_COMMIT), err);
+}
+
+static void rollback(store *s)
+{
+    if (!sqlite3_get_autocommit(s->db)) {
+        sqlite3_stmt *q = stmt(s, S_ROLLBACK);
+        sqlite3_step(q);
+        sqlite3_reset(q);
+    }
+}
+
+static void copy_text(char *dst, size_t size, const unsigned char *src)
+{
+    snprintf(dst, size, "%s", src ? (const char *)src : "");
+}
+
+static void copy_blob(uint8_t *dst, size_t size, sqlite3_stmt *q, int col)
+{
+    const void *p = sqlite3_column_blob(q, col);
+    size_t n = (size_t)sqlite3_column_bytes(q, col);
+    memset(dst, 0, size);
+    if (p)
+        memcpy(dst, p, n < size ? n : size);
+}
+
+/* Reads the columns of ROW_COLS. */
+static void read_row(sqlite3_stmt *q, store_row *r)
+{
+    memset(r, 0, sizeof *r);
+    r->id = sqlite3_column_int64(q, 0);
+    r->kind = sqlite3_column_int(q, 1);
+    r->status = sqlite3_column_int(q, 2);
+    copy_blob(r->key, sizeof r->key, q, 3);
+    copy_blob(r->module_hash, sizeof r->module_hash, q, 4);
+    copy_text(r->module_name, sizeof r->module_name, sqlite3_column_text(q, 5));
+    copy_text(r->client_label, sizeof r->client_label, sqlite3_column_text(q, 6));
+    copy_text(r->mesh, sizeof r->mesh, sqlite3_column_text(q, 7));
+    copy_text(r->device, sizeof r->device, sqlite3_column_text(q, 8));
+    copy_text(r->axes, sizeof r->axes, sqlite3_column_text(q, 9));
+    r->created_us = sqlite3_column_int64(q, 10);
+    r->started_us = sqlite3_column_int64(q, 11);
+    r->finished_us = sqlite3_column_int64(q, 12);
+    copy_text(r->owner, sizeof r->owner, sqlite3_column_text(q, 13));
+    r->lease_until_us = sqlite3_column_int64(q, 14);
+    r->attempts = (uint32_t)sqlite3_column_int64(q, 15);
+    r->cancel_requested = sqlite3_column_int(q, 16) != 0;
+    r->progress_us = sqlite3_column_int64(q, 17);
+    r->episodes = sqlite3_column_int64(q, 18);
+    r->best_runtime_s = sqlite3_column_double(q, 19);
+    r->best_peak_memory = sqlite3_column_int64(q, 20);
+    copy_text(r->error, sizeof r->error, sqlite3_column_text(q, 21));
+    r->cache_hits = (uint64_t)sqlite3_column_int64(q, 22);
+}
+
+/* One row of statement id bound to an id or a key: 1 found, 0 none. */
+static int one_row(store *s, int id, sqlite3_stmt *q, store_row *row, ap_error *err)
+{
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW) {
+        read_row(q, row);
+        sqlite3_reset(q);
+        return 1;
+    }
+    sqlite3_reset(q);
+    if (rc != SQLITE_DONE)
+        return db_error(s, err, stmt_text[id].what);
+    return 0;
+}
+
+/* ================================================================== open */
+
+static int exec_sql(store *s, const char *sql, const char *what, ap_error *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        int rc = ap_error_set(err, AP_EIO, "store: %s: %s", what, msg ? msg : sqlite3_errmsg(s->db));
+        sqlite3_free(msg);
+        return rc;
+    }
+    return 0;
+}
+
+static int user_version(store *s, int *v, ap_error *err)
+{
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &q, NULL) != SQLITE_OK)
+        return db_error(s, err, "read schema version");
+    int rc = sqlite3_step(q);
+    *v = rc == SQLITE_ROW ? sqlite3_column_int(q, 0) : 0;
+    sqlite3_finalize(q);
+    return rc == SQLITE_ROW ? 0 : db_error(s, err, "read schema version");
+}
+
+/* Brings the schema to STORE_SCHEMA_VERSION, one migration per transaction;
+ * concurrent openers serialize on the write lock and re-read the version
+ * inside it, so each step runs once. */
+static int migrate(store *s, ap_error *err)
+{
+    int rc, v = 0;
+    for (;;) {
+        if ((rc = exec_sql(s, "BEGIN IMMEDIATE", "begin migration", err)) < 0)
+            return rc;
+        if ((rc = user_version(s, &v, err)) < 0)
+            goto fail;
+        if (v > STORE_SCHEMA_VERSION) {
+            rc = ap_error_set(err, AP_EIO,
+                              "store: the database has schema version %d, newer than this autopartd knows (%d)", v,
+                              STORE_SCHEMA_VERSION);
+            goto fail;
+        }
+        if (v == STORE_SCHEMA_VERSION)
+            return exec_sql(s, "COMMIT", "commit", err);
+        if ((rc = exec_sql(s, migrations[v], "migrate the schema", err)) < 0)
+            goto fail;
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA user_version = %d", v + 1);
+        if ((rc = exec_sql(s, sql, "set schema version", err)) < 0 || (rc = exec_sql(s, "COMMIT", "commit", err)) < 0)
+            goto fail;
+    }
+fail:
+    exec_sql(s, "ROLLBACK", "rollback", NULL);
+    return rc;
+}
+
+int store_open(const char *path, const char *owner, int busy_ms, store **out, ap_error *err)
+{
+    int rc;
+    store *s = ap_calloc(1, sizeof *s);
+    *out = NULL;
+    if (!s)
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
+    snprintf(s->owner, sizeof s->owner, "%s", owner ? owner : "");
+    if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
+        rc = ap_error_set(err, AP_EIO, "store: cannot open %s: %s", path,
+                          s->db ? sqlite3_errmsg(s->db) : "out of memory");
+        goto fail;
+    }
+    sqlite3_busy_timeout(s->db, busy_ms);
+    sqlite3_extended_result_codes(s->db, 0);
+    /* WAL: readers never wait for the writer, and commits need no fsync
+     * with synchronous=NORMAL (a power loss may drop the last commits, never
+     * corrupt the file). */
+    if ((rc = exec_sql(s, "PRAGMA journal_mode = WAL", "set WAL mode", err)) < 0 ||
+        (rc = exec_sql(s, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON", "set pragmas", err)) < 0 ||
+        (rc = migrate(s, err)) < 0)
+        goto fail;
+    for (int i = 0; i < S__COUNT; i++) {
+        if (sqlite3_prepare_v3(s->db, stmt_text[i].sql, -1, SQLITE_PREPARE_PERSISTENT, &s->st[i], NULL) != SQLITE_OK) {
+            rc = db_error(s, err, stmt_text[i].what);
+            goto fail;
+        }
+    }
+    *out = s;
+    return 0;
+fail:
+    if (err && err->code == AP_EIO && strstr(err->msg, "not a database"))
+        snprintf(err->msg, sizeof err->msg, "store: %s is not an SQLite database", path);
+    store_close(s);
+    return rc;
+}
+
+void store_close(store *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < S__COUNT; i++)
+        sqlite3_finalize(s->st[i]);
+    for (int i = 0; i < LF__COUNT; i++)
+        sqlite3_finalize(s->list[i]);
+    sqlite3_close(s->db);
+    ap_free(s);
+}
+
+const char *store_owner(const store *s)
+{
+    return s->owner;
+}
+
+int store_check(store *s, bool full, ap_error *err)
+{
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(s->db, full ? "PRAGMA integrity_check" : "PRAGMA quick_check", -1, &q, NULL) != SQLITE_OK)
+        return db_error(s, err, "integrity check");
+    int rc = sqlite3_step(q);
+    const unsigned char *t = rc == SQLITE_ROW ? sqlite3_column_text(q, 0) : NULL;
+    int out = t && !strcmp((const char *)t, "ok") ? 0
+                                                  : ap_error_set(err, AP_EIO, "store: integrity check: %s",
+                                                                 t ? (const char *)t : sqlite3_errmsg(s->db));
+    sqlite3_finalize(q);
+    return out;
+}
+
+/* ================================================================== rows */
+
+int store_find_live(store *s, const uint8_t *key, store_row *row, ap_error *err)
+{
+    sqlite3_stmt *q = stmt(s, S_FIND_LIVE);
+    sqlite3_bind_blob(q, 1, key, STORE_KEY_BYTES, SQLITE_STATIC);
+    return one_row(s, S_FIND_LIVE, q, row, err);
+}
+
+int store_get(store *s, int64_t id, store_row *row, ap_error *err)
+{
+    sqlite3_stmt *q = stmt(s, S_GET);
+    sqlite3_bind_int64(q, 1, id);
+    return one_row(s, S_GET, q, row, err);
+}
+
+int store_begin(store *s, const store_new *n, int64_t now_us, int64_t lease_until_us, store_row *row, bool *created,
+                ap_error *err)
+{
+    int rc;
+    *created = false;
+    if ((rc = begin(s, err)) < 0)
+        return rc;
+    if ((rc = store_find_live(s, n->key, row, err)) != 0)
+        goto done; /* found (1) or failed */
+    sqlite3_stmt *q = stmt(s, S_INSERT);
+    sqlite3_bind_blob(q, 1, n->key, STORE_KEY_BYTES, SQLITE_STATIC);
+    sqlite3_bind_int(q, 2, n->kind);
+    sqlite3_bind_blob(q, 3, n->module_hash, STORE_KEY_BYTES, SQLITE_STATIC);
+    sqlite3_bind_text(q, 4, n->module_name ? n->module_name : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 5, n->client_label ? n->client_label : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 6, n->mesh ? n->mesh : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 7, n->device ? n->device : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 8, n->axes ? n->axes : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 9, now_us);
+    sqlite3_bind_text(q, 10, s->owner, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 11, lease_until_us);
+    if ((rc = exec_stmt(s, S_INSERT, q, err)) < 0)
+        goto done;
+    int64_t id = sqlite3_last_insert_rowid(s->db);
+    q = stmt(s, S_INSERT_PAYLOAD);
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_blob64(q, 2, n->request ? n->request : "", n->request_len, SQLITE_STATIC);
+    if ((rc = exec_stmt(s, S_INSERT_PAYLOAD, q, err)) < 0)
+        goto done;
+    if ((rc = store_get(s, id, row, err)) < 0)
+        goto done;
+    *created = true;
+    rc = 0;
+done:
+    if (rc < 0) {
+        rollback(s);
+        *created = false;
+        return rc;
+    }
+    return commit(s, err);
+}
+
+int store_payload(store *s, int64_t id, int which, void **data, size_t *len, ap_error *err)
+{
+    int sid = which == STORE_PAYLOAD_REQUEST ? S_PAYLOAD_REQUEST
+              : which == STORE_PAYLOAD_RESULT ? S_PAYLOAD_RESULT
+                                              : S_PAYLOAD_CHECKPOINT;
+    sqlite3_stmt *q = stmt(s, sid);
+    *data = NULL;
+    *len = 0;
+    sqlite3_bind_int64(q, 1, id);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL) {
+        const void *p = sqlite3_column_blob(q, 0);
+        size_t n = (size_t)sqlite3_column_bytes(q, 0);
+        *data = ap_malloc(n ? n : 1);
+        if (!*data) {
+            sqlite3_reset(q);
+            return ap_error_set(err, AP_ENOMEM, "out of memory");
+        }
+        if (n)
+            memcpy(*data, p, n);
+        *len = n;
+        sqlite3_reset(q);
+        return 1;
+    }
+    sqlite3_reset(q);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+        return db_error(s, err, stmt_text[sid].what);
+    return 0;
+}
+
+int store_best_schedule(store *s, int64_t id, char **text, ap_error *err)
+{
+    sqlite3_stmt *q = stmt(s, S_BEST_SCHEDULE);
+    *text = NULL;
+    sqlite3_bind_int64(q, 1, id);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL) {
+        *text = ap_strdup((const char *)sqlite3_column_text(q, 0));
+        sqlite3_reset(q);
+        return *text ? 1 : ap_error_set(err, AP_ENOMEM, "out of memory");
+    }
+    sqlite3_reset(q);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+        return db_error(s, err, stmt_text[S_BEST_SCHEDULE].what);
+    return 0;
+}
+
+int store_start(store *s, int64_t id, int64_t now_us, ap_error *err)
+{
+    sqlite3_stmt *q = stmt(s, S_START);
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_int64(q, 2, now_us);
+    sqlite3_bind_text(q, 3, s->owner, -1, SQLITE_STATIC);
+    int rc = exec_stmt(s, S_START, q, err);
+    if (rc == 0 && sqlite3_changes(s->db) == 0)
+        return ap_error_set(err, AP_ECONFLICT, "store: search %" PRId64 " is no longer this daemon's", id);
+    return rc;
+}
+
+int store_set_progress(store *s, int64_t id, int64_t now_us, const store_progress *p, bool point, const void *ckpt,
+                       size_t ckpt_len, ap_error *err)
+{
+    int rc;
+    if ((rc = begin(s, err)) < 0)
+        return rc;
+    sqlite3_stmt *q = stmt(s, S_PROGRESS);
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_int64(q, 2, now_us);
+    sqlite3_bind_int64(q, 3, p->episodes);
+    sqlite3_bind_double(q, 4, p->best_runtime_s);
+    sqlite3_bind_int64(q, 5, p->best_peak_memory);
+    if ((rc = exec_stmt(s, S_PROGRESS, q, err)) < 0)
+        goto fail;
+    if (p->best_schedule) {
+        q = stmt(s, S_PROGRESS_SCHEDULE);
+        sqlite3_bind_int64(q, 1, id);
+        sqlite3_bind_text(q, 2, p->best_schedule, -1, SQLITE_STATIC);
+        if ((rc = exec_stmt(s, S_PROGRESS_SCHEDULE, q, err)) < 0)
+            goto fail;
+    }
+    if (ckpt) {
+        q = stmt(s, S_PROGRESS_CKPT);
+        sqlite3_bind_int64(q, 1, id);
+        sqlite3_bind_blob64(q, 2, ckpt, ckpt_len, SQLITE_STATIC);
+        if ((rc = exec_stmt(s, S_PROGRESS_CKPT, q, err)) < 0)
+            goto fail;
+    }
+    if (point) {
+        q = stmt(s, S_PROGRESS_POINT);
+        sqlite3_bind_int64(q, 1, id);
+        sqlite3_bind_int64(q, 2, now_us);
+        sqlite3_bind_int64(q, 3, p->episodes);
+        sqlite3_bind_double(q, 4, p->best_runtime_s);
+        sqlite3_bind_int64(q, 5, p->best_peak_memory);
+        if ((rc = exec_stmt(s, S_PROGRESS_POINT, q, err)) < 0)
+            goto fail;
+    }
+    return commit(s, err);
+fail:
+    rollback(s);
+    return rc;
+}
+
+int store_finish(store *s, int64_t id, int status, int64_t now_us, const void *result, size_t result_len,
+                 const store_progress *summary, const char *error, ap_error *err)
+{
+    int rc;
+    if ((rc = begin(s, err)) < 0)
+        return rc;
+    sqlite3_stmt *q = stmt(s, S_FINISH);
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_int(q, 2, status);
+    sqlite3_bind_int64(q, 3, now_us);
+    sqlite3_bind_text(q, 4, error ? error : "", -1, SQLITE_STATIC);
+    if ((rc = exec_stmt(s, S_FINISH, q, err)) < 0)
+        goto fail;
+    if (sqlite3_changes(s->db) == 0) {
+        rc = ap_error_set(err, AP_ECONFLICT, "store: search %" PRId64 " had already ended", id);
+        goto fail;
+    }
+    if (summary) {
+        q = stmt(s, S_FINISH_SUMMARY);
+        sqlite3_bind_int64(q, 1, id);
+        sqlite3_bind_int64(q, 2, summary->episodes);
+        sqlite3_bind_double(q, 3, summary->best_runtime_s);
+        sqlite3_bind_int64(q, 4, summary->best_peak_memory);
+        sqlite3_bind_int64(q, 5, now_us);
+        if ((rc = exec_stmt(s, S_FINISH_SUMMARY, q, err)) < 0)
+            goto fail;
+    }
+    if (status == STORE_DONE) {
+        q = stmt(s, S_FINISH_RESULT);
+        sqlite3_bind_int64(q, 1, id);
+        sqlite3_bind_blob64(q, 2, result ? result : "", result_len, SQLITE_STATIC);
+        if ((rc = exec_stmt(s, S_FINISH_RESULT, q, err)) < 0)
+            goto fail;
+    }
+    return commit(s, err);
+fail:
+    rollback(s);
+    return rc;
+}
+
+int store_add_hits(store *s, const int64_t *ids, const uint64_t *n, int count, ap_error *err)
+{
+    int rc;
+    if (count == 0)
+        return 0;
+    if ((rc = begin(s, err)) < 0)
+        return rc;
+    for (int i = 0; i < count; i++) {
+        sqlite3_stmt *q = stmt(s, S_ADD_HITS);
+        sqlite3_bind_int64(q, 1, ids[i]);
+        sqlite3_bind_int64(q, 2, (int64_t)n[i]);
+        if ((rc = exec_stmt(s, S_ADD_HITS, q, err)) < 0) {
+            rollback(s);
+            return rc;
+        }
+    }
+    return commit(s, err);
+}
+
+/* ============================================================ ownership */
+
+int store_heartbeat(store *s, int64_t lease_until_us, ap_error *err)
+{
+    sqlite3_stmt *q = stmt(s, S_HEARTBEAT);
+    sqlite3_bind_text(q, 1, s->owner, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, lease_until_us);
+    return exec_stmt(s, S_HEARTBEAT, q, err);
+}
+
+bool store_owner_dead(const char *owner)
+{
+    char host[256] = "";
+    const char *c1 = strchr(owner, ':');
+    if (!c1 || gethostname(host, sizeof host - 1) != 0)
+        return false;
+    if ((size_t)(c1 - owner) != strlen(host) || strncmp(owner, host, (size_t)(c1 - owner)) != 0)
+        return false; /* another host: only its lease tells */
+    char *end;
+    long pid = strtol(c1 + 1, &end, 10);
+    if (end == c1 + 1 || *end != ':' || pid <= 0)
+        return false;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+int store_claim_orphans(store *s, int64_t now_us, int64_t lease_until_us, int64_t *ids, int max, ap_error *err)
+{
+    int rc, n = 0;
+    if ((rc = begin(s, err)) < 0)
+        return rc;
+    sqlite3_stmt *q = stmt(s, S_ORPHANS);
+    sqlite3_bind_text(q, 1, s->owner, -1, SQLITE_STATIC);
+    /* Collect first: the claims below reuse the connection. */
+    struct cand {
+        int64_t id, lease;
+        char owner[128];
+    } *c = NULL;
+    int nc = 0, cap = 0;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW && nc < 4 * max) {
+        const char *owner = (const char *)sqlite3_column_text(q, 1);
+        int64_t lease = sqlite3_column_int64(q, 2);
+        if (owner[0] && lease >= now_us && !store_owner_dead(owner))
+            continue; /* alive and leased */
+        if (nc == cap) {
+            cap = cap ? cap * 2 : 16;
+            struct cand *nw = ap_realloc(c, sizeof *c * (size_t)cap);
+            if (!nw) {
+                sqlite3_reset(q);
+                rc = ap_error_set(err, AP_ENOMEM, "out of memory");
+                goto fail;
+            }
+            c = nw;
+        }
+        c[nc].id = sqlite3_column_int64(q, 0);
+        c[nc].lease = lease;
+        snprintf(c[nc].owner, sizeof c[nc].owner, "%s", owner);
+        nc++;
+    }
+    sqlite3_reset(q);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        rc = db_error(s, err, stmt_text[S_ORPHANS].what);
+        goto fail;
+    }
+    for (int i = 0; i < nc && n < max; i++) {
+        q = stmt(s, S_CLAIM);
+        sqlite3_bind_int64(q, 1, c[i].id);
+        sqlite3_bind_text(q, 2, s->owner, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(q, 3, lease_until_us);
+        sqlite3_bind_text(q, 4, c[i].owner, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(q, 5, c[i].lease);
+        if ((rc = exec_stmt(s, S_CLAIM, q, err)) < 0)
+            goto fail;
+        if (sqlite3_changes(s->db) == 1)
+            ids[n++] = c[i].id;
+    }
+    ap_free(c);
+    if ((rc = commit(s, err)) < 0)
+        return rc;
+    return n;
+fail:
+    ap_free(c);
+    rollback(s);
+    return rc;
+}
+
+int store_release_all(store *s, ap_error *err)
+{
+    sqlite3_stmt *q = stmt(s, S_RELEASE);
+    sqlite3_bind_text(q, 1, s->owner, -1, SQLITE_STATIC);
+    return exec_stmt(s, S_RELEASE, q, err);
+}
+
+int store_release(store *s, int64_t id, ap_error *err)
+{
+    sqlite3_stmt *q = stmt(s, S_RELEASE_ONE);
+    sqlite3_bind_text(q, 1, s->owner, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, id);
+    return exec_stmt(s, S_RELEASE_ONE, q, err);
+}
+
+int store_request_cancel(store *s, int64_t id, int64_t now_us, int *status, ap_error *err)
+{
+    int rc;
+    if ((rc = begin(s, err)) < 0)
+        return rc;
+    sqlite3_stmt *q = stmt(s, S_CANCEL_NOW);
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_int64(q, 2, now_us);
+    if ((rc = exec_stmt(s, S_CANCEL_NOW, q, err)) < 0)
+        goto fail;
+    q = stmt(s, S_CANCEL_ASK);
+    sqlite3_bind_int64(q, 1, id);
+    if ((rc = exec_stmt(s, S_CANCEL_ASK, q, err)) < 0)
+        goto fail;
+    q = stmt(s, S_STATUS_OF);
+    sqlite3_bind_int64(q, 1, id);
+    rc = sqlite3_step(q);
+    int found = rc == SQLITE_ROW;
+    *status = found ? sqlite3_column_int(q, 0) : 0;
+    sqlite3_reset(q);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        rc = db_error(s, err, stmt_text[S_STATUS_OF].what);
+        goto fail;
+    }
+    if ((rc = commit(s, err)) < 0)
+        return rc;
+    return found;
+fail:
+    rollback(s);
+    return rc;
+}
+
+int store_cancel_requests(store *s, int64_t *ids, int max, ap_error *err)
+{
+    sqlite3_stmt *q = stmt(s, S_CANCEL_REQS);
+    sqlite3_bind_text(q, 1, s->owner, -1, SQLITE_STATIC);
+    int rc, n = 0;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW && n < max)
+        ids[n++] = sqlite3_column_int64(q, 0);
+    sqlite3_reset(q);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return db_error(s, err, stmt_text[S_CANCEL_REQS].what);
+    return n;
+}
+
+/* =============================================================== aliases */
+
+int store_alias_get(store *s, const uint8_t *raw, uint8_t *key, ap_error *err)
+{
+    sqlite3_stmt *q = stmt(s, S_ALIAS_GET);
+    sqlite3_bind_blob(q, 1, raw, STORE_KEY_BYTES, SQLITE_STATIC);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW && sqlite3_column_bytes(q, 0) == STORE_KEY_BYTES) {
+        memcpy(key, sqlite3_column_blob(q, 0), STORE_KEY_BYTES);
+        sqlite3_reset(q);
+        return 1;
+    }
+    sqlite3_reset(q);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return db_error(s, err, stmt_text[S_ALIAS_GET].what);
+    return 0;
+}
+
+int store_alias_put(store *s, const uint8_t *raw, const uint8_t *key, int64_t now_us, ap_error *err)
+{
+    sqlite3_stmt *q = stmt(s, S_ALIAS_PUT);
+    sqlite3_bind_blob(q, 1, raw, STORE_KEY_BYTES, SQLITE_STATIC);
+    sqlite3_bind_blob(q, 2, key, STORE_KEY_BYTES, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 3, now_us);
+    return exec_stmt(s, S_ALIAS_PUT, q, err);
+}
+
+/* ============================================================== listings */
+
+static sqlite3_stmt *list_stmt(store *s, unsigned mask, ap_error *err)
+{
+    if (s->list[mask]) {
+        sqlite3_reset(s->list[mask]);
+        sqlite3_clear_bindings(s->list[mask]);
+        return s->list[mask];
+    }
+    ap_buf b;
+    ap_buf_init(&b);
+    ap_buf_puts(&b, "SELECT " ROW_COLS " FROM searches WHERE (created_us, id) < (?1, ?2)");
+    if (mask & LF_STATUS)
+        ap_buf_puts(&b, " AND status = ?3");
+    if (mask & LF_KIND)
+        ap_buf_puts(&b, " AND kind = ?4");
+    if (mask & LF_CLIENT)
+        ap_buf_puts(&b, " AND client_label = ?5");
+    if (mask & LF_MODULE)
+        ap_buf_puts(&b, " AND module_hash >= ?6 AND module_hash < ?7");
+    if (mask & LF_AFTER)
+        ap_buf_puts(&b, " AND created_us >= ?8");
+    if (mask & LF_BEFORE)
+        ap_buf_puts(&b, " AND created_us < ?9");
+    ap_buf_puts(&b, " ORDER BY created_us DESC, id DESC LIMIT ?10");
+    if (b.oom) {
+        ap_buf_free(&b);
+        ap_error_set(err, AP_ENOMEM, "out of memory");
+        return NULL;
+    }
+    if (sqlite3_prepare_v3(s->db, b.data, -1, SQLITE_PREPARE_PERSISTENT, &s->list[mask], NULL) != SQLITE_OK) {
+        db_error(s, err, "prepare listing");
+        s->list[mask] = NULL;
+    }
+    ap_buf_free(&b);
+    return s->list[mask];
+}
+
+int store_list(store *s, const store_filter *f, int limit, const char *after, store_row *rows, char *next,
+               ap_error *err)
+{
+    int64_t cur_t = INT64_MAX, cur_id = INT64_MAX;
+    next[0] = '\0';
+    if (after && after[0]) {
+        char *end;
+        errno = 0;
+        cur_t = strtoll(after, &end, 10);
+        if (errno || *end != '.' || cur_t < 0)
+            return ap_error_set(err, AP_EINVALID, "malformed page token '%.40s'", after);
+        cur_id = strtoll(end + 1, &end, 10);
+        if (errno || *end || cur_id < 0)
+            return ap_error_set(err, AP_EINVALID, "malformed page token '%.40s'", after);
+    }
+    unsigned mask = 0;
+    if (f->status)
+        mask |= LF_STATUS;
+    if (f->kind)
+        mask |= LF_KIND;
+    if (f->client_label && f->client_label[0])
+        mask |= LF_CLIENT;
+    if (f->module_hash && f->module_hash_len > 0)
+        mask |= LF_MODULE;
+    if (f->created_after_us)
+        mask |= LF_AFTER;
+    if (f->created_before_us)
+        mask |= LF_BEFORE;
+    sqlite3_stmt *q = list_stmt(s, mask, err);
+    if (!q)
+        return err ? err->code : AP_EIO;
+    uint8_t lo[STORE_KEY_BYTES], hi[STORE_KEY_BYTES + 1];
+    int hi_len = 0;
+    sqlite3_bind_int64(q, 1, cur_t);
+    sqlite3_bind_int64(q, 2, cur_id);
+    if (mask & LF_STATUS)
+        sqlite3_bind_int(q, 3, f->status);
+    if (mask & LF_KIND)
+        sqlite3_bind_int(q, 4, f->kind);
+    if (mask & LF_CLIENT)
+        sqlite3_bind_text(q, 5, f->client_label, -1, SQLITE_STATIC);
+    if (mask & LF_MODULE) {
+        /* [prefix, prefix + 1): the prefix incremented as a big number;
+         * all-0xff prefixes have no upper bound below 0xff..ff + 1 byte. */
+        int n = f->module_hash_len > STORE_KEY_BYTES ? STORE_KEY_BYTES : f->module_hash_len;
+        memcpy(lo, f->module_hash, (size_t)n);
+        memcpy(hi, f->module_hash, (size_t)n);
+        hi_len = n;
+        while (hi_len > 0 && hi[hi_len - 1] == 0xff)
+            hi_len--;
+        if (hi_len > 0) {
+            hi[hi_len - 1]++;
+        } else {
+            memset(hi, 0xff, STORE_KEY_BYTES + 1);
+            hi_len = STORE_KEY_BYTES + 1;
+        }
+        sqlite3_bind_blob(q, 6, lo, n, SQLITE_STATIC);
+        sqlite3_bind_blob(q, 7, hi, hi_len, SQLITE_STATIC);
+    }
+    if (mask & LF_AFTER)
+        sqlite3_bind_int64(q, 8, f->created_after_us);
+    if (mask & LF_BEFORE)
+        sqlite3_bind_int64(q, 9, f->created_before_us);
+    sqlite3_bind_int(q, 10, limit + 1); /* one more: is there a next page? */
+    int rc, n = 0;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (n == limit) {
+            snprintf(next, 48, "%" PRId64 ".%" PRId64, rows[n - 1].created_us, rows[n - 1].id);
+            break;
+        }
+        read_row(q, &rows[n++]);
+    }
+    sqlite3_reset(q);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return db_error(s, err, "list");
+    return n;
+}
+
+int store_history(store *s, int64_t id, store_point *pts, int max, ap_error *err)
+{
+    sqlite3_stmt *q = stmt(s, S_HISTORY);
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_int(q, 2, max);
+    int rc, n = 0;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW && n < max) {
+        pts[n].t_us = sqlite3_column_int64(q, 0);
+        pts[n].episodes = sqlite3_column_int64(q, 1);
+        pts[n].best_runtime_s = sqlite3_column_double(q, 2);
+        pts[n].best_peak_memory = sqlite3_column_int64(q, 3);
+        n++;
+    }
+    sqlite3_reset(q);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return db_error(s, err, stmt_text[S_HISTORY].what);
+    return n;
+}
+
+int store_counts_get(store *s, store_counts *c, ap_error *err)
+{
+    memset(c, 0, sizeof *c);
+    sqlite3_stmt *q = stmt(s, S_COUNTS);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        int st = sqlite3_column_int(q, 0);
+        uint64_t n = (uint64_t)sqlite3_column_int64(q, 1);
+        if (st >= 0 && st < 6)
+            c->by_status[st] += n;
+        c->rows += n;
+        c->cache_hits += (uint64_t)sqlite3_column_int64(q, 2);
+    }
+    sqlite3_reset(q);
+    if (rc != SQLITE_DONE)
+        return db_error(s, err, stmt_text[S_COUNTS].what);
+    q = stmt(s, S_PAGES);
+    if (sqlite3_step(q) == SQLITE_ROW)
+        c->db_bytes = sqlite3_column_int64(q, 0);
+    sqlite3_reset(q);
+    return 0;
+}
+
+/* ================================================================== hex */
+
+void store_hex(const uint8_t *bytes, int n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (int i = 0; i < n; i++) {
+        out[2 * i] = digits[bytes[i] >> 4];
+        out[2 * i + 1] = digits[bytes[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+int store_unhex(const char *hex, uint8_t *out, int max)
+{
+    size_t len = strlen(hex);
+    if (len % 2 || len / 2 > (size_t)max)
+        return -1;
+    for (size_t i = 0; i < len / 2; i++) {
+        int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return -1;
+        out[i] = (uint8_t)(hi << 4 | lo);
+    }
+    return (int)(len / 2);
+}
