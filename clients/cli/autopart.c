@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "remote.h"
 
 static const struct command {
     const char *name;
@@ -16,6 +17,10 @@ static const struct command {
     {"apply", cli_apply, "partition a module with a schedule of PartIR actions"},
     {"check", cli_check, "run a partitioned module against the original on random inputs"},
     {"redistribute", cli_redistribute, "synthesize the collectives that change a distributed type"},
+    {"list", cli_list, "list the searches autopartd has stored, newest first"},
+    {"show", cli_show, "show one stored search: its request, progress and result"},
+    {"cancel", cli_cancel, "cancel a queued or running search"},
+    {"stats", cli_stats, "what autopartd has done since it started, and its store"},
 };
 
 static void usage(FILE *f)

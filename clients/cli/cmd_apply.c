@@ -1,9 +1,11 @@
 /*
  * cmd_apply.c - `autopart apply FILE --mesh batch=4,model=2 --schedule
- * TEXT|@FILE [--view spmd|core|shardings|report] [--json]`: applies a
- * partitioning schedule (PartIR actions) to a module and shows the result:
- * the device-local SPMD program with its collectives, the PartIR:Core loop
- * view, the shardings of arguments and results, or a report.
+ * TEXT|@FILE [--view spmd|core|shardings|report] [--json] [--server
+ * HOST:PORT]`: applies a partitioning schedule (PartIR actions) to a module
+ * and shows the result: the device-local SPMD program with its collectives,
+ * the PartIR:Core loop view, the shardings of arguments and results, or a
+ * report.  The work is apply.h's, here or, with --server, in autopartd;
+ * both answers print through the same functions.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -12,79 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apply.h"
 #include "cli.h"
 #include "cost.h"
-
-/* What each tactic of the schedule led to (the paper's partir.jit
- * metadata): collectives and the cost estimate after it. */
-typedef struct tactic_row {
-    char text[160];
-    uint64_t count[IR_COLL__COUNT];
-    cost_report cost;
-    bool costed;
-} tactic_row;
-
-typedef struct apply_ctx {
-    const cost_device *dev;
-    cost_options copts;
-    tactic_row *rows;
-    int n_rows, cap_rows;
-} apply_ctx;
-
-/* Lowers the state and estimates its cost on dev. */
-static int estimate(const ir_partition *p, const cost_device *dev, const cost_options *opts, ir_lowered *lw,
-                    cost_report *rep, ap_error *err)
-{
-    int rc = ir_lower(p, lw, err);
-    if (rc < 0)
-        return rc;
-    return cost_estimate(lw->module, dev, opts, rep, err);
-}
-
-static int after_tactic(void *vctx, ir_partition *p, const char *tactic, size_t len, ap_error *err)
-{
-    apply_ctx *ctx = vctx;
-    if (ctx->n_rows == ctx->cap_rows) {
-        int cap = ctx->cap_rows ? ctx->cap_rows * 2 : 8;
-        tactic_row *r = realloc(ctx->rows, sizeof *r * (size_t)cap);
-        if (!r)
-            return ap_error_set(err, AP_ENOMEM, "out of memory");
-        ctx->rows = r;
-        ctx->cap_rows = cap;
-    }
-    tactic_row *row = &ctx->rows[ctx->n_rows++];
-    memset(row, 0, sizeof *row);
-    /* one line, without the schedule's comments */
-    size_t n = 0, cap = sizeof row->text - 1;
-    bool cut = false;
-    for (size_t i = 0; i < len && !cut; i++) {
-        if (tactic[i] == '#') {
-            while (i + 1 < len && tactic[i + 1] != '\n')
-                i++;
-            continue;
-        }
-        char c = tactic[i] == '\n' ? ';' : tactic[i];
-        if ((c == ';' || c == ' ') && (n == 0 || row->text[n - 1] == ';' || row->text[n - 1] == ' '))
-            continue;
-        if (n == cap)
-            cut = true;
-        else
-            row->text[n++] = c;
-    }
-    while (n && (row->text[n - 1] == ';' || row->text[n - 1] == ' '))
-        n--;
-    row->text[n] = '\0';
-    if (cut && n > 3)
-        memcpy(row->text + n - 3, "...", 3);
-    ir_lowered lw;
-    int rc = estimate(p, ctx->dev, &ctx->copts, &lw, &row->cost, err);
-    if (rc == 0) {
-        memcpy(row->count, lw.count, sizeof row->count);
-        row->costed = true;
-    }
-    ir_lowered_free(&lw);
-    return rc;
-}
+#include "remote.h"
 
 #define APPLY_SYNOPSIS "autopart apply FILE --mesh AXES --schedule TEXT|@FILE [options]"
 
@@ -121,104 +54,20 @@ static void apply_usage(FILE *f)
             "  --func NAME        the function to partition (default: main)\n"
             "  -h, --help         this help\n"
             "\n"
+            "With --server, autopartd does the work (and keeps the answer: asking again is\n"
+            "answered from its store).  Views spmd, core, shardings and report; positions\n"
+            "in its report refer to the module as `autopart parse FILE` prints it.\n");
+    cli_remote_help(f);
+    fprintf(f,
+            "\n"
             "Exit status: 0 success, 1 bad input (module, schedule) or a failure, 2 bad usage.\n");
 }
 
-static const char *const kind_names[] = {"conflict", "axis already used", "indivisible", "atomic", "dynamic dim",
-                                         "no TMR rule"};
-
-static char *layout_text(const ir_layout *l, const ir_mesh *mesh, const ir_type *t, bool pspec)
-{
-    ap_buf b;
-    ap_buf_init(&b);
-    int rank = t && t->kind == IR_T_TENSOR ? t->rank : 0;
-    if (pspec)
-        ir_layout_pspec(l, mesh, rank, &b);
-    else
-        ir_layout_format(l, mesh, rank, &b);
-    return ap_buf_take(&b, NULL);
-}
-
-static char *type_text(const ir_type *t)
-{
-    ap_buf b;
-    ap_buf_init(&b);
-    ir_type_print(&b, t);
-    return ap_buf_take(&b, NULL);
-}
-
-/* Shardings of arguments and results: name, global type, partition spec. */
-static json_t *shardings_json(const ir_partition *p, const ir_lowered *lw)
-{
-    const ir_pctx *c = ir_partition_ctx(p);
-    const ir_mesh *mesh = ir_pctx_mesh(c);
-    ir_op *f = ir_pctx_func(c);
-    json_t *arr = json_array();
-    for (uint32_t a = 0; a < ir_func_num_args(f); a++) {
-        const ir_value *v = ir_func_arg(f, a);
-        ir_layout l;
-        ir_partition_value_layout(p, v, &l);
-        const char *name = ir_func_arg_name(f, a);
-        char ref[32];
-        snprintf(ref, sizeof ref, "%%arg%u", a);
-        char *spec = layout_text(&l, mesh, v->type, true), *ty = type_text(v->type);
-        json_t *o = json_object();
-        json_object_set_new(o, "kind", json_string("argument"));
-        json_object_set_new(o, "index", json_integer(a));
-        json_object_set_new(o, "name", json_string(name ? name : ref));
-        json_object_set_new(o, "type", json_string(ty ? ty : "?"));
-        json_object_set_new(o, "spec", json_string(spec ? spec : "?"));
-        json_array_append_new(arr, o);
-        ap_free(spec);
-        ap_free(ty);
-    }
-    /* results: as they leave the SPMD program */
-    ir_op *lf = lw && lw->module ? ir_module_entry(lw->module) : NULL;
-    for (uint32_t r = 0; lf && r < ir_func_num_results(f); r++) {
-        ir_attr *info = ir_func_result_attr(f, r, "jax.result_info");
-        ir_attr *lay = ir_func_result_attr(lf, r, "autopart.layout");
-        const ir_type *t = ir_func_type(f)->elems[ir_func_type(f)->n_inputs + (int)r];
-        ap_buf b;
-        ap_buf_init(&b);
-        ap_buf_puts(&b, "P(");
-        for (int d = 0; lay && d < lay->u.arr.n; d++) {
-            ir_attr *axes = lay->u.arr.items[d];
-            if (d)
-                ap_buf_puts(&b, ", ");
-            if (axes->u.arr.n == 0)
-                ap_buf_puts(&b, "None");
-            else if (axes->u.arr.n == 1)
-                ap_buf_printf(&b, "'%s'", axes->u.arr.items[0]->u.str.s);
-            else {
-                ap_buf_putc(&b, '(');
-                for (int k = 0; k < axes->u.arr.n; k++)
-                    ap_buf_printf(&b, k ? ", '%s'" : "'%s'", axes->u.arr.items[k]->u.str.s);
-                ap_buf_putc(&b, ')');
-            }
-        }
-        if (lay && lay->u.arr.n == 1)
-            ap_buf_putc(&b, ',');
-        ap_buf_putc(&b, ')');
-        char *ty = type_text(t), ref[32];
-        snprintf(ref, sizeof ref, "result #%u", r);
-        json_t *o = json_object();
-        json_object_set_new(o, "kind", json_string("result"));
-        json_object_set_new(o, "index", json_integer(r));
-        json_object_set_new(o, "name", json_string(info && info->kind == IR_A_STRING && info->u.str.s[0] ? info->u.str.s : ref));
-        json_object_set_new(o, "type", json_string(ty ? ty : "?"));
-        json_object_set_new(o, "spec", json_string(b.data ? b.data : "P()"));
-        json_array_append_new(arr, o);
-        ap_free(ty);
-        ap_buf_free(&b);
-    }
-    return arr;
-}
 
 /* One line per argument and result: kind, name, global type, partition
- * spec. */
-static void print_shardings(const ir_partition *p, const ir_lowered *lw, const char *indent)
+ * spec ([{"kind", "name", "type", "spec"}]). */
+static void print_shardings(json_t *sh, const char *indent)
 {
-    json_t *sh = shardings_json(p, lw);
     size_t i;
     json_t *o;
     json_array_foreach(sh, i, o) {
@@ -226,80 +75,11 @@ static void print_shardings(const ir_partition *p, const ir_lowered *lw, const c
                json_string_value(json_object_get(o, "name")), json_string_value(json_object_get(o, "type")),
                json_string_value(json_object_get(o, "spec")));
     }
-    json_decref(sh);
-}
-
-static json_t *report_json(const ir_partition *p, const ir_lowered *lw, const cost_report *cost,
-                           const apply_ctx *actx)
-{
-    const ir_pctx *c = ir_partition_ctx(p);
-    const ir_mesh *mesh = ir_pctx_mesh(c);
-    json_t *root = json_object(), *coll = json_object(), *bytes = json_object(), *conf = json_array();
-    ap_buf mb;
-    ap_buf_init(&mb);
-    ir_mesh_format(mesh, &mb);
-    json_object_set_new(root, "mesh", json_string(mb.data ? mb.data : ""));
-    ap_buf_free(&mb);
-    for (int k = 0; k < IR_COLL__COUNT; k++) {
-        json_object_set_new(coll, ir_coll_name((ir_coll_kind)k), json_integer((json_int_t)lw->count[k]));
-        json_object_set_new(bytes, ir_coll_name((ir_coll_kind)k), json_integer((json_int_t)lw->bytes[k]));
-    }
-    json_object_set_new(root, "collectives", coll);
-    json_object_set_new(root, "collective_bytes", bytes);
-    json_object_set_new(root, "dynslices", json_integer((json_int_t)lw->n_dynslice));
-    json_object_set_new(root, "shardings", shardings_json(p, lw));
-    uint32_t nb;
-    const ir_blocked *bl = ir_partition_blocked(p, &nb);
-    for (uint32_t i = 0; i < nb; i++) {
-        ir_op *op = ir_pctx_op(c, bl[i].op);
-        json_t *o = json_object();
-        json_object_set_new(o, "kind", json_string(kind_names[bl[i].kind]));
-        json_object_set_new(o, "axis", json_string(mesh->names[bl[i].axis]));
-        json_object_set_new(o, "op", json_string(op ? op->name : "(tiling of a value)"));
-        if (op && op->src_line) {
-            json_object_set_new(o, "line", json_integer(op->src_line));
-            json_object_set_new(o, "column", json_integer(op->src_col));
-        }
-        json_object_set_new(o, "why", json_string(bl[i].why));
-        json_array_append_new(conf, o);
-    }
-    json_object_set_new(root, "conflicts", conf);
-    if (cost) {
-        json_t *cj = cost_report_to_json(cost);
-        json_t *inner = cj ? json_object_get(cj, "cost") : NULL;
-        if (inner)
-            json_object_set(root, "cost", inner);
-        json_decref(cj);
-    }
-    if (actx && actx->n_rows) {
-        json_t *tac = json_array();
-        for (int i = 0; i < actx->n_rows; i++) {
-            const tactic_row *r = &actx->rows[i];
-            json_t *o = json_object(), *cc = json_object();
-            json_object_set_new(o, "tactic", json_string(r->text));
-            for (int k = 0; k < IR_COLL__COUNT; k++)
-                json_object_set_new(cc, ir_coll_name((ir_coll_kind)k), json_integer((json_int_t)r->count[k]));
-            json_object_set_new(o, "collectives", cc);
-            if (r->costed) {
-                json_object_set_new(o, "runtime_s", json_real(r->cost.runtime_s));
-                json_object_set_new(o, "peak_memory_bytes", json_integer(r->cost.peak_memory_bytes));
-                json_object_set_new(o, "fits", json_boolean(r->cost.fits));
-            }
-            json_array_append_new(tac, o);
-        }
-        json_object_set_new(root, "tactics", tac);
-    }
-    ap_buf sb;
-    ap_buf_init(&sb);
-    ir_partition_schedule(p, &sb);
-    json_object_set_new(root, "schedule", json_string(sb.data ? sb.data : ""));
-    ap_buf_free(&sb);
-    return root;
 }
 
 static int print_json(json_t *j)
 {
-    char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    char *text = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(j);
     if (!text)
         return cli_fail("apply", "out of memory writing JSON");
@@ -308,50 +88,351 @@ static int print_json(json_t *j)
     return 0;
 }
 
-static void print_report_text(const ir_partition *p, const ir_lowered *lw, const char *path, const cost_report *cost,
-                              const apply_ctx *actx)
+static const char *jstr(json_t *o, const char *key)
 {
-    const ir_pctx *c = ir_partition_ctx(p);
-    const ir_mesh *mesh = ir_pctx_mesh(c);
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "";
+}
+
+static uint64_t juint(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_integer(v) ? (uint64_t)json_integer_value(v) : 0;
+}
+
+/* The text report, from the report JSON (apply_report_json's, made here or
+ * by autopartd) and the cost estimate as text. */
+static void print_report_text(json_t *rep, const char *path, const char *cost_text)
+{
+    ir_mesh mesh;
+    ap_error err;
+    const char *mesh_text = json_string_value(json_object_get(rep, "mesh"));
     printf("file:     %s\nmesh:     {", path);
-    for (int a = 0; a < mesh->n_axes; a++)
-        printf(a ? ", %s:%lld" : "%s:%lld", mesh->names[a], (long long)mesh->sizes[a]);
-    printf("} (%lld devices)\n", (long long)ir_mesh_devices(mesh));
+    if (mesh_text && ir_mesh_parse(mesh_text, &mesh, &err) == 0) {
+        for (int a = 0; a < mesh.n_axes; a++)
+            printf(a ? ", %s:%lld" : "%s:%lld", mesh.names[a], (long long)mesh.sizes[a]);
+        printf("} (%lld devices)\n", (long long)ir_mesh_devices(&mesh));
+    } else {
+        printf("%s}\n", mesh_text ? mesh_text : "?");
+    }
+    json_t *coll = json_object_get(rep, "collectives"), *bytes = json_object_get(rep, "collective_bytes");
     printf("collectives:\n");
-    for (int k = 0; k < IR_COLL__COUNT; k++)
-        printf("  %-20s %6" PRIu64 "   %12" PRIu64 " bytes per device\n", ir_coll_name((ir_coll_kind)k), lw->count[k],
-               lw->bytes[k]);
-    printf("  %-20s %6" PRIu64 "   (local slicing, no communication)\n", "dynslice", lw->n_dynslice);
+    for (int k = 0; k < IR_COLL__COUNT; k++) {
+        const char *name = ir_coll_name((ir_coll_kind)k);
+        printf("  %-20s %6" PRIu64 "   %12" PRIu64 " bytes per device\n", name, juint(coll, name), juint(bytes, name));
+    }
+    printf("  %-20s %6" PRIu64 "   (local slicing, no communication)\n", "dynslice", juint(rep, "dynslices"));
     printf("shardings:\n");
-    print_shardings(p, lw, "  ");
-    if (actx && actx->n_rows) {
-        printf("after each tactic (on %s):\n", actx->dev->name);
+    print_shardings(json_object_get(rep, "shardings"), "  ");
+    json_t *tac = json_object_get(rep, "tactics"), *cost = json_object_get(rep, "cost");
+    if (json_array_size(tac)) {
+        const char *dev = json_string_value(json_object_get(cost, "device"));
+        printf("after each tactic (on %s):\n", dev ? dev : "?");
         printf("  %-4s %5s %5s %5s %5s %5s %12s %12s  %s\n", "#", "AG", "AR", "RS", "A2A", "CP", "step ms",
                "peak GiB", "tactic");
-        for (int i = 0; i < actx->n_rows; i++) {
-            const tactic_row *r = &actx->rows[i];
-            printf("  %-4d %5" PRIu64 " %5" PRIu64 " %5" PRIu64 " %5" PRIu64 " %5" PRIu64 " %12.3f %12.3f%s %s\n", i + 1,
-                   r->count[0], r->count[1], r->count[2], r->count[3], r->count[4], r->cost.runtime_s * 1e3,
-                   (double)r->cost.peak_memory_bytes / (1024.0 * 1024 * 1024), r->cost.fits ? " " : "!", r->text);
+        size_t i;
+        json_t *r;
+        json_array_foreach(tac, i, r) {
+            json_t *cc = json_object_get(r, "collectives");
+            uint64_t c[IR_COLL__COUNT];
+            for (int k = 0; k < IR_COLL__COUNT; k++)
+                c[k] = juint(cc, ir_coll_name((ir_coll_kind)k));
+            printf("  %-4zu %5" PRIu64 " %5" PRIu64 " %5" PRIu64 " %5" PRIu64 " %5" PRIu64 " %12.3f %12.3f%s %s\n",
+                   i + 1, c[0], c[1], c[2], c[3], c[4], json_number_value(json_object_get(r, "runtime_s")) * 1e3,
+                   (double)juint(r, "peak_memory_bytes") / (1024.0 * 1024 * 1024),
+                   json_is_false(json_object_get(r, "fits")) ? "!" : " ",
+                   json_string_value(json_object_get(r, "tactic")));
         }
     }
-    if (cost) {
-        ap_buf cb;
-        ap_buf_init(&cb);
-        cost_report_text(cost, &cb);
-        printf("cost estimate:\n%s", cb.data ? cb.data : "");
-        ap_buf_free(&cb);
-    }
-    uint32_t nb;
-    const ir_blocked *bl = ir_partition_blocked(p, &nb);
-    printf("blocked propagation: %u\n", nb);
-    for (uint32_t k = 0; k < nb && k < 50; k++) {
-        ir_op *op = ir_pctx_op(c, bl[k].op);
-        printf("  %s on '%s': %s at %u:%u: %s\n", kind_names[bl[k].kind], mesh->names[bl[k].axis],
-               op ? op->name : "(identity op)", op ? op->src_line : 0, op ? op->src_col : 0, bl[k].why);
+    if (cost_text)
+        printf("cost estimate:\n%s", cost_text);
+    json_t *conf = json_object_get(rep, "conflicts");
+    size_t nb = json_array_size(conf);
+    printf("blocked propagation: %zu\n", nb);
+    for (size_t k = 0; k < nb && k < 50; k++) {
+        json_t *b = json_array_get(conf, k);
+        printf("  %s on '%s': %s at %" PRIu64 ":%" PRIu64 ": %s\n", json_string_value(json_object_get(b, "kind")),
+               json_string_value(json_object_get(b, "axis")), json_string_value(json_object_get(b, "op")),
+               juint(b, "line"), juint(b, "column"), json_string_value(json_object_get(b, "why")));
     }
     if (nb > 50)
-        printf("  ... %u more (see --json)\n", nb - 50);
+        printf("  ... %zu more (see --json)\n", nb - 50);
+}
+
+/* A cost report read back from its JSON (cost_report_to_json's "cost"),
+ * so that autopartd's answer prints as a local one does. */
+static void cost_from_json(json_t *c, cost_report *r)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->device, sizeof r->device, "%s", jstr(c, "device"));
+    r->runtime_s = json_number_value(json_object_get(c, "runtime_s"));
+    r->compute_s = json_number_value(json_object_get(c, "compute_s"));
+    r->comm_s = json_number_value(json_object_get(c, "comm_s"));
+    r->flops_per_device = json_number_value(json_object_get(c, "flops_per_device"));
+    r->matmul_flops = json_number_value(json_object_get(c, "matmul_flops"));
+    r->bytes_per_device = json_number_value(json_object_get(c, "bytes_per_device"));
+    r->peak_memory_bytes = (int64_t)json_number_value(json_object_get(c, "peak_memory_bytes"));
+    r->argument_bytes = (int64_t)json_number_value(json_object_get(c, "argument_bytes"));
+    r->hbm_bytes = json_number_value(json_object_get(c, "hbm_bytes"));
+    r->fits = json_is_true(json_object_get(c, "fits"));
+    json_t *coll = json_object_get(c, "collectives");
+    for (int k = 0; k < COST_COLL_COUNT; k++) {
+        json_t *o = json_object_get(coll, cost_coll_name((cost_coll_kind)k));
+        r->coll[k].count = json_number_value(json_object_get(o, "count"));
+        r->coll[k].bytes = json_number_value(json_object_get(o, "bytes"));
+        r->coll[k].seconds = json_number_value(json_object_get(o, "seconds"));
+    }
+    r->while_loops = (uint32_t)json_number_value(json_object_get(c, "while_loops"));
+    r->while_loops_counted_once = (uint32_t)json_number_value(json_object_get(c, "while_loops_counted_once"));
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(c, "notes"), i, v) {
+        for (unsigned bit = 1; bit && bit <= COST_NOTE_GROUP_OFF_MESH; bit <<= 1)
+            if (json_string_value(v) && !strcmp(json_string_value(v), cost_note_text(bit)))
+                r->notes |= bit;
+    }
+    json_array_foreach(json_object_get(c, "top_ops"), i, v) {
+        if (r->n_top == COST_TOP_MAX)
+            break;
+        cost_top_op *t = &r->top[r->n_top++];
+        snprintf(t->op, sizeof t->op, "%s", jstr(v, "op"));
+        snprintf(t->name, sizeof t->name, "%s", jstr(v, "name"));
+        t->line = (uint32_t)json_number_value(json_object_get(v, "line"));
+        t->col = (uint32_t)json_number_value(json_object_get(v, "col"));
+        t->seconds = json_number_value(json_object_get(v, "seconds"));
+        t->collective = json_is_true(json_object_get(v, "collective"));
+    }
+}
+
+static char *cost_text_of(const cost_report *r)
+{
+    ap_buf b;
+    ap_buf_init(&b);
+    cost_report_text(r, &b);
+    return b.data && !b.oom ? ap_buf_take(&b, NULL) : (ap_buf_free(&b), NULL);
+}
+
+/* The schedule after the shardings, as `--view shardings` shows it. */
+static void print_schedule(const char *sched)
+{
+    printf("\nschedule:\n%s", sched ? sched : "");
+}
+
+/* ================================================================= local */
+
+typedef struct apply_args {
+    const char *path, *mesh_text, *view, *func_name, *device;
+    bool json, import;
+    ir_format fmt;
+    cost_options copts;
+    cli_schedule sched;
+} apply_args;
+
+static int apply_local(apply_args *a)
+{
+    int rc;
+    ap_error err;
+    cost_device dev;
+    apply_state st = {0};
+    bool want_cost = a->json || !strcmp(a->view, "report");
+    cli_partitioned cp = {0};
+    ap_error_clear(&err);
+    if (want_cost && (rc = cli_device("apply", a->device, &dev)) != 0)
+        return rc;
+    rc = cli_partition_open(&(cli_partition_args){.cmd = "apply", .path = a->path, .fmt = a->fmt,
+                                                  .func_name = a->func_name, .mesh_text = a->mesh_text,
+                                                  .import = a->import},
+                            &cp);
+    if (rc != 0)
+        return rc;
+    apply_adopt(&st, cp.m, cp.ctx, cp.p);
+    rc = CLI_FAIL;
+    apply_costing costing = {&st, &dev, &a->copts};
+    if (a->sched.text &&
+        cli_schedule_apply("apply", &a->sched, st.p, want_cost ? apply_after_tactic : NULL, &costing) != 0)
+        goto out;
+    if (strcmp(a->view, "core") != 0 && strcmp(a->view, "temporal") != 0 && apply_lower(&st, &err) < 0) {
+        cli_fail_err("apply", "SPMD lowering", &err);
+        goto out;
+    }
+    if (want_cost && st.lowered && apply_estimate(&st, &dev, &a->copts, &err) < 0) {
+        cli_fail_err("apply", "cost estimate", &err);
+        goto out;
+    }
+    ap_buf b;
+    ap_buf_init(&b);
+    rc = 0;
+    if (!strcmp(a->view, "core")) {
+        ir_print_loops(st.p, &b);
+        fwrite(b.data, 1, b.len, stdout);
+    } else if (!strcmp(a->view, "temporal")) {
+        ir_module *tm = NULL;
+        if (ir_temporal(st.p, &tm, &err) < 0 || ir_verify(tm, &err) < 0 || ir_print(tm, &b, NULL) < 0)
+            rc = cli_fail_err("apply", "temporal view", &err);
+        else
+            fwrite(b.data, 1, b.len, stdout);
+        ir_module_free(tm);
+    } else if (a->json && !strcmp(a->view, "shardings")) {
+        rc = print_json(apply_shardings_json(&st));
+    } else if (a->json) {
+        rc = print_json(apply_report_json(&st));
+    } else if (!strcmp(a->view, "report")) {
+        json_t *rep = apply_report_json(&st);
+        char *ct = cost_text_of(&st.cost);
+        print_report_text(rep, a->path, ct);
+        free(ct);
+        json_decref(rep);
+    } else if (!strcmp(a->view, "shardings")) {
+        json_t *sh = apply_shardings_json(&st);
+        print_shardings(sh, "");
+        json_decref(sh);
+        char *sched = apply_schedule_text(&st);
+        print_schedule(sched);
+        ap_free(sched);
+    } else {
+        if (ir_print(st.lw.module, &b, NULL) < 0)
+            rc = cli_fail("apply", "out of memory while printing");
+        else
+            fwrite(b.data, 1, b.len, stdout);
+    }
+    ap_buf_free(&b);
+    if (fflush(stdout) != 0 && rc == 0)
+        rc = cli_fail("apply", "cannot write the output");
+out:
+    apply_state_free(&st);
+    return rc;
+}
+
+/* ================================================================ remote */
+
+/* The wire's shardings as the JSON apply_shardings_json makes. */
+static json_t *shardings_of(const Autopart__V1__PartitionResult *res)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < res->n_shardings; i++) {
+        const Autopart__V1__Sharding *s = res->shardings[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "kind",
+                            json_string(s->kind == AUTOPART__V1__SHARDING__KIND__RESULT ? "result" : "argument"));
+        json_object_set_new(o, "index", json_integer(s->index));
+        json_object_set_new(o, "name", json_string(s->name));
+        json_object_set_new(o, "type", json_string(s->type));
+        json_object_set_new(o, "spec", json_string(s->spec_text));
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
+static int mesh_to_wire(const char *text, ir_mesh *mesh, Autopart__V1__Mesh *m, Autopart__V1__MeshAxis *axes,
+                        Autopart__V1__MeshAxis **axp)
+{
+    ap_error err;
+    if (!text)
+        return 0; /* the module's sdy.mesh, read by the daemon */
+    if (ir_mesh_parse(text, mesh, &err) < 0)
+        return cli_usage_fail("apply", "--mesh: %s", err.msg);
+    for (int i = 0; i < mesh->n_axes; i++) {
+        autopart__v1__mesh_axis__init(&axes[i]);
+        axes[i].name = mesh->names[i];
+        axes[i].size = mesh->sizes[i];
+        axp[i] = &axes[i];
+    }
+    m->axes = axp;
+    m->n_axes = (size_t)mesh->n_axes;
+    return 0;
+}
+
+static int apply_remote(apply_args *a, const cli_remote *remote)
+{
+    int rc;
+    if (!strcmp(a->view, "temporal"))
+        return cli_usage_fail("apply", "--view temporal is not served by autopartd: leave --server out for it");
+    if (a->device && strstr(a->device, ".json"))
+        return cli_usage_fail("apply", "--device FILE.json is not sent to autopartd: name a registry device");
+    char *text;
+    size_t len;
+    ap_error err;
+    if (ap_read_file(a->path, &text, &len, &err) < 0)
+        return cli_fail("apply", "%s", err.msg);
+    const char *name = strcmp(a->path, "-") == 0 ? "<stdin>" : a->path;
+    ir_mesh mesh;
+    Autopart__V1__Mesh wmesh = AUTOPART__V1__MESH__INIT;
+    Autopart__V1__MeshAxis axes[IR_MAX_AXES], *axp[IR_MAX_AXES];
+    Autopart__V1__Module mod = AUTOPART__V1__MODULE__INIT;
+    Autopart__V1__Device dev = AUTOPART__V1__DEVICE__INIT;
+    Autopart__V1__ApplyRequest req = AUTOPART__V1__APPLY_REQUEST__INIT;
+    Autopart__V1__ApplyResponse *resp = NULL;
+    wire_conn *conn = NULL;
+    json_t *rep = NULL;
+    if ((rc = mesh_to_wire(a->mesh_text, &mesh, &wmesh, axes, axp)) != 0)
+        goto out;
+    mod.text = text;
+    mod.name = (char *)name;
+    mod.format = a->fmt == IR_FMT_HLO         ? AUTOPART__V1__MODULE_FORMAT__MODULE_FORMAT_HLO
+                 : a->fmt == IR_FMT_STABLEHLO ? AUTOPART__V1__MODULE_FORMAT__MODULE_FORMAT_STABLEHLO
+                                              : AUTOPART__V1__MODULE_FORMAT__MODULE_FORMAT_AUTO;
+    mod.func = a->func_name ? (char *)a->func_name : (char *)"";
+    dev.kind_case = AUTOPART__V1__DEVICE__KIND_NAME;
+    dev.name = (char *)a->device;
+    req.module = &mod;
+    req.mesh = &wmesh;
+    req.device = &dev;
+    req.schedule = a->sched.text ? a->sched.text : (char *)"";
+    req.import_shardings = a->import;
+    req.overlap = a->copts.overlap;
+    req.want_core_view = !strcmp(a->view, "core");
+    req.client_label = (char *)"autopart-cli";
+    if ((rc = cli_remote_open("apply", remote, &conn)) != 0)
+        goto out;
+    rc = cli_remote_call("apply", remote, conn, "/autopart.v1.Partitioner/Apply", &req.base,
+                         &autopart__v1__apply_response__descriptor, (ProtobufCMessage **)&resp, name,
+                         a->sched.name);
+    if (rc != 0)
+        goto out;
+    const Autopart__V1__PartitionResult *res = resp->result;
+    if (!res) {
+        rc = cli_fail("apply", "autopartd at %s answered without a result", remote->server);
+        goto out;
+    }
+    fprintf(stderr, "autopart apply: search %s at %s (%s)\n", resp->search_id, remote->server,
+            cli_origin_name(resp->origin));
+    if (a->json || !strcmp(a->view, "report")) {
+        json_error_t jerr;
+        rep = json_loads(res->report_json, 0, &jerr);
+        if (!rep) {
+            rc = cli_fail("apply", "autopartd's report is not JSON: %s", jerr.text);
+            goto out;
+        }
+    }
+    if (!strcmp(a->view, "core")) {
+        fputs(res->core_view, stdout);
+    } else if (a->json && !strcmp(a->view, "shardings")) {
+        rc = print_json(shardings_of(res));
+    } else if (a->json) {
+        rc = print_json(json_incref(rep));
+    } else if (!strcmp(a->view, "report")) {
+        cost_report cr;
+        cost_from_json(json_object_get(rep, "cost"), &cr);
+        char *ct = json_object_get(rep, "cost") ? cost_text_of(&cr) : NULL;
+        print_report_text(rep, a->path, ct);
+        free(ct);
+    } else if (!strcmp(a->view, "shardings")) {
+        json_t *sh = shardings_of(res);
+        print_shardings(sh, "");
+        json_decref(sh);
+        print_schedule(res->schedule);
+    } else {
+        fputs(res->module, stdout);
+    }
+    if (fflush(stdout) != 0 && rc == 0)
+        rc = cli_fail("apply", "cannot write the output");
+out:
+    json_decref(rep);
+    if (resp)
+        protobuf_c_message_free_unpacked(&resp->base, NULL);
+    wire_close(conn);
+    ap_free(text);
+    return rc;
 }
 
 int cli_apply(int argc, char **argv)
@@ -361,122 +442,58 @@ int cli_apply(int argc, char **argv)
                                          {"format", required_argument, NULL, 'f'}, {"func", required_argument, NULL, 'F'},
                                          {"import", no_argument, NULL, 'i'},       {"help", no_argument, NULL, 'h'},
                                          {"device", required_argument, NULL, 'd'}, {"overlap", required_argument, NULL, 'o'},
-                                         {NULL, 0, NULL, 0}};
-    const char *mesh_text = NULL, *sched_arg = NULL, *view = "spmd", *func_name = NULL, *device = "h100";
-    double overlap = 0;
-    bool json = false, import = false;
-    ir_format fmt = IR_FMT_AUTO;
-    int ch;
+                                         CLI_REMOTE_OPTIONS,                       {NULL, 0, NULL, 0}};
+    apply_args a = {.view = "spmd", .device = "h100", .fmt = IR_FMT_AUTO};
+    cli_remote remote = {0};
+    const char *sched_arg = NULL;
+    int ch, rc;
     optind = 1;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (ch) {
-        case 'm': mesh_text = optarg; break;
+        case 'm': a.mesh_text = optarg; break;
         case 's': sched_arg = optarg; break;
-        case 'v': view = optarg; break;
-        case 'j': json = true; break;
-        case 'i': import = true; break;
-        case 'F': func_name = optarg; break;
-        case 'd': device = optarg; break;
+        case 'v': a.view = optarg; break;
+        case 'j': a.json = true; break;
+        case 'i': a.import = true; break;
+        case 'F': a.func_name = optarg; break;
+        case 'd': a.device = optarg; break;
         case 'o': {
             char *end;
-            overlap = strtod(optarg, &end);
-            if (!*optarg || *end || !(overlap >= 0 && overlap <= 1))
+            a.copts.overlap = strtod(optarg, &end);
+            if (!*optarg || *end || !(a.copts.overlap >= 0 && a.copts.overlap <= 1))
                 return cli_usage_fail("apply", "--overlap wants a number from 0 to 1, not '%s'", optarg);
             break;
         }
         case 'f':
-            if (!cli_parse_format(optarg, &fmt))
+            if (!cli_parse_format(optarg, &a.fmt))
                 return cli_usage_fail("apply", "unknown format '%s' (stablehlo, hlo or auto)", optarg);
             break;
         case 'h': apply_usage(stdout); return CLI_OK;
-        default: return cli_bad_option("apply", ch, argv);
+        default:
+            if ((rc = cli_remote_option("apply", &remote, ch, optarg)) >= 0) {
+                if (rc)
+                    return rc;
+                break;
+            }
+            return cli_bad_option("apply", ch, argv);
         }
     }
     if (optind != argc - 1) {
         cli_usage_fail("apply", optind < argc ? "expected one FILE, not %d" : "expected a FILE", argc - optind);
         return cli_usage_hint("apply", APPLY_SYNOPSIS);
     }
-    if (strcmp(view, "spmd") && strcmp(view, "core") && strcmp(view, "shardings") && strcmp(view, "report") &&
-        strcmp(view, "temporal"))
-        return cli_usage_fail("apply", "unknown view '%s' (spmd, core, temporal, shardings or report)", view);
-    if (!sched_arg && !import)
+    if (strcmp(a.view, "spmd") && strcmp(a.view, "core") && strcmp(a.view, "shardings") && strcmp(a.view, "report") &&
+        strcmp(a.view, "temporal"))
+        return cli_usage_fail("apply", "unknown view '%s' (spmd, core, temporal, shardings or report)", a.view);
+    if (!sched_arg && !a.import)
         return cli_usage_fail("apply", "--schedule (or --import) is required");
-    const char *path = argv[optind];
-    int rc;
-    ir_partition *p = NULL;
-    ir_lowered lw = {0};
-    cli_schedule sched = {0};
-    ap_error err;
-    cost_device dev;
-    cost_report final_cost;
-    bool want_cost = json || !strcmp(view, "report");
-    apply_ctx actx = {.dev = &dev};
-    actx.copts.overlap = overlap;
-    cli_partitioned st = {0};
-    ap_error_clear(&err);
-    if (want_cost && (rc = cli_device("apply", device, &dev)) != 0)
+    if (!remote.server && (remote.token_file || remote.tls_ca || remote.tls_name || remote.timeout_s))
+        return cli_usage_fail("apply", "--token-file, --tls-ca, --tls-name and --timeout go with --server");
+    a.path = argv[optind];
+    if (sched_arg && (rc = cli_schedule_read("apply", "--schedule", sched_arg, &a.sched)) != 0)
         return rc;
-    if (sched_arg && (rc = cli_schedule_read("apply", "--schedule", sched_arg, &sched)) != 0)
-        return rc;
-    rc = cli_partition_open(&(cli_partition_args){.cmd = "apply", .path = path, .fmt = fmt, .func_name = func_name,
-                                                  .mesh_text = mesh_text, .import = import},
-                            &st);
-    if (rc != 0)
-        goto out;
-    p = st.p;
-    rc = CLI_FAIL;
-    if (sched_arg && cli_schedule_apply("apply", &sched, p, want_cost ? after_tactic : NULL, &actx) != 0)
-        goto out;
-    if (strcmp(view, "core") != 0 && strcmp(view, "temporal") != 0 && ir_lower(p, &lw, &err) < 0) {
-        cli_fail_err("apply", "SPMD lowering", &err);
-        goto out;
-    }
-    if (want_cost && lw.module && cost_estimate(lw.module, &dev, &actx.copts, &final_cost, &err) < 0) {
-        cli_fail_err("apply", "cost estimate", &err);
-        goto out;
-    }
-    ap_buf b;
-    ap_buf_init(&b);
-    rc = 0;
-    if (!strcmp(view, "core")) {
-        ir_print_loops(p, &b);
-        fwrite(b.data, 1, b.len, stdout);
-    } else if (!strcmp(view, "temporal")) {
-        ir_module *tm = NULL;
-        if (ir_temporal(p, &tm, &err) < 0 || ir_verify(tm, &err) < 0 || ir_print(tm, &b, NULL) < 0) {
-            rc = cli_fail_err("apply", "temporal view", &err);
-        } else {
-            fwrite(b.data, 1, b.len, stdout);
-        }
-        ir_module_free(tm);
-    } else if (json && !strcmp(view, "shardings")) {
-        rc = print_json(shardings_json(p, &lw));
-    } else if (json || !strcmp(view, "report")) {
-        if (json)
-            rc = print_json(report_json(p, &lw, &final_cost, &actx));
-        else
-            print_report_text(p, &lw, path, &final_cost, &actx);
-    } else if (!strcmp(view, "shardings")) {
-        print_shardings(p, &lw, "");
-        ap_buf sb;
-        ap_buf_init(&sb);
-        ir_partition_schedule(p, &sb);
-        printf("\nschedule:\n%s", sb.data ? sb.data : "");
-        ap_buf_free(&sb);
-    } else {
-        if (ir_print(lw.module, &b, NULL) < 0)
-            rc = cli_fail("apply", "out of memory while printing");
-        else
-            fwrite(b.data, 1, b.len, stdout);
-    }
-    ap_buf_free(&b);
-    if (fflush(stdout) != 0 && rc == 0)
-        rc = cli_fail("apply", "cannot write the output");
-out:
-    free(actx.rows);
-    cli_schedule_free(&sched);
-    ir_lowered_free(&lw);
-    cli_partitioned_free(&st);
+    rc = remote.server ? apply_remote(&a, &remote) : apply_local(&a);
+    cli_schedule_free(&a.sched);
     return rc;
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "apply.h"
 #include "cli.h"
 
 /* ================================================================ errors */
@@ -234,32 +235,6 @@ void cli_print_device_names(FILE *f, const char *indent)
 
 /* ========================================================= partitioning */
 
-/* The mesh of an sdy.mesh op: `sdy.mesh @mesh = <["x"=2, "y"=4]>`. */
-static bool mesh_from_module(const ir_module *m, ir_mesh *mesh)
-{
-    for (const ir_op *op = ir_module_body(m)->first; op; op = op->next) {
-        if (strcmp(op->name, "sdy.mesh") || !op->tmpl)
-            continue;
-        ap_buf b;
-        ap_buf_init(&b);
-        for (uint32_t i = 0; i < op->tmpl->n; i++)
-            if (op->tmpl->pieces[i].kind == IR_TP_TEXT)
-                ap_buf_put(&b, op->tmpl->pieces[i].text, op->tmpl->pieces[i].len);
-        const char *s = b.data ? strchr(b.data, '[') : NULL;
-        char text[512] = "";
-        size_t n = 0;
-        for (; s && *s && *s != ']' && n + 2 < sizeof text; s++)
-            if (*s != '"' && *s != '[' && *s != ' ')
-                text[n++] = *s;
-        text[n] = '\0';
-        ap_buf_free(&b);
-        ap_error err;
-        if (n && ir_mesh_parse(text, mesh, &err) == 0)
-            return true;
-    }
-    return false;
-}
-
 int cli_partition_open(const cli_partition_args *a, cli_partitioned *st)
 {
     ap_error err;
@@ -277,7 +252,7 @@ int cli_partition_open(const cli_partition_args *a, cli_partitioned *st)
                  a->func_name ? a->func_name : "@main (and no single public function)");
         goto fail;
     }
-    if (!a->mesh_text && !mesh_from_module(st->m, &mesh)) {
+    if (!a->mesh_text && !apply_module_mesh(st->m, &mesh)) {
         cli_partitioned_free(st);
         return cli_usage_fail(a->cmd, "--mesh is required (the module declares no sdy.mesh)");
     }

@@ -101,15 +101,46 @@ void apply_state_free(apply_state *st)
 
 /* =============================================================== schedule */
 
-typedef struct tactic_ctx {
-    apply_state *st;
-    const cost_device *dev;
-    const cost_options *opts;
-} tactic_ctx;
-
-static int after_tactic(void *vctx, ir_partition *p, const char *tactic, size_t len, ap_error *err)
+void apply_adopt(apply_state *st, ir_module *m, ir_pctx *ctx, ir_partition *p)
 {
-    tactic_ctx *tc = vctx;
+    memset(st, 0, sizeof *st);
+    st->m = m;
+    st->ctx = ctx;
+    st->p = p;
+    st->mesh = *ir_pctx_mesh(ctx);
+    st->name = m->filename ? m->filename : "module";
+}
+
+/* The tactic on one line, without the schedule's comments: newlines become
+ * ';', runs of blanks and separators one. */
+static void tactic_line(char *out, size_t size, const char *tactic, size_t len)
+{
+    size_t n = 0, cap = size - 1;
+    bool cut = false;
+    for (size_t i = 0; i < len && !cut; i++) {
+        if (tactic[i] == '#') {
+            while (i + 1 < len && tactic[i + 1] != '\n')
+                i++;
+            continue;
+        }
+        char c = tactic[i] == '\n' ? ';' : tactic[i];
+        if ((c == ';' || c == ' ') && (n == 0 || out[n - 1] == ';' || out[n - 1] == ' '))
+            continue;
+        if (n == cap)
+            cut = true;
+        else
+            out[n++] = c;
+    }
+    while (n && (out[n - 1] == ';' || out[n - 1] == ' '))
+        n--;
+    out[n] = '\0';
+    if (cut && n > 3)
+        memcpy(out + n - 3, "...", 3);
+}
+
+int apply_after_tactic(void *costing, ir_partition *p, const char *tactic, size_t len, ap_error *err)
+{
+    apply_costing *tc = costing;
     apply_state *st = tc->st;
     if (st->n_tactics == st->cap_tactics) {
         int cap = st->cap_tactics ? st->cap_tactics * 2 : 8;
@@ -121,11 +152,7 @@ static int after_tactic(void *vctx, ir_partition *p, const char *tactic, size_t 
     }
     apply_tactic *row = &st->tactics[st->n_tactics++];
     memset(row, 0, sizeof *row);
-    size_t n = len < sizeof row->text - 1 ? len : sizeof row->text - 1;
-    for (size_t i = 0; i < n; i++) /* one line */
-        row->text[i] = tactic[i] == '\n' ? ';' : tactic[i];
-    if (len > n && n > 3)
-        memcpy(row->text + n - 3, "...", 3);
+    tactic_line(row->text, sizeof row->text, tactic, len);
     ir_lowered lw;
     int rc = ir_lower(p, &lw, err);
     if (rc == 0)
@@ -143,8 +170,8 @@ int apply_schedule(apply_state *st, const char *schedule, const cost_device *dev
 {
     if (!dev)
         return ir_schedule_apply(st->p, schedule, err);
-    tactic_ctx tc = {st, dev, opts};
-    return ir_schedule_apply_cb(st->p, schedule, after_tactic, &tc, err);
+    apply_costing tc = {st, dev, opts};
+    return ir_schedule_apply_cb(st->p, schedule, apply_after_tactic, &tc, err);
 }
 
 int apply_lower(apply_state *st, ap_error *err)

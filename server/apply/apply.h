@@ -69,12 +69,24 @@ int apply_open_module(ir_module *m, const char *func_name, const ir_mesh *mesh, 
 int apply_open(const char *text, size_t len, const char *name, ir_format fmt, const char *func_name,
                const ir_mesh *mesh, bool import, apply_state *st, ap_error *err);
 void apply_state_free(apply_state *st);
+/* Makes a state of parts opened elsewhere (the CLI opens modules with its
+ * own messages); the state owns them from now on. */
+void apply_adopt(apply_state *st, ir_module *m, ir_pctx *ctx, ir_partition *p);
 
 /* Applies schedule text (see ir_schedule_apply: "schedule:LINE:COL: error:
  * ..." on bad text).  With a device, lowers and estimates the state after
  * every tactic into st->tactics (costly: one lowering per tactic). */
 int apply_schedule(apply_state *st, const char *schedule, const cost_device *dev, const cost_options *opts,
                    ap_error *err);
+/* The callback apply_schedule gives ir_schedule_apply_cb to cost every
+ * tactic: `costing` is an apply_costing.  For callers that apply schedules
+ * themselves. */
+typedef struct apply_costing {
+    apply_state *st;
+    const cost_device *dev;
+    const cost_options *opts;
+} apply_costing;
+int apply_after_tactic(void *costing, ir_partition *p, const char *tactic, size_t len, ap_error *err);
 /* Lowers the state to the device-local SPMD program (st->lw). */
 int apply_lower(apply_state *st, ap_error *err);
 /* Estimates the lowered program on dev into st->cost. */

@@ -1,0 +1,77 @@
+/*
+ * remote.h - what the subcommands that talk to autopartd share: the
+ * options that name the daemon and how to reach it, and one call with the
+ * CLI's voice for failures.  The commands that only talk to the daemon
+ * (list, show, cancel, stats) are declared here too.
+ */
+#ifndef CLI_REMOTE_H
+#define CLI_REMOTE_H
+
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+
+#include "autopart/v1/partitioner.pb-c.h"
+#include "wire.h"
+
+int cli_list(int argc, char **argv);
+int cli_show(int argc, char **argv);
+int cli_cancel(int argc, char **argv);
+int cli_stats(int argc, char **argv);
+
+typedef struct cli_remote {
+    const char *server;     /* host:port; NULL: not given */
+    const char *token_file;
+    const char *tls_ca;     /* PEM file of the roots to trust: TLS */
+    const char *tls_name;   /* the name the certificate must carry */
+    double timeout_s;       /* 0: none */
+} cli_remote;
+
+/* getopt_long entries of the options above, to put in a command's table. */
+enum { CLI_O_SERVER = 1000, CLI_O_TOKEN_FILE, CLI_O_TLS_CA, CLI_O_TLS_NAME, CLI_O_TIMEOUT };
+#define CLI_REMOTE_OPTIONS                                        \
+    {"server", required_argument, NULL, CLI_O_SERVER},            \
+    {"token-file", required_argument, NULL, CLI_O_TOKEN_FILE},    \
+    {"tls-ca", required_argument, NULL, CLI_O_TLS_CA},            \
+    {"tls-name", required_argument, NULL, CLI_O_TLS_NAME},        \
+    {"timeout", required_argument, NULL, CLI_O_TIMEOUT}
+
+/* Takes option ch if it is one of the above: 0 taken, CLI_USAGE (after
+ * saying why) for a bad value, -1 not one of them. */
+int cli_remote_option(const char *cmd, cli_remote *r, int ch, const char *arg);
+/* The help lines of the options above. */
+void cli_remote_help(FILE *f);
+/* The daemon of commands that need one: --server, else $AUTOPART_SERVER,
+ * else 127.0.0.1:50051. */
+void cli_remote_default(cli_remote *r);
+
+/* Opens a connection (reading the token and CA files).  Returns 0, or the
+ * exit status after saying why. */
+int cli_remote_open(const char *cmd, const cli_remote *r, wire_conn **out);
+/* Says why a call failed: `NAME:LINE:COL: error: ...` as the daemon wrote
+ * it when it points into a text the user sent (module or schedule, which
+ * the daemon calls `text_name` and `schedule`; `schedule_name` is what the
+ * user calls the schedule), else `autopart CMD: error: CODE from SERVER:
+ * MESSAGE`.  Returns CLI_FAIL. */
+int cli_remote_fail(const char *cmd, const cli_remote *r, const wire_status *st, const char *text_name,
+                    const char *schedule_name);
+/* A unary call: packs req, unpacks the reply into *out (free with
+ * protobuf_c_message_free_unpacked).  Returns 0, or CLI_FAIL after saying
+ * why (through cli_remote_fail). */
+int cli_remote_call(const char *cmd, const cli_remote *r, wire_conn *c, const char *method,
+                    const ProtobufCMessage *req, const ProtobufCMessageDescriptor *reply_type, ProtobufCMessage **out,
+                    const char *text_name, const char *schedule_name);
+
+/* "2024-05-01 12:03:04" (local time) of unix milliseconds; "-" for 0. */
+void cli_format_time(int64_t unix_ms, char *buf, size_t size);
+/* Names of the wire's enums: "done", "search", "cache hit". */
+const char *cli_status_name(int status);
+const char *cli_kind_name(int kind);
+const char *cli_origin_name(int origin);
+
+/* A search's summary as JSON (the wire's field names). New reference. */
+json_t *cli_summary_json(const Autopart__V1__SearchSummary *s);
+/* Prints JSON, indented; returns the exit status. */
+int cli_print_json(const char *cmd, json_t *j);
+
+#endif
