@@ -165,6 +165,7 @@ static void get_search(srv *s, rpc_call *c, const Autopart__V1__GetSearchRequest
         srv_fail(s, c, RPC_INVALID_ARGUMENT, "search_id '%.40s' is not a search id (a positive number)", r->search_id);
         return;
     }
+    srv_flush_hits(s); /* the counts a reader sees are current */
     int rc = store_get(s->db, id, &row, &err);
     if (rc <= 0) {
         if (rc < 0)
@@ -258,6 +259,7 @@ static void list_searches(srv *s, rpc_call *c, const Autopart__V1__ListSearchesR
         return;
     }
     f.created_after_us = r->created_after_unix_ms * 1000;
+    srv_flush_hits(s);
     f.created_before_us = r->created_before_unix_ms * 1000;
     store_row *rows = ap_malloc(sizeof *rows * (size_t)limit);
     Autopart__V1__SearchSummary *sum = ap_malloc(sizeof *sum * (size_t)limit);

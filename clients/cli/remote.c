@@ -103,7 +103,7 @@ static bool points_into(const char *msg, const char *name)
 int cli_remote_fail(const char *cmd, const cli_remote *r, const wire_status *st, const char *text_name,
                     const char *schedule_name)
 {
-    if (st->code == 3 /* INVALID_ARGUMENT */) {
+    if (st->code == WIRE_INVALID_ARGUMENT) {
         if (points_into(st->msg, text_name)) {
             fprintf(stderr, "%s\n", st->msg);
             return CLI_FAIL;
@@ -113,7 +113,7 @@ int cli_remote_fail(const char *cmd, const cli_remote *r, const wire_status *st,
             return CLI_FAIL;
         }
     }
-    if (st->code == 14 /* UNAVAILABLE */ && strstr(st->msg, "failed to connect"))
+    if (st->code == WIRE_UNAVAILABLE && strstr(st->msg, "failed to connect"))
         return cli_fail(cmd, "cannot reach autopartd at %s (is it running? autopartd --listen %s --db PATH)",
                         r->server, r->server);
     return cli_fail(cmd, "%s from autopartd at %s: %s", wire_code_name(st->code), r->server, st->msg);

@@ -28,6 +28,8 @@ struct wire_stream {
     wire_conn *c;
     grpc_call *call;
     bool ended;
+    bool got_initial; /* RECV_INITIAL_METADATA must come before the first RECV_MESSAGE */
+    grpc_metadata_array initial;
 };
 
 const char *wire_code_name(int code)
@@ -242,6 +244,7 @@ int wire_stream_open(wire_conn *c, const char *method, const void *req, size_t l
     if (!s)
         return AP_ENOMEM;
     s->c = c;
+    grpc_metadata_array_init(&s->initial);
     s->call = start_call(c, method, req, len, ops, &n, &md, &bb);
     int tag;
     if (!s->call || grpc_call_start_batch(s->call, ops, n, &tag, NULL) != GRPC_CALL_OK || !wait_tag(c, &tag)) {
@@ -254,6 +257,7 @@ int wire_stream_open(wire_conn *c, const char *method, const void *req, size_t l
         st->code = GRPC_STATUS_INTERNAL;
         snprintf(st->msg, sizeof st->msg, "cannot start a call");
         grpc_byte_buffer_destroy(bb);
+        grpc_metadata_array_destroy(&s->initial);
         ap_free(s);
         return AP_EIO;
     }
@@ -297,16 +301,18 @@ int wire_stream_next(wire_stream *s, void **msg, size_t *len, wire_status *st)
     if (s->ended)
         return 0;
     grpc_op ops[2];
-    grpc_metadata_array init_md;
     grpc_byte_buffer *reply = NULL;
     size_t n = 0;
     memset(ops, 0, sizeof ops);
-    grpc_metadata_array_init(&init_md);
+    if (!s->got_initial) {
+        ops[n].op = GRPC_OP_RECV_INITIAL_METADATA;
+        ops[n++].data.recv_initial_metadata.recv_initial_metadata = &s->initial;
+        s->got_initial = true;
+    }
     ops[n].op = GRPC_OP_RECV_MESSAGE;
     ops[n++].data.recv_message.recv_message = &reply;
     int tag;
     bool ok = grpc_call_start_batch(s->call, ops, n, &tag, NULL) == GRPC_CALL_OK && wait_tag(s->c, &tag);
-    grpc_metadata_array_destroy(&init_md);
     if (ok && reply) {
         *msg = bb_bytes(reply, len);
         grpc_byte_buffer_destroy(reply);
@@ -326,5 +332,6 @@ void wire_stream_close(wire_stream *s)
         stream_status(s, &st);
     }
     grpc_call_unref(s->call);
+    grpc_metadata_array_destroy(&s->initial);
     ap_free(s);
 }

@@ -1,0 +1,1068 @@
+/*
+ * test_service.c - autopartd end to end: the real daemon on an ephemeral
+ * loopback port with a temporary store, driven through the wire (and the
+ * CLI).  Answers served again byte for byte, identical requests started
+ * once, every kind of bad input and abuse answered with its status while the
+ * daemon keeps serving, kill -9 and restart, two daemons on one store,
+ * access control, and clean shutdown (exit 0: under ASan that includes no
+ * leaks).
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "svc.h"
+
+/* Shared inputs, made once in main (tests run in forked children). */
+static char *tiny_text, *t32_text, *bpmp, *slow_schedule;
+static char tiny_path[64] = "/tmp/autopart-tiny-XXXXXX";
+
+typedef struct svc_fixture {
+    char db[256];
+    svc_daemon d;
+} svc_fixture;
+static svc_fixture fx;
+
+static void fx_start(const char *const *extra)
+{
+    svc_temp_db(fx.db, sizeof fx.db);
+    svc_start(&fx.d, fx.db, extra);
+}
+
+static void fx_stop_clean(void)
+{
+    int rc = svc_stop(&fx.d, SIGTERM, 60);
+    ck_assert_msg(rc == 0, "autopartd exited with %d after SIGTERM (see %s)", rc, fx.d.log);
+    svc_remove_db(fx.db);
+}
+
+static void expect_status(int rc, const wire_status *st, int code, const char *needle)
+{
+    ck_assert_msg(rc != 0 && st->code == code, "expected %s, got %s: %s", wire_code_name(code), wire_code_name(st->code),
+                  st->msg);
+    if (needle)
+        ck_assert_msg(strstr(st->msg, needle), "status message '%s' does not mention '%s'", st->msg, needle);
+}
+
+/* ============================================================ answers */
+
+START_TEST(test_apply_twice_same_bytes)
+{
+    fx_start(NULL);
+    wire_conn *c = svc_conn(fx.d.port);
+    svc_apply a;
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=2", bpmp, "job-1");
+    Autopart__V1__ApplyResponse *r1, *r2, *r3;
+    void *raw1, *raw2, *raw3;
+    size_t n1, n2, n3;
+    wire_status st;
+    ck_assert_msg(svc_apply_call(c, &a, &r1, &raw1, &n1, &st) == 0, "%s", st.msg);
+    ck_assert_int_eq(r1->origin, AUTOPART__V1__ORIGIN__NEW);
+    ck_assert_ptr_nonnull(r1->result);
+    ck_assert_int_gt(r1->result->n_shardings, 0);
+    ck_assert_ptr_nonnull(strstr(r1->result->module, "stablehlo.all_reduce"));
+    ck_assert_ptr_nonnull(r1->result->cost);
+    ck_assert(r1->result->cost->runtime_s > 0);
+    /* the Megatron tiling shows as a partition spec */
+    bool seen = false;
+    for (size_t i = 0; i < r1->result->n_shardings; i++) {
+        Autopart__V1__Sharding *s = r1->result->shardings[i];
+        if (!strcmp(s->name, "params['block_0']['mlp']['w_up']")) {
+            seen = true;
+            ck_assert_str_eq(s->spec_text, "P(None, 'model')");
+            ck_assert_int_eq(s->spec->n_dims, 2);
+            ck_assert_int_eq(s->spec->dims[0]->n_axes, 0);
+            ck_assert_int_eq(s->spec->dims[1]->n_axes, 1);
+            ck_assert_str_eq(s->spec->dims[1]->axes[0], "model");
+        }
+    }
+    ck_assert(seen);
+    ck_assert_msg(svc_apply_call(c, &a, &r2, &raw2, &n2, &st) == 0, "%s", st.msg);
+    ck_assert_int_eq(r2->origin, AUTOPART__V1__ORIGIN__CACHE_HIT);
+    ck_assert_str_eq(r2->search_id, r1->search_id);
+    const uint8_t *f1, *f2, *f3;
+    size_t l1, l2, l3;
+    ck_assert(svc_field(raw1, n1, 3, &f1, &l1));
+    ck_assert(svc_field(raw2, n2, 3, &f2, &l2));
+    ck_assert_msg(l1 == l2 && memcmp(f1, f2, l1) == 0, "the cached answer differs from the first");
+
+    /* the same module written differently (canonically printed, another
+     * label): the same key, the same answer */
+    ir_module *m = tl_parse(tiny_text, "x", NULL, 0);
+    char *canon = tl_print(m);
+    ir_module_free(m);
+    ck_assert_str_ne(canon, tiny_text);
+    svc_apply b;
+    svc_apply_init(&b, canon, "tiny.mlir", "batch=2,model=2", bpmp, "job-2");
+    ck_assert_msg(svc_apply_call(c, &b, &r3, &raw3, &n3, &st) == 0, "%s", st.msg);
+    ck_assert_int_eq(r3->origin, AUTOPART__V1__ORIGIN__CACHE_HIT);
+    ck_assert(svc_field(raw3, n3, 3, &f3, &l3));
+    ck_assert_msg(l1 == l3 && memcmp(f1, f3, l1) == 0, "another spelling got another answer");
+
+    /* GetSearch serves the same stored bytes */
+    Autopart__V1__GetSearchRequest g = AUTOPART__V1__GET_SEARCH_REQUEST__INIT;
+    g.search_id = r1->search_id;
+    g.include_result = true;
+    void *graw;
+    size_t gn;
+    ck_assert_int_eq(svc_call(c, SVC_GET, &g.base, &graw, &gn, &st), 0);
+    const uint8_t *gf;
+    size_t gl;
+    ck_assert(svc_field(graw, gn, 4, &gf, &gl));
+    ck_assert(gl == l1 && memcmp(gf, f1, l1) == 0);
+    Autopart__V1__SearchRecord *rec = autopart__v1__search_record__unpack(NULL, gn, graw);
+    ck_assert_int_eq(rec->summary->status, AUTOPART__V1__SEARCH_STATUS__DONE);
+    ck_assert_int_eq(rec->summary->kind, AUTOPART__V1__RECORD_KIND__APPLY);
+    ck_assert_str_eq(rec->summary->client_label, "job-1");
+    ck_assert_str_eq(rec->summary->mesh, "batch=2,model=2");
+    ck_assert_int_eq(rec->summary->attempts, 1);
+    autopart__v1__search_record__free_unpacked(rec, NULL);
+    Autopart__V1__StatsResponse *s = svc_stats(c);
+    ck_assert_int_eq(s->started, 1);
+    ck_assert_int_eq(s->cache_hits, 2);
+    ck_assert_int_eq(s->stored, 1);
+    ck_assert_int_eq(s->stored_cache_hits, 2);
+    autopart__v1__stats_response__free_unpacked(s, NULL);
+    ap_free(graw);
+    ap_free(canon);
+    ap_free(raw1);
+    ap_free(raw2);
+    ap_free(raw3);
+    autopart__v1__apply_response__free_unpacked(r1, NULL);
+    autopart__v1__apply_response__free_unpacked(r2, NULL);
+    autopart__v1__apply_response__free_unpacked(r3, NULL);
+    wire_close(c);
+    fx_stop_clean();
+}
+END_TEST
+
+typedef struct racer {
+    int port;
+    const svc_apply *a;
+    int rc, origin;
+    wire_status st;
+    uint8_t *result;
+    size_t result_len;
+} racer;
+
+static void *race(void *arg)
+{
+    racer *r = arg;
+    wire_conn *c = svc_conn(r->port);
+    Autopart__V1__ApplyResponse *resp;
+    void *raw;
+    size_t n;
+    r->rc = svc_apply_call(c, r->a, &resp, &raw, &n, &r->st);
+    if (r->rc == 0) {
+        r->origin = resp->origin;
+        const uint8_t *f;
+        if (svc_field(raw, n, 3, &f, &r->result_len)) {
+            r->result = malloc(r->result_len);
+            memcpy(r->result, f, r->result_len);
+        }
+        autopart__v1__apply_response__free_unpacked(resp, NULL);
+        ap_free(raw);
+    }
+    wire_close(c);
+    return NULL;
+}
+
+START_TEST(test_eight_identical_start_one)
+{
+    fx_start(NULL);
+    svc_apply a;
+    svc_apply_init(&a, t32_text, "t32.mlir", "batch=8,model=4", slow_schedule, "racer");
+    racer r[8];
+    pthread_t th[8];
+    for (int i = 0; i < 8; i++) {
+        memset(&r[i], 0, sizeof r[i]);
+        r[i].port = fx.d.port;
+        r[i].a = &a;
+        pthread_create(&th[i], NULL, race, &r[i]);
+    }
+    int news = 0;
+    for (int i = 0; i < 8; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_msg(r[i].rc == 0, "racer %d: %s %s", i, wire_code_name(r[i].st.code), r[i].st.msg);
+        news += r[i].origin == AUTOPART__V1__ORIGIN__NEW;
+        ck_assert_ptr_nonnull(r[i].result);
+        ck_assert(r[i].result_len == r[0].result_len && !memcmp(r[i].result, r[0].result, r[0].result_len));
+    }
+    ck_assert_int_eq(news, 1);
+    wire_conn *c = svc_conn(fx.d.port);
+    Autopart__V1__StatsResponse *s = svc_stats(c);
+    ck_assert_msg(s->started == 1, "%d runs for 8 identical requests", (int)s->started);
+    ck_assert_int_eq(s->stored, 1);
+    ck_assert_int_eq(s->joined + s->cache_hits, 7);
+    autopart__v1__stats_response__free_unpacked(s, NULL);
+    wire_close(c);
+    for (int i = 0; i < 8; i++)
+        free(r[i].result);
+    fx_stop_clean();
+}
+END_TEST
+
+/* ========================================================== bad input */
+
+static int apply_status(wire_conn *c, const svc_apply *a, wire_status *st)
+{
+    Autopart__V1__ApplyResponse *resp;
+    int rc = svc_apply_call(c, a, &resp, NULL, NULL, st);
+    if (resp)
+        autopart__v1__apply_response__free_unpacked(resp, NULL);
+    return rc;
+}
+
+/* A Search request over the tiny model (axes: comma-separated). */
+static int search_status(wire_conn *c, const char *text, const char *mesh, const char *axes, int64_t mem,
+                         wire_status *st, int *events)
+{
+    svc_apply base;
+    svc_apply_init(&base, text, "tiny.mlir", mesh, "", "searcher");
+    Autopart__V1__SearchRequest req = AUTOPART__V1__SEARCH_REQUEST__INIT;
+    char axbuf[64], *ax[4];
+    size_t n = 0;
+    snprintf(axbuf, sizeof axbuf, "%s", axes);
+    for (char *p = strtok(axbuf, ","); p && n < 4; p = strtok(NULL, ","))
+        ax[n++] = p;
+    req.module = &base.mod;
+    req.mesh = &base.mesh;
+    req.device = &base.dev;
+    req.manual_schedule = (char *)"";
+    req.axes = ax;
+    req.n_axes = n;
+    req.memory_limit_bytes = mem;
+    req.episodes = 100;
+    req.client_label = (char *)"searcher";
+    size_t len = autopart__v1__search_request__get_packed_size(&req);
+    uint8_t *buf = malloc(len + 1);
+    autopart__v1__search_request__pack(&req, buf);
+    wire_stream *s;
+    int rc = wire_stream_open(c, SVC_SEARCH, buf, len, &s, st);
+    free(buf);
+    ck_assert_int_eq(rc, 0);
+    void *msg;
+    size_t ml;
+    *events = 0;
+    while ((rc = wire_stream_next(s, &msg, &ml, st)) == 1) {
+        (*events)++;
+        ap_free(msg);
+    }
+    wire_stream_close(s);
+    return st->code == 0 ? 0 : -1;
+}
+
+START_TEST(test_bad_input)
+{
+    fx_start(NULL);
+    wire_conn *c = svc_conn(fx.d.port);
+    wire_status st;
+    svc_apply a;
+    int rc;
+
+    svc_apply_init(&a, "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %b : tensor<4xf32>\n}\n",
+                   "bad.mlir", "batch=2", "propagate", NULL);
+    expect_status(apply_status(c, &a, &st), &st, WIRE_INVALID_ARGUMENT, "bad.mlir:2:");
+    svc_apply_init(&a, "", "empty.mlir", "batch=2", "propagate", NULL);
+    expect_status(apply_status(c, &a, &st), &st, WIRE_INVALID_ARGUMENT, "module.text is empty");
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=2", "tile %arg0 0 nope", NULL);
+    expect_status(apply_status(c, &a, &st), &st, WIRE_INVALID_ARGUMENT, "nope");
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=2", "tile %arg99 0 batch", NULL);
+    expect_status(apply_status(c, &a, &st), &st, WIRE_INVALID_ARGUMENT, "schedule:1:");
+    /* a mesh that does not divide the tensors tiled */
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=3", bpmp, NULL);
+    expect_status(apply_status(c, &a, &st), &st, WIRE_INVALID_ARGUMENT, "not divisible");
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=0", bpmp, NULL);
+    expect_status(apply_status(c, &a, &st), &st, WIRE_INVALID_ARGUMENT, "size 0");
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,batch=2", bpmp, NULL);
+    expect_status(apply_status(c, &a, &st), &st, WIRE_INVALID_ARGUMENT, "twice");
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=2", bpmp, NULL);
+    a.dev.name = (char *)"tpu_v99";
+    expect_status(apply_status(c, &a, &st), &st, WIRE_INVALID_ARGUMENT, "tpu_v99");
+    Autopart__V1__DeviceSpec spec = AUTOPART__V1__DEVICE_SPEC__INIT;
+    spec.name = (char *)"my-gpu";
+    a.dev.kind_case = AUTOPART__V1__DEVICE__KIND_CUSTOM;
+    a.dev.custom = &spec;
+    expect_status(apply_status(c, &a, &st), &st, WIRE_INVALID_ARGUMENT, "device.custom");
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=2", bpmp, NULL);
+    a.req.overlap = 3;
+    expect_status(apply_status(c, &a, &st), &st, WIRE_INVALID_ARGUMENT, "overlap");
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "", bpmp, NULL);
+    expect_status(apply_status(c, &a, &st), &st, WIRE_INVALID_ARGUMENT, "no mesh");
+    a.mod.func = (char *)"nothere";
+    expect_status(apply_status(c, &a, &st), &st, WIRE_INVALID_ARGUMENT, "nothere");
+
+    /* Search: its inputs are checked as Apply's, and its own */
+    int ev;
+    expect_status(search_status(c, "garbage {", "batch=2", "batch", 0, &st, &ev), &st, WIRE_INVALID_ARGUMENT,
+                  "tiny.mlir:1:");
+    expect_status(search_status(c, tiny_text, "batch=2,model=2", "", 0, &st, &ev), &st, WIRE_INVALID_ARGUMENT,
+                  "axes is empty");
+    expect_status(search_status(c, tiny_text, "batch=2,model=2", "modle", 0, &st, &ev), &st,
+                  WIRE_INVALID_ARGUMENT, "'modle' is not an axis of the mesh batch=2,model=2");
+    expect_status(search_status(c, tiny_text, "batch=2,model=7", "model", 0, &st, &ev), &st,
+                  WIRE_INVALID_ARGUMENT, "divisible by 'model' (size 7)");
+    expect_status(search_status(c, tiny_text, "batch=2,model=2", "model", -5, &st, &ev), &st,
+                  WIRE_INVALID_ARGUMENT, "negative");
+    /* A valid search request: this build has no search engine yet, and says
+     * so rather than answer something else. */
+    expect_status(search_status(c, tiny_text, "batch=2,model=2", "model", 0, &st, &ev), &st, WIRE_UNIMPLEMENTED,
+                  "search engine");
+
+    /* bytes that are no message at all */
+    void *r;
+    size_t n;
+    static const uint8_t junk[] = {0xff, 0xff, 0xff, 0xff, 0x0f, 0x12, 0x99};
+    rc = wire_unary(c, SVC_APPLY, junk, sizeof junk, &r, &n, &st);
+    expect_status(rc, &st, WIRE_INVALID_ARGUMENT, "not a valid autopart.v1.ApplyRequest");
+    rc = wire_unary(c, "/autopart.v1.Partitioner/Nope", junk, sizeof junk, &r, &n, &st);
+    expect_status(rc, &st, WIRE_UNIMPLEMENTED, "/autopart.v1.Partitioner/Nope");
+
+    /* records */
+    Autopart__V1__GetSearchRequest g = AUTOPART__V1__GET_SEARCH_REQUEST__INIT;
+    g.search_id = (char *)"abc";
+    expect_status(svc_call(c, SVC_GET, &g.base, &r, &n, &st), &st, WIRE_INVALID_ARGUMENT, "abc");
+    g.search_id = (char *)"424242";
+    expect_status(svc_call(c, SVC_GET, &g.base, &r, &n, &st), &st, WIRE_NOT_FOUND, "424242");
+    Autopart__V1__CancelSearchRequest cr = AUTOPART__V1__CANCEL_SEARCH_REQUEST__INIT;
+    cr.search_id = (char *)"424242";
+    expect_status(svc_call(c, SVC_CANCEL, &cr.base, &r, &n, &st), &st, WIRE_NOT_FOUND, "424242");
+    Autopart__V1__ListSearchesRequest l = AUTOPART__V1__LIST_SEARCHES_REQUEST__INIT;
+    l.page_token = (char *)"not-a-token";
+    expect_status(svc_call(c, SVC_LIST, &l.base, &r, &n, &st), &st, WIRE_INVALID_ARGUMENT, "page token");
+    l.page_token = (char *)"";
+    l.page_size = 5000;
+    expect_status(svc_call(c, SVC_LIST, &l.base, &r, &n, &st), &st, WIRE_INVALID_ARGUMENT, "page_size");
+    l.page_size = 0;
+    l.module_hash = (char *)"xyz";
+    expect_status(svc_call(c, SVC_LIST, &l.base, &r, &n, &st), &st, WIRE_INVALID_ARGUMENT, "module_hash");
+    Grpc__Health__V1__HealthCheckRequest h = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
+    h.service = (char *)"no.such.Service";
+    expect_status(svc_call(c, SVC_HEALTH, &h.base, &r, &n, &st), &st, WIRE_NOT_FOUND, "no.such.Service");
+
+    /* and after all that, still serving, with nothing stored for bad input */
+    svc_assert_serving(fx.d.port);
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=2", bpmp, NULL);
+    ck_assert_int_eq(apply_status(c, &a, &st), 0);
+    Autopart__V1__StatsResponse *s = svc_stats(c);
+    ck_assert_int_eq(s->stored, 1);
+    ck_assert_int_ge(s->errors, 20);
+    autopart__v1__stats_response__free_unpacked(s, NULL);
+    wire_close(c);
+    fx_stop_clean();
+}
+END_TEST
+
+START_TEST(test_oversized_message)
+{
+    static const char *const args[] = {"--max-message-mb", "1", NULL};
+    fx_start(args);
+    wire_conn *c = svc_conn(fx.d.port);
+    size_t n = strlen(t32_text);
+    ck_assert_int_gt(n, 1 << 20);
+    svc_apply a;
+    wire_status st;
+    svc_apply_init(&a, t32_text, "t32.mlir", "batch=8,model=4", bpmp, NULL);
+    int rc = apply_status(c, &a, &st);
+    ck_assert_msg(rc != 0 && st.code == WIRE_RESOURCE_EXHAUSTED, "got %s: %s", wire_code_name(st.code), st.msg);
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=2", bpmp, NULL);
+    ck_assert_int_eq(apply_status(c, &a, &st), 0);
+    wire_close(c);
+    fx_stop_clean();
+}
+END_TEST
+
+static void raw_send(int port, const void *bytes, size_t len, bool linger)
+{
+    char cmd[64];
+    (void)cmd;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    ssize_t w = write(fd, bytes, len);
+    (void)w;
+    if (linger) {
+        char buf[256];
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 500) > 0) {
+            ssize_t r = read(fd, buf, sizeof buf);
+            (void)r;
+        }
+    }
+    close(fd);
+}
+
+START_TEST(test_garbage_on_the_port)
+{
+    fx_start(NULL);
+    static const char http1[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    uint8_t noise[4096];
+    uint64_t seed = 12345;
+    for (size_t i = 0; i < sizeof noise; i++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        noise[i] = (uint8_t)(seed >> 56);
+    }
+    raw_send(fx.d.port, http1, sizeof http1 - 1, true);
+    raw_send(fx.d.port, noise, sizeof noise, true);
+    raw_send(fx.d.port, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24, false); /* a preface, then nothing */
+    /* a connection that says half a preface and stays open */
+    int idle = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)fx.d.port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(connect(idle, (struct sockaddr *)&sa, sizeof sa), 0);
+    ck_assert_int_eq(write(idle, "PRI * HT", 8), 8);
+    svc_assert_serving(fx.d.port);
+    wire_conn *c = svc_conn(fx.d.port);
+    svc_apply a;
+    wire_status st;
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=2", bpmp, NULL);
+    ck_assert_int_eq(apply_status(c, &a, &st), 0);
+    wire_close(c);
+    close(idle);
+    fx_stop_clean();
+}
+END_TEST
+
+START_TEST(test_deadline_and_vanishing_clients)
+{
+    fx_start(NULL);
+    svc_apply a;
+    wire_status st;
+    svc_apply_init(&a, t32_text, "t32.mlir", "batch=8,model=4", slow_schedule, "impatient");
+    /* a deadline shorter than the work: DEADLINE_EXCEEDED for the caller,
+     * and the work goes on to the store for the next asker */
+    wire_conn *hurried = svc_conn_opts(fx.d.port, NULL, 0.3);
+    int rc = apply_status(hurried, &a, &st);
+    ck_assert_msg(rc != 0 && st.code == WIRE_DEADLINE_EXCEEDED, "got %s: %s", wire_code_name(st.code), st.msg);
+    wire_close(hurried);
+    /* a client killed in the middle of its call */
+    pid_t child = fork();
+    if (child == 0) {
+        wire_conn *c = svc_conn(fx.d.port);
+        svc_apply b;
+        svc_apply_init(&b, t32_text, "t32.mlir", "batch=8,model=4", slow_schedule, "doomed");
+        wire_status s2;
+        apply_status(c, &b, &s2);
+        _exit(0);
+    }
+    usleep(300000);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    /* both asked the same thing: one run, whose answer is stored */
+    wire_conn *c = svc_conn(fx.d.port);
+    Autopart__V1__ApplyResponse *resp;
+    ck_assert_msg(svc_apply_call(c, &a, &resp, NULL, NULL, &st) == 0, "%s", st.msg);
+    ck_assert_int_ne(resp->origin, AUTOPART__V1__ORIGIN__NEW);
+    autopart__v1__apply_response__free_unpacked(resp, NULL);
+    Autopart__V1__StatsResponse *s = svc_stats(c);
+    ck_assert_int_eq(s->started, 1);
+    autopart__v1__stats_response__free_unpacked(s, NULL);
+    svc_assert_serving(fx.d.port);
+    wire_close(c);
+    fx_stop_clean();
+}
+END_TEST
+
+START_TEST(test_full_queue)
+{
+    static const char *const args[] = {"--apply-threads", "1", "--max-queue", "1", NULL};
+    fx_start(args);
+    /* distinct slow requests (their schedules differ by a comment) */
+    enum { N = 6 };
+    svc_apply a[N];
+    char *sched[N];
+    racer r[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++) {
+        size_t len = strlen(slow_schedule) + 32;
+        sched[i] = malloc(len);
+        snprintf(sched[i], len, "%s# variant %d\n", slow_schedule, i);
+        svc_apply_init(&a[i], t32_text, "t32.mlir", "batch=8,model=4", sched[i], "burst");
+        memset(&r[i], 0, sizeof r[i]);
+        r[i].port = fx.d.port;
+        r[i].a = &a[i];
+        pthread_create(&th[i], NULL, race, &r[i]);
+    }
+    int ok = 0, full = 0;
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        if (r[i].rc == 0)
+            ok++;
+        else if (r[i].st.code == WIRE_RESOURCE_EXHAUSTED && strstr(r[i].st.msg, "queue"))
+            full++;
+        else
+            ck_abort_msg("request %d: %s: %s", i, wire_code_name(r[i].st.code), r[i].st.msg);
+        free(r[i].result);
+        free(sched[i]);
+    }
+    ck_assert_msg(full >= 1 && ok >= 1, "%d answered, %d refused for a full queue", ok, full);
+    svc_assert_serving(fx.d.port);
+    fx_stop_clean();
+}
+END_TEST
+
+/* ===================================================== access control */
+
+START_TEST(test_token)
+{
+    char tok[280];
+    svc_temp_db(tok, sizeof tok);
+    FILE *f = fopen(tok, "w");
+    fputs("s3cret-token\n", f);
+    fclose(f);
+    const char *args[] = {"--token-file", tok, NULL};
+    fx_start(args);
+    svc_apply a;
+    wire_status st;
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=2", bpmp, NULL);
+    wire_conn *none = svc_conn(fx.d.port), *wrong = svc_conn_opts(fx.d.port, "s3cret-tokex", 60),
+              *right = svc_conn_opts(fx.d.port, "s3cret-token", 60);
+    expect_status(apply_status(none, &a, &st), &st, WIRE_UNAUTHENTICATED, "token");
+    expect_status(apply_status(wrong, &a, &st), &st, WIRE_UNAUTHENTICATED, "token");
+    ck_assert_int_eq(apply_status(right, &a, &st), 0);
+    Autopart__V1__StatsRequest sr = AUTOPART__V1__STATS_REQUEST__INIT;
+    void *r;
+    size_t n;
+    expect_status(svc_call(none, SVC_STATS, &sr.base, &r, &n, &st), &st, WIRE_UNAUTHENTICATED, NULL);
+    wire_close(none);
+    wire_close(wrong);
+    wire_close(right);
+    unlink(tok);
+    fx_stop_clean();
+}
+END_TEST
+
+START_TEST(test_listen_rules)
+{
+    char db[256];
+    svc_temp_db(db, sizeof db);
+    svc_daemon d;
+    /* not loopback, no TLS: refused */
+    ck_assert_int_eq(svc_start_args(&d, db, "0.0.0.0:0", NULL), 2);
+    char log[300];
+    snprintf(log, sizeof log, "%s.log", db);
+    char *text = tl_read(log, NULL);
+    ck_assert_msg(strstr(text, "not a loopback address") && strstr(text, "--insecure"), "%s", text);
+    ap_free(text);
+    /* a taken port is an error, not a shared port */
+    svc_daemon first;
+    svc_start(&first, db, NULL);
+    char taken[64];
+    snprintf(taken, sizeof taken, "127.0.0.1:%d", first.port);
+    char db2[256];
+    svc_temp_db(db2, sizeof db2);
+    ck_assert_int_eq(svc_start_args(&d, db2, taken, NULL), 1);
+    snprintf(log, sizeof log, "%s.log", db2);
+    text = tl_read(log, NULL);
+    ck_assert_msg(strstr(text, "cannot listen on"), "%s", text);
+    ap_free(text);
+    ck_assert_int_eq(svc_stop(&first, SIGTERM, 30), 0);
+    /* a store that cannot be opened */
+    ck_assert_int_eq(svc_start_args(&d, "/nonexistent/dir/x.db", NULL, NULL), 1);
+    svc_remove_db(db);
+    svc_remove_db(db2);
+}
+END_TEST
+
+START_TEST(test_tls)
+{
+    char dir[] = "/tmp/autopart-tls-XXXXXX", cmd[1200], cert[300], key[300];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(cert, sizeof cert, "%s/cert.pem", dir);
+    snprintf(key, sizeof key, "%s/key.pem", dir);
+    snprintf(cmd, sizeof cmd,
+             "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=autopart-test -addext "
+             "subjectAltName=DNS:autopart-test -keyout %s -out %s 2>/dev/null",
+             key, cert);
+    ck_assert_msg(system(cmd) == 0, "openssl could not make a certificate (scripts/setup installs it)");
+    const char *args[] = {"--tls-cert", cert, "--tls-key", key, NULL};
+    fx_start(args);
+    char target[64];
+    snprintf(target, sizeof target, "127.0.0.1:%d", fx.d.port);
+    char *pem = tl_read(cert, NULL);
+    wire_opts o = {.target = target, .tls_ca_pem = pem, .tls_name = "autopart-test", .timeout_s = 30};
+    wire_conn *c;
+    ap_error err;
+    ck_assert_int_eq(wire_connect(&o, &c, &err), 0);
+    svc_apply a;
+    wire_status st;
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=2", bpmp, NULL);
+    ck_assert_msg(apply_status(c, &a, &st) == 0, "over TLS: %s %s", wire_code_name(st.code), st.msg);
+    wire_close(c);
+    /* plain text to a TLS port gets nowhere */
+    wire_conn *plain = svc_conn_opts(fx.d.port, NULL, 5);
+    ck_assert_int_ne(apply_status(plain, &a, &st), 0);
+    ck_assert_int_eq(st.code, WIRE_UNAVAILABLE);
+    wire_close(plain);
+    ap_free(pem);
+    fx_stop_clean();
+    unlink(cert);
+    unlink(key);
+    rmdir(dir);
+}
+END_TEST
+
+/* ================================================ crashes, two daemons */
+
+typedef struct bg_apply {
+    int port;
+    svc_apply a;
+    wire_status st;
+    int rc;
+} bg_apply;
+
+static void *bg(void *arg)
+{
+    bg_apply *b = arg;
+    wire_conn *c = svc_conn(b->port);
+    b->rc = apply_status(c, &b->a, &b->st);
+    wire_close(c);
+    return NULL;
+}
+
+/* The result bytes of a request answered by a fresh daemon on a fresh
+ * store: what an uninterrupted run gives. */
+static uint8_t *fresh_answer(const svc_apply *a, size_t *len)
+{
+    char db[256];
+    svc_daemon d;
+    svc_temp_db(db, sizeof db);
+    svc_start(&d, db, NULL);
+    wire_conn *c = svc_conn(d.port);
+    Autopart__V1__ApplyResponse *resp;
+    void *raw;
+    size_t n;
+    wire_status st;
+    ck_assert_msg(svc_apply_call(c, a, &resp, &raw, &n, &st) == 0, "%s", st.msg);
+    const uint8_t *f;
+    ck_assert(svc_field(raw, n, 3, &f, len));
+    uint8_t *out = malloc(*len);
+    memcpy(out, f, *len);
+    autopart__v1__apply_response__free_unpacked(resp, NULL);
+    ap_free(raw);
+    wire_close(c);
+    ck_assert_int_eq(svc_stop(&d, SIGTERM, 30), 0);
+    svc_remove_db(db);
+    return out;
+}
+
+static uint8_t *stored_result(const char *db, int64_t id, size_t *len)
+{
+    store *s;
+    ap_error err;
+    void *data;
+    ck_assert(store_open(db, "test:0:0", 5000, &s, &err) == 0);
+    ck_assert_int_eq(store_payload(s, id, STORE_PAYLOAD_RESULT, &data, len, &err), 1);
+    store_close(s);
+    return data;
+}
+
+START_TEST(test_kill9_and_restart)
+{
+    fx_start(NULL);
+    bg_apply b = {.port = fx.d.port};
+    svc_apply_init(&b.a, t32_text, "t32.mlir", "batch=8,model=4", slow_schedule, "preempted-job");
+    pthread_t th;
+    pthread_create(&th, NULL, bg, &b);
+    int64_t id = svc_wait_status(fx.db, STORE_RUNNING, 60);
+    ck_assert_msg(id > 0, "the request never started running");
+    ck_assert_int_eq(svc_stop(&fx.d, SIGKILL, 10), 128 + SIGKILL);
+    pthread_join(th, NULL);
+    ck_assert_msg(b.rc != 0, "the answer came before the kill: make the slow request slower");
+    store_row row;
+    ck_assert_int_eq(svc_row(fx.db, id, &row), 1);
+    ck_assert_int_eq(row.status, STORE_RUNNING); /* as the crash left it */
+    store *s;
+    ap_error err;
+    ck_assert(store_open(fx.db, "test:0:0", 5000, &s, &err) == 0);
+    ck_assert_msg(store_check(s, true, &err) == 0, "%s", err.msg);
+    store_close(s);
+    /* the restarted daemon takes the row up at once (its owner is a dead
+     * process of this host) and ends it as an uninterrupted run would */
+    svc_start(&fx.d, fx.db, NULL);
+    double t0 = svc_now();
+    while (svc_row(fx.db, id, &row) == 1 && row.status != STORE_DONE && svc_now() - t0 < 120)
+        usleep(20000);
+    ck_assert_msg(row.status == STORE_DONE, "status %d after restart: %s", row.status, row.error);
+    ck_assert_int_eq(row.attempts, 2);
+    size_t n_stored, n_fresh;
+    uint8_t *stored = stored_result(fx.db, id, &n_stored);
+    uint8_t *fresh = fresh_answer(&b.a, &n_fresh);
+    ck_assert_msg(n_stored == n_fresh && !memcmp(stored, fresh, n_fresh),
+                  "the resumed answer differs from an uninterrupted run's");
+    /* and the preempted job, asking again, gets it from the store */
+    wire_conn *c = svc_conn(fx.d.port);
+    Autopart__V1__ApplyResponse *resp;
+    wire_status st;
+    ck_assert_int_eq(svc_apply_call(c, &b.a, &resp, NULL, NULL, &st), 0);
+    ck_assert_int_eq(resp->origin, AUTOPART__V1__ORIGIN__CACHE_HIT);
+    autopart__v1__apply_response__free_unpacked(resp, NULL);
+    wire_close(c);
+    ap_free(stored);
+    free(fresh);
+    fx_stop_clean();
+}
+END_TEST
+
+START_TEST(test_two_daemons_one_store)
+{
+    fx_start(NULL);
+    svc_daemon other;
+    svc_start(&other, fx.db, NULL);
+    wire_conn *ca = svc_conn(fx.d.port), *cb = svc_conn(other.port);
+    svc_apply a;
+    wire_status st;
+    Autopart__V1__ApplyResponse *r1, *r2;
+    void *raw1, *raw2;
+    size_t n1, n2;
+    const uint8_t *f1, *f2;
+    size_t l1, l2;
+    /* done in one, served by the other */
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=2", bpmp, NULL);
+    ck_assert_int_eq(svc_apply_call(ca, &a, &r1, &raw1, &n1, &st), 0);
+    ck_assert_int_eq(svc_apply_call(cb, &a, &r2, &raw2, &n2, &st), 0);
+    ck_assert_int_eq(r1->origin, AUTOPART__V1__ORIGIN__NEW);
+    ck_assert_int_eq(r2->origin, AUTOPART__V1__ORIGIN__CACHE_HIT);
+    ck_assert(svc_field(raw1, n1, 3, &f1, &l1) && svc_field(raw2, n2, 3, &f2, &l2));
+    ck_assert(l1 == l2 && !memcmp(f1, f2, l1));
+    autopart__v1__apply_response__free_unpacked(r1, NULL);
+    autopart__v1__apply_response__free_unpacked(r2, NULL);
+    ap_free(raw1);
+    ap_free(raw2);
+    /* running in one, joined by the other */
+    bg_apply b = {.port = fx.d.port};
+    svc_apply_init(&b.a, t32_text, "t32.mlir", "batch=8,model=4", slow_schedule, "first");
+    pthread_t th;
+    pthread_create(&th, NULL, bg, &b);
+    int64_t id = svc_wait_status(fx.db, STORE_RUNNING, 60);
+    ck_assert(id > 0);
+    ck_assert_int_eq(svc_apply_call(cb, &b.a, &r2, &raw2, &n2, &st), 0);
+    pthread_join(th, NULL);
+    ck_assert_msg(b.rc == 0, "%s", b.st.msg);
+    ck_assert_int_eq(r2->origin, AUTOPART__V1__ORIGIN__JOINED);
+    ck_assert_str_eq(r2->search_id, "2");
+    size_t ns;
+    uint8_t *stored = stored_result(fx.db, id, &ns);
+    ck_assert(svc_field(raw2, n2, 3, &f2, &l2));
+    ck_assert(l2 == ns && !memcmp(f2, stored, ns));
+    ap_free(stored);
+    autopart__v1__apply_response__free_unpacked(r2, NULL);
+    ap_free(raw2);
+    Autopart__V1__StatsResponse *sa = svc_stats(ca), *sb = svc_stats(cb);
+    ck_assert_int_eq(sa->started + sb->started, 2); /* each request ran once, in one daemon */
+    ck_assert_int_eq(sb->started, 0);
+    autopart__v1__stats_response__free_unpacked(sa, NULL);
+    autopart__v1__stats_response__free_unpacked(sb, NULL);
+
+    /* cancelled through the daemon that does not run it */
+    svc_apply_init(&b.a, t32_text, "t32.mlir", "batch=8,model=4", slow_schedule, "cancelled");
+    b.a.req.overlap = 0.5; /* another key */
+    pthread_create(&th, NULL, bg, &b);
+    id = 0;
+    for (double t0 = svc_now(); !id && svc_now() - t0 < 60; usleep(5000)) {
+        store_row row;
+        if (svc_row(fx.db, 3, &row) == 1 && row.status == STORE_RUNNING)
+            id = 3;
+    }
+    ck_assert(id == 3);
+    Autopart__V1__CancelSearchRequest cr = AUTOPART__V1__CANCEL_SEARCH_REQUEST__INIT;
+    cr.search_id = (char *)"3";
+    void *r;
+    size_t n;
+    ck_assert_int_eq(svc_call(cb, SVC_CANCEL, &cr.base, &r, &n, &st), 0);
+    ap_free(r);
+    pthread_join(th, NULL);
+    ck_assert_msg(b.rc != 0 && b.st.code == WIRE_CANCELLED, "got %s: %s", wire_code_name(b.st.code), b.st.msg);
+    store_row row;
+    ck_assert_int_eq(svc_row(fx.db, 3, &row), 1);
+    ck_assert_int_eq(row.status, STORE_CANCELLED);
+    wire_close(ca);
+    wire_close(cb);
+    ck_assert_int_eq(svc_stop(&other, SIGTERM, 60), 0);
+    fx_stop_clean();
+}
+END_TEST
+
+/* =========================================================== shutdown */
+
+START_TEST(test_sigterm_gives_work_back)
+{
+    fx_start(NULL);
+    /* a health watcher hears NOT_SERVING, then its stream ends */
+    wire_conn *wc = svc_conn(fx.d.port);
+    Grpc__Health__V1__HealthCheckRequest hr = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
+    uint8_t hb[16];
+    size_t hl = grpc__health__v1__health_check_request__pack(&hr, hb);
+    wire_stream *ws;
+    wire_status st;
+    ck_assert_int_eq(wire_stream_open(wc, SVC_WATCH, hb, hl, &ws, &st), 0);
+    void *m;
+    size_t ml;
+    ck_assert_int_eq(wire_stream_next(ws, &m, &ml, &st), 1);
+    Grpc__Health__V1__HealthCheckResponse *h = grpc__health__v1__health_check_response__unpack(NULL, ml, m);
+    ck_assert_int_eq(h->status, GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING);
+    grpc__health__v1__health_check_response__free_unpacked(h, NULL);
+    ap_free(m);
+
+    bg_apply b = {.port = fx.d.port};
+    svc_apply_init(&b.a, t32_text, "t32.mlir", "batch=8,model=4", slow_schedule, "stopped");
+    pthread_t th;
+    pthread_create(&th, NULL, bg, &b);
+    int64_t id = svc_wait_status(fx.db, STORE_RUNNING, 60);
+    ck_assert(id > 0);
+    kill(fx.d.pid, SIGTERM);
+    ck_assert_int_eq(wire_stream_next(ws, &m, &ml, &st), 1);
+    h = grpc__health__v1__health_check_response__unpack(NULL, ml, m);
+    ck_assert_int_eq(h->status, GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING);
+    grpc__health__v1__health_check_response__free_unpacked(h, NULL);
+    ap_free(m);
+    ck_assert_int_eq(wire_stream_next(ws, &m, &ml, &st), 0);
+    ck_assert_int_eq(st.code, 0);
+    wire_stream_close(ws);
+    wire_close(wc);
+    pthread_join(th, NULL);
+    ck_assert_msg(b.rc != 0 && b.st.code == WIRE_UNAVAILABLE, "got %s: %s", wire_code_name(b.st.code),
+                  b.st.msg);
+    int rc = svc_stop(&fx.d, SIGTERM, 60);
+    ck_assert_msg(rc == 0, "exit %d (see %s)", rc, fx.d.log);
+    /* the row went back to the store, queued with no owner */
+    store_row row;
+    ck_assert_int_eq(svc_row(fx.db, id, &row), 1);
+    ck_assert_int_eq(row.status, STORE_QUEUED);
+    ck_assert_str_eq(row.owner, "");
+    /* the next daemon finishes it */
+    svc_start(&fx.d, fx.db, NULL);
+    double t0 = svc_now();
+    while (svc_row(fx.db, id, &row) == 1 && row.status != STORE_DONE && svc_now() - t0 < 120)
+        usleep(20000);
+    ck_assert_int_eq(row.status, STORE_DONE);
+    fx_stop_clean();
+}
+END_TEST
+
+/* ============================================================ listings */
+
+START_TEST(test_list_and_filters)
+{
+    fx_start(NULL);
+    wire_conn *c = svc_conn(fx.d.port);
+    wire_status st;
+    char sched[8][600];
+    for (int i = 0; i < 8; i++) {
+        svc_apply a;
+        snprintf(sched[i], sizeof sched[i], "%s# %d\n", bpmp, i);
+        svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=2", sched[i], i % 2 ? "odd" : "even");
+        ck_assert_int_eq(apply_status(c, &a, &st), 0);
+    }
+    Autopart__V1__ListSearchesRequest l = AUTOPART__V1__LIST_SEARCHES_REQUEST__INIT;
+    l.page_size = 3;
+    l.client_label = (char *)"odd";
+    char token[64] = "";
+    int seen = 0, pages = 0;
+    int64_t last = INT64_MAX;
+    do {
+        l.page_token = token;
+        void *r;
+        size_t n;
+        ck_assert_int_eq(svc_call(c, SVC_LIST, &l.base, &r, &n, &st), 0);
+        Autopart__V1__ListSearchesResponse *resp = autopart__v1__list_searches_response__unpack(NULL, n, r);
+        for (size_t i = 0; i < resp->n_searches; i++) {
+            ck_assert_str_eq(resp->searches[i]->client_label, "odd");
+            int64_t id = atoll(resp->searches[i]->search_id);
+            ck_assert_int_lt(id, last); /* newest first */
+            last = id;
+            seen++;
+        }
+        snprintf(token, sizeof token, "%s", resp->next_page_token);
+        autopart__v1__list_searches_response__free_unpacked(resp, NULL);
+        ap_free(r);
+        pages++;
+    } while (token[0]);
+    ck_assert_int_eq(seen, 4);
+    ck_assert_int_eq(pages, 2);
+    wire_close(c);
+    fx_stop_clean();
+}
+END_TEST
+
+/* ================================================================ CLI */
+
+static char *run(const char *cmd, int *status)
+{
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    ap_buf b;
+    ap_buf_init(&b);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+        ap_buf_put(&b, buf, n);
+    int st = pclose(p);
+    *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    return b.data ? ap_buf_take(&b, NULL) : ap_strdup("");
+}
+
+START_TEST(test_cli)
+{
+    fx_start(NULL);
+    char sched_path[300], cmd[2000];
+    snprintf(sched_path, sizeof sched_path, "%s.sched", fx.db);
+    FILE *f = fopen(sched_path, "w");
+    fputs(bpmp, f);
+    fclose(f);
+    int rc;
+    char srv[64];
+    snprintf(srv, sizeof srv, "127.0.0.1:%d", fx.d.port);
+    snprintf(cmd, sizeof cmd, "%s apply %s --mesh batch=2,model=2 --schedule @%s --server %s --view shardings 2>&1",
+             AP_CLI, tiny_path, sched_path, srv);
+    char *first = run(cmd, &rc);
+    ck_assert_msg(rc == 0, "%s", first);
+    ck_assert_msg(strstr(first, "(new)") && strstr(first, "P(None, 'model')"), "%s", first);
+    char *second = run(cmd, &rc);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_msg(strstr(second, "(cache hit)"), "%s", second);
+    /* the same answer, and the same as without the daemon */
+    ck_assert_str_eq(strchr(first, '\n'), strchr(second, '\n'));
+    snprintf(cmd, sizeof cmd, "%s apply %s --mesh batch=2,model=2 --schedule @%s --view shardings 2>&1", AP_CLI,
+             tiny_path, sched_path);
+    char *local = run(cmd, &rc);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_str_eq(strchr(first, '\n') + 1, local);
+    /* positions of a bad module come back as FILE:LINE:COL, exit 1 */
+    snprintf(cmd, sizeof cmd, "%s apply %s --mesh batch=2 --schedule propagate --server %s 2>&1", AP_CLI, sched_path,
+             srv);
+    char *bad = run(cmd, &rc);
+    ck_assert_int_eq(rc, 1);
+    char want[400];
+    snprintf(want, sizeof want, "%s:1:", sched_path);
+    ck_assert_msg(!strncmp(bad, want, strlen(want)), "%s", bad);
+    snprintf(cmd, sizeof cmd, "%s list --server %s 2>&1", AP_CLI, srv);
+    char *list = run(cmd, &rc);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_msg(strstr(list, "done") && strstr(list, "autopart-cli"), "%s", list);
+    snprintf(cmd, sizeof cmd, "%s show 1 --server %s 2>&1", AP_CLI, srv);
+    char *show = run(cmd, &rc);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_msg(strstr(show, "cache hits: 1") && strstr(show, "params['block_0']['mlp']['w_up']"), "%s", show);
+    snprintf(cmd, sizeof cmd, "%s stats --server %s --json 2>&1", AP_CLI, srv);
+    char *stats = run(cmd, &rc);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_msg(strstr(stats, "\"cache_hits\": 1"), "%s", stats);
+    snprintf(cmd, sizeof cmd, "%s cancel 99 --server %s 2>&1", AP_CLI, srv);
+    char *cancel = run(cmd, &rc);
+    ck_assert_int_eq(rc, 1);
+    ck_assert_msg(strstr(cancel, "autopart cancel: error:") && strstr(cancel, "NOT_FOUND"), "%s", cancel);
+    snprintf(cmd, sizeof cmd, "%s list --server 127.0.0.1:1 2>&1", AP_CLI);
+    char *down = run(cmd, &rc);
+    ck_assert_int_eq(rc, 1);
+    ck_assert_msg(strstr(down, "cannot reach autopartd"), "%s", down);
+    snprintf(cmd, sizeof cmd, "%s list --server nocolon 2>&1", AP_CLI);
+    char *usage = run(cmd, &rc);
+    ck_assert_int_eq(rc, 2);
+    ap_free(usage);
+    ap_free(down);
+    ap_free(cancel);
+    ap_free(stats);
+    ap_free(show);
+    ap_free(list);
+    ap_free(bad);
+    ap_free(local);
+    ap_free(first);
+    ap_free(second);
+    unlink(sched_path);
+    fx_stop_clean();
+}
+END_TEST
+
+/* SVC_ONLY=test_name runs one test (while working on it). */
+#define ADD(tc, t)                                                          \
+    do {                                                                    \
+        const char *only = getenv("SVC_ONLY");                              \
+        if (!only || !strcmp(only, #t))                                     \
+            tcase_add_test(tc, t);                                          \
+    } while (0)
+
+static Suite *make_suite(void)
+{
+    Suite *s = suite_create("service");
+    TCase *tc = tcase_create("service");
+    tcase_set_timeout(tc, 600);
+    ADD(tc, test_apply_twice_same_bytes);
+    ADD(tc, test_eight_identical_start_one);
+    ADD(tc, test_bad_input);
+    ADD(tc, test_oversized_message);
+    ADD(tc, test_garbage_on_the_port);
+    ADD(tc, test_deadline_and_vanishing_clients);
+    ADD(tc, test_full_queue);
+    ADD(tc, test_token);
+    ADD(tc, test_listen_rules);
+    ADD(tc, test_tls);
+    ADD(tc, test_kill9_and_restart);
+    ADD(tc, test_two_daemons_one_store);
+    ADD(tc, test_sigterm_gives_work_back);
+    ADD(tc, test_list_and_filters);
+    ADD(tc, test_cli);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+/* modelgen's output (outside a test: no ck_assert here). */
+static char *generate(const char *config)
+{
+    char path[] = "/tmp/autopart-model-XXXXXX", cmd[600];
+    int fd = mkstemp(path);
+    char *text = NULL;
+    size_t len;
+    ap_error err;
+    close(fd);
+    snprintf(cmd, sizeof cmd, "'%s' transformer --config %s -q -o '%s'", TL_MODELGEN, config, path);
+    if (system(cmd) != 0 || ap_read_file(path, &text, &len, &err) < 0) {
+        fprintf(stderr, "cannot generate the %s transformer: %s\n", config, cmd);
+        exit(1);
+    }
+    unlink(path);
+    return text;
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    tiny_text = generate("tiny");
+    t32_text = generate("t32");
+    char *bp, *mp, path[512];
+    size_t len;
+    ap_error err;
+    snprintf(path, sizeof path, "%s/tests/models/schedules/bp.txt", AP_SOURCE_DIR);
+    if (ap_read_file(path, &bp, &len, &err) < 0)
+        return 1;
+    snprintf(path, sizeof path, "%s/tests/models/schedules/mp.txt", AP_SOURCE_DIR);
+    if (ap_read_file(path, &mp, &len, &err) < 0)
+        return 1;
+    ap_buf sb;
+    ap_buf_init(&sb);
+    ap_buf_printf(&sb, "%s\n%s\n", bp, mp);
+    bpmp = ap_buf_take(&sb, NULL);
+    ap_free(bp);
+    ap_free(mp);
+    /* A request that takes seconds: BP+MP, then many tactics, each of which
+     * the daemon lowers and costs (to catch it running). */
+    ap_buf b;
+    ap_buf_init(&b);
+    ap_buf_puts(&b, bpmp);
+    for (int i = 0; i < 80; i++)
+        ap_buf_puts(&b, "propagate\n");
+    slow_schedule = ap_buf_take(&b, NULL);
+    int fd = mkstemp(tiny_path);
+    if (fd < 0 || write(fd, tiny_text, strlen(tiny_text)) != (ssize_t)strlen(tiny_text))
+        return 1;
+    close(fd);
+    int rc = tl_run(make_suite());
+    unlink(tiny_path);
+    ap_free(tiny_text);
+    ap_free(t32_text);
+    ap_free(bpmp);
+    ap_free(slow_schedule);
+    return rc;
+}

@@ -1,0 +1,458 @@
+/*
+ * test_store.c - autopartd's store on real SQLite files: one live row per
+ * key (also between two connections, as two daemons hold), leases and the
+ * take-over of rows whose owner died, cancellation, aliases, listings
+ * newest first with keyset pages and filters, progress history, schema
+ * versions.
+ */
+#include <check.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "store.h"
+#include "testlib.h"
+
+static char db_path[256];
+
+static void setup(void)
+{
+    snprintf(db_path, sizeof db_path, "/tmp/autopart-store-XXXXXX");
+    int fd = mkstemp(db_path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    unlink(db_path); /* SQLite creates it */
+}
+
+static void teardown(void)
+{
+    char p[300];
+    unlink(db_path);
+    snprintf(p, sizeof p, "%s-wal", db_path);
+    unlink(p);
+    snprintf(p, sizeof p, "%s-shm", db_path);
+    unlink(p);
+}
+
+static store *open_as(const char *owner)
+{
+    store *s;
+    ap_error err;
+    ck_assert_msg(store_open(db_path, owner, 2000, &s, &err) == 0, "%s", err.msg);
+    return s;
+}
+
+static void key_of(int i, uint8_t *k)
+{
+    memset(k, 0, STORE_KEY_BYTES);
+    k[0] = (uint8_t)(i >> 8);
+    k[1] = (uint8_t)i;
+    k[31] = 0x5a;
+}
+
+/* A new row for key i, made by s at time t. */
+static int64_t begin_row(store *s, int i, int64_t t, const char *label, bool *created, store_row *row)
+{
+    uint8_t key[STORE_KEY_BYTES], mh[STORE_KEY_BYTES];
+    key_of(i, key);
+    memset(mh, 0, sizeof mh);
+    mh[0] = (uint8_t)(i % 3);
+    mh[1] = 0xab;
+    char req[32];
+    snprintf(req, sizeof req, "request %d", i);
+    store_new n = {.kind = i % 2 ? STORE_SEARCH : STORE_APPLY, .key = key, .module_hash = mh,
+                   .module_name = "m.mlir", .client_label = label, .mesh = "batch=8,model=4", .device = "tpu_v3",
+                   .axes = "model", .request = req, .request_len = strlen(req)};
+    ap_error err;
+    ck_assert_msg(store_begin(s, &n, t, t + 10000000, row, created, &err) == 0, "%s", err.msg);
+    return row->id;
+}
+
+START_TEST(test_one_live_row_per_key)
+{
+    store *a = open_as("hostA:1:aa"), *b = open_as("hostB:2:bb");
+    store_row r1, r2;
+    bool c1, c2;
+    ap_error err;
+    int64_t id = begin_row(a, 7, 1000, "job", &c1, &r1);
+    ck_assert(c1);
+    ck_assert_int_eq(r1.status, STORE_QUEUED);
+    ck_assert_str_eq(r1.owner, "hostA:1:aa");
+    /* the other daemon asking the same key finds it: it joins, it does not run it */
+    begin_row(b, 7, 2000, "job2", &c2, &r2);
+    ck_assert(!c2);
+    ck_assert_int_eq(r2.id, id);
+    ck_assert_int_eq(store_start(a, id, 3000, &err), 0);
+    ck_assert_int_eq(store_start(b, id, 3000, &err), AP_ECONFLICT); /* not b's */
+    const char result[] = "\x1a\x03" "abc";
+    store_progress sum = {.episodes = 5, .best_runtime_s = 1.5, .best_peak_memory = 99};
+    ck_assert_int_eq(store_finish(a, id, STORE_DONE, 4000, result, sizeof result - 1, &sum, NULL, &err), 0);
+    ck_assert_int_eq(store_finish(a, id, STORE_DONE, 4000, result, 3, &sum, NULL, &err), AP_ECONFLICT);
+    void *data;
+    size_t len;
+    ck_assert_int_eq(store_payload(b, id, STORE_PAYLOAD_RESULT, &data, &len, &err), 1);
+    ck_assert_uint_eq(len, sizeof result - 1);
+    ck_assert(memcmp(data, result, len) == 0);
+    ap_free(data);
+    ck_assert_int_eq(store_payload(b, id, STORE_PAYLOAD_REQUEST, &data, &len, &err), 1);
+    ck_assert(len == 9 && memcmp(data, "request 7", 9) == 0);
+    ap_free(data);
+    ck_assert_int_eq(store_get(b, id, &r2, &err), 1);
+    ck_assert_int_eq(r2.status, STORE_DONE);
+    ck_assert_int_eq(r2.attempts, 1);
+    ck_assert_int_eq(r2.episodes, 5);
+    ck_assert_str_eq(r2.owner, "");
+    /* a failed row leaves the key free: asking again makes a new row */
+    int64_t id2 = begin_row(a, 8, 5000, "job", &c1, &r1);
+    ck_assert_int_eq(store_finish(a, id2, STORE_FAILED, 6000, NULL, 0, NULL, "lowering failed", &err), 0);
+    int64_t id3 = begin_row(b, 8, 7000, "job", &c2, &r2);
+    ck_assert(c2);
+    ck_assert_int_ne(id3, id2);
+    ck_assert_int_eq(store_find_live(a, r2.key, &r1, &err), 1);
+    ck_assert_int_eq(r1.id, id3);
+    ck_assert_int_eq(store_check(a, true, &err), 0);
+    store_close(a);
+    store_close(b);
+}
+END_TEST
+
+START_TEST(test_orphans_are_taken_over)
+{
+    store *a = open_as("hostA:1:aa"), *b = open_as("hostB:2:bb");
+    store_row r;
+    bool c;
+    ap_error err;
+    int64_t ids[8];
+    int64_t id = begin_row(a, 1, 1000, "", &c, &r); /* lease until 1000 + 10 s */
+    ck_assert_int_eq(store_start(a, id, 1500, &err), 0);
+    /* alive and leased: nobody takes it */
+    ck_assert_int_eq(store_claim_orphans(b, 2000, 99999999, ids, 8, &err), 0);
+    /* the heartbeat keeps it */
+    ck_assert_int_eq(store_heartbeat(a, 50000000, &err), 0);
+    ck_assert_int_eq(store_claim_orphans(b, 20000000, 99999999, ids, 8, &err), 0);
+    /* the lease runs out: b takes it, queued again, once */
+    ck_assert_int_eq(store_claim_orphans(b, 60000000, 99999999, ids, 8, &err), 1);
+    ck_assert_int_eq(ids[0], id);
+    ck_assert_int_eq(store_claim_orphans(a, 60000000, 99999999, ids, 8, &err), 0);
+    ck_assert_int_eq(store_get(a, id, &r, &err), 1);
+    ck_assert_str_eq(r.owner, "hostB:2:bb");
+    ck_assert_int_eq(r.status, STORE_QUEUED);
+    /* a's late finish no longer counts: the row is b's */
+    ck_assert_int_eq(store_start(a, id, 60000001, &err), AP_ECONFLICT);
+    ck_assert_int_eq(store_start(b, id, 60000001, &err), 0);
+    ck_assert_int_eq(store_get(a, id, &r, &err), 1);
+    ck_assert_int_eq(r.attempts, 2);
+    /* a clean shutdown gives rows back without waiting for the lease */
+    ck_assert_int_eq(store_release_all(b, &err), 0);
+    ck_assert_int_eq(store_claim_orphans(a, 60000002, 99999999, ids, 8, &err), 1);
+    store_close(a);
+    store_close(b);
+}
+END_TEST
+
+START_TEST(test_dead_owner_on_this_host)
+{
+    char host[256], owner[300];
+    ck_assert_int_eq(gethostname(host, sizeof host), 0);
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    waitpid(child, NULL, 0); /* a pid that is gone */
+    snprintf(owner, sizeof owner, "%s:%d:dead", host, (int)child);
+    ck_assert(store_owner_dead(owner));
+    snprintf(owner, sizeof owner, "%s:%d:alive", host, (int)getpid());
+    ck_assert(!store_owner_dead(owner));
+    ck_assert(!store_owner_dead("some-other-host:1:x"));
+    ck_assert(!store_owner_dead("garbage"));
+
+    snprintf(owner, sizeof owner, "%s:%d:dead", host, (int)child);
+    store *dead = open_as(owner), *me = open_as("me:1:x");
+    store_row r;
+    bool c;
+    ap_error err;
+    int64_t ids[4];
+    int64_t id = begin_row(dead, 3, 1000, "", &c, &r);
+    /* leased for long, but its owner is a dead process here: taken at once */
+    ck_assert_int_eq(store_heartbeat(dead, INT64_MAX / 2, &err), 0);
+    ck_assert_int_eq(store_claim_orphans(me, 2000, 999999, ids, 4, &err), 1);
+    ck_assert_int_eq(ids[0], id);
+    store_close(dead);
+    store_close(me);
+}
+END_TEST
+
+START_TEST(test_cancel)
+{
+    store *a = open_as("hostA:1:aa"), *b = open_as("hostB:2:bb");
+    store_row r;
+    bool c;
+    ap_error err;
+    int st;
+    int64_t ids[4];
+    int64_t id = begin_row(a, 1, 1000, "", &c, &r);
+    /* owned by a daemon: the owner is asked, through the row */
+    ck_assert_int_eq(store_request_cancel(b, id, 2000, &st, &err), 1);
+    ck_assert_int_eq(st, STORE_QUEUED);
+    ck_assert_int_eq(store_cancel_requests(a, ids, 4, &err), 1);
+    ck_assert_int_eq(ids[0], id);
+    ck_assert_int_eq(store_cancel_requests(b, ids, 4, &err), 0);
+    ck_assert_int_eq(store_finish(a, id, STORE_CANCELLED, 3000, NULL, 0, NULL, "cancelled", &err), 0);
+    /* queued with nobody running it: cancelled here and now */
+    int64_t id2 = begin_row(a, 2, 1000, "", &c, &r);
+    ck_assert_int_eq(store_release(a, id2, &err), 0);
+    ck_assert_int_eq(store_request_cancel(b, id2, 2000, &st, &err), 1);
+    ck_assert_int_eq(st, STORE_CANCELLED);
+    /* done rows stay done; unknown ids say so */
+    ck_assert_int_eq(store_request_cancel(b, 999, 2000, &st, &err), 0);
+    store_close(a);
+    store_close(b);
+}
+END_TEST
+
+START_TEST(test_aliases_and_history)
+{
+    store *a = open_as("hostA:1:aa");
+    uint8_t raw[32], key[32], got[32];
+    ap_error err;
+    memset(raw, 1, sizeof raw);
+    memset(key, 2, sizeof key);
+    ck_assert_int_eq(store_alias_get(a, raw, got, &err), 0);
+    ck_assert_int_eq(store_alias_put(a, raw, key, 1, &err), 0);
+    ck_assert_int_eq(store_alias_put(a, raw, key, 2, &err), 0); /* again: harmless */
+    ck_assert_int_eq(store_alias_get(a, raw, got, &err), 1);
+    ck_assert(memcmp(got, key, 32) == 0);
+
+    store_row r;
+    bool c;
+    int64_t id = begin_row(a, 1, 1000, "", &c, &r);
+    ck_assert_int_eq(store_start(a, id, 1000, &err), 0);
+    for (int i = 0; i < 30; i++) {
+        store_progress p = {.episodes = i * 10, .best_runtime_s = 10.0 - i * 0.1, .best_peak_memory = 100 - i,
+                            .best_schedule = i == 29 ? "tile %arg0 0 model\npropagate\n" : NULL};
+        ck_assert_int_eq(store_set_progress(a, id, 2000 + i, &p, true, "ckpt", 4, &err), 0);
+    }
+    store_point pts[10];
+    int n = store_history(a, id, pts, 10, &err);
+    ck_assert_int_eq(n, 10); /* the latest 10, oldest first */
+    ck_assert_int_eq(pts[0].t_us, 2020);
+    ck_assert_int_eq(pts[9].t_us, 2029);
+    ck_assert_int_eq(pts[9].episodes, 290);
+    char *sched;
+    ck_assert_int_eq(store_best_schedule(a, id, &sched, &err), 1);
+    ck_assert_str_eq(sched, "tile %arg0 0 model\npropagate\n");
+    ap_free(sched);
+    void *ck;
+    size_t len;
+    ck_assert_int_eq(store_payload(a, id, STORE_PAYLOAD_CHECKPOINT, &ck, &len, &err), 1);
+    ck_assert(len == 4 && !memcmp(ck, "ckpt", 4));
+    ap_free(ck);
+    ck_assert_int_eq(store_get(a, id, &r, &err), 1);
+    ck_assert_int_eq(r.episodes, 290);
+    ck_assert_int_eq(r.progress_us, 2029);
+    store_close(a);
+}
+END_TEST
+
+/* Pages through everything with a filter; checks order and that every
+ * matching row comes exactly once.  Returns the count. */
+static int page_all(store *s, const store_filter *f, int limit, int expect)
+{
+    store_row *rows = malloc(sizeof *rows * (size_t)limit);
+    char next[48] = "", after[48] = "";
+    ap_error err;
+    int total = 0;
+    int64_t last_t = INT64_MAX, last_id = INT64_MAX;
+    for (;;) {
+        int n = store_list(s, f, limit, after, rows, next, &err);
+        ck_assert_msg(n >= 0, "%s", err.msg);
+        for (int i = 0; i < n; i++) {
+            ck_assert_msg(rows[i].created_us < last_t || (rows[i].created_us == last_t && rows[i].id < last_id),
+                          "not newest first at row %d", total + i);
+            last_t = rows[i].created_us;
+            last_id = rows[i].id;
+            if (f->status)
+                ck_assert_int_eq(rows[i].status, f->status);
+            if (f->client_label && f->client_label[0])
+                ck_assert_str_eq(rows[i].client_label, f->client_label);
+        }
+        total += n;
+        if (!next[0])
+            break;
+        ck_assert_int_eq(n, limit);
+        snprintf(after, sizeof after, "%s", next);
+    }
+    free(rows);
+    ck_assert_int_eq(total, expect);
+    return total;
+}
+
+START_TEST(test_listing)
+{
+    store *a = open_as("hostA:1:aa");
+    ap_error err;
+    store_row r;
+    bool c;
+    enum { N = 3000 };
+    int done = 0, labelled = 0, hash0 = 0, mid = 0;
+    for (int i = 0; i < N; i++) {
+        /* created times with ties, out of id order */
+        int64_t t = 1000000 + (int64_t)((i * 7919) % 1000) * 1000;
+        const char *label = i % 5 == 0 ? "trainer-7" : "other";
+        int64_t id = begin_row(a, i, t, label, &c, &r);
+        ck_assert(c);
+        labelled += i % 5 == 0;
+        hash0 += i % 3 == 0;
+        if (t >= 1200000 && t < 1300000)
+            mid++;
+        if (i % 4 == 0) {
+            ck_assert_int_eq(store_start(a, id, t, &err), 0);
+            ck_assert_int_eq(store_finish(a, id, STORE_DONE, t + 1, "r", 1, NULL, NULL, &err), 0);
+            done++;
+        }
+    }
+    store_filter all = {0};
+    page_all(a, &all, 97, N);
+    page_all(a, &all, 1000, N);
+    store_filter f = {.status = STORE_DONE};
+    page_all(a, &f, 50, done);
+    store_filter fl = {.client_label = "trainer-7"};
+    page_all(a, &fl, 50, labelled);
+    uint8_t prefix[2] = {0, 0xab};
+    store_filter fh = {.module_hash = prefix, .module_hash_len = 2};
+    page_all(a, &fh, 64, hash0);
+    store_filter ft = {.created_after_us = 1200000, .created_before_us = 1300000};
+    page_all(a, &ft, 33, mid);
+    store_row rows[4];
+    char next[48];
+    ck_assert_int_eq(store_list(a, &all, 4, "garbage", rows, next, &err), AP_EINVALID);
+    store_counts cnt;
+    ck_assert_int_eq(store_counts_get(a, &cnt, &err), 0);
+    ck_assert_int_eq(cnt.rows, N);
+    ck_assert_int_eq(cnt.by_status[STORE_DONE], done);
+    ck_assert_int_gt(cnt.db_bytes, 0);
+    int64_t ids[2] = {1, 2};
+    uint64_t hits[2] = {3, 4};
+    ck_assert_int_eq(store_add_hits(a, ids, hits, 2, &err), 0);
+    ck_assert_int_eq(store_counts_get(a, &cnt, &err), 0);
+    ck_assert_int_eq(cnt.cache_hits, 7);
+    store_close(a);
+}
+END_TEST
+
+START_TEST(test_listing_uses_indexes)
+{
+    /* The dashboard pages 200,000 rows: every listing query must walk an
+     * index in order, never sort the table. */
+    store *a = open_as("hostA:1:aa");
+    store_close(a);
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(db_path, &db), SQLITE_OK);
+    static const char *const queries[] = {
+        "SELECT id FROM searches WHERE (created_us, id) < (1, 2) ORDER BY created_us DESC, id DESC LIMIT 50",
+        "SELECT id FROM searches WHERE (created_us, id) < (1, 2) AND status = 3 ORDER BY created_us DESC, id DESC "
+        "LIMIT 50",
+        "SELECT id FROM searches WHERE (created_us, id) < (1, 2) AND client_label = 'x' ORDER BY created_us DESC, "
+        "id DESC LIMIT 50",
+        "SELECT id FROM searches WHERE key = x'00' AND status IN (1, 2, 3)",
+    };
+    for (size_t i = 0; i < AP_ARRAY_LEN(queries); i++) {
+        char sql[600];
+        snprintf(sql, sizeof sql, "EXPLAIN QUERY PLAN %s", queries[i]);
+        sqlite3_stmt *q;
+        ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+        ap_buf plan;
+        ap_buf_init(&plan);
+        while (sqlite3_step(q) == SQLITE_ROW) {
+            ap_buf_puts(&plan, (const char *)sqlite3_column_text(q, 3));
+            ap_buf_putc(&plan, ';');
+        }
+        sqlite3_finalize(q);
+        ck_assert_msg(strstr(plan.data, "USING INDEX") || strstr(plan.data, "USING COVERING INDEX"),
+                      "query %zu does not use an index: %s", i, plan.data);
+        ck_assert_msg(!strstr(plan.data, "TEMP B-TREE"), "query %zu sorts: %s", i, plan.data);
+        ap_buf_free(&plan);
+    }
+    sqlite3_close(db);
+}
+END_TEST
+
+START_TEST(test_schema_versions)
+{
+    store *a = open_as("x:1:a");
+    store_close(a);
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(db_path, &db), SQLITE_OK);
+    sqlite3_stmt *q;
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    ck_assert_int_eq(sqlite3_column_int(q, 0), STORE_SCHEMA_VERSION);
+    sqlite3_finalize(q);
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &q, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    ck_assert_str_eq((const char *)sqlite3_column_text(q, 0), "wal");
+    sqlite3_finalize(q);
+    /* a newer program's schema is refused, not misread */
+    ck_assert_int_eq(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    store *s;
+    ap_error err;
+    ck_assert_int_eq(store_open(db_path, "x:1:a", 1000, &s, &err), AP_EIO);
+    ck_assert_msg(strstr(err.msg, "schema version 99"), "%s", err.msg);
+    /* a file that is not a database */
+    FILE *f = fopen(db_path, "w");
+    fputs("this is not sqlite, it is a text file long enough to have a header..........................\n", f);
+    fclose(f);
+    char p[300];
+    snprintf(p, sizeof p, "%s-wal", db_path);
+    unlink(p);
+    snprintf(p, sizeof p, "%s-shm", db_path);
+    unlink(p);
+    ck_assert_int_eq(store_open(db_path, "x:1:a", 1000, &s, &err), AP_EIO);
+    ck_assert_msg(strstr(err.msg, "not an SQLite database"), "%s", err.msg);
+    ck_assert_int_eq(store_open("/nonexistent/dir/x.db", "x:1:a", 1000, &s, &err), AP_EIO);
+    ck_assert_msg(strstr(err.msg, "/nonexistent/dir/x.db"), "%s", err.msg);
+}
+END_TEST
+
+START_TEST(test_hex)
+{
+    uint8_t b[4] = {0x00, 0xab, 0x10, 0xff}, back[4];
+    char hex[9];
+    store_hex(b, 4, hex);
+    ck_assert_str_eq(hex, "00ab10ff");
+    ck_assert_int_eq(store_unhex("00AB10ff", back, 4), 4);
+    ck_assert(!memcmp(b, back, 4));
+    ck_assert_int_eq(store_unhex("abc", back, 4), -1);
+    ck_assert_int_eq(store_unhex("zz", back, 4), -1);
+    ck_assert_int_eq(store_unhex("0011223344", back, 4), -1);
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+    Suite *s = suite_create("store");
+    TCase *tc = tcase_create("store");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_one_live_row_per_key);
+    tcase_add_test(tc, test_orphans_are_taken_over);
+    tcase_add_test(tc, test_dead_owner_on_this_host);
+    tcase_add_test(tc, test_cancel);
+    tcase_add_test(tc, test_aliases_and_history);
+    tcase_add_test(tc, test_listing);
+    tcase_add_test(tc, test_listing_uses_indexes);
+    tcase_add_test(tc, test_schema_versions);
+    tcase_add_test(tc, test_hex);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tl_run(make_suite());
+}
