@@ -182,6 +182,8 @@ static void waiter_unlink(srv_job *job, srv_waiter *w)
         }
 }
 
+/* Frees a waiter before its call is finished: a finished call may be gone
+ * at once. */
 static void waiter_free(srv_waiter *w)
 {
     rpc_call_set_user(w->call, NULL);
@@ -195,8 +197,10 @@ static void answer_all(srv *s, srv_job *job, const void *res, size_t len)
         n = w->next;
         if (w->method == M_SEARCH)
             send_accepted(s, w);
-        answer_result(s, w->call, w->method, job->row_id, w->origin, job->key, res, len);
+        rpc_call *call = w->call;
+        int method = w->method, origin = w->origin;
         waiter_free(w);
+        answer_result(s, call, method, job->row_id, origin, job->key, res, len);
     }
     job->waiters = NULL;
 }
@@ -205,8 +209,9 @@ static void fail_all(srv *s, srv_job *job, rpc_code code, const char *msg)
 {
     for (srv_waiter *w = job->waiters, *n; w; w = n) {
         n = w->next;
-        srv_fail(s, w->call, code, "%s", msg);
+        rpc_call *call = w->call;
         waiter_free(w);
+        srv_fail(s, call, code, "%s", msg);
     }
     job->waiters = NULL;
 }
@@ -472,8 +477,10 @@ static void prepare_done(srv *s, srv_job *job)
             if (row.status == STORE_DONE) {
                 for (srv_waiter *wt = job->waiters, *nx; wt; wt = nx) {
                     nx = wt->next;
-                    answer_from_store(s, wt->call, wt->method, &row);
+                    rpc_call *call = wt->call;
+                    int method = wt->method;
                     waiter_free(wt);
+                    answer_from_store(s, call, method, &row);
                 }
                 job->waiters = NULL;
                 remove_job(s, job);
