@@ -356,6 +356,10 @@ static void stats(srv *s, rpc_call *c)
     r.db_bytes = cnt.db_bytes;
     r.owner = s->owner;
     r.active_calls = (uint32_t)rpc_server_active_calls(s->rpc);
+    size_t entries, bytes;
+    srv_cache_stats(s->cache, &entries, &bytes);
+    r.memory_cache_entries = entries;
+    r.memory_cache_bytes = (int64_t)bytes;
     srv_reply(s, c, &r.base);
 }
 

@@ -474,6 +474,10 @@ int srv_run(const srv_options *opt)
     make_owner(s->owner, sizeof s->owner);
     if (store_open(opt->db_path, s->owner, 5000, &s->db, &err) < 0)
         goto fail;
+    if (!(s->cache = srv_cache_new((size_t)opt->cache_bytes))) {
+        ap_error_set(&err, AP_ENOMEM, "out of memory");
+        goto fail;
+    }
     s->start_us = srv_now_us();
     uv_loop_init(&s->loop);
     uv_mutex_init(&s->inbox_mu);
@@ -548,6 +552,7 @@ cleanup:
         uv_mutex_destroy(&s->inbox_mu);
     }
     store_close(s->db);
+    srv_cache_free(s->cache);
     ap_free(s->hits);
     ap_free(s->token);
     ap_free(cert);

@@ -120,25 +120,34 @@ void srv_flush_hits(srv *s)
 
 /* =============================================================== answers */
 
+/* The packed Accepted event of a search (heap; NULL when out of memory). */
+static uint8_t *accepted_bytes(int64_t row_id, int origin, const uint8_t *key, size_t *len)
+{
+    char id[24], hex[2 * STORE_KEY_BYTES + 1];
+    snprintf(id, sizeof id, "%" PRId64, row_id);
+    store_hex(key, STORE_KEY_BYTES, hex);
+    Autopart__V1__Accepted acc = AUTOPART__V1__ACCEPTED__INIT;
+    acc.search_id = id;
+    acc.origin = (Autopart__V1__Origin)origin;
+    acc.key = hex;
+    Autopart__V1__SearchEvent ev = AUTOPART__V1__SEARCH_EVENT__INIT;
+    ev.event_case = AUTOPART__V1__SEARCH_EVENT__EVENT_ACCEPTED;
+    ev.accepted = &acc;
+    *len = autopart__v1__search_event__get_packed_size(&ev);
+    uint8_t *buf = ap_malloc(*len ? *len : 1);
+    if (buf)
+        autopart__v1__search_event__pack(&ev, buf);
+    return buf;
+}
+
 static void send_accepted(srv *s, srv_waiter *w)
 {
     srv_job *job = w->job;
     if (w->accepted_sent || w->method != M_SEARCH || !job || !job->row_id)
         return;
-    char id[24], key[2 * STORE_KEY_BYTES + 1];
-    snprintf(id, sizeof id, "%" PRId64, job->row_id);
-    store_hex(job->key, STORE_KEY_BYTES, key);
-    Autopart__V1__Accepted acc = AUTOPART__V1__ACCEPTED__INIT;
-    acc.search_id = id;
-    acc.origin = (Autopart__V1__Origin)w->origin;
-    acc.key = key;
-    Autopart__V1__SearchEvent ev = AUTOPART__V1__SEARCH_EVENT__INIT;
-    ev.event_case = AUTOPART__V1__SEARCH_EVENT__EVENT_ACCEPTED;
-    ev.accepted = &acc;
-    size_t len = autopart__v1__search_event__get_packed_size(&ev);
-    uint8_t *buf = ap_malloc(len ? len : 1);
+    size_t len;
+    uint8_t *buf = accepted_bytes(job->row_id, w->origin, job->key, &len);
     if (buf) {
-        autopart__v1__search_event__pack(&ev, buf);
         rpc_send(w->call, buf, len);
         ap_free(buf);
     }
@@ -146,25 +155,28 @@ static void send_accepted(srv *s, srv_waiter *w)
     (void)s;
 }
 
-/* Sends a stored answer (the packed PartitionResult) to one call and ends
- * it: inside an ApplyResponse or as the final SearchEvent, byte for byte. */
-static void answer_result(srv *s, rpc_call *call, int method, int64_t row_id, int origin, const uint8_t *key,
-                          const void *res, size_t len)
+/* The bytes of an answer: the stored PartitionResult inside an
+ * ApplyResponse, or as the final SearchEvent, byte for byte.  Heap. */
+static uint8_t *answer_bytes(int method, int64_t row_id, int origin, const void *res, size_t len, size_t *n)
 {
     char id[24];
     snprintf(id, sizeof id, "%" PRId64, row_id);
-    uint8_t *buf = NULL;
-    size_t n = 0;
     if (method == M_APPLY) {
         Autopart__V1__ApplyResponse r = AUTOPART__V1__APPLY_RESPONSE__INIT;
         r.search_id = id;
         r.origin = (Autopart__V1__Origin)origin;
-        buf = srv_pack_with(&r.base, 3, res, len, &n);
-    } else {
-        Autopart__V1__SearchEvent ev = AUTOPART__V1__SEARCH_EVENT__INIT;
-        buf = srv_pack_with(&ev.base, 3, res, len, &n);
+        return srv_pack_with(&r.base, 3, res, len, n);
     }
-    (void)key;
+    Autopart__V1__SearchEvent ev = AUTOPART__V1__SEARCH_EVENT__INIT;
+    return srv_pack_with(&ev.base, 3, res, len, n);
+}
+
+/* Sends an answer to one call and ends it. */
+static void answer_result(srv *s, rpc_call *call, int method, int64_t row_id, int origin, const void *res,
+                          size_t len)
+{
+    size_t n = 0;
+    uint8_t *buf = answer_bytes(method, row_id, origin, res, len, &n);
     if (!buf) {
         srv_fail(s, call, RPC_RESOURCE_EXHAUSTED, "out of memory sending the answer");
         return;
@@ -200,7 +212,7 @@ static void answer_all(srv *s, srv_job *job, const void *res, size_t len)
         rpc_call *call = w->call;
         int method = w->method, origin = w->origin;
         waiter_free(w);
-        answer_result(s, call, method, job->row_id, origin, job->key, res, len);
+        answer_result(s, call, method, job->row_id, origin, res, len);
     }
     job->waiters = NULL;
 }
@@ -247,11 +259,12 @@ void srv_job_detach(srv *s, srv_waiter *w)
     rpc_finish(call, RPC_CANCELLED, "the client went away", NULL, 0);
 }
 
-/* Answers one call from a done row of the store. */
-static void answer_from_store(srv *s, rpc_call *call, int method, const store_row *row)
+/* Answers one call from a done row of the store, and keeps the packed
+ * answer in memory for the next request written as `raw` (may be NULL). */
+static void answer_from_store(srv *s, rpc_call *call, int method, const store_row *row, const uint8_t *raw)
 {
     void *res;
-    size_t len;
+    size_t len, n = 0;
     ap_error err;
     int rc = store_payload(s->db, row->id, STORE_PAYLOAD_RESULT, &res, &len, &err);
     if (rc <= 0) {
@@ -259,18 +272,34 @@ static void answer_from_store(srv *s, rpc_call *call, int method, const store_ro
                  rc < 0 ? err.msg : "no result stored");
         return;
     }
-    count_hit(s, row->id);
-    if (method == M_SEARCH) {
-        srv_waiter tmp = {.call = call, .method = method, .origin = AUTOPART__V1__ORIGIN__CACHE_HIT};
-        srv_job fake;
-        memset(&fake, 0, sizeof fake);
-        fake.row_id = row->id;
-        memcpy(fake.key, row->key, STORE_KEY_BYTES);
-        tmp.job = &fake;
-        send_accepted(s, &tmp);
-    }
-    answer_result(s, call, method, row->id, AUTOPART__V1__ORIGIN__CACHE_HIT, row->key, res, len);
+    rpc_shared *first = NULL, *last = NULL;
+    uint8_t *buf = answer_bytes(method, row->id, AUTOPART__V1__ORIGIN__CACHE_HIT, res, len, &n);
     ap_free(res);
+    if (buf)
+        last = rpc_shared_new(buf, n);
+    ap_free(buf);
+    if (last && method == M_SEARCH) {
+        buf = accepted_bytes(row->id, AUTOPART__V1__ORIGIN__CACHE_HIT, row->key, &n);
+        if (buf)
+            first = rpc_shared_new(buf, n);
+        ap_free(buf);
+        if (!first) {
+            rpc_shared_unref(last);
+            last = NULL;
+        }
+    }
+    if (!last) {
+        srv_fail(s, call, RPC_RESOURCE_EXHAUSTED, "out of memory sending the answer");
+        return;
+    }
+    count_hit(s, row->id);
+    if (first)
+        rpc_send_shared(call, first);
+    rpc_finish_shared(call, RPC_OK, NULL, last);
+    if (raw)
+        srv_cache_put(s->cache, method, raw, row->id, first, last);
+    rpc_shared_unref(first);
+    rpc_shared_unref(last);
 }
 
 /* ============================================================== requests */
@@ -308,6 +337,15 @@ void srv_job_request(srv *s, srv_event *ev)
         srv_fail(s, ev->call, RPC_UNAVAILABLE, "autopartd is shutting down; ask again when it is back");
         return;
     }
+    /* Answered before, and the packed answer is still in memory. */
+    const srv_cached *hit = srv_cache_get(s->cache, ev->method, ev->raw);
+    if (hit) {
+        count_hit(s, hit->row_id);
+        if (hit->first)
+            rpc_send_shared(ev->call, hit->first);
+        rpc_finish_shared(ev->call, RPC_OK, NULL, hit->last);
+        return;
+    }
     /* The same request, as written, is being worked on here. */
     if ((job = find_job(s, ev->raw, NULL, 0, kind, NULL))) {
         attach(s, job, ev->call, ev->method, AUTOPART__V1__ORIGIN__JOINED);
@@ -332,7 +370,7 @@ void srv_job_request(srv *s, srv_event *ev)
             return;
         }
         if (rc == 1 && row.status == STORE_DONE) {
-            answer_from_store(s, ev->call, ev->method, &row);
+            answer_from_store(s, ev->call, ev->method, &row, ev->raw);
             return;
         }
         if (rc == 1 && (job = job_new(s, kind, ev->client))) {
@@ -480,7 +518,7 @@ static void prepare_done(srv *s, srv_job *job)
                     rpc_call *call = wt->call;
                     int method = wt->method;
                     waiter_free(wt);
-                    answer_from_store(s, call, method, &row);
+                    answer_from_store(s, call, method, &row, job->have_raw ? job->raw : NULL);
                 }
                 job->waiters = NULL;
                 remove_job(s, job);

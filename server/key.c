@@ -83,36 +83,39 @@ int srv_sha_end(srv_sha *h, uint8_t out[STORE_KEY_BYTES])
     return rc;
 }
 
+/* A protobuf-c output buffer that feeds the hash: the packed request is
+ * hashed as it is written, never stored. */
+typedef struct sha_buffer {
+    ProtobufCBuffer base;
+    srv_sha *h;
+} sha_buffer;
+
+static void sha_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
+{
+    srv_sha *h = ((sha_buffer *)b)->h;
+    if (!h->failed && len && EVP_DigestUpdate(h->ctx, data, len) != 1)
+        h->failed = true;
+}
+
 int srv_raw_hash(int method, const ProtobufCMessage *req, uint8_t out[STORE_KEY_BYTES])
 {
     /* A shallow copy with the fields that do not change the answer blanked:
      * the packed copy is then the request as far as the answer goes.  New
      * fields of the .proto are in the hash without anyone remembering. */
-    uint8_t *buf = NULL;
-    size_t len = 0;
+    srv_sha *h = srv_sha_new(method == M_SEARCH ? "raw-search" : "raw-apply");
+    if (!h)
+        return -1;
+    sha_buffer b = {{sha_append}, h};
     if (method == M_SEARCH) {
         Autopart__V1__SearchRequest r = *(const Autopart__V1__SearchRequest *)req;
         r.client_label = (char *)protobuf_c_empty_string;
         r.threads = 0;
-        len = autopart__v1__search_request__get_packed_size(&r);
-        buf = ap_malloc(len ? len : 1);
-        if (!buf)
-            return -1;
-        autopart__v1__search_request__pack(&r, buf);
-    } else if (method == M_APPLY) {
+        protobuf_c_message_pack_to_buffer(&r.base, &b.base);
+    } else {
         Autopart__V1__ApplyRequest r = *(const Autopart__V1__ApplyRequest *)req;
         r.client_label = (char *)protobuf_c_empty_string;
-        len = autopart__v1__apply_request__get_packed_size(&r);
-        buf = ap_malloc(len ? len : 1);
-        if (!buf)
-            return -1;
-        autopart__v1__apply_request__pack(&r, buf);
-    } else {
-        return -1;
+        protobuf_c_message_pack_to_buffer(&r.base, &b.base);
     }
-    srv_sha *h = srv_sha_new(method == M_SEARCH ? "raw-search" : "raw-apply");
-    srv_sha_field(h, "request", buf, len);
-    ap_free(buf);
     return srv_sha_end(h, out);
 }
 

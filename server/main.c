@@ -31,6 +31,8 @@ static void usage(FILE *f)
             "  --apply-threads N        threads reading requests and running Apply (default 2)\n"
             "  --max-queue N            requests waiting per queue before RESOURCE_EXHAUSTED (default 64)\n"
             "  --max-message-mb M       largest request message in MiB (default 64)\n"
+            "  --cache-mb M             answers kept packed in memory for repeated requests, MiB\n"
+            "                           (default 64; 0: every hit reads the store)\n"
             "  --token-file PATH        every call must carry `authorization: Bearer TOKEN` (the file's\n"
             "                           one line)\n"
             "  --tls-cert PEM --tls-key PEM   serve TLS with this certificate chain and key\n"
@@ -61,7 +63,7 @@ static bool parse_int(const char *opt, const char *s, long lo, long hi, long *ou
 int main(int argc, char **argv)
 {
     enum { O_LISTEN = 256, O_DB, O_MAXC, O_TPS, O_APPLY, O_QUEUE, O_MSG, O_TOKEN, O_CERT, O_KEY, O_CA, O_INSECURE,
-           O_GRACE, O_QUIET, O_VERSION };
+           O_GRACE, O_QUIET, O_VERSION, O_CACHE };
     static const struct option opts[] = {
         {"listen", required_argument, NULL, O_LISTEN},
         {"db", required_argument, NULL, O_DB},
@@ -70,6 +72,7 @@ int main(int argc, char **argv)
         {"apply-threads", required_argument, NULL, O_APPLY},
         {"max-queue", required_argument, NULL, O_QUEUE},
         {"max-message-mb", required_argument, NULL, O_MSG},
+        {"cache-mb", required_argument, NULL, O_CACHE},
         {"token-file", required_argument, NULL, O_TOKEN},
         {"tls-cert", required_argument, NULL, O_CERT},
         {"tls-key", required_argument, NULL, O_KEY},
@@ -88,6 +91,7 @@ int main(int argc, char **argv)
         .apply_threads = 2,
         .max_queue = 64,
         .max_message_bytes = 64 << 20,
+        .cache_bytes = 64 << 20,
         .grace_s = 5,
     };
     long v;
@@ -120,6 +124,11 @@ int main(int argc, char **argv)
             if (!parse_int("--max-message-mb", optarg, 1, 2047, &v))
                 return 2;
             o.max_message_bytes = (int64_t)v << 20;
+            break;
+        case O_CACHE:
+            if (!parse_int("--cache-mb", optarg, 0, 1 << 20, &v))
+                return 2;
+            o.cache_bytes = (int64_t)v << 20;
             break;
         case O_TOKEN: o.token_file = optarg; break;
         case O_CERT: o.tls_cert = optarg; break;

@@ -120,6 +120,20 @@ size_t rpc_backlog(rpc_call *c);
  * reference the `call` handler received. */
 void rpc_finish(rpc_call *c, rpc_code code, const char *status_message, const void *msg, size_t len);
 void rpc_call_unref(rpc_call *c);
+
+/* A message sent to many calls without a copy per call (an answer served
+ * again and again).  Reference-counted; any thread. */
+typedef struct rpc_shared rpc_shared;
+/* Copies bytes once.  NULL when out of memory.  The caller holds one
+ * reference. */
+rpc_shared *rpc_shared_new(const void *bytes, size_t len);
+void rpc_shared_ref(rpc_shared *m);
+void rpc_shared_unref(rpc_shared *m);
+size_t rpc_shared_size(const rpc_shared *m);
+/* rpc_send and rpc_finish with a shared message (which they reference as
+ * long as gRPC needs it; the caller keeps its own reference). */
+int rpc_send_shared(rpc_call *c, rpc_shared *m);
+void rpc_finish_shared(rpc_call *c, rpc_code code, const char *status_message, rpc_shared *m);
 /* True once the client is gone (cancelled, deadline, disconnect). */
 bool rpc_call_cancelled(rpc_call *c);
 /* "ipv4:127.0.0.1:41234" into buf. */

@@ -120,6 +120,56 @@ static grpc_byte_buffer *bytes_to_bb(const void *msg, size_t len)
     return bb;
 }
 
+struct rpc_shared {
+    atomic_int refs;
+    size_t len;
+    uint8_t data[];
+};
+
+rpc_shared *rpc_shared_new(const void *bytes, size_t len)
+{
+    rpc_shared *m = malloc(sizeof *m + (len ? len : 1));
+    if (!m)
+        return NULL;
+    atomic_init(&m->refs, 1);
+    m->len = len;
+    if (len)
+        memcpy(m->data, bytes, len);
+    return m;
+}
+
+void rpc_shared_ref(rpc_shared *m)
+{
+    atomic_fetch_add(&m->refs, 1);
+}
+
+void rpc_shared_unref(rpc_shared *m)
+{
+    if (m && atomic_fetch_sub(&m->refs, 1) == 1)
+        free(m);
+}
+
+size_t rpc_shared_size(const rpc_shared *m)
+{
+    return sizeof *m + m->len;
+}
+
+static void shared_slice_done(void *m)
+{
+    rpc_shared_unref(m);
+}
+
+/* A byte buffer over the shared bytes: no copy; gRPC drops its reference
+ * when it is done with them. */
+static grpc_byte_buffer *shared_to_bb(rpc_shared *m)
+{
+    rpc_shared_ref(m);
+    grpc_slice sl = grpc_slice_new_with_user_data(m->data, m->len, shared_slice_done, m);
+    grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&sl, 1);
+    grpc_slice_unref(sl);
+    return bb;
+}
+
 static void call_free(rpc_call *c)
 {
     rpc_server *s = c->s;
@@ -219,20 +269,23 @@ static void start_next(rpc_call *c)
     }
 }
 
-int rpc_send(rpc_call *c, const void *msg, size_t len)
+/* Queues bb (taken) on the call. */
+static int send_bb(rpc_call *c, grpc_byte_buffer *bb)
 {
     pthread_mutex_lock(&c->mu);
     if (c->cancelled || c->finishing) {
         pthread_mutex_unlock(&c->mu);
+        grpc_byte_buffer_destroy(bb);
         return -1;
     }
     outmsg *m = malloc(sizeof *m);
     if (!m) {
         pthread_mutex_unlock(&c->mu);
+        grpc_byte_buffer_destroy(bb);
         return -1;
     }
     m->next = NULL;
-    m->bb = bytes_to_bb(msg, len);
+    m->bb = bb;
     if (c->tail)
         c->tail->next = m;
     else
@@ -244,6 +297,16 @@ int rpc_send(rpc_call *c, const void *msg, size_t len)
     return 0;
 }
 
+int rpc_send(rpc_call *c, const void *msg, size_t len)
+{
+    return send_bb(c, bytes_to_bb(msg, len));
+}
+
+int rpc_send_shared(rpc_call *c, rpc_shared *m)
+{
+    return send_bb(c, shared_to_bb(m));
+}
+
 size_t rpc_backlog(rpc_call *c)
 {
     pthread_mutex_lock(&c->mu);
@@ -252,7 +315,8 @@ size_t rpc_backlog(rpc_call *c)
     return n;
 }
 
-void rpc_finish(rpc_call *c, rpc_code code, const char *status_message, const void *msg, size_t len)
+/* Ends the call with bb (taken; may be NULL) and a status. */
+static void finish_bb(rpc_call *c, rpc_code code, const char *status_message, grpc_byte_buffer *bb)
 {
     pthread_mutex_lock(&c->mu);
     if (c->finishing) {
@@ -263,10 +327,22 @@ void rpc_finish(rpc_call *c, rpc_code code, const char *status_message, const vo
     c->fin_code = code;
     grpc_slice_unref(c->fin_details);
     c->fin_details = grpc_slice_from_copied_string(status_message ? status_message : "");
-    if (msg && !c->cancelled)
-        c->fin_msg = bytes_to_bb(msg, len);
+    if (bb && !c->cancelled)
+        c->fin_msg = bb;
+    else if (bb)
+        grpc_byte_buffer_destroy(bb);
     start_next(c);
     unref_locked(c);
+}
+
+void rpc_finish(rpc_call *c, rpc_code code, const char *status_message, const void *msg, size_t len)
+{
+    finish_bb(c, code, status_message, msg ? bytes_to_bb(msg, len) : NULL);
+}
+
+void rpc_finish_shared(rpc_call *c, rpc_code code, const char *status_message, rpc_shared *m)
+{
+    finish_bb(c, code, status_message, m ? shared_to_bb(m) : NULL);
 }
 
 bool rpc_call_cancelled(rpc_call *c)

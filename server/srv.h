@@ -53,6 +53,7 @@ typedef struct srv_options {
     int apply_threads;      /* workers for parsing, validation and Apply */
     int max_queue;          /* jobs waiting per pool */
     int64_t max_message_bytes;
+    int64_t cache_bytes;    /* answers kept packed in memory */
     const char *token_file;
     const char *tls_cert, *tls_key, *tls_client_ca;
     bool insecure;
@@ -62,6 +63,22 @@ typedef struct srv_options {
 
 typedef struct srv srv;
 typedef struct srv_job srv_job;
+
+/* cache.c: packed cache-hit answers by the hash of the request as written. */
+typedef struct srv_cache srv_cache;
+typedef struct srv_cached {
+    int64_t row_id;
+    rpc_shared *first; /* Search: the accepted event; Apply: NULL */
+    rpc_shared *last;  /* the answer (Apply) or the result event (Search) */
+} srv_cached;
+srv_cache *srv_cache_new(size_t max_bytes);
+void srv_cache_free(srv_cache *c);
+/* The entry, or NULL; valid until the next put. */
+const srv_cached *srv_cache_get(srv_cache *c, int method, const uint8_t *raw);
+/* Adds an entry (references first and last; first may be NULL). */
+void srv_cache_put(srv_cache *c, int method, const uint8_t *raw, int64_t row_id, rpc_shared *first,
+                   rpc_shared *last);
+void srv_cache_stats(const srv_cache *c, size_t *count, size_t *bytes);
 
 /* A call waiting for a job's answer. */
 typedef struct srv_waiter {
@@ -194,6 +211,7 @@ struct srv {
     rpc_server *rpc;
     int port;
     store *db;
+    srv_cache *cache;
     char owner[128];
     char *token;
     srv_pool pools[POOL__COUNT];

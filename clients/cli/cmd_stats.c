@@ -75,6 +75,8 @@ int cli_stats(int argc, char **argv)
         json_object_set_new(o, "stored_cache_hits", json_integer((json_int_t)r->stored_cache_hits));
         json_object_set_new(o, "rss_bytes", json_integer(r->rss_bytes));
         json_object_set_new(o, "db_bytes", json_integer(r->db_bytes));
+        json_object_set_new(o, "memory_cache_entries", json_integer((json_int_t)r->memory_cache_entries));
+        json_object_set_new(o, "memory_cache_bytes", json_integer(r->memory_cache_bytes));
         rc = cli_print_json("stats", o);
     } else {
         printf("%s at %s, up %.1f s, running as %s\n", r->version, remote.server, r->uptime_s, r->owner);
@@ -85,7 +87,9 @@ int cli_stats(int argc, char **argv)
         printf("  now:        %u running (at most %u at once), %u queued\n", r->running, r->max_concurrent, r->queued);
         printf("  store:      %" PRIu64 " searches, %" PRIu64 " done, %" PRIu64 " cache hits in all, %.1f MiB\n",
                r->stored, r->stored_done, r->stored_cache_hits, (double)r->db_bytes / (1024.0 * 1024));
-        printf("  memory:     %.1f MiB resident\n", (double)r->rss_bytes / (1024.0 * 1024));
+        printf("  memory:     %.1f MiB resident; %" PRIu64 " answers kept packed (%.1f MiB)\n",
+               (double)r->rss_bytes / (1024.0 * 1024), r->memory_cache_entries,
+               (double)r->memory_cache_bytes / (1024.0 * 1024));
     }
     protobuf_c_message_free_unpacked(&r->base, NULL);
     return rc;
