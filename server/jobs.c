@@ -757,6 +757,16 @@ void srv_jobs_tick(srv *s, int64_t now)
     if (now - s->last_remote >= SRV_REMOTE_POLL_US) {
         s->last_remote = now;
         poll_remote(s);
+        /* cancellations asked through another daemon: an indexed look at
+         * this daemon's unfinished rows */
+        int64_t ids[32];
+        int n = s->stopping ? 0 : store_cancel_requests(s->db, ids, 32, &err);
+        for (int i = 0; i < n; i++) {
+            srv_job *job = find_job(s, NULL, NULL, ids[i], 0, NULL);
+            int st;
+            if (job && atomic_load(&job->cancel) == CANCEL_NONE)
+                srv_job_cancel(s, ids[i], &st, &err);
+        }
     }
     if (now - s->last_flush >= SRV_HITS_FLUSH_US) {
         s->last_flush = now;
@@ -774,12 +784,6 @@ void srv_jobs_tick(srv *s, int64_t now)
     if (!s->stopping && now - s->last_sweep >= SRV_SWEEP_US) {
         s->last_sweep = now;
         claim_orphans(s, now);
-        int64_t ids[32];
-        int n = store_cancel_requests(s->db, ids, 32, &err);
-        for (int i = 0; i < n; i++) {
-            int st;
-            srv_job_cancel(s, ids[i], &st, &err);
-        }
     }
 }
 

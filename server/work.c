@@ -586,14 +586,33 @@ out:
     return ok;
 }
 
-static void run_apply(srv_work *w)
+/* After each tactic: stop when the job was cancelled (or the daemon is
+ * stopping), else cost the tactic as apply.h does. */
+typedef struct cancellable {
+    apply_costing costing;
+    atomic_int *cancel;
+} cancellable;
+
+static int tactic_or_stop(void *ctx, ir_partition *p, const char *tactic, size_t len, ap_error *err)
+{
+    cancellable *c = ctx;
+    if (atomic_load(c->cancel) != CANCEL_NONE)
+        return ap_error_set(err, AP_ECONFLICT, "cancelled");
+    return apply_after_tactic(&c->costing, p, tactic, len, err);
+}
+
+static void run_apply(srv_work *w, atomic_int *cancel)
 {
     const Autopart__V1__ApplyRequest *r = (const Autopart__V1__ApplyRequest *)w->req;
     ap_error err;
     cost_options copts = {.overlap = r->overlap};
-    if (apply_schedule(&w->st, r->schedule, &w->dev, &copts, &err) < 0 || apply_lower(&w->st, &err) < 0 ||
+    cancellable c = {{&w->st, &w->dev, &copts}, cancel};
+    if (ir_schedule_apply_cb(w->st.p, r->schedule, tactic_or_stop, &c, &err) < 0 || apply_lower(&w->st, &err) < 0 ||
         apply_estimate(&w->st, &w->dev, &copts, &err) < 0) {
-        work_fail_err(w, NULL, &err);
+        if (atomic_load(cancel) != CANCEL_NONE)
+            work_fail(w, RPC_CANCELLED, "cancelled");
+        else
+            work_fail_err(w, NULL, &err);
         return;
     }
     pack_result(w, r->want_core_view, NULL);
@@ -613,7 +632,7 @@ void srv_work_run(srv *s, srv_job *job)
         return;
     }
     if (w->kind == STORE_APPLY)
-        run_apply(w);
+        run_apply(w, &job->cancel);
     else
         work_fail(w, RPC_UNIMPLEMENTED,
                   "this autopartd was built without the search engine (search/search.h): use Apply with a "

@@ -1051,7 +1051,7 @@ int main(void)
     ap_buf b;
     ap_buf_init(&b);
     ap_buf_puts(&b, bpmp);
-    for (int i = 0; i < 80; i++)
+    for (int i = 0; i < 160; i++)
         ap_buf_puts(&b, "propagate\n");
     slow_schedule = ap_buf_take(&b, NULL);
     int fd = mkstemp(tiny_path);
