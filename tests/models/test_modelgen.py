@@ -9,6 +9,9 @@ Run from the repository root:
 - the KV-cache decode step against the full-sequence forward pass;
 - every model/config generates, passes shlo_check, has the documented
   argument/result counts, names, order and aliasing;
+- the scanned transformer (scan=1) computes exactly what the unrolled one
+  computes, has its layers' weights stacked and its blocks once, and the
+  texts without scan=1 are unchanged;
 - output is deterministic; the CLI's errors exit with status 2.
 """
 
