@@ -66,102 +66,6 @@ static void event_free(srv_event *ev)
     ap_free(ev);
 }
 
-/* ============================================================ fair queue */
-
-static bool fq_push(srv_fq *q, srv_job *job)
-{
-    if (q->count >= q->max)
-        return false;
-    srv_fq_client *c = NULL, *last = NULL;
-    if (q->ring) {
-        srv_fq_client *x = q->ring;
-        do {
-            if (!strcmp(x->name, job->client))
-                c = x;
-            last = x;
-            x = x->next;
-        } while (x != q->ring);
-    }
-    if (!c) {
-        c = ap_calloc(1, sizeof *c);
-        if (!c)
-            return false;
-        snprintf(c->name, sizeof c->name, "%s", job->client);
-        if (last) { /* joins the rotation last */
-            c->next = q->ring;
-            last->next = c;
-        } else {
-            c->next = c;
-            q->ring = c;
-        }
-    }
-    job->qnext = NULL;
-    if (c->tail)
-        c->tail->qnext = job;
-    else
-        c->head = job;
-    c->tail = job;
-    q->count++;
-    return true;
-}
-
-static void fq_drop_client(srv_fq *q, srv_fq_client *c)
-{
-    if (c->next == c) {
-        q->ring = NULL;
-    } else {
-        srv_fq_client *prev = c;
-        while (prev->next != c)
-            prev = prev->next;
-        prev->next = c->next;
-        if (q->ring == c)
-            q->ring = c->next;
-    }
-    ap_free(c);
-}
-
-static srv_job *fq_pop(srv_fq *q)
-{
-    srv_fq_client *c = q->ring;
-    if (!c)
-        return NULL;
-    srv_job *job = c->head;
-    c->head = job->qnext;
-    if (!c->head)
-        c->tail = NULL;
-    q->count--;
-    q->ring = c->next; /* the next client's turn */
-    if (!c->head)
-        fq_drop_client(q, c);
-    return job;
-}
-
-static bool fq_remove(srv_fq *q, srv_job *job)
-{
-    srv_fq_client *c = q->ring;
-    if (!c)
-        return false;
-    do {
-        srv_job *prev = NULL;
-        for (srv_job *j = c->head; j; prev = j, j = j->qnext) {
-            if (j != job)
-                continue;
-            if (prev)
-                prev->qnext = j->qnext;
-            else
-                c->head = j->qnext;
-            if (c->tail == j)
-                c->tail = prev;
-            q->count--;
-            if (!c->head)
-                fq_drop_client(q, c);
-            return true;
-        }
-        c = c->next;
-    } while (c != q->ring);
-    return false;
-}
-
 /* ================================================================= pools */
 
 static void worker_main(void *arg)
@@ -226,7 +130,7 @@ bool srv_submit(srv *s, srv_job *job, int task, int pool)
         hand_to_worker(s, p, job);
         return true;
     }
-    if (!fq_push(&p->queue, job))
+    if (!srv_fq_push(&p->queue, job))
         return false;
     job->stage = task == TASK_PREPARE ? JOB_PREPARE_WAIT : JOB_RUN_WAIT;
     return true;
@@ -234,7 +138,7 @@ bool srv_submit(srv *s, srv_job *job, int task, int pool)
 
 bool srv_unqueue(srv *s, srv_job *job)
 {
-    return fq_remove(&s->pools[job->pool].queue, job);
+    return srv_fq_remove(&s->pools[job->pool].queue, job);
 }
 
 static int pool_start(srv *s, srv_pool *p, int id, int n, int max_queue, ap_error *err)
@@ -269,7 +173,7 @@ static void pool_stop(srv_pool *p)
     p->threads = NULL;
     uv_cond_destroy(&p->cv);
     uv_mutex_destroy(&p->mu);
-    while (fq_pop(&p->queue))
+    while (srv_fq_pop(&p->queue))
         ;
 }
 
@@ -349,7 +253,7 @@ static void on_wake(uv_async_t *a)
             p->busy--;
             srv_job_task_done(s, ev->job);
             srv_job *j;
-            while (p->busy < p->n && (j = fq_pop(&p->queue)))
+            while (p->busy < p->n && (j = srv_fq_pop(&p->queue)))
                 hand_to_worker(s, p, j);
             break;
         }

@@ -180,6 +180,13 @@ typedef struct srv_fq {
     int count, max;
 } srv_fq;
 
+/* fairq.c.  push: false when the queue holds max jobs (or out of memory);
+ * pop: the next job, round-robin over clients, NULL when empty; remove:
+ * takes a job out wherever it is. */
+bool srv_fq_push(srv_fq *q, srv_job *job);
+srv_job *srv_fq_pop(srv_fq *q);
+bool srv_fq_remove(srv_fq *q, srv_job *job);
+
 typedef struct srv_pool {
     srv *s;
     int id, n, busy;     /* busy: loop's count */
