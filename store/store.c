@@ -75,6 +75,25 @@ static const char *const migrations[] = {
     "  best_peak_memory INTEGER NOT NULL,"
     "  PRIMARY KEY (search_id, t_us)"
     ") WITHOUT ROWID;"
+    /* Rows and cache hits by status, kept by triggers: Stats (which a
+     * dashboard polls) reads five rows, not the whole table. */
+    "CREATE TABLE counters ("
+    "  status INTEGER PRIMARY KEY,"
+    "  rows INTEGER NOT NULL,"
+    "  cache_hits INTEGER NOT NULL"
+    ");"
+    "CREATE TRIGGER searches_count_insert AFTER INSERT ON searches BEGIN"
+    "  INSERT INTO counters (status, rows, cache_hits) VALUES (NEW.status, 1, NEW.cache_hits)"
+    "    ON CONFLICT (status) DO UPDATE SET rows = rows + 1, cache_hits = cache_hits + NEW.cache_hits;"
+    "END;"
+    "CREATE TRIGGER searches_count_update AFTER UPDATE OF status, cache_hits ON searches BEGIN"
+    "  UPDATE counters SET rows = rows - 1, cache_hits = cache_hits - OLD.cache_hits WHERE status = OLD.status;"
+    "  INSERT INTO counters (status, rows, cache_hits) VALUES (NEW.status, 1, NEW.cache_hits)"
+    "    ON CONFLICT (status) DO UPDATE SET rows = rows + 1, cache_hits = cache_hits + NEW.cache_hits;"
+    "END;"
+    "CREATE TRIGGER searches_count_delete AFTER DELETE ON searches BEGIN"
+    "  UPDATE counters SET rows = rows - 1, cache_hits = cache_hits - OLD.cache_hits WHERE status = OLD.status;"
+    "END;"
     /* Hash of a request as written -> key of its canonical form. */
     "CREATE TABLE aliases ("
     "  raw BLOB PRIMARY KEY,"
@@ -147,7 +166,7 @@ static const char *const migrations[] = {
     X(HISTORY, "history",                                                                                          \
       "SELECT t_us, episodes, best_runtime_s, best_peak_memory FROM (SELECT * FROM progress WHERE search_id = ?1 " \
       "ORDER BY t_us DESC LIMIT ?2) ORDER BY t_us")                                                                \
-    X(COUNTS, "counts", "SELECT status, count(*), coalesce(sum(cache_hits), 0) FROM searches GROUP BY status")     \
+    X(COUNTS, "counts", "SELECT status, rows, cache_hits FROM counters")     \
     X(PAGES, "size", "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()")
 
 enum {
@@ -166,7 +185,7 @@ static const struct {
 };
 
 /* Listing statements, one per combination of filters, prepared on first use. */
-enum { LF_STATUS = 1, LF_KIND = 2, LF_CLIENT = 4, LF_MODULE = 8, LF_AFTER = 16, LF_BEFORE = 32, LF__COUNT = 64 };
+enum { LF_STATUS = 1, LF_KIND = 2, LF_CLIENT = 4, LF_MODULE = 8, LF_AFTER = 16, LF__COUNT = 32 };
 
 struct store {
     sqlite3 *db;
@@ -823,8 +842,6 @@ static sqlite3_stmt *list_stmt(store *s, unsigned mask, ap_error *err)
         ap_buf_puts(&b, " AND module_hash >= ?6 AND module_hash < ?7");
     if (mask & LF_AFTER)
         ap_buf_puts(&b, " AND created_us >= ?8");
-    if (mask & LF_BEFORE)
-        ap_buf_puts(&b, " AND created_us < ?9");
     ap_buf_puts(&b, " ORDER BY created_us DESC, id DESC LIMIT ?10");
     if (b.oom) {
         ap_buf_free(&b);
@@ -865,8 +882,12 @@ int store_list(store *s, const store_filter *f, int limit, const char *after, st
         mask |= LF_MODULE;
     if (f->created_after_us)
         mask |= LF_AFTER;
-    if (f->created_before_us)
-        mask |= LF_BEFORE;
+    /* `created before T` is the cursor (T, 0): one upper bound on the
+     * index, not two for the planner to choose between. */
+    if (f->created_before_us > 0 && f->created_before_us <= cur_t) {
+        cur_t = f->created_before_us;
+        cur_id = 0;
+    }
     sqlite3_stmt *q = list_stmt(s, mask, err);
     if (!q)
         return err ? err->code : AP_EIO;
@@ -900,8 +921,6 @@ int store_list(store *s, const store_filter *f, int limit, const char *after, st
     }
     if (mask & LF_AFTER)
         sqlite3_bind_int64(q, 8, f->created_after_us);
-    if (mask & LF_BEFORE)
-        sqlite3_bind_int64(q, 9, f->created_before_us);
     sqlite3_bind_int(q, 10, limit + 1); /* one more: is there a next page? */
     int rc, n = 0;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {

@@ -340,6 +340,17 @@ START_TEST(test_listing)
     ck_assert_int_eq(store_add_hits(a, ids, hits, 2, &err), 0);
     ck_assert_int_eq(store_counts_get(a, &cnt, &err), 0);
     ck_assert_int_eq(cnt.cache_hits, 7);
+    /* the counters the triggers keep agree with the table */
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(db_path, &db), SQLITE_OK);
+    sqlite3_stmt *q;
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT status, count(*), sum(cache_hits) FROM searches GROUP BY status",
+                                        -1, &q, NULL),
+                     SQLITE_OK);
+    while (sqlite3_step(q) == SQLITE_ROW)
+        ck_assert_int_eq(cnt.by_status[sqlite3_column_int(q, 0)], sqlite3_column_int64(q, 1));
+    sqlite3_finalize(q);
+    sqlite3_close(db);
     store_close(a);
 }
 END_TEST
