@@ -450,6 +450,24 @@ START_TEST(test_deadline_and_vanishing_clients)
     usleep(300000);
     kill(child, SIGKILL);
     waitpid(child, NULL, 0);
+    /* a client killed in the middle of a stream (a health watch) */
+    child = fork();
+    if (child == 0) {
+        wire_conn *c = svc_conn(fx.d.port);
+        Grpc__Health__V1__HealthCheckRequest hr = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
+        uint8_t hb[16];
+        size_t hl = grpc__health__v1__health_check_request__pack(&hr, hb);
+        wire_stream *ws;
+        wire_status s2;
+        void *m;
+        size_t ml;
+        if (wire_stream_open(c, SVC_WATCH, hb, hl, &ws, &s2) == 0 && wire_stream_next(ws, &m, &ml, &s2) == 1)
+            pause(); /* the stream is open: wait for the kill */
+        _exit(1);
+    }
+    usleep(500000);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
     /* both asked the same thing: one run, whose answer is stored */
     wire_conn *c = svc_conn(fx.d.port);
     Autopart__V1__ApplyResponse *resp;
@@ -459,6 +477,14 @@ START_TEST(test_deadline_and_vanishing_clients)
     Autopart__V1__StatsResponse *s = svc_stats(c);
     ck_assert_int_eq(s->started, 1);
     autopart__v1__stats_response__free_unpacked(s, NULL);
+    /* the vanished clients' calls are gone: only this Stats call is open */
+    unsigned open_calls = 99;
+    for (double t0 = svc_now(); open_calls > 1 && svc_now() - t0 < 10; usleep(50000)) {
+        s = svc_stats(c);
+        open_calls = s->active_calls;
+        autopart__v1__stats_response__free_unpacked(s, NULL);
+    }
+    ck_assert_int_eq(open_calls, 1);
     svc_assert_serving(fx.d.port);
     wire_close(c);
     fx_stop_clean();
