@@ -78,12 +78,11 @@ int srv_jobs_count(srv *s, int stage)
     return n;
 }
 
-static void count_hit(srv *s, int64_t id)
+static void add_hits(srv *s, int64_t id, uint64_t n)
 {
-    s->stats.cache_hits++;
     for (int i = 0; i < s->n_hits; i++)
         if (s->hits[i].id == id) {
-            s->hits[i].n++;
+            s->hits[i].n += n;
             return;
         }
     if (s->n_hits == s->cap_hits) {
@@ -94,11 +93,22 @@ static void count_hit(srv *s, int64_t id)
         s->hits = h;
         s->cap_hits = cap;
     }
-    s->hits[s->n_hits++] = (srv_hit){id, 1};
+    s->hits[s->n_hits++] = (srv_hit){id, n};
+}
+
+static void count_hit(srv *s, int64_t id)
+{
+    atomic_fetch_add(&s->stats.cache_hits, 1);
+    add_hits(s, id, 1);
 }
 
 void srv_flush_hits(srv *s)
 {
+    srv_hit *mem;
+    int n_mem = srv_cache_take_hits(s->cache, &mem); /* answered from memory */
+    for (int i = 0; i < n_mem; i++)
+        add_hits(s, mem[i].id, mem[i].n);
+    ap_free(mem);
     if (!s->n_hits)
         return;
     int64_t *ids = ap_malloc(sizeof *ids * (size_t)s->n_hits);
@@ -337,13 +347,16 @@ void srv_job_request(srv *s, srv_event *ev)
         srv_fail(s, ev->call, RPC_UNAVAILABLE, "autopartd is shutting down; ask again when it is back");
         return;
     }
-    /* Answered before, and the packed answer is still in memory. */
-    const srv_cached *hit = srv_cache_get(s->cache, ev->method, ev->raw);
-    if (hit) {
-        count_hit(s, hit->row_id);
-        if (hit->first)
-            rpc_send_shared(ev->call, hit->first);
-        rpc_finish_shared(ev->call, RPC_OK, NULL, hit->last);
+    /* Answered before, and the packed answer is in memory (the gRPC thread
+     * looks first; the answer may have arrived since). */
+    srv_cached hit;
+    if (srv_cache_get(s->cache, ev->method, ev->raw, &hit)) {
+        atomic_fetch_add(&s->stats.cache_hits, 1);
+        if (hit.first)
+            rpc_send_shared(ev->call, hit.first);
+        rpc_finish_shared(ev->call, RPC_OK, NULL, hit.last);
+        rpc_shared_unref(hit.first);
+        rpc_shared_unref(hit.last);
         return;
     }
     /* The same request, as written, is being worked on here. */

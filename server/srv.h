@@ -64,7 +64,14 @@ typedef struct srv_options {
 typedef struct srv srv;
 typedef struct srv_job srv_job;
 
-/* cache.c: packed cache-hit answers by the hash of the request as written. */
+/* A cache hit not yet counted in the store. */
+typedef struct srv_hit {
+    int64_t id;
+    uint64_t n;
+} srv_hit;
+
+/* cache.c: packed cache-hit answers by the hash of the request as written;
+ * any thread. */
 typedef struct srv_cache srv_cache;
 typedef struct srv_cached {
     int64_t row_id;
@@ -73,12 +80,15 @@ typedef struct srv_cached {
 } srv_cached;
 srv_cache *srv_cache_new(size_t max_bytes);
 void srv_cache_free(srv_cache *c);
-/* The entry, or NULL; valid until the next put. */
-const srv_cached *srv_cache_get(srv_cache *c, int method, const uint8_t *raw);
+/* A hit: fills *out with references the caller gives back
+ * (rpc_shared_unref), and counts the hit for the store. */
+bool srv_cache_get(srv_cache *c, int method, const uint8_t *raw, srv_cached *out);
 /* Adds an entry (references first and last; first may be NULL). */
 void srv_cache_put(srv_cache *c, int method, const uint8_t *raw, int64_t row_id, rpc_shared *first,
                    rpc_shared *last);
-void srv_cache_stats(const srv_cache *c, size_t *count, size_t *bytes);
+/* The hits counted since the last call, by row (heap array, ap_free). */
+int srv_cache_take_hits(srv_cache *c, srv_hit **out);
+void srv_cache_stats(srv_cache *c, size_t *count, size_t *bytes);
 
 /* A call waiting for a job's answer. */
 typedef struct srv_waiter {
@@ -199,15 +209,9 @@ typedef struct srv_pool {
 } srv_pool;
 
 typedef struct srv_stats {
-    atomic_uint_fast64_t requests, errors; /* also counted on the gRPC thread */
-    uint64_t cache_hits, joined, started;  /* the loop's */
+    atomic_uint_fast64_t requests, errors, cache_hits; /* also counted on the gRPC thread */
+    uint64_t joined, started;                          /* the loop's */
 } srv_stats;
-
-/* A cache hit not yet counted in the store. */
-typedef struct srv_hit {
-    int64_t id;
-    uint64_t n;
-} srv_hit;
 
 struct srv {
     srv_options opt;
