@@ -350,7 +350,8 @@ static void prepare_apply(srv_work *w)
 static void prepare_search(srv_work *w)
 {
     const Autopart__V1__SearchRequest *r = (const Autopart__V1__SearchRequest *)w->req;
-    common_req c = {r->module, r->mesh, r->device, r->manual_schedule, r->client_label, false, r->overlap};
+    common_req c = {r->module, r->mesh, r->device, r->manual_schedule, r->client_label, r->import_shardings,
+                    r->overlap};
     srv_sha *h = NULL;
     if (r->n_axes == 0) {
         work_fail(w, RPC_INVALID_ARGUMENT, "axes is empty: the AutomaticPartition tactic needs mesh axes to search");
@@ -362,16 +363,12 @@ static void prepare_search(srv_work *w)
                                             : "memory_limit_bytes and no_memory_limit are both set");
         return;
     }
-    if (r->episodes < 0 || r->patience_episodes < 0 || r->threads < 0 ||
+    if (r->episodes < 0 || r->patience_episodes < 0 || r->threads < 0 || r->batch < 0 || r->batch > 1024 ||
         !(r->time_limit_s >= 0 && r->time_limit_s < 1e9)) {
-        work_fail(w, RPC_INVALID_ARGUMENT, "episodes, patience_episodes, threads and time_limit_s must be >= 0");
+        work_fail(w, RPC_INVALID_ARGUMENT,
+                  "episodes, patience_episodes, threads and time_limit_s must be >= 0, batch from 0 to 1024");
         return;
     }
-    for (size_t i = 0; i < r->n_groups; i++)
-        if (r->groups[i]->n_members == 0) {
-            work_fail(w, RPC_INVALID_ARGUMENT, "groups[%zu] ('%.40s') has no members", i, r->groups[i]->name);
-            return;
-        }
     if (!prepare_common(w, &c, &h))
         return;
     const ir_mesh *mesh = &w->st.mesh;
@@ -423,11 +420,8 @@ static void prepare_search(srv_work *w)
     srv_sha_f64(h, "time_limit", r->time_limit_s);
     srv_sha_i64(h, "patience", r->patience_episodes);
     srv_sha_i64(h, "seed", (int64_t)r->seed);
-    for (size_t i = 0; i < r->n_groups; i++) {
-        srv_sha_str(h, "group", r->groups[i]->name);
-        for (size_t k = 0; k < r->groups[i]->n_members; k++)
-            srv_sha_str(h, "member", r->groups[i]->members[k]);
-    }
+    srv_sha_str(h, "hints", r->hints);
+    srv_sha_i64(h, "batch", r->batch);
     srv_sha_i64(h, "core_view", r->want_core_view);
     if (srv_sha_end(h, w->key) < 0) {
         work_fail(w, RPC_INTERNAL, "SHA-256 failed");

@@ -74,19 +74,21 @@ class AutomaticPartition:
     `episodes` (0: the search's default; only an episode budget makes the
     answer depend on nothing but the request), `time_limit_s`, `patience`
     (episodes without improvement).  `memory_limit`: bytes per device,
-    "none", or None for the device's memory.  `groups`: {name: [argument
-    globs]} decided together.  `threads`: search threads (the answer does not
-    depend on it)."""
+    "none", or None for the device's memory.  `groups`: lists of argument
+    globs decided together; `hints`: hint lines as `autopart search --hints`
+    takes (group / split / fix GLOB...).  `threads`: search threads (the
+    answer does not depend on it)."""
 
     def __init__(self, axes, episodes=0, time_limit_s=0.0, patience=0, seed=0, memory_limit=None, groups=None,
-                 threads=0):
+                 hints="", threads=0, batch=0):
         if isinstance(axes, str):
             axes = [axes]
         if not axes or not all(isinstance(a, str) and a for a in axes):
             raise ValueError("AutomaticPartition: axes must be a non-empty list of mesh axis names")
         if memory_limit not in (None, "none") and (not isinstance(memory_limit, int) or memory_limit <= 0):
             raise ValueError("AutomaticPartition: memory_limit is a positive number of bytes, 'none' or None")
-        for name, value in (("episodes", episodes), ("patience", patience), ("threads", threads), ("seed", seed)):
+        for name, value in (("episodes", episodes), ("patience", patience), ("threads", threads), ("seed", seed),
+                            ("batch", batch)):
             if not isinstance(value, int) or value < 0:
                 raise ValueError(f"AutomaticPartition: {name} must be an int >= 0")
         if time_limit_s < 0:
@@ -97,8 +99,15 @@ class AutomaticPartition:
         self.patience = patience
         self.seed = seed
         self.memory_limit = memory_limit
-        self.groups = dict(groups or {})
+        lines = [hints.rstrip("\n")] if hints else []
+        for g in groups or []:
+            if isinstance(g, str) or not g or not all(isinstance(x, str) and x and not any(c.isspace() for c in x)
+                                                      for x in g):
+                raise ValueError("AutomaticPartition: groups are lists of argument globs without blanks")
+            lines.append("group " + " ".join(g))
+        self.hints = "\n".join(lines) + ("\n" if lines else "")
         self.threads = threads
+        self.batch = batch
 
     def __repr__(self):
         return f"AutomaticPartition(axes={self.axes!r}, episodes={self.episodes}, seed={self.seed})"
@@ -338,14 +347,13 @@ def partition(module_text, mesh, schedule, *, device="h100", server="127.0.0.1:5
         a = schedule[autos[0]]
         req = pb.SearchRequest(module=module, mesh=_mesh(mesh), device=_device(device), manual_schedule=manual,
                                axes=a.axes, episodes=a.episodes, time_limit_s=a.time_limit_s,
-                               patience_episodes=a.patience, threads=a.threads, seed=a.seed,
-                               client_label=client_label, want_core_view=want_core_view, overlap=overlap)
+                               patience_episodes=a.patience, threads=a.threads, seed=a.seed, hints=a.hints,
+                               batch=a.batch, client_label=client_label, want_core_view=want_core_view,
+                               overlap=overlap)
         if a.memory_limit == "none":
             req.no_memory_limit = True
         elif a.memory_limit:
             req.memory_limit_bytes = a.memory_limit
-        for name, members in a.groups.items():
-            req.groups.add(name=name, members=list(members))
         return c.search(req, timeout=timeout, on_progress=on_progress)
     finally:
         if own:
