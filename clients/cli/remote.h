@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "autopart/v1/partitioner.pb-c.h"
+#include "cost.h"
 #include "wire.h"
 
 int cli_list(int argc, char **argv);
@@ -71,6 +72,11 @@ const char *cli_origin_name(int origin);
 
 /* A search's summary as JSON (the wire's field names). New reference. */
 json_t *cli_summary_json(const Autopart__V1__SearchSummary *s);
+/* A cost report read back from its JSON (cost_report_to_json's "cost"), so
+ * that the daemon's answers print as local ones do. */
+void cli_cost_from_json(json_t *c, cost_report *r);
+/* cost_report_text as a heap string (free); NULL when out of memory. */
+char *cli_cost_text(const cost_report *r);
 /* Prints JSON, indented; returns the exit status. */
 int cli_print_json(const char *cmd, json_t *j);
 
