@@ -314,6 +314,17 @@ static void answer_from_store(srv *s, rpc_call *call, int method, const store_ro
 
 /* ============================================================== requests */
 
+/* The threads a search runs with: what it asks, at most the daemon's
+ * --threads-per-search.  (Under an episode budget the answer should not
+ * depend on it; a restarted search uses the same count all the same.) */
+static int search_threads(const srv *s, int kind, const ProtobufCMessage *req)
+{
+    if (kind != STORE_SEARCH)
+        return 1;
+    const Autopart__V1__SearchRequest *r = (const Autopart__V1__SearchRequest *)req;
+    return r->threads > 0 && r->threads < s->opt.threads_per_search ? r->threads : s->opt.threads_per_search;
+}
+
 static void remove_job(srv *s, srv_job *job)
 {
     job_unlink(s, job);
@@ -402,11 +413,7 @@ void srv_job_request(srv *s, srv_event *ev)
     memcpy(job->raw, ev->raw, STORE_KEY_BYTES);
     job->work.req = ev->msg;
     ev->msg = NULL;
-    if (kind == STORE_SEARCH) {
-        const Autopart__V1__SearchRequest *r = (const Autopart__V1__SearchRequest *)job->work.req;
-        int t = r->threads > 0 && r->threads < s->opt.threads_per_search ? r->threads : s->opt.threads_per_search;
-        job->work.threads = t;
-    }
+    job->work.threads = search_threads(s, kind, job->work.req);
     if (!srv_submit(s, job, TASK_PREPARE, POOL_INTAKE)) {
         remove_job(s, job);
         srv_fail(s, ev->call, RPC_RESOURCE_EXHAUSTED,
@@ -744,7 +751,7 @@ static void claim_orphans(srv *s, int64_t now)
         job->work.kind = row.kind;
         job->work.key_known = true;
         memcpy(job->work.expect_key, row.key, STORE_KEY_BYTES);
-        job->work.threads = s->opt.threads_per_search;
+        job->work.threads = search_threads(s, row.kind, msg);
         job->row_id = row.id;
         job->have_key = true;
         memcpy(job->key, row.key, STORE_KEY_BYTES);
