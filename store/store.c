@@ -139,7 +139,8 @@ static const char *const migrations[] = {
     X(FINISH_SUMMARY, "finish summary",                                                                            \
       "UPDATE searches SET episodes = ?2, best_runtime_s = ?3, best_peak_memory = ?4, progress_us = ?5 "          \
       "WHERE id = ?1")                                                                                             \
-    X(FINISH_RESULT, "store result", "UPDATE payloads SET result = ?2, checkpoint = NULL WHERE id = ?1")           \
+    X(FINISH_RESULT, "store result", "UPDATE payloads SET result = ?2, checkpoint = NULL WHERE id = ?1")             \
+    X(FINISH_DROP, "drop the request", "UPDATE payloads SET request = NULL, checkpoint = NULL WHERE id = ?1")           \
     X(ADD_HITS, "count hits", "UPDATE searches SET cache_hits = cache_hits + ?2 WHERE id = ?1")                    \
     X(HEARTBEAT, "heartbeat", "UPDATE searches SET lease_until_us = ?2 WHERE owner = ?1 AND status IN (1, 2)")    \
     X(ORPHANS, "find orphans",                                                                                     \
@@ -616,6 +617,12 @@ int store_finish(store *s, int64_t id, int status, int64_t now_us, const void *r
         if ((rc = exec_stmt(s, S_FINISH_SUMMARY, q, err)) < 0)
             goto fail;
     }
+    /* The request was kept to run it again after a crash: an ended row
+     * needs it no more, and modules are big. */
+    q = stmt(s, S_FINISH_DROP);
+    sqlite3_bind_int64(q, 1, id);
+    if ((rc = exec_stmt(s, S_FINISH_DROP, q, err)) < 0)
+        goto fail;
     if (status == STORE_DONE) {
         q = stmt(s, S_FINISH_RESULT);
         sqlite3_bind_int64(q, 1, id);

@@ -99,8 +99,8 @@ int store_find_live(store *s, const uint8_t *key, store_row *row, ap_error *err)
 /* A row by id: 1 found, 0 none. */
 int store_get(store *s, int64_t id, store_row *row, ap_error *err);
 
-/* Payloads of a row: the request it was made from, its result (done rows)
- * and the search's checkpoint.  *data is a heap copy (ap_free), NULL with
+/* Payloads of a row: the request it was made from (until the row ends),
+ * its result (done rows) and the search's checkpoint.  *data is a heap copy (ap_free), NULL with
  * *len 0 when absent.  Return 1 found, 0 no such row or no payload. */
 enum { STORE_PAYLOAD_REQUEST, STORE_PAYLOAD_RESULT, STORE_PAYLOAD_CHECKPOINT };
 int store_payload(store *s, int64_t id, int which, void **data, size_t *len, ap_error *err);
