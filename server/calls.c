@@ -84,6 +84,7 @@ void srv_on_call(void *ud, rpc_call *c, int method, const uint8_t *req, size_t l
     ev->call = c;
     ev->method = method;
     ev->msg = msg;
+    ev->req_bytes = len;
     if (method == M_SEARCH || method == M_APPLY) {
         if (srv_raw_hash(method, msg, ev->raw) < 0) {
             protobuf_c_message_free_unpacked(msg, NULL);

@@ -130,15 +130,20 @@ bool srv_submit(srv *s, srv_job *job, int task, int pool)
         hand_to_worker(s, p, job);
         return true;
     }
-    if (!srv_fq_push(&p->queue, job))
+    /* Waiting requests hold their modules in memory: bounded in bytes too. */
+    if (s->queued_bytes + job->req_bytes > s->opt.max_queued_bytes || !srv_fq_push(&p->queue, job))
         return false;
+    s->queued_bytes += job->req_bytes;
     job->stage = task == TASK_PREPARE ? JOB_PREPARE_WAIT : JOB_RUN_WAIT;
     return true;
 }
 
 bool srv_unqueue(srv *s, srv_job *job)
 {
-    return srv_fq_remove(&s->pools[job->pool].queue, job);
+    if (!srv_fq_remove(&s->pools[job->pool].queue, job))
+        return false;
+    s->queued_bytes -= job->req_bytes;
+    return true;
 }
 
 static int pool_start(srv *s, srv_pool *p, int id, int n, int max_queue, ap_error *err)
@@ -253,8 +258,10 @@ static void on_wake(uv_async_t *a)
             p->busy--;
             srv_job_task_done(s, ev->job);
             srv_job *j;
-            while (p->busy < p->n && (j = srv_fq_pop(&p->queue)))
+            while (p->busy < p->n && (j = srv_fq_pop(&p->queue))) {
+                s->queued_bytes -= j->req_bytes;
                 hand_to_worker(s, p, j);
+            }
             break;
         }
         case EV_PROGRESS:

@@ -411,13 +411,15 @@ void srv_job_request(srv *s, srv_event *ev)
     }
     job->have_raw = true;
     memcpy(job->raw, ev->raw, STORE_KEY_BYTES);
+    job->req_bytes = (int64_t)ev->req_bytes;
     job->work.req = ev->msg;
     ev->msg = NULL;
     job->work.threads = search_threads(s, kind, job->work.req);
     if (!srv_submit(s, job, TASK_PREPARE, POOL_INTAKE)) {
         remove_job(s, job);
         srv_fail(s, ev->call, RPC_RESOURCE_EXHAUSTED,
-                 "the queue of requests being read is full (%d waiting); try again shortly", s->opt.max_queue);
+                 "the queue of requests being read is full (%d waiting, %.0f MiB); try again shortly",
+                 s->pools[POOL_INTAKE].queue.count, (double)s->queued_bytes / (1 << 20));
         return;
     }
     attach(s, job, ev->call, ev->method, AUTOPART__V1__ORIGIN__NEW);
@@ -755,6 +757,7 @@ static void claim_orphans(srv *s, int64_t now)
         job->row_id = row.id;
         job->have_key = true;
         memcpy(job->key, row.key, STORE_KEY_BYTES);
+        job->req_bytes = (int64_t)len;
         if (!srv_submit(s, job, TASK_PREPARE, POOL_INTAKE)) {
             fail_all(s, job, RPC_RESOURCE_EXHAUSTED, "the queue is full");
             if (store_release(s->db, job->row_id, &err) < 0) /* for whoever has room */

@@ -30,6 +30,7 @@ static void usage(FILE *f)
             "  --threads-per-search T   threads of one search (default 2); a request may ask fewer\n"
             "  --apply-threads N        threads reading requests and running Apply (default 2)\n"
             "  --max-queue N            requests waiting per queue before RESOURCE_EXHAUSTED (default 64)\n"
+            "  --max-queued-mb M        and the bytes of the requests waiting, in all (default 1024)\n"
             "  --max-message-mb M       largest request message in MiB (default 64)\n"
             "  --cache-mb M             answers kept packed in memory for repeated requests, MiB\n"
             "                           (default 64; 0: every hit reads the store)\n"
@@ -63,7 +64,7 @@ static bool parse_int(const char *opt, const char *s, long lo, long hi, long *ou
 int main(int argc, char **argv)
 {
     enum { O_LISTEN = 256, O_DB, O_MAXC, O_TPS, O_APPLY, O_QUEUE, O_MSG, O_TOKEN, O_CERT, O_KEY, O_CA, O_INSECURE,
-           O_GRACE, O_QUIET, O_VERSION, O_CACHE };
+           O_GRACE, O_QUIET, O_VERSION, O_CACHE, O_QUEUED };
     static const struct option opts[] = {
         {"listen", required_argument, NULL, O_LISTEN},
         {"db", required_argument, NULL, O_DB},
@@ -73,6 +74,7 @@ int main(int argc, char **argv)
         {"max-queue", required_argument, NULL, O_QUEUE},
         {"max-message-mb", required_argument, NULL, O_MSG},
         {"cache-mb", required_argument, NULL, O_CACHE},
+        {"max-queued-mb", required_argument, NULL, O_QUEUED},
         {"token-file", required_argument, NULL, O_TOKEN},
         {"tls-cert", required_argument, NULL, O_CERT},
         {"tls-key", required_argument, NULL, O_KEY},
@@ -92,6 +94,7 @@ int main(int argc, char **argv)
         .max_queue = 64,
         .max_message_bytes = 64 << 20,
         .cache_bytes = 64 << 20,
+        .max_queued_bytes = (int64_t)1024 << 20,
         .grace_s = 5,
     };
     long v;
@@ -129,6 +132,11 @@ int main(int argc, char **argv)
             if (!parse_int("--cache-mb", optarg, 0, 1 << 20, &v))
                 return 2;
             o.cache_bytes = (int64_t)v << 20;
+            break;
+        case O_QUEUED:
+            if (!parse_int("--max-queued-mb", optarg, 1, 1 << 20, &v))
+                return 2;
+            o.max_queued_bytes = (int64_t)v << 20;
             break;
         case O_TOKEN: o.token_file = optarg; break;
         case O_CERT: o.tls_cert = optarg; break;

@@ -54,6 +54,7 @@ typedef struct srv_options {
     int max_queue;          /* jobs waiting per pool */
     int64_t max_message_bytes;
     int64_t cache_bytes;    /* answers kept packed in memory */
+    int64_t max_queued_bytes; /* requests waiting in queues, in all */
     const char *token_file;
     const char *tls_cert, *tls_key, *tls_client_ca;
     bool insecure;
@@ -142,6 +143,7 @@ struct srv_job {
     int kind;
     enum job_stage stage;
     int task, pool;           /* the task waiting or running */
+    int64_t req_bytes;        /* the request's size, for the queues' byte bound */
     char client[SRV_MAX_LABEL + 64];  /* fairness group */
     bool have_raw, have_key;
     uint8_t raw[STORE_KEY_BYTES], key[STORE_KEY_BYTES];
@@ -174,6 +176,7 @@ typedef struct srv_event {
     ProtobufCMessage *msg;    /* EV_CALL: unpacked request (owned) */
     bool have_raw;
     uint8_t raw[STORE_KEY_BYTES];
+    size_t req_bytes;
     char client[SRV_MAX_LABEL + 64];
     srv_job *job;
 } srv_event;
@@ -226,6 +229,7 @@ struct srv {
     char owner[128];
     char *token;
     srv_pool pools[POOL__COUNT];
+    int64_t queued_bytes;
     /* inbox */
     uv_mutex_t inbox_mu;
     srv_event *inbox, *inbox_tail;

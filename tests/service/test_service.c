@@ -529,6 +529,50 @@ START_TEST(test_full_queue)
 }
 END_TEST
 
+typedef struct bg_apply_t {
+    int port;
+    svc_apply a;
+    wire_status st;
+    int rc;
+} bg_apply_t;
+
+static void *bg_fn(void *arg)
+{
+    bg_apply_t *b = arg;
+    wire_conn *c = svc_conn(b->port);
+    b->rc = apply_status(c, &b->a, &b->st);
+    wire_close(c);
+    return NULL;
+}
+
+START_TEST(test_queue_byte_bound)
+{
+    /* one worker busy with a slow request; the next waits in the queue only
+     * if its bytes fit the bound */
+    static const char *const args[] = {"--apply-threads", "1", "--max-queued-mb", "1", NULL};
+    fx_start(args);
+    bg_apply_t first = {.port = fx.d.port};
+    svc_apply_init(&first.a, t32_text, "t32.mlir", "batch=8,model=4", slow_schedule, "big");
+    pthread_t th;
+    pthread_create(&th, NULL, bg_fn, &first);
+    ck_assert(svc_wait_status(fx.db, STORE_RUNNING, 60) > 0);
+    wire_conn *c = svc_conn(fx.d.port);
+    svc_apply a;
+    wire_status st;
+    svc_apply_init(&a, t32_text, "t32.mlir", "batch=8,model=4", bpmp, "big-too");
+    int rc = apply_status(c, &a, &st);
+    ck_assert_msg(rc != 0 && st.code == WIRE_RESOURCE_EXHAUSTED && strstr(st.msg, "MiB"), "got %s: %s",
+                  wire_code_name(st.code), st.msg);
+    /* a small one still fits */
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=2", bpmp, "small");
+    ck_assert_msg(apply_status(c, &a, &st) == 0, "%s", st.msg);
+    pthread_join(th, NULL);
+    ck_assert_msg(first.rc == 0, "%s", first.st.msg);
+    wire_close(c);
+    fx_stop_clean();
+}
+END_TEST
+
 /* ===================================================== access control */
 
 START_TEST(test_token)
@@ -1022,6 +1066,7 @@ static Suite *make_suite(void)
     ADD(tc, test_garbage_on_the_port);
     ADD(tc, test_deadline_and_vanishing_clients);
     ADD(tc, test_full_queue);
+    ADD(tc, test_queue_byte_bound);
     ADD(tc, test_token);
     ADD(tc, test_listen_rules);
     ADD(tc, test_tls);
