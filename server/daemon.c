@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,6 +194,13 @@ static void close_all(srv *s)
     srv_flush_hits(s);
     if (store_release_all(s->db, &err) < 0)
         srv_log(s, "giving rows back: %s", err.msg);
+    /* Stopping the watchers gives SIGTERM back its default action, which
+     * would kill the process mid-way if a second one came now: we are
+     * already stopping, so ignore them. */
+    uv_signal_stop(&s->sigterm);
+    uv_signal_stop(&s->sigint);
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
     uv_close((uv_handle_t *)&s->wake, NULL);
     uv_close((uv_handle_t *)&s->sigterm, NULL);
     uv_close((uv_handle_t *)&s->sigint, NULL);
