@@ -162,6 +162,16 @@ static inline void tl_list_free(char **v, int n)
     free(v);
 }
 
+/* How many random cases a property test runs: `fallback`, or
+ * AP_TEST_SEQUENCES from the environment, for long local runs that look for
+ * counterexamples with many more seeds. */
+static inline int tl_sequences(int fallback)
+{
+    const char *s = getenv("AP_TEST_SEQUENCES");
+    int n = s ? atoi(s) : 0;
+    return n > 0 ? n : fallback;
+}
+
 /* Runs the suite built by make_suite in fork mode; the exit status is the
  * number of failures (capped), as ctest expects. */
 static inline int tl_run(Suite *s)

@@ -108,6 +108,12 @@ struct ir_partition {
     uint32_t n_blocked, cap_blocked;
     action_rec *log;
     uint32_t n_log, cap_log;
+    /* axes of the actions since the last propagate, in the order the actions
+     * named them: the next propagate runs them in that order (then the other
+     * axes in mesh order), so that tiling along a then b and propagating once
+     * gives what propagating after each tiling gives */
+    uint8_t axis_seq[IR_MAX_AXES];
+    uint8_t n_axis_seq;
 };
 
 /* Op ids of virtual ops follow the real ops. */

@@ -8,7 +8,11 @@
  * ops ("virtual ops") whose nests slice or replicate the value for its
  * users.  Propagation adds loops to ops, one axis at a time, to a fixpoint,
  * visiting ops in program order through a priority queue so long forward
- * and backward chains cost one visit per change.
+ * and backward chains cost one visit per change.  The axes go in the order
+ * the actions since the last propagate named them, and a value tiled
+ * [a, b] on a dim counts as tiled along a, then (once a loop over a slices
+ * it) along b: tiling a dim along several axes before one propagate gives
+ * the state that propagating after each tiling gives.
  */
 #include "partir_int.h"
 
@@ -395,6 +399,8 @@ int ir_partition_clone(const ir_partition *src, ir_partition **out, ap_error *er
         memcpy(p->vops, src->vops, sizeof *p->vops * src->n_vops);
     }
     p->n_vops = src->n_vops;
+    memcpy(p->axis_seq, src->axis_seq, sizeof p->axis_seq);
+    p->n_axis_seq = src->n_axis_seq;
     if (src->n_log) {
         p->log = ap_malloc(sizeof *p->log * src->n_log);
         if (!p->log)
@@ -668,6 +674,25 @@ static bool entry_divisible(const ir_partition *p, uint32_t op, uint32_t e, int 
     return true;
 }
 
+/* Deep tiling, one step or several: does `longer` tile dim d with the axes
+ * `shorter` tiles it with, then `axis`, then possibly more (minor) axes?
+ * A value tiled [a, b] on a dim is "tiled along a" for an op that slices
+ * nothing of it yet, and "along b" for one that slices it along a: the same
+ * answers as when the value was tiled along a, propagated, then along b
+ * (notes/partir-semantics.md).  The axes after `axis` only mean that the
+ * op takes a larger piece until they propagate too. */
+static bool axes_follow(const ir_layout *longer, const ir_layout *shorter, int d, int axis)
+{
+    int la[IR_MAX_AXES], sa[IR_MAX_AXES];
+    int nl = ir_layout_dim_axes(longer, d, la), ns = ir_layout_dim_axes(shorter, d, sa);
+    if (nl < ns + 1 || la[ns] != axis)
+        return false;
+    for (int k = 0; k < ns; k++)
+        if (la[k] != sa[k])
+            return false;
+    return true;
+}
+
 enum { ST_NONE, ST_TILED, ST_PARTIAL, ST_MISMATCH };
 
 typedef struct opd_status {
@@ -691,16 +716,8 @@ static opd_status status_of(const ir_partition *p, uint32_t op, uint32_t i, int 
         return r;
     }
     ir__needed_layout(p, op, i, &need);
-    int sa[IR_MAX_AXES], na[IR_MAX_AXES];
-    int ns = ir_layout_dim_axes(&seen, d, sa), nn = ir_layout_dim_axes(&need, d, na);
-    r.st = ST_MISMATCH;
     r.dim = (int8_t)d;
-    if (ns != nn + 1 || sa[nn] != axis)
-        return r;
-    for (int k = 0; k < nn; k++)
-        if (sa[k] != na[k])
-            return r;
-    r.st = ST_TILED;
+    r.st = axes_follow(&seen, &need, d, axis) ? ST_TILED : ST_MISMATCH;
     return r;
 }
 
@@ -875,12 +892,7 @@ static int consumers_slice(const ir_partition *p, uint32_t v, int axis, ir_layou
         /* the consumer must slice exactly what is produced, plus the axis */
         ir_layout need;
         ir__needed_layout(p, u, i, &need);
-        int na[IR_MAX_AXES], pa[IR_MAX_AXES];
-        int nn = ir_layout_dim_axes(&need, s, na), np = ir_layout_dim_axes(produced, s, pa);
-        bool ok = nn == np + 1 && na[np] == axis;
-        for (int q = 0; ok && q < np; q++)
-            ok = na[q] == pa[q];
-        if (!ok)
+        if (!axes_follow(&need, produced, s, axis))
             continue;
         if (want >= 0 && want != s)
             return -2;
@@ -918,12 +930,7 @@ static bool backward(ir_partition *p, uint32_t op, int axis, bool record, uint32
                     continue;
                 ir_layout need;
                 ir__needed_layout(p, user, i, &need);
-                int na[IR_MAX_AXES], pa[IR_MAX_AXES];
-                int nn = ir_layout_dim_axes(&need, s, na), np = ir_layout_dim_axes(&produced, s, pa);
-                bool ok = nn == np + 1 && na[np] == axis;
-                for (int q = 0; ok && q < np; q++)
-                    ok = na[q] == pa[q];
-                if (!ok)
+                if (!axes_follow(&need, &produced, s, axis))
                     continue;
                 if (w >= 0 && w != s) {
                     w = -2;
@@ -1255,11 +1262,22 @@ int ir_propagate(ir_partition *p, ap_error *err)
      * their neighbours, for every axis, until nothing changes */
     memcpy(pending, p->pending, n);
     memset(p->pending, 0, n);
+    /* the axes the actions named, in their order, then the others */
+    int order[IR_MAX_AXES], n_order = 0;
+    bool listed[IR_MAX_AXES] = {0};
+    for (int k = 0; k < p->n_axis_seq; k++) {
+        order[n_order++] = p->axis_seq[k];
+        listed[p->axis_seq[k]] = true;
+    }
+    for (int a = 0; a < p->ctx->mesh.n_axes; a++)
+        if (!listed[a])
+            order[n_order++] = a;
+    p->n_axis_seq = 0;
     for (int round = 0; round < 64; round++) {
         memset(next, 0, n);
         bool any = false;
-        for (int a = 0; a < p->ctx->mesh.n_axes; a++) {
-            if ((rc = propagate_axis(p, a, pending, next, err)) < 0)
+        for (int k = 0; k < n_order; k++) {
+            if ((rc = propagate_axis(p, order[k], pending, next, err)) < 0)
                 goto out;
         }
         for (uint32_t i = 0; i < n; i++)
@@ -1280,11 +1298,17 @@ out:
 
 /* ============================================================== actions */
 
-/* An action changed how value v is seen: its producer, identity op and
- * users need another look at the next propagate. */
-static void touch_value(ir_partition *p, uint32_t v)
+/* An action along axis changed how value v is seen: its producer, identity
+ * op and users need another look at the next propagate, which takes the
+ * axis in the order the actions named it. */
+static void touch_value(ir_partition *p, uint32_t v, int axis)
 {
     const ir_pctx *c = p->ctx;
+    bool listed = false;
+    for (int k = 0; k < p->n_axis_seq; k++)
+        listed |= p->axis_seq[k] == axis;
+    if (!listed && p->n_axis_seq < IR_MAX_AXES)
+        p->axis_seq[p->n_axis_seq++] = (uint8_t)axis;
     if (c->val_op[v] >= 0)
         p->pending[c->val_op[v]] = 1;
     if (p->vop_of[v] >= 0)
@@ -1421,7 +1445,7 @@ int ir_tile(ir_partition *p, const ir_value *val, int dim, int axis, ap_error *e
         if (!push_loop(p, op, axis, lo + (uint32_t)dim))
             return ap_error_set(err, AP_EINVALID, "tile %s: too many axes", name);
     }
-    touch_value(p, v);
+    touch_value(p, v, axis);
     log_action(p, 't', v, dim, axis);
     return 0;
 }
@@ -1451,7 +1475,7 @@ int ir_atomic(ir_partition *p, const ir_value *val, int axis, ap_error *err)
     }
     if (!push_loop(p, op, axis, c->any_entry))
         return ap_error_set(err, AP_EINVALID, "atomic %s: too many axes", name);
-    touch_value(p, v);
+    touch_value(p, v, axis);
     log_action(p, 'a', v, -1, axis);
     return 0;
 }
