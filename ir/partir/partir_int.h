@@ -72,6 +72,13 @@ static inline const int8_t *tmr_spec(const ir_pctx *c, uint32_t e) { return c->p
 
 uint32_t ir__value_id(const ir_pctx *c, const ir_value *v); /* VAL_NONE if not in the function */
 
+/* The identity entries of rank r start at id0[r]: tile<d> for d < r, then
+ * one (partial) -> sum entry per reduction, IR_RED_ADD to IR_RED_OR. */
+static inline uint32_t ir__id_partial_entry(const ir_pctx *c, uint32_t rank, ir_red red)
+{
+    return c->id0[rank] + rank + (uint32_t)(red - IR_RED_ADD);
+}
+
 /* ------------------------------------------------------------------ state */
 
 typedef struct ir_loop {

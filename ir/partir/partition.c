@@ -1361,9 +1361,10 @@ static int get_vop(ir_partition *p, uint32_t v, ap_error *err)
             for (int q = 0; q < na; q++)
                 push_loop(p, op, axes[q], lo + (uint32_t)d);
         }
+        uint32_t r = p->vops[k].rank > c->id_rank_max ? c->id_rank_max : p->vops[k].rank;
         for (int a = 0; a < c->mesh.n_axes; a++)
             if (l.dim[a] == IR_AX_PARTIAL)
-                push_loop(p, op, a, hi - 1);
+                push_loop(p, op, a, ir__id_partial_entry(c, r, (ir_red)l.red[a]));
     } else {
         /* an argument's identity op passes its tiling through */
         uint32_t lo, hi;
