@@ -304,6 +304,51 @@ START_TEST(schedule_errors)
 }
 END_TEST
 
+/* Actions never undo earlier decisions: atomic after a tiling along the
+ * same axis used to drop the tiling silently (P(None,)), after which
+ * `tile %arg0 0 q` was accepted though 4 cannot be split 2 x 4 ways; and
+ * atomic on a pending sum contradicted the users taking its summands. */
+START_TEST(atomic_never_undoes_tiling)
+{
+    const char *neg = "func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+                      "  %0 = stablehlo.negate %arg0 : tensor<4xf32>\n"
+                      "  return %0 : tensor<4xf32>\n"
+                      "}\n";
+    const char *dot = "func.func public @main(%arg0: tensor<4x4xf32>, %arg1: tensor<4x4xf32>) -> tensor<4x4xf32> {\n"
+                      "  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : (tensor<4x4xf32>, "
+                      "tensor<4x4xf32>) -> tensor<4x4xf32>\n"
+                      "  %1 = stablehlo.negate %0 : tensor<4x4xf32>\n"
+                      "  return %1 : tensor<4x4xf32>\n"
+                      "}\n";
+    struct {
+        const char *src, *mesh, *schedule, *msg;
+    } cases[] = {
+        {neg, "p=2,q=4", "tile %arg0 0 p; atomic %arg0 p",
+         "schedule:1:24: error: atomic %arg0: it is already tiled along axis 'p' (dim 0); an action cannot undo that"},
+        {neg, "p=2,q=4", "tile %arg0 0 p; propagate; atomic %0 p",
+         "schedule:1:35: error: atomic %0: it is already tiled along axis 'p' (dim 0); an action cannot undo that"},
+        {dot, "a=2", "tile %arg0 1 a; propagate; atomic %0 a",
+         "schedule:1:35: error: atomic %0: it is a pending sum along axis 'a'; an action cannot undo that"},
+        {neg, "p=2,q=4", "atomic %arg0 p; tile %arg0 0 p",
+         "schedule:1:28: error: tile %arg0: it is atomic along axis 'p'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        run r;
+        ck_assert_msg(!apply(&r, cases[i].src, cases[i].mesh, cases[i].schedule), "no error for %s", cases[i].schedule);
+        ck_assert_str_eq(r.err, cases[i].msg);
+        run_free(&r);
+    }
+    /* atomic along one axis, then tiling along another, is fine */
+    run r;
+    ck_assert_msg(apply(&r, neg, "p=2,q=4", "atomic %arg0 p; tile %arg0 0 q; atomic %arg0 p; propagate"), "%s", r.err);
+    ir_layout l;
+    ir_partition_value_layout(r.p, ir_func_arg(ir_module_entry(r.m), 0), &l);
+    ck_assert_int_eq(l.dim[0], IR_AX_NONE);
+    ck_assert_int_eq(l.dim[1], 0);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(globs_first_divisible_and_schedule_text)
 {
     run r;
@@ -677,6 +722,7 @@ int main(void)
     tcase_add_test(tc, talk_mlp_nested_sum);
     tcase_add_test(tc, sums_flow_through_linear_ops);
     tcase_add_test(tc, schedule_errors);
+    tcase_add_test(tc, atomic_never_undoes_tiling);
     tcase_add_test(tc, globs_first_divisible_and_schedule_text);
     tcase_add_test(tc, import_existing_shardings);
     tcase_add_test(tc, deep_tiling_in_one_step);

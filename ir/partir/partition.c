@@ -1461,19 +1461,27 @@ int ir_atomic(ir_partition *p, const ir_value *val, int axis, ap_error *err)
     value_name(p, v, name, sizeof name);
     if (axis < 0 || axis >= c->mesh.n_axes)
         return ap_error_set(err, AP_EINVALID, "atomic %s: no mesh axis #%d", name, axis);
+    /* Actions never undo earlier decisions: a value that users see tiled
+     * along the axis, or as a pending sum along it, cannot become
+     * replicated along it (that would drop the tiling, or leave users that
+     * take the pieces or the summands without them). */
+    ir_layout l;
+    ir__seen_layout(p, v, &l);
+    const char *an = c->mesh.names[axis];
+    if (l.dim[axis] >= 0)
+        return ap_error_set(err, AP_EINVALID,
+                            "atomic %s: it is already tiled along axis '%s' (dim %d); an action cannot undo that", name,
+                            an, l.dim[axis]);
+    if (l.dim[axis] == IR_AX_PARTIAL)
+        return ap_error_set(err, AP_EINVALID,
+                            "atomic %s: it is a pending %s along axis '%s'; an action cannot undo that", name,
+                            l.red[axis] == IR_RED_ADD ? "sum" : ir_red_name((ir_red)l.red[axis]), an);
     int k = get_vop(p, v, err);
     if (k < 0)
         return k;
     uint32_t op = vop_id(p, (uint32_t)k);
-    int at = nest_find(p, op, axis);
-    if (at >= 0) {
-        if (nest_of(p, op)[at].entry == c->any_entry)
-            return 0; /* already atomic along the axis */
-        /* it was tiled along the axis: the identity op now gathers it */
-        ir_loop *n = &p->nest[(size_t)op * IR_MAX_AXES];
-        memmove(&n[at], &n[at + 1], sizeof *n * (size_t)(p->nlen[op] - at - 1));
-        p->nlen[op]--;
-    }
+    if (nest_find(p, op, axis) >= 0)
+        return 0; /* already atomic along the axis (nothing else loops over it) */
     if (!push_loop(p, op, axis, c->any_entry))
         return ap_error_set(err, AP_EINVALID, "atomic %s: too many axes", name);
     touch_value(p, v, axis);
