@@ -316,6 +316,32 @@ static char *check_equivalent(const char *src, const char *mesh_text, const char
     return text;
 }
 
+/* A pending sum over `a` that is re-tiled before it is reduced is
+ * redistributed summand by summand, over the other axes: the collectives
+ * it used to get (a collective_permute and an all_gather over groups that
+ * include `a`) mixed the summands of different devices. */
+START_TEST(pending_sum_redistributed_per_summand)
+{
+    const char *src = "func.func public @main(%arg0: tensor<4x4xf32>, %arg1: tensor<4x4xf32>) -> tensor<4x4xf32> {\n"
+                      "  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : (tensor<4x4xf32>, "
+                      "tensor<4x4xf32>) -> tensor<4x4xf32>\n"
+                      "  return %0 : tensor<4x4xf32>\n"
+                      "}\n";
+    char *text = check_equivalent(src, "a=2,b=2,c=2",
+                                  "tile %arg0 0 b; tile %0 1 b; tile %arg0 1 a; propagate; tile %arg0 0 c; propagate");
+    /* devices are (a, b, c) row-major: before the all_reduce over a (pairs
+     * 4 apart) every group keeps a fixed, e.g. the all_gather over c */
+    const char *ar = strstr(text, "stablehlo.all_reduce");
+    ck_assert_ptr_nonnull(ar);
+    for (const char *g = strstr(text, "replica_groups = dense<[["); g && g < ar; g = strstr(g + 1, "replica_groups = dense<[[")) {
+        int d[2];
+        ck_assert_int_eq(sscanf(g, "replica_groups = dense<[[%d, %d", &d[0], &d[1]), 2);
+        ck_assert_msg(d[0] / 4 == d[1] / 4, "a collective over 'a' before the sum over 'a' is reduced:\n%s", text);
+    }
+    ap_free(text);
+}
+END_TEST
+
 /* Re-tiling, or atomic on, a value whose pending reduction is a max keeps
  * it a max (it was wrapped in a sum<add> loop, and the lowering failed
  * with "pending sums of different kinds meet"). */
@@ -348,6 +374,7 @@ static Suite *check_suite(void)
     tcase_add_test(tc, default_tolerances);
     tcase_add_test(tc, iterations_must_agree);
     tcase_add_test(tc, pending_max_stays_a_max);
+    tcase_add_test(tc, pending_sum_redistributed_per_summand);
     suite_add_tcase(s, tc);
     return s;
 }
