@@ -342,6 +342,43 @@ START_TEST(pending_sum_redistributed_per_summand)
 }
 END_TEST
 
+/* Values a stablehlo.case branch captures from the function arrive whole:
+ * a tiled value is gathered and a pending sum reduced before the case (the
+ * branch used to read the local piece: `tanh %0 : (tensor<2xf32>) ->
+ * tensor<4xf32>`, and devices disagreed).  Both branches, both runs. */
+START_TEST(captured_values_arrive_whole)
+{
+    for (int branch = 0; branch < 2; branch++) {
+        char src[2048];
+        snprintf(src, sizeof src,
+                 "func.func public @main(%%arg0: tensor<4xf32>, %%arg1: tensor<4x4xf32>, %%arg2: tensor<4x4xf32>) -> "
+                 "(tensor<4xf32>, tensor<4x4xf32>) {\n"
+                 "  %%c = stablehlo.constant dense<%d> : tensor<i32>\n"
+                 "  %%0 = stablehlo.negate %%arg0 : tensor<4xf32>\n"
+                 "  %%d = stablehlo.dot_general %%arg1, %%arg2, contracting_dims = [1] x [0] : (tensor<4x4xf32>, "
+                 "tensor<4x4xf32>) -> tensor<4x4xf32>\n"
+                 "  %%1:2 = \"stablehlo.case\"(%%c) ({\n"
+                 "    %%2 = stablehlo.tanh %%0 : tensor<4xf32>\n"
+                 "    %%3 = stablehlo.exponential %%d : tensor<4x4xf32>\n"
+                 "    stablehlo.return %%2, %%3 : tensor<4xf32>, tensor<4x4xf32>\n"
+                 "  }, {\n"
+                 "    %%4 = stablehlo.add %%d, %%d : tensor<4x4xf32>\n"
+                 "    stablehlo.return %%0, %%4 : tensor<4xf32>, tensor<4x4xf32>\n"
+                 "  }) : (tensor<i32>) -> (tensor<4xf32>, tensor<4x4xf32>)\n"
+                 "  return %%1#0, %%1#1 : tensor<4xf32>, tensor<4x4xf32>\n"
+                 "}\n",
+                 branch);
+        char *text = check_equivalent(src, "a=2", "tile %arg0 0 a; tile %arg1 1 a; propagate");
+        /* %0 gathered, %d reduced, both before the case */
+        const char *cs = strstr(text, "stablehlo.case");
+        ck_assert_ptr_nonnull(cs);
+        const char *ag = strstr(text, "stablehlo.all_gather"), *ar = strstr(text, "stablehlo.all_reduce");
+        ck_assert_msg(ag && ag < cs && ar && ar < cs, "%s", text);
+        ap_free(text);
+    }
+}
+END_TEST
+
 /* Re-tiling, or atomic on, a value whose pending reduction is a max keeps
  * it a max (it was wrapped in a sum<add> loop, and the lowering failed
  * with "pending sums of different kinds meet"). */
@@ -375,6 +412,7 @@ static Suite *check_suite(void)
     tcase_add_test(tc, iterations_must_agree);
     tcase_add_test(tc, pending_max_stays_a_max);
     tcase_add_test(tc, pending_sum_redistributed_per_summand);
+    tcase_add_test(tc, captured_values_arrive_whole);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -849,9 +849,26 @@ static bool lower_op(lower *l, uint32_t k, ir_cloner *cl)
         if (!(types[j] = local_type(l, src->results[j].type, &rl)))
             goto out;
     }
+    /* The values a region captures from the function (a case branch using
+     * a value computed before it) are made whole before the op by
+     * resolve_captured: the ops inside a region run on global shapes (the
+     * region op is not partitioned, or, like a reduce, runs its body on
+     * elements), so they need them replicated, pending sums reduced.  A
+     * cloner of its own, so that the local pieces the earlier ops' clones
+     * left in the shared map are never taken for them. */
+    ir_cloner rcl;
+    if (src->n_regions) {
+        ir__cloner_init(&rcl, l->nm);
+        rcl.resolve = resolve_captured;
+        rcl.resolve_ctx = l;
+        cl = &rcl;
+    }
     ir_op *op = ir__clone_op(cl, src, opds, types);
+    bool cl_oom = cl->oom;
+    if (src->n_regions)
+        ir__cloner_free(&rcl);
     if (!op) {
-        if (cl->oom)
+        if (cl_oom)
             oom(l);
         else if (!l->rc)
             fail(l, AP_EINTERNAL, "cannot copy '%s' at %u:%u", src->name, src->src_line, src->src_col);
@@ -1108,6 +1125,11 @@ int ir_lower_ex(const ir_partition *p, const ir_lower_opts *opts, ir_lowered *ou
             (n_out && !set_attr(&l, nf, "res_attrs", ir_attr_array(nm, n_out, ra))))
             goto fn_done;
         ir_func_renumber(nf, NULL, NULL);
+        /* a program that does not type-check is a bug here, never an
+         * answer to hand out */
+        ap_error verr;
+        if (!l.rc && ir_verify(nm, &verr) < 0)
+            fail(&l, AP_EINTERNAL, "the SPMD program does not verify (a bug in the lowering): %s", verr.msg);
     }
 fn_done:
     ap_free(arg_t);
