@@ -379,6 +379,25 @@ START_TEST(captured_values_arrive_whole)
 }
 END_TEST
 
+/* A value passed through tuple + get_tuple_element: the loop view keeps the
+ * tuple's type (it used to fail with "loop view: a tiled dim does not
+ * divide" while `apply` was fine). */
+START_TEST(tuples_in_the_loop_view)
+{
+    const char *hlo = "HloModule m\n\n"
+                      "ENTRY main {\n"
+                      "  p = f32[4] parameter(0)\n"
+                      "  c = s32[] constant(0)\n"
+                      "  t = (s32[], f32[4]) tuple(c, p)\n"
+                      "  ROOT g = f32[4] get-tuple-element(t), index=1\n"
+                      "}\n";
+    char *text = check_equivalent(hlo, "b=2", "tile %arg0 0 b");
+    ap_free(text);
+    text = check_equivalent(hlo, "b=2", "tile %arg0 0 b; propagate");
+    ap_free(text);
+}
+END_TEST
+
 /* Re-tiling, or atomic on, a value whose pending reduction is a max keeps
  * it a max (it was wrapped in a sum<add> loop, and the lowering failed
  * with "pending sums of different kinds meet"). */
@@ -413,6 +432,7 @@ static Suite *check_suite(void)
     tcase_add_test(tc, pending_max_stays_a_max);
     tcase_add_test(tc, pending_sum_redistributed_per_summand);
     tcase_add_test(tc, captured_values_arrive_whole);
+    tcase_add_test(tc, tuples_in_the_loop_view);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -280,6 +280,11 @@ static bool temporal_op(temporal *t, uint32_t k, ir_cloner *cl)
         for (uint32_t j = 0; j < nr; j++) {
             int64_t dims[IR_MAX_RANK];
             const ir_type *g = src->results[j].type;
+            if (!g || g->kind != IR_T_TENSOR || g->rank < 0) {
+                /* tuples, tokens, unranked: no TMR entry tiles them */
+                types[j] = ir__type_clone(t->nm, g);
+                continue;
+            }
             if (!ir_layout_local_dims(&rl[j], &c->mesh, g, dims)) {
                 tfail(t, AP_EINTERNAL, "a tiled dim does not divide");
                 goto out;
