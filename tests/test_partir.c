@@ -67,6 +67,8 @@ static void run_free(run *r)
     ir_module_free(r->m);
 }
 
+static char *state_text(const ir_partition *p);
+
 /* The SPMD text of a run (ap_free it). */
 static char *spmd(run *r) { return tl_print(r->lw.module); }
 
@@ -345,6 +347,65 @@ START_TEST(atomic_never_undoes_tiling)
     ir_partition_value_layout(r.p, ir_func_arg(ir_module_entry(r.m), 0), &l);
     ck_assert_int_eq(l.dim[0], IR_AX_NONE);
     ck_assert_int_eq(l.dim[1], 0);
+    run_free(&r);
+}
+END_TEST
+
+/* Values are named as `autopart parse` prints them, counting the ops
+ * inside regions and with %N#k for one of several results: schedule errors
+ * name the value the schedule named (`tile %5` was reported as `tile %3`),
+ * and the schedule of a state applies again to the same state. */
+START_TEST(values_named_as_printed)
+{
+    const char *src = "func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<i32>) -> tensor<4xf32> {\n"
+                      "  %0 = stablehlo.negate %arg0 : tensor<4xf32>\n"
+                      "  %1:2 = \"stablehlo.case\"(%arg1) ({\n"
+                      "    %2 = stablehlo.tanh %0 : tensor<4xf32>\n"
+                      "    %3 = stablehlo.exponential %2 : tensor<4xf32>\n"
+                      "    stablehlo.return %2, %3 : tensor<4xf32>, tensor<4xf32>\n"
+                      "  }, {\n"
+                      "    stablehlo.return %arg0, %0 : tensor<4xf32>, tensor<4xf32>\n"
+                      "  }) : (tensor<i32>) -> (tensor<4xf32>, tensor<4xf32>)\n"
+                      "  %4 = stablehlo.add %1#0, %1#1 : tensor<4xf32>\n"
+                      "  %5 = stablehlo.negate %4 : tensor<4xf32>\n"
+                      "  return %5 : tensor<4xf32>\n"
+                      "}\n";
+    struct {
+        const char *schedule, *msg;
+    } cases[] = {
+        {"tile %5 3 a", "schedule:1:9: error: tile %5: dim 3 is out of range for a rank-1 tensor"},
+        {"tile %1#1 3 a", "schedule:1:11: error: tile %1#1: dim 3 is out of range for a rank-1 tensor"},
+        {"tile %4 0 a; tile %4 0 a", "schedule:1:22: error: tile %4: axis 'a' already tiles dim 0"},
+        {"tile %0 0 a; propagate; atomic %0 a",
+         "schedule:1:32: error: atomic %0: it is already tiled along axis 'a' (dim 0); an action cannot undo that"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        run r;
+        ck_assert_msg(!apply_ex(&r, src, "a=2,b=2", cases[i].schedule, false), "no error for %s", cases[i].schedule);
+        ck_assert_str_eq(r.err, cases[i].msg);
+        run_free(&r);
+    }
+    /* every top-level value tiled, then the state's schedule applied again */
+    run r;
+    ck_assert_msg(apply_ex(&r, src, "a=2,b=2", "", false), "%s", r.err);
+    ap_error err;
+    for (uint32_t i = 0; i < ir_pctx_num_ops(r.ctx); i++) {
+        const ir_op *op = ir_pctx_op(r.ctx, i);
+        for (uint32_t j = 0; j < op->n_results; j++)
+            ck_assert_msg(ir_tile(r.p, &op->results[j], 0, (int)(j % 2), &err) == 0, "%s", err.msg);
+    }
+    ap_buf b;
+    ap_buf_init(&b);
+    ir_partition_schedule(r.p, &b);
+    ck_assert_str_eq(b.data, "tile %0 0 a\ntile %1#0 0 a\ntile %1#1 0 b\ntile %4 0 a\ntile %5 0 a\n");
+    run again;
+    ck_assert_msg(apply_ex(&again, src, "a=2,b=2", b.data, false), "%s", again.err);
+    char *s1 = state_text(r.p), *s2 = state_text(again.p);
+    ck_assert_str_eq(s1, s2);
+    ap_free(s1);
+    ap_free(s2);
+    ap_buf_free(&b);
+    run_free(&again);
     run_free(&r);
 }
 END_TEST
@@ -723,6 +784,7 @@ int main(void)
     tcase_add_test(tc, sums_flow_through_linear_ops);
     tcase_add_test(tc, schedule_errors);
     tcase_add_test(tc, atomic_never_undoes_tiling);
+    tcase_add_test(tc, values_named_as_printed);
     tcase_add_test(tc, globs_first_divisible_and_schedule_text);
     tcase_add_test(tc, import_existing_shardings);
     tcase_add_test(tc, deep_tiling_in_one_step);

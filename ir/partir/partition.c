@@ -161,6 +161,7 @@ void ir_pctx_free(ir_pctx *c)
     ap_free(c->vals);
     ap_free(c->val_op);
     ap_free(c->op_val0);
+    ap_free(c->printed_no);
     ap_free(c->opd0);
     ap_free(c->opd_val);
     ap_free(c->ret_val);
@@ -182,6 +183,18 @@ ir_module *ir_pctx_module(const ir_pctx *c) { return c->m; }
 uint32_t ir_pctx_num_ops(const ir_pctx *c) { return c->n_ops; }
 ir_op *ir_pctx_op(const ir_pctx *c, uint32_t i) { return i < c->n_ops ? c->ops[i] : NULL; }
 uint32_t ir_pctx_num_entries(const ir_pctx *c, uint32_t op) { return c->tmr0[op + 1] - c->tmr0[op]; }
+
+/* Ops with results inside op's regions, at any depth: the printer numbers
+ * their results between op's and the next top-level op's. */
+static uint32_t nested_results(const ir_op *op)
+{
+    uint32_t n = 0;
+    for (uint32_t r = 0; r < op->n_regions; r++)
+        for (const ir_block *b = op->regions[r].first; b; b = b->next)
+            for (const ir_op *o = b->first; o; o = o->next)
+                n += (o->n_results > 0) + nested_results(o);
+    return n;
+}
 
 int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, ap_error *err)
 {
@@ -214,6 +227,7 @@ int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, a
     c->vals = ap_malloc(sizeof *c->vals * (c->n_vals + 1));
     c->val_op = ap_malloc(sizeof *c->val_op * (c->n_vals + 1));
     c->op_val0 = ap_malloc(sizeof *c->op_val0 * (c->n_ops + 1));
+    c->printed_no = ap_malloc(sizeof *c->printed_no * (c->n_ops + 1));
     c->opd0 = ap_malloc(sizeof *c->opd0 * (c->n_ops + 1));
     c->opd_val = ap_malloc(sizeof *c->opd_val * (n_opd + 1));
     c->ret_val = ap_malloc(sizeof *c->ret_val * (c->n_ret + 1));
@@ -221,7 +235,7 @@ int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, a
     c->use0 = ap_calloc(c->n_vals + 1, sizeof *c->use0);
     c->use_op = ap_malloc(sizeof *c->use_op * (n_opd + c->n_ret + 1));
     c->use_idx = ap_malloc(sizeof *c->use_idx * (n_opd + c->n_ret + 1));
-    if (!c->ops || !c->vals || !c->val_op || !c->op_val0 || !c->opd0 || !c->opd_val || !c->ret_val ||
+    if (!c->ops || !c->vals || !c->val_op || !c->op_val0 || !c->printed_no || !c->opd0 || !c->opd_val || !c->ret_val ||
         !c->ret_alias_arg || !c->use0 || !c->use_op || !c->use_idx)
         goto oom;
     uint32_t v = 0;
@@ -232,10 +246,12 @@ int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, a
             goto oom;
         v++;
     }
-    uint32_t k = 0;
+    uint32_t k = 0, printed = 0;
     for (ir_op *op = body->first; op != c->ret; op = op->next, k++) {
         c->ops[k] = op;
         c->op_val0[k] = v;
+        c->printed_no[k] = printed;
+        printed += (op->n_results > 0) + nested_results(op);
         for (uint32_t j = 0; j < op->n_results; j++) {
             c->vals[v] = &op->results[j];
             c->val_op[v] = (int32_t)k;
@@ -1318,16 +1334,24 @@ static void touch_value(ir_partition *p, uint32_t v, int axis)
             p->pending[c->use_op[u]] = 1;
 }
 
+/* A value as schedules name it: an argument by its location name or
+ * %argN, a result as `autopart parse` prints it (%N, or %N#k for one of
+ * several), which the schedule parser reads back. */
 static void value_name(const ir_partition *p, uint32_t v, char *buf, size_t n)
 {
     const ir_pctx *c = p->ctx;
     const char *loc = c->val_op[v] < 0 ? ir_func_arg_name(c->func, v) : NULL;
-    if (loc)
+    if (loc) {
         snprintf(buf, n, "%s", loc);
-    else if (c->val_op[v] < 0)
+    } else if (c->val_op[v] < 0) {
         snprintf(buf, n, "%%arg%u", v);
-    else
-        snprintf(buf, n, "%%%u", v - c->n_args);
+    } else {
+        uint32_t op = (uint32_t)c->val_op[v];
+        if (c->ops[op]->n_results > 1)
+            snprintf(buf, n, "%%%u#%u", c->printed_no[op], v - c->op_val0[op]);
+        else
+            snprintf(buf, n, "%%%u", c->printed_no[op]);
+    }
 }
 
 /* The identity op of value v, made on first use: its nest reproduces how
