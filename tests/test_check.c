@@ -398,6 +398,85 @@ START_TEST(tuples_in_the_loop_view)
 }
 END_TEST
 
+/* Runs the check of src over mesh with schedule; fills r (free it). */
+static int check_report(const char *src, const char *mesh_text, const char *schedule, int64_t drop_all_reduce,
+                        ir_check_report *r, ap_error *err)
+{
+    char msg[800];
+    ir_module *m = tl_parse(src, "t.mlir", msg, sizeof msg);
+    ck_assert_msg(m != NULL, "%s", msg);
+    ir_mesh mesh;
+    ir_pctx *c;
+    ir_partition *p;
+    ck_assert_int_eq(ir_mesh_parse(mesh_text, &mesh, err), 0);
+    ck_assert_int_eq(ir_pctx_new(m, ir_module_entry(m), &mesh, &c, err), 0);
+    ck_assert_int_eq(ir_partition_new(c, &p, err), 0);
+    ck_assert_msg(ir_schedule_apply(p, schedule, err) == 0, "%s", err->msg);
+    ir_check_opts o = IR_CHECK_OPTS_DEFAULT;
+    o.drop_all_reduce = drop_all_reduce;
+    int rc = ir_check(p, &o, r, err);
+    ir_partition_free(p);
+    ir_pctx_free(c);
+    ir_module_free(m);
+    return rc;
+}
+
+/* The tolerance follows the lowest precision a result's computation went
+ * through, and the longest sum rounded term by term in it: an f32 result of
+ * a bf16 dot_general is held to bf16's 5e-2 (it was held to f32's 1e-4 and
+ * failed), a million-term f16 sum to 2^-11 * sqrt(2^20) = 0.5 (reordered,
+ * it moves by about 15 of about 180 as plain f16 arithmetic does), while an
+ * f32 computation from bf16 inputs stays at 1e-4.  A lowering that drops
+ * the sum's all_reduce still fails. */
+START_TEST(tolerance_follows_precision)
+{
+    const char *bf = "func.func public @main(%arg0: tensor<8x256xbf16>, %arg1: tensor<256x8xbf16>) -> tensor<8x8xf32> {\n"
+                     "  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : (tensor<8x256xbf16>, "
+                     "tensor<256x8xbf16>) -> tensor<8x8xbf16>\n"
+                     "  %1 = stablehlo.convert %0 : (tensor<8x8xbf16>) -> tensor<8x8xf32>\n"
+                     "  return %1 : tensor<8x8xf32>\n"
+                     "}\n";
+    const char *f32 = "func.func public @main(%arg0: tensor<8x256xbf16>, %arg1: tensor<256x8xbf16>) -> tensor<8x8xf32> {\n"
+                      "  %0 = stablehlo.convert %arg0 : (tensor<8x256xbf16>) -> tensor<8x256xf32>\n"
+                      "  %1 = stablehlo.convert %arg1 : (tensor<256x8xbf16>) -> tensor<256x8xf32>\n"
+                      "  %2 = stablehlo.dot_general %0, %1, contracting_dims = [1] x [0] : (tensor<8x256xf32>, "
+                      "tensor<256x8xf32>) -> tensor<8x8xf32>\n"
+                      "  return %2 : tensor<8x8xf32>\n"
+                      "}\n";
+    const char *f16 = "func.func public @main(%arg0: tensor<1048576xf16>) -> tensor<f16> {\n"
+                      "  %0 = stablehlo.constant dense<0.0> : tensor<f16>\n"
+                      "  %1 = stablehlo.reduce(%arg0 init: %0) applies stablehlo.add across dimensions = [0] : "
+                      "(tensor<1048576xf16>, tensor<f16>) -> tensor<f16>\n"
+                      "  return %1 : tensor<f16>\n"
+                      "}\n";
+    struct {
+        const char *src, *mesh, *schedule, *basis;
+        double tol, min_error; /* min_error: the error is real, not zero */
+    } cases[] = {
+        {bf, "a=2,b=2", "tile %arg0 1 a; propagate; tile %arg0 1 b; propagate", "bf16", 5e-2, 1e-4},
+        {f32, "a=2,b=2", "tile %arg0 1 a; propagate; tile %arg0 1 b; propagate", "f32", 1e-4, 0},
+        {f16, "a=8", "tile %arg0 0 a; propagate", "f16, a 1048576-term sum", 0.5, 1e-2},
+    };
+    for (size_t i = 0; i < AP_ARRAY_LEN(cases); i++) {
+        ir_check_report r;
+        ap_error err;
+        ck_assert_msg(check_report(cases[i].src, cases[i].mesh, cases[i].schedule, -1, &r, &err) == 0, "%s", err.msg);
+        ck_assert_str_eq(r.results[0].tol_basis, cases[i].basis);
+        ck_assert_double_eq_tol(r.results[0].tol, cases[i].tol, 1e-12);
+        ck_assert_msg(r.ok, "case %zu: error %g, tolerance %g", i, r.results[0].error[1], r.results[0].tol);
+        ck_assert_double_ge(r.results[0].error[1], cases[i].min_error);
+        ir_check_report_free(&r);
+    }
+    /* the f16 sum without its all_reduce: devices disagree */
+    ir_check_report r;
+    ap_error err;
+    int rc = check_report(f16, "a=8", "tile %arg0 0 a; propagate", 0, &r, &err);
+    ck_assert_msg(rc == AP_ECONFLICT || (rc == 0 && !r.ok), "a dropped all_reduce passed: %s", rc ? err.msg : "");
+    if (rc == 0)
+        ir_check_report_free(&r);
+}
+END_TEST
+
 /* Re-tiling, or atomic on, a value whose pending reduction is a max keeps
  * it a max (it was wrapped in a sum<add> loop, and the lowering failed
  * with "pending sums of different kinds meet"). */
@@ -433,6 +512,7 @@ static Suite *check_suite(void)
     tcase_add_test(tc, pending_sum_redistributed_per_summand);
     tcase_add_test(tc, captured_values_arrive_whole);
     tcase_add_test(tc, tuples_in_the_loop_view);
+    tcase_add_test(tc, tolerance_follows_precision);
     suite_add_tcase(s, tc);
     return s;
 }
