@@ -283,7 +283,7 @@ START_TEST(random_schedules_are_equivalent)
     ck_assert_uint_gt(n_vals, 0);
     /* the small programs are cheap: three times as many sequences */
     int applied = 0, collectives = 0, n_seq = tl_sequences(modules[_i].src ? 3 * SEQUENCES : SEQUENCES);
-    for (int k = 0; k < n_seq; k++) {
+    for (int k = tl_first_sequence(); k < tl_first_sequence() + n_seq; k++) {
         uint64_t rng = 0x9E3779B97F4A7C15ull * (uint64_t)(_i * 100000 + k + 1);
         ir_partition *p;
         ap_error err;
@@ -573,7 +573,9 @@ static int check_report(const char *src, const char *mesh_text, const char *sche
  * failed), a million-term f16 sum to 2^-11 * sqrt(2^20) = 0.5 (reordered,
  * it moves by about 15 of about 180 as plain f16 arithmetic does), while an
  * f32 computation from bf16 inputs stays at 1e-4.  A lowering that drops
- * the sum's all_reduce still fails. */
+ * the sum's all_reduce still fails.  An ill-conditioned f32 gradient (a
+ * GNS step on positive inputs, found by the long property run) is held to
+ * what its sensitivity to its inputs' rounding allows. */
 START_TEST(tolerance_follows_precision)
 {
     const char *bf = "func.func public @main(%arg0: tensor<8x256xbf16>, %arg1: tensor<256x8xbf16>) -> tensor<8x8xf32> {\n"
@@ -607,11 +609,54 @@ START_TEST(tolerance_follows_precision)
         ir_check_report r;
         ap_error err;
         ck_assert_msg(check_report(cases[i].src, cases[i].mesh, cases[i].schedule, -1, &r, &err) == 0, "%s", err.msg);
-        ck_assert_str_eq(r.results[0].tol_basis, cases[i].basis);
-        ck_assert_double_eq_tol(r.results[0].tol, cases[i].tol, 1e-12);
+        /* (a 256-term bf16 dot of random signs is also ill-conditioned
+         * enough for its sensitivity to add to the tolerance, a little) */
+        ck_assert_msg(strncmp(r.results[0].tol_basis, cases[i].basis, strlen(cases[i].basis)) == 0, "%s",
+                      r.results[0].tol_basis);
+        ck_assert_double_ge(r.results[0].tol, cases[i].tol);
+        ck_assert_double_le(r.results[0].tol, 2 * cases[i].tol);
         ck_assert_msg(r.ok, "case %zu: error %g, tolerance %g", i, r.results[0].error[1], r.results[0].tol);
         ck_assert_double_ge(r.results[0].error[1], cases[i].min_error);
         ir_check_report_free(&r);
+    }
+    /* the GNS gradients: f32 throughout, reordered they move by 1.02e-4,
+     * and so do they when the inputs move by an ulp (the property test's
+     * sequence 1138 on gns, seed 1138) */
+    {
+        ir_module *m = tl_generate("gns", "tiny", "");
+        ir_mesh mesh;
+        ir_pctx *c;
+        ir_partition *p;
+        ap_error e;
+        ck_assert_int_eq(ir_mesh_parse("a=2,b=2", &mesh, &e), 0);
+        ck_assert_int_eq(ir_pctx_new(m, ir_module_entry(m), &mesh, &c, &e), 0);
+        ck_assert_int_eq(ir_partition_new(c, &p, &e), 0);
+        ck_assert_msg(ir_schedule_apply(p,
+                                        "tile %1144 0 a; propagate; atomic %84 a; atomic %108 a; atomic %762 a; "
+                                        "tile %653 0 a; atomic %728 a; propagate; tile %1054 0 a; propagate",
+                                        &e) == 0,
+                      "%s", e.msg);
+        ir_check_opts o = IR_CHECK_OPTS_DEFAULT;
+        o.seed = 1138;
+        ir_check_report rg;
+        ck_assert_msg(ir_check(p, &o, &rg, &e) == 0, "%s", e.msg);
+        int ill = 0;
+        for (uint32_t j = 0; j < rg.n_results; j++) {
+            ck_assert_msg(rg.results[j].ok, "%s: error %g, tolerance %g (%s)", rg.results[j].name,
+                          rg.results[j].error[1], rg.results[j].tol, rg.results[j].tol_basis);
+            if (strncmp(rg.results[j].type + strlen(rg.results[j].type) - 4, "f32>", 4) == 0)
+                ck_assert_double_ge(rg.results[j].tol, 1e-4);
+            ck_assert_double_le(rg.results[j].tol, IR_CHECK_SENSITIVITY_CAP);
+            if (strstr(rg.results[j].tol_basis, "ill-conditioned")) {
+                ill++;
+                ck_assert_double_gt(rg.results[j].error[1], 0); /* it does move */
+            }
+        }
+        ck_assert_int_ge(ill, 1);
+        ir_check_report_free(&rg);
+        ir_partition_free(p);
+        ir_pctx_free(c);
+        ir_module_free(m);
     }
     /* the f16 sum without its all_reduce: devices disagree */
     ir_check_report r;

@@ -125,6 +125,9 @@ static int compare(const ir_tensor *x, const ir_tensor *ref, double *max_abs, do
     return 0;
 }
 
+/* What is held to the tolerance (see ir.h). */
+static double error_of(double max_abs, double magnitude) { return max_abs / fmax(1.0, magnitude); }
+
 /* ------------------------------------------------- precision of a result */
 
 /* What the tolerance of a result follows: the lowest precision its
@@ -285,8 +288,6 @@ static void basis_text(const basis *b, char *buf, size_t size)
         snprintf(buf, size, "exact");
 }
 
-/* What is held to the tolerance (see ir.h). */
-static double error_of(double max_abs, double magnitude) { return max_abs / fmax(1.0, magnitude); }
 
 /* The program's own assertions (`custom_call @check.expect_close(%x,
  * %expected)`, as in the StableHLO test suite) must hold in every run:
@@ -376,6 +377,66 @@ static bool all_finite(ir_tensor **v, uint32_t n)
     return true;
 }
 
+/* How far each result of the unpartitioned run moves, measured as the check
+ * measures errors, when every float input moves by a relative 2u of the
+ * lowest-precision float input type (about one ulp: every input type can
+ * hold that move), the signs drawn from the seed: sens[j], per relative
+ * 2u of input moved (divide by *moved_by).  Reordering the arithmetic of
+ * an ill-conditioned result (cancellation in a gradient) moves it about as
+ * much as moving its inputs by one rounding of the precision it is
+ * computed in.  sens[j] stays 0 for a result the moved inputs make
+ * non-finite, and all are 0 without float inputs. */
+static int sensitivity(const ir_module *m, const ir_op *f, ir_tensor *const *args, uint32_t n_args,
+                       ir_tensor *const *ref, uint32_t n_ref, uint64_t seed, const ir_interp_opts *opts, double *sens,
+                       double *moved_by, ap_error *err)
+{
+    ir_tensor **moved = NULL, **res = NULL;
+    uint32_t n_res = 0;
+    int rc = 0;
+    double u = 0;
+    for (uint32_t j = 0; j < n_ref; j++)
+        sens[j] = 0;
+    for (uint32_t i = 0; i < n_args; i++)
+        if (args[i]->kind == IR_TENSOR_ARRAY && ir_elem_is_float((ir_elem)args[i]->elem))
+            u = fmax(u, unit_roundoff((ir_elem)args[i]->elem));
+    *moved_by = 2 * u;
+    if (u == 0)
+        return 0;
+    if (!(moved = ap_calloc(n_args ? n_args : 1, sizeof *moved)))
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < n_args; i++) {
+        if ((rc = ir_tensor_clone(args[i], &moved[i], err)) < 0)
+            goto out;
+        ir_tensor *t = moved[i];
+        if (t->kind != IR_TENSOR_ARRAY || !ir_elem_is_float((ir_elem)t->elem))
+            continue;
+        uint64_t bits = ap_hash_mix(seed ^ 0x5e45ull, i);
+        for (int64_t e = 0; e < t->numel; e++) {
+            if ((e & 63) == 0)
+                bits = ap_hash_mix(bits, (uint64_t)e);
+            double x = ir_tensor_get_f64(t, e);
+            ir_tensor_set_f64(t, e, x * (1 + ((bits >> (e & 63)) & 1 ? 2 * u : -2 * u)));
+        }
+    }
+    ir_interp_opts o = *opts;
+    o.ops_evaluated = NULL;
+    if ((rc = ir_interp_run(m, f, (const ir_tensor *const *)moved, n_args, &res, &n_res, &o, err)) < 0) {
+        rc = in_run(err, "unpartitioned run on moved inputs");
+        goto out;
+    }
+    for (uint32_t j = 0; j < n_ref && j < n_res; j++) {
+        double max_abs = 0, max_rel = 0;
+        if (!ir_tensor_all_finite(res[j]) || compare(res[j], ref[j], &max_abs, &max_rel, err) < 0)
+            continue;
+        double e = error_of(max_abs, magnitude(ref[j]));
+        sens[j] = isfinite(e) ? e : 0;
+    }
+out:
+    ir_tensors_free(res, n_res);
+    ir_tensors_free(moved, n_args);
+    return rc;
+}
+
 int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *r, ap_error *err)
 {
     ir_check_opts o = opts ? *opts : IR_CHECK_OPTS_DEFAULT;
@@ -383,6 +444,7 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
     const ir_op *f = ir_pctx_func(c);
     uint32_t n_args = ir_func_num_args(f), n_ref = 0, n_loops = 0, n_spmd = 0;
     ir_tensor **args = ap_calloc(n_args ? n_args : 1, sizeof *args), **ref = NULL, **loops = NULL, **spmd = NULL;
+    double *sens = NULL; /* per result: see sensitivity() */
     ir_module *tm = NULL;
     ir_lowered low = {0};
     handler_ctx hctx = {.tol = o.tol};
@@ -431,6 +493,16 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
         r->input_lo = 0.01;
         snprintf(r->note, sizeof r->note, "inputs in [-1, 1) gave non-finite results; floats redrawn in [0.01, 1)");
     }
+
+    /* How ill-conditioned each result is (unless --tol sets them all). */
+    if (!(sens = ap_calloc(n_ref ? n_ref : 1, sizeof *sens))) {
+        rc = ap_error_set(err, AP_ENOMEM, "out of memory");
+        goto out;
+    }
+    double moved_by = 0;
+    if (!(o.tol > 0) &&
+        (rc = sensitivity(ir_pctx_module(c), f, args, n_args, ref, n_ref, o.seed, &io, sens, &moved_by, err)) < 0)
+        goto out;
 
     /* The loop view, as a program of its own. */
     double t0 = now();
@@ -493,6 +565,15 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
             }
             res->tol = b.tol;
             basis_text(&b, res->tol_basis, sizeof res->tol_basis);
+            /* moving the inputs by one rounding of the precision the
+             * result is computed in (linearly scaled from moved_by) */
+            double per_ulp = moved_by > 0 ? sens[j] * 2 * unit_roundoff(b.elem) / moved_by : 0;
+            double by_sens = fmin(IR_CHECK_SENSITIVITY * per_ulp, IR_CHECK_SENSITIVITY_CAP);
+            if (by_sens > res->tol) {
+                res->tol = by_sens;
+                snprintf(res->tol_basis, sizeof res->tol_basis, "%s, ill-conditioned (%.2g per ulp)",
+                         ir_elem_name(b.elem), per_ulp);
+            }
         }
         res->ok = true;
         double scale = magnitude(ref[j]);
@@ -510,6 +591,7 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
     }
 
 out:
+    ap_free(sens);
     ir_tensors_free(ref, n_ref);
     ir_tensors_free(loops, n_loops);
     ir_tensors_free(spmd, n_spmd);

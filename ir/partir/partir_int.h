@@ -43,9 +43,8 @@ struct ir_pctx {
     const ir_value **vals;
     int32_t *val_op;        /* producing op, -1 for an argument */
     uint32_t *op_val0;      /* first value of each op's results */
-    uint32_t *printed_no;   /* per op: N of its results' printed names %N
-                               (%N#k for several), counting the ops inside
-                               regions as the printer does */
+    uint32_t *printed_max;  /* per op: the most its results' printed %N can
+                               be (every op inside earlier regions counted) */
     /* operands as value ids */
     uint32_t *opd0;         /* n_ops + 1 */
     uint32_t *opd_val;

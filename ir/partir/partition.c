@@ -161,7 +161,7 @@ void ir_pctx_free(ir_pctx *c)
     ap_free(c->vals);
     ap_free(c->val_op);
     ap_free(c->op_val0);
-    ap_free(c->printed_no);
+    ap_free(c->printed_max);
     ap_free(c->opd0);
     ap_free(c->opd_val);
     ap_free(c->ret_val);
@@ -185,7 +185,7 @@ ir_op *ir_pctx_op(const ir_pctx *c, uint32_t i) { return i < c->n_ops ? c->ops[i
 uint32_t ir_pctx_num_entries(const ir_pctx *c, uint32_t op) { return c->tmr0[op + 1] - c->tmr0[op]; }
 
 /* Ops with results inside op's regions, at any depth: the printer numbers
- * their results between op's and the next top-level op's. */
+ * those it shows between op's results and the next top-level op's. */
 static uint32_t nested_results(const ir_op *op)
 {
     uint32_t n = 0;
@@ -227,7 +227,7 @@ int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, a
     c->vals = ap_malloc(sizeof *c->vals * (c->n_vals + 1));
     c->val_op = ap_malloc(sizeof *c->val_op * (c->n_vals + 1));
     c->op_val0 = ap_malloc(sizeof *c->op_val0 * (c->n_ops + 1));
-    c->printed_no = ap_malloc(sizeof *c->printed_no * (c->n_ops + 1));
+    c->printed_max = ap_malloc(sizeof *c->printed_max * (c->n_ops + 1));
     c->opd0 = ap_malloc(sizeof *c->opd0 * (c->n_ops + 1));
     c->opd_val = ap_malloc(sizeof *c->opd_val * (n_opd + 1));
     c->ret_val = ap_malloc(sizeof *c->ret_val * (c->n_ret + 1));
@@ -235,7 +235,7 @@ int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, a
     c->use0 = ap_calloc(c->n_vals + 1, sizeof *c->use0);
     c->use_op = ap_malloc(sizeof *c->use_op * (n_opd + c->n_ret + 1));
     c->use_idx = ap_malloc(sizeof *c->use_idx * (n_opd + c->n_ret + 1));
-    if (!c->ops || !c->vals || !c->val_op || !c->op_val0 || !c->printed_no || !c->opd0 || !c->opd_val || !c->ret_val ||
+    if (!c->ops || !c->vals || !c->val_op || !c->op_val0 || !c->printed_max || !c->opd0 || !c->opd_val || !c->ret_val ||
         !c->ret_alias_arg || !c->use0 || !c->use_op || !c->use_idx)
         goto oom;
     uint32_t v = 0;
@@ -250,7 +250,7 @@ int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, a
     for (ir_op *op = body->first; op != c->ret; op = op->next, k++) {
         c->ops[k] = op;
         c->op_val0[k] = v;
-        c->printed_no[k] = printed;
+        c->printed_max[k] = printed;
         printed += (op->n_results > 0) + nested_results(op);
         for (uint32_t j = 0; j < op->n_results; j++) {
             c->vals[v] = &op->results[j];
@@ -1334,6 +1334,52 @@ static void touch_value(ir_partition *p, uint32_t v, int axis)
             p->pending[c->use_op[u]] = 1;
 }
 
+/* The top-level op (index) that is op or holds it in a region; UINT32_MAX
+ * for the return or an op outside the function. */
+static uint32_t top_level_index(const ir_pctx *c, const ir_op *op)
+{
+    const ir_block *body = ir_func_entry(c->func);
+    while (op && op->parent != body)
+        op = op->parent && op->parent->parent ? op->parent->parent->parent : NULL;
+    if (!op)
+        return UINT32_MAX;
+    if (op->n_results) {
+        uint32_t id = ir__value_id(c, &op->results[0]);
+        return id == VAL_NONE ? UINT32_MAX : (uint32_t)c->val_op[id];
+    }
+    for (uint32_t k = 0; k < c->n_ops; k++)
+        if (c->ops[k] == op)
+            return k;
+    return UINT32_MAX;
+}
+
+/* N in the printed name %N of top-level op k's results, as `autopart
+ * parse` prints them and the schedule parser reads them (through the
+ * printer, ir__printed_value).  The printer numbers the ops inside regions
+ * it shows and not those it elides (a reduce's `applies` body), so N lies
+ * between the count of top-level ops with results before k and that count
+ * plus every op inside their regions; a binary search asks the printer.
+ * Costs a few prints of the function: for messages and schedule text
+ * only. */
+static uint32_t printed_number(const ir_pctx *c, uint32_t k)
+{
+    uint32_t lo = 0, hi = c->printed_max[k];
+    for (uint32_t j = 0; j < k; j++)
+        lo += c->ops[j]->n_results > 0;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        const ir_value *v = ir__printed_value(c->func, mid, 0);
+        uint32_t owner = v && v->def ? top_level_index(c, v->def) : UINT32_MAX;
+        if (owner != UINT32_MAX && owner < k)
+            lo = mid + 1;
+        else if (owner == k && v->def == c->ops[k])
+            return mid;
+        else
+            hi = mid; /* numbered after op k: inside its regions, or later */
+    }
+    return lo;
+}
+
 /* A value as schedules name it: an argument by its location name or
  * %argN, a result as `autopart parse` prints it (%N, or %N#k for one of
  * several), which the schedule parser reads back. */
@@ -1346,12 +1392,28 @@ static void value_name(const ir_partition *p, uint32_t v, char *buf, size_t n)
     } else if (c->val_op[v] < 0) {
         snprintf(buf, n, "%%arg%u", v);
     } else {
-        uint32_t op = (uint32_t)c->val_op[v];
+        uint32_t op = (uint32_t)c->val_op[v], number = printed_number(c, op);
         if (c->ops[op]->n_results > 1)
-            snprintf(buf, n, "%%%u#%u", c->printed_no[op], v - c->op_val0[op]);
+            snprintf(buf, n, "%%%u#%u", number, v - c->op_val0[op]);
         else
-            snprintf(buf, n, "%%%u", c->printed_no[op]);
+            snprintf(buf, n, "%%%u", number);
     }
+}
+
+/* Refuses action `what` on value v: "tile %5: <why>".  The name is made
+ * here only, since naming a result asks the printer. */
+static int refuse(const ir_partition *p, const char *what, uint32_t v, ap_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static int refuse(const ir_partition *p, const char *what, uint32_t v, ap_error *err, const char *fmt, ...)
+{
+    char name[160], why[300];
+    value_name(p, v, name, sizeof name);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    return ap_error_set(err, AP_EINVALID, "%s %s: %s", what, name, why);
 }
 
 /* The identity op of value v, made on first use: its nest reproduces how
@@ -1425,37 +1487,35 @@ int ir_tile(ir_partition *p, const ir_value *val, int dim, int axis, ap_error *e
 {
     const ir_pctx *c = p->ctx;
     uint32_t v = ir__value_id(c, val);
-    char name[160];
     if (v == VAL_NONE)
         return ap_error_set(err, AP_EINVALID, "tile: the value is not in @%s", ir_func_name(c->func));
-    value_name(p, v, name, sizeof name);
     if (axis < 0 || axis >= c->mesh.n_axes)
-        return ap_error_set(err, AP_EINVALID, "tile %s: no mesh axis #%d", name, axis);
+        return refuse(p, "tile", v, err, "no mesh axis #%d", axis);
     const ir_type *t = val_type(c, v);
     if (!t || t->kind != IR_T_TENSOR || t->rank < 0)
-        return ap_error_set(err, AP_EINVALID, "tile %s: only ranked tensors can be tiled", name);
+        return refuse(p, "tile", v, err, "only ranked tensors can be tiled");
     if (dim < 0 || dim >= t->rank)
-        return ap_error_set(err, AP_EINVALID, "tile %s: dim %d is out of range for a rank-%d tensor", name, dim, t->rank);
+        return refuse(p, "tile", v, err, "dim %d is out of range for a rank-%d tensor", dim, t->rank);
     if (t->dims[dim] < 0)
-        return ap_error_set(err, AP_EINVALID, "tile %s: dim %d is dynamic ('?') and cannot be partitioned", name, dim);
+        return refuse(p, "tile", v, err, "dim %d is dynamic ('?') and cannot be partitioned", dim);
     ir_layout l;
     ir__seen_layout(p, v, &l);
     const char *an = c->mesh.names[axis];
     if (l.dim[axis] >= 0)
-        return ap_error_set(err, AP_EINVALID, "tile %s: axis '%s' already tiles dim %d", name, an, l.dim[axis]);
+        return refuse(p, "tile", v, err, "axis '%s' already tiles dim %d", an, l.dim[axis]);
     if (l.dim[axis] == IR_AX_PARTIAL)
-        return ap_error_set(err, AP_EINVALID, "tile %s: it is a pending sum along axis '%s'", name, an);
+        return refuse(p, "tile", v, err, "it is a pending %s along axis '%s'",
+                      l.red[axis] == IR_RED_ADD ? "sum" : ir_red_name((ir_red)l.red[axis]), an);
     if (p->vop_of[v] >= 0) {
         uint32_t op = vop_id(p, (uint32_t)p->vop_of[v]);
         int at = nest_find(p, op, axis);
         if (at >= 0 && nest_of(p, op)[at].entry == c->any_entry)
-            return ap_error_set(err, AP_EINVALID, "tile %s: it is atomic along axis '%s'", name, an);
+            return refuse(p, "tile", v, err, "it is atomic along axis '%s'", an);
     }
     int64_t local = local_dim(c, t, &l, dim);
     if (local % c->mesh.sizes[axis] != 0)
-        return ap_error_set(err, AP_EINVALID,
-                            "tile %s: dim %d (local size %lld) is not divisible by axis '%s' of size %lld", name, dim,
-                            (long long)local, an, (long long)c->mesh.sizes[axis]);
+        return refuse(p, "tile", v, err, "dim %d (local size %lld) is not divisible by axis '%s' of size %lld", dim,
+                      (long long)local, an, (long long)c->mesh.sizes[axis]);
     if (c->val_op[v] < 0 && p->vop_of[v] < 0) {
         ir_layout_push(&p->arg_layout[v], axis, dim);
     } else {
@@ -1468,7 +1528,7 @@ int ir_tile(ir_partition *p, const ir_value *val, int dim, int axis, ap_error *e
         if (c->val_op[v] < 0) /* an atomic argument: tile the argument itself */
             ir_layout_push(&p->arg_layout[v], axis, dim);
         if (!push_loop(p, op, axis, lo + (uint32_t)dim))
-            return ap_error_set(err, AP_EINVALID, "tile %s: too many axes", name);
+            return refuse(p, "tile", v, err, "too many axes");
     }
     touch_value(p, v, axis);
     log_action(p, 't', v, dim, axis);
@@ -1479,12 +1539,10 @@ int ir_atomic(ir_partition *p, const ir_value *val, int axis, ap_error *err)
 {
     const ir_pctx *c = p->ctx;
     uint32_t v = ir__value_id(c, val);
-    char name[160];
     if (v == VAL_NONE)
         return ap_error_set(err, AP_EINVALID, "atomic: the value is not in @%s", ir_func_name(c->func));
-    value_name(p, v, name, sizeof name);
     if (axis < 0 || axis >= c->mesh.n_axes)
-        return ap_error_set(err, AP_EINVALID, "atomic %s: no mesh axis #%d", name, axis);
+        return refuse(p, "atomic", v, err, "no mesh axis #%d", axis);
     /* Actions never undo earlier decisions: a value that users see tiled
      * along the axis, or as a pending sum along it, cannot become
      * replicated along it (that would drop the tiling, or leave users that
@@ -1493,13 +1551,11 @@ int ir_atomic(ir_partition *p, const ir_value *val, int axis, ap_error *err)
     ir__seen_layout(p, v, &l);
     const char *an = c->mesh.names[axis];
     if (l.dim[axis] >= 0)
-        return ap_error_set(err, AP_EINVALID,
-                            "atomic %s: it is already tiled along axis '%s' (dim %d); an action cannot undo that", name,
-                            an, l.dim[axis]);
+        return refuse(p, "atomic", v, err, "it is already tiled along axis '%s' (dim %d); an action cannot undo that",
+                      an, l.dim[axis]);
     if (l.dim[axis] == IR_AX_PARTIAL)
-        return ap_error_set(err, AP_EINVALID,
-                            "atomic %s: it is a pending %s along axis '%s'; an action cannot undo that", name,
-                            l.red[axis] == IR_RED_ADD ? "sum" : ir_red_name((ir_red)l.red[axis]), an);
+        return refuse(p, "atomic", v, err, "it is a pending %s along axis '%s'; an action cannot undo that",
+                      l.red[axis] == IR_RED_ADD ? "sum" : ir_red_name((ir_red)l.red[axis]), an);
     int k = get_vop(p, v, err);
     if (k < 0)
         return k;
@@ -1507,7 +1563,7 @@ int ir_atomic(ir_partition *p, const ir_value *val, int axis, ap_error *err)
     if (nest_find(p, op, axis) >= 0)
         return 0; /* already atomic along the axis (nothing else loops over it) */
     if (!push_loop(p, op, axis, c->any_entry))
-        return ap_error_set(err, AP_EINVALID, "atomic %s: too many axes", name);
+        return refuse(p, "atomic", v, err, "too many axes");
     touch_value(p, v, axis);
     log_action(p, 'a', v, -1, axis);
     return 0;
