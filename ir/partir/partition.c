@@ -1401,12 +1401,16 @@ static void value_name(const ir_partition *p, uint32_t v, char *buf, size_t n)
 }
 
 /* Refuses action `what` on value v: "tile %5: <why>".  The name is made
- * here only, since naming a result asks the printer. */
+ * here only, and not at all without `err` (a caller trying actions that may
+ * be refused, as a search does, passes NULL), since naming a result asks
+ * the printer. */
 static int refuse(const ir_partition *p, const char *what, uint32_t v, ap_error *err, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
 static int refuse(const ir_partition *p, const char *what, uint32_t v, ap_error *err, const char *fmt, ...)
 {
+    if (!err)
+        return AP_EINVALID;
     char name[160], why[300];
     value_name(p, v, name, sizeof name);
     va_list ap;
