@@ -552,6 +552,38 @@ START_TEST(deep_tiling_in_one_step)
 }
 END_TEST
 
+/* An argument arrives in the tiling all its users' slicing starts with
+ * (here the MLP's first weight, used by the forward matmul and by its Adam
+ * update): with a propagate after each tiling of the update, the users all
+ * needed [{}, {a}] at first and the weight came in shards; with one
+ * propagate at the end their needs differed further on and it came whole.
+ * Found by tile_and_propagate_commute with 3000 schedules per model. */
+START_TEST(args_shard_by_common_slicing)
+{
+    char *text = tl_generate_text("mlp", "tiny", "batch=8 hidden=8");
+    const char *schedules[] = {"tile %76 1 a; propagate; tile %76 0 c; propagate; tile %76 1 b; propagate",
+                               "tile %76 1 a; tile %76 0 c; tile %76 1 b; propagate"};
+    char *state[2], *lowered[2];
+    for (int k = 0; k < 2; k++) {
+        run r;
+        ck_assert_msg(apply_ex(&r, text, "a=2,b=2,c=2", schedules[k], false), "%s", r.err);
+        ir_layout l;
+        ir_partition_value_layout(r.p, ir_func_arg(ir_module_entry(r.m), 0), &l);
+        ck_assert_int_eq(l.dim[0], 1); /* params['layer_0']['w'] [{}, {a}] */
+        state[k] = state_text(r.p);
+        lowered[k] = spmd(&r);
+        run_free(&r);
+    }
+    ck_assert_str_eq(state[0], state[1]);
+    ck_assert_str_eq(lowered[0], lowered[1]);
+    for (int k = 0; k < 2; k++) {
+        ap_free(state[k]);
+        ap_free(lowered[k]);
+    }
+    ap_free(text);
+}
+END_TEST
+
 /* xorshift64*: the same sequences on every platform. */
 static uint64_t rng_next(uint64_t *x)
 {
@@ -788,6 +820,7 @@ int main(void)
     tcase_add_test(tc, globs_first_divisible_and_schedule_text);
     tcase_add_test(tc, import_existing_shardings);
     tcase_add_test(tc, deep_tiling_in_one_step);
+    tcase_add_test(tc, args_shard_by_common_slicing);
     tcase_add_loop_test(tc, tile_and_propagate_commute, 0, (int)(sizeof commute_models / sizeof commute_models[0]));
     tcase_add_unchecked_fixture(tc, t32_setup, t32_teardown);
     tcase_add_test(tc, table2_t32);

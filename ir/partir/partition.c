@@ -1220,11 +1220,29 @@ out:
     return rc;
 }
 
-/* An argument every user slices the same way arrives in that tiling: the
+/* The tiling both a and b start with: per dim, the longest common prefix
+ * of their axes (pending sums dropped). */
+static void common_prefix(const ir_layout *a, const ir_layout *b, int rank, ir_layout *out)
+{
+    ir_layout r;
+    ir_layout_init(&r);
+    for (int d = 0; d < rank; d++) {
+        int xa[IR_MAX_AXES], xb[IR_MAX_AXES];
+        int na = ir_layout_dim_axes(a, d, xa), nb = ir_layout_dim_axes(b, d, xb);
+        for (int k = 0; k < na && k < nb && xa[k] == xb[k]; k++)
+            ir_layout_push(&r, xa[k], d);
+    }
+    *out = r;
+}
+
+/* An argument arrives in the tiling every user's slicing starts with: the
  * paper's final lowering step turns arguments used only through slices into
  * device-local arrays, which is what puts, e.g., the optimizer state of
- * Megatron-sharded weights in shards.  Returns whether any argument changed;
- * marks the users of changed arguments in `dirty`. */
+ * Megatron-sharded weights in shards.  Each user then slices its own piece
+ * further, locally.  Taking the common start (rather than requiring equal
+ * slicings) makes the result the same whether the users' loops came in one
+ * propagate or in several.  Returns whether any argument changed; marks the
+ * users of changed arguments in `dirty`. */
 static bool shard_args_by_uses(ir_partition *p, uint8_t *dirty)
 {
     const ir_pctx *c = p->ctx;
@@ -1232,22 +1250,21 @@ static bool shard_args_by_uses(ir_partition *p, uint8_t *dirty)
     for (uint32_t v = 0; v < c->n_args; v++) {
         if (p->vop_of[v] >= 0 || c->use0[v] == c->use0[v + 1])
             continue;
+        const ir_type *t = val_type(c, v);
+        int rank = t && t->kind == IR_T_TENSOR && t->rank > 0 ? t->rank : 0;
         ir_layout common, need;
-        bool first = true, agree = true;
-        for (uint32_t u = c->use0[v]; u < c->use0[v + 1] && agree; u++) {
+        bool first = true, returned = false;
+        for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++) {
             uint32_t op = c->use_op[u];
             if (op == USE_RETURN) {
-                agree = false; /* returned as is: keep it as it comes */
+                returned = true; /* returned as is: keep it as it comes */
                 break;
             }
             ir__needed_layout(p, op, c->use_idx[u], &need);
-            if (first)
-                common = need;
-            else
-                agree = ir_layout_equal(&common, &need);
+            common_prefix(first ? &need : &common, &need, rank, &common);
             first = false;
         }
-        if (!agree || first || ir_layout_has_partial(&common) || ir_layout_equal(&common, &p->arg_layout[v]))
+        if (returned || first || ir_layout_equal(&common, &p->arg_layout[v]))
             continue;
         /* only ever add tiling: what the argument has must stay */
         const ir_layout *al = &p->arg_layout[v];
