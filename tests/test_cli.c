@@ -203,6 +203,9 @@ START_TEST(check_passes_and_fails)
     ck_assert_ptr_nonnull(strstr(r.out, "on 4 devices, seed 0"));
     ck_assert_ptr_nonnull(strstr(r.out, "grads['block_1']['mlp']['w_up']"));
     ck_assert_ptr_nonnull(strstr(r.out, "equivalent: all "));
+    /* each tolerance says what it follows: here an f32 computation */
+    ck_assert_ptr_nonnull(strstr(r.out, "tol follows"));
+    ck_assert_ptr_nonnull(strstr(r.out, "0.0001    f32 "));
     cli_run_free(&r);
 
     /* no float sum is exact once reordered: a tolerance of 1e-30 fails */
@@ -217,6 +220,7 @@ START_TEST(check_passes_and_fails)
     ck_assert_int_gt(json_array_size(res), 40);
     json_t *first = json_array_get(res, 0);
     ck_assert(json_is_number(json_object_get(json_object_get(first, "spmd"), "max_abs")));
+    ck_assert_str_eq(json_string_value(json_object_get(first, "tol_follows")), "--tol");
     json_decref(j);
     cli_run_free(&r);
 

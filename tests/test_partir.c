@@ -4,7 +4,9 @@
  * conflict of section 5.2.3, the transpose of section 8 resolved by
  * atomic, the talk's MLP (nested sum); plus schedules, their errors, the
  * importer, and the T32 collective counts of the paper's Table 2.  Every
- * worked example also passes the equivalence check (ir_check).
+ * worked example also passes the equivalence check (ir_check).  A property
+ * test holds tile and propagate to commuting: a dim tiled along several
+ * axes before one propagate gives what a propagate after each tiling gives.
  */
 #include "testlib.h"
 
@@ -64,6 +66,8 @@ static void run_free(run *r)
     ir_pctx_free(r->ctx);
     ir_module_free(r->m);
 }
+
+static char *state_text(const ir_partition *p);
 
 /* The SPMD text of a run (ap_free it). */
 static char *spmd(run *r) { return tl_print(r->lw.module); }
@@ -302,6 +306,110 @@ START_TEST(schedule_errors)
 }
 END_TEST
 
+/* Actions never undo earlier decisions: atomic after a tiling along the
+ * same axis used to drop the tiling silently (P(None,)), after which
+ * `tile %arg0 0 q` was accepted though 4 cannot be split 2 x 4 ways; and
+ * atomic on a pending sum contradicted the users taking its summands. */
+START_TEST(atomic_never_undoes_tiling)
+{
+    const char *neg = "func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+                      "  %0 = stablehlo.negate %arg0 : tensor<4xf32>\n"
+                      "  return %0 : tensor<4xf32>\n"
+                      "}\n";
+    const char *dot = "func.func public @main(%arg0: tensor<4x4xf32>, %arg1: tensor<4x4xf32>) -> tensor<4x4xf32> {\n"
+                      "  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : (tensor<4x4xf32>, "
+                      "tensor<4x4xf32>) -> tensor<4x4xf32>\n"
+                      "  %1 = stablehlo.negate %0 : tensor<4x4xf32>\n"
+                      "  return %1 : tensor<4x4xf32>\n"
+                      "}\n";
+    struct {
+        const char *src, *mesh, *schedule, *msg;
+    } cases[] = {
+        {neg, "p=2,q=4", "tile %arg0 0 p; atomic %arg0 p",
+         "schedule:1:24: error: atomic %arg0: it is already tiled along axis 'p' (dim 0); an action cannot undo that"},
+        {neg, "p=2,q=4", "tile %arg0 0 p; propagate; atomic %0 p",
+         "schedule:1:35: error: atomic %0: it is already tiled along axis 'p' (dim 0); an action cannot undo that"},
+        {dot, "a=2", "tile %arg0 1 a; propagate; atomic %0 a",
+         "schedule:1:35: error: atomic %0: it is a pending sum along axis 'a'; an action cannot undo that"},
+        {neg, "p=2,q=4", "atomic %arg0 p; tile %arg0 0 p",
+         "schedule:1:28: error: tile %arg0: it is atomic along axis 'p'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        run r;
+        ck_assert_msg(!apply(&r, cases[i].src, cases[i].mesh, cases[i].schedule), "no error for %s", cases[i].schedule);
+        ck_assert_str_eq(r.err, cases[i].msg);
+        run_free(&r);
+    }
+    /* atomic along one axis, then tiling along another, is fine */
+    run r;
+    ck_assert_msg(apply(&r, neg, "p=2,q=4", "atomic %arg0 p; tile %arg0 0 q; atomic %arg0 p; propagate"), "%s", r.err);
+    ir_layout l;
+    ir_partition_value_layout(r.p, ir_func_arg(ir_module_entry(r.m), 0), &l);
+    ck_assert_int_eq(l.dim[0], IR_AX_NONE);
+    ck_assert_int_eq(l.dim[1], 0);
+    run_free(&r);
+}
+END_TEST
+
+/* Values are named as `autopart parse` prints them, counting the ops
+ * inside regions and with %N#k for one of several results: schedule errors
+ * name the value the schedule named (`tile %5` was reported as `tile %3`),
+ * and the schedule of a state applies again to the same state. */
+START_TEST(values_named_as_printed)
+{
+    const char *src = "func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<i32>) -> tensor<4xf32> {\n"
+                      "  %0 = stablehlo.negate %arg0 : tensor<4xf32>\n"
+                      "  %1:2 = \"stablehlo.case\"(%arg1) ({\n"
+                      "    %2 = stablehlo.tanh %0 : tensor<4xf32>\n"
+                      "    %3 = stablehlo.exponential %2 : tensor<4xf32>\n"
+                      "    stablehlo.return %2, %3 : tensor<4xf32>, tensor<4xf32>\n"
+                      "  }, {\n"
+                      "    stablehlo.return %arg0, %0 : tensor<4xf32>, tensor<4xf32>\n"
+                      "  }) : (tensor<i32>) -> (tensor<4xf32>, tensor<4xf32>)\n"
+                      "  %4 = stablehlo.add %1#0, %1#1 : tensor<4xf32>\n"
+                      "  %5 = stablehlo.negate %4 : tensor<4xf32>\n"
+                      "  return %5 : tensor<4xf32>\n"
+                      "}\n";
+    struct {
+        const char *schedule, *msg;
+    } cases[] = {
+        {"tile %5 3 a", "schedule:1:9: error: tile %5: dim 3 is out of range for a rank-1 tensor"},
+        {"tile %1#1 3 a", "schedule:1:11: error: tile %1#1: dim 3 is out of range for a rank-1 tensor"},
+        {"tile %4 0 a; tile %4 0 a", "schedule:1:22: error: tile %4: axis 'a' already tiles dim 0"},
+        {"tile %0 0 a; propagate; atomic %0 a",
+         "schedule:1:32: error: atomic %0: it is already tiled along axis 'a' (dim 0); an action cannot undo that"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        run r;
+        ck_assert_msg(!apply_ex(&r, src, "a=2,b=2", cases[i].schedule, false), "no error for %s", cases[i].schedule);
+        ck_assert_str_eq(r.err, cases[i].msg);
+        run_free(&r);
+    }
+    /* every top-level value tiled, then the state's schedule applied again */
+    run r;
+    ck_assert_msg(apply_ex(&r, src, "a=2,b=2", "", false), "%s", r.err);
+    ap_error err;
+    for (uint32_t i = 0; i < ir_pctx_num_ops(r.ctx); i++) {
+        const ir_op *op = ir_pctx_op(r.ctx, i);
+        for (uint32_t j = 0; j < op->n_results; j++)
+            ck_assert_msg(ir_tile(r.p, &op->results[j], 0, (int)(j % 2), &err) == 0, "%s", err.msg);
+    }
+    ap_buf b;
+    ap_buf_init(&b);
+    ir_partition_schedule(r.p, &b);
+    ck_assert_str_eq(b.data, "tile %0 0 a\ntile %1#0 0 a\ntile %1#1 0 b\ntile %4 0 a\ntile %5 0 a\n");
+    run again;
+    ck_assert_msg(apply_ex(&again, src, "a=2,b=2", b.data, false), "%s", again.err);
+    char *s1 = state_text(r.p), *s2 = state_text(again.p);
+    ck_assert_str_eq(s1, s2);
+    ap_free(s1);
+    ap_free(s2);
+    ap_buf_free(&b);
+    run_free(&again);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(globs_first_divisible_and_schedule_text)
 {
     run r;
@@ -336,6 +444,326 @@ START_TEST(import_existing_shardings)
     ck_assert_int_eq(ir_schedule_import(m, ir_module_entry(m), &mesh, &b, &err), 2);
     ck_assert_str_eq(b.data, "tile %arg0 0 x\ntile %arg1 1 x\npropagate\n");
     ap_buf_free(&b);
+    ir_module_free(m);
+}
+END_TEST
+
+/* ----------------------------------------- deep tiling in one step (issue 15) */
+
+/* A canonical text of a partition state: every argument's layout, every
+ * value's layout as its users see it, and every op's loops as a set (the
+ * order of loops over different dims is not observable: the layouts, the
+ * needs and the lowering do not depend on it). */
+static char *state_text(const ir_partition *p)
+{
+    const ir_pctx *c = ir_partition_ctx(p);
+    const ir_mesh *mesh = ir_pctx_mesh(c);
+    const ir_op *f = ir_pctx_func(c);
+    ap_buf b;
+    ap_buf_init(&b);
+    ir_layout l;
+    for (uint32_t a = 0; a < ir_func_num_args(f); a++) {
+        const ir_value *v = ir_func_arg(f, a);
+        ir_partition_value_layout(p, v, &l);
+        ap_buf_printf(&b, "%%arg%u ", a);
+        ir_layout_format(&l, mesh, v->type->kind == IR_T_TENSOR ? v->type->rank : 0, &b);
+        ap_buf_putc(&b, '\n');
+    }
+    for (uint32_t i = 0; i < ir_pctx_num_ops(c); i++) {
+        const ir_op *op = ir_pctx_op(c, i);
+        int axes[IR_MAX_AXES], dims[IR_MAX_AXES];
+        char kinds[IR_MAX_AXES];
+        int n = ir_partition_op_nest(p, i, axes, kinds, dims);
+        ap_buf_printf(&b, "op %u:", i);
+        for (int a = 0; a < mesh->n_axes; a++)
+            for (int k = 0; k < n; k++)
+                if (axes[k] == a)
+                    ap_buf_printf(&b, " %s:%c%d", mesh->names[a], kinds[k], dims[k]);
+        for (uint32_t j = 0; j < op->n_results; j++) {
+            ir_partition_value_layout(p, &op->results[j], &l);
+            ap_buf_putc(&b, ' ');
+            ir_layout_format(&l, mesh, op->results[j].type->kind == IR_T_TENSOR ? op->results[j].type->rank : 0, &b);
+        }
+        ap_buf_putc(&b, '\n');
+    }
+    ck_assert(!b.oom);
+    return ap_buf_take(&b, NULL);
+}
+
+/* The text of the lowering of a state, and its collectives. */
+static char *lowered_text(const ir_partition *p, uint64_t *n_coll)
+{
+    ir_lowered lw;
+    ap_error err;
+    ck_assert_msg(ir_lower(p, &lw, &err) == 0, "%s", err.msg);
+    *n_coll = 0;
+    for (int k = 0; k < IR_COLL__COUNT; k++)
+        *n_coll += lw.count[k];
+    char *t = tl_print(lw.module);
+    ir_lowered_free(&lw);
+    return t;
+}
+
+/* The paper's matmul chain on {a:2, b:2}: tiling x's batch along a then b
+ * with a propagate between, or both before one propagate, is the same
+ * decision, so it must give the same state and the same program: both
+ * matmuls in a x b loops, no collective (it used to be one all_gather of x
+ * and no loop at all).  The other order of the axes gives x [{b, a}]. */
+START_TEST(deep_tiling_in_one_step)
+{
+    static const char *const chain_args =
+        "func.func @main(%arg0: tensor<256x8xf32>, %arg1: tensor<8x16xf32>, %arg2: tensor<16x8xf32>) -> tensor<256x8xf32> {\n"
+        "  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : (tensor<256x8xf32>, tensor<8x16xf32>) -> tensor<256x16xf32>\n"
+        "  %1 = stablehlo.dot_general %0, %arg2, contracting_dims = [1] x [0] : (tensor<256x16xf32>, tensor<16x8xf32>) -> tensor<256x8xf32>\n"
+        "  return %1 : tensor<256x8xf32>\n"
+        "}\n";
+    const char *schedules[] = {"tile %arg0 0 a; propagate; tile %arg0 0 b; propagate",
+                               "tile %arg0 0 a; tile %arg0 0 b; propagate",
+                               "tile %arg0 0 b; propagate; tile %arg0 0 a; propagate",
+                               "tile %arg0 0 b; tile %arg0 0 a; propagate"};
+    char *state[4], *text[4];
+    for (int k = 0; k < 4; k++) {
+        run r;
+        ck_assert_msg(apply(&r, chain_args, "a=2,b=2", schedules[k]), "%s", r.err);
+        assert_counts(&r, 0, 0, 0, 0, 0);
+        int axes[8], dims[8];
+        char kinds[8];
+        for (uint32_t op = 0; op < 2; op++) {
+            ck_assert_int_eq(ir_partition_op_nest(r.p, op, axes, kinds, dims), 2);
+            ck_assert_int_eq(axes[0], k < 2 ? 0 : 1);
+            ck_assert_int_eq(axes[1], k < 2 ? 1 : 0);
+            ck_assert(kinds[0] == 't' && kinds[1] == 't' && dims[0] == 0 && dims[1] == 0);
+        }
+        assert_dims(ir_func_arg(ir_module_entry(r.lw.module), 0)->type, 64, 8);
+        state[k] = state_text(r.p);
+        text[k] = spmd(&r);
+        run_free(&r);
+    }
+    for (int k = 0; k < 4; k += 2) {
+        ck_assert_str_eq(state[k], state[k + 1]);
+        ck_assert_str_eq(text[k], text[k + 1]);
+    }
+    ck_assert_ptr_nonnull(strstr(state[0], "%arg0 [{a,b}, {}]"));
+    ck_assert_ptr_nonnull(strstr(state[2], "%arg0 [{b,a}, {}]"));
+    for (int k = 0; k < 4; k++) {
+        ap_free(state[k]);
+        ap_free(text[k]);
+    }
+}
+END_TEST
+
+/* An argument arrives in the tiling all its users' slicing starts with
+ * (here the MLP's first weight, used by the forward matmul and by its Adam
+ * update): with a propagate after each tiling of the update, the users all
+ * needed [{}, {a}] at first and the weight came in shards; with one
+ * propagate at the end their needs differed further on and it came whole.
+ * Found by tile_and_propagate_commute with 3000 schedules per model. */
+START_TEST(args_shard_by_common_slicing)
+{
+    char *text = tl_generate_text("mlp", "tiny", "batch=8 hidden=8");
+    const char *schedules[] = {"tile %76 1 a; propagate; tile %76 0 c; propagate; tile %76 1 b; propagate",
+                               "tile %76 1 a; tile %76 0 c; tile %76 1 b; propagate"};
+    char *state[2], *lowered[2];
+    for (int k = 0; k < 2; k++) {
+        run r;
+        ck_assert_msg(apply_ex(&r, text, "a=2,b=2,c=2", schedules[k], false), "%s", r.err);
+        ir_layout l;
+        ir_partition_value_layout(r.p, ir_func_arg(ir_module_entry(r.m), 0), &l);
+        ck_assert_int_eq(l.dim[0], 1); /* params['layer_0']['w'] [{}, {a}] */
+        state[k] = state_text(r.p);
+        lowered[k] = spmd(&r);
+        run_free(&r);
+    }
+    ck_assert_str_eq(state[0], state[1]);
+    ck_assert_str_eq(lowered[0], lowered[1]);
+    for (int k = 0; k < 2; k++) {
+        ap_free(state[k]);
+        ap_free(lowered[k]);
+    }
+    ap_free(text);
+}
+END_TEST
+
+/* xorshift64*: the same sequences on every platform. */
+static uint64_t rng_next(uint64_t *x)
+{
+    *x ^= *x >> 12;
+    *x ^= *x << 25;
+    *x ^= *x >> 27;
+    return *x * 2685821657736338717ull;
+}
+
+static uint32_t rng_below(uint64_t *x, uint32_t n) { return (uint32_t)(rng_next(x) % n); }
+
+/* Values a tile action may name: arguments and top-level results that are
+ * static tensors of rank >= 1. */
+static uint32_t tileable_values(const ir_pctx *c, const ir_value **out, uint32_t cap)
+{
+    const ir_op *f = ir_pctx_func(c);
+    uint32_t n = 0;
+    for (uint32_t a = 0; a < ir_func_num_args(f) && n < cap; a++)
+        out[n++] = ir_func_arg(f, a);
+    for (uint32_t i = 0; i < ir_pctx_num_ops(c) && n < cap; i++)
+        for (uint32_t j = 0; j < ir_pctx_op(c, i)->n_results && n < cap; j++)
+            out[n++] = &ir_pctx_op(c, i)->results[j];
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const ir_type *t = out[i]->type;
+        bool ok = t->kind == IR_T_TENSOR && t->rank >= 1;
+        for (int d = 0; ok && d < t->rank; d++)
+            ok = t->dims[d] > 0;
+        if (ok)
+            out[k++] = out[i];
+    }
+    return k;
+}
+
+static bool layouts_equal_on(const ir_partition *a, const ir_partition *b, const ir_value *v)
+{
+    ir_layout la, lb;
+    ir_partition_value_layout(a, v, &la);
+    ir_partition_value_layout(b, v, &lb);
+    return ir_layout_equal(&la, &lb);
+}
+
+/* The zoo's tiny models, with a few sizes raised to powers of two so that
+ * more of their dims divide over three axes. */
+static const struct {
+    const char *model, *extra;
+} commute_models[] = {
+    {"transformer", "batch=4"},   {"mlp", "batch=8 hidden=8"},        {"gns", "nodes=8 latent=8 hidden=8"},
+    {"unet", "batch=4 channels=4"}, {"transformer_infer", "batch=4"},
+};
+
+/* Random schedules of tile actions on the zoo's tiny models, applied twice:
+ * (A) with a propagate after a random subset of the actions, (B) with one
+ * propagate at the end.  The final states (and lowerings) must be equal
+ * whenever the actions commute with the propagates in between, which is
+ * when:
+ *  1. every action is accepted in both runs (a propagate can make a later
+ *     tile invalid, e.g. by tiling that value along the axis already);
+ *  2. no two actions tile different values along one axis: where their
+ *     propagations meet, the one propagated first wins ("the op already has
+ *     a loop over a", the priority of earlier tactics), and meeting in one
+ *     propagate is a conflict instead;
+ *  3. no action tiles a value whose layout an earlier propagate of (A) had
+ *     already changed: the axes a dim is tiled by are ordered by when they
+ *     came (major first), so tiling it before or after the propagation
+ *     gives another, equally valid order.
+ * Tilings of one value along several axes of one dim, of several dims, and
+ * of several values along distinct axes all commute; the propagate takes
+ * the axes in the order the actions named them, as separate propagates
+ * would.  Every schedule's two runs are compared when 1-3 hold, and the
+ * test requires that enough of them do. */
+START_TEST(tile_and_propagate_commute)
+{
+    ir_module *m = tl_generate(commute_models[_i].model, "tiny", commute_models[_i].extra);
+    ir_op *f = ir_module_entry(m);
+    ir_mesh mesh;
+    ap_error err;
+    ir_pctx *c;
+    ck_assert_int_eq(ir_mesh_parse("a=2,b=2,c=2", &mesh, &err), 0);
+    ck_assert_int_eq(ir_inline_calls(m, f, &err), 0);
+    ck_assert_int_eq(ir_pctx_new(m, f, &mesh, &c, &err), 0);
+    const ir_value **vals = malloc(sizeof *vals * 8192);
+    uint32_t n_vals = tileable_values(c, vals, 8192);
+    ck_assert_uint_gt(n_vals, 0);
+    int compared = 0, deep = 0, n_seq = tl_sequences(60);
+    for (int seq = 0; seq < n_seq; seq++) {
+        uint64_t rng = 0x9E3779B97F4A7C15ull * (uint64_t)(_i * 1000 + seq + 1);
+        ir_partition *pa, *pb;
+        ck_assert_int_eq(ir_partition_new(c, &pa, &err), 0);
+        ck_assert_int_eq(ir_partition_new(c, &pb, &err), 0);
+        struct {
+            const ir_value *v;
+            int dim, axis, props_before;
+        } act[5];
+        int props = 0;
+        int n_act = 2 + (int)rng_below(&rng, 4), done = 0;
+        /* half the sequences tile one value deeply, the others any value */
+        bool one_value = rng_below(&rng, 2) == 0;
+        const ir_value *v0 = vals[rng_below(&rng, n_vals)];
+        bool commute = true, propagated = false;
+        for (int tries = 0; done < n_act && tries < 400 && commute; tries++) {
+            const ir_value *v = one_value && tries < 200 ? v0 : vals[rng_below(&rng, n_vals)];
+            int dim = (int)rng_below(&rng, (uint32_t)v->type->rank), axis = (int)rng_below(&rng, (uint32_t)mesh.n_axes);
+            /* draw actions that (B), with the actions alone, accepts */
+            ir_partition *probe;
+            ck_assert_int_eq(ir_partition_clone(pb, &probe, &err), 0);
+            bool valid = ir_tile(probe, v, dim, axis, NULL) == 0;
+            ir_partition_free(probe);
+            if (!valid)
+                continue;
+            /* 2: one value per axis */
+            for (int q = 0; q < done; q++)
+                if (act[q].axis == axis && act[q].v != v)
+                    commute = false;
+            /* 3: the propagates so far did not change this value */
+            if (propagated && !layouts_equal_on(pa, pb, v))
+                commute = false;
+            /* 1: accepted in both */
+            ck_assert_int_eq(ir_tile(pb, v, dim, axis, &err), 0);
+            if (ir_tile(pa, v, dim, axis, NULL) < 0)
+                commute = false;
+            act[done].v = v;
+            act[done].dim = dim;
+            act[done].axis = axis;
+            act[done].props_before = props;
+            done++;
+            if (done < n_act && rng_below(&rng, 2)) {
+                ck_assert_int_eq(ir_propagate(pa, &err), 0);
+                propagated = true;
+                props++;
+            }
+        }
+        n_act = done;
+        if (commute) {
+            ck_assert_int_eq(ir_propagate(pa, &err), 0);
+            ck_assert_int_eq(ir_propagate(pb, &err), 0);
+            ap_buf sched;
+            ap_buf_init(&sched);
+            ir_partition_schedule(pa, &sched);
+            char *sa = state_text(pa), *sb = state_text(pb);
+            if (strcmp(sa, sb) != 0) {
+                const char *x = sa, *y = sb; /* the first line that differs */
+                while (*x && *x == *y) {
+                    bool nl = *x == '\n';
+                    x++, y++;
+                    if (nl)
+                        sa = (char *)x, sb = (char *)y;
+                }
+                ck_abort_msg("%s: states differ after\n%s\nfirst difference: %.200s\nwith one propagate: %.200s",
+                             commute_models[_i].model, sched.data, strtok(sa, "\n"), strtok(sb, "\n"));
+            }
+            uint64_t ca, cb;
+            char *ta = lowered_text(pa, &ca), *tb = lowered_text(pb, &cb);
+            ck_assert_msg(strcmp(ta, tb) == 0, "%s: lowerings differ after\n%s", commute_models[_i].model, sched.data);
+            ck_assert_uint_eq(ca, cb);
+            compared++;
+            bool deep_across = false; /* one dim tiled along two axes, a propagate between */
+            for (int k = 0; k < n_act; k++)
+                for (int q = 0; q < k; q++)
+                    deep_across |= act[q].v == act[k].v && act[q].dim == act[k].dim &&
+                                   act[q].props_before < act[k].props_before;
+            deep += deep_across;
+            ap_free(sa);
+            ap_free(sb);
+            ap_free(ta);
+            ap_free(tb);
+            ap_buf_free(&sched);
+        }
+        ir_partition_free(pa);
+        ir_partition_free(pb);
+    }
+    /* enough schedules were compared, some with a value tiled deeply
+     * across a propagate (what issue 15 was about) */
+    if (getenv("AP_TEST_SEQUENCES")) /* long local runs say what they covered */
+        fprintf(stderr, "%s: %d of %d schedules compared, %d tiling a dim deeply across a propagate\n",
+                commute_models[_i].model, compared, n_seq, deep);
+    ck_assert_int_ge(compared, n_seq / 4);
+    ck_assert_int_ge(deep, n_seq / 30);
+    free(vals);
+    ir_pctx_free(c);
     ir_module_free(m);
 }
 END_TEST
@@ -387,8 +815,13 @@ int main(void)
     tcase_add_test(tc, talk_mlp_nested_sum);
     tcase_add_test(tc, sums_flow_through_linear_ops);
     tcase_add_test(tc, schedule_errors);
+    tcase_add_test(tc, atomic_never_undoes_tiling);
+    tcase_add_test(tc, values_named_as_printed);
     tcase_add_test(tc, globs_first_divisible_and_schedule_text);
     tcase_add_test(tc, import_existing_shardings);
+    tcase_add_test(tc, deep_tiling_in_one_step);
+    tcase_add_test(tc, args_shard_by_common_slicing);
+    tcase_add_loop_test(tc, tile_and_propagate_commute, 0, (int)(sizeof commute_models / sizeof commute_models[0]));
     tcase_add_unchecked_fixture(tc, t32_setup, t32_teardown);
     tcase_add_test(tc, table2_t32);
     suite_add_tcase(s, tc);

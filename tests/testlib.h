@@ -162,6 +162,26 @@ static inline void tl_list_free(char **v, int n)
     free(v);
 }
 
+/* How many random cases a property test runs: `fallback`, or
+ * AP_TEST_SEQUENCES from the environment, for long local runs that look for
+ * counterexamples with many more seeds. */
+static inline int tl_sequences(int fallback)
+{
+    const char *s = getenv("AP_TEST_SEQUENCES");
+    int n = s ? atoi(s) : 0;
+    return n > 0 ? n : fallback;
+}
+
+/* The first random case a property test runs: 0, or AP_TEST_FIRST from the
+ * environment, to run again the case a long run reported (with
+ * AP_TEST_SEQUENCES=1). */
+static inline int tl_first_sequence(void)
+{
+    const char *s = getenv("AP_TEST_FIRST");
+    int n = s ? atoi(s) : 0;
+    return n > 0 ? n : 0;
+}
+
 /* Runs the suite built by make_suite in fork mode; the exit status is the
  * number of failures (capped), as ctest expects. */
 static inline int tl_run(Suite *s)

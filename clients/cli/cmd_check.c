@@ -28,16 +28,20 @@ static void check_usage(FILE *f)
             "result, the largest absolute and relative difference of each partitioned run\n"
             "from the original; exits 1 if any exceeds the tolerance.\n"
             "\n"
-            "The error held to the tolerance is max|x - ref| / max(1, max|ref|).  Default\n"
-            "tolerances: f64 1e-9, f32 1e-4, f16 1e-2, bf16 5e-2, 8-bit floats 0.25,\n"
-            "integers and booleans exact.  Float inputs are uniform in [-1, 1) (redrawn in\n"
+            "The error held to the tolerance is max|x - ref| / max(1, max|ref|).  The\n"
+            "tolerance follows the lowest precision a result's computation went through\n"
+            "(the report says which): f64 1e-9, f32 1e-4, f16 1e-2, bf16 5e-2, 8-bit floats\n"
+            "0.25; u * sqrt(n) for a sum of n terms rounded one at a time in a type of\n"
+            "unit roundoff u, when larger; and, for an ill-conditioned result, 4 times how\n"
+            "far it moves when its inputs move by one ulp (at most 0.1).  Integers and\n"
+            "booleans are exact.  Float inputs are uniform in [-1, 1) (redrawn in\n"
             "[0.01, 1) if that makes the original overflow), integers in [0, 8).\n"
             "\n"
             "  --mesh AXES        e.g. batch=4,model=2 (default: the module's sdy.mesh)\n"
             "  --schedule S       PartIR actions, as for `autopart apply`; @FILE reads a file\n"
             "  --import           start from the sharding annotations the arguments carry\n"
             "  --seed N           seed of the random inputs (default 0)\n"
-            "  --tol X            tolerance for every result (default: per element type)\n"
+            "  --tol X            tolerance for every result (default: by precision)\n"
             "  --max-arg-bytes N  refuse modules whose arguments take more (K, M, G suffixes;\n"
             "                     default 1G): every value is held several times over\n"
             "  --json             the report as JSON\n"
@@ -56,8 +60,9 @@ static int print_json(const ir_check_report *r)
     json_t *o = json_object(), *results = json_array(), *runs = json_object();
     for (uint32_t j = 0; j < r->n_results; j++) {
         const ir_check_result *x = &r->results[j];
-        json_array_append_new(results, json_pack("{s:s, s:s, s:f, s:b, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}}", "name",
-                                                 x->name, "type", x->type, "tol", x->tol, "ok", x->ok, "loops",
+        json_array_append_new(results, json_pack("{s:s, s:s, s:f, s:s, s:b, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}}",
+                                                 "name", x->name, "type", x->type, "tol", x->tol, "tol_follows",
+                                                 x->tol_basis, "ok", x->ok, "loops",
                                                  "max_abs", x->max_abs[0], "max_rel", x->max_rel[0], "error", x->error[0],
                                                  "spmd", "max_abs", x->max_abs[1], "max_rel", x->max_rel[1], "error",
                                                  x->error[1]));
@@ -88,18 +93,21 @@ static void print_text(const ir_check_report *r, const char *path, uint64_t seed
         printf("  %-14s %8.3f s  %10" PRIu64 " ops evaluated\n", run_names[k], r->seconds[k], r->ops[k]);
     if (r->note[0])
         printf("note: %s\n", r->note);
-    int wn = 6, wt = 4;
+    int wn = 6, wt = 4, wf = 11;
     for (uint32_t j = 0; j < r->n_results; j++) {
-        int n = (int)strlen(r->results[j].name), t = (int)strlen(r->results[j].type);
+        int n = (int)strlen(r->results[j].name), t = (int)strlen(r->results[j].type),
+            f = (int)strlen(r->results[j].tol_basis);
         wn = n > wn ? n : wn;
         wt = t > wt ? t : wt;
+        wf = f > wf ? f : wf;
     }
-    printf("\n%-*s  %-*s  %-8s  %-10s %-10s  %-10s %-10s\n", wn, "result", wt, "type", "tol", "loops abs", "rel",
-           "spmd abs", "rel");
+    /* the tolerance follows the lowest precision the result went through */
+    printf("\n%-*s  %-*s  %-8s  %-*s  %-10s %-10s  %-10s %-10s\n", wn, "result", wt, "type", "tol", wf, "tol follows",
+           "loops abs", "rel", "spmd abs", "rel");
     for (uint32_t j = 0; j < r->n_results; j++) {
         const ir_check_result *x = &r->results[j];
-        printf("%-*s  %-*s  %-8.2g  %-10.3g %-10.3g  %-10.3g %-10.3g %s\n", wn, x->name, wt, x->type, x->tol,
-               x->max_abs[0], x->max_rel[0], x->max_abs[1], x->max_rel[1], x->ok ? "ok" : "MISMATCH");
+        printf("%-*s  %-*s  %-8.2g  %-*s  %-10.3g %-10.3g  %-10.3g %-10.3g %s\n", wn, x->name, wt, x->type, x->tol, wf,
+               x->tol_basis, x->max_abs[0], x->max_rel[0], x->max_abs[1], x->max_rel[1], x->ok ? "ok" : "MISMATCH");
     }
     uint32_t bad = 0;
     for (uint32_t j = 0; j < r->n_results; j++)

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "interp.h"
+#include "ir_int.h"
 #include "partir.h"
 
 double ir_check_default_tol(ir_elem e)
@@ -22,6 +23,26 @@ double ir_check_default_tol(ir_elem e)
     case IR_E_BF16: return 5e-2;
     default: return ir_elem_is_float(e) ? 0.25 : 0;
     }
+}
+
+/* Unit roundoff: half the gap between 1 and the next float of the type. */
+static double unit_roundoff(ir_elem e)
+{
+    int mantissa;
+    switch (e) {
+    case IR_E_F64: case IR_E_C128: mantissa = 52; break;
+    case IR_E_F32: case IR_E_C64: mantissa = 23; break;
+    case IR_E_TF32: case IR_E_F16: mantissa = 10; break;
+    case IR_E_BF16: mantissa = 7; break;
+    case IR_E_F8E3M4: mantissa = 4; break;
+    case IR_E_F8E4M3FN: case IR_E_F8E4M3FNUZ: case IR_E_F8E4M3B11FNUZ: case IR_E_F8E4M3: case IR_E_F6E2M3FN:
+        mantissa = 3;
+        break;
+    case IR_E_F8E5M2: case IR_E_F8E5M2FNUZ: case IR_E_F6E3M2FN: mantissa = 2; break;
+    case IR_E_F4E2M1FN: mantissa = 1; break;
+    default: mantissa = 0; break;
+    }
+    return ldexp(1.0, -(mantissa + 1));
 }
 
 static double now(void)
@@ -106,6 +127,167 @@ static int compare(const ir_tensor *x, const ir_tensor *ref, double *max_abs, do
 
 /* What is held to the tolerance (see ir.h). */
 static double error_of(double max_abs, double magnitude) { return max_abs / fmax(1.0, magnitude); }
+
+/* ------------------------------------------------- precision of a result */
+
+/* What the tolerance of a result follows: the lowest precision its
+ * computation went through (the element types of the results of every op it
+ * depends on, inside regions too), and the longest reduction that rounds at
+ * every step in that precision (reduce and reduce_window with add or
+ * multiply: the interpreter, like plain arithmetic, rounds each partial
+ * result, and partitioning reorders the terms).  A candidate per op:
+ * max(tolerance of its type, u * sqrt(terms)), u the unit roundoff, the
+ * size of a random walk of `terms` roundings.  The largest wins. */
+typedef struct basis {
+    double tol;
+    ir_elem elem;
+    int64_t terms; /* > 1 when a long reduction set tol */
+} basis;
+
+/* The lowest-precision float element type among t's arrays. */
+static ir_elem lowest_float(const ir_type *t)
+{
+    if (!t)
+        return IR_E_NONE;
+    if (t->kind == IR_T_TENSOR || t->kind == IR_T_SCALAR) {
+        ir_elem e = (ir_elem)t->elem;
+        return ir_elem_is_float(e) || ir_elem_is_complex(e) ? e : IR_E_NONE;
+    }
+    ir_elem worst = IR_E_NONE;
+    for (int i = 0; t->kind == IR_T_TUPLE && i < t->n_elems; i++) {
+        ir_elem e = lowest_float(t->elems[i]);
+        if (e != IR_E_NONE && (worst == IR_E_NONE || ir_check_default_tol(e) > ir_check_default_tol(worst)))
+            worst = e;
+    }
+    return worst;
+}
+
+/* Terms each element of a reduce / reduce_window with add or multiply
+ * combines one rounding at a time; 1 for every other op. */
+static int64_t rounded_terms(const ir_op *op)
+{
+    if ((op->opcode != IR_OP_REDUCE && op->opcode != IR_OP_REDUCE_WINDOW) || op->n_regions != 1 || !op->n_operands)
+        return 1;
+    ir_opcode r = ir_region_reduction(&op->regions[0]);
+    if (r != IR_OP_ADD && r != IR_OP_MULTIPLY)
+        return 1;
+    const ir_type *in = op->operands[0]->type;
+    int64_t dims[IR_MAX_RANK], n = 1;
+    if (!in || in->kind != IR_T_TENSOR || in->rank < 0)
+        return 1;
+    if (op->opcode == IR_OP_REDUCE) {
+        int k = ir_attr_int_list(ir_op_attr(op, "dimensions"), dims, IR_MAX_RANK);
+        for (int i = 0; i < k; i++)
+            if (dims[i] >= 0 && dims[i] < in->rank && in->dims[dims[i]] > 0)
+                n *= in->dims[dims[i]];
+    } else {
+        int k = ir_attr_int_list(ir_op_attr(op, "window_dimensions"), dims, IR_MAX_RANK);
+        for (int i = 0; i < k; i++)
+            if (dims[i] > 0)
+                n *= dims[i];
+    }
+    return n;
+}
+
+static void consider(basis *b, const ir_op *op)
+{
+    for (uint32_t j = 0; j < op->n_results; j++) {
+        ir_elem e = lowest_float(op->results[j].type);
+        if (e == IR_E_NONE)
+            continue;
+        int64_t terms = rounded_terms(op);
+        double tol = ir_check_default_tol(e), walk = unit_roundoff(e) * sqrt((double)terms);
+        if (walk > tol)
+            tol = walk;
+        else
+            terms = 1;
+        if (tol > b->tol || (tol == b->tol && terms > b->terms)) {
+            b->tol = tol;
+            b->elem = e;
+            b->terms = terms;
+        }
+    }
+}
+
+/* Pushes the producers of op's operands, and of the operands of every op
+ * inside its regions (values it captures), that are not seen yet. */
+static bool push_producers(const ir_op *op, ir_ptrmap *seen, const ir_op ***stack, size_t *n, size_t *cap, basis *b)
+{
+    for (uint32_t i = 0; i < op->n_operands; i++) {
+        const ir_op *d = op->operands[i] ? op->operands[i]->def : NULL;
+        uint32_t x;
+        if (!d || ir__map_get(seen, d, &x))
+            continue;
+        if (!ir__map_put(seen, d, 1))
+            return false;
+        if (*n == *cap) {
+            size_t c = *cap ? *cap * 2 : 64;
+            const ir_op **v = ap_realloc((void *)*stack, sizeof *v * c);
+            if (!v)
+                return false;
+            *stack = v;
+            *cap = c;
+        }
+        (*stack)[(*n)++] = d;
+    }
+    for (uint32_t r = 0; r < op->n_regions; r++)
+        for (const ir_block *blk = op->regions[r].first; blk; blk = blk->next)
+            for (const ir_op *o = blk->first; o; o = o->next) {
+                consider(b, o);
+                if (!push_producers(o, seen, stack, n, cap, b))
+                    return false;
+            }
+    return true;
+}
+
+/* The basis of the tolerance of result j of f; false when out of memory. */
+static bool result_basis(const ir_op *f, uint32_t j, basis *out)
+{
+    const ir_block *body = ir_func_entry(f);
+    const ir_op *ret = body ? body->last : NULL;
+    ir_elem e = elem_of(result_type(f, j));
+    out->elem = e;
+    out->tol = ir_check_default_tol(e);
+    out->terms = 1;
+    if (!(ir_elem_is_float(e) || ir_elem_is_complex(e)) || !ret || j >= ret->n_operands)
+        return true; /* integers and booleans are exact */
+    ir_ptrmap seen = {0};
+    const ir_op **stack = NULL;
+    size_t n = 0, cap = 0;
+    /* a one-operand view of the return: the cone of operand j */
+    const ir_op *root = ret->operands[j]->def;
+    bool ok = true;
+    if (root) {
+        ok = ir__map_put(&seen, root, 1);
+        if (ok) {
+            stack = ap_malloc(sizeof *stack * 64);
+            ok = stack != NULL;
+            cap = 64;
+            if (ok)
+                stack[n++] = root;
+        }
+    }
+    while (ok && n) {
+        const ir_op *op = stack[--n];
+        consider(out, op);
+        ok = push_producers(op, &seen, &stack, &n, &cap, out);
+    }
+    ap_free((void *)stack);
+    ir__map_free(&seen);
+    return ok;
+}
+
+/* "bf16", "f16, a 1048576-term sum" */
+static void basis_text(const basis *b, char *buf, size_t size)
+{
+    if (b->terms > 1)
+        snprintf(buf, size, "%s, a %lld-term sum", ir_elem_name(b->elem), (long long)b->terms);
+    else if (b->elem != IR_E_NONE)
+        snprintf(buf, size, "%s", ir_elem_name(b->elem));
+    else
+        snprintf(buf, size, "exact");
+}
+
 
 /* The program's own assertions (`custom_call @check.expect_close(%x,
  * %expected)`, as in the StableHLO test suite) must hold in every run:
@@ -195,6 +377,66 @@ static bool all_finite(ir_tensor **v, uint32_t n)
     return true;
 }
 
+/* How far each result of the unpartitioned run moves, measured as the check
+ * measures errors, when every float input moves by a relative 2u of the
+ * lowest-precision float input type (about one ulp: every input type can
+ * hold that move), the signs drawn from the seed: sens[j], per relative
+ * 2u of input moved (divide by *moved_by).  Reordering the arithmetic of
+ * an ill-conditioned result (cancellation in a gradient) moves it about as
+ * much as moving its inputs by one rounding of the precision it is
+ * computed in.  sens[j] stays 0 for a result the moved inputs make
+ * non-finite, and all are 0 without float inputs. */
+static int sensitivity(const ir_module *m, const ir_op *f, ir_tensor *const *args, uint32_t n_args,
+                       ir_tensor *const *ref, uint32_t n_ref, uint64_t seed, const ir_interp_opts *opts, double *sens,
+                       double *moved_by, ap_error *err)
+{
+    ir_tensor **moved = NULL, **res = NULL;
+    uint32_t n_res = 0;
+    int rc = 0;
+    double u = 0;
+    for (uint32_t j = 0; j < n_ref; j++)
+        sens[j] = 0;
+    for (uint32_t i = 0; i < n_args; i++)
+        if (args[i]->kind == IR_TENSOR_ARRAY && ir_elem_is_float((ir_elem)args[i]->elem))
+            u = fmax(u, unit_roundoff((ir_elem)args[i]->elem));
+    *moved_by = 2 * u;
+    if (u == 0)
+        return 0;
+    if (!(moved = ap_calloc(n_args ? n_args : 1, sizeof *moved)))
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < n_args; i++) {
+        if ((rc = ir_tensor_clone(args[i], &moved[i], err)) < 0)
+            goto out;
+        ir_tensor *t = moved[i];
+        if (t->kind != IR_TENSOR_ARRAY || !ir_elem_is_float((ir_elem)t->elem))
+            continue;
+        uint64_t bits = ap_hash_mix(seed ^ 0x5e45ull, i);
+        for (int64_t e = 0; e < t->numel; e++) {
+            if ((e & 63) == 0)
+                bits = ap_hash_mix(bits, (uint64_t)e);
+            double x = ir_tensor_get_f64(t, e);
+            ir_tensor_set_f64(t, e, x * (1 + ((bits >> (e & 63)) & 1 ? 2 * u : -2 * u)));
+        }
+    }
+    ir_interp_opts o = *opts;
+    o.ops_evaluated = NULL;
+    if ((rc = ir_interp_run(m, f, (const ir_tensor *const *)moved, n_args, &res, &n_res, &o, err)) < 0) {
+        rc = in_run(err, "unpartitioned run on moved inputs");
+        goto out;
+    }
+    for (uint32_t j = 0; j < n_ref && j < n_res; j++) {
+        double max_abs = 0, max_rel = 0;
+        if (!ir_tensor_all_finite(res[j]) || compare(res[j], ref[j], &max_abs, &max_rel, err) < 0)
+            continue;
+        double e = error_of(max_abs, magnitude(ref[j]));
+        sens[j] = isfinite(e) ? e : 0;
+    }
+out:
+    ir_tensors_free(res, n_res);
+    ir_tensors_free(moved, n_args);
+    return rc;
+}
+
 int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *r, ap_error *err)
 {
     ir_check_opts o = opts ? *opts : IR_CHECK_OPTS_DEFAULT;
@@ -202,6 +444,7 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
     const ir_op *f = ir_pctx_func(c);
     uint32_t n_args = ir_func_num_args(f), n_ref = 0, n_loops = 0, n_spmd = 0;
     ir_tensor **args = ap_calloc(n_args ? n_args : 1, sizeof *args), **ref = NULL, **loops = NULL, **spmd = NULL;
+    double *sens = NULL; /* per result: see sensitivity() */
     ir_module *tm = NULL;
     ir_lowered low = {0};
     handler_ctx hctx = {.tol = o.tol};
@@ -253,6 +496,16 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
         snprintf(r->note, sizeof r->note, "inputs in [-1, 1) gave non-finite results; floats redrawn in [0.01, 1)");
     }
 
+    /* How ill-conditioned each result is (unless --tol sets them all). */
+    if (!(sens = ap_calloc(n_ref ? n_ref : 1, sizeof *sens))) {
+        rc = ap_error_set(err, AP_ENOMEM, "out of memory");
+        goto out;
+    }
+    double moved_by = 0;
+    if (!(o.tol > 0) &&
+        (rc = sensitivity(ir_pctx_module(c), f, args, n_args, ref, n_ref, o.seed, &io, sens, &moved_by, err)) < 0)
+        goto out;
+
     /* The loop view, as a program of its own. */
     double t0 = now();
     io.ops_evaluated = &r->ops[IR_CHECK_LOOPS];
@@ -303,7 +556,27 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
         ir_type_print(&tb, result_type(f, j));
         snprintf(res->type, sizeof res->type, "%.*s", (int)tb.len, tb.data ? tb.data : "");
         ap_buf_free(&tb);
-        res->tol = o.tol > 0 ? o.tol : ir_check_default_tol(elem_of(result_type(f, j)));
+        if (o.tol > 0) {
+            res->tol = o.tol;
+            snprintf(res->tol_basis, sizeof res->tol_basis, "--tol");
+        } else {
+            basis b;
+            if (!result_basis(f, j, &b)) {
+                rc = ap_error_set(err, AP_ENOMEM, "out of memory");
+                goto out;
+            }
+            res->tol = b.tol;
+            basis_text(&b, res->tol_basis, sizeof res->tol_basis);
+            /* moving the inputs by one rounding of the precision the
+             * result is computed in (linearly scaled from moved_by) */
+            double per_ulp = moved_by > 0 ? sens[j] * 2 * unit_roundoff(b.elem) / moved_by : 0;
+            double by_sens = fmin(IR_CHECK_SENSITIVITY * per_ulp, IR_CHECK_SENSITIVITY_CAP);
+            if (by_sens > res->tol) {
+                res->tol = by_sens;
+                snprintf(res->tol_basis, sizeof res->tol_basis, "%s, ill-conditioned (%.2g per ulp)",
+                         ir_elem_name(b.elem), per_ulp);
+            }
+        }
         res->ok = true;
         double scale = magnitude(ref[j]);
         ir_tensor *const got[2] = {loops[j], spmd[j]};
@@ -320,6 +593,7 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
     }
 
 out:
+    ap_free(sens);
     ir_tensors_free(ref, n_ref);
     ir_tensors_free(loops, n_loops);
     ir_tensors_free(spmd, n_spmd);

@@ -251,9 +251,25 @@ int ir_spmd_run_local(const ir_module *m, const ir_op *func, uint32_t n_devices,
  * The error of a result is max |x - ref| / max(1, max |ref|): absolute for
  * values below one, relative to the result's largest magnitude above (an
  * element-wise relative error would flag every reordered sum that lands
- * near zero).  It must not exceed the tolerance of the result's element
- * type (ir_check_default_tol) unless ir_check_opts.tol overrides it.
+ * near zero).  It must not exceed the result's tolerance, which follows
+ * the lowest precision its computation went through, unless
+ * ir_check_opts.tol overrides it: the largest, over the ops the result
+ * depends on (region bodies included), of ir_check_default_tol of their
+ * result types, and of u * sqrt(n) for a reduce or reduce_window with add
+ * or multiply that combines n terms one rounding at a time in a type of
+ * unit roundoff u (reordering such a sum, as partitioning does, moves it by
+ * about that much in plain arithmetic).  So an f32 result of a bf16
+ * computation is held to the bf16 tolerance, and a million-term f16 sum to
+ * 2^-11 * 1024 = 0.5.  And a result that is ill-conditioned (cancellation
+ * in a gradient, say) is held to at least IR_CHECK_SENSITIVITY times how
+ * far it moves when its inputs move by one ulp of the precision it is
+ * computed in (from an extra unpartitioned run on inputs moved by about one
+ * ulp of their own types, scaled), up to IR_CHECK_SENSITIVITY_CAP:
+ * reordering its arithmetic moves it about as much.  Integer and boolean
+ * results are exact.
  */
+#define IR_CHECK_SENSITIVITY 4.0
+#define IR_CHECK_SENSITIVITY_CAP 0.1
 
 /* Default tolerance per element type: 1e-9 for f64, 1e-4 for f32 and tf32,
  * 1e-2 for f16, 5e-2 for bf16, 0.25 for the 8-bit and narrower floats,
@@ -282,6 +298,9 @@ typedef struct ir_check_result {
     char name[96];  /* jax.result_info, or "result #J" */
     char type[96];  /* tensor<4x8xf32> */
     double tol;
+    char tol_basis[48]; /* what tol follows: "bf16", "f16, a 1048576-term sum",
+                           "f32, ill-conditioned (1.4e-05 per ulp)", "--tol"
+                           (ir_check_opts.tol) */
     /* [0]: the loop view, [1]: SPMD, against the unpartitioned run */
     double max_abs[2]; /* largest |x - ref| */
     double max_rel[2]; /* largest |x - ref| / max(|x|, |ref|) */

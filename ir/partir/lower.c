@@ -405,7 +405,71 @@ static ir_value *dynslice(lower *l, ir_value *x, int dim, int64_t new_size, cons
 
 /* ------------------------------------------------------- redistribution */
 
-static void to_redist_type(const ir_pctx *c, const ir_type *g, const ir_layout *lay, ir_redist_type *out)
+/* The axes a redistribution may use: all of the mesh, except the axes along
+ * which the value is a pending sum that flows on.  Along those the devices
+ * hold different summands, so a collective over them would mix summands
+ * (and a dynslice keyed by them would cut each summand differently): each
+ * summand is redistributed on its own, over the other axes. */
+typedef struct submesh {
+    int n;                    /* axes kept */
+    int axis[IR_MAX_AXES];    /* kept index -> mesh axis */
+    int index[IR_MAX_AXES];   /* mesh axis -> kept index, -1 when frozen */
+    int64_t n_frozen_coords;  /* devices along the frozen axes together */
+} submesh;
+
+static void submesh_init(const ir_mesh *m, const ir_layout *from, submesh *sm)
+{
+    sm->n = 0;
+    sm->n_frozen_coords = 1;
+    for (int a = 0; a < m->n_axes; a++) {
+        if (from->dim[a] == IR_AX_PARTIAL) {
+            sm->index[a] = -1;
+            sm->n_frozen_coords *= m->sizes[a];
+        } else {
+            sm->index[a] = sm->n;
+            sm->axis[sm->n++] = a;
+        }
+    }
+}
+
+/* The device of the whole mesh that is device `sub` of the kept axes (row-
+ * major over them) at position q (row-major) along the frozen axes. */
+static int32_t full_device(const ir_mesh *m, const submesh *sm, int64_t sub, int64_t q)
+{
+    int64_t coord[IR_MAX_AXES];
+    for (int a = m->n_axes - 1; a >= 0; a--) {
+        if (sm->index[a] >= 0) {
+            coord[a] = sub % m->sizes[a];
+            sub /= m->sizes[a];
+        } else {
+            coord[a] = q % m->sizes[a];
+            q /= m->sizes[a];
+        }
+    }
+    int64_t dev = 0;
+    for (int a = 0; a < m->n_axes; a++)
+        dev = dev * m->sizes[a] + coord[a];
+    return (int32_t)dev;
+}
+
+/* Per-device lists of a plan over the kept axes (`n` rows of `width` ids)
+ * repeated for every position along the frozen axes, over the whole mesh.
+ * A new array (ap_free), NULL when out of memory. */
+static int32_t *expand_devices(const ir_mesh *m, const submesh *sm, const int32_t *ids, int64_t n, int64_t width)
+{
+    int64_t total = n * width * sm->n_frozen_coords;
+    int32_t *out = ap_malloc(sizeof *out * (size_t)(total ? total : 1));
+    if (!out)
+        return NULL;
+    int64_t k = 0;
+    for (int64_t q = 0; q < sm->n_frozen_coords; q++)
+        for (int64_t i = 0; i < n * width; i++)
+            out[k++] = full_device(m, sm, ids[i], q);
+    return out;
+}
+
+static void to_redist_type(const ir_pctx *c, const submesh *sm, const ir_type *g, const ir_layout *lay,
+                           ir_redist_type *out)
 {
     memset(out, 0, sizeof *out);
     out->rank = g->rank;
@@ -416,22 +480,27 @@ static void to_redist_type(const ir_pctx *c, const ir_type *g, const ir_layout *
         out->dims[d].local = g->dims[d];
         out->dims[d].naxes = n;
         for (int k = 0; k < n; k++) {
-            out->dims[d].axes[k] = (uint8_t)axes[k];
+            out->dims[d].axes[k] = (uint8_t)sm->index[axes[k]];
             out->dims[d].local /= c->mesh.sizes[axes[k]];
         }
     }
 }
 
-/* Changes x's tiling from `from` to `to` (no pending sums involved). */
+/* Changes x's tiling from `from` to `to`.  Pending sums have been reduced
+ * except those that flow on (the same axes and reductions in both), which
+ * stay where they are: see submesh. */
 static ir_value *retile(lower *l, ir_value *x, const ir_type *g, const ir_layout *from, const ir_layout *to)
 {
     if (g->rank > IR_REDIST_MAX_RANK) {
         fail(l, AP_EUNSUPPORTED, "redistribution of a rank-%d value is not supported", g->rank);
         return NULL;
     }
+    const ir_mesh *m = &l->c->mesh;
+    submesh sm;
+    submesh_init(m, from, &sm);
     ir_redist_type rf, rt;
-    to_redist_type(l->c, g, from, &rf);
-    to_redist_type(l->c, g, to, &rt);
+    to_redist_type(l->c, &sm, g, from, &rf);
+    to_redist_type(l->c, &sm, g, to, &rt);
     if (ir_redist_type_equal(&rf, &rt))
         return x;
     if (ir_type_numel(g) == 0) { /* nothing to move: an empty local value */
@@ -446,15 +515,30 @@ static ir_value *retile(lower *l, ir_value *x, const ir_type *g, const ir_layout
         }
         return &c->results[0];
     }
-    ir_redist_plan *plan = NULL;
+    ir_redist_mesh sub_mesh;
+    const ir_redist_mesh *rmesh = &l->rmesh;
     ap_error e;
+    if (sm.n < m->n_axes) {
+        const char *names[IR_MAX_AXES];
+        int64_t sizes[IR_MAX_AXES];
+        for (int k = 0; k < sm.n; k++) {
+            names[k] = m->names[sm.axis[k]];
+            sizes[k] = m->sizes[sm.axis[k]];
+        }
+        if (ir_redist_mesh_init(&sub_mesh, sm.n, names, sizes, &e) < 0) {
+            fail(l, e.code, "redistribution failed: %s", e.msg);
+            return NULL;
+        }
+        rmesh = &sub_mesh;
+    }
+    ir_redist_plan *plan = NULL;
     int eb = ir_elem_bytes((ir_elem)g->elem);
-    int rc = ir_redist_synthesize(l->rctx, &l->rmesh, &rf, &rt, eb > 0 ? eb : 4, &plan, &e);
+    int rc = ir_redist_synthesize(l->rctx, rmesh, &rf, &rt, eb > 0 ? eb : 4, &plan, &e);
     if (rc < 0) {
         fail(l, rc, "redistribution failed: %s", e.msg);
         return NULL;
     }
-    int64_t nd = plan->ndevices;
+    int64_t nd = ir_mesh_devices(m);
     int64_t *table = ap_malloc(sizeof *table * (size_t)nd);
     if (!table) {
         ir_redist_plan_free(plan);
@@ -463,26 +547,35 @@ static ir_value *retile(lower *l, ir_value *x, const ir_type *g, const ir_layout
     }
     for (int s = 0; s < plan->nsteps && x; s++) {
         const ir_redist_step *st = &plan->steps[s];
+        bool pairs = st->kind == IR_REDIST_COLLECTIVE_PERMUTE;
+        int64_t rows = pairs ? st->npairs : st->ngroups, width = pairs ? 2 : st->group_size;
+        int32_t *ids = expand_devices(m, &sm, pairs ? st->pairs : st->groups, rows, width);
+        if (!ids) {
+            oom(l);
+            x = NULL;
+            break;
+        }
+        rows *= sm.n_frozen_coords;
         switch (st->kind) {
         case IR_REDIST_ALL_GATHER:
-            x = all_gather(l, x, st->dim, groups_attr(l, st->groups, st->ngroups, st->group_size), st->group_size);
+            x = all_gather(l, x, st->dim, groups_attr(l, ids, rows, width), width);
             break;
         case IR_REDIST_ALL_TO_ALL:
-            x = all_to_all(l, x, st->to_dim, st->dim, groups_attr(l, st->groups, st->ngroups, st->group_size),
-                           st->group_size);
+            x = all_to_all(l, x, st->to_dim, st->dim, groups_attr(l, ids, rows, width), width);
             break;
         case IR_REDIST_DYNSLICE: {
             int64_t size = st->type.dims[st->dim].local;
-            for (int64_t gi = 0; gi < st->ngroups; gi++)
-                for (int64_t k = 0; k < st->group_size; k++)
-                    table[st->groups[gi * st->group_size + k]] = k * size;
+            for (int64_t gi = 0; gi < rows; gi++)
+                for (int64_t k = 0; k < width; k++)
+                    table[ids[gi * width + k]] = k * size;
             x = dynslice(l, x, st->dim, size, table);
             break;
         }
         case IR_REDIST_COLLECTIVE_PERMUTE:
-            x = collective_permute(l, x, st->pairs, st->npairs);
+            x = collective_permute(l, x, ids, rows);
             break;
         }
+        ap_free(ids);
     }
     ap_free(table);
     ir_redist_plan_free(plan);
@@ -756,9 +849,26 @@ static bool lower_op(lower *l, uint32_t k, ir_cloner *cl)
         if (!(types[j] = local_type(l, src->results[j].type, &rl)))
             goto out;
     }
+    /* The values a region captures from the function (a case branch using
+     * a value computed before it) are made whole before the op by
+     * resolve_captured: the ops inside a region run on global shapes (the
+     * region op is not partitioned, or, like a reduce, runs its body on
+     * elements), so they need them replicated, pending sums reduced.  A
+     * cloner of its own, so that the local pieces the earlier ops' clones
+     * left in the shared map are never taken for them. */
+    ir_cloner rcl;
+    if (src->n_regions) {
+        ir__cloner_init(&rcl, l->nm);
+        rcl.resolve = resolve_captured;
+        rcl.resolve_ctx = l;
+        cl = &rcl;
+    }
     ir_op *op = ir__clone_op(cl, src, opds, types);
+    bool cl_oom = cl->oom;
+    if (src->n_regions)
+        ir__cloner_free(&rcl);
     if (!op) {
-        if (cl->oom)
+        if (cl_oom)
             oom(l);
         else if (!l->rc)
             fail(l, AP_EINTERNAL, "cannot copy '%s' at %u:%u", src->name, src->src_line, src->src_col);
@@ -1015,6 +1125,11 @@ int ir_lower_ex(const ir_partition *p, const ir_lower_opts *opts, ir_lowered *ou
             (n_out && !set_attr(&l, nf, "res_attrs", ir_attr_array(nm, n_out, ra))))
             goto fn_done;
         ir_func_renumber(nf, NULL, NULL);
+        /* a program that does not type-check is a bug here, never an
+         * answer to hand out */
+        ap_error verr;
+        if (!l.rc && ir_verify(nm, &verr) < 0)
+            fail(&l, AP_EINTERNAL, "the SPMD program does not verify (a bug in the lowering): %s", verr.msg);
     }
 fn_done:
     ap_free(arg_t);

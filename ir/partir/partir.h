@@ -82,7 +82,11 @@ const ir_pctx *ir_partition_ctx(const ir_partition *p);
 /* The actions.  `v` is a value of the partitioned function (an argument or
  * a result of one of its top-level ops).  tile fails with AP_EINVALID and a
  * message when the dim is out of range, dynamic, not divisible, or the
- * axis is already used by the value. */
+ * axis is already used by the value; atomic when the value is tiled along
+ * the axis or a pending sum along it (actions never undo a decision).  A
+ * refused action changes nothing.  The message names the value as
+ * schedules do, which for a result asks the printer: pass err = NULL to
+ * try actions cheaply. */
 int ir_tile(ir_partition *p, const ir_value *v, int dim, int axis, ap_error *err);
 int ir_atomic(ir_partition *p, const ir_value *v, int axis, ap_error *err);
 int ir_propagate(ir_partition *p, ap_error *err);

@@ -43,6 +43,8 @@ struct ir_pctx {
     const ir_value **vals;
     int32_t *val_op;        /* producing op, -1 for an argument */
     uint32_t *op_val0;      /* first value of each op's results */
+    uint32_t *printed_max;  /* per op: the most its results' printed %N can
+                               be (every op inside earlier regions counted) */
     /* operands as value ids */
     uint32_t *opd0;         /* n_ops + 1 */
     uint32_t *opd_val;
@@ -71,6 +73,13 @@ int ir__tmr_build(ir_pctx *c, ap_error *err);
 static inline const int8_t *tmr_spec(const ir_pctx *c, uint32_t e) { return c->pool + c->entries[e].spec; }
 
 uint32_t ir__value_id(const ir_pctx *c, const ir_value *v); /* VAL_NONE if not in the function */
+
+/* The identity entries of rank r start at id0[r]: tile<d> for d < r, then
+ * one (partial) -> sum entry per reduction, IR_RED_ADD to IR_RED_OR. */
+static inline uint32_t ir__id_partial_entry(const ir_pctx *c, uint32_t rank, ir_red red)
+{
+    return c->id0[rank] + rank + (uint32_t)(red - IR_RED_ADD);
+}
 
 /* ------------------------------------------------------------------ state */
 
@@ -108,6 +117,12 @@ struct ir_partition {
     uint32_t n_blocked, cap_blocked;
     action_rec *log;
     uint32_t n_log, cap_log;
+    /* axes of the actions since the last propagate, in the order the actions
+     * named them: the next propagate runs them in that order (then the other
+     * axes in mesh order), so that tiling along a then b and propagating once
+     * gives what propagating after each tiling gives */
+    uint8_t axis_seq[IR_MAX_AXES];
+    uint8_t n_axis_seq;
 };
 
 /* Op ids of virtual ops follow the real ops. */

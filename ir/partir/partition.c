@@ -8,7 +8,11 @@
  * ops ("virtual ops") whose nests slice or replicate the value for its
  * users.  Propagation adds loops to ops, one axis at a time, to a fixpoint,
  * visiting ops in program order through a priority queue so long forward
- * and backward chains cost one visit per change.
+ * and backward chains cost one visit per change.  The axes go in the order
+ * the actions since the last propagate named them, and a value tiled
+ * [a, b] on a dim counts as tiled along a, then (once a loop over a slices
+ * it) along b: tiling a dim along several axes before one propagate gives
+ * the state that propagating after each tiling gives.
  */
 #include "partir_int.h"
 
@@ -157,6 +161,7 @@ void ir_pctx_free(ir_pctx *c)
     ap_free(c->vals);
     ap_free(c->val_op);
     ap_free(c->op_val0);
+    ap_free(c->printed_max);
     ap_free(c->opd0);
     ap_free(c->opd_val);
     ap_free(c->ret_val);
@@ -178,6 +183,18 @@ ir_module *ir_pctx_module(const ir_pctx *c) { return c->m; }
 uint32_t ir_pctx_num_ops(const ir_pctx *c) { return c->n_ops; }
 ir_op *ir_pctx_op(const ir_pctx *c, uint32_t i) { return i < c->n_ops ? c->ops[i] : NULL; }
 uint32_t ir_pctx_num_entries(const ir_pctx *c, uint32_t op) { return c->tmr0[op + 1] - c->tmr0[op]; }
+
+/* Ops with results inside op's regions, at any depth: the printer numbers
+ * those it shows between op's results and the next top-level op's. */
+static uint32_t nested_results(const ir_op *op)
+{
+    uint32_t n = 0;
+    for (uint32_t r = 0; r < op->n_regions; r++)
+        for (const ir_block *b = op->regions[r].first; b; b = b->next)
+            for (const ir_op *o = b->first; o; o = o->next)
+                n += (o->n_results > 0) + nested_results(o);
+    return n;
+}
 
 int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, ap_error *err)
 {
@@ -210,6 +227,7 @@ int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, a
     c->vals = ap_malloc(sizeof *c->vals * (c->n_vals + 1));
     c->val_op = ap_malloc(sizeof *c->val_op * (c->n_vals + 1));
     c->op_val0 = ap_malloc(sizeof *c->op_val0 * (c->n_ops + 1));
+    c->printed_max = ap_malloc(sizeof *c->printed_max * (c->n_ops + 1));
     c->opd0 = ap_malloc(sizeof *c->opd0 * (c->n_ops + 1));
     c->opd_val = ap_malloc(sizeof *c->opd_val * (n_opd + 1));
     c->ret_val = ap_malloc(sizeof *c->ret_val * (c->n_ret + 1));
@@ -217,7 +235,7 @@ int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, a
     c->use0 = ap_calloc(c->n_vals + 1, sizeof *c->use0);
     c->use_op = ap_malloc(sizeof *c->use_op * (n_opd + c->n_ret + 1));
     c->use_idx = ap_malloc(sizeof *c->use_idx * (n_opd + c->n_ret + 1));
-    if (!c->ops || !c->vals || !c->val_op || !c->op_val0 || !c->opd0 || !c->opd_val || !c->ret_val ||
+    if (!c->ops || !c->vals || !c->val_op || !c->op_val0 || !c->printed_max || !c->opd0 || !c->opd_val || !c->ret_val ||
         !c->ret_alias_arg || !c->use0 || !c->use_op || !c->use_idx)
         goto oom;
     uint32_t v = 0;
@@ -228,10 +246,12 @@ int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, a
             goto oom;
         v++;
     }
-    uint32_t k = 0;
+    uint32_t k = 0, printed = 0;
     for (ir_op *op = body->first; op != c->ret; op = op->next, k++) {
         c->ops[k] = op;
         c->op_val0[k] = v;
+        c->printed_max[k] = printed;
+        printed += (op->n_results > 0) + nested_results(op);
         for (uint32_t j = 0; j < op->n_results; j++) {
             c->vals[v] = &op->results[j];
             c->val_op[v] = (int32_t)k;
@@ -395,6 +415,8 @@ int ir_partition_clone(const ir_partition *src, ir_partition **out, ap_error *er
         memcpy(p->vops, src->vops, sizeof *p->vops * src->n_vops);
     }
     p->n_vops = src->n_vops;
+    memcpy(p->axis_seq, src->axis_seq, sizeof p->axis_seq);
+    p->n_axis_seq = src->n_axis_seq;
     if (src->n_log) {
         p->log = ap_malloc(sizeof *p->log * src->n_log);
         if (!p->log)
@@ -668,6 +690,25 @@ static bool entry_divisible(const ir_partition *p, uint32_t op, uint32_t e, int 
     return true;
 }
 
+/* Deep tiling, one step or several: does `longer` tile dim d with the axes
+ * `shorter` tiles it with, then `axis`, then possibly more (minor) axes?
+ * A value tiled [a, b] on a dim is "tiled along a" for an op that slices
+ * nothing of it yet, and "along b" for one that slices it along a: the same
+ * answers as when the value was tiled along a, propagated, then along b
+ * (notes/partir-semantics.md).  The axes after `axis` only mean that the
+ * op takes a larger piece until they propagate too. */
+static bool axes_follow(const ir_layout *longer, const ir_layout *shorter, int d, int axis)
+{
+    int la[IR_MAX_AXES], sa[IR_MAX_AXES];
+    int nl = ir_layout_dim_axes(longer, d, la), ns = ir_layout_dim_axes(shorter, d, sa);
+    if (nl < ns + 1 || la[ns] != axis)
+        return false;
+    for (int k = 0; k < ns; k++)
+        if (la[k] != sa[k])
+            return false;
+    return true;
+}
+
 enum { ST_NONE, ST_TILED, ST_PARTIAL, ST_MISMATCH };
 
 typedef struct opd_status {
@@ -691,16 +732,8 @@ static opd_status status_of(const ir_partition *p, uint32_t op, uint32_t i, int 
         return r;
     }
     ir__needed_layout(p, op, i, &need);
-    int sa[IR_MAX_AXES], na[IR_MAX_AXES];
-    int ns = ir_layout_dim_axes(&seen, d, sa), nn = ir_layout_dim_axes(&need, d, na);
-    r.st = ST_MISMATCH;
     r.dim = (int8_t)d;
-    if (ns != nn + 1 || sa[nn] != axis)
-        return r;
-    for (int k = 0; k < nn; k++)
-        if (sa[k] != na[k])
-            return r;
-    r.st = ST_TILED;
+    r.st = axes_follow(&seen, &need, d, axis) ? ST_TILED : ST_MISMATCH;
     return r;
 }
 
@@ -875,12 +908,7 @@ static int consumers_slice(const ir_partition *p, uint32_t v, int axis, ir_layou
         /* the consumer must slice exactly what is produced, plus the axis */
         ir_layout need;
         ir__needed_layout(p, u, i, &need);
-        int na[IR_MAX_AXES], pa[IR_MAX_AXES];
-        int nn = ir_layout_dim_axes(&need, s, na), np = ir_layout_dim_axes(produced, s, pa);
-        bool ok = nn == np + 1 && na[np] == axis;
-        for (int q = 0; ok && q < np; q++)
-            ok = na[q] == pa[q];
-        if (!ok)
+        if (!axes_follow(&need, produced, s, axis))
             continue;
         if (want >= 0 && want != s)
             return -2;
@@ -918,12 +946,7 @@ static bool backward(ir_partition *p, uint32_t op, int axis, bool record, uint32
                     continue;
                 ir_layout need;
                 ir__needed_layout(p, user, i, &need);
-                int na[IR_MAX_AXES], pa[IR_MAX_AXES];
-                int nn = ir_layout_dim_axes(&need, s, na), np = ir_layout_dim_axes(&produced, s, pa);
-                bool ok = nn == np + 1 && na[np] == axis;
-                for (int q = 0; ok && q < np; q++)
-                    ok = na[q] == pa[q];
-                if (!ok)
+                if (!axes_follow(&need, &produced, s, axis))
                     continue;
                 if (w >= 0 && w != s) {
                     w = -2;
@@ -1197,11 +1220,29 @@ out:
     return rc;
 }
 
-/* An argument every user slices the same way arrives in that tiling: the
+/* The tiling both a and b start with: per dim, the longest common prefix
+ * of their axes (pending sums dropped). */
+static void common_prefix(const ir_layout *a, const ir_layout *b, int rank, ir_layout *out)
+{
+    ir_layout r;
+    ir_layout_init(&r);
+    for (int d = 0; d < rank; d++) {
+        int xa[IR_MAX_AXES], xb[IR_MAX_AXES];
+        int na = ir_layout_dim_axes(a, d, xa), nb = ir_layout_dim_axes(b, d, xb);
+        for (int k = 0; k < na && k < nb && xa[k] == xb[k]; k++)
+            ir_layout_push(&r, xa[k], d);
+    }
+    *out = r;
+}
+
+/* An argument arrives in the tiling every user's slicing starts with: the
  * paper's final lowering step turns arguments used only through slices into
  * device-local arrays, which is what puts, e.g., the optimizer state of
- * Megatron-sharded weights in shards.  Returns whether any argument changed;
- * marks the users of changed arguments in `dirty`. */
+ * Megatron-sharded weights in shards.  Each user then slices its own piece
+ * further, locally.  Taking the common start (rather than requiring equal
+ * slicings) makes the result the same whether the users' loops came in one
+ * propagate or in several.  Returns whether any argument changed; marks the
+ * users of changed arguments in `dirty`. */
 static bool shard_args_by_uses(ir_partition *p, uint8_t *dirty)
 {
     const ir_pctx *c = p->ctx;
@@ -1209,22 +1250,21 @@ static bool shard_args_by_uses(ir_partition *p, uint8_t *dirty)
     for (uint32_t v = 0; v < c->n_args; v++) {
         if (p->vop_of[v] >= 0 || c->use0[v] == c->use0[v + 1])
             continue;
+        const ir_type *t = val_type(c, v);
+        int rank = t && t->kind == IR_T_TENSOR && t->rank > 0 ? t->rank : 0;
         ir_layout common, need;
-        bool first = true, agree = true;
-        for (uint32_t u = c->use0[v]; u < c->use0[v + 1] && agree; u++) {
+        bool first = true, returned = false;
+        for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++) {
             uint32_t op = c->use_op[u];
             if (op == USE_RETURN) {
-                agree = false; /* returned as is: keep it as it comes */
+                returned = true; /* returned as is: keep it as it comes */
                 break;
             }
             ir__needed_layout(p, op, c->use_idx[u], &need);
-            if (first)
-                common = need;
-            else
-                agree = ir_layout_equal(&common, &need);
+            common_prefix(first ? &need : &common, &need, rank, &common);
             first = false;
         }
-        if (!agree || first || ir_layout_has_partial(&common) || ir_layout_equal(&common, &p->arg_layout[v]))
+        if (returned || first || ir_layout_equal(&common, &p->arg_layout[v]))
             continue;
         /* only ever add tiling: what the argument has must stay */
         const ir_layout *al = &p->arg_layout[v];
@@ -1255,11 +1295,22 @@ int ir_propagate(ir_partition *p, ap_error *err)
      * their neighbours, for every axis, until nothing changes */
     memcpy(pending, p->pending, n);
     memset(p->pending, 0, n);
+    /* the axes the actions named, in their order, then the others */
+    int order[IR_MAX_AXES], n_order = 0;
+    bool listed[IR_MAX_AXES] = {0};
+    for (int k = 0; k < p->n_axis_seq; k++) {
+        order[n_order++] = p->axis_seq[k];
+        listed[p->axis_seq[k]] = true;
+    }
+    for (int a = 0; a < p->ctx->mesh.n_axes; a++)
+        if (!listed[a])
+            order[n_order++] = a;
+    p->n_axis_seq = 0;
     for (int round = 0; round < 64; round++) {
         memset(next, 0, n);
         bool any = false;
-        for (int a = 0; a < p->ctx->mesh.n_axes; a++) {
-            if ((rc = propagate_axis(p, a, pending, next, err)) < 0)
+        for (int k = 0; k < n_order; k++) {
+            if ((rc = propagate_axis(p, order[k], pending, next, err)) < 0)
                 goto out;
         }
         for (uint32_t i = 0; i < n; i++)
@@ -1280,11 +1331,17 @@ out:
 
 /* ============================================================== actions */
 
-/* An action changed how value v is seen: its producer, identity op and
- * users need another look at the next propagate. */
-static void touch_value(ir_partition *p, uint32_t v)
+/* An action along axis changed how value v is seen: its producer, identity
+ * op and users need another look at the next propagate, which takes the
+ * axis in the order the actions named it. */
+static void touch_value(ir_partition *p, uint32_t v, int axis)
 {
     const ir_pctx *c = p->ctx;
+    bool listed = false;
+    for (int k = 0; k < p->n_axis_seq; k++)
+        listed |= p->axis_seq[k] == axis;
+    if (!listed && p->n_axis_seq < IR_MAX_AXES)
+        p->axis_seq[p->n_axis_seq++] = (uint8_t)axis;
     if (c->val_op[v] >= 0)
         p->pending[c->val_op[v]] = 1;
     if (p->vop_of[v] >= 0)
@@ -1294,16 +1351,90 @@ static void touch_value(ir_partition *p, uint32_t v)
             p->pending[c->use_op[u]] = 1;
 }
 
+/* The top-level op (index) that is op or holds it in a region; UINT32_MAX
+ * for the return or an op outside the function. */
+static uint32_t top_level_index(const ir_pctx *c, const ir_op *op)
+{
+    const ir_block *body = ir_func_entry(c->func);
+    while (op && op->parent != body)
+        op = op->parent && op->parent->parent ? op->parent->parent->parent : NULL;
+    if (!op)
+        return UINT32_MAX;
+    if (op->n_results) {
+        uint32_t id = ir__value_id(c, &op->results[0]);
+        return id == VAL_NONE ? UINT32_MAX : (uint32_t)c->val_op[id];
+    }
+    for (uint32_t k = 0; k < c->n_ops; k++)
+        if (c->ops[k] == op)
+            return k;
+    return UINT32_MAX;
+}
+
+/* N in the printed name %N of top-level op k's results, as `autopart
+ * parse` prints them and the schedule parser reads them (through the
+ * printer, ir__printed_value).  The printer numbers the ops inside regions
+ * it shows and not those it elides (a reduce's `applies` body), so N lies
+ * between the count of top-level ops with results before k and that count
+ * plus every op inside their regions; a binary search asks the printer.
+ * Costs a few prints of the function: for messages and schedule text
+ * only. */
+static uint32_t printed_number(const ir_pctx *c, uint32_t k)
+{
+    uint32_t lo = 0, hi = c->printed_max[k];
+    for (uint32_t j = 0; j < k; j++)
+        lo += c->ops[j]->n_results > 0;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        const ir_value *v = ir__printed_value(c->func, mid, 0);
+        uint32_t owner = v && v->def ? top_level_index(c, v->def) : UINT32_MAX;
+        if (owner != UINT32_MAX && owner < k)
+            lo = mid + 1;
+        else if (owner == k && v->def == c->ops[k])
+            return mid;
+        else
+            hi = mid; /* numbered after op k: inside its regions, or later */
+    }
+    return lo;
+}
+
+/* A value as schedules name it: an argument by its location name or
+ * %argN, a result as `autopart parse` prints it (%N, or %N#k for one of
+ * several), which the schedule parser reads back. */
 static void value_name(const ir_partition *p, uint32_t v, char *buf, size_t n)
 {
     const ir_pctx *c = p->ctx;
     const char *loc = c->val_op[v] < 0 ? ir_func_arg_name(c->func, v) : NULL;
-    if (loc)
+    if (loc) {
         snprintf(buf, n, "%s", loc);
-    else if (c->val_op[v] < 0)
+    } else if (c->val_op[v] < 0) {
         snprintf(buf, n, "%%arg%u", v);
-    else
-        snprintf(buf, n, "%%%u", v - c->n_args);
+    } else {
+        uint32_t op = (uint32_t)c->val_op[v], number = printed_number(c, op);
+        if (c->ops[op]->n_results > 1)
+            snprintf(buf, n, "%%%u#%u", number, v - c->op_val0[op]);
+        else
+            snprintf(buf, n, "%%%u", number);
+    }
+}
+
+/* Refuses action `what` on value v: "tile %5: <why>".  The name is made
+ * here only, and not at all without `err` (a caller trying actions that may
+ * be refused, as a search does, passes NULL), since naming a result asks
+ * the printer. */
+static int refuse(const ir_partition *p, const char *what, uint32_t v, ap_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static int refuse(const ir_partition *p, const char *what, uint32_t v, ap_error *err, const char *fmt, ...)
+{
+    if (!err)
+        return AP_EINVALID;
+    char name[160], why[300];
+    value_name(p, v, name, sizeof name);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    return ap_error_set(err, AP_EINVALID, "%s %s: %s", what, name, why);
 }
 
 /* The identity op of value v, made on first use: its nest reproduces how
@@ -1337,9 +1468,10 @@ static int get_vop(ir_partition *p, uint32_t v, ap_error *err)
             for (int q = 0; q < na; q++)
                 push_loop(p, op, axes[q], lo + (uint32_t)d);
         }
+        uint32_t r = p->vops[k].rank > c->id_rank_max ? c->id_rank_max : p->vops[k].rank;
         for (int a = 0; a < c->mesh.n_axes; a++)
             if (l.dim[a] == IR_AX_PARTIAL)
-                push_loop(p, op, a, hi - 1);
+                push_loop(p, op, a, ir__id_partial_entry(c, r, (ir_red)l.red[a]));
     } else {
         /* an argument's identity op passes its tiling through */
         uint32_t lo, hi;
@@ -1376,37 +1508,35 @@ int ir_tile(ir_partition *p, const ir_value *val, int dim, int axis, ap_error *e
 {
     const ir_pctx *c = p->ctx;
     uint32_t v = ir__value_id(c, val);
-    char name[160];
     if (v == VAL_NONE)
         return ap_error_set(err, AP_EINVALID, "tile: the value is not in @%s", ir_func_name(c->func));
-    value_name(p, v, name, sizeof name);
     if (axis < 0 || axis >= c->mesh.n_axes)
-        return ap_error_set(err, AP_EINVALID, "tile %s: no mesh axis #%d", name, axis);
+        return refuse(p, "tile", v, err, "no mesh axis #%d", axis);
     const ir_type *t = val_type(c, v);
     if (!t || t->kind != IR_T_TENSOR || t->rank < 0)
-        return ap_error_set(err, AP_EINVALID, "tile %s: only ranked tensors can be tiled", name);
+        return refuse(p, "tile", v, err, "only ranked tensors can be tiled");
     if (dim < 0 || dim >= t->rank)
-        return ap_error_set(err, AP_EINVALID, "tile %s: dim %d is out of range for a rank-%d tensor", name, dim, t->rank);
+        return refuse(p, "tile", v, err, "dim %d is out of range for a rank-%d tensor", dim, t->rank);
     if (t->dims[dim] < 0)
-        return ap_error_set(err, AP_EINVALID, "tile %s: dim %d is dynamic ('?') and cannot be partitioned", name, dim);
+        return refuse(p, "tile", v, err, "dim %d is dynamic ('?') and cannot be partitioned", dim);
     ir_layout l;
     ir__seen_layout(p, v, &l);
     const char *an = c->mesh.names[axis];
     if (l.dim[axis] >= 0)
-        return ap_error_set(err, AP_EINVALID, "tile %s: axis '%s' already tiles dim %d", name, an, l.dim[axis]);
+        return refuse(p, "tile", v, err, "axis '%s' already tiles dim %d", an, l.dim[axis]);
     if (l.dim[axis] == IR_AX_PARTIAL)
-        return ap_error_set(err, AP_EINVALID, "tile %s: it is a pending sum along axis '%s'", name, an);
+        return refuse(p, "tile", v, err, "it is a pending %s along axis '%s'",
+                      l.red[axis] == IR_RED_ADD ? "sum" : ir_red_name((ir_red)l.red[axis]), an);
     if (p->vop_of[v] >= 0) {
         uint32_t op = vop_id(p, (uint32_t)p->vop_of[v]);
         int at = nest_find(p, op, axis);
         if (at >= 0 && nest_of(p, op)[at].entry == c->any_entry)
-            return ap_error_set(err, AP_EINVALID, "tile %s: it is atomic along axis '%s'", name, an);
+            return refuse(p, "tile", v, err, "it is atomic along axis '%s'", an);
     }
     int64_t local = local_dim(c, t, &l, dim);
     if (local % c->mesh.sizes[axis] != 0)
-        return ap_error_set(err, AP_EINVALID,
-                            "tile %s: dim %d (local size %lld) is not divisible by axis '%s' of size %lld", name, dim,
-                            (long long)local, an, (long long)c->mesh.sizes[axis]);
+        return refuse(p, "tile", v, err, "dim %d (local size %lld) is not divisible by axis '%s' of size %lld", dim,
+                      (long long)local, an, (long long)c->mesh.sizes[axis]);
     if (c->val_op[v] < 0 && p->vop_of[v] < 0) {
         ir_layout_push(&p->arg_layout[v], axis, dim);
     } else {
@@ -1419,9 +1549,9 @@ int ir_tile(ir_partition *p, const ir_value *val, int dim, int axis, ap_error *e
         if (c->val_op[v] < 0) /* an atomic argument: tile the argument itself */
             ir_layout_push(&p->arg_layout[v], axis, dim);
         if (!push_loop(p, op, axis, lo + (uint32_t)dim))
-            return ap_error_set(err, AP_EINVALID, "tile %s: too many axes", name);
+            return refuse(p, "tile", v, err, "too many axes");
     }
-    touch_value(p, v);
+    touch_value(p, v, axis);
     log_action(p, 't', v, dim, axis);
     return 0;
 }
@@ -1430,28 +1560,32 @@ int ir_atomic(ir_partition *p, const ir_value *val, int axis, ap_error *err)
 {
     const ir_pctx *c = p->ctx;
     uint32_t v = ir__value_id(c, val);
-    char name[160];
     if (v == VAL_NONE)
         return ap_error_set(err, AP_EINVALID, "atomic: the value is not in @%s", ir_func_name(c->func));
-    value_name(p, v, name, sizeof name);
     if (axis < 0 || axis >= c->mesh.n_axes)
-        return ap_error_set(err, AP_EINVALID, "atomic %s: no mesh axis #%d", name, axis);
+        return refuse(p, "atomic", v, err, "no mesh axis #%d", axis);
+    /* Actions never undo earlier decisions: a value that users see tiled
+     * along the axis, or as a pending sum along it, cannot become
+     * replicated along it (that would drop the tiling, or leave users that
+     * take the pieces or the summands without them). */
+    ir_layout l;
+    ir__seen_layout(p, v, &l);
+    const char *an = c->mesh.names[axis];
+    if (l.dim[axis] >= 0)
+        return refuse(p, "atomic", v, err, "it is already tiled along axis '%s' (dim %d); an action cannot undo that",
+                      an, l.dim[axis]);
+    if (l.dim[axis] == IR_AX_PARTIAL)
+        return refuse(p, "atomic", v, err, "it is a pending %s along axis '%s'; an action cannot undo that",
+                      l.red[axis] == IR_RED_ADD ? "sum" : ir_red_name((ir_red)l.red[axis]), an);
     int k = get_vop(p, v, err);
     if (k < 0)
         return k;
     uint32_t op = vop_id(p, (uint32_t)k);
-    int at = nest_find(p, op, axis);
-    if (at >= 0) {
-        if (nest_of(p, op)[at].entry == c->any_entry)
-            return 0; /* already atomic along the axis */
-        /* it was tiled along the axis: the identity op now gathers it */
-        ir_loop *n = &p->nest[(size_t)op * IR_MAX_AXES];
-        memmove(&n[at], &n[at + 1], sizeof *n * (size_t)(p->nlen[op] - at - 1));
-        p->nlen[op]--;
-    }
+    if (nest_find(p, op, axis) >= 0)
+        return 0; /* already atomic along the axis (nothing else loops over it) */
     if (!push_loop(p, op, axis, c->any_entry))
-        return ap_error_set(err, AP_EINVALID, "atomic %s: too many axes", name);
-    touch_value(p, v);
+        return refuse(p, "atomic", v, err, "too many axes");
+    touch_value(p, v, axis);
     log_action(p, 'a', v, -1, axis);
     return 0;
 }

@@ -280,15 +280,33 @@ static bool temporal_op(temporal *t, uint32_t k, ir_cloner *cl)
         for (uint32_t j = 0; j < nr; j++) {
             int64_t dims[IR_MAX_RANK];
             const ir_type *g = src->results[j].type;
+            if (!g || g->kind != IR_T_TENSOR || g->rank < 0) {
+                /* tuples, tokens, unranked: no TMR entry tiles them */
+                types[j] = ir__type_clone(t->nm, g);
+                continue;
+            }
             if (!ir_layout_local_dims(&rl[j], &c->mesh, g, dims)) {
                 tfail(t, AP_EINTERNAL, "a tiled dim does not divide");
                 goto out;
             }
             types[j] = ir_type_tensor_ex(t->nm, (ir_elem)g->elem, g->text, g->rank, dims, g->encoding);
         }
-        ir_op *op = ir__clone_op(cl, src, opds, types);
+        /* a region's captured values are the whole values (resolve_whole),
+         * never the last iteration's piece an earlier op's clone left in
+         * the shared map */
+        ir_cloner rcl, *use = cl;
+        if (src->n_regions) {
+            ir__cloner_init(&rcl, t->nm);
+            rcl.resolve = resolve_whole;
+            rcl.resolve_ctx = t;
+            use = &rcl;
+        }
+        ir_op *op = ir__clone_op(use, src, opds, types);
+        bool cl_oom = use->oom;
+        if (src->n_regions)
+            ir__cloner_free(&rcl);
         if (!op) {
-            tfail(t, cl->oom ? AP_ENOMEM : AP_EINTERNAL, "cannot copy an op into the temporal view");
+            tfail(t, cl_oom ? AP_ENOMEM : AP_EINTERNAL, "cannot copy an op into the temporal view");
             goto out;
         }
         ir_block_append(t->nb, op);

@@ -756,8 +756,9 @@ int ir__tmr_build(ir_pctx *c, ap_error *err)
         instantiate(&b, c->ops[i]);
     }
     c->tmr0[c->n_ops] = c->n_entries;
-    /* identity ops on values: (tile d) -> tile<d>, (partial) -> sum, and the
-     * atomic entry (whole) -> any */
+    /* identity ops on values: (tile d) -> tile<d>; (partial) -> sum, one
+     * entry per reduction so that a pending max stays a max (in that order:
+     * ir__id_partial_entry); and the atomic entry (whole) -> any */
     uint32_t max_rank = 0;
     for (uint32_t v = 0; v < c->n_vals; v++) {
         int r = rank_of(c->vals[v]);
@@ -775,7 +776,8 @@ int ir__tmr_build(ir_pctx *c, ap_error *err)
             add_entry(&b, s, 2, IR_RED_NONE);
         }
         int8_t p[2] = {SP_PARTIAL, SP_SUM};
-        add_entry(&b, p, 2, IR_RED_ADD);
+        for (int red = IR_RED_ADD; red <= IR_RED_OR; red++)
+            add_entry(&b, p, 2, (ir_red)red);
     }
     c->id0[max_rank + 1] = c->n_entries;
     c->any_entry = c->n_entries;
