@@ -24,6 +24,10 @@ typedef struct printer {
     bool no_locs, generic;
     ir_ptrmap names;   /* value (block arg or results[0]) -> number | ARG_BIT */
     uint32_t next_result, next_arg;
+    /* the function being printed, and whether a value defined outside it
+     * was numbered while it was: then the numbering must go on after it */
+    const ir_op *cur_func;
+    bool escaped;
     ir_ptrmap loc_alias; /* loc -> alias number */
     const ir_loc **aliases;
     uint32_t n_aliases, cap_aliases;
@@ -36,6 +40,21 @@ static void indent(printer *pr, int level)
         ap_buf_puts(pr->b, "  ");
 }
 
+/* Is v defined in a region nested (at any depth) in op f? */
+static bool defined_inside(const ir_value *v, const ir_op *f)
+{
+    const ir_block *b = v->def ? v->def->parent : v->block;
+    while (b && b->parent) {
+        const ir_op *owner = b->parent->parent;
+        if (owner == f)
+            return true;
+        if (!owner)
+            break;
+        b = owner->parent;
+    }
+    return false;
+}
+
 static uint32_t value_code(printer *pr, const ir_value *v)
 {
     const void *key = v->def ? (const void *)&v->def->results[0] : (const void *)v;
@@ -45,6 +64,8 @@ static uint32_t value_code(printer *pr, const ir_value *v)
     code = v->def ? pr->next_result++ : (pr->next_arg++ | ARG_BIT);
     if (!ir__map_put(&pr->names, key, code))
         pr->oom = true;
+    if (pr->cur_func && !pr->escaped && !defined_inside(v, pr->cur_func))
+        pr->escaped = true;
     return code;
 }
 
@@ -1159,6 +1180,18 @@ static void print_pretty(printer *pr, const ir_op *op, int fmt, int level)
 
 static void print_op(printer *pr, const ir_op *op, int level)
 {
+    /* A function numbers its values from zero when nothing was numbered
+     * before it (a function of the module); inside another op's region
+     * (an opaque op's body, a nested module) the numbering goes on, so
+     * that the names after the function cannot repeat or take over the
+     * names of values defined before it. */
+    const ir_op *outer_func = pr->cur_func;
+    bool outer_escaped = pr->escaped, fresh = false;
+    if (op->opcode == IR_OP_FUNC) {
+        fresh = pr->names.n == 0;
+        pr->cur_func = op;
+        pr->escaped = false;
+    }
     indent(pr, level);
     if (op->n_results) {
         uint32_t code = value_code(pr, &op->results[0]);
@@ -1178,9 +1211,14 @@ static void print_op(printer *pr, const ir_op *op, int level)
     print_loc(pr, op->loc);
     ap_buf_putc(pr->b, '\n');
     if (op->opcode == IR_OP_FUNC) {
-        /* each function numbers its values from zero */
-        ir__map_clear(&pr->names);
-        pr->next_result = pr->next_arg = 0;
+        /* a reference out of the function (which MLIR would refuse, as
+         * functions are isolated from above) keeps the numbering going */
+        if (fresh && !pr->escaped) {
+            ir__map_clear(&pr->names);
+            pr->next_result = pr->next_arg = 0;
+        }
+        pr->escaped = outer_escaped || pr->escaped;
+        pr->cur_func = outer_func;
     }
 }
 

@@ -666,6 +666,12 @@ START_TEST(fuzz_findings)
         /* a generic func.func whose visibility is not one of the three words */
         ("\"func.func\"() <{function_type = () -> (), sym_name = \"f\", sym_visibility = \"\x1a\x1aprivate\"}> ({\n"
          "  \"func.return\"() : () -> ()\n}) : () -> ()\n"),
+        /* a function inside an opaque op's region: the numbering after it
+         * must not start again (`%a` printed as the other argument) */
+        "f.(%0:i8,%a:i4){func.func@d()u.%a}",
+        /* ... nor repeat a name defined before it in the same region */
+        "f.(%0:i8,%a:i4){\n%1 = \"x.y\"() : () -> i8\nfunc.func @d() {\n%0 = \"x.z\"() : () -> i8\nreturn\n}\n"
+        "%2 = \"x.w\"(%1, %a) : (i8, i4) -> i8\n}\n",
     };
     for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
         ir_module *m = NULL;
