@@ -351,6 +351,12 @@ static void print_precision(printer *pr, const ir_attr *a)
 }
 
 /* dot_dimension_numbers as the pretty parser builds them */
+/* dot_general's `algorithm = <...>` is a #stablehlo.dot_algorithm. */
+static bool algorithm_ok(const ir_attr *a)
+{
+    return !a || (a->kind == IR_A_DIALECT && strcmp(a->u.dia.name, "stablehlo.dot_algorithm") == 0);
+}
+
 static bool dot_dims_ok(const ir_attr *a, const ir_attr *out[4])
 {
     static const char *names[4] = {"lhs_batching_dimensions", "rhs_batching_dimensions",
@@ -504,7 +510,7 @@ static bool pretty_ok(const ir_op *op, int fmt)
         const ir_attr *d[4];
         return regions_ok && op->n_operands == 2 && op->n_results == 1 &&
                dot_dims_ok(ir_op_attr(op, "dot_dimension_numbers"), d) &&
-               precision_ok(ir_op_attr(op, "precision_config")) && !ir_op_attr(op, "algorithm");
+               precision_ok(ir_op_attr(op, "precision_config")) && algorithm_ok(ir_op_attr(op, "algorithm"));
     }
     case IR_FMT_CONVOLUTION: {
         ir_attr *dn = ir_op_attr(op, "dimension_numbers"), *pad = ir_op_attr(op, "padding"),
@@ -564,6 +570,12 @@ static bool pretty_ok(const ir_op *op, int fmt)
     case IR_FMT_REDUCE_PRECISION:
         return regions_ok && op->n_operands == 1 && op->n_results == 1 &&
                attr_typed_int(op, "exponent_bits", IR_E_I32) && attr_typed_int(op, "mantissa_bits", IR_E_I32);
+    case IR_FMT_CHOLESKY: {
+        ir_attr *lower = ir_op_attr(op, "lower");
+        return regions_ok && op->n_operands == 1 && op->n_results == 1 && (!lower || lower->kind == IR_A_BOOL);
+    }
+    case IR_FMT_GET_DIMENSION_SIZE:
+        return regions_ok && op->n_operands == 1 && op->n_results == 1 && attr_typed_int(op, "dimension", IR_E_I64);
     default:
         return false;
     }
@@ -978,10 +990,28 @@ static void print_pretty(printer *pr, const ir_op *op, int fmt, int level)
             else
                 ap_buf_puts(b, "[]");
         }
-        ir_attr *prec = ir_op_attr(op, "precision_config");
+        ir_attr *prec = ir_op_attr(op, "precision_config"), *alg = ir_op_attr(op, "algorithm");
         if (prec)
             print_precision(pr, prec);
-        print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"dot_dimension_numbers", "precision_config", NULL}, " {");
+        if (alg && fmt == IR_FMT_DOT_GENERAL) {
+            /* `algorithm = <...>`: the attribute without its name */
+            ap_buf tmp;
+            ap_buf_init(&tmp);
+            ir_attr_print(&tmp, alg);
+            size_t skip = 1 + strlen(alg->u.dia.name);
+            if (tmp.oom || tmp.len < skip)
+                pr->oom = true;
+            else {
+                ap_buf_puts(b, ", algorithm = ");
+                ap_buf_put(b, tmp.data + skip, tmp.len - skip);
+            }
+            ap_buf_free(&tmp);
+        }
+        print_attr_dict(pr, op->attrs, op->n_attrs,
+                        fmt == IR_FMT_DOT_GENERAL
+                            ? (const char *const[]){"dot_dimension_numbers", "precision_config", "algorithm", NULL}
+                            : (const char *const[]){"dot_dimension_numbers", "precision_config", NULL},
+                        " {");
         ap_buf_puts(b, " : ");
         print_functional(pr, op);
         return;
@@ -1158,6 +1188,28 @@ static void print_pretty(printer *pr, const ir_op *op, int fmt, int level)
         print_values(pr, op->operands, 1);
         ap_buf_printf(b, ", algorithm =  %s", enum_value(ir_op_attr(op, "rng_algorithm"), "rng_algorithm"));
         print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"rng_algorithm", NULL}, " {");
+        ap_buf_puts(b, " : ");
+        print_functional(pr, op);
+        return;
+    case IR_FMT_CHOLESKY: {
+        ir_attr *lower = ir_op_attr(op, "lower");
+        ap_buf_putc(b, ' ');
+        print_values(pr, op->operands, 1);
+        if (lower)
+            ap_buf_puts(b, lower->u.b ? ", lower = true" : ", lower = false");
+        print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"lower", NULL}, " {");
+        ap_buf_puts(b, " : ");
+        if (same_types(op))
+            ir_type_print(b, op->results[0].type);
+        else
+            print_functional(pr, op);
+        return;
+    }
+    case IR_FMT_GET_DIMENSION_SIZE:
+        ap_buf_putc(b, ' ');
+        print_values(pr, op->operands, 1);
+        ap_buf_printf(b, ", dim = %" PRId64, ir_op_attr(op, "dimension")->u.i);
+        print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"dimension", NULL}, " {");
         ap_buf_puts(b, " : ");
         print_functional(pr, op);
         return;

@@ -923,12 +923,13 @@ START_TEST(shapes_and_syntax)
                  "}\n",
                  "module @s {\n"
                  "  func.func public @main(%arg0: tuple<tensor<2xi4>, tensor<ui8>, tensor<3xf8E4M3FN>, !stablehlo.token,\n"
-                 "      tuple<tensor<complex<f64>>, tensor<1xf64>>> loc(\"p0\"), %arg1: tensor<?x?xf32> loc(\"p1\")) -> tensor<?x?xf32>\n"
+                 "      tuple<tensor<complex<f64>>, tensor<1xf64>>> loc(\"p0\"),\n"
+                 "      %arg1: tensor<?x?xf32, #stablehlo.bounds<8, ?>> loc(\"p1\")) -> tensor<?x?xf32, #stablehlo.bounds<8, ?>>\n"
                  "      attributes {hlo.computation_name = \"main\"} {\n"
                  "    %0 = stablehlo.get_tuple_element %arg0[0] : (tuple<tensor<2xi4>, tensor<ui8>, tensor<3xf8E4M3FN>, !stablehlo.token,\n"
                  "        tuple<tensor<complex<f64>>, tensor<1xf64>>>) -> tensor<2xi4> loc(\"a\")\n"
-                 "    %1 = stablehlo.negate %arg1 : tensor<?x?xf32> loc(\"n\")\n"
-                 "    return %1 : tensor<?x?xf32> loc(\"n\")\n"
+                 "    %1 = stablehlo.negate %arg1 : tensor<?x?xf32, #stablehlo.bounds<8, ?>> loc(\"n\")\n"
+                 "    return %1 : tensor<?x?xf32, #stablehlo.bounds<8, ?>> loc(\"n\")\n"
                  "  }\n"
                  "}\n");
 }

@@ -35,7 +35,11 @@
  *    of known opcodes that have no StableHLO meaning become strings
  *    `hlo.KEY`; layouts, operand_layout_constraints and
  *    control-predecessors are dropped.
- *  - a bounded dimension `<=N` becomes a dynamic one `?` (without the bound).
+ *  - a bounded dimension `<=N` becomes a dynamic one `?` whose bound N is
+ *    kept in the tensor's encoding: s32[2,<=2] is
+ *    tensor<2x?xi32, #stablehlo.bounds<?, 2>>, as XLA's importer writes it.
+ *  - a buffer shape b(f32[2,4]) becomes memref<2x4xf32> (an opaque type),
+ *    as XLA's importer writes it.
  *  - locations: NAME(op_name)(FILE(source_file:source_line:source_column))
  *    from metadata, else NAME(instruction name).
  */
@@ -688,13 +692,15 @@ static bool parse_shape(hp *p, const ir_type **out)
     if (at_end(p) || *p->p != '[')
         return expected(p, "'[' and the dimensions");
     p->p++;
-    int64_t dims[IR_MAX_RANK];
+    int64_t dims[IR_MAX_RANK], bounds[IR_MAX_RANK];
     int rank = 0;
+    bool any_bound = false;
     if (peek(p) != ']') {
         for (;;) {
             if (rank == IR_MAX_RANK)
                 return perr(p, p->p, AP_EUNSUPPORTED, "rank above %d", IR_MAX_RANK);
             int64_t d;
+            bounds[rank] = -1;
             if (accept(p, '?')) {
                 d = IR_DYN;
             } else {
@@ -708,8 +714,11 @@ static bool parse_shape(hp *p, const ir_type **out)
                     return false;
                 if (d > (INT64_C(1) << 48))
                     return perr(p, dat, AP_ESYNTAX, "dimension size %" PRId64 " out of range", d);
-                if (bounded)
+                if (bounded) { /* a dynamic size with a static upper bound */
+                    bounds[rank] = d;
+                    any_bound = true;
                     d = IR_DYN;
+                }
             }
             dims[rank++] = d;
             if (!accept(p, ','))
@@ -730,6 +739,18 @@ static bool parse_shape(hp *p, const ir_type **out)
         if (rank)
             return perr(p, at, AP_ESYNTAX, "%s has no dimensions", token ? "token" : "opaque");
         *out = token ? ir_type_token(m) : ir_type_opaque(m, "!hlo.opaque");
+    } else if (any_bound) {
+        /* StableHLO spells the bounds as the tensor's encoding */
+        char enc[32 + IR_MAX_RANK * 22];
+        int n = snprintf(enc, sizeof enc, "#stablehlo.bounds<");
+        for (int i = 0; i < rank; i++) {
+            if (bounds[i] < 0)
+                n += snprintf(enc + n, sizeof enc - (size_t)n, "%s?", i ? ", " : "");
+            else
+                n += snprintf(enc + n, sizeof enc - (size_t)n, "%s%" PRId64, i ? ", " : "", bounds[i]);
+        }
+        snprintf(enc + n, sizeof enc - (size_t)n, ">");
+        *out = ir_type_tensor_ex(m, e, NULL, rank, dims, enc);
     } else {
         *out = ir_type_tensor(m, e, rank, dims);
     }
