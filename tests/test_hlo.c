@@ -1169,13 +1169,61 @@ START_TEST(sharding_to_schedule)
     ck_assert_int_eq(axes[0], 0);
     ir_partition_free(part);
     ir_pctx_free(ctx);
-    /* a device order the importer cannot map onto the mesh is refused */
-    ap_buf_reset(&b);
     ir_module_free(m);
-    const char *perm = "HloModule p\nENTRY e {\n  ROOT x = f32[8,4] parameter(0), sharding={devices=[2,2]0,2,1,3}\n}\n";
-    ck_assert_ptr_nonnull(m = hlo_parse(perm, "p.hlo", msg, sizeof msg));
-    ck_assert_int_eq(ir_schedule_import(m, ir_module_entry(m), &mesh, &b, &err), AP_EUNSUPPORTED);
-    ck_assert_str_eq(err.msg, "mhlo.sharding of x: device order other than 0, 1, 2, ... is not supported");
+    /* a transposed device order (tile (i, j) on device 2j + i): dim 0 runs
+     * over the minor mesh axis, listed or as an iota with a transpose */
+    static const char *const transposed[] = {"{devices=[2,2]0,2,1,3}", "{devices=[2,2]<=[2,2]T(1,0)}"};
+    for (int i = 0; i < 2; i++) {
+        char src_t[256];
+        snprintf(src_t, sizeof src_t, "HloModule p\nENTRY e {\n  ROOT x = f32[8,4] parameter(0), sharding=%s\n}\n",
+                 transposed[i]);
+        ck_assert_ptr_nonnull(m = hlo_parse(src_t, "p.hlo", msg, sizeof msg));
+        ap_buf_reset(&b);
+        ck_assert_int_eq(ir_schedule_import(m, ir_module_entry(m), &mesh, &b, &err), 2);
+        ck_assert_str_eq(b.data, "tile x 0 model\ntile x 1 batch\npropagate\n");
+        ir_module_free(m);
+    }
+    /* one dim over both axes, the second axis major */
+    ck_assert_ptr_nonnull(m = hlo_parse("HloModule p\nENTRY e {\n  ROOT x = f32[8] parameter(0), "
+                                        "sharding={devices=[4]<=[2,2]T(1,0)}\n}\n", "p.hlo", msg, sizeof msg));
+    ap_buf_reset(&b);
+    ck_assert_int_eq(ir_schedule_import(m, ir_module_entry(m), &mesh, &b, &err), 2);
+    ck_assert_str_eq(b.data, "tile x 0 model\ntile x 0 batch\npropagate\n");
+    ir_module_free(m);
+    /* a device order no mesh axes give is refused, as is a tiling that
+     * leaves devices out */
+    static const char *const refused[][2] = {
+        {"f32[8]", "{devices=[4]0,2,3,1}"},
+        {"f32[8,4]", "{devices=[2,2]0,3,1,2}"},
+        {"f32[8,4]", "{devices=[2,1]<=[2]}"},
+        {"f32[8,4]", "{devices=[2,2]0,1,2,2}"},
+    };
+    static const char *const why[] = {
+        "mhlo.sharding of x: its device order ({devices=[4]0,2,3,1}) does not map onto the mesh axes",
+        "mhlo.sharding of x: its device order ({devices=[2,2]0,3,1,2}) does not map onto the mesh axes",
+        "mhlo.sharding of x ({devices=[2,1]<=[2]}) places 2 tiles on a mesh of 4 devices",
+        "mhlo.sharding of x: the device list of {devices=[2,2]0,1,2,2} is not the mesh's 4 devices",
+    };
+    for (int i = 0; i < 4; i++) {
+        char src_r[256];
+        snprintf(src_r, sizeof src_r, "HloModule p\nENTRY e {\n  ROOT x = %s parameter(0), sharding=%s\n}\n",
+                 refused[i][0], refused[i][1]);
+        ck_assert_ptr_nonnull(m = hlo_parse(src_r, "p.hlo", msg, sizeof msg));
+        ap_buf_reset(&b);
+        ck_assert_int_lt(ir_schedule_import(m, ir_module_entry(m), &mesh, &b, &err), 0);
+        ck_assert_str_eq(err.msg, why[i]);
+        ir_module_free(m);
+    }
+    /* MaxText's 128-device layout: 64-way on dim 0 over the minor axis,
+     * replicated over the major one */
+    ck_assert_int_eq(ir_mesh_parse("stage=2,data=64", &mesh, &err), 0);
+    ck_assert_ptr_nonnull(m = hlo_parse("HloModule q, num_partitions=128\nENTRY e {\n"
+                                        "  ROOT x = f32[128,8] parameter(0), "
+                                        "sharding={devices=[64,1,2]<=[2,64]T(1,0) last_tile_dim_replicate}\n}\n",
+                                        "q.hlo", msg, sizeof msg));
+    ap_buf_reset(&b);
+    ck_assert_int_eq(ir_schedule_import(m, ir_module_entry(m), &mesh, &b, &err), 1);
+    ck_assert_str_eq(b.data, "tile x 0 data\npropagate\n");
     ap_buf_free(&b);
     ir_module_free(m);
 }
@@ -1193,7 +1241,7 @@ START_TEST(errors)
         "bad.hlo:4:56: error: use of undefined computation '%nope'");
     ERR("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT r = f32[] reduce(p, p), dimensions={}\n}\n",
         "bad.hlo:4:18: error: 'stablehlo.reduce' needs to_apply=");
-    ERR("HloModule m\nc {\n  ROOT p = f32[] parameter(0)\n}\n", "bad.hlo:5:1: error: missing ENTRY computation");
+    ERR("HloModule m\n", "bad.hlo:2:1: error: expected a computation, found the end of the input");
     ERR("HloModule m\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\nENTRY f {\n  ROOT p = f32[] parameter(0)\n}\n",
         "bad.hlo:5:1: error: more than one ENTRY computation");
     ERR("HloModule m\nENTRY e {\n  ROOT p = f32[2] parameter(0)\n",
@@ -1216,8 +1264,8 @@ START_TEST(errors)
         "bad.hlo:3:16: error: dimension size 1000000000000000 out of range");
     ERR("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  p = f32[2] negate(p)\n}\n",
         "bad.hlo:4:3: error: redefinition of instruction '%p'");
-    ERR("HloMod m\n", "bad.hlo:1:1: error: expected 'HloModule', found 'HloMod'");
-    ERR("", "bad.hlo:1:1: error: expected 'HloModule', found the end of the input");
+    ERR("HloMod m\n", "bad.hlo:1:8: error: expected '{' to start the computation, found 'm'");
+    ERR("", "bad.hlo:1:1: error: expected a computation, found the end of the input");
     ERR("HloModule m\nENTRY e {\n  ROOT c = f32[3] constant({1, 2})\n}\n",
         "bad.hlo:3:33: error: expected ',' between literal elements, found '})'");
     ERR("HloModule m\nENTRY e {\n  ROOT r = f32[] parameter(1)\n}\n", "bad.hlo:2:1: error: computation '%e' does not define parameter 0");
