@@ -1792,6 +1792,8 @@ static bool parse_mesh_groups(hp *p, ivec *iv, int64_t *rows, int64_t *cols)
             nref += ok;
         } while (ok && accept(p, ','));
         ok = ok && expect(p, '}', "',' or '}' after the axes");
+    } else if (ok) {
+        p->p++; /* '}': no axes, groups of one device */
     }
     /* split each mesh axis into the dims its refs need (XLA's reshape),
      * then move the listed dims last, in the listed order */
