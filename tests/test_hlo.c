@@ -1181,6 +1181,19 @@ START_TEST(sharding_to_schedule)
         ap_buf_reset(&b);
         ck_assert_int_eq(ir_schedule_import(m, ir_module_entry(m), &mesh, &b, &err), 2);
         ck_assert_str_eq(b.data, "tile x 0 model\ntile x 1 batch\npropagate\n");
+        /* and it applies: dim 0 over model, dim 1 over batch */
+        ir_pctx *tctx = NULL;
+        ir_partition *tpart = NULL;
+        ck_assert_int_eq(ir_pctx_new(m, ir_module_entry(m), &mesh, &tctx, &err), 0);
+        ck_assert_int_eq(ir_partition_new(tctx, &tpart, &err), 0);
+        ck_assert_msg(ir_schedule_apply(tpart, b.data, &err) >= 0, "%s", err.msg);
+        ir_partition_value_layout(tpart, ir_func_arg(ir_module_entry(m), 0), &l);
+        ck_assert_int_eq(ir_layout_dim_axes(&l, 0, axes), 1);
+        ck_assert_int_eq(axes[0], 1);
+        ck_assert_int_eq(ir_layout_dim_axes(&l, 1, axes), 1);
+        ck_assert_int_eq(axes[0], 0);
+        ir_partition_free(tpart);
+        ir_pctx_free(tctx);
         ir_module_free(m);
     }
     /* one dim over both axes, the second axis major */
