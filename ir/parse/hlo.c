@@ -8,8 +8,12 @@
  *    replica_count=N become mhlo.num_partitions / mhlo.num_replicas (i32),
  *    frontend_attributes a dict of strings mhlo.frontend_attributes, other
  *    header attributes with a one-token value a string `hlo.KEY`; braced
- *    ones (layouts, input_output_alias, ...) are dropped.
- *  - ENTRY becomes `func.func public @main` (attribute hlo.computation_name
+ *    ones (layouts, input_output_alias, ...) are dropped.  Text without
+ *    the header (as XLA's tests write it) is a module named module_ENTRY.
+ *    The stack frame tables after the header (FileNames ... StackFrames)
+ *    give each instruction's stack_frame_id=N its call stack as a location.
+ *  - ENTRY (else, as in XLA, the last computation) becomes
+ *    `func.func public @main` (attribute hlo.computation_name
  *    holds its HLO name), parameters its arguments in parameter-number
  *    order with `mhlo.sharding` / `mhlo.frontend_attributes` argument
  *    attributes; a tuple ROOT is returned as several results (the ROOT's
@@ -39,7 +43,9 @@
  *    kept in the tensor's encoding: s32[2,<=2] is
  *    tensor<2x?xi32, #stablehlo.bounds<?, 2>>, as XLA's importer writes it.
  *  - a buffer shape b(f32[2,4]) becomes memref<2x4xf32> (an opaque type),
- *    as XLA's importer writes it.
+ *    as XLA's importer writes it (without the layout, like every shape).
+ *  - replica groups in every form XLA prints ({{..}}, [G,S]<=[..]T(..),
+ *    mesh[..] {axes}) become the dense table of device ids.
  *  - locations: NAME(op_name)(FILE(source_file:source_line:source_column))
  *    from metadata, else NAME(instruction name).
  */
