@@ -1665,6 +1665,8 @@ static bool parse_mesh_groups(hp *p, ivec *iv, int64_t *rows, int64_t *cols)
         if (!expect(p, '[', "'['") || !accept_word(p, "device_id") || !expect(p, '=', "'='") || !lex_int(p, &dev) ||
             !expect(p, ']', "']'") || !expect(p, '{', "'{' and the axes") || !expect(p, '}', "'}': a maximal mesh has no axes"))
             return false;
+        if (dev < 0)
+            return perr(p, at, AP_ESYNTAX, "device_id must not be negative");
         *rows = *cols = 1;
         return ivec_push(p, iv, dev);
     }
