@@ -350,13 +350,13 @@ static void print_precision(printer *pr, const ir_attr *a)
     ap_buf_putc(pr->b, ']');
 }
 
-/* dot_dimension_numbers as the pretty parser builds them */
 /* dot_general's `algorithm = <...>` is a #stablehlo.dot_algorithm. */
 static bool algorithm_ok(const ir_attr *a)
 {
     return !a || (a->kind == IR_A_DIALECT && strcmp(a->u.dia.name, "stablehlo.dot_algorithm") == 0);
 }
 
+/* dot_dimension_numbers as the pretty parser builds them */
 static bool dot_dims_ok(const ir_attr *a, const ir_attr *out[4])
 {
     static const char *names[4] = {"lhs_batching_dimensions", "rhs_batching_dimensions",

@@ -672,6 +672,12 @@ START_TEST(fuzz_findings)
         /* ... nor repeat a name defined before it in the same region */
         "f.(%0:i8,%a:i4){\n%1 = \"x.y\"() : () -> i8\nfunc.func @d() {\n%0 = \"x.z\"() : () -> i8\nreturn\n}\n"
         "%2 = \"x.w\"(%1, %a) : (i8, i4) -> i8\n}\n",
+        /* a comment after an opaque op's '{' ends its line: a region, as the
+         * printed text (comment dropped) reads */
+        "func.func @main(%a: tensor<3x4xf32>) {\n  %0 = sstablehlo.get_dimension_size contracting_dims = [1] x [0], "
+        "algorit=<m h x = 1> {// c\nithm = 3} : (tensor<3x4xf32>) -> tensor<3x3xf32>\n  return\n}\n",
+        /* ... and a ')' inside a comment does not close a region's arguments */
+        "func.func @f(%a: i32) {\n  foo.op (%a: i32 // )\n) {\n  }\n  return\n}\n",
     };
     for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
         ir_module *m = NULL;

@@ -2899,13 +2899,29 @@ static bool continues_op(const parser *p)
 
 /* Is the '(' at the current token the argument list of a region: `(%a: T
  * ...)` followed by '{'? */
+/* Skips white space and `//` comments: the lookaheads below read the raw
+ * text, and must see it as the printed text (comments dropped) will be. */
+static const char *skip_blank_comments(const char *q, const char *end)
+{
+    while (q < end) {
+        if (*q == ' ' || *q == '\n' || *q == '\t' || *q == '\r') {
+            q++;
+        } else if (*q == '/' && q + 1 < end && q[1] == '/') {
+            const char *nl = memchr(q, '\n', (size_t)(end - q));
+            q = nl ? nl : end;
+        } else {
+            break;
+        }
+    }
+    return q;
+}
+
 static bool at_region_args(parser *p)
 {
     if (p->tok.kind != T_LPAREN)
         return false;
     const char *q = p->tok.at + 1, *end = p->lx.end;
-    while (q < end && (*q == ' ' || *q == '\n'))
-        q++;
+    q = skip_blank_comments(q, end);
     if (q >= end || *q != '%')
         return false;
     while (q < end && *q != ':' && *q != ',' && *q != ')')
@@ -2921,6 +2937,13 @@ static bool at_region_args(parser *p)
                     q++;
             continue;
         }
+        if (*q == '/' && q + 1 < end && q[1] == '/') {
+            const char *nl = memchr(q, '\n', (size_t)(end - q));
+            if (!nl)
+                return false;
+            q = nl;
+            continue;
+        }
         if (*q == '(' || *q == '[' || *q == '{' || *q == '<')
             depth++;
         else if (*q == ')' || *q == ']' || *q == '}' || (*q == '>' && q[-1] != '-'))
@@ -2929,8 +2952,7 @@ static bool at_region_args(parser *p)
     }
     if (q >= end)
         return false;
-    for (q++; q < end && (*q == ' ' || *q == '\n'); q++)
-        ;
+    q = skip_blank_comments(q + 1, end);
     return q < end && *q == '{';
 }
 
@@ -3111,7 +3133,9 @@ static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected
             const char *q = t->at + 1;
             while (q < p->lx.end && (*q == ' ' || *q == '\t' || *q == '\r'))
                 q++;
-            bool region = (q < p->lx.end && *q == '\n') || pending.n > 0;
+            /* (a comment ending the line counts as its end) */
+            bool region = (q < p->lx.end && (*q == '\n' || (*q == '/' && q + 1 < p->lx.end && q[1] == '/'))) ||
+                          pending.n > 0;
             if (!region) {
                 depth++;
                 break;
