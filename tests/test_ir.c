@@ -678,6 +678,12 @@ START_TEST(fuzz_findings)
         "algorit=<m h x = 1> {// c\nithm = 3} : (tensor<3x4xf32>) -> tensor<3x3xf32>\n  return\n}\n",
         /* ... and a ')' inside a comment does not close a region's arguments */
         "func.func @f(%a: i32) {\n  foo.op (%a: i32 // )\n) {\n  }\n  return\n}\n",
+        /* a comment and a line break between an opaque op's name and a clause
+         * on the next line keep them apart (the name printed glued to `y`) */
+        "func.func @main(%arg0: tensor<4x?xf32>) -> tensor<i32> {\n  %0 = stablehlo.get_dimensiostablehlo.ch// c\n"
+        "y= 1 : (tensor<4x?xf32>) -> tensor<i32>\n  return %0 : tensor<i32>\n}\n",
+        /* a bound too large for 64 bits (signed overflow) */
+        "func.func @f(%a: tensor<?xi32, #stablehlo.bounds<99999999999999999999>>) {\n  return\n}\n",
     };
     for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
         ir_module *m = NULL;

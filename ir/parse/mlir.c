@@ -737,9 +737,11 @@ static const char *bounds_canonical(parser *p, const char *s, size_t len, int ra
             ap_buf_putc(&b, '?');
         } else if (*q >= '0' && *q <= '9') {
             int64_t v = 0;
-            while (q < end && *q >= '0' && *q <= '9' && !why) {
-                if (v > (INT64_MAX - 9) / 10)
+            while (q < end && *q >= '0' && *q <= '9') {
+                if (v > (INT64_MAX - 9) / 10) {
                     why = "bound is too large";
+                    break;
+                }
                 v = v * 10 + (*q++ - '0');
             }
             if (!why && n < rank && dims[n] != IR_DYN)
@@ -2960,23 +2962,18 @@ static bool at_region_args(parser *p)
  * of its line (regions may span lines) is kept as a template; %values,
  * ^successors and regions inside it are parsed so they take part in the
  * IR. */
-static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected)
+static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected, const char *name_end)
 {
     ir_tmpl_piece *pieces = NULL;
     uint32_t n = 0, cap = 0;
     arg_list pending = {0};
-    const char *text_from = p->tok.at; /* after the op name */
+    /* the text starts right after the op name: what separates the name
+     * from the next token (spaces, a line break, a comment) must stay a
+     * separation when printed */
+    const char *text_from = name_end;
     const char *sig_colon = NULL, *loc_at = NULL, *last_end = p->tok.at;
     int depth = 0;
     bool ok = true;
-    /* the name token was consumed; keep the exact spacing that follows it */
-    {
-        /* include whitespace between the name and the next token */
-        const char *q = p->tok.at;
-        while (q > p->lx.src && (q[-1] == ' ' || q[-1] == '\t' || q[-1] == '\r'))
-            q--;
-        text_from = q;
-    }
     for (;;) {
         ir_tok *t = &p->tok;
         if (t->kind == T_EOF)
@@ -3551,7 +3548,7 @@ static bool parse_op_in(parser *p, ir_block *block)
         else if (st.opcode == IR_OP_MODULE)
             ok = parse_module_op(p, &st);
         else if (st.opcode == IR_OP_UNKNOWN)
-            ok = parse_opaque_op(p, &st, n_results);
+            ok = parse_opaque_op(p, &st, n_results, s + len);
         else
             ok = ir__parse_pretty(p, &st, ir_op_info_get(st.opcode)->fmt);
         if (!ok)
