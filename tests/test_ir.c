@@ -682,6 +682,8 @@ START_TEST(fuzz_findings)
          * on the next line keep them apart (the name printed glued to `y`) */
         "func.func @main(%arg0: tensor<4x?xf32>) -> tensor<i32> {\n  %0 = stablehlo.get_dimensiostablehlo.ch// c\n"
         "y= 1 : (tensor<4x?xf32>) -> tensor<i32>\n  return %0 : tensor<i32>\n}\n",
+        /* a '>' closing nothing in an opaque op balanced the '{' after it */
+        "s.mstablehlo.cholesky=4,ensor<i> > {",
         /* a bound too large for 64 bits (signed overflow) */
         "func.func @f(%a: tensor<?xi32, #stablehlo.bounds<99999999999999999999>>) {\n  return\n}\n",
     };

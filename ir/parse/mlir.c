@@ -3121,8 +3121,13 @@ static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected
             break;
         case T_RPAREN:
         case T_RBRACKET:
-        case T_GREATER:
             depth--;
+            break;
+        case T_GREATER:
+            /* a '>' that closes nothing is text (a comparison, an arrow
+             * head); counting it would let a later bracket balance it */
+            if (depth > 0)
+                depth--;
             break;
         case T_LBRACE: {
             /* a region when a newline follows the brace (or it is empty and
