@@ -684,6 +684,12 @@ START_TEST(fuzz_findings)
         "y= 1 : (tensor<4x?xf32>) -> tensor<i32>\n  return %0 : tensor<i32>\n}\n",
         /* a '>' closing nothing in an opaque op balanced the '{' after it */
         "s.mstablehlo.cholesky=4,ensor<i> > {",
+        /* a value named inside the text an opaque op's result type is read
+         * from: the type's raw text kept the name the printer renumbers */
+        "func.func @main() -> tensor<i1> {\n  %cst_1 = stablehlo.constant dense<1.0> : tensor<1xf32>\n"
+        "  %0 = func.funcstablehlo.uniform_quantize %cst_1 : (tensor<1xf32>) -> tensor<1x!quant.uniform<i8<1xf32>\n"
+        "  %cst_1 = stablehlo.:f32, 0.0039153145808799592>>\n  %1 = stablehlo.constant dense<true> : tensor<i1>\n"
+        "  return %1 : tensor<i1>\n}\n",
         /* a bound too large for 64 bits (signed overflow) */
         "func.func @f(%a: tensor<?xi32, #stablehlo.bounds<99999999999999999999>>) {\n  return\n}\n",
     };

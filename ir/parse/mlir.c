@@ -2972,6 +2972,7 @@ static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected
      * separation when printed */
     const char *text_from = name_end;
     const char *sig_colon = NULL, *loc_at = NULL, *last_end = p->tok.at;
+    uint32_t sig_piece = 0; /* pieces made before the signature's ':' */
     int depth = 0;
     bool ok = true;
     for (;;) {
@@ -3168,8 +3169,10 @@ static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected
             depth--;
             break;
         case T_COLON:
-            if (depth == 0)
+            if (depth == 0) {
                 sig_colon = t->at;
+                sig_piece = n;
+            }
             break;
         default:
             break;
@@ -3187,7 +3190,12 @@ static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected
             end--;
         ok = text_piece_ex(p, &pieces, &n, &cap, text_from, end, true);
     }
-    /* result types from the trailing `: ...` if it parses as types */
+    /* result types from the trailing `: ...` if it parses as types; not
+     * when values or locations lie inside it (types never hold them): its
+     * raw text would keep the names the printer renumbers */
+    for (uint32_t i = sig_piece; sig_colon && i < n; i++)
+        if (pieces[i].kind != IR_TP_TEXT)
+            sig_colon = NULL;
     if (ok && sig_colon) {
         const char *saved = p->lx.p;
         ir_tok saved_tok = p->tok;
