@@ -822,8 +822,9 @@ START_TEST(real_world_forms)
                  "bad.mlir:1:34: error: invalid #stablehlo.bounds: bounds must have one entry per dimension");
 
     /* sdy.manual_computation with its clauses on several lines and comments
-     * between them (as Shardy's tests write it); a trailing comment after
-     * an op of unknown syntax does not swallow its location */
+     * between them (as Shardy's tests write it), kept as written; a
+     * trailing comment after an op of unknown syntax is dropped, so that it
+     * does not swallow the location printed after it */
     const char *mc = "sdy.mesh @mesh3d = <[\"a\"=4, \"b\"=4, \"c\"=4]>\n"
                      "func.func @manual_computation_free_axes(%arg0: tensor<4xf32>, %arg1: tensor<12xf32>)\n"
                      "    -> (tensor<4xf32>, tensor<12xf32>) {\n"
@@ -846,7 +847,8 @@ START_TEST(real_world_forms)
                         "    %0:2 = sdy.manual_computation(%arg0, %arg1)\n"
                         "    in_shardings=[<@mesh3d, [{\"a\", \"b\"}]>,\n"
                         "                  <@mesh3d, [{\"a\"}]>]\n"
-                        "    out_shardings=[<@mesh3d, [{\"a\"}]>, <@mesh3d, [{\"a\"}]>]\n"
+                        "    // the outputs stay sharded over \"a\"\n"
+                        "    out_shardings=[<@mesh3d, [{\"a\"}]>, <@mesh3d, [{\"a\"}]>] // after a clause\n"
                         "    manual_axes={\"a\"} (%arg2: tensor<1xf32>, %arg3: tensor<3xf32>) {\n"
                         "      %1 = stablehlo.negate %arg2 : tensor<1xf32>\n"
                         "      sdy.return %1, %arg3 : tensor<1xf32>, tensor<3xf32>\n"

@@ -2803,64 +2803,50 @@ static bool tmpl_add(parser *p, ir_tmpl_piece **v, uint32_t *n, uint32_t *cap, i
     return true;
 }
 
-/* The text of [from, to) without its `//` comments (strings are skipped
- * whole): a comment kept in an op's text would swallow what the printer
- * writes after it on the line.  `trim` drops the white space the removal
- * leaves at the end.  Arena-allocated; NULL when out of memory. */
-static char *strip_comments(parser *p, const char *from, const char *to, bool trim, size_t *out_len)
+/* Where a `//` comment that runs to `to` (the end of an op's text)
+ * starts, or `to` when none does; strings are skipped whole. */
+static const char *trailing_comment(const char *from, const char *to)
 {
-    char *out = ap_arena_alloc(&p->m->arena, (size_t)(to - from) + 1);
-    if (!out)
-        return NULL;
-    size_t n = 0;
-    for (const char *q = from; q < to;) {
-        if (*q == '"') { /* copy a string whole */
-            const char *e = q + 1;
-            while (e < to && *e != '"')
-                e += *e == '\\' ? 2 : 1;
-            e = e < to ? e + 1 : to;
-            memcpy(out + n, q, (size_t)(e - q));
-            n += (size_t)(e - q);
-            q = e;
+    const char *q = memchr(from, '/', (size_t)(to - from));
+    if (!q)
+        return to;
+    for (q = from; q < to; q++) {
+        if (*q == '"') {
+            for (q++; q < to && *q != '"'; q++)
+                if (*q == '\\')
+                    q++;
         } else if (*q == '/' && q + 1 < to && q[1] == '/') {
             const char *nl = memchr(q, '\n', (size_t)(to - q));
-            q = nl ? nl : to;
-            /* the spaces before the comment go too, and its line when
-             * the comment was all there was on it */
-            while (n && (out[n - 1] == ' ' || out[n - 1] == '\t'))
-                n--;
-            if (nl && n && out[n - 1] == '\n')
-                q++;
-        } else {
-            out[n++] = *q++;
+            if (!nl)
+                return q;
+            q = nl;
         }
     }
-    while (trim && n && (out[n - 1] == ' ' || out[n - 1] == '\n' || out[n - 1] == '\t' || out[n - 1] == '\r'))
-        n--;
-    out[n] = '\0';
-    *out_len = n;
-    return out;
+    return to;
 }
 
+/* A literal piece of an opaque op's text, kept as written (comments too:
+ * types and attributes inside it are read from the same raw text, and
+ * must read alike when it is parsed again).  The op's last piece drops a
+ * comment that ends it, which would swallow what the printer writes after
+ * the op on its line. */
 static bool text_piece_ex(parser *p, ir_tmpl_piece **v, uint32_t *n, uint32_t *cap, const char *from,
                           const char *to, bool last)
 {
+    if (last) {
+        to = trailing_comment(from, to);
+        while (to > from && (to[-1] == ' ' || to[-1] == '\n' || to[-1] == '\t' || to[-1] == '\r'))
+            to--;
+    }
     if (to <= from)
         return true;
     ir_tmpl_piece t = {.kind = IR_TP_TEXT};
     size_t len = (size_t)(to - from);
-    bool comment = false;
-    for (const char *q = memchr(from, '/', len); q && !comment; q = memchr(q + 1, '/', (size_t)(to - q - 1)))
-        comment = q + 1 < to && q[1] == '/';
-    if (comment) {
-        t.text = strip_comments(p, from, to, last, &len);
-    } else {
-        t.text = ap_arena_strndup(&p->m->arena, from, len);
-    }
-    if (!t.text)
-        return ir__perr(p, from, AP_ENOMEM, "out of memory");
     if (len > UINT32_MAX)
         return ir__perr(p, from, AP_ELIMIT, "op text too long");
+    t.text = ap_arena_strndup(&p->m->arena, from, len);
+    if (!t.text)
+        return ir__perr(p, from, AP_ENOMEM, "out of memory");
     t.len = (uint32_t)len;
     return tmpl_add(p, v, n, cap, t);
 }
