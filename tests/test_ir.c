@@ -690,6 +690,8 @@ START_TEST(fuzz_findings)
         "  %0 = func.funcstablehlo.uniform_quantize %cst_1 : (tensor<1xf32>) -> tensor<1x!quant.uniform<i8<1xf32>\n"
         "  %cst_1 = stablehlo.:f32, 0.0039153145808799592>>\n  %1 = stablehlo.constant dense<true> : tensor<i1>\n"
         "  return %1 : tensor<i1>\n}\n",
+        /* several comments end an opaque op: all go, not just the last */
+        "func.\n\n\n// c\f\n\n// c_",
         /* a bound too large for 64 bits (signed overflow) */
         "func.func @f(%a: tensor<?xi32, #stablehlo.bounds<99999999999999999999>>) {\n  return\n}\n",
     };

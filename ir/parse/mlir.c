@@ -2833,10 +2833,13 @@ static const char *trailing_comment(const char *from, const char *to)
 static bool text_piece_ex(parser *p, ir_tmpl_piece **v, uint32_t *n, uint32_t *cap, const char *from,
                           const char *to, bool last)
 {
-    if (last) {
-        to = trailing_comment(from, to);
+    while (last) { /* comments and blank lines, however many, end it */
         while (to > from && (to[-1] == ' ' || to[-1] == '\n' || to[-1] == '\t' || to[-1] == '\r'))
             to--;
+        const char *c = trailing_comment(from, to);
+        if (c == to)
+            break;
+        to = c;
     }
     if (to <= from)
         return true;
