@@ -194,6 +194,8 @@ enum ir_fmt {
     IR_FMT_RNG,
     IR_FMT_RNG_BIT_GENERATOR,
     IR_FMT_REDUCE_PRECISION,
+    IR_FMT_CHOLESKY,
+    IR_FMT_GET_DIMENSION_SIZE,
 };
 
 /* ------------------------------------------------------------ pointer map */

@@ -105,13 +105,13 @@
     X(MAP, "stablehlo.map", OTHER, GENERIC)                               \
     X(FFT, "stablehlo.fft", OTHER, FFT)                                   \
     X(TRIANGULAR_SOLVE, "stablehlo.triangular_solve", OTHER, GENERIC)     \
-    X(CHOLESKY, "stablehlo.cholesky", OTHER, GENERIC)                     \
+    X(CHOLESKY, "stablehlo.cholesky", OTHER, CHOLESKY)                    \
     X(BATCH_NORM_INFERENCE, "stablehlo.batch_norm_inference", OTHER, GENERIC) \
     X(BATCH_NORM_TRAINING, "stablehlo.batch_norm_training", OTHER, GENERIC) \
     X(BATCH_NORM_GRAD, "stablehlo.batch_norm_grad", OTHER, GENERIC)       \
     X(RNG, "stablehlo.rng", OTHER, RNG)                                   \
     X(RNG_BIT_GENERATOR, "stablehlo.rng_bit_generator", OTHER, RNG_BIT_GENERATOR) \
-    X(GET_DIMENSION_SIZE, "stablehlo.get_dimension_size", OTHER, GENERIC) \
+    X(GET_DIMENSION_SIZE, "stablehlo.get_dimension_size", OTHER, GET_DIMENSION_SIZE) \
     X(DYNAMIC_BROADCAST_IN_DIM, "stablehlo.dynamic_broadcast_in_dim", OTHER, DYNAMIC_BROADCAST_IN_DIM) \
     X(DYNAMIC_RESHAPE, "stablehlo.dynamic_reshape", OTHER, FUNCTIONAL)    \
     X(DYNAMIC_IOTA, "stablehlo.dynamic_iota", OTHER, DYNAMIC_IOTA)        \

@@ -24,6 +24,10 @@ typedef struct printer {
     bool no_locs, generic;
     ir_ptrmap names;   /* value (block arg or results[0]) -> number | ARG_BIT */
     uint32_t next_result, next_arg;
+    /* the function being printed, and whether a value defined outside it
+     * was numbered while it was: then the numbering must go on after it */
+    const ir_op *cur_func;
+    bool escaped;
     ir_ptrmap loc_alias; /* loc -> alias number */
     const ir_loc **aliases;
     uint32_t n_aliases, cap_aliases;
@@ -36,6 +40,21 @@ static void indent(printer *pr, int level)
         ap_buf_puts(pr->b, "  ");
 }
 
+/* Is v defined in a region nested (at any depth) in op f? */
+static bool defined_inside(const ir_value *v, const ir_op *f)
+{
+    const ir_block *b = v->def ? v->def->parent : v->block;
+    while (b && b->parent) {
+        const ir_op *owner = b->parent->parent;
+        if (owner == f)
+            return true;
+        if (!owner)
+            break;
+        b = owner->parent;
+    }
+    return false;
+}
+
 static uint32_t value_code(printer *pr, const ir_value *v)
 {
     const void *key = v->def ? (const void *)&v->def->results[0] : (const void *)v;
@@ -45,6 +64,8 @@ static uint32_t value_code(printer *pr, const ir_value *v)
     code = v->def ? pr->next_result++ : (pr->next_arg++ | ARG_BIT);
     if (!ir__map_put(&pr->names, key, code))
         pr->oom = true;
+    if (pr->cur_func && !pr->escaped && !defined_inside(v, pr->cur_func))
+        pr->escaped = true;
     return code;
 }
 
@@ -329,6 +350,12 @@ static void print_precision(printer *pr, const ir_attr *a)
     ap_buf_putc(pr->b, ']');
 }
 
+/* dot_general's `algorithm = <...>` is a #stablehlo.dot_algorithm. */
+static bool algorithm_ok(const ir_attr *a)
+{
+    return !a || (a->kind == IR_A_DIALECT && strcmp(a->u.dia.name, "stablehlo.dot_algorithm") == 0);
+}
+
 /* dot_dimension_numbers as the pretty parser builds them */
 static bool dot_dims_ok(const ir_attr *a, const ir_attr *out[4])
 {
@@ -483,7 +510,7 @@ static bool pretty_ok(const ir_op *op, int fmt)
         const ir_attr *d[4];
         return regions_ok && op->n_operands == 2 && op->n_results == 1 &&
                dot_dims_ok(ir_op_attr(op, "dot_dimension_numbers"), d) &&
-               precision_ok(ir_op_attr(op, "precision_config")) && !ir_op_attr(op, "algorithm");
+               precision_ok(ir_op_attr(op, "precision_config")) && algorithm_ok(ir_op_attr(op, "algorithm"));
     }
     case IR_FMT_CONVOLUTION: {
         ir_attr *dn = ir_op_attr(op, "dimension_numbers"), *pad = ir_op_attr(op, "padding"),
@@ -543,6 +570,12 @@ static bool pretty_ok(const ir_op *op, int fmt)
     case IR_FMT_REDUCE_PRECISION:
         return regions_ok && op->n_operands == 1 && op->n_results == 1 &&
                attr_typed_int(op, "exponent_bits", IR_E_I32) && attr_typed_int(op, "mantissa_bits", IR_E_I32);
+    case IR_FMT_CHOLESKY: {
+        ir_attr *lower = ir_op_attr(op, "lower");
+        return regions_ok && op->n_operands == 1 && op->n_results == 1 && (!lower || lower->kind == IR_A_BOOL);
+    }
+    case IR_FMT_GET_DIMENSION_SIZE:
+        return regions_ok && op->n_operands == 1 && op->n_results == 1 && attr_typed_int(op, "dimension", IR_E_I64);
     default:
         return false;
     }
@@ -957,10 +990,28 @@ static void print_pretty(printer *pr, const ir_op *op, int fmt, int level)
             else
                 ap_buf_puts(b, "[]");
         }
-        ir_attr *prec = ir_op_attr(op, "precision_config");
+        ir_attr *prec = ir_op_attr(op, "precision_config"), *alg = ir_op_attr(op, "algorithm");
         if (prec)
             print_precision(pr, prec);
-        print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"dot_dimension_numbers", "precision_config", NULL}, " {");
+        if (alg && fmt == IR_FMT_DOT_GENERAL) {
+            /* `algorithm = <...>`: the attribute without its name */
+            ap_buf tmp;
+            ap_buf_init(&tmp);
+            ir_attr_print(&tmp, alg);
+            size_t skip = 1 + strlen(alg->u.dia.name);
+            if (tmp.oom || tmp.len < skip)
+                pr->oom = true;
+            else {
+                ap_buf_puts(b, ", algorithm = ");
+                ap_buf_put(b, tmp.data + skip, tmp.len - skip);
+            }
+            ap_buf_free(&tmp);
+        }
+        print_attr_dict(pr, op->attrs, op->n_attrs,
+                        fmt == IR_FMT_DOT_GENERAL
+                            ? (const char *const[]){"dot_dimension_numbers", "precision_config", "algorithm", NULL}
+                            : (const char *const[]){"dot_dimension_numbers", "precision_config", NULL},
+                        " {");
         ap_buf_puts(b, " : ");
         print_functional(pr, op);
         return;
@@ -1140,6 +1191,28 @@ static void print_pretty(printer *pr, const ir_op *op, int fmt, int level)
         ap_buf_puts(b, " : ");
         print_functional(pr, op);
         return;
+    case IR_FMT_CHOLESKY: {
+        ir_attr *lower = ir_op_attr(op, "lower");
+        ap_buf_putc(b, ' ');
+        print_values(pr, op->operands, 1);
+        if (lower)
+            ap_buf_puts(b, lower->u.b ? ", lower = true" : ", lower = false");
+        print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"lower", NULL}, " {");
+        ap_buf_puts(b, " : ");
+        if (same_types(op))
+            ir_type_print(b, op->results[0].type);
+        else
+            print_functional(pr, op);
+        return;
+    }
+    case IR_FMT_GET_DIMENSION_SIZE:
+        ap_buf_putc(b, ' ');
+        print_values(pr, op->operands, 1);
+        ap_buf_printf(b, ", dim = %" PRId64, ir_op_attr(op, "dimension")->u.i);
+        print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"dimension", NULL}, " {");
+        ap_buf_puts(b, " : ");
+        print_functional(pr, op);
+        return;
     case IR_FMT_REDUCE_PRECISION:
         ap_buf_putc(b, ' ');
         print_values(pr, op->operands, 1);
@@ -1159,6 +1232,18 @@ static void print_pretty(printer *pr, const ir_op *op, int fmt, int level)
 
 static void print_op(printer *pr, const ir_op *op, int level)
 {
+    /* A function numbers its values from zero when nothing was numbered
+     * before it (a function of the module); inside another op's region
+     * (an opaque op's body, a nested module) the numbering goes on, so
+     * that the names after the function cannot repeat or take over the
+     * names of values defined before it. */
+    const ir_op *outer_func = pr->cur_func;
+    bool outer_escaped = pr->escaped, fresh = false;
+    if (op->opcode == IR_OP_FUNC) {
+        fresh = pr->names.n == 0;
+        pr->cur_func = op;
+        pr->escaped = false;
+    }
     indent(pr, level);
     if (op->n_results) {
         uint32_t code = value_code(pr, &op->results[0]);
@@ -1178,9 +1263,14 @@ static void print_op(printer *pr, const ir_op *op, int level)
     print_loc(pr, op->loc);
     ap_buf_putc(pr->b, '\n');
     if (op->opcode == IR_OP_FUNC) {
-        /* each function numbers its values from zero */
-        ir__map_clear(&pr->names);
-        pr->next_result = pr->next_arg = 0;
+        /* a reference out of the function (which MLIR would refuse, as
+         * functions are isolated from above) keeps the numbering going */
+        if (fresh && !pr->escaped) {
+            ir__map_clear(&pr->names);
+            pr->next_result = pr->next_arg = 0;
+        }
+        pr->escaped = outer_escaped || pr->escaped;
+        pr->cur_func = outer_func;
     }
 }
 

@@ -666,6 +666,34 @@ START_TEST(fuzz_findings)
         /* a generic func.func whose visibility is not one of the three words */
         ("\"func.func\"() <{function_type = () -> (), sym_name = \"f\", sym_visibility = \"\x1a\x1aprivate\"}> ({\n"
          "  \"func.return\"() : () -> ()\n}) : () -> ()\n"),
+        /* a function inside an opaque op's region: the numbering after it
+         * must not start again (`%a` printed as the other argument) */
+        "f.(%0:i8,%a:i4){func.func@d()u.%a}",
+        /* ... nor repeat a name defined before it in the same region */
+        "f.(%0:i8,%a:i4){\n%1 = \"x.y\"() : () -> i8\nfunc.func @d() {\n%0 = \"x.z\"() : () -> i8\nreturn\n}\n"
+        "%2 = \"x.w\"(%1, %a) : (i8, i4) -> i8\n}\n",
+        /* a comment after an opaque op's '{' ends its line: a region, as the
+         * printed text (comment dropped) reads */
+        "func.func @main(%a: tensor<3x4xf32>) {\n  %0 = sstablehlo.get_dimension_size contracting_dims = [1] x [0], "
+        "algorit=<m h x = 1> {// c\nithm = 3} : (tensor<3x4xf32>) -> tensor<3x3xf32>\n  return\n}\n",
+        /* ... and a ')' inside a comment does not close a region's arguments */
+        "func.func @f(%a: i32) {\n  foo.op (%a: i32 // )\n) {\n  }\n  return\n}\n",
+        /* a comment and a line break between an opaque op's name and a clause
+         * on the next line keep them apart (the name printed glued to `y`) */
+        "func.func @main(%arg0: tensor<4x?xf32>) -> tensor<i32> {\n  %0 = stablehlo.get_dimensiostablehlo.ch// c\n"
+        "y= 1 : (tensor<4x?xf32>) -> tensor<i32>\n  return %0 : tensor<i32>\n}\n",
+        /* a '>' closing nothing in an opaque op balanced the '{' after it */
+        "s.mstablehlo.cholesky=4,ensor<i> > {",
+        /* a value named inside the text an opaque op's result type is read
+         * from: the type's raw text kept the name the printer renumbers */
+        "func.func @main() -> tensor<i1> {\n  %cst_1 = stablehlo.constant dense<1.0> : tensor<1xf32>\n"
+        "  %0 = func.funcstablehlo.uniform_quantize %cst_1 : (tensor<1xf32>) -> tensor<1x!quant.uniform<i8<1xf32>\n"
+        "  %cst_1 = stablehlo.:f32, 0.0039153145808799592>>\n  %1 = stablehlo.constant dense<true> : tensor<i1>\n"
+        "  return %1 : tensor<i1>\n}\n",
+        /* several comments end an opaque op: all go, not just the last */
+        "func.\n\n\n// c\f\n\n// c_",
+        /* a bound too large for 64 bits (signed overflow) */
+        "func.func @f(%a: tensor<?xi32, #stablehlo.bounds<99999999999999999999>>) {\n  return\n}\n",
     };
     for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
         ir_module *m = NULL;
@@ -677,6 +705,172 @@ START_TEST(fuzz_findings)
         }
         ir_module_free(m);
         ap_free(roundtrip(inputs[i], NULL));
+    }
+}
+END_TEST
+
+/* Forms real programs use that MLIR accepts and the parser once refused
+ * (issue 11, item 7): each parses, prints as MLIR does, and its pretty and
+ * generic spellings give one IR. */
+START_TEST(real_world_forms)
+{
+    /* cholesky and get_dimension_size in their pretty forms */
+    const char *chol = "func.func @logdensity(%arg0: tensor<2x2xf32>, %arg1: tensor<4x?xf32>) -> "
+                       "(tensor<2x2xf32>, tensor<2x2xf32>, tensor<i32>) {\n"
+                       "  %0 = stablehlo.cholesky %arg0, lower = true : tensor<2x2xf32>\n"
+                       "  %1 = stablehlo.cholesky %arg0 : (tensor<2x2xf32>) -> tensor<2x2xf32>\n"
+                       "  %2 = stablehlo.get_dimension_size %arg1, dim = 1 : (tensor<4x?xf32>) -> tensor<i32>\n"
+                       "  return %0, %1, %2 : tensor<2x2xf32>, tensor<2x2xf32>, tensor<i32>\n}\n";
+    ap_free(roundtrip(chol, "module {\n"
+                            "  func.func @logdensity(%arg0: tensor<2x2xf32>, %arg1: tensor<4x?xf32>) -> "
+                            "(tensor<2x2xf32>, tensor<2x2xf32>, tensor<i32>) {\n"
+                            "    %0 = stablehlo.cholesky %arg0, lower = true : tensor<2x2xf32>\n"
+                            "    %1 = stablehlo.cholesky %arg0 : tensor<2x2xf32>\n"
+                            "    %2 = stablehlo.get_dimension_size %arg1, dim = 1 : (tensor<4x?xf32>) -> tensor<i32>\n"
+                            "    return %0, %1, %2 : tensor<2x2xf32>, tensor<2x2xf32>, tensor<i32>\n"
+                            "  }\n}\n"));
+    same_ir(chol, "func.func @logdensity(%arg0: tensor<2x2xf32>, %arg1: tensor<4x?xf32>) -> "
+                  "(tensor<2x2xf32>, tensor<2x2xf32>, tensor<i32>) {\n"
+                  "  %0 = \"stablehlo.cholesky\"(%arg0) {lower = true} : (tensor<2x2xf32>) -> tensor<2x2xf32>\n"
+                  "  %1 = \"stablehlo.cholesky\"(%arg0) : (tensor<2x2xf32>) -> tensor<2x2xf32>\n"
+                  "  %2 = \"stablehlo.get_dimension_size\"(%arg1) {dimension = 1 : i64} : (tensor<4x?xf32>) -> tensor<i32>\n"
+                  "  return %0, %1, %2 : tensor<2x2xf32>, tensor<2x2xf32>, tensor<i32>\n}\n");
+    expect_error("func.func @f(%a: tensor<2x2xf32>) -> tensor<2x2xf32> {\n"
+                 "  %0 = stablehlo.cholesky %a, lower = 1 : tensor<2x2xf32>\n  return %0 : tensor<2x2xf32>\n}\n",
+                 "bad.mlir:2:39: error: expected true or false, found '1'");
+
+    /* dot_general with an algorithm, as JAX writes it under
+     * jax.default_matmul_precision("F32_F32_F32") */
+    const char *alg = "func.func @main(%arg0: tensor<3x4xf32>, %arg1: tensor<4x3xf32>) -> tensor<3x3xf32> {\n"
+                      "  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0], precision = [DEFAULT, DEFAULT], "
+                      "algorithm = <lhs_precision_type = tf32, rhs_precision_type = tf32, accumulation_type = f32, "
+                      "lhs_component_count = 1, rhs_component_count = 1, num_primitive_operations = 3, "
+                      "allow_imprecise_accumulation = false> : (tensor<3x4xf32>, tensor<4x3xf32>) -> tensor<3x3xf32>\n"
+                      "  return %0 : tensor<3x3xf32>\n}\n";
+    char *out = roundtrip(alg, NULL);
+    ck_assert_ptr_nonnull(strstr(out, "precision = [DEFAULT, DEFAULT], algorithm = <lhs_precision_type = tf32, "
+                                      "rhs_precision_type = tf32, accumulation_type = f32, lhs_component_count = 1, "
+                                      "rhs_component_count = 1, num_primitive_operations = 3, "
+                                      "allow_imprecise_accumulation = false> : "));
+    ap_free(out);
+    same_ir(alg, "func.func @main(%arg0: tensor<3x4xf32>, %arg1: tensor<4x3xf32>) -> tensor<3x3xf32> {\n"
+                 "  %0 = \"stablehlo.dot_general\"(%arg0, %arg1) <{algorithm = #stablehlo.dot_algorithm<\n"
+                 "    lhs_precision_type = tf32, rhs_precision_type = tf32, accumulation_type = f32,\n"
+                 "    lhs_component_count = 1, rhs_component_count = 1, num_primitive_operations = 3,\n"
+                 "    allow_imprecise_accumulation = false>, dot_dimension_numbers = #stablehlo.dot<\n"
+                 "    lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>,\n"
+                 "    precision_config = [#stablehlo<precision DEFAULT>, #stablehlo<precision DEFAULT>]}> :\n"
+                 "    (tensor<3x4xf32>, tensor<4x3xf32>) -> tensor<3x3xf32>\n"
+                 "  return %0 : tensor<3x3xf32>\n}\n");
+    {
+        ir_module *m = tl_parse(alg, "a.mlir", NULL, 0);
+        ir_op *dot = ir_func_entry(ir_module_func(m, "main"))->first;
+        ir_attr *a = ir_op_attr(dot, "algorithm");
+        ck_assert_ptr_nonnull(a);
+        ck_assert_str_eq(a->u.dia.name, "stablehlo.dot_algorithm");
+        ck_assert_int_eq(ir_dialect_param(a, "num_primitive_operations")->u.i, 3);
+        ir_module_free(m);
+    }
+
+    /* #stablehlo.conv<raw ...> over several lines, keys in another order and
+     * a trailing comma (as Reactant writes it): the same IR as the compact
+     * form; dims the compact form cannot hold stay raw */
+    const char *conv_head = "func.func @test_conv(%input: tensor<100x32x26x26xf32>, %filter: tensor<1x32x3x3xf32>) -> "
+                            "tensor<100x1x28x28xf32> {\n"
+                            "  %result = \"stablehlo.convolution\"(%input, %filter) {\n"
+                            "    batch_group_count = 1 : i64,\n";
+    const char *conv_tail = ",\n    feature_group_count = 1 : i64, padding = dense<[[2, 2], [2, 2]]> : tensor<2x2xi64>,\n"
+                            "    window_strides = array<i64: 1, 1>\n"
+                            "  } : (tensor<100x32x26x26xf32>, tensor<1x32x3x3xf32>) -> tensor<100x1x28x28xf32>\n"
+                            "  return %result : tensor<100x1x28x28xf32>\n}\n";
+    char raw[2048], compact[2048];
+    snprintf(raw, sizeof raw, "%s%s%s", conv_head,
+             "    dimension_numbers = #stablehlo.conv<raw\n"
+             "      input_batch_dimension = 0, input_feature_dimension = 1,\n"
+             "      input_spatial_dimensions = [2, 3],\n"
+             "      kernel_output_feature_dimension = 0, kernel_input_feature_dimension = 1,\n"
+             "      kernel_spatial_dimensions = [2, 3],\n"
+             "      output_batch_dimension = 0, output_feature_dimension = 1,\n"
+             "      output_spatial_dimensions = [2, 3],\n"
+             "    >",
+             conv_tail);
+    snprintf(compact, sizeof compact, "%s%s%s", conv_head,
+             "    dimension_numbers = #stablehlo.conv<[b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1]>", conv_tail);
+    same_ir(raw, compact);
+    out = roundtrip(raw, NULL);
+    ck_assert_ptr_nonnull(strstr(out, "stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1]"));
+    ap_free(out);
+    out = roundtrip("module attributes {\n  stablehlo.conv = #stablehlo.conv<raw\n    input_batch_dimension = 0,\n"
+                    "    input_feature_dimension = 3,\n    input_spatial_dimensions = [1, 2],\n"
+                    "    kernel_input_feature_dimension = 2,\n    kernel_output_feature_dimension = 3,\n"
+                    "    kernel_spatial_dimensions = [0, 1],\n    output_batch_dimension = 99,\n"
+                    "    output_feature_dimension = 3,\n    output_spatial_dimensions = [2, 1]>\n} {}\n",
+                    "module attributes {stablehlo.conv = #stablehlo.conv<raw input_batch_dimension = 0, "
+                    "input_feature_dimension = 3, input_spatial_dimensions = [1, 2], kernel_input_feature_dimension = 2, "
+                    "kernel_output_feature_dimension = 3, kernel_spatial_dimensions = [0, 1], output_batch_dimension = 99, "
+                    "output_feature_dimension = 3, output_spatial_dimensions = [2, 1]>} {\n}\n");
+    ap_free(out);
+    expect_error("module attributes {c = #stablehlo.conv<raw input_batch_dimension = 0>} {}\n",
+                 "bad.mlir:1:40: error: convolution dimension numbers lack 'input_feature_dimension'");
+
+    /* bounded dims: the bounds are canonical and checked */
+    same_ir("func.func @f(%a: tensor<2x?x2xi32, #stablehlo.bounds<?,2,?>>) -> tensor<2x?x2xi32, #stablehlo.bounds<?,2,?>> {\n"
+            "  return %a : tensor<2x?x2xi32, #stablehlo.bounds<?, 2, ?>>\n}\n",
+            "func.func @f(%a: tensor<2x?x2xi32, #stablehlo.bounds<?, 2, ?>>) -> tensor<2x?x2xi32, #stablehlo.bounds<?, 2, ?>> {\n"
+            "  return %a : tensor<2x?x2xi32, #stablehlo.bounds<?, 2, ?>>\n}\n");
+    expect_error("func.func @f(%a: tensor<2x?xi32, #stablehlo.bounds<2, 4>>) {\n  return\n}\n",
+                 "bad.mlir:1:52: error: invalid #stablehlo.bounds: a static dimension cannot have a bound");
+    expect_error("func.func @f(%a: tensor<?x?xi32, #stablehlo.bounds<4>>) {\n  return\n}\n",
+                 "bad.mlir:1:34: error: invalid #stablehlo.bounds: bounds must have one entry per dimension");
+
+    /* sdy.manual_computation with its clauses on several lines and comments
+     * between them (as Shardy's tests write it), kept as written; a
+     * trailing comment after an op of unknown syntax is dropped, so that it
+     * does not swallow the location printed after it */
+    const char *mc = "sdy.mesh @mesh3d = <[\"a\"=4, \"b\"=4, \"c\"=4]>\n"
+                     "func.func @manual_computation_free_axes(%arg0: tensor<4xf32>, %arg1: tensor<12xf32>)\n"
+                     "    -> (tensor<4xf32>, tensor<12xf32>) {\n"
+                     "  %0:2 = sdy.manual_computation(%arg0, %arg1)\n"
+                     "    in_shardings=[<@mesh3d, [{\"a\", \"b\"}]>,\n"
+                     "                  <@mesh3d, [{\"a\"}]>]\n"
+                     "    // the outputs stay sharded over \"a\"\n"
+                     "    out_shardings=[<@mesh3d, [{\"a\"}]>, <@mesh3d, [{\"a\"}]>] // after a clause\n"
+                     "    manual_axes={\"a\"} (%arg2: tensor<1xf32>, %arg3: tensor<3xf32>) {\n"
+                     "    %1 = stablehlo.negate %arg2 : tensor<1xf32>\n"
+                     "    sdy.return %1, %arg3 : tensor<1xf32>, tensor<3xf32>\n"
+                     "  } : (tensor<4xf32>, tensor<12xf32>) -> (tensor<4xf32>, tensor<12xf32>) loc(\"mc\")\n"
+                     "  %2 = sdy.sharding_constraint %0#0 <@mesh3d, [{\"a\"}]> : tensor<4xf32> loc(\"sc\") // the end\n"
+                     "  return %2, %0#1 : tensor<4xf32>, tensor<12xf32>\n"
+                     "}\n";
+    out = roundtrip(mc, "module {\n"
+                        "  sdy.mesh @mesh3d = <[\"a\"=4, \"b\"=4, \"c\"=4]>\n"
+                        "  func.func @manual_computation_free_axes(%arg0: tensor<4xf32>, %arg1: tensor<12xf32>) -> "
+                        "(tensor<4xf32>, tensor<12xf32>) {\n"
+                        "    %0:2 = sdy.manual_computation(%arg0, %arg1)\n"
+                        "    in_shardings=[<@mesh3d, [{\"a\", \"b\"}]>,\n"
+                        "                  <@mesh3d, [{\"a\"}]>]\n"
+                        "    // the outputs stay sharded over \"a\"\n"
+                        "    out_shardings=[<@mesh3d, [{\"a\"}]>, <@mesh3d, [{\"a\"}]>] // after a clause\n"
+                        "    manual_axes={\"a\"} (%arg2: tensor<1xf32>, %arg3: tensor<3xf32>) {\n"
+                        "      %1 = stablehlo.negate %arg2 : tensor<1xf32>\n"
+                        "      sdy.return %1, %arg3 : tensor<1xf32>, tensor<3xf32>\n"
+                        "    } : (tensor<4xf32>, tensor<12xf32>) -> (tensor<4xf32>, tensor<12xf32>) loc(\"mc\")\n"
+                        "    %2 = sdy.sharding_constraint %0#0 <@mesh3d, [{\"a\"}]> : tensor<4xf32> loc(\"sc\")\n"
+                        "    return %2, %0#1 : tensor<4xf32>, tensor<12xf32>\n"
+                        "  }\n"
+                        "}\n");
+    ap_free(out);
+    {
+        ir_module *m = tl_parse(mc, "mc.mlir", NULL, 0);
+        ir_op *op = ir_func_entry(ir_module_func(m, "manual_computation_free_axes"))->first;
+        ck_assert_str_eq(op->name, "sdy.manual_computation");
+        ck_assert_int_eq(op->n_operands, 2);
+        ck_assert_int_eq(op->n_regions, 1);
+        ck_assert_int_eq(op->n_results, 2);
+        ck_assert_int_eq(op->results[1].type->dims[0], 12);
+        ck_assert_str_eq(op->loc->str, "mc");
+        ck_assert_str_eq(op->next->loc->str, "sc");
+        ir_module_free(m);
     }
 }
 END_TEST
@@ -704,6 +898,7 @@ int main(void)
     tcase_add_test(tc, truncated_inputs_never_crash);
     tcase_add_test(tc, fuzz_findings);
     tcase_add_test(tc, complex_forms);
+    tcase_add_test(tc, real_world_forms);
     suite_add_tcase(s, tc);
     return tl_run(s);
 }

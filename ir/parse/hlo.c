@@ -8,8 +8,12 @@
  *    replica_count=N become mhlo.num_partitions / mhlo.num_replicas (i32),
  *    frontend_attributes a dict of strings mhlo.frontend_attributes, other
  *    header attributes with a one-token value a string `hlo.KEY`; braced
- *    ones (layouts, input_output_alias, ...) are dropped.
- *  - ENTRY becomes `func.func public @main` (attribute hlo.computation_name
+ *    ones (layouts, input_output_alias, ...) are dropped.  Text without
+ *    the header (as XLA's tests write it) is a module named module_ENTRY.
+ *    The stack frame tables after the header (FileNames ... StackFrames)
+ *    give each instruction's stack_frame_id=N its call stack as a location.
+ *  - ENTRY (else, as in XLA, the last computation) becomes
+ *    `func.func public @main` (attribute hlo.computation_name
  *    holds its HLO name), parameters its arguments in parameter-number
  *    order with `mhlo.sharding` / `mhlo.frontend_attributes` argument
  *    attributes; a tuple ROOT is returned as several results (the ROOT's
@@ -35,7 +39,13 @@
  *    of known opcodes that have no StableHLO meaning become strings
  *    `hlo.KEY`; layouts, operand_layout_constraints and
  *    control-predecessors are dropped.
- *  - a bounded dimension `<=N` becomes a dynamic one `?` (without the bound).
+ *  - a bounded dimension `<=N` becomes a dynamic one `?` whose bound N is
+ *    kept in the tensor's encoding: s32[2,<=2] is
+ *    tensor<2x?xi32, #stablehlo.bounds<?, 2>>, as XLA's importer writes it.
+ *  - a buffer shape b(f32[2,4]) becomes memref<2x4xf32> (an opaque type),
+ *    as XLA's importer writes it (without the layout, like every shape).
+ *  - replica groups in every form XLA prints ({{..}}, [G,S]<=[..]T(..),
+ *    mesh[..] {axes}) become the dense table of device ids.
  *  - locations: NAME(op_name)(FILE(source_file:source_line:source_column))
  *    from metadata, else NAME(instruction name).
  */
@@ -212,6 +222,19 @@ typedef struct hp {
     hname names[HLO_NAME_CACHE];
     hbuild bld;
     int code;
+    /* the stack frame index newer XLA prints after the header (ids are
+     * 1-based in the text; entries here are 0-based) */
+    const char **file_names, **func_names;
+    uint32_t n_file_names, n_func_names, cap_file_names, cap_func_names;
+    struct hfileloc {
+        int64_t file, func, line, col;
+    } *file_locs;
+    uint32_t n_file_locs, cap_file_locs;
+    struct hframe {
+        int64_t file_loc, parent; /* parent: 1-based frame id, 0 for none */
+        const ir_loc *loc;        /* built on first use */
+    } *frames;
+    uint32_t n_frames, cap_frames;
 } hp;
 
 /* Grows an array to hold at least `need` elements (doubling). */
@@ -678,6 +701,32 @@ static bool parse_shape(hp *p, const ir_type **out)
     const char *at = (skip_ws(p), p->p);
     if (!lex_name(p, &s, &len))
         return expected(p, "a shape");
+    if (len == 1 && s[0] == 'b' && p->p < p->end && *p->p == '(') {
+        /* shape ::= 'b(' shape ')': a buffer of an array shape, which
+         * XLA's importer writes as a memref (kept as an opaque type) */
+        p->p++;
+        if (++p->depth > HLO_MAX_DEPTH)
+            return perr(p, p->p, AP_ELIMIT, "shapes nested too deeply");
+        const ir_type *inner;
+        bool ok = parse_shape(p, &inner) && expect(p, ')', "')' to close the buffer shape");
+        p->depth--;
+        if (!ok)
+            return false;
+        if (inner->kind != IR_T_TENSOR)
+            return perr(p, at, AP_ESYNTAX, "a buffer shape holds an array shape");
+        if (!ir_type_is_static(inner))
+            return perr(p, at, AP_EUNSUPPORTED, "a buffer of a dynamic shape has no memref type");
+        ap_buf b;
+        ap_buf_init(&b);
+        ir_type_print(&b, inner);
+        *out = NULL;
+        if (!b.oom && b.len > 7 && memcmp(b.data, "tensor<", 7) == 0) {
+            memcpy(b.data, "memref<", 7);
+            *out = ir_type_opaque(m, b.data);
+        }
+        ap_buf_free(&b);
+        return *out ? true : oom(p);
+    }
     ir_elem e = IR_E_NONE;
     for (size_t i = 0; i < AP_ARRAY_LEN(elem_names) && e == IR_E_NONE; i++)
         if (elem_names[i].len == len && memcmp(elem_names[i].name, s, len) == 0)
@@ -688,13 +737,15 @@ static bool parse_shape(hp *p, const ir_type **out)
     if (at_end(p) || *p->p != '[')
         return expected(p, "'[' and the dimensions");
     p->p++;
-    int64_t dims[IR_MAX_RANK];
+    int64_t dims[IR_MAX_RANK], bounds[IR_MAX_RANK];
     int rank = 0;
+    bool any_bound = false;
     if (peek(p) != ']') {
         for (;;) {
             if (rank == IR_MAX_RANK)
                 return perr(p, p->p, AP_EUNSUPPORTED, "rank above %d", IR_MAX_RANK);
             int64_t d;
+            bounds[rank] = -1;
             if (accept(p, '?')) {
                 d = IR_DYN;
             } else {
@@ -708,8 +759,11 @@ static bool parse_shape(hp *p, const ir_type **out)
                     return false;
                 if (d > (INT64_C(1) << 48))
                     return perr(p, dat, AP_ESYNTAX, "dimension size %" PRId64 " out of range", d);
-                if (bounded)
+                if (bounded) { /* a dynamic size with a static upper bound */
+                    bounds[rank] = d;
+                    any_bound = true;
                     d = IR_DYN;
+                }
             }
             dims[rank++] = d;
             if (!accept(p, ','))
@@ -730,6 +784,18 @@ static bool parse_shape(hp *p, const ir_type **out)
         if (rank)
             return perr(p, at, AP_ESYNTAX, "%s has no dimensions", token ? "token" : "opaque");
         *out = token ? ir_type_token(m) : ir_type_opaque(m, "!hlo.opaque");
+    } else if (any_bound) {
+        /* StableHLO spells the bounds as the tensor's encoding */
+        char enc[32 + IR_MAX_RANK * 22];
+        int n = snprintf(enc, sizeof enc, "#stablehlo.bounds<");
+        for (int i = 0; i < rank; i++) {
+            if (bounds[i] < 0)
+                n += snprintf(enc + n, sizeof enc - (size_t)n, "%s?", i ? ", " : "");
+            else
+                n += snprintf(enc + n, sizeof enc - (size_t)n, "%s%" PRId64, i ? ", " : "", bounds[i]);
+        }
+        snprintf(enc + n, sizeof enc - (size_t)n, ">");
+        *out = ir_type_tensor_ex(m, e, NULL, rank, dims, enc);
     } else {
         *out = ir_type_tensor(m, e, rank, dims);
     }
@@ -743,12 +809,69 @@ static bool shape_ahead(hp *p)
     if (c == '(')
         return true;
     const char *q = p->p;
+    if (p->end - q >= 2 && q[0] == 'b' && q[1] == '(') /* a buffer shape */
+        return true;
     while (q < p->end && ((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9')))
         q++;
     return q > p->p && q < p->end && *q == '[';
 }
 
 /* ========================================================== attributes */
+
+/* The end of the balanced group opening at q (its closing bracket + 1),
+ * or NULL; quotes of both kinds are skipped. */
+static const char *group_end(const char *q, const char *end)
+{
+    int depth = 0;
+    for (; q < end; q++) {
+        if (*q == '"' || *q == '\'') {
+            char c = *q;
+            for (q++; q < end && *q != c; q++)
+                if (*q == '\\')
+                    q++;
+            if (q >= end)
+                return NULL;
+        } else if (*q == '{' || *q == '[' || *q == '(') {
+            depth++;
+        } else if (*q == '}' || *q == ']' || *q == ')') {
+            if (--depth == 0)
+                return q + 1;
+        }
+    }
+    return NULL;
+}
+
+/* `mesh[..](, device_ids=(..))? {..}`: a replica group list holds a comma
+ * and a space outside brackets, so it is captured by its own grammar. */
+static bool capture_mesh(hp *p, const char **v, uint32_t *vlen)
+{
+    const char *start = p->p, *q = memchr(start, '[', (size_t)(p->end - start));
+    if (!(q = group_end(q, p->end)))
+        return perr(p, start, AP_ESYNTAX, "unterminated mesh in replica groups");
+    const char *r = q;
+    while (r < p->end && (*r == ' ' || *r == '\t'))
+        r++;
+    if (r < p->end && *r == ',') { /* , device_ids=(...) */
+        const char *d = r + 1;
+        while (d < p->end && (*d == ' ' || *d == '\t'))
+            d++;
+        if (p->end - d > 11 && memcmp(d, "device_ids=", 11) == 0) {
+            if (!(q = (d[11] == '(' ? group_end(d + 11, p->end) : NULL)))
+                return perr(p, d, AP_ESYNTAX, "expected device_ids=(...)");
+            r = q;
+            while (r < p->end && (*r == ' ' || *r == '\t'))
+                r++;
+        }
+    }
+    if (r < p->end && *r == '{') {
+        if (!(q = group_end(r, p->end)))
+            return perr(p, r, AP_ESYNTAX, "unterminated axes in replica groups");
+    }
+    *v = start;
+    *vlen = (uint32_t)(q - start);
+    p->p = q;
+    return true;
+}
 
 /* Captures `value` of `key=value`: up to a ',' or white space outside
  * brackets and strings, or an unmatched closing bracket. */
@@ -757,6 +880,8 @@ static bool capture_value(hp *p, const char **v, uint32_t *vlen)
     skip_ws(p);
     const char *q = p->p, *start = q;
     int depth = 0;
+    if ((p->end - q > 5 && memcmp(q, "mesh[", 5) == 0) || (p->end - q > 13 && memcmp(q, "maximal_mesh[", 13) == 0))
+        return capture_mesh(p, v, vlen);
     while (q < p->end) {
         char c = *q;
         if (c == '"') {
@@ -882,6 +1007,7 @@ static bool parse_sep_ints(hp *p, char sep, int64_t *v, int *n, int max)
 /* bool ::= true | false */
 static bool parse_bool(hp *p, bool *out)
 {
+    *out = false;
     if (accept_word(p, "true"))
         *out = true;
     else if (accept_word(p, "false"))
@@ -927,6 +1053,61 @@ static ir_loc *loc_new(hp *p, ir_loc_kind kind, const char *str)
     return l;
 }
 
+/* The location of stack frame `id` (1-based): NAME(function)(FILE(file:
+ * line:col)) of the frame, called from its parent's location:
+ * callsite(leaf at callsite(parent at ... root)). */
+static const ir_loc *frame_loc(hp *p, int64_t id, const char *at)
+{
+    struct hframe *f = &p->frames[id - 1];
+    if (f->loc)
+        return f->loc;
+    /* walk to the root (or a frame already built), then build inward */
+    uint32_t depth = 0;
+    int64_t cur = id;
+    while (cur > 0 && !p->frames[cur - 1].loc) {
+        if (++depth > p->n_frames)
+            return perr(p, at, AP_ESYNTAX, "stack frame %" PRId64 ": its parents form a loop", id), NULL;
+        cur = p->frames[cur - 1].parent;
+    }
+    const ir_loc *outer = cur > 0 ? p->frames[cur - 1].loc : NULL;
+    /* frames from just below `cur` down to `id`, outermost first */
+    int64_t *chain = ap_malloc(sizeof *chain * (depth ? depth : 1));
+    if (!chain)
+        return oom(p), NULL;
+    uint32_t n = 0;
+    for (int64_t c = id; c != cur; c = p->frames[c - 1].parent)
+        chain[n++] = c;
+    const ir_loc *l = outer;
+    for (uint32_t i = n; i-- > 0;) {
+        struct hframe *fr = &p->frames[chain[i] - 1];
+        struct hfileloc *fl = &p->file_locs[fr->file_loc - 1];
+        ir_loc *file = loc_new(p, IR_L_FILE, p->file_names[fl->file - 1]);
+        ir_loc *named = file ? loc_new(p, IR_L_NAME, p->func_names[fl->func - 1]) : NULL;
+        if (!named) {
+            ap_free(chain);
+            return NULL;
+        }
+        file->line = (int32_t)fl->line;
+        file->col = (int32_t)fl->col;
+        named->a = file;
+        if (l) {
+            ir_loc *cs = loc_new(p, IR_L_CALLSITE, NULL);
+            if (!cs) {
+                ap_free(chain);
+                return NULL;
+            }
+            cs->a = named;
+            cs->b = l;
+            l = cs;
+        } else {
+            l = named;
+        }
+        fr->loc = l;
+    }
+    ap_free(chain);
+    return l;
+}
+
 /* metadata ::= '{' (key '=' (string | int | word))* '}' -> NAME(op_name or
  * `fallback`)(FILE(source_file:source_line:source_column)).  Equal
  * metadata texts share one location. */
@@ -938,7 +1119,7 @@ static const ir_loc *metadata_loc(hp *p, hattr *a, const char *fallback, uint32_
         return p->locs[e->val];
     }
     const char *name = NULL, *file = NULL;
-    int64_t line = 0, col = 0;
+    int64_t line = 0, col = 0, frame = 0;
     hsave sv = enter_value(p, a);
     bool ok = expect(p, '{', "'{' to start the metadata");
     while (ok && peek(p) != '}') {
@@ -972,6 +1153,8 @@ static const ir_loc *metadata_loc(hp *p, hattr *a, const char *fallback, uint32_
                 line = v;
             else if (text_is(k, kl, "source_column"))
                 col = v;
+            else if (text_is(k, kl, "stack_frame_id"))
+                frame = v;
         } else if (peek(p) == '{') {
             if (!(ok = skip_group(p)))
                 break;
@@ -994,7 +1177,12 @@ static const ir_loc *metadata_loc(hp *p, hattr *a, const char *fallback, uint32_
     ir_loc *l = loc_new(p, IR_L_NAME, name);
     if (!l)
         return NULL;
-    if (file) {
+    if (frame > 0 && (uint64_t)frame <= p->n_frames) {
+        /* the call stack, as XLA's importer builds it; a frame the module
+         * does not list (dumps often leave the tables out) is unknown */
+        if (!(l->a = frame_loc(p, frame, a->val)))
+            return NULL;
+    } else if (file) {
         ir_loc *f = loc_new(p, IR_L_FILE, file);
         if (!f)
             return NULL;
@@ -1423,13 +1611,281 @@ static ir_attr *enum_attr(hp *p, const char *kind)
  * a short text (iota form, ragged rows) must not make gigabytes of it. */
 #define HLO_MAX_GROUP_ELEMS (INT64_C(1) << 20)
 
-/* Rows of integers: {{a,b},{c}} (ragged rows padded with -1), or the iota
- * form [G,S]<=[d0,d1,..] with an optional T(perm) -> dense GxS i64. */
+#define HLO_MESH_AXES 16
+/* dims a mesh's axes split into for its replica groups: each axis one,
+ * each sub-axis two more (itself and the gap before it) */
+#define HLO_MESH_DIMS (HLO_MESH_AXES + 4 * HLO_MESH_AXES)
+
+/* The source index of element k of an array of shape `dims` (row-major)
+ * transposed by `perm` (result dim i is source dim perm[i]); nd at most
+ * HLO_MESH_DIMS. */
+static int64_t transposed_source(const int64_t *dims, int nd, const int64_t *perm, int64_t k)
+{
+    int64_t idx[HLO_MESH_DIMS], src = 0;
+    for (int i = nd - 1; i >= 0; i--) {
+        int64_t d = dims[perm[i]];
+        idx[perm[i]] = d ? k % d : 0;
+        k = d ? k / d : 0;
+    }
+    for (int i = 0; i < nd; i++)
+        src = src * dims[i] + idx[i];
+    return src;
+}
+
+/* A mesh axis name in replica groups: 'x', "x" or x. */
+static bool mesh_axis_name(hp *p, const char **s, uint32_t *len)
+{
+    skip_ws(p);
+    char q = p->p < p->end ? *p->p : '\0';
+    if (q != '\'' && q != '"')
+        return expect_name(p, s, len, "a mesh axis name");
+    const char *start = ++p->p;
+    while (p->p < p->end && *p->p != q && *p->p != '\n')
+        p->p++;
+    if (p->p >= p->end || *p->p != q)
+        return perr(p, start - 1, AP_ESYNTAX, "unterminated axis name");
+    *s = start;
+    *len = (uint32_t)(p->p - start);
+    p->p++;
+    return true;
+}
+
+/* replica_groups=mesh['x'=2,'y'=4](, device_ids=(...))? {'y', 'x':(1)2}
+ * (MeshAxesReplicaGroupList, as newer XLA prints SPMD collectives): the
+ * groups run over the listed axes (sub-axes `:(pre)size` included) in the
+ * order listed, one group per position on the other axes; the devices are
+ * numbered row-major over the mesh unless device_ids= lists them, as an
+ * iota [r0,..]T(perm) or one by one.  maximal_mesh[device_id=N] {} is the
+ * one group {N}.  Fills iv with the groups row by row. */
+static bool parse_mesh_groups(hp *p, ivec *iv, int64_t *rows, int64_t *cols)
+{
+    const char *at = p->p;
+    if (accept_word(p, "maximal_mesh")) {
+        int64_t dev;
+        if (!expect(p, '[', "'['") || !accept_word(p, "device_id") || !expect(p, '=', "'='") || !lex_int(p, &dev) ||
+            !expect(p, ']', "']'") || !expect(p, '{', "'{' and the axes") || !expect(p, '}', "'}': a maximal mesh has no axes"))
+            return false;
+        if (dev < 0)
+            return perr(p, at, AP_ESYNTAX, "device_id must not be negative");
+        *rows = *cols = 1;
+        return ivec_push(p, iv, dev);
+    }
+    if (!accept_word(p, "mesh") || !expect(p, '[', "'[' and the mesh axes"))
+        return false;
+    const char *names[HLO_MESH_AXES];
+    uint32_t lens[HLO_MESH_AXES];
+    int64_t sizes[HLO_MESH_AXES], total = 1;
+    int na = 0;
+    do {
+        if (na == HLO_MESH_AXES)
+            return perr(p, p->p, AP_ELIMIT, "a mesh of more than %d axes", HLO_MESH_AXES);
+        const char *ax = (skip_ws(p), p->p);
+        if (!mesh_axis_name(p, &names[na], &lens[na]) || !expect(p, '=', "'=' and the axis size") ||
+            !lex_int(p, &sizes[na]))
+            return false;
+        for (int i = 0; i < na; i++)
+            if (lens[i] == lens[na] && memcmp(names[i], names[na], lens[na]) == 0)
+                return perr(p, ax, AP_ESYNTAX, "mesh axis '%.*s' appears twice", (int)lens[na], names[na]);
+        if (sizes[na] < 1 || total > HLO_MAX_GROUP_ELEMS / sizes[na])
+            return perr(p, ax, AP_ELIMIT, "mesh axis sizes must be positive and multiply to at most %" PRId64,
+                        HLO_MAX_GROUP_ELEMS);
+        total *= sizes[na++];
+    } while (accept(p, ','));
+    if (!expect(p, ']', "',' or ']' after the mesh axes"))
+        return false;
+    /* the device of each mesh position, row-major */
+    ivec dev = {0};
+    bool ok = true;
+    const char *dev_at = p->p;
+    if (accept(p, ',')) {
+        dev_at = (skip_ws(p), p->p);
+        ok = accept_word(p, "device_ids") ? expect(p, '=', "'='") && expect(p, '(', "'(' and the device ids")
+                                          : expected(p, "'device_ids='");
+        if (ok && accept(p, '[')) { /* [r0,r1,..] T(perm)? : a transposed iota */
+            int64_t rd[IR_MAX_RANK], perm[IR_MAX_RANK], n = 1;
+            int nr = 0, np = 0;
+            do {
+                if (nr == IR_MAX_RANK)
+                    ok = perr(p, p->p, AP_ELIMIT, "too many iota dimensions");
+                else if ((ok = lex_int(p, &rd[nr])) && (rd[nr] < 1 || n > HLO_MAX_GROUP_ELEMS / rd[nr]))
+                    ok = perr(p, dev_at, AP_ESYNTAX, "device_ids do not match the mesh");
+                else if (ok)
+                    n *= rd[nr++];
+            } while (ok && accept(p, ','));
+            ok = ok && expect(p, ']', "']'");
+            if (ok && accept(p, 'T')) {
+                ok = expect(p, '(', "'(' of the transpose");
+                while (ok) {
+                    if (np == IR_MAX_RANK)
+                        ok = perr(p, p->p, AP_ELIMIT, "too many iota dimensions");
+                    else if ((ok = lex_int(p, &perm[np])))
+                        np++;
+                    if (!ok || !accept(p, ','))
+                        break;
+                }
+                ok = ok && expect(p, ')', "')'");
+            } else {
+                for (np = 0; np < nr; np++)
+                    perm[np] = np;
+            }
+            bool seen[IR_MAX_RANK] = {0};
+            for (int i = 0; ok && i < np; i++) {
+                if (np != nr || perm[i] < 0 || perm[i] >= nr || seen[perm[i]])
+                    ok = perr(p, dev_at, AP_ESYNTAX, "device_ids: the transpose is not a permutation");
+                else
+                    seen[perm[i]] = true;
+            }
+            if (ok && n != total)
+                ok = perr(p, dev_at, AP_ESYNTAX, "device_ids list %" PRId64 " devices for a mesh of %" PRId64, n, total);
+            for (int64_t k = 0; ok && k < total; k++)
+                ok = ivec_push(p, &dev, transposed_source(rd, nr, perm, k));
+        } else if (ok) { /* the devices one by one: a permutation of 0..N-1 */
+            do {
+                int64_t d;
+                if ((ok = lex_int(p, &d)) && (d < 0 || d >= total || dev.n >= total))
+                    ok = perr(p, dev_at, AP_ESYNTAX, "device_ids must be a permutation of the mesh's devices");
+                ok = ok && ivec_push(p, &dev, d);
+            } while (ok && accept(p, ','));
+            bool *seen = ok ? ap_calloc((size_t)total, sizeof *seen) : NULL;
+            if (ok && !seen)
+                ok = oom(p);
+            for (uint32_t i = 0; ok && i < dev.n; i++) {
+                if (seen[dev.v[i]])
+                    ok = perr(p, dev_at, AP_ESYNTAX, "device_ids must be a permutation of the mesh's devices");
+                else
+                    seen[dev.v[i]] = true;
+            }
+            ap_free(seen);
+            if (ok && dev.n != total)
+                ok = perr(p, dev_at, AP_ESYNTAX, "device_ids list %u devices for a mesh of %" PRId64, dev.n, total);
+        }
+        ok = ok && expect(p, ')', "')' after the device ids");
+    } else {
+        for (int64_t k = 0; ok && k < total; k++)
+            ok = ivec_push(p, &dev, k);
+    }
+    /* the axes the groups run over */
+    int ref_axis[HLO_MESH_AXES * 2];
+    int64_t ref_pre[HLO_MESH_AXES * 2], ref_size[HLO_MESH_AXES * 2]; /* pre 0: the whole axis */
+    int nref = 0;
+    ok = ok && expect(p, '{', "'{' and the axes of the groups");
+    if (ok && peek(p) != '}') {
+        do {
+            const char *ra = (skip_ws(p), p->p), *n;
+            uint32_t nl;
+            if (nref == HLO_MESH_AXES * 2) {
+                ok = perr(p, ra, AP_ELIMIT, "too many axes in replica groups");
+                break;
+            }
+            if (!(ok = mesh_axis_name(p, &n, &nl)))
+                break;
+            int a = 0;
+            while (a < na && !(lens[a] == nl && memcmp(names[a], n, nl) == 0))
+                a++;
+            if (a == na) {
+                ok = perr(p, ra, AP_EUNDEFINED, "replica groups name axis '%.*s', which the mesh does not have", (int)nl, n);
+                break;
+            }
+            ref_axis[nref] = a;
+            ref_pre[nref] = 0;
+            ref_size[nref] = sizes[a];
+            if (accept(p, ':')) { /* a sub-axis :(pre)size */
+                ok = expect(p, '(', "'(' of a sub-axis") && lex_int(p, &ref_pre[nref]) && expect(p, ')', "')'") &&
+                     lex_int(p, &ref_size[nref]);
+                if (ok && (ref_pre[nref] < 1 || ref_size[nref] < 2 || ref_size[nref] >= sizes[a] ||
+                           ref_pre[nref] > sizes[a] / ref_size[nref] || sizes[a] % (ref_pre[nref] * ref_size[nref])))
+                    ok = perr(p, ra, AP_ESYNTAX, "sub-axis %.*s:(%" PRId64 ")%" PRId64 " does not divide its axis",
+                              (int)nl, n, ref_pre[nref], ref_size[nref]);
+            }
+            nref += ok;
+        } while (ok && accept(p, ','));
+        ok = ok && expect(p, '}', "',' or '}' after the axes");
+    } else if (ok) {
+        p->p++; /* '}': no axes, groups of one device */
+    }
+    /* split each mesh axis into the dims its refs need (XLA's reshape),
+     * then move the listed dims last, in the listed order */
+    int64_t rd[HLO_MESH_DIMS], perm[HLO_MESH_DIMS];
+    int64_t agg[HLO_MESH_AXES * 2];
+    int nr = 0;
+    for (int a = 0; ok && a < na; a++) {
+        int idx[HLO_MESH_AXES * 2], k = 0;
+        for (int r = 0; r < nref; r++)
+            if (ref_axis[r] == a)
+                idx[k++] = r;
+        if (k == 0) {
+            rd[nr++] = sizes[a];
+            continue;
+        }
+        for (int i = 0; i < k && ok; i++)
+            if (ref_pre[idx[i]] == 0 && k > 1)
+                ok = perr(p, at, AP_ESYNTAX, "replica groups use axis '%.*s' twice", (int)lens[a], names[a]);
+        if (!ok)
+            break;
+        if (k == 1 && ref_pre[idx[0]] == 0) {
+            agg[idx[0]] = nr;
+            rd[nr++] = sizes[a];
+            continue;
+        }
+        /* sub-axes, by position along the axis */
+        for (int i = 1; i < k; i++)
+            for (int j = i; j > 0 && ref_pre[idx[j]] < ref_pre[idx[j - 1]]; j--) {
+                int t = idx[j];
+                idx[j] = idx[j - 1];
+                idx[j - 1] = t;
+            }
+        int64_t prefix = 1;
+        for (int i = 0; i < k && ok; i++) {
+            int r = idx[i];
+            if (ref_pre[r] % prefix) {
+                ok = perr(p, at, AP_ESYNTAX, "sub-axes of '%.*s' overlap", (int)lens[a], names[a]);
+                break;
+            }
+            if (ref_pre[r] != prefix) {
+                rd[nr++] = ref_pre[r] / prefix;
+                prefix = ref_pre[r];
+            }
+            agg[r] = nr;
+            rd[nr++] = ref_size[r];
+            prefix *= ref_size[r];
+        }
+        if (ok && prefix != sizes[a])
+            rd[nr++] = sizes[a] / prefix;
+    }
+    int64_t group = 1;
+    if (ok) {
+        int np = 0;
+        bool grouped[HLO_MESH_DIMS] = {0};
+        for (int r = 0; r < nref; r++) {
+            grouped[agg[r]] = true;
+            group *= rd[agg[r]];
+        }
+        for (int i = 0; i < nr; i++)
+            if (!grouped[i])
+                perm[np++] = i;
+        for (int r = 0; r < nref; r++)
+            perm[np++] = agg[r];
+        iv->n = 0;
+        for (int64_t k = 0; ok && k < total; k++)
+            ok = ivec_push(p, iv, dev.v[transposed_source(rd, nr, perm, k)]);
+    }
+    ap_free(dev.v);
+    *cols = group;
+    *rows = total / group;
+    return ok;
+}
+
+/* Rows of integers: {{a,b},{c}} (ragged rows padded with -1), the iota
+ * form [G,S]<=[d0,d1,..] with an optional T(perm), or a mesh and its axes
+ * (parse_mesh_groups) -> dense GxS i64. */
 static ir_attr *parse_groups(hp *p, ivec *iv)
 {
     int64_t rows = 0, cols = 0;
     iv->n = 0;
-    if (accept(p, '[')) {
+    if (is_word(p, "mesh") || is_word(p, "maximal_mesh")) {
+        if (!parse_mesh_groups(p, iv, &rows, &cols))
+            return NULL;
+    } else if (accept(p, '[')) {
         int64_t shape[2], dims[IR_MAX_RANK], perm[IR_MAX_RANK];
         int ns = 0, nd = 0, np = 0;
         do {
@@ -1482,18 +1938,9 @@ static ir_attr *parse_groups(hp *p, ivec *iv)
             return perr(p, p->p, AP_ESYNTAX, "inconsistent iota replica groups"), NULL;
         /* element k of the transposed array: decompose k over the permuted
          * dims, then index the iota (row-major over dims) */
-        for (int64_t k = 0; k < total; k++) {
-            int64_t rem = k, idx[IR_MAX_RANK], src = 0;
-            for (int i = nd - 1; i >= 0; i--) {
-                int64_t d = dims[perm[i]];
-                idx[perm[i]] = d ? rem % d : 0;
-                rem = d ? rem / d : 0;
-            }
-            for (int i = 0; i < nd; i++)
-                src = src * dims[i] + idx[i];
-            if (!ivec_push(p, iv, src))
+        for (int64_t k = 0; k < total; k++)
+            if (!ivec_push(p, iv, transposed_source(dims, nd, perm, k)))
                 return NULL;
-        }
         rows = shape[0];
         cols = shape[1];
     } else {
@@ -2986,21 +3433,182 @@ static void hp_free(hp *p)
     ap_free(p->param_attrs);
     ap_free(p->sig);
     ap_free(p->op_tab.e);
+    ap_free(p->file_names);
+    ap_free(p->func_names);
+    ap_free(p->file_locs);
+    ap_free(p->frames);
 }
 
-/* module ::= header computation* ; one computation is ENTRY. */
+/* An integer in [1, max] naming an entry of a stack frame table. */
+static bool table_ref(hp *p, int64_t v, uint32_t max, const char *what, const char *at)
+{
+    if (v < 1 || (uint64_t)v > max)
+        return perr(p, at, AP_ESYNTAX, "%s %" PRId64 " is not in its table (1 to %u)", what, v, max);
+    return true;
+}
+
+/* `{k=v k=v ...}` of the stack frame tables: integer fields, spaces or
+ * commas between them; each of `keys` must appear once. */
+static bool frame_fields(hp *p, const char *const *keys, int64_t *vals, int n)
+{
+    bool seen[8] = {0};
+    if (!expect(p, '{', "'{'"))
+        return false;
+    while (peek(p) != '}') {
+        const char *k, *at = p->p;
+        uint32_t kl;
+        int64_t v;
+        if (!expect_name(p, &k, &kl, "a field name") || !expect(p, '=', "'='") || !lex_int(p, &v))
+            return false;
+        int i = 0;
+        while (i < n && !text_is(k, kl, keys[i]))
+            i++;
+        if (i == n || seen[i])
+            return perr(p, at, AP_ESYNTAX, "%s field '%.*s'", i == n ? "unknown" : "repeated", (int)kl, k);
+        seen[i] = true;
+        vals[i] = v;
+        accept(p, ',');
+    }
+    p->p++;
+    for (int i = 0; i < n; i++)
+        if (!seen[i])
+            return perr(p, p->p, AP_ESYNTAX, "missing field '%s'", keys[i]);
+    return true;
+}
+
+/* Numbered entries `N value` of one table; N counts from 1 in order. */
+static bool table_entry(hp *p, uint32_t n_before, bool *more)
+{
+    skip_ws(p);
+    *more = p->p < p->end && *p->p >= '0' && *p->p <= '9';
+    if (!*more)
+        return true;
+    const char *at = p->p;
+    int64_t k;
+    if (!lex_int(p, &k))
+        return false;
+    if (k != (int64_t)n_before + 1)
+        return perr(p, at, AP_ESYNTAX, "expected entry %u, found %" PRId64, n_before + 1, k);
+    return true;
+}
+
+/* stack_frame_index ::= 'FileNames' (N string)* 'FunctionNames' (N string)*
+ *     'FileLocations' (N '{' file_name_id function_name_id line end_line
+ *     column end_column '}')* 'StackFrames' (N '{' file_location_id
+ *     parent_frame_id '}')*
+ * as HloModule::PrintStackFrameIndex writes it after the header; the
+ * instructions' stack_frame_id=N index it. */
+static bool parse_stack_frames(hp *p)
+{
+    if (!accept_word(p, "FileNames"))
+        return true;
+    bool more;
+    for (;;) {
+        const char *s;
+        size_t sl;
+        if (!table_entry(p, p->n_file_names, &more))
+            return false;
+        if (!more)
+            break;
+        if (!lex_string(p, &s, &sl) || !GROW(p, p->file_names, p->cap_file_names, p->n_file_names + 1))
+            return false;
+        if (!(p->file_names[p->n_file_names++] = ir_intern(p->m, s, sl)))
+            return oom(p);
+    }
+    if (!accept_word(p, "FunctionNames"))
+        return expected(p, "'FunctionNames'");
+    for (;;) {
+        const char *s;
+        size_t sl;
+        if (!table_entry(p, p->n_func_names, &more))
+            return false;
+        if (!more)
+            break;
+        if (!lex_string(p, &s, &sl) || !GROW(p, p->func_names, p->cap_func_names, p->n_func_names + 1))
+            return false;
+        if (!(p->func_names[p->n_func_names++] = ir_intern(p->m, s, sl)))
+            return oom(p);
+    }
+    if (!accept_word(p, "FileLocations"))
+        return expected(p, "'FileLocations'");
+    static const char *const loc_keys[] = {"file_name_id", "function_name_id", "line", "end_line", "column",
+                                           "end_column"};
+    for (;;) {
+        int64_t v[6];
+        if (!table_entry(p, p->n_file_locs, &more))
+            return false;
+        if (!more)
+            break;
+        const char *at = (skip_ws(p), p->p);
+        if (!frame_fields(p, loc_keys, v, 6) || !table_ref(p, v[0], p->n_file_names, "file_name_id", at) ||
+            !table_ref(p, v[1], p->n_func_names, "function_name_id", at) ||
+            !GROW(p, p->file_locs, p->cap_file_locs, p->n_file_locs + 1))
+            return false;
+        if (v[2] < 0 || v[2] > INT32_MAX || v[4] < 0 || v[4] > INT32_MAX)
+            return perr(p, at, AP_ESYNTAX, "line or column out of range");
+        p->file_locs[p->n_file_locs++] = (struct hfileloc){v[0], v[1], v[2], v[4]};
+    }
+    if (!accept_word(p, "StackFrames"))
+        return expected(p, "'StackFrames'");
+    static const char *const frame_keys[] = {"file_location_id", "parent_frame_id"};
+    for (;;) {
+        int64_t v[2];
+        if (!table_entry(p, p->n_frames, &more))
+            return false;
+        if (!more)
+            break;
+        const char *at = (skip_ws(p), p->p);
+        if (!frame_fields(p, frame_keys, v, 2) || !table_ref(p, v[0], p->n_file_locs, "file_location_id", at) ||
+            !GROW(p, p->frames, p->cap_frames, p->n_frames + 1))
+            return false;
+        p->frames[p->n_frames++] = (struct hframe){v[0], v[1] - 1, NULL};
+    }
+    /* XLA writes the parent's id plus one: 1 (or 0) for a frame without one */
+    for (uint32_t i = 0; i < p->n_frames; i++) {
+        if (p->frames[i].parent < 0)
+            p->frames[i].parent = 0;
+        if ((uint64_t)p->frames[i].parent > p->n_frames)
+            return perr(p, p->p, AP_ESYNTAX, "stack frame %u names parent %" PRId64 ", which does not exist", i + 1,
+                        p->frames[i].parent);
+    }
+    return true;
+}
+
+/* module ::= header? stack_frame_index? computation+ ; the computation
+ * marked ENTRY is the entry, else (as XLA takes it) the last one.  Without
+ * a header the module is named module_ENTRYNAME, as XLA names it. */
 static bool parse_module(hp *p)
 {
     for (uint32_t i = 0; i < AP_ARRAY_LEN(hlo_ops); i++)
         if (!htab_put(p, &p->op_tab, hlo_ops[i].name, (uint32_t)strlen(hlo_ops[i].name), i))
             return false;
-    if (!parse_header(p))
+    bool header = is_word(p, "HloModule");
+    if (header && !parse_header(p))
         return false;
+    if (!parse_stack_frames(p))
+        return false;
+    if (!peek(p))
+        return expected(p, "a computation");
     while (peek(p))
         if (!parse_computation(p))
             return false;
-    if (p->entry < 0)
-        return perr(p, p->end, AP_ESYNTAX, "missing ENTRY computation");
+    if (p->entry < 0) {
+        p->entry = (int32_t)p->n_comps - 1;
+        if (!make_func(p, (uint32_t)p->entry, "main", true))
+            return false;
+    }
+    if (!header) {
+        const char *en = p->comps[p->entry].name;
+        size_t n = strlen(en) + 8;
+        char *name = ap_malloc(n);
+        if (!name)
+            return oom(p);
+        snprintf(name, n, "module_%s", en);
+        bool ok = ir_op_set_attr(p->m, p->m->top, "sym_name", ir_attr_string(p->m, name, strlen(name))) == 0;
+        ap_free(name);
+        if (!ok)
+            return oom(p);
+    }
     p->max_ops = p->n_ops + HLO_OPS_PER_INST * p->n_insts_total + HLO_OPS_SLACK;
     for (uint32_t i = 0; i < p->n_comps; i++)
         p->comps[i].left = p->comps[i].refs;

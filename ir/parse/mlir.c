@@ -713,6 +713,77 @@ static bool parse_elem(parser *p, ir_elem *e, const char **text)
     return ir__perr(p, at, AP_ESYNTAX, "unknown element type '%.*s'", (int)len, s);
 }
 
+/* `#stablehlo.bounds<?, 2, ?>`: the static upper size of each dynamic dim
+ * (`?` for none), as XLA's bounded dims `s32[2,<=2,2]` import.  Checked as
+ * StableHLO does (one entry per dim, a bound only on a dynamic dim, no
+ * negative bound) and spelled canonically, so that spacing does not make
+ * two types differ; returns the interned text or NULL after an error. */
+static const char *bounds_canonical(parser *p, const char *s, size_t len, int rank, const int64_t *dims)
+{
+    ap_buf b;
+    ap_buf_init(&b);
+    ap_buf_puts(&b, "#stablehlo.bounds<");
+    const char *q = s + 18, *end = s + len - 1, *err_at = NULL;
+    const char *why = NULL;
+    int n = 0;
+    while (q < end && (*q == ' ' || *q == '\n' || *q == '\t' || *q == '\r'))
+        q++;
+    while (q < end && !why) {
+        const char *item = q;
+        if (n)
+            ap_buf_puts(&b, ", ");
+        if (*q == '?') {
+            q++;
+            ap_buf_putc(&b, '?');
+        } else if (*q >= '0' && *q <= '9') {
+            int64_t v = 0;
+            while (q < end && *q >= '0' && *q <= '9') {
+                if (v > (INT64_MAX - 9) / 10) {
+                    why = "bound is too large";
+                    break;
+                }
+                v = v * 10 + (*q++ - '0');
+            }
+            if (!why && n < rank && dims[n] != IR_DYN)
+                why = "a static dimension cannot have a bound";
+            ap_buf_printf(&b, "%lld", (long long)v);
+        } else {
+            why = "expected '?' or a non-negative bound";
+        }
+        if (why) {
+            err_at = item;
+            break;
+        }
+        n++;
+        while (q < end && (*q == ' ' || *q == '\n' || *q == '\t' || *q == '\r'))
+            q++;
+        if (q < end && *q != ',') {
+            why = "expected ',' between bounds";
+            err_at = q;
+        } else if (q < end) {
+            q++;
+            while (q < end && (*q == ' ' || *q == '\n' || *q == '\t' || *q == '\r'))
+                q++;
+            if (q == end) {
+                why = "expected a bound after ','";
+                err_at = q;
+            }
+        }
+    }
+    if (!why && n != rank) {
+        why = rank < 0 ? "an unranked tensor cannot have bounds" : "bounds must have one entry per dimension";
+        err_at = s;
+    }
+    ap_buf_putc(&b, '>');
+    const char *r = NULL;
+    if (why)
+        ir__perr(p, err_at, AP_ETYPE, "invalid #stablehlo.bounds: %s", why);
+    else if (b.oom || !(r = ir_intern(p->m, b.data, b.len)))
+        ir__perr(p, s, AP_ENOMEM, "out of memory");
+    ap_buf_free(&b);
+    return r;
+}
+
 /* tensor-type ::= tensor< (dim x)* elem (, encoding)? >   dim ::= N | ? | * */
 static const ir_type *parse_tensor_type(parser *p)
 {
@@ -798,7 +869,17 @@ static const ir_type *parse_tensor_type(parser *p)
             ir__perr(p, start, AP_ESYNTAX, "unterminated tensor encoding");
             goto out;
         }
-        encoding = ir_intern(p->m, start, (size_t)(close - start));
+        size_t elen = (size_t)(close - start);
+        while (elen && (start[elen - 1] == ' ' || start[elen - 1] == '\n' || start[elen - 1] == '\t' ||
+                        start[elen - 1] == '\r'))
+            elen--;
+        if (elen > 18 && memcmp(start, "#stablehlo.bounds<", 18) == 0 && start[elen - 1] == '>') {
+            if (!(encoding = bounds_canonical(p, start, elen, unranked ? -1 : rank, dims)))
+                goto out;
+        } else if (!(encoding = ir_intern(p->m, start, elen))) {
+            ir__perr(p, start, AP_ENOMEM, "out of memory");
+            goto out;
+        }
         reset_to(p, close);
     }
     if (!ir__expect(p, T_GREATER, "'>' to close the tensor type"))
@@ -1553,6 +1634,11 @@ static ir_attr *parse_dialect_attr(parser *p)
         }
         return a;
     }
+    return ir__parse_dialect_body(p, at, name, name_len);
+}
+
+ir_attr *ir__parse_dialect_body(parser *p, const char *at, const char *name, uint32_t name_len)
+{
     const char *close = scan_angle(p->tok.at, p->lx.end);
     if (!close) {
         ir__perr(p, p->tok.at, AP_ESYNTAX, "unbalanced '<' in #%.*s", (int)name_len, name);
@@ -1722,16 +1808,189 @@ static void conv_print_part(ap_buf *b, int rank, const int64_t *sp, int n_sp, in
     ap_buf_putc(b, ']');
 }
 
+/* The nine fields of `#stablehlo.conv<raw ...>`, in the order StableHLO
+ * prints them. */
+static const char *const conv_raw_keys[9] = {
+    "input_batch_dimension",          "input_feature_dimension",         "input_spatial_dimensions",
+    "kernel_input_feature_dimension", "kernel_output_feature_dimension", "kernel_spatial_dimensions",
+    "output_batch_dimension",         "output_feature_dimension",        "output_spatial_dimensions",
+};
+
+/* Whether the dims of one side of a convolution (two named dims and the
+ * spatial ones) are a permutation of 0..rank-1, as the compact form needs. */
+static bool conv_side_compact(int64_t l0, int64_t l1, const int64_t *sp, int n)
+{
+    int rank = n + 2;
+    bool seen[IR_MAX_RANK + 2] = {0};
+    int64_t all[IR_MAX_RANK + 2];
+    all[0] = l0;
+    all[1] = l1;
+    for (int i = 0; i < n; i++)
+        all[i + 2] = sp[i];
+    for (int i = 0; i < rank; i++) {
+        if (all[i] < 0 || all[i] >= rank || seen[all[i]])
+            return false;
+        seen[all[i]] = true;
+    }
+    return true;
+}
+
+/* `raw input_batch_dimension = 0, ..., output_spatial_dimensions = [1, 2]`
+ * (keys in any order, on several lines, a trailing comma allowed): the
+ * compact form when the dims allow it, so both spellings give one IR;
+ * otherwise (an index out of range, as MLIR lets attributes hold) the raw
+ * form with the keys in StableHLO's order. */
+static const char *conv_raw_canonical(parser *p, const char *s, size_t len)
+{
+    int64_t scalar[9] = {0}, lists[9][IR_MAX_RANK];
+    int nlist[9] = {0};
+    bool have[9] = {0};
+    size_t i = 3;
+    const char *bad = NULL;
+    for (;;) {
+        while (i < len && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r'))
+            i++;
+        if (i >= len)
+            break;
+        size_t k0 = i;
+        while (i < len && ((s[i] >= 'a' && s[i] <= 'z') || s[i] == '_'))
+            i++;
+        int key = -1;
+        for (int k = 0; k < 9; k++)
+            if (strlen(conv_raw_keys[k]) == i - k0 && memcmp(conv_raw_keys[k], s + k0, i - k0) == 0)
+                key = k;
+        if (key < 0 || have[key]) {
+            bad = s + k0;
+            break;
+        }
+        have[key] = true;
+        while (i < len && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r'))
+            i++;
+        if (i >= len || s[i] != '=') {
+            bad = s + i;
+            break;
+        }
+        i++;
+        bool list = key % 3 == 2;
+        while (i < len && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r'))
+            i++;
+        if (list) {
+            if (i >= len || s[i] != '[') {
+                bad = s + i;
+                break;
+            }
+            i++;
+        }
+        for (;;) {
+            while (i < len && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r'))
+                i++;
+            if (list && i < len && s[i] == ']' && nlist[key] == 0)
+                break;
+            bool neg = i < len && s[i] == '-';
+            if (neg)
+                i++;
+            if (i >= len || s[i] < '0' || s[i] > '9') {
+                bad = s + i;
+                break;
+            }
+            int64_t v = 0;
+            while (i < len && s[i] >= '0' && s[i] <= '9') {
+                if (v > (INT64_MAX - 9) / 10) {
+                    bad = s + i;
+                    break;
+                }
+                v = v * 10 + (s[i++] - '0');
+            }
+            if (bad)
+                break;
+            v = neg ? -v : v;
+            if (!list) {
+                scalar[key] = v;
+                break;
+            }
+            if (nlist[key] == IR_MAX_RANK) {
+                bad = s + i;
+                break;
+            }
+            lists[key][nlist[key]++] = v;
+            while (i < len && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r'))
+                i++;
+            if (i < len && s[i] == ',') {
+                i++;
+                continue;
+            }
+            break;
+        }
+        if (bad)
+            break;
+        if (list) {
+            if (i >= len || s[i] != ']') {
+                bad = s + i;
+                break;
+            }
+            i++;
+        }
+        while (i < len && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r'))
+            i++;
+        if (i < len && s[i] != ',') {
+            bad = s + i;
+            break;
+        }
+        i++;
+    }
+    for (int k = 0; !bad && k < 9; k++)
+        if (!have[k]) {
+            ir__perr(p, s, AP_ESYNTAX, "convolution dimension numbers lack '%s'", conv_raw_keys[k]);
+            return NULL;
+        }
+    if (bad) {
+        ir__perr(p, bad, AP_ESYNTAX, "malformed raw convolution dimension numbers");
+        return NULL;
+    }
+    ap_buf b;
+    ap_buf_init(&b);
+    int n = nlist[2];
+    if (nlist[5] == n && nlist[8] == n && n <= IR_MAX_RANK - 2 &&
+        conv_side_compact(scalar[0], scalar[1], lists[2], n) && conv_side_compact(scalar[3], scalar[4], lists[5], n) &&
+        conv_side_compact(scalar[6], scalar[7], lists[8], n)) {
+        int64_t sp[3][IR_MAX_RANK];
+        for (int side = 0; side < 3; side++)
+            for (int d = 0; d < n; d++)
+                sp[side][d] = lists[3 * side + 2][d];
+        conv_print_part(&b, n + 2, sp[0], n, scalar[0], scalar[1], "bf");
+        ap_buf_putc(&b, 'x');
+        conv_print_part(&b, n + 2, sp[1], n, scalar[3], scalar[4], "io");
+        ap_buf_puts(&b, "->");
+        conv_print_part(&b, n + 2, sp[2], n, scalar[6], scalar[7], "bf");
+    } else {
+        ap_buf_puts(&b, "raw ");
+        for (int k = 0; k < 9; k++) {
+            ap_buf_printf(&b, "%s%s = ", k ? ", " : "", conv_raw_keys[k]);
+            if (k % 3 != 2) {
+                ap_buf_printf(&b, "%lld", (long long)scalar[k]);
+                continue;
+            }
+            ap_buf_putc(&b, '[');
+            for (int d = 0; d < nlist[k]; d++)
+                ap_buf_printf(&b, "%s%lld", d ? ", " : "", (long long)lists[k][d]);
+            ap_buf_putc(&b, ']');
+        }
+    }
+    const char *r = b.oom ? NULL : ap_arena_strndup(&p->m->arena, b.data, b.len);
+    ap_buf_free(&b);
+    if (!r)
+        ir__perr(p, s, AP_ENOMEM, "out of memory");
+    return r;
+}
+
 const char *ir__conv_dims_canonical(parser *p, const char *s, size_t len)
 {
     ir_conv_dims d;
     int ns_in, ns_k, ns_out;
     size_t i = 0;
     bool ok;
-    if (len > 4 && memcmp(s, "raw ", 4) == 0) {
-        /* raw input_batch_dimension = 0, ... : keep verbatim */
-        return ap_arena_strndup(&p->m->arena, s, len);
-    }
+    if (len > 3 && memcmp(s, "raw", 3) == 0 && (s[3] == ' ' || s[3] == '\n' || s[3] == '\t' || s[3] == '\r'))
+        return conv_raw_canonical(p, s, len);
     ok = conv_part(s, len, &i, "bf", d.in_spatial, &ns_in, &d.in_batch, &d.in_feature);
     while (ok && i < len && s[i] == ' ')
         i++;
@@ -2544,28 +2803,116 @@ static bool tmpl_add(parser *p, ir_tmpl_piece **v, uint32_t *n, uint32_t *cap, i
     return true;
 }
 
-static bool text_piece(parser *p, ir_tmpl_piece **v, uint32_t *n, uint32_t *cap, const char *from,
-                       const char *to)
+/* Where a `//` comment that runs to `to` (the end of an op's text)
+ * starts, or `to` when none does; strings are skipped whole. */
+static const char *trailing_comment(const char *from, const char *to)
 {
+    const char *q = memchr(from, '/', (size_t)(to - from));
+    if (!q)
+        return to;
+    for (q = from; q < to; q++) {
+        if (*q == '"') {
+            for (q++; q < to && *q != '"'; q++)
+                if (*q == '\\')
+                    q++;
+        } else if (*q == '/' && q + 1 < to && q[1] == '/') {
+            const char *nl = memchr(q, '\n', (size_t)(to - q));
+            if (!nl)
+                return q;
+            q = nl;
+        }
+    }
+    return to;
+}
+
+/* A literal piece of an opaque op's text, kept as written (comments too:
+ * types and attributes inside it are read from the same raw text, and
+ * must read alike when it is parsed again).  The op's last piece drops a
+ * comment that ends it, which would swallow what the printer writes after
+ * the op on its line. */
+static bool text_piece_ex(parser *p, ir_tmpl_piece **v, uint32_t *n, uint32_t *cap, const char *from,
+                          const char *to, bool last)
+{
+    while (last) { /* comments and blank lines, however many, end it */
+        while (to > from && (to[-1] == ' ' || to[-1] == '\n' || to[-1] == '\t' || to[-1] == '\r'))
+            to--;
+        const char *c = trailing_comment(from, to);
+        if (c == to)
+            break;
+        to = c;
+    }
     if (to <= from)
         return true;
     ir_tmpl_piece t = {.kind = IR_TP_TEXT};
-    t.text = ap_arena_strndup(&p->m->arena, from, (size_t)(to - from));
-    t.len = (uint32_t)(to - from);
+    size_t len = (size_t)(to - from);
+    if (len > UINT32_MAX)
+        return ir__perr(p, from, AP_ELIMIT, "op text too long");
+    t.text = ap_arena_strndup(&p->m->arena, from, len);
     if (!t.text)
         return ir__perr(p, from, AP_ENOMEM, "out of memory");
+    t.len = (uint32_t)len;
     return tmpl_add(p, v, n, cap, t);
+}
+
+static bool text_piece(parser *p, ir_tmpl_piece **v, uint32_t *n, uint32_t *cap, const char *from,
+                       const char *to)
+{
+    return text_piece_ex(p, v, n, cap, from, to, false);
+}
+
+/* Does the token that starts a new line continue an op of unknown syntax?
+ * Yes when no op can start with it: `key=` or `key =` (a clause, as
+ * sdy.manual_computation writes `in_shardings=[...]` on its own line),
+ * an opening bracket, ':' or '->' of a signature, '=', ',', '<', or a
+ * location.  Ops start with %results, a "generic" name, a dotted name,
+ * a bare word of the default dialect (`return`) or a ^label. */
+static bool continues_op(const parser *p)
+{
+    const ir_tok *t = &p->tok;
+    switch (t->kind) {
+    case T_LPAREN: case T_LBRACKET: case T_LBRACE: case T_COLON: case T_ARROW:
+    case T_EQUAL: case T_COMMA: case T_LESS: case T_LESS_BRACE:
+        return true;
+    case T_IDENT: {
+        if (memchr(t->s, '.', t->len))
+            return false;
+        const char *q = t->s + t->len, *end = p->lx.end;
+        while (q < end && (*q == ' ' || *q == '\t'))
+            q++;
+        if (q < end && *q == '=' && !(q + 1 < end && q[1] == '='))
+            return true;
+        return t->len == 3 && memcmp(t->s, "loc", 3) == 0 && q < end && *q == '(' && q == t->s + 3;
+    }
+    default:
+        return false;
+    }
 }
 
 /* Is the '(' at the current token the argument list of a region: `(%a: T
  * ...)` followed by '{'? */
+/* Skips white space and `//` comments: the lookaheads below read the raw
+ * text, and must see it as the printed text (comments dropped) will be. */
+static const char *skip_blank_comments(const char *q, const char *end)
+{
+    while (q < end) {
+        if (*q == ' ' || *q == '\n' || *q == '\t' || *q == '\r') {
+            q++;
+        } else if (*q == '/' && q + 1 < end && q[1] == '/') {
+            const char *nl = memchr(q, '\n', (size_t)(end - q));
+            q = nl ? nl : end;
+        } else {
+            break;
+        }
+    }
+    return q;
+}
+
 static bool at_region_args(parser *p)
 {
     if (p->tok.kind != T_LPAREN)
         return false;
     const char *q = p->tok.at + 1, *end = p->lx.end;
-    while (q < end && (*q == ' ' || *q == '\n'))
-        q++;
+    q = skip_blank_comments(q, end);
     if (q >= end || *q != '%')
         return false;
     while (q < end && *q != ':' && *q != ',' && *q != ')')
@@ -2581,6 +2928,13 @@ static bool at_region_args(parser *p)
                     q++;
             continue;
         }
+        if (*q == '/' && q + 1 < end && q[1] == '/') {
+            const char *nl = memchr(q, '\n', (size_t)(end - q));
+            if (!nl)
+                return false;
+            q = nl;
+            continue;
+        }
         if (*q == '(' || *q == '[' || *q == '{' || *q == '<')
             depth++;
         else if (*q == ')' || *q == ']' || *q == '}' || (*q == '>' && q[-1] != '-'))
@@ -2589,8 +2943,7 @@ static bool at_region_args(parser *p)
     }
     if (q >= end)
         return false;
-    for (q++; q < end && (*q == ' ' || *q == '\n'); q++)
-        ;
+    q = skip_blank_comments(q + 1, end);
     return q < end && *q == '{';
 }
 
@@ -2598,23 +2951,19 @@ static bool at_region_args(parser *p)
  * of its line (regions may span lines) is kept as a template; %values,
  * ^successors and regions inside it are parsed so they take part in the
  * IR. */
-static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected)
+static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected, const char *name_end)
 {
     ir_tmpl_piece *pieces = NULL;
     uint32_t n = 0, cap = 0;
     arg_list pending = {0};
-    const char *text_from = p->tok.at; /* after the op name */
+    /* the text starts right after the op name: what separates the name
+     * from the next token (spaces, a line break, a comment) must stay a
+     * separation when printed */
+    const char *text_from = name_end;
     const char *sig_colon = NULL, *loc_at = NULL, *last_end = p->tok.at;
+    uint32_t sig_piece = 0; /* pieces made before the signature's ':' */
     int depth = 0;
     bool ok = true;
-    /* the name token was consumed; keep the exact spacing that follows it */
-    {
-        /* include whitespace between the name and the next token */
-        const char *q = p->tok.at;
-        while (q > p->lx.src && (q[-1] == ' ' || q[-1] == '\t' || q[-1] == '\r'))
-            q--;
-        text_from = q;
-    }
     for (;;) {
         ir_tok *t = &p->tok;
         if (t->kind == T_EOF)
@@ -2623,7 +2972,7 @@ static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected
             ok = ir__perr_expected(p, "the rest of the op");
             break;
         }
-        if (depth == 0 && t->nl_before)
+        if (depth == 0 && t->nl_before && !continues_op(p))
             break; /* ops of unknown syntax end with their line */
         if (depth == 0 && (t->kind == T_RBRACE || t->kind == T_RPAREN || t->kind == T_RBRACKET))
             break; /* closes something outside the op */
@@ -2762,8 +3111,13 @@ static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected
             break;
         case T_RPAREN:
         case T_RBRACKET:
-        case T_GREATER:
             depth--;
+            break;
+        case T_GREATER:
+            /* a '>' that closes nothing is text (a comparison, an arrow
+             * head); counting it would let a later bracket balance it */
+            if (depth > 0)
+                depth--;
             break;
         case T_LBRACE: {
             /* a region when a newline follows the brace (or it is empty and
@@ -2771,7 +3125,9 @@ static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected
             const char *q = t->at + 1;
             while (q < p->lx.end && (*q == ' ' || *q == '\t' || *q == '\r'))
                 q++;
-            bool region = (q < p->lx.end && *q == '\n') || pending.n > 0;
+            /* (a comment ending the line counts as its end) */
+            bool region = (q < p->lx.end && (*q == '\n' || (*q == '/' && q + 1 < p->lx.end && q[1] == '/'))) ||
+                          pending.n > 0;
             if (!region) {
                 depth++;
                 break;
@@ -2802,8 +3158,10 @@ static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected
             depth--;
             break;
         case T_COLON:
-            if (depth == 0)
+            if (depth == 0) {
                 sig_colon = t->at;
+                sig_piece = n;
+            }
             break;
         default:
             break;
@@ -2819,9 +3177,14 @@ static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected
         const char *end = loc_at ? loc_at : p->tok.at;
         while (end > text_from && (end[-1] == ' ' || end[-1] == '\n' || end[-1] == '\t' || end[-1] == '\r'))
             end--;
-        ok = text_piece(p, &pieces, &n, &cap, text_from, end);
+        ok = text_piece_ex(p, &pieces, &n, &cap, text_from, end, true);
     }
-    /* result types from the trailing `: ...` if it parses as types */
+    /* result types from the trailing `: ...` if it parses as types; not
+     * when values or locations lie inside it (types never hold them): its
+     * raw text would keep the names the printer renumbers */
+    for (uint32_t i = sig_piece; sig_colon && i < n; i++)
+        if (pieces[i].kind != IR_TP_TEXT)
+            sig_colon = NULL;
     if (ok && sig_colon) {
         const char *saved = p->lx.p;
         ir_tok saved_tok = p->tok;
@@ -3187,7 +3550,7 @@ static bool parse_op_in(parser *p, ir_block *block)
         else if (st.opcode == IR_OP_MODULE)
             ok = parse_module_op(p, &st);
         else if (st.opcode == IR_OP_UNKNOWN)
-            ok = parse_opaque_op(p, &st, n_results);
+            ok = parse_opaque_op(p, &st, n_results, s + len);
         else
             ok = ir__parse_pretty(p, &st, ir_op_info_get(st.opcode)->fmt);
         if (!ok)
@@ -3455,6 +3818,83 @@ fail:
     return err ? err->code : AP_ESYNTAX;
 }
 
+static bool hlo_name_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+           c == '-';
+}
+
+static const char *skip_blank(const char *q, const char *end)
+{
+    while (q < end && (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n'))
+        q++;
+    return q;
+}
+
+/* Is an HLO shape at q: `f32[`, `(`, `b(` or `token[`? */
+static bool hlo_shape_at(const char *q, const char *end)
+{
+    if (q < end && *q == '(')
+        return true;
+    const char *w = q;
+    while (q < end && ((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9')))
+        q++;
+    return q > w && q < end && (*q == '[' || (q - w == 1 && *w == 'b' && *q == '('));
+}
+
+/* HLO text without its `HloModule` header, as XLA's parser takes it: it
+ * starts at `ENTRY`, at the stack frame tables, or at a computation
+ * `%name (p: f32[2]) -> f32[2] {` / `name {` whose first instruction is
+ * `name = SHAPE opcode(`.  MLIR never starts that way (an op starts with
+ * %results, a quoted name or an op name followed by its operands). */
+static bool hlo_without_header(const char *q, const char *end)
+{
+    const char *w = q;
+    while (q < end && hlo_name_char(*q))
+        q++;
+    size_t wl = (size_t)(q - w);
+    if ((wl == 5 && memcmp(w, "ENTRY", 5) == 0) || (wl == 9 && memcmp(w, "FileNames", 9) == 0))
+        return q == end || *q == ' ' || *q == '\n' || *q == '\t' || *q == '\r' || *q == '%';
+    q = w;
+    if (q < end && *q == '%')
+        q++;
+    const char *name = q;
+    while (q < end && hlo_name_char(*q))
+        q++;
+    if (q == name)
+        return false;
+    q = skip_blank(q, end);
+    if (q < end && *q == '(') { /* parameters: `()` or `(name: SHAPE` */
+        q = skip_blank(q + 1, end);
+        if (q < end && *q == ')')
+            return true;
+        if (q < end && *q == '%')
+            q++;
+        const char *pn = q;
+        while (q < end && hlo_name_char(*q))
+            q++;
+        if (q == pn)
+            return false;
+        q = skip_blank(q, end);
+        return q < end && *q == ':' && hlo_shape_at(skip_blank(q + 1, end), end);
+    }
+    if (q >= end || *q != '{')
+        return false;
+    /* `name {` then the first instruction */
+    q = skip_blank(q + 1, end);
+    if ((size_t)(end - q) > 5 && memcmp(q, "ROOT", 4) == 0 && (q[4] == ' ' || q[4] == '\t'))
+        q = skip_blank(q + 4, end);
+    if (q < end && *q == '%')
+        q++;
+    const char *in = q;
+    while (q < end && hlo_name_char(*q))
+        q++;
+    if (q == in)
+        return false;
+    q = skip_blank(q, end);
+    return q < end && *q == '=' && hlo_shape_at(skip_blank(q + 1, end), end);
+}
+
 ir_format ir_detect_format(const char *text, size_t len)
 {
     const char *p = text, *end = text + len;
@@ -3476,7 +3916,7 @@ ir_format ir_detect_format(const char *text, size_t len)
     }
     if ((size_t)(end - p) >= 9 && memcmp(p, "HloModule", 9) == 0)
         return IR_FMT_HLO;
-    return IR_FMT_STABLEHLO;
+    return hlo_without_header(p, end) ? IR_FMT_HLO : IR_FMT_STABLEHLO;
 }
 
 int ir_parse(const char *text, size_t len, const char *filename, ir_format fmt, ir_module **out,

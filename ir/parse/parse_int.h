@@ -212,6 +212,9 @@ bool ir__expect_word(parser *p, const char *w);
 const ir_type *ir__parse_type(parser *p);
 bool ir__parse_type_list_paren(parser *p, const ir_type ***out, uint32_t *n);
 ir_attr *ir__parse_attr(parser *p, bool type_suffix);
+/* The `<...>` of a dialect attribute named `name` (the current token is
+ * its '<'; `at` is where the attribute starts, for messages). */
+ir_attr *ir__parse_dialect_body(parser *p, const char *at, const char *name, uint32_t name_len);
 bool ir__parse_attr_dict(parser *p, op_state *st, bool props);
 bool ir__parse_i64_list(parser *p, int64_t **out, int *n);
 bool ir__parse_int(parser *p, int64_t *out);

@@ -240,11 +240,10 @@ static bool parse_dot_general(parser *p, op_state *st)
                 return false;
             /* `algorithm = <k = v, ...>` is #stablehlo.dot_algorithm<...> */
             if (p->tok.kind != T_LESS)
-                return ir__perr_expected(p, "'<'");
-            /* reuse the dialect attribute parser on the same text */
-            ir_attr *a = ir__parse_attr(p, false);
-            (void)a;
-            return ir__perr(p, p->tok.at, AP_EUNSUPPORTED, "dot_general 'algorithm' is not supported");
+                return ir__perr_expected(p, "'<' and the dot algorithm");
+            ir_attr *a = ir__parse_dialect_body(p, p->tok.at, "stablehlo.dot_algorithm", 23);
+            if (!a || !ir__st_add_attr(p, st, "algorithm", a))
+                return false;
         } else {
             return ir__perr_expected(p, "'precision' or 'algorithm'");
         }
@@ -743,6 +742,27 @@ bool ir__parse_pretty(parser *p, op_state *st, int fmt)
                ir__st_add_attr(p, st, "mantissa_bits", ir_attr_int(p->m, mnt, t)) && opt_attr_dict(p, st) &&
                sig_tail(p, st, true);
     }
+    case IR_FMT_CHOLESKY:
+        /* `%a (, lower = true)? : T` */
+        if (!ir__parse_operand(p, st))
+            return false;
+        if (ir__accept(p, T_COMMA)) {
+            bool lower;
+            if (!ir__expect_word(p, "lower") || !ir__expect(p, T_EQUAL, "'='"))
+                return false;
+            if (ir__is_word(p, "true") || ir__is_word(p, "false"))
+                lower = ir__is_word(p, "true");
+            else
+                return ir__perr_expected(p, "true or false");
+            ir__next(p);
+            if (!ir__st_add_attr(p, st, "lower", ir_attr_bool(p->m, lower)))
+                return false;
+        }
+        return opt_attr_dict(p, st) && sig_tail(p, st, true);
+    case IR_FMT_GET_DIMENSION_SIZE:
+        /* `%a, dim = N : (T) -> tensor<i32>` */
+        return ir__parse_operand(p, st) && comma(p) && kw_i64(p, st, "dim", "dimension") && opt_attr_dict(p, st) &&
+               sig_tail(p, st, false);
     case IR_FMT_GENERIC:
     case IR_FMT_MODULE:
     case IR_FMT_FUNC:

@@ -378,53 +378,188 @@ static int sdy_dim(const char **pp, const ir_mesh *mesh, int d, ap_buf *b, const
     return n;
 }
 
-/* mhlo.sharding "{devices=[2,1,4]<=[8] last_tile_dim_replicate}" (or, as
- * HLO text writes small ones, "{devices=[2,1]0,1}"): tiles per dim mapped
- * to the mesh axes in order, which is only right when the devices are in
- * iota order, so any other order is refused. */
+/* Mesh coordinate along axis a of device x (devices numbered row-major
+ * over the mesh axes). */
+static int64_t mesh_coord(const ir_mesh *mesh, int64_t x, int a)
+{
+    for (int i = mesh->n_axes - 1; i > a; i--)
+        x /= mesh->sizes[i];
+    return x % mesh->sizes[a];
+}
+
+/* The integers of `[a,b,..]` at *pp (which is past the '['), at most max. */
+static int int_list(const char **pp, char close, int64_t *v, int max)
+{
+    const char *p = *pp;
+    int n = 0;
+    while (*p && *p != close) {
+        char *e;
+        long long x = strtoll(p, &e, 10);
+        if (e == p || n == max)
+            return -1;
+        v[n++] = x;
+        p = e;
+        while (*p == ' ')
+            p++;
+        if (*p == ',')
+            p++;
+    }
+    if (*p != close)
+        return -1;
+    *pp = p + 1;
+    return n;
+}
+
+/* mhlo.sharding "{devices=[2,1,4]<=[8] last_tile_dim_replicate}": tile
+ * dims, and the device holding each tile (row-major over the tiles) as an
+ * iota `<=[r0,r1,..]` transposed by an optional `T(perm)` (XLA's
+ * IotaTileAssignment: [2,2]<=[2,2]T(1,0) holds tile (i,j) on device 2j+i)
+ * or, as HLO text writes small ones, listed ("{devices=[2,1]0,1}").
+ * Each tile dim is matched to the mesh axes (major to minor) whose
+ * coordinates give its tile index, the mesh numbering devices row-major;
+ * the whole assignment is then checked tile by tile, so any device order
+ * the mesh cannot express is refused, never guessed. */
 static int mhlo_sharding(const char *s, const ir_mesh *mesh, int rank, ap_buf *b, const char *ref, ap_error *err)
 {
     const char *p = strstr(s, "devices=[");
     if (!p)
         return 0; /* replicated, maximal or manual: nothing to tile */
-    p += 9;
-    int64_t tiles[IR_MAX_RANK + 2];
-    int n = 0;
-    while (*p && *p != ']' && n < IR_MAX_RANK + 2) {
-        tiles[n++] = strtoll(p, (char **)&p, 10);
-        if (*p == ',')
-            p++;
-    }
-    if (*p == ']')
-        p++;
-    bool replicate_last = strstr(s, "last_tile_dim_replicate") != NULL;
-    if (strstr(s, "last_tile_dims") || (strstr(s, "T(") && !strstr(s, "<=[")))
+    if (strstr(s, "last_tile_dims"))
         return ap_error_set(err, AP_EUNSUPPORTED, "mhlo.sharding of %s: unsupported form %s", ref, s);
-    if (strchr(p, 'T'))
-        return ap_error_set(err, AP_EUNSUPPORTED, "mhlo.sharding of %s: transposed device order is not supported", ref);
-    for (int64_t want = 0; isdigit((unsigned char)*p); want++) { /* an explicit device list */
-        if (strtoll(p, (char **)&p, 10) != want)
-            return ap_error_set(err, AP_EUNSUPPORTED,
-                                "mhlo.sharding of %s: device order other than 0, 1, 2, ... is not supported", ref);
-        if (*p == ',')
-            p++;
-    }
+    p += 9;
+    int64_t tiles[IR_MAX_RANK + 1], rdims[IR_MAX_RANK], perm[IR_MAX_RANK];
+    int n = int_list(&p, ']', tiles, IR_MAX_RANK + 1), nr = 0, np = 0;
+    if (n < 0)
+        return ap_error_set(err, AP_EINVALID, "mhlo.sharding of %s: malformed tile dims in %s", ref, s);
+    bool replicate_last = strstr(s, "last_tile_dim_replicate") != NULL;
     int data_dims = replicate_last ? n - 1 : n;
     if (data_dims != rank)
         return ap_error_set(err, AP_EINVALID, "mhlo.sharding of %s has %d tiled dims for a rank-%d value", ref, data_dims, rank);
-    int axis = 0, count = 0;
-    for (int d = 0; d < data_dims; d++) {
-        int64_t k = tiles[d];
-        while (k > 1) {
-            if (axis >= mesh->n_axes || k % mesh->sizes[axis] != 0)
-                return ap_error_set(err, AP_EINVALID,
-                                    "mhlo.sharding of %s (%s) does not map onto the mesh axes in order", ref, s);
-            ap_buf_printf(b, "tile %s %d %s\n", ref, d, mesh->names[axis]);
-            k /= mesh->sizes[axis++];
-            count++;
+    int64_t ntiles = 1, ndev = ir_mesh_devices(mesh);
+    for (int d = 0; d < n; d++) {
+        if (tiles[d] < 1 || tiles[d] > ndev || ntiles * tiles[d] > ndev)
+            return ap_error_set(err, AP_EINVALID, "mhlo.sharding of %s (%s) needs more devices than the mesh's %lld", ref,
+                                s, (long long)ndev);
+        ntiles *= tiles[d];
+    }
+    if (ntiles != ndev)
+        return ap_error_set(err, AP_EINVALID, "mhlo.sharding of %s (%s) places %lld tiles on a mesh of %lld devices", ref,
+                            s, (long long)ntiles, (long long)ndev);
+    int64_t *dev = ap_malloc(sizeof *dev * (size_t)ndev);
+    if (!dev)
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
+    int rc = 0;
+    if (strncmp(p, "<=[", 3) == 0) { /* iota over rdims, transposed by perm */
+        p += 3;
+        nr = int_list(&p, ']', rdims, IR_MAX_RANK);
+        int64_t total = 1;
+        for (int i = 0; i < nr; i++)
+            total = rdims[i] > 0 && total <= ndev ? total * rdims[i] : -1;
+        if (nr > 0 && *p == 'T' && p[1] == '(') {
+            p += 2;
+            np = int_list(&p, ')', perm, IR_MAX_RANK);
+        } else {
+            for (np = 0; np < nr; np++)
+                perm[np] = np;
+        }
+        bool seen[IR_MAX_RANK] = {0};
+        bool ok = nr > 0 && np == nr && total == ndev;
+        for (int i = 0; ok && i < np; i++) {
+            ok = perm[i] >= 0 && perm[i] < nr && !seen[perm[i]];
+            if (ok)
+                seen[perm[i]] = true;
+        }
+        if (!ok) {
+            rc = ap_error_set(err, AP_EINVALID, "mhlo.sharding of %s: malformed device iota in %s", ref, s);
+            goto out;
+        }
+        for (int64_t k = 0; k < ndev; k++) { /* element k of the transposed iota */
+            int64_t rem = k, idx[IR_MAX_RANK], src = 0;
+            for (int i = nr - 1; i >= 0; i--) {
+                idx[perm[i]] = rem % rdims[perm[i]];
+                rem /= rdims[perm[i]];
+            }
+            for (int i = 0; i < nr; i++)
+                src = src * rdims[i] + idx[i];
+            dev[k] = src;
+        }
+    } else { /* the devices listed: a permutation of the mesh's */
+        int64_t k = 0;
+        while (isdigit((unsigned char)*p) && k < ndev) {
+            dev[k++] = strtoll(p, (char **)&p, 10);
+            if (*p == ',')
+                p++;
+        }
+        bool ok = k == ndev;
+        bool *seen = ok ? ap_calloc((size_t)ndev, sizeof *seen) : NULL;
+        for (int64_t i = 0; ok && i < ndev; i++) {
+            ok = seen && dev[i] >= 0 && dev[i] < ndev && !seen[dev[i]];
+            if (ok)
+                seen[dev[i]] = true;
+        }
+        ap_free(seen);
+        if (!ok) {
+            rc = ap_error_set(err, AP_EINVALID, "mhlo.sharding of %s: the device list of %s is not the mesh's %lld devices",
+                              ref, s, (long long)ndev);
+            goto out;
         }
     }
-    return count;
+    /* the axes of each tile dim, minor first: stepping the tile index by
+     * the product P of the axes found so far must step exactly one new
+     * axis (the next more major one) and return the others to zero */
+    int axes[IR_MAX_RANK + 1][IR_MAX_AXES], n_axes[IR_MAX_RANK + 1] = {0};
+    bool used[IR_MAX_AXES] = {0};
+    int64_t stride = ndev;
+    for (int d = 0; d < n && !rc; d++) {
+        stride /= tiles[d];
+        int64_t prod = 1;
+        while (prod < tiles[d] && !rc) {
+            int64_t x0 = dev[0], x = dev[prod * stride];
+            int found = -1, changed = 0;
+            for (int a = 0; a < mesh->n_axes; a++)
+                if (mesh_coord(mesh, x, a) != mesh_coord(mesh, x0, a)) {
+                    changed++;
+                    if (!used[a])
+                        found = a;
+                }
+            if (changed != 1 || found < 0 || tiles[d] % (prod * mesh->sizes[found]) != 0) {
+                rc = AP_EUNSUPPORTED;
+                break;
+            }
+            used[found] = true;
+            axes[d][n_axes[d]++] = found;
+            prod *= mesh->sizes[found];
+        }
+    }
+    /* every tile where the axes put it */
+    for (int64_t k = 0; k < ndev && !rc; k++) {
+        int64_t coord[IR_MAX_AXES] = {0}, rem = k, x = 0;
+        for (int d = n - 1; d >= 0; d--) {
+            int64_t i = rem % tiles[d];
+            rem /= tiles[d];
+            for (int j = 0; j < n_axes[d]; j++) { /* minor first */
+                coord[axes[d][j]] = i % mesh->sizes[axes[d][j]];
+                i /= mesh->sizes[axes[d][j]];
+            }
+        }
+        for (int a = 0; a < mesh->n_axes; a++)
+            x = x * mesh->sizes[a] + coord[a];
+        if (x != dev[k])
+            rc = AP_EUNSUPPORTED;
+    }
+    if (rc) {
+        rc = ap_error_set(err, AP_EUNSUPPORTED, "mhlo.sharding of %s: its device order (%s) does not map onto the mesh axes",
+                          ref, s);
+        goto out;
+    }
+    for (int d = 0; d < data_dims; d++)
+        for (int j = n_axes[d] - 1; j >= 0; j--) { /* major first: deeper tiles go minor-most */
+            ap_buf_printf(b, "tile %s %d %s\n", ref, d, mesh->names[axes[d][j]]);
+            rc++;
+        }
+out:
+    ap_free(dev);
+    return rc;
 }
 
 /* Whether argument a's location name, written as a schedule word, names
