@@ -5,6 +5,7 @@
 #include "ap.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,21 @@ void ap_error_format(const ap_error *err, char *buf, size_t size)
         snprintf(buf, size, "%s: error: %s", err->file, msg);
     else
         snprintf(buf, size, "error: %s", msg);
+}
+
+const char *ap_format_bytes(double bytes, char *buf, size_t size)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double v = bytes < 0 ? -bytes : bytes;
+    size_t u = 0;
+    while (v >= 1024 && u + 1 < AP_ARRAY_LEN(units)) {
+        v /= 1024;
+        u++;
+    }
+    if (bytes < 0)
+        v = -v;
+    snprintf(buf, size, u ? "%.2f %s" : "%.0f %s", v, units[u]);
+    return buf;
 }
 
 /* ============================================================= allocator */

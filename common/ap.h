@@ -139,6 +139,11 @@ void ap_buf_vprintf(ap_buf *b, const char *fmt, va_list ap) __attribute__((forma
 /* Hands the bytes to the caller (free with ap_free) and empties b. */
 char *ap_buf_take(ap_buf *b, size_t *len);
 
+/* A byte count for people, in the binary unit that fits: "812 B",
+ * "52.43 KiB", "248.00 GiB".  Writes into buf (32 bytes suffice) and returns
+ * it. */
+const char *ap_format_bytes(double bytes, char *buf, size_t size);
+
 /* --------------------------------------------------------------- hashing */
 
 /* Fast non-cryptographic hash for in-memory tables (not for cache keys:

@@ -129,6 +129,9 @@ const cost_device *cost_device_at(int i);
  * '-', '_', ' ' and '.' ("h100", "H100-SXM", "a100-80gb", "tpu_v3", "v5e").
  * Copies it into *out.  AP_ENOTFOUND naming the known devices otherwise. */
 int cost_device_lookup(const char *name, cost_device *out, ap_error *err);
+/* The registry's names for people, as help texts and errors list them:
+ * "tpu_v3, ..., h100_sxm (or h100), ..." (appended to b). */
+void cost_device_names(ap_buf *b);
 
 /* The effective peak flop/s of precision p (with the fallbacks above). */
 double cost_device_peak(const cost_device *d, cost_prec p);

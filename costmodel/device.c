@@ -30,6 +30,7 @@
 
 typedef struct device_entry {
     const char *aliases; /* normalized (lowercase, no - _ . space), '|'-separated */
+    const char *short_name; /* the alias help texts show, or NULL */
     cost_device dev;
 } device_entry;
 
@@ -47,6 +48,7 @@ static const device_entry registry[] = {
      * (Cloud TPU v3 page).  DCN across pods: assumed 100 Gbit/s per host of 4
      * chips (8 cores), 1.5625 GB/s per core. */
     {"tpuv3|v3|tpuv3core",
+     NULL,
      {"tpu_v3",
       {61.5e12, 123e12, 123e12, 0, 0, 0},
       16 * GIB,
@@ -62,6 +64,7 @@ static const device_entry registry[] = {
      * half the bf16 rate (the paper's v3 ratio).  DCN: assumed as v5e's
      * documented share, 3.125 GB/s per chip. */
     {"tpuv4|v4",
+     NULL,
      {"tpu_v4",
       {137.5e12, 275e12, 0, 0, 275e12, 0},
       32 * GIB,
@@ -77,6 +80,7 @@ static const device_entry registry[] = {
      * 100 Gbit/s NICs per host of 8 chips = 3.125 GB/s DCN per chip.  f32:
      * assumed half the bf16 rate; no f16/f8 units. */
     {"tpuv5e|v5e|tpuv5lite|v5litepod",
+     NULL,
      {"tpu_v5e",
       {98.5e12, 197e12, 0, 0, 393e12, 0},
       16e9,
@@ -91,6 +95,7 @@ static const device_entry registry[] = {
      * GB/s each way; 8 GPUs per DGX A100, one 200 Gbit/s HDR InfiniBand
      * ConnectX-6 per GPU = 25 GB/s (DGX A100 datasheet, 2020).  No f8. */
     {"a10040gb|a100|a10040g|a100sxm40gb|a100sxm440gb|a100sxm",
+     "a100",
      {"a100_40gb",
       {156e12, 312e12, 312e12, 0, 624e12, 19.5e12},
       40e9,
@@ -102,6 +107,7 @@ static const device_entry registry[] = {
     /* A100 SXM4 80 GB: as the 40 GB part with HBM2e 80 GB at 2039 GB/s (same
      * datasheet, 2021 revision). */
     {"a10080gb|a10080g|a100sxm80gb|a100sxm480gb",
+     NULL,
      {"a100_80gb",
       {156e12, 312e12, 312e12, 0, 624e12, 19.5e12},
       80e9,
@@ -117,6 +123,7 @@ static const device_entry registry[] = {
      * GB/s total = 450 each way; 8 GPUs per DGX H100, one 400 Gbit/s NDR
      * ConnectX-7 per GPU = 50 GB/s (DGX H100 datasheet, 2023). */
     {"h100sxm|h100|h100sxm5|h10080gb|h100sxm80gb",
+     "h100",
      {"h100_sxm",
       {494.7e12, 989.4e12, 989.4e12, 1978.9e12, 1978.9e12, 66.9e12},
       80e9,
@@ -130,6 +137,7 @@ static const device_entry registry[] = {
      * 4.8 TB/s, NVLink 900 GB/s total; HGX H200 nodes of 8 with 400 Gbit/s
      * per GPU (as DGX H100). */
     {"h200sxm|h200|h200141gb|h200sxm141gb",
+     "h200",
      {"h200_sxm",
       {494.7e12, 989.4e12, 989.4e12, 1978.9e12, 1978.9e12, 66.9e12},
       141e9,
@@ -144,6 +152,7 @@ static const device_entry registry[] = {
      * per 8 GPUs = 180 GB at 64/8 = 8 TB/s; NVLink 5 1.8 TB/s total = 900 GB/s
      * each way; 8x 400 Gbit/s ConnectX-7 per DGX = 50 GB/s per GPU. */
     {"b200|b200sxm|hgxb200|dgxb200",
+     NULL,
      {"b200",
       {1.1e15, 2.25e15, 2.25e15, 4.5e15, 4.5e15, 80e12},
       180e9,
@@ -201,11 +210,22 @@ int cost_device_lookup(const char *name, cost_device *out, ap_error *err)
             return 0;
         }
     }
-    char known[512] = "";
-    size_t n = 0;
-    for (int i = 0; i < cost_device_count() && n < sizeof known; i++)
-        n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", i ? ", " : "", registry[i].dev.name);
-    return ap_error_set(err, AP_ENOTFOUND, "unknown device \"%s\" (known: %s)", name ? name : "", known);
+    ap_buf known;
+    ap_buf_init(&known);
+    cost_device_names(&known);
+    int rc = ap_error_set(err, AP_ENOTFOUND, "unknown device \"%s\" (known: %s)", name ? name : "",
+                          known.data ? known.data : "");
+    ap_buf_free(&known);
+    return rc;
+}
+
+void cost_device_names(ap_buf *b)
+{
+    for (int i = 0; i < cost_device_count(); i++) {
+        ap_buf_printf(b, "%s%s", i ? ", " : "", registry[i].dev.name);
+        if (registry[i].short_name)
+            ap_buf_printf(b, " (or %s)", registry[i].short_name);
+    }
 }
 
 double cost_device_peak(const cost_device *d, cost_prec p)

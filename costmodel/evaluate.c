@@ -220,16 +220,10 @@ int cost_estimate(const ir_module *m, const cost_device *dev, const cost_options
 
 /* ============================================================== reports */
 
-/* 1.5 GiB, 12.0 MiB, 512 B */
 static void put_bytes(ap_buf *b, double v)
 {
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    int u = 0;
-    while (fabs(v) >= 1024 && u < 5) {
-        v /= 1024;
-        u++;
-    }
-    ap_buf_printf(b, u ? "%.2f %s" : "%.0f %s", v, units[u]);
+    char text[32];
+    ap_buf_puts(b, ap_format_bytes(v, text, sizeof text));
 }
 
 /* 12.3 ms, 4.56 us, 1.20 s */

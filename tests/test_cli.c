@@ -109,17 +109,17 @@ START_TEST(usage_errors_exit_2)
 
     r = RUN("frobnicate");
     ck_assert_int_eq(r.status, 2);
-    ck_assert_ptr_nonnull(strstr(r.err, "unknown command 'frobnicate'"));
+    ck_assert_ptr_nonnull(strstr(r.err, "autopart: error: unknown command 'frobnicate'"));
     cli_run_free(&r);
 
     r = RUN("check", tiny_path, "--mesh", "batch=2", "--schedule", "propagate", "--seed", "x1");
     ck_assert_int_eq(r.status, 2);
-    ck_assert_str_eq(r.err, "autopart check: --seed wants a non-negative integer, not 'x1'\n");
+    ck_assert_str_eq(r.err, "autopart check: error: --seed wants a non-negative integer, not 'x1'\n");
     cli_run_free(&r);
 
     r = RUN("check", tiny_path, "--mesh", "batch=2");
     ck_assert_int_eq(r.status, 2);
-    ck_assert_str_eq(r.err, "autopart check: --schedule (or --import) is required\n");
+    ck_assert_str_eq(r.err, "autopart check: error: --schedule (or --import) is required\n");
     cli_run_free(&r);
 
     r = RUN("check", "--help");
@@ -228,6 +228,134 @@ START_TEST(check_passes_and_fails)
 }
 END_TEST
 
+/* Whether text starts with prefix. */
+static bool starts(const char *text, const char *prefix) { return strncmp(text, prefix, strlen(prefix)) == 0; }
+
+#define ASSERT_RUN(r, want_status, stream, prefix)                                                             \
+    do {                                                                                                       \
+        ck_assert_msg((r).status == (want_status), "exit %d, want %d: %s", (r).status, want_status, (r).err); \
+        ck_assert_msg(starts((r).stream, prefix), "want '%s...', got '%s'", prefix, (r).stream);             \
+    } while (0)
+
+/* Every subcommand speaks with one voice: `autopart CMD: error: ...` or
+ * `FILE:LINE:COL: error: ...`, and exit 0 success, 1 bad input or failure,
+ * 2 bad usage. */
+START_TEST(every_command_one_voice)
+{
+    const char *cmds[] = {"parse", "apply", "check", "redistribute"};
+    char want[512];
+    for (int i = 0; i < 4; i++) {
+        cli_run r = RUN(cmds[i], "--frob");
+        snprintf(want, sizeof want, "autopart %s: error: unknown option '--frob'", cmds[i]);
+        ASSERT_RUN(r, 2, err, want);
+        cli_run_free(&r);
+
+        r = RUN(cmds[i], i == 0 ? "--format" : "--mesh");
+        snprintf(want, sizeof want, "autopart %s: error: option '%s' needs a value", cmds[i],
+                 i == 0 ? "--format" : "--mesh");
+        ASSERT_RUN(r, 2, err, want);
+        cli_run_free(&r);
+
+        r = RUN(cmds[i], "--help");
+        snprintf(want, sizeof want, "usage: autopart %s", cmds[i]);
+        ASSERT_RUN(r, 0, out, want);
+        ck_assert_str_eq(r.err, "");
+        cli_run_free(&r);
+    }
+
+    /* the commands that read a module */
+    char *empty = write_temp("\n  // nothing here\n", ".mlir");
+    char *hlo = write_temp("HloModule m\n\nENTRY main {\n  ROOT p = f32[4] parameter(0)\n}\n", ".hlo");
+    for (int i = 0; i < 3; i++) {
+        const char *c = cmds[i];
+        cli_run r = i ? RUN(c, "--mesh", "x=2", "--schedule", "propagate") : RUN(c);
+        snprintf(want, sizeof want, "autopart %s: error: expected a FILE", c);
+        ASSERT_RUN(r, 2, err, want);
+        cli_run_free(&r);
+
+        r = i ? RUN(c, "/nonexistent/m.mlir", "--mesh", "x=2", "--schedule", "propagate") : RUN(c, "/nonexistent/m.mlir");
+        snprintf(want, sizeof want, "autopart %s: error: /nonexistent/m.mlir: ", c);
+        ASSERT_RUN(r, 1, err, want);
+        cli_run_free(&r);
+
+        r = i ? RUN(c, empty, "--mesh", "x=2", "--schedule", "propagate") : RUN(c, empty);
+        snprintf(want, sizeof want, "%s: error: the file is empty", empty);
+        ASSERT_RUN(r, 1, err, want);
+        ck_assert_str_eq(r.out, "");
+        cli_run_free(&r);
+
+        /* a forced format that does not match says which one would */
+        r = i ? RUN(c, hlo, "--format", "stablehlo", "--mesh", "x=2", "--schedule", "propagate")
+              : RUN(c, hlo, "--format", "stablehlo");
+        snprintf(want, sizeof want, "%s:1:1: error: ", hlo);
+        ASSERT_RUN(r, 1, err, want);
+        ck_assert_msg(strstr(r.err, "try --format hlo") != NULL, "%s", r.err);
+        cli_run_free(&r);
+    }
+
+    /* the commands that partition */
+    char *sched = write_temp("tile batch['inputs'] 0 batch\ntile batch['inputs'] 9 batch\n", ".txt");
+    for (int i = 1; i < 3; i++) {
+        const char *c = cmds[i];
+        cli_run r = RUN(c, tiny_path, "--mesh", "batch=4,", "--schedule", "propagate");
+        snprintf(want, sizeof want, "autopart %s: error: --mesh: mesh 'batch=4,': expected AXIS=SIZE at column 9", c);
+        ASSERT_RUN(r, 2, err, want);
+        cli_run_free(&r);
+
+        r = RUN(c, tiny_path, "--mesh", "batch=4", "--schedule", "");
+        snprintf(want, sizeof want, "autopart %s: error: --schedule is empty", c);
+        ASSERT_RUN(r, 2, err, want);
+        cli_run_free(&r);
+
+        /* a schedule file is named by its file */
+        char at[300];
+        snprintf(at, sizeof at, "@%s", sched);
+        r = RUN(c, tiny_path, "--mesh", "batch=4", "--schedule", at);
+        snprintf(want, sizeof want, "%s:2:", sched);
+        ASSERT_RUN(r, 1, err, want);
+        ck_assert_msg(strstr(r.err, ": error: ") != NULL, "%s", r.err);
+        cli_run_free(&r);
+    }
+
+    /* devices: the help and the error name the same registry */
+    cli_run r = RUN("apply", tiny_path, "--mesh", "batch=4", "--schedule", "propagate", "--view", "report", "--device",
+                    "tpu_v9");
+    ASSERT_RUN(r, 2, err, "autopart apply: error: --device: unknown device \"tpu_v9\"");
+    ck_assert_msg(strstr(r.err, "h100_sxm (or h100)") != NULL, "%s", r.err);
+    cli_run_free(&r);
+    r = RUN("apply", "--help");
+    ck_assert_msg(strstr(r.out, "h100_sxm (or h100)") != NULL, "%s", r.out);
+    cli_run_free(&r);
+
+    /* redistribute: its mesh and element size are usage; its types are input */
+    r = RUN("redistribute", "--mesh", "x=2,", "--from", "[2{x}4]", "--to", "[4]");
+    ASSERT_RUN(r, 2, err, "autopart redistribute: error: --mesh: ");
+    cli_run_free(&r);
+    r = RUN("redistribute", "--mesh", "x=2", "--from", "[2{x}4]", "--to", "[4]", "--elem-bytes", "q");
+    ASSERT_RUN(r, 2, err, "autopart redistribute: error: --elem-bytes wants a positive integer, not 'q'");
+    cli_run_free(&r);
+    r = RUN("redistribute", "--mesh", "x=2", "--from", "[2{x}4]", "--to", "[4");
+    ASSERT_RUN(r, 1, err, "--to:1:3: error: ");
+    cli_run_free(&r);
+    r = RUN("redistribute", "--mesh", "x=2");
+    ASSERT_RUN(r, 2, err, "autopart redistribute: error: --mesh, --from and --to are required");
+    cli_run_free(&r);
+
+    /* sizes in errors come in a unit that fits */
+    r = RUN("check", tiny_path, "--mesh", "batch=2", "--schedule", "propagate", "--max-arg-bytes", "1K");
+    ASSERT_RUN(r, 1, err, "autopart check: error: the arguments of @main take ");
+    ck_assert_msg(strstr(r.err, "above the limit of 1.00 KiB") != NULL, "%s", r.err);
+    cli_run_free(&r);
+
+    unlink(empty);
+    unlink(hlo);
+    unlink(sched);
+    free(empty);
+    free(hlo);
+    free(sched);
+}
+END_TEST
+
 START_TEST(redistribute_example)
 {
     cli_run r = RUN("redistribute", "--mesh", "x=4,y=6", "--from", "[3{x}12, 2{y}12]", "--to", "[2{y}12, 3{x}12]");
@@ -249,6 +377,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, apply_json_report);
     tcase_add_test(tc, check_passes_and_fails);
     tcase_add_test(tc, redistribute_example);
+    tcase_add_test(tc, every_command_one_voice);
     suite_add_tcase(s, tc);
     return s;
 }

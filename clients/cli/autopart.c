@@ -21,29 +21,32 @@ static const struct command {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: autopart COMMAND [OPTIONS]\n\ncommands:\n");
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    for (size_t i = 0; i < AP_ARRAY_LEN(commands); i++)
         fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].help);
-    fprintf(f, "\nRun 'autopart COMMAND --help' for the options of a command.\n");
+    fprintf(f, "\nRun 'autopart COMMAND --help' for the options of a command.\n"
+               "Errors: FILE:LINE:COL: error: ... when they point into text, else\n"
+               "autopart COMMAND: error: ...\n"
+               "Exit status: 0 success, 1 bad input or a failure, 2 bad usage.\n");
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
-        return 2;
+        return CLI_USAGE;
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
-        return 0;
+        return CLI_OK;
     }
     if (!strcmp(argv[1], "--version")) {
         printf("autopart 0.1.0\n");
-        return 0;
+        return CLI_OK;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    for (size_t i = 0; i < AP_ARRAY_LEN(commands); i++)
         if (!strcmp(argv[1], commands[i].name))
             return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "autopart: unknown command '%s'\n", argv[1]);
+    fprintf(stderr, "autopart: error: unknown command '%s'\n", argv[1]);
     usage(stderr);
-    return 2;
+    return CLI_USAGE;
 }

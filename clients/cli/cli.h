@@ -1,26 +1,53 @@
 /*
- * cli.h - the subcommands of the `autopart` command-line tool.  Each takes
- * argc/argv with argv[0] the subcommand name and returns the exit status
- * (0 success, 1 failure, 2 usage error).
+ * cli.h - the subcommands of the `autopart` command-line tool and what they
+ * share.  Each takes argc/argv with argv[0] the subcommand name and returns
+ * its exit status.  Every subcommand speaks with one voice:
+ *
+ *   - errors are one line on stderr: `FILE:LINE:COL: error: MESSAGE` when
+ *     they point into text (a module, a schedule file, an option's text),
+ *     `autopart CMD: error: MESSAGE` otherwise;
+ *   - exit status CLI_OK (0) on success, CLI_FAIL (1) when the input is
+ *     wrong or the work failed, CLI_USAGE (2) when the command line is
+ *     wrong (unknown option, missing or malformed option value).
  */
 #ifndef CLI_H
 #define CLI_H
 
+#include <stdio.h>
+
+#include "cost.h"
 #include "interp.h"
 #include "ir.h"
 #include "partir.h"
+
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
 int cli_parse(int argc, char **argv);
 int cli_apply(int argc, char **argv);
 int cli_redistribute(int argc, char **argv);
 int cli_check(int argc, char **argv);
 
+/* Prints `autopart CMD: error: MESSAGE`; returns CLI_FAIL. */
+int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints `autopart CMD: error: MESSAGE`; returns CLI_USAGE. */
+int cli_usage_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Reports a library error: `FILE:LINE:COL: error: MESSAGE` when it points
+ * into text, else `autopart CMD: error: [WHAT: ]MESSAGE` (what may be NULL).
+ * Returns CLI_FAIL. */
+int cli_fail_err(const char *cmd, const char *what, const ap_error *err);
+/* What getopt_long's ':' or '?' means for argv: "option '--x' needs a
+ * value" or "unknown option '--x'".  Call with opterr = 0 and an optstring
+ * starting with ':'.  Returns CLI_USAGE. */
+int cli_bad_option(const char *cmd, int ch, char **argv);
+/* The usage synopsis (first line of help) after an error about the
+ * arguments, and where to find the rest.  Returns CLI_USAGE. */
+int cli_usage_hint(const char *cmd, const char *synopsis);
+
 /* Reads and parses FILE ("-" for stdin) in the given format, printing
- * "FILE:LINE:COL: error: ..." to stderr on failure.  Returns the module or
- * NULL. */
-ir_module *cli_load_module(const char *path, ir_format fmt);
-/* Prints an error line for err to stderr. */
-void cli_print_error(const ap_error *err);
+ * "FILE:LINE:COL: error: ..." to stderr on failure (with a hint when a
+ * forced format does not match the content).  Returns the module, or NULL
+ * when it failed (exit status CLI_FAIL). */
+ir_module *cli_load_module(const char *cmd, const char *path, ir_format fmt);
 /* Parses "stablehlo" / "hlo" / "auto"; returns false on anything else. */
 bool cli_parse_format(const char *s, ir_format *out);
 
@@ -47,8 +74,27 @@ typedef struct cli_partitioned {
  * with cli_partitioned_free (also on a zeroed struct). */
 int cli_partition_open(const cli_partition_args *a, cli_partitioned *st);
 void cli_partitioned_free(cli_partitioned *st);
-/* A --schedule argument: the text itself, or "@FILE" read from FILE.  The
- * caller frees the result with ap_free; NULL after printing why. */
-char *cli_read_schedule(const char *cmd, const char *arg);
+/* A schedule given on the command line: the text itself, or "@FILE". */
+typedef struct cli_schedule {
+    char *text;       /* owned */
+    const char *name; /* how errors name it: the file, or "schedule" */
+} cli_schedule;
+
+/* Reads a --schedule (or --manual) argument `opt`: the text, or `@FILE`
+ * read from FILE.  An empty schedule (no action, only blanks or comments) is
+ * refused.  Returns 0, or the exit status after printing why.  Free with
+ * cli_schedule_free (also on a zeroed struct). */
+int cli_schedule_read(const char *cmd, const char *opt, const char *arg, cli_schedule *out);
+void cli_schedule_free(cli_schedule *s);
+/* Applies s to p (calling fn after every tactic when fn is not NULL).
+ * Returns 0, or CLI_FAIL after printing the error, positioned in the
+ * schedule's file when it came from one. */
+int cli_schedule_apply(const char *cmd, const cli_schedule *s, ir_partition *p, ir_tactic_fn fn, void *ctx);
+/* Looks up --device NAME (a registry name or alias) or a JSON file
+ * describing one (a path ending in .json).  Returns 0, or CLI_USAGE after
+ * printing the known names. */
+int cli_device(const char *cmd, const char *arg, cost_device *out);
+/* The device help line: registry names and aliases, for --help texts. */
+void cli_print_device_names(FILE *f, const char *indent);
 
 #endif

@@ -54,10 +54,27 @@ static int after_tactic(void *vctx, ir_partition *p, const char *tactic, size_t 
     }
     tactic_row *row = &ctx->rows[ctx->n_rows++];
     memset(row, 0, sizeof *row);
-    size_t n = len < sizeof row->text - 1 ? len : sizeof row->text - 1;
-    for (size_t i = 0; i < n; i++) /* one line */
-        row->text[i] = tactic[i] == '\n' ? ';' : tactic[i];
-    if (len > n && n > 3)
+    /* one line, without the schedule's comments */
+    size_t n = 0, cap = sizeof row->text - 1;
+    bool cut = false;
+    for (size_t i = 0; i < len && !cut; i++) {
+        if (tactic[i] == '#') {
+            while (i + 1 < len && tactic[i + 1] != '\n')
+                i++;
+            continue;
+        }
+        char c = tactic[i] == '\n' ? ';' : tactic[i];
+        if ((c == ';' || c == ' ') && (n == 0 || row->text[n - 1] == ';' || row->text[n - 1] == ' '))
+            continue;
+        if (n == cap)
+            cut = true;
+        else
+            row->text[n++] = c;
+    }
+    while (n && (row->text[n - 1] == ';' || row->text[n - 1] == ' '))
+        n--;
+    row->text[n] = '\0';
+    if (cut && n > 3)
         memcpy(row->text + n - 3, "...", 3);
     ir_lowered lw;
     int rc = estimate(p, ctx->dev, &ctx->copts, &lw, &row->cost, err);
@@ -69,10 +86,12 @@ static int after_tactic(void *vctx, ir_partition *p, const char *tactic, size_t 
     return rc;
 }
 
+#define APPLY_SYNOPSIS "autopart apply FILE --mesh AXES --schedule TEXT|@FILE [options]"
+
 static void apply_usage(FILE *f)
 {
     fprintf(f,
-            "usage: autopart apply FILE --mesh AXES --schedule TEXT|@FILE [options]\n"
+            "usage: " APPLY_SYNOPSIS "\n"
             "\n"
             "Partitions the entry function of FILE (StableHLO or HLO) over a device mesh\n"
             "with a schedule of PartIR actions and prints the result.\n"
@@ -93,13 +112,16 @@ static void apply_usage(FILE *f)
             "                     shardings: per-argument and result partition specs\n"
             "                     report: collectives, shardings, what blocked propagation\n"
             "  --json             report (or shardings) as JSON\n"
-            "  --device D         device for the cost estimate of the report: a name\n"
-            "                     (tpu_v3, tpu_v4, tpu_v5e, a100_40gb, a100_80gb, h100, h200, b200)\n"
-            "                     or a JSON file describing one (default h100)\n"
+            "  --device D         device for the cost estimate of the report (default h100),\n"
+            "                     a JSON file describing one, or one of:\n");
+    cli_print_device_names(f, "                       ");
+    fprintf(f,
             "  --overlap X        share of communication hidden under compute, 0..1 (default 0)\n"
             "  --format F         stablehlo | hlo (default: detected)\n"
             "  --func NAME        the function to partition (default: main)\n"
-            "  -h, --help         this help\n");
+            "  -h, --help         this help\n"
+            "\n"
+            "Exit status: 0 success, 1 bad input (module, schedule) or a failure, 2 bad usage.\n");
 }
 
 static const char *const kind_names[] = {"conflict", "axis already used", "indivisible", "atomic", "dynamic dim",
@@ -280,7 +302,7 @@ static int print_json(json_t *j)
     char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(j);
     if (!text)
-        return 1;
+        return cli_fail("apply", "out of memory writing JSON");
     puts(text);
     free(text);
     return 0;
@@ -346,7 +368,8 @@ int cli_apply(int argc, char **argv)
     ir_format fmt = IR_FMT_AUTO;
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (ch) {
         case 'm': mesh_text = optarg; break;
         case 's': sched_arg = optarg; break;
@@ -358,80 +381,59 @@ int cli_apply(int argc, char **argv)
         case 'o': {
             char *end;
             overlap = strtod(optarg, &end);
-            if (*end || overlap < 0 || overlap > 1) {
-                fprintf(stderr, "autopart apply: --overlap wants a number from 0 to 1, not '%s'\n", optarg);
-                return 2;
-            }
+            if (!*optarg || *end || !(overlap >= 0 && overlap <= 1))
+                return cli_usage_fail("apply", "--overlap wants a number from 0 to 1, not '%s'", optarg);
             break;
         }
         case 'f':
-            if (!cli_parse_format(optarg, &fmt)) {
-                fprintf(stderr, "autopart apply: unknown format '%s'\n", optarg);
-                return 2;
-            }
+            if (!cli_parse_format(optarg, &fmt))
+                return cli_usage_fail("apply", "unknown format '%s' (stablehlo, hlo or auto)", optarg);
             break;
-        case 'h': apply_usage(stdout); return 0;
-        default: apply_usage(stderr); return 2;
+        case 'h': apply_usage(stdout); return CLI_OK;
+        default: return cli_bad_option("apply", ch, argv);
         }
     }
     if (optind != argc - 1) {
-        fprintf(stderr, "autopart apply: expected one FILE\n");
-        apply_usage(stderr);
-        return 2;
+        cli_usage_fail("apply", optind < argc ? "expected one FILE, not %d" : "expected a FILE", argc - optind);
+        return cli_usage_hint("apply", APPLY_SYNOPSIS);
     }
     if (strcmp(view, "spmd") && strcmp(view, "core") && strcmp(view, "shardings") && strcmp(view, "report") &&
-        strcmp(view, "temporal")) {
-        fprintf(stderr, "autopart apply: unknown view '%s' (spmd, core, temporal, shardings or report)\n", view);
-        return 2;
-    }
-    if (!sched_arg && !import) {
-        fprintf(stderr, "autopart apply: --schedule (or --import) is required\n");
-        return 2;
-    }
+        strcmp(view, "temporal"))
+        return cli_usage_fail("apply", "unknown view '%s' (spmd, core, temporal, shardings or report)", view);
+    if (!sched_arg && !import)
+        return cli_usage_fail("apply", "--schedule (or --import) is required");
     const char *path = argv[optind];
     int rc;
     ir_partition *p = NULL;
     ir_lowered lw = {0};
-    char *sched = NULL;
+    cli_schedule sched = {0};
     ap_error err;
     cost_device dev;
     cost_report final_cost;
     bool want_cost = json || !strcmp(view, "report");
     apply_ctx actx = {.dev = &dev};
     actx.copts.overlap = overlap;
-    cli_partitioned st;
+    cli_partitioned st = {0};
     ap_error_clear(&err);
+    if (want_cost && (rc = cli_device("apply", device, &dev)) != 0)
+        return rc;
+    if (sched_arg && (rc = cli_schedule_read("apply", "--schedule", sched_arg, &sched)) != 0)
+        return rc;
     rc = cli_partition_open(&(cli_partition_args){.cmd = "apply", .path = path, .fmt = fmt, .func_name = func_name,
                                                   .mesh_text = mesh_text, .import = import},
                             &st);
     if (rc != 0)
-        return rc;
+        goto out;
     p = st.p;
-    rc = 1;
-    if (want_cost) {
-        int drc = strstr(device, ".json") ? cost_device_load(device, &dev, &err) : cost_device_lookup(device, &dev, &err);
-        if (drc < 0) {
-            fprintf(stderr, "autopart apply: --device %s: %s\n", device, err.msg);
-            rc = 2;
-            goto out;
-        }
-    }
-    if (sched_arg) {
-        sched = cli_read_schedule("apply", sched_arg);
-        if (!sched)
-            goto out;
-        int src = want_cost ? ir_schedule_apply_cb(p, sched, after_tactic, &actx, &err) : ir_schedule_apply(p, sched, &err);
-        if (src < 0) {
-            cli_print_error(&err);
-            goto out;
-        }
-    }
+    rc = CLI_FAIL;
+    if (sched_arg && cli_schedule_apply("apply", &sched, p, want_cost ? after_tactic : NULL, &actx) != 0)
+        goto out;
     if (strcmp(view, "core") != 0 && strcmp(view, "temporal") != 0 && ir_lower(p, &lw, &err) < 0) {
-        fprintf(stderr, "autopart apply: lowering failed: %s\n", err.msg);
+        cli_fail_err("apply", "SPMD lowering", &err);
         goto out;
     }
     if (want_cost && lw.module && cost_estimate(lw.module, &dev, &actx.copts, &final_cost, &err) < 0) {
-        fprintf(stderr, "autopart apply: cost estimate failed: %s\n", err.msg);
+        cli_fail_err("apply", "cost estimate", &err);
         goto out;
     }
     ap_buf b;
@@ -443,8 +445,7 @@ int cli_apply(int argc, char **argv)
     } else if (!strcmp(view, "temporal")) {
         ir_module *tm = NULL;
         if (ir_temporal(p, &tm, &err) < 0 || ir_verify(tm, &err) < 0 || ir_print(tm, &b, NULL) < 0) {
-            fprintf(stderr, "autopart apply: temporal view: %s\n", err.msg);
-            rc = 1;
+            rc = cli_fail_err("apply", "temporal view", &err);
         } else {
             fwrite(b.data, 1, b.len, stdout);
         }
@@ -465,16 +466,16 @@ int cli_apply(int argc, char **argv)
         ap_buf_free(&sb);
     } else {
         if (ir_print(lw.module, &b, NULL) < 0)
-            rc = 1;
+            rc = cli_fail("apply", "out of memory while printing");
         else
             fwrite(b.data, 1, b.len, stdout);
     }
     ap_buf_free(&b);
-    if (fflush(stdout) != 0)
-        rc = 1;
+    if (fflush(stdout) != 0 && rc == 0)
+        rc = cli_fail("apply", "cannot write the output");
 out:
     free(actx.rows);
-    ap_free(sched);
+    cli_schedule_free(&sched);
     ir_lowered_free(&lw);
     cli_partitioned_free(&st);
     return rc;

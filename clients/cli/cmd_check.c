@@ -14,10 +14,12 @@
 
 #include "cli.h"
 
+#define CHECK_SYNOPSIS "autopart check FILE --mesh AXES --schedule TEXT|@FILE [options]"
+
 static void check_usage(FILE *f)
 {
     fprintf(f,
-            "usage: autopart check FILE --mesh AXES --schedule TEXT|@FILE [options]\n"
+            "usage: " CHECK_SYNOPSIS "\n"
             "\n"
             "Partitions the entry function of FILE as `autopart apply` does, then runs it\n"
             "three ways on the same seeded random inputs: unpartitioned, through the\n"
@@ -72,7 +74,7 @@ static int print_json(const ir_check_report *r)
     char *s = json_dumps(o, JSON_INDENT(2));
     json_decref(o);
     if (!s)
-        return 1;
+        return cli_fail("check", "out of memory writing JSON");
     puts(s);
     free(s);
     return 0;
@@ -123,7 +125,8 @@ int cli_check(int argc, char **argv)
     int ch;
     char *end;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (ch) {
         case 'm': mesh_text = optarg; break;
         case 's': sched_arg = optarg; break;
@@ -132,84 +135,67 @@ int cli_check(int argc, char **argv)
         case 'F': func_name = optarg; break;
         case 'S':
             copts.seed = strtoull(optarg, &end, 10);
-            if (!*optarg || *end || optarg[0] == '-') {
-                fprintf(stderr, "autopart check: --seed wants a non-negative integer, not '%s'\n", optarg);
-                return 2;
-            }
+            if (!*optarg || *end || optarg[0] == '-')
+                return cli_usage_fail("check", "--seed wants a non-negative integer, not '%s'", optarg);
             break;
         case 't':
             copts.tol = strtod(optarg, &end);
-            if (!*optarg || *end || !(copts.tol > 0)) {
-                fprintf(stderr, "autopart check: --tol wants a positive number, not '%s'\n", optarg);
-                return 2;
-            }
+            if (!*optarg || *end || !(copts.tol > 0))
+                return cli_usage_fail("check", "--tol wants a positive number, not '%s'", optarg);
             break;
         case 'B': {
             double v = strtod(optarg, &end);
             double unit = *end == 'K' ? 1024.0 : *end == 'M' ? 1048576.0 : *end == 'G' ? 1073741824.0 : 1.0;
             if (unit > 1)
                 end++;
-            if (!*optarg || *end || !(v > 0) || v * unit > 9e18) {
-                fprintf(stderr, "autopart check: --max-arg-bytes wants a size such as 512M or 2G, not '%s'\n", optarg);
-                return 2;
-            }
+            if (!*optarg || *end || !(v > 0) || v * unit > 9e18)
+                return cli_usage_fail("check", "--max-arg-bytes wants a size such as 512M or 2G, not '%s'", optarg);
             copts.max_arg_bytes = (int64_t)(v * unit);
             break;
         }
         case 'f':
-            if (!cli_parse_format(optarg, &fmt)) {
-                fprintf(stderr, "autopart check: unknown format '%s'\n", optarg);
-                return 2;
-            }
+            if (!cli_parse_format(optarg, &fmt))
+                return cli_usage_fail("check", "unknown format '%s' (stablehlo, hlo or auto)", optarg);
             break;
-        case 'h': check_usage(stdout); return 0;
-        default: check_usage(stderr); return 2;
+        case 'h': check_usage(stdout); return CLI_OK;
+        default: return cli_bad_option("check", ch, argv);
         }
     }
     if (optind != argc - 1) {
-        fprintf(stderr, "autopart check: expected one FILE\n");
-        check_usage(stderr);
-        return 2;
+        cli_usage_fail("check", optind < argc ? "expected one FILE, not %d" : "expected a FILE", argc - optind);
+        return cli_usage_hint("check", CHECK_SYNOPSIS);
     }
-    if (!sched_arg && !import) {
-        fprintf(stderr, "autopart check: --schedule (or --import) is required\n");
-        return 2;
-    }
+    if (!sched_arg && !import)
+        return cli_usage_fail("check", "--schedule (or --import) is required");
     const char *path = argv[optind];
-    cli_partitioned st;
+    cli_partitioned st = {0};
     ir_check_report report = {0};
-    char *sched = NULL;
+    cli_schedule sched = {0};
     ap_error err;
     ap_error_clear(&err);
-    int rc = cli_partition_open(&(cli_partition_args){.cmd = "check", .path = path, .fmt = fmt, .func_name = func_name,
+    int rc;
+    if (sched_arg && (rc = cli_schedule_read("check", "--schedule", sched_arg, &sched)) != 0)
+        return rc;
+    rc = cli_partition_open(&(cli_partition_args){.cmd = "check", .path = path, .fmt = fmt, .func_name = func_name,
                                                       .mesh_text = mesh_text, .import = import},
                                 &st);
     if (rc != 0)
-        return rc;
-    rc = 1;
-    if (sched_arg) {
-        sched = cli_read_schedule("check", sched_arg);
-        if (!sched)
-            goto out;
-        if (ir_schedule_apply(st.p, sched, &err) < 0) {
-            cli_print_error(&err);
-            goto out;
-        }
-    }
+        goto out;
+    rc = CLI_FAIL;
+    if (sched_arg && cli_schedule_apply("check", &sched, st.p, NULL, NULL) != 0)
+        goto out;
     if (ir_check(st.p, &copts, &report, &err) < 0) {
-        char line[800];
-        ap_error_format(&err, line, sizeof line);
-        fprintf(stderr, "autopart check: %s\n", line);
+        cli_fail_err("check", NULL, &err);
         goto out;
     }
     rc = json ? print_json(&report) : (print_text(&report, path, copts.seed), 0);
     if (rc == 0 && !report.ok)
-        rc = 1;
-    if (fflush(stdout) != 0)
-        rc = 1;
+        rc = CLI_FAIL;
+    if (fflush(stdout) != 0 && rc == 0)
+        rc = cli_fail("check", "cannot write the output");
 out:
     ir_check_report_free(&report);
-    ap_free(sched);
+    cli_schedule_free(&sched);
     cli_partitioned_free(&st);
     return rc;
 }

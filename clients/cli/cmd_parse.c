@@ -12,10 +12,12 @@
 
 #include "cli.h"
 
+#define PARSE_SYNOPSIS "autopart parse FILE [--format F] [--stats] [--json] [--generic] [--no-locs]"
+
 static void parse_usage(FILE *f)
 {
     fprintf(f,
-            "usage: autopart parse FILE [options]\n"
+            "usage: " PARSE_SYNOPSIS "\n"
             "\n"
             "Parses a StableHLO (MLIR text) or XLA HLO text module; FILE '-' reads stdin.\n"
             "Without options prints the module back as canonical StableHLO.\n"
@@ -27,6 +29,14 @@ static void parse_usage(FILE *f)
             "  --generic    print every op in MLIR's generic form\n"
             "  --no-locs    leave locations out of the printed module\n"
             "  -h, --help   this help\n");
+}
+
+static bool has_function(const ir_module *m)
+{
+    for (const ir_op *op = ir_module_body(m)->first; op; op = op->next)
+        if (op->opcode == IR_OP_FUNC)
+            return true;
+    return false;
 }
 
 static const char *arg_sharding(const ir_op *f, uint32_t i, char *buf, size_t n)
@@ -59,10 +69,8 @@ static char *type_text(const ir_type *t)
 static int summarize(const ir_module *m, const char *path, bool json)
 {
     ir_stats st;
-    if (ir_stats_compute(m, &st) < 0) {
-        fprintf(stderr, "autopart parse: out of memory\n");
-        return 1;
-    }
+    if (ir_stats_compute(m, &st) < 0)
+        return cli_fail("parse", "out of memory");
     const ir_op *entry = ir_module_entry(m);
     uint32_t n_funcs = 0;
     for (const ir_op *op = ir_module_body(m)->first; op; op = op->next)
@@ -157,44 +165,42 @@ int cli_parse(int argc, char **argv)
     ir_print_opts popts = {0};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 'f':
-            if (!cli_parse_format(optarg, &fmt)) {
-                fprintf(stderr, "autopart parse: unknown format '%s' (expected stablehlo or hlo)\n", optarg);
-                return 2;
-            }
+            if (!cli_parse_format(optarg, &fmt))
+                return cli_usage_fail("parse", "unknown format '%s' (stablehlo, hlo or auto)", optarg);
             break;
         case 's': stats = true; break;
         case 'j': json = stats = true; break;
         case 'g': popts.generic = true; break;
         case 'n': popts.no_locs = true; break;
-        case 'h': parse_usage(stdout); return 0;
-        default: parse_usage(stderr); return 2;
+        case 'h': parse_usage(stdout); return CLI_OK;
+        default: return cli_bad_option("parse", c, argv);
         }
     }
     if (optind != argc - 1) {
-        fprintf(stderr, "autopart parse: expected one FILE (or '-' for stdin)\n");
-        parse_usage(stderr);
-        return 2;
+        cli_usage_fail("parse", optind < argc ? "expected one FILE, not %d" : "expected a FILE (or '-' for stdin)",
+                       argc - optind);
+        return cli_usage_hint("parse", PARSE_SYNOPSIS);
     }
     const char *path = argv[optind];
-    ir_module *m = cli_load_module(path, fmt);
+    ir_module *m = cli_load_module("parse", path, fmt);
     if (!m)
-        return 1;
+        return CLI_FAIL;
+    if (!has_function(m))
+        fprintf(stderr, "%s: warning: the module has no function\n", strcmp(path, "-") ? path : "<stdin>");
     int rc = 0;
     if (stats) {
         rc = summarize(m, strcmp(path, "-") ? path : "<stdin>", json);
     } else {
         ap_buf b;
         ap_buf_init(&b);
-        if (ir_print(m, &b, &popts) < 0) {
-            fprintf(stderr, "autopart parse: out of memory while printing\n");
-            rc = 1;
-        } else if (fwrite(b.data, 1, b.len, stdout) != b.len) {
-            fprintf(stderr, "autopart parse: write error\n");
-            rc = 1;
-        }
+        if (ir_print(m, &b, &popts) < 0)
+            rc = cli_fail("parse", "out of memory while printing");
+        else if (fwrite(b.data, 1, b.len, stdout) != b.len)
+            rc = cli_fail("parse", "cannot write the output");
         ap_buf_free(&b);
     }
     ir_module_free(m);

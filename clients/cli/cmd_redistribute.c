@@ -6,8 +6,9 @@
  *   autopart redistribute --mesh x=4,y=6 --from '[3{x}12, 2{y}12]' \
  *       --to '[2{y}12, 3{x}12]' [--elem-bytes 4] [--json]
  *
- * Errors are one line on stderr, `autopart redistribute: error: ...`, and
- * exit status 1.
+ * Errors and exit statuses as every subcommand (cli.h): a malformed --mesh
+ * or --elem-bytes is bad usage (2); a type that does not parse or does not
+ * fit the mesh is bad input (1), reported as `--from:1:COL: error: ...`.
  */
 #include <getopt.h>
 #include <jansson.h>
@@ -16,16 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "partir.h"
+#include "cli.h"
 
-/* The autopart dispatcher calls this with argv[0] == "redistribute".  Also
- * declared in cli.h, which is not included because it pulls in ir.h. */
-int cli_redistribute(int argc, char **argv);
-
-#define PROG "autopart redistribute"
+#define CMD "redistribute"
+#define SYNOPSIS "autopart redistribute --mesh AXES --from TYPE --to TYPE [--elem-bytes N] [--json]"
 
 static const char usage_text[] =
-    "usage: " PROG " --mesh AXES --from TYPE --to TYPE [--elem-bytes N] [--json]\n"
+    "usage: " SYNOPSIS "\n"
     "\n"
     "Synthesizes the collectives (all_gather, all_to_all, dynslice and at most one\n"
     "collective_permute) that redistribute an array from one distributed type to\n"
@@ -40,26 +38,18 @@ static const char usage_text[] =
     "\n"
     "A dim is SIZE (replicated) or LOCAL{AXES}GLOBAL with the axes listed major to\n"
     "minor. Steps are printed over the prime factors of the mesh axes (x:4 becomes\n"
-    "x1:2, x2:2 with x1 major); devices are numbered row-major over the mesh.\n";
+    "x1:2, x2:2 with x1 major); devices are numbered row-major over the mesh.\n"
+    "\n"
+    "Exit status: 0 success, 1 a type that is wrong, 2 bad usage.\n";
 
-static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int fail(const char *fmt, ...)
+/* A type option that does not parse: positioned in the option's text. */
+static int fail_type(const char *opt, const ap_error *err)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    fputs(PROG ": error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return 1;
-}
-
-/* Reports a library error about option `what`, with the column for text. */
-static int fail_with(const char *what, const ap_error *err)
-{
-    if (err->col > 0)
-        return fail("%s: column %d: %s", what, err->col, err->msg);
-    return fail("%s: %s", what, err->msg[0] ? err->msg : ap_strerror(err->code));
+    if (err->col > 0) {
+        fprintf(stderr, "%s:1:%d: error: %s\n", opt, err->col, err->msg);
+        return CLI_FAIL;
+    }
+    return cli_fail_err(CMD, opt, err);
 }
 
 static char *type_string(const ir_redist_mesh *mesh, const ir_redist_type *type)
@@ -101,7 +91,7 @@ static int print_text(const ir_redist_mesh *mesh, const ir_redist_plan *plan)
                   (long long)plan->baseline.cost_bytes, (long long)plan->baseline.peak_local_bytes);
     if (out.oom) {
         ap_buf_free(&out);
-        return fail("out of memory");
+        return cli_fail(CMD, "out of memory");
     }
     fputs(out.data, stdout);
     ap_buf_free(&out);
@@ -215,7 +205,7 @@ static int print_json(const ir_redist_mesh *mesh, const ir_redist_plan *plan)
     }
     int rc = 0;
     if (!ok || json_dumpf(root, stdout, JSON_PRESERVE_ORDER) != 0)
-        rc = fail("out of memory writing JSON");
+        rc = cli_fail(CMD, "out of memory writing JSON");
     else
         fputc('\n', stdout);
     json_decref(root);
@@ -258,7 +248,7 @@ int cli_redistribute(int argc, char **argv)
             char *end;
             long v = strtol(optarg, &end, 10);
             if (*optarg == '\0' || *end != '\0' || v < 1 || v > INT_MAX)
-                return fail("--elem-bytes: expected a positive integer, not '%s'", optarg);
+                return cli_usage_fail(CMD, "--elem-bytes wants a positive integer, not '%s'", optarg);
             elem_bytes = (int)v;
             break;
         }
@@ -267,18 +257,19 @@ int cli_redistribute(int argc, char **argv)
             break;
         case 'h':
             fputs(usage_text, stdout);
-            return 0;
-        case ':':
-            return 1 + fail("option '%s' needs a value", argv[optind - 1]);
+            return CLI_OK;
         default:
-            return 1 + fail("unknown option '%s' (see --help)", argv[optind - 1]);
+            return cli_bad_option(CMD, opt, argv);
         }
     }
-    /* usage errors exit 2, like every autopart command */
-    if (optind < argc)
-        return 1 + fail("unexpected argument '%s' (see --help)", argv[optind]);
-    if (!mesh_text || !from_text || !to_text)
-        return 1 + fail("--mesh, --from and --to are required (see --help)");
+    if (optind < argc) {
+        cli_usage_fail(CMD, "unexpected argument '%s'", argv[optind]);
+        return cli_usage_hint(CMD, SYNOPSIS);
+    }
+    if (!mesh_text || !from_text || !to_text) {
+        cli_usage_fail(CMD, "--mesh, --from and --to are required");
+        return cli_usage_hint(CMD, SYNOPSIS);
+    }
 
     ir_redist_mesh mesh;
     ir_redist_type from, to;
@@ -286,16 +277,16 @@ int cli_redistribute(int argc, char **argv)
     ap_error err;
     ap_error_clear(&err);
     if (ir_redist_mesh_parse(mesh_text, &mesh, &err))
-        return fail_with("--mesh", &err);
+        return cli_usage_fail(CMD, "--mesh: %s", err.msg[0] ? err.msg : ap_strerror(err.code));
     if (ir_redist_parse_type(&mesh, from_text, &from, &err))
-        return fail_with("--from", &err);
+        return fail_type("--from", &err);
     if (ir_redist_parse_type(&mesh, to_text, &to, &err))
-        return fail_with("--to", &err);
+        return fail_type("--to", &err);
     if (ir_redist_plan_make(&mesh, &from, &to, elem_bytes, &plan, &err))
-        return fail("%s", err.msg);
+        return cli_fail_err(CMD, NULL, &err);
     int rc = json ? print_json(&mesh, plan) : print_text(&mesh, plan);
     ir_redist_plan_free(plan);
     if (rc == 0 && fflush(stdout) != 0)
-        rc = fail("cannot write the output");
+        rc = cli_fail(CMD, "cannot write the output");
     return rc;
 }

@@ -216,11 +216,13 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
         arg_bytes += b > 0 ? b : 0;
     }
     if (arg_bytes > max_bytes) {
+        char have[32], limit[32];
         ap_free(args);
         return ap_error_set(err, AP_ELIMIT,
-                            "the arguments of @%s take %.3g GiB, above the limit of %.3g GiB: the check runs "
-                            "every value on the host several times over, so use a small configuration of the model",
-                            ir_func_name(f), (double)arg_bytes / 1073741824.0, (double)max_bytes / 1073741824.0);
+                            "the arguments of @%s take %s, above the limit of %s: the check runs every value on "
+                            "the host several times over, so use a small configuration of the model",
+                            ir_func_name(f), ap_format_bytes((double)arg_bytes, have, sizeof have),
+                            ap_format_bytes((double)max_bytes, limit, sizeof limit));
     }
 
     /* The unpartitioned run; inputs that overflow it (log or sqrt of a

@@ -409,6 +409,8 @@ class CliTest(unittest.TestCase):
                      ['transformer', '--config', 'tiny', 'dtype=i8'],
                      ['unet', '--config', 'tiny', 'heads=3'],
                      ['transformer'],
+                     ['transformer', '--config', 'tiny', '-o',
+                      '/nonexistent-folder/t.mlir'],
                      ['--bogus']):
             with self.subTest(args=args):
                 r = run_cli(*args)
@@ -417,6 +419,19 @@ class CliTest(unittest.TestCase):
                 err = r.stderr.decode()
                 self.assertEqual(err.count('\n'), 1, err)
                 self.assertTrue(err.startswith('modelgen: error: '), err)
+
+    def test_closed_pipe_ends_quietly(self):
+        # `modelgen ... | head -1`: no traceback when the reader goes away
+        p = subprocess.Popen([sys.executable, MODELGEN, 'transformer',
+                              '--config', 'small', '-q'],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        p.stdout.readline()
+        p.stdout.close()
+        err = p.stderr.read()
+        p.wait()
+        p.stderr.close()
+        self.assertEqual(err, b'')
+        self.assertNotEqual(p.returncode, 0)
 
     def test_help_and_list(self):
         r = run_cli('--help')
