@@ -61,6 +61,8 @@ typedef struct cost_opview {
  * when it costs nothing.  Sets note bits in *notes. */
 bool cost__op_cost(const cost_opview *v, unsigned *notes, double *flops, double *bytes, cost_prec *prec,
                    double *matmul);
+/* Ops that cost nothing: structure, ids, aliases (constants included). */
+bool cost__free_op(ir_opcode opc);
 double cost__elem_bytes(const ir_type *t);
 double cost__numel(const ir_type *t, unsigned *notes);
 double cost__type_bytes(const ir_type *t, unsigned *notes);
@@ -73,5 +75,11 @@ bool cost__is_bitcast_reshape(const ir_op *op, const ir_type *a, const ir_type *
 /* op's results live in its operands' buffers (a, b: its first operand and
  * result types, for reshapes). */
 bool cost__is_alias_op(const ir_op *op, const ir_type *a, const ir_type *b);
+
+/* Kind, report bytes, ring payload and latency steps of a collective over
+ * it->group devices (prepare.c). */
+void cost__coll_formula(cost_coll_item *it, ir_opcode opc, double in_bytes, double out_bytes);
+unsigned cost__axes_between(const cost_mesh *m, int64_t a, int64_t b);
+int64_t cost__clamp_bytes(double b);
 
 #endif /* COST_INT_H */

@@ -585,7 +585,7 @@ static double ew_flops_per_elem(ir_opcode op)
 /* ========================================================== collectives */
 
 /* Mesh axes whose coordinates differ between device ids a and b. */
-static unsigned axes_between(const cost_mesh *m, int64_t a, int64_t b)
+unsigned cost__axes_between(const cost_mesh *m, int64_t a, int64_t b)
 {
     unsigned mask = 0;
     for (int ax = m->naxes - 1; ax >= 0; ax--) {
@@ -623,6 +623,55 @@ static int coll_fail(prep *c, const ir_op *op, const char *what)
     return AP_EINVALID;
 }
 
+/* The ring formulas of one collective over it->group devices: its kind,
+ * the bytes the report counts, the bytes one device sends and the latency
+ * steps (collective_permute: one step, its operand). */
+void cost__coll_formula(cost_coll_item *it, ir_opcode opc, double in_bytes, double out_bytes)
+{
+    int64_t n = it->group;
+    if (opc == IR_OP_COLLECTIVE_PERMUTE) {
+        it->kind = COST_COLLECTIVE_PERMUTE;
+        it->bytes = in_bytes;
+        it->payload = n > 0 ? in_bytes : 0;
+        it->steps = n > 0 ? 1 : 0;
+        return;
+    }
+    double ring = n > 1 ? (double)(n - 1) / (double)n : 0;
+    double steps = n > 1 ? (double)(n - 1) : 0;
+    switch (opc) {
+    case IR_OP_ALL_REDUCE:
+        it->kind = COST_ALL_REDUCE;
+        it->bytes = in_bytes;
+        it->payload = 2 * ring * in_bytes;
+        it->steps = 2 * steps;
+        break;
+    case IR_OP_ALL_GATHER:
+        it->kind = COST_ALL_GATHER;
+        it->bytes = out_bytes;
+        it->payload = ring * out_bytes;
+        it->steps = steps;
+        break;
+    case IR_OP_REDUCE_SCATTER:
+        it->kind = COST_REDUCE_SCATTER;
+        it->bytes = in_bytes;
+        it->payload = ring * in_bytes;
+        it->steps = steps;
+        break;
+    case IR_OP_ALL_TO_ALL:
+        it->kind = COST_ALL_TO_ALL;
+        it->bytes = in_bytes;
+        it->payload = ring * in_bytes;
+        it->steps = steps;
+        break;
+    default: /* collective_broadcast: pipelined along a chain */
+        it->kind = COST_COLLECTIVE_BROADCAST;
+        it->bytes = in_bytes;
+        it->payload = n > 1 ? in_bytes : 0;
+        it->steps = steps;
+        break;
+    }
+}
+
 static int add_collective(prep *c, const fn_info *f, const ir_op *op, double mult)
 {
     cost_program *p = c->p;
@@ -650,7 +699,7 @@ static int add_collective(prep *c, const fn_info *f, const ir_op *op, double mul
             if (on_mesh && (s >= ndev || t >= ndev))
                 on_mesh = false, p->notes |= COST_NOTE_GROUP_OFF_MESH;
             if (on_mesh)
-                it.axes |= (uint16_t)axes_between(mesh, s, t);
+                it.axes |= (uint16_t)cost__axes_between(mesh, s, t);
             span = s + 1 > span ? s + 1 : span;
             span = t + 1 > span ? t + 1 : span;
         }
@@ -681,44 +730,11 @@ static int add_collective(prep *c, const fn_info *f, const ir_op *op, double mul
                 if (on_mesh && (d >= ndev || first >= ndev))
                     on_mesh = false, p->notes |= COST_NOTE_GROUP_OFF_MESH;
                 if (on_mesh)
-                    it.axes |= (uint16_t)axes_between(mesh, first, d);
+                    it.axes |= (uint16_t)cost__axes_between(mesh, first, d);
             }
         }
         it.group = n;
-        double ring = n > 1 ? (double)(n - 1) / (double)n : 0;
-        double steps = n > 1 ? (double)(n - 1) : 0;
-        switch (op->opcode) {
-        case IR_OP_ALL_REDUCE:
-            it.kind = COST_ALL_REDUCE;
-            it.bytes = in_bytes;
-            it.payload = 2 * ring * in_bytes;
-            it.steps = 2 * steps;
-            break;
-        case IR_OP_ALL_GATHER:
-            it.kind = COST_ALL_GATHER;
-            it.bytes = out_bytes;
-            it.payload = ring * out_bytes;
-            it.steps = steps;
-            break;
-        case IR_OP_REDUCE_SCATTER:
-            it.kind = COST_REDUCE_SCATTER;
-            it.bytes = in_bytes;
-            it.payload = ring * in_bytes;
-            it.steps = steps;
-            break;
-        case IR_OP_ALL_TO_ALL:
-            it.kind = COST_ALL_TO_ALL;
-            it.bytes = in_bytes;
-            it.payload = ring * in_bytes;
-            it.steps = steps;
-            break;
-        default: /* collective_broadcast: pipelined along a chain */
-            it.kind = COST_COLLECTIVE_BROADCAST;
-            it.bytes = in_bytes;
-            it.payload = n > 1 ? in_bytes : 0;
-            it.steps = steps;
-            break;
-        }
+        cost__coll_formula(&it, (ir_opcode)op->opcode, in_bytes, out_bytes);
     }
     it.flat = !on_mesh;
     if (!on_mesh)
@@ -1061,14 +1077,10 @@ bool cost__op_cost(const cost_opview *v, unsigned *notes, double *flops_out, dou
     return true;
 }
 
-/* Costs one op (and what it holds) executed `mult` times.  With nested not
- * NULL, also the peak of the temporaries of what it holds. */
-static int walk_op(prep *c, fn_info *f, const ir_op *op, double mult, int64_t *nested)
+/* Structure, ids and aliases: free. */
+bool cost__free_op(ir_opcode opc)
 {
-    cost_program *p = c->p;
-    p->n_ops_walked++;
-    switch (op->opcode) {
-    /* structure, ids, aliases: free */
+    switch (opc) {
     case IR_OP_MODULE:
     case IR_OP_FUNC:
     case IR_OP_FUNC_RETURN:
@@ -1082,7 +1094,21 @@ static int walk_op(prep *c, fn_info *f, const ir_op *op, double mult, int64_t *n
     case IR_OP_PARTITION_ID:
     case IR_OP_REPLICA_ID:
     case IR_OP_GET_DIMENSION_SIZE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Costs one op (and what it holds) executed `mult` times.  With nested not
+ * NULL, also the peak of the temporaries of what it holds. */
+static int walk_op(prep *c, fn_info *f, const ir_op *op, double mult, int64_t *nested)
+{
+    cost_program *p = c->p;
+    p->n_ops_walked++;
+    if (cost__free_op((ir_opcode)op->opcode))
         return 0;
+    switch (op->opcode) {
     case IR_OP_WHILE: {
         int64_t trips;
         p->while_loops++;
@@ -1172,7 +1198,9 @@ static void mark_nested_uses(fn_info *f, const ir_op *op, int32_t step)
             }
 }
 
-static int64_t clamp_bytes(double b) { return b >= 9.2e18 ? INT64_MAX : (int64_t)b; }
+int64_t cost__clamp_bytes(double b) { return b >= 9.2e18 ? INT64_MAX : (int64_t)b; }
+
+static int64_t clamp_bytes(double b) { return cost__clamp_bytes(b); }
 
 static int scratch_push(prep *c, size_t n)
 {
