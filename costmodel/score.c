@@ -82,7 +82,11 @@ struct cost_scorer {
     int64_t ndev;
     uint32_t n_ops, n_vals, n_args, n_ret;
     const ir_op *ret_op;
-    /* static */
+    /* static: the function's structure in flat arrays */
+    uint32_t *opd0, *opd_val;  /* per op: its operands' value ids at opd_val[opd0[k]..opd0[k+1]) */
+    uint32_t *res0;            /* per op: value id of its first result (the rest follow) */
+    uint32_t *nres;
+    uint32_t *ret_val;
     uint32_t *user0, *user_op; /* per value: the top-level ops using it (CSR, duplicates kept) */
     bool *donated;             /* per argument */
     bool *is_ew;               /* per op: elementwise */
@@ -105,6 +109,8 @@ struct cost_scorer {
     uint32_t *mat_h;  /* per (value, mat): handle, at mat_base[v] + m */
     uint32_t *mat_base, cap_mat_h;
     uint32_t *cursor;
+    const ir_mat **vm; /* per value: its mats in the plan (for this walk) */
+    uint32_t *vn;
     int64_t *diff;
     size_t cap_diff;
     int32_t steps;
@@ -164,8 +170,18 @@ static bool local_type(cost_scorer *s, uint32_t i, const ir_type *g, const ir_la
         return true;
     }
     int64_t *dims = &s->dbuf[(size_t)i * IR_MAX_RANK];
-    if (g->rank > IR_MAX_RANK || !ir_layout_local_dims(lay, ir_pctx_mesh(s->c), g, dims))
+    if (g->rank > IR_MAX_RANK)
         return false;
+    /* ir_layout_local_dims, over the mesh's axes only */
+    memcpy(dims, g->dims, sizeof *dims * (size_t)g->rank);
+    for (int a = 0; a < s->tiers.naxes; a++) {
+        int d = lay->dim[a];
+        if (d < 0)
+            continue;
+        if (d >= g->rank || dims[d] < 0 || dims[d] % s->tiers.sizes[a] != 0)
+            return false;
+        dims[d] /= s->tiers.sizes[a];
+    }
     s->tbuf[i] = *g;
     s->tbuf[i].dims = dims;
     s->tptr[i] = &s->tbuf[i];
@@ -497,7 +513,7 @@ static uint32_t emit_mat(walk *w, uint32_t v, int32_t m)
     uint32_t *slot = &s->mat_h[s->mat_base[v] + (uint32_t)m];
     if (*slot != UINT32_MAX)
         return *slot;
-    const ir_mat *mt = ir_lplan_mat(s->plan, v, (uint32_t)m);
+    const ir_mat *mt = &s->vm[v][m];
     uint32_t x = emit_mat(w, v, mt->src);
     const val_rec *vr = &s->vals[v];
     uint32_t from = m ? vr->mat_end[m - 1] : 0;
@@ -533,9 +549,9 @@ static uint32_t emit_mat(walk *w, uint32_t v, int32_t m)
 static void emit_due(walk *w, uint32_t v, uint32_t seg, uint32_t slot)
 {
     cost_scorer *s = w->s;
-    uint32_t nm = ir_lplan_num_mats(s->plan, v);
+    uint32_t nm = s->vn[v];
     while (s->cursor[v] < nm) {
-        const ir_mat *mt = ir_lplan_mat(s->plan, v, s->cursor[v]);
+        const ir_mat *mt = &s->vm[v][s->cursor[v]];
         if (mt->seg != seg || mt->slot != slot)
             break;
         if (!ir_xfer_is_noop(&mt->x))
@@ -546,7 +562,6 @@ static void emit_due(walk *w, uint32_t v, uint32_t seg, uint32_t slot)
 
 static int run_walk(cost_scorer *s, walk *w, ap_error *err)
 {
-    const ir_pctx *c = s->c;
     memset(w, 0, sizeof *w);
     w->s = s;
     w->ok = true;
@@ -556,7 +571,8 @@ static int run_walk(cost_scorer *s, walk *w, ap_error *err)
     uint32_t total = 0;
     for (uint32_t v = 0; v < s->n_vals; v++) {
         s->mat_base[v] = total;
-        total += ir_lplan_num_mats(s->plan, v);
+        s->vm[v] = ir_lplan_mats(s->plan, v, &s->vn[v]);
+        total += s->vn[v];
         s->cursor[v] = 0;
     }
     if (total > s->cap_mat_h) {
@@ -580,24 +596,25 @@ static int run_walk(cost_scorer *s, walk *w, ap_error *err)
         s->prod_h[a] = h;
     }
     for (uint32_t k = 0; k < s->n_ops && w->ok; k++) {
-        const ir_op *op = ir_pctx_op(c, k);
         const op_rec *r = &s->ops[k];
-        uint32_t no = op->n_operands;
+        const uint32_t *opv = &s->opd_val[s->opd0[k]];
+        uint32_t no = s->opd0[k + 1] - s->opd0[k], nr = s->nres[k];
+        const int32_t *uses = ir_lplan_uses(s->plan, k);
         for (uint32_t i = 0; i < no; i++)
-            emit_due(w, ir_pctx_operand_value(c, k, i), k, i);
+            if (s->vn[opv[i]])
+                emit_due(w, opv[i], k, i);
         uint32_t first_opd = UINT32_MAX, opd_i[64];
         for (uint32_t i = 0; i < no; i++) {
-            uint32_t v = ir_pctx_operand_value(c, k, i);
-            uint32_t h = emit_mat(w, v, ir_lplan_use(s->plan, k, i));
+            uint32_t h = emit_mat(w, opv[i], uses[i]);
             use(w, h);
             if (i == 0)
                 first_opd = h;
             if (i < 64)
                 opd_i[i] = h;
         }
-        bool same_n = no == op->n_results;
-        for (uint32_t j = 0; j < op->n_results; j++) {
-            uint32_t v = ir_pctx_result_value(c, k, j);
+        bool same_n = no == nr;
+        for (uint32_t j = 0; j < nr; j++) {
+            uint32_t v = s->res0[k] + j;
             uint32_t src = UINT32_MAX;
             if (r->alias && no > 0)
                 src = same_n && j < 64 ? opd_i[j] : first_opd;
@@ -605,7 +622,7 @@ static int run_walk(cost_scorer *s, walk *w, ap_error *err)
         }
         step(w);
         if (r->iota_off) {
-            uint32_t v = ir_pctx_result_value(c, k, 0), iota = s->prod_h[v];
+            uint32_t v = s->res0[k], iota = s->prod_h[v];
             uint32_t off = per_device(w);
             use(w, off);
             uint32_t cv = def(w, r->iota_elem, UINT32_MAX, WHAT(H_OTHER, 0));
@@ -620,12 +637,12 @@ static int run_walk(cost_scorer *s, walk *w, ap_error *err)
         }
     }
     /* the return */
+    const int32_t *ruses = ir_lplan_uses(s->plan, s->n_ops);
     for (uint32_t r = 0; r < s->n_ret && w->ok; r++)
-        emit_due(w, ir_pctx_return_value(c, r), s->n_ops, r);
-    for (uint32_t r = 0; r < s->n_ret && w->ok; r++) {
-        uint32_t v = ir_pctx_return_value(c, r);
-        use(w, emit_mat(w, v, ir_lplan_use(s->plan, s->n_ops, r)));
-    }
+        if (s->vn[s->ret_val[r]])
+            emit_due(w, s->ret_val[r], s->n_ops, r);
+    for (uint32_t r = 0; r < s->n_ret && w->ok; r++)
+        use(w, emit_mat(w, s->ret_val[r], ruses[r]));
     step(w);
     if (!w->ok)
         return oom(err);
@@ -731,7 +748,8 @@ static bool coll_push(cost_scorer *s, const cost_coll_item *it, const ir_op *op)
     return true;
 }
 
-/* Items and collectives of the whole program, in program order. */
+/* Items and collectives of the whole program: the ops', and those of the
+ * copies (named after the op of their first use). */
 static int assemble(cost_scorer *s, uint32_t n_per_device, ap_error *err)
 {
     const ir_pctx *c = s->c;
@@ -740,36 +758,15 @@ static int assemble(cost_scorer *s, uint32_t n_per_device, ap_error *err)
     p->flops_total = p->bytes_total = p->matmul_flops = 0;
     p->notes = 0;
     bool ok = true;
-    /* copies are made in the segment of their first use; their items go
-     * with the op of that segment */
-    for (uint32_t k = 0; k <= s->n_ops && ok; k++) {
-        const ir_op *op = k < s->n_ops ? ir_pctx_op(c, k) : s->ret_op;
-        uint32_t nslots = k < s->n_ops ? op->n_operands : s->n_ret;
-        for (uint32_t i = 0; i < nslots && ok; i++) {
-            uint32_t v = k < s->n_ops ? ir_pctx_operand_value(c, k, i) : ir_pctx_return_value(c, i);
-            const val_rec *vr = &s->vals[v];
-            uint32_t nm = ir_lplan_num_mats(s->plan, v);
-            for (uint32_t m = 0; m < nm; m++) {
-                const ir_mat *mt = ir_lplan_mat(s->plan, v, m);
-                if (mt->seg != k || mt->slot != i)
-                    continue;
-                for (uint32_t q = m ? vr->mat_end[m - 1] : 0; q < vr->mat_end[m] && ok; q++) {
-                    const clop *o = &vr->ops[q];
-                    if (o->kind == CL_DS)
-                        /* the table's entry (a dynamic_slice of 1xi32), then the slice */
-                        ok = item_push(s, op, 0, 8, COST_PREC_VECTOR) && item_push(s, op, 0, 2 * o->bytes, COST_PREC_VECTOR);
-                    else if (o->kind != CL_EMPTY)
-                        ok = coll_push(s, &o->coll, op);
-                }
-            }
-        }
-        if (k == s->n_ops)
-            break;
+    for (uint32_t k = 0; k < s->n_ops && ok; k++) {
         const op_rec *r = &s->ops[k];
         p->notes |= r->notes;
+        if (!r->item && !r->iota_off)
+            continue;
+        const ir_op *op = ir_pctx_op(c, k);
         if (r->item) {
             p->matmul_flops += r->matmul;
-            ok = ok && item_push(s, op, r->flops, r->bytes, r->prec);
+            ok = item_push(s, op, r->flops, r->bytes, r->prec);
         }
         if (r->iota_off) {
             double e = r->iota_elem, L = r->iota_bytes;
@@ -777,6 +774,23 @@ static int assemble(cost_scorer *s, uint32_t n_per_device, ap_error *err)
                  && item_push(s, op, 1, 4 + e, COST_PREC_VECTOR)       /* convert to the element type */
                  && item_push(s, op, 0, e, COST_PREC_VECTOR)           /* broadcast, fused into the add */
                  && item_push(s, op, r->iota_numel, L + (r->fused ? 0 : L), COST_PREC_VECTOR); /* the add */
+        }
+    }
+    for (uint32_t v = 0; v < s->n_vals && ok; v++) {
+        if (!s->vn[v])
+            continue;
+        const val_rec *vr = &s->vals[v];
+        for (uint32_t m = 0; m < s->vn[v]; m++) {
+            uint32_t seg = s->vm[v][m].seg;
+            const ir_op *op = seg < s->n_ops ? ir_pctx_op(c, seg) : s->ret_op;
+            for (uint32_t q = m ? vr->mat_end[m - 1] : 0; q < vr->mat_end[m] && ok; q++) {
+                const clop *o = &vr->ops[q];
+                if (o->kind == CL_DS)
+                    /* the table's entry (a dynamic_slice of 1xi32), then the slice */
+                    ok = item_push(s, op, 0, 8, COST_PREC_VECTOR) && item_push(s, op, 0, 2 * o->bytes, COST_PREC_VECTOR);
+                else if (o->kind != CL_EMPTY)
+                    ok = coll_push(s, &o->coll, op);
+            }
         }
     }
     /* partition_id's convert to i32 */
@@ -799,6 +813,13 @@ void cost_scorer_free(cost_scorer *s)
         }
     ap_free(s->vals);
     ap_free(s->ops);
+    ap_free(s->opd0);
+    ap_free(s->opd_val);
+    ap_free(s->res0);
+    ap_free(s->nres);
+    ap_free(s->ret_val);
+    ap_free(s->vm);
+    ap_free(s->vn);
     ap_free(s->user0);
     ap_free(s->user_op);
     ap_free(s->donated);
@@ -913,7 +934,13 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
     s->prod_h = ap_malloc(sizeof *s->prod_h * (s->n_vals + 1));
     s->mat_base = ap_malloc(sizeof *s->mat_base * (s->n_vals + 1));
     s->cursor = ap_malloc(sizeof *s->cursor * (s->n_vals + 1));
-    if (!s->ops || !s->vals || !s->dirty || !s->is_ew || !s->donated || !s->user0 || !s->prod_h || !s->mat_base ||
+    s->vm = ap_calloc(s->n_vals + 1, sizeof *s->vm);
+    s->vn = ap_calloc(s->n_vals + 1, sizeof *s->vn);
+    s->opd0 = ap_malloc(sizeof *s->opd0 * (s->n_ops + 2));
+    s->res0 = ap_malloc(sizeof *s->res0 * (s->n_ops + 1));
+    s->nres = ap_malloc(sizeof *s->nres * (s->n_ops + 1));
+    s->ret_val = ap_malloc(sizeof *s->ret_val * (s->n_ret + 1));
+    if (!s->vm || !s->vn || !s->opd0 || !s->res0 || !s->nres || !s->ret_val || !s->ops || !s->vals || !s->dirty || !s->is_ew || !s->donated || !s->user0 || !s->prod_h || !s->mat_base ||
         !s->cursor) {
         rc = oom(err);
         goto fail;
@@ -932,6 +959,23 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
     for (uint32_t v = 0; v < s->n_vals; v++)
         s->user0[v + 1] += s->user0[v];
     s->user_op = ap_malloc(sizeof *s->user_op * (n_uses + 1));
+    s->opd_val = ap_malloc(sizeof *s->opd_val * (n_uses + 1));
+    if (!s->opd_val) {
+        rc = oom(err);
+        goto fail;
+    }
+    n_uses = 0;
+    for (uint32_t k = 0; k < s->n_ops; k++) {
+        const ir_op *op = ir_pctx_op(ctx, k);
+        s->opd0[k] = n_uses;
+        for (uint32_t i = 0; i < op->n_operands; i++)
+            s->opd_val[n_uses++] = ir_pctx_operand_value(ctx, k, i);
+        s->nres[k] = op->n_results;
+        s->res0[k] = op->n_results ? ir_pctx_result_value(ctx, k, 0) : 0;
+    }
+    s->opd0[s->n_ops] = n_uses;
+    for (uint32_t r = 0; r < s->n_ret; r++)
+        s->ret_val[r] = ir_pctx_return_value(ctx, r);
     uint32_t *fill = ap_calloc(s->n_vals + 1, sizeof *fill);
     if (!s->user_op || !fill) {
         ap_free(fill);
@@ -951,20 +995,6 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
 fail:
     cost_scorer_free(s);
     return rc;
-}
-
-static inline void mark(cost_scorer *s, uint32_t k, uint32_t *list, uint32_t *n)
-{
-    if (!s->dirty[k]) {
-        s->dirty[k] = 1;
-        list[(*n)++] = k;
-    }
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
 }
 
 int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, ap_error *err)
@@ -1025,48 +1055,33 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
             if ((rc = op_record(s, p, k, err)) < 0)
                 return rc;
     } else {
-        uint32_t *list = ap_malloc(sizeof *list * (s->n_ops + 1)), n = 0;
-        if (!list)
-            return oom(err);
         for (uint32_t i = 0; i < n_ch_ops; i++)
-            mark(s, ch_ops[i], list, &n);
+            s->dirty[ch_ops[i]] = 1;
         for (uint32_t i = 0; i < n_ch_vals; i++) {
             uint32_t v = ch_vals[i];
             int32_t prod = ir_pctx_value_op(c, v);
             if (prod >= 0)
-                mark(s, (uint32_t)prod, list, &n);
+                s->dirty[prod] = 1;
             for (uint32_t u = s->user0[v]; u < s->user0[v + 1]; u++)
-                mark(s, s->user_op[u], list, &n);
+                s->dirty[s->user_op[u]] = 1;
         }
-        qsort(list, n, sizeof *list, cmp_u32);
-        /* a producer whose fusion changes changes what its users read */
-        for (uint32_t i = 0; i < n && rc == 0; i++) {
-            uint32_t k = list[i];
+        /* in program order: a producer whose fusion changes changes what
+         * its users (later ops) read */
+        for (uint32_t k = 0; k < s->n_ops; k++) {
+            if (!s->dirty[k])
+                continue;
+            s->dirty[k] = 0;
+            if (rc < 0)
+                continue;
             bool fused = s->ops[k].fused;
             rc = op_record(s, p, k, err);
-            if (rc == 0 && fused != s->ops[k].fused) {
-                const ir_op *op = ir_pctx_op(c, k);
-                for (uint32_t j = 0; j < op->n_results; j++) {
-                    uint32_t v = ir_pctx_result_value(c, k, j);
-                    for (uint32_t u = s->user0[v]; u < s->user0[v + 1]; u++) {
-                        uint32_t user = s->user_op[u];
-                        if (!s->dirty[user]) {
-                            /* later in program order: insert it in the sorted tail */
-                            s->dirty[user] = 1;
-                            uint32_t at = n++;
-                            while (at > i + 1 && list[at - 1] > user) {
-                                list[at] = list[at - 1];
-                                at--;
-                            }
-                            list[at] = user;
-                        }
-                    }
+            if (rc == 0 && fused != s->ops[k].fused)
+                for (uint32_t j = 0; j < s->nres[k]; j++) {
+                    uint32_t v = s->res0[k] + j;
+                    for (uint32_t u = s->user0[v]; u < s->user0[v + 1]; u++)
+                        s->dirty[s->user_op[u]] = 1;
                 }
-            }
         }
-        for (uint32_t i = 0; i < n; i++)
-            s->dirty[list[i]] = 0;
-        ap_free(list);
         if (rc < 0)
             return rc;
     }

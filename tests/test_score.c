@@ -165,7 +165,6 @@ static void check_model(const model_case *mc, uint64_t seed)
             pool[k] = p;
         }
     }
-    fprintf(stderr, "%s %s %s: %d compared, %d refused\n", mc->model, mc->config, mc->mesh, compared, refused);
     ck_assert_msg(compared >= mc->states / 2, "%s: only %d of %d states could be compared (%d refused)", mc->model,
                   compared, mc->states, refused);
     for (int i = 0; i < n_pool; i++)

@@ -269,6 +269,11 @@ const uint32_t *ir_lplan_changed_values(const ir_lplan *pl, uint32_t *n);
 
 uint32_t ir_lplan_num_mats(const ir_lplan *pl, uint32_t v);
 const ir_mat *ir_lplan_mat(const ir_lplan *pl, uint32_t v, uint32_t m);
+/* All mats of v (*n of them), valid until the next sync. */
+const ir_mat *ir_lplan_mats(const ir_lplan *pl, uint32_t v, uint32_t *n);
+/* What each use slot of op k receives (as ir_lplan_use), valid until the
+ * next sync. */
+const int32_t *ir_lplan_uses(const ir_lplan *pl, uint32_t k);
 /* What use `slot` of op k (k = ir_pctx_num_ops: the return, slot the
  * result index) receives of the value it uses: IR_LPLAN_DIRECT or a mat of
  * that value. */

@@ -101,8 +101,11 @@ static bool same_nest(const ir_partition *a, uint32_t oa, const ir_partition *b,
 {
     if (a->nlen[oa] != b->nlen[ob])
         return false;
-    return !memcmp(&a->nest[(size_t)oa * IR_MAX_AXES], &b->nest[(size_t)ob * IR_MAX_AXES],
-                   sizeof(ir_loop) * a->nlen[oa]);
+    const ir_loop *x = &a->nest[(size_t)oa * IR_MAX_AXES], *y = &b->nest[(size_t)ob * IR_MAX_AXES];
+    for (int i = 0; i < a->nlen[oa]; i++)
+        if (x[i].axis != y[i].axis || x[i].entry != y[i].entry)
+            return false;
+    return true;
 }
 
 bool ir_partition_same(const ir_partition *a, const ir_partition *b)
@@ -591,6 +594,21 @@ oom:
 
 /* ------------------------------------------------------ one value's plan */
 
+/* ir_layout_equal, on the hot path: the dims of all axes at once, then
+ * positions and reductions only where they mean something. */
+static inline bool lay_eq(const ir_layout *a, const ir_layout *b)
+{
+    if (memcmp(a->dim, b->dim, sizeof a->dim) != 0)
+        return false;
+    for (int x = 0; x < IR_MAX_AXES; x++) {
+        if (a->dim[x] >= 0 && a->pos[x] != b->pos[x])
+            return false;
+        if (a->dim[x] == IR_AX_PARTIAL && a->red[x] != b->red[x])
+            return false;
+    }
+    return true;
+}
+
 /* Devices sharing one tile of a value in layout lay: the larger, the more
  * of the value each device holds. */
 static int64_t tile_count(const ir_pctx *c, const ir_layout *lay)
@@ -607,7 +625,7 @@ static int64_t tile_count(const ir_pctx *c, const ir_layout *lay)
 static int32_t mat_find(const vplan *vp, const ir_layout *lay, uint32_t op, const uint32_t *mat_op)
 {
     for (uint32_t m = vp->n_mats; m-- > 0;)
-        if ((mat_op[m] == ANY_OP || mat_op[m] == op) && ir_layout_equal(&vp->mats[m].x.to, lay))
+        if ((mat_op[m] == ANY_OP || mat_op[m] == op) && lay_eq(&vp->mats[m].x.to, lay))
             return (int32_t)m;
     return -1;
 }
@@ -718,7 +736,7 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
             ir_layout_init(&want); /* a captured argument: whole */
         if (op == c->n_ops)
             pl->ret_layout[slot] = want;
-        if (ir_layout_equal(&prod, &want)) {
+        if (lay_eq(&prod, &want)) {
             *dst = IR_LPLAN_DIRECT;
             continue;
         }
@@ -729,12 +747,12 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
         }
         ir_layout from = prod;
         int32_t src = -1;
-        if (has_vop && !ir_layout_equal(&vneed, &prod)) {
+        if (has_vop && !lay_eq(&vneed, &prod)) {
             /* through the value's identity op (atomic or tiling action) */
             int32_t s = mat_find(vp, &vneed, op, vb->mat_op);
             if (s < 0 && (s = mat_add(pl, vp, vb, g, &prod, &vneed, -1, ANY_OP, op, slot, err)) < 0)
                 return s;
-            if (ir_layout_equal(&vneed, &want)) {
+            if (lay_eq(&vneed, &want)) {
                 *dst = s;
                 continue;
             }
@@ -797,10 +815,13 @@ static void mark_op(ir_lplan *pl, uint32_t k)
         mark_value(pl, c->op_val0[k] + j);
 }
 
-static int cmp_u32(const void *a, const void *b)
+/* Loops compared by what they mean (the padding is not). */
+static inline bool loops_equal(const ir_loop *a, const ir_loop *b, int n)
 {
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
+    for (int i = 0; i < n; i++)
+        if (a[i].axis != b[i].axis || a[i].entry != b[i].entry)
+            return false;
+    return true;
 }
 
 int ir_lplan_sync(ir_lplan *pl, const ir_partition *p, ap_error *err)
@@ -820,8 +841,7 @@ int ir_lplan_sync(ir_lplan *pl, const ir_partition *p, ap_error *err)
     } else {
         for (uint32_t k = 0; k < c->n_ops; k++) {
             uint8_t n = p->nlen[k];
-            if (n == pl->snap_nlen[k] &&
-                !memcmp(&p->nest[(size_t)k * IR_MAX_AXES], &pl->snap_nest[(size_t)k * IR_MAX_AXES], sizeof(ir_loop) * n))
+            if (n == pl->snap_nlen[k] && loops_equal(&p->nest[(size_t)k * IR_MAX_AXES], &pl->snap_nest[(size_t)k * IR_MAX_AXES], n))
                 continue;
             pl->ch_ops[pl->n_ch_ops++] = k;
             mark_op(pl, k);
@@ -844,11 +864,15 @@ int ir_lplan_sync(ir_lplan *pl, const ir_partition *p, ap_error *err)
                 continue;
             }
             uint32_t op = vop_id(p, (uint32_t)p->vop_of[v]);
-            if (was != p->nlen[op] + 1 || memcmp(&p->nest[(size_t)op * IR_MAX_AXES],
-                                                 &pl->snap_vnest[(size_t)v * IR_MAX_AXES], sizeof(ir_loop) * p->nlen[op]))
+            if (was != p->nlen[op] + 1 ||
+                !loops_equal(&p->nest[(size_t)op * IR_MAX_AXES], &pl->snap_vnest[(size_t)v * IR_MAX_AXES], p->nlen[op]))
                 mark_value(pl, v);
         }
-        qsort(pl->ch_vals, pl->n_ch_vals, sizeof *pl->ch_vals, cmp_u32);
+        /* in value order, as a full rebuild would go */
+        pl->n_ch_vals = 0;
+        for (uint32_t v = 0; v < c->n_vals; v++)
+            if (pl->mark[v])
+                pl->ch_vals[pl->n_ch_vals++] = v;
     }
     vbuild vb = {0};
     int rc = 0;
@@ -896,6 +920,12 @@ const uint32_t *ir_lplan_changed_values(const ir_lplan *pl, uint32_t *n)
 }
 
 uint32_t ir_lplan_num_mats(const ir_lplan *pl, uint32_t v) { return pl->vp[v].n_mats; }
+const ir_mat *ir_lplan_mats(const ir_lplan *pl, uint32_t v, uint32_t *n)
+{
+    *n = pl->vp[v].n_mats;
+    return pl->vp[v].mats;
+}
+const int32_t *ir_lplan_uses(const ir_lplan *pl, uint32_t k) { return &pl->use_mat[pl->slot0[k]]; }
 const ir_mat *ir_lplan_mat(const ir_lplan *pl, uint32_t v, uint32_t m) { return &pl->vp[v].mats[m]; }
 int32_t ir_lplan_use(const ir_lplan *pl, uint32_t k, uint32_t slot) { return pl->use_mat[pl->slot0[k] + slot]; }
 uint32_t ir_lplan_num_captured(const ir_lplan *pl, uint32_t k) { return pl->cap0[k + 1] - pl->cap0[k]; }
