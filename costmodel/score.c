@@ -173,7 +173,8 @@ static bool local_type(cost_scorer *s, uint32_t i, const ir_type *g, const ir_la
     if (g->rank > IR_MAX_RANK)
         return false;
     /* ir_layout_local_dims, over the mesh's axes only */
-    memcpy(dims, g->dims, sizeof *dims * (size_t)g->rank);
+    if (g->rank > 0)
+        memcpy(dims, g->dims, sizeof *dims * (size_t)g->rank);
     for (int a = 0; a < s->tiers.naxes; a++) {
         int d = lay->dim[a];
         if (d < 0)

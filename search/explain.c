@@ -355,6 +355,7 @@ json_t *search_result_json(const search_result *r)
     put(o, "episodes_per_s", json_real(r->episodes_per_s));
     put(o, "best_episode", json_integer(r->best_episode));
     put(o, "wall_s", json_real(r->wall_s));
+    put(o, "best_wall_s", json_real(r->best_wall_s));
     put(o, "tree_nodes", json_integer((json_int_t)r->tree_nodes));
     put(o, "fits", json_boolean(r->fits));
     put(o, "none_fits", json_boolean(r->none_fits));

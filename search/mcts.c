@@ -127,6 +127,7 @@ struct engine {
     uint32_t best;       /* the result: fastest within the limit, else lowest peak */
     bool any_fits;
     int64_t episodes, best_episode;
+    double best_time; /* seconds into the search when the best was found */
     bool exhausted;
     /* batch */
     task *tasks;
@@ -608,6 +609,7 @@ static int backup(engine *e, task *t)
         if (better_result(e, e->best, child)) {
             e->best = child;
             e->best_episode = e->episodes;
+            e->best_time = now_s() - e->t0;
         }
     }
     e->nodes[child].visits++;
@@ -1069,6 +1071,7 @@ int search_run(const ir_partition *start, const search_options *opts, search_res
     out->none_fits = !fits(&e, e.nodes[e.best].peak);
     out->episodes = e.episodes;
     out->best_episode = e.best_episode;
+    out->best_wall_s = e.best_time;
     out->episodes_per_s = out->wall_s > 0 ? (double)e.episodes / out->wall_s : 0;
     out->tree_nodes = e.n_nodes;
     out->decisions_before = e.units.decisions_before;

@@ -97,6 +97,7 @@ typedef struct search_result {
     double memory_limit;       /* bytes, < 0 none */
     int64_t episodes, best_episode;
     double wall_s, episodes_per_s;
+    double best_wall_s;        /* seconds into the search when the best was found */
     size_t tree_nodes;
     int decisions_before;      /* tile/atomic choices over single arguments */
     int units;                 /* decision units after grouping */
