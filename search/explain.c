@@ -361,6 +361,15 @@ json_t *search_result_json(const search_result *r)
     put(o, "none_fits", json_boolean(r->none_fits));
     put(o, "memory_limit_bytes", r->memory_limit >= 0 ? json_integer((json_int_t)r->memory_limit) : json_null());
     put(o, "stopped_by", json_string(r->stopped_by ? r->stopped_by : ""));
+    json_t *en = json_object();
+    if (en) {
+        put(en, "scored", json_integer(r->scored));
+        put(en, "known_states", json_integer(r->known));
+        put(en, "replayed_actions", json_integer(r->replays));
+        put(en, "cache_hits", json_integer(r->cache_hits));
+        put(en, "cached_states_per_worker", json_integer(r->cached_states));
+        put(o, "engine", en);
+    }
     json_t *d = json_object();
     if (d) {
         put(d, "before", json_integer(r->decisions_before));

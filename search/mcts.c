@@ -95,6 +95,7 @@ typedef struct cache_ent {
 typedef struct engine engine;
 
 static int search__progress(engine *e);
+static uint32_t tt_find(const engine *e, uint64_t h);
 
 typedef struct worker {
     engine *e;
@@ -103,6 +104,11 @@ typedef struct worker {
     cache_ent *cache;
     int cap_cache;
     uint64_t tick;
+    /* counters for the result */
+    int64_t replays;     /* actions re-applied to re-derive a node's state */
+    int64_t hits;        /* node states found in the cache */
+    int64_t known;       /* evaluations whose state the tree already held */
+    int64_t scored;      /* evaluations scored */
 } worker;
 
 struct engine {
@@ -229,13 +235,16 @@ static int state_of(worker *w, const task *t, ir_partition **out, ap_error *err)
     while (from > 0 && !(base = cache_get(w, e->nodes[chain[from - 1]].hash)))
         from--;
     if (base && from == (int)t->chain_n) {
+        w->hits++;
         *out = base;
         return 0;
     }
     if (!base && t->chain_n == 0 && (base = cache_get(w, e->nodes[0].hash))) {
+        w->hits++;
         *out = base;
         return 0;
     }
+    w->replays += (int64_t)t->chain_n - from;
     ir_partition *p;
     int rc = ir_partition_clone(base ? base : e->start, &p, err);
     if (rc < 0)
@@ -284,6 +293,18 @@ static void evaluate(worker *w, task *t)
         ir_partition_free(p);
         return;
     }
+    /* a state the tree already holds (another order of the same actions):
+     * its score is known.  The tree does not change while a batch runs. */
+    uint32_t known = tt_find(e, t->hash);
+    if (known != SEARCH_NONE) {
+        w->known++;
+        t->runtime_s = e->nodes[known].runtime_s;
+        t->peak = e->nodes[known].peak;
+        t->status = 0;
+        cache_put(w, t->hash, p);
+        return;
+    }
+    w->scored++;
     rc = score_state(w, p, &t->runtime_s, &t->peak, &t->err);
     if (rc < 0) {
         /* a state the lowering refuses is no candidate */
@@ -1078,6 +1099,13 @@ int search_run(const ir_partition *start, const search_options *opts, search_res
     out->units = (int)e.units.n;
     out->decisions_after = (int)e.n_order;
     out->exhausted = e.exhausted;
+    for (int i = 0; i < e.n_workers; i++) {
+        out->replays += e.w[i].replays;
+        out->cache_hits += e.w[i].hits;
+        out->known += e.w[i].known;
+        out->scored += e.w[i].scored;
+    }
+    out->cached_states = e.w ? e.w[0].cap_cache : 0;
     out->stopped_by = why;
     {
         /* the explanation reads the peak of the best state off a scorer */

@@ -103,6 +103,12 @@ typedef struct search_result {
     int units;                 /* decision units after grouping */
     int decisions_after;       /* distinct decisions after ties and pruning */
     bool exhausted;            /* the whole (reduced) space was explored */
+    int64_t scored;            /* candidates scored (the rest were refused, changed
+                                  nothing, or were states the tree held) */
+    int64_t known;             /* candidates that were states the tree held */
+    int64_t replays;           /* actions re-applied to re-derive states */
+    int64_t cache_hits;        /* states found in a worker's cache */
+    int cached_states;         /* states each worker keeps */
     const char *stopped_by;    /* "episodes", "time", "patience", "exhausted", "callback" */
     json_t *explanation;       /* owned: see search_explain below */
     char *explanation_text;    /* the same, readable */

@@ -730,7 +730,7 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
         ir_layout want;
         if (op == c->n_ops)
             return_layout(pl, p, vp, slot, &want);
-        else if (slot < c->ops[op]->n_operands)
+        else if (slot < c->opd0[op + 1] - c->opd0[op])
             ir__needed_layout(p, op, slot, &want);
         else
             ir_layout_init(&want); /* a captured argument: whole */
@@ -778,7 +778,7 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
     for (uint32_t u = pl->u0[v]; u < pl->u0[v + 1]; u++)
         if (pl->use_mat[pl->slot0[pl->uses[u].op] + pl->uses[u].slot] == IR_LPLAN_DIRECT) {
             vp->n_prod_uses++;
-            vp->prod_op = pl->uses[u].op < c->n_ops && pl->uses[u].slot < c->ops[pl->uses[u].op]->n_operands
+            vp->prod_op = pl->uses[u].op < c->n_ops && pl->uses[u].slot < c->opd0[pl->uses[u].op + 1] - c->opd0[pl->uses[u].op]
                               ? (int32_t)pl->uses[u].op
                               : -1;
             vp->prod_slot = pl->uses[u].slot;
@@ -809,10 +809,10 @@ static void mark_value(ir_lplan *pl, uint32_t v)
 static void mark_op(ir_lplan *pl, uint32_t k)
 {
     const ir_pctx *c = pl->c;
-    for (uint32_t i = 0; i < c->ops[k]->n_operands; i++)
-        mark_value(pl, c->opd_val[c->opd0[k] + i]);
-    for (uint32_t j = 0; j < c->ops[k]->n_results; j++)
-        mark_value(pl, c->op_val0[k] + j);
+    for (uint32_t i = c->opd0[k]; i < c->opd0[k + 1]; i++)
+        mark_value(pl, c->opd_val[i]);
+    for (uint32_t v = c->op_val0[k]; v < c->op_val0[k + 1]; v++)
+        mark_value(pl, v);
 }
 
 /* Loops compared by what they mean (the padding is not). */
