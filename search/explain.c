@@ -238,10 +238,13 @@ int search__explain(const search_tree_view *t, search_result *r, ap_error *err)
         if (by_kind[k])
             put(kinds, block_kind_name((ir_block_kind)k), json_integer(by_kind[k]));
     ap_buf_printf(&tx, "blocked propagation: %u", nb);
+    const char *sep = " (";
     for (int k = 0; k <= IR_BLK_NO_RULE; k++)
-        if (by_kind[k])
-            ap_buf_printf(&tx, "%s%s %d", k ? "" : "", block_kind_name((ir_block_kind)k), by_kind[k]);
-    ap_buf_putc(&tx, '\n');
+        if (by_kind[k]) {
+            ap_buf_printf(&tx, "%s%s %d", sep, block_kind_name((ir_block_kind)k), by_kind[k]);
+            sep = ", ";
+        }
+    ap_buf_puts(&tx, nb ? ")\n" : "\n");
     for (uint32_t i = 0; i < nb && i < MAX_BLOCKED && ex; i++) {
         char d[300];
         const ir_op *op = bl[i].op < ir_pctx_num_ops(c) ? ir_pctx_op(c, bl[i].op) : NULL;

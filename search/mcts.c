@@ -775,10 +775,10 @@ static int start_workers(engine *e, ap_error *err)
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->go, NULL);
     pthread_cond_init(&e->done, NULL);
-    /* states cached per worker: about 64 MB of them each */
+    /* states cached: about 256 MB of them, shared out among the workers */
     uint32_t n_ops = ir_pctx_num_ops(e->c);
     size_t state_bytes = (size_t)n_ops * 72 + (size_t)ir_pctx_num_values(e->c) * 4 + 4096;
-    int cap = (int)((64u << 20) / state_bytes);
+    int cap = (int)(((size_t)256 << 20) / (size_t)n / state_bytes);
     cap = cap < 8 ? 8 : cap > 256 ? 256 : cap;
     for (int i = 0; i < n; i++) {
         worker *w = &e->w[i];
@@ -910,7 +910,7 @@ static int root_pass(engine *e, int *stop, const char **why, ap_error *err)
     uint64_t rng = e->o.seed ^ 0x6a09e667f3bcc909ULL;
     for (uint32_t d = 0; d < e->n_dec; d++) {
         double noise = (double)(splitmix(&rng) >> 11) / 9007199254740992.0;
-        key[d] = e->dec[d].prior * (1 + 0.03 * noise);
+        key[d] = e->o.no_prior ? -(double)d : e->dec[d].prior * (1 + 0.03 * noise);
         if (e->dec[d].prior > -1 && e->dec[d].same_as == SEARCH_NONE)
             e->order[e->n_order++] = d;
     }
