@@ -950,6 +950,8 @@ int search_run(const ir_partition *start, const search_options *opts, search_res
         e.o.batch = 8;
     if (e.o.max_depth <= 0)
         e.o.max_depth = 16;
+    if (e.o.max_depth > 64)
+        return ap_error_set(err, AP_EINVALID, "search: at most 64 actions on a path");
     if (e.o.exploration <= 0)
         e.o.exploration = 0.7;
     if (e.o.widening < 0)

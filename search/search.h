@@ -71,7 +71,7 @@ typedef struct search_options {
     int64_t patience;           /* stop after this many episodes without improvement */
     int threads;                /* workers, >= 1 (0 = 1) */
     int batch;                  /* leaves per batch, independent of threads (0 = 8) */
-    int max_depth;              /* actions on one path (0 = 16) */
+    int max_depth;              /* actions on one path (0 = 16, at most 64) */
     double exploration;         /* UCT's constant on rewards relative to the best (0 = 0.7) */
     double widening;            /* progressive widening: a node visited v times grows at
                                    most 1 + widening sqrt(v) children; 0 = all at once */

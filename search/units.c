@@ -5,7 +5,11 @@
  * The reduction every fast partitioner relies on (AutoParallel clusters
  * repeated layers; TOAST searches named dimensions):
  *   - arguments whose location paths differ only by numbers (layer
- *     indices) and that have one type form one unit;
+ *     indices) and that have one type form one unit; an argument whose
+ *     name groups it with no other (%argN, torch_xla's p27.130) joins the
+ *     arguments of its type that the program uses the same way (the same
+ *     ops, operand positions, attributes and result types, two levels
+ *     down) - the layers found from the graph, as AutoParallel does;
  *   - an optimizer moment follows the parameter it updates.  It is found
  *     from the update ops, not from names: a moment is an argument whose
  *     users are all elementwise (it only ever takes part in the update) and
@@ -154,6 +158,39 @@ static uint32_t leader_of(const ir_pctx *c, const users *u, const int32_t *updat
     return ok ? leader : SEARCH_NONE;
 }
 
+/* What uses an argument, two levels down: each user's opcode, the
+ * operand position, its attributes and result types, and its users'
+ * opcodes.  Arguments that repeat across layers without names that say so
+ * (a torch_xla export numbers its parameters p0, p1, ...) have equal
+ * signatures; distinct roles of one shape (a query and an output
+ * projection) differ in their attributes or their users. */
+static uint64_t use_signature(const ir_pctx *c, const users *u, uint32_t a)
+{
+    uint64_t h = (uint64_t)(uintptr_t)ir_pctx_value(c, a)->type * 0x9e3779b97f4a7c15ULL;
+    uint64_t sum = 0;
+    for (uint32_t i = u->u0[a]; i < u->u0[a + 1]; i++) {
+        uint32_t k = u->op[i];
+        const ir_op *op = ir_pctx_op(c, k);
+        uint64_t x = (uint64_t)op->opcode * 0xff51afd7ed558ccdULL;
+        for (uint32_t j = 0; j < op->n_operands; j++)
+            if (ir_pctx_operand_value(c, k, j) == a)
+                x = (x ^ (j + 1)) * 0xc4ceb9fe1a85ec53ULL;
+        for (uint32_t j = 0; j < op->n_attrs; j++)
+            x = (x ^ op->attrs[j].value->hash) * 0x100000001b3ULL;
+        for (uint32_t j = 0; j < op->n_results; j++) {
+            const ir_type *rt = op->results[j].type;
+            x = (x ^ (uint64_t)(uintptr_t)rt) * 0x9e3779b97f4a7c15ULL;
+            uint32_t r = ir_pctx_result_value(c, k, j);
+            uint64_t inner = 0;
+            for (uint32_t q = u->u0[r]; q < u->u0[r + 1]; q++)
+                inner += ((uint64_t)ir_pctx_op(c, u->op[q])->opcode + 1) * 0x2545f4914f6cdd1dULL;
+            x ^= inner;
+        }
+        sum += x; /* the uses as a multiset */
+    }
+    return h ^ (sum * 0xbf58476d1ce4e5b9ULL);
+}
+
 /* ============================================================== hints */
 
 enum { H_GROUP, H_SPLIT, H_FIX };
@@ -269,12 +306,19 @@ static void layer_key(const char *name, char *out, size_t n)
 {
     size_t o = 0;
     for (const char *s = name; *s && o + 2 < n; s++) {
-        if (isdigit((unsigned char)*s) && (s == name || !isalpha((unsigned char)s[-1]))) {
-            out[o++] = '*';
-            while (isdigit((unsigned char)s[1]))
-                s++;
-        } else {
+        if (!isdigit((unsigned char)*s)) {
             out[o++] = *s;
+            continue;
+        }
+        /* a whole run of digits: an index, or part of a word */
+        bool index = s == name || !isalpha((unsigned char)s[-1]);
+        if (index)
+            out[o++] = '*';
+        for (;; s++) {
+            if (!index && o + 2 < n)
+                out[o++] = *s;
+            if (!isdigit((unsigned char)s[1]))
+                break;
         }
     }
     out[o] = '\0';
@@ -363,10 +407,25 @@ int search__units(const ir_pctx *c, uint32_t axes, const char *hints_text, searc
         arg_name(c, a, name, sizeof name);
         if (hint_of[a] >= 0 && hints[hint_of[a]].kind == H_GROUP)
             snprintf(key[a], sizeof key[a], "\x01group %d", hint_of[a]);
-        else if ((hint_of[a] >= 0 && hints[hint_of[a]].kind == H_SPLIT) || !ir_func_arg_name(func, a))
+        else if (hint_of[a] >= 0 && hints[hint_of[a]].kind == H_SPLIT)
             snprintf(key[a], sizeof key[a], "%s", name);
-        else
+        else if (ir_func_arg_name(func, a))
             layer_key(name, key[a], sizeof key[a]);
+        else
+            key[a][0] = '\0';
+    }
+    /* an argument its name groups with no other (%argN, or p27.130 as
+     * torch_xla numbers parameters): its layer siblings are found from the
+     * program instead, as arguments one same computation uses */
+    for (uint32_t a = 0; a < na; a++) {
+        if (leader[a] != a || hint_of[a] >= 0)
+            continue;
+        bool alone = true;
+        for (uint32_t b = 0; b < na && alone && key[a][0]; b++)
+            alone = b == a || leader[b] != b || strcmp(key[a], key[b]) ||
+                    ir_pctx_value(c, b)->type != ir_pctx_value(c, a)->type;
+        if (alone)
+            snprintf(key[a], sizeof key[a], "\x02use %016llx", (unsigned long long)use_signature(c, &u, a));
     }
     /* units in order of their first argument */
     for (uint32_t a = 0; a < na; a++) {
@@ -394,12 +453,14 @@ int search__units(const ir_pctx *c, uint32_t axes, const char *hints_text, searc
         uint32_t n_lead = 0;
         for (uint32_t b = a; b < na; b++)
             n_lead += leader[b] == b && unit_of[b] == id;
-        if (n_lead == 1 || key[a][0] == '\x01')
+        if (n_lead == 1 || key[a][0] == '\x01' || key[a][0] == '\x02')
             arg_name(c, a, un->name, sizeof un->name);
         else
             snprintf(un->name, sizeof un->name, "%s", key[a]);
         if (key[a][0] == '\x01' && n_lead > 1)
             snprintf(un->name + strlen(un->name), sizeof un->name - strlen(un->name), " (+%u)", n_lead - 1);
+        if (key[a][0] == '\x02' && n_lead > 1)
+            snprintf(un->name + strlen(un->name), sizeof un->name - strlen(un->name), " (+%u used alike)", n_lead - 1);
         un->n_leaders = n_lead;
     }
     /* members: leaders, then followers */
