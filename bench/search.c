@@ -221,11 +221,11 @@ static void variants(const model *t32, int seeds, int threads, const cost_device
         const char *name;
         double c, widen;
         bool no_prior;
-    } vs[] = {{"chosen: C 0.7, whole expansion, prior order", 0.7, 0, false},
-              {"C 0.2", 0.2, 0, false},
-              {"C 1.5", 1.5, 0, false},
-              {"progressive widening 1 + 2 sqrt(v)", 0.7, 2, false},
-              {"no prior (plain order)", 0.7, 0, true}};
+    } vs[] = {{"chosen: C 0.7, widening 1 + 2 sqrt(v), prior order", 0.7, 2, false},
+              {"C 0.2", 0.2, 2, false},
+              {"C 1.5", 1.5, 2, false},
+              {"whole expansion (no widening)", 0.7, 1e9, false},
+              {"no prior (plain order)", 0.7, 2, true}};
     printf("\n### variants: T32, 1000 episodes, seeds 1-%d; step time (episode within 2%% of BP+MP)\n\n"
            "| variant | from BP, on model | from scratch, both axes |\n|---|---|---|\n",
            seeds);

@@ -16,15 +16,16 @@
  * reward = J(start) / J.  A node's value is the best reward in its subtree
  * (the problem is deterministic: there is no noise to average away).
  *
- * Order of expansion: a node is expanded whole before the search goes
- * below it (each child's value is then known one step ahead, which is what
- * lets a first step that looks worse, such as Megatron's attention heads
- * after sequence parallelism, win on the next one), its decisions tried in
- * the order of the reward each gives alone at the start state (a policy
- * prior from cost deltas); progressive widening (search_options.widening)
- * can limit that.  UCT chooses among children by their best reward below,
- * relative to the best found, plus 0.7 sqrt(ln N / n); the seed adds a
- * little noise (2% of a score) and breaks ties.
+ * Order of expansion: decisions are tried in the order of the reward each
+ * gives alone at the start state (a policy prior from cost deltas), with
+ * progressive widening: a node visited v times has at most 1 + 2 sqrt(v)
+ * children (search_options.widening), so the best-looking steps are
+ * expanded first and the rest as the node earns visits.  UCT chooses among
+ * children by their best reward below, relative to the best found, plus
+ * 0.7 sqrt(ln N / n): enough exploration that a first step which looks
+ * worse (Megatron's attention heads, against sequence parallelism) gets
+ * its next step tried.  The seed adds a little noise (2% of a score) and
+ * breaks ties.
  *
  * Determinism: selection, expansion order and backup run on the
  * coordinating thread in a fixed order; a worker's evaluation is a function
@@ -789,7 +790,10 @@ static int start_workers(engine *e, ap_error *err)
             return ap_error_set(err, AP_ENOMEM, "out of memory");
         if (!e->fallback) {
             ap_error se;
-            int rc = cost_scorer_new(e->c, &e->o.device, e->o.tiers, &e->o.cost, &w->scorer, &se);
+            /* candidates need the step time and the peak, not the slowest ops */
+            cost_options co = e->o.cost;
+            co.top_k = -1;
+            int rc = cost_scorer_new(e->c, &e->o.device, e->o.tiers, &co, &w->scorer, &se);
             if (rc == AP_EUNSUPPORTED) {
                 e->fallback = true;
                 e->scorer_why = se;
@@ -956,6 +960,8 @@ int search_run(const ir_partition *start, const search_options *opts, search_res
         e.o.exploration = 0.7;
     if (e.o.widening < 0)
         return ap_error_set(err, AP_EINVALID, "search: widening must not be negative");
+    if (e.o.widening == 0)
+        e.o.widening = 2;
     if (e.o.max_episodes < 0 || e.o.time_limit_s < 0 || e.o.patience < 0)
         return ap_error_set(err, AP_EINVALID, "search: budgets must not be negative");
     if (e.o.max_episodes == 0 && e.o.time_limit_s == 0 && e.o.patience == 0)

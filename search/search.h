@@ -74,7 +74,8 @@ typedef struct search_options {
     int max_depth;              /* actions on one path (0 = 16, at most 64) */
     double exploration;         /* UCT's constant on rewards relative to the best (0 = 0.7) */
     double widening;            /* progressive widening: a node visited v times grows at
-                                   most 1 + widening sqrt(v) children; 0 = all at once */
+                                   most 1 + widening sqrt(v) children (0 = 2; a large
+                                   value expands a node whole at once) */
     bool no_prior;              /* for comparisons: try decisions in their plain order,
                                    not by the reward each gives at the start */
     const char *hints;          /* NULL, or lines: `group GLOB...`, `split GLOB...`, `fix GLOB...` */
