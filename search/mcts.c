@@ -79,6 +79,7 @@ typedef struct task {
     uint32_t decision;
     uint32_t chain0, chain_n; /* the parent's canonical path: chain[chain0 ..] */
     uint32_t path0, path_n;   /* the selection path (nodes root .. parent) */
+    bool claimed;             /* taken by a worker */
     /* out */
     int status; /* 0 evaluated, 1 refused, 2 unchanged, < 0 error */
     uint64_t hash;
@@ -110,6 +111,7 @@ typedef struct worker {
     int64_t hits;        /* node states found in the cache */
     int64_t known;       /* evaluations whose state the tree already held */
     int64_t scored;      /* evaluations scored */
+    uint32_t last_parent;
 } worker;
 
 struct engine {
@@ -330,7 +332,19 @@ static void *worker_main(void *arg)
             break;
         seen = e->batch_id;
         while (e->next_task < e->n_tasks) {
-            uint32_t i = e->next_task++;
+            /* a sibling of what this worker did last, when there is one:
+             * its state cache and scorer are then one step away.  Which
+             * worker evaluates what changes nothing in the results. */
+            uint32_t i = e->n_tasks;
+            for (uint32_t k = 0; k < e->n_tasks && i == e->n_tasks; k++)
+                if (!e->tasks[k].claimed && e->tasks[k].parent == w->last_parent)
+                    i = k;
+            for (uint32_t k = 0; k < e->n_tasks && i == e->n_tasks; k++)
+                if (!e->tasks[k].claimed)
+                    i = k;
+            e->tasks[i].claimed = true;
+            e->next_task++;
+            w->last_parent = e->tasks[i].parent;
             pthread_mutex_unlock(&e->mu);
             evaluate(w, &e->tasks[i]);
             pthread_mutex_lock(&e->mu);
