@@ -88,8 +88,13 @@ typedef struct task {
     ap_error err;
 } task;
 
+/* A cached state is keyed by the step that made it, (parent node,
+ * decision), not by its hash: two orders of the same actions give states
+ * of one hash whose logs (and identity ops' order) differ, and a node's
+ * state must be the one its canonical path gives, whichever worker holds
+ * what - else the schedule printed would depend on the thread count. */
 typedef struct cache_ent {
-    uint64_t hash;
+    uint64_t key;
     ir_partition *p;
     uint64_t used;
 } cache_ent;
@@ -172,10 +177,19 @@ static bool fits(const engine *e, int64_t peak) { return e->limit < 0 || (double
 
 /* ------------------------------------------------------------ the cache */
 
-static ir_partition *cache_get(worker *w, uint64_t hash)
+#define ROOT_KEY UINT64_MAX
+
+static uint64_t step_key(uint32_t parent, uint32_t decision) { return (uint64_t)parent << 32 | decision; }
+
+static uint64_t node_key(const search_node *n)
+{
+    return n->parent == SEARCH_NONE ? ROOT_KEY : step_key(n->parent, n->decision);
+}
+
+static ir_partition *cache_get(worker *w, uint64_t key)
 {
     for (int i = 0; i < w->cap_cache; i++)
-        if (w->cache[i].p && w->cache[i].hash == hash) {
+        if (w->cache[i].p && w->cache[i].key == key) {
             w->cache[i].used = ++w->tick;
             return w->cache[i].p;
         }
@@ -183,7 +197,7 @@ static ir_partition *cache_get(worker *w, uint64_t hash)
 }
 
 /* Keeps p (taking it); evicts the least recently used. */
-static void cache_put(worker *w, uint64_t hash, ir_partition *p)
+static void cache_put(worker *w, uint64_t key, ir_partition *p)
 {
     int slot = 0;
     for (int i = 0; i < w->cap_cache; i++) {
@@ -195,7 +209,7 @@ static void cache_put(worker *w, uint64_t hash, ir_partition *p)
             slot = i;
     }
     ir_partition_free(w->cache[slot].p);
-    w->cache[slot] = (cache_ent){hash, p, ++w->tick};
+    w->cache[slot] = (cache_ent){key, p, ++w->tick};
 }
 
 /* --------------------------------------------------------- evaluation */
@@ -235,14 +249,14 @@ static int state_of(worker *w, const task *t, ir_partition **out, ap_error *err)
     /* chain[i] is the node at depth i + 1 on the path */
     int from = (int)t->chain_n;
     ir_partition *base = NULL;
-    while (from > 0 && !(base = cache_get(w, e->nodes[chain[from - 1]].hash)))
+    while (from > 0 && !(base = cache_get(w, node_key(&e->nodes[chain[from - 1]]))))
         from--;
     if (base && from == (int)t->chain_n) {
         w->hits++;
         *out = base;
         return 0;
     }
-    if (!base && t->chain_n == 0 && (base = cache_get(w, e->nodes[0].hash))) {
+    if (!base && t->chain_n == 0 && (base = cache_get(w, ROOT_KEY))) {
         w->hits++;
         *out = base;
         return 0;
@@ -262,9 +276,9 @@ static int state_of(worker *w, const task *t, ir_partition **out, ap_error *err)
     }
     if (t->chain_n == 0) {
         /* the start itself: keep a copy under the start's hash */
-        cache_put(w, e->nodes[0].hash, p);
+        cache_put(w, ROOT_KEY, p);
     } else {
-        cache_put(w, e->nodes[chain[t->chain_n - 1]].hash, p);
+        cache_put(w, node_key(&e->nodes[chain[t->chain_n - 1]]), p);
     }
     *out = p;
     return 0;
@@ -304,7 +318,7 @@ static void evaluate(worker *w, task *t)
         t->runtime_s = e->nodes[known].runtime_s;
         t->peak = e->nodes[known].peak;
         t->status = 0;
-        cache_put(w, t->hash, p);
+        ir_partition_free(p); /* not this node's canonical state */
         return;
     }
     w->scored++;
@@ -316,7 +330,7 @@ static void evaluate(worker *w, task *t)
         return;
     }
     t->status = 0;
-    cache_put(w, t->hash, p);
+    cache_put(w, step_key(t->parent, t->decision), p);
 }
 
 static void *worker_main(void *arg)

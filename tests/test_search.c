@@ -140,20 +140,23 @@ END_TEST
 
 START_TEST(same_answer_for_any_thread_count)
 {
+    /* long enough that states are reached by several orders of the same
+     * actions (transpositions), which is where a worker's history could
+     * leak into the answer */
     model md;
-    model_open(&md, tl_generate("transformer", "tiny", "batch=8 seq=16"), "batch=2,model=2");
+    model_open(&md, tl_generate("transformer", "small", ""), "batch=2,model=2");
     char *bp = tl_schedule("bp");
     ir_partition *start = state(&md, bp);
     search_options o;
     search_options_init(&o);
-    o.max_episodes = 120;
+    o.max_episodes = 400;
     o.memory_limit = -1;
-    o.seed = 7;
-    o.batch = 4;
+    o.seed = 2; /* a seed where a worker's cached copy of a transposed state once leaked into the schedule */
     search_result ref;
     o.threads = 1;
     run_search(start, &o, &ref);
-    for (int t = 2; t <= 4; t++) {
+    ck_assert_msg(ref.known > 0, "no transposition in the run: the test would not cover them");
+    for (int t = 2; t <= 3; t++) {
         search_result r;
         o.threads = t;
         run_search(start, &o, &r);
