@@ -1,29 +1,44 @@
 /*
  * test_models.c - every model of the zoo (tests/models/modelgen) generates,
  * parses with our parser (types verified), round-trips through the printer,
- * and names its arguments the way tactics select them.
+ * and names its arguments the way tactics select them; the scanned
+ * transformer (scan=1: stacked layers run by while loops) computes what the
+ * unrolled one computes, run by the reference interpreter.
  */
 #include "testlib.h"
 
+#include <math.h>
 #include <unistd.h>
 
 
 static const struct {
-    const char *model, *config;
+    const char *model, *config, *extra;
     int params; /* parameter tensors, 0 when not checked */
 } configs[] = {
-    {"transformer", "tiny", 19},      {"transformer", "small", 37}, {"transformer", "t32", 289},
-    {"transformer", "t48", 433},      {"transformer_infer", "tiny", 0}, {"transformer_infer", "it32", 0},
-    {"unet", "tiny", 0},              {"unet", "paper", 0},         {"gns", "tiny", 0},
-    {"gns", "paper", 0},              {"mlp", "tiny", 0},           {"mlp", "small", 0},
+    {"transformer", "tiny", "", 19},
+    {"transformer", "small", "", 37},
+    {"transformer", "t32", "", 289},
+    {"transformer", "t48", "", 433},
+    {"transformer", "tiny", "scan=1", 10},
+    {"transformer", "t32", "scan=1", 10},
+    {"transformer", "t48", "scan=1", 10},
+    {"transformer_infer", "tiny", "", 0},
+    {"transformer_infer", "it32", "", 0},
+    {"unet", "tiny", "", 0},
+    {"unet", "paper", "", 0},
+    {"gns", "tiny", "", 0},
+    {"gns", "paper", "", 0},
+    {"mlp", "tiny", "", 0},
+    {"mlp", "small", "", 0},
 };
 
 START_TEST(model_parses_and_round_trips)
 {
     const char *model = configs[_i].model, *config = configs[_i].config;
-    char *text = tl_generate_text(model, config, "");
+    char *text = tl_generate_text(model, config, configs[_i].extra);
     char msg[1024], name[128], why[600];
-    snprintf(name, sizeof name, "%s-%s.mlir", model, config);
+    snprintf(name, sizeof name, "%s-%s%s%s.mlir", model, config, *configs[_i].extra ? "-" : "",
+             configs[_i].extra);
     ir_module *m = tl_parse(text, name, msg, sizeof msg);
     ck_assert_msg(m != NULL, "%s: %s", name, msg);
     char *p1 = tl_print(m);
@@ -76,6 +91,157 @@ START_TEST(transformer_names)
 }
 END_TEST
 
+/* ------------------------------------------------ scanned vs unrolled */
+
+/* Index of the argument (results: false) or result (true) of f named name
+ * (loc / jax.result_info), or -1. */
+static int find_named(const ir_op *f, const char *name, bool results)
+{
+    uint32_t n = results ? ir_func_num_results(f) : ir_func_num_args(f);
+    for (uint32_t i = 0; i < n; i++) {
+        const char *s = NULL;
+        if (results) {
+            const ir_attr *a = ir_func_result_attr(f, i, "jax.result_info");
+            s = a ? a->u.str.s : NULL;
+        } else {
+            s = ir_func_arg_name(f, i);
+        }
+        if (s && !strcmp(s, name))
+            return (int)i;
+    }
+    return -1;
+}
+
+/* name with its first "['blocks']" replaced by "['block_<layer>']". */
+static void layer_name(const char *name, int layer, char *out, size_t size)
+{
+    const char *p = strstr(name, "['blocks']");
+    ck_assert_ptr_nonnull(p);
+    snprintf(out, size, "%.*s['block_%d']%s", (int)(p - name), name, layer, p + strlen("['blocks']"));
+}
+
+/* The tensor of type t that stacks, along a new leading dim, the L tensors
+ * of `from` (arguments or results of unrolled function f) named like `name`
+ * with ['blocks'] -> ['block_l']; or a copy of the one named `name` when it
+ * has no ['blocks']. */
+static ir_tensor *stack_like(const ir_op *f, ir_tensor **from, bool results, const char *name, const ir_type *t, int L)
+{
+    ap_error err;
+    ir_tensor *out = NULL;
+    if (!strstr(name, "['blocks']")) {
+        int i = find_named(f, name, results);
+        ck_assert_msg(i >= 0, "the unrolled model has no %s", name);
+        ck_assert_int_eq(ir_tensor_clone(from[i], &out, &err), 0);
+        return out;
+    }
+    size_t total = 0, off = 0;
+    uint8_t *buf = NULL;
+    for (int l = 0; l < L; l++) {
+        char ln[256];
+        layer_name(name, l, ln, sizeof ln);
+        int i = find_named(f, ln, results);
+        ck_assert_msg(i >= 0, "the unrolled model has no %s", ln);
+        if (!buf) {
+            total = from[i]->nbytes * (size_t)L;
+            buf = malloc(total ? total : 1);
+            ck_assert_ptr_nonnull(buf);
+        }
+        ck_assert_uint_eq(from[i]->nbytes * (size_t)L, total);
+        memcpy(buf + off, from[i]->data, from[i]->nbytes);
+        off += from[i]->nbytes;
+    }
+    ck_assert_msg(ir_tensor_from_buffer(t, buf, total, &out, &err) == 0, "%s: %s", name, err.msg);
+    free(buf);
+    return out;
+}
+
+static const char *const scan_variants[] = {"", "layers=3"};
+
+/* transformer --config tiny with scan=1 against the unrolled model on the
+ * same random weights (stacked): the loss, every gradient, the updated
+ * parameters and Adam moments and the step agree within 1e-5 of max(1,
+ * the result's largest magnitude), in f32 through the reference
+ * interpreter (ir_interp_run runs the while loops).  Three layers as well,
+ * so that reading the wrong layer cannot go unnoticed. */
+START_TEST(scan_matches_unrolled)
+{
+    const char *extra = scan_variants[_i];
+    char scan_extra[64];
+    snprintf(scan_extra, sizeof scan_extra, "%s scan=1", extra);
+    ir_module *mu = tl_generate("transformer", "tiny", extra);
+    ir_module *ms = tl_generate("transformer", "tiny", scan_extra);
+    ir_op *fu = ir_module_entry(mu), *fs = ir_module_entry(ms);
+    int L = *extra ? 3 : 2;
+    ap_error err;
+
+    uint32_t nu = ir_func_num_args(fu), ns = ir_func_num_args(fs);
+    ir_tensor **au = calloc(nu, sizeof *au), **as = calloc(ns, sizeof *as);
+    ck_assert(au && as);
+    for (uint32_t i = 0; i < nu; i++) {
+        const char *name = ir_func_arg_name(fu, i);
+        const ir_type *t = ir_func_arg(fu, i)->type;
+        int rc;
+        if (!strcmp(name, "step")) {
+            int64_t v = 3;
+            rc = ir_tensor_from_i64((ir_elem)t->elem, t->rank, t->dims, &v, 1, &au[i], &err);
+        } else if (!strncmp(name, "opt_state.nu", 12)) {
+            rc = ir_tensor_random_range(t, 100 + i, 0.0, 1.0, &au[i], &err); /* second moments >= 0 */
+        } else {
+            rc = ir_tensor_random(t, 100 + i, &au[i], &err); /* tokens in [0, 8) < vocab */
+        }
+        ck_assert_msg(rc == 0, "%s: %s", name, err.msg);
+    }
+    for (uint32_t i = 0; i < ns; i++)
+        as[i] = stack_like(fu, au, false, ir_func_arg_name(fs, i), ir_func_arg(fs, i)->type, L);
+
+    ir_tensor **ru = NULL, **rs = NULL;
+    uint32_t nru = 0, nrs = 0;
+    ck_assert_msg(ir_interp_run(mu, fu, (const ir_tensor *const *)au, nu, &ru, &nru, NULL, &err) == 0, "unrolled: %s",
+                  err.msg);
+    ck_assert_msg(ir_interp_run(ms, fs, (const ir_tensor *const *)as, ns, &rs, &nrs, NULL, &err) == 0, "scanned: %s",
+                  err.msg);
+    ck_assert_uint_eq(nrs, 1 + 4 * 10 + 1);
+
+    int64_t compared = 0, total = 0, differ = 0;
+    double worst = 0;
+    for (uint32_t r = 0; r < nru; r++)
+        total += ru[r]->numel;
+    const ir_type *fst = ir_func_type(fs);
+    for (uint32_t r = 0; r < nrs; r++) {
+        const ir_attr *info = ir_func_result_attr(fs, r, "jax.result_info");
+        ck_assert_ptr_nonnull(info);
+        ir_tensor *want = stack_like(fu, ru, true, info->u.str.s, fst->elems[fst->n_inputs + (int)r], L);
+        ir_tensor_diff d;
+        ck_assert_msg(ir_tensor_compare(rs[r], want, &d, &err) == 0, "%s: %s", info->u.str.s, err.msg);
+        double mag = 1;
+        for (int64_t k = 0; k < want->numel; k++)
+            mag = fmax(mag, fabs(ir_tensor_get_f64(want, k)));
+        ck_assert_msg(d.max_abs <= 1e-5 * mag, "%s: scanned and unrolled differ by %g (max magnitude %g)",
+                      info->u.str.s, d.max_abs, mag);
+        worst = fmax(worst, d.max_abs / mag);
+        differ += d.n_diff;
+        compared += want->numel;
+        ir_tensor_free(want);
+    }
+    /* every element of every unrolled result was compared once */
+    ck_assert_int_eq(compared, total);
+    ck_assert(ir_tensor_get_f64(rs[0], 0) != 0);
+    fprintf(stderr, "scan_matches_unrolled %s: %lld elements, %lld not bitwise equal, worst %g\n",
+            *extra ? extra : "layers=2", (long long)compared, (long long)differ, worst);
+
+    ir_tensors_free(ru, nru);
+    ir_tensors_free(rs, nrs);
+    for (uint32_t i = 0; i < nu; i++)
+        ir_tensor_free(au[i]);
+    for (uint32_t i = 0; i < ns; i++)
+        ir_tensor_free(as[i]);
+    free(au);
+    free(as);
+    ir_module_free(mu);
+    ir_module_free(ms);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("models");
@@ -83,6 +249,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, model_parses_and_round_trips, 0, (int)(sizeof configs / sizeof configs[0]));
     tcase_add_test(tc, transformer_names);
+    tcase_add_loop_test(tc, scan_matches_unrolled, 0, (int)(sizeof scan_variants / sizeof scan_variants[0]));
     suite_add_tcase(s, tc);
     return tl_run(s);
 }

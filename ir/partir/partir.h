@@ -348,11 +348,16 @@ bool ir_custom_call_is_identity(const ir_op *op);
  * shortest-path search over weak types (local types, section 7), with
  * per-device memory never above max(local size in, local size out), then
  * lowered to concrete factor axes, replica groups and device maps, with at
- * most one collective_permute when the device order must change (placed
- * where tiles are smallest, e.g. before trailing all_gathers).  When that
- * plan needs the permutation, a second search over concrete types looks for
- * a permutation-free plan that costs no more, and takes it if found.  Costs
- * follow the paper's Figure 11: bytes communicated per device.
+ * most one collective_permute when the device order must change.  Costs
+ * follow the paper's Figure 11: bytes communicated per device.  When the
+ * lowering of the weak shortest path needs the permutation, the plan is the
+ * cheaper of: the permutation where it costs least over all weak types s,
+ * i.e. the least cost(from -> s) + tile(s) + cost(s -> to) (often off the
+ * weak shortest path: e.g. a free dynslice first so that the permutation
+ * moves smaller tiles); and a permutation-free plan from a search over
+ * concrete types, which wins ties.  The weak optimum W is a lower bound that
+ * such problems cannot reach (no plan without a permutation costs W there);
+ * tests/test_redist.c checks plans against an exhaustive search.
  *
  * Every function that can fail returns 0 or a negative AP_E* code and fills
  * `err` (which may be NULL).  No function keeps global state; a context may be

@@ -23,7 +23,13 @@
  *      permutation; otherwise one collective_permute joins them at the point
  *      of the path with the smallest tiles (latest on ties: before the trailing
  *      all_gathers, section 7.3).
- *   4. build_plan copies the chosen steps into a plan owned by the caller.
+ *   4. Only when that needs a permutation (synthesize_path): exact weak
+ *      distances to `to` (DISTANCES) and from `from` (REACH) within the cost
+ *      of that plan give the weak type where one permutation is cheapest,
+ *      and the path through it is lowered instead when it is cheaper; a
+ *      search over concrete types (STRONG) takes a permutation-free plan
+ *      that costs no more than the best plan with a permutation.
+ *   5. build_plan copies the chosen steps into a plan owned by the caller.
  * ir_redist_check_step re-derives every step from the types' base offset maps
  * (Figure 7a) without using anything from the search, for tests and
  * verification between passes.
@@ -786,15 +792,21 @@ typedef struct lowered_step {
 
 enum { FORWARD, BACKWARD };
 
-/* The three searches, all Dijkstra/A* over one node table each:
+/* The searches, all Dijkstra/A* over one node table each:
  *   WEAK      the paper's search: nodes are weak types, from `from` to `to`.
  *   DISTANCES the same graph walked backward from `to`: exact weak costs to
- *             reach `to`, up to the budget; the strong search's lower bound.
+ *             reach `to`, up to the budget; the lower bound of the two
+ *             searches below.
+ *   REACH     the same graph walked forward from `from` over every type that
+ *             can lie on a path within the budget: exact weak costs from
+ *             `from`, to find where one permutation is cheapest.
  *   STRONG    nodes are concrete types and collectives act only on the last
  *             axes of a dim, so the device map never changes and no
  *             permutation is needed; it runs only when the weak plan needs
- *             one, and only up to that plan's total cost. */
-typedef enum { WEAK, DISTANCES, STRONG } search_space;
+ *             one, and only up to the best plan with one.
+ * WEAK runs on every problem; the others only when its path needs a
+ * permutation. */
+typedef enum { WEAK, DISTANCES, REACH, STRONG } search_space;
 
 #define MAX_KEY (IR_REDIST_MAX_RANK * MAX_PRIMES)
 /* Types the strong search may visit before keeping the weak plan. */
@@ -827,6 +839,8 @@ struct ir_redist_ctx {
     int64_t min_local; /* smallest tile of any type */
     path_step *path;
     size_t npath, path_cap;
+    path_step *detour; /* the path through the best permutation point */
+    size_t ndetour, detour_cap;
     /* lowering: npath + 1 states and npath steps in each direction */
     lowered_state *states[2];
     lowered_step *lsteps[2];
@@ -893,6 +907,7 @@ void ir_redist_ctx_free(ir_redist_ctx *ctx)
     table_free(&ctx->distances);
     ap_free(ctx->heap);
     ap_free(ctx->path);
+    ap_free(ctx->detour);
     ap_free(ctx->states[0]);
     ap_free(ctx->states[1]);
     ap_free(ctx->lsteps[0]);
@@ -1173,13 +1188,20 @@ static int64_t amounts_product(const problem *pb, const uint8_t *a)
     return m;
 }
 
-/* Relaxes a weak successor: forward with the A* bound, backward (the
- * DISTANCES walk) with none. */
+/* Relaxes a weak successor: forward with the A* bound (REACH: the exact
+ * distance to `to`, skipping types that cannot reach it within the budget),
+ * backward (the DISTANCES walk) with none. */
 static int relax_weak(ir_redist_ctx *ctx, int32_t from, const uint8_t *goal, edge *e)
 {
     if (ctx->space == WEAK) {
         e->floor_steps = weak_dims_to_fix(&ctx->pb, e->key, goal);
         e->floor = e->floor_steps * ctx->min_local;
+    } else if (ctx->space == REACH) {
+        int64_t n = node_find(&ctx->distances, e->key);
+        if (n < 0 || !ctx->distances.nodes[n].closed)
+            return 0;
+        e->floor_steps = 0;
+        e->floor = ctx->distances.nodes[n].cost;
     } else {
         e->floor_steps = 0;
         e->floor = 0;
@@ -1427,10 +1449,12 @@ static int trace_path(ir_redist_ctx *ctx, int32_t goal)
 /* One search in ctx->space, costing at most ctx->budget.  WEAK and STRONG go
  * from `from` to `to` and leave the path in ctx->path (*found says whether
  * there is one); DISTANCES walks back from `to` until the budget, leaving the
- * costs in ctx->distances.  The frontier is ordered by (cost + bound, steps,
+ * costs in ctx->distances; REACH walks forward from `from`, leaving the costs
+ * in ctx->graph.  The frontier is ordered by (cost + bound, steps,
  * discovery) so the result is deterministic.  Fails with AP_ENOMEM, or
- * AP_ELIMIT when a weak search outgrows its node cap (the strong search then
- * just reports nothing found). */
+ * AP_ELIMIT when a WEAK or DISTANCES search outgrows its node cap (STRONG
+ * then just reports nothing found, REACH keeps the exact costs of the types
+ * it closed). */
 static int shortest_path(ir_redist_ctx *ctx, bool *found, ap_error *err)
 {
     const problem *pb = &ctx->pb;
@@ -1472,7 +1496,7 @@ static int shortest_path(ir_redist_ctx *ctx, bool *found, ap_error *err)
         if (u->closed)
             continue; /* a stale entry: the node was reached more cheaply */
         u->closed = true;
-        if (ctx->space != DISTANCES &&
+        if ((ctx->space == WEAK || ctx->space == STRONG) &&
             memcmp(node_key(t, (size_t)top.node), goal_key, (size_t)t->key_len) == 0) {
             if ((rc = trace_path(ctx, top.node)))
                 goto fail;
@@ -1486,7 +1510,7 @@ static int shortest_path(ir_redist_ctx *ctx, bool *found, ap_error *err)
     }
     return 0;
 fail:
-    if (rc == AP_ELIMIT && ctx->space == STRONG)
+    if (rc == AP_ELIMIT && (ctx->space == STRONG || ctx->space == REACH))
         return 0;
     if (rc == AP_ELIMIT)
         return ap_error_set(err, AP_ELIMIT, "redistribution search visited more than %zu types",
@@ -1968,10 +1992,74 @@ static int lower_strong(ir_redist_ctx *ctx, ap_error *err)
     return 0;
 }
 
-/* The paper's synthesis (weak search, lowering, at most one permutation);
- * when that needs a permutation, a permutation-free plan that costs no more
- * wins (section 7.3 notes permutations are hard to cost: this sidesteps
- * them on ties). */
+/* After a REACH search: the weak type where one permutation is cheapest,
+ * i.e. the least cost from `from` + its tile + cost to `to` (ties: the
+ * smaller tile, then the later point, then discovery order).  Writes the
+ * path through it to ctx->detour and its total to *total (elements);
+ * *total is INT64_MAX when no type qualifies. */
+static int best_permute_point(ir_redist_ctx *ctx, int64_t *total)
+{
+    node_table *t = &ctx->graph, *dist = &ctx->distances;
+    int64_t best = -1, best_local = 0, best_from = 0, best_to = -1;
+    *total = INT64_MAX;
+    for (size_t n = 0; n < t->nnodes; n++) {
+        const search_node *v = &t->nodes[n];
+        if (!v->closed)
+            continue;
+        int64_t m = node_find(dist, node_key(t, n));
+        if (m < 0 || !dist->nodes[m].closed)
+            continue;
+        int64_t sum = v->cost + v->local + dist->nodes[m].cost;
+        if (sum < *total || (sum == *total && (v->local < best_local ||
+                                               (v->local == best_local && v->cost > best_from)))) {
+            *total = sum;
+            best = (int64_t)n;
+            best_local = v->local;
+            best_from = v->cost;
+            best_to = m;
+        }
+    }
+    if (best < 0)
+        return 0;
+    /* trace_path fills ctx->path: lend it the detour's buffer */
+    path_step *kept = ctx->path;
+    size_t kept_n = ctx->npath, kept_cap = ctx->path_cap;
+    ctx->path = ctx->detour;
+    ctx->path_cap = ctx->detour_cap;
+    int rc = trace_path(ctx, (int32_t)best);
+    size_t n = ctx->npath;
+    for (int64_t v = best_to; rc == 0 && dist->nodes[v].parent >= 0; v = dist->nodes[v].parent) {
+        /* DISTANCES nodes record the forward step to their parent */
+        const search_node *u = &dist->nodes[v], *p = &dist->nodes[u->parent];
+        if (GROW(ctx->path, ctx->path_cap, n + 1)) {
+            rc = AP_ENOMEM;
+            break;
+        }
+        ctx->path[n++] = (path_step){
+            .kind = (ir_redist_kind)u->kind,
+            .dim = u->dim,
+            .to_dim = u->to_dim,
+            .mult = u->mult,
+            .cost = u->cost - p->cost,
+            .local_after = p->local,
+        };
+    }
+    ctx->detour = ctx->path;
+    ctx->detour_cap = ctx->path_cap;
+    ctx->ndetour = n;
+    ctx->path = kept;
+    ctx->npath = kept_n;
+    ctx->path_cap = kept_cap;
+    return rc;
+}
+
+/* The synthesis.  The paper's weak search and lowering give a plan at the
+ * weak optimum W whenever its lowering needs no permutation.  Otherwise the
+ * cheapest plan is either one with one permutation, at the weak type s
+ * that minimizes d(from, s) + tile(s) + d(s, to) (often not on the W path:
+ * a dearer path can pass through smaller tiles), or one without any, which
+ * the strong search finds when it costs no more (section 7.3 notes that
+ * permutations are hard to cost: on ties the plan without one wins). */
 static int synthesize_path(ir_redist_ctx *ctx, ap_error *err)
 {
     bool found;
@@ -1987,7 +2075,7 @@ static int synthesize_path(ir_redist_ctx *ctx, ap_error *err)
     int64_t total = local_at(ctx, ctx->join);
     for (size_t k = 0; k < ctx->npath; k++)
         total += ctx->path[k].cost;
-    /* The distances go into their own table, the strong search into the
+    /* The distances go into their own table, the other searches into the
      * graph table: the weak path and its lowering stay as they are. */
     ctx->budget = total;
     ctx->space = DISTANCES;
@@ -1998,10 +2086,33 @@ static int synthesize_path(ir_redist_ctx *ctx, ap_error *err)
     ctx->graph = swap;
     if (rc)
         return rc;
+    /* A permutation costs at least the smallest tile of any type: when the
+     * W path already permutes at that size, no detour can be cheaper. */
+    int64_t detour_total = INT64_MAX;
+    if (local_at(ctx, ctx->join) > ctx->min_local) {
+        ctx->space = REACH;
+        if ((rc = shortest_path(ctx, &found, err)))
+            return rc;
+        if ((rc = best_permute_point(ctx, &detour_total)))
+            return ap_error_set(err, AP_ENOMEM, "out of memory in the redistribution search");
+        if (detour_total < ctx->budget)
+            ctx->budget = detour_total;
+    }
     ctx->space = STRONG;
     if ((rc = shortest_path(ctx, &found, err)))
         return rc;
-    return found ? lower_strong(ctx, err) : 0;
+    if (found)
+        return lower_strong(ctx, err);
+    if (detour_total >= total)
+        return 0; /* the W path's own permutation is as cheap */
+    path_step *tmp = ctx->path;
+    size_t tmp_cap = ctx->path_cap;
+    ctx->path = ctx->detour;
+    ctx->path_cap = ctx->detour_cap;
+    ctx->npath = ctx->ndetour;
+    ctx->detour = tmp;
+    ctx->detour_cap = tmp_cap;
+    return lower_path(ctx, err);
 }
 
 /* ============================================================== plans */

@@ -15,7 +15,7 @@ import math
 import sys
 import time
 
-from shlo import Graph, emit, prod
+from shlo import Graph, emit, prod, scan
 
 # ---------------------------------------------------------------- helpers
 
@@ -41,6 +41,30 @@ class Params:
                            requires_grad=self.requires_grad)
             self.by_path[p] = v
             self.order.append((p, v))
+        assert v.shape == tuple(shape), (p, v.shape, shape)
+        return v
+
+
+class LayerParams:
+    """The parameters of one layer inside a scan body: arguments of the
+    body graph, found by their path below the layer (the first key, e.g.
+    'block_0', dropped), in order of first use.  The scan stacks each as
+    params['blocks'][...] with a leading layer dim, as Flax's nn.scan
+    (variable_axes={'params': 0}) over a module named 'blocks' does."""
+
+    def __init__(self, g):
+        self.g = g
+        self.order = []          # (keys below the layer, Value)
+        self.by_path = {}
+
+    def __call__(self, shape, *keys):
+        keys = keys[1:]
+        p = path(*keys)
+        v = self.by_path.get(p)
+        if v is None:
+            v = self.g.arg('layer' + p, shape, requires_grad=True)
+            self.by_path[p] = v
+            self.order.append((keys, v))
         assert v.shape == tuple(shape), (p, v.shape, shape)
         return v
 
@@ -250,6 +274,19 @@ def transformer_block(g, P, i, x, cfg, kv=None):
     return x, new_kv
 
 
+def scanned_blocks(g, P, x, cfg):
+    """The blocks as jax.lax.scan over stacked per-layer weights: the block
+    is traced once on one layer's weights, which become
+    params['blocks'][...] of shape [layers, ...]."""
+    body = Graph(g.dtype)
+    LP = LayerParams(body)
+    carry = body.arg('carry', x.shape, x.dtype, requires_grad=True)
+    out, _ = transformer_block(body, LP, 0, carry, cfg)
+    L = cfg['layers']
+    stacked = [P((L,) + v.shape, 'blocks', *keys) for keys, v in LP.order]
+    return scan(g, body, carry, [v for _, v in LP.order], out, x, stacked)
+
+
 def embed_tokens(g, P, tokens, cfg):
     embed = P((cfg['vocab'], cfg['d_model']), 'embed')
     idx = g.reshape(tokens, tokens.shape + (1,))
@@ -262,7 +299,12 @@ def transformer_logits(g, P, tokens, cfg, progress=None, caches=None,
     (k, v) per block) also returns the updated caches."""
     x, embed = embed_tokens(g, P, tokens, cfg)
     new_caches = []
-    for i in range(cfg['layers']):
+    if cfg.get('scan') and caches is None:
+        x = scanned_blocks(g, P, x, cfg)
+        if progress:
+            progress('scanned %d layers' % cfg['layers'])
+    for i in range(0 if cfg.get('scan') and caches is None
+                   else cfg['layers']):
         kv = None if caches is None else (caches[i][0], caches[i][1], pos)
         x, nk = transformer_block(g, P, i, x, cfg, kv)
         new_caches.append(nk)
@@ -515,11 +557,12 @@ _G = ('nodes', 'edges', 'node_in', 'edge_in', 'out', 'latent', 'hidden',
 _M = ('batch', 'inputs', 'hidden', 'layers', 'outputs')
 
 MODELS = {
-    'transformer': (build_transformer, 'transformer training step', {
-        't32': _cfg(_T, (32, 4096, 32, 128, 16384, 48, 2048, 32000)),
-        't48': _cfg(_T, (48, 8192, 64, 128, 32768, 64, 2048, 32000)),
-        'small': _cfg(_T, (4, 256, 4, 64, 1024, 8, 128, 1000)),
-        'tiny': _cfg(_T, (2, 16, 2, 8, 32, 2, 4, 11)),
+    'transformer': (build_transformer, 'transformer training step '
+                    '(scan=1: layers stacked and run by a while loop)', {
+        't32': _cfg(_T, (32, 4096, 32, 128, 16384, 48, 2048, 32000), scan=0),
+        't48': _cfg(_T, (48, 8192, 64, 128, 32768, 64, 2048, 32000), scan=0),
+        'small': _cfg(_T, (4, 256, 4, 64, 1024, 8, 128, 1000), scan=0),
+        'tiny': _cfg(_T, (2, 16, 2, 8, 32, 2, 4, 11), scan=0),
     }),
     'transformer_infer': (build_transformer_infer,
                           'transformer decode step with a key-value cache', {
@@ -542,6 +585,7 @@ MODELS = {
 }
 
 DTYPES = ('f32', 'bf16', 'f16', 'f64')
+FLAGS = ('scan',)            # keys that take 0 or 1
 
 
 class ConfigError(ValueError):
@@ -571,6 +615,11 @@ def make_config(model, config, overrides=()):
                 raise ConfigError('bad dtype %r (choose from %s)' % (
                     v, ', '.join(DTYPES)))
             cfg[k] = v
+        elif k in FLAGS:
+            if v not in ('0', '1'):
+                raise ConfigError('bad value %r for %s: expected 0 or 1' % (
+                    v, k))
+            cfg[k] = int(v)
         else:
             try:
                 iv = int(v)

@@ -1,8 +1,9 @@
 """refeval.py: pure-Python float64 reference evaluator for shlo graphs.
 
-Used only by the tests (gradient checks against finite differences, Adam
-and KV-cache consistency).  A tensor is a pair (shape tuple, flat
-row-major list).  Slow, but exact enough on the tiny configs.
+Used only by the tests (gradient checks against finite differences, Adam,
+KV-cache consistency, scanned against unrolled layers).  A tensor is a
+pair (shape tuple, flat row-major list).  Slow, but exact enough on the
+tiny configs.
 """
 
 import itertools
@@ -290,6 +291,14 @@ def _eval_node(n, env):
         for p, v in zip(positions(ushape, xst, off), udata):
             out[p] = v
         return (n.shape, out)
+    if op == 'dynamic_slice':
+        xshape, xdata = ops[0]
+        sizes = n.attrs['sizes']
+        starts = [min(max(int(s[1][0]), 0), xs - m)
+                  for s, xs, m in zip(ops[1:], xshape, sizes)]
+        xst = strides_of(xshape)
+        off = sum(s * t for s, t in zip(starts, xst))
+        return (n.shape, take(xdata, positions(sizes, xst, off)))
     if op == 'gather':
         (tshape, tdata), (ishape, idata) = ops
         row = shlo.prod(tshape[1:])
@@ -313,8 +322,24 @@ def _eval_node(n, env):
     raise NotImplementedError(op)
 
 
+def _eval_while(n, env):
+    """The results of a stablehlo.while: the body's outputs, run until the
+    cond region gives false."""
+    cond, body = n.attrs['cond'], n.attrs['body']
+    vals = [env[o.id] for o in n.operands]
+    while True:
+        (_, c), = evaluate(cond, {a.id: v for a, v in zip(cond.args, vals)},
+                           cond.outputs)
+        if not c[0]:
+            return vals
+        vals = evaluate(body, {a.id: v for a, v in zip(body.args, vals)},
+                        body.outputs)
+
+
 def evaluate(graph, inputs, outputs):
-    """Values of `outputs` given inputs {arg Value id: (shape, list)}."""
+    """Values of `outputs` given inputs {arg Value id: (shape, list)}.
+    graph may be a region (a while's cond or body) with its block args
+    as inputs."""
     nodes, live = shlo.live_nodes(graph, outputs)
     env = {}
     for a in graph.args:
@@ -325,7 +350,13 @@ def evaluate(graph, inputs, outputs):
     for c in graph.consts.values():
         env[c.id] = ((), [c.attrs['value']])
     for n in nodes:
-        r = _eval_node(n, env)
+        if n.op == 'while':
+            env[n.id] = _eval_while(n, env)
+            continue
+        if n.op == 'result':
+            r = env[n.operands[0].id][n.attrs['index']]
+        else:
+            r = _eval_node(n, env)
         assert tuple(r[0]) == n.shape and len(r[1]) == shlo.prod(n.shape), \
             (n, r[0], len(r[1]))
         env[n.id] = r

@@ -9,10 +9,18 @@ reverse mode does.  emit() prints one `main` function in the style of
 `jax.jit(f).lower(...).as_text()`: scalar constants first (%cst, %c ...),
 then the ops numbered %0, %1, ... in creation order, dead ops removed.
 
+Loops: a stablehlo.while is an op of its graph whose cond and body are
+Graphs of their own (regions; their args are the iterArgs) and whose
+results are 'result' Values (%N#k).  scan() lowers jax.lax.scan over
+stacked per-layer weights the way JAX does: a forward while that stacks
+the residuals, and (through the while's vjp) a reverse while that builds
+the stacked gradients.
+
 Standard library only.  The reference evaluator used by the tests lives
 in refeval.py.
 """
 
+import itertools
 import math
 import struct
 
@@ -29,6 +37,9 @@ def prod(xs):
         r *= x
     return r
 
+
+# Value ids, unique across all graphs (a region is a Graph of its own).
+_IDS = itertools.count()
 
 _TTYPE_CACHE = {}
 
@@ -85,16 +96,15 @@ class Graph:
         self.nodes = []             # op results, in creation order
         self.args = []              # argument Values, in creation order
         self.consts = {}            # (dtype, key) -> scalar constant Value
-        self._next_id = 0
+        self.outputs = None         # as a region: the Values it returns
 
     # ---------------------------------------------------------------- core
 
     def _new(self, op, shape, dtype, operands=(), attrs=None):
         needs = (op not in _NONDIFF and
                  any(o.needs_grad for o in operands))
-        v = Value(self._next_id, op, shape, dtype, tuple(operands),
+        v = Value(next(_IDS), op, shape, dtype, tuple(operands),
                   attrs or {}, needs)
-        self._next_id += 1
         if op not in ('arg', 'constant'):
             self.nodes.append(v)
         return v
@@ -318,6 +328,43 @@ class Graph:
         return self._new('dynamic_update_slice', x.shape, x.dtype,
                          (x, update) + tuple(starts))
 
+    def dynamic_slice(self, x, starts, sizes):
+        sizes = _ints(sizes)
+        assert len(starts) == len(sizes) == x.rank, (x, starts, sizes)
+        for n, m in zip(x.shape, sizes):
+            assert 0 <= m <= n, (x, sizes)
+        for s in starts:
+            assert s.shape == () and s.dtype == starts[0].dtype
+        return self._new('dynamic_slice', sizes, x.dtype,
+                         (x,) + tuple(starts), {'sizes': sizes})
+
+    # ------------------------------------------------------ control flow
+
+    def block_arg(self, shape, dtype=None):
+        """An argument of this graph used as a region (a loop's iterArg)."""
+        v = self._new('arg', _ints(shape), dtype or self.dtype, (),
+                      {'name': 'iterArg'})
+        self.args.append(v)
+        return v
+
+    def while_loop(self, cond, body, inits):
+        """stablehlo.while over the region graphs cond and body: both take
+        one block_arg per init (same types); cond.outputs is one i1
+        scalar, body.outputs the next values.  Returns (the op, its
+        results); the op has no gradient unless attrs['vjp'] is set."""
+        inits = list(inits)
+        assert len(cond.args) == len(body.args) == len(inits) == \
+            len(body.outputs), (len(cond.args), len(body.args), len(inits))
+        for a, b, v, o in zip(cond.args, body.args, inits, body.outputs):
+            assert a.shape == b.shape == v.shape == o.shape and \
+                a.dtype == b.dtype == v.dtype == o.dtype, (a, b, v, o)
+        c, = cond.outputs
+        assert c.shape == () and c.dtype == 'i1', c
+        w = self._new('while', (), 'tuple', inits,
+                      {'cond': cond, 'body': body})
+        return w, [self._new('result', v.shape, v.dtype, (w,), {'index': k})
+                   for k, v in enumerate(inits)]
+
     # ---------------------------------------------- gather / scatter rows
 
     def gather_rows(self, table, idx):
@@ -381,10 +428,25 @@ class Graph:
         entry of wrt (zeros where loss does not depend on it).
         """
         assert loss.shape == () and loss.dtype in FLOAT_TYPES
-        ct = {loss.id: self.const(1.0, loss.dtype)}
+        return self.vjp([loss], [self.const(1.0, loss.dtype)], wrt)
+
+    def vjp(self, outs, cts, wrt):
+        """Cotangents of the Values in `wrt` given cotangents `cts` of the
+        Values `outs` (distinct); the backward ops go into this graph."""
+        ct = {}
+        for o, c in zip(outs, cts):
+            assert o.id not in ct and c.shape == o.shape, (o, c)
+            ct[o.id] = c
         for node in reversed(self.nodes[:]):
             c = ct.pop(node.id, None)
             if c is None or not node.needs_grad:
+                continue
+            if node.op == 'result':
+                # One result of a multi-result op: its cotangent joins the
+                # op's {result index: cotangent}, handled at the op.
+                d = ct.setdefault(node.operands[0].id, {})
+                k = node.attrs['index']
+                d[k] = c if k not in d else self.add(d[k], c)
                 continue
             need = [o.needs_grad for o in node.operands]
             cts = VJP[node.op](self, node, c, need)
@@ -690,6 +752,182 @@ def _(g, n, ct, need):
 
 
 # ====================================================================
+# Scans: jax.lax.scan over the leading axis, as JAX lowers it
+# ====================================================================
+
+class _Aval:
+    """A shape and element type (what an iterArg is made from)."""
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = shape, dtype
+
+
+def _index(r, i, n):
+    """i < 0 ? i + n : i, the index normalization JAX's dynamic slicing
+    emits for every traced start index (jax.lax.dynamic_index_in_dim)."""
+    neg = r.compare(i, r.const(0, 'i32'), 'LT')
+    return r.select(neg, r.add(i, r.const(n, 'i32')), i)
+
+
+def index_in_dim(r, xs, i):
+    """xs[i] of xs [L, ...] for a traced i: dynamic_slice + reshape."""
+    idx = _index(r, i, xs.shape[0])
+    zero = r.const(0, 'i32')
+    s = r.dynamic_slice(xs, (idx,) + (zero,) * (xs.rank - 1),
+                        (1,) + xs.shape[1:])
+    return r.reshape(s, xs.shape[1:])
+
+
+def update_index_in_dim(r, xs, y, i):
+    """xs with xs[i] = y: broadcast_in_dim to [1, ...] +
+    dynamic_update_slice (jax.lax.dynamic_update_index_in_dim)."""
+    u = r.broadcast_in_dim(y, (1,) + y.shape, range(1, y.rank + 1))
+    idx = _index(r, i, xs.shape[0])
+    zero = r.const(0, 'i32')
+    return r.dynamic_update_slice(xs, u, (idx,) + (zero,) * y.rank)
+
+
+def _copier(r, env):
+    """look(v): the Value of r standing for v of another graph: env[v.id],
+    or v's scalar constant interned in r."""
+    def look(v):
+        if v.op == 'constant':
+            return r.const(v.attrs['value'], v.dtype)
+        return env[v.id]
+    return look
+
+
+def _copy(r, n, look):
+    """Emits op n of another graph into r with its operands mapped."""
+    return r._new(n.op, n.shape, n.dtype,
+                  tuple(look(o) for o in n.operands), dict(n.attrs))
+
+
+def scan(g, body, carry, xs_in, out, init, xs):
+    """y = jax.lax.scan(f, init, xs)[0] for a body f traced once into the
+    Graph `body` on one step's shapes: its args `carry` (requires_grad)
+    and xs_in (one slice of each stacked xs), its result `out` (same type
+    as carry).  Emits into g what jax.jit prints for the scan and, when
+    differentiated, for its transpose:
+
+    forward: one stablehlo.while carrying the counter i, the carry, one
+    zero [L, ...] buffer per residual and the stacked xs (in this order,
+    as recent JAX prints scans); cond `i < L`; the body reads each x[i]
+    with dynamic_slice + reshape, runs f, writes each residual (a value
+    the backward pass reads that changes from step to step) into its
+    buffer with dynamic_update_slice, and returns i + 1.
+
+    backward (built by the while's vjp when g.grad reaches it): a second
+    while carrying the counter, the carry's cotangent, one zero [L, ...]
+    gradient buffer per xs, the residual buffers and the stacked xs it
+    reads; the body works on step L - 1 - i (the counter counts up, the
+    layers are visited in reverse, as JAX's transposed scan does), reads
+    that step's residuals, runs f's backward ops and writes the step's
+    gradients with dynamic_update_slice.  Values of f that depend on
+    neither the carry nor the xs (masks, broadcast constants) are
+    recomputed in the backward body rather than stacked.  Every traced
+    index goes through JAX's `i < 0 ? i + L : i`.  Returns y."""
+    L = xs[0].shape[0]
+    assert len(xs) == len(xs_in) and all(x.shape[0] == L for x in xs)
+    for x, b in zip(xs, xs_in):
+        assert x.shape[1:] == b.shape and x.dtype == b.dtype, (x, b)
+    assert carry.shape == out.shape == init.shape and \
+        carry.dtype == out.dtype == init.dtype, (carry, out, init)
+    fwd = body.nodes[:]
+    ct_in = body.arg('ct', out.shape, out.dtype)
+    grads = body.vjp([out], [ct_in], [carry] + list(xs_in))
+    fwd_ids = set(n.id for n in fwd)
+    xs_pos = {b.id: k for k, b in enumerate(xs_in)}
+    varying = {carry.id} | set(xs_pos)
+    for n in fwd:
+        if any(o.id in varying for o in n.operands):
+            varying.add(n.id)
+    # What the backward ops read of the forward pass.
+    bnodes, _ = live_nodes(body, grads)
+    bnodes = [n for n in bnodes if n.id not in fwd_ids]
+    read = {}
+    for v in [o for n in bnodes for o in n.operands] + grads:
+        if v.id in varying:
+            read[v.id] = v
+    used_xs = sorted(xs_pos[v] for v in read if v in xs_pos)
+    res = sorted((v for v in read.values() if v.id not in xs_pos),
+                 key=lambda v: v.id)      # the carry and forward values
+
+    def iter_args(r, parts):
+        return [[r.block_arg(v.shape, v.dtype) for v in part]
+                for part in parts]
+
+    counter = [_Aval((), 'i32')]
+    # ---- forward loop: (i, carry, residual buffers, stacked xs)
+    stacks_t = [_Aval((L,) + v.shape, v.dtype) for v in res]
+    parts = [counter, [init], stacks_t, xs]
+    fc = Graph(g.dtype)
+    (ci,), _, _, _ = iter_args(fc, parts)
+    fc.outputs = [fc.compare(ci, fc.const(L, 'i32'), 'LT')]
+    fb = Graph(g.dtype)
+    (bi,), (bc,), bs, bx = iter_args(fb, parts)
+    env = {carry.id: bc}
+    for k, b in enumerate(xs_in):
+        env[b.id] = index_in_dim(fb, bx[k], bi)
+    look = _copier(fb, env)
+    for n in fwd:
+        env[n.id] = _copy(fb, n, look)
+    new_stacks = [update_index_in_dim(fb, s, look(v), bi)
+                  for s, v in zip(bs, res)]
+    fb.outputs = [fb.add(bi, fb.const(1, 'i32')), look(out)] + \
+        new_stacks + bx
+    inits = [g.const(0, 'i32'), init] + \
+        [g.zeros(s.shape, s.dtype) for s in stacks_t] + list(xs)
+    w, results = g.while_loop(fc, fb, inits)
+    y = results[1]
+    stacks = results[2:2 + len(res)]
+
+    def vjp(g, node, cts, need):
+        assert set(cts) == {1}, 'scan: only the carry has a gradient'
+        ct_y = cts[1]
+        # (i, the carry's cotangent, gradient buffers, residual buffers,
+        # the stacked xs the backward reads)
+        parts = [counter, [ct_y], xs, stacks, [xs[k] for k in used_xs]]
+        bc_ = Graph(g.dtype)
+        (ci,), _, _, _, _ = iter_args(bc_, parts)
+        bc_.outputs = [bc_.compare(ci, bc_.const(L, 'i32'), 'LT')]
+        bb = Graph(g.dtype)
+        (bi,), (bct,), bg, br, bw = iter_args(bb, parts)
+        rev = bb.sub(bb.sub(bb.const(L, 'i32'), bi), bb.const(1, 'i32'))
+        env = {ct_in.id: bct}
+        for s, v in zip(br, res):
+            env[v.id] = index_in_dim(bb, s, rev)
+        for j, k in enumerate(used_xs):
+            env[xs_in[k].id] = index_in_dim(bb, bw[j], rev)
+        look = _copier(bb, env)
+        for n in fwd:                  # loop-invariant values: recompute
+            if n.id not in varying:
+                env[n.id] = _copy(bb, n, look)
+        for n in bnodes:
+            env[n.id] = _copy(bb, n, look)
+        gx = look(grads[0])
+        new_g = [update_index_in_dim(bb, s, look(d), rev)
+                 for s, d in zip(bg, grads[1:])]
+        bb.outputs = [bb.add(bi, bb.const(1, 'i32')), gx] + new_g + br + bw
+        binits = [g.const(0, 'i32'), ct_y] + \
+            [g.zeros(x.shape, x.dtype) for x in xs] + stacks + parts[4]
+        _, bres = g.while_loop(bc_, bb, binits)
+        # Cotangents of the forward while's operands: i, init, buffers, xs.
+        op_cts = [None, bres[1]] + [None] * len(stacks) + \
+            list(bres[2:2 + len(xs)])
+        return [c if nd else None for c, nd in zip(op_cts, need)]
+
+    w.attrs['vjp'] = vjp
+    return y
+
+
+@_vjp('while')
+def _(g, n, ct, need):
+    assert 'vjp' in n.attrs, 'while: no gradient rule'
+    return n.attrs['vjp'](g, n, ct, need)
+
+
+# ====================================================================
 # Text emission
 # ====================================================================
 
@@ -873,6 +1111,12 @@ def _(n, N):
         ', '.join(N(o) for o in n.operands), _sig(n))
 
 
+@_f('dynamic_slice')
+def _(n, N):
+    return 'stablehlo.dynamic_slice %s, sizes = %s : %s' % (
+        ', '.join(N(o) for o in n.operands), _lst(n.attrs['sizes']), _sig(n))
+
+
 def _row_dims(table, idx):
     k = idx.rank - 1
     rest = table.rank - 1
@@ -895,7 +1139,7 @@ def _(n, N):
 
 
 @_f('scatter')
-def _(n, N, region=None):
+def _(n, N, region=None, ind='    '):
     operand, idx, upd = n.operands
     k, window = _row_dims(operand, idx)
     parts = []
@@ -908,11 +1152,12 @@ def _(n, N, region=None):
     st = ttype((), n.dtype)
     return ('"stablehlo.scatter"(%s, %s, %s) <{scatter_dimension_numbers = '
             '#stablehlo.scatter<%s>}> ({\n'
-            '    ^bb0(%s: %s, %s: %s):\n'
-            '      %s = stablehlo.add %s, %s : %s\n'
-            '      stablehlo.return %s : %s\n'
-            '    }) : %s' % (N(operand), N(idx), N(upd), ', '.join(parts),
-                             a0, st, a1, st, r, a0, a1, st, r, st, _sig(n)))
+            '%s^bb0(%s: %s, %s: %s):\n'
+            '%s  %s = stablehlo.add %s, %s : %s\n'
+            '%s  stablehlo.return %s : %s\n'
+            '%s}) : %s' % (N(operand), N(idx), N(upd), ', '.join(parts),
+                           ind, a0, st, a1, st, ind, r, a0, a1, st, ind, r, st,
+                           ind, _sig(n)))
 
 
 def _conv_dims(spec, letters):
@@ -959,6 +1204,90 @@ def live_nodes(graph, outputs):
     return out, live
 
 
+def _const_name(counters, prefix):
+    """The next name for prefix: %prefix, %prefix_0, %prefix_1 ..."""
+    k = counters.get(prefix, -1)
+    counters[prefix] = k + 1
+    return '%' + prefix + ('' if k < 0 else '_%d' % k)
+
+
+def _emit_block(graph, outs, names, counters, num0, next_arg, ind):
+    """The lines of the ops of graph that outs depend on (constants
+    first), numbered from %num0, indented by ind; nested regions (a
+    scatter's body, a while's cond and body) are numbered after all of
+    this block's values and their block arguments %argN from next_arg,
+    as MLIR prints them.  names (id -> text) and counters are updated."""
+    nodes, live = live_nodes(graph, outs)
+    lines = []
+    for key in graph.consts:
+        c = graph.consts[key]
+        if c.id not in live:
+            continue
+        nm = _const_name(counters, 'cst' if c.dtype in FLOAT_TYPES else 'c')
+        names[c.id] = nm
+        v = c.attrs['value']
+        lit = fmt_float(v, c.dtype) if c.dtype in FLOAT_TYPES else (
+            ('true' if v else 'false') if c.dtype == 'i1' else str(v))
+        lines.append('%s%s = stablehlo.constant dense<%s> : %s' % (
+            ind, nm, lit, c.type))
+    num = num0
+    for n in nodes:
+        if n.op in ('stop_gradient', 'result'):
+            continue
+        names[n.id] = '%%%d' % num
+        num += 1
+    for n in nodes:
+        if n.op == 'stop_gradient':
+            names[n.id] = names[n.operands[0].id]
+        elif n.op == 'result':
+            names[n.id] = '%s#%d' % (names[n.operands[0].id],
+                                     n.attrs['index'])
+
+    def NN(v):
+        return names[v.id]
+    region = ('%%arg%d' % next_arg, '%%arg%d' % (next_arg + 1), '%%%d' % num)
+    for n in nodes:
+        if n.op in ('stop_gradient', 'result'):
+            continue
+        if n.op == 'while':
+            body = _fmt_while(n, names, counters, num, next_arg, ind)
+        elif n.op == 'scatter':
+            body = _FMT[n.op](n, NN, region, ind)
+        else:
+            body = _FMT[n.op](n, NN)
+        res = names[n.id]
+        if n.op == 'while':
+            res += ':%d' % len(n.operands)
+        lines.append('%s%s = %s' % (ind, res, body))
+    return lines
+
+
+def _fmt_while(n, names, counters, num, next_arg, ind):
+    """`stablehlo.while(%iterArg = %x, ...) : types cond {...} do {...}`
+    (the text after `%N:k = `); both regions name their block arguments
+    %iterArg, %iterArg_0 ... and number their values from %num."""
+    cond, body = n.attrs['cond'], n.attrs['body']
+    inner = dict(counters)
+    arg_names = [_const_name(inner, 'iterArg') for _ in n.operands]
+    out = ['stablehlo.while(%s) : %s' % (
+        ', '.join('%s = %s' % (a, names[o.id])
+                  for a, o in zip(arg_names, n.operands)),
+        ', '.join(o.type for o in n.operands))]
+    for word, r in (('%s cond {' % ind, cond), ('%s} do {' % ind, body)):
+        rn = dict(names)
+        for a, nm in zip(r.args, arg_names):
+            rn[a.id] = nm
+        lines = _emit_block(r, r.outputs, rn, dict(inner), num, next_arg,
+                            ind + '  ')
+        lines.append('%s  stablehlo.return %s : %s' % (
+            ind, ', '.join(rn[v.id] for v in r.outputs),
+            ', '.join(v.type for v in r.outputs)))
+        out.append(word)
+        out += lines
+    out.append('%s}' % ind)
+    return '\n'.join(out)
+
+
 def emit(graph, args, results, module='jit_train_step'):
     """Print the graph as a StableHLO module with one public @main.
 
@@ -967,52 +1296,15 @@ def emit(graph, args, results, module='jit_train_step'):
     results: list of (Value, result_info).  Returns the text.
     """
     outs = [v for v, _ in results]
-    nodes, live = live_nodes(graph, outs)
     names = {}
     for i, a in enumerate(args):
         assert a.op == 'arg'
         names[a.id] = '%%arg%d' % i
     # Scalar constants first, named as MLIR names them (%cst, %c ...).
-    counters = {}
-    lines = []
-    for key in graph.consts:
-        c = graph.consts[key]
-        if c.id not in live:
-            continue
-        prefix = 'cst' if c.dtype in FLOAT_TYPES else 'c'
-        k = counters.get(prefix, -1)
-        counters[prefix] = k + 1
-        nm = '%' + prefix + ('' if k < 0 else '_%d' % k)
-        names[c.id] = nm
-        v = c.attrs['value']
-        lit = fmt_float(v, c.dtype) if c.dtype in FLOAT_TYPES else (
-            ('true' if v else 'false') if c.dtype == 'i1' else str(v))
-        lines.append('    %s = stablehlo.constant dense<%s> : %s' % (
-            nm, lit, c.type))
-    num = 0
-    for n in nodes:
-        if n.op == 'stop_gradient':
-            continue
-        names[n.id] = '%%%d' % num
-        num += 1
-    for n in nodes:
-        if n.op == 'stop_gradient':
-            names[n.id] = names[n.operands[0].id]
-    N = names.__getitem__
+    lines = _emit_block(graph, outs, names, {}, 0, len(args), '    ')
 
     def NN(v):
         return names[v.id]
-    region = ('%%arg%d' % len(args), '%%arg%d' % (len(args) + 1),
-              '%%%d' % num)
-    for n in nodes:
-        if n.op == 'stop_gradient':
-            continue
-        f = _FMT[n.op]
-        if n.op == 'scatter':
-            body = f(n, NN, region)
-        else:
-            body = f(n, NN)
-        lines.append('    %s = %s' % (N(n.id), body))
     arg_txt = []
     for i, a in enumerate(args):
         attr = ''

@@ -6,9 +6,14 @@ checks that each %name is defined before use (once), that the operand
 types in the op's signature are the types the names were defined with,
 and re-derives the result type from the operands and the printed
 attributes (dot_general, broadcast_in_dim, reduce, transpose, reshape,
-slice, pad, concatenate, gather, scatter, convolution ...).  It also
-checks the function header: tf.aliasing_output targets have the
-argument's type, the return types equal the declared result types.
+slice, pad, concatenate, gather, scatter, convolution, dynamic_slice ...).
+A stablehlo.while is checked as a unit: operand types, iterArg names,
+each region in its own scope (names defined there are not visible after
+it; sibling regions may reuse them; values numbered after all of the
+enclosing block's), cond returning one i1, body returning the carried
+types, results %N#k.  It also checks the function header:
+tf.aliasing_output targets have the argument's type, the return types
+equal the declared result types.
 
     shlo_check.py FILE...      prints `FILE: ok (N ops)` or the errors.
 """
@@ -204,6 +209,17 @@ def infer(op, body, ins, res):
                       for n, l, h, i in zip(xs, lo, hi, it))
         E(res == (shape, xd), 'pad result')
         return
+    if op == 'dynamic_slice':
+        (xs, xd) = ins[0]
+        sizes = attr(body, 'sizes')
+        E(len(sizes) == len(xs) and all(0 <= m <= n for m, n in
+                                        zip(sizes, xs)), 'dynamic_slice sizes')
+        E(len(ins) - 1 == len(xs) and all(t == ins[1] and t[0] == () and
+                                          t[1] in ('i32', 'i64')
+                                          for t in ins[1:]),
+          'dynamic_slice indices')
+        E(res == (tuple(sizes), xd), 'dynamic_slice result')
+        return
     if op == 'dynamic_update_slice':
         (xs, xd), (us, ud) = ins[:2]
         E(res == (xs, xd) and ud == xd and len(us) == len(xs), 'dus types')
@@ -341,41 +357,71 @@ def check(text):
             E(res_types[alias] == t, 'alias type mismatch: ' + loc)
             E(alias not in aliased, 'result aliased twice')
             aliased.add(alias)
-    nops = 0
-    next_num = 0
-    used = set()
-    i = 2
-    returned = False
-    while i < len(lines):
+    st = {'nops': 0, 'used': set()}
+    i, types, _ = _check_block(lines, 2, '    ', env, st, True)
+    E(types == res_types, 'return types %s, declared %s' % (types, res_types))
+    E(lines[i:] == ['  }', '}', ''], 'text after the return')
+    unused = [loc for (loc, _, _), k in zip(arg_info, range(len(arg_info)))
+              if '%%arg%d' % k not in st['used']]
+    return {'ops': st['nops'], 'args': len(arg_info),
+            'results': len(res_types),
+            'arg_locs': [a[0] for a in arg_info],
+            'aliases': [a[2] for a in arg_info],
+            'result_infos': [r[1] for r in results], 'unused_args': unused}
+
+
+def _check_block(lines, i, ind, env, st, is_main):
+    """Checks one block: the op lines from lines[i] on, each indented by
+    exactly ind, up to its terminator (`return` in main, `stablehlo.return`
+    in a region).  env maps the visible names to types; names defined here
+    are added to it (a region gets a copy, so siblings may reuse names).
+    Values are numbered %0, %1 ... in main and consecutively from the first
+    number in a region; regions nested here must start numbering after all
+    of this block's values, as MLIR prints them.  st holds the op count
+    and the used names.  Returns (index after the terminator, the returned
+    types, the first number defined here or None)."""
+    E = _expect
+    first = 0 if is_main else None
+    count = 0
+    child_firsts = []
+    while True:
+        E(i < len(lines), 'block not terminated')
         line = lines[i]
         i += 1
-        if not line.strip():
-            continue
-        if line == '  }' or line == '}':
-            continue
-        E(line.startswith('    ') and not line.startswith('     '),
+        E(line.startswith(ind) and not line.startswith(ind + ' '),
           'indentation: %r' % line[:60])
         s = line.strip()
-        if s.startswith('return '):
-            names_part, types_part = s[len('return '):].split(' : ', 1)
+        if s.startswith('return ') or s.startswith('stablehlo.return '):
+            E(s.startswith('return ') == is_main,
+              'terminator %r in the wrong place' % s.split(' ')[0])
+            names_part, types_part = s.split(' ', 1)[1].split(' : ', 1)
             names = [n.strip() for n in names_part.split(',')]
             types = [parse_type(t) for t in split_top(types_part)]
-            E(len(names) == len(types) == len(res_types), 'return arity')
-            for n, t, rt in zip(names, types, res_types):
-                E(n in env and env[n] == t == rt, 'return type of %s' % n)
-                used.add(n)
-            nops += 1
-            returned = True
-            continue
-        E(not returned, 'op after return')
-        m = re.match(r'(%[A-Za-z0-9_]+) = (.*)$', s)
+            E(len(names) == len(types), 'return arity')
+            for n, t in zip(names, types):
+                E(n in env and env[n] == t, 'return type of %s' % n)
+                st['used'].add(n)
+            st['nops'] += 1
+            for c in child_firsts:
+                E(c == (first or 0) + count,
+                  'region numbered from %%%d, not after its parent\'s %d '
+                  'values' % (c, count))
+            return i, types, first
+        m = re.match(r'(%[A-Za-z0-9_]+)(?::(\d+))? = (.*)$', s)
         E(m, 'not an op line: %r' % s[:60])
-        name, rest = m.groups()
+        name, nres, rest = m.groups()
         E(name not in env, 'redefinition of %s' % name)
         if re.fullmatch(r'%\d+', name):
-            E(int(name[1:]) == next_num, 'numbering: %s' % name)
-            next_num += 1
-        region_names = {}
+            if first is None:
+                first = int(name[1:])
+            E(int(name[1:]) == first + count, 'numbering: %s' % name)
+            count += 1
+        E((nres is None) == (not rest.startswith('stablehlo.while(')),
+          '%s: result count' % name)
+        if nres is not None:
+            i = _check_while(lines, i, ind, env, st, name, int(nres), rest,
+                             child_firsts)
+            continue
         if rest.startswith('"stablehlo.'):
             op = rest[len('"stablehlo.'):rest.index('"', 1)]
             if op == 'scatter':
@@ -396,31 +442,32 @@ def check(text):
                 E(ret == 'stablehlo.return %s : %s' % (mm2.group(1),
                                                        mm2.group(4)),
                   'scatter return')
-                region_names[mm2.group(1)] = True
+                child_firsts.append(int(mm2.group(1)[1:]))
                 close = lines[i + 3].strip()
                 E(close.startswith('}) : '), 'scatter close')
                 sig = close[len('}) : '):]
                 i += 4
-                nops += 3          # scatter, the add and stablehlo.return
+                st['nops'] += 3    # scatter, the add and stablehlo.return
                 body = rest
                 ops_part = rest[rest.index('(') + 1:rest.index(')')]
                 scal = parse_type(mm.group(2))
             else:
                 body, sig = rest.rsplit(' : ', 1)
                 ops_part = rest[rest.index('(') + 1:rest.index(')')]
-                nops += 1
+                st['nops'] += 1
         else:
             mm = re.match(r'stablehlo\.([a-z_]+)', rest)
             E(mm, 'unknown op text %r' % rest[:40])
             op = mm.group(1)
             body, sig = rest.rsplit(' : ', 1)
             ops_part = body[len(mm.group(0)):]
-            nops += 1
+            st['nops'] += 1
         operands = _NAME.findall(ops_part) if op != 'constant' else []
         ins, res = parse_sig(sig)
         for n in operands:
-            E(n in env, 'use of undefined %s in %s' % (n, name))
-            used.add(n)
+            E(n in env and not isinstance(env[n], list),
+              'use of undefined %s in %s' % (n, name))
+            st['used'].add(n)
         if ins is None:                    # short form: all types equal res
             ins = [res] * len(operands)
         elif isinstance(ins, tuple) and ins[0] == 'select':
@@ -437,13 +484,51 @@ def check(text):
         except CheckError as e:
             raise CheckError('%s (%s): %s' % (name, op, e))
         env[name] = res
-    E(returned, 'no return')
-    unused = [loc for (loc, _, _), k in zip(arg_info, range(len(arg_info)))
-              if '%%arg%d' % k not in used]
-    return {'ops': nops, 'args': len(arg_info), 'results': len(res_types),
-            'arg_locs': [a[0] for a in arg_info],
-            'aliases': [a[2] for a in arg_info],
-            'result_infos': [r[1] for r in results], 'unused_args': unused}
+
+
+def _check_while(lines, i, ind, env, st, name, k, rest, child_firsts):
+    """`%N:k = stablehlo.while(%iterArg = %x, ...) : T1, ..., Tk`, then
+    ` cond {` (returns one i1), `} do {` (returns T1 ... Tk), `}`: the
+    operands have the declared types, the iterArgs are new names, and the
+    results %N#0 ... %N#k-1 get the types.  Returns the index after it."""
+    E = _expect
+    hdr = rest[len('stablehlo.while('):]
+    depth = 0
+    for close, ch in enumerate(hdr):
+        depth += ch in '(<[{'
+        depth -= ch in ')>]}'
+        if depth < 0:
+            break
+    E(depth < 0 and hdr[close + 1:].startswith(' : '), 'while header')
+    pairs = split_top(hdr[:close])
+    types = [parse_type(t) for t in split_top(hdr[close + 4:])]
+    E(len(pairs) == len(types) == k, '%s: %d results, %d operands, %d types'
+      % (name, k, len(pairs), len(types)))
+    iter_names = []
+    for p, t in zip(pairs, types):
+        a, _, v = p.partition(' = ')
+        E(v in env and env[v] == t, '%s: while operand %s has type %s, '
+          'declared %s' % (name, v, env.get(v), t))
+        st['used'].add(v)
+        E(re.fullmatch(r'%iterArg(_\d+)?', a) and a not in env and
+          a not in iter_names, '%s: bad or repeated iterArg %s' % (name, a))
+        iter_names.append(a)
+    for word, want in ((' cond {', [((), 'i1')]), ('} do {', types)):
+        E(lines[i] == ind + word, '%s: expected %r' % (name, ind + word))
+        renv = dict(env)
+        renv.update(zip(iter_names, types))
+        i, got, first = _check_block(lines, i + 1, ind + '  ', renv, st,
+                                     False)
+        E(got == want, '%s: region returns %s, expected %s' % (
+            name, got, want))
+        if first is not None:
+            child_firsts.append(first)
+    E(lines[i] == ind + '}', '%s: while not closed' % name)
+    st['nops'] += 1
+    env[name] = list(types)          # the op itself: only %N#j are values
+    for j, t in enumerate(types):
+        env['%s#%d' % (name, j)] = t
+    return i + 1
 
 
 def main(argv):

@@ -9,9 +9,13 @@ Run from the repository root:
 - the KV-cache decode step against the full-sequence forward pass;
 - every model/config generates, passes shlo_check, has the documented
   argument/result counts, names, order and aliasing;
+- the scanned transformer (scan=1) computes exactly what the unrolled one
+  computes, has its layers' weights stacked and its blocks once, and the
+  texts without scan=1 are unchanged;
 - output is deterministic; the CLI's errors exit with status 2.
 """
 
+import hashlib
 import os
 import random
 import re
@@ -37,6 +41,7 @@ ALLOWED_OPS = {
     'reverse', 'gather', 'scatter', 'convolution', 'dynamic_update_slice',
     'return',
 }
+SCAN_OPS = {'while', 'dynamic_slice'}     # transformer scan=1 only
 
 
 def run_cli(*args, env=None):
@@ -374,6 +379,233 @@ class GenerateTest(unittest.TestCase):
         self.assertEqual(f(0.999, 'f32'), '9.990000e-01')
 
 
+# sha256 of the text of every model/config (and one override) as printed
+# before scanned layers existed: without scan=1 the zoo's output must not
+# change by a byte.  A deliberate change to a model updates these.
+DIGESTS = {
+    ('transformer', 't32', ()):
+    '8e7dd0b623218a26ae764e1c4b3a1978eac349738c40052ee987eae06b233a6b',
+    ('transformer', 't48', ()):
+    '9e867f38ee8be8f88bb131c8fc23537ddc92fd10a40ee9365f34010a736a4eb4',
+    ('transformer', 'small', ()):
+    '55835d5b12a32adf909d7c12523e77eff3e6ff817ca0e03bb71142aeae9c1101',
+    ('transformer', 'tiny', ()):
+    '04a11aa01bd403ffe0b8ccb7dd57d505acaa246068394566262b40c279b8d483',
+    ('transformer', 'tiny', ('dtype=bf16', 'layers=3')):
+    '80f7e76ee3e175608751143055c18632b6d3abb6b0d270e7bcd58981d51da3c5',
+    ('transformer_infer', 'it32', ()):
+    '7feaade854b0a52a1e32a3a0558fd464207fca54e64cf931e6bb2b53cd0c726b',
+    ('transformer_infer', 'small', ()):
+    '547e8a89fec31fd9aabb1309e3d299d56ff91fbd3000c16f4c156d17d0ed8448',
+    ('transformer_infer', 'tiny', ()):
+    '6d9819af5f044ac575162627e84e787bfd0db71ee06251fb73877ef39e9b2908',
+    ('unet', 'paper', ()):
+    '7e148e9cbe80152f659662596c832e32b0cf1f25f009c2667ee1979202cb5f6c',
+    ('unet', 'tiny', ()):
+    '7acf5b7af7c0d97a18c48b0900a460bb1075b9462e8d5d82bc7214d5b3efca5b',
+    ('gns', 'paper', ()):
+    'f2b5b1b8080e23af1cf394619c4534847cc69567020134e02ee1040f81357835',
+    ('gns', 'tiny', ()):
+    '93a00c0d9b27e9df0dc1e8329362be1ed16f5d9c4456164de548cc68e4aa00bf',
+    ('mlp', 'small', ()):
+    '71a32cd371487f21480478878682a596b91f7eb9ae4ab61fd0b347cf9b9fb46a',
+    ('mlp', 'tiny', ()):
+    '061081b80933f90b0b45483e3d23cb72a5a7713b09d88544b9589203ab2509cd',
+}
+
+BLOCK_KEYS = ["['ln1']['scale']", "['ln1']['bias']", "['attn']['w_qkv']",
+              "['attn']['w_out']", "['ln2']['scale']", "['ln2']['bias']",
+              "['mlp']['w_up']", "['mlp']['b_up']", "['mlp']['w_down']"]
+
+
+def unstack_name(name, layer):
+    """params['blocks'][...] -> params['block_<layer>'][...] (any prefix:
+    params, grads, opt_state.mu/nu)."""
+    return name.replace("['blocks']", "['block_%d']" % layer, 1)
+
+
+class ScanTest(unittest.TestCase):
+    """transformer scan=1: the layers stacked and run by while loops."""
+
+    def test_equivalent_to_unrolled(self):
+        # The same model: loss, every gradient (unstacked), the updated
+        # parameters and moments and the step agree with the unrolled one
+        # on the same weights (stacked), in float64 with refeval.  Three
+        # layers as well, so that a wrong layer order cannot hide.
+        for layers in (2, 3):
+            with self.subTest(layers=layers):
+                self.check_equivalent(['dtype=f64', 'layers=%d' % layers])
+
+    def check_equivalent(self, overrides):
+        cfg = models.make_config('transformer', 'tiny', overrides)
+        unrolled = models.build('transformer', cfg)
+        scanned = models.build('transformer', dict(cfg, scan=1))
+        L = cfg['layers']
+        rng = random.Random(11)
+        ins = random_inputs(unrolled, cfg, 'transformer', rng)
+        by_name = {a.attrs['name']: ins[a.id][1] for a in unrolled.args}
+
+        def stacked(name):
+            if "['blocks']" not in name:
+                return by_name[name]
+            return [x for i in range(L)
+                    for x in by_name[unstack_name(name, i)]]
+        sins = {a.id: (a.shape, stacked(a.attrs['name']))
+                for a in scanned.args}
+        self.assertEqual(len(sins), len(scanned.args))
+        outs = refeval.evaluate(unrolled.graph, ins,
+                                [v for v, _ in unrolled.results])
+        ref = {info: o[1] for (_, info), o in zip(unrolled.results, outs)}
+        souts = refeval.evaluate(scanned.graph, sins,
+                                 [v for v, _ in scanned.results])
+        self.assertEqual(len(souts), 1 + 4 * (1 + 9) + 1)
+        checked = 0
+        for (v, info), (_, got) in zip(scanned.results, souts):
+            if "['blocks']" in info:
+                want = [x for i in range(L)
+                        for x in ref[unstack_name(info, i)]]
+            else:
+                want = ref[info]
+            self.assertEqual(len(got), len(want), info)
+            scale = max([1.0] + [abs(x) for x in want])
+            err = max(abs(a - b) for a, b in zip(got, want))
+            self.assertLessEqual(err, 1e-12 * scale, info)
+            checked += len(got)
+        # every unrolled result element was compared exactly once
+        self.assertEqual(checked, sum(len(o[1]) for o in outs))
+        self.assertNotEqual(ref['[0]'][0], 0.0)
+
+    def test_t32_layout(self):
+        cfg, built, text, info = generated('transformer', 't32', ('scan=1',))
+        self.assertEqual(len(built.params), 10)
+        self.check_stacked_layout(info, built, 32)
+        shapes = {p: v.shape for p, v in built.params}
+        self.assertEqual(shapes["['blocks']['attn']['w_qkv']"],
+                         (32, 4096, 3, 32, 128))
+        self.assertEqual(shapes["['blocks']['attn']['w_out']"],
+                         (32, 32, 128, 4096))
+        self.assertEqual(shapes["['blocks']['mlp']['w_up']"],
+                         (32, 4096, 16384))
+        self.assertEqual(shapes["['blocks']['mlp']['b_up']"], (32, 16384))
+        self.assertEqual(shapes["['blocks']['ln1']['scale']"], (32, 4096))
+        # the same parameters as the unrolled model, stacked
+        _, unrolled, _, _ = generated('transformer', 't32')
+        self.assertEqual(
+            sum(shlo.prod(v.shape) for _, v in built.params),
+            sum(shlo.prod(v.shape) for _, v in unrolled.params))
+        # two loops of 32 trips: the forward one counts i up to 32 and
+        # reads each stacked weight at i; the backward one visits layer
+        # 32 - i - 1 and writes the 9 stacked gradients
+        self.assertEqual(text.count(' = stablehlo.while('), 2)
+        cond = ('     cond {\n'
+                '      %c_1 = stablehlo.constant dense<32> : tensor<i32>\n'
+                '      %330 = stablehlo.compare  LT, %iterArg, %c_1,  SIGNED'
+                ' : (tensor<i32>, tensor<i32>) -> tensor<i1>\n'
+                '      stablehlo.return %330 : tensor<i1>\n'
+                '    } do {\n')
+        self.assertEqual(text.count(cond), 2)
+        fwd, bwd = text.split(' = stablehlo.while(')[1:]
+        rev = re.compile(r'stablehlo\.subtract %c_\d+, %iterArg : ')
+        self.assertEqual(len(rev.findall(bwd)), 1)
+        self.assertEqual(len(rev.findall(fwd)), 0)
+        self.assertEqual(fwd.split('\n    }\n')[0].count(
+            'stablehlo.dynamic_slice %iterArg_'), 9)
+        body = bwd.split('} do {')[1].split('\n    }\n')[0]
+        self.assertEqual(body.count('stablehlo.dynamic_update_slice'), 9)
+        # Adam on the stacked parameters and moments
+        self.assertIn('tensor<32x4096x16384xf32> {jax.result_info = '
+                      '"opt_state.nu[\'blocks\'][\'mlp\'][\'w_up\']"}', text)
+
+    def check_stacked_layout(self, info, built, L):
+        paths = ["['embed']"] + ["['blocks']" + k for k in BLOCK_KEYS]
+        GenerateTest.check_train_layout(
+            self, info, paths, ["batch['inputs']", "batch['targets']"])
+        for p, v in built.params[1:]:
+            self.assertEqual(v.shape[0], L, p)
+
+    def test_configs(self):
+        # every transformer config (and bf16) generates, checks, parses the
+        # documented names, and its op count does not grow with the layers
+        counts = set()
+        for config in models.MODELS['transformer'][2]:
+            for extra in ((), ('dtype=bf16',)):
+                with self.subTest(config=config, extra=extra):
+                    cfg, built, text, info = generated(
+                        'transformer', config, ('scan=1',) + extra)
+                    self.assertEqual(info['ops'], shlo.count_ops(text))
+                    self.assertEqual(info['unused_args'], [])
+                    ops = set(re.findall(r'(?:= |")stablehlo\.([a-z_]+)',
+                                         text))
+                    self.assertLessEqual(ops, ALLOWED_OPS | SCAN_OPS)
+                    self.assertLessEqual(SCAN_OPS, ops)
+                    self.check_stacked_layout(info, built, cfg['layers'])
+                    counts.add(info['ops'])
+        self.assertEqual(len(counts), 1, counts)
+
+    def test_op_counts(self):
+        # The block is emitted once: the compute ops of the scanned model
+        # are those of a one-layer unrolled model, and the whole text is
+        # far smaller than the unrolled one.
+        kinds = ('dot_general', 'reduce', 'exponential', 'tanh', 'rsqrt',
+                 'log', 'divide', 'gather', 'scatter', 'sqrt', 'power')
+        for config in ('tiny', 't32', 't48'):
+            with self.subTest(config=config):
+                cfg, _, scan_text, sinfo = generated('transformer', config,
+                                                     ('scan=1',))
+                _, _, one_text, _ = generated('transformer', config,
+                                              ('layers=1',))
+                _, _, full_text, finfo = generated('transformer', config)
+                for k in kinds:
+                    pat = re.compile(r'(?:= |")stablehlo\.%s\b' % k)
+                    self.assertEqual(len(pat.findall(scan_text)),
+                                     len(pat.findall(one_text)), k)
+                L = cfg['layers']
+                per_layer = (finfo['ops'] - shlo.count_ops(one_text)) / \
+                    (L - 1)
+                # the loops hold one block plus the slicing and stacking
+                self.assertLess(sinfo['ops'], 3 * per_layer +
+                                shlo.count_ops(one_text))
+                if L >= 32:
+                    self.assertLess(sinfo['ops'] * 10, finfo['ops'])
+
+    def test_unchanged_without_scan(self):
+        for (model, config, extra), digest in DIGESTS.items():
+            with self.subTest(model=model, config=config, extra=extra):
+                text = generated(model, config, extra)[2]
+                self.assertEqual(hashlib.sha256(text.encode()).hexdigest(),
+                                 digest)
+        for config in models.MODELS['transformer'][2]:
+            self.assertEqual(generated('transformer', config, ('scan=0',))[2],
+                             generated('transformer', config)[2])
+
+    def test_checker_rejects_bad_loops(self):
+        cfg, built, text, info = generated('transformer', 'tiny', ('scan=1',))
+        fwd = text.index(' = stablehlo.while(')
+        bad = [
+            # the body returns a wrong type for the counter
+            text.replace('stablehlo.return %590,', 'stablehlo.return %589,',
+                         1),
+            # a slice of the wrong size
+            text.replace('sizes = [1, 16]', 'sizes = [1, 15]', 1),
+            # the cond returns a non-boolean
+            text.replace('stablehlo.return %330 : tensor<i1>',
+                         'stablehlo.return %c_1 : tensor<i32>', 1),
+            # a body value used after the loop
+            text.replace('%30 = stablehlo.reduce(%29#1 ',
+                         '%30 = stablehlo.reduce(%454 ', 1),
+            # region numbered as if it continued the parent
+            text[:fwd] + text[fwd:].replace('%330 =', '%329 =', 1)
+            .replace('return %330 :', 'return %329 :', 1),
+            # an iterArg that shadows a name of main
+            text.replace('%iterArg_1 = %2,', '%c = %2,', 1),
+        ]
+        for k, b in enumerate(bad):
+            with self.subTest(k=k):
+                self.assertNotEqual(b, text)
+                with self.assertRaises(shlo_check.CheckError):
+                    shlo_check.check(b)
+
+
 class CliTest(unittest.TestCase):
     def test_deterministic(self):
         env = dict(os.environ)
@@ -407,6 +639,10 @@ class CliTest(unittest.TestCase):
                      ['transformer', '--config', 'tiny', 'layers=x'],
                      ['transformer', '--config', 'tiny', 'layers=0'],
                      ['transformer', '--config', 'tiny', 'dtype=i8'],
+                     ['transformer', '--config', 'tiny', 'scan=2'],
+                     ['transformer', '--config', 'tiny', 'scan=yes'],
+                     ['transformer_infer', '--config', 'tiny', 'scan=1'],
+                     ['mlp', '--config', 'tiny', 'scan=1'],
                      ['unet', '--config', 'tiny', 'heads=3'],
                      ['transformer'],
                      ['transformer', '--config', 'tiny', '-o',
@@ -442,6 +678,26 @@ class CliTest(unittest.TestCase):
         for model, config in all_configs():
             self.assertIn(model.encode(), r.stdout)
             self.assertIn(config.encode(), r.stdout)
+        lines = r.stdout.decode().split('\n')
+        self.assertIn('scan=1', lines[0])     # transformer: what scan=1 does
+        for line in lines:
+            if line.startswith('  t32 ') and 'seq=2048' in line:
+                self.assertTrue(line.endswith('scan=0'), line)
+
+    def test_scan_cli(self):
+        r = run_cli('transformer', '--config', 't32', 'scan=1', '--stats')
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(b'param_tensors=10 param_bytes=26298286080', r.stdout)
+        env = dict(os.environ)
+        outs = []
+        for seed in ('1', '2'):
+            env['PYTHONHASHSEED'] = seed
+            r = run_cli('transformer', '--config', 'tiny', 'scan=1', env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            outs.append(r.stdout)
+        self.assertEqual(outs[0], outs[1])
+        self.assertEqual(outs[0].decode(),
+                         generated('transformer', 'tiny', ('scan=1',))[2])
 
 
 if __name__ == '__main__':
