@@ -10,7 +10,9 @@
  * all_gather, all_to_all, dynslice and at most one collective_permute.  One
  * redistribution per distinct (value, needed layout).  Arguments arrive and
  * results leave in their layouts; a result tied to a donated argument
- * (tf.aliasing_output) leaves in that argument's layout.
+ * (tf.aliasing_output) leaves in that argument's layout.  What goes where
+ * is decided by the lowering plan (plan.c), which the cost model's fast
+ * scorer reads too; this file builds the IR the plan describes.
  *
  * The output follows the SPMD contract other tools read: module attributes
  * mhlo.num_partitions and autopart.mesh ("batch=4,model=2"), and
