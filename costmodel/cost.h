@@ -314,4 +314,43 @@ int cost_report_json(const cost_report *r, ap_buf *out);
 /* The text of one note bit ("no autopart.mesh: ..."). */
 const char *cost_note_text(unsigned note);
 
+/* ========================================================= state scoring */
+
+/*
+ * The fast scorer: the report cost_estimate gives the SPMD lowering
+ * (ir_lower) of a partition state, computed from the state itself - each
+ * op's flops and bytes from the local types its loop nest implies, the
+ * collectives and their bytes from the lowering plan ir_lower emits - and
+ * updated incrementally from the last state scored.  It is the same model
+ * (the same per-op formulas, fusion, collective formulas, live-range walk
+ * and evaluation), held equal to the lowered report by test_score; only the
+ * slowest ops are named by the ops the lowering inserts them for.
+ *
+ * A scorer is used by one thread at a time; make one per thread.
+ */
+typedef struct cost_scorer cost_scorer;
+
+/* A scorer of states of ctx on dev, with the axis tiers of `mesh` (NULL: the
+ * default tiers) and `opts` (NULL: defaults).  Fails with AP_EUNSUPPORTED
+ * for functions with ops the fast path does not cover (loops, conditionals,
+ * calls, ops of other dialects holding regions, regions capturing outer
+ * values, collectives in the program itself): score those with ir_lower +
+ * cost_estimate.  Free with cost_scorer_free. */
+int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh *mesh, const cost_options *opts,
+                    cost_scorer **out, ap_error *err);
+void cost_scorer_free(cost_scorer *s);
+/* The report of p's lowering.  Fails as ir_lower fails on p. */
+int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, ap_error *err);
+
+/* What is live at the peak of the last state scored. */
+enum { COST_PEAK_ARGUMENT, COST_PEAK_RESULT, COST_PEAK_COPY, COST_PEAK_OTHER };
+typedef struct cost_peak_value {
+    int64_t bytes;
+    uint32_t value; /* value id (ir_pctx_value): the argument, the op result, or the value copied */
+    int kind;       /* COST_PEAK_*: an argument, an op's result, a copy a collective made, other */
+} cost_peak_value;
+/* The n largest values live at the peak, largest first; returns how many
+ * were filled, *other_bytes (may be NULL) gets the bytes of the rest. */
+int cost_scorer_peak_values(const cost_scorer *s, cost_peak_value *out, int n, int64_t *other_bytes);
+
 #endif /* COST_H */

@@ -45,4 +45,41 @@ struct cost_program {
     size_t n_ops_walked;
 };
 
+/* ------------------------------------------------- one op's cost (prepare.c)
+ * Shared by the walk over an SPMD module and the fast scorer of partition
+ * states (score.c), which gives an op the local types a state implies. */
+
+typedef struct cost_opview {
+    const ir_op *op;            /* opcode, attributes, name */
+    const ir_type *const *opd;  /* its operand types (op->n_operands) */
+    const ir_type *const *res;  /* its result types (op->n_results) */
+    const bool *opd_fused;      /* operand i is computed on chip by its producer (fusion); may be NULL */
+    bool res_fused;             /* its result stays on chip */
+} cost_opview;
+
+/* Flops, HBM bytes, precision and the matmul part of one compute op; false
+ * when it costs nothing.  Sets note bits in *notes. */
+bool cost__op_cost(const cost_opview *v, unsigned *notes, double *flops, double *bytes, cost_prec *prec,
+                   double *matmul);
+/* Ops that cost nothing: structure, ids, aliases (constants included). */
+bool cost__free_op(ir_opcode opc);
+double cost__elem_bytes(const ir_type *t);
+double cost__numel(const ir_type *t, unsigned *notes);
+double cost__type_bytes(const ir_type *t, unsigned *notes);
+cost_prec cost__prec_of(const ir_type *t);
+bool cost__is_elementwise(ir_opcode opc);
+/* op can be fused into its user: one result, elementwise or a broadcast */
+bool cost__fusable(const ir_op *op);
+/* A reshape from type a to b that is a bitcast (free, an alias). */
+bool cost__is_bitcast_reshape(const ir_op *op, const ir_type *a, const ir_type *b);
+/* op's results live in its operands' buffers (a, b: its first operand and
+ * result types, for reshapes). */
+bool cost__is_alias_op(const ir_op *op, const ir_type *a, const ir_type *b);
+
+/* Kind, report bytes, ring payload and latency steps of a collective over
+ * it->group devices (prepare.c). */
+void cost__coll_formula(cost_coll_item *it, ir_opcode opc, double in_bytes, double out_bytes);
+unsigned cost__axes_between(const cost_mesh *m, int64_t a, int64_t b);
+int64_t cost__clamp_bytes(double b);
+
 #endif /* COST_INT_H */

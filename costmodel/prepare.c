@@ -136,7 +136,6 @@ static inline uint32_t vid(const fn_info *f, const ir_value *v)
     return vmap_get(&f->map, v, &i) ? i : NO_INDEX;
 }
 
-static double type_bytes(prep *c, const ir_type *t);
 
 /* Makes room for value index i; false when out of memory. */
 static bool fn_grow(fn_info *f, uint32_t i)
@@ -184,7 +183,7 @@ static bool scan_region(prep *c, fn_info *f, const ir_region *r)
             if (!fn_grow(f, k))
                 return false;
             f->ids_ok &= b->args[i].id == k;
-            f->vsize[k] = type_bytes(c, b->args[i].type);
+            f->vsize[k] = cost__type_bytes(b->args[i].type, &c->p->notes);
         }
         for (const ir_op *op = b->first; op; op = op->next) {
             for (uint32_t i = 0; i < op->n_operands; i++) {
@@ -203,7 +202,7 @@ static bool scan_region(prep *c, fn_info *f, const ir_region *r)
                 if (!fn_grow(f, k))
                     return false;
                 f->ids_ok &= op->results[i].id == k;
-                f->vsize[k] = type_bytes(c, op->results[i].type);
+                f->vsize[k] = cost__type_bytes(op->results[i].type, &c->p->notes);
             }
             for (uint32_t i = 0; i < op->n_regions; i++)
                 if (!scan_region(c, f, &op->regions[i]))
@@ -314,7 +313,7 @@ static const ir_op *find_func(const prep *c, const char *name)
 
 /* ================================================================ types */
 
-static double elem_bytes(const ir_type *t)
+double cost__elem_bytes(const ir_type *t)
 {
     if (t->elem == IR_E_OPAQUE) {
         /* quantized types: the storage type decides (!quant.uniform<i8:f32, ..>) */
@@ -329,7 +328,7 @@ static double elem_bytes(const ir_type *t)
 }
 
 /* Elements of a value type: 1 for scalars, 0 when unknown (dynamic). */
-static double numel(prep *c, const ir_type *t)
+double cost__numel(const ir_type *t, unsigned *notes)
 {
     if (!t)
         return 0;
@@ -338,13 +337,13 @@ static double numel(prep *c, const ir_type *t)
     if (t->kind != IR_T_TENSOR)
         return 0;
     if (t->rank < 0) {
-        c->p->notes |= COST_NOTE_DYNAMIC_SHAPES;
+        *notes |= COST_NOTE_DYNAMIC_SHAPES;
         return 0;
     }
     double n = 1;
     for (int i = 0; i < t->rank; i++) {
         if (t->dims[i] < 0) {
-            c->p->notes |= COST_NOTE_DYNAMIC_SHAPES;
+            *notes |= COST_NOTE_DYNAMIC_SHAPES;
             return 0;
         }
         n *= (double)t->dims[i];
@@ -352,18 +351,18 @@ static double numel(prep *c, const ir_type *t)
     return n;
 }
 
-static double type_bytes(prep *c, const ir_type *t)
+double cost__type_bytes(const ir_type *t, unsigned *notes)
 {
     if (!t)
         return 0;
     switch (t->kind) {
     case IR_T_TENSOR:
     case IR_T_SCALAR:
-        return numel(c, t) * elem_bytes(t);
+        return cost__numel(t, notes) * cost__elem_bytes(t);
     case IR_T_TUPLE: {
         double s = 0;
         for (int i = 0; i < t->n_elems; i++)
-            s += type_bytes(c, t->elems[i]);
+            s += cost__type_bytes(t->elems[i], notes);
         return s;
     }
     default:
@@ -371,15 +370,16 @@ static double type_bytes(prep *c, const ir_type *t)
     }
 }
 
+
 /* Bytes of a value of function f (cached by scan_region). */
 static double value_bytes(prep *c, const fn_info *f, const ir_value *v)
 {
     uint32_t k = vid(f, v);
-    return k != NO_INDEX ? f->vsize[k] : v ? type_bytes(c, v->type) : 0;
+    return k != NO_INDEX ? f->vsize[k] : v ? cost__type_bytes(v->type, &c->p->notes) : 0;
 }
 
 /* The matrix-unit precision of an operand type. */
-static cost_prec prec_of(const ir_type *t)
+cost_prec cost__prec_of(const ir_type *t)
 {
     if (!t)
         return COST_PREC_F32;
@@ -401,14 +401,10 @@ static cost_prec prec_of(const ir_type *t)
     return COST_PREC_F32; /* complex, index */
 }
 
-static int rank_of(const ir_value *v)
-{
-    return v && v->type && v->type->kind == IR_T_TENSOR ? v->type->rank : 0;
-}
+static int rank_of(const ir_type *t) { return t && t->kind == IR_T_TENSOR ? t->rank : 0; }
 
-static int64_t dim(const ir_value *v, int64_t i)
+static int64_t dim(const ir_type *t, int64_t i)
 {
-    const ir_type *t = v ? v->type : NULL;
     if (!t || t->kind != IR_T_TENSOR || i < 0 || i >= t->rank || t->dims[i] < 0)
         return 0;
     return t->dims[i];
@@ -452,11 +448,10 @@ static int add_item(prep *c, const ir_op *op, double flops, double bytes, cost_p
 /* A reshape that only regroups major dims (the minor-most dim is unchanged)
  * or only adds or drops unit dims: a bitcast on every backend, so free, and
  * its result lives in its operand's buffer. */
-static bool is_bitcast_reshape(const ir_op *op)
+bool cost__is_bitcast_reshape(const ir_op *op, const ir_type *a, const ir_type *b)
 {
-    if (op->opcode != IR_OP_RESHAPE || op->n_operands != 1 || op->n_results != 1 || !op->operands[0])
+    if (op->opcode != IR_OP_RESHAPE || op->n_operands != 1 || op->n_results != 1)
         return false;
-    const ir_type *a = op->operands[0]->type, *b = op->results[0].type;
     if (!a || !b || a->kind != IR_T_TENSOR || b->kind != IR_T_TENSOR || a->rank < 0 || b->rank < 0)
         return false;
     if (a->rank > 0 && b->rank > 0 && a->dims[a->rank - 1] == b->dims[b->rank - 1])
@@ -489,22 +484,29 @@ static bool is_free_foreign(const ir_op *op)
 }
 
 /* Whether op's results share its operands' buffers (result i in operand i's,
- * or in operand 0's). */
-static bool is_alias_op(const ir_op *op)
+ * or in operand 0's); a reshape decides by the types it has (a, b). */
+bool cost__is_alias_op(const ir_op *op, const ir_type *a, const ir_type *b)
 {
-    if (op->opcode == IR_OP_GET_TUPLE_ELEMENT || op->opcode == IR_OP_OPTIMIZATION_BARRIER || is_bitcast_reshape(op))
+    if (op->opcode == IR_OP_GET_TUPLE_ELEMENT || op->opcode == IR_OP_OPTIMIZATION_BARRIER ||
+        cost__is_bitcast_reshape(op, a, b))
         return true;
     return op->opcode == IR_OP_UNKNOWN && op->n_operands == op->n_results &&
            (strcmp(op->name, "sdy.sharding_constraint") == 0 || strcmp(op->name, "sdy.propagation_barrier") == 0);
 }
 
+static bool is_alias_op(const ir_op *op)
+{
+    const ir_type *a = op->n_operands && op->operands[0] ? op->operands[0]->type : NULL;
+    return cost__is_alias_op(op, a, op->n_results ? op->results[0].type : NULL);
+}
+
 /* ============================================================ fusion */
 
-static bool is_elementwise(const ir_op *op)
+bool cost__is_elementwise(ir_opcode opc)
 {
-    if (op->opcode == IR_OP_UNKNOWN)
+    if (opc == IR_OP_UNKNOWN)
         return false;
-    switch (ir_op_info_get((ir_opcode)op->opcode)->kind) {
+    switch (ir_op_info_get(opc)->kind) {
     case IR_K_EW1:
     case IR_K_EW2:
     case IR_K_EW3:
@@ -516,12 +518,14 @@ static bool is_elementwise(const ir_op *op)
     }
 }
 
+static bool is_elementwise(const ir_op *op) { return cost__is_elementwise((ir_opcode)op->opcode); }
+
 /* Whether op's single result stays on chip: op is elementwise (or a
  * broadcast, which XLA fuses the same way) and its only user is an
  * elementwise op of the same block. */
 static bool fused_into_user(const fn_info *f, const ir_op *op)
 {
-    if (!op || op->n_results != 1 || (!is_elementwise(op) && op->opcode != IR_OP_BROADCAST_IN_DIM))
+    if (!op || !cost__fusable(op))
         return false;
     uint32_t k = vid(f, &op->results[0]);
     if (k == NO_INDEX || f->use_count[k] != 1)
@@ -530,20 +534,24 @@ static bool fused_into_user(const fn_info *f, const ir_op *op)
     return u->parent == op->parent && is_elementwise(u);
 }
 
+bool cost__fusable(const ir_op *op)
+{
+    return op->n_results == 1 && (is_elementwise(op) || op->opcode == IR_OP_BROADCAST_IN_DIM);
+}
+
 /* HBM bytes of an op that reads all its operands and writes all results,
  * less what fusion keeps on chip. */
-static double plain_bytes(prep *c, const fn_info *f, const ir_op *op)
+static double plain_bytes(const cost_opview *v, unsigned *notes)
 {
     double b = 0;
-    for (uint32_t i = 0; i < op->n_operands; i++) {
-        const ir_value *v = op->operands[i];
-        if (v && v->def && fused_into_user(f, v->def))
+    for (uint32_t i = 0; i < v->op->n_operands; i++) {
+        if (v->opd_fused && v->opd_fused[i])
             continue;
-        b += value_bytes(c, f, v);
+        b += cost__type_bytes(v->opd[i], notes);
     }
-    if (!fused_into_user(f, op))
-        for (uint32_t i = 0; i < op->n_results; i++)
-            b += value_bytes(c, f, &op->results[i]);
+    if (!v->res_fused)
+        for (uint32_t i = 0; i < v->op->n_results; i++)
+            b += cost__type_bytes(v->res[i], notes);
     return b;
 }
 
@@ -577,7 +585,7 @@ static double ew_flops_per_elem(ir_opcode op)
 /* ========================================================== collectives */
 
 /* Mesh axes whose coordinates differ between device ids a and b. */
-static unsigned axes_between(const cost_mesh *m, int64_t a, int64_t b)
+unsigned cost__axes_between(const cost_mesh *m, int64_t a, int64_t b)
 {
     unsigned mask = 0;
     for (int ax = m->naxes - 1; ax >= 0; ax--) {
@@ -615,6 +623,55 @@ static int coll_fail(prep *c, const ir_op *op, const char *what)
     return AP_EINVALID;
 }
 
+/* The ring formulas of one collective over it->group devices: its kind,
+ * the bytes the report counts, the bytes one device sends and the latency
+ * steps (collective_permute: one step, its operand). */
+void cost__coll_formula(cost_coll_item *it, ir_opcode opc, double in_bytes, double out_bytes)
+{
+    int64_t n = it->group;
+    if (opc == IR_OP_COLLECTIVE_PERMUTE) {
+        it->kind = COST_COLLECTIVE_PERMUTE;
+        it->bytes = in_bytes;
+        it->payload = n > 0 ? in_bytes : 0;
+        it->steps = n > 0 ? 1 : 0;
+        return;
+    }
+    double ring = n > 1 ? (double)(n - 1) / (double)n : 0;
+    double steps = n > 1 ? (double)(n - 1) : 0;
+    switch (opc) {
+    case IR_OP_ALL_REDUCE:
+        it->kind = COST_ALL_REDUCE;
+        it->bytes = in_bytes;
+        it->payload = 2 * ring * in_bytes;
+        it->steps = 2 * steps;
+        break;
+    case IR_OP_ALL_GATHER:
+        it->kind = COST_ALL_GATHER;
+        it->bytes = out_bytes;
+        it->payload = ring * out_bytes;
+        it->steps = steps;
+        break;
+    case IR_OP_REDUCE_SCATTER:
+        it->kind = COST_REDUCE_SCATTER;
+        it->bytes = in_bytes;
+        it->payload = ring * in_bytes;
+        it->steps = steps;
+        break;
+    case IR_OP_ALL_TO_ALL:
+        it->kind = COST_ALL_TO_ALL;
+        it->bytes = in_bytes;
+        it->payload = ring * in_bytes;
+        it->steps = steps;
+        break;
+    default: /* collective_broadcast: pipelined along a chain */
+        it->kind = COST_COLLECTIVE_BROADCAST;
+        it->bytes = in_bytes;
+        it->payload = n > 1 ? in_bytes : 0;
+        it->steps = steps;
+        break;
+    }
+}
+
 static int add_collective(prep *c, const fn_info *f, const ir_op *op, double mult)
 {
     cost_program *p = c->p;
@@ -642,7 +699,7 @@ static int add_collective(prep *c, const fn_info *f, const ir_op *op, double mul
             if (on_mesh && (s >= ndev || t >= ndev))
                 on_mesh = false, p->notes |= COST_NOTE_GROUP_OFF_MESH;
             if (on_mesh)
-                it.axes |= (uint16_t)axes_between(mesh, s, t);
+                it.axes |= (uint16_t)cost__axes_between(mesh, s, t);
             span = s + 1 > span ? s + 1 : span;
             span = t + 1 > span ? t + 1 : span;
         }
@@ -673,44 +730,11 @@ static int add_collective(prep *c, const fn_info *f, const ir_op *op, double mul
                 if (on_mesh && (d >= ndev || first >= ndev))
                     on_mesh = false, p->notes |= COST_NOTE_GROUP_OFF_MESH;
                 if (on_mesh)
-                    it.axes |= (uint16_t)axes_between(mesh, first, d);
+                    it.axes |= (uint16_t)cost__axes_between(mesh, first, d);
             }
         }
         it.group = n;
-        double ring = n > 1 ? (double)(n - 1) / (double)n : 0;
-        double steps = n > 1 ? (double)(n - 1) : 0;
-        switch (op->opcode) {
-        case IR_OP_ALL_REDUCE:
-            it.kind = COST_ALL_REDUCE;
-            it.bytes = in_bytes;
-            it.payload = 2 * ring * in_bytes;
-            it.steps = 2 * steps;
-            break;
-        case IR_OP_ALL_GATHER:
-            it.kind = COST_ALL_GATHER;
-            it.bytes = out_bytes;
-            it.payload = ring * out_bytes;
-            it.steps = steps;
-            break;
-        case IR_OP_REDUCE_SCATTER:
-            it.kind = COST_REDUCE_SCATTER;
-            it.bytes = in_bytes;
-            it.payload = ring * in_bytes;
-            it.steps = steps;
-            break;
-        case IR_OP_ALL_TO_ALL:
-            it.kind = COST_ALL_TO_ALL;
-            it.bytes = in_bytes;
-            it.payload = ring * in_bytes;
-            it.steps = steps;
-            break;
-        default: /* collective_broadcast: pipelined along a chain */
-            it.kind = COST_COLLECTIVE_BROADCAST;
-            it.bytes = in_bytes;
-            it.payload = n > 1 ? in_bytes : 0;
-            it.steps = steps;
-            break;
-        }
+        cost__coll_formula(&it, (ir_opcode)op->opcode, in_bytes, out_bytes);
     }
     it.flat = !on_mesh;
     if (!on_mesh)
@@ -866,16 +890,197 @@ static int walk_call(prep *c, const ir_op *op, double mult, int64_t *nested)
     return rc;
 }
 
-/* Costs one op (and what it holds) executed `mult` times.  With nested not
- * NULL, also the peak of the temporaries of what it holds. */
-static int walk_op(prep *c, fn_info *f, const ir_op *op, double mult, int64_t *nested)
+/*
+ * The cost of one compute op, from the types it has (a module's, or the
+ * local types a partition state gives it) and what fusion keeps on chip.
+ * Returns false for ops that cost nothing (a bitcast reshape, a sharding
+ * annotation of another dialect).  Structure, loops, calls and collectives
+ * are walk_op's.
+ */
+bool cost__op_cost(const cost_opview *v, unsigned *notes, double *flops_out, double *bytes_out, cost_prec *prec_out,
+                   double *matmul_out)
 {
-    cost_program *p = c->p;
-    p->n_ops_walked++;
-    double flops = 0, bytes = 0;
+    const ir_op *op = v->op;
+    const ir_type *const *ot = v->opd, *const *rt = v->res;
+    const ir_type *o0 = op->n_operands ? ot[0] : NULL;
+    double flops = 0, bytes = 0, matmul = 0;
     cost_prec prec = COST_PREC_VECTOR;
+#define NUMEL(t) cost__numel((t), notes)
+#define TBYTES(t) cost__type_bytes((t), notes)
     switch (op->opcode) {
-    /* structure, ids, aliases: free */
+    case IR_OP_DOT:
+    case IR_OP_DOT_GENERAL: {
+        ir_dot_dims d;
+        double k = 1;
+        if (op->n_operands >= 2 && ir_dot_dims_get(op, &d) == 0)
+            for (int i = 0; i < d.n_contract; i++)
+                k *= (double)dim(o0, d.lhs_contract[i]);
+        flops = 2 * NUMEL(rt[0]) * k;
+        prec = cost__prec_of(o0);
+        if (o0 && ir_elem_is_complex((ir_elem)o0->elem))
+            flops *= 4;
+        matmul = flops;
+        bytes = plain_bytes(v, notes);
+        break;
+    }
+    case IR_OP_CONVOLUTION: {
+        ir_conv_dims d;
+        double window = 1, kin = 1;
+        if (op->n_operands >= 2 && ir_conv_dims_get(op, &d) == 0) {
+            for (int i = 0; i < d.n_spatial; i++)
+                window *= (double)dim(ot[1], d.kernel_spatial[i]);
+            kin = (double)dim(ot[1], d.kernel_in); /* input features / feature groups */
+        }
+        flops = 2 * NUMEL(rt[0]) * window * kin;
+        prec = cost__prec_of(o0);
+        matmul = flops;
+        bytes = plain_bytes(v, notes);
+        break;
+    }
+    case IR_OP_REDUCE:
+        for (uint32_t i = 0; i < op->n_operands / 2; i++)
+            flops += NUMEL(ot[i]);
+        bytes = plain_bytes(v, notes);
+        break;
+    case IR_OP_REDUCE_WINDOW: {
+        int64_t w[IR_MAX_RANK];
+        int n = ir_attr_int_list(ir_op_attr(op, "window_dimensions"), w, IR_MAX_RANK);
+        double window = 1;
+        for (int i = 0; i < n && i < IR_MAX_RANK; i++)
+            window *= (double)w[i];
+        flops = (double)(op->n_operands / 2) * NUMEL(rt[0]) * window;
+        bytes = plain_bytes(v, notes);
+        break;
+    }
+    case IR_OP_SELECT_AND_SCATTER: {
+        int64_t w[IR_MAX_RANK];
+        int n = ir_attr_int_list(ir_op_attr(op, "window_dimensions"), w, IR_MAX_RANK);
+        double window = 1;
+        for (int i = 0; i < n && i < IR_MAX_RANK; i++)
+            window *= (double)w[i];
+        flops = 2 * (op->n_operands > 1 ? NUMEL(ot[1]) : 0) * window;
+        bytes = plain_bytes(v, notes);
+        break;
+    }
+    case IR_OP_SORT: {
+        ir_attr *da = ir_op_attr(op, "dimension");
+        int64_t axis = da && da->kind == IR_A_INT ? da->u.i : -1;
+        if (o0 && o0->kind == IR_T_TENSOR && axis < 0)
+            axis += o0->rank;
+        double len = (double)dim(o0, axis);
+        flops = NUMEL(o0) * (len > 1 ? ceil(log2(len)) : 1) * (double)op->n_operands;
+        bytes = plain_bytes(v, notes);
+        break;
+    }
+    case IR_OP_FFT: {
+        int64_t l[IR_MAX_RANK];
+        int n = ir_attr_int_list(ir_op_attr(op, "fft_length"), l, IR_MAX_RANK);
+        double len = 1;
+        for (int i = 0; i < n && i < IR_MAX_RANK; i++)
+            len *= (double)l[i];
+        flops = 5 * NUMEL(rt[0]) * (len > 1 ? log2(len) : 1);
+        prec = COST_PREC_VECTOR;
+        bytes = plain_bytes(v, notes);
+        break;
+    }
+    case IR_OP_TRIANGULAR_SOLVE:
+        if (op->n_operands == 2)
+            flops = NUMEL(ot[1]) * (double)dim(o0, rank_of(o0) - 1);
+        bytes = plain_bytes(v, notes);
+        break;
+    case IR_OP_CHOLESKY:
+        if (op->n_operands == 1)
+            flops = NUMEL(o0) * (double)dim(o0, rank_of(o0) - 1) / 3;
+        bytes = plain_bytes(v, notes);
+        break;
+    case IR_OP_BATCH_NORM_INFERENCE:
+    case IR_OP_BATCH_NORM_TRAINING:
+    case IR_OP_BATCH_NORM_GRAD:
+        flops = 8 * NUMEL(o0);
+        bytes = plain_bytes(v, notes);
+        break;
+    case IR_OP_RNG:
+    case IR_OP_RNG_BIT_GENERATOR:
+        for (uint32_t i = 0; i < op->n_results; i++)
+            flops += TRANSCENDENTAL_FLOPS * NUMEL(rt[i]);
+        bytes = plain_bytes(v, notes);
+        break;
+    case IR_OP_MAP:
+        flops = NUMEL(rt[0]) * (double)(op->n_operands > 1 ? op->n_operands - 1 : 1);
+        bytes = plain_bytes(v, notes);
+        break;
+
+    /* data movement: zero flops, bytes actually touched */
+    case IR_OP_SLICE:
+    case IR_OP_DYNAMIC_SLICE:
+    case IR_OP_REAL_DYNAMIC_SLICE:
+        /* reads only the slice: a local copy (also how SPMD programs take
+         * their shard by partition id) */
+        bytes = 2 * TBYTES(rt[0]);
+        break;
+    case IR_OP_GATHER:
+    case IR_OP_DYNAMIC_GATHER:
+    case IR_OP_TORCH_INDEX_SELECT:
+        bytes = 2 * TBYTES(rt[0]) + (op->n_operands > 1 ? TBYTES(ot[1]) : 0);
+        break;
+    case IR_OP_DYNAMIC_UPDATE_SLICE:
+        /* in place: reads and writes the update only */
+        bytes = op->n_operands > 1 ? 2 * TBYTES(ot[1]) : 0;
+        break;
+    case IR_OP_SCATTER: {
+        uint32_t n_in = (op->n_operands - 1) / 2;
+        double upd = 0;
+        for (uint32_t i = 0; i < n_in; i++)
+            upd += TBYTES(ot[n_in + 1 + i]);
+        flops = n_in ? NUMEL(ot[n_in + 1]) * n_in : 0;
+        bytes = 2 * upd + TBYTES(ot[n_in]);
+        break;
+    }
+    case IR_OP_IOTA:
+    case IR_OP_DYNAMIC_IOTA:
+        bytes = TBYTES(rt[0]);
+        break;
+    case IR_OP_RESHAPE:
+        if (cost__is_bitcast_reshape(op, o0, op->n_results == 1 ? rt[0] : NULL))
+            return false;
+        bytes = plain_bytes(v, notes);
+        break;
+    case IR_OP_CUSTOM_CALL:
+        *notes |= COST_NOTE_CUSTOM_CALL;
+        bytes = plain_bytes(v, notes);
+        break;
+
+    default:
+        if (op->opcode == IR_OP_UNKNOWN) {
+            if (is_free_foreign(op))
+                return false;
+            *notes |= COST_NOTE_UNKNOWN_OP;
+            bytes = plain_bytes(v, notes);
+            break;
+        }
+        if (is_elementwise(op)) {
+            flops = ew_flops_per_elem((ir_opcode)op->opcode) * NUMEL(rt[0]);
+            bytes = plain_bytes(v, notes);
+            break;
+        }
+        /* transpose, reshape, broadcast, concatenate, pad, reverse, copy,
+         * send/recv, ...: zero flops, read and written once */
+        bytes = plain_bytes(v, notes);
+        break;
+    }
+#undef NUMEL
+#undef TBYTES
+    *flops_out = flops;
+    *bytes_out = bytes;
+    *prec_out = prec;
+    *matmul_out = matmul;
+    return true;
+}
+
+/* Structure, ids and aliases: free. */
+bool cost__free_op(ir_opcode opc)
+{
+    switch (opc) {
     case IR_OP_MODULE:
     case IR_OP_FUNC:
     case IR_OP_FUNC_RETURN:
@@ -889,7 +1094,21 @@ static int walk_op(prep *c, fn_info *f, const ir_op *op, double mult, int64_t *n
     case IR_OP_PARTITION_ID:
     case IR_OP_REPLICA_ID:
     case IR_OP_GET_DIMENSION_SIZE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Costs one op (and what it holds) executed `mult` times.  With nested not
+ * NULL, also the peak of the temporaries of what it holds. */
+static int walk_op(prep *c, fn_info *f, const ir_op *op, double mult, int64_t *nested)
+{
+    cost_program *p = c->p;
+    p->n_ops_walked++;
+    if (cost__free_op((ir_opcode)op->opcode))
         return 0;
+    switch (op->opcode) {
     case IR_OP_WHILE: {
         int64_t trips;
         p->while_loops++;
@@ -924,171 +1143,41 @@ static int walk_op(prep *c, fn_info *f, const ir_op *op, double mult, int64_t *n
     case IR_OP_COLLECTIVE_PERMUTE:
     case IR_OP_COLLECTIVE_BROADCAST:
         return add_collective(c, f, op, mult);
-
-    case IR_OP_DOT:
-    case IR_OP_DOT_GENERAL: {
-        ir_dot_dims d;
-        double k = 1;
-        if (op->n_operands >= 2 && ir_dot_dims_get(op, &d) == 0)
-            for (int i = 0; i < d.n_contract; i++)
-                k *= (double)dim(op->operands[0], d.lhs_contract[i]);
-        flops = 2 * numel(c, op->results[0].type) * k;
-        prec = prec_of(op->operands[0] ? op->operands[0]->type : NULL);
-        if (op->operands[0] && op->operands[0]->type && ir_elem_is_complex((ir_elem)op->operands[0]->type->elem))
-            flops *= 4;
-        p->matmul_flops += flops * mult;
-        bytes = plain_bytes(c, f, op);
-        break;
-    }
-    case IR_OP_CONVOLUTION: {
-        ir_conv_dims d;
-        double window = 1, kin = 1;
-        if (op->n_operands >= 2 && ir_conv_dims_get(op, &d) == 0) {
-            for (int i = 0; i < d.n_spatial; i++)
-                window *= (double)dim(op->operands[1], d.kernel_spatial[i]);
-            kin = (double)dim(op->operands[1], d.kernel_in); /* input features / feature groups */
-        }
-        flops = 2 * numel(c, op->results[0].type) * window * kin;
-        prec = prec_of(op->operands[0] ? op->operands[0]->type : NULL);
-        p->matmul_flops += flops * mult;
-        bytes = plain_bytes(c, f, op);
-        break;
-    }
-    case IR_OP_REDUCE:
-        for (uint32_t i = 0; i < op->n_operands / 2; i++)
-            flops += numel(c, op->operands[i]->type);
-        bytes = plain_bytes(c, f, op);
-        break;
-    case IR_OP_REDUCE_WINDOW: {
-        int64_t w[IR_MAX_RANK];
-        int n = ir_attr_int_list(ir_op_attr(op, "window_dimensions"), w, IR_MAX_RANK);
-        double window = 1;
-        for (int i = 0; i < n && i < IR_MAX_RANK; i++)
-            window *= (double)w[i];
-        flops = (double)(op->n_operands / 2) * numel(c, op->results[0].type) * window;
-        bytes = plain_bytes(c, f, op);
-        break;
-    }
-    case IR_OP_SELECT_AND_SCATTER: {
-        int64_t w[IR_MAX_RANK];
-        int n = ir_attr_int_list(ir_op_attr(op, "window_dimensions"), w, IR_MAX_RANK);
-        double window = 1;
-        for (int i = 0; i < n && i < IR_MAX_RANK; i++)
-            window *= (double)w[i];
-        flops = 2 * (op->n_operands > 1 ? numel(c, op->operands[1]->type) : 0) * window;
-        bytes = plain_bytes(c, f, op);
-        break;
-    }
-    case IR_OP_SORT: {
-        ir_attr *da = ir_op_attr(op, "dimension");
-        const ir_type *t = op->n_operands ? op->operands[0]->type : NULL;
-        int64_t axis = da && da->kind == IR_A_INT ? da->u.i : -1;
-        if (t && t->kind == IR_T_TENSOR && axis < 0)
-            axis += t->rank;
-        double len = (double)dim(op->operands[0], axis);
-        flops = numel(c, t) * (len > 1 ? ceil(log2(len)) : 1) * (double)op->n_operands;
-        bytes = plain_bytes(c, f, op);
-        break;
-    }
-    case IR_OP_FFT: {
-        int64_t l[IR_MAX_RANK];
-        int n = ir_attr_int_list(ir_op_attr(op, "fft_length"), l, IR_MAX_RANK);
-        double len = 1;
-        for (int i = 0; i < n && i < IR_MAX_RANK; i++)
-            len *= (double)l[i];
-        flops = 5 * numel(c, op->results[0].type) * (len > 1 ? log2(len) : 1);
-        prec = COST_PREC_VECTOR;
-        bytes = plain_bytes(c, f, op);
-        break;
-    }
-    case IR_OP_TRIANGULAR_SOLVE:
-        if (op->n_operands == 2)
-            flops = numel(c, op->operands[1]->type) * (double)dim(op->operands[0], rank_of(op->operands[0]) - 1);
-        bytes = plain_bytes(c, f, op);
-        break;
-    case IR_OP_CHOLESKY:
-        if (op->n_operands == 1)
-            flops = numel(c, op->operands[0]->type) * (double)dim(op->operands[0], rank_of(op->operands[0]) - 1) / 3;
-        bytes = plain_bytes(c, f, op);
-        break;
-    case IR_OP_BATCH_NORM_INFERENCE:
-    case IR_OP_BATCH_NORM_TRAINING:
-    case IR_OP_BATCH_NORM_GRAD:
-        flops = 8 * numel(c, op->operands[0]->type);
-        bytes = plain_bytes(c, f, op);
-        break;
-    case IR_OP_RNG:
-    case IR_OP_RNG_BIT_GENERATOR:
-        for (uint32_t i = 0; i < op->n_results; i++)
-            flops += TRANSCENDENTAL_FLOPS * numel(c, op->results[i].type);
-        bytes = plain_bytes(c, f, op);
-        break;
-    case IR_OP_MAP:
-        flops = numel(c, op->results[0].type) * (double)(op->n_operands > 1 ? op->n_operands - 1 : 1);
-        bytes = plain_bytes(c, f, op);
-        break;
-
-    /* data movement: zero flops, bytes actually touched */
-    case IR_OP_SLICE:
-    case IR_OP_DYNAMIC_SLICE:
-    case IR_OP_REAL_DYNAMIC_SLICE:
-        /* reads only the slice: a local copy (also how SPMD programs take
-         * their shard by partition id) */
-        bytes = 2 * value_bytes(c, f, &op->results[0]);
-        break;
-    case IR_OP_GATHER:
-    case IR_OP_DYNAMIC_GATHER:
-    case IR_OP_TORCH_INDEX_SELECT:
-        bytes = 2 * value_bytes(c, f, &op->results[0]) + (op->n_operands > 1 ? value_bytes(c, f, op->operands[1]) : 0);
-        break;
-    case IR_OP_DYNAMIC_UPDATE_SLICE:
-        /* in place: reads and writes the update only */
-        bytes = op->n_operands > 1 ? 2 * value_bytes(c, f, op->operands[1]) : 0;
-        break;
-    case IR_OP_SCATTER: {
-        uint32_t n_in = (op->n_operands - 1) / 2;
-        double upd = 0;
-        for (uint32_t i = 0; i < n_in; i++)
-            upd += value_bytes(c, f, op->operands[n_in + 1 + i]);
-        flops = n_in ? numel(c, op->operands[n_in + 1]->type) * n_in : 0;
-        bytes = 2 * upd + value_bytes(c, f, op->operands[n_in]);
-        break;
-    }
-    case IR_OP_IOTA:
-    case IR_OP_DYNAMIC_IOTA:
-        bytes = value_bytes(c, f, &op->results[0]);
-        break;
-    case IR_OP_RESHAPE:
-        if (is_bitcast_reshape(op))
-            return 0;
-        bytes = plain_bytes(c, f, op);
-        break;
-    case IR_OP_CUSTOM_CALL:
-        p->notes |= COST_NOTE_CUSTOM_CALL;
-        bytes = plain_bytes(c, f, op);
-        break;
-
     default:
-        if (op->opcode == IR_OP_UNKNOWN) {
-            if (op->n_regions > 0) /* sdy.manual_computation and kin: cost the body */
-                return walk_regions(c, f, op, mult, nested);
-            if (is_free_foreign(op))
-                return 0;
-            p->notes |= COST_NOTE_UNKNOWN_OP;
-            bytes = plain_bytes(c, f, op);
-            break;
-        }
-        if (is_elementwise(op)) {
-            flops = ew_flops_per_elem((ir_opcode)op->opcode) * numel(c, op->results[0].type);
-            bytes = plain_bytes(c, f, op);
-            break;
-        }
-        /* transpose, reshape, broadcast, concatenate, pad, reverse, copy,
-         * send/recv, ...: zero flops, read and written once */
-        bytes = plain_bytes(c, f, op);
+        if (op->opcode == IR_OP_UNKNOWN && op->n_regions > 0) /* sdy.manual_computation and kin: cost the body */
+            return walk_regions(c, f, op, mult, nested);
         break;
     }
-    return add_item(c, op, flops * mult, bytes * mult, prec);
+    /* a compute op: its types and what fusion keeps on chip */
+    const ir_type *small_t[32], **types = small_t;
+    bool small_f[16], *fused = small_f;
+    uint32_t nt = op->n_operands + op->n_results;
+    if ((nt > 32 && !(types = ap_malloc(sizeof *types * nt))) ||
+        (op->n_operands > 16 && !(fused = ap_malloc(sizeof *fused * op->n_operands)))) {
+        if (types != small_t)
+            ap_free(types);
+        return ap_error_set(c->err, AP_ENOMEM, "out of memory preparing the cost model");
+    }
+    for (uint32_t i = 0; i < op->n_operands; i++) {
+        const ir_value *v = op->operands[i];
+        types[i] = v ? v->type : NULL;
+        fused[i] = v && v->def && fused_into_user(f, v->def);
+    }
+    for (uint32_t j = 0; j < op->n_results; j++)
+        types[op->n_operands + j] = op->results[j].type;
+    cost_opview view = {op, types, types + op->n_operands, fused, fused_into_user(f, op)};
+    double flops, bytes, matmul;
+    cost_prec prec;
+    int rc = 0;
+    if (cost__op_cost(&view, &p->notes, &flops, &bytes, &prec, &matmul)) {
+        p->matmul_flops += matmul * mult;
+        rc = add_item(c, op, flops * mult, bytes * mult, prec);
+    }
+    if (types != small_t)
+        ap_free(types);
+    if (fused != small_f)
+        ap_free(fused);
+    return rc;
 }
 
 /* ===================================================== live ranges */
@@ -1109,7 +1198,9 @@ static void mark_nested_uses(fn_info *f, const ir_op *op, int32_t step)
             }
 }
 
-static int64_t clamp_bytes(double b) { return b >= 9.2e18 ? INT64_MAX : (int64_t)b; }
+int64_t cost__clamp_bytes(double b) { return b >= 9.2e18 ? INT64_MAX : (int64_t)b; }
+
+static int64_t clamp_bytes(double b) { return cost__clamp_bytes(b); }
 
 static int scratch_push(prep *c, size_t n)
 {

@@ -246,9 +246,9 @@ static bool starts(const char *text, const char *prefix) { return strncmp(text, 
  * 2 bad usage. */
 START_TEST(every_command_one_voice)
 {
-    const char *cmds[] = {"parse", "apply", "check", "redistribute"};
+    const char *cmds[] = {"parse", "apply", "check", "redistribute", "search"};
     char want[512];
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         cli_run r = RUN(cmds[i], "--frob");
         snprintf(want, sizeof want, "autopart %s: error: unknown option '--frob'", cmds[i]);
         ASSERT_RUN(r, 2, err, want);
@@ -360,6 +360,74 @@ START_TEST(every_command_one_voice)
 }
 END_TEST
 
+/* `autopart search`: its usage errors, its JSON, and a schedule that
+ * `apply` takes back at the same cost. */
+START_TEST(search_round_trip)
+{
+    cli_run r = RUN("search", tiny_path, "--mesh", "batch=2,model=2", "--axes", "rows");
+    ASSERT_RUN(r, 2, err, "autopart search: error: --axes: the mesh has no axis 'rows'");
+    cli_run_free(&r);
+    r = RUN("search", tiny_path, "--mesh", "batch=2", "--memory-limit", "lots");
+    ASSERT_RUN(r, 2, err, "autopart search: error: --memory-limit wants bytes");
+    cli_run_free(&r);
+    r = RUN("search", tiny_path, "--mesh", "batch=2", "--episodes", "0");
+    ASSERT_RUN(r, 2, err, "autopart search: error: --episodes wants a positive count, not '0'");
+    cli_run_free(&r);
+    r = RUN("search", tiny_path, "--mesh", "batch=2", "--threads", "many");
+    ASSERT_RUN(r, 2, err, "autopart search: error: --threads wants 1 to 256");
+    cli_run_free(&r);
+    r = RUN("search", "--mesh", "batch=2");
+    ASSERT_RUN(r, 2, err, "autopart search: error: expected a FILE");
+    cli_run_free(&r);
+    r = RUN("search", tiny_path, "--mesh", "batch=2", "--hints", "fix params*\nsplat x");
+    ASSERT_RUN(r, 1, err, "hints:2:1: error: unknown hint 'splat'");
+    cli_run_free(&r);
+    r = RUN("search", tiny_path, "--mesh", "batch=2", "--manual", "tile nothing 0 batch");
+    ASSERT_RUN(r, 1, err, "schedule:1:6: error: ");
+    cli_run_free(&r);
+
+    r = RUN("search", tiny_path, "--mesh", "batch=2,model=2", "--manual", "manual batch batch['inputs']=0",
+            "--device", "tpu_v3", "--memory-limit", "none", "--episodes", "60", "--threads", "2", "--json");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_str_eq(r.err, ""); /* not a terminal: no progress line */
+    json_error_t je;
+    json_t *j = json_loads(r.out, 0, &je);
+    ck_assert_msg(j != NULL, "%s", je.text);
+    const char *keys[] = {"schedule", "cost", "collectives", "episodes", "episodes_per_s", "best_episode", "wall_s",
+                          "decisions", "explanation"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        ck_assert_msg(json_object_get(j, keys[i]) != NULL, "no \"%s\"", keys[i]);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "episodes")), 60);
+    double runtime = json_real_value(json_object_get(json_object_get(j, "cost"), "runtime_s"));
+    json_int_t peak = json_integer_value(json_object_get(json_object_get(j, "cost"), "peak_memory_bytes"));
+    char *sched = write_temp(json_string_value(json_object_get(j, "schedule")), ".txt");
+    json_decref(j);
+    cli_run_free(&r);
+    char at[300];
+    snprintf(at, sizeof at, "@%s", sched);
+    r = RUN("apply", tiny_path, "--mesh", "batch=2,model=2", "--schedule", at, "--device", "tpu_v3", "--view", "report",
+            "--json");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    j = json_loads(r.out, 0, &je);
+    ck_assert(j != NULL);
+    ck_assert(json_real_value(json_object_get(json_object_get(j, "cost"), "runtime_s")) == runtime);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "cost"), "peak_memory_bytes")), peak);
+    json_decref(j);
+    cli_run_free(&r);
+
+    /* the text form: decisions, schedule, shardings, report, why */
+    r = RUN("search", tiny_path, "--mesh", "batch=2,model=2", "--episodes", "30");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    const char *parts[] = {"decisions: ", "schedule (for autopart apply --schedule):", "shardings:", "cost estimate:",
+                           "why this answer:"};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        ck_assert_msg(strstr(r.out, parts[i]) != NULL, "no '%s' in:\n%s", parts[i], r.out);
+    cli_run_free(&r);
+    unlink(sched);
+    free(sched);
+}
+END_TEST
+
 START_TEST(redistribute_example)
 {
     cli_run r = RUN("redistribute", "--mesh", "x=4,y=6", "--from", "[3{x}12, 2{y}12]", "--to", "[2{y}12, 3{x}12]");
@@ -382,6 +450,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, check_passes_and_fails);
     tcase_add_test(tc, redistribute_example);
     tcase_add_test(tc, every_command_one_voice);
+    tcase_add_test(tc, search_round_trip);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -15,6 +15,7 @@ static const struct command {
 } commands[] = {
     {"parse", cli_parse, "parse a StableHLO or HLO module; print it canonically or summarize it"},
     {"apply", cli_apply, "partition a module with a schedule of PartIR actions"},
+    {"search", cli_search, "search for the schedule that makes a module fastest on a mesh (MCTS)"},
     {"check", cli_check, "run a partitioned module against the original on random inputs"},
     {"redistribute", cli_redistribute, "synthesize the collectives that change a distributed type"},
     {"list", cli_list, "list the searches autopartd has stored, newest first"},

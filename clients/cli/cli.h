@@ -26,6 +26,7 @@ int cli_parse(int argc, char **argv);
 int cli_apply(int argc, char **argv);
 int cli_redistribute(int argc, char **argv);
 int cli_check(int argc, char **argv);
+int cli_search(int argc, char **argv);
 
 /* Prints `autopart CMD: error: MESSAGE`; returns CLI_FAIL. */
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

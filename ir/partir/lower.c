@@ -10,7 +10,9 @@
  * all_gather, all_to_all, dynslice and at most one collective_permute.  One
  * redistribution per distinct (value, needed layout).  Arguments arrive and
  * results leave in their layouts; a result tied to a donated argument
- * (tf.aliasing_output) leaves in that argument's layout.
+ * (tf.aliasing_output) leaves in that argument's layout.  What goes where
+ * is decided by the lowering plan (plan.c), which the cost model's fast
+ * scorer reads too; this file builds the IR the plan describes.
  *
  * The output follows the SPMD contract other tools read: module attributes
  * mhlo.num_partitions and autopart.mesh ("batch=4,model=2"), and
@@ -23,16 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define ANY_OP UINT32_MAX
-
-typedef struct cache_ent {
-    uint32_t val;
-    int32_t next; /* the value's previous entry, -1 ends */
-    ir_layout layout;
-    ir_value *local;
-    uint32_t op; /* the only op that may reuse it, or ANY_OP */
-} cache_ent;
-
 typedef struct lower {
     const ir_partition *p;
     const ir_pctx *c;
@@ -41,11 +33,9 @@ typedef struct lower {
     ir_lowered *out;
     ap_error *err;
     int rc;
-    ir_redist_ctx *rctx;
-    ir_redist_mesh rmesh;
-    cache_ent *cache;
-    uint32_t n_cache, cap_cache;
-    int32_t *cache_head; /* per value id: its latest cache entry, -1 none */
+    ir_lplan *plan;      /* what to insert where (plan.c) */
+    uint32_t *mat_base;  /* per value id: its first entry in mat_val */
+    ir_value **mat_val;  /* per materialization of the plan: its local value once emitted */
     ir_value **produced; /* per value id: its local value as produced */
     ir_value *pid;       /* partition id as a tensor<i32>, made on first use */
     ir_value *zero_i32;
@@ -405,108 +395,65 @@ static ir_value *dynslice(lower *l, ir_value *x, int dim, int64_t new_size, cons
 
 /* ------------------------------------------------------- redistribution */
 
-/* The axes a redistribution may use: all of the mesh, except the axes along
- * which the value is a pending sum that flows on.  Along those the devices
- * hold different summands, so a collective over them would mix summands
- * (and a dynslice keyed by them would cut each summand differently): each
- * summand is redistributed on its own, over the other axes. */
-typedef struct submesh {
-    int n;                    /* axes kept */
-    int axis[IR_MAX_AXES];    /* kept index -> mesh axis */
-    int index[IR_MAX_AXES];   /* mesh axis -> kept index, -1 when frozen */
-    int64_t n_frozen_coords;  /* devices along the frozen axes together */
-} submesh;
-
-static void submesh_init(const ir_mesh *m, const ir_layout *from, submesh *sm)
+/* Emits the retiling steps of a synthesized redistribution plan on x.  The
+ * plan's device ids are over the whole mesh (plan.c repeats a plan made
+ * over a sub-mesh along the axes a pending sum flows on). */
+static ir_value *emit_redist(lower *l, ir_value *x, const ir_redist_plan *plan)
 {
-    sm->n = 0;
-    sm->n_frozen_coords = 1;
-    for (int a = 0; a < m->n_axes; a++) {
-        if (from->dim[a] == IR_AX_PARTIAL) {
-            sm->index[a] = -1;
-            sm->n_frozen_coords *= m->sizes[a];
-        } else {
-            sm->index[a] = sm->n;
-            sm->axis[sm->n++] = a;
-        }
-    }
-}
-
-/* The device of the whole mesh that is device `sub` of the kept axes (row-
- * major over them) at position q (row-major) along the frozen axes. */
-static int32_t full_device(const ir_mesh *m, const submesh *sm, int64_t sub, int64_t q)
-{
-    int64_t coord[IR_MAX_AXES];
-    for (int a = m->n_axes - 1; a >= 0; a--) {
-        if (sm->index[a] >= 0) {
-            coord[a] = sub % m->sizes[a];
-            sub /= m->sizes[a];
-        } else {
-            coord[a] = q % m->sizes[a];
-            q /= m->sizes[a];
-        }
-    }
-    int64_t dev = 0;
-    for (int a = 0; a < m->n_axes; a++)
-        dev = dev * m->sizes[a] + coord[a];
-    return (int32_t)dev;
-}
-
-/* Per-device lists of a plan over the kept axes (`n` rows of `width` ids)
- * repeated for every position along the frozen axes, over the whole mesh.
- * A new array (ap_free), NULL when out of memory. */
-static int32_t *expand_devices(const ir_mesh *m, const submesh *sm, const int32_t *ids, int64_t n, int64_t width)
-{
-    int64_t total = n * width * sm->n_frozen_coords;
-    int32_t *out = ap_malloc(sizeof *out * (size_t)(total ? total : 1));
-    if (!out)
-        return NULL;
-    int64_t k = 0;
-    for (int64_t q = 0; q < sm->n_frozen_coords; q++)
-        for (int64_t i = 0; i < n * width; i++)
-            out[k++] = full_device(m, sm, ids[i], q);
-    return out;
-}
-
-static void to_redist_type(const ir_pctx *c, const submesh *sm, const ir_type *g, const ir_layout *lay,
-                           ir_redist_type *out)
-{
-    memset(out, 0, sizeof *out);
-    out->rank = g->rank;
-    int axes[IR_MAX_AXES];
-    for (int d = 0; d < g->rank; d++) {
-        int n = ir_layout_dim_axes(lay, d, axes);
-        out->dims[d].global = g->dims[d];
-        out->dims[d].local = g->dims[d];
-        out->dims[d].naxes = n;
-        for (int k = 0; k < n; k++) {
-            out->dims[d].axes[k] = (uint8_t)sm->index[axes[k]];
-            out->dims[d].local /= c->mesh.sizes[axes[k]];
-        }
-    }
-}
-
-/* Changes x's tiling from `from` to `to`.  Pending sums have been reduced
- * except those that flow on (the same axes and reductions in both), which
- * stay where they are: see submesh. */
-static ir_value *retile(lower *l, ir_value *x, const ir_type *g, const ir_layout *from, const ir_layout *to)
-{
-    if (g->rank > IR_REDIST_MAX_RANK) {
-        fail(l, AP_EUNSUPPORTED, "redistribution of a rank-%d value is not supported", g->rank);
+    int64_t nd = ir_mesh_devices(&l->c->mesh);
+    int64_t *table = ap_malloc(sizeof *table * (size_t)nd);
+    if (!table) {
+        oom(l);
         return NULL;
     }
-    const ir_mesh *m = &l->c->mesh;
-    submesh sm;
-    submesh_init(m, from, &sm);
-    ir_redist_type rf, rt;
-    to_redist_type(l->c, &sm, g, from, &rf);
-    to_redist_type(l->c, &sm, g, to, &rt);
-    if (ir_redist_type_equal(&rf, &rt))
-        return x;
-    if (ir_type_numel(g) == 0) { /* nothing to move: an empty local value */
-        int64_t dims[IR_REDIST_MAX_RANK];
-        for (int d = 0; d < g->rank; d++)
-            dims[d] = rt.dims[d].local;
+    for (int s = 0; s < plan->nsteps && x; s++) {
+        const ir_redist_step *st = &plan->steps[s];
+        switch (st->kind) {
+        case IR_REDIST_ALL_GATHER:
+            x = all_gather(l, x, st->dim, groups_attr(l, st->groups, st->ngroups, st->group_size), st->group_size);
+            break;
+        case IR_REDIST_ALL_TO_ALL:
+            x = all_to_all(l, x, st->to_dim, st->dim, groups_attr(l, st->groups, st->ngroups, st->group_size),
+                           st->group_size);
+            break;
+        case IR_REDIST_DYNSLICE: {
+            int64_t size = st->type.dims[st->dim].local;
+            for (int64_t gi = 0; gi < st->ngroups; gi++)
+                for (int64_t k = 0; k < st->group_size; k++)
+                    table[st->groups[gi * st->group_size + k]] = k * size;
+            x = dynslice(l, x, st->dim, size, table);
+            break;
+        }
+        case IR_REDIST_COLLECTIVE_PERMUTE:
+            x = collective_permute(l, x, st->pairs, st->npairs);
+            break;
+        }
+    }
+    ap_free(table);
+    return x;
+}
+
+/* Emits a transfer the plan decided (plan.c): pending sums first, then
+ * the tiling. */
+static ir_value *emit_xfer(lower *l, ir_value *x, const ir_xfer *xf)
+{
+    if (xf->n_ar) {
+        int axes[IR_MAX_AXES];
+        for (int k = 0; k < xf->n_ar; k++)
+            axes[k] = xf->ar_axes[k];
+        x = all_reduce(l, x, axes, xf->n_ar, (ir_red)xf->ar_red);
+    }
+    if (x && xf->rs_axis >= 0)
+        x = reduce_scatter(l, x, xf->rs_dim, xf->rs_axis, (ir_red)xf->rs_red);
+    if (!x)
+        return NULL;
+    if (xf->empty) { /* nothing to move: an empty local value */
+        const ir_type *g = xf->type;
+        int64_t dims[IR_MAX_RANK];
+        if (!ir_layout_local_dims(&xf->to, &l->c->mesh, g, dims)) {
+            fail(l, AP_EINTERNAL, "a tiled dim does not divide its axes");
+            return NULL;
+        }
         const ir_type *lt = ir_type_tensor(l->nm, (ir_elem)g->elem, g->rank, dims);
         ir_op *c = lt ? emit(l, IR_OP_CONSTANT, 0, NULL, lt) : NULL;
         if (!c || !set_attr(l, c, "value", ir_attr_dense_ints(l->nm, lt, 0, NULL))) {
@@ -515,212 +462,33 @@ static ir_value *retile(lower *l, ir_value *x, const ir_type *g, const ir_layout
         }
         return &c->results[0];
     }
-    ir_redist_mesh sub_mesh;
-    const ir_redist_mesh *rmesh = &l->rmesh;
-    ap_error e;
-    if (sm.n < m->n_axes) {
-        const char *names[IR_MAX_AXES];
-        int64_t sizes[IR_MAX_AXES];
-        for (int k = 0; k < sm.n; k++) {
-            names[k] = m->names[sm.axis[k]];
-            sizes[k] = m->sizes[sm.axis[k]];
-        }
-        if (ir_redist_mesh_init(&sub_mesh, sm.n, names, sizes, &e) < 0) {
-            fail(l, e.code, "redistribution failed: %s", e.msg);
-            return NULL;
-        }
-        rmesh = &sub_mesh;
+    return xf->redist ? emit_redist(l, x, xf->redist) : x;
+}
+
+/* Value v as materialization m of the plan (IR_LPLAN_DIRECT: as produced),
+ * emitted at its first use and shared by the later ones. */
+static ir_value *emit_mat(lower *l, uint32_t v, int32_t m)
+{
+    if (m < 0) {
+        if (!l->produced[v])
+            fail(l, AP_EINTERNAL, "value used before it is lowered");
+        return l->produced[v];
     }
-    ir_redist_plan *plan = NULL;
-    int eb = ir_elem_bytes((ir_elem)g->elem);
-    int rc = ir_redist_synthesize(l->rctx, rmesh, &rf, &rt, eb > 0 ? eb : 4, &plan, &e);
-    if (rc < 0) {
-        fail(l, rc, "redistribution failed: %s", e.msg);
-        return NULL;
-    }
-    int64_t nd = ir_mesh_devices(m);
-    int64_t *table = ap_malloc(sizeof *table * (size_t)nd);
-    if (!table) {
-        ir_redist_plan_free(plan);
-        oom(l);
-        return NULL;
-    }
-    for (int s = 0; s < plan->nsteps && x; s++) {
-        const ir_redist_step *st = &plan->steps[s];
-        bool pairs = st->kind == IR_REDIST_COLLECTIVE_PERMUTE;
-        int64_t rows = pairs ? st->npairs : st->ngroups, width = pairs ? 2 : st->group_size;
-        int32_t *ids = expand_devices(m, &sm, pairs ? st->pairs : st->groups, rows, width);
-        if (!ids) {
-            oom(l);
-            x = NULL;
-            break;
-        }
-        rows *= sm.n_frozen_coords;
-        switch (st->kind) {
-        case IR_REDIST_ALL_GATHER:
-            x = all_gather(l, x, st->dim, groups_attr(l, ids, rows, width), width);
-            break;
-        case IR_REDIST_ALL_TO_ALL:
-            x = all_to_all(l, x, st->to_dim, st->dim, groups_attr(l, ids, rows, width), width);
-            break;
-        case IR_REDIST_DYNSLICE: {
-            int64_t size = st->type.dims[st->dim].local;
-            for (int64_t gi = 0; gi < rows; gi++)
-                for (int64_t k = 0; k < width; k++)
-                    table[ids[gi * width + k]] = k * size;
-            x = dynslice(l, x, st->dim, size, table);
-            break;
-        }
-        case IR_REDIST_COLLECTIVE_PERMUTE:
-            x = collective_permute(l, x, ids, rows);
-            break;
-        }
-        ap_free(ids);
-    }
-    ap_free(table);
-    ir_redist_plan_free(plan);
+    ir_value **slot = &l->mat_val[l->mat_base[v] + (uint32_t)m];
+    if (*slot)
+        return *slot;
+    const ir_mat *mt = ir_lplan_mat(l->plan, v, (uint32_t)m);
+    ir_value *x = emit_mat(l, v, mt->src);
+    if (x)
+        x = emit_xfer(l, x, &mt->x);
+    *slot = x;
     return x;
 }
 
-static ir_value *cache_get(lower *l, uint32_t v, const ir_layout *lay)
+/* What use `slot` of the op being lowered receives of value v. */
+static ir_value *materialize(lower *l, uint32_t v, uint32_t slot)
 {
-    for (int32_t i = l->cache_head[v]; i >= 0; i = l->cache[i].next)
-        if (ir_layout_equal(&l->cache[i].layout, lay) && (l->cache[i].op == ANY_OP || l->cache[i].op == l->cur_op))
-            return l->cache[i].local;
-    return NULL;
-}
-
-static void cache_put(lower *l, uint32_t v, const ir_layout *lay, ir_value *x, uint32_t op)
-{
-    if (l->n_cache == l->cap_cache) {
-        uint32_t cap = l->cap_cache ? l->cap_cache * 2 : 256;
-        cache_ent *c = ap_realloc(l->cache, sizeof *c * cap);
-        if (!c) {
-            oom(l);
-            return;
-        }
-        l->cache = c;
-        l->cap_cache = cap;
-    }
-    l->cache[l->n_cache] = (cache_ent){v, l->cache_head[v], *lay, x, op};
-    l->cache_head[v] = (int32_t)l->n_cache++;
-}
-
-/* Devices sharing one tile of a value in layout lay: the larger, the more
- * of the value each device holds. */
-static int64_t tile_count(const lower *l, const ir_layout *lay)
-{
-    int64_t n = 1;
-    for (int a = 0; a < l->c->mesh.n_axes; a++)
-        if (lay->dim[a] >= 0)
-            n *= l->c->mesh.sizes[a];
-    return n;
-}
-
-/* x in layout `from` -> layout `to`: pending sums first, then tiling. */
-static ir_value *redistribute(lower *l, ir_value *x, const ir_type *g, ir_layout from, const ir_layout *to)
-{
-    const ir_mesh *m = &l->c->mesh;
-    /* sums the target does not take along: all_reduce, or reduce_scatter
-     * onto a dim the target tiles next along that axis */
-    int ar[IR_MAX_AXES], n_ar = 0;
-    ir_red ar_red = IR_RED_NONE;
-    for (int a = 0; a < m->n_axes; a++) {
-        if (from.dim[a] != IR_AX_PARTIAL)
-            continue;
-        if (to->dim[a] == IR_AX_PARTIAL && to->red[a] == from.red[a])
-            continue; /* the sum flows on */
-        if (to->dim[a] == IR_AX_PARTIAL) {
-            fail(l, AP_EINTERNAL, "pending sums of different kinds meet");
-            return NULL;
-        }
-        if (n_ar && from.red[a] != ar_red) {
-            fail(l, AP_EUNSUPPORTED, "pending sums of different kinds on one value");
-            return NULL;
-        }
-        ar[n_ar++] = a;
-        ar_red = (ir_red)from.red[a];
-    }
-    /* reduce_scatter where the target tiles d along a right after what x has */
-    int rs_axis[IR_MAX_AXES] = {0}, rs_dim[IR_MAX_AXES] = {0}, n_rs = 0, keep = 0;
-    for (int k = 0; k < n_ar; k++) {
-        int a = ar[k], d = to->dim[a];
-        bool ok = false;
-        if (d >= 0) {
-            int fa[IR_MAX_AXES], ta[IR_MAX_AXES];
-            int nf = ir_layout_dim_axes(&from, d, fa), nt = ir_layout_dim_axes(to, d, ta);
-            ok = nt > nf && ta[nf] == a;
-            for (int q = 0; ok && q < nf; q++)
-                ok = fa[q] == ta[q];
-        }
-        if (ok && n_rs == 0) { /* one scatter per value keeps the order simple */
-            rs_axis[n_rs] = a;
-            rs_dim[n_rs++] = d;
-        } else {
-            ar[keep++] = a;
-        }
-    }
-    n_ar = keep;
-    if (n_ar) {
-        x = all_reduce(l, x, ar, n_ar, ar_red);
-        for (int k = 0; k < n_ar; k++)
-            from.dim[ar[k]] = IR_AX_NONE;
-    }
-    for (int k = 0; x && k < n_rs; k++) {
-        x = reduce_scatter(l, x, rs_dim[k], rs_axis[k], (ir_red)from.red[rs_axis[k]]);
-        from.dim[rs_axis[k]] = IR_AX_NONE;
-        ir_layout_push(&from, rs_axis[k], rs_dim[k]);
-    }
-    if (!x)
-        return NULL;
-    return retile(l, x, g, &from, to);
-}
-
-/* Value v in layout `want`, made once per distinct layout; except that a
- * sharded argument is gathered afresh for each op that needs more of it
- * (ZeRO-3: holding the whole of a parameter from the forward to the
- * backward pass would undo the sharding; the paper's Table 2 counts one
- * all_gather per use). */
-static ir_value *materialize(lower *l, uint32_t v, const ir_layout *want)
-{
-    const ir_partition *p = l->p;
-    ir_layout prod;
-    ir__produced_layout(p, v, &prod);
-    ir_value *x = l->produced[v];
-    if (!x) {
-        fail(l, AP_EINTERNAL, "value used before it is lowered");
-        return NULL;
-    }
-    if (ir_layout_equal(&prod, want))
-        return x;
-    ir_value *hit = cache_get(l, v, want);
-    if (hit)
-        return hit;
-    const ir_type *g = val_type(l->c, v);
-    ir_layout from = prod;
-    if (p->vop_of[v] >= 0) {
-        /* through the value's identity op (atomic or tiling action) */
-        ir_layout seen;
-        ir__needed_layout(p, vop_id(p, (uint32_t)p->vop_of[v]), 0, &seen);
-        if (!ir_layout_equal(&seen, &prod)) {
-            ir_value *s = cache_get(l, v, &seen);
-            if (!s) {
-                s = redistribute(l, x, g, prod, &seen);
-                if (!s)
-                    return NULL;
-                cache_put(l, v, &seen, s, ANY_OP);
-            }
-            if (ir_layout_equal(&seen, want))
-                return s;
-            x = s;
-            from = seen;
-        }
-    }
-    ir_value *r = redistribute(l, x, g, from, want);
-    bool per_use = l->c->val_op[v] < 0 && tile_count(l, want) < tile_count(l, &from);
-    if (r)
-        cache_put(l, v, want, r, per_use ? l->cur_op : ANY_OP);
-    return r;
+    return emit_mat(l, v, ir_lplan_use(l->plan, l->cur_op, slot));
 }
 
 /* -------------------------------------------------------------- ops */
@@ -809,9 +577,14 @@ static ir_value *resolve_captured(void *ctx, const ir_value *v)
     uint32_t id = ir__value_id(l->c, v);
     if (id == VAL_NONE)
         return NULL;
-    ir_layout whole;
-    ir_layout_init(&whole);
-    return materialize(l, id, &whole);
+    /* the plan numbers the values the op's regions capture after its
+     * operands, each a use that takes the value whole */
+    uint32_t n = ir_lplan_num_captured(l->plan, l->cur_op), no = l->c->ops[l->cur_op]->n_operands;
+    for (uint32_t i = 0; i < n; i++)
+        if (ir_lplan_captured_value(l->plan, l->cur_op, i) == id)
+            return materialize(l, id, no + i);
+    fail(l, AP_EINTERNAL, "a value captured by '%s' that the lowering plan did not see", l->c->ops[l->cur_op]->name);
+    return NULL;
 }
 
 static bool lower_op(lower *l, uint32_t k, ir_cloner *cl)
@@ -836,7 +609,7 @@ static bool lower_op(lower *l, uint32_t k, ir_cloner *cl)
         ir__needed_layout(p, k, i, &need);
         if (i == 0)
             need0 = need;
-        opds[i] = materialize(l, c->opd_val[c->opd0[k] + i], &need);
+        opds[i] = materialize(l, c->opd_val[c->opd0[k] + i], i);
         if (!opds[i])
             goto out;
     }
@@ -949,44 +722,6 @@ static const ir_attr *attr_at(const ir_attr *arr, uint32_t i)
     return arr && arr->kind == IR_A_ARRAY && i < (uint32_t)arr->u.arr.n ? arr->u.arr.items[i] : NULL;
 }
 
-/* A returned value leaves in its layout, sums reduced; reusing a reduced
- * copy made for another use (e.g. a reduce_scatter) when there is one. */
-static void result_layout(lower *l, uint32_t r, ir_layout *out)
-{
-    const ir_pctx *c = l->c;
-    uint32_t v = c->ret_val[r];
-    if (c->ret_alias_arg[r] >= 0) {
-        *out = l->p->arg_layout[c->ret_alias_arg[r]];
-        return;
-    }
-    ir_layout seen;
-    ir__seen_layout(l->p, v, &seen);
-    if (!ir_layout_has_partial(&seen)) {
-        *out = seen;
-        return;
-    }
-    for (int32_t i = l->cache_head[v]; i >= 0; i = l->cache[i].next) {
-        const ir_layout *cl = &l->cache[i].layout;
-        if (ir_layout_has_partial(cl))
-            continue;
-        bool ok = true;
-        for (int a = 0; a < c->mesh.n_axes && ok; a++) {
-            if (seen.dim[a] >= 0)
-                ok = cl->dim[a] == seen.dim[a] && cl->pos[a] == seen.pos[a];
-            else if (seen.dim[a] == IR_AX_NONE)
-                ok = cl->dim[a] == IR_AX_NONE;
-        }
-        if (ok) {
-            *out = *cl;
-            return;
-        }
-    }
-    for (int a = 0; a < c->mesh.n_axes; a++)
-        if (seen.dim[a] == IR_AX_PARTIAL)
-            seen.dim[a] = IR_AX_NONE;
-    *out = seen;
-}
-
 /* ================================================================ driver */
 
 const char *ir_coll_name(ir_coll_kind k)
@@ -1015,18 +750,25 @@ int ir_lower_ex(const ir_partition *p, const ir_lower_opts *opts, ir_lowered *ou
     ir_cloner cl;
     memset(out, 0, sizeof *out);
     ir__cloner_init(&cl, NULL);
-    const char *names[IR_MAX_AXES];
-    for (int a = 0; a < c->mesh.n_axes; a++)
-        names[a] = c->mesh.names[a];
-    if (ir_redist_mesh_init(&l.rmesh, c->mesh.n_axes, names, c->mesh.sizes, err) < 0 ||
-        ir_redist_ctx_new(&l.rctx, err) < 0)
-        return err ? err->code : AP_EINVALID;
+    int rc = ir_lplan_new(c, &l.plan, err);
+    if (rc == 0 && (rc = ir_lplan_sync(l.plan, p, err)) < 0)
+        ir_lplan_free(l.plan);
+    if (rc < 0)
+        return rc;
     l.nm = ir_module_new(c->m->filename);
     l.produced = ap_calloc(c->n_vals + 1, sizeof *l.produced);
-    l.cache_head = ap_malloc(sizeof *l.cache_head * (c->n_vals + 1));
-    if (l.cache_head)
-        memset(l.cache_head, 0xff, sizeof *l.cache_head * (c->n_vals + 1));
-    if (!l.nm || !l.produced || !l.cache_head) {
+    l.mat_base = ap_malloc(sizeof *l.mat_base * (c->n_vals + 1));
+    if (!l.nm || !l.produced || !l.mat_base) {
+        oom(&l);
+        goto done;
+    }
+    uint32_t n_mats = 0;
+    for (uint32_t v = 0; v < c->n_vals; v++) {
+        l.mat_base[v] = n_mats;
+        n_mats += ir_lplan_num_mats(l.plan, v);
+    }
+    l.mat_base[c->n_vals] = n_mats;
+    if (!(l.mat_val = ap_calloc(n_mats + 1, sizeof *l.mat_val))) {
         oom(&l);
         goto done;
     }
@@ -1097,8 +839,8 @@ int ir_lower_ex(const ir_partition *p, const ir_lower_opts *opts, ir_lowered *ou
     l.loc = ir__loc_clone(nm, c->ret->loc);
     l.cur_op = c->n_ops; /* the return is one user */
     for (uint32_t r = 0; r < c->n_ret && !l.rc; r++) {
-        result_layout(&l, r, &res_l[r]);
-        rets[r] = materialize(&l, c->ret_val[r], &res_l[r]);
+        res_l[r] = *ir_lplan_result_layout(l.plan, r);
+        rets[r] = materialize(&l, c->ret_val[r], r);
         if (rets[r])
             res_t[r] = rets[r]->type;
     }
@@ -1140,9 +882,9 @@ fn_done:
 done:
     ir__cloner_free(&cl);
     ap_free(l.produced);
-    ap_free(l.cache);
-    ap_free(l.cache_head);
-    ir_redist_ctx_free(l.rctx);
+    ap_free(l.mat_base);
+    ap_free(l.mat_val);
+    ir_lplan_free(l.plan);
     if (l.rc) {
         ir_module_free(l.nm);
         memset(out, 0, sizeof *out);

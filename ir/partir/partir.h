@@ -175,6 +175,131 @@ typedef struct ir_lower_opts {
 int ir_lower_ex(const ir_partition *p, const ir_lower_opts *opts, ir_lowered *out, ap_error *err);
 void ir_lowered_free(ir_lowered *l);
 
+/* ------------------------------------------------------ lowering plan */
+
+/*
+ * What the SPMD lowering inserts for a state, decided without building it.
+ * For every use of every value of the partitioned function the plan says
+ * whether the user takes the value as produced or a copy redistributed to
+ * the layout the user needs; each distinct copy (a "materialization") is
+ * made once, at its first use, by a transfer: pending sums reduced
+ * (all_reduce, or one reduce_scatter), then the tiling changed by the
+ * redistribution synthesis below.  ir_lower emits exactly this plan, and the
+ * cost model's fast scorer (costmodel/cost.h) counts it, so what is
+ * estimated and what is lowered cannot drift apart.
+ *
+ * A plan follows one state at a time: ir_lplan_sync brings it up to date
+ * with a state, redoing only the values whose producer, users or identity
+ * op changed since the state it last followed, and says which ops and values
+ * changed.  A plan is used by one thread at a time; it owns the
+ * redistribution plans it synthesized (memoized by problem).
+ */
+
+/* Value ids: the function's arguments first, then the results of each
+ * top-level op in order. */
+uint32_t ir_pctx_num_values(const ir_pctx *c);
+uint32_t ir_pctx_num_args(const ir_pctx *c);
+const ir_value *ir_pctx_value(const ir_pctx *c, uint32_t v);
+/* Producing op of value v, -1 for an argument. */
+int32_t ir_pctx_value_op(const ir_pctx *c, uint32_t v);
+/* Value id of operand i / result j of top-level op k. */
+uint32_t ir_pctx_operand_value(const ir_pctx *c, uint32_t k, uint32_t i);
+uint32_t ir_pctx_result_value(const ir_pctx *c, uint32_t k, uint32_t j);
+/* The returned values. */
+uint32_t ir_pctx_num_returns(const ir_pctx *c);
+uint32_t ir_pctx_return_value(const ir_pctx *c, uint32_t r);
+/* The value id of v, UINT32_MAX when v is not a value of the function. */
+uint32_t ir_pctx_value_id(const ir_pctx *c, const ir_value *v);
+
+/* Layout op k needs for operand i, and the layout of its result j. */
+void ir_partition_operand_layout(const ir_partition *p, uint32_t k, uint32_t i, ir_layout *out);
+void ir_partition_result_layout(const ir_partition *p, uint32_t k, uint32_t j, ir_layout *out);
+/* Layout of value v as produced (an argument's tiling, or read off its
+ * producer's loop nest), before any tiling or atomic action on it. */
+void ir_partition_produced_layout(const ir_partition *p, uint32_t v, ir_layout *out);
+/* A 64-bit hash of everything that defines a state (loop nests, argument
+ * tilings, identity ops): equal states hash equal, whatever the order of
+ * the actions that made them. */
+uint64_t ir_partition_hash(const ir_partition *p);
+/* Whether two states of one context are the same state (what
+ * ir_partition_hash hashes). */
+bool ir_partition_same(const ir_partition *a, const ir_partition *b);
+
+/* One transfer: value of global type `type` from layout `from` to `to`. */
+typedef struct ir_xfer {
+    const ir_type *type;
+    ir_layout from, to;
+    uint8_t n_ar;                  /* 1. all_reduce over these axes (mesh order) */
+    uint8_t ar_axes[IR_MAX_AXES];
+    uint8_t ar_red;                /* ir_red */
+    int8_t rs_axis, rs_dim;        /* 2. a reduce_scatter onto rs_dim along rs_axis; -1 none */
+    uint8_t rs_red;
+    bool empty;                    /* 3. no elements: an empty constant of the target type */
+    const struct ir_redist_plan *redist; /* 3. else these steps (below); NULL when the tilings agree.
+                                            Its device ids (groups, pairs) are over the whole mesh: with
+                                            pending sums that flow on (partial in both `from` and `to`)
+                                            it was made over the mesh without their axes and is repeated
+                                            along them, summand by summand (its types stay over that
+                                            sub-mesh, its device maps are NULL) */
+} ir_xfer;
+
+/* Whether a transfer inserts nothing: the value passes as it is. */
+bool ir_xfer_is_noop(const ir_xfer *x);
+/* Whether the first op a transfer inserts reads the value (an empty value
+ * is replaced by a constant). */
+bool ir_xfer_uses_source(const ir_xfer *x);
+
+/* A materialization of a value: made at its first use, in segment `seg`
+ * (the op being lowered, or the return: ir_pctx_num_ops), before the op's
+ * operand `slot` is passed (slots count the op's operands, then values its
+ * regions capture, then return values). */
+typedef struct ir_mat {
+    ir_xfer x;
+    int32_t src;   /* -1: from the value as produced; else the mat (of the
+                      same value) it continues from */
+    uint32_t seg, slot;
+} ir_mat;
+
+#define IR_LPLAN_DIRECT (-1) /* a use takes the value as produced */
+
+typedef struct ir_lplan ir_lplan;
+
+/* A plan over ctx, following no state yet.  Free with ir_lplan_free. */
+int ir_lplan_new(const ir_pctx *ctx, ir_lplan **out, ap_error *err);
+void ir_lplan_free(ir_lplan *pl);
+/* Brings the plan up to date with p.  Fails (with the lowering's message)
+ * when p cannot be lowered; the plan then follows no state until the next
+ * successful sync. */
+int ir_lplan_sync(ir_lplan *pl, const ir_partition *p, ap_error *err);
+/* What the last sync changed: ops whose loop nest differs (or every op
+ * after a full rebuild, *all set), and values whose plan was redone. */
+const uint32_t *ir_lplan_changed_ops(const ir_lplan *pl, uint32_t *n, bool *all);
+const uint32_t *ir_lplan_changed_values(const ir_lplan *pl, uint32_t *n);
+
+uint32_t ir_lplan_num_mats(const ir_lplan *pl, uint32_t v);
+const ir_mat *ir_lplan_mat(const ir_lplan *pl, uint32_t v, uint32_t m);
+/* All mats of v (*n of them), valid until the next sync. */
+const ir_mat *ir_lplan_mats(const ir_lplan *pl, uint32_t v, uint32_t *n);
+/* What each use slot of op k receives (as ir_lplan_use), valid until the
+ * next sync. */
+const int32_t *ir_lplan_uses(const ir_lplan *pl, uint32_t k);
+/* What use `slot` of op k (k = ir_pctx_num_ops: the return, slot the
+ * result index) receives of the value it uses: IR_LPLAN_DIRECT or a mat of
+ * that value. */
+int32_t ir_lplan_use(const ir_lplan *pl, uint32_t k, uint32_t slot);
+/* Values op k's regions use from outside them ("captured"), one slot each
+ * after its operands: count, and value of each (in order).  Each is a use
+ * that takes the value whole (replicated, pending sums reduced): the ops
+ * inside a region run on global shapes. */
+uint32_t ir_lplan_num_captured(const ir_lplan *pl, uint32_t k);
+uint32_t ir_lplan_captured_value(const ir_lplan *pl, uint32_t k, uint32_t i);
+/* The layout result r leaves the function in. */
+const ir_layout *ir_lplan_result_layout(const ir_lplan *pl, uint32_t r);
+/* How many lowered ops take the value as produced (direct uses, and the
+ * first step of each transfer made from it); when exactly one and that is
+ * operand `*slot` of top-level op `*op`, those are set, else *op is -1. */
+uint32_t ir_lplan_produced_uses(const ir_lplan *pl, uint32_t v, int32_t *op, uint32_t *slot);
+
 /* Prints the PartIR:Core loop view of a state. */
 int ir_print_loops(const ir_partition *p, ap_buf *b);
 

@@ -448,12 +448,13 @@ static bool is_vop(const ir_partition *p, uint32_t op) { return op >= p->ctx->n_
 
 static uint32_t op_n_operands(const ir_partition *p, uint32_t op)
 {
-    return is_vop(p, op) ? 1 : p->ctx->ops[op]->n_operands;
+    /* from the context's operand table: no trip to the op itself */
+    return is_vop(p, op) ? 1 : p->ctx->opd0[op + 1] - p->ctx->opd0[op];
 }
 
 static uint32_t op_n_results(const ir_partition *p, uint32_t op)
 {
-    return is_vop(p, op) ? 1 : p->ctx->ops[op]->n_results;
+    return is_vop(p, op) ? 1 : p->ctx->op_val0[op + 1] - p->ctx->op_val0[op];
 }
 
 static uint32_t operand_val(const ir_partition *p, uint32_t op, uint32_t i)
@@ -956,6 +957,11 @@ static bool backward(ir_partition *p, uint32_t op, int axis, bool record, uint32
             }
             want = w;
         } else {
+            /* nothing slices a scalar: skip the scan of its users (a
+             * constant feeding thousands of ops is looked at often) */
+            const ir_type *t = val_type(c, v);
+            if (!t || t->kind != IR_T_TENSOR || t->rank <= 0)
+                continue;
             want = consumers_slice(p, v, axis, &produced);
         }
         if (want == -1)

@@ -1,0 +1,533 @@
+/*
+ * bench/search.c - the automatic partitioning search against the
+ * acceptance of issue 12, as a table:
+ *
+ *   t32-bp     T32 {batch:8, model:4} on tpu_v3, no memory limit, manual BP,
+ *              search on `model`: step time within 2% of BP+MP, per seed,
+ *              within 1,000 episodes; time to reach it
+ *   t32-free   the same from scratch on both axes: at least as good as BP+MP
+ *   t32-mem    manual BP, both axes, --memory-limit 240GiB: fits
+ *   unet, gns  the paper configs from BP, both axes: better than BP alone
+ *   llama      tt_llama3_2_3b auto on {model:2} and {model:8} (h100) against
+ *              the human sharding of tt_llama3_2_3b_manual_sdy imported
+ *   speed      episodes/s on T32 (1 and 2 threads, 400 episodes), and the
+ *              fast scorer against the full lowering per candidate
+ *   t48        T48 from BP on `model`: wall time to the BP+MP cost
+ *   determinism  seeds 1-5 x threads 1, 2: identical schedules
+ *
+ *   bench_search [--seeds N] [--threads T] [--only SECTION[,SECTION]]
+ *
+ * Figures depend on the machine's load: run it when the machine is quiet,
+ * or read the episodes/s as a lower bound.
+ */
+#include "bench.h"
+#include "cost.h"
+#include "search.h"
+
+typedef struct model {
+    ir_module *m;
+    ir_pctx *ctx;
+} model;
+
+static model load(ir_module *m, const char *mesh_text)
+{
+    model md;
+    ap_error err;
+    md.m = m;
+    ir_op *f = ir_module_entry(m);
+    if (ir_inline_calls(m, f, &err) < 0)
+        bench_die("inline", &err);
+    ir_mesh mesh;
+    if (ir_mesh_parse(mesh_text, &mesh, &err) < 0)
+        bench_die("mesh", &err);
+    if (ir_pctx_new(m, f, &mesh, &md.ctx, &err) < 0)
+        bench_die("context", &err);
+    return md;
+}
+
+static void unload(model *md)
+{
+    ir_pctx_free(md->ctx);
+    ir_module_free(md->m);
+}
+
+static ir_partition *state(const model *md, const char *schedule)
+{
+    ir_partition *p;
+    ap_error err;
+    if (ir_partition_new(md->ctx, &p, &err) < 0)
+        bench_die("state", &err);
+    if (schedule && ir_schedule_apply(p, schedule, &err) < 0)
+        bench_die("schedule", &err);
+    return p;
+}
+
+static cost_report full_cost(const ir_partition *p, const cost_device *dev)
+{
+    ir_lowered lw;
+    ap_error err;
+    cost_report r;
+    if (ir_lower(p, &lw, &err) < 0)
+        bench_die("lower", &err);
+    if (cost_estimate(lw.module, dev, NULL, &r, &err) < 0)
+        bench_die("cost", &err);
+    ir_lowered_free(&lw);
+    return r;
+}
+
+typedef struct target_watch {
+    double target, t0, reached;
+    int64_t episodes_at;
+} target_watch;
+
+static int watch(void *ctx, const search_progress *p)
+{
+    target_watch *w = ctx;
+    if (w->reached < 0 && p->best_fits && p->best_runtime_s <= w->target) {
+        w->reached = p->elapsed_s;
+        w->episodes_at = p->episodes;
+    }
+    return 0;
+}
+
+static search_result run(const ir_partition *start, search_options *o, target_watch *w)
+{
+    search_result r;
+    ap_error err;
+    if (w) {
+        w->reached = -1;
+        o->progress = watch;
+        o->progress_ctx = w;
+        o->progress_interval_s = 0.02;
+    } else {
+        o->progress = NULL;
+    }
+    if (search_run(start, o, &r, &err) < 0)
+        bench_die("search", &err);
+    /* a target reached by the last batch shows in the result */
+    if (w && w->reached < 0 && r.fits && r.report.runtime_s <= w->target) {
+        w->reached = r.best_wall_s;
+        w->episodes_at = r.best_episode;
+    }
+    return r;
+}
+
+static bool want(const char *only, const char *name)
+{
+    if (!only)
+        return true;
+    size_t n = strlen(name);
+    for (const char *s = only; *s;) {
+        size_t k = strcspn(s, ",");
+        if (k == n && !strncmp(s, name, n))
+            return true;
+        s += k + (s[k] == ',');
+    }
+    return false;
+}
+
+static double gib(int64_t b) { return (double)b / (1024.0 * 1024 * 1024); }
+
+/* T32 acceptance rows over seeds. */
+static void t32_rows(const model *t32, int seeds, int threads, const cost_device *tpu, double bpmp, const char *only)
+{
+    char *bp = bench_schedule("bp");
+    ir_partition *start_bp = state(t32, bp), *start_free = state(t32, NULL);
+    if (want(only, "t32-bp")) {
+        int ok = 0;
+        double worst = 0, slowest = 0;
+        printf("\n### t32-bp: manual BP, search on model, no memory limit (BP+MP %.4f s)\n\n", bpmp);
+        printf("| seed | step s | vs BP+MP | best at episode | to within 2%%: s (episode) | eps/s |\n|---|---|---|---|---|---|\n");
+        for (int s = 1; s <= seeds; s++) {
+            search_options o;
+            search_options_init(&o);
+            o.device = *tpu;
+            o.memory_limit = -1;
+            o.axes = 1u << 1;
+            o.max_episodes = 1000;
+            o.threads = threads;
+            o.seed = (uint64_t)s;
+            target_watch w = {.target = bpmp * 1.02};
+            search_result r = run(start_bp, &o, &w);
+            double ratio = r.report.runtime_s / bpmp;
+            bool pass = ratio <= 1.02 && w.reached >= 0;
+            ok += pass;
+            worst = ratio > worst ? ratio : worst;
+            slowest = w.reached > slowest ? w.reached : slowest;
+            printf("| %d | %.4f | %.3f | %lld | %.2f (%lld) | %.0f |\n", s, r.report.runtime_s, ratio,
+                   (long long)r.best_episode, w.reached, (long long)w.episodes_at, r.episodes_per_s);
+            fflush(stdout);
+            search_result_free(&r);
+        }
+        printf("\nt32-bp: %d of %d seeds within 2%% of BP+MP within 1000 episodes; worst ratio %.3f; slowest to "
+               "reach it %.2f s (%d thread%s)\n",
+               ok, seeds, worst, slowest, threads, threads > 1 ? "s" : "");
+    }
+    if (want(only, "t32-free")) {
+        int ok = 0;
+        printf("\n### t32-free: from scratch, both axes, no memory limit\n\n| seed | step s | vs BP+MP | best at "
+               "episode |\n|---|---|---|---|\n");
+        for (int s = 1; s <= seeds; s++) {
+            search_options o;
+            search_options_init(&o);
+            o.device = *tpu;
+            o.memory_limit = -1;
+            o.max_episodes = 1000;
+            o.threads = threads;
+            o.seed = (uint64_t)s;
+            search_result r = run(start_free, &o, NULL);
+            ok += r.report.runtime_s <= bpmp;
+            printf("| %d | %.4f | %.3f | %lld |\n", s, r.report.runtime_s, r.report.runtime_s / bpmp,
+                   (long long)r.best_episode);
+            fflush(stdout);
+            search_result_free(&r);
+        }
+        printf("\nt32-free: %d of %d seeds at least as good as BP+MP\n", ok, seeds);
+    }
+    if (want(only, "t32-mem")) {
+        int ok = 0;
+        printf("\n### t32-mem: manual BP, both axes, memory limit 240 GiB\n\n| seed | step s | peak GiB | fits | best "
+               "at episode |\n|---|---|---|---|---|\n");
+        for (int s = 1; s <= seeds; s++) {
+            search_options o;
+            search_options_init(&o);
+            o.device = *tpu;
+            o.memory_limit = 240.0 * 1024 * 1024 * 1024;
+            o.max_episodes = 1000;
+            o.threads = threads;
+            o.seed = (uint64_t)s;
+            search_result r = run(start_bp, &o, NULL);
+            ok += r.fits;
+            printf("| %d | %.4f | %.1f | %s | %lld |\n", s, r.report.runtime_s, gib(r.report.peak_memory_bytes),
+                   r.fits ? "yes" : "NO", (long long)r.best_episode);
+            fflush(stdout);
+            search_result_free(&r);
+        }
+        printf("\nt32-mem: %d of %d seeds fit in 240 GiB\n", ok, seeds);
+    }
+    ir_partition_free(start_bp);
+    ir_partition_free(start_free);
+    ap_free(bp);
+}
+
+/* The design's choices against their alternatives on T32 (first seeds):
+ * UCT's constant, whole expansion against progressive widening, the prior
+ * order against the plain one. */
+static void variants(const model *t32, int seeds, int threads, const cost_device *tpu, double bpmp)
+{
+    char *bp = bench_schedule("bp");
+    ir_partition *start_bp = state(t32, bp), *start_free = state(t32, NULL);
+    static const struct {
+        const char *name;
+        double c, widen;
+        bool no_prior;
+    } vs[] = {{"chosen: C 0.7, widening 1 + 2 sqrt(v), prior order", 0.7, 2, false},
+              {"C 0.2", 0.2, 2, false},
+              {"C 1.5", 1.5, 2, false},
+              {"whole expansion (no widening)", 0.7, 1e9, false},
+              {"no prior (plain order)", 0.7, 2, true}};
+    printf("\n### variants: T32, 1000 episodes, seeds 1-%d; step time (episode within 2%% of BP+MP)\n\n"
+           "| variant | from BP, on model | from scratch, both axes |\n|---|---|---|\n",
+           seeds);
+    for (size_t v = 0; v < sizeof vs / sizeof vs[0]; v++) {
+        printf("| %s |", vs[v].name);
+        for (int which = 0; which < 2; which++) {
+            for (int s = 1; s <= seeds; s++) {
+                search_options o;
+                search_options_init(&o);
+                o.device = *tpu;
+                o.memory_limit = -1;
+                o.axes = which == 0 ? 1u << 1 : 0;
+                o.max_episodes = 1000;
+                o.threads = threads;
+                o.seed = (uint64_t)s;
+                o.exploration = vs[v].c;
+                o.widening = vs[v].widen;
+                o.no_prior = vs[v].no_prior;
+                target_watch w = {.target = bpmp * 1.02};
+                search_result r = run(which == 0 ? start_bp : start_free, &o, &w);
+                if (w.reached >= 0)
+                    printf(" %.3f (%lld)", r.report.runtime_s, (long long)w.episodes_at);
+                else
+                    printf(" %.3f (-)", r.report.runtime_s);
+                search_result_free(&r);
+            }
+            printf(" |");
+            fflush(stdout);
+        }
+        printf("\n");
+    }
+    ir_partition_free(start_bp);
+    ir_partition_free(start_free);
+    ap_free(bp);
+}
+
+static void paper_model(const char *name, const char *args, int threads, const cost_device *tpu)
+{
+    model md = load(bench_modelgen_module(args), "batch=8,model=4");
+    const ir_pctx *c = md.ctx;
+    /* BP: the batch fields' leading dims along `batch` */
+    ap_buf b;
+    ap_buf_init(&b);
+    ap_buf_puts(&b, "manual batch");
+    for (uint32_t a = 0; a < ir_pctx_num_args(c); a++) {
+        const char *n = ir_func_arg_name(ir_pctx_func(c), a);
+        if (n && !strncmp(n, "batch", 5))
+            ap_buf_printf(&b, " %s=0", n);
+    }
+    ir_partition *bp = state(&md, b.data);
+    ap_buf_free(&b);
+    cost_report base = full_cost(bp, tpu);
+    search_options o;
+    search_options_init(&o);
+    o.device = *tpu;
+    o.memory_limit = -1;
+    o.max_episodes = 1000;
+    o.threads = threads;
+    search_result r = run(bp, &o, NULL);
+    printf("| %s | %.4f | %.4f | %.2fx | %.1f -> %.1f | %lld | %.1f |\n", name, base.runtime_s, r.report.runtime_s,
+           base.runtime_s / r.report.runtime_s, gib(base.peak_memory_bytes), gib(r.report.peak_memory_bytes),
+           (long long)r.best_episode, r.wall_s);
+    fflush(stdout);
+    search_result_free(&r);
+    ir_partition_free(bp);
+    unload(&md);
+}
+
+static ir_module *corpus(const char *file)
+{
+    char path[1024], *text;
+    size_t len;
+    ap_error err;
+    snprintf(path, sizeof path, "%s/corpus/stablehlo/%s", AP_SHARED_DIR, file);
+    if (ap_read_file(path, &text, &len, &err) < 0)
+        bench_die(path, &err);
+    ir_module *m;
+    if (ir_parse(text, len, path, IR_FMT_AUTO, &m, &err) < 0)
+        bench_die(path, &err);
+    ap_free(text);
+    return m;
+}
+
+static void llama(int n, int threads)
+{
+    cost_device h100;
+    ap_error err;
+    cost_device_lookup("h100", &h100, &err);
+    char mesh[64];
+    /* the human sharding, imported over its own axis name */
+    snprintf(mesh, sizeof mesh, "_axis_0=%d", n);
+    model man = load(corpus("tt_llama3_2_3b_manual_sdy.mlir"), mesh);
+    ap_buf ib;
+    ap_buf_init(&ib);
+    if (ir_schedule_import(man.m, ir_pctx_func(man.ctx), ir_pctx_mesh(man.ctx), &ib, &err) < 0)
+        bench_die("import", &err);
+    ir_partition *mp = state(&man, ib.data);
+    ap_buf_free(&ib);
+    cost_report human = full_cost(mp, &h100);
+    ir_partition_free(mp);
+    unload(&man);
+    snprintf(mesh, sizeof mesh, "model=%d", n);
+    model au = load(corpus("tt_llama3_2_3b_unsharded_auto.mlir"), mesh);
+    ir_partition *start = state(&au, NULL);
+    search_options o;
+    search_options_init(&o);
+    o.device = h100;
+    o.max_episodes = 1000;
+    o.threads = threads;
+    search_result r = run(start, &o, NULL);
+    printf("| llama3.2-3b {model:%d} | %.4f ms (%.2f GiB) | %.4f ms (%.2f GiB) | %s | %lld | %.1f |\n", n,
+           human.runtime_s * 1e3, gib(human.peak_memory_bytes), r.report.runtime_s * 1e3,
+           gib(r.report.peak_memory_bytes), r.report.runtime_s <= human.runtime_s ? "yes" : "NO",
+           (long long)r.best_episode, r.wall_s);
+    fflush(stdout);
+    search_result_free(&r);
+    ir_partition_free(start);
+    unload(&au);
+}
+
+static void speed(const model *t32, const cost_device *tpu)
+{
+    char *bp = bench_schedule("bp");
+    ir_partition *start = state(t32, bp);
+    printf("\n### speed: T32 from BP on model, 600 episodes, best of 3 runs\n\n"
+           "episodes per CPU-second counts the CPU time the process got (the machine is shared: wall-clock\n"
+           "figures drop when others run)\n\n| threads | episodes/s (wall) | per thread | episodes per CPU-second "
+           "| CPU use |\n|---|---|---|---|---|\n");
+    double per[3] = {0};
+    for (int t = 1; t <= 2; t++) {
+        double best = 0, best_cpu = 0, use = 0;
+        for (int rep = 0; rep < 3; rep++) {
+            search_options o;
+            search_options_init(&o);
+            o.device = *tpu;
+            o.memory_limit = -1;
+            o.axes = 1u << 1;
+            o.max_episodes = 600;
+            o.threads = t;
+            struct timespec c0, c1;
+            clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+            search_result r = run(start, &o, NULL);
+            clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+            double cpu = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) * 1e-9;
+            /* the final lowering is not an episode: leave it out of neither; it is small */
+            double epc = cpu > 0 ? (double)r.episodes / cpu : 0;
+            if (r.episodes_per_s > best) {
+                best = r.episodes_per_s;
+                use = cpu / r.wall_s;
+            }
+            best_cpu = epc > best_cpu ? epc : best_cpu;
+            search_result_free(&r);
+        }
+        per[t] = best;
+        printf("| %d | %.0f | %.0f | %.0f | %.2f CPUs |\n", t, best, best / t, best_cpu, use);
+    }
+    printf("\n2 threads / 1 thread (wall): %.2fx\n", per[1] > 0 ? per[2] / per[1] : 0);
+    /* the fast scorer against the full path on the states of one action */
+    cost_scorer *sc;
+    ap_error err;
+    if (cost_scorer_new(t32->ctx, tpu, NULL, NULL, &sc, &err) < 0)
+        bench_die("scorer", &err);
+    const char *acts[] = {"tile params['block_*']['mlp']['w_up'] 1 model", "tile params['block_*']['attn']['w_qkv'] 2 model",
+                          "tile params['embed'] 0 model", "tile batch['targets'] 1 model"};
+    printf("\n| action from BP | propagate ms | fast score ms | full lowering + cost ms |\n|---|---|---|---|\n");
+    cost_report r;
+    cost_scorer_score(sc, start, &r, &err);
+    for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
+        double tp[5], ts[5], tf[5];
+        for (int k = 0; k < 5; k++) {
+            ir_partition *q;
+            ir_partition_clone(start, &q, &err);
+            double a = bench_now();
+            char text[256];
+            snprintf(text, sizeof text, "%s\npropagate", acts[i]);
+            if (ir_schedule_apply(q, text, &err) < 0)
+                bench_die("action", &err);
+            tp[k] = bench_now() - a;
+            cost_scorer_score(sc, start, &r, &err);
+            a = bench_now();
+            cost_scorer_score(sc, q, &r, &err);
+            ts[k] = bench_now() - a;
+            a = bench_now();
+            full_cost(q, tpu);
+            tf[k] = bench_now() - a;
+            ir_partition_free(q);
+        }
+        printf("| %s | %.2f | %.2f | %.2f |\n", acts[i], bench_median(tp, 5) * 1e3, bench_median(ts, 5) * 1e3,
+               bench_median(tf, 5) * 1e3);
+    }
+    cost_scorer_free(sc);
+    ir_partition_free(start);
+    ap_free(bp);
+}
+
+int main(int argc, char **argv)
+{
+    int seeds = 25, threads = 2;
+    const char *only = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--seeds") && i + 1 < argc)
+            seeds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            only = argv[++i];
+        else {
+            fprintf(stderr, "usage: bench_search [--seeds N] [--threads T] [--only SECTION[,SECTION]]\n");
+            return 2;
+        }
+    }
+    ap_error err;
+    cost_device tpu;
+    cost_device_lookup("tpu_v3", &tpu, &err);
+    printf("# autopart search: acceptance (issue 12)\n\n%d seeds, %d threads, %ld CPUs online\n", seeds, threads,
+           sysconf(_SC_NPROCESSORS_ONLN));
+    bool need_t32 = want(only, "t32-bp") || want(only, "t32-free") || want(only, "t32-mem") || want(only, "speed") ||
+                    want(only, "determinism") || want(only, "variants");
+    if (need_t32) {
+        model t32 = load(bench_modelgen_module("transformer --config t32"), "batch=8,model=4");
+        char *bpmp_s = bench_schedule("bp+mp");
+        ir_partition *p = state(&t32, bpmp_s);
+        cost_report bpmp = full_cost(p, &tpu);
+        ir_partition_free(p);
+        ap_free(bpmp_s);
+        printf("T32 BP+MP on tpu_v3: %.4f s, peak %.1f GiB\n", bpmp.runtime_s, gib(bpmp.peak_memory_bytes));
+        if (want(only, "speed"))
+            speed(&t32, &tpu);
+        t32_rows(&t32, seeds, threads, &tpu, bpmp.runtime_s, only);
+        if (want(only, "variants"))
+            variants(&t32, seeds < 3 ? seeds : 3, threads, &tpu, bpmp.runtime_s);
+        if (want(only, "determinism")) {
+            char *bp = bench_schedule("bp");
+            ir_partition *start = state(&t32, bp);
+            int same = 0, total = 0;
+            printf("\n### determinism: seeds 1-5 x threads 1, 2 (1000 episodes)\n\n| seed | step s | identical "
+                   "|\n|---|---|---|\n");
+            for (int s = 1; s <= 5; s++) {
+                search_result r[2];
+                for (int t = 0; t < 2; t++) {
+                    search_options o;
+                    search_options_init(&o);
+                    o.device = tpu;
+                    o.memory_limit = -1;
+                    o.axes = 1u << 1;
+                    o.max_episodes = 1000;
+                    o.threads = t + 1;
+                    o.seed = (uint64_t)s;
+                    r[t] = run(start, &o, NULL);
+                }
+                bool eq = !strcmp(r[0].schedule, r[1].schedule) && r[0].report.runtime_s == r[1].report.runtime_s &&
+                          r[0].best_episode == r[1].best_episode;
+                same += eq;
+                total++;
+                printf("| %d | %.4f | %s |\n", s, r[0].report.runtime_s, eq ? "yes" : "NO");
+                search_result_free(&r[0]);
+                search_result_free(&r[1]);
+            }
+            printf("\ndeterminism: %d of %d seeds identical across 1 and 2 threads\n", same, total);
+            ir_partition_free(start);
+            ap_free(bp);
+        }
+        unload(&t32);
+    }
+    if (want(only, "unet") || want(only, "gns")) {
+        printf("\n### paper models, {batch:8, model:4} on tpu_v3, from BP, both axes, 1000 episodes\n\n| model | BP s "
+               "| search s | speedup | peak GiB | best at episode | wall s |\n|---|---|---|---|---|---|---|\n");
+        if (want(only, "unet"))
+            paper_model("U-Net", "unet --config paper", threads, &tpu);
+        if (want(only, "gns"))
+            paper_model("GNS", "gns --config paper", threads, &tpu);
+    }
+    if (want(only, "llama")) {
+        printf("\n### real module: tt_llama3_2_3b on h100, 1000 episodes from scratch\n\n| mesh | human (imported) "
+               "| search | no worse | best at episode | wall s |\n|---|---|---|---|---|---|\n");
+        llama(2, threads);
+        llama(8, threads);
+    }
+    if (want(only, "t48")) {
+        model t48 = load(bench_modelgen_module("transformer --config t48"), "batch=8,model=4");
+        char *bpmp_s = bench_schedule("bp+mp"), *bp = bench_schedule("bp");
+        ir_partition *p = state(&t48, bpmp_s), *start = state(&t48, bp);
+        cost_report bpmp = full_cost(p, &tpu);
+        search_options o;
+        search_options_init(&o);
+        o.device = tpu;
+        o.memory_limit = -1;
+        o.axes = 1u << 1;
+        o.max_episodes = 1000;
+        o.threads = threads;
+        target_watch w = {.target = bpmp.runtime_s};
+        search_result r = run(start, &o, &w);
+        printf("\n### t48: from BP on model, %d threads\n\nBP+MP %.4f s; search %.4f s; BP+MP's cost reached after "
+               "%.2f s (episode %lld); %lld episodes in %.1f s (%.0f/s)\n",
+               threads, bpmp.runtime_s, r.report.runtime_s, w.reached, (long long)w.episodes_at,
+               (long long)r.episodes, r.wall_s, r.episodes_per_s);
+        search_result_free(&r);
+        ir_partition_free(p);
+        ir_partition_free(start);
+        ap_free(bpmp_s);
+        ap_free(bp);
+        unload(&t48);
+    }
+    return 0;
+}

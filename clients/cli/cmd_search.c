@@ -1,0 +1,361 @@
+/*
+ * cmd_search.c - `autopart search FILE --mesh batch=8,model=4 --axes model
+ * [--manual TEXT|@FILE] [--device D] [--memory-limit B|none] [--episodes N]
+ * [--time-limit S] [--threads T] [--seed S] [--json]`: the automatic
+ * partitioning search (search/search.h) in this process, no daemon.  One
+ * updating progress line on stderr when it is a terminal; at the end the
+ * schedule, the shardings, the cost report and why this answer.
+ */
+#include <ctype.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cost.h"
+#include "search.h"
+
+#define SEARCH_SYNOPSIS "autopart search FILE --mesh AXES [--axes A[,B]] [options]"
+
+static void search_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: " SEARCH_SYNOPSIS "\n"
+            "\n"
+            "Searches for the PartIR actions that make the entry function of FILE fastest\n"
+            "on a device mesh (Monte Carlo tree search, each candidate scored by the cost\n"
+            "model), starting after the manual tactics.\n"
+            "\n"
+            "  --mesh AXES        e.g. batch=8,model=4 (default: the module's sdy.mesh)\n"
+            "  --axes A[,B]       mesh axes the search may use (default: all)\n"
+            "  --manual S         manual tactics first: schedule text, or @FILE\n"
+            "  --import           start from the sharding annotations the arguments carry\n"
+            "  --device D         device to estimate on (default h100), a JSON file, or:\n");
+    cli_print_device_names(f, "                       ");
+    fprintf(f,
+            "  --memory-limit B   per-device memory limit: bytes (240GiB, 16e9, 80GB) or\n"
+            "                     none (default: the device's HBM)\n"
+            "  --episodes N       budget: candidates evaluated (default 1000 with no budget)\n"
+            "  --time-limit S     budget: seconds\n"
+            "  --patience N       budget: stop after N episodes without improvement\n"
+            "  --threads T        workers sharing one tree (default 1); under an episode\n"
+            "                     budget the result does not depend on T\n"
+            "  --seed S           (default 1)\n"
+            "  --batch N          leaves chosen per round (default 8; part of the result)\n"
+            "  --hints S          decision groups, text or @FILE: lines `group GLOB...`,\n"
+            "                     `split GLOB...` (no layer grouping), `fix GLOB...` (not searched)\n"
+            "  --overlap X        share of communication hidden under compute, 0..1\n"
+            "  --json             the result as JSON\n"
+            "  --format F         stablehlo | hlo (default: detected)\n"
+            "  --func NAME        the function to partition (default: main)\n"
+            "  -h, --help         this help\n"
+            "\n"
+            "Exit status: 0 success, 1 bad input or a failure, 2 bad usage.\n");
+}
+
+/* 240GiB, 16e9, 80GB, 1.5TiB, 123 -> bytes; false on anything else. */
+static bool parse_bytes(const char *s, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || !(v >= 0) || isinf(v))
+        return false;
+    while (*end == ' ')
+        end++;
+    static const struct {
+        const char *unit;
+        double scale;
+    } units[] = {{"", 1},       {"B", 1},        {"KB", 1e3},      {"MB", 1e6},       {"GB", 1e9},
+                 {"TB", 1e12},  {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (!strcmp(end, units[i].unit)) {
+            *out = v * units[i].scale;
+            return *out >= 1;
+        }
+    return false;
+}
+
+static bool parse_count(const char *s, int64_t *out)
+{
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (!*s || *end || v < 0)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* ------------------------------------------------------------ progress */
+
+typedef struct prog_ctx {
+    bool tty;
+    int width;
+} prog_ctx;
+
+static void fmt_bytes(char *buf, size_t n, double v)
+{
+    static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int k = 0;
+    while (v >= 1024 && k < 4) {
+        v /= 1024;
+        k++;
+    }
+    snprintf(buf, n, k ? "%.1f %s" : "%.0f %s", v, u[k]);
+}
+
+static int on_progress(void *vctx, const search_progress *p)
+{
+    prog_ctx *ctx = vctx;
+    if (!ctx->tty)
+        return 0;
+    char peak[32], line[256];
+    fmt_bytes(peak, sizeof peak, (double)p->best_peak_bytes);
+    int n = snprintf(line, sizeof line, "search: %lld episodes  %.0f/s  tree %zu  best %.4g s (start %.4g s)  peak %s%s",
+                     (long long)p->episodes, p->episodes_per_s, p->tree_nodes, p->best_runtime_s, p->start_runtime_s,
+                     peak, p->best_fits ? "" : " (over the limit)");
+    if (n > 0 && n < ctx->width)
+        fprintf(stderr, "\r%-*s", ctx->width, line);
+    else
+        fprintf(stderr, "\r%.*s", ctx->width, line);
+    fflush(stderr);
+    return 0;
+}
+
+/* ------------------------------------------------------------- output */
+
+static void print_shardings(const ir_partition *p)
+{
+    const ir_pctx *c = ir_partition_ctx(p);
+    const ir_mesh *mesh = ir_pctx_mesh(c);
+    ir_op *f = ir_pctx_func(c);
+    for (uint32_t a = 0; a < ir_func_num_args(f); a++) {
+        const ir_value *v = ir_func_arg(f, a);
+        ir_layout l;
+        ir_partition_value_layout(p, v, &l);
+        const char *name = ir_func_arg_name(f, a);
+        char ref[32];
+        snprintf(ref, sizeof ref, "%%arg%u", a);
+        ap_buf t, s;
+        ap_buf_init(&t);
+        ap_buf_init(&s);
+        ir_type_print(&t, v->type);
+        ir_layout_pspec(&l, mesh, v->type && v->type->kind == IR_T_TENSOR ? v->type->rank : 0, &s);
+        printf("  %-48s %-32s %s\n", name ? name : ref, t.data ? t.data : "?", s.data ? s.data : "?");
+        ap_buf_free(&t);
+        ap_buf_free(&s);
+    }
+}
+
+static int print_text(const search_result *r)
+{
+    ap_buf b;
+    ap_buf_init(&b);
+    printf("decisions: %d before grouping, %d units, %d after ties and pruning\n", r->decisions_before, r->units,
+           r->decisions_after);
+    printf("search: %lld episodes in %.2f s (%.0f/s), best at episode %lld, %zu states; stopped by %s\n",
+           (long long)r->episodes, r->wall_s, r->episodes_per_s, (long long)r->best_episode, r->tree_nodes,
+           r->stopped_by);
+    printf("step time: %.6g s (start %.6g s, %.2fx)\n", r->report.runtime_s, r->start.runtime_s,
+           r->report.runtime_s > 0 ? r->start.runtime_s / r->report.runtime_s : 0);
+    if (r->none_fits)
+        printf("NOTHING FOUND FITS the memory limit: this is the lowest-memory schedule found\n");
+    printf("\nactions found:\n%s", r->actions && r->actions[0] ? r->actions : "  (none: the start state is best)\n");
+    printf("\nschedule (for autopart apply --schedule):\n%s", r->schedule ? r->schedule : "");
+    printf("\nshardings:\n");
+    print_shardings(r->best);
+    cost_report_text(&r->report, &b);
+    printf("\ncost estimate:\n%s", b.data ? b.data : "");
+    printf("\nwhy this answer:\n%s", r->explanation_text ? r->explanation_text : "");
+    ap_buf_free(&b);
+    return 0;
+}
+
+int cli_search(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"mesh", required_argument, NULL, 'm'},     {"axes", required_argument, NULL, 'a'},
+        {"manual", required_argument, NULL, 'M'},   {"import", no_argument, NULL, 'i'},
+        {"device", required_argument, NULL, 'd'},   {"memory-limit", required_argument, NULL, 'L'},
+        {"episodes", required_argument, NULL, 'e'}, {"time-limit", required_argument, NULL, 't'},
+        {"patience", required_argument, NULL, 'P'}, {"threads", required_argument, NULL, 'T'},
+        {"seed", required_argument, NULL, 's'},     {"batch", required_argument, NULL, 'b'},
+        {"hints", required_argument, NULL, 'H'},    {"overlap", required_argument, NULL, 'o'},
+        {"json", no_argument, NULL, 'j'},           {"format", required_argument, NULL, 'f'},
+        {"func", required_argument, NULL, 'F'},     {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *mesh_text = NULL, *axes_text = NULL, *manual_arg = NULL, *device = "h100", *func_name = NULL,
+               *hints_arg = NULL;
+    bool json = false, import = false;
+    ir_format fmt = IR_FMT_AUTO;
+    search_options so;
+    search_options_init(&so);
+    double limit = 0;
+    int64_t n;
+    int ch;
+    optind = 1;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'm': mesh_text = optarg; break;
+        case 'a': axes_text = optarg; break;
+        case 'M': manual_arg = optarg; break;
+        case 'i': import = true; break;
+        case 'd': device = optarg; break;
+        case 'H': hints_arg = optarg; break;
+        case 'F': func_name = optarg; break;
+        case 'j': json = true; break;
+        case 'L':
+            if (!strcmp(optarg, "none"))
+                limit = -1;
+            else if (!parse_bytes(optarg, &limit))
+                return cli_usage_fail("search", "--memory-limit wants bytes (240GiB, 16e9, 80GB) or none, not '%s'",
+                                      optarg);
+            break;
+        case 'e':
+            if (!parse_count(optarg, &n) || n == 0)
+                return cli_usage_fail("search", "--episodes wants a positive count, not '%s'", optarg);
+            so.max_episodes = n;
+            break;
+        case 'P':
+            if (!parse_count(optarg, &n) || n == 0)
+                return cli_usage_fail("search", "--patience wants a positive count, not '%s'", optarg);
+            so.patience = n;
+            break;
+        case 'T':
+            if (!parse_count(optarg, &n) || n == 0 || n > 256)
+                return cli_usage_fail("search", "--threads wants 1 to 256, not '%s'", optarg);
+            so.threads = (int)n;
+            break;
+        case 'b':
+            if (!parse_count(optarg, &n) || n == 0 || n > 1024)
+                return cli_usage_fail("search", "--batch wants 1 to 1024, not '%s'", optarg);
+            so.batch = (int)n;
+            break;
+        case 's': {
+            char *end;
+            unsigned long long v = strtoull(optarg, &end, 10);
+            if (!*optarg || *end || optarg[0] == '-')
+                return cli_usage_fail("search", "--seed wants a non-negative integer, not '%s'", optarg);
+            so.seed = v;
+            break;
+        }
+        case 't': {
+            char *end;
+            double v = strtod(optarg, &end);
+            if (!*optarg || *end || !(v > 0) || isinf(v))
+                return cli_usage_fail("search", "--time-limit wants a positive number of seconds, not '%s'", optarg);
+            so.time_limit_s = v;
+            break;
+        }
+        case 'o': {
+            char *end;
+            double v = strtod(optarg, &end);
+            if (!*optarg || *end || !(v >= 0 && v <= 1))
+                return cli_usage_fail("search", "--overlap wants a number from 0 to 1, not '%s'", optarg);
+            so.cost.overlap = v;
+            break;
+        }
+        case 'f':
+            if (!cli_parse_format(optarg, &fmt))
+                return cli_usage_fail("search", "unknown format '%s' (stablehlo, hlo or auto)", optarg);
+            break;
+        case 'h': search_usage(stdout); return CLI_OK;
+        default: return cli_bad_option("search", ch, argv);
+        }
+    }
+    if (optind != argc - 1) {
+        cli_usage_fail("search", optind < argc ? "expected one FILE, not %d" : "expected a FILE", argc - optind);
+        return cli_usage_hint("search", SEARCH_SYNOPSIS);
+    }
+    const char *path = argv[optind];
+    int rc;
+    cli_schedule manual = {0}, hints = {0};
+    cli_partitioned st = {0};
+    search_result res;
+    memset(&res, 0, sizeof res);
+    ap_error err;
+    ap_error_clear(&err);
+    if ((rc = cli_device("search", device, &so.device)) != 0)
+        return rc;
+    so.memory_limit = limit;
+    if (manual_arg && (rc = cli_schedule_read("search", "--manual", manual_arg, &manual)) != 0)
+        return rc;
+    if (hints_arg) {
+        if (hints_arg[0] == '@') {
+            size_t len;
+            if (ap_read_file(hints_arg + 1, &hints.text, &len, &err) < 0) {
+                cli_schedule_free(&manual);
+                return cli_fail("search", "--hints %s: %s", hints_arg, err.msg);
+            }
+            hints.name = hints_arg + 1;
+        } else {
+            hints.text = ap_strdup(hints_arg);
+            hints.name = "hints";
+        }
+        so.hints = hints.text;
+    }
+    rc = cli_partition_open(&(cli_partition_args){.cmd = "search", .path = path, .fmt = fmt, .func_name = func_name,
+                                                  .mesh_text = mesh_text, .import = import},
+                            &st);
+    if (rc != 0)
+        goto out;
+    const ir_mesh *mesh = ir_pctx_mesh(st.ctx);
+    if (axes_text) {
+        const char *s = axes_text;
+        while (*s) {
+            size_t len = strcspn(s, ",");
+            int ax = ir_mesh_axis(mesh, s, len);
+            if (ax < 0) {
+                rc = cli_usage_fail("search", "--axes: the mesh has no axis '%.*s'", (int)len, s);
+                goto out;
+            }
+            so.axes |= 1u << ax;
+            s += len + (s[len] == ',');
+        }
+        if (!so.axes) {
+            rc = cli_usage_fail("search", "--axes names no axis");
+            goto out;
+        }
+    }
+    rc = CLI_FAIL;
+    if (manual_arg && cli_schedule_apply("search", &manual, st.p, NULL, NULL) != 0)
+        goto out;
+    prog_ctx pc = {isatty(STDERR_FILENO) != 0, 100};
+    so.progress = on_progress;
+    so.progress_ctx = &pc;
+    if (search_run(st.p, &so, &res, &err) < 0) {
+        if (pc.tty)
+            fputc('\n', stderr);
+        if (hints.text && !strcmp(err.file, "hints"))
+            snprintf(err.file, sizeof err.file, "%s", hints.name);
+        rc = cli_fail_err("search", NULL, &err);
+        goto out;
+    }
+    if (pc.tty)
+        fputc('\n', stderr);
+    rc = CLI_OK;
+    if (json) {
+        json_t *j = search_result_json(&res);
+        char *text = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
+        json_decref(j);
+        if (!text) {
+            rc = cli_fail("search", "out of memory writing JSON");
+            goto out;
+        }
+        puts(text);
+        free(text);
+    } else {
+        print_text(&res);
+    }
+    if (fflush(stdout) != 0)
+        rc = cli_fail("search", "cannot write the output");
+out:
+    search_result_free(&res);
+    cli_schedule_free(&manual);
+    ap_free(hints.text);
+    cli_partitioned_free(&st);
+    return rc;
+}

@@ -1,0 +1,1187 @@
+/*
+ * mcts.c - the tree search: decisions evaluated at the start state,
+ * batches of leaves chosen by UCT over the best reward below each child,
+ * evaluated by worker threads, backed up in batch order.
+ *
+ * A node is a partition state, named by its hash (a transposition table
+ * maps hashes to nodes, so two orders of the same actions share a node).
+ * It keeps no state of its own: a worker re-derives a node's state by
+ * replaying the decisions of its canonical path (the one that created it)
+ * from the deepest ancestor in the worker's small cache of states.  A
+ * state of T32 is about 1 MB; a tree of tens of thousands of nodes keeps
+ * only hashes, values and edges.
+ *
+ * Reward: the objective J = step time, times a steep penalty above the
+ * memory limit (10 (peak/limit)^4), relative to the start state's:
+ * reward = J(start) / J.  A node's value is the best reward in its subtree
+ * (the problem is deterministic: there is no noise to average away).
+ *
+ * Order of expansion: decisions are tried in the order of the reward each
+ * gives alone at the start state (a policy prior from cost deltas), with
+ * progressive widening: a node visited v times has at most 1 + 2 sqrt(v)
+ * children (search_options.widening), so the best-looking steps are
+ * expanded first and the rest as the node earns visits.  UCT chooses among
+ * children by their best reward below, relative to the best found, plus
+ * 0.7 sqrt(ln N / n): enough exploration that a first step which looks
+ * worse (Megatron's attention heads, against sequence parallelism) gets
+ * its next step tried.  The seed adds a little noise (2% of a score) and
+ * breaks ties.
+ *
+ * Determinism: selection, expansion order and backup run on the
+ * coordinating thread in a fixed order; a worker's evaluation is a function
+ * of the path and the decision alone (the fast scorer's result does not
+ * depend on what it scored before); so the tree, and the result, depend on
+ * the seed and the episode budget only.
+ */
+#include "search_int.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PENALTY_SCALE 10.0
+#define PENALTY_POWER 4.0
+#define SEED_NOISE 0.02 /* of a child's normalized score: seeds grow different trees */
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+void search_options_init(search_options *o)
+{
+    memset(o, 0, sizeof *o);
+    ap_error err;
+    cost_device_lookup("h100", &o->device, &err);
+    o->seed = 1;
+    o->threads = 1;
+}
+
+/* ============================================================== workers */
+
+/* One evaluation: decision d applied to the node at the end of `chain`. */
+typedef struct task {
+    /* in */
+    uint32_t parent;
+    uint32_t decision;
+    uint32_t chain0, chain_n; /* the parent's canonical path: chain[chain0 ..] */
+    uint32_t path0, path_n;   /* the selection path (nodes root .. parent) */
+    bool claimed;             /* taken by a worker */
+    /* out */
+    int status; /* 0 evaluated, 1 refused, 2 unchanged, < 0 error */
+    uint64_t hash;
+    double runtime_s;
+    int64_t peak;
+    ap_error err;
+} task;
+
+/* A cached state is keyed by the step that made it, (parent node,
+ * decision), not by its hash: two orders of the same actions give states
+ * of one hash whose logs (and identity ops' order) differ, and a node's
+ * state must be the one its canonical path gives, whichever worker holds
+ * what - else the schedule printed would depend on the thread count. */
+typedef struct cache_ent {
+    uint64_t key;
+    ir_partition *p;
+    uint64_t used;
+} cache_ent;
+
+typedef struct engine engine;
+
+static int search__progress(engine *e);
+static uint32_t tt_find(const engine *e, uint64_t h);
+
+typedef struct worker {
+    engine *e;
+    pthread_t thread;
+    cost_scorer *scorer; /* NULL: the full path (ir_lower + cost_estimate) */
+    cache_ent *cache;
+    int cap_cache;
+    uint64_t tick;
+    /* counters for the result */
+    int64_t replays;     /* actions re-applied to re-derive a node's state */
+    int64_t hits;        /* node states found in the cache */
+    int64_t known;       /* evaluations whose state the tree already held */
+    int64_t scored;      /* evaluations scored */
+    uint32_t last_parent;
+} worker;
+
+struct engine {
+    const ir_partition *start;
+    const ir_pctx *c;
+    search_options o;
+    search_units units;
+    double limit;        /* bytes, < 0 none */
+    /* decisions */
+    search_decision *dec;
+    uint32_t n_dec;
+    uint32_t *order;     /* decisions in the order they are tried */
+    uint32_t n_order;
+    /* the tree */
+    search_node *nodes;
+    uint32_t n_nodes, cap_nodes;
+    uint32_t *tt;        /* open addressing over hashes: node index or SEARCH_NONE */
+    uint32_t cap_tt;
+    uint32_t *pending;   /* per node: expansions selected, not yet backed up */
+    double j0;           /* the start's objective */
+    double best_reward;
+    uint32_t best;       /* the result: fastest within the limit, else lowest peak */
+    bool any_fits;
+    int64_t episodes, best_episode;
+    double best_time; /* seconds into the search when the best was found */
+    bool exhausted;
+    /* batch */
+    task *tasks;
+    uint32_t n_tasks, cap_tasks;
+    uint32_t *chain;     /* decisions of the tasks' canonical paths */
+    uint32_t n_chain, cap_chain;
+    uint32_t *paths;     /* nodes of the tasks' selection paths */
+    uint32_t n_paths, cap_paths;
+    /* threads */
+    worker *w;
+    int n_workers;
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    uint64_t batch_id;
+    uint32_t next_task, n_done;
+    bool quit;
+    bool fallback;       /* scored through the full lowering */
+    ap_error scorer_why;
+    /* progress */
+    double t0, last_progress;
+    char *best_text;
+    uint32_t best_text_node;
+};
+
+static double objective(const engine *e, double runtime, int64_t peak)
+{
+    if (e->limit < 0 || (double)peak <= e->limit)
+        return runtime;
+    return runtime * PENALTY_SCALE * pow((double)peak / e->limit, PENALTY_POWER);
+}
+
+static bool fits(const engine *e, int64_t peak) { return e->limit < 0 || (double)peak <= e->limit; }
+
+/* ------------------------------------------------------------ the cache */
+
+#define ROOT_KEY UINT64_MAX
+
+static uint64_t step_key(uint32_t parent, uint32_t decision) { return (uint64_t)parent << 32 | decision; }
+
+static uint64_t node_key(const search_node *n)
+{
+    return n->parent == SEARCH_NONE ? ROOT_KEY : step_key(n->parent, n->decision);
+}
+
+static ir_partition *cache_get(worker *w, uint64_t key)
+{
+    for (int i = 0; i < w->cap_cache; i++)
+        if (w->cache[i].p && w->cache[i].key == key) {
+            w->cache[i].used = ++w->tick;
+            return w->cache[i].p;
+        }
+    return NULL;
+}
+
+/* Keeps p (taking it); evicts the least recently used. */
+static void cache_put(worker *w, uint64_t key, ir_partition *p)
+{
+    int slot = 0;
+    for (int i = 0; i < w->cap_cache; i++) {
+        if (!w->cache[i].p) {
+            slot = i;
+            break;
+        }
+        if (w->cache[i].used < w->cache[slot].used)
+            slot = i;
+    }
+    ir_partition_free(w->cache[slot].p);
+    w->cache[slot] = (cache_ent){key, p, ++w->tick};
+}
+
+/* --------------------------------------------------------- evaluation */
+
+static int score_state(worker *w, const ir_partition *p, double *runtime, int64_t *peak, ap_error *err)
+{
+    engine *e = w->e;
+    cost_report r;
+    int rc;
+    if (w->scorer) {
+        rc = cost_scorer_score(w->scorer, p, &r, err);
+    } else {
+        ir_lowered lw;
+        rc = ir_lower(p, &lw, err);
+        if (rc == 0) {
+            cost_program *prog = NULL;
+            rc = cost_prepare(lw.module, &prog, err);
+            if (rc == 0)
+                rc = cost_evaluate(prog, &e->o.device, e->o.tiers, &e->o.cost, &r, err);
+            cost_program_free(prog);
+            ir_lowered_free(&lw);
+        }
+    }
+    if (rc < 0)
+        return rc;
+    *runtime = r.runtime_s;
+    *peak = r.peak_memory_bytes;
+    return 0;
+}
+
+/* The state of the node at the end of a canonical path, from the deepest
+ * cached node on it.  Returns a state owned by the cache. */
+static int state_of(worker *w, const task *t, ir_partition **out, ap_error *err)
+{
+    engine *e = w->e;
+    const uint32_t *chain = &e->chain[t->chain0];
+    /* chain[i] is the node at depth i + 1 on the path */
+    int from = (int)t->chain_n;
+    ir_partition *base = NULL;
+    while (from > 0 && !(base = cache_get(w, node_key(&e->nodes[chain[from - 1]]))))
+        from--;
+    if (base && from == (int)t->chain_n) {
+        w->hits++;
+        *out = base;
+        return 0;
+    }
+    if (!base && t->chain_n == 0 && (base = cache_get(w, ROOT_KEY))) {
+        w->hits++;
+        *out = base;
+        return 0;
+    }
+    w->replays += (int64_t)t->chain_n - from;
+    ir_partition *p;
+    int rc = ir_partition_clone(base ? base : e->start, &p, err);
+    if (rc < 0)
+        return rc;
+    for (uint32_t i = (uint32_t)from; i < t->chain_n; i++) {
+        const search_node *n = &e->nodes[chain[i]];
+        rc = search__apply(p, &e->units, e->dec[n->decision].a, err);
+        if (rc != 0) {
+            ir_partition_free(p);
+            return rc < 0 ? rc : ap_error_set(err, AP_EINTERNAL, "replaying a path: an action it took is refused");
+        }
+    }
+    if (t->chain_n == 0) {
+        /* the start itself: keep a copy under the start's hash */
+        cache_put(w, ROOT_KEY, p);
+    } else {
+        cache_put(w, node_key(&e->nodes[chain[t->chain_n - 1]]), p);
+    }
+    *out = p;
+    return 0;
+}
+
+static void evaluate(worker *w, task *t)
+{
+    engine *e = w->e;
+    ap_error_clear(&t->err);
+    ir_partition *parent, *p = NULL;
+    int rc = state_of(w, t, &parent, &t->err);
+    if (rc == 0)
+        rc = ir_partition_clone(parent, &p, &t->err);
+    if (rc == 0)
+        rc = search__apply(p, &e->units, e->dec[t->decision].a, &t->err);
+    if (rc == 1) {
+        t->status = 1;
+        ir_partition_free(p);
+        return;
+    }
+    if (rc < 0) {
+        t->status = rc;
+        ir_partition_free(p);
+        return;
+    }
+    t->hash = ir_partition_hash(p);
+    if (t->hash == e->nodes[t->parent].hash) {
+        t->status = 2;
+        ir_partition_free(p);
+        return;
+    }
+    /* a state the tree already holds (another order of the same actions):
+     * its score is known.  The tree does not change while a batch runs. */
+    uint32_t known = tt_find(e, t->hash);
+    if (known != SEARCH_NONE) {
+        w->known++;
+        t->runtime_s = e->nodes[known].runtime_s;
+        t->peak = e->nodes[known].peak;
+        t->status = 0;
+        ir_partition_free(p); /* not this node's canonical state */
+        return;
+    }
+    w->scored++;
+    rc = score_state(w, p, &t->runtime_s, &t->peak, &t->err);
+    if (rc < 0) {
+        /* a state the lowering refuses is no candidate */
+        t->status = 1;
+        ir_partition_free(p);
+        return;
+    }
+    t->status = 0;
+    cache_put(w, step_key(t->parent, t->decision), p);
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    engine *e = w->e;
+    uint64_t seen = 0;
+    pthread_mutex_lock(&e->mu);
+    for (;;) {
+        while (!e->quit && e->batch_id == seen)
+            pthread_cond_wait(&e->go, &e->mu);
+        if (e->quit)
+            break;
+        seen = e->batch_id;
+        while (e->next_task < e->n_tasks) {
+            /* a sibling of what this worker did last, when there is one:
+             * its state cache and scorer are then one step away.  Which
+             * worker evaluates what changes nothing in the results. */
+            uint32_t i = e->n_tasks;
+            for (uint32_t k = 0; k < e->n_tasks && i == e->n_tasks; k++)
+                if (!e->tasks[k].claimed && e->tasks[k].parent == w->last_parent)
+                    i = k;
+            for (uint32_t k = 0; k < e->n_tasks && i == e->n_tasks; k++)
+                if (!e->tasks[k].claimed)
+                    i = k;
+            e->tasks[i].claimed = true;
+            e->next_task++;
+            w->last_parent = e->tasks[i].parent;
+            pthread_mutex_unlock(&e->mu);
+            evaluate(w, &e->tasks[i]);
+            pthread_mutex_lock(&e->mu);
+            if (++e->n_done == e->n_tasks)
+                pthread_cond_signal(&e->done);
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    return NULL;
+}
+
+/* ============================================================= the tree */
+
+static uint32_t tt_find(const engine *e, uint64_t h)
+{
+    for (uint32_t i = (uint32_t)h & (e->cap_tt - 1);; i = (i + 1) & (e->cap_tt - 1)) {
+        uint32_t n = e->tt[i];
+        if (n == SEARCH_NONE)
+            return SEARCH_NONE;
+        if (e->nodes[n].hash == h)
+            return n;
+    }
+}
+
+static int tt_insert(engine *e, uint32_t node)
+{
+    if ((e->n_nodes + 1) * 2 > e->cap_tt) {
+        uint32_t cap = e->cap_tt ? e->cap_tt * 2 : 1024;
+        uint32_t *t = ap_malloc(sizeof *t * cap);
+        if (!t)
+            return AP_ENOMEM;
+        memset(t, 0xff, sizeof *t * cap);
+        for (uint32_t i = 0; i < e->cap_tt; i++)
+            if (e->tt[i] != SEARCH_NONE) {
+                uint32_t j = (uint32_t)e->nodes[e->tt[i]].hash & (cap - 1);
+                while (t[j] != SEARCH_NONE)
+                    j = (j + 1) & (cap - 1);
+                t[j] = e->tt[i];
+            }
+        ap_free(e->tt);
+        e->tt = t;
+        e->cap_tt = cap;
+    }
+    uint32_t j = (uint32_t)e->nodes[node].hash & (e->cap_tt - 1);
+    while (e->tt[j] != SEARCH_NONE)
+        j = (j + 1) & (e->cap_tt - 1);
+    e->tt[j] = node;
+    return 0;
+}
+
+static int node_new(engine *e, uint64_t hash, uint32_t parent, uint32_t decision, double runtime, int64_t peak,
+                    uint32_t *out)
+{
+    if (e->n_nodes == e->cap_nodes) {
+        uint32_t cap = e->cap_nodes ? e->cap_nodes * 2 : 1024;
+        search_node *n = ap_realloc(e->nodes, sizeof *n * cap);
+        if (!n)
+            return AP_ENOMEM;
+        e->nodes = n;
+        uint32_t *pd = ap_realloc(e->pending, sizeof *pd * cap);
+        if (!pd)
+            return AP_ENOMEM;
+        e->pending = pd;
+        e->cap_nodes = cap;
+    }
+    uint32_t id = e->n_nodes++;
+    search_node *n = &e->nodes[id];
+    memset(n, 0, sizeof *n);
+    n->hash = hash;
+    n->parent = parent;
+    n->decision = decision;
+    n->depth = parent == SEARCH_NONE ? 0 : (uint16_t)(e->nodes[parent].depth + 1);
+    n->runtime_s = runtime;
+    n->peak = peak;
+    n->reward = e->j0 / objective(e, runtime, peak);
+    n->best = n->reward;
+    n->episode = e->episodes;
+    e->pending[id] = 0;
+    int rc = tt_insert(e, id);
+    *out = id;
+    return rc;
+}
+
+static int edge_add(engine *e, uint32_t node, uint32_t decision, uint32_t child)
+{
+    search_node *n = &e->nodes[node];
+    if (n->n_edges == n->cap_edges) {
+        uint32_t cap = n->cap_edges ? n->cap_edges * 2 : 4;
+        search_edge *v = ap_realloc(n->edges, sizeof *v * cap);
+        if (!v)
+            return AP_ENOMEM;
+        n->edges = v;
+        n->cap_edges = cap;
+    }
+    n->edges[n->n_edges++] = (search_edge){decision, child};
+    return 0;
+}
+
+/* Is node b the result the search keeps, rather than a? */
+static bool better_result(const engine *e, uint32_t a, uint32_t b)
+{
+    const search_node *x = &e->nodes[a], *y = &e->nodes[b];
+    bool fx = fits(e, x->peak), fy = fits(e, y->peak);
+    if (fx != fy)
+        return fy;
+    if (fx)
+        return y->runtime_s < x->runtime_s;
+    /* nothing fits: the lowest peak, then the fastest */
+    return y->peak < x->peak || (y->peak == x->peak && y->runtime_s < x->runtime_s);
+}
+
+/* --------------------------------------------------------- selection */
+
+/* Whether the node at the end of the canonical path already decided
+ * (unit, axis): another tile of the unit along that axis would be refused. */
+static bool decided_on_path(const engine *e, uint32_t node, search_action a)
+{
+    for (uint32_t n = node; n != 0 && n != SEARCH_NONE; n = e->nodes[n].parent) {
+        search_action b = e->dec[e->nodes[n].decision].a;
+        if (b.unit == a.unit && b.axis == a.axis)
+            return true;
+    }
+    return false;
+}
+
+static bool can_expand(const engine *e, const search_node *n)
+{
+    return n->next_try < e->n_order && n->depth < e->o.max_depth;
+}
+
+/* Progressive widening: children a node visited v times may have. */
+static uint32_t width(const engine *e, const search_node *n)
+{
+    double k = e->o.widening;
+    return k > 0 ? 1 + (uint32_t)(k * sqrt((double)n->visits)) : UINT32_MAX;
+}
+
+/* Children that are not pruned, and those of them not exhausted. */
+static uint32_t live_children(const engine *e, const search_node *n, uint32_t *open)
+{
+    uint32_t k = 0, o = 0;
+    for (uint32_t i = 0; i < n->n_edges; i++) {
+        uint32_t ch = n->edges[i].child;
+        if (ch == SEARCH_NONE)
+            continue;
+        k++;
+        o += !e->nodes[ch].exhausted;
+    }
+    *open = o;
+    return k;
+}
+
+static int push_u32(uint32_t **v, uint32_t *n, uint32_t *cap, uint32_t x)
+{
+    if (*n == *cap) {
+        uint32_t c = *cap ? *cap * 2 : 256;
+        uint32_t *nv = ap_realloc(*v, sizeof *nv * c);
+        if (!nv)
+            return AP_ENOMEM;
+        *v = nv;
+        *cap = c;
+    }
+    (*v)[(*n)++] = x;
+    return 0;
+}
+
+static int task_add(engine *e, uint32_t parent, uint32_t decision, const uint32_t *path, uint32_t path_n)
+{
+    if (e->n_tasks == e->cap_tasks) {
+        uint32_t cap = e->cap_tasks ? e->cap_tasks * 2 : 16;
+        task *t = ap_realloc(e->tasks, sizeof *t * cap);
+        if (!t)
+            return AP_ENOMEM;
+        e->tasks = t;
+        e->cap_tasks = cap;
+    }
+    task *t = &e->tasks[e->n_tasks++];
+    memset(t, 0, sizeof *t);
+    t->parent = parent;
+    t->decision = decision;
+    /* the canonical path of the parent, root excluded, top down */
+    uint32_t depth = e->nodes[parent].depth;
+    t->chain0 = e->n_chain;
+    t->chain_n = depth;
+    for (uint32_t i = 0; i < depth; i++)
+        if (push_u32(&e->chain, &e->n_chain, &e->cap_chain, 0) < 0)
+            return AP_ENOMEM;
+    uint32_t n = parent;
+    for (uint32_t i = depth; i-- > 0;) {
+        e->chain[t->chain0 + i] = n;
+        n = e->nodes[n].parent;
+    }
+    t->path0 = e->n_paths;
+    t->path_n = path_n;
+    for (uint32_t i = 0; i < path_n; i++)
+        if (push_u32(&e->paths, &e->n_paths, &e->cap_paths, path[i]) < 0)
+            return AP_ENOMEM;
+    return 0;
+}
+
+/* One leaf: descends by UCT from the root to a node that may grow, takes
+ * its next decision.  Returns 1 when a leaf was added, 0 when none is left. */
+static int select_leaf(engine *e, uint32_t *path, uint64_t *rng)
+{
+    /* a descent that ends at a dead end marks it exhausted, so retrying
+     * makes progress; one blocked only by expansions in flight does not */
+    for (int blocked = 0; blocked < 64;) {
+        uint32_t node = 0, depth = 0;
+        path[depth++] = 0;
+        for (;;) {
+            search_node *n = &e->nodes[node];
+            if (n->exhausted)
+                break;
+            uint32_t open, live = live_children(e, n, &open);
+            if (can_expand(e, n) && (open == 0 || live < width(e, n))) {
+                /* the next decision not already taken on this path */
+                uint32_t d = SEARCH_NONE;
+                while (n->next_try < e->n_order) {
+                    uint32_t cand = e->order[n->next_try++];
+                    if (!decided_on_path(e, node, e->dec[cand].a)) {
+                        d = cand;
+                        break;
+                    }
+                }
+                if (d != SEARCH_NONE) {
+                    for (uint32_t i = 0; i < depth; i++)
+                        e->nodes[path[i]].visits++;
+                    e->pending[node]++;
+                    int rc = task_add(e, node, d, path, depth);
+                    return rc < 0 ? rc : 1;
+                }
+                continue; /* nothing left to try here: choose among children */
+            }
+            /* UCT over live children that are not exhausted */
+            uint32_t pick = SEARCH_NONE;
+            double best = -1, ln = log((double)n->visits + 1);
+            for (uint32_t i = 0; i < n->n_edges; i++) {
+                uint32_t ch = n->edges[i].child;
+                if (ch == SEARCH_NONE || e->nodes[ch].exhausted)
+                    continue;
+                const search_node *cn = &e->nodes[ch];
+                double q = cn->best / e->best_reward;
+                double u = e->o.exploration * sqrt(ln / ((double)cn->visits + 1));
+                double s = q + u + SEED_NOISE * (double)(splitmix(rng) >> 11) / 9007199254740992.0;
+                if (s > best) {
+                    best = s;
+                    pick = ch;
+                }
+            }
+            if (pick == SEARCH_NONE) {
+                if (!can_expand(e, n) && e->pending[node] == 0)
+                    n->exhausted = true;
+                else
+                    blocked++;
+                break;
+            }
+            if (depth >= 64) {
+                blocked++;
+                break;
+            }
+            node = pick;
+            path[depth++] = node;
+        }
+        if (e->nodes[0].exhausted) {
+            e->exhausted = true;
+            return 0;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ backup */
+
+static void propagate_best(engine *e, const uint32_t *path, uint32_t path_n, double reward)
+{
+    for (uint32_t i = 0; i < path_n; i++)
+        if (reward > e->nodes[path[i]].best)
+            e->nodes[path[i]].best = reward;
+    if (reward > e->best_reward)
+        e->best_reward = reward;
+}
+
+static int backup(engine *e, task *t)
+{
+    uint32_t parent = t->parent;
+    const uint32_t *path = &e->paths[t->path0];
+    e->pending[parent]--;
+    e->episodes++;
+    if (t->status < 0 && t->status != 1 && t->status != 2)
+        return t->status;
+    if (t->status != 0)
+        return edge_add(e, parent, t->decision, SEARCH_NONE);
+    uint32_t child = tt_find(e, t->hash);
+    int rc;
+    if (child == SEARCH_NONE) {
+        if ((rc = node_new(e, t->hash, parent, t->decision, t->runtime_s, t->peak, &child)) < 0)
+            return rc;
+        if (better_result(e, e->best, child)) {
+            e->best = child;
+            e->best_episode = e->episodes;
+            e->best_time = now_s() - e->t0;
+        }
+    }
+    e->nodes[child].visits++;
+    if ((rc = edge_add(e, parent, t->decision, child)) < 0)
+        return rc;
+    propagate_best(e, path, t->path_n, e->nodes[child].best);
+    return 0;
+}
+
+/* ------------------------------------------------------------ batches */
+
+/* Runs the tasks on the workers; calls progress while waiting. */
+static int run_batch(engine *e, int *stop)
+{
+    pthread_mutex_lock(&e->mu);
+    e->next_task = 0;
+    e->n_done = 0;
+    e->batch_id++;
+    pthread_cond_broadcast(&e->go);
+    double interval = e->o.progress_interval_s > 0 ? e->o.progress_interval_s : 0.25;
+    while (e->n_done < e->n_tasks) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        double wait = interval / 2;
+        ts.tv_sec += (time_t)wait;
+        ts.tv_nsec += (long)((wait - (double)(time_t)wait) * 1e9);
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&e->done, &e->mu, &ts);
+        if (e->n_done < e->n_tasks && e->o.progress && now_s() - e->last_progress >= interval) {
+            pthread_mutex_unlock(&e->mu);
+            if (search__progress(e))
+                *stop = 1;
+            pthread_mutex_lock(&e->mu);
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    return 0;
+}
+
+/* The schedule text of the decisions on node's canonical path: every
+ * member of each unit, as `autopart apply --schedule` reads it. */
+static void path_text(const engine *e, uint32_t node, ap_buf *b)
+{
+    uint32_t chain[256], n = 0;
+    for (uint32_t x = node; x != 0 && x != SEARCH_NONE && n < 256; x = e->nodes[x].parent)
+        chain[n++] = x;
+    const ir_mesh *mesh = ir_pctx_mesh(e->c);
+    while (n-- > 0) {
+        search_action a = e->dec[e->nodes[chain[n]].decision].a;
+        const search_unit *un = &e->units.v[a.unit];
+        for (uint32_t i = 0; i < un->n; i++) {
+            uint32_t v = e->units.members[un->first + i];
+            const char *name = ir_func_arg_name(ir_pctx_func(e->c), v);
+            char nb[256];
+            if (!name)
+                snprintf(nb, sizeof nb, "%%arg%u", v);
+            else if (strpbrk(name, " \t;#"))
+                snprintf(nb, sizeof nb, "\"%s\"", name);
+            else
+                snprintf(nb, sizeof nb, "%s", name);
+            if (a.dim >= 0)
+                ap_buf_printf(b, "tile %s %d %s\n", nb, a.dim, mesh->names[a.axis]);
+            else
+                ap_buf_printf(b, "atomic %s %s\n", nb, mesh->names[a.axis]);
+        }
+        ap_buf_puts(b, "propagate\n");
+    }
+}
+
+static int search__progress(engine *e)
+{
+    double t = now_s();
+    e->last_progress = t;
+    if (e->best_text_node != e->best || !e->best_text) {
+        ap_buf b;
+        ap_buf_init(&b);
+        path_text(e, e->best, &b);
+        ap_free(e->best_text);
+        e->best_text = ap_buf_take(&b, NULL);
+        e->best_text_node = e->best;
+    }
+    search_progress p;
+    memset(&p, 0, sizeof p);
+    p.episodes = e->episodes;
+    p.elapsed_s = t - e->t0;
+    p.episodes_per_s = p.elapsed_s > 0 ? (double)e->episodes / p.elapsed_s : 0;
+    p.tree_nodes = e->n_nodes;
+    p.best_runtime_s = e->nodes[e->best].runtime_s;
+    p.best_peak_bytes = e->nodes[e->best].peak;
+    p.best_fits = fits(e, p.best_peak_bytes);
+    p.start_runtime_s = e->nodes[0].runtime_s;
+    p.best_schedule = e->best_text ? e->best_text : "";
+    return e->o.progress(e->o.progress_ctx, &p);
+}
+
+/* ================================================================ run */
+
+static void engine_free(engine *e)
+{
+    if (e->w) {
+        pthread_mutex_lock(&e->mu);
+        e->quit = true;
+        pthread_cond_broadcast(&e->go);
+        pthread_mutex_unlock(&e->mu);
+        for (int i = 0; i < e->n_workers; i++) {
+            worker *w = &e->w[i];
+            if (w->thread)
+                pthread_join(w->thread, NULL);
+            cost_scorer_free(w->scorer);
+            for (int k = 0; k < w->cap_cache; k++)
+                ir_partition_free(w->cache[k].p);
+            ap_free(w->cache);
+        }
+        ap_free(e->w);
+        pthread_mutex_destroy(&e->mu);
+        pthread_cond_destroy(&e->go);
+        pthread_cond_destroy(&e->done);
+    }
+    for (uint32_t i = 0; i < e->n_nodes; i++)
+        ap_free(e->nodes[i].edges);
+    ap_free(e->nodes);
+    ap_free(e->pending);
+    ap_free(e->tt);
+    ap_free(e->dec);
+    ap_free(e->order);
+    ap_free(e->tasks);
+    ap_free(e->chain);
+    ap_free(e->paths);
+    ap_free(e->best_text);
+    search__units_free(&e->units);
+}
+
+static int start_workers(engine *e, ap_error *err)
+{
+    int n = e->o.threads;
+    e->w = ap_calloc((size_t)n, sizeof *e->w);
+    if (!e->w)
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->go, NULL);
+    pthread_cond_init(&e->done, NULL);
+    /* states cached: about 256 MB of them, shared out among the workers */
+    uint32_t n_ops = ir_pctx_num_ops(e->c);
+    size_t state_bytes = (size_t)n_ops * 72 + (size_t)ir_pctx_num_values(e->c) * 4 + 4096;
+    int cap = (int)(((size_t)256 << 20) / (size_t)n / state_bytes);
+    cap = cap < 8 ? 8 : cap > 256 ? 256 : cap;
+    for (int i = 0; i < n; i++) {
+        worker *w = &e->w[i];
+        w->e = e;
+        w->cap_cache = cap;
+        w->cache = ap_calloc((size_t)cap, sizeof *w->cache);
+        if (!w->cache)
+            return ap_error_set(err, AP_ENOMEM, "out of memory");
+        if (!e->fallback) {
+            ap_error se;
+            /* candidates need the step time and the peak, not the slowest ops */
+            cost_options co = e->o.cost;
+            co.top_k = -1;
+            int rc = cost_scorer_new(e->c, &e->o.device, e->o.tiers, &co, &w->scorer, &se);
+            if (rc == AP_EUNSUPPORTED) {
+                e->fallback = true;
+                e->scorer_why = se;
+            } else if (rc < 0) {
+                if (err)
+                    *err = se;
+                return rc;
+            }
+        }
+    }
+    if (e->fallback)
+        for (int i = 0; i < n; i++) {
+            cost_scorer_free(e->w[i].scorer);
+            e->w[i].scorer = NULL;
+        }
+    e->n_workers = n;
+    for (int i = 0; i < n; i++)
+        if (pthread_create(&e->w[i].thread, NULL, worker_main, &e->w[i]) != 0) {
+            e->w[i].thread = 0;
+            return ap_error_set(err, AP_ENOMEM, "cannot start a search thread");
+        }
+    return 0;
+}
+
+static bool out_of_budget(engine *e, const char **why)
+{
+    if (e->o.max_episodes > 0 && e->episodes >= e->o.max_episodes) {
+        *why = "episodes";
+        return true;
+    }
+    if (e->o.time_limit_s > 0 && now_s() - e->t0 >= e->o.time_limit_s) {
+        *why = "time";
+        return true;
+    }
+    if (e->o.patience > 0 && e->episodes - e->best_episode >= e->o.patience) {
+        *why = "patience";
+        return true;
+    }
+    return false;
+}
+
+/* The decisions at the start: every unit on every dim along every allowed
+ * axis, and atomic along it, evaluated as the root's children. */
+static int root_pass(engine *e, int *stop, const char **why, ap_error *err)
+{
+    const ir_mesh *mesh = ir_pctx_mesh(e->c);
+    uint32_t cap = 0;
+    for (uint32_t u = 0; u < e->units.n; u++)
+        cap += (uint32_t)(e->units.v[u].type->rank + 1) * (uint32_t)mesh->n_axes;
+    e->dec = ap_calloc(cap + 1, sizeof *e->dec);
+    if (!e->dec)
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
+    for (uint32_t u = 0; u < e->units.n; u++)
+        for (int ax = 0; ax < mesh->n_axes; ax++) {
+            if (!(e->o.axes >> ax & 1u))
+                continue;
+            for (int d = -1; d < e->units.v[u].type->rank; d++) {
+                /* a dim that cannot divide at all is no decision */
+                if (d >= 0) {
+                    int64_t size = e->units.v[u].type->dims[d];
+                    if (size < mesh->sizes[ax] || size % mesh->sizes[ax] != 0)
+                        continue;
+                }
+                search_decision *sd = &e->dec[e->n_dec++];
+                sd->a = (search_action){u, (int8_t)d, (uint8_t)ax};
+                sd->same_as = SEARCH_NONE;
+            }
+        }
+    /* evaluate them as children of the root, in batches */
+    uint32_t path[1] = {0};
+    uint32_t i = 0;
+    e->nodes[0].next_try = e->n_dec; /* the root's children are this pass */
+    while (i < e->n_dec && !*stop) {
+        if (out_of_budget(e, why))
+            break;
+        e->n_tasks = e->n_chain = e->n_paths = 0;
+        uint32_t room = e->o.max_episodes > 0 ? (uint32_t)(e->o.max_episodes - e->episodes) : UINT32_MAX;
+        for (uint32_t b = 0; b < (uint32_t)e->o.batch * 4 && i < e->n_dec && b < room; b++, i++) {
+            e->nodes[0].visits++;
+            e->pending[0]++;
+            int rc = task_add(e, 0, i, path, 1);
+            if (rc < 0)
+                return ap_error_set(err, rc, "out of memory");
+        }
+        run_batch(e, stop);
+        for (uint32_t k = 0; k < e->n_tasks; k++) {
+            task *t = &e->tasks[k];
+            search_decision *sd = &e->dec[t->decision];
+            if (t->status == 0) {
+                uint32_t same = tt_find(e, t->hash);
+                if (same != SEARCH_NONE && same != 0)
+                    sd->same_as = e->nodes[same].decision;
+                sd->runtime_s = t->runtime_s;
+                sd->peak = t->peak;
+                sd->prior = e->j0 / objective(e, t->runtime_s, t->peak);
+            } else {
+                sd->prior = -1; /* refused or unchanged */
+            }
+            int rc = backup(e, t);
+            if (rc < 0) {
+                if (err)
+                    *err = t->err;
+                return rc;
+            }
+        }
+    }
+    /* decisions never evaluated (out of budget) keep no prior */
+    for (; i < e->n_dec; i++)
+        e->dec[i].prior = -2;
+    /* the order of expansion: distinct, valid decisions by prior, with the
+     * seed's small perturbation (a few percent) breaking near-ties */
+    e->order = ap_malloc(sizeof *e->order * (e->n_dec + 1));
+    double *key = ap_malloc(sizeof *key * (e->n_dec + 1));
+    if (!e->order || !key) {
+        ap_free(key);
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
+    }
+    uint64_t rng = e->o.seed ^ 0x6a09e667f3bcc909ULL;
+    for (uint32_t d = 0; d < e->n_dec; d++) {
+        double noise = (double)(splitmix(&rng) >> 11) / 9007199254740992.0;
+        key[d] = e->o.no_prior ? -(double)d : e->dec[d].prior * (1 + 0.03 * noise);
+        if (e->dec[d].prior > -1 && e->dec[d].same_as == SEARCH_NONE)
+            e->order[e->n_order++] = d;
+    }
+    /* insertion sort: stable, by key descending */
+    for (uint32_t a = 1; a < e->n_order; a++) {
+        uint32_t x = e->order[a];
+        uint32_t b = a;
+        while (b > 0 && key[e->order[b - 1]] < key[x]) {
+            e->order[b] = e->order[b - 1];
+            b--;
+        }
+        e->order[b] = x;
+    }
+    ap_free(key);
+    return 0;
+}
+
+int search_run(const ir_partition *start, const search_options *opts, search_result *out, ap_error *err)
+{
+    memset(out, 0, sizeof *out);
+    engine e;
+    memset(&e, 0, sizeof e);
+    e.start = start;
+    e.c = ir_partition_ctx(start);
+    e.o = *opts;
+    const ir_mesh *mesh = ir_pctx_mesh(e.c);
+    uint32_t all = (1u << mesh->n_axes) - 1;
+    if (e.o.axes == 0)
+        e.o.axes = all;
+    if (e.o.axes & ~all)
+        return ap_error_set(err, AP_EINVALID, "search: an axis outside the mesh");
+    if (e.o.threads <= 0)
+        e.o.threads = 1;
+    if (e.o.threads > 256)
+        return ap_error_set(err, AP_EINVALID, "search: at most 256 threads");
+    if (e.o.batch <= 0)
+        e.o.batch = 8;
+    if (e.o.max_depth <= 0)
+        e.o.max_depth = 16;
+    if (e.o.max_depth > 64)
+        return ap_error_set(err, AP_EINVALID, "search: at most 64 actions on a path");
+    if (e.o.exploration <= 0)
+        e.o.exploration = 0.7;
+    if (e.o.widening < 0)
+        return ap_error_set(err, AP_EINVALID, "search: widening must not be negative");
+    if (e.o.widening == 0)
+        e.o.widening = 2;
+    if (e.o.max_episodes < 0 || e.o.time_limit_s < 0 || e.o.patience < 0)
+        return ap_error_set(err, AP_EINVALID, "search: budgets must not be negative");
+    if (e.o.max_episodes == 0 && e.o.time_limit_s == 0 && e.o.patience == 0)
+        e.o.max_episodes = 1000;
+    e.limit = e.o.memory_limit == 0 ? e.o.device.hbm_bytes : e.o.memory_limit;
+    e.t0 = now_s();
+    e.last_progress = e.t0;
+    int rc, stop = 0;
+    const char *why = "exhausted";
+    ir_partition *best = NULL;
+    if ((rc = search__units(e.c, e.o.axes, e.o.hints, &e.units, err)) < 0)
+        goto fail;
+    if ((rc = start_workers(&e, err)) < 0)
+        goto fail;
+    /* the root: the start state */
+    {
+        double rt;
+        int64_t pk;
+        if ((rc = score_state(&e.w[0], start, &rt, &pk, err)) < 0)
+            goto fail;
+        e.j0 = objective(&e, rt, pk);
+        uint32_t root;
+        if ((rc = node_new(&e, ir_partition_hash(start), SEARCH_NONE, 0, rt, pk, &root)) < 0)
+            goto oom;
+        e.nodes[root].visits = 1;
+        e.best = root;
+        e.best_reward = e.nodes[root].reward;
+    }
+    if ((rc = root_pass(&e, &stop, &why, err)) < 0)
+        goto fail;
+    /* the main loop */
+    uint64_t rng = e.o.seed * 0x9e3779b97f4a7c15ULL + 1;
+    uint32_t *path = ap_malloc(sizeof *path * 80);
+    if (!path)
+        goto oom;
+    while (!stop && !out_of_budget(&e, &why)) {
+        e.n_tasks = e.n_chain = e.n_paths = 0;
+        int64_t room = e.o.max_episodes > 0 ? e.o.max_episodes - e.episodes : INT64_MAX;
+        for (int b = 0; b < e.o.batch && b < room; b++) {
+            rc = select_leaf(&e, path, &rng);
+            if (rc < 0) {
+                ap_free(path);
+                goto oom;
+            }
+            if (rc == 0)
+                break;
+        }
+        if (e.n_tasks == 0) {
+            why = "exhausted";
+            e.exhausted = true;
+            break;
+        }
+        run_batch(&e, &stop);
+        for (uint32_t k = 0; k < e.n_tasks; k++)
+            if ((rc = backup(&e, &e.tasks[k])) < 0) {
+                if (err)
+                    *err = e.tasks[k].err;
+                ap_free(path);
+                goto fail;
+            }
+        if (e.o.progress && now_s() - e.last_progress >= (e.o.progress_interval_s > 0 ? e.o.progress_interval_s : 0.25) &&
+            search__progress(&e))
+            stop = 1;
+    }
+    ap_free(path);
+    if (stop)
+        why = "callback";
+    if (e.o.progress)
+        search__progress(&e);
+    out->wall_s = now_s() - e.t0;
+    /* the result: replay its path, lower it once */
+    {
+        task t;
+        memset(&t, 0, sizeof t);
+        uint32_t depth = e.nodes[e.best].depth;
+        e.n_chain = 0;
+        t.chain0 = 0;
+        t.chain_n = depth;
+        for (uint32_t i = 0; i < depth; i++)
+            if (push_u32(&e.chain, &e.n_chain, &e.cap_chain, 0) < 0)
+                goto oom;
+        uint32_t n = e.best;
+        for (uint32_t i = depth; i-- > 0;) {
+            e.chain[i] = n;
+            n = e.nodes[n].parent;
+        }
+        ir_partition *cached;
+        if ((rc = state_of(&e.w[0], &t, &cached, err)) < 0)
+            goto fail;
+        if ((rc = ir_partition_clone(cached, &best, err)) < 0)
+            goto fail;
+    }
+    ir_lowered lw;
+    if ((rc = ir_lower(best, &lw, err)) < 0)
+        goto fail;
+    {
+        cost_program *prog = NULL;
+        rc = cost_prepare(lw.module, &prog, err);
+        if (rc == 0)
+            rc = cost_evaluate(prog, &e.o.device, e.o.tiers, &e.o.cost, &out->report, err);
+        cost_program_free(prog);
+        ir_lowered_free(&lw);
+        if (rc < 0)
+            goto fail;
+    }
+    {
+        /* the start's report, from the same path */
+        ir_lowered sl;
+        if ((rc = ir_lower(start, &sl, err)) < 0)
+            goto fail;
+        cost_program *prog = NULL;
+        rc = cost_prepare(sl.module, &prog, err);
+        if (rc == 0)
+            rc = cost_evaluate(prog, &e.o.device, e.o.tiers, &e.o.cost, &out->start, err);
+        cost_program_free(prog);
+        ir_lowered_free(&sl);
+        if (rc < 0)
+            goto fail;
+    }
+    /* the schedules */
+    {
+        ap_buf b;
+        ap_buf_init(&b);
+        ir_partition_schedule(best, &b);
+        out->schedule = ap_buf_take(&b, NULL);
+        ap_buf_init(&b);
+        path_text(&e, e.best, &b);
+        out->actions = ap_buf_take(&b, NULL);
+        if (!out->schedule || !out->actions)
+            goto oom;
+    }
+    out->best = best;
+    best = NULL;
+    out->memory_limit = e.limit;
+    out->fits = fits(&e, out->report.peak_memory_bytes);
+    out->none_fits = !fits(&e, e.nodes[e.best].peak);
+    out->episodes = e.episodes;
+    out->best_episode = e.best_episode;
+    out->best_wall_s = e.best_time;
+    out->episodes_per_s = out->wall_s > 0 ? (double)e.episodes / out->wall_s : 0;
+    out->tree_nodes = e.n_nodes;
+    out->decisions_before = e.units.decisions_before;
+    out->units = (int)e.units.n;
+    out->decisions_after = (int)e.n_order;
+    out->exhausted = e.exhausted;
+    for (int i = 0; i < e.n_workers; i++) {
+        out->replays += e.w[i].replays;
+        out->cache_hits += e.w[i].hits;
+        out->known += e.w[i].known;
+        out->scored += e.w[i].scored;
+    }
+    out->cached_states = e.w ? e.w[0].cap_cache : 0;
+    out->stopped_by = why;
+    {
+        /* the explanation reads the peak of the best state off a scorer */
+        cost_scorer *sc = NULL;
+        cost_report r;
+        if (!e.fallback && cost_scorer_new(e.c, &e.o.device, e.o.tiers, &e.o.cost, &sc, NULL) == 0 &&
+            cost_scorer_score(sc, out->best, &r, NULL) < 0) {
+            cost_scorer_free(sc);
+            sc = NULL;
+        }
+        search_tree_view v = {&e.units, mesh, e.nodes, e.n_nodes, e.dec, e.n_dec, e.best,
+                              e.limit, out->none_fits, sc, out->best};
+        rc = search__explain(&v, out, err);
+        cost_scorer_free(sc);
+        if (rc < 0)
+            goto fail;
+        if (e.fallback) {
+            json_t *ex = out->explanation;
+            json_object_set_new(ex, "scorer", json_string(e.scorer_why.msg));
+        }
+    }
+    engine_free(&e);
+    return 0;
+oom:
+    rc = ap_error_set(err, AP_ENOMEM, "out of memory in the search");
+fail:
+    ir_partition_free(best);
+    engine_free(&e);
+    search_result_free(out);
+    return rc;
+}
+
+void search_result_free(search_result *r)
+{
+    if (!r)
+        return;
+    ir_partition_free(r->best);
+    ap_free(r->schedule);
+    ap_free(r->actions);
+    json_decref(r->explanation);
+    ap_free(r->explanation_text);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,134 @@
+/*
+ * search.h - AutomaticPartition: a Monte Carlo tree search over PartIR
+ * actions (DESIGN.md, "Search").
+ *
+ * A search starts from a partition state (usually after the manual
+ * tactics) and looks for the actions that minimize the estimated step time
+ * of the partitioned program on a device, with a steep penalty above a
+ * memory limit.  An action tiles one decision unit on one dim along one of
+ * the allowed mesh axes, or marks it atomic along an axis; `propagate`
+ * follows each action; a state is its own candidate (stopping is always
+ * allowed).  Every candidate is scored by the cost model's fast scorer
+ * (cost_scorer: the same model as the lowered program's report); the full
+ * lowering runs once, on the result.
+ *
+ * DECISION UNITS: the arguments of the function, reduced as fast
+ * partitioners do - arguments whose location paths differ only by layer
+ * indices (params['block_7']['mlp']['w_up'] and its siblings) and have one
+ * type are one unit; an optimizer moment follows the parameter it updates
+ * (found from the update ops: the moment reaches that parameter's update
+ * through elementwise ops only); actions that give the same state at the
+ * start (dims propagation ties together) are one decision; actions that are
+ * refused or change nothing are pruned.  Hints add or override groups.
+ *
+ * REPRODUCIBLE: workers share one tree.  Leaves are chosen in batches of a
+ * fixed size by the coordinating thread (deterministically, from the seed),
+ * evaluated in parallel, and backed up in batch order, so under an episode
+ * budget the result depends on the seed alone, never on the thread count
+ * or timing.  Under a wall-time budget only the quality holds.
+ *
+ * Every function that can fail returns 0 or a negative AP_E* code and fills
+ * `err` (may be NULL).  Nothing here keeps global state.
+ */
+#ifndef SEARCH_H
+#define SEARCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "ap.h"
+#include "cost.h"
+#include "ir.h"
+#include "partir.h"
+
+/* What the progress callback sees, at least every `progress_interval_s`. */
+typedef struct search_progress {
+    int64_t episodes;          /* candidates evaluated */
+    double elapsed_s;
+    double episodes_per_s;
+    size_t tree_nodes;
+    double best_runtime_s;     /* of the best schedule so far */
+    int64_t best_peak_bytes;
+    bool best_fits;            /* within the memory limit */
+    double start_runtime_s;
+    const char *best_schedule; /* the search's actions so far, as schedule text */
+} search_progress;
+
+/* Returns nonzero to stop the search (it then ends as if out of budget). */
+typedef int (*search_progress_fn)(void *ctx, const search_progress *p);
+
+typedef struct search_options {
+    uint32_t axes;              /* mesh axes the search may use: bit i = axis i; 0 = all */
+    cost_device device;
+    const cost_mesh *tiers;     /* NULL: the default tiers */
+    cost_options cost;          /* overlap; top_k of the reports */
+    double memory_limit;        /* bytes; 0 = the device's HBM; negative = none */
+    uint64_t seed;
+    int64_t max_episodes;       /* budgets: 0 = none of that kind; with none, 1000 episodes */
+    double time_limit_s;
+    int64_t patience;           /* stop after this many episodes without improvement */
+    int threads;                /* workers, >= 1 (0 = 1) */
+    int batch;                  /* leaves per batch, independent of threads (0 = 8) */
+    int max_depth;              /* actions on one path (0 = 16, at most 64) */
+    double exploration;         /* UCT's constant on rewards relative to the best (0 = 0.7) */
+    double widening;            /* progressive widening: a node visited v times grows at
+                                   most 1 + widening sqrt(v) children (0 = 2; a large
+                                   value expands a node whole at once) */
+    bool no_prior;              /* for comparisons: try decisions in their plain order,
+                                   not by the reward each gives at the start */
+    const char *hints;          /* NULL, or lines: `group GLOB...`, `split GLOB...`, `fix GLOB...` */
+    search_progress_fn progress;
+    void *progress_ctx;
+    double progress_interval_s; /* 0 = 0.25 */
+} search_options;
+
+/* Defaults: all axes, h100, HBM limit, seed 1, 1000 episodes, 1 thread. */
+void search_options_init(search_options *o);
+
+typedef struct search_result {
+    ir_partition *best;        /* the best state (owned); its log is the schedule */
+    char *schedule;            /* the whole schedule from a fresh state (manual
+                                  tactics included): text `autopart apply
+                                  --schedule` takes back */
+    char *actions;             /* only what the search added */
+    cost_report start;         /* the start state's report */
+    cost_report report;        /* the best state's, from the full lowering */
+    bool fits;                 /* within the memory limit */
+    bool none_fits;            /* nothing found fits: best is the lowest-memory state */
+    double memory_limit;       /* bytes, < 0 none */
+    int64_t episodes, best_episode;
+    double wall_s, episodes_per_s;
+    double best_wall_s;        /* seconds into the search when the best was found */
+    size_t tree_nodes;
+    int decisions_before;      /* tile/atomic choices over single arguments */
+    int units;                 /* decision units after grouping */
+    int decisions_after;       /* distinct decisions after ties and pruning */
+    bool exhausted;            /* the whole (reduced) space was explored */
+    int64_t scored;            /* candidates scored (the rest were refused, changed
+                                  nothing, or were states the tree held) */
+    int64_t known;             /* candidates that were states the tree held */
+    int64_t replays;           /* actions re-applied to re-derive states */
+    int64_t cache_hits;        /* states found in a worker's cache */
+    int cached_states;         /* states each worker keeps */
+    const char *stopped_by;    /* "episodes", "time", "patience", "exhausted", "callback" */
+    json_t *explanation;       /* owned: see search_explain below */
+    char *explanation_text;    /* the same, readable */
+} search_result;
+
+/* Runs a search from `start` (not modified).  On success *out holds the
+ * result (search_result_free).  Fails with AP_EINVALID on bad options,
+ * AP_ENOMEM, or the lowering's error when the start state cannot be
+ * lowered. */
+int search_run(const ir_partition *start, const search_options *opts, search_result *out, ap_error *err);
+void search_result_free(search_result *r);
+
+/* The result as JSON: {"schedule", "actions", "cost" (the report's cost
+ * object), "collectives", "start_cost", "episodes", "episodes_per_s",
+ * "best_episode", "wall_s", "tree_nodes", "fits", "none_fits",
+ * "memory_limit_bytes", "stopped_by", "decisions": {"before", "units",
+ * "after"}, "explanation"}.  A new reference, NULL when out of memory. */
+json_t *search_result_json(const search_result *r);
+
+#endif /* SEARCH_H */

@@ -1,0 +1,103 @@
+/*
+ * search_int.h - private to the search (units.c, mcts.c, explain.c): the
+ * decision units and actions, and the tree the explanation reads.
+ */
+#ifndef SEARCH_INT_H
+#define SEARCH_INT_H
+
+#include "search.h"
+
+/* ------------------------------------------------------------ units */
+
+/* A decision unit: arguments that are tiled (or made atomic) together.
+ * Members are argument value ids: the leaders (one argument, or the layer
+ * siblings of one) first, then the optimizer moments that follow them. */
+typedef struct search_unit {
+    uint32_t first, n;  /* members at units->members[first .. first + n) */
+    uint32_t n_leaders;
+    const ir_type *type; /* of the leaders */
+    char name[192];      /* the leaders' path with layer indices as '*', or the argument's name */
+} search_unit;
+
+typedef struct search_units {
+    search_unit *v;
+    uint32_t n;
+    uint32_t *members;
+    uint32_t n_members;
+    int decisions_before; /* tile/atomic choices over single arguments */
+} search_units;
+
+/* The decision units of ctx's function over the allowed axes (hints:
+ * search_options.hints, may be NULL).  Fails with AP_ESYNTAX on a bad hint
+ * ("hints:LINE:COL: error: ...").  Free with search__units_free. */
+int search__units(const ir_pctx *c, uint32_t axes, const char *hints, search_units *out, ap_error *err);
+void search__units_free(search_units *u);
+
+/* An action: tile every member of a unit on `dim` along `axis`, or make
+ * them atomic along it (dim -1); propagate follows. */
+typedef struct search_action {
+    uint32_t unit;
+    int8_t dim;
+    uint8_t axis;
+} search_action;
+
+/* Applies a to p.  Returns 0, 1 when an action is refused (p is then
+ * partly changed: discard it), or a negative error. */
+int search__apply(ir_partition *p, const search_units *u, search_action a, ap_error *err);
+/* "tile params['block_*']['mlp']['w_up'] 1 model" */
+void search__action_text(const search_units *u, const ir_mesh *mesh, search_action a, ap_buf *b);
+
+/* ------------------------------------------------------------- tree */
+
+#define SEARCH_NONE UINT32_MAX
+
+typedef struct search_edge {
+    uint32_t decision; /* index into the decision list */
+    uint32_t child;    /* node, or SEARCH_NONE when pruned */
+} search_edge;
+
+typedef struct search_node {
+    uint64_t hash;
+    uint32_t parent;    /* the node whose expansion made it (its path is the canonical one) */
+    uint32_t decision;  /* the decision applied to the parent */
+    uint16_t depth;
+    bool exhausted;     /* nothing left to try below */
+    uint32_t next_try;  /* next decision (in prior order) to try here */
+    search_edge *edges;
+    uint32_t n_edges, cap_edges;
+    uint32_t visits;
+    double best;        /* best reward in the subtree */
+    /* its own state */
+    double runtime_s;
+    int64_t peak;
+    double reward;
+    int64_t episode;    /* when it was found */
+} search_node;
+
+typedef struct search_decision {
+    search_action a;
+    double prior;   /* reward at the start state */
+    double runtime_s;
+    int64_t peak;
+    uint32_t same_as; /* a decision giving the same start state, or SEARCH_NONE */
+} search_decision;
+
+/* What the explanation needs of a finished search. */
+typedef struct search_tree_view {
+    const search_units *units;
+    const ir_mesh *mesh;
+    const search_node *nodes;
+    uint32_t n_nodes;
+    const search_decision *decisions;
+    uint32_t n_decisions;
+    uint32_t best;          /* node */
+    double memory_limit;    /* < 0: none */
+    bool none_fits;
+    const cost_scorer *scorer; /* scored the best state last: its peak breakdown */
+    const ir_partition *best_state;
+} search_tree_view;
+
+/* Fills r->explanation and r->explanation_text. */
+int search__explain(const search_tree_view *t, search_result *r, ap_error *err);
+
+#endif /* SEARCH_INT_H */

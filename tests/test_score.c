@@ -1,0 +1,447 @@
+/*
+ * test_score.c - the fast scorer of partition states (costmodel/score.c)
+ * against the full path: for random states of the zoo's models, the
+ * scorer's report equals cost_estimate on ir_lower's output (what
+ * `autopart apply --view report` prints) to 1e-9 relative, whether the
+ * scorer comes fresh or incrementally from any earlier state; a state the
+ * lowering refuses, the scorer refuses too.  Some cases re-tile values
+ * that are already tiled or pending sums, so that pending sums are
+ * redistributed before they are reduced (summand by summand, over the
+ * axes the sum does not flow on: issue 11 bug 1), and the equality holds
+ * there too.
+ */
+#include "cost.h"
+#include "testlib.h"
+
+#include <math.h>
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static uint32_t rng_below(uint64_t *s, uint32_t n) { return n ? (uint32_t)(rng_next(s) % n) : 0; }
+
+static bool close_rel(double a, double b)
+{
+    if (a == b)
+        return true;
+    double m = fabs(a) > fabs(b) ? fabs(a) : fabs(b);
+    return fabs(a - b) <= 1e-9 * m;
+}
+
+/* Asserts two reports agree: every figure to 1e-9 relative, the peak and
+ * the argument bytes exactly. */
+static void assert_same_report(const cost_report *full, const cost_report *fast, const char *what)
+{
+#define SAME(field)                                                                                             \
+    ck_assert_msg(close_rel(full->field, fast->field), "%s: " #field " full %.17g fast %.17g", what,             \
+                  (double)full->field, (double)fast->field)
+    SAME(runtime_s);
+    SAME(compute_s);
+    SAME(comm_s);
+    SAME(flops_per_device);
+    SAME(matmul_flops);
+    SAME(bytes_per_device);
+    ck_assert_msg(full->peak_memory_bytes == fast->peak_memory_bytes, "%s: peak full %lld fast %lld", what,
+                  (long long)full->peak_memory_bytes, (long long)fast->peak_memory_bytes);
+    ck_assert_msg(full->argument_bytes == fast->argument_bytes, "%s: argument bytes full %lld fast %lld", what,
+                  (long long)full->argument_bytes, (long long)fast->argument_bytes);
+    ck_assert(full->fits == fast->fits);
+    for (int k = 0; k < COST_COLL_COUNT; k++) {
+        SAME(coll[k].count);
+        SAME(coll[k].bytes);
+        SAME(coll[k].seconds);
+    }
+#undef SAME
+}
+
+/* The full path: lower, prepare, evaluate.  Returns the lowering's code. */
+static int full_report(const ir_partition *p, const cost_device *dev, cost_report *out, char *msg, size_t n)
+{
+    ir_lowered lw;
+    ap_error err;
+    int rc = ir_lower(p, &lw, &err);
+    if (rc < 0) {
+        snprintf(msg, n, "%s", err.msg);
+        return rc;
+    }
+    rc = cost_estimate(lw.module, dev, NULL, out, &err);
+    ck_assert_msg(rc == 0, "cost_estimate: %s", err.msg);
+    ir_lowered_free(&lw);
+    return 0;
+}
+
+/* A value p makes a pending sum along some axis (when `sums`) or tiles or
+ * sums along some axis, at random; UINT32_MAX when there is none. */
+static uint32_t busy_value(const ir_partition *p, uint64_t *rng, bool sums)
+{
+    const ir_pctx *c = ir_partition_ctx(p);
+    uint32_t nv = ir_pctx_num_values(c), n = 0, pick = UINT32_MAX;
+    const ir_mesh *mesh = ir_pctx_mesh(c);
+    for (uint32_t v = 0; v < nv; v++) {
+        ir_layout l;
+        ir_partition_value_layout(p, ir_pctx_value(c, v), &l);
+        bool hit = false;
+        for (int a = 0; a < mesh->n_axes; a++)
+            hit |= sums ? l.dim[a] == IR_AX_PARTIAL : l.dim[a] != IR_AX_NONE;
+        if (hit && rng_below(rng, ++n) == 0) /* reservoir: uniform over the hits */
+            pick = v;
+    }
+    return pick;
+}
+
+/* One random action on p: a tile of an argument or an op result along a
+ * random axis on a random dim, now and then an atomic, usually followed by
+ * propagate.  With `retile`, half of the actions name a value that is
+ * already tiled or a pending sum (half of those a pending sum when there is
+ * one) along an axis it does not use yet, and fewer are followed by a
+ * propagate: deep tiling, and pending sums re-tiled before they are
+ * reduced.  Refused actions are fine (nothing changes). */
+static void random_action(ir_partition *p, uint64_t *rng, bool retile)
+{
+    const ir_pctx *c = ir_partition_ctx(p);
+    uint32_t nv = ir_pctx_num_values(c), na = ir_pctx_num_args(c);
+    const ir_mesh *mesh = ir_pctx_mesh(c);
+    /* arguments more often: they are what the search tiles */
+    uint32_t v = rng_below(rng, 3) ? rng_below(rng, na) : rng_below(rng, nv);
+    if (retile && rng_below(rng, 2) == 0) {
+        uint32_t b = busy_value(p, rng, rng_below(rng, 2) == 0);
+        if (b != UINT32_MAX)
+            v = b;
+    }
+    const ir_value *val = ir_pctx_value(c, v);
+    int axis = (int)rng_below(rng, (uint32_t)mesh->n_axes);
+    if (retile) { /* an axis the value does not use yet, when there is one */
+        ir_layout l;
+        int free_axes[IR_MAX_AXES], n_free = 0;
+        ir_partition_value_layout(p, val, &l);
+        for (int a = 0; a < mesh->n_axes; a++)
+            if (l.dim[a] == IR_AX_NONE)
+                free_axes[n_free++] = a;
+        if (n_free)
+            axis = free_axes[rng_below(rng, (uint32_t)n_free)];
+    }
+    ap_error err;
+    if (rng_below(rng, 10) == 0) {
+        (void)ir_atomic(p, val, axis, &err);
+    } else {
+        const ir_type *t = val->type;
+        int rank = t && t->kind == IR_T_TENSOR && t->rank > 0 ? t->rank : 0;
+        if (rank)
+            (void)ir_tile(p, val, (int)rng_below(rng, (uint32_t)rank), axis, &err);
+    }
+    /* re-tiling: fewer propagates between actions, so that a result is
+     * tiled one way before propagation tiles its producer another */
+    if (retile ? rng_below(rng, 3) == 0 : rng_below(rng, 4) != 0)
+        ck_assert(ir_propagate(p, &err) == 0);
+}
+
+/* Whether a plan (synced with some state) redistributes a pending sum that
+ * flows on (partial along an axis before and after) before reducing it. */
+static bool redistributes_pending_sum(const ir_lplan *plan, const ir_pctx *c)
+{
+    for (uint32_t v = 0; v < ir_pctx_num_values(c); v++) {
+        uint32_t n;
+        const ir_mat *mats = ir_lplan_mats(plan, v, &n);
+        for (uint32_t k = 0; k < n; k++) {
+            const ir_xfer *x = &mats[k].x;
+            for (int a = 0; x->redist && a < IR_MAX_AXES; a++)
+                if (x->from.dim[a] == IR_AX_PARTIAL && x->to.dim[a] == IR_AX_PARTIAL)
+                    return true;
+        }
+    }
+    return false;
+}
+
+/* A zoo model (or, with `src`, a program written here) on a mesh: `states`
+ * random states of up to `max_actions` actions each; with `retile`, at
+ * least `min_summand` of them redistribute a pending sum before reducing
+ * it. */
+typedef struct model_case {
+    const char *model, *config, *extra, *mesh;
+    int states, max_actions;
+    bool retile;
+    int min_summand;
+    const char *src;
+} model_case;
+
+/* The dot chain of test_check's property test: pending sums that flow
+ * through negate, transpose and a second dot before they are reduced. */
+static const char *const dots_src =
+    "func.func @main(%x: tensor<8x8xf32>, %y: tensor<8x8xf32>, %z: tensor<8x8xf32>) -> (tensor<8x8xf32>, "
+    "tensor<8x8xf32>) {\n"
+    "  %0 = stablehlo.dot_general %x, %y, contracting_dims = [1] x [0] : (tensor<8x8xf32>, tensor<8x8xf32>) -> "
+    "tensor<8x8xf32>\n"
+    "  %1 = stablehlo.negate %0 : tensor<8x8xf32>\n"
+    "  %2 = stablehlo.transpose %1, dims = [1, 0] : (tensor<8x8xf32>) -> tensor<8x8xf32>\n"
+    "  %3 = stablehlo.dot_general %2, %z, contracting_dims = [1] x [0] : (tensor<8x8xf32>, tensor<8x8xf32>) -> "
+    "tensor<8x8xf32>\n"
+    "  %4 = stablehlo.add %3, %0 : tensor<8x8xf32>\n"
+    "  %5 = stablehlo.tanh %4 : tensor<8x8xf32>\n"
+    "  return %5, %1 : tensor<8x8xf32>, tensor<8x8xf32>\n"
+    "}\n";
+
+static void check_model(const model_case *mc, uint64_t seed)
+{
+    ir_module *m;
+    if (mc->src) {
+        char msg[512];
+        m = tl_parse(mc->src, mc->model, msg, sizeof msg);
+        ck_assert_msg(m != NULL, "%s", msg);
+    } else {
+        m = tl_generate(mc->model, mc->config, mc->extra);
+    }
+    ap_error err;
+    ir_op *f = ir_module_entry(m);
+    ck_assert(ir_inline_calls(m, f, &err) == 0);
+    ir_mesh mesh;
+    ck_assert(ir_mesh_parse(mc->mesh, &mesh, &err) == 0);
+    ir_pctx *ctx;
+    ck_assert_msg(ir_pctx_new(m, f, &mesh, &ctx, &err) == 0, "%s", err.msg);
+    cost_device dev;
+    ck_assert(cost_device_lookup("tpu_v3", &dev, &err) == 0);
+    cost_scorer *inc;
+    ck_assert_msg(cost_scorer_new(ctx, &dev, NULL, NULL, &inc, &err) == 0, "%s", err.msg);
+    ir_lplan *plan;
+    ck_assert(ir_lplan_new(ctx, &plan, &err) == 0);
+    int summand = 0;
+    uint64_t rng = seed;
+    /* a pool of states: each new one grows from a random earlier one, so
+     * the incremental scorer jumps between branches as a search does */
+    enum { POOL = 6 };
+    ir_partition *pool[POOL] = {0};
+    int n_pool = 0, refused = 0, compared = 0;
+    for (int s = 0; s < mc->states; s++) {
+        ir_partition *p;
+        if (n_pool == 0 || rng_below(&rng, 4) == 0) {
+            ck_assert(ir_partition_new(ctx, &p, &err) == 0);
+        } else {
+            ck_assert(ir_partition_clone(pool[rng_below(&rng, (uint32_t)n_pool)], &p, &err) == 0);
+        }
+        int n_act = 1 + (int)rng_below(&rng, (uint32_t)mc->max_actions);
+        for (int a = 0; a < n_act; a++)
+            random_action(p, &rng, mc->retile);
+        ck_assert(ir_propagate(p, &err) == 0);
+        char what[256], msg[512];
+        ap_buf sb;
+        ap_buf_init(&sb);
+        ir_partition_schedule(p, &sb);
+        snprintf(what, sizeof what, "%s %s %s state %d (schedule: %.150s)", mc->model, mc->config, mc->mesh, s,
+                 sb.data ? sb.data : "");
+        ap_buf_free(&sb);
+        cost_report full, fast, fresh;
+        int rc_full = full_report(p, &dev, &full, msg, sizeof msg);
+        int rc_fast = cost_scorer_score(inc, p, &fast, &err);
+        if (rc_full < 0) {
+            ck_assert_msg(rc_fast < 0, "%s: the lowering refuses (%s) but the scorer does not", what, msg);
+            refused++;
+        } else {
+            ck_assert_msg(rc_fast == 0, "%s: the scorer refuses: %s", what, err.msg);
+            assert_same_report(&full, &fast, what);
+            /* history does not matter: a fresh scorer gives the same bits */
+            cost_scorer *one;
+            ck_assert(cost_scorer_new(ctx, &dev, NULL, NULL, &one, &err) == 0);
+            ck_assert(cost_scorer_score(one, p, &fresh, &err) == 0);
+            ck_assert_msg(fresh.runtime_s == fast.runtime_s && fresh.peak_memory_bytes == fast.peak_memory_bytes,
+                          "%s: fresh and incremental scores differ", what);
+            cost_scorer_free(one);
+            compared++;
+            ck_assert(ir_lplan_sync(plan, p, &err) == 0);
+            summand += redistributes_pending_sum(plan, ctx);
+        }
+        if (n_pool < POOL) {
+            pool[n_pool++] = p;
+        } else {
+            uint32_t k = rng_below(&rng, POOL);
+            ir_partition_free(pool[k]);
+            pool[k] = p;
+        }
+    }
+    ck_assert_msg(compared >= mc->states / 2, "%s: only %d of %d states could be compared (%d refused)", mc->model,
+                  compared, mc->states, refused);
+    ck_assert_msg(summand >= mc->min_summand, "%s %s: %d compared states redistribute a pending sum, wanted %d",
+                  mc->model, mc->mesh, summand, mc->min_summand);
+    for (int i = 0; i < n_pool; i++)
+        ir_partition_free(pool[i]);
+    ir_lplan_free(plan);
+    cost_scorer_free(inc);
+    ir_pctx_free(ctx);
+    ir_module_free(m);
+}
+
+static const model_case cases[] = {
+    {"transformer", "tiny", "", "batch=2,model=2", 60, 8, false, 0, NULL},
+    {"transformer", "tiny", "", "a=2,b=2,c=2", 60, 10, false, 0, NULL},
+    {"transformer", "small", "", "batch=4,model=2", 30, 6, false, 0, NULL},
+    {"transformer", "tiny", "dtype=bf16", "x=2,y=3", 30, 8, false, 0, NULL},
+    {"unet", "tiny", "", "batch=2,model=2", 30, 8, false, 0, NULL},
+    {"gns", "tiny", "", "batch=2,model=2", 30, 8, false, 0, NULL},
+    {"mlp", "tiny", "", "x=2,y=2", 40, 8, false, 0, NULL},
+    {"transformer_infer", "tiny", "", "batch=2,model=2", 30, 8, false, 0, NULL},
+    /* pending sums re-tiled before they are reduced: the counts of states
+     * that redistribute one are 14, 31 and 24 at the time of writing */
+    {"transformer", "tiny", "", "a=2,b=2,c=2", 120, 10, true, 5, NULL},
+    {"dots", "", "", "a=2,b=2,c=2", 1000, 8, true, 10, dots_src},
+    {"dots", "", "", "a=2,b=4", 1000, 8, true, 10, dots_src},
+};
+
+START_TEST(scorer_equals_full_path)
+{
+    check_model(&cases[_i], 0x5eed0000u + (uint64_t)_i);
+}
+END_TEST
+
+/* The standard schedules on T32 itself: the figures the acceptance uses. */
+START_TEST(scorer_equals_full_path_t32)
+{
+    ir_module *m = tl_generate("transformer", "t32", "");
+    ap_error err;
+    ir_op *f = ir_module_entry(m);
+    ir_mesh mesh;
+    ck_assert(ir_mesh_parse("batch=8,model=4", &mesh, &err) == 0);
+    ir_pctx *ctx;
+    ck_assert(ir_pctx_new(m, f, &mesh, &ctx, &err) == 0);
+    cost_device dev;
+    ck_assert(cost_device_lookup("tpu_v3", &dev, &err) == 0);
+    cost_scorer *sc;
+    ck_assert(cost_scorer_new(ctx, &dev, NULL, NULL, &sc, &err) == 0);
+    const char *names[] = {"bp", "bp+mp", "bp+mp+z3", "bp+z2", "bp+mp+z2"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char *sched = tl_schedule(names[i]);
+        ir_partition *p;
+        ck_assert(ir_partition_new(ctx, &p, &err) == 0);
+        ck_assert_msg(ir_schedule_apply(p, sched, &err) == 0, "%s", err.msg);
+        cost_report full, fast;
+        char msg[256];
+        ck_assert(full_report(p, &dev, &full, msg, sizeof msg) == 0);
+        ck_assert_msg(cost_scorer_score(sc, p, &fast, &err) == 0, "%s", err.msg);
+        assert_same_report(&full, &fast, names[i]);
+        ir_partition_free(p);
+        ap_free(sched);
+    }
+    cost_scorer_free(sc);
+    ir_pctx_free(ctx);
+    ir_module_free(m);
+}
+END_TEST
+
+/* Issue 11's bug 1: a dot's pending sum over `a` re-tiled along `c` before
+ * it is reduced.  The plan redistributes it over b and c only, its replica
+ * groups repeated along `a` (devices (a, b, c) row-major: every group keeps
+ * a fixed), and the scorer counts exactly what the lowering emits. */
+START_TEST(scorer_follows_summand_redistribution)
+{
+    const char *src = "func.func public @main(%arg0: tensor<4x4xf32>, %arg1: tensor<4x4xf32>) -> tensor<4x4xf32> {\n"
+                      "  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : (tensor<4x4xf32>, "
+                      "tensor<4x4xf32>) -> tensor<4x4xf32>\n"
+                      "  return %0 : tensor<4x4xf32>\n"
+                      "}\n";
+    char msg[512];
+    ir_module *m = tl_parse(src, "bug1.mlir", msg, sizeof msg);
+    ck_assert_msg(m != NULL, "%s", msg);
+    ap_error err;
+    ir_mesh mesh;
+    ck_assert(ir_mesh_parse("a=2,b=2,c=2", &mesh, &err) == 0);
+    ir_pctx *ctx;
+    ck_assert(ir_pctx_new(m, ir_module_entry(m), &mesh, &ctx, &err) == 0);
+    ir_partition *p;
+    ck_assert(ir_partition_new(ctx, &p, &err) == 0);
+    const char *sched = "tile %arg0 0 b; tile %0 1 b; tile %arg0 1 a; propagate; tile %arg0 0 c; propagate";
+    ck_assert_msg(ir_schedule_apply(p, sched, &err) == 0, "%s", err.msg);
+    ir_lplan *plan;
+    ck_assert(ir_lplan_new(ctx, &plan, &err) == 0);
+    ck_assert(ir_lplan_sync(plan, p, &err) == 0);
+    ck_assert(redistributes_pending_sum(plan, ctx));
+    int steps = 0;
+    for (uint32_t v = 0; v < ir_pctx_num_values(ctx); v++) {
+        uint32_t n;
+        const ir_mat *mats = ir_lplan_mats(plan, v, &n);
+        for (uint32_t k = 0; k < n; k++) {
+            const ir_redist_plan *rp = mats[k].x.redist;
+            if (!rp || mats[k].x.from.dim[0] != IR_AX_PARTIAL)
+                continue;
+            ck_assert_int_eq(rp->ndevices, 8);
+            for (int s = 0; s < rp->nsteps; s++, steps++) {
+                const ir_redist_step *st = &rp->steps[s];
+                bool pairs = st->kind == IR_REDIST_COLLECTIVE_PERMUTE;
+                int64_t n_ids = pairs ? 2 * st->npairs : st->ngroups * st->group_size;
+                const int32_t *ids = pairs ? st->pairs : st->groups;
+                int64_t width = pairs ? 2 : st->group_size;
+                /* every device once, and `a` fixed within a group or pair */
+                ck_assert_int_eq(pairs ? st->npairs : n_ids, 8);
+                for (int64_t i = 0; i < n_ids; i++)
+                    ck_assert_msg(ids[i] / 4 == ids[i - i % width] / 4, "step %d mixes the summands along 'a'", s);
+            }
+        }
+    }
+    ck_assert_int_gt(steps, 0);
+    cost_device dev;
+    ck_assert(cost_device_lookup("h100", &dev, &err) == 0);
+    cost_scorer *sc;
+    ck_assert(cost_scorer_new(ctx, &dev, NULL, NULL, &sc, &err) == 0);
+    cost_report full, fast;
+    ck_assert(full_report(p, &dev, &full, msg, sizeof msg) == 0);
+    ck_assert_msg(cost_scorer_score(sc, p, &fast, &err) == 0, "%s", err.msg);
+    assert_same_report(&full, &fast, "issue 11 bug 1");
+    ck_assert_double_gt(full.coll[COST_ALL_REDUCE].count, 0);
+    cost_scorer_free(sc);
+    ir_lplan_free(plan);
+    ir_partition_free(p);
+    ir_pctx_free(ctx);
+    ir_module_free(m);
+}
+END_TEST
+
+/* Programs the fast path does not cover are refused, not misjudged. */
+START_TEST(scorer_refuses_loops)
+{
+    const char *text = "func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+                       "  %c = stablehlo.constant dense<0> : tensor<i32>\n"
+                       "  %0:2 = stablehlo.while(%i = %c, %x = %arg0) : tensor<i32>, tensor<4xf32>\n"
+                       "   cond {\n"
+                       "    %l = stablehlo.constant dense<3> : tensor<i32>\n"
+                       "    %p = stablehlo.compare LT, %i, %l : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+                       "    stablehlo.return %p : tensor<i1>\n"
+                       "  } do {\n"
+                       "    %y = stablehlo.negate %x : tensor<4xf32>\n"
+                       "    stablehlo.return %i, %y : tensor<i32>, tensor<4xf32>\n"
+                       "  }\n"
+                       "  return %0#1 : tensor<4xf32>\n"
+                       "}\n";
+    char msg[256];
+    ir_module *m = tl_parse(text, "loop.mlir", msg, sizeof msg);
+    ck_assert_msg(m != NULL, "%s", msg);
+    ap_error err;
+    ir_mesh mesh;
+    ck_assert(ir_mesh_parse("a=2", &mesh, &err) == 0);
+    ir_pctx *ctx;
+    ck_assert(ir_pctx_new(m, ir_module_entry(m), &mesh, &ctx, &err) == 0);
+    cost_device dev;
+    ck_assert(cost_device_lookup("h100", &dev, &err) == 0);
+    cost_scorer *sc = NULL;
+    ck_assert_int_eq(cost_scorer_new(ctx, &dev, NULL, NULL, &sc, &err), AP_EUNSUPPORTED);
+    ck_assert(sc == NULL);
+    ck_assert_msg(strstr(err.msg, "loops"), "%s", err.msg);
+    ir_pctx_free(ctx);
+    ir_module_free(m);
+}
+END_TEST
+
+static Suite *score_suite(void)
+{
+    Suite *s = suite_create("score");
+    TCase *tc = tcase_create("equality");
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, scorer_equals_full_path, 0, (int)(sizeof cases / sizeof cases[0]));
+    tcase_add_test(tc, scorer_equals_full_path_t32);
+    tcase_add_test(tc, scorer_follows_summand_redistribution);
+    tcase_add_test(tc, scorer_refuses_loops);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return tl_run(score_suite()); }

@@ -1,0 +1,483 @@
+/*
+ * test_search.c - the automatic partitioning search (search/search.h) as a
+ * user relies on it: it finds the optimum where every schedule can be
+ * enumerated; the same seed gives the same answer for any thread count;
+ * budgets are honoured; a memory limit only sharding can meet is met; the
+ * schedule it prints applies back to the same state and cost; the
+ * schedules it finds on the zoo's tiny models are equivalent programs
+ * (ir_check, what `autopart check` runs); hints are parsed and obeyed.
+ */
+#include "cost.h"
+#include "search.h"
+#include "testlib.h"
+
+#include <math.h>
+#include <time.h>
+
+typedef struct model {
+    ir_module *m;
+    ir_pctx *ctx;
+} model;
+
+static void model_open(model *md, ir_module *m, const char *mesh_text)
+{
+    ap_error err;
+    md->m = m;
+    ir_op *f = ir_module_entry(m);
+    ck_assert(ir_inline_calls(m, f, &err) == 0);
+    ir_mesh mesh;
+    ck_assert(ir_mesh_parse(mesh_text, &mesh, &err) == 0);
+    ck_assert_msg(ir_pctx_new(m, f, &mesh, &md->ctx, &err) == 0, "%s", err.msg);
+}
+
+static void model_close(model *md)
+{
+    ir_pctx_free(md->ctx);
+    ir_module_free(md->m);
+}
+
+static ir_partition *state(const model *md, const char *schedule)
+{
+    ir_partition *p;
+    ap_error err;
+    ck_assert(ir_partition_new(md->ctx, &p, &err) == 0);
+    if (schedule)
+        ck_assert_msg(ir_schedule_apply(p, schedule, &err) == 0, "%s", err.msg);
+    return p;
+}
+
+/* The full path: what `autopart apply --view report` prints. */
+static void full_cost(const ir_partition *p, const cost_device *dev, cost_report *out)
+{
+    ir_lowered lw;
+    ap_error err;
+    ck_assert_msg(ir_lower(p, &lw, &err) == 0, "%s", err.msg);
+    ck_assert(cost_estimate(lw.module, dev, NULL, out, &err) == 0);
+    ir_lowered_free(&lw);
+}
+
+static void run_search(const ir_partition *start, const search_options *o, search_result *r)
+{
+    ap_error err;
+    ck_assert_msg(search_run(start, o, r, &err) == 0, "search: %s", err.msg);
+}
+
+/* ================================================== the optimum, enumerated */
+
+/* Two matmuls with a nonlinearity, big enough that compute and
+ * communication trade off on two axes. */
+static const char *mlp2 =
+    "func.func @main(%x: tensor<512x1024xf32>, %w1: tensor<1024x4096xf32>, %w2: tensor<4096x1024xf32>)"
+    " -> tensor<512x1024xf32> {\n"
+    "  %h = stablehlo.dot_general %x, %w1, contracting_dims = [1] x [0] : (tensor<512x1024xf32>, "
+    "tensor<1024x4096xf32>) -> tensor<512x4096xf32>\n"
+    "  %a = stablehlo.tanh %h : tensor<512x4096xf32>\n"
+    "  %y = stablehlo.dot_general %a, %w2, contracting_dims = [1] x [0] : (tensor<512x4096xf32>, "
+    "tensor<4096x1024xf32>) -> tensor<512x1024xf32>\n"
+    "  return %y : tensor<512x1024xf32>\n"
+    "}\n";
+
+/* The best step time over every sequence of at most `depth` actions (a
+ * tile of an argument on a dim along an axis, or atomic along an axis,
+ * each followed by propagate), by brute force through the full path. */
+static double brute_force(const model *md, const ir_partition *p, int depth, const cost_device *dev)
+{
+    cost_report r;
+    full_cost(p, dev, &r);
+    double best = r.runtime_s;
+    if (depth == 0)
+        return best;
+    const ir_pctx *c = md->ctx;
+    const ir_mesh *mesh = ir_pctx_mesh(c);
+    for (uint32_t a = 0; a < ir_pctx_num_args(c); a++) {
+        const ir_value *v = ir_pctx_value(c, a);
+        for (int ax = 0; ax < mesh->n_axes; ax++)
+            for (int d = -1; d < v->type->rank; d++) {
+                ir_partition *q;
+                ap_error err;
+                ck_assert(ir_partition_clone(p, &q, &err) == 0);
+                int rc = d >= 0 ? ir_tile(q, v, d, ax, &err) : ir_atomic(q, v, ax, &err);
+                if (rc == 0 && ir_propagate(q, &err) == 0 && !ir_partition_same(p, q)) {
+                    double b = brute_force(md, q, depth - 1, dev);
+                    if (b < best)
+                        best = b;
+                }
+                ir_partition_free(q);
+            }
+    }
+    return best;
+}
+
+START_TEST(finds_the_enumerated_optimum)
+{
+    char msg[256];
+    model md;
+    ir_module *m = tl_parse(mlp2, "mlp2.mlir", msg, sizeof msg);
+    ck_assert_msg(m, "%s", msg);
+    model_open(&md, m, _i == 0 ? "a=2,b=2" : "a=4,b=2");
+    search_options o;
+    search_options_init(&o);
+    ap_error err;
+    ck_assert(cost_device_lookup("a100_80gb", &o.device, &err) == 0);
+    o.memory_limit = -1;
+    o.max_depth = 3;
+    o.max_episodes = 20000; /* more than the space holds: it ends exhausted */
+    ir_partition *start = state(&md, NULL);
+    double best = brute_force(&md, start, 3, &o.device);
+    search_result r;
+    run_search(start, &o, &r);
+    ck_assert_msg(r.exhausted, "the search did not exhaust the space (%lld episodes)", (long long)r.episodes);
+    ck_assert_msg(fabs(r.report.runtime_s - best) <= 1e-12 * best, "search %.17g, enumerated optimum %.17g",
+                  r.report.runtime_s, best);
+    ck_assert_msg(best < r.start.runtime_s, "the test needs a program where partitioning pays");
+    search_result_free(&r);
+    ir_partition_free(start);
+    model_close(&md);
+}
+END_TEST
+
+/* ========================================================== determinism */
+
+START_TEST(same_answer_for_any_thread_count)
+{
+    /* long enough that states are reached by several orders of the same
+     * actions (transpositions), which is where a worker's history could
+     * leak into the answer */
+    model md;
+    model_open(&md, tl_generate("transformer", "small", ""), "batch=2,model=2");
+    char *bp = tl_schedule("bp");
+    ir_partition *start = state(&md, bp);
+    search_options o;
+    search_options_init(&o);
+    o.max_episodes = 400;
+    o.memory_limit = -1;
+    o.seed = 2; /* a seed where a worker's cached copy of a transposed state once leaked into the schedule */
+    search_result ref;
+    o.threads = 1;
+    run_search(start, &o, &ref);
+    ck_assert_msg(ref.known > 0, "no transposition in the run: the test would not cover them");
+    for (int t = 2; t <= 3; t++) {
+        search_result r;
+        o.threads = t;
+        run_search(start, &o, &r);
+        ck_assert_str_eq(r.schedule, ref.schedule);
+        ck_assert(r.report.runtime_s == ref.report.runtime_s);
+        ck_assert_int_eq(r.best_episode, ref.best_episode);
+        ck_assert_int_eq(r.episodes, ref.episodes);
+        ck_assert_uint_eq(r.tree_nodes, ref.tree_nodes);
+        search_result_free(&r);
+    }
+    /* and again with one thread: nothing carried over */
+    search_result again;
+    o.threads = 1;
+    run_search(start, &o, &again);
+    ck_assert_str_eq(again.schedule, ref.schedule);
+    search_result_free(&again);
+    search_result_free(&ref);
+    ir_partition_free(start);
+    ap_free(bp);
+    model_close(&md);
+}
+END_TEST
+
+/* ============================================================== budgets */
+
+typedef struct prog_log {
+    int calls;
+    double last, max_gap;
+    int64_t stop_at;
+} prog_log;
+
+static double mono(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int on_progress(void *ctx, const search_progress *p)
+{
+    prog_log *l = ctx;
+    double t = mono();
+    if (l->calls && t - l->last > l->max_gap)
+        l->max_gap = t - l->last;
+    l->last = t;
+    l->calls++;
+    ck_assert(p->best_schedule != NULL);
+    ck_assert(p->best_runtime_s > 0 && p->start_runtime_s > 0);
+    return l->stop_at > 0 && p->episodes >= l->stop_at;
+}
+
+START_TEST(budgets_are_honoured)
+{
+    model md;
+    model_open(&md, tl_generate("transformer", "small", ""), "batch=4,model=2");
+    char *bp = tl_schedule("bp");
+    ir_partition *start = state(&md, bp);
+    search_options o;
+    search_options_init(&o);
+    o.memory_limit = -1;
+    search_result r;
+    /* episodes */
+    o.max_episodes = 37;
+    run_search(start, &o, &r);
+    ck_assert_int_eq(r.episodes, 37);
+    ck_assert_str_eq(r.stopped_by, "episodes");
+    search_result_free(&r);
+    /* wall time, with progress at least every 250 ms */
+    o.max_episodes = 0;
+    o.time_limit_s = 1.0;
+    prog_log pl = {0};
+    o.progress = on_progress;
+    o.progress_ctx = &pl;
+    double t0 = mono();
+    run_search(start, &o, &r);
+    double took = mono() - t0;
+    ck_assert_str_eq(r.stopped_by, "time");
+    ck_assert_msg(r.wall_s >= 1.0 && took < 3.0, "a 1 s budget took %.2f s", took);
+    ck_assert_int_ge(pl.calls, 3);
+    /* generous for a loaded machine; a missing call would show as ~1 s */
+    ck_assert_msg(pl.max_gap < 0.6, "progress calls %.3f s apart", pl.max_gap);
+    search_result_free(&r);
+    /* patience */
+    o.time_limit_s = 0;
+    o.progress = NULL;
+    o.patience = 15;
+    run_search(start, &o, &r);
+    ck_assert_str_eq(r.stopped_by, "patience");
+    ck_assert_int_ge(r.episodes - r.best_episode, 15);
+    search_result_free(&r);
+    /* the callback stops it */
+    o.patience = 0;
+    o.max_episodes = 100000;
+    o.progress = on_progress;
+    o.progress_interval_s = 0.01;
+    pl = (prog_log){.stop_at = 20};
+    run_search(start, &o, &r);
+    ck_assert_str_eq(r.stopped_by, "callback");
+    ck_assert_int_lt(r.episodes, 100000);
+    search_result_free(&r);
+    ir_partition_free(start);
+    ap_free(bp);
+    model_close(&md);
+}
+END_TEST
+
+/* ============================================================== memory */
+
+START_TEST(meets_a_limit_only_sharding_can_meet)
+{
+    model md;
+    model_open(&md, tl_generate("transformer", "small", ""), "batch=4,model=2");
+    char *bp = tl_schedule("bp");
+    ir_partition *start = state(&md, bp);
+    search_options o;
+    search_options_init(&o);
+    o.max_episodes = 300;
+    cost_report sr;
+    full_cost(start, &o.device, &sr);
+    /* a limit below what batch parallelism needs: parameters and optimizer
+     * state must be sharded */
+    o.memory_limit = 0.75 * (double)sr.peak_memory_bytes;
+    search_result r;
+    run_search(start, &o, &r);
+    ck_assert_msg(r.fits && !r.none_fits, "peak %lld over the limit %.0f", (long long)r.report.peak_memory_bytes,
+                  o.memory_limit);
+    ck_assert((double)r.report.peak_memory_bytes <= o.memory_limit);
+    search_result_free(&r);
+    /* a limit nothing can meet: the lowest-memory schedule, said so */
+    o.memory_limit = 1024;
+    run_search(start, &o, &r);
+    ck_assert(r.none_fits && !r.fits);
+    ck_assert_int_lt(r.report.peak_memory_bytes, sr.peak_memory_bytes);
+    ck_assert(strstr(r.explanation_text, "nothing found fits"));
+    ck_assert(json_is_array(json_object_get(json_object_get(r.explanation, "memory"), "peak_values")));
+    search_result_free(&r);
+    ir_partition_free(start);
+    ap_free(bp);
+    model_close(&md);
+}
+END_TEST
+
+/* ===================================================== the schedule back */
+
+START_TEST(schedule_applies_back_to_the_same_cost)
+{
+    model md;
+    model_open(&md, tl_generate("transformer", "small", ""), "batch=4,model=2");
+    char *bp = tl_schedule("bp");
+    ir_partition *start = state(&md, bp);
+    search_options o;
+    search_options_init(&o);
+    o.max_episodes = 200;
+    o.memory_limit = -1;
+    search_result r;
+    run_search(start, &o, &r);
+    ck_assert_msg(r.report.runtime_s < r.start.runtime_s, "the search found nothing better than BP");
+    ir_partition *back = state(&md, r.schedule);
+    ck_assert(ir_partition_same(back, r.best));
+    cost_report c;
+    full_cost(back, &o.device, &c);
+    ck_assert(c.runtime_s == r.report.runtime_s);
+    ck_assert_int_eq(c.peak_memory_bytes, r.report.peak_memory_bytes);
+    /* the JSON a client reads */
+    json_t *j = search_result_json(&r);
+    const char *keys[] = {"schedule", "cost", "collectives", "episodes", "episodes_per_s", "best_episode", "wall_s",
+                          "decisions", "explanation"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        ck_assert_msg(json_object_get(j, keys[i]), "no \"%s\" in the JSON", keys[i]);
+    ck_assert(json_is_integer(json_object_get(json_object_get(j, "decisions"), "before")));
+    ck_assert(json_is_integer(json_object_get(json_object_get(j, "decisions"), "after")));
+    ck_assert(json_object_get(json_object_get(j, "collectives"), "all_reduce"));
+    json_t *decs = json_object_get(json_object_get(j, "explanation"), "decisions");
+    ck_assert(json_array_size(decs) > 0);
+    ck_assert(json_is_array(json_object_get(json_array_get(decs, 0), "alternatives")));
+    json_decref(j);
+    search_result_free(&r);
+    ir_partition_free(back);
+    ir_partition_free(start);
+    ap_free(bp);
+    model_close(&md);
+}
+END_TEST
+
+/* ============================================= equivalent programs (check) */
+
+static const struct {
+    const char *model, *config, *mesh, *manual;
+} check_cases[] = {
+    {"transformer", "tiny", "batch=2,model=2", "bp"},
+    {"transformer", "tiny", "batch=2,model=2", NULL},
+    {"mlp", "tiny", "x=2,y=2", NULL},
+    {"unet", "tiny", "batch=2,model=2", NULL},
+    {"gns", "tiny", "batch=2,model=2", NULL},
+};
+
+START_TEST(found_schedules_pass_the_check)
+{
+    model md;
+    model_open(&md, tl_generate(check_cases[_i].model, check_cases[_i].config, ""), check_cases[_i].mesh);
+    char *manual = check_cases[_i].manual ? tl_schedule(check_cases[_i].manual) : NULL;
+    ir_partition *start = state(&md, manual);
+    search_options o;
+    search_options_init(&o);
+    o.max_episodes = 150;
+    o.memory_limit = -1;
+    /* tiny models gain nothing on a fast device: make communication cheap
+     * relative to compute so that the search shards something */
+    ap_error err;
+    ck_assert(cost_device_lookup("tpu_v3", &o.device, &err) == 0);
+    for (int t = 0; t < o.device.n_tiers; t++) {
+        o.device.tiers[t].latency = 0;
+        o.device.tiers[t].bandwidth *= 1e6;
+    }
+    search_result r;
+    run_search(start, &o, &r);
+    ck_assert_msg(r.actions[0], "%s: the search took no action", check_cases[_i].model);
+    ir_check_report rep;
+    ir_check_opts co = IR_CHECK_OPTS_DEFAULT;
+    ck_assert_msg(ir_check(r.best, &co, &rep, &err) == 0, "check: %s", err.msg);
+    ck_assert_msg(rep.ok, "%s: the found schedule is not equivalent:\n%s", check_cases[_i].model, r.schedule);
+    ir_check_report_free(&rep);
+    search_result_free(&r);
+    ir_partition_free(start);
+    ap_free(manual);
+    model_close(&md);
+}
+END_TEST
+
+/* ================================================================ hints */
+
+START_TEST(hints_group_split_fix)
+{
+    model md;
+    model_open(&md, tl_generate("transformer", "tiny", ""), "batch=2,model=2");
+    ir_partition *start = state(&md, NULL);
+    search_options o;
+    search_options_init(&o);
+    o.max_episodes = 40;
+    o.memory_limit = -1;
+    search_result base, r;
+    run_search(start, &o, &base);
+    /* moments follow their parameters, layers group: far fewer units than
+     * the 60 arguments */
+    ck_assert_int_lt(base.units, 20);
+    ck_assert_int_lt(base.decisions_after, base.decisions_before);
+    /* fixing every parameter and moment leaves the batch */
+    o.hints = "fix params* opt_state*";
+    run_search(start, &o, &r);
+    ck_assert_int_eq(r.units, 2);
+    search_result_free(&r);
+    /* split undoes the layer grouping of the blocks' weights */
+    o.hints = "split params['block_*']*";
+    run_search(start, &o, &r);
+    ck_assert_int_gt(r.units, base.units);
+    search_result_free(&r);
+    /* one group of everything in the MLPs */
+    o.hints = "# the MLP weights together\ngroup params['block_*']['mlp']['w_up'] params['block_*']['mlp']['w_down']";
+    ap_error err;
+    ck_assert_int_eq(search_run(start, &o, &r, &err), AP_EINVALID); /* different types */
+    ck_assert_msg(strstr(err.msg, "different types"), "%s", err.msg);
+    o.hints = "group params['block_*']['mlp']['w_up']";
+    run_search(start, &o, &r);
+    ck_assert_int_eq(r.units, base.units);
+    search_result_free(&r);
+    o.hints = "fix params*\nsplat x";
+    ck_assert_int_eq(search_run(start, &o, &r, &err), AP_ESYNTAX);
+    ck_assert_int_eq(err.line, 2);
+    ck_assert_msg(strstr(err.msg, "unknown hint 'splat'"), "%s", err.msg);
+    search_result_free(&base);
+    ir_partition_free(start);
+    model_close(&md);
+}
+END_TEST
+
+/* Programs the fast scorer does not cover are searched through the full
+ * lowering: slower, same answers. */
+START_TEST(full_path_when_the_scorer_refuses)
+{
+    const char *text = "func.func @main(%arg0: tensor<64x64xf32>, %arg1: tensor<64x64xf32>) -> tensor<64x64xf32> {\n"
+                       "  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : "
+                       "(tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>\n"
+                       "  %1 = \"x.y\"(%0) ({\n"
+                       "    \"x.z\"() : () -> ()\n"
+                       "  }) : (tensor<64x64xf32>) -> tensor<64x64xf32>\n"
+                       "  return %1 : tensor<64x64xf32>\n"
+                       "}\n";
+    char msg[256];
+    ir_module *m = tl_parse(text, "foreign.mlir", msg, sizeof msg);
+    ck_assert_msg(m, "%s", msg);
+    model md;
+    model_open(&md, m, "a=2");
+    ir_partition *start = state(&md, NULL);
+    search_options o;
+    search_options_init(&o);
+    o.max_episodes = 30;
+    o.memory_limit = -1;
+    search_result r;
+    run_search(start, &o, &r);
+    ck_assert(json_object_get(r.explanation, "scorer"));
+    search_result_free(&r);
+    ir_partition_free(start);
+    model_close(&md);
+}
+END_TEST
+
+static Suite *search_suite(void)
+{
+    Suite *s = suite_create("search");
+    TCase *tc = tcase_create("search");
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, finds_the_enumerated_optimum, 0, 2);
+    tcase_add_test(tc, same_answer_for_any_thread_count);
+    tcase_add_test(tc, budgets_are_honoured);
+    tcase_add_test(tc, meets_a_limit_only_sharding_can_meet);
+    tcase_add_test(tc, schedule_applies_back_to_the_same_cost);
+    tcase_add_loop_test(tc, found_schedules_pass_the_check, 0, (int)(sizeof check_cases / sizeof check_cases[0]));
+    tcase_add_test(tc, hints_group_split_fix);
+    tcase_add_test(tc, full_path_when_the_scorer_refuses);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return tl_run(search_suite()); }
