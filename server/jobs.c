@@ -42,6 +42,7 @@ static srv_job *job_new(srv *s, int kind, const char *client)
     srv_job *j = ap_calloc(1, sizeof *j);
     if (!j)
         return NULL;
+    j->srv = s;
     j->kind = kind;
     j->work.kind = kind;
     snprintf(j->client, sizeof j->client, "%s", client);
@@ -620,6 +621,7 @@ void srv_job_progress(srv *s, srv_job *job)
     p.tree_size = job->prog_tree;
     p.elapsed_s = job->prog_elapsed;
     p.best_fits = job->prog_fits;
+    p.start_runtime_s = job->prog_start;
     Autopart__V1__SearchEvent ev = AUTOPART__V1__SEARCH_EVENT__INIT;
     ev.event_case = AUTOPART__V1__SEARCH_EVENT__EVENT_PROGRESS;
     ev.progress = &p;

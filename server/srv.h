@@ -32,7 +32,7 @@
  * change the key, or old answers would be served for new code.  Bump
  * `engine` when partir's actions or lowering change their output,
  * `costmodel` when the cost model does, `search` when the search does. */
-#define SRV_KEY_VERSIONS "key=1;engine=0.1.0;costmodel=1;search=none"
+#define SRV_KEY_VERSIONS "key=1;engine=0.1.0;costmodel=1;search=1"
 
 #define SRV_LEASE_US (10 * 1000000LL)     /* a claim on a row lasts this long */
 #define SRV_HEARTBEAT_US (2 * 1000000LL)  /* renewed this often */
@@ -128,6 +128,7 @@ typedef struct srv_work {
     /* TASK_PREPARE */
     uint8_t key[STORE_KEY_BYTES], module_hash[STORE_KEY_BYTES];
     char module_name[256], mesh_text[256], device_name[64], axes_text[256];
+    int axes[IR_MAX_AXES], n_axes; /* Search: the mesh axes searched */
     apply_state st;           /* the module and its context, kept for the run */
     cost_device dev;
     bool prepared;
@@ -138,6 +139,7 @@ typedef struct srv_work {
 } srv_work;
 
 struct srv_job {
+    srv *srv;                 /* for the worker's progress events */
     srv_job *next;            /* srv.jobs */
     srv_job *qnext;           /* in a fair queue */
     int kind;
@@ -155,7 +157,7 @@ struct srv_job {
     uv_mutex_t pmu;
     store_progress prog;      /* best_schedule: heap copy */
     char *prog_schedule;
-    double prog_eps, prog_elapsed;
+    double prog_eps, prog_elapsed, prog_start;
     int64_t prog_tree;
     bool prog_fits;
     atomic_bool prog_posted;

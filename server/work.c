@@ -18,12 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "search.h"
 #include "srv.h"
 
 /* Whether this build has the search engine (search/search.h). */
 bool srv_search_available(void)
 {
-    return false;
+    return true;
 }
 
 static void work_fail(srv_work *w, rpc_code code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -353,10 +354,6 @@ static void prepare_search(srv_work *w)
     common_req c = {r->module, r->mesh, r->device, r->manual_schedule, r->client_label, r->import_shardings,
                     r->overlap};
     srv_sha *h = NULL;
-    if (r->n_axes == 0) {
-        work_fail(w, RPC_INVALID_ARGUMENT, "axes is empty: the AutomaticPartition tactic needs mesh axes to search");
-        return;
-    }
     if (r->memory_limit_bytes < 0 || (r->no_memory_limit && r->memory_limit_bytes > 0)) {
         work_fail(w, RPC_INVALID_ARGUMENT,
                   r->memory_limit_bytes < 0 ? "memory_limit_bytes is negative"
@@ -374,19 +371,23 @@ static void prepare_search(srv_work *w)
     const ir_mesh *mesh = &w->st.mesh;
     size_t at = 0;
     w->axes_text[0] = '\0';
-    for (size_t i = 0; i < r->n_axes; i++) {
-        int ax = ir_mesh_axis(mesh, r->axes[i], strlen(r->axes[i]));
+    /* The axes searched: those named, or every axis of the mesh. */
+    w->n_axes = 0;
+    for (size_t i = 0; i < (r->n_axes ? r->n_axes : (size_t)mesh->n_axes); i++) {
+        const char *name = r->n_axes ? r->axes[i] : mesh->names[i];
+        int ax = ir_mesh_axis(mesh, name, strlen(name));
         if (ax < 0) {
-            work_fail(w, RPC_INVALID_ARGUMENT, "axes: '%.40s' is not an axis of the mesh %s", r->axes[i], w->mesh_text);
+            work_fail(w, RPC_INVALID_ARGUMENT, "axes: '%.40s' is not an axis of the mesh %s", name, w->mesh_text);
             goto fail;
         }
-        for (size_t k = 0; k < i; k++)
-            if (!strcmp(r->axes[k], r->axes[i])) {
-                work_fail(w, RPC_INVALID_ARGUMENT, "axes: '%s' appears twice", r->axes[i]);
+        for (int k = 0; k < w->n_axes; k++)
+            if (w->axes[k] == ax) {
+                work_fail(w, RPC_INVALID_ARGUMENT, "axes: '%s' appears twice", name);
                 goto fail;
             }
+        w->axes[w->n_axes++] = ax;
         at += (size_t)snprintf(w->axes_text + at, at < sizeof w->axes_text ? sizeof w->axes_text - at : 0, "%s%s",
-                               i ? "," : "", r->axes[i]);
+                               i ? "," : "", name);
         if (at >= sizeof w->axes_text)
             at = sizeof w->axes_text - 1;
     }
@@ -395,8 +396,8 @@ static void prepare_search(srv_work *w)
         goto fail;
     /* A mesh axis that divides no argument's dims leaves nothing to search. */
     ir_op *f = ir_pctx_func(w->st.ctx);
-    for (size_t i = 0; i < r->n_axes; i++) {
-        int ax = ir_mesh_axis(mesh, r->axes[i], strlen(r->axes[i]));
+    for (int i = 0; i < w->n_axes; i++) {
+        int ax = w->axes[i];
         bool any = false;
         for (uint32_t a = 0; a < ir_func_num_args(f) && !any; a++)
             any = ir_first_divisible_dim(after, ir_func_arg(f, a), ax) >= 0;
@@ -404,14 +405,14 @@ static void prepare_search(srv_work *w)
             work_fail(w, RPC_INVALID_ARGUMENT,
                       "axes: no argument of the function has a dimension divisible by '%s' (size %" PRId64
                       ") after the manual tactics: nothing to search on it",
-                      r->axes[i], mesh->sizes[ax]);
+                      mesh->names[ax], mesh->sizes[ax]);
             ir_partition_free(after);
             goto fail;
         }
     }
     ir_partition_free(after);
-    for (size_t i = 0; i < r->n_axes; i++)
-        srv_sha_str(h, "axis", r->axes[i]);
+    for (int i = 0; i < w->n_axes; i++)
+        srv_sha_str(h, "axis", mesh->names[w->axes[i]]);
     if (r->no_memory_limit)
         srv_sha_str(h, "memory_limit", "none");
     else
@@ -465,7 +466,8 @@ typedef struct packer {
 } packer;
 
 /* Packs what the state came to into a PartitionResult (heap bytes). */
-static bool pack_result(srv_work *w, bool core_view, const Autopart__V1__SearchStats *stats)
+static bool pack_result(srv_work *w, bool core_view, const Autopart__V1__SearchStats *stats, const char *explanation,
+                        const char *explanation_text, const char *result_json)
 {
     apply_state *st = &w->st;
     packer pk;
@@ -555,6 +557,12 @@ static bool pack_result(srv_work *w, bool core_view, const Autopart__V1__SearchS
     pk.res.collectives = pk.collp;
     pk.res.n_collectives = IR_COLL__COUNT;
     pk.res.search = (Autopart__V1__SearchStats *)stats;
+    if (explanation)
+        pk.res.explanation_json = (char *)explanation;
+    if (explanation_text)
+        pk.res.explanation_text = (char *)explanation_text;
+    if (result_json)
+        pk.res.result_json = (char *)result_json;
     w->result_len = autopart__v1__partition_result__get_packed_size(&pk.res);
     w->result = ap_malloc(w->result_len ? w->result_len : 1);
     if (!w->result)
@@ -609,7 +617,123 @@ static void run_apply(srv_work *w, atomic_int *cancel)
             work_fail_err(w, NULL, &err);
         return;
     }
-    pack_result(w, r->want_core_view, NULL);
+    pack_result(w, r->want_core_view, NULL, NULL, NULL, NULL);
+}
+
+/* ================================================================ search */
+
+/* The engine's progress callback, on the worker: keep the snapshot for the
+ * loop (which sends it to the callers and checkpoints it) and say whether
+ * to stop. */
+static int on_progress(void *ctx, const search_progress *p)
+{
+    srv_job *job = ctx;
+    char *sched = p->best_schedule ? ap_strdup(p->best_schedule) : NULL;
+    uv_mutex_lock(&job->pmu);
+    job->prog.episodes = p->episodes;
+    job->prog.best_runtime_s = p->best_runtime_s;
+    job->prog.best_peak_memory = p->best_peak_bytes;
+    job->prog_eps = p->episodes_per_s;
+    job->prog_elapsed = p->elapsed_s;
+    job->prog_start = p->start_runtime_s;
+    job->prog_tree = (int64_t)p->tree_nodes;
+    job->prog_fits = p->best_fits;
+    if (sched) {
+        ap_free(job->prog_schedule);
+        job->prog_schedule = sched;
+    }
+    uv_mutex_unlock(&job->pmu);
+    if (!atomic_exchange(&job->prog_posted, true)) { /* one event in the inbox at most */
+        srv_event *ev = ap_calloc(1, sizeof *ev);
+        if (ev) {
+            ev->kind = EV_PROGRESS;
+            ev->job = job;
+            srv_post(job->srv, ev);
+        } else {
+            atomic_store(&job->prog_posted, false);
+        }
+    }
+    return atomic_load(&job->cancel) != CANCEL_NONE;
+}
+
+static void run_search(srv_job *job)
+{
+    srv_work *w = &job->work;
+    const Autopart__V1__SearchRequest *r = (const Autopart__V1__SearchRequest *)w->req;
+    ap_error err;
+    search_result res;
+    memset(&res, 0, sizeof res);
+    ap_error_clear(&err);
+    if (r->manual_schedule[0] && ir_schedule_apply(w->st.p, r->manual_schedule, &err) < 0) {
+        work_fail_err(w, NULL, &err); /* checked when prepared: cannot happen */
+        return;
+    }
+    search_options o;
+    search_options_init(&o);
+    for (int i = 0; i < w->n_axes; i++)
+        o.axes |= 1u << w->axes[i];
+    o.device = w->dev;
+    o.cost.overlap = r->overlap;
+    o.memory_limit = r->no_memory_limit ? -1 : (double)r->memory_limit_bytes;
+    o.seed = r->seed;
+    o.max_episodes = r->episodes;
+    o.time_limit_s = r->time_limit_s;
+    o.patience = r->patience_episodes;
+    o.threads = w->threads > 0 ? w->threads : 1;
+    o.batch = r->batch;
+    o.hints = r->hints[0] ? r->hints : NULL;
+    o.progress = on_progress;
+    o.progress_ctx = job;
+    int rc = search_run(w->st.p, &o, &res, &err);
+    if (atomic_load(&job->cancel) != CANCEL_NONE) {
+        search_result_free(&res);
+        work_fail(w, RPC_CANCELLED, "cancelled");
+        return;
+    }
+    if (rc < 0) {
+        if (!strcmp(err.file, "hints"))
+            work_fail_err(w, NULL, &err);
+        else
+            work_fail_err(w, "search", &err);
+        search_result_free(&res);
+        return;
+    }
+    /* The best state becomes the state of the answer: lowered and costed as
+     * Apply does, so both answers read alike. */
+    cost_options copts = {.overlap = r->overlap};
+    ir_partition_free(w->st.p);
+    w->st.p = res.best;
+    res.best = NULL;
+    if (apply_lower(&w->st, &err) < 0 || apply_estimate(&w->st, &w->dev, &copts, &err) < 0) {
+        work_fail_err(w, "the search's best state", &err);
+        search_result_free(&res);
+        return;
+    }
+    Autopart__V1__SearchStats st = AUTOPART__V1__SEARCH_STATS__INIT;
+    st.episodes = res.episodes;
+    st.best_episode = res.best_episode;
+    st.episodes_per_s = res.episodes_per_s;
+    st.wall_s = res.wall_s;
+    st.decisions_before = res.decisions_before;
+    st.decisions_after = res.decisions_after;
+    st.units = res.units;
+    st.memory_limit_met = res.fits;
+    st.none_fits = res.none_fits;
+    st.stopped_by = (char *)(res.stopped_by ? res.stopped_by : "");
+    st.start_runtime_s = res.start.runtime_s;
+    st.tree_nodes = (int64_t)res.tree_nodes;
+    char *expl = res.explanation ? json_dumps(res.explanation, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    json_t *rj = search_result_json(&res);
+    char *rtext = rj ? json_dumps(rj, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(rj);
+    if (pack_result(w, r->want_core_view, &st, expl, res.explanation_text, rtext)) {
+        w->summary.episodes = res.episodes;
+        /* the schedule text of the answer is the search's, manual tactics
+         * included (apply_schedule_text gives the same actions) */
+    }
+    free(expl);
+    free(rtext);
+    search_result_free(&res);
 }
 
 void srv_work_run(srv *s, srv_job *job)
@@ -628,9 +752,7 @@ void srv_work_run(srv *s, srv_job *job)
     if (w->kind == STORE_APPLY)
         run_apply(w, &job->cancel);
     else
-        work_fail(w, RPC_UNIMPLEMENTED,
-                  "this autopartd was built without the search engine (search/search.h): use Apply with a "
-                  "manual schedule");
+        run_search(job);
     apply_state_free(&w->st);
     w->prepared = false;
 }

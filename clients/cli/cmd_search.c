@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "cost.h"
+#include "remote.h"
 #include "search.h"
 
 #define SEARCH_SYNOPSIS "autopart search FILE --mesh AXES [--axes A[,B]] [options]"
@@ -53,7 +54,10 @@ static void search_usage(FILE *f)
             "  --func NAME        the function to partition (default: main)\n"
             "  -h, --help         this help\n"
             "\n"
-            "Exit status: 0 success, 1 bad input or a failure, 2 bad usage.\n");
+            "With --server, autopartd runs the search (and keeps the answer: asking again is\n"
+            "answered from its store, a search already running is joined).\n");
+    cli_remote_help(f);
+    fprintf(f, "\nExit status: 0 success, 1 bad input or a failure, 2 bad usage.\n");
 }
 
 /* 240GiB, 16e9, 80GB, 1.5TiB, 123 -> bytes; false on anything else. */
@@ -185,7 +189,8 @@ int cli_search(int argc, char **argv)
         {"hints", required_argument, NULL, 'H'},    {"overlap", required_argument, NULL, 'o'},
         {"json", no_argument, NULL, 'j'},           {"format", required_argument, NULL, 'f'},
         {"func", required_argument, NULL, 'F'},     {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+        CLI_REMOTE_OPTIONS,                         {NULL, 0, NULL, 0}};
+    cli_remote remote = {0};
     const char *mesh_text = NULL, *axes_text = NULL, *manual_arg = NULL, *device = "h100", *func_name = NULL,
                *hints_arg = NULL;
     bool json = false, import = false;
@@ -263,7 +268,13 @@ int cli_search(int argc, char **argv)
                 return cli_usage_fail("search", "unknown format '%s' (stablehlo, hlo or auto)", optarg);
             break;
         case 'h': search_usage(stdout); return CLI_OK;
-        default: return cli_bad_option("search", ch, argv);
+        default: {
+            int r = cli_remote_option("search", &remote, ch, optarg);
+            if (r > 0)
+                return r;
+            if (r < 0)
+                return cli_bad_option("search", ch, argv);
+        }
         }
     }
     if (optind != argc - 1) {
@@ -278,11 +289,37 @@ int cli_search(int argc, char **argv)
     memset(&res, 0, sizeof res);
     ap_error err;
     ap_error_clear(&err);
-    if ((rc = cli_device("search", device, &so.device)) != 0)
+    if (!remote.server && (remote.token_file || remote.tls_ca || remote.tls_name || remote.timeout_s))
+        return cli_usage_fail("search", "--token-file, --tls-ca, --tls-name and --timeout go with --server");
+    if (!remote.server && (rc = cli_device("search", device, &so.device)) != 0)
         return rc;
     so.memory_limit = limit;
     if (manual_arg && (rc = cli_schedule_read("search", "--manual", manual_arg, &manual)) != 0)
         return rc;
+    if (remote.server) {
+        const char *hint_text = NULL;
+        char *hint_file = NULL;
+        if (hints_arg && hints_arg[0] == '@') {
+            size_t len;
+            if (ap_read_file(hints_arg + 1, &hint_file, &len, &err) < 0) {
+                cli_schedule_free(&manual);
+                return cli_fail("search", "--hints %s: %s", hints_arg, err.msg);
+            }
+            hint_text = hint_file;
+        } else {
+            hint_text = hints_arg;
+        }
+        cli_search_request req = {.path = path, .fmt = fmt, .func_name = func_name, .mesh_text = mesh_text,
+                                  .axes_text = axes_text, .device = device, .manual = manual.text,
+                                  .manual_name = manual.name, .import = import, .json = json,
+                                  .memory_limit = limit, .episodes = so.max_episodes, .patience = so.patience,
+                                  .time_limit_s = so.time_limit_s, .overlap = so.cost.overlap,
+                                  .threads = so.threads, .batch = so.batch, .seed = so.seed, .hints = hint_text};
+        rc = cli_search_remote(&remote, &req);
+        ap_free(hint_file);
+        cli_schedule_free(&manual);
+        return rc;
+    }
     if (hints_arg) {
         if (hints_arg[0] == '@') {
             size_t len;

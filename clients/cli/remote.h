@@ -13,6 +13,7 @@
 
 #include "autopart/v1/partitioner.pb-c.h"
 #include "cost.h"
+#include "ir.h"
 #include "wire.h"
 
 int cli_list(int argc, char **argv);
@@ -69,6 +70,22 @@ void cli_format_time(int64_t unix_ms, char *buf, size_t size);
 const char *cli_status_name(int status);
 const char *cli_kind_name(int kind);
 const char *cli_origin_name(int origin);
+
+/* `autopart search` through the daemon: the command line's request. */
+typedef struct cli_search_request {
+    const char *path;
+    ir_format fmt;
+    const char *func_name, *mesh_text, *axes_text, *device;
+    const char *manual, *manual_name; /* schedule text, and what the user calls it */
+    bool import, json;
+    double memory_limit;              /* bytes; 0 the device's; < 0 none */
+    int64_t episodes, patience;
+    double time_limit_s, overlap;
+    int threads, batch;
+    uint64_t seed;
+    const char *hints;
+} cli_search_request;
+int cli_search_remote(const cli_remote *remote, const cli_search_request *a);
 
 /* A search's summary as JSON (the wire's field names). New reference. */
 json_t *cli_summary_json(const Autopart__V1__SearchSummary *s);

@@ -137,16 +137,29 @@ class PythonClientTest(unittest.TestCase):
         self.assertEqual(e.exception.code, "UNAVAILABLE")
 
     def test_automatic_partition(self):
-        # A valid AutomaticPartition request reaches the search.  This build of
-        # autopartd has no search engine yet (search/search.h is not on main):
-        # it must say so, not answer with something else.
-        with self.assertRaises(autopart.AutopartError) as e:
-            autopart.partition(self.tiny, {"batch": 2, "model": 2},
-                               [self.manual_schedule()[0], autopart.AutomaticPartition(axes=["model"], episodes=50,
-                                                                                       seed=3)],
-                               server=self.daemon.server)
-        self.assertEqual(e.exception.code, "UNIMPLEMENTED")
-        self.assertIn("search engine", e.exception.message)
+        # The manual tactic first, then the search on `model` (small: 4 layers)
+        small = generate("small")
+        seen = []
+        sched = [autopart.ManualPartition(axis="batch", inputs={"batch['inputs']": 0, "batch['targets']": 0}),
+                 autopart.AutomaticPartition(axes=["model"], episodes=400, seed=1)]
+        first = autopart.partition(small, {"batch": 4, "model": 2}, sched, server=self.daemon.server,
+                                   module_name="small.mlir", device="tpu_v3", on_progress=seen.append)
+        self.assertEqual(first.origin, "new")
+        self.assertTrue(seen, "no progress event")
+        self.assertEqual(first.search_stats["episodes"], 400)
+        self.assertIn("tile batch['inputs'] 0 batch", first.schedule)
+        self.assertEqual(first.shardings["batch['inputs']"][0], "batch")
+        # the search shards something over `model`, and says why
+        self.assertTrue(any("model" in str(spec) for spec in first.in_specs), first.in_specs)
+        self.assertIsNotNone(first.explanation)
+        # less time than the manual tactic alone
+        manual_only = autopart.partition(small, {"batch": 4, "model": 2}, sched[:1], server=self.daemon.server,
+                                         module_name="small.mlir", device="tpu_v3")
+        self.assertLess(first.cost["runtime_s"], manual_only.cost["runtime_s"])
+        again = autopart.partition(small, {"batch": 4, "model": 2}, sched, server=self.daemon.server,
+                                   module_name="small.mlir", device="tpu_v3")
+        self.assertEqual(again.origin, "cache_hit")
+        self.assertEqual(again.raw.SerializeToString(), first.raw.SerializeToString())
 
 
 if __name__ == "__main__":

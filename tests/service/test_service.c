@@ -296,18 +296,18 @@ START_TEST(test_bad_input)
     int ev;
     expect_status(search_status(c, "garbage {", "batch=2", "batch", 0, &st, &ev), &st, WIRE_INVALID_ARGUMENT,
                   "tiny.mlir:1:");
-    expect_status(search_status(c, tiny_text, "batch=2,model=2", "", 0, &st, &ev), &st, WIRE_INVALID_ARGUMENT,
-                  "axes is empty");
+    expect_status(search_status(c, tiny_text, "batch=2,model=2", "model,model", 0, &st, &ev), &st,
+                  WIRE_INVALID_ARGUMENT, "'model' appears twice");
     expect_status(search_status(c, tiny_text, "batch=2,model=2", "modle", 0, &st, &ev), &st,
                   WIRE_INVALID_ARGUMENT, "'modle' is not an axis of the mesh batch=2,model=2");
     expect_status(search_status(c, tiny_text, "batch=2,model=7", "model", 0, &st, &ev), &st,
                   WIRE_INVALID_ARGUMENT, "divisible by 'model' (size 7)");
     expect_status(search_status(c, tiny_text, "batch=2,model=2", "model", -5, &st, &ev), &st,
                   WIRE_INVALID_ARGUMENT, "negative");
-    /* A valid search request: this build has no search engine yet, and says
-     * so rather than answer something else. */
-    expect_status(search_status(c, tiny_text, "batch=2,model=2", "model", 0, &st, &ev), &st, WIRE_UNIMPLEMENTED,
-                  "search engine");
+    /* and a valid one is answered: accepted, then the result */
+    ck_assert_msg(search_status(c, tiny_text, "batch=2,model=2", "model", 0, &st, &ev) == 0, "%s: %s",
+                  wire_code_name(st.code), st.msg);
+    ck_assert_int_ge(ev, 2);
 
     /* bytes that are no message at all */
     void *r;
@@ -345,7 +345,7 @@ START_TEST(test_bad_input)
     svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=2", bpmp, NULL);
     ck_assert_int_eq(apply_status(c, &a, &st), 0);
     Autopart__V1__StatsResponse *s = svc_stats(c);
-    ck_assert_int_eq(s->stored, 1);
+    ck_assert_int_eq(s->stored, 2);
     ck_assert_int_ge(s->errors, 20);
     autopart__v1__stats_response__free_unpacked(s, NULL);
     wire_close(c);
@@ -1046,6 +1046,339 @@ START_TEST(test_cli)
 }
 END_TEST
 
+
+/* ============================================================= search */
+
+/* A search request (pointing into the caller's strings). */
+typedef struct svc_search {
+    svc_apply base;
+    Autopart__V1__SearchRequest req;
+    char *axes[4];
+} svc_search;
+
+static void svc_search_init(svc_search *q, const char *text, const char *name, const char *mesh, const char *manual,
+                            const char *axis, int64_t episodes, const char *label)
+{
+    svc_apply_init(&q->base, text, name, mesh, "", label);
+    autopart__v1__search_request__init(&q->req);
+    q->req.module = &q->base.mod;
+    q->req.mesh = &q->base.mesh;
+    q->req.device = &q->base.dev;
+    q->req.manual_schedule = (char *)manual;
+    q->axes[0] = (char *)axis;
+    q->req.axes = q->axes;
+    q->req.n_axes = 1;
+    q->req.episodes = episodes;
+    q->req.seed = 1;
+    q->req.threads = 1;
+    q->req.client_label = (char *)label;
+}
+
+/* A search's events: origin of `accepted`, progress events seen, the
+ * result's bytes (heap) and the status. */
+typedef struct search_run {
+    int origin, progress, rc;
+    char id[24];
+    uint8_t *result;
+    size_t result_len;
+    wire_status st;
+} search_run;
+
+static void search_call(wire_conn *c, const svc_search *q, search_run *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t len = autopart__v1__search_request__get_packed_size(&q->req);
+    uint8_t *buf = malloc(len + 1);
+    autopart__v1__search_request__pack(&q->req, buf);
+    wire_stream *ws;
+    ck_assert_int_eq(wire_stream_open(c, SVC_SEARCH, buf, len, &ws, &out->st), 0);
+    free(buf);
+    void *m;
+    size_t ml;
+    int got, n = 0;
+    while ((got = wire_stream_next(ws, &m, &ml, &out->st)) == 1) {
+        Autopart__V1__SearchEvent *ev = autopart__v1__search_event__unpack(NULL, ml, m);
+        ck_assert_ptr_nonnull(ev);
+        if (ev->event_case == AUTOPART__V1__SEARCH_EVENT__EVENT_ACCEPTED) {
+            ck_assert_int_eq(n, 0); /* accepted comes first */
+            out->origin = ev->accepted->origin;
+            snprintf(out->id, sizeof out->id, "%s", ev->accepted->search_id);
+        } else if (ev->event_case == AUTOPART__V1__SEARCH_EVENT__EVENT_PROGRESS) {
+            out->progress++;
+        } else if (ev->event_case == AUTOPART__V1__SEARCH_EVENT__EVENT_RESULT) {
+            const uint8_t *f;
+            ck_assert(svc_field(m, ml, 3, &f, &out->result_len));
+            out->result = malloc(out->result_len + 1);
+            memcpy(out->result, f, out->result_len);
+        }
+        autopart__v1__search_event__free_unpacked(ev, NULL);
+        ap_free(m);
+        n++;
+    }
+    out->rc = got == 0 && out->st.code == 0 ? 0 : -1;
+    wire_stream_close(ws);
+}
+
+static char *small_text;
+static const char bp_manual[] = "manual batch batch['inputs']=0 batch['targets']=0\n";
+
+START_TEST(test_search_stream_and_cache)
+{
+    fx_start(NULL);
+    wire_conn *c = svc_conn(fx.d.port);
+    svc_search q;
+    svc_search_init(&q, small_text, "small.mlir", "batch=4,model=2", bp_manual, "model", 400, "searcher");
+    search_run a, b;
+    search_call(c, &q, &a);
+    ck_assert_msg(a.rc == 0, "%s: %s", wire_code_name(a.st.code), a.st.msg);
+    ck_assert_int_eq(a.origin, AUTOPART__V1__ORIGIN__NEW);
+    ck_assert_int_ge(a.progress, 1);
+    ck_assert_ptr_nonnull(a.result);
+    Autopart__V1__PartitionResult *r = autopart__v1__partition_result__unpack(NULL, a.result_len, a.result);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_ptr_nonnull(r->search);
+    ck_assert_int_eq(r->search->episodes, 400);
+    ck_assert_ptr_nonnull(strstr(r->schedule, "tile batch['inputs'] 0 batch"));
+    ck_assert(r->cost->runtime_s < r->search->start_runtime_s); /* it found better than the manual tactic */
+    ck_assert(r->explanation_text[0] && r->explanation_json[0] && r->result_json[0]);
+    autopart__v1__partition_result__free_unpacked(r, NULL);
+    /* again: accepted as a cache hit, the same bytes */
+    search_call(c, &q, &b);
+    ck_assert_int_eq(b.rc, 0);
+    ck_assert_int_eq(b.origin, AUTOPART__V1__ORIGIN__CACHE_HIT);
+    ck_assert_str_eq(a.id, b.id);
+    ck_assert_int_eq(b.progress, 0);
+    ck_assert(a.result_len == b.result_len && !memcmp(a.result, b.result, a.result_len));
+    /* the row: done, with its best cost */
+    store_row row;
+    ck_assert_int_eq(svc_row(fx.db, atoll(a.id), &row), 1);
+    ck_assert_int_eq(row.status, STORE_DONE);
+    ck_assert_int_eq(row.kind, STORE_SEARCH);
+    ck_assert_int_eq(row.episodes, 400);
+    ck_assert_str_eq(row.axes, "model");
+    free(a.result);
+    free(b.result);
+    wire_close(c);
+    fx_stop_clean();
+}
+END_TEST
+
+typedef struct search_racer {
+    int port;
+    const svc_search *q;
+    search_run run;
+} search_racer;
+
+static void *search_race(void *arg)
+{
+    search_racer *r = arg;
+    wire_conn *c = svc_conn(r->port);
+    search_call(c, r->q, &r->run);
+    wire_close(c);
+    return NULL;
+}
+
+START_TEST(test_search_eight_identical_start_one)
+{
+    fx_start(NULL);
+    svc_search q;
+    svc_search_init(&q, small_text, "small.mlir", "batch=4,model=2", bp_manual, "model", 2000, "racer");
+    search_racer r[8];
+    pthread_t th[8];
+    for (int i = 0; i < 8; i++) {
+        memset(&r[i], 0, sizeof r[i]);
+        r[i].port = fx.d.port;
+        r[i].q = &q;
+        pthread_create(&th[i], NULL, search_race, &r[i]);
+    }
+    int news = 0;
+    for (int i = 0; i < 8; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_msg(r[i].run.rc == 0, "%s", r[i].run.st.msg);
+        news += r[i].run.origin == AUTOPART__V1__ORIGIN__NEW;
+        ck_assert(r[i].run.result_len == r[0].run.result_len &&
+                  !memcmp(r[i].run.result, r[0].run.result, r[0].run.result_len));
+    }
+    ck_assert_int_eq(news, 1);
+    wire_conn *c = svc_conn(fx.d.port);
+    Autopart__V1__StatsResponse *s = svc_stats(c);
+    ck_assert_int_eq(s->started, 1);
+    ck_assert_int_eq(s->stored, 1);
+    autopart__v1__stats_response__free_unpacked(s, NULL);
+    wire_close(c);
+    for (int i = 0; i < 8; i++)
+        free(r[i].run.result);
+    fx_stop_clean();
+}
+END_TEST
+
+/* What must agree between two runs of one search: everything but timings. */
+static void same_answer(const uint8_t *a, size_t na, const uint8_t *b, size_t nb)
+{
+    Autopart__V1__PartitionResult *x = autopart__v1__partition_result__unpack(NULL, na, a);
+    Autopart__V1__PartitionResult *y = autopart__v1__partition_result__unpack(NULL, nb, b);
+    ck_assert(x && y);
+    ck_assert_msg(!strcmp(x->schedule, y->schedule), "schedules differ:\n%.1500s\n--- and ---\n%.1500s", x->schedule,
+                  y->schedule);
+    ck_assert_msg(!strcmp(x->module, y->module), "the modules differ");
+    ck_assert_msg(!strcmp(x->report_json, y->report_json), "the reports differ");
+    ck_assert_msg(!strcmp(x->explanation_json, y->explanation_json), "the explanations differ");
+    ck_assert_int_eq(x->n_shardings, y->n_shardings);
+    for (size_t i = 0; i < x->n_shardings; i++)
+        ck_assert_str_eq(x->shardings[i]->spec_text, y->shardings[i]->spec_text);
+    ck_assert(x->cost->runtime_s == y->cost->runtime_s);
+    ck_assert_int_eq(x->search->episodes, y->search->episodes);
+    ck_assert_int_eq(x->search->best_episode, y->search->best_episode);
+    autopart__v1__partition_result__free_unpacked(x, NULL);
+    autopart__v1__partition_result__free_unpacked(y, NULL);
+}
+
+typedef struct bg_search {
+    int port;
+    svc_search q;
+    search_run run;
+} bg_search;
+
+static void *bg_search_fn(void *arg)
+{
+    bg_search *b = arg;
+    wire_conn *c = svc_conn(b->port);
+    search_call(c, &b->q, &b->run);
+    wire_close(c);
+    return NULL;
+}
+
+START_TEST(test_search_kill9_and_restart)
+{
+    fx_start(NULL);
+    bg_search b = {.port = fx.d.port};
+    svc_search_init(&b.q, t32_text, "t32.mlir", "batch=8,model=4", bp_manual, "model", 300, "preempted");
+    b.q.req.no_memory_limit = true;
+    pthread_t th;
+    pthread_create(&th, NULL, bg_search_fn, &b);
+    int64_t id = svc_wait_status(fx.db, STORE_RUNNING, 120);
+    ck_assert(id > 0);
+    usleep(300000);
+    ck_assert_int_eq(svc_stop(&fx.d, SIGKILL, 10), 128 + SIGKILL);
+    pthread_join(th, NULL);
+    ck_assert_msg(b.run.rc != 0, "the search ended before the kill: give it more episodes");
+    free(b.run.result);
+    store *st;
+    ap_error err;
+    ck_assert(store_open(fx.db, "test:0:0", 5000, &st, &err) == 0);
+    ck_assert_msg(store_check(st, true, &err) == 0, "%s", err.msg);
+    store_close(st);
+    /* restarted: it takes the search up and ends as an uninterrupted run */
+    svc_start(&fx.d, fx.db, NULL);
+    store_row row;
+    double t0 = svc_now();
+    while (svc_row(fx.db, id, &row) == 1 && row.status != STORE_DONE && svc_now() - t0 < 600)
+        usleep(50000);
+    ck_assert_msg(row.status == STORE_DONE, "status %d: %s", row.status, row.error);
+    ck_assert_int_eq(row.attempts, 2);
+    size_t n_stored;
+    uint8_t *stored = stored_result(fx.db, id, &n_stored);
+    /* an uninterrupted run on a fresh daemon and store */
+    char db2[256];
+    svc_daemon other;
+    svc_temp_db(db2, sizeof db2);
+    svc_start(&other, db2, NULL);
+    wire_conn *c = svc_conn(other.port);
+    search_run fresh;
+    search_call(c, &b.q, &fresh);
+    ck_assert_msg(fresh.rc == 0, "%s", fresh.st.msg);
+    same_answer(stored, n_stored, fresh.result, fresh.result_len);
+    wire_close(c);
+    ck_assert_int_eq(svc_stop(&other, SIGTERM, 60), 0);
+    svc_remove_db(db2);
+    /* the preempted job asks again: the stored answer, at once */
+    c = svc_conn(fx.d.port);
+    search_run again;
+    search_call(c, &b.q, &again);
+    ck_assert_int_eq(again.origin, AUTOPART__V1__ORIGIN__CACHE_HIT);
+    ck_assert(again.result_len == n_stored && !memcmp(again.result, stored, n_stored));
+    wire_close(c);
+    ap_free(stored);
+    free(fresh.result);
+    free(again.result);
+    fx_stop_clean();
+}
+END_TEST
+
+START_TEST(test_search_checkpoint_and_cancel)
+{
+    fx_start(NULL);
+    bg_search b = {.port = fx.d.port};
+    svc_search_init(&b.q, t32_text, "t32.mlir", "batch=8,model=4", bp_manual, "model", 1000000, "long");
+    b.q.req.no_memory_limit = true;
+    pthread_t th;
+    pthread_create(&th, NULL, bg_search_fn, &b);
+    int64_t id = svc_wait_status(fx.db, STORE_RUNNING, 120);
+    ck_assert(id > 0);
+    /* the best so far reaches the store every few seconds */
+    store_row row;
+    double t0 = svc_now();
+    while (svc_row(fx.db, id, &row) == 1 && row.episodes == 0 && svc_now() - t0 < 120)
+        usleep(100000);
+    ck_assert_int_gt(row.episodes, 0);
+    ck_assert(row.best_runtime_s > 0);
+    wire_conn *c = svc_conn(fx.d.port);
+    Autopart__V1__GetSearchRequest g = AUTOPART__V1__GET_SEARCH_REQUEST__INIT;
+    char idt[24];
+    snprintf(idt, sizeof idt, "%lld", (long long)id);
+    g.search_id = idt;
+    void *r;
+    size_t n;
+    wire_status st;
+    ck_assert_int_eq(svc_call(c, SVC_GET, &g.base, &r, &n, &st), 0);
+    Autopart__V1__SearchRecord *rec = autopart__v1__search_record__unpack(NULL, n, r);
+    ck_assert_int_ge(rec->n_history, 1);
+    autopart__v1__search_record__free_unpacked(rec, NULL);
+    ap_free(r);
+    /* cancelled: the caller hears CANCELLED, the row says so */
+    Autopart__V1__CancelSearchRequest cr = AUTOPART__V1__CANCEL_SEARCH_REQUEST__INIT;
+    cr.search_id = idt;
+    ck_assert_int_eq(svc_call(c, SVC_CANCEL, &cr.base, &r, &n, &st), 0);
+    ap_free(r);
+    pthread_join(th, NULL);
+    ck_assert_msg(b.run.rc != 0 && b.run.st.code == WIRE_CANCELLED, "got %s: %s", wire_code_name(b.run.st.code),
+                  b.run.st.msg);
+    ck_assert_int_eq(svc_row(fx.db, id, &row), 1);
+    ck_assert_int_eq(row.status, STORE_CANCELLED);
+    wire_close(c);
+    fx_stop_clean();
+}
+END_TEST
+
+START_TEST(test_search_cli)
+{
+    fx_start(NULL);
+    char path[300], cmd[2000];
+    snprintf(path, sizeof path, "%s.small.mlir", fx.db);
+    FILE *f = fopen(path, "w");
+    fputs(small_text, f);
+    fclose(f);
+    int rc;
+    snprintf(cmd, sizeof cmd,
+             "%s search %s --mesh batch=4,model=2 --axes model --manual \"%s\" --device tpu_v3 --episodes 300 "
+             "--seed 2 --server 127.0.0.1:%d 2>&1",
+             AP_CLI, path, "manual batch batch['inputs']=0 batch['targets']=0", fx.d.port);
+    char *first = run(cmd, &rc);
+    ck_assert_msg(rc == 0, "%s", first);
+    ck_assert_msg(strstr(first, "(new)") && strstr(first, "schedule (for autopart apply --schedule):") &&
+                      strstr(first, "why this answer:"),
+                  "%s", first);
+    char *second = run(cmd, &rc);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_msg(strstr(second, "(cache hit)"), "%s", second);
+    ck_assert_str_eq(strchr(first, '\n'), strchr(second, '\n'));
+    ap_free(first);
+    ap_free(second);
+    unlink(path);
+    fx_stop_clean();
+}
+END_TEST
+
 /* SVC_ONLY=test_name runs one test (while working on it). */
 #define ADD(tc, t)                                                          \
     do {                                                                    \
@@ -1075,6 +1408,11 @@ static Suite *make_suite(void)
     ADD(tc, test_sigterm_gives_work_back);
     ADD(tc, test_list_and_filters);
     ADD(tc, test_cli);
+    ADD(tc, test_search_stream_and_cache);
+    ADD(tc, test_search_eight_identical_start_one);
+    ADD(tc, test_search_kill9_and_restart);
+    ADD(tc, test_search_checkpoint_and_cancel);
+    ADD(tc, test_search_cli);
     suite_add_tcase(s, tc);
     return s;
 }
@@ -1101,6 +1439,7 @@ int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     tiny_text = generate("tiny");
+    small_text = generate("small");
     t32_text = generate("t32");
     char *bp, *mp, path[512];
     size_t len;
@@ -1132,6 +1471,7 @@ int main(void)
     int rc = tl_run(make_suite());
     unlink(tiny_path);
     ap_free(tiny_text);
+    ap_free(small_text);
     ap_free(t32_text);
     ap_free(bpmp);
     ap_free(slow_schedule);

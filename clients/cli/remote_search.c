@@ -1,0 +1,217 @@
+/*
+ * remote_search.c - `autopart search --server HOST:PORT`: the search run by
+ * autopartd.  The request is the command line's; the daemon streams
+ * whether it starts the search, joins one running or answers from its
+ * store, then progress (one updating line on stderr when it is a
+ * terminal), then the result, printed as the in-process search prints
+ * its own (--json: the same JSON).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "remote.h"
+
+static void fmt_bytes(char *buf, size_t n, double v)
+{
+    static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int k = 0;
+    while (v >= 1024 && k < 4) {
+        v /= 1024;
+        k++;
+    }
+    snprintf(buf, n, k ? "%.1f %s" : "%.0f %s", v, u[k]);
+}
+
+static void progress_line(const Autopart__V1__Progress *p)
+{
+    char peak[32], line[256];
+    fmt_bytes(peak, sizeof peak, (double)p->best_peak_memory_bytes);
+    int n = snprintf(line, sizeof line, "search: %lld episodes  %.0f/s  tree %lld  best %.4g s (start %.4g s)  peak %s%s",
+                     (long long)p->episodes, p->episodes_per_s, (long long)p->tree_size, p->best_runtime_s,
+                     p->start_runtime_s, peak, p->best_fits ? "" : " (over the limit)");
+    fprintf(stderr, "\r%-*.*s", 100, n > 0 && n < 100 ? n : 100, line);
+    fflush(stderr);
+}
+
+/* The result as `autopart search` prints it, from the answer. */
+static void print_text(const Autopart__V1__PartitionResult *r, json_t *rj)
+{
+    json_t *dec = json_object_get(rj, "decisions");
+    const Autopart__V1__SearchStats *s = r->search;
+    printf("decisions: %lld before grouping, %lld units, %lld after ties and pruning\n",
+           (long long)json_integer_value(json_object_get(dec, "before")),
+           (long long)json_integer_value(json_object_get(dec, "units")),
+           (long long)json_integer_value(json_object_get(dec, "after")));
+    if (s)
+        printf("search: %lld episodes in %.2f s (%.0f/s), best at episode %lld, %lld states; stopped by %s\n",
+               (long long)s->episodes, s->wall_s, s->episodes_per_s, (long long)s->best_episode,
+               (long long)s->tree_nodes, s->stopped_by);
+    double rt = r->cost ? r->cost->runtime_s : 0, st = s ? s->start_runtime_s : 0;
+    printf("step time: %.6g s (start %.6g s, %.2fx)\n", rt, st, rt > 0 ? st / rt : 0);
+    if (s && s->none_fits)
+        printf("NOTHING FOUND FITS the memory limit: this is the lowest-memory schedule found\n");
+    const char *actions = json_string_value(json_object_get(rj, "actions"));
+    printf("\nactions found:\n%s", actions && actions[0] ? actions : "  (none: the start state is best)\n");
+    printf("\nschedule (for autopart apply --schedule):\n%s", r->schedule);
+    printf("\nshardings:\n");
+    for (size_t i = 0; i < r->n_shardings; i++)
+        if (r->shardings[i]->kind == AUTOPART__V1__SHARDING__KIND__ARGUMENT)
+            printf("  %-48s %-32s %s\n", r->shardings[i]->name, r->shardings[i]->type, r->shardings[i]->spec_text);
+    cost_report cr;
+    cli_cost_from_json(json_object_get(rj, "cost"), &cr);
+    char *ct = cli_cost_text(&cr);
+    printf("\ncost estimate:\n%s", ct ? ct : "");
+    free(ct);
+    printf("\nwhy this answer:\n%s", r->explanation_text);
+}
+
+int cli_search_remote(const cli_remote *remote, const cli_search_request *a)
+{
+    int rc;
+    char *text;
+    size_t len;
+    ap_error err;
+    if (a->device && strstr(a->device, ".json"))
+        return cli_usage_fail("search", "--device FILE.json is not sent to autopartd: name a registry device");
+    if (ap_read_file(a->path, &text, &len, &err) < 0)
+        return cli_fail("search", "%s", err.msg);
+    const char *name = strcmp(a->path, "-") == 0 ? "<stdin>" : a->path;
+    ir_mesh mesh;
+    Autopart__V1__Mesh wmesh = AUTOPART__V1__MESH__INIT;
+    Autopart__V1__MeshAxis axes[IR_MAX_AXES], *axp[IR_MAX_AXES];
+    Autopart__V1__Module mod = AUTOPART__V1__MODULE__INIT;
+    Autopart__V1__Device dev = AUTOPART__V1__DEVICE__INIT;
+    Autopart__V1__SearchRequest req = AUTOPART__V1__SEARCH_REQUEST__INIT;
+    char *axes_buf = NULL, *ax_names[IR_MAX_AXES];
+    wire_conn *conn = NULL;
+    wire_stream *ws = NULL;
+    Autopart__V1__PartitionResult *res = NULL;
+    json_t *rj = NULL;
+    uint8_t *buf = NULL;
+    bool tty = isatty(STDERR_FILENO) != 0, line = false;
+    if (a->mesh_text) {
+        if (ir_mesh_parse(a->mesh_text, &mesh, &err) < 0) {
+            rc = cli_usage_fail("search", "--mesh: %s", err.msg);
+            goto out;
+        }
+        for (int i = 0; i < mesh.n_axes; i++) {
+            autopart__v1__mesh_axis__init(&axes[i]);
+            axes[i].name = mesh.names[i];
+            axes[i].size = mesh.sizes[i];
+            axp[i] = &axes[i];
+        }
+        wmesh.axes = axp;
+        wmesh.n_axes = (size_t)mesh.n_axes;
+    }
+    if (a->axes_text) {
+        axes_buf = ap_strdup(a->axes_text);
+        for (char *p = strtok(axes_buf, ","); p && req.n_axes < IR_MAX_AXES; p = strtok(NULL, ","))
+            ax_names[req.n_axes++] = p;
+        req.axes = ax_names;
+    } /* none: every axis of the mesh, as in-process */
+    mod.text = text;
+    mod.name = (char *)name;
+    mod.format = a->fmt == IR_FMT_HLO         ? AUTOPART__V1__MODULE_FORMAT__MODULE_FORMAT_HLO
+                 : a->fmt == IR_FMT_STABLEHLO ? AUTOPART__V1__MODULE_FORMAT__MODULE_FORMAT_STABLEHLO
+                                              : AUTOPART__V1__MODULE_FORMAT__MODULE_FORMAT_AUTO;
+    mod.func = a->func_name ? (char *)a->func_name : (char *)"";
+    dev.kind_case = AUTOPART__V1__DEVICE__KIND_NAME;
+    dev.name = (char *)a->device;
+    req.module = &mod;
+    req.mesh = &wmesh;
+    req.device = &dev;
+    req.manual_schedule = (char *)(a->manual ? a->manual : "");
+    req.import_shardings = a->import;
+    if (a->memory_limit < 0)
+        req.no_memory_limit = true;
+    else
+        req.memory_limit_bytes = (int64_t)a->memory_limit;
+    req.episodes = a->episodes;
+    req.time_limit_s = a->time_limit_s;
+    req.patience_episodes = a->patience;
+    req.threads = a->threads;
+    req.seed = a->seed;
+    req.batch = a->batch;
+    req.hints = a->hints ? (char *)a->hints : (char *)"";
+    req.overlap = a->overlap;
+    req.client_label = (char *)"autopart-cli";
+    if ((rc = cli_remote_open("search", remote, &conn)) != 0)
+        goto out;
+    len = autopart__v1__search_request__get_packed_size(&req);
+    buf = ap_malloc(len ? len : 1);
+    if (!buf) {
+        rc = cli_fail("search", "out of memory");
+        goto out;
+    }
+    autopart__v1__search_request__pack(&req, buf);
+    wire_status st;
+    rc = CLI_FAIL;
+    if (wire_stream_open(conn, "/autopart.v1.Partitioner/Search", buf, len, &ws, &st) < 0) {
+        cli_remote_fail("search", remote, &st, name, a->manual_name);
+        goto out;
+    }
+    for (;;) {
+        void *msg;
+        size_t ml;
+        int got = wire_stream_next(ws, &msg, &ml, &st);
+        if (got < 0 || (got == 0 && st.code != WIRE_OK)) {
+            if (line)
+                fputc('\n', stderr);
+            cli_remote_fail("search", remote, &st, name, a->manual_name);
+            goto out;
+        }
+        if (got == 0)
+            break;
+        Autopart__V1__SearchEvent *ev = autopart__v1__search_event__unpack(NULL, ml, msg);
+        ap_free(msg);
+        if (!ev) {
+            cli_fail("search", "autopartd at %s sent an event that is not a SearchEvent", remote->server);
+            goto out;
+        }
+        if (ev->event_case == AUTOPART__V1__SEARCH_EVENT__EVENT_ACCEPTED) {
+            fprintf(stderr, "autopart search: search %s at %s (%s)\n", ev->accepted->search_id, remote->server,
+                    cli_origin_name(ev->accepted->origin));
+        } else if (ev->event_case == AUTOPART__V1__SEARCH_EVENT__EVENT_PROGRESS && tty) {
+            progress_line(ev->progress);
+            line = true;
+        } else if (ev->event_case == AUTOPART__V1__SEARCH_EVENT__EVENT_RESULT && !res) {
+            res = ev->result;
+            ev->result = NULL;
+            ev->event_case = AUTOPART__V1__SEARCH_EVENT__EVENT__NOT_SET;
+        }
+        autopart__v1__search_event__free_unpacked(ev, NULL);
+    }
+    if (line)
+        fputc('\n', stderr);
+    if (!res) {
+        rc = cli_fail("search", "autopartd at %s ended the search without a result", remote->server);
+        goto out;
+    }
+    json_error_t jerr;
+    rj = json_loads(res->result_json, 0, &jerr);
+    if (!rj) {
+        rc = cli_fail("search", "autopartd's result is not JSON: %s", jerr.text);
+        goto out;
+    }
+    rc = CLI_OK;
+    if (a->json)
+        puts(res->result_json);
+    else
+        print_text(res, rj);
+    if (fflush(stdout) != 0)
+        rc = cli_fail("search", "cannot write the output");
+out:
+    json_decref(rj);
+    if (res)
+        autopart__v1__partition_result__free_unpacked(res, NULL);
+    wire_stream_close(ws);
+    wire_close(conn);
+    ap_free(buf);
+    ap_free(axes_buf);
+    ap_free(text);
+    return rc;
+}
