@@ -1390,30 +1390,36 @@ END_TEST
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("service");
-    TCase *tc = tcase_create("service");
-    tcase_set_timeout(tc, 600);
-    ADD(tc, test_apply_twice_same_bytes);
-    ADD(tc, test_eight_identical_start_one);
-    ADD(tc, test_bad_input);
-    ADD(tc, test_oversized_message);
-    ADD(tc, test_garbage_on_the_port);
-    ADD(tc, test_deadline_and_vanishing_clients);
-    ADD(tc, test_full_queue);
-    ADD(tc, test_queue_byte_bound);
-    ADD(tc, test_token);
-    ADD(tc, test_listen_rules);
-    ADD(tc, test_tls);
-    ADD(tc, test_kill9_and_restart);
-    ADD(tc, test_two_daemons_one_store);
-    ADD(tc, test_sigterm_gives_work_back);
-    ADD(tc, test_list_and_filters);
-    ADD(tc, test_cli);
-    ADD(tc, test_search_stream_and_cache);
-    ADD(tc, test_search_eight_identical_start_one);
-    ADD(tc, test_search_kill9_and_restart);
-    ADD(tc, test_search_checkpoint_and_cancel);
-    ADD(tc, test_search_cli);
-    suite_add_tcase(s, tc);
+    /* Three cases, run by ctest as three tests (CK_RUN_CASE). */
+    TCase *requests = tcase_create("requests");
+    ADD(requests, test_apply_twice_same_bytes);
+    ADD(requests, test_eight_identical_start_one);
+    ADD(requests, test_bad_input);
+    ADD(requests, test_oversized_message);
+    ADD(requests, test_garbage_on_the_port);
+    ADD(requests, test_deadline_and_vanishing_clients);
+    ADD(requests, test_full_queue);
+    ADD(requests, test_queue_byte_bound);
+    ADD(requests, test_token);
+    ADD(requests, test_listen_rules);
+    ADD(requests, test_tls);
+    TCase *recovery = tcase_create("recovery");
+    ADD(recovery, test_kill9_and_restart);
+    ADD(recovery, test_two_daemons_one_store);
+    ADD(recovery, test_sigterm_gives_work_back);
+    ADD(recovery, test_list_and_filters);
+    ADD(recovery, test_cli);
+    TCase *search = tcase_create("search");
+    ADD(search, test_search_stream_and_cache);
+    ADD(search, test_search_eight_identical_start_one);
+    ADD(search, test_search_kill9_and_restart);
+    ADD(search, test_search_checkpoint_and_cancel);
+    ADD(search, test_search_cli);
+    TCase *cases[] = {requests, recovery, search};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tcase_set_timeout(cases[i], 600);
+        suite_add_tcase(s, cases[i]);
+    }
     return s;
 }
 
