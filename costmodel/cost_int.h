@@ -20,7 +20,17 @@ typedef struct cost_coll_item {
     double steps;   /* latency steps * executions */
     double bytes;   /* bytes * executions, for the report */
     double count;   /* executions */
+    double once;    /* bytes of one execution (the op as written) */
 } cost_coll_item;
+
+/* One while loop as walked: what the report lists. */
+typedef struct cost_loop_item {
+    const ir_op *op;
+    int64_t trips;  /* -1: not readable, the body counted once */
+    double runs;    /* body executions per step (enclosing loops' trips included) */
+    uint32_t depth; /* loops around it */
+    uint32_t colls; /* collectives written in it, nested loops' included */
+} cost_loop_item;
 
 /* Structure of arrays over the compute ops, in program order, each already
  * multiplied by the executions of its op (loop trips), so the evaluation is
@@ -37,6 +47,9 @@ struct cost_program {
 
     size_t n_colls, cap_colls;
     cost_coll_item *colls;
+
+    size_t n_loops, cap_loops;
+    cost_loop_item *loops;
 
     double flops_total, matmul_flops, bytes_total;
     int64_t peak_memory, argument_bytes;
