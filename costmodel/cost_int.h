@@ -68,6 +68,8 @@ typedef struct cost_opview {
     const ir_type *const *res;  /* its result types (op->n_results) */
     const bool *opd_fused;      /* operand i is computed on chip by its producer (fusion); may be NULL */
     bool res_fused;             /* its result stays on chip */
+    bool carried;               /* a dynamic (update) slice of a loop-carried stack: an
+                                   address computation, free (prepare.c's carried_slot_op) */
 } cost_opview;
 
 /* Flops, HBM bytes, precision and the matmul part of one compute op; false
@@ -85,6 +87,8 @@ bool cost__is_elementwise(ir_opcode opc);
 bool cost__fusable(const ir_op *op);
 /* A reshape from type a to b that is a bitcast (free, an alias). */
 bool cost__is_bitcast_reshape(const ir_op *op, const ir_type *a, const ir_type *b);
+/* A broadcast_in_dim from a to b that only inserts unit dims (a bitcast). */
+bool cost__is_bitcast_broadcast(const ir_op *op, const ir_type *a, const ir_type *b);
 /* op's results live in its operands' buffers (a, b: its first operand and
  * result types, for reshapes). */
 bool cost__is_alias_op(const ir_op *op, const ir_type *a, const ir_type *b);

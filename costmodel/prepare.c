@@ -470,6 +470,34 @@ bool cost__is_bitcast_reshape(const ir_op *op, const ir_type *a, const ir_type *
     }
 }
 
+/* A broadcast_in_dim that only inserts unit dims (as many elements in as
+ * out, operand dims kept in order): JAX writes one before every
+ * dynamic_update_slice of a scan, [48,2048] -> [1,48,2048].  A bitcast like
+ * the reshapes above. */
+bool cost__is_bitcast_broadcast(const ir_op *op, const ir_type *a, const ir_type *b)
+{
+    if (op->opcode != IR_OP_BROADCAST_IN_DIM || op->n_operands != 1 || op->n_results != 1)
+        return false;
+    if (!a || !b || a->kind != IR_T_TENSOR || b->kind != IR_T_TENSOR || a->rank < 0 || b->rank < a->rank)
+        return false;
+    int64_t d[IR_MAX_RANK];
+    int n = ir_attr_int_list(ir_op_attr(op, "broadcast_dimensions"), d, IR_MAX_RANK);
+    if (n != a->rank)
+        return false;
+    for (int i = 0; i < n; i++)
+        if (d[i] < 0 || d[i] >= b->rank || (i > 0 && d[i] <= d[i - 1]) || a->dims[i] < 0 || a->dims[i] != b->dims[d[i]])
+            return false;
+    for (int j = 0; j < b->rank; j++)
+        if (b->dims[j] != 1) {
+            bool kept = false;
+            for (int i = 0; i < n && !kept; i++)
+                kept = d[i] == j;
+            if (!kept)
+                return false;
+        }
+    return true;
+}
+
 /* Ops of other dialects that compute nothing: sharding annotations (the
  * identity on a device), constants, terminators. */
 static bool is_free_foreign(const ir_op *op)
@@ -489,7 +517,7 @@ static bool is_free_foreign(const ir_op *op)
 bool cost__is_alias_op(const ir_op *op, const ir_type *a, const ir_type *b)
 {
     if (op->opcode == IR_OP_GET_TUPLE_ELEMENT || op->opcode == IR_OP_OPTIMIZATION_BARRIER ||
-        cost__is_bitcast_reshape(op, a, b))
+        cost__is_bitcast_reshape(op, a, b) || cost__is_bitcast_broadcast(op, a, b))
         return true;
     return op->opcode == IR_OP_UNKNOWN && op->n_operands == op->n_results &&
            (strcmp(op->name, "sdy.sharding_constraint") == 0 || strcmp(op->name, "sdy.propagation_barrier") == 0);
@@ -1168,8 +1196,14 @@ bool cost__op_cost(const cost_opview *v, unsigned *notes, double *flops_out, dou
         break;
 
     /* data movement: zero flops, bytes actually touched */
-    case IR_OP_SLICE:
     case IR_OP_DYNAMIC_SLICE:
+        /* a slice of a loop-carried stack (a scan's layer): an address
+         * computation, its users read the slice where it lies */
+        if (v->carried)
+            return false;
+        bytes = 2 * TBYTES(rt[0]);
+        break;
+    case IR_OP_SLICE:
     case IR_OP_REAL_DYNAMIC_SLICE:
         /* reads only the slice: a local copy (also how SPMD programs take
          * their shard by partition id) */
@@ -1181,7 +1215,10 @@ bool cost__op_cost(const cost_opview *v, unsigned *notes, double *flops_out, dou
         bytes = 2 * TBYTES(rt[0]) + (op->n_operands > 1 ? TBYTES(ot[1]) : 0);
         break;
     case IR_OP_DYNAMIC_UPDATE_SLICE:
-        /* in place: reads and writes the update only */
+        /* in place: reads and writes the update only; into a loop-carried
+         * stack, the update's producer writes it into its slot */
+        if (v->carried)
+            return false;
         bytes = op->n_operands > 1 ? 2 * TBYTES(ot[1]) : 0;
         break;
     case IR_OP_SCATTER: {
@@ -1199,6 +1236,13 @@ bool cost__op_cost(const cost_opview *v, unsigned *notes, double *flops_out, dou
         break;
     case IR_OP_RESHAPE:
         if (cost__is_bitcast_reshape(op, o0, op->n_results == 1 ? rt[0] : NULL))
+            return false;
+        bytes = plain_bytes(v, notes);
+        break;
+    case IR_OP_BROADCAST_IN_DIM:
+        /* unit dims only: a bitcast, unless fused into its user (which then
+         * reads the operand through it) */
+        if (!v->res_fused && cost__is_bitcast_broadcast(op, o0, op->n_results == 1 ? rt[0] : NULL))
             return false;
         bytes = plain_bytes(v, notes);
         break;
@@ -1232,6 +1276,43 @@ bool cost__op_cost(const cost_opview *v, unsigned *notes, double *flops_out, dou
     *prec_out = prec;
     *matmul_out = matmul;
     return true;
+}
+
+/* The carried value (a while body's block argument, or an element of its
+ * tuple) that v is, looking through bitcasts; NULL when v is computed. */
+static const ir_value *carried_root(const ir_value *v)
+{
+    for (int hops = 0; v && hops < 8; hops++) {
+        if (!v->def) {
+            const ir_block *b = v->block;
+            const ir_op *w = b && b->parent ? b->parent->parent : NULL;
+            return w && w->opcode == IR_OP_WHILE && w->n_regions == 2 && b->parent == &w->regions[1] ? v : NULL;
+        }
+        const ir_op *d = v->def;
+        if (d->n_operands < 1 || !is_alias_op(d))
+            return NULL;
+        v = d->operands[d->n_operands == d->n_results ? v->index : 0];
+    }
+    return NULL;
+}
+
+/* A dynamic_slice or dynamic_update_slice of a scan's stacked buffer: its
+ * operand carried by the while whose body holds the op (the update, for an
+ * update, computed in that body).  XLA runs these as address computations:
+ * the slice's users read it in place, the update's producer writes into the
+ * slot (in-place dynamic-update-slice fusion).  Scanned and unrolled forms of
+ * one model then cost the same. */
+static bool carried_slot_op(const ir_op *op)
+{
+    if ((op->opcode != IR_OP_DYNAMIC_SLICE && op->opcode != IR_OP_DYNAMIC_UPDATE_SLICE) || op->n_operands < 2)
+        return false;
+    const ir_value *root = carried_root(op->operands[0]);
+    if (!root || root->block != op->parent)
+        return false;
+    if (op->opcode == IR_OP_DYNAMIC_SLICE)
+        return true;
+    const ir_value *u = op->operands[1];
+    return u && u->def && u->def->parent == op->parent;
 }
 
 /* Structure, ids and aliases: free. */
@@ -1330,7 +1411,7 @@ static int walk_op(prep *c, fn_info *f, const ir_op *op, double mult, int64_t *n
     }
     for (uint32_t j = 0; j < op->n_results; j++)
         types[op->n_operands + j] = op->results[j].type;
-    cost_opview view = {op, types, types + op->n_operands, fused, fused_into_user(f, op)};
+    cost_opview view = {op, types, types + op->n_operands, fused, fused_into_user(f, op), carried_slot_op(op)};
     double flops, bytes, matmul;
     cost_prec prec;
     int rc = 0;
@@ -1401,6 +1482,24 @@ static int def_push(prep *c, uint32_t value, int32_t step)
 }
 
 /*
+ * The operand whose buffer result i of op reuses, beyond the aliases
+ * (is_alias_op): a while's carried state runs in place (result i in operand
+ * i's buffer) and a dynamic_update_slice of a scan's stack writes into it,
+ * each only when that operand has no other use, so that the estimate still
+ * errs high, never low.  NO_INDEX otherwise.
+ */
+static uint32_t in_place_source(const fn_info *f, const ir_op *op, uint32_t i)
+{
+    const ir_value *src = NULL;
+    if (op->opcode == IR_OP_WHILE && op->n_operands == op->n_results)
+        src = op->operands[i];
+    else if (op->opcode == IR_OP_DYNAMIC_UPDATE_SLICE && i == 0 && carried_slot_op(op))
+        src = op->operands[0];
+    uint32_t k = vid(f, src);
+    return k != NO_INDEX && f->use_count[k] == 1 ? k : NO_INDEX;
+}
+
+/*
  * Costs block b executed `mult` times.  With peak not NULL, also the peak
  * bytes live in b at any of its steps: values defined in b from their step
  * to their last use in b, plus what nested regions hold at their step; with
@@ -1444,13 +1543,15 @@ static int walk_block(prep *c, fn_info *f, const ir_block *b, double mult, int64
                 continue;
             f->last_use[r] = s;
             f->root[r] = r;
-            if (alias && op->n_operands > 0) {
-                uint32_t src = vid(f, op->operands[op->n_operands == op->n_results ? i : 0]);
-                if (src != NO_INDEX)
-                    f->root[r] = f->root[src];
-            } else if (f->vsize[r] > 0 && (rc = def_push(c, r, s)) < 0) {
+            uint32_t src = NO_INDEX;
+            if (alias && op->n_operands > 0)
+                src = vid(f, op->operands[op->n_operands == op->n_results ? i : 0]);
+            else
+                src = in_place_source(f, op, i);
+            if (src != NO_INDEX)
+                f->root[r] = f->root[src];
+            else if (!alias && f->vsize[r] > 0 && (rc = def_push(c, r, s)) < 0)
                 goto out;
-            }
         }
         int64_t nested = 0;
         if ((rc = walk_op(c, f, op, mult, &nested)) < 0)

@@ -879,6 +879,47 @@ START_TEST(test_corpus_loop_trips)
 }
 END_TEST
 
+/* The same transformer written unrolled and scanned (modelgen scan=1: the
+ * layers' weights stacked, the blocks in a forward and a reverse while, the
+ * residuals stacked by dynamic_update_slice and read back by dynamic_slice)
+ * costs the same unpartitioned: the loops run `layers` times, the stacks'
+ * slices are address computations, the carried buffers are not counted
+ * twice.  (What remains is the scan's zero-filled stacks, which XLA does
+ * write, and the loop counters' scalar arithmetic.) */
+START_TEST(test_scan_matches_unrolled)
+{
+    static const struct {
+        const char *config, *extra;
+        int layers;
+    } cases[] = {{"tiny", "", 2}, {"tiny", "layers=3", 3}, {"small", "", 4}};
+    cost_device h100 = device("h100");
+    for (size_t i = 0; i < AP_ARRAY_LEN(cases); i++) {
+        char scan[64];
+        snprintf(scan, sizeof scan, "%s scan=1", cases[i].extra);
+        ir_module *mu = tl_generate("transformer", cases[i].config, cases[i].extra);
+        ir_module *ms = tl_generate("transformer", cases[i].config, scan);
+        cost_report u, s;
+        ap_error err;
+        ck_assert_msg(cost_estimate(mu, &h100, NULL, &u, &err) == 0, "%s", err.msg);
+        ck_assert_msg(cost_estimate(ms, &h100, NULL, &s, &err) == 0, "%s", err.msg);
+        ck_assert(u.while_loops == 0 && s.while_loops == 2 && s.while_loops_counted_once == 0 && s.n_loops == 2);
+        for (int l = 0; l < 2; l++)
+            ck_assert_msg(s.loops[l].trips == cases[i].layers && s.loops[l].runs == cases[i].layers, "%s %s: %lld trips",
+                          cases[i].config, cases[i].extra, (long long)s.loops[l].trips);
+        ck_assert_msg(s.matmul_flops == u.matmul_flops, "%s: matmul %g vs %g", cases[i].config, s.matmul_flops,
+                      u.matmul_flops);
+        ck_assert_msg(close_rel(s.flops_per_device, u.flops_per_device, 0.01), "%s: flops %g vs %g", cases[i].config,
+                      s.flops_per_device, u.flops_per_device);
+        ck_assert_msg(close_rel(s.bytes_per_device, u.bytes_per_device, 0.05), "%s: HBM bytes %g vs %g",
+                      cases[i].config, s.bytes_per_device, u.bytes_per_device);
+        ck_assert_msg(close_rel(s.runtime_s, u.runtime_s, 0.05), "%s %s: scanned %g s, unrolled %g s", cases[i].config,
+                      cases[i].extra, s.runtime_s, u.runtime_s);
+        ir_module_free(mu);
+        ir_module_free(ms);
+    }
+}
+END_TEST
+
 START_TEST(test_calls_and_stale_ids)
 {
     /* a private function called twice costs twice */
@@ -1082,6 +1123,7 @@ static Suite *cost_suite(void)
     tcase_add_test(tc, test_while_trip_count);
     tcase_add_test(tc, test_while_trip_count_hlo_tuple);
     tcase_add_test(tc, test_corpus_loop_trips);
+    tcase_add_test(tc, test_scan_matches_unrolled);
     tcase_add_test(tc, test_calls_and_stale_ids);
     tcase_add_test(tc, test_out_of_memory);
     tcase_add_test(tc, test_json_keys);
