@@ -876,6 +876,26 @@ START_TEST(test_corpus_loop_trips)
         ir_module_free(m);
         ap_free(text);
     }
+    /* StableHLO: JAX's fori_loop of five rounds, and an early-exit loop
+     * (`i < 200 and not converged`) that must not be read as 200 trips */
+    static const struct {
+        const char *file;
+        int64_t trips;
+    } shlo[] = {{"sherloc_generic_random_categorical_f32_8.mlir", 5}, {"shlo_testdata_reg_incomplete_beta_chlo.mlir", -1}};
+    for (size_t i = 0; i < AP_ARRAY_LEN(shlo); i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/corpus/stablehlo/%s", AP_SHARED_DIR, shlo[i].file);
+        char *text = tl_read(path, NULL);
+        ir_module *m = parse_ok(text);
+        cost_report r;
+        ap_error err;
+        ck_assert_msg(cost_estimate(m, &h100, NULL, &r, &err) == 0, "%s: %s", shlo[i].file, err.msg);
+        ck_assert_int_eq(r.n_loops, 1);
+        ck_assert_msg(r.loops[0].trips == shlo[i].trips, "%s: %lld trips", shlo[i].file, (long long)r.loops[0].trips);
+        ck_assert(r.while_loops_counted_once == (shlo[i].trips < 0) && !!(r.notes & COST_NOTE_WHILE_ONCE) == (shlo[i].trips < 0));
+        ir_module_free(m);
+        ap_free(text);
+    }
 }
 END_TEST
 

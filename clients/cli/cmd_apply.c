@@ -317,7 +317,8 @@ static void print_report_text(const ir_partition *p, const ir_lowered *lw, const
     for (int a = 0; a < mesh->n_axes; a++)
         printf(a ? ", %s:%lld" : "%s:%lld", mesh->names[a], (long long)mesh->sizes[a]);
     printf("} (%lld devices)\n", (long long)ir_mesh_devices(mesh));
-    printf("collectives:\n");
+    /* the lowering's ops: loop bodies once (the cost estimate counts them per step) */
+    printf("collectives as written:\n");
     for (int k = 0; k < IR_COLL__COUNT; k++)
         printf("  %-20s %6" PRIu64 "   %12" PRIu64 " bytes per device\n", ir_coll_name((ir_coll_kind)k), lw->count[k],
                lw->bytes[k]);
