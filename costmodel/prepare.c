@@ -1486,14 +1486,21 @@ static int def_push(prep *c, uint32_t value, int32_t step)
  * (is_alias_op): a while's carried state runs in place (result i in operand
  * i's buffer) and a dynamic_update_slice of a scan's stack writes into it,
  * each only when that operand has no other use, so that the estimate still
- * errs high, never low.  NO_INDEX otherwise.
+ * errs high, never low; a slot the loop passes through unchanged is its
+ * operand in any case.  NO_INDEX otherwise.
  */
 static uint32_t in_place_source(const fn_info *f, const ir_op *op, uint32_t i)
 {
     const ir_value *src = NULL;
-    if (op->opcode == IR_OP_WHILE && op->n_operands == op->n_results)
+    if (op->opcode == IR_OP_WHILE && op->n_operands == op->n_results) {
         src = op->operands[i];
-    else if (op->opcode == IR_OP_DYNAMIC_UPDATE_SLICE && i == 0 && carried_slot_op(op))
+        /* a slot the body hands back unchanged (the stacked weights of a
+         * scan) is its operand, whatever else reads that */
+        const ir_block *bb = op->n_regions == 2 ? op->regions[1].first : NULL;
+        const ir_op *ret = bb ? bb->last : NULL;
+        if (ret && ret->n_operands == op->n_results && i < bb->n_args && ret->operands[i] == &bb->args[i])
+            return vid(f, src);
+    } else if (op->opcode == IR_OP_DYNAMIC_UPDATE_SLICE && i == 0 && carried_slot_op(op))
         src = op->operands[0];
     uint32_t k = vid(f, src);
     return k != NO_INDEX && f->use_count[k] == 1 ? k : NO_INDEX;
