@@ -1309,8 +1309,14 @@ static bool carried_slot_op(const ir_op *op)
     const ir_value *root = carried_root(op->operands[0]);
     if (!root || root->block != op->parent)
         return false;
-    if (op->opcode == IR_OP_DYNAMIC_SLICE)
+    if (op->opcode == IR_OP_DYNAMIC_SLICE) {
+        /* a slice the body hands on as carried state is a copy */
+        const ir_op *ret = op->parent->last;
+        for (uint32_t i = 0; ret && i < ret->n_operands; i++)
+            if (ret->operands[i] == &op->results[0])
+                return false;
         return true;
+    }
     const ir_value *u = op->operands[1];
     return u && u->def && u->def->parent == op->parent;
 }

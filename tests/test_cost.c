@@ -830,6 +830,66 @@ START_TEST(test_while_trip_count_hlo_tuple)
 }
 END_TEST
 
+/* A scan's stack: the layer read with dynamic_slice at the counter and the
+ * result written back with dynamic_update_slice (after a unit-dim
+ * broadcast) are address computations and a bitcast - they cost nothing -
+ * unless the slice itself is handed on as carried state (a copy). */
+#define STACK_FMT                                                                                            \
+    "func.func public @main(%%s: tensor<4x64xf32>, %%x: tensor<64xf32>) -> tensor<64xf32> {\n"              \
+    "  %%c0 = stablehlo.constant dense<0> : tensor<i32>\n"                                                    \
+    "  %%z1 = stablehlo.constant dense<0.0> : tensor<1x64xf32>\n"                                             \
+    "  %%r:4 = stablehlo.while(%%i = %%c0, %%st = %%s, %%v = %%x, %%k = %%z1) : tensor<i32>, tensor<4x64xf32>, " \
+    "tensor<64xf32>, tensor<1x64xf32>\n"                                                                      \
+    "   cond {\n"                                                                                             \
+    "    %%n = stablehlo.constant dense<4> : tensor<i32>\n"                                                   \
+    "    %%p = stablehlo.compare LT, %%i, %%n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"           \
+    "    stablehlo.return %%p : tensor<i1>\n"                                                                 \
+    "  } do {\n"                                                                                              \
+    "    %%z = stablehlo.constant dense<0> : tensor<i32>\n"                                                   \
+    "    %%d = stablehlo.dynamic_slice %%st, %%i, %%z, sizes = [1, 64] : (tensor<4x64xf32>, tensor<i32>, "      \
+    "tensor<i32>) -> tensor<1x64xf32>\n"                                                                      \
+    "    %%w = stablehlo.reshape %%d : (tensor<1x64xf32>) -> tensor<64xf32>\n"                                \
+    "    %%v2 = stablehlo.multiply %%v, %%w : tensor<64xf32>\n"                                               \
+    "    %%b = stablehlo.broadcast_in_dim %%v2, dims = [1] : (tensor<64xf32>) -> tensor<1x64xf32>\n"          \
+    "    %%st2 = stablehlo.dynamic_update_slice %%st, %%b, %%i, %%z : (tensor<4x64xf32>, tensor<1x64xf32>, "   \
+    "tensor<i32>, tensor<i32>) -> tensor<4x64xf32>\n"                                                         \
+    "    %%one = stablehlo.constant dense<1> : tensor<i32>\n"                                                 \
+    "    %%i2 = stablehlo.add %%i, %%one : tensor<i32>\n"                                                     \
+    "    stablehlo.return %%i2, %%st2, %%v2, %s : tensor<i32>, tensor<4x64xf32>, tensor<64xf32>, "            \
+    "tensor<1x64xf32>\n"                                                                                      \
+    "  }\n"                                                                                                   \
+    "  return %%r#2 : tensor<64xf32>\n}\n"
+
+static bool top_has(const cost_report *r, const char *op)
+{
+    for (int i = 0; i < r->n_top; i++)
+        if (!strcmp(r->top[i].op, op))
+            return true;
+    return false;
+}
+
+START_TEST(test_scan_stack_slices)
+{
+    char text[4096];
+    cost_device d = toy();
+    cost_options o = {0, COST_TOP_MAX};
+    snprintf(text, sizeof text, STACK_FMT, "%k");
+    cost_report r = report_of(text, &d, &o);
+    ck_assert_int_eq(r.loops[0].trips, 4);
+    ck_assert(top_has(&r, "stablehlo.multiply") && top_has(&r, "stablehlo.add"));
+    ck_assert(!top_has(&r, "stablehlo.dynamic_slice") && !top_has(&r, "stablehlo.dynamic_update_slice") &&
+              !top_has(&r, "stablehlo.broadcast_in_dim") && !top_has(&r, "stablehlo.reshape"));
+    /* 4 trips: the multiply reads two [64] f32 and writes one, the counter
+     * add 3 scalars; 5 compares read 2 scalars and write an i1 */
+    ck_assert_msg(r.bytes_per_device == 4 * (3 * 256 + 12) + 5 * 9, "%g", r.bytes_per_device);
+    /* the slice handed on as carried state: copied (read and written) */
+    snprintf(text, sizeof text, STACK_FMT, "%d");
+    r = report_of(text, &d, &o);
+    ck_assert(top_has(&r, "stablehlo.dynamic_slice"));
+    ck_assert_msg(r.bytes_per_device == 4 * (3 * 256 + 12 + 2 * 256) + 5 * 9, "%g", r.bytes_per_device);
+}
+END_TEST
+
 /* The scanned training steps of the corpus: MaxText's HLO while loops over
  * tuples (8 layers; 32 and 80 layers with collectives in the bodies) and
  * the deepseek step's four scans; every loop read, and the per-step
@@ -1142,6 +1202,7 @@ static Suite *cost_suite(void)
     tcase_add_test(tc, test_live_ranges_and_donation);
     tcase_add_test(tc, test_while_trip_count);
     tcase_add_test(tc, test_while_trip_count_hlo_tuple);
+    tcase_add_test(tc, test_scan_stack_slices);
     tcase_add_test(tc, test_corpus_loop_trips);
     tcase_add_test(tc, test_scan_matches_unrolled);
     tcase_add_test(tc, test_calls_and_stale_ids);
