@@ -35,9 +35,14 @@
  *     (n-1)/n * full bytes / bw; all_to_all (n-1)/n * bytes / bw (each plus
  *     (n-1) * latency); collective_permute bytes / bw + latency.
  *   - runtime = compute + comm - overlap * min(compute, comm).
- *   - while loops run their body once per trip when the trip count can be read
- *     off a counter loop (`compare LT, %i, constant`, %i starting at a
- *     constant and stepped by a constant), else once (the report says so);
+ *   - while loops run their body once per trip when the trip count can be read:
+ *     XLA's `known_trip_count` backend config, or a counter loop (`compare
+ *     LT, %i, N` with N a constant or an unchanged carried constant, %i
+ *     starting at a constant and stepped by a constant; LE, GT, GE alike),
+ *     its counter a block argument (JAX's variadic while) or an element of
+ *     the carried tuple (HLO's while over a tuple); else once (the report
+ *     says so).  The report lists each loop with its trip count, and counts
+ *     collectives both as written and per step;
  *     if/case count every branch (an upper bound); func.call and ops of other
  *     dialects holding regions (sdy.manual_computation) cost their bodies.
  *   - peak memory from a live-range walk in program order: arguments live
@@ -239,12 +244,26 @@ typedef struct cost_options {
 } cost_options;
 
 typedef struct cost_coll_stats {
-    double count;   /* executions (loop trips included) */
-    double bytes;   /* per device: the operand of all_reduce, reduce_scatter,
-                       all_to_all, collective_permute; the result of
-                       all_gather */
+    double count;   /* executions per step (loop trips included) */
+    double bytes;   /* per device and step: the operand of all_reduce,
+                       reduce_scatter, all_to_all, collective_permute; the
+                       result of all_gather (loop trips included) */
     double seconds;
+    double written;       /* ops as written (each loop body once) */
+    double bytes_written; /* bytes of one execution of each */
 } cost_coll_stats;
+
+#define COST_LOOPS_MAX 16 /* most while loops a report lists */
+
+/* A while loop: where it is, its trip count, how often its body runs. */
+typedef struct cost_loop {
+    char name[96];      /* its location name (JAX name stack), or "" */
+    uint32_t line, col; /* source position, 0 when unknown */
+    int64_t trips;      /* -1: not readable, counted once */
+    double runs;        /* body executions per step, enclosing loops' trips included */
+    uint32_t depth;     /* loops around it (0: at the top of a function) */
+    uint32_t collectives; /* collectives written in its body, nested loops' included */
+} cost_loop;
 
 typedef struct cost_top_op {
     char op[COST_NAME_SIZE]; /* "stablehlo.dot_general" */
@@ -278,6 +297,8 @@ typedef struct cost_report {
     bool fits;                /* peak_memory_bytes <= hbm_bytes */
     cost_coll_stats coll[COST_COLL_COUNT];
     uint32_t while_loops, while_loops_counted_once;
+    int n_loops;              /* listed: the first COST_LOOPS_MAX in program order */
+    cost_loop loops[COST_LOOPS_MAX];
     unsigned notes;           /* COST_NOTE_* */
     int n_top;
     cost_top_op top[COST_TOP_MAX]; /* slowest first */
@@ -301,11 +322,14 @@ int cost_report_text(const cost_report *r, ap_buf *out);
 /* The report as `{"cost": {"runtime_s", "compute_s", "comm_s",
  * "peak_memory_bytes", "flops_per_device", "fits", "device", "matmul_flops",
  * "bytes_per_device", "argument_bytes", "hbm_bytes", "collectives":
- * {"all_gather": {"count", "bytes", "seconds"}, "all_reduce", "reduce_scatter",
- * "all_to_all", "collective_permute"} (and "collective_broadcast" when the
- * program has one), "top_ops": [{"op", "name", "line", "col", "seconds",
- * "collective"}],
- * "while_loops", "while_loops_counted_once", "notes": [strings]}}`.
+ * {"all_gather": {"count", "bytes", "seconds", "written", "bytes_written"},
+ * "all_reduce", "reduce_scatter", "all_to_all", "collective_permute"} (and
+ * "collective_broadcast" when the program has one; count and bytes per step,
+ * loop trips included; written and bytes_written with each loop body once),
+ * "top_ops": [{"op", "name", "line", "col", "seconds", "collective"}],
+ * "while_loops", "while_loops_counted_once", "loops": [{"name", "line",
+ * "col", "trips" (null when not readable), "runs", "depth", "collectives"}],
+ * "notes": [strings]}}`.
  * cost_report_to_json returns a new reference (NULL when out of memory);
  * cost_report_json appends compact text to out (0 or AP_ENOMEM). */
 json_t *cost_report_to_json(const cost_report *r);

@@ -20,7 +20,17 @@ typedef struct cost_coll_item {
     double steps;   /* latency steps * executions */
     double bytes;   /* bytes * executions, for the report */
     double count;   /* executions */
+    double once;    /* bytes of one execution (the op as written) */
 } cost_coll_item;
+
+/* One while loop as walked: what the report lists. */
+typedef struct cost_loop_item {
+    const ir_op *op;
+    int64_t trips;  /* -1: not readable, the body counted once */
+    double runs;    /* body executions per step (enclosing loops' trips included) */
+    uint32_t depth; /* loops around it */
+    uint32_t colls; /* collectives written in it, nested loops' included */
+} cost_loop_item;
 
 /* Structure of arrays over the compute ops, in program order, each already
  * multiplied by the executions of its op (loop trips), so the evaluation is
@@ -37,6 +47,9 @@ struct cost_program {
 
     size_t n_colls, cap_colls;
     cost_coll_item *colls;
+
+    size_t n_loops, cap_loops;
+    cost_loop_item *loops;
 
     double flops_total, matmul_flops, bytes_total;
     int64_t peak_memory, argument_bytes;
@@ -55,6 +68,8 @@ typedef struct cost_opview {
     const ir_type *const *res;  /* its result types (op->n_results) */
     const bool *opd_fused;      /* operand i is computed on chip by its producer (fusion); may be NULL */
     bool res_fused;             /* its result stays on chip */
+    bool carried;               /* a dynamic (update) slice of a loop-carried stack: an
+                                   address computation, free (prepare.c's carried_slot_op) */
 } cost_opview;
 
 /* Flops, HBM bytes, precision and the matmul part of one compute op; false
@@ -72,6 +87,8 @@ bool cost__is_elementwise(ir_opcode opc);
 bool cost__fusable(const ir_op *op);
 /* A reshape from type a to b that is a bitcast (free, an alias). */
 bool cost__is_bitcast_reshape(const ir_op *op, const ir_type *a, const ir_type *b);
+/* A broadcast_in_dim from a to b that only inserts unit dims (a bitcast). */
+bool cost__is_bitcast_broadcast(const ir_op *op, const ir_type *a, const ir_type *b);
 /* op's results live in its operands' buffers (a, b: its first operand and
  * result types, for reshapes). */
 bool cost__is_alias_op(const ir_op *op, const ir_type *a, const ir_type *b);

@@ -171,6 +171,8 @@ int cost_evaluate(const cost_program *p, const cost_device *dev, const cost_mesh
         out->coll[c->kind].count += c->count;
         out->coll[c->kind].bytes += c->bytes;
         out->coll[c->kind].seconds += t;
+        out->coll[c->kind].written += 1;
+        out->coll[c->kind].bytes_written += c->once;
         if (t > threshold && k > 0)
             threshold = top_insert(top, &n_top, k, t, c->op, true);
     }
@@ -191,6 +193,18 @@ int cost_evaluate(const cost_program *p, const cost_device *dev, const cost_mesh
     out->while_loops = p->while_loops;
     out->while_loops_counted_once = p->while_once;
     out->notes = p->notes;
+    for (size_t i = 0; i < p->n_loops && out->n_loops < COST_LOOPS_MAX; i++) {
+        const cost_loop_item *it = &p->loops[i];
+        cost_loop *l = &out->loops[out->n_loops++];
+        const char *name = it->op->loc ? ir_loc_name(it->op->loc) : NULL;
+        snprintf(l->name, sizeof l->name, "%s", name ? name : "");
+        l->line = it->op->src_line;
+        l->col = it->op->src_col;
+        l->trips = it->trips;
+        l->runs = it->runs;
+        l->depth = it->depth;
+        l->collectives = it->colls;
+    }
     out->n_top = n_top;
     for (int i = 0; i < n_top; i++) {
         cost_top_op *t = &out->top[i];
@@ -226,6 +240,13 @@ static void put_bytes(ap_buf *b, double v)
     ap_buf_puts(b, ap_format_bytes(v, text, sizeof text));
 }
 
+/* right-aligned in `width` columns */
+static void put_bytes_w(ap_buf *b, double v, int width)
+{
+    char text[32];
+    ap_buf_printf(b, "%*s", width, ap_format_bytes(v, text, sizeof text));
+}
+
 /* 12.3 ms, 4.56 us, 1.20 s */
 static void put_seconds(ap_buf *b, double s)
 {
@@ -255,13 +276,16 @@ int cost_report_text(const cost_report *r, ap_buf *out)
     ap_buf_printf(out, "\nflops             %.4g per device (matmul %.4g)\nHBM traffic       ", r->flops_per_device,
                   r->matmul_flops);
     put_bytes(out, r->bytes_per_device);
-    ap_buf_puts(out, " per device\ncollectives       count        bytes         time\n");
+    /* as written: each loop body once; per step: times the trip counts */
+    ap_buf_puts(out, " per device\ncollectives        written  per step   bytes written  bytes per step        time\n");
     for (int k = 0; k < COST_COLL_COUNT; k++) {
         const cost_coll_stats *c = &r->coll[k];
-        if (k == COST_COLLECTIVE_BROADCAST && c->count == 0)
+        if (k == COST_COLLECTIVE_BROADCAST && c->count == 0 && c->written == 0)
             continue;
-        ap_buf_printf(out, "  %-18s %6.0f  ", cost_coll_name((cost_coll_kind)k), c->count);
-        put_bytes(out, c->bytes);
+        ap_buf_printf(out, "  %-18s %6.0f  %8.0f  ", cost_coll_name((cost_coll_kind)k), c->written, c->count);
+        put_bytes_w(out, c->bytes_written, 14);
+        ap_buf_puts(out, "  ");
+        put_bytes_w(out, c->bytes, 14);
         ap_buf_puts(out, "  ");
         put_seconds(out, c->seconds);
         ap_buf_putc(out, '\n');
@@ -281,6 +305,22 @@ int cost_report_text(const cost_report *r, ap_buf *out)
     }
     if (r->while_loops)
         ap_buf_printf(out, "while loops       %u (%u counted once)\n", r->while_loops, r->while_loops_counted_once);
+    for (int i = 0; i < r->n_loops; i++) {
+        const cost_loop *l = &r->loops[i];
+        ap_buf_printf(out, "  %*s", 2 * (int)(l->depth > 8 ? 8 : l->depth), "");
+        if (l->trips >= 0)
+            ap_buf_printf(out, "trips %-8lld runs %-8.0f", (long long)l->trips, l->runs);
+        else
+            ap_buf_printf(out, "trips unknown (counted once, runs %.0f)", l->runs);
+        ap_buf_printf(out, "  %u collective%s", l->collectives, l->collectives == 1 ? "" : "s");
+        if (l->line)
+            ap_buf_printf(out, " at %u:%u", l->line, l->col);
+        if (l->name[0])
+            ap_buf_printf(out, "  \"%s\"", l->name);
+        ap_buf_putc(out, '\n');
+    }
+    if (r->while_loops > (uint32_t)r->n_loops)
+        ap_buf_printf(out, "  ... %u more\n", r->while_loops - (uint32_t)r->n_loops);
     for (unsigned bit = 1; bit && bit <= COST_NOTE_GROUP_OFF_MESH; bit <<= 1)
         if (r->notes & bit)
             ap_buf_printf(out, "note: %s\n", cost_note_text(bit));
@@ -340,6 +380,8 @@ json_t *cost_report_to_json(const cost_report *r)
         put(o, "count", json_amount(c->count), &ok);
         put(o, "bytes", json_amount(c->bytes), &ok);
         put(o, "seconds", json_real(c->seconds), &ok);
+        put(o, "written", json_amount(c->written), &ok);
+        put(o, "bytes_written", json_amount(c->bytes_written), &ok);
     }
     put(cost, "top_ops", top, &ok);
     for (int i = 0; i < r->n_top; i++) {
@@ -360,6 +402,24 @@ json_t *cost_report_to_json(const cost_report *r)
     }
     put(cost, "while_loops", json_integer(r->while_loops), &ok);
     put(cost, "while_loops_counted_once", json_integer(r->while_loops_counted_once), &ok);
+    json_t *loops = json_array();
+    put(cost, "loops", loops, &ok);
+    for (int i = 0; loops && i < r->n_loops; i++) {
+        const cost_loop *l = &r->loops[i];
+        json_t *o = json_object();
+        if (!o || json_array_append_new(loops, o) < 0) {
+            ok = false;
+            continue;
+        }
+        json_t *nm = json_string(l->name);
+        put(o, "name", nm ? nm : json_string(""), &ok);
+        put(o, "line", json_integer(l->line), &ok);
+        put(o, "col", json_integer(l->col), &ok);
+        put(o, "trips", l->trips >= 0 ? json_integer(l->trips) : json_null(), &ok);
+        put(o, "runs", json_amount(l->runs), &ok);
+        put(o, "depth", json_integer(l->depth), &ok);
+        put(o, "collectives", json_integer(l->collectives), &ok);
+    }
     put(cost, "notes", notes, &ok);
     for (unsigned bit = 1; bit && bit <= COST_NOTE_GROUP_OFF_MESH; bit <<= 1)
         if (r->notes & bit) {

@@ -116,6 +116,7 @@ typedef struct prep {
     func_name *names; /* sorted by name */
     int n_names;
     int depth;
+    uint32_t loop_depth; /* while loops around the op being walked */
     /* stacks of the live-range walk; nested blocks push above and pop back,
      * so each block's part stays contiguous.  Indices, since they grow. */
     int64_t *scratch; /* per block: difference array, then nested peaks */
@@ -469,6 +470,34 @@ bool cost__is_bitcast_reshape(const ir_op *op, const ir_type *a, const ir_type *
     }
 }
 
+/* A broadcast_in_dim that only inserts unit dims (as many elements in as
+ * out, operand dims kept in order): JAX writes one before every
+ * dynamic_update_slice of a scan, [48,2048] -> [1,48,2048].  A bitcast like
+ * the reshapes above. */
+bool cost__is_bitcast_broadcast(const ir_op *op, const ir_type *a, const ir_type *b)
+{
+    if (op->opcode != IR_OP_BROADCAST_IN_DIM || op->n_operands != 1 || op->n_results != 1)
+        return false;
+    if (!a || !b || a->kind != IR_T_TENSOR || b->kind != IR_T_TENSOR || a->rank < 0 || b->rank < a->rank)
+        return false;
+    int64_t d[IR_MAX_RANK];
+    int n = ir_attr_int_list(ir_op_attr(op, "broadcast_dimensions"), d, IR_MAX_RANK);
+    if (n != a->rank)
+        return false;
+    for (int i = 0; i < n; i++)
+        if (d[i] < 0 || d[i] >= b->rank || (i > 0 && d[i] <= d[i - 1]) || a->dims[i] < 0 || a->dims[i] != b->dims[d[i]])
+            return false;
+    for (int j = 0; j < b->rank; j++)
+        if (b->dims[j] != 1) {
+            bool kept = false;
+            for (int i = 0; i < n && !kept; i++)
+                kept = d[i] == j;
+            if (!kept)
+                return false;
+        }
+    return true;
+}
+
 /* Ops of other dialects that compute nothing: sharding annotations (the
  * identity on a device), constants, terminators. */
 static bool is_free_foreign(const ir_op *op)
@@ -488,7 +517,7 @@ static bool is_free_foreign(const ir_op *op)
 bool cost__is_alias_op(const ir_op *op, const ir_type *a, const ir_type *b)
 {
     if (op->opcode == IR_OP_GET_TUPLE_ELEMENT || op->opcode == IR_OP_OPTIMIZATION_BARRIER ||
-        cost__is_bitcast_reshape(op, a, b))
+        cost__is_bitcast_reshape(op, a, b) || cost__is_bitcast_broadcast(op, a, b))
         return true;
     return op->opcode == IR_OP_UNKNOWN && op->n_operands == op->n_results &&
            (strcmp(op->name, "sdy.sharding_constraint") == 0 || strcmp(op->name, "sdy.propagation_barrier") == 0);
@@ -634,6 +663,7 @@ void cost__coll_formula(cost_coll_item *it, ir_opcode opc, double in_bytes, doub
         it->bytes = in_bytes;
         it->payload = n > 0 ? in_bytes : 0;
         it->steps = n > 0 ? 1 : 0;
+        it->once = it->bytes;
         return;
     }
     double ring = n > 1 ? (double)(n - 1) / (double)n : 0;
@@ -670,6 +700,7 @@ void cost__coll_formula(cost_coll_item *it, ir_opcode opc, double in_bytes, doub
         it->steps = steps;
         break;
     }
+    it->once = it->bytes;
 }
 
 static int add_collective(prep *c, const fn_info *f, const ir_op *op, double mult)
@@ -739,6 +770,7 @@ static int add_collective(prep *c, const fn_info *f, const ir_op *op, double mul
     it.flat = !on_mesh;
     if (!on_mesh)
         it.axes = 0;
+    it.once = it.bytes;
     it.payload *= mult;
     it.steps *= mult;
     it.bytes *= mult;
@@ -770,57 +802,210 @@ static bool const_int(const ir_value *v, int64_t *out)
     return true;
 }
 
-/* Trips of a counter loop: the condition is `compare LT, %i, limit` with
- * limit a constant (or a loop-invariant carried constant), %i starts at a
- * constant and the body returns `%i + step` for a constant step > 0. */
+/*
+ * A slot of a while loop's carried state, as the regions see it: block
+ * argument `arg` itself (tuple -1: a variadic stablehlo.while, as JAX prints
+ * scans) or element `tuple` of it (HLO's while over one tuple).
+ */
+typedef struct loop_slot {
+    uint32_t arg;
+    int64_t tuple;
+} loop_slot;
+
+/* Which slot of block b the value v is: b's argument or a get_tuple_element
+ * of one.  False for anything computed. */
+static bool slot_of(const ir_value *v, const ir_block *b, loop_slot *out)
+{
+    if (!v)
+        return false;
+    if (!v->def) {
+        if (v->block != b)
+            return false;
+        out->arg = v->index;
+        out->tuple = -1;
+        return true;
+    }
+    const ir_op *g = v->def;
+    if (g->opcode != IR_OP_GET_TUPLE_ELEMENT || g->n_operands != 1 || !g->operands[0] || g->operands[0]->def ||
+        g->operands[0]->block != b)
+        return false;
+    ir_attr *ia = ir_op_attr(g, "index");
+    if (!ia || ia->kind != IR_A_INT || ia->u.i < 0)
+        return false;
+    out->arg = g->operands[0]->index;
+    out->tuple = ia->u.i;
+    return true;
+}
+
+/* The value that fills slot s in the list vals (the while's operands, or
+ * what its body returns): vals[s.arg], or operand s.tuple of the `tuple`
+ * op that built it.  NULL when it cannot be told. */
+static const ir_value *slot_value(const ir_value *const *vals, uint32_t n, loop_slot s)
+{
+    if (s.arg >= n || !vals[s.arg])
+        return NULL;
+    const ir_value *v = vals[s.arg];
+    if (s.tuple < 0)
+        return v;
+    const ir_op *t = v->def;
+    if (!t || t->opcode != IR_OP_TUPLE || (uint64_t)s.tuple >= t->n_operands)
+        return NULL;
+    return t->operands[s.tuple];
+}
+
+/* A constant integer, seen through converts and reshapes of one element
+ * (HLO prints `s32[] constant(8)`, JAX `stablehlo.constant dense<8>`). */
+static bool const_int_deep(const ir_value *v, int64_t *out)
+{
+    for (int hops = 0; v && hops < 4; hops++) {
+        if (const_int(v, out))
+            return true;
+        const ir_op *d = v->def;
+        if (!d || d->n_operands != 1 || (d->opcode != IR_OP_CONVERT && d->opcode != IR_OP_RESHAPE &&
+                                         d->opcode != IR_OP_BROADCAST_IN_DIM))
+            return false;
+        v = d->operands[0];
+    }
+    return false;
+}
+
+/* The trip count XLA wrote on the loop: backend_config={"known_trip_count":
+ * {"n":"8"}} (the HLO parser keeps it as the string `hlo.backend_config`). */
+static bool known_trip_count(const ir_op *w, int64_t *trips)
+{
+    ir_attr *a = ir_op_attr(w, "hlo.backend_config");
+    if (!a || a->kind != IR_A_STRING || !a->u.str.s || !strstr(a->u.str.s, "known_trip_count"))
+        return false;
+    json_t *j = json_loads(a->u.str.s, 0, NULL);
+    json_t *n = json_object_get(json_object_get(j, "known_trip_count"), "n");
+    bool ok = false;
+    long long v = 0;
+    if (json_is_string(n)) {
+        char *end;
+        v = strtoll(json_string_value(n), &end, 10);
+        ok = end != json_string_value(n) && *end == '\0';
+    } else if (json_is_integer(n)) {
+        v = json_integer_value(n);
+        ok = true;
+    }
+    json_decref(j);
+    if (!ok || v < 0)
+        return false;
+    *trips = v;
+    return true;
+}
+
+/* The slot the condition tests and the bound, when the condition is `i < n`
+ * (`compare LT, i, n` or `compare GT, n, i`; LE and GE count one more) with
+ * n a constant or a carried slot the body never changes.  *incl: the bound
+ * is included. */
+static bool loop_bound(const ir_op *w, loop_slot *ctr, int64_t *limit, bool *incl)
+{
+    const ir_block *cb = w->regions[0].first, *bb = w->regions[1].first;
+    const ir_op *ret = cb->last;
+    if (ret->n_operands != 1 || !ret->operands[0])
+        return false;
+    const ir_op *cmp = ret->operands[0]->def;
+    char dir[8];
+    if (!cmp || cmp->opcode != IR_OP_COMPARE || cmp->n_operands != 2 || !ir_compare_direction(cmp, dir, sizeof dir))
+        return false;
+    const ir_value *iv, *lim;
+    if (!strcmp(dir, "LT") || !strcmp(dir, "LE")) {
+        iv = cmp->operands[0], lim = cmp->operands[1];
+    } else if (!strcmp(dir, "GT") || !strcmp(dir, "GE")) {
+        iv = cmp->operands[1], lim = cmp->operands[0];
+    } else {
+        return false;
+    }
+    *incl = dir[1] == 'E';
+    if (!slot_of(iv, cb, ctr))
+        return false;
+    if (const_int_deep(lim, limit))
+        return true;
+    /* a loop-invariant carried bound: the body hands it back unchanged */
+    loop_slot ls;
+    if (!slot_of(lim, cb, &ls) || !bb->last)
+        return false;
+    const ir_value *back = slot_value((const ir_value *const *)bb->last->operands, bb->last->n_operands, ls);
+    loop_slot bs;
+    if (!back || !slot_of(back, bb, &bs) || bs.arg != ls.arg || bs.tuple != ls.tuple)
+        return false;
+    return const_int_deep(slot_value((const ir_value *const *)w->operands, w->n_operands, ls), limit);
+}
+
+/*
+ * Trips of a counter loop: the condition compares a carried counter with a
+ * bound (loop_bound), the counter starts at a constant and the body returns
+ * `counter + step` for a constant step > 0.  Both forms of the carried
+ * state are read: JAX's variadic while (the counter is a block argument)
+ * and HLO's while over one tuple (the counter is get_tuple_element i of the
+ * argument, the init and the body's result `tuple` ops).  A trip count XLA
+ * wrote on the loop (known_trip_count) is taken as it is.
+ */
 static bool while_trips(const ir_op *w, int64_t *trips)
 {
+    if (known_trip_count(w, trips))
+        return true;
     if (w->n_regions != 2)
         return false;
     const ir_block *cb = w->regions[0].first, *bb = w->regions[1].first;
     if (!cb || !bb || cb->n_args != w->n_operands || bb->n_args != w->n_operands || !cb->last || !bb->last)
         return false;
-    const ir_op *ret = cb->last, *bret = bb->last;
-    if (ret->n_operands != 1 || bret->n_operands != w->n_operands || !ret->operands[0])
+    const ir_op *bret = bb->last;
+    if (bret->n_operands != w->n_operands)
         return false;
-    const ir_op *cmp = ret->operands[0]->def;
-    char dir[8];
-    if (!cmp || cmp->opcode != IR_OP_COMPARE || cmp->n_operands != 2 ||
-        !ir_compare_direction(cmp, dir, sizeof dir) || strcmp(dir, "LT") != 0)
-        return false;
-    const ir_value *iv = cmp->operands[0], *lim = cmp->operands[1];
-    if (!iv || !lim || iv->def || iv->block != cb)
-        return false;
-    uint32_t k = iv->index;
+    loop_slot ctr;
     int64_t limit, init, step;
-    if (!const_int(lim, &limit)) {
-        if (lim->def || lim->block != cb)
-            return false;
-        uint32_t j = lim->index;
-        if (!const_int(w->operands[j], &limit) || bret->operands[j] != &bb->args[j])
-            return false;
-    }
-    if (!const_int(w->operands[k], &init))
+    bool incl;
+    if (!loop_bound(w, &ctr, &limit, &incl))
         return false;
-    const ir_op *inc = bret->operands[k] ? bret->operands[k]->def : NULL;
+    if (!const_int_deep(slot_value((const ir_value *const *)w->operands, w->n_operands, ctr), &init))
+        return false;
+    const ir_value *next = slot_value((const ir_value *const *)bret->operands, bret->n_operands, ctr);
+    const ir_op *inc = next ? next->def : NULL;
     if (!inc || inc->opcode != IR_OP_ADD || inc->n_operands != 2)
         return false;
-    if (inc->operands[0] == &bb->args[k] && const_int(inc->operands[1], &step)) {
+    loop_slot s;
+    if (slot_of(inc->operands[0], bb, &s) && s.arg == ctr.arg && s.tuple == ctr.tuple &&
+        const_int_deep(inc->operands[1], &step)) {
         /* %i + step */
-    } else if (inc->operands[1] == &bb->args[k] && const_int(inc->operands[0], &step)) {
+    } else if (slot_of(inc->operands[1], bb, &s) && s.arg == ctr.arg && s.tuple == ctr.tuple &&
+               const_int_deep(inc->operands[0], &step)) {
         /* step + %i */
     } else {
         return false;
     }
     if (step <= 0)
         return false;
-    if (limit <= init) {
+    double span = (double)limit - (double)init + (incl ? 1 : 0);
+    if (span <= 0) {
         *trips = 0;
         return true;
     }
-    double t = ceil(((double)limit - (double)init) / (double)step);
+    double t = ceil(span / (double)step);
     *trips = t > 1e15 ? (int64_t)1e15 : (int64_t)t;
     return true;
+}
+
+/* Records loop w (trips -1 when not readable), run `mult` times per step. */
+static int add_loop(prep *c, const ir_op *w, int64_t trips, double mult)
+{
+    cost_program *p = c->p;
+    if (p->n_loops == p->cap_loops) {
+        size_t cap = p->cap_loops ? 2 * p->cap_loops : 8;
+        cost_loop_item *v = ap_realloc(p->loops, cap * sizeof *v);
+        if (!v)
+            return ap_error_set(c->err, AP_ENOMEM, "out of memory preparing the cost model");
+        p->loops = v;
+        p->cap_loops = cap;
+    }
+    cost_loop_item *it = &p->loops[p->n_loops++];
+    it->op = w;
+    it->trips = trips;
+    it->runs = trips < 0 ? mult : mult * (double)trips;
+    it->depth = c->loop_depth;
+    it->colls = 0;
+    return 0;
 }
 
 /* ============================================================ the walk */
@@ -1011,8 +1196,14 @@ bool cost__op_cost(const cost_opview *v, unsigned *notes, double *flops_out, dou
         break;
 
     /* data movement: zero flops, bytes actually touched */
-    case IR_OP_SLICE:
     case IR_OP_DYNAMIC_SLICE:
+        /* a slice of a loop-carried stack (a scan's layer): an address
+         * computation, its users read the slice where it lies */
+        if (v->carried)
+            return false;
+        bytes = 2 * TBYTES(rt[0]);
+        break;
+    case IR_OP_SLICE:
     case IR_OP_REAL_DYNAMIC_SLICE:
         /* reads only the slice: a local copy (also how SPMD programs take
          * their shard by partition id) */
@@ -1024,7 +1215,10 @@ bool cost__op_cost(const cost_opview *v, unsigned *notes, double *flops_out, dou
         bytes = 2 * TBYTES(rt[0]) + (op->n_operands > 1 ? TBYTES(ot[1]) : 0);
         break;
     case IR_OP_DYNAMIC_UPDATE_SLICE:
-        /* in place: reads and writes the update only */
+        /* in place: reads and writes the update only; into a loop-carried
+         * stack, the update's producer writes it into its slot */
+        if (v->carried)
+            return false;
         bytes = op->n_operands > 1 ? 2 * TBYTES(ot[1]) : 0;
         break;
     case IR_OP_SCATTER: {
@@ -1042,6 +1236,13 @@ bool cost__op_cost(const cost_opview *v, unsigned *notes, double *flops_out, dou
         break;
     case IR_OP_RESHAPE:
         if (cost__is_bitcast_reshape(op, o0, op->n_results == 1 ? rt[0] : NULL))
+            return false;
+        bytes = plain_bytes(v, notes);
+        break;
+    case IR_OP_BROADCAST_IN_DIM:
+        /* unit dims only: a bitcast, unless fused into its user (which then
+         * reads the operand through it) */
+        if (!v->res_fused && cost__is_bitcast_broadcast(op, o0, op->n_results == 1 ? rt[0] : NULL))
             return false;
         bytes = plain_bytes(v, notes);
         break;
@@ -1075,6 +1276,49 @@ bool cost__op_cost(const cost_opview *v, unsigned *notes, double *flops_out, dou
     *prec_out = prec;
     *matmul_out = matmul;
     return true;
+}
+
+/* The carried value (a while body's block argument, or an element of its
+ * tuple) that v is, looking through bitcasts; NULL when v is computed. */
+static const ir_value *carried_root(const ir_value *v)
+{
+    for (int hops = 0; v && hops < 8; hops++) {
+        if (!v->def) {
+            const ir_block *b = v->block;
+            const ir_op *w = b && b->parent ? b->parent->parent : NULL;
+            return w && w->opcode == IR_OP_WHILE && w->n_regions == 2 && b->parent == &w->regions[1] ? v : NULL;
+        }
+        const ir_op *d = v->def;
+        if (d->n_operands < 1 || !is_alias_op(d))
+            return NULL;
+        v = d->operands[d->n_operands == d->n_results ? v->index : 0];
+    }
+    return NULL;
+}
+
+/* A dynamic_slice or dynamic_update_slice of a scan's stacked buffer: its
+ * operand carried by the while whose body holds the op (the update, for an
+ * update, computed in that body).  XLA runs these as address computations:
+ * the slice's users read it in place, the update's producer writes into the
+ * slot (in-place dynamic-update-slice fusion).  Scanned and unrolled forms of
+ * one model then cost the same. */
+static bool carried_slot_op(const ir_op *op)
+{
+    if ((op->opcode != IR_OP_DYNAMIC_SLICE && op->opcode != IR_OP_DYNAMIC_UPDATE_SLICE) || op->n_operands < 2)
+        return false;
+    const ir_value *root = carried_root(op->operands[0]);
+    if (!root || root->block != op->parent)
+        return false;
+    if (op->opcode == IR_OP_DYNAMIC_SLICE) {
+        /* a slice the body hands on as carried state is a copy */
+        const ir_op *ret = op->parent->last;
+        for (uint32_t i = 0; ret && i < ret->n_operands; i++)
+            if (ret->operands[i] == &op->results[0])
+                return false;
+        return true;
+    }
+    const ir_value *u = op->operands[1];
+    return u && u->def && u->def->parent == op->parent;
 }
 
 /* Structure, ids and aliases: free. */
@@ -1112,21 +1356,29 @@ static int walk_op(prep *c, fn_info *f, const ir_op *op, double mult, int64_t *n
     case IR_OP_WHILE: {
         int64_t trips;
         p->while_loops++;
-        if (!while_trips(op, &trips)) {
+        bool known = while_trips(op, &trips);
+        size_t li = p->n_loops, colls0 = p->n_colls;
+        int rc = add_loop(c, op, known ? trips : -1, mult);
+        if (rc < 0)
+            return rc;
+        c->loop_depth++;
+        if (!known) {
             p->while_once++;
             p->notes |= COST_NOTE_WHILE_ONCE;
-            return walk_regions(c, f, op, mult, nested);
+            rc = walk_regions(c, f, op, mult, nested);
+        } else {
+            /* the condition runs once more than the body */
+            for (uint32_t r = 0; r < 2 && rc == 0; r++)
+                for (const ir_block *b = op->regions[r].first; b && rc == 0; b = b->next) {
+                    int64_t pk = 0;
+                    rc = walk_block(c, f, b, mult * (double)(r == 0 ? trips + 1 : trips), nested ? &pk : NULL, false);
+                    if (nested && pk > *nested)
+                        *nested = pk;
+                }
         }
-        for (uint32_t r = 0; r < 2; r++)
-            for (const ir_block *b = op->regions[r].first; b; b = b->next) {
-                int64_t pk = 0;
-                int rc = walk_block(c, f, b, mult * (double)(r == 0 ? trips + 1 : trips), nested ? &pk : NULL, false);
-                if (rc < 0)
-                    return rc;
-                if (nested && pk > *nested)
-                    *nested = pk;
-            }
-        return 0;
+        c->loop_depth--;
+        p->loops[li].colls = (uint32_t)(p->n_colls - colls0);
+        return rc;
     }
     case IR_OP_IF:
     case IR_OP_CASE:
@@ -1165,7 +1417,7 @@ static int walk_op(prep *c, fn_info *f, const ir_op *op, double mult, int64_t *n
     }
     for (uint32_t j = 0; j < op->n_results; j++)
         types[op->n_operands + j] = op->results[j].type;
-    cost_opview view = {op, types, types + op->n_operands, fused, fused_into_user(f, op)};
+    cost_opview view = {op, types, types + op->n_operands, fused, fused_into_user(f, op), carried_slot_op(op)};
     double flops, bytes, matmul;
     cost_prec prec;
     int rc = 0;
@@ -1236,6 +1488,31 @@ static int def_push(prep *c, uint32_t value, int32_t step)
 }
 
 /*
+ * The operand whose buffer result i of op reuses, beyond the aliases
+ * (is_alias_op): a while's carried state runs in place (result i in operand
+ * i's buffer) and a dynamic_update_slice of a scan's stack writes into it,
+ * each only when that operand has no other use, so that the estimate still
+ * errs high, never low; a slot the loop passes through unchanged is its
+ * operand in any case.  NO_INDEX otherwise.
+ */
+static uint32_t in_place_source(const fn_info *f, const ir_op *op, uint32_t i)
+{
+    const ir_value *src = NULL;
+    if (op->opcode == IR_OP_WHILE && op->n_operands == op->n_results) {
+        src = op->operands[i];
+        /* a slot the body hands back unchanged (the stacked weights of a
+         * scan) is its operand, whatever else reads that */
+        const ir_block *bb = op->n_regions == 2 ? op->regions[1].first : NULL;
+        const ir_op *ret = bb ? bb->last : NULL;
+        if (ret && ret->n_operands == op->n_results && i < bb->n_args && ret->operands[i] == &bb->args[i])
+            return vid(f, src);
+    } else if (op->opcode == IR_OP_DYNAMIC_UPDATE_SLICE && i == 0 && carried_slot_op(op))
+        src = op->operands[0];
+    uint32_t k = vid(f, src);
+    return k != NO_INDEX && f->use_count[k] == 1 ? k : NO_INDEX;
+}
+
+/*
  * Costs block b executed `mult` times.  With peak not NULL, also the peak
  * bytes live in b at any of its steps: values defined in b from their step
  * to their last use in b, plus what nested regions hold at their step; with
@@ -1279,13 +1556,15 @@ static int walk_block(prep *c, fn_info *f, const ir_block *b, double mult, int64
                 continue;
             f->last_use[r] = s;
             f->root[r] = r;
-            if (alias && op->n_operands > 0) {
-                uint32_t src = vid(f, op->operands[op->n_operands == op->n_results ? i : 0]);
-                if (src != NO_INDEX)
-                    f->root[r] = f->root[src];
-            } else if (f->vsize[r] > 0 && (rc = def_push(c, r, s)) < 0) {
+            uint32_t src = NO_INDEX;
+            if (alias && op->n_operands > 0)
+                src = vid(f, op->operands[op->n_operands == op->n_results ? i : 0]);
+            else
+                src = in_place_source(f, op, i);
+            if (src != NO_INDEX)
+                f->root[r] = f->root[src];
+            else if (!alias && f->vsize[r] > 0 && (rc = def_push(c, r, s)) < 0)
                 goto out;
-            }
         }
         int64_t nested = 0;
         if ((rc = walk_op(c, f, op, mult, &nested)) < 0)
@@ -1388,6 +1667,7 @@ void cost_program_free(cost_program *p)
     ap_free(p->prec);
     ap_free(p->ops);
     ap_free(p->colls);
+    ap_free(p->loops);
     ap_free(p);
 }
 

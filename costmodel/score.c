@@ -244,7 +244,8 @@ static int op_record(cost_scorer *s, const ir_partition *p, uint32_t k, ap_error
         }
     }
     r->fused = nr == 1 && value_fused(s, k, ir_pctx_result_value(s->c, k, 0));
-    cost_opview view = {op, s->tptr, s->tptr + no, s->fbuf, r->iota_off ? false : r->fused};
+    /* no loop-carried stacks: the scorer refuses while loops */
+    cost_opview view = {op, s->tptr, s->tptr + no, s->fbuf, r->iota_off ? false : r->fused, false};
     cost_prec prec = COST_PREC_VECTOR;
     r->flops = r->bytes = r->matmul = 0;
     r->item = !cost__free_op((ir_opcode)op->opcode) &&

@@ -732,6 +732,274 @@ START_TEST(test_while_trip_count)
 }
 END_TEST
 
+/* An HLO while over a tuple, as XLA prints a scan: the counter is element 0
+ * of the carried tuple, its init an element of the `tuple` operand, its
+ * step in the body's result tuple; an all_reduce in the body. */
+#define HLO_LOOP_FMT                                                                                  \
+    "HloModule m, num_partitions=2\n\n"                                                               \
+    "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\n"  \
+    "body {\n"                                                                                        \
+    "  p = (s32[], f32[64,64], s32[]) parameter(0)\n"                                                 \
+    "  i = s32[] get-tuple-element(p), index=0\n"                                                     \
+    "  x = f32[64,64] get-tuple-element(p), index=1\n"                                                \
+    "  n = s32[] get-tuple-element(p), index=2\n"                                                     \
+    "  one = s32[] constant(1)\n"                                                                     \
+    "  i1 = s32[] add(one, i)\n"                                                                      \
+    "  y = f32[64,64] dot(x, x), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"               \
+    "  z = f32[64,64] all-reduce(y), replica_groups={{0,1}}, to_apply=add\n"                          \
+    "  ROOT t = (s32[], f32[64,64], s32[]) tuple(i1, z, n)\n"                                         \
+    "}\n\n"                                                                                           \
+    "cond {\n"                                                                                        \
+    "  p = (s32[], f32[64,64], s32[]) parameter(0)\n"                                                 \
+    "  i = s32[] get-tuple-element(p), index=0\n"                                                     \
+    "  n = s32[] get-tuple-element(p), index=2\n"                                                     \
+    "  lim = s32[] constant(5)\n"                                                                     \
+    "  ROOT lt = pred[] compare(%s), direction=%s\n"                                                  \
+    "}\n\n"                                                                                           \
+    "ENTRY main {\n"                                                                                  \
+    "  a = f32[64,64] parameter(0)\n"                                                                 \
+    "  k = s32[] parameter(1)\n"                                                                      \
+    "  z = s32[] constant(%d)\n"                                                                      \
+    "  nn = s32[] constant(9)\n"                                                                      \
+    "  t0 = (s32[], f32[64,64], s32[]) tuple(z, a, %s)\n"                                             \
+    "  w = (s32[], f32[64,64], s32[]) while(t0), condition=cond, body=body%s\n"                       \
+    "  ROOT r = f32[64,64] get-tuple-element(w), index=1\n"                                           \
+    "}\n"
+
+static cost_report hlo_loop_report(const char *cmp, const char *dir, int init, const char *bound, const char *extra)
+{
+    char text[4096];
+    snprintf(text, sizeof text, HLO_LOOP_FMT, cmp, dir, init, bound, extra);
+    cost_device d = toy();
+    return report_of(text, &d, NULL);
+}
+
+START_TEST(test_while_trip_count_hlo_tuple)
+{
+    const double dot = 2.0 * 64 * 64 * 64, ar = 64.0 * 64 * 4;
+    /* i < 5 from 0: 5 trips */
+    cost_report r = hlo_loop_report("i, lim", "LT", 0, "nn", "");
+    ck_assert_msg(r.matmul_flops == 5 * dot, "%g", r.matmul_flops);
+    ck_assert(r.while_loops == 1 && r.while_loops_counted_once == 0 && !(r.notes & COST_NOTE_WHILE_ONCE));
+    ck_assert_int_eq(r.n_loops, 1);
+    ck_assert_int_eq(r.loops[0].trips, 5);
+    ck_assert(r.loops[0].runs == 5 && r.loops[0].depth == 0 && r.loops[0].collectives == 1);
+    ck_assert_str_eq(r.loops[0].name, "w");
+    /* collectives: one as written, five per step */
+    ck_assert(r.coll[COST_ALL_REDUCE].written == 1 && r.coll[COST_ALL_REDUCE].count == 5);
+    ck_assert(r.coll[COST_ALL_REDUCE].bytes_written == ar && r.coll[COST_ALL_REDUCE].bytes == 5 * ar);
+    /* from 2, i <= 5 (written `lim >= i`): 2..5, 4 trips */
+    r = hlo_loop_report("lim, i", "GE", 2, "nn", "");
+    ck_assert_int_eq(r.loops[0].trips, 4);
+    ck_assert(r.matmul_flops == 4 * dot && r.coll[COST_ALL_REDUCE].count == 4);
+    /* the bound a carried constant the body hands back: i < 9 */
+    r = hlo_loop_report("i, n", "LT", 0, "nn", "");
+    ck_assert_int_eq(r.loops[0].trips, 9);
+    ck_assert(r.matmul_flops == 9 * dot);
+    /* the bound a parameter: unknown, counted once, said so */
+    r = hlo_loop_report("i, n", "LT", 0, "k", "");
+    ck_assert_int_eq(r.loops[0].trips, -1);
+    ck_assert(r.loops[0].runs == 1 && r.matmul_flops == dot && r.while_loops_counted_once == 1);
+    ck_assert(r.notes & COST_NOTE_WHILE_ONCE);
+    ck_assert(r.coll[COST_ALL_REDUCE].written == 1 && r.coll[COST_ALL_REDUCE].count == 1);
+    ap_buf b;
+    ap_buf_init(&b);
+    ck_assert_int_eq(cost_report_text(&r, &b), 0);
+    ck_assert_msg(strstr(b.data, "trips unknown (counted once"), "%s", b.data);
+    json_t *j = cost_report_to_json(&r);
+    json_t *loop = json_array_get(json_object_get(json_object_get(j, "cost"), "loops"), 0);
+    ck_assert(loop && json_is_null(json_object_get(loop, "trips")));
+    ck_assert_int_eq(json_integer_value(json_object_get(loop, "collectives")), 1);
+    json_decref(j);
+    ap_buf_free(&b);
+    /* ... unless XLA wrote the trip count on the loop */
+    r = hlo_loop_report("i, n", "LT", 0, "k", ", backend_config={\"known_trip_count\":{\"n\":\"8\"}}");
+    ck_assert_int_eq(r.loops[0].trips, 8);
+    ck_assert(r.matmul_flops == 8 * dot && r.while_loops_counted_once == 0);
+    ap_buf_init(&b);
+    ck_assert_int_eq(cost_report_text(&r, &b), 0);
+    ck_assert_msg(strstr(b.data, "trips 8 "), "%s", b.data);
+    j = cost_report_to_json(&r);
+    loop = json_array_get(json_object_get(json_object_get(j, "cost"), "loops"), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(loop, "trips")), 8);
+    json_t *arj = json_object_get(json_object_get(json_object_get(j, "cost"), "collectives"), "all_reduce");
+    ck_assert_int_eq(json_integer_value(json_object_get(arj, "written")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(arj, "count")), 8);
+    json_decref(j);
+    ap_buf_free(&b);
+}
+END_TEST
+
+/* A scan's stack: the layer read with dynamic_slice at the counter and the
+ * result written back with dynamic_update_slice (after a unit-dim
+ * broadcast) are address computations and a bitcast - they cost nothing -
+ * unless the slice itself is handed on as carried state (a copy). */
+#define STACK_FMT                                                                                            \
+    "func.func public @main(%%s: tensor<4x64xf32>, %%x: tensor<64xf32>) -> tensor<64xf32> {\n"              \
+    "  %%c0 = stablehlo.constant dense<0> : tensor<i32>\n"                                                    \
+    "  %%z1 = stablehlo.constant dense<0.0> : tensor<1x64xf32>\n"                                             \
+    "  %%r:4 = stablehlo.while(%%i = %%c0, %%st = %%s, %%v = %%x, %%k = %%z1) : tensor<i32>, tensor<4x64xf32>, " \
+    "tensor<64xf32>, tensor<1x64xf32>\n"                                                                      \
+    "   cond {\n"                                                                                             \
+    "    %%n = stablehlo.constant dense<4> : tensor<i32>\n"                                                   \
+    "    %%p = stablehlo.compare LT, %%i, %%n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"           \
+    "    stablehlo.return %%p : tensor<i1>\n"                                                                 \
+    "  } do {\n"                                                                                              \
+    "    %%z = stablehlo.constant dense<0> : tensor<i32>\n"                                                   \
+    "    %%d = stablehlo.dynamic_slice %%st, %%i, %%z, sizes = [1, 64] : (tensor<4x64xf32>, tensor<i32>, "      \
+    "tensor<i32>) -> tensor<1x64xf32>\n"                                                                      \
+    "    %%w = stablehlo.reshape %%d : (tensor<1x64xf32>) -> tensor<64xf32>\n"                                \
+    "    %%v2 = stablehlo.multiply %%v, %%w : tensor<64xf32>\n"                                               \
+    "    %%b = stablehlo.broadcast_in_dim %%v2, dims = [1] : (tensor<64xf32>) -> tensor<1x64xf32>\n"          \
+    "    %%st2 = stablehlo.dynamic_update_slice %%st, %%b, %%i, %%z : (tensor<4x64xf32>, tensor<1x64xf32>, "   \
+    "tensor<i32>, tensor<i32>) -> tensor<4x64xf32>\n"                                                         \
+    "    %%one = stablehlo.constant dense<1> : tensor<i32>\n"                                                 \
+    "    %%i2 = stablehlo.add %%i, %%one : tensor<i32>\n"                                                     \
+    "    stablehlo.return %%i2, %%st2, %%v2, %s : tensor<i32>, tensor<4x64xf32>, tensor<64xf32>, "            \
+    "tensor<1x64xf32>\n"                                                                                      \
+    "  }\n"                                                                                                   \
+    "  return %%r#2 : tensor<64xf32>\n}\n"
+
+static bool top_has(const cost_report *r, const char *op)
+{
+    for (int i = 0; i < r->n_top; i++)
+        if (!strcmp(r->top[i].op, op))
+            return true;
+    return false;
+}
+
+START_TEST(test_scan_stack_slices)
+{
+    char text[4096];
+    cost_device d = toy();
+    cost_options o = {0, COST_TOP_MAX};
+    snprintf(text, sizeof text, STACK_FMT, "%k");
+    cost_report r = report_of(text, &d, &o);
+    ck_assert_int_eq(r.loops[0].trips, 4);
+    ck_assert(top_has(&r, "stablehlo.multiply") && top_has(&r, "stablehlo.add"));
+    ck_assert(!top_has(&r, "stablehlo.dynamic_slice") && !top_has(&r, "stablehlo.dynamic_update_slice") &&
+              !top_has(&r, "stablehlo.broadcast_in_dim") && !top_has(&r, "stablehlo.reshape"));
+    /* 4 trips: the multiply reads two [64] f32 and writes one, the counter
+     * add 3 scalars; 5 compares read 2 scalars and write an i1 */
+    ck_assert_msg(r.bytes_per_device == 4 * (3 * 256 + 12) + 5 * 9, "%g", r.bytes_per_device);
+    /* the slice handed on as carried state: copied (read and written) */
+    snprintf(text, sizeof text, STACK_FMT, "%d");
+    r = report_of(text, &d, &o);
+    ck_assert(top_has(&r, "stablehlo.dynamic_slice"));
+    ck_assert_msg(r.bytes_per_device == 4 * (3 * 256 + 12 + 2 * 256) + 5 * 9, "%g", r.bytes_per_device);
+}
+END_TEST
+
+/* The scanned training steps of the corpus: MaxText's HLO while loops over
+ * tuples (8 layers; 32 and 80 layers with collectives in the bodies) and
+ * the deepseek step's four scans; every loop read, and the per-step
+ * collectives the written ones times the trip counts. */
+START_TEST(test_corpus_loop_trips)
+{
+    static const struct {
+        const char *file;
+        int n;
+        int64_t trips[4];
+    } cases[] = {
+        {"xla_maxtext_train_step_1gpu_preopt.hlo", 2, {8, 8}},
+        {"xla_maxtext_llama3_8b_cp_train_step_4dev_spmd.hlo", 2, {32, 32}},
+        {"xla_maxtext_llama31_70b_train_step_16x8_spmd.hlo", 2, {80, 80}},
+        {"xla_maxtext_deepseek_train_step_4dev_preopt.hlo", 4, {1, 2, 2, 1}},
+    };
+    cost_device h100 = device("h100");
+    for (size_t i = 0; i < AP_ARRAY_LEN(cases); i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/corpus/hlo/%s", AP_SHARED_DIR, cases[i].file);
+        char *text = tl_read(path, NULL);
+        ir_module *m = parse_ok(text);
+        cost_report r;
+        ap_error err;
+        ck_assert_msg(cost_estimate(m, &h100, NULL, &r, &err) == 0, "%s: %s", cases[i].file, err.msg);
+        ck_assert_msg(r.while_loops == (uint32_t)cases[i].n && r.while_loops_counted_once == 0 &&
+                          r.n_loops == cases[i].n && !(r.notes & COST_NOTE_WHILE_ONCE),
+                      "%s: %u loops, %u once", cases[i].file, r.while_loops, r.while_loops_counted_once);
+        double extra = 0; /* executions beyond the written ones */
+        for (int l = 0; l < r.n_loops; l++) {
+            ck_assert_msg(r.loops[l].trips == cases[i].trips[l], "%s: loop %d: %lld trips", cases[i].file, l,
+                          (long long)r.loops[l].trips);
+            ck_assert(r.loops[l].runs == (double)cases[i].trips[l] && r.loops[l].line > 0);
+            extra += (double)r.loops[l].collectives * (r.loops[l].runs - 1);
+        }
+        double written = 0, count = 0;
+        for (int k = 0; k < COST_COLL_COUNT; k++) {
+            written += r.coll[k].written;
+            count += r.coll[k].count;
+            ck_assert(r.coll[k].bytes >= r.coll[k].bytes_written || r.coll[k].written == 0);
+        }
+        ck_assert_msg(count == written + extra, "%s: %g per step, %g written, %g extra", cases[i].file, count,
+                      written, extra);
+        ir_module_free(m);
+        ap_free(text);
+    }
+    /* StableHLO: JAX's fori_loop of five rounds, and an early-exit loop
+     * (`i < 200 and not converged`) that must not be read as 200 trips */
+    static const struct {
+        const char *file;
+        int64_t trips;
+    } shlo[] = {{"sherloc_generic_random_categorical_f32_8.mlir", 5}, {"shlo_testdata_reg_incomplete_beta_chlo.mlir", -1}};
+    for (size_t i = 0; i < AP_ARRAY_LEN(shlo); i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/corpus/stablehlo/%s", AP_SHARED_DIR, shlo[i].file);
+        char *text = tl_read(path, NULL);
+        ir_module *m = parse_ok(text);
+        cost_report r;
+        ap_error err;
+        ck_assert_msg(cost_estimate(m, &h100, NULL, &r, &err) == 0, "%s: %s", shlo[i].file, err.msg);
+        ck_assert_int_eq(r.n_loops, 1);
+        ck_assert_msg(r.loops[0].trips == shlo[i].trips, "%s: %lld trips", shlo[i].file, (long long)r.loops[0].trips);
+        ck_assert(r.while_loops_counted_once == (shlo[i].trips < 0) && !!(r.notes & COST_NOTE_WHILE_ONCE) == (shlo[i].trips < 0));
+        ir_module_free(m);
+        ap_free(text);
+    }
+}
+END_TEST
+
+/* The same transformer written unrolled and scanned (modelgen scan=1: the
+ * layers' weights stacked, the blocks in a forward and a reverse while, the
+ * residuals stacked by dynamic_update_slice and read back by dynamic_slice)
+ * costs the same unpartitioned: the loops run `layers` times, the stacks'
+ * slices are address computations, the carried buffers are not counted
+ * twice.  (What remains is the scan's zero-filled stacks, which XLA does
+ * write, and the loop counters' scalar arithmetic.) */
+START_TEST(test_scan_matches_unrolled)
+{
+    static const struct {
+        const char *config, *extra;
+        int layers;
+    } cases[] = {{"tiny", "", 2}, {"tiny", "layers=3", 3}, {"small", "", 4}};
+    cost_device h100 = device("h100");
+    for (size_t i = 0; i < AP_ARRAY_LEN(cases); i++) {
+        char scan[64];
+        snprintf(scan, sizeof scan, "%s scan=1", cases[i].extra);
+        ir_module *mu = tl_generate("transformer", cases[i].config, cases[i].extra);
+        ir_module *ms = tl_generate("transformer", cases[i].config, scan);
+        cost_report u, s;
+        ap_error err;
+        ck_assert_msg(cost_estimate(mu, &h100, NULL, &u, &err) == 0, "%s", err.msg);
+        ck_assert_msg(cost_estimate(ms, &h100, NULL, &s, &err) == 0, "%s", err.msg);
+        ck_assert(u.while_loops == 0 && s.while_loops == 2 && s.while_loops_counted_once == 0 && s.n_loops == 2);
+        for (int l = 0; l < 2; l++)
+            ck_assert_msg(s.loops[l].trips == cases[i].layers && s.loops[l].runs == cases[i].layers, "%s %s: %lld trips",
+                          cases[i].config, cases[i].extra, (long long)s.loops[l].trips);
+        ck_assert_msg(s.matmul_flops == u.matmul_flops, "%s: matmul %g vs %g", cases[i].config, s.matmul_flops,
+                      u.matmul_flops);
+        ck_assert_msg(close_rel(s.flops_per_device, u.flops_per_device, 0.01), "%s: flops %g vs %g", cases[i].config,
+                      s.flops_per_device, u.flops_per_device);
+        ck_assert_msg(close_rel(s.bytes_per_device, u.bytes_per_device, 0.05), "%s: HBM bytes %g vs %g",
+                      cases[i].config, s.bytes_per_device, u.bytes_per_device);
+        ck_assert_msg(close_rel(s.runtime_s, u.runtime_s, 0.05), "%s %s: scanned %g s, unrolled %g s", cases[i].config,
+                      cases[i].extra, s.runtime_s, u.runtime_s);
+        ir_module_free(mu);
+        ir_module_free(ms);
+    }
+}
+END_TEST
+
 START_TEST(test_calls_and_stale_ids)
 {
     /* a private function called twice costs twice */
@@ -933,6 +1201,10 @@ static Suite *cost_suite(void)
     tcase_add_test(tc, test_roofline_and_fusion);
     tcase_add_test(tc, test_live_ranges_and_donation);
     tcase_add_test(tc, test_while_trip_count);
+    tcase_add_test(tc, test_while_trip_count_hlo_tuple);
+    tcase_add_test(tc, test_scan_stack_slices);
+    tcase_add_test(tc, test_corpus_loop_trips);
+    tcase_add_test(tc, test_scan_matches_unrolled);
     tcase_add_test(tc, test_calls_and_stale_ids);
     tcase_add_test(tc, test_out_of_memory);
     tcase_add_test(tc, test_json_keys);
