@@ -745,15 +745,65 @@ static void instantiate(tb *b, const ir_op *op)
     }
 }
 
+/* Dims of carried value k (its body argument) that the body indexes by
+ * the loop: a dynamic_slice or dynamic_update_slice taking less than the
+ * whole dim.  Tiling one would split the loop's iterations over devices
+ * (pipelining), which the loop's lowering cannot do. */
+static uint32_t carry_layer_dims(const ir_pctx *c, uint32_t k)
+{
+    uint32_t v = c->op_val0[k], mask = 0; /* result 0: the body argument */
+    const ir_type *t = val_type(c, v);
+    for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++) {
+        if (c->use_op[u] == USE_RETURN || c->use_idx[u] != 0)
+            continue;
+        const ir_op *op = c->ops[c->use_op[u]];
+        int64_t sz[IR_MAX_RANK];
+        if (op->opcode == IR_OP_DYNAMIC_SLICE) {
+            if (ir_attr_int_list(ir_op_attr(op, "slice_sizes"), sz, IR_MAX_RANK) != t->rank)
+                continue;
+        } else if (op->opcode == IR_OP_DYNAMIC_UPDATE_SLICE && op->n_operands > 1 &&
+                   rank_of(op->operands[1]) == t->rank) {
+            memcpy(sz, op->operands[1]->type->dims, sizeof *sz * (size_t)t->rank);
+        } else {
+            continue;
+        }
+        for (int d = 0; d < t->rank && d < 32; d++)
+            if (sz[d] != t->dims[d])
+                mask |= 1u << d;
+    }
+    return mask;
+}
+
+/* A carried value: (init d, yield d) -> tile<d> for its block arguments
+ * and the loop's result alike, except the dims the loop steps through.
+ * No pending sums: they are reduced before they enter or cross an
+ * iteration. */
+static void rule_carry(tb *b, uint32_t k)
+{
+    ir_pctx *c = b->c;
+    int R = rank_of(&c->ops[k]->results[0]);
+    c->carry_layer[k] = carry_layer_dims(c, k);
+    for (int d = 0; d < R; d++) {
+        if (d < 32 && (c->carry_layer[k] >> d & 1))
+            continue;
+        int8_t s[5] = {(int8_t)d, (int8_t)d, (int8_t)d, (int8_t)d, (int8_t)d};
+        add_entry(b, s, 5, IR_RED_NONE);
+    }
+}
+
 int ir__tmr_build(ir_pctx *c, ap_error *err)
 {
     tb b = {.c = c, .err = err};
     c->tmr0 = ap_malloc(sizeof *c->tmr0 * (c->n_ops + 1));
-    if (!c->tmr0)
+    c->carry_layer = ap_calloc(c->n_ops + 1, sizeof *c->carry_layer);
+    if (!c->tmr0 || !c->carry_layer)
         return ap_error_set(err, AP_ENOMEM, "out of memory building the TMR");
     for (uint32_t i = 0; i < c->n_ops; i++) {
         c->tmr0[i] = c->n_entries;
-        instantiate(&b, c->ops[i]);
+        if (c->op_kind[i] == PK_CARRY)
+            rule_carry(&b, i);
+        else if (c->op_kind[i] == PK_OP)
+            instantiate(&b, c->ops[i]);
     }
     c->tmr0[c->n_ops] = c->n_entries;
     /* identity ops on values: (tile d) -> tile<d>; (partial) -> sum, one
