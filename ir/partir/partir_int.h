@@ -108,6 +108,10 @@ typedef struct pgroup {
     bool tuple_form;
 } pgroup;
 
+/* The carry op whose loop steps through dim `dim` of value v (v enters,
+ * is yielded as, or is that carried value), -1 none. */
+int32_t ir__loop_dim_op(const ir_pctx *c, uint32_t v, int dim);
+
 /* Does scope `outer` enclose (or equal) scope `inner`? */
 static inline bool ir__scope_encloses(const ir_pctx *c, uint32_t outer, uint32_t inner)
 {

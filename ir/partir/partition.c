@@ -1132,6 +1132,43 @@ typedef struct fwd_result {
     bool any_status;
 } fwd_result;
 
+/* Why carried value `op` (a PK_CARRY) takes no loop over axis: which
+ * carried value, and what its entry and its yield disagree on. */
+static void carry_blocked(ir_partition *p, uint32_t op, int axis, const opd_status *st)
+{
+    const ir_pctx *c = p->ctx;
+    const pgroup *g = &c->groups[c->op_group[op]];
+    uint32_t i = op - g->carry0;
+    const char *an = c->mesh.names[axis];
+    unsigned line = g->src->src_line, col = g->src->src_col;
+    for (int k = 0; k < 2; k++)
+        if (st[k].st == ST_TILED && st[k].dim < 32 && (c->carry_layer[op] >> st[k].dim & 1)) {
+            record_blocked(p, IR_BLK_NO_RULE, op, axis,
+                           "carried value #%u of the while at %u:%u: dim %d (along '%s') is the dim the loop steps "
+                           "through one slice per iteration; tiling it would pipeline the loop, which is not supported",
+                           i, line, col, st[k].dim, an);
+            return;
+        }
+    if (st[0].st == ST_PARTIAL || st[1].st == ST_PARTIAL) {
+        record_blocked(p, IR_BLK_CONFLICT, op, axis,
+                       "carried value #%u of the while at %u:%u %s a pending sum over '%s': it is reduced first", i, line,
+                       col, st[0].st == ST_PARTIAL ? "enters as" : "is yielded as", an);
+        return;
+    }
+    if (st[0].st == ST_TILED && st[1].st == ST_TILED && st[0].dim != st[1].dim) {
+        record_blocked(p, IR_BLK_CONFLICT, op, axis,
+                       "carried value #%u of the while at %u:%u enters tiled on dim %d along '%s' but the body yields it "
+                       "tiled on dim %d: a carried value has one layout on entry, in the body and on exit",
+                       i, line, col, st[0].dim, an, st[1].dim);
+        return;
+    }
+    record_blocked(p, IR_BLK_CONFLICT, op, axis,
+                   "carried value #%u of the while at %u:%u: its entry (%s) and the body's yield (%s) along '%s' give no "
+                   "one layout",
+                   i, line, col, st[0].st == ST_TILED ? "tiled" : st[0].st == ST_MISMATCH ? "tiled otherwise" : "whole",
+                   st[1].st == ST_TILED ? "tiled" : st[1].st == ST_MISMATCH ? "tiled otherwise" : "whole", an);
+}
+
 static void forward_analyze(ir_partition *p, uint32_t op, int axis, fwd_result *res, bool record)
 {
     const ir_pctx *c = p->ctx;
@@ -1209,6 +1246,10 @@ static void forward_analyze(ir_partition *p, uint32_t op, int axis, fwd_result *
     if (!record || res->n_full == 1 || (res->n_full == 0 && res->n_inf == 1))
         return;
     const char *axis_name = c->mesh.names[axis];
+    if (op < c->n_ops && c->op_kind[op] == PK_CARRY) {
+        carry_blocked(p, op, axis, st);
+        return;
+    }
     if (res->n_full > 1 || res->n_inf > 1)
         record_blocked(p, IR_BLK_CONFLICT, op, axis, "%d TMR entries match the operands tiled along '%s'",
                        res->n_full > 1 ? res->n_full : res->n_inf, axis_name);
@@ -1869,6 +1910,7 @@ static int get_vop(ir_partition *p, uint32_t v, ap_error *err)
 
 int ir_first_divisible_dim(const ir_partition *p, const ir_value *val, int axis)
 {
+    /* ir__loop_dim_op: partir_int.h */
     uint32_t v = ir__value_id(p->ctx, val);
     if (v == VAL_NONE)
         return -1;
@@ -1879,10 +1921,31 @@ int ir_first_divisible_dim(const ir_partition *p, const ir_value *val, int axis)
         return -1;
     for (int d = 0; d < t->rank; d++) {
         int64_t local = local_dim(p->ctx, t, &l, d);
-        if (local > 0 && local % p->ctx->mesh.sizes[axis] == 0)
+        /* never the dim a loop steps through (a stacked weight's layers) */
+        if (local > 0 && local % p->ctx->mesh.sizes[axis] == 0 && ir__loop_dim_op(p->ctx, v, d) < 0)
             return d;
     }
     return -1;
+}
+
+int32_t ir__loop_dim_op(const ir_pctx *c, uint32_t v, int dim)
+{
+    if (dim < 0 || dim >= 32)
+        return -1;
+    int32_t k = c->val_op[v];
+    if (k >= 0 && c->op_kind[k] == PK_CARRY && (c->carry_layer[k] >> dim & 1))
+        return k;
+    for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++) {
+        uint32_t op = c->use_op[u];
+        if (op != USE_RETURN && c->op_kind[op] == PK_CARRY && (c->carry_layer[op] >> dim & 1))
+            return (int32_t)op;
+    }
+    return -1;
+}
+
+bool ir_pctx_loop_dim(const ir_pctx *c, uint32_t v, int dim)
+{
+    return v < c->n_vals && ir__loop_dim_op(c, v, dim) >= 0;
 }
 
 int ir_tile(ir_partition *p, const ir_value *val, int dim, int axis, ap_error *err)
@@ -1913,6 +1976,14 @@ int ir_tile(ir_partition *p, const ir_value *val, int dim, int axis, ap_error *e
         int at = nest_find(p, op, axis);
         if (at >= 0 && nest_of(p, op)[at].entry == c->any_entry)
             return refuse(p, "tile", v, err, "it is atomic along axis '%s'", an);
+    }
+    int32_t loop_op = ir__loop_dim_op(c, v, dim);
+    if (loop_op >= 0) {
+        const pgroup *g = &c->groups[c->op_group[loop_op]];
+        return refuse(p, "tile", v, err,
+                      "dim %d is the dim the while loop at %u:%u steps through one slice per iteration (carried value "
+                      "#%u); tiling it would pipeline the loop, which is not supported",
+                      dim, g->src->src_line, g->src->src_col, (unsigned)loop_op - g->carry0);
     }
     int64_t local = local_dim(c, t, &l, dim);
     if (local % c->mesh.sizes[axis] != 0)
