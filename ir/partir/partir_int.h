@@ -82,6 +82,8 @@ struct ir_pctx {
                                body reads or writes one slice at a time with
                                dynamic_slice / dynamic_update_slice (the
                                layer dim of a stacked weight): never tiled */
+    uint32_t *val_loopdims; /* per value: dims that are a loop's layer dim
+                               (carried, or elementwise-tied to one) */
     ir_module *scratch;     /* the carry ops live here */
     ir_ptrmap op_index;     /* source op -> its op index (skipped ops: the next one's) */
 };

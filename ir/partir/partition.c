@@ -177,6 +177,7 @@ void ir_pctx_free(ir_pctx *c)
     ap_free(c->op_scope);
     ap_free(c->op_group);
     ap_free(c->carry_layer);
+    ap_free(c->val_loopdims);
     ap_free(c->scope_parent);
     ap_free(c->groups);
     ir__map_free(&c->op_index);
@@ -1922,7 +1923,7 @@ int ir_first_divisible_dim(const ir_partition *p, const ir_value *val, int axis)
     for (int d = 0; d < t->rank; d++) {
         int64_t local = local_dim(p->ctx, t, &l, d);
         /* never the dim a loop steps through (a stacked weight's layers) */
-        if (local > 0 && local % p->ctx->mesh.sizes[axis] == 0 && ir__loop_dim_op(p->ctx, v, d) < 0)
+        if (local > 0 && local % p->ctx->mesh.sizes[axis] == 0 && !(d < 32 && (p->ctx->val_loopdims[v] >> d & 1)))
             return d;
     }
     return -1;

@@ -55,6 +55,17 @@ static void add_entry(tb *b, const int8_t *specs, uint32_t n, ir_red red)
 
 /* ---------------------------------------------------------- recognizers */
 
+/* Ranked tensors of the same dims (element types may differ). */
+static bool ir_type_equal_dims(const ir_type *a, const ir_type *b)
+{
+    if (!a || !b || a->kind != IR_T_TENSOR || b->kind != IR_T_TENSOR || a->rank < 0 || a->rank != b->rank)
+        return false;
+    for (int d = 0; d < a->rank; d++)
+        if (a->dims[d] != b->dims[d])
+            return false;
+    return true;
+}
+
 static int rank_of(const ir_value *v)
 {
     const ir_type *t = v->type;
@@ -791,6 +802,58 @@ static void rule_carry(tb *b, uint32_t k)
     }
 }
 
+/* Per value, the dims that are a loop's layer dim: those of carried values
+ * the loop steps through, spread over elementwise ops between values of
+ * one shape (an optimizer's update of a stacked weight from its stacked
+ * gradient), so that `first_divisible` picks the same dim for a stacked
+ * weight and for its optimizer state. */
+static int loop_dims(ir_pctx *c)
+{
+    c->val_loopdims = ap_calloc(c->n_vals + 1, sizeof *c->val_loopdims);
+    if (!c->val_loopdims)
+        return AP_ENOMEM;
+    bool any = false;
+    for (uint32_t k = 0; k < c->n_ops; k++) {
+        if (c->op_kind[k] != PK_CARRY || !c->carry_layer[k])
+            continue;
+        any = true;
+        for (uint32_t i = c->opd0[k]; i < c->opd0[k + 1]; i++)
+            c->val_loopdims[c->opd_val[i]] |= c->carry_layer[k];
+        for (uint32_t v = c->op_val0[k]; v < c->op_val0[k + 1]; v++)
+            c->val_loopdims[v] |= c->carry_layer[k];
+    }
+    for (int pass = 0; any && pass < 16; pass++) {
+        bool changed = false;
+        for (uint32_t k = 0; k < c->n_ops; k++) {
+            const ir_op *op = c->ops[k];
+            if (c->op_kind[k] != PK_OP || op->n_results != 1)
+                continue;
+            ir_op_kind kind = ir_op_info_get((ir_opcode)op->opcode)->kind;
+            if (kind != IR_K_EW1 && kind != IR_K_EW2 && kind != IR_K_EW3 && kind != IR_K_CMP && kind != IR_K_CONV)
+                continue;
+            const ir_type *t = op->results[0].type;
+            uint32_t m = c->val_loopdims[c->op_val0[k]];
+            for (uint32_t i = c->opd0[k]; i < c->opd0[k + 1]; i++)
+                if (ir_type_equal_dims(val_type(c, c->opd_val[i]), t))
+                    m |= c->val_loopdims[c->opd_val[i]];
+            if (!m)
+                continue;
+            for (uint32_t i = c->opd0[k]; i < c->opd0[k + 1]; i++)
+                if (ir_type_equal_dims(val_type(c, c->opd_val[i]), t) && (c->val_loopdims[c->opd_val[i]] | m) != c->val_loopdims[c->opd_val[i]]) {
+                    c->val_loopdims[c->opd_val[i]] |= m;
+                    changed = true;
+                }
+            if ((c->val_loopdims[c->op_val0[k]] | m) != c->val_loopdims[c->op_val0[k]]) {
+                c->val_loopdims[c->op_val0[k]] |= m;
+                changed = true;
+            }
+        }
+        if (!changed)
+            break;
+    }
+    return 0;
+}
+
 int ir__tmr_build(ir_pctx *c, ap_error *err)
 {
     tb b = {.c = c, .err = err};
@@ -806,6 +869,8 @@ int ir__tmr_build(ir_pctx *c, ap_error *err)
             instantiate(&b, c->ops[i]);
     }
     c->tmr0[c->n_ops] = c->n_entries;
+    if (loop_dims(c) < 0)
+        return ap_error_set(err, AP_ENOMEM, "out of memory building the TMR");
     /* identity ops on values: (tile d) -> tile<d>; (partial) -> sum, one
      * entry per reduction so that a pending max stays a max (in that order:
      * ir__id_partial_entry); and the atomic entry (whole) -> any */
