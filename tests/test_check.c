@@ -2,8 +2,10 @@
  * test_check.c - the semantic-equivalence check (ir_check): random valid
  * action sequences (deep tiling, re-tiling of tiled values and of pending
  * sums and maxima, atomic, over two and three mesh axes) over model-zoo
- * models, corpus programs and small programs with softmaxes, conditionals
- * and tuples all give programs equivalent to the original, and never undo
+ * models (the scanned transformer too), corpus programs and small programs
+ * with softmaxes, conditionals, tuples and while loops (a JAX-style scan,
+ * HLO's tuple-carried while) all give programs equivalent to the original,
+ * and never undo
  * what the state had; a lowering that drops any one of its all_reduces is
  * caught; the wrong code found outside the project (issue 11) stays fixed;
  * and the tolerance follows the precision a result went through.
@@ -74,6 +76,84 @@ static const char *const tuple_src = "HloModule t\n\n"
                                      "  ROOT n = f32[8,8] negate(g)\n"
                                      "}\n";
 
+/* A JAX-style scan: a variadic while over stacked weights read per layer
+ * with dynamic_slice, a stacked gradient built with dynamic_update_slice,
+ * an outer value and an outer dot (a pending sum when its contraction is
+ * tiled) captured by the body, and a conditional inside the body capturing
+ * the body's values. */
+static const char *const scan_src =
+    "func.func @main(%x: tensor<8x16xf32>, %w: tensor<4x16x16xf32>, %b: tensor<16xf32>, %v: tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<4x16x16xf32>) {\n"
+    "  %c0 = stablehlo.constant dense<0> : tensor<i32>\n"
+    "  %zg = stablehlo.constant dense<0.0> : tensor<4x16x16xf32>\n"
+    "  %u = stablehlo.dot_general %x, %v, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>\n"
+    "  %r:4 = stablehlo.while(%i = %c0, %h = %x, %ws = %w, %g = %zg) : tensor<i32>, tensor<8x16xf32>, tensor<4x16x16xf32>, tensor<4x16x16xf32>\n"
+    "   cond {\n"
+    "    %n = stablehlo.constant dense<4> : tensor<i32>\n"
+    "    %p = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+    "    stablehlo.return %p : tensor<i1>\n"
+    "  } do {\n"
+    "    %z = stablehlo.constant dense<0> : tensor<i32>\n"
+    "    %wl = stablehlo.dynamic_slice %ws, %i, %z, %z, sizes = [1, 16, 16] : (tensor<4x16x16xf32>, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<1x16x16xf32>\n"
+    "    %w2 = stablehlo.reshape %wl : (tensor<1x16x16xf32>) -> tensor<16x16xf32>\n"
+    "    %y = stablehlo.dot_general %h, %w2, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>\n"
+    "    %bb = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<16xf32>) -> tensor<8x16xf32>\n"
+    "    %y2 = stablehlo.add %y, %bb : tensor<8x16xf32>\n"
+    "    %t = stablehlo.tanh %y2 : tensor<8x16xf32>\n"
+    "    %t2 = stablehlo.add %t, %u : tensor<8x16xf32>\n"
+    "    %gl = stablehlo.dot_general %h, %t2, contracting_dims = [0] x [0] : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<16x16xf32>\n"
+    "    %g3 = stablehlo.reshape %gl : (tensor<16x16xf32>) -> tensor<1x16x16xf32>\n"
+    "    %gn = stablehlo.dynamic_update_slice %g, %g3, %i, %z, %z : (tensor<4x16x16xf32>, tensor<1x16x16xf32>, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<4x16x16xf32>\n"
+    "    %one = stablehlo.constant dense<1> : tensor<i32>\n"
+    "    %in = stablehlo.add %i, %one : tensor<i32>\n"
+    "    %two = stablehlo.constant dense<2> : tensor<i32>\n"
+    "    %k = stablehlo.remainder %i, %two : tensor<i32>\n"
+    "    %hn = \"stablehlo.case\"(%k) ({\n"
+    "      %a = stablehlo.tanh %t2 : tensor<8x16xf32>\n"
+    "      stablehlo.return %a : tensor<8x16xf32>\n"
+    "    }, {\n"
+    "      %a = stablehlo.add %y, %t2 : tensor<8x16xf32>\n"
+    "      stablehlo.return %a : tensor<8x16xf32>\n"
+    "    }) : (tensor<i32>) -> tensor<8x16xf32>\n"
+    "    stablehlo.return %in, %hn, %ws, %gn : tensor<i32>, tensor<8x16xf32>, tensor<4x16x16xf32>, tensor<4x16x16xf32>\n"
+    "  }\n"
+    "  return %r#1, %r#3 : tensor<8x16xf32>, tensor<4x16x16xf32>\n"
+    "}\n";
+
+/* HLO's while over one tuple, read with get-tuple-element. */
+static const char *const tuple_while_src =
+    "HloModule tw\n"
+    "\n"
+    "cond {\n"
+    "  p = (s32[], f32[8,16], f32[4,16,16]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(p), index=0\n"
+    "  n = s32[] constant(4)\n"
+    "  ROOT lt = pred[] compare(i, n), direction=LT\n"
+    "}\n"
+    "\n"
+    "body {\n"
+    "  p = (s32[], f32[8,16], f32[4,16,16]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(p), index=0\n"
+    "  h = f32[8,16] get-tuple-element(p), index=1\n"
+    "  ws = f32[4,16,16] get-tuple-element(p), index=2\n"
+    "  z = s32[] constant(0)\n"
+    "  wl = f32[1,16,16] dynamic-slice(ws, i, z, z), dynamic_slice_sizes={1,16,16}\n"
+    "  w2 = f32[16,16] reshape(wl)\n"
+    "  y = f32[8,16] dot(h, w2), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  t = f32[8,16] tanh(y)\n"
+    "  one = s32[] constant(1)\n"
+    "  in = s32[] add(i, one)\n"
+    "  ROOT r = (s32[], f32[8,16], f32[4,16,16]) tuple(in, t, ws)\n"
+    "}\n"
+    "\n"
+    "ENTRY main {\n"
+    "  x = f32[8,16] parameter(0)\n"
+    "  w = f32[4,16,16] parameter(1)\n"
+    "  c = s32[] constant(0)\n"
+    "  t0 = (s32[], f32[8,16], f32[4,16,16]) tuple(c, x, w)\n"
+    "  wh = (s32[], f32[8,16], f32[4,16,16]) while(t0), condition=cond, body=body\n"
+    "  ROOT o = f32[8,16] get-tuple-element(wh), index=1\n"
+    "}\n";
+
 /* A module to partition: a zoo model (with config overrides), a corpus
  * file or one of the programs above, and the mesh to partition it over. */
 static const struct {
@@ -100,10 +180,13 @@ static const struct {
     {NULL, NULL, NULL, dots_src, "a=2,b=2,c=2"},
     {NULL, NULL, NULL, case_src, "a=2,b=2"},
     {NULL, NULL, NULL, tuple_src, "a=2,b=2"},
+    {"transformer", "batch=4 scan=1", NULL, NULL, "a=2,b=2"},
+    {NULL, NULL, NULL, scan_src, "a=2,b=2"},
+    {NULL, NULL, NULL, tuple_while_src, "a=2,b=2"},
 };
 
-/* 17 modules x 20 and 4 small programs x 60 sequences of up to 8 actions:
- * 580 random schedules by default (AP_TEST_SEQUENCES asks for as many per
+/* 18 modules x 20 and 6 small programs x 60 sequences of up to 8 actions:
+ * 720 random schedules by default (AP_TEST_SEQUENCES asks for as many per
  * module).  The corpus programs run over 2x3 devices, since their dims are
  * multiples of 3 as often as of 2. */
 #define SEQUENCES 20

@@ -1774,45 +1774,46 @@ static void touch_value(ir_partition *p, uint32_t v, int axis)
             p->pending[c->use_op[u]] = 1;
 }
 
-/* The top-level op (index) that is op or holds it in a region; UINT32_MAX
- * for the return or an op outside the function. */
+/* The op index of op, or of the nearest op around it that the context
+ * knows (an op holding it in a region it runs whole); a flattened while or
+ * a get_tuple_element seen through counts as the op after it.
+ * UINT32_MAX for the return or an op outside the function. */
 static uint32_t top_level_index(const ir_pctx *c, const ir_op *op)
 {
     const ir_block *body = ir_func_entry(c->func);
-    while (op && op->parent != body)
-        op = op->parent && op->parent->parent ? op->parent->parent->parent : NULL;
-    if (!op)
-        return UINT32_MAX;
-    if (op->n_results) {
-        uint32_t id = ir__value_id(c, &op->results[0]);
-        return id == VAL_NONE ? UINT32_MAX : (uint32_t)c->val_op[id];
-    }
-    for (uint32_t k = 0; k < c->n_ops; k++)
-        if (c->ops[k] == op)
+    while (op) {
+        uint32_t k;
+        if (ir__map_get(&c->op_index, op, &k))
             return k;
+        if (op->parent == body)
+            return UINT32_MAX;
+        op = op->parent && op->parent->parent ? op->parent->parent->parent : NULL;
+    }
     return UINT32_MAX;
 }
 
-/* N in the printed name %N of top-level op k's results, as `autopart
- * parse` prints them and the schedule parser reads them (through the
- * printer, ir__printed_value).  The printer numbers the ops inside regions
- * it shows and not those it elides (a reduce's `applies` body), so N lies
- * between the count of top-level ops with results before k and that count
- * plus every op inside their regions; a binary search asks the printer.
+/* N in the printed name %N of op k's results, as `autopart parse` prints
+ * them and the schedule parser reads them (through the printer,
+ * ir__printed_value).  The printer numbers the ops inside regions it shows
+ * and not those it elides (a reduce's `applies` body), so N lies between
+ * the count of the context's ops with results before k and the count of
+ * results printed before k at most; a binary search asks the printer.
  * Costs a few prints of the function: for messages and schedule text
  * only. */
-static uint32_t printed_number(const ir_pctx *c, uint32_t k)
+static uint32_t printed_number_of(const ir_pctx *c, uint32_t k, const ir_op *target)
 {
     uint32_t lo = 0, hi = c->printed_max[k];
     for (uint32_t j = 0; j < k; j++)
-        lo += c->ops[j]->n_results > 0;
+        lo += c->op_kind[j] == PK_OP && c->ops[j]->n_results > 0;
+    if (lo > hi)
+        lo = hi;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
         const ir_value *v = ir__printed_value(c->func, mid, 0);
         uint32_t owner = v && v->def ? top_level_index(c, v->def) : UINT32_MAX;
         if (owner != UINT32_MAX && owner < k)
             lo = mid + 1;
-        else if (owner == k && v->def == c->ops[k])
+        else if (owner == k && v->def == target)
             return mid;
         else
             hi = mid; /* numbered after op k: inside its regions, or later */
@@ -1820,9 +1821,13 @@ static uint32_t printed_number(const ir_pctx *c, uint32_t k)
     return lo;
 }
 
+static uint32_t printed_number(const ir_pctx *c, uint32_t k) { return printed_number_of(c, k, c->ops[k]); }
+
 /* A value as schedules name it: an argument by its location name or
  * %argN, a result as `autopart parse` prints it (%N, or %N#k for one of
- * several), which the schedule parser reads back. */
+ * several), which the schedule parser reads back.  A loop's carried value
+ * is named by the loop's result when it has one of its own (a variadic
+ * while), else described. */
 static void value_name(const ir_partition *p, uint32_t v, char *buf, size_t n)
 {
     const ir_pctx *c = p->ctx;
@@ -1831,6 +1836,23 @@ static void value_name(const ir_partition *p, uint32_t v, char *buf, size_t n)
         snprintf(buf, n, "%s", loc);
     } else if (c->val_op[v] < 0) {
         snprintf(buf, n, "%%arg%u", v);
+    } else if (c->op_kind[c->val_op[v]] == PK_CARRY) {
+        uint32_t op = (uint32_t)c->val_op[v], role = v - c->op_val0[op];
+        const pgroup *g = &c->groups[c->op_group[op]];
+        uint32_t i = op - g->carry0;
+        static const char *const roles[] = {"in the body", "in the condition", "after the loop"};
+        if (!g->tuple_form && role == 2) {
+            uint32_t number = printed_number_of(c, g->carry0, g->src);
+            if (ir__printed_value(c->func, number, i) == &g->src->results[i]) {
+                if (g->n > 1)
+                    snprintf(buf, n, "%%%u#%u", number, i);
+                else
+                    snprintf(buf, n, "%%%u", number);
+                return;
+            }
+        }
+        snprintf(buf, n, "carried value #%u of the while at %u:%u (%s)", i, g->src->src_line, g->src->src_col,
+                 roles[role < 3 ? role : 0]);
     } else {
         uint32_t op = (uint32_t)c->val_op[v], number = printed_number(c, op);
         if (c->ops[op]->n_results > 1)
