@@ -777,6 +777,67 @@ out:
     ap_free(ts);
 }
 
+/* A flattened case (or if): the index whole, each branch on local shapes,
+ * each result yielded by every branch in the result's layout (pending sums
+ * reduced before they leave a branch). */
+static void lower_case(lower *l, const pgroup *g, ir_cloner *cl)
+{
+    const ir_pctx *c = l->c;
+    uint32_t n = g->n;
+    ir_value **ys = ap_malloc(sizeof *ys * (n + 1));
+    const ir_type **ts = ap_malloc(sizeof *ts * (n + 1));
+    if (!ys || !ts) {
+        oom(l);
+        goto out;
+    }
+    const ir_loc *cloc = ir__loc_clone(l->nm, g->src->loc);
+    l->cur_op = g->carry0;
+    l->loc = cloc;
+    ir_value *idx = materialize(l, c->opd_val[c->opd0[g->carry0]], 0);
+    for (uint32_t j = 0; j < n && !l->rc; j++) {
+        ir_layout rl;
+        ir__result_layout(l->p, g->merge0 + j, 0, &rl);
+        ts[j] = local_type(l, val_type(c, c->op_val0[g->merge0 + j]), &rl);
+    }
+    if (!idx || l->rc)
+        goto out;
+    ir_op *cs = ir_op_new(l->nm, (ir_opcode)g->src->opcode, NULL, 1, &idx, n, ts, g->n_br);
+    if (!cs) {
+        oom(l);
+        goto out;
+    }
+    cs->loc = cloc;
+    ir_block_append(l->nb, cs);
+    for (uint32_t r = 0; r < g->n_br && !l->rc; r++) {
+        const pbranch *br = &c->branches[g->br0 + r];
+        ir_block *bb = ir_block_new(l->nm, &cs->regions[r], 0, NULL);
+        if (!bb) {
+            oom(l);
+            break;
+        }
+        region_save rs;
+        enter_region(l, bb, &rs);
+        lower_range(l, br->begin, br->end, cl);
+        for (uint32_t j = 0; j < n && !l->rc; j++) {
+            uint32_t k = g->merge0 + j;
+            l->cur_op = k;
+            l->loc = cloc;
+            ys[j] = materialize(l, c->opd_val[c->opd0[k] + r], r);
+            if (ys[j] && ys[j]->type != ts[j])
+                fail(l, AP_EINTERNAL, "result #%u of the case at %u:%u leaves branch #%u in another layout", j,
+                     g->src->src_line, g->src->src_col, r);
+        }
+        if (!l->rc)
+            emit(l, IR_OP_RETURN, n, ys, NULL);
+        leave_region(l, &rs);
+    }
+    for (uint32_t j = 0; j < n; j++)
+        l->produced[c->op_val0[g->merge0 + j]] = &cs->results[j];
+out:
+    ap_free(ys);
+    ap_free(ts);
+}
+
 static void lower_range(lower *l, uint32_t from, uint32_t to, ir_cloner *cl)
 {
     const ir_pctx *c = l->c;
@@ -784,6 +845,12 @@ static void lower_range(lower *l, uint32_t from, uint32_t to, ir_cloner *cl)
         if (c->op_kind[k] == PK_CARRY) {
             const pgroup *g = &c->groups[c->op_group[k]];
             lower_while(l, g, cl);
+            k = g->body_end;
+            continue;
+        }
+        if (c->op_kind[k] == PK_CASEIDX) {
+            const pgroup *g = &c->groups[c->op_group[k]];
+            lower_case(l, g, cl);
             k = g->body_end;
             continue;
         }

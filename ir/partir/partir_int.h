@@ -75,7 +75,8 @@ struct ir_pctx {
     uint32_t *op_scope;     /* per op: the region it runs in (0: the function) */
     uint32_t *scope_parent; /* per scope: the enclosing scope (0 for 0) */
     uint32_t n_scopes;
-    struct pgroup *groups;  /* the flattened whiles, in op order */
+    struct pgroup *groups;  /* the flattened whiles and cases, in op order */
+    struct pbranch *branches;
     uint32_t n_groups;
     int32_t *op_group;      /* per op: its group for PK_CARRY / PK_CONDRET, else -1 */
     uint32_t *carry_layer;  /* per op: for PK_CARRY, the dims (bit mask) the
@@ -95,14 +96,25 @@ enum {
                    yield), results (body argument, cond argument, result),
                    one layout for all */
     PK_CONDRET, /* the condition's predicate: needed whole */
+    PK_CASEIDX, /* a flattened case's index (if's predicate): needed whole */
+    PK_MERGE,   /* result #j of a flattened case: operands the branches'
+                   yields, result the case's result; one layout for all */
 };
 
 /* A while whose regions are partitioned with the function (ops
  * [carry0, body_end)): carry ops, the condition's ops and its PK_CONDRET,
  * the body's ops.  tuple_form: HLO's while over one tuple, lowered as the
  * variadic while it means. */
+typedef struct pbranch {
+    uint32_t begin, end, scope;
+} pbranch;
+
 typedef struct pgroup {
     ir_op *src;
+    bool is_case;   /* a case / if: [carry0] its PK_CASEIDX, then each
+                       branch's ops (branches[br0 ...]), then n PK_MERGE
+                       ops from merge0 to body_end */
+    uint32_t br0, n_br, merge0;
     uint32_t carry0, n;
     uint32_t cond0, cond_end; /* cond_end - 1 is the PK_CONDRET */
     uint32_t body0, body_end;

@@ -180,6 +180,7 @@ void ir_pctx_free(ir_pctx *c)
     ap_free(c->val_loopdims);
     ap_free(c->scope_parent);
     ap_free(c->groups);
+    ap_free(c->branches);
     ir__map_free(&c->op_index);
     ir_module_free(c->scratch);
     ir__map_free(&c->val_index);
@@ -243,6 +244,8 @@ typedef struct pbuild {
     uint32_t n_al, cap_al;
     pgroup *groups;
     uint32_t n_groups, cap_groups;
+    pbranch *branches;
+    uint32_t n_branches, cap_branches;
     uint32_t *scope_parent;
     uint32_t n_scopes, cap_scopes;
     bool oom;
@@ -481,6 +484,81 @@ static void flatten_while(pbuild *b, ir_op *w, uint32_t scope)
         b->groups[gi] = g;
 }
 
+/* A case (or if) whose results are static tensors and whose branches are
+ * single blocks: partitioned with the function like a while. */
+static bool case_flattenable(const ir_op *op)
+{
+    if ((op->opcode != IR_OP_CASE && op->opcode != IR_OP_IF) || op->n_operands != 1 || op->n_regions < 1 ||
+        op->n_results < 1 || op->n_results > 4096)
+        return false;
+    for (uint32_t j = 0; j < op->n_results; j++)
+        if (!static_tensor(op->results[j].type))
+            return false;
+    for (uint32_t r = 0; r < op->n_regions; r++) {
+        const ir_block *bl = op->regions[r].first;
+        const ir_op *t = op->regions[r].n_blocks == 1 ? terminator(bl) : NULL;
+        if (!t || bl->n_args || t->n_operands != op->n_results)
+            return false;
+    }
+    return true;
+}
+
+static void flatten_case(pbuild *b, ir_op *cs, uint32_t scope)
+{
+    if (!grow((void **)&b->groups, &b->cap_groups, b->n_groups + 1, sizeof *b->groups) ||
+        !grow((void **)&b->branches, &b->cap_branches, b->n_branches + cs->n_regions, sizeof *b->branches)) {
+        b->oom = true;
+        return;
+    }
+    uint32_t gi = b->n_groups++;
+    pgroup g = {.src = cs, .is_case = true, .carry0 = b->n, .n = cs->n_results, .br0 = b->n_branches,
+                .n_br = cs->n_regions};
+    b->n_branches += cs->n_regions;
+    uint32_t c_num = b->counter++;
+    ir_op *idx = ir_op_new(b->c->scratch, IR_OP_RETURN, NULL, 1, &cs->operands[0], 0, NULL, 0);
+    if (!idx) {
+        b->oom = true;
+        return;
+    }
+    idx->loc = cs->loc;
+    idx->src_line = cs->src_line;
+    idx->src_col = cs->src_col;
+    push_op(b, idx, PK_CASEIDX, scope, (int32_t)gi, c_num);
+    b->groups[gi] = g;
+    for (uint32_t r = 0; r < cs->n_regions && !b->oom; r++) {
+        ir_block *bl = cs->regions[r].first;
+        pbranch br = {.scope = new_scope(b, scope), .begin = b->n};
+        walk(b, bl, br.scope, terminator(bl));
+        br.end = b->n;
+        b->branches[g.br0 + r] = br;
+    }
+    g.merge0 = b->n;
+    ir_value **yields = ap_malloc(sizeof *yields * cs->n_regions);
+    if (!yields) {
+        b->oom = true;
+        return;
+    }
+    for (uint32_t j = 0; j < cs->n_results && !b->oom; j++) {
+        for (uint32_t r = 0; r < cs->n_regions; r++)
+            yields[r] = terminator(cs->regions[r].first)->operands[j];
+        const ir_type *t = cs->results[j].type;
+        ir_op *mg = ir_op_new(b->c->scratch, IR_OP_CASE, NULL, cs->n_regions, yields, 1, &t, 0);
+        if (!mg) {
+            b->oom = true;
+            break;
+        }
+        mg->loc = cs->loc;
+        mg->src_line = cs->src_line;
+        mg->src_col = cs->src_col;
+        push_op(b, mg, PK_MERGE, scope, (int32_t)gi, c_num);
+        add_alias(b, &cs->results[j], &mg->results[0]);
+    }
+    ap_free(yields);
+    g.body_end = b->n;
+    if (!b->oom)
+        b->groups[gi] = g;
+}
+
 static void walk(pbuild *b, ir_block *blk, uint32_t scope, const ir_op *stop)
 {
     for (ir_op *op = blk->first; op && op != stop && !b->oom; op = op->next) {
@@ -514,6 +592,10 @@ static void walk(pbuild *b, ir_block *blk, uint32_t scope, const ir_op *stop)
             flatten_while(b, op, scope);
             continue;
         }
+        if (case_flattenable(op)) {
+            flatten_case(b, op, scope);
+            continue;
+        }
         push_op(b, op, PK_OP, scope, -1, b->counter);
         b->counter += (op->n_results > 0) + nested_results(op);
     }
@@ -530,6 +612,7 @@ static void pbuild_free(pbuild *b)
     ap_free(b->ents);
     ap_free(b->al);
     ap_free(b->groups);
+    ap_free(b->branches);
     ap_free(b->scope_parent);
     ir_pctx *c = b->c;
     memset(b, 0, sizeof *b);
@@ -596,6 +679,8 @@ int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, a
     c->groups = pb.groups;
     c->n_groups = pb.n_groups;
     pb.groups = NULL;
+    c->branches = pb.branches;
+    pb.branches = NULL;
     c->scope_parent = pb.scope_parent;
     c->n_scopes = pb.n_scopes;
     pb.scope_parent = NULL;
@@ -1836,6 +1921,14 @@ static void value_name(const ir_partition *p, uint32_t v, char *buf, size_t n)
         snprintf(buf, n, "%s", loc);
     } else if (c->val_op[v] < 0) {
         snprintf(buf, n, "%%arg%u", v);
+    } else if (c->op_kind[c->val_op[v]] == PK_MERGE) {
+        uint32_t op = (uint32_t)c->val_op[v];
+        const pgroup *g = &c->groups[c->op_group[op]];
+        uint32_t j = op - g->merge0, number = printed_number_of(c, g->carry0, g->src);
+        if (g->n > 1)
+            snprintf(buf, n, "%%%u#%u", number, j);
+        else
+            snprintf(buf, n, "%%%u", number);
     } else if (c->op_kind[c->val_op[v]] == PK_CARRY) {
         uint32_t op = (uint32_t)c->val_op[v], role = v - c->op_val0[op];
         const pgroup *g = &c->groups[c->op_group[op]];

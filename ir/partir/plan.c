@@ -752,6 +752,8 @@ static uint32_t use_scope(const ir_pctx *c, uint32_t op, uint32_t slot)
         return 0;
     if (c->op_kind[op] == PK_CARRY && slot == 1)
         return c->groups[c->op_group[op]].scope_body;
+    if (c->op_kind[op] == PK_MERGE) /* branch #slot's yield */
+        return c->branches[c->groups[c->op_group[op]].br0 + slot].scope;
     return c->op_scope[op];
 }
 

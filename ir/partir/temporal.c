@@ -472,6 +472,53 @@ out:
     ap_free(ts);
 }
 
+/* A flattened case: whole values in and out of every branch. */
+static void temporal_case(temporal *t, const pgroup *g, ir_cloner *cl)
+{
+    const ir_pctx *c = t->c;
+    uint32_t n = g->n;
+    ir_value **ys = ap_malloc(sizeof *ys * (n + 1));
+    const ir_type **ts = ap_malloc(sizeof *ts * (n + 1));
+    ir_value *idx = t->vals[c->opd_val[c->opd0[g->carry0]]].whole;
+    ir_op *cs = NULL;
+    if (!ys || !ts || !idx) {
+        tfail(t, ys && ts ? AP_EINTERNAL : AP_ENOMEM, ys && ts ? "a case's index is used before it is made" : "out of memory");
+        goto out;
+    }
+    for (uint32_t j = 0; j < n; j++)
+        ts[j] = ir__type_clone(t->nm, val_type(c, c->op_val0[g->merge0 + j]));
+    cs = ir_op_new(t->nm, (ir_opcode)g->src->opcode, NULL, 1, &idx, n, ts, g->n_br);
+    if (!cs) {
+        tfail(t, AP_ENOMEM, "out of memory");
+        goto out;
+    }
+    cs->loc = ir__loc_clone(t->nm, g->src->loc);
+    ir_block_append(t->nb, cs);
+    ir_block *outer = t->nb;
+    for (uint32_t r = 0; r < g->n_br && !t->rc; r++) {
+        const pbranch *br = &c->branches[g->br0 + r];
+        ir_block *bb = ir_block_new(t->nm, &cs->regions[r], 0, NULL);
+        if (!bb) {
+            tfail(t, AP_ENOMEM, "out of memory");
+            break;
+        }
+        t->nb = bb;
+        temporal_range(t, br->begin, br->end, cl);
+        if (!t->rc) {
+            for (uint32_t j = 0; j < n; j++)
+                ys[j] = t->vals[c->opd_val[c->opd0[g->merge0 + j] + r]].whole;
+            t->loc = NULL;
+            temit(t, IR_OP_RETURN, n, ys, NULL);
+        }
+        t->nb = outer;
+    }
+    for (uint32_t j = 0; j < n; j++)
+        t->vals[c->op_val0[g->merge0 + j]].whole = &cs->results[j];
+out:
+    ap_free(ys);
+    ap_free(ts);
+}
+
 static void temporal_range(temporal *t, uint32_t from, uint32_t to, ir_cloner *cl)
 {
     const ir_pctx *c = t->c;
@@ -479,6 +526,12 @@ static void temporal_range(temporal *t, uint32_t from, uint32_t to, ir_cloner *c
         if (c->op_kind[k] == PK_CARRY) {
             const pgroup *g = &c->groups[c->op_group[k]];
             temporal_while(t, g, cl);
+            k = g->body_end;
+            continue;
+        }
+        if (c->op_kind[k] == PK_CASEIDX) {
+            const pgroup *g = &c->groups[c->op_group[k]];
+            temporal_case(t, g, cl);
             k = g->body_end;
             continue;
         }

@@ -854,6 +854,22 @@ static int loop_dims(ir_pctx *c)
     return 0;
 }
 
+/* A case's result: every branch yields it tiled alike, and so it leaves.
+ * No pending sums: they are reduced before they leave a branch. */
+static void rule_merge(tb *b, uint32_t k)
+{
+    const ir_op *op = b->c->ops[k];
+    int R = rank_of(&op->results[0]);
+    int8_t s[MAXS];
+    if (op->n_operands + 1 > MAXS)
+        return;
+    for (int d = 0; d < R; d++) {
+        for (uint32_t i = 0; i <= op->n_operands; i++)
+            s[i] = (int8_t)d;
+        add_entry(b, s, op->n_operands + 1, IR_RED_NONE);
+    }
+}
+
 int ir__tmr_build(ir_pctx *c, ap_error *err)
 {
     tb b = {.c = c, .err = err};
@@ -865,6 +881,8 @@ int ir__tmr_build(ir_pctx *c, ap_error *err)
         c->tmr0[i] = c->n_entries;
         if (c->op_kind[i] == PK_CARRY)
             rule_carry(&b, i);
+        else if (c->op_kind[i] == PK_MERGE)
+            rule_merge(&b, i);
         else if (c->op_kind[i] == PK_OP)
             instantiate(&b, c->ops[i]);
     }
