@@ -3,8 +3,8 @@
  * action sequences (deep tiling, re-tiling of tiled values and of pending
  * sums and maxima, atomic, over two and three mesh axes) over model-zoo
  * models (the scanned transformer too), corpus programs and small programs
- * with softmaxes, conditionals, tuples and while loops (a JAX-style scan,
- * HLO's tuple-carried while) all give programs equivalent to the original,
+ * with softmaxes, conditionals, tuples, optimization barriers and while
+ * loops (a JAX-style scan, HLO's tuple-carried while) all give programs equivalent to the original,
  * and never undo
  * what the state had; a lowering that drops any one of its all_reduces is
  * caught; the wrong code found outside the project (issue 11) stays fixed;
@@ -154,6 +154,16 @@ static const char *const tuple_while_src =
     "  ROOT o = f32[8,16] get-tuple-element(wh), index=1\n"
     "}\n";
 
+/* An optimization_barrier over a pending sum and a weight. */
+static const char *const barrier_src =
+    "func.func @main(%x: tensor<8x16xf32>, %w: tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<16x16xf32>) {\n"
+    "  %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>\n"
+    "  %1:2 = stablehlo.optimization_barrier %0, %w : tensor<8x16xf32>, tensor<16x16xf32>\n"
+    "  %2 = stablehlo.tanh %1#0 : tensor<8x16xf32>\n"
+    "  %3 = stablehlo.negate %1#1 : tensor<16x16xf32>\n"
+    "  return %2, %3 : tensor<8x16xf32>, tensor<16x16xf32>\n"
+    "}\n";
+
 /* A module to partition: a zoo model (with config overrides), a corpus
  * file or one of the programs above, and the mesh to partition it over. */
 static const struct {
@@ -183,10 +193,11 @@ static const struct {
     {"transformer", "batch=4 scan=1", NULL, NULL, "a=2,b=2"},
     {NULL, NULL, NULL, scan_src, "a=2,b=2"},
     {NULL, NULL, NULL, tuple_while_src, "a=2,b=2"},
+    {NULL, NULL, NULL, barrier_src, "a=2,b=2"},
 };
 
-/* 18 modules x 20 and 6 small programs x 60 sequences of up to 8 actions:
- * 720 random schedules by default (AP_TEST_SEQUENCES asks for as many per
+/* 18 modules x 20 and 7 small programs x 60 sequences of up to 8 actions:
+ * 780 random schedules by default (AP_TEST_SEQUENCES asks for as many per
  * module).  The corpus programs run over 2x3 devices, since their dims are
  * multiples of 3 as often as of 2. */
 #define SEQUENCES 20

@@ -838,10 +838,54 @@ out:
     ap_free(ts);
 }
 
+/* An optimization_barrier: each operand in its identity op's layout, one
+ * barrier over them all, as written. */
+static void lower_barrier(lower *l, const pgroup *g)
+{
+    const ir_pctx *c = l->c;
+    uint32_t n = g->n;
+    ir_value **xs = ap_malloc(sizeof *xs * (n + 1));
+    const ir_type **ts = ap_malloc(sizeof *ts * (n + 1));
+    if (!xs || !ts) {
+        oom(l);
+        goto out;
+    }
+    const ir_loc *loc = ir__loc_clone(l->nm, g->src->loc);
+    for (uint32_t i = 0; i < n && !l->rc; i++) {
+        uint32_t k = g->carry0 + i;
+        ir_layout rl;
+        l->cur_op = k;
+        l->loc = loc;
+        xs[i] = materialize(l, c->opd_val[c->opd0[k]], 0);
+        ir__result_layout(l->p, k, 0, &rl);
+        ts[i] = local_type(l, val_type(c, c->op_val0[k]), &rl);
+    }
+    if (l->rc)
+        goto out;
+    ir_op *op = ir_op_new(l->nm, IR_OP_OPTIMIZATION_BARRIER, NULL, n, xs, n, ts, 0);
+    if (!op) {
+        oom(l);
+        goto out;
+    }
+    op->loc = loc;
+    ir_block_append(l->nb, op);
+    for (uint32_t i = 0; i < n; i++)
+        l->produced[c->op_val0[g->carry0 + i]] = &op->results[i];
+out:
+    ap_free(xs);
+    ap_free(ts);
+}
+
 static void lower_range(lower *l, uint32_t from, uint32_t to, ir_cloner *cl)
 {
     const ir_pctx *c = l->c;
     for (uint32_t k = from; k < to && !l->rc;) {
+        if (c->op_kind[k] == PK_BARRIER) {
+            const pgroup *g = &c->groups[c->op_group[k]];
+            lower_barrier(l, g);
+            k = g->body_end;
+            continue;
+        }
         if (c->op_kind[k] == PK_CARRY) {
             const pgroup *g = &c->groups[c->op_group[k]];
             lower_while(l, g, cl);

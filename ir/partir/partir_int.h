@@ -99,6 +99,8 @@ enum {
     PK_CASEIDX, /* a flattened case's index (if's predicate): needed whole */
     PK_MERGE,   /* result #j of a flattened case: operands the branches'
                    yields, result the case's result; one layout for all */
+    PK_BARRIER, /* operand #i of an optimization_barrier: an identity; the
+                   group's ops lower to one barrier */
 };
 
 /* A while whose regions are partitioned with the function (ops
@@ -111,6 +113,7 @@ typedef struct pbranch {
 
 typedef struct pgroup {
     ir_op *src;
+    bool is_barrier; /* an optimization_barrier: n PK_BARRIER ops from carry0 */
     bool is_case;   /* a case / if: [carry0] its PK_CASEIDX, then each
                        branch's ops (branches[br0 ...]), then n PK_MERGE
                        ops from merge0 to body_end */

@@ -559,6 +559,34 @@ static void flatten_case(pbuild *b, ir_op *cs, uint32_t scope)
         b->groups[gi] = g;
 }
 
+/* An optimization_barrier of static tensors: one identity op per operand,
+ * so that each value keeps its own layout through it. */
+static void flatten_barrier(pbuild *b, ir_op *op, uint32_t scope)
+{
+    if (!grow((void **)&b->groups, &b->cap_groups, b->n_groups + 1, sizeof *b->groups)) {
+        b->oom = true;
+        return;
+    }
+    uint32_t gi = b->n_groups++;
+    pgroup g = {.src = op, .is_barrier = true, .carry0 = b->n, .n = op->n_operands};
+    uint32_t num = b->counter++;
+    for (uint32_t i = 0; i < op->n_operands && !b->oom; i++) {
+        const ir_type *t = op->results[i].type;
+        ir_op *id = ir_op_new(b->c->scratch, IR_OP_OPTIMIZATION_BARRIER, NULL, 1, &op->operands[i], 1, &t, 0);
+        if (!id) {
+            b->oom = true;
+            return;
+        }
+        id->loc = op->loc;
+        id->src_line = op->src_line;
+        id->src_col = op->src_col;
+        push_op(b, id, PK_BARRIER, scope, (int32_t)gi, num);
+        add_alias(b, &op->results[i], &id->results[0]);
+    }
+    g.body_end = b->n;
+    b->groups[gi] = g;
+}
+
 static void walk(pbuild *b, ir_block *blk, uint32_t scope, const ir_op *stop)
 {
     for (ir_op *op = blk->first; op && op != stop && !b->oom; op = op->next) {
@@ -591,6 +619,15 @@ static void walk(pbuild *b, ir_block *blk, uint32_t scope, const ir_op *stop)
         if (op->opcode == IR_OP_WHILE && flattenable(b, op)) {
             flatten_while(b, op, scope);
             continue;
+        }
+        if (op->opcode == IR_OP_OPTIMIZATION_BARRIER && op->n_operands == op->n_results && op->n_operands >= 1) {
+            bool ok = true;
+            for (uint32_t i = 0; ok && i < op->n_operands; i++)
+                ok = static_tensor(op->operands[i]->type) && ir_type_equal(op->operands[i]->type, op->results[i].type);
+            if (ok) {
+                flatten_barrier(b, op, scope);
+                continue;
+            }
         }
         if (case_flattenable(op)) {
             flatten_case(b, op, scope);
@@ -1921,10 +1958,10 @@ static void value_name(const ir_partition *p, uint32_t v, char *buf, size_t n)
         snprintf(buf, n, "%s", loc);
     } else if (c->val_op[v] < 0) {
         snprintf(buf, n, "%%arg%u", v);
-    } else if (c->op_kind[c->val_op[v]] == PK_MERGE) {
+    } else if (c->op_kind[c->val_op[v]] == PK_MERGE || c->op_kind[c->val_op[v]] == PK_BARRIER) {
         uint32_t op = (uint32_t)c->val_op[v];
         const pgroup *g = &c->groups[c->op_group[op]];
-        uint32_t j = op - g->merge0, number = printed_number_of(c, g->carry0, g->src);
+        uint32_t j = op - (g->is_barrier ? g->carry0 : g->merge0), number = printed_number_of(c, g->carry0, g->src);
         if (g->n > 1)
             snprintf(buf, n, "%%%u#%u", number, j);
         else

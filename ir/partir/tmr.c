@@ -673,6 +673,19 @@ bool ir_custom_call_is_identity(const ir_op *op)
     return false;
 }
 
+/* An identity (one operand of an optimization_barrier): tiles pass, and a
+ * pending sum passes as one. */
+static void rule_identity(tb *b, const ir_op *op)
+{
+    rule r = {.b = b, .op = op, .n = 2};
+    if (rank_of(&op->results[0]) < 0)
+        return;
+    r_reset(&r, SP_NONE, SP_ANY);
+    rule_elementwise(&r);
+    if (float_value(&op->results[0]))
+        rule_unary_partial(&r);
+}
+
 static void instantiate(tb *b, const ir_op *op)
 {
     rule r = {.b = b, .op = op, .n = op->n_operands + op->n_results};
@@ -883,6 +896,8 @@ int ir__tmr_build(ir_pctx *c, ap_error *err)
             rule_carry(&b, i);
         else if (c->op_kind[i] == PK_MERGE)
             rule_merge(&b, i);
+        else if (c->op_kind[i] == PK_BARRIER)
+            rule_identity(&b, c->ops[i]);
         else if (c->op_kind[i] == PK_OP)
             instantiate(&b, c->ops[i]);
     }
