@@ -68,9 +68,10 @@ struct ir_pctx {
     ir_ptrmap val_index;    /* ir_value* -> value id (aliases included: a
                                get_tuple_element of a tuple the context sees
                                through, a loop's block argument) */
-    /* control flow (notes/partir-semantics.md, "Loops"): ops are listed in
-     * pre-order, the ops of a flattened while's regions after its carry
-     * ops; everything else holding regions is one op, run whole */
+    /* control flow (partition.c's header): ops are listed in pre-order,
+     * the ops of a flattened while's regions after its carry ops, a
+     * case's branches between its index and its merge ops; everything
+     * else holding regions is one op, run whole */
     uint8_t *op_kind;       /* PK_* per op */
     uint32_t *op_scope;     /* per op: the region it runs in (0: the function) */
     uint32_t *scope_parent; /* per scope: the enclosing scope (0 for 0) */

@@ -13,6 +13,31 @@
  * [a, b] on a dim counts as tiled along a, then (once a loop over a slices
  * it) along b: tiling a dim along several axes before one propagate gives
  * the state that propagating after each tiling gives.
+ *
+ * Control flow is partitioned, not fenced off.  The context lists the ops
+ * of a while's condition and body, of a case's (or if's) branches, after
+ * pseudo ops that tie the regions' values together, in pre-order:
+ *  - a while: one carry op per carried value, operands (value entering,
+ *    value the body yields), results (block argument in the body, in the
+ *    condition, the loop's result); its TMR entries tile all five alike,
+ *    so a carried value has one layout on entry, in the body and on exit
+ *    (a fixed point: propagation reaches the carry from the entry, from
+ *    the yield, from any user; a conflict blocks and says which carried
+ *    value and why).  No pending sums are carried: the body reduces them
+ *    before the next iteration.  The dims the body reads or writes one
+ *    slice at a time (dynamic_slice / dynamic_update_slice by the layer
+ *    counter: the layer dim of a stacked weight) have no entry, and
+ *    tiling them is refused: that would pipeline the loop.  HLO's while
+ *    over one tuple is the same loop (the tuple and its get_tuple_elements
+ *    are seen through) and lowers as the variadic while it means;
+ *  - a case / if: its index (needed whole), each branch's ops, then one
+ *    merge op per result whose entries tile every branch's yield and the
+ *    result alike (pending sums reduced before they leave a branch);
+ *  - an optimization_barrier: one identity op per operand;
+ *  - a value a region captures is an ordinary operand of the op inside:
+ *    the lowering redistributes it there, to what that op needs.
+ * Other ops holding regions (reduce bodies, unknown ops) stay one op, run
+ * whole on their operands.
  */
 #include "partir_int.h"
 
