@@ -1424,6 +1424,18 @@ static void diagnose_axis_used(ir_partition *p, uint32_t op, int axis)
         ir__needed_layout(p, op, i, &need);
         if (need.dim[axis] == seen.dim[axis] && need.pos[axis] == seen.pos[axis])
             continue;
+        const ir_pctx *c = p->ctx;
+        if (op < c->n_ops && c->op_kind[op] == PK_CARRY) {
+            const pgroup *g = &c->groups[c->op_group[op]];
+            record_blocked(p, IR_BLK_AXIS_USED, op, axis,
+                           "carried value #%u of the while at %u:%u is tiled on dim %d along '%s' but %s it tiled on "
+                           "dim %d: a carried value has one layout on entry, in the body and on exit, so %s is "
+                           "redistributed",
+                           op - g->carry0, g->src->src_line, g->src->src_col, need.dim[axis], c->mesh.names[axis],
+                           i == 0 ? "enters" : "the body yields", seen.dim[axis],
+                           i == 0 ? "the value entering" : "the yield, every iteration,");
+            return;
+        }
         record_blocked(p, IR_BLK_AXIS_USED, op, axis,
                        "the op already has a loop over '%s'; operand #%u arrives tiled on dim %d along it",
                        p->ctx->mesh.names[axis], i, seen.dim[axis]);
