@@ -192,12 +192,13 @@ static const struct {
     {NULL, NULL, NULL, tuple_src, "a=2,b=2"},
     {"transformer", "batch=4 scan=1", NULL, NULL, "a=2,b=2"},
     {NULL, NULL, NULL, scan_src, "a=2,b=2"},
+    {NULL, NULL, NULL, scan_src, "a=2,b=2,c=2"},
     {NULL, NULL, NULL, tuple_while_src, "a=2,b=2"},
     {NULL, NULL, NULL, barrier_src, "a=2,b=2"},
 };
 
-/* 18 modules x 20 and 7 small programs x 60 sequences of up to 8 actions:
- * 780 random schedules by default (AP_TEST_SEQUENCES asks for as many per
+/* 18 modules x 20 and 8 small programs x 60 sequences of up to 8 actions:
+ * 840 random schedules by default (AP_TEST_SEQUENCES asks for as many per
  * module).  The corpus programs run over 2x3 devices, since their dims are
  * multiples of 3 as often as of 2. */
 #define SEQUENCES 20
