@@ -4,11 +4,11 @@
  * sums and maxima, atomic, over two and three mesh axes) over model-zoo
  * models (the scanned transformer too), corpus programs and small programs
  * with softmaxes, conditionals, tuples, optimization barriers and while
- * loops (a JAX-style scan, HLO's tuple-carried while) all give programs equivalent to the original,
- * and never undo
- * what the state had; a lowering that drops any one of its all_reduces is
- * caught; the wrong code found outside the project (issue 11) stays fixed;
- * and the tolerance follows the precision a result went through.
+ * loops (a JAX-style scan, HLO's tuple-carried while, nested loops) all
+ * give programs equivalent to the original, and never undo what the state
+ * had; a lowering that drops any one of its all_reduces is caught; the
+ * wrong code found outside the project (issue 11) stays fixed; and the
+ * tolerance follows the precision a result went through.
  */
 #include "testlib.h"
 
@@ -154,6 +154,36 @@ static const char *const tuple_while_src =
     "  ROOT o = f32[8,16] get-tuple-element(wh), index=1\n"
     "}\n";
 
+/* A while in a while's body, the weight captured from the function. */
+static const char *const nested_loops_src =
+    "func.func @main(%x: tensor<8x16xf32>, %w: tensor<16x16xf32>) -> tensor<8x16xf32> {\n"
+    "  %c0 = stablehlo.constant dense<0> : tensor<i32>\n"
+    "  %r:2 = stablehlo.while(%i = %c0, %h = %x) : tensor<i32>, tensor<8x16xf32>\n"
+    "   cond {\n"
+    "    %n = stablehlo.constant dense<2> : tensor<i32>\n"
+    "    %p = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+    "    stablehlo.return %p : tensor<i1>\n"
+    "  } do {\n"
+    "    %z = stablehlo.constant dense<0> : tensor<i32>\n"
+    "    %q:2 = stablehlo.while(%j = %z, %g = %h) : tensor<i32>, tensor<8x16xf32>\n"
+    "     cond {\n"
+    "      %m = stablehlo.constant dense<3> : tensor<i32>\n"
+    "      %pp = stablehlo.compare LT, %j, %m : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+    "      stablehlo.return %pp : tensor<i1>\n"
+    "    } do {\n"
+    "      %y = stablehlo.dot_general %g, %w, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>\n"
+    "      %t = stablehlo.tanh %y : tensor<8x16xf32>\n"
+    "      %one = stablehlo.constant dense<1> : tensor<i32>\n"
+    "      %jn = stablehlo.add %j, %one : tensor<i32>\n"
+    "      stablehlo.return %jn, %t : tensor<i32>, tensor<8x16xf32>\n"
+    "    }\n"
+    "    %one = stablehlo.constant dense<1> : tensor<i32>\n"
+    "    %in = stablehlo.add %i, %one : tensor<i32>\n"
+    "    stablehlo.return %in, %q#1 : tensor<i32>, tensor<8x16xf32>\n"
+    "  }\n"
+    "  return %r#1 : tensor<8x16xf32>\n"
+    "}\n";
+
 /* An optimization_barrier over a pending sum and a weight. */
 static const char *const barrier_src =
     "func.func @main(%x: tensor<8x16xf32>, %w: tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<16x16xf32>) {\n"
@@ -195,10 +225,11 @@ static const struct {
     {NULL, NULL, NULL, scan_src, "a=2,b=2,c=2"},
     {NULL, NULL, NULL, tuple_while_src, "a=2,b=2"},
     {NULL, NULL, NULL, barrier_src, "a=2,b=2"},
+    {NULL, NULL, NULL, nested_loops_src, "a=2,b=2"},
 };
 
-/* 18 modules x 20 and 8 small programs x 60 sequences of up to 8 actions:
- * 840 random schedules by default (AP_TEST_SEQUENCES asks for as many per
+/* 18 modules x 20 and 9 small programs x 60 sequences of up to 8 actions:
+ * 900 random schedules by default (AP_TEST_SEQUENCES asks for as many per
  * module).  The corpus programs run over 2x3 devices, since their dims are
  * multiples of 3 as often as of 2. */
 #define SEQUENCES 20
