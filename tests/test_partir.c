@@ -385,7 +385,9 @@ START_TEST(values_named_as_printed)
         ck_assert_str_eq(r.err, cases[i].msg);
         run_free(&r);
     }
-    /* every top-level value tiled, then the state's schedule applied again */
+    /* every value the context sees tiled (the branches' values too: the
+     * case is partitioned with the function), then the state's schedule
+     * applied again */
     run r;
     ck_assert_msg(apply_ex(&r, src, "a=2,b=2", "", false), "%s", r.err);
     ap_error err;
@@ -397,7 +399,7 @@ START_TEST(values_named_as_printed)
     ap_buf b;
     ap_buf_init(&b);
     ir_partition_schedule(r.p, &b);
-    ck_assert_str_eq(b.data, "tile %0 0 a\ntile %1#0 0 a\ntile %1#1 0 b\ntile %4 0 a\ntile %5 0 a\n");
+    ck_assert_str_eq(b.data, "tile %0 0 a\ntile %2 0 a\ntile %3 0 a\ntile %1#0 0 a\ntile %1#1 0 a\ntile %4 0 a\ntile %5 0 a\n");
     run again;
     ck_assert_msg(apply_ex(&again, src, "a=2,b=2", b.data, false), "%s", again.err);
     char *s1 = state_text(r.p), *s2 = state_text(again.p);
@@ -798,6 +800,181 @@ START_TEST(table2_t32)
 }
 END_TEST
 
+/* ------------------------------------------------------------- loops */
+
+/* A JAX-style scan over 4 stacked layers: the carried activations h, the
+ * stacked weight ws read with dynamic_slice, the stacked gradient g built
+ * with dynamic_update_slice. */
+static const char *const scan_loop =
+    "func.func @main(%x: tensor<8x16xf32>, %w: tensor<4x16x16xf32>, %b: tensor<16xf32>, %v: tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<4x16x16xf32>) {\n"
+    "  %c0 = stablehlo.constant dense<0> : tensor<i32>\n"
+    "  %zg = stablehlo.constant dense<0.0> : tensor<4x16x16xf32>\n"
+    "  %u = stablehlo.dot_general %x, %v, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>\n"
+    "  %r:4 = stablehlo.while(%i = %c0, %h = %x, %ws = %w, %g = %zg) : tensor<i32>, tensor<8x16xf32>, tensor<4x16x16xf32>, tensor<4x16x16xf32>\n"
+    "   cond {\n"
+    "    %n = stablehlo.constant dense<4> : tensor<i32>\n"
+    "    %p = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+    "    stablehlo.return %p : tensor<i1>\n"
+    "  } do {\n"
+    "    %z = stablehlo.constant dense<0> : tensor<i32>\n"
+    "    %wl = stablehlo.dynamic_slice %ws, %i, %z, %z, sizes = [1, 16, 16] : (tensor<4x16x16xf32>, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<1x16x16xf32>\n"
+    "    %w2 = stablehlo.reshape %wl : (tensor<1x16x16xf32>) -> tensor<16x16xf32>\n"
+    "    %y = stablehlo.dot_general %h, %w2, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>\n"
+    "    %bb = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<16xf32>) -> tensor<8x16xf32>\n"
+    "    %y2 = stablehlo.add %y, %bb : tensor<8x16xf32>\n"
+    "    %t = stablehlo.tanh %y2 : tensor<8x16xf32>\n"
+    "    %t2 = stablehlo.add %t, %u : tensor<8x16xf32>\n"
+    "    %gl = stablehlo.dot_general %h, %t2, contracting_dims = [0] x [0] : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<16x16xf32>\n"
+    "    %g3 = stablehlo.reshape %gl : (tensor<16x16xf32>) -> tensor<1x16x16xf32>\n"
+    "    %gn = stablehlo.dynamic_update_slice %g, %g3, %i, %z, %z : (tensor<4x16x16xf32>, tensor<1x16x16xf32>, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<4x16x16xf32>\n"
+    "    %one = stablehlo.constant dense<1> : tensor<i32>\n"
+    "    %in = stablehlo.add %i, %one : tensor<i32>\n"
+    "    %two = stablehlo.constant dense<2> : tensor<i32>\n"
+    "    %k = stablehlo.remainder %i, %two : tensor<i32>\n"
+    "    %hn = \"stablehlo.case\"(%k) ({\n"
+    "      %a = stablehlo.tanh %t2 : tensor<8x16xf32>\n"
+    "      stablehlo.return %a : tensor<8x16xf32>\n"
+    "    }, {\n"
+    "      %a = stablehlo.add %y, %t2 : tensor<8x16xf32>\n"
+    "      stablehlo.return %a : tensor<8x16xf32>\n"
+    "    }) : (tensor<i32>) -> tensor<8x16xf32>\n"
+    "    stablehlo.return %in, %hn, %ws, %gn : tensor<i32>, tensor<8x16xf32>, tensor<4x16x16xf32>, tensor<4x16x16xf32>\n"
+    "  }\n"
+    "  return %r#1, %r#3 : tensor<8x16xf32>, tensor<4x16x16xf32>\n"
+    "}\n";
+
+/* HLO's while over one tuple. */
+static const char *const tuple_loop =
+    "HloModule tw\n"
+    "\n"
+    "cond {\n"
+    "  p = (s32[], f32[8,16], f32[4,16,16]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(p), index=0\n"
+    "  n = s32[] constant(4)\n"
+    "  ROOT lt = pred[] compare(i, n), direction=LT\n"
+    "}\n"
+    "\n"
+    "body {\n"
+    "  p = (s32[], f32[8,16], f32[4,16,16]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(p), index=0\n"
+    "  h = f32[8,16] get-tuple-element(p), index=1\n"
+    "  ws = f32[4,16,16] get-tuple-element(p), index=2\n"
+    "  z = s32[] constant(0)\n"
+    "  wl = f32[1,16,16] dynamic-slice(ws, i, z, z), dynamic_slice_sizes={1,16,16}\n"
+    "  w2 = f32[16,16] reshape(wl)\n"
+    "  y = f32[8,16] dot(h, w2), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  t = f32[8,16] tanh(y)\n"
+    "  one = s32[] constant(1)\n"
+    "  in = s32[] add(i, one)\n"
+    "  ROOT r = (s32[], f32[8,16], f32[4,16,16]) tuple(in, t, ws)\n"
+    "}\n"
+    "\n"
+    "ENTRY main {\n"
+    "  x = f32[8,16] parameter(0)\n"
+    "  w = f32[4,16,16] parameter(1)\n"
+    "  c = s32[] constant(0)\n"
+    "  t0 = (s32[], f32[8,16], f32[4,16,16]) tuple(c, x, w)\n"
+    "  wh = (s32[], f32[8,16], f32[4,16,16]) while(t0), condition=cond, body=body\n"
+    "  ROOT o = f32[8,16] get-tuple-element(wh), index=1\n"
+    "}\n";
+
+/* Batch parallelism reaches into the loop: the carried activations stay
+ * in shards on entry, in the body and on exit (nothing gathered), the body
+ * runs on local shapes, and the gradient of the per-layer weight is
+ * reduced inside the body, once per layer; both loop forms. */
+START_TEST(loops_carry_one_layout)
+{
+    run r;
+    ck_assert_msg(apply(&r, scan_loop, "a=2,b=2", "tile %arg0 0 b; propagate"), "%s", r.err);
+    char *t = spmd(&r);
+    const char *w = strstr(t, "stablehlo.while"), *body = w ? strstr(w, "} do {") : NULL;
+    ck_assert_msg(body && !strstr(t, "all_gather"), "%s", t);
+    /* h enters and leaves as 4x16 shards; the layer's dot runs on them */
+    ck_assert_msg(strstr(w, "tensor<i32>, tensor<4x16xf32>, tensor<4x16x16xf32>, tensor<4x16x16xf32>"), "%s", t);
+    ck_assert_msg(strstr(body, "(tensor<4x16xf32>, tensor<16x16xf32>) -> tensor<4x16xf32>"), "%s", t);
+    /* the weight's gradient: summed over 'b' inside the body */
+    const char *ar = strstr(body, "stablehlo.all_reduce");
+    ck_assert_msg(ar && strstr(ar, "replica_groups = dense<[[0, 1], [2, 3]]>"), "%s", t);
+    ap_free(t);
+    run_free(&r);
+
+    ck_assert_msg(apply(&r, tuple_loop, "a=2,b=2", "tile x 0 b; propagate"), "%s", r.err);
+    t = spmd(&r);
+    ck_assert_msg(strstr(t, "stablehlo.while") && !strstr(t, "tuple") && !strstr(t, "all_gather"), "%s", t);
+    assert_counts(&r, 0, 0, 0, 0, 0);
+    ck_assert_msg(strstr(t, "(tensor<4x16xf32>, tensor<16x16xf32>) -> tensor<4x16xf32>"), "%s", t);
+    ap_free(t);
+    run_free(&r);
+
+    /* Megatron on a stacked weight's non-layer dim: its per-layer slice is
+     * tiled in the body, the pending sum reduced in the body per layer */
+    ck_assert_msg(apply(&r, scan_loop, "a=2,b=2", "tile %arg1 1 a; propagate"), "%s", r.err);
+    t = spmd(&r);
+    body = strstr(t, "} do {");
+    ck_assert_msg(body && strstr(body, "sizes = [1, 8, 16]") &&
+                      (strstr(body, "stablehlo.all_reduce") || strstr(body, "stablehlo.reduce_scatter")),
+                  "%.3000s", t);
+    ap_free(t);
+    run_free(&r);
+}
+END_TEST
+
+/* Tiling the dim a loop steps through is pipelining: refused, saying so;
+ * first_divisible passes it over. */
+START_TEST(loops_refuse_pipelining)
+{
+    run r;
+    ck_assert(!apply_ex(&r, scan_loop, "a=2,b=2", "tile %arg1 0 a", false));
+    ck_assert_msg(strstr(r.err, "tile %arg1: dim 0 is the dim the while loop at 5:3 steps through one slice per "
+                                "iteration (carried value #2); tiling it would pipeline the loop"),
+                  "%s", r.err);
+    run_free(&r);
+    ck_assert(!apply_ex(&r, tuple_loop, "a=2,b=2", "tile w 0 a", false));
+    ck_assert_msg(strstr(r.err, "would pipeline the loop"), "%s", r.err);
+    run_free(&r);
+    ck_assert_msg(apply(&r, scan_loop, "a=2,b=2", "tile %arg1 first_divisible a; propagate"), "%s", r.err);
+    ir_layout l;
+    ir_partition_value_layout(r.p, ir_func_arg(ir_pctx_func(r.ctx), 1), &l);
+    ck_assert_int_eq(l.dim[0], 1);
+    run_free(&r);
+}
+END_TEST
+
+/* A carried value whose entry and yield disagree blocks, and the report
+ * says which carried value and why; the program is still right (the body
+ * redistributes what it yields). */
+START_TEST(loops_conflict_says_which)
+{
+    const char *src =
+        "func.func @main(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {\n"
+        "  %c0 = stablehlo.constant dense<0> : tensor<i32>\n"
+        "  %r:2 = stablehlo.while(%i = %c0, %h = %x) : tensor<i32>, tensor<8x8xf32>\n"
+        "   cond {\n"
+        "    %n = stablehlo.constant dense<3> : tensor<i32>\n"
+        "    %p = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+        "    stablehlo.return %p : tensor<i1>\n"
+        "  } do {\n"
+        "    %t = stablehlo.transpose %h, dims = [1, 0] : (tensor<8x8xf32>) -> tensor<8x8xf32>\n"
+        "    %e = stablehlo.tanh %t : tensor<8x8xf32>\n"
+        "    %one = stablehlo.constant dense<1> : tensor<i32>\n"
+        "    %in = stablehlo.add %i, %one : tensor<i32>\n"
+        "    stablehlo.return %in, %e : tensor<i32>, tensor<8x8xf32>\n"
+        "  }\n"
+        "  return %r#1 : tensor<8x8xf32>\n"
+        "}\n";
+    run r;
+    ck_assert_msg(apply(&r, src, "a=2", "tile %arg0 0 a; propagate"), "%s", r.err);
+    uint32_t n;
+    const ir_blocked *b = ir_partition_blocked(r.p, &n);
+    bool found = false;
+    for (uint32_t i = 0; i < n; i++)
+        found |= strstr(b[i].why, "carried value #1 of the while at 3:3 is tiled on dim 0 along 'a' but the body "
+                                  "yields it tiled on dim 1") != NULL;
+    ck_assert_msg(found, "no blocked entry names the carried value (%u entries)", n);
+    run_free(&r);
+}
+END_TEST
+
 static void t32_setup(void) { t32_text = tl_generate_text("transformer", "t32", ""); }
 
 static void t32_teardown(void) { ap_free(t32_text); }
@@ -821,6 +998,9 @@ int main(void)
     tcase_add_test(tc, import_existing_shardings);
     tcase_add_test(tc, deep_tiling_in_one_step);
     tcase_add_test(tc, args_shard_by_common_slicing);
+    tcase_add_test(tc, loops_carry_one_layout);
+    tcase_add_test(tc, loops_refuse_pipelining);
+    tcase_add_test(tc, loops_conflict_says_which);
     tcase_add_loop_test(tc, tile_and_propagate_commute, 0, (int)(sizeof commute_models / sizeof commute_models[0]));
     tcase_add_unchecked_fixture(tc, t32_setup, t32_teardown);
     tcase_add_test(tc, table2_t32);

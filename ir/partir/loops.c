@@ -133,6 +133,39 @@ static void print_nest(lv *x, uint32_t op, bool is_id, uint32_t id_val, int leve
     }
 }
 
+/* Where a loop's or a conditional's parts begin: their ops are listed
+ * flat, in the order they are partitioned (notes in partition.c). */
+static void region_comment(const ir_pctx *c, uint32_t op, ap_buf *b)
+{
+    for (uint32_t gi = 0; gi < c->n_groups; gi++) {
+        const pgroup *g = &c->groups[gi];
+        unsigned line = g->src->src_line, col = g->src->src_col;
+        if (op == g->carry0 && g->is_barrier)
+            ap_buf_printf(b, "  // optimization_barrier at %u:%u, one identity per operand\n", line, col);
+        else if (op == g->carry0 && g->is_case)
+            ap_buf_printf(b, "  // %s at %u:%u: its index, then each branch's ops, then its results\n", g->src->name, line,
+                          col);
+        else if (op == g->carry0)
+            ap_buf_printf(b, "  // stablehlo.while at %u:%u: %u carried values (init, yield) -> (in the body, in the "
+                             "condition, after the loop), then its condition and body\n",
+                          line, col, g->n);
+        if (g->is_barrier)
+            continue;
+        if (g->is_case) {
+            for (uint32_t r = 0; r < g->n_br; r++)
+                if (op == c->branches[g->br0 + r].begin)
+                    ap_buf_printf(b, "  // branch #%u of the %s at %u:%u\n", r, g->src->name, line, col);
+            if (op == g->merge0)
+                ap_buf_printf(b, "  // results of the %s at %u:%u\n", g->src->name, line, col);
+        } else {
+            if (op == g->cond0)
+                ap_buf_printf(b, "  // condition of the while at %u:%u\n", line, col);
+            if (op == g->body0)
+                ap_buf_printf(b, "  // body of the while at %u:%u\n", line, col);
+        }
+    }
+}
+
 int ir_print_loops(const ir_partition *p, ap_buf *b)
 {
     const ir_pctx *c = p->ctx;
@@ -162,6 +195,7 @@ int ir_print_loops(const ir_partition *p, ap_buf *b)
     }
     for (uint32_t op = 0; op < c->n_ops; op++) {
         const ir_op *o = c->ops[op];
+        region_comment(c, op, b);
         ap_buf_puts(b, "  ");
         for (uint32_t j = 0; j < o->n_results; j++) {
             if (j)

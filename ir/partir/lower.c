@@ -675,6 +675,238 @@ out:
     return ok && !l->rc;
 }
 
+/* ----------------------------------------------------------- loops */
+
+static void lower_range(lower *l, uint32_t from, uint32_t to, ir_cloner *cl);
+
+/* Lowering into a region of its own: the partition id made outside is
+ * visible inside, but one made inside must not be reused after it. */
+typedef struct region_save {
+    ir_block *nb;
+    ir_value *pid, *zero_i32;
+} region_save;
+
+static void enter_region(lower *l, ir_block *b, region_save *s)
+{
+    *s = (region_save){l->nb, l->pid, l->zero_i32};
+    l->nb = b;
+}
+
+static void leave_region(lower *l, const region_save *s)
+{
+    l->nb = s->nb;
+    l->pid = s->pid;
+    l->zero_i32 = s->zero_i32;
+}
+
+/* A flattened while (group g): the values entering in their carried
+ * layouts, the condition and the body on local shapes with the
+ * collectives the plan puts there, the yielded values redistributed to
+ * the carried layouts before the next iteration.  HLO's while over a
+ * tuple comes out as the variadic while it means. */
+static void lower_while(lower *l, const pgroup *g, ir_cloner *cl)
+{
+    const ir_pctx *c = l->c;
+    uint32_t n = g->n;
+    ir_value **ins = ap_malloc(sizeof *ins * (n + 1));
+    const ir_type **ts = ap_malloc(sizeof *ts * (n + 1));
+    if (!ins || !ts) {
+        oom(l);
+        goto out;
+    }
+    const ir_loc *wloc = ir__loc_clone(l->nm, g->src->loc);
+    for (uint32_t i = 0; i < n && !l->rc; i++) {
+        uint32_t k = g->carry0 + i;
+        ir_layout rl;
+        l->cur_op = k;
+        l->loc = wloc;
+        ins[i] = materialize(l, c->opd_val[c->opd0[k]], 0);
+        ir__result_layout(l->p, k, 0, &rl);
+        ts[i] = local_type(l, val_type(c, c->op_val0[k]), &rl);
+        if (ins[i] && ts[i] && ins[i]->type != ts[i])
+            fail(l, AP_EINTERNAL, "carried value #%u of the while at %u:%u enters as %s, not in its carried layout", i,
+                 g->src->src_line, g->src->src_col, "another type");
+    }
+    if (l->rc)
+        goto out;
+    ir_op *w = ir_op_new(l->nm, IR_OP_WHILE, NULL, n, ins, n, ts, 2);
+    ir_block *cb = w ? ir_block_new(l->nm, &w->regions[0], n, ts) : NULL;
+    ir_block *bb = cb ? ir_block_new(l->nm, &w->regions[1], n, ts) : NULL;
+    if (!bb) {
+        oom(l);
+        goto out;
+    }
+    w->loc = wloc;
+    ir_block_append(l->nb, w);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t v = c->op_val0[g->carry0 + i];
+        l->produced[v] = &bb->args[i];
+        l->produced[v + 1] = &cb->args[i];
+        l->produced[v + 2] = &w->results[i];
+    }
+    region_save rs;
+    /* the condition: its predicate whole on every device */
+    enter_region(l, cb, &rs);
+    lower_range(l, g->cond0, g->cond_end - 1, cl);
+    if (!l->rc) {
+        uint32_t k = g->cond_end - 1;
+        l->cur_op = k;
+        l->loc = ir__loc_clone(l->nm, c->ops[k]->loc);
+        ir_value *pred = materialize(l, c->opd_val[c->opd0[k]], 0);
+        if (pred)
+            emit(l, IR_OP_RETURN, 1, &pred, NULL);
+    }
+    leave_region(l, &rs);
+    /* the body, then what it yields in the carried layouts */
+    enter_region(l, bb, &rs);
+    lower_range(l, g->body0, g->body_end, cl);
+    for (uint32_t i = 0; i < n && !l->rc; i++) {
+        uint32_t k = g->carry0 + i;
+        l->cur_op = k;
+        l->loc = wloc;
+        ins[i] = materialize(l, c->opd_val[c->opd0[k] + 1], 1);
+        if (ins[i] && ins[i]->type != ts[i])
+            fail(l, AP_EINTERNAL, "carried value #%u of the while at %u:%u is yielded in another layout", i,
+                 g->src->src_line, g->src->src_col);
+    }
+    if (!l->rc)
+        emit(l, IR_OP_RETURN, n, ins, NULL);
+    leave_region(l, &rs);
+out:
+    ap_free(ins);
+    ap_free(ts);
+}
+
+/* A flattened case (or if): the index whole, each branch on local shapes,
+ * each result yielded by every branch in the result's layout (pending sums
+ * reduced before they leave a branch). */
+static void lower_case(lower *l, const pgroup *g, ir_cloner *cl)
+{
+    const ir_pctx *c = l->c;
+    uint32_t n = g->n;
+    ir_value **ys = ap_malloc(sizeof *ys * (n + 1));
+    const ir_type **ts = ap_malloc(sizeof *ts * (n + 1));
+    if (!ys || !ts) {
+        oom(l);
+        goto out;
+    }
+    const ir_loc *cloc = ir__loc_clone(l->nm, g->src->loc);
+    l->cur_op = g->carry0;
+    l->loc = cloc;
+    ir_value *idx = materialize(l, c->opd_val[c->opd0[g->carry0]], 0);
+    for (uint32_t j = 0; j < n && !l->rc; j++) {
+        ir_layout rl;
+        ir__result_layout(l->p, g->merge0 + j, 0, &rl);
+        ts[j] = local_type(l, val_type(c, c->op_val0[g->merge0 + j]), &rl);
+    }
+    if (!idx || l->rc)
+        goto out;
+    ir_op *cs = ir_op_new(l->nm, (ir_opcode)g->src->opcode, NULL, 1, &idx, n, ts, g->n_br);
+    if (!cs) {
+        oom(l);
+        goto out;
+    }
+    cs->loc = cloc;
+    ir_block_append(l->nb, cs);
+    for (uint32_t r = 0; r < g->n_br && !l->rc; r++) {
+        const pbranch *br = &c->branches[g->br0 + r];
+        ir_block *bb = ir_block_new(l->nm, &cs->regions[r], 0, NULL);
+        if (!bb) {
+            oom(l);
+            break;
+        }
+        region_save rs;
+        enter_region(l, bb, &rs);
+        lower_range(l, br->begin, br->end, cl);
+        for (uint32_t j = 0; j < n && !l->rc; j++) {
+            uint32_t k = g->merge0 + j;
+            l->cur_op = k;
+            l->loc = cloc;
+            ys[j] = materialize(l, c->opd_val[c->opd0[k] + r], r);
+            if (ys[j] && ys[j]->type != ts[j])
+                fail(l, AP_EINTERNAL, "result #%u of the case at %u:%u leaves branch #%u in another layout", j,
+                     g->src->src_line, g->src->src_col, r);
+        }
+        if (!l->rc)
+            emit(l, IR_OP_RETURN, n, ys, NULL);
+        leave_region(l, &rs);
+    }
+    for (uint32_t j = 0; j < n; j++)
+        l->produced[c->op_val0[g->merge0 + j]] = &cs->results[j];
+out:
+    ap_free(ys);
+    ap_free(ts);
+}
+
+/* An optimization_barrier: each operand in its identity op's layout, one
+ * barrier over them all, as written. */
+static void lower_barrier(lower *l, const pgroup *g)
+{
+    const ir_pctx *c = l->c;
+    uint32_t n = g->n;
+    ir_value **xs = ap_malloc(sizeof *xs * (n + 1));
+    const ir_type **ts = ap_malloc(sizeof *ts * (n + 1));
+    if (!xs || !ts) {
+        oom(l);
+        goto out;
+    }
+    const ir_loc *loc = ir__loc_clone(l->nm, g->src->loc);
+    for (uint32_t i = 0; i < n && !l->rc; i++) {
+        uint32_t k = g->carry0 + i;
+        ir_layout rl;
+        l->cur_op = k;
+        l->loc = loc;
+        xs[i] = materialize(l, c->opd_val[c->opd0[k]], 0);
+        ir__result_layout(l->p, k, 0, &rl);
+        ts[i] = local_type(l, val_type(c, c->op_val0[k]), &rl);
+    }
+    if (l->rc)
+        goto out;
+    ir_op *op = ir_op_new(l->nm, IR_OP_OPTIMIZATION_BARRIER, NULL, n, xs, n, ts, 0);
+    if (!op) {
+        oom(l);
+        goto out;
+    }
+    op->loc = loc;
+    ir_block_append(l->nb, op);
+    for (uint32_t i = 0; i < n; i++)
+        l->produced[c->op_val0[g->carry0 + i]] = &op->results[i];
+out:
+    ap_free(xs);
+    ap_free(ts);
+}
+
+static void lower_range(lower *l, uint32_t from, uint32_t to, ir_cloner *cl)
+{
+    const ir_pctx *c = l->c;
+    for (uint32_t k = from; k < to && !l->rc;) {
+        if (c->op_kind[k] == PK_BARRIER) {
+            const pgroup *g = &c->groups[c->op_group[k]];
+            lower_barrier(l, g);
+            k = g->body_end;
+            continue;
+        }
+        if (c->op_kind[k] == PK_CARRY) {
+            const pgroup *g = &c->groups[c->op_group[k]];
+            lower_while(l, g, cl);
+            k = g->body_end;
+            continue;
+        }
+        if (c->op_kind[k] == PK_CASEIDX) {
+            const pgroup *g = &c->groups[c->op_group[k]];
+            lower_case(l, g, cl);
+            k = g->body_end;
+            continue;
+        }
+        if (c->op_kind[k] != PK_OP) {
+            fail(l, AP_EINTERNAL, "SPMD lowering: a loop's condition outside its loop");
+            return;
+        }
+        lower_op(l, k, cl);
+        k++;
+    }
+}
+
 /* ------------------------------------------------------ layout attribute */
 
 static ir_attr *layout_attr(lower *l, const ir_layout *lay, int rank)
@@ -826,8 +1058,7 @@ int ir_lower_ex(const ir_partition *p, const ir_lower_opts *opts, ir_lowered *ou
         l.produced[a] = &nb->args[a];
     }
     /* the ops, in order */
-    for (uint32_t k = 0; k < c->n_ops && !l.rc; k++)
-        lower_op(&l, k, &cl);
+    lower_range(&l, 0, c->n_ops, &cl);
     if (l.rc)
         goto fn_done;
     /* the return */

@@ -115,7 +115,7 @@ typedef struct ir_blocked {
     ir_block_kind kind;
     uint32_t op;   /* top-level op index */
     int axis;
-    char why[200];
+    char why[320];
 } ir_blocked;
 
 /* Blocked propagations recorded so far (latest per op and axis). */
@@ -210,6 +210,10 @@ uint32_t ir_pctx_num_returns(const ir_pctx *c);
 uint32_t ir_pctx_return_value(const ir_pctx *c, uint32_t r);
 /* The value id of v, UINT32_MAX when v is not a value of the function. */
 uint32_t ir_pctx_value_id(const ir_pctx *c, const ir_value *v);
+/* Is dim `dim` of value v the dim a while loop steps through one slice per
+ * iteration (the layer dim of a stacked weight)?  Tiling it is refused:
+ * that would pipeline the loop. */
+bool ir_pctx_loop_dim(const ir_pctx *c, uint32_t v, int dim);
 
 /* Layout op k needs for operand i, and the layout of its result j. */
 void ir_partition_operand_layout(const ir_partition *p, uint32_t k, uint32_t i, ir_layout *out);

@@ -65,8 +65,82 @@ struct ir_pctx {
     uint32_t id_rank_max;
     uint32_t *id0;          /* id_rank_max + 2: entries of rank r at [id0[r], id0[r+1]) */
     uint32_t any_entry;     /* the atomic entry (NONE) -> ANY */
-    ir_ptrmap val_index;    /* ir_value* -> value id */
+    ir_ptrmap val_index;    /* ir_value* -> value id (aliases included: a
+                               get_tuple_element of a tuple the context sees
+                               through, a loop's block argument) */
+    /* control flow (partition.c's header): ops are listed in pre-order,
+     * the ops of a flattened while's regions after its carry ops, a
+     * case's branches between its index and its merge ops; everything
+     * else holding regions is one op, run whole */
+    uint8_t *op_kind;       /* PK_* per op */
+    uint32_t *op_scope;     /* per op: the region it runs in (0: the function) */
+    uint32_t *scope_parent; /* per scope: the enclosing scope (0 for 0) */
+    uint32_t n_scopes;
+    struct pgroup *groups;  /* the flattened whiles and cases, in op order */
+    struct pbranch *branches;
+    uint32_t n_groups;
+    int32_t *op_group;      /* per op: its group for PK_CARRY / PK_CONDRET, else -1 */
+    uint32_t *carry_layer;  /* per op: for PK_CARRY, the dims (bit mask) the
+                               body reads or writes one slice at a time with
+                               dynamic_slice / dynamic_update_slice (the
+                               layer dim of a stacked weight): never tiled */
+    uint32_t *val_loopdims; /* per value: dims that are a loop's layer dim
+                               (carried, or elementwise-tied to one) */
+    ir_module *scratch;     /* the carry ops live here */
+    ir_ptrmap op_index;     /* source op -> its op index (skipped ops: the next one's) */
 };
+
+/* Kinds of ops in the context. */
+enum {
+    PK_OP = 0,  /* an op of the function (maybe holding regions it runs whole) */
+    PK_CARRY,   /* carried value #i of a flattened while: operands (init,
+                   yield), results (body argument, cond argument, result),
+                   one layout for all */
+    PK_CONDRET, /* the condition's predicate: needed whole */
+    PK_CASEIDX, /* a flattened case's index (if's predicate): needed whole */
+    PK_MERGE,   /* result #j of a flattened case: operands the branches'
+                   yields, result the case's result; one layout for all */
+    PK_BARRIER, /* operand #i of an optimization_barrier: an identity; the
+                   group's ops lower to one barrier */
+};
+
+/* A while whose regions are partitioned with the function (ops
+ * [carry0, body_end)): carry ops, the condition's ops and its PK_CONDRET,
+ * the body's ops.  tuple_form: HLO's while over one tuple, lowered as the
+ * variadic while it means. */
+typedef struct pbranch {
+    uint32_t begin, end, scope;
+} pbranch;
+
+typedef struct pgroup {
+    ir_op *src;
+    bool is_barrier; /* an optimization_barrier: n PK_BARRIER ops from carry0 */
+    bool is_case;   /* a case / if: [carry0] its PK_CASEIDX, then each
+                       branch's ops (branches[br0 ...]), then n PK_MERGE
+                       ops from merge0 to body_end */
+    uint32_t br0, n_br, merge0;
+    uint32_t carry0, n;
+    uint32_t cond0, cond_end; /* cond_end - 1 is the PK_CONDRET */
+    uint32_t body0, body_end;
+    uint32_t scope_cond, scope_body;
+    bool tuple_form;
+} pgroup;
+
+/* The carry op whose loop steps through dim `dim` of value v (v enters,
+ * is yielded as, or is that carried value), -1 none. */
+int32_t ir__loop_dim_op(const ir_pctx *c, uint32_t v, int dim);
+
+/* Does scope `outer` enclose (or equal) scope `inner`? */
+static inline bool ir__scope_encloses(const ir_pctx *c, uint32_t outer, uint32_t inner)
+{
+    for (;;) {
+        if (inner == outer)
+            return true;
+        if (inner == 0)
+            return false;
+        inner = c->scope_parent[inner];
+    }
+}
 
 int ir__tmr_build(ir_pctx *c, ap_error *err);
 /* Specs of entry e: n_operands operand specs followed by n_results actions. */

@@ -738,22 +738,41 @@ static int64_t tile_count(const ir_pctx *c, const ir_layout *lay)
 
 /* The latest mat of vp in layout lay usable by op (made for any op or for
  * that op), -1 none. */
-static int32_t mat_find(const vplan *vp, const ir_layout *lay, uint32_t op, const uint32_t *mat_op)
+typedef struct vbuild {
+    uint32_t *mat_op;    /* per mat of the value being planned: the op it may serve */
+    uint32_t *mat_scope; /* per mat: the region its first use is in; it serves uses there and nested in it */
+    uint32_t cap;
+} vbuild;
+
+/* The region a use runs in: a loop's yield (carry operand 1) is in its
+ * body; the return in the function. */
+static uint32_t use_scope(const ir_pctx *c, uint32_t op, uint32_t slot)
+{
+    if (op >= c->n_ops)
+        return 0;
+    if (c->op_kind[op] == PK_CARRY && slot == 1)
+        return c->groups[c->op_group[op]].scope_body;
+    if (c->op_kind[op] == PK_MERGE) /* branch #slot's yield */
+        return c->branches[c->groups[c->op_group[op]].br0 + slot].scope;
+    return c->op_scope[op];
+}
+
+/* The latest mat of vp in layout lay usable by op in scope sc (made for
+ * any op or for that op, in sc or a region around it), -1 none. */
+static int32_t mat_find(const ir_pctx *c, const vplan *vp, const ir_layout *lay, uint32_t op, uint32_t sc,
+                        const vbuild *vb)
 {
     for (uint32_t m = vp->n_mats; m-- > 0;)
-        if ((mat_op[m] == ANY_OP || mat_op[m] == op) && lay_eq(&vp->mats[m].x.to, lay))
+        if ((vb->mat_op[m] == ANY_OP || vb->mat_op[m] == op) && lay_eq(&vp->mats[m].x.to, lay) &&
+            ir__scope_encloses(c, vb->mat_scope[m], sc))
             return (int32_t)m;
     return -1;
 }
 
-typedef struct vbuild {
-    uint32_t *mat_op; /* per mat of the value being planned: the op it may serve */
-    uint32_t cap;
-} vbuild;
-
 static int mat_add(ir_lplan *pl, vplan *vp, vbuild *vb, const ir_type *g, const ir_layout *from,
                    const ir_layout *to, int32_t src, uint32_t op, uint32_t seg, uint32_t slot, ap_error *err)
 {
+    uint32_t sc = use_scope(pl->c, seg, slot);
     if (vp->n_mats == vp->cap_mats) {
         uint32_t cap = vp->cap_mats ? vp->cap_mats * 2 : 2;
         ir_mat *m = ap_realloc(vp->mats, sizeof *m * cap);
@@ -765,9 +784,12 @@ static int mat_add(ir_lplan *pl, vplan *vp, vbuild *vb, const ir_type *g, const 
     if (vp->n_mats >= vb->cap) {
         uint32_t cap = vb->cap ? vb->cap * 2 : 16;
         uint32_t *o = ap_realloc(vb->mat_op, sizeof *o * cap);
-        if (!o)
+        if (o)
+            vb->mat_op = o;
+        uint32_t *q = o ? ap_realloc(vb->mat_scope, sizeof *q * cap) : NULL;
+        if (!q)
             return ap_error_set(err, AP_ENOMEM, "out of memory");
-        vb->mat_op = o;
+        vb->mat_scope = q;
         vb->cap = cap;
     }
     ir_mat *m = &vp->mats[vp->n_mats];
@@ -778,6 +800,7 @@ static int mat_add(ir_lplan *pl, vplan *vp, vbuild *vb, const ir_type *g, const 
     m->seg = seg;
     m->slot = slot;
     vb->mat_op[vp->n_mats] = op;
+    vb->mat_scope[vp->n_mats] = sc;
     return (int)vp->n_mats++;
 }
 
@@ -856,7 +879,8 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
             *dst = IR_LPLAN_DIRECT;
             continue;
         }
-        int32_t hit = mat_find(vp, &want, op, vb->mat_op);
+        uint32_t sc = use_scope(c, op, slot);
+        int32_t hit = mat_find(c, vp, &want, op, sc, vb);
         if (hit >= 0) {
             *dst = hit;
             continue;
@@ -865,7 +889,7 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
         int32_t src = -1;
         if (has_vop && !lay_eq(&vneed, &prod)) {
             /* through the value's identity op (atomic or tiling action) */
-            int32_t s = mat_find(vp, &vneed, op, vb->mat_op);
+            int32_t s = mat_find(c, vp, &vneed, op, sc, vb);
             if (s < 0 && (s = mat_add(pl, vp, vb, g, &prod, &vneed, -1, ANY_OP, op, slot, err)) < 0)
                 return s;
             if (lay_eq(&vneed, &want)) {
@@ -999,6 +1023,7 @@ int ir_lplan_sync(ir_lplan *pl, const ir_partition *p, ap_error *err)
             rc = plan_value(pl, p, v, &vb, err);
     }
     ap_free(vb.mat_op);
+    ap_free(vb.mat_scope);
     if (rc < 0)
         return rc;
     /* the snapshot of what the plan now follows */

@@ -410,6 +410,136 @@ out:
     return ok && !t->rc;
 }
 
+static void temporal_range(temporal *t, uint32_t from, uint32_t to, ir_cloner *cl);
+
+/* A flattened while: in the loop view every value is whole, so the loop
+ * carries the whole values and its ops' loops unroll inside the body. */
+static void temporal_while(temporal *t, const pgroup *g, ir_cloner *cl)
+{
+    const ir_pctx *c = t->c;
+    uint32_t n = g->n;
+    ir_value **ins = ap_malloc(sizeof *ins * (n + 1));
+    const ir_type **ts = ap_malloc(sizeof *ts * (n + 1));
+    ir_op *w = NULL;
+    if (!ins || !ts) {
+        tfail(t, AP_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t k = g->carry0 + i;
+        ins[i] = t->vals[c->opd_val[c->opd0[k]]].whole;
+        ts[i] = ins[i] ? ins[i]->type : NULL;
+        if (!ins[i]) {
+            tfail(t, AP_EINTERNAL, "a loop's carried value is used before it is made");
+            goto out;
+        }
+    }
+    w = ir_op_new(t->nm, IR_OP_WHILE, NULL, n, ins, n, ts, 2);
+    ir_block *cb = w ? ir_block_new(t->nm, &w->regions[0], n, ts) : NULL;
+    ir_block *bb = cb ? ir_block_new(t->nm, &w->regions[1], n, ts) : NULL;
+    if (!bb) {
+        tfail(t, AP_ENOMEM, "out of memory");
+        goto out;
+    }
+    w->loc = ir__loc_clone(t->nm, g->src->loc);
+    ir_block_append(t->nb, w);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t v = c->op_val0[g->carry0 + i];
+        t->vals[v].whole = &bb->args[i];
+        t->vals[v + 1].whole = &cb->args[i];
+        t->vals[v + 2].whole = &w->results[i];
+    }
+    ir_block *outer = t->nb;
+    t->nb = cb;
+    temporal_range(t, g->cond0, g->cond_end - 1, cl);
+    if (!t->rc) {
+        uint32_t k = g->cond_end - 1;
+        ir_value *pred = t->vals[c->opd_val[c->opd0[k]]].whole;
+        t->loc = NULL;
+        temit(t, IR_OP_RETURN, 1, &pred, NULL);
+    }
+    t->nb = bb;
+    temporal_range(t, g->body0, g->body_end, cl);
+    if (!t->rc) {
+        for (uint32_t i = 0; i < n; i++)
+            ins[i] = t->vals[c->opd_val[c->opd0[g->carry0 + i] + 1]].whole;
+        t->loc = NULL;
+        temit(t, IR_OP_RETURN, n, ins, NULL);
+    }
+    t->nb = outer;
+out:
+    ap_free(ins);
+    ap_free(ts);
+}
+
+/* A flattened case: whole values in and out of every branch. */
+static void temporal_case(temporal *t, const pgroup *g, ir_cloner *cl)
+{
+    const ir_pctx *c = t->c;
+    uint32_t n = g->n;
+    ir_value **ys = ap_malloc(sizeof *ys * (n + 1));
+    const ir_type **ts = ap_malloc(sizeof *ts * (n + 1));
+    ir_value *idx = t->vals[c->opd_val[c->opd0[g->carry0]]].whole;
+    ir_op *cs = NULL;
+    if (!ys || !ts || !idx) {
+        tfail(t, ys && ts ? AP_EINTERNAL : AP_ENOMEM, ys && ts ? "a case's index is used before it is made" : "out of memory");
+        goto out;
+    }
+    for (uint32_t j = 0; j < n; j++)
+        ts[j] = ir__type_clone(t->nm, val_type(c, c->op_val0[g->merge0 + j]));
+    cs = ir_op_new(t->nm, (ir_opcode)g->src->opcode, NULL, 1, &idx, n, ts, g->n_br);
+    if (!cs) {
+        tfail(t, AP_ENOMEM, "out of memory");
+        goto out;
+    }
+    cs->loc = ir__loc_clone(t->nm, g->src->loc);
+    ir_block_append(t->nb, cs);
+    ir_block *outer = t->nb;
+    for (uint32_t r = 0; r < g->n_br && !t->rc; r++) {
+        const pbranch *br = &c->branches[g->br0 + r];
+        ir_block *bb = ir_block_new(t->nm, &cs->regions[r], 0, NULL);
+        if (!bb) {
+            tfail(t, AP_ENOMEM, "out of memory");
+            break;
+        }
+        t->nb = bb;
+        temporal_range(t, br->begin, br->end, cl);
+        if (!t->rc) {
+            for (uint32_t j = 0; j < n; j++)
+                ys[j] = t->vals[c->opd_val[c->opd0[g->merge0 + j] + r]].whole;
+            t->loc = NULL;
+            temit(t, IR_OP_RETURN, n, ys, NULL);
+        }
+        t->nb = outer;
+    }
+    for (uint32_t j = 0; j < n; j++)
+        t->vals[c->op_val0[g->merge0 + j]].whole = &cs->results[j];
+out:
+    ap_free(ys);
+    ap_free(ts);
+}
+
+static void temporal_range(temporal *t, uint32_t from, uint32_t to, ir_cloner *cl)
+{
+    const ir_pctx *c = t->c;
+    for (uint32_t k = from; k < to && !t->rc;) {
+        if (c->op_kind[k] == PK_CARRY) {
+            const pgroup *g = &c->groups[c->op_group[k]];
+            temporal_while(t, g, cl);
+            k = g->body_end;
+            continue;
+        }
+        if (c->op_kind[k] == PK_CASEIDX) {
+            const pgroup *g = &c->groups[c->op_group[k]];
+            temporal_case(t, g, cl);
+            k = g->body_end;
+            continue;
+        }
+        temporal_op(t, k, cl);
+        k++;
+    }
+}
+
 int ir_temporal(const ir_partition *p, ir_module **out, ap_error *err)
 {
     const ir_pctx *c = p->ctx;
@@ -447,8 +577,7 @@ int ir_temporal(const ir_partition *p, ir_module **out, ap_error *err)
     ir_block_append(ir_module_body(t.nm), nf);
     for (uint32_t a = 0; a < c->n_args; a++)
         t.vals[a].whole = &t.nb->args[a];
-    for (uint32_t k = 0; k < c->n_ops && !t.rc; k++)
-        temporal_op(&t, k, &cl);
+    temporal_range(&t, 0, c->n_ops, &cl);
     if (!t.rc) {
         ir_value **rets = ap_malloc(sizeof *rets * (c->n_ret + 1));
         if (!rets) {

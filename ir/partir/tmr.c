@@ -55,6 +55,17 @@ static void add_entry(tb *b, const int8_t *specs, uint32_t n, ir_red red)
 
 /* ---------------------------------------------------------- recognizers */
 
+/* Ranked tensors of the same dims (element types may differ). */
+static bool ir_type_equal_dims(const ir_type *a, const ir_type *b)
+{
+    if (!a || !b || a->kind != IR_T_TENSOR || b->kind != IR_T_TENSOR || a->rank < 0 || a->rank != b->rank)
+        return false;
+    for (int d = 0; d < a->rank; d++)
+        if (a->dims[d] != b->dims[d])
+            return false;
+    return true;
+}
+
 static int rank_of(const ir_value *v)
 {
     const ir_type *t = v->type;
@@ -662,6 +673,19 @@ bool ir_custom_call_is_identity(const ir_op *op)
     return false;
 }
 
+/* An identity (one operand of an optimization_barrier): tiles pass, and a
+ * pending sum passes as one. */
+static void rule_identity(tb *b, const ir_op *op)
+{
+    rule r = {.b = b, .op = op, .n = 2};
+    if (rank_of(&op->results[0]) < 0)
+        return;
+    r_reset(&r, SP_NONE, SP_ANY);
+    rule_elementwise(&r);
+    if (float_value(&op->results[0]))
+        rule_unary_partial(&r);
+}
+
 static void instantiate(tb *b, const ir_op *op)
 {
     rule r = {.b = b, .op = op, .n = op->n_operands + op->n_results};
@@ -745,17 +769,141 @@ static void instantiate(tb *b, const ir_op *op)
     }
 }
 
+/* Dims of carried value k (its body argument) that the body indexes by
+ * the loop: a dynamic_slice or dynamic_update_slice taking less than the
+ * whole dim.  Tiling one would split the loop's iterations over devices
+ * (pipelining), which the loop's lowering cannot do. */
+static uint32_t carry_layer_dims(const ir_pctx *c, uint32_t k)
+{
+    uint32_t v = c->op_val0[k], mask = 0; /* result 0: the body argument */
+    const ir_type *t = val_type(c, v);
+    for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++) {
+        if (c->use_op[u] == USE_RETURN || c->use_idx[u] != 0)
+            continue;
+        const ir_op *op = c->ops[c->use_op[u]];
+        int64_t sz[IR_MAX_RANK];
+        if (op->opcode == IR_OP_DYNAMIC_SLICE) {
+            if (ir_attr_int_list(ir_op_attr(op, "slice_sizes"), sz, IR_MAX_RANK) != t->rank)
+                continue;
+        } else if (op->opcode == IR_OP_DYNAMIC_UPDATE_SLICE && op->n_operands > 1 &&
+                   rank_of(op->operands[1]) == t->rank) {
+            memcpy(sz, op->operands[1]->type->dims, sizeof *sz * (size_t)t->rank);
+        } else {
+            continue;
+        }
+        for (int d = 0; d < t->rank && d < 32; d++)
+            if (sz[d] != t->dims[d])
+                mask |= 1u << d;
+    }
+    return mask;
+}
+
+/* A carried value: (init d, yield d) -> tile<d> for its block arguments
+ * and the loop's result alike, except the dims the loop steps through.
+ * No pending sums: they are reduced before they enter or cross an
+ * iteration. */
+static void rule_carry(tb *b, uint32_t k)
+{
+    ir_pctx *c = b->c;
+    int R = rank_of(&c->ops[k]->results[0]);
+    c->carry_layer[k] = carry_layer_dims(c, k);
+    for (int d = 0; d < R; d++) {
+        if (d < 32 && (c->carry_layer[k] >> d & 1))
+            continue;
+        int8_t s[5] = {(int8_t)d, (int8_t)d, (int8_t)d, (int8_t)d, (int8_t)d};
+        add_entry(b, s, 5, IR_RED_NONE);
+    }
+}
+
+/* Per value, the dims that are a loop's layer dim: those of carried values
+ * the loop steps through, spread over elementwise ops between values of
+ * one shape (an optimizer's update of a stacked weight from its stacked
+ * gradient), so that `first_divisible` picks the same dim for a stacked
+ * weight and for its optimizer state. */
+static int loop_dims(ir_pctx *c)
+{
+    c->val_loopdims = ap_calloc(c->n_vals + 1, sizeof *c->val_loopdims);
+    if (!c->val_loopdims)
+        return AP_ENOMEM;
+    bool any = false;
+    for (uint32_t k = 0; k < c->n_ops; k++) {
+        if (c->op_kind[k] != PK_CARRY || !c->carry_layer[k])
+            continue;
+        any = true;
+        for (uint32_t i = c->opd0[k]; i < c->opd0[k + 1]; i++)
+            c->val_loopdims[c->opd_val[i]] |= c->carry_layer[k];
+        for (uint32_t v = c->op_val0[k]; v < c->op_val0[k + 1]; v++)
+            c->val_loopdims[v] |= c->carry_layer[k];
+    }
+    for (int pass = 0; any && pass < 16; pass++) {
+        bool changed = false;
+        for (uint32_t k = 0; k < c->n_ops; k++) {
+            const ir_op *op = c->ops[k];
+            if (c->op_kind[k] != PK_OP || op->n_results != 1)
+                continue;
+            ir_op_kind kind = ir_op_info_get((ir_opcode)op->opcode)->kind;
+            if (kind != IR_K_EW1 && kind != IR_K_EW2 && kind != IR_K_EW3 && kind != IR_K_CMP && kind != IR_K_CONV)
+                continue;
+            const ir_type *t = op->results[0].type;
+            uint32_t m = c->val_loopdims[c->op_val0[k]];
+            for (uint32_t i = c->opd0[k]; i < c->opd0[k + 1]; i++)
+                if (ir_type_equal_dims(val_type(c, c->opd_val[i]), t))
+                    m |= c->val_loopdims[c->opd_val[i]];
+            if (!m)
+                continue;
+            for (uint32_t i = c->opd0[k]; i < c->opd0[k + 1]; i++)
+                if (ir_type_equal_dims(val_type(c, c->opd_val[i]), t) && (c->val_loopdims[c->opd_val[i]] | m) != c->val_loopdims[c->opd_val[i]]) {
+                    c->val_loopdims[c->opd_val[i]] |= m;
+                    changed = true;
+                }
+            if ((c->val_loopdims[c->op_val0[k]] | m) != c->val_loopdims[c->op_val0[k]]) {
+                c->val_loopdims[c->op_val0[k]] |= m;
+                changed = true;
+            }
+        }
+        if (!changed)
+            break;
+    }
+    return 0;
+}
+
+/* A case's result: every branch yields it tiled alike, and so it leaves.
+ * No pending sums: they are reduced before they leave a branch. */
+static void rule_merge(tb *b, uint32_t k)
+{
+    const ir_op *op = b->c->ops[k];
+    int R = rank_of(&op->results[0]);
+    int8_t s[MAXS];
+    if (op->n_operands + 1 > MAXS)
+        return;
+    for (int d = 0; d < R; d++) {
+        for (uint32_t i = 0; i <= op->n_operands; i++)
+            s[i] = (int8_t)d;
+        add_entry(b, s, op->n_operands + 1, IR_RED_NONE);
+    }
+}
+
 int ir__tmr_build(ir_pctx *c, ap_error *err)
 {
     tb b = {.c = c, .err = err};
     c->tmr0 = ap_malloc(sizeof *c->tmr0 * (c->n_ops + 1));
-    if (!c->tmr0)
+    c->carry_layer = ap_calloc(c->n_ops + 1, sizeof *c->carry_layer);
+    if (!c->tmr0 || !c->carry_layer)
         return ap_error_set(err, AP_ENOMEM, "out of memory building the TMR");
     for (uint32_t i = 0; i < c->n_ops; i++) {
         c->tmr0[i] = c->n_entries;
-        instantiate(&b, c->ops[i]);
+        if (c->op_kind[i] == PK_CARRY)
+            rule_carry(&b, i);
+        else if (c->op_kind[i] == PK_MERGE)
+            rule_merge(&b, i);
+        else if (c->op_kind[i] == PK_BARRIER)
+            rule_identity(&b, c->ops[i]);
+        else if (c->op_kind[i] == PK_OP)
+            instantiate(&b, c->ops[i]);
     }
     c->tmr0[c->n_ops] = c->n_entries;
+    if (loop_dims(c) < 0)
+        return ap_error_set(err, AP_ENOMEM, "out of memory building the TMR");
     /* identity ops on values: (tile d) -> tile<d>; (partial) -> sum, one
      * entry per reduction so that a pending max stays a max (in that order:
      * ir__id_partial_entry); and the atomic entry (whole) -> any */
