@@ -92,11 +92,19 @@ typedef struct task {
  * decision), not by its hash: two orders of the same actions give states
  * of one hash whose logs (and identity ops' order) differ, and a node's
  * state must be the one its canonical path gives, whichever worker holds
- * what - else the schedule printed would depend on the thread count. */
+ * what - else the schedule printed would depend on the thread count.
+ *
+ * The cache is shared by the workers (under the engine's lock): a state
+ * one worker derived serves the others, so a second thread does not
+ * replay paths the first already walked.  A worker pins an entry while it
+ * copies from it; an entry being derived has no state yet (building) and
+ * a worker that needs it waits, or takes other work. */
 typedef struct cache_ent {
     uint64_t key;
-    ir_partition *p;
+    ir_partition *p; /* NULL: free, or building */
     uint64_t used;
+    uint32_t pins;
+    bool building;
 } cache_ent;
 
 typedef struct engine engine;
@@ -108,15 +116,14 @@ typedef struct worker {
     engine *e;
     pthread_t thread;
     cost_scorer *scorer; /* NULL: the full path (ir_lower + cost_estimate) */
-    cache_ent *cache;
-    int cap_cache;
-    uint64_t tick;
     /* counters for the result */
     int64_t replays;     /* actions re-applied to re-derive a node's state */
     int64_t hits;        /* node states found in the cache */
     int64_t known;       /* evaluations whose state the tree already held */
     int64_t scored;      /* evaluations scored */
     uint32_t last_parent;
+    /* where its time went (wall seconds), and its CPU time */
+    double t_state, t_apply, t_score, t_busy, t_wait, cpu_s;
 } worker;
 
 struct engine {
@@ -154,10 +161,15 @@ struct engine {
     worker *w;
     int n_workers;
     pthread_mutex_t mu;
-    pthread_cond_t go, done;
+    pthread_cond_t go, done, built;
+    /* states, shared (under mu) */
+    cache_ent *cache;
+    int cap_cache;
+    uint64_t tick;
     uint64_t batch_id;
     uint32_t next_task, n_done;
     bool quit;
+    double batch_s;      /* wall seconds batches ran (workers busy or waiting at the barrier) */
     bool fallback;       /* scored through the full lowering */
     ap_error scorer_why;
     /* progress */
@@ -186,30 +198,53 @@ static uint64_t node_key(const search_node *n)
     return n->parent == SEARCH_NONE ? ROOT_KEY : step_key(n->parent, n->decision);
 }
 
-static ir_partition *cache_get(worker *w, uint64_t key)
+/* The entry holding key (ready or building), or -1.  Under e->mu. */
+static int cache_find(const engine *e, uint64_t key)
 {
-    for (int i = 0; i < w->cap_cache; i++)
-        if (w->cache[i].p && w->cache[i].key == key) {
-            w->cache[i].used = ++w->tick;
-            return w->cache[i].p;
-        }
-    return NULL;
+    for (int i = 0; i < e->cap_cache; i++)
+        if ((e->cache[i].p || e->cache[i].building) && e->cache[i].key == key)
+            return i;
+    return -1;
 }
 
-/* Keeps p (taking it); evicts the least recently used. */
-static void cache_put(worker *w, uint64_t key, ir_partition *p)
+/* A slot for a new entry: a free one, else the least recently used entry
+ * nobody pins (its state is freed); -1 when every entry is in use.  Under
+ * e->mu. */
+static int cache_slot(engine *e)
 {
-    int slot = 0;
-    for (int i = 0; i < w->cap_cache; i++) {
-        if (!w->cache[i].p) {
-            slot = i;
-            break;
-        }
-        if (w->cache[i].used < w->cache[slot].used)
+    int slot = -1;
+    for (int i = 0; i < e->cap_cache; i++) {
+        cache_ent *c = &e->cache[i];
+        if (!c->p && !c->building)
+            return i;
+        if (c->building || c->pins)
+            continue;
+        if (slot < 0 || c->used < e->cache[slot].used)
             slot = i;
     }
-    ir_partition_free(w->cache[slot].p);
-    w->cache[slot] = (cache_ent){key, p, ++w->tick};
+    if (slot >= 0) {
+        ir_partition_free(e->cache[slot].p);
+        e->cache[slot].p = NULL;
+    }
+    return slot;
+}
+
+/* Keeps p under key (taking it), or frees it when every entry is in use.
+ * Under e->mu. */
+static void cache_put(engine *e, uint64_t key, ir_partition *p)
+{
+    int slot = cache_find(e, key);
+    if (slot >= 0) {
+        /* derived twice (it was evicted meanwhile, or is building): keep one */
+        ir_partition_free(p);
+        return;
+    }
+    slot = cache_slot(e);
+    if (slot < 0) {
+        ir_partition_free(p);
+        return;
+    }
+    e->cache[slot] = (cache_ent){key, p, ++e->tick, 0, false};
 }
 
 /* --------------------------------------------------------- evaluation */
@@ -240,75 +275,171 @@ static int score_state(worker *w, const ir_partition *p, double *runtime, int64_
     return 0;
 }
 
-/* The state of the node at the end of a canonical path, from the deepest
- * cached node on it.  Returns a state owned by the cache. */
-static int state_of(worker *w, const task *t, ir_partition **out, ap_error *err)
+/* The state at the end of chain[0 .. n) (chain[i] is the node at depth
+ * i + 1 of a canonical path), from base (the state of the node at depth
+ * `from`, or the start when from is 0): a new state, owned by the caller. */
+static int replay(worker *w, const uint32_t *chain, uint32_t from, uint32_t n, const ir_partition *base,
+                  ir_partition **out, ap_error *err)
 {
     engine *e = w->e;
-    const uint32_t *chain = &e->chain[t->chain0];
-    /* chain[i] is the node at depth i + 1 on the path */
-    int from = (int)t->chain_n;
-    ir_partition *base = NULL;
-    while (from > 0 && !(base = cache_get(w, node_key(&e->nodes[chain[from - 1]]))))
-        from--;
-    if (base && from == (int)t->chain_n) {
-        w->hits++;
-        *out = base;
-        return 0;
-    }
-    if (!base && t->chain_n == 0 && (base = cache_get(w, ROOT_KEY))) {
-        w->hits++;
-        *out = base;
-        return 0;
-    }
-    w->replays += (int64_t)t->chain_n - from;
     ir_partition *p;
     int rc = ir_partition_clone(base ? base : e->start, &p, err);
     if (rc < 0)
         return rc;
-    for (uint32_t i = (uint32_t)from; i < t->chain_n; i++) {
-        const search_node *n = &e->nodes[chain[i]];
-        rc = search__apply(p, &e->units, e->dec[n->decision].a, err);
+    w->replays += (int64_t)(n - from);
+    for (uint32_t i = from; i < n; i++) {
+        const search_node *nd = &e->nodes[chain[i]];
+        rc = search__apply(p, &e->units, e->dec[nd->decision].a, err);
         if (rc != 0) {
             ir_partition_free(p);
             return rc < 0 ? rc : ap_error_set(err, AP_EINTERNAL, "replaying a path: an action it took is refused");
         }
     }
+    *out = p;
+    return 0;
+}
+
+/* The deepest node of chain[0 .. n) whose state is cached and ready:
+ * pins it, returns its depth (0: none, the start) and its entry in *slot
+ * (-1 for the start).  Under e->mu. */
+static uint32_t deepest_cached(engine *e, const uint32_t *chain, uint32_t n, int *slot)
+{
+    for (uint32_t d = n; d > 0; d--) {
+        int s = cache_find(e, node_key(&e->nodes[chain[d - 1]]));
+        if (s >= 0 && e->cache[s].p) {
+            e->cache[s].pins++;
+            e->cache[s].used = ++e->tick;
+            *slot = s;
+            return d;
+        }
+    }
+    *slot = -1;
+    return 0;
+}
+
+/* What a task needs before it can run: its parent's state. */
+enum { NEED_READY, NEED_BUILD, NEED_WAIT };
+
+static int need_of(const engine *e, const task *t)
+{
+    if (t->chain_n == 0)
+        return NEED_READY; /* the start */
+    int s = cache_find(e, node_key(&e->nodes[t->parent]));
+    if (s < 0)
+        return NEED_BUILD;
+    return e->cache[s].building ? NEED_WAIT : NEED_READY;
+}
+
+/* The parent state of a claimed task, pinned (*slot; -1 with *own set
+ * when the state is the start or was not cached: *own is then freed, or
+ * is the start, by the caller).  Called under e->mu, which it may drop
+ * and retake. */
+static int parent_state(worker *w, const task *t, const ir_partition **out, int *slot, ir_partition **own,
+                        ap_error *err)
+{
+    engine *e = w->e;
+    *own = NULL;
+    *slot = -1;
     if (t->chain_n == 0) {
-        /* the start itself: keep a copy under the start's hash */
-        cache_put(w, ROOT_KEY, p);
+        w->hits++;
+        *out = e->start;
+        return 0;
+    }
+    const uint32_t *chain = &e->chain[t->chain0];
+    uint64_t key = node_key(&e->nodes[t->parent]);
+    int s = cache_find(e, key);
+    if (s >= 0 && e->cache[s].p) {
+        w->hits++;
+        e->cache[s].pins++;
+        e->cache[s].used = ++e->tick;
+        *slot = s;
+        *out = e->cache[s].p;
+        return 0;
+    }
+    /* derive it: from the deepest cached ancestor, announcing the work */
+    int bslot;
+    uint32_t from = deepest_cached(e, chain, t->chain_n, &bslot);
+    int ps = cache_slot(e);
+    if (ps >= 0)
+        e->cache[ps] = (cache_ent){key, NULL, ++e->tick, 1, true};
+    const ir_partition *base = bslot >= 0 ? e->cache[bslot].p : NULL;
+    pthread_mutex_unlock(&e->mu);
+    ir_partition *p = NULL;
+    int rc = replay(w, chain, from, t->chain_n, base, &p, err);
+    pthread_mutex_lock(&e->mu);
+    if (bslot >= 0)
+        e->cache[bslot].pins--;
+    if (ps >= 0) {
+        e->cache[ps].building = false;
+        e->cache[ps].p = p; /* NULL on failure: the slot is free again */
+        if (!p)
+            e->cache[ps].pins = 0;
+        pthread_cond_broadcast(&e->built);
+    }
+    if (rc < 0)
+        return rc;
+    if (ps >= 0) {
+        *slot = ps;
     } else {
-        cache_put(w, node_key(&e->nodes[chain[t->chain_n - 1]]), p);
+        *own = p;
     }
     *out = p;
     return 0;
 }
 
+static int finish(worker *w, task *t, ir_partition *p, int rc);
+
+/* Evaluates a claimed task.  Called under e->mu; drops it while it works
+ * and returns holding it. */
 static void evaluate(worker *w, task *t)
 {
     engine *e = w->e;
     ap_error_clear(&t->err);
-    ir_partition *parent, *p = NULL;
-    int rc = state_of(w, t, &parent, &t->err);
+    const ir_partition *parent = NULL;
+    ir_partition *own = NULL, *p = NULL;
+    int slot = -1;
+    double t0 = now_s();
+    int rc = parent_state(w, t, &parent, &slot, &own, &t->err);
+    pthread_mutex_unlock(&e->mu);
+    double t1 = now_s();
+    w->t_state += t1 - t0;
     if (rc == 0)
         rc = ir_partition_clone(parent, &p, &t->err);
+    if (slot >= 0) {
+        pthread_mutex_lock(&e->mu);
+        e->cache[slot].pins--;
+        pthread_mutex_unlock(&e->mu);
+    }
+    ir_partition_free(own);
     if (rc == 0)
         rc = search__apply(p, &e->units, e->dec[t->decision].a, &t->err);
+    w->t_apply += now_s() - t1;
+    rc = finish(w, t, p, rc);
+    pthread_mutex_lock(&e->mu);
+    if (rc == 0)
+        cache_put(e, step_key(t->parent, t->decision), p);
+}
+
+/* The rest of an evaluation, without the lock: returns 0 when p is a new
+ * state to keep, 1 when p was freed. */
+static int finish(worker *w, task *t, ir_partition *p, int rc)
+{
+    engine *e = w->e;
     if (rc == 1) {
         t->status = 1;
         ir_partition_free(p);
-        return;
+        return 1;
     }
     if (rc < 0) {
         t->status = rc;
         ir_partition_free(p);
-        return;
+        return 1;
     }
     t->hash = ir_partition_hash(p);
     if (t->hash == e->nodes[t->parent].hash) {
         t->status = 2;
         ir_partition_free(p);
-        return;
+        return 1;
     }
     /* a state the tree already holds (another order of the same actions):
      * its score is known.  The tree does not change while a batch runs. */
@@ -319,18 +450,53 @@ static void evaluate(worker *w, task *t)
         t->peak = e->nodes[known].peak;
         t->status = 0;
         ir_partition_free(p); /* not this node's canonical state */
-        return;
+        return 1;
     }
     w->scored++;
+    double t2 = now_s();
     rc = score_state(w, p, &t->runtime_s, &t->peak, &t->err);
+    w->t_score += now_s() - t2;
     if (rc < 0) {
         /* a state the lowering refuses is no candidate */
         t->status = 1;
         ir_partition_free(p);
-        return;
+        return 1;
     }
     t->status = 0;
-    cache_put(w, step_key(t->parent, t->decision), p);
+    return 0;
+}
+
+/* The next task for w, claimed, or -1 when every unclaimed task waits
+ * for a state another worker is deriving.  Which worker evaluates what
+ * changes nothing in the results; the order only saves work:
+ *   - a task whose parent state nobody has first (the derivation is the
+ *     long part: started early, it does not hold up the end of the batch);
+ *   - then a sibling of what w did last (its scorer is a step away);
+ *   - then any task whose parent state is at hand.
+ * Under e->mu. */
+static int claim(worker *w)
+{
+    engine *e = w->e;
+    int build = -1, sibling = -1, ready = -1;
+    for (uint32_t k = 0; k < e->n_tasks; k++) {
+        const task *t = &e->tasks[k];
+        if (t->claimed)
+            continue;
+        int need = need_of(e, t);
+        if (need == NEED_BUILD && build < 0)
+            build = (int)k;
+        else if (need == NEED_READY && t->parent == w->last_parent && sibling < 0)
+            sibling = (int)k;
+        else if (need == NEED_READY && ready < 0)
+            ready = (int)k;
+    }
+    int i = build >= 0 ? build : sibling >= 0 ? sibling : ready;
+    if (i >= 0) {
+        e->tasks[i].claimed = true;
+        e->next_task++;
+        w->last_parent = e->tasks[i].parent;
+    }
+    return i;
 }
 
 static void *worker_main(void *arg)
@@ -346,25 +512,24 @@ static void *worker_main(void *arg)
             break;
         seen = e->batch_id;
         while (e->next_task < e->n_tasks) {
-            /* a sibling of what this worker did last, when there is one:
-             * its state cache and scorer are then one step away.  Which
-             * worker evaluates what changes nothing in the results. */
-            uint32_t i = e->n_tasks;
-            for (uint32_t k = 0; k < e->n_tasks && i == e->n_tasks; k++)
-                if (!e->tasks[k].claimed && e->tasks[k].parent == w->last_parent)
-                    i = k;
-            for (uint32_t k = 0; k < e->n_tasks && i == e->n_tasks; k++)
-                if (!e->tasks[k].claimed)
-                    i = k;
-            e->tasks[i].claimed = true;
-            e->next_task++;
-            w->last_parent = e->tasks[i].parent;
-            pthread_mutex_unlock(&e->mu);
+            int i = claim(w);
+            if (i < 0) {
+                /* what is left waits on states others derive */
+                double t0 = now_s();
+                pthread_cond_wait(&e->built, &e->mu);
+                w->t_wait += now_s() - t0;
+                continue;
+            }
+            double t0 = now_s();
             evaluate(w, &e->tasks[i]);
-            pthread_mutex_lock(&e->mu);
+            w->t_busy += now_s() - t0;
             if (++e->n_done == e->n_tasks)
                 pthread_cond_signal(&e->done);
         }
+        /* its CPU time so far, read by the result under the lock */
+        struct timespec ts;
+        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+            w->cpu_s = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
     }
     pthread_mutex_unlock(&e->mu);
     return NULL;
@@ -674,6 +839,7 @@ static int backup(engine *e, task *t)
 /* Runs the tasks on the workers; calls progress while waiting. */
 static int run_batch(engine *e, int *stop)
 {
+    double t0 = now_s();
     pthread_mutex_lock(&e->mu);
     e->next_task = 0;
     e->n_done = 0;
@@ -699,6 +865,7 @@ static int run_batch(engine *e, int *stop)
         }
     }
     pthread_mutex_unlock(&e->mu);
+    e->batch_s += now_s() - t0;
     return 0;
 }
 
@@ -772,15 +939,16 @@ static void engine_free(engine *e)
             if (w->thread)
                 pthread_join(w->thread, NULL);
             cost_scorer_free(w->scorer);
-            for (int k = 0; k < w->cap_cache; k++)
-                ir_partition_free(w->cache[k].p);
-            ap_free(w->cache);
         }
         ap_free(e->w);
         pthread_mutex_destroy(&e->mu);
         pthread_cond_destroy(&e->go);
         pthread_cond_destroy(&e->done);
+        pthread_cond_destroy(&e->built);
     }
+    for (int k = 0; k < e->cap_cache; k++)
+        ir_partition_free(e->cache[k].p);
+    ap_free(e->cache);
     for (uint32_t i = 0; i < e->n_nodes; i++)
         ap_free(e->nodes[i].edges);
     ap_free(e->nodes);
@@ -804,18 +972,22 @@ static int start_workers(engine *e, ap_error *err)
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->go, NULL);
     pthread_cond_init(&e->done, NULL);
-    /* states cached: about 256 MB of them, shared out among the workers */
+    pthread_cond_init(&e->built, NULL);
+    /* states cached: about 256 MB of them, shared by the workers; each
+     * worker pins at most two entries at a time */
     uint32_t n_ops = ir_pctx_num_ops(e->c);
     size_t state_bytes = (size_t)n_ops * 72 + (size_t)ir_pctx_num_values(e->c) * 4 + 4096;
-    int cap = (int)(((size_t)256 << 20) / (size_t)n / state_bytes);
+    int cap = (int)(((size_t)256 << 20) / state_bytes);
     cap = cap < 8 ? 8 : cap > 256 ? 256 : cap;
+    if (cap < 2 * n + 8)
+        cap = 2 * n + 8;
+    e->cap_cache = cap;
+    e->cache = ap_calloc((size_t)cap, sizeof *e->cache);
+    if (!e->cache)
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
     for (int i = 0; i < n; i++) {
         worker *w = &e->w[i];
         w->e = e;
-        w->cap_cache = cap;
-        w->cache = ap_calloc((size_t)cap, sizeof *w->cache);
-        if (!w->cache)
-            return ap_error_set(err, AP_ENOMEM, "out of memory");
         if (!e->fallback) {
             ap_error se;
             /* candidates need the step time and the peak, not the slowest ops */
@@ -1076,10 +1248,13 @@ int search_run(const ir_partition *start, const search_options *opts, search_res
             e.chain[i] = n;
             n = e.nodes[n].parent;
         }
-        ir_partition *cached;
-        if ((rc = state_of(&e.w[0], &t, &cached, err)) < 0)
-            goto fail;
-        if ((rc = ir_partition_clone(cached, &best, err)) < 0)
+        /* the workers are idle: the cache is the coordinator's */
+        int bslot;
+        uint32_t from = deepest_cached(&e, e.chain, depth, &bslot);
+        rc = replay(&e.w[0], e.chain, from, depth, bslot >= 0 ? e.cache[bslot].p : NULL, &best, err);
+        if (bslot >= 0)
+            e.cache[bslot].pins--;
+        if (rc < 0)
             goto fail;
     }
     ir_lowered lw;
@@ -1135,13 +1310,26 @@ int search_run(const ir_partition *start, const search_options *opts, search_res
     out->units = (int)e.units.n;
     out->decisions_after = (int)e.n_order;
     out->exhausted = e.exhausted;
+    if (e.n_workers)
+        pthread_mutex_lock(&e.mu);
+    out->batch_s = e.batch_s;
+    for (int i = 0; i < e.n_workers; i++) {
+        out->busy_s += e.w[i].t_busy;
+        out->wait_s += e.w[i].t_wait;
+        out->state_s += e.w[i].t_state;
+        out->apply_s += e.w[i].t_apply;
+        out->score_s += e.w[i].t_score;
+        out->worker_cpu_s += e.w[i].cpu_s;
+    }
+    if (e.n_workers)
+        pthread_mutex_unlock(&e.mu);
     for (int i = 0; i < e.n_workers; i++) {
         out->replays += e.w[i].replays;
         out->cache_hits += e.w[i].hits;
         out->known += e.w[i].known;
         out->scored += e.w[i].scored;
     }
-    out->cached_states = e.w ? e.w[0].cap_cache : 0;
+    out->cached_states = e.cap_cache;
     out->stopped_by = why;
     {
         /* the explanation reads the peak of the best state off a scorer */

@@ -111,7 +111,15 @@ typedef struct search_result {
     int64_t known;             /* candidates that were states the tree held */
     int64_t replays;           /* actions re-applied to re-derive states */
     int64_t cache_hits;        /* states found in a worker's cache */
-    int cached_states;         /* states each worker keeps */
+    int cached_states;         /* states the workers keep (shared) */
+    /* where the time went, summed over the workers (wall seconds): batches
+     * ran batch_s (each worker busy or waiting at the barrier); a worker
+     * was busy busy_s in all, of it state_s re-deriving parent states,
+     * apply_s cloning, applying and propagating, score_s scoring; the
+     * workers' CPU time was worker_cpu_s.  Waiting at batch barriers:
+     * threads * batch_s - busy_s, of it wait_s for a state another worker
+     * was deriving. */
+    double batch_s, busy_s, state_s, apply_s, score_s, wait_s, worker_cpu_s;
     const char *stopped_by;    /* "episodes", "time", "patience", "exhausted", "callback" */
     json_t *explanation;       /* owned: see search_explain below */
     char *explanation_text;    /* the same, readable */
