@@ -368,6 +368,8 @@ json_t *search_result_json(const search_result *r)
     if (en) {
         put(en, "scored", json_integer(r->scored));
         put(en, "known_states", json_integer(r->known));
+        put(en, "refused", json_integer(r->refused));
+        put(en, "unchanged", json_integer(r->unchanged));
         put(en, "replayed_actions", json_integer(r->replays));
         put(en, "cache_hits", json_integer(r->cache_hits));
         put(en, "cached_states", json_integer(r->cached_states));

@@ -121,6 +121,7 @@ typedef struct worker {
     int64_t hits;        /* node states found in the cache */
     int64_t known;       /* evaluations whose state the tree already held */
     int64_t scored;      /* evaluations scored */
+    int64_t refused, unchanged;
     uint32_t last_parent;
     /* where its time went (wall seconds), and its CPU time */
     double t_state, t_apply, t_score, t_busy, t_wait, cpu_s;
@@ -166,6 +167,11 @@ struct engine {
     cache_ent *cache;
     int cap_cache;
     uint64_t tick;
+    /* states no longer needed, whose buffers the next copy reuses (a
+     * state of T32 is about 1 MB: allocating it anew faults its pages in
+     * each time).  Under mu. */
+    ir_partition **pool;
+    int n_pool, cap_pool;
     uint64_t batch_id;
     uint32_t next_task, n_done;
     bool quit;
@@ -198,6 +204,34 @@ static uint64_t node_key(const search_node *n)
     return n->parent == SEARCH_NONE ? ROOT_KEY : step_key(n->parent, n->decision);
 }
 
+/* A spare state for copy_state, or NULL.  Under e->mu. */
+static ir_partition *pool_take(engine *e) { return e->n_pool ? e->pool[--e->n_pool] : NULL; }
+
+/* Takes p (NULL: nothing) for reuse.  Under e->mu. */
+static void pool_give(engine *e, ir_partition *p)
+{
+    if (!p)
+        return;
+    if (e->n_pool < e->cap_pool)
+        e->pool[e->n_pool++] = p;
+    else
+        ir_partition_free(p);
+}
+
+/* *out = a copy of src, made in spare (taken; NULL: a new state). */
+static int copy_state(ir_partition *spare, const ir_partition *src, ir_partition **out, ap_error *err)
+{
+    if (!spare)
+        return ir_partition_clone(src, out, err);
+    int rc = ir_partition_copy(spare, src, err);
+    if (rc < 0) {
+        ir_partition_free(spare);
+        return rc;
+    }
+    *out = spare;
+    return 0;
+}
+
 /* The entry holding key (ready or building), or -1.  Under e->mu. */
 static int cache_find(const engine *e, uint64_t key)
 {
@@ -223,25 +257,25 @@ static int cache_slot(engine *e)
             slot = i;
     }
     if (slot >= 0) {
-        ir_partition_free(e->cache[slot].p);
+        pool_give(e, e->cache[slot].p);
         e->cache[slot].p = NULL;
     }
     return slot;
 }
 
-/* Keeps p under key (taking it), or frees it when every entry is in use.
- * Under e->mu. */
+/* Keeps p under key (taking it), or gives it back to the pool when every
+ * entry is in use.  Under e->mu. */
 static void cache_put(engine *e, uint64_t key, ir_partition *p)
 {
     int slot = cache_find(e, key);
     if (slot >= 0) {
         /* derived twice (it was evicted meanwhile, or is building): keep one */
-        ir_partition_free(p);
+        pool_give(e, p);
         return;
     }
     slot = cache_slot(e);
     if (slot < 0) {
-        ir_partition_free(p);
+        pool_give(e, p);
         return;
     }
     e->cache[slot] = (cache_ent){key, p, ++e->tick, 0, false};
@@ -277,13 +311,14 @@ static int score_state(worker *w, const ir_partition *p, double *runtime, int64_
 
 /* The state at the end of chain[0 .. n) (chain[i] is the node at depth
  * i + 1 of a canonical path), from base (the state of the node at depth
- * `from`, or the start when from is 0): a new state, owned by the caller. */
+ * `from`, or the start when from is 0), made in spare (taken; may be
+ * NULL): a state owned by the caller. */
 static int replay(worker *w, const uint32_t *chain, uint32_t from, uint32_t n, const ir_partition *base,
-                  ir_partition **out, ap_error *err)
+                  ir_partition *spare, ir_partition **out, ap_error *err)
 {
     engine *e = w->e;
     ir_partition *p;
-    int rc = ir_partition_clone(base ? base : e->start, &p, err);
+    int rc = copy_state(spare, base ? base : e->start, &p, err);
     if (rc < 0)
         return rc;
     w->replays += (int64_t)(n - from);
@@ -363,9 +398,10 @@ static int parent_state(worker *w, const task *t, const ir_partition **out, int 
     if (ps >= 0)
         e->cache[ps] = (cache_ent){key, NULL, ++e->tick, 1, true};
     const ir_partition *base = bslot >= 0 ? e->cache[bslot].p : NULL;
+    ir_partition *spare = pool_take(e);
     pthread_mutex_unlock(&e->mu);
     ir_partition *p = NULL;
-    int rc = replay(w, chain, from, t->chain_n, base, &p, err);
+    int rc = replay(w, chain, from, t->chain_n, base, spare, &p, err);
     pthread_mutex_lock(&e->mu);
     if (bslot >= 0)
         e->cache[bslot].pins--;
@@ -400,17 +436,17 @@ static void evaluate(worker *w, task *t)
     int slot = -1;
     double t0 = now_s();
     int rc = parent_state(w, t, &parent, &slot, &own, &t->err);
+    ir_partition *spare = rc == 0 ? pool_take(e) : NULL;
     pthread_mutex_unlock(&e->mu);
     double t1 = now_s();
     w->t_state += t1 - t0;
     if (rc == 0)
-        rc = ir_partition_clone(parent, &p, &t->err);
-    if (slot >= 0) {
-        pthread_mutex_lock(&e->mu);
+        rc = copy_state(spare, parent, &p, &t->err);
+    pthread_mutex_lock(&e->mu);
+    if (slot >= 0)
         e->cache[slot].pins--;
-        pthread_mutex_unlock(&e->mu);
-    }
-    ir_partition_free(own);
+    pool_give(e, own);
+    pthread_mutex_unlock(&e->mu);
     if (rc == 0)
         rc = search__apply(p, &e->units, e->dec[t->decision].a, &t->err);
     w->t_apply += now_s() - t1;
@@ -418,27 +454,29 @@ static void evaluate(worker *w, task *t)
     pthread_mutex_lock(&e->mu);
     if (rc == 0)
         cache_put(e, step_key(t->parent, t->decision), p);
+    else
+        pool_give(e, p);
 }
 
 /* The rest of an evaluation, without the lock: returns 0 when p is a new
- * state to keep, 1 when p was freed. */
+ * state to keep, 1 when not (p, NULL or partly changed, is the caller's
+ * to give back). */
 static int finish(worker *w, task *t, ir_partition *p, int rc)
 {
     engine *e = w->e;
     if (rc == 1) {
+        w->refused++;
         t->status = 1;
-        ir_partition_free(p);
         return 1;
     }
     if (rc < 0) {
         t->status = rc;
-        ir_partition_free(p);
         return 1;
     }
     t->hash = ir_partition_hash(p);
     if (t->hash == e->nodes[t->parent].hash) {
+        w->unchanged++;
         t->status = 2;
-        ir_partition_free(p);
         return 1;
     }
     /* a state the tree already holds (another order of the same actions):
@@ -449,7 +487,7 @@ static int finish(worker *w, task *t, ir_partition *p, int rc)
         t->runtime_s = e->nodes[known].runtime_s;
         t->peak = e->nodes[known].peak;
         t->status = 0;
-        ir_partition_free(p); /* not this node's canonical state */
+        /* p is not this node's canonical state */
         return 1;
     }
     w->scored++;
@@ -459,7 +497,6 @@ static int finish(worker *w, task *t, ir_partition *p, int rc)
     if (rc < 0) {
         /* a state the lowering refuses is no candidate */
         t->status = 1;
-        ir_partition_free(p);
         return 1;
     }
     t->status = 0;
@@ -949,6 +986,9 @@ static void engine_free(engine *e)
     for (int k = 0; k < e->cap_cache; k++)
         ir_partition_free(e->cache[k].p);
     ap_free(e->cache);
+    for (int k = 0; k < e->n_pool; k++)
+        ir_partition_free(e->pool[k]);
+    ap_free(e->pool);
     for (uint32_t i = 0; i < e->n_nodes; i++)
         ap_free(e->nodes[i].edges);
     ap_free(e->nodes);
@@ -983,7 +1023,9 @@ static int start_workers(engine *e, ap_error *err)
         cap = 2 * n + 8;
     e->cap_cache = cap;
     e->cache = ap_calloc((size_t)cap, sizeof *e->cache);
-    if (!e->cache)
+    e->cap_pool = 2 * n + 2;
+    e->pool = ap_calloc((size_t)e->cap_pool, sizeof *e->pool);
+    if (!e->cache || !e->pool)
         return ap_error_set(err, AP_ENOMEM, "out of memory");
     for (int i = 0; i < n; i++) {
         worker *w = &e->w[i];
@@ -1251,7 +1293,7 @@ int search_run(const ir_partition *start, const search_options *opts, search_res
         /* the workers are idle: the cache is the coordinator's */
         int bslot;
         uint32_t from = deepest_cached(&e, e.chain, depth, &bslot);
-        rc = replay(&e.w[0], e.chain, from, depth, bslot >= 0 ? e.cache[bslot].p : NULL, &best, err);
+        rc = replay(&e.w[0], e.chain, from, depth, bslot >= 0 ? e.cache[bslot].p : NULL, NULL, &best, err);
         if (bslot >= 0)
             e.cache[bslot].pins--;
         if (rc < 0)
@@ -1328,6 +1370,8 @@ int search_run(const ir_partition *start, const search_options *opts, search_res
         out->cache_hits += e.w[i].hits;
         out->known += e.w[i].known;
         out->scored += e.w[i].scored;
+        out->refused += e.w[i].refused;
+        out->unchanged += e.w[i].unchanged;
     }
     out->cached_states = e.cap_cache;
     out->stopped_by = why;

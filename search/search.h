@@ -109,6 +109,8 @@ typedef struct search_result {
     int64_t scored;            /* candidates scored (the rest were refused, changed
                                   nothing, or were states the tree held) */
     int64_t known;             /* candidates that were states the tree held */
+    int64_t refused;           /* candidates whose action was refused */
+    int64_t unchanged;         /* candidates whose action changed nothing */
     int64_t replays;           /* actions re-applied to re-derive states */
     int64_t cache_hits;        /* states found in a worker's cache */
     int cached_states;         /* states the workers keep (shared) */

@@ -76,6 +76,11 @@ uint32_t ir_pctx_num_entries(const ir_pctx *c, uint32_t op);
  * ir_partition_free.  ir_partition_clone copies a state. */
 int ir_partition_new(const ir_pctx *ctx, ir_partition **out, ap_error *err);
 int ir_partition_clone(const ir_partition *p, ir_partition **out, ap_error *err);
+/* Makes dst (a state over the same ctx) a copy of src, reusing dst's
+ * buffers: what a search that copies states thousands of times uses
+ * instead of clone + free.  AP_EINVALID for another ctx, AP_ENOMEM (dst
+ * is then a valid state, but not a copy). */
+int ir_partition_copy(ir_partition *dst, const ir_partition *src, ap_error *err);
 void ir_partition_free(ir_partition *p);
 const ir_pctx *ir_partition_ctx(const ir_partition *p);
 

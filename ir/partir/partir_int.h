@@ -102,6 +102,8 @@ typedef struct action_rec {
     int dim, axis;
 } action_rec;
 
+/* ir_partition_clone and ir_partition_copy copy every field: a new field
+ * goes into both. */
 struct ir_partition {
     const ir_pctx *ctx;
     /* loop nests: real ops 0..n_ops-1, then virtual ops */

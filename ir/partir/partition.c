@@ -438,6 +438,68 @@ oom:
     return ap_error_set(err, AP_ENOMEM, "out of memory");
 }
 
+/* Grows *v (of elements of `size` bytes, capacity *cap) to hold n. */
+static bool reserve(void **v, uint32_t *cap, uint32_t n, size_t size)
+{
+    if (n <= *cap)
+        return true;
+    void *nv = ap_realloc(*v, size * n);
+    if (!nv)
+        return false;
+    *v = nv;
+    *cap = n;
+    return true;
+}
+
+int ir_partition_copy(ir_partition *dst, const ir_partition *src, ap_error *err)
+{
+    if (dst == src)
+        return 0;
+    if (dst->ctx != src->ctx)
+        return ap_error_set(err, AP_EINVALID, "copying a partition state of another function");
+    const ir_pctx *c = src->ctx;
+    uint32_t n = c->n_ops + src->n_vops, had = c->n_ops + dst->n_vops;
+    if (!ensure_ops(dst, n))
+        goto oom;
+    /* vops: exactly as many as src (get_vop grows them one at a time) */
+    if (src->n_vops != dst->n_vops) {
+        vop *nv = ap_realloc(dst->vops, sizeof *nv * (src->n_vops + 1));
+        if (!nv)
+            goto oom;
+        dst->vops = nv;
+    }
+    uint32_t cap_log = dst->cap_log, cap_blocked = dst->cap_blocked;
+    if (!reserve((void **)&dst->log, &cap_log, src->n_log, sizeof *dst->log) ||
+        !reserve((void **)&dst->blocked, &cap_blocked, src->n_blocked, sizeof *dst->blocked))
+        goto oom;
+    dst->cap_log = cap_log;
+    dst->cap_blocked = cap_blocked;
+    memcpy(dst->nlen, src->nlen, n);
+    memcpy(dst->pending, src->pending, n);
+    memcpy(dst->nest, src->nest, sizeof *dst->nest * IR_MAX_AXES * n);
+    if (had > n) {
+        /* ops past src's: as a fresh state has them */
+        memset(dst->nlen + n, 0, had - n);
+        memset(dst->pending + n, 0, had - n);
+    }
+    memcpy(dst->arg_layout, src->arg_layout, sizeof *dst->arg_layout * c->n_args);
+    memcpy(dst->vop_of, src->vop_of, sizeof *dst->vop_of * c->n_vals);
+    if (src->n_vops)
+        memcpy(dst->vops, src->vops, sizeof *dst->vops * src->n_vops);
+    dst->n_vops = src->n_vops;
+    memcpy(dst->axis_seq, src->axis_seq, sizeof dst->axis_seq);
+    dst->n_axis_seq = src->n_axis_seq;
+    if (src->n_log)
+        memcpy(dst->log, src->log, sizeof *dst->log * src->n_log);
+    dst->n_log = src->n_log;
+    if (src->n_blocked)
+        memcpy(dst->blocked, src->blocked, sizeof *dst->blocked * src->n_blocked);
+    dst->n_blocked = src->n_blocked;
+    return 0;
+oom:
+    return ap_error_set(err, AP_ENOMEM, "out of memory");
+}
+
 const ir_pctx *ir_partition_ctx(const ir_partition *p) { return p->ctx; }
 
 /* ------------------------------------------------------- op addressing */
