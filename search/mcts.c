@@ -129,6 +129,7 @@ typedef struct worker {
 
 struct engine {
     const ir_partition *start;
+    ir_partition *base;  /* a copy of start that records nothing blocked: candidates derive from it */
     const ir_pctx *c;
     search_options o;
     search_units units;
@@ -318,7 +319,7 @@ static int replay(worker *w, const uint32_t *chain, uint32_t from, uint32_t n, c
 {
     engine *e = w->e;
     ir_partition *p;
-    int rc = copy_state(spare, base ? base : e->start, &p, err);
+    int rc = copy_state(spare, base ? base : e->base, &p, err);
     if (rc < 0)
         return rc;
     w->replays += (int64_t)(n - from);
@@ -377,7 +378,7 @@ static int parent_state(worker *w, const task *t, const ir_partition **out, int 
     *slot = -1;
     if (t->chain_n == 0) {
         w->hits++;
-        *out = e->start;
+        *out = e->base;
         return 0;
     }
     const uint32_t *chain = &e->chain[t->chain0];
@@ -1000,6 +1001,7 @@ static void engine_free(engine *e)
     ap_free(e->chain);
     ap_free(e->paths);
     ap_free(e->best_text);
+    ir_partition_free(e->base);
     search__units_free(&e->units);
 }
 
@@ -1216,6 +1218,9 @@ int search_run(const ir_partition *start, const search_options *opts, search_res
     ir_partition *best = NULL;
     if ((rc = search__units(e.c, e.o.axes, e.o.hints, &e.units, err)) < 0)
         goto fail;
+    if ((rc = ir_partition_clone(start, &e.base, err)) < 0)
+        goto fail;
+    ir_partition_set_diagnostics(e.base, false);
     if ((rc = start_workers(&e, err)) < 0)
         goto fail;
     /* the root: the start state */
@@ -1290,13 +1295,9 @@ int search_run(const ir_partition *start, const search_options *opts, search_res
             e.chain[i] = n;
             n = e.nodes[n].parent;
         }
-        /* the workers are idle: the cache is the coordinator's */
-        int bslot;
-        uint32_t from = deepest_cached(&e, e.chain, depth, &bslot);
-        rc = replay(&e.w[0], e.chain, from, depth, bslot >= 0 ? e.cache[bslot].p : NULL, NULL, &best, err);
-        if (bslot >= 0)
-            e.cache[bslot].pins--;
-        if (rc < 0)
+        /* from the start itself, recording what blocked propagation on the
+         * way (the candidates recorded nothing): the explanation reads it */
+        if ((rc = replay(&e.w[0], e.chain, 0, depth, start, NULL, &best, err)) < 0)
             goto fail;
     }
     ir_lowered lw;

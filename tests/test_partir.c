@@ -230,7 +230,9 @@ END_TEST
 /* ir_partition_copy into a state that had other tiling, identity ops,
  * blocked records and log (and into one that had fewer) gives the same
  * state as a clone: equal nests and layouts, the same schedule and blocked
- * records, and the same answer to the next action and to the lowering. */
+ * records, and the same answer to the next action and to the lowering.
+ * With the diagnosis off, propagation finds the same state and records
+ * nothing. */
 START_TEST(copy_over_a_used_state_is_a_clone)
 {
     run a;
@@ -295,6 +297,25 @@ START_TEST(copy_over_a_used_state_is_a_clone)
     ck_assert_int_eq(ir_schedule_apply(into[0], "atomic w2 M; tile x 0 B; propagate; tile w1 0 B; propagate", &err), 0);
     ck_assert(ir_partition_same(into[0], a.p));
     ir_partition_free(fresh);
+    /* without the diagnosis: the same state, nothing recorded; copies and
+     * clones keep the setting */
+    ir_partition *quiet, *qc;
+    ck_assert_int_eq(ir_partition_new(a.ctx, &quiet, &err), 0);
+    ir_partition_set_diagnostics(quiet, false);
+    ck_assert_int_eq(ir_partition_clone(quiet, &qc, &err), 0);
+    ck_assert_int_eq(ir_schedule_apply(qc, "atomic w2 M; tile x 0 B; propagate; tile w1 0 B; propagate", &err), 0);
+    ck_assert(ir_partition_same(qc, a.p));
+    uint32_t nq;
+    ir_partition_blocked(qc, &nq);
+    ck_assert_uint_eq(nq, 0);
+    ck_assert_int_eq(ir_partition_copy(into[1], quiet, &err), 0);
+    ck_assert_int_eq(ir_schedule_apply(into[1], "atomic w2 M; tile x 0 B; propagate; tile w1 0 B; propagate", &err), 0);
+    ir_partition_blocked(into[1], &nq);
+    ck_assert_uint_eq(nq, 0);
+    ir_partition_set_diagnostics(qc, true);
+    ck_assert_int_eq(ir_schedule_apply(qc, "tile w1 1 M; propagate", &err), 0);
+    ir_partition_free(quiet);
+    ir_partition_free(qc);
     /* a state of another function is refused */
     run c;
     ck_assert_msg(apply_ex(&c, chain, "B=4,M=2", "tile x 0 B; propagate", false), "%s", c.err);

@@ -125,6 +125,12 @@ typedef struct ir_blocked {
 
 /* Blocked propagations recorded so far (latest per op and axis). */
 const ir_blocked *ir_partition_blocked(const ir_partition *p, uint32_t *n);
+/* Whether propagation records what blocked it (on in a new state; clones
+ * and copies keep the setting).  Off, it finds the same state faster (the
+ * diagnosis looks again at every op it passes that already loops over the
+ * axis): a search turns it off for its candidates and replays the answer
+ * with it on. */
+void ir_partition_set_diagnostics(ir_partition *p, bool on);
 
 /* ----------------------------------------------------------- schedules */
 

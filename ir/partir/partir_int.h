@@ -125,6 +125,7 @@ struct ir_partition {
      * gives what propagating after each tiling gives */
     uint8_t axis_seq[IR_MAX_AXES];
     uint8_t n_axis_seq;
+    bool quiet; /* propagation records nothing blocked (ir_partition_set_diagnostics) */
 };
 
 /* Op ids of virtual ops follow the real ops. */

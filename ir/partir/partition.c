@@ -417,6 +417,7 @@ int ir_partition_clone(const ir_partition *src, ir_partition **out, ap_error *er
     p->n_vops = src->n_vops;
     memcpy(p->axis_seq, src->axis_seq, sizeof p->axis_seq);
     p->n_axis_seq = src->n_axis_seq;
+    p->quiet = src->quiet;
     if (src->n_log) {
         p->log = ap_malloc(sizeof *p->log * src->n_log);
         if (!p->log)
@@ -489,6 +490,7 @@ int ir_partition_copy(ir_partition *dst, const ir_partition *src, ap_error *err)
     dst->n_vops = src->n_vops;
     memcpy(dst->axis_seq, src->axis_seq, sizeof dst->axis_seq);
     dst->n_axis_seq = src->n_axis_seq;
+    dst->quiet = src->quiet;
     if (src->n_log)
         memcpy(dst->log, src->log, sizeof *dst->log * src->n_log);
     dst->n_log = src->n_log;
@@ -682,6 +684,8 @@ static void record_blocked(ir_partition *p, ir_block_kind kind, uint32_t op, int
     vsnprintf(b->why, sizeof b->why, fmt, ap);
     va_end(ap);
 }
+
+void ir_partition_set_diagnostics(ir_partition *p, bool on) { p->quiet = !on; }
 
 const ir_blocked *ir_partition_blocked(const ir_partition *p, uint32_t *n)
 {
@@ -1237,15 +1241,16 @@ static int propagate_axis(ir_partition *p, int axis, const uint8_t *start, uint8
         while (q.n) {
             uint32_t op = wq_pop(&q);
             if (nest_find(p, op, axis) >= 0) {
-                diagnose_axis_used(p, op, axis);
+                if (!p->quiet)
+                    diagnose_axis_used(p, op, axis);
                 continue;
             }
             fwd_result fr;
-            forward_analyze(p, op, axis, &fr, true);
+            forward_analyze(p, op, axis, &fr, !p->quiet);
             uint32_t e;
             if (fr.n_full == 1) {
                 e = fr.full;
-            } else if (backward(p, op, axis, !fr.any_status, &e)) {
+            } else if (backward(p, op, axis, !p->quiet && !fr.any_status, &e)) {
                 /* e set */
             } else {
                 if (fr.n_full == 0 && fr.n_inf == 1)
