@@ -7,7 +7,7 @@
  * maps hashes to nodes, so two orders of the same actions share a node).
  * It keeps no state of its own: a worker re-derives a node's state by
  * replaying the decisions of its canonical path (the one that created it)
- * from the deepest ancestor in the worker's small cache of states.  A
+ * from the deepest ancestor in the shared cache of states.  A
  * state of T32 is about 1 MB; a tree of tens of thousands of nodes keeps
  * only hashes, values and edges.
  *
@@ -26,6 +26,11 @@
  * worse (Megatron's attention heads, against sequence parallelism) gets
  * its next step tried.  The seed adds a little noise (2% of a score) and
  * breaks ties.
+ *
+ * Threads: the coordinating thread is worker 0 and evaluates beside the
+ * others (with one thread there are no hand-offs).  Workers share one
+ * cache of states (see cache_ent) and take the tasks of a batch longest
+ * expected first, so fewer wait at the end of a batch.
  *
  * Determinism: selection, expansion order and backup run on the
  * coordinating thread in a fixed order; a worker's evaluation is a function
@@ -137,6 +142,7 @@ struct engine {
     /* decisions */
     search_decision *dec;
     uint32_t n_dec;
+    double *est;         /* per decision: seconds an evaluation takes, recent average (0 unknown; under mu) */
     uint32_t *order;     /* decisions in the order they are tried */
     uint32_t n_order;
     /* the tree */
@@ -452,7 +458,10 @@ static void evaluate(worker *w, task *t)
         rc = search__apply(p, &e->units, e->dec[t->decision].a, &t->err);
     w->t_apply += now_s() - t1;
     rc = finish(w, t, p, rc);
+    double dt = now_s() - t1;
     pthread_mutex_lock(&e->mu);
+    if (e->est)
+        e->est[t->decision] = e->est[t->decision] > 0 ? 0.75 * e->est[t->decision] + 0.25 * dt : dt;
     if (rc == 0)
         cache_put(e, step_key(t->parent, t->decision), p);
     else
@@ -506,29 +515,39 @@ static int finish(worker *w, task *t, ir_partition *p, int rc)
 
 /* The next task for w, claimed, or -1 when every unclaimed task waits
  * for a state another worker is deriving.  Which worker evaluates what
- * changes nothing in the results; the order only saves work:
+ * changes nothing in the results; the order only saves time:
  *   - a task whose parent state nobody has first (the derivation is the
  *     long part: started early, it does not hold up the end of the batch);
- *   - then a sibling of what w did last (its scorer is a step away);
- *   - then any task whose parent state is at hand.
+ *   - then, among tasks whose parent state is at hand, the longest
+ *     expected first (evaluations take 1 to 10 ms on T32 by decision: one
+ *     started last keeps the other workers waiting at the barrier), a
+ *     sibling of what w did last counting a little longer (its scorer is a
+ *     step away from it).
  * Under e->mu. */
 static int claim(worker *w)
 {
     engine *e = w->e;
-    int build = -1, sibling = -1, ready = -1;
+    int build = -1, ready = -1;
+    double best = -1;
     for (uint32_t k = 0; k < e->n_tasks; k++) {
         const task *t = &e->tasks[k];
         if (t->claimed)
             continue;
         int need = need_of(e, t);
-        if (need == NEED_BUILD && build < 0)
-            build = (int)k;
-        else if (need == NEED_READY && t->parent == w->last_parent && sibling < 0)
-            sibling = (int)k;
-        else if (need == NEED_READY && ready < 0)
-            ready = (int)k;
+        if (need == NEED_BUILD) {
+            if (build < 0)
+                build = (int)k;
+        } else if (need == NEED_READY) {
+            double est = e->est && e->est[t->decision] > 0 ? e->est[t->decision] : 1.0;
+            if (t->parent == w->last_parent)
+                est *= 1.25;
+            if (est > best) {
+                best = est;
+                ready = (int)k;
+            }
+        }
     }
-    int i = build >= 0 ? build : sibling >= 0 ? sibling : ready;
+    int i = build >= 0 ? build : ready;
     if (i >= 0) {
         e->tasks[i].claimed = true;
         e->next_task++;
@@ -537,6 +556,42 @@ static int claim(worker *w)
     return i;
 }
 
+static bool progress_due(const engine *e);
+
+/* Claims and evaluates tasks of the batch until none is left to claim.
+ * The coordinator (stop != NULL) calls progress between its tasks.  Under
+ * e->mu. */
+static void work(worker *w, int *stop)
+{
+    engine *e = w->e;
+    while (e->next_task < e->n_tasks) {
+        int i = claim(w);
+        if (i < 0) {
+            /* what is left waits on states others derive */
+            double t0 = now_s();
+            pthread_cond_wait(&e->built, &e->mu);
+            w->t_wait += now_s() - t0;
+            continue;
+        }
+        double t0 = now_s();
+        evaluate(w, &e->tasks[i]);
+        w->t_busy += now_s() - t0;
+        if (++e->n_done == e->n_tasks)
+            pthread_cond_signal(&e->done);
+        if (stop && progress_due(e)) {
+            pthread_mutex_unlock(&e->mu);
+            if (search__progress(e))
+                *stop = 1;
+            pthread_mutex_lock(&e->mu);
+        }
+    }
+    /* its CPU time so far, read by the result under the lock */
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+        w->cpu_s = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Workers 1 .. threads - 1; the coordinating thread is worker 0. */
 static void *worker_main(void *arg)
 {
     worker *w = arg;
@@ -549,25 +604,7 @@ static void *worker_main(void *arg)
         if (e->quit)
             break;
         seen = e->batch_id;
-        while (e->next_task < e->n_tasks) {
-            int i = claim(w);
-            if (i < 0) {
-                /* what is left waits on states others derive */
-                double t0 = now_s();
-                pthread_cond_wait(&e->built, &e->mu);
-                w->t_wait += now_s() - t0;
-                continue;
-            }
-            double t0 = now_s();
-            evaluate(w, &e->tasks[i]);
-            w->t_busy += now_s() - t0;
-            if (++e->n_done == e->n_tasks)
-                pthread_cond_signal(&e->done);
-        }
-        /* its CPU time so far, read by the result under the lock */
-        struct timespec ts;
-        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
-            w->cpu_s = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+        work(w, NULL);
     }
     pthread_mutex_unlock(&e->mu);
     return NULL;
@@ -874,7 +911,15 @@ static int backup(engine *e, task *t)
 
 /* ------------------------------------------------------------ batches */
 
-/* Runs the tasks on the workers; calls progress while waiting. */
+static bool progress_due(const engine *e)
+{
+    double interval = e->o.progress_interval_s > 0 ? e->o.progress_interval_s : 0.25;
+    return e->o.progress && now_s() - e->last_progress >= interval;
+}
+
+/* Runs the tasks: the coordinating thread works as worker 0 beside the
+ * others (with one thread, no hand-offs at all), then waits for theirs;
+ * calls progress between tasks and while waiting. */
 static int run_batch(engine *e, int *stop)
 {
     double t0 = now_s();
@@ -882,7 +927,9 @@ static int run_batch(engine *e, int *stop)
     e->next_task = 0;
     e->n_done = 0;
     e->batch_id++;
-    pthread_cond_broadcast(&e->go);
+    if (e->n_workers > 1)
+        pthread_cond_broadcast(&e->go);
+    work(&e->w[0], stop);
     double interval = e->o.progress_interval_s > 0 ? e->o.progress_interval_s : 0.25;
     while (e->n_done < e->n_tasks) {
         struct timespec ts;
@@ -895,7 +942,7 @@ static int run_batch(engine *e, int *stop)
             ts.tv_nsec -= 1000000000L;
         }
         pthread_cond_timedwait(&e->done, &e->mu, &ts);
-        if (e->n_done < e->n_tasks && e->o.progress && now_s() - e->last_progress >= interval) {
+        if (e->n_done < e->n_tasks && progress_due(e)) {
             pthread_mutex_unlock(&e->mu);
             if (search__progress(e))
                 *stop = 1;
@@ -996,6 +1043,7 @@ static void engine_free(engine *e)
     ap_free(e->pending);
     ap_free(e->tt);
     ap_free(e->dec);
+    ap_free(e->est);
     ap_free(e->order);
     ap_free(e->tasks);
     ap_free(e->chain);
@@ -1054,7 +1102,7 @@ static int start_workers(engine *e, ap_error *err)
             e->w[i].scorer = NULL;
         }
     e->n_workers = n;
-    for (int i = 0; i < n; i++)
+    for (int i = 1; i < n; i++)
         if (pthread_create(&e->w[i].thread, NULL, worker_main, &e->w[i]) != 0) {
             e->w[i].thread = 0;
             return ap_error_set(err, AP_ENOMEM, "cannot start a search thread");
@@ -1088,8 +1136,13 @@ static int root_pass(engine *e, int *stop, const char **why, ap_error *err)
     for (uint32_t u = 0; u < e->units.n; u++)
         cap += (uint32_t)(e->units.v[u].type->rank + 1) * (uint32_t)mesh->n_axes;
     e->dec = ap_calloc(cap + 1, sizeof *e->dec);
-    if (!e->dec)
+    double *est = ap_calloc(cap + 1, sizeof *est);
+    if (!e->dec || !est) {
+        ap_free(est);
         return ap_error_set(err, AP_ENOMEM, "out of memory");
+    }
+    /* the workers sleep between batches */
+    e->est = est;
     for (uint32_t u = 0; u < e->units.n; u++)
         for (int ax = 0; ax < mesh->n_axes; ax++) {
             if (!(e->o.axes >> ax & 1u))
