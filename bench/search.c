@@ -350,13 +350,19 @@ static void speed(const model *t32, const cost_device *tpu)
 {
     char *bp = bench_schedule("bp");
     ir_partition *start = state(t32, bp);
+    double load[3] = {0};
+    if (getloadavg(load, 3) < 0)
+        load[0] = load[1] = load[2] = -1;
     printf("\n### speed: T32 from BP on model, 600 episodes, best of 3 runs\n\n"
-           "episodes per CPU-second counts the CPU time the process got (the machine is shared: wall-clock\n"
-           "figures drop when others run)\n\n| threads | episodes/s (wall) | per thread | episodes per CPU-second "
-           "| CPU use |\n|---|---|---|---|---|\n");
+           "load average before: %.2f %.2f %.2f on %ld CPUs.  Episodes per CPU-second count the CPU time the\n"
+           "process got (the machine is shared: wall-clock figures drop when others run); at the barrier: the\n"
+           "share of the threads' batch time spent waiting for the others to finish the batch\n\n"
+           "| threads | episodes/s (wall) | per thread | episodes per CPU-second | CPU use | at the barrier |\n"
+           "|---|---|---|---|---|---|\n",
+           load[0], load[1], load[2], sysconf(_SC_NPROCESSORS_ONLN));
     double per[3] = {0};
     for (int t = 1; t <= 2; t++) {
-        double best = 0, best_cpu = 0, use = 0;
+        double best = 0, best_cpu = 0, use = 0, idle = 0;
         for (int rep = 0; rep < 3; rep++) {
             search_options o;
             search_options_init(&o);
@@ -375,12 +381,13 @@ static void speed(const model *t32, const cost_device *tpu)
             if (r.episodes_per_s > best) {
                 best = r.episodes_per_s;
                 use = cpu / r.wall_s;
+                idle = r.batch_s > 0 ? 1 - r.busy_s / (t * r.batch_s) : 0;
             }
             best_cpu = epc > best_cpu ? epc : best_cpu;
             search_result_free(&r);
         }
         per[t] = best;
-        printf("| %d | %.0f | %.0f | %.0f | %.2f CPUs |\n", t, best, best / t, best_cpu, use);
+        printf("| %d | %.0f | %.0f | %.0f | %.2f CPUs | %.0f%% |\n", t, best, best / t, best_cpu, use, idle * 100);
     }
     printf("\n2 threads / 1 thread (wall): %.2fx\n", per[1] > 0 ? per[2] / per[1] : 0);
     /* the fast scorer against the full path on the states of one action */
