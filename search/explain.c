@@ -379,6 +379,7 @@ json_t *search_result_json(const search_result *r)
         put(en, "apply_s", json_real(r->apply_s));
         put(en, "score_s", json_real(r->score_s));
         put(en, "wait_s", json_real(r->wait_s));
+        put(en, "imbalance_s", json_real(r->imbalance_s));
         put(en, "worker_cpu_s", json_real(r->worker_cpu_s));
         put(o, "engine", en);
     }

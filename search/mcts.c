@@ -85,6 +85,8 @@ typedef struct task {
     uint32_t chain0, chain_n; /* the parent's canonical path: chain[chain0 ..] */
     uint32_t path0, path_n;   /* the selection path (nodes root .. parent) */
     bool claimed;             /* taken by a worker */
+    int worker;               /* which */
+    double cpu_s;             /* CPU seconds its evaluation took */
     /* out */
     int status; /* 0 evaluated, 1 refused, 2 unchanged, < 0 error */
     uint64_t hash;
@@ -183,6 +185,8 @@ struct engine {
     uint32_t next_task, n_done;
     bool quit;
     double batch_s;      /* wall seconds batches ran (workers busy or waiting at the barrier) */
+    double imbalance_s;  /* CPU seconds workers would wait at barriers on an idle machine */
+    double *load;        /* per worker: CPU seconds in the current batch */
     bool fallback;       /* scored through the full lowering */
     ap_error scorer_why;
     /* progress */
@@ -558,6 +562,14 @@ static int claim(worker *w)
 
 static bool progress_due(const engine *e);
 
+static double thread_cpu(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* Claims and evaluates tasks of the batch until none is left to claim.
  * The coordinator (stop != NULL) calls progress between its tasks.  Under
  * e->mu. */
@@ -573,9 +585,11 @@ static void work(worker *w, int *stop)
             w->t_wait += now_s() - t0;
             continue;
         }
-        double t0 = now_s();
+        double t0 = now_s(), c0 = thread_cpu();
         evaluate(w, &e->tasks[i]);
         w->t_busy += now_s() - t0;
+        e->tasks[i].worker = (int)(w - e->w);
+        e->tasks[i].cpu_s = thread_cpu() - c0;
         if (++e->n_done == e->n_tasks)
             pthread_cond_signal(&e->done);
         if (stop && progress_due(e)) {
@@ -586,9 +600,7 @@ static void work(worker *w, int *stop)
         }
     }
     /* its CPU time so far, read by the result under the lock */
-    struct timespec ts;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
-        w->cpu_s = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    w->cpu_s = thread_cpu();
 }
 
 /* Workers 1 .. threads - 1; the coordinating thread is worker 0. */
@@ -951,6 +963,19 @@ static int run_batch(engine *e, int *stop)
     }
     pthread_mutex_unlock(&e->mu);
     e->batch_s += now_s() - t0;
+    /* the wait the batch's split of work implies, by CPU time: what the
+     * barrier costs apart from the machine's load */
+    if (e->n_workers > 1 && e->load) {
+        double total = 0, most = 0;
+        memset(e->load, 0, sizeof *e->load * (size_t)e->n_workers);
+        for (uint32_t k = 0; k < e->n_tasks; k++) {
+            e->load[e->tasks[k].worker] += e->tasks[k].cpu_s;
+            total += e->tasks[k].cpu_s;
+        }
+        for (int i = 0; i < e->n_workers; i++)
+            most = e->load[i] > most ? e->load[i] : most;
+        e->imbalance_s += most * e->n_workers - total;
+    }
     return 0;
 }
 
@@ -1037,6 +1062,7 @@ static void engine_free(engine *e)
     for (int k = 0; k < e->n_pool; k++)
         ir_partition_free(e->pool[k]);
     ap_free(e->pool);
+    ap_free(e->load);
     for (uint32_t i = 0; i < e->n_nodes; i++)
         ap_free(e->nodes[i].edges);
     ap_free(e->nodes);
@@ -1074,6 +1100,9 @@ static int start_workers(engine *e, ap_error *err)
     e->cap_cache = cap;
     e->cache = ap_calloc((size_t)cap, sizeof *e->cache);
     e->cap_pool = 2 * n + 2;
+    e->load = ap_calloc((size_t)n, sizeof *e->load);
+    if (!e->load)
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
     e->pool = ap_calloc((size_t)e->cap_pool, sizeof *e->pool);
     if (!e->cache || !e->pool)
         return ap_error_set(err, AP_ENOMEM, "out of memory");
@@ -1409,6 +1438,7 @@ int search_run(const ir_partition *start, const search_options *opts, search_res
     if (e.n_workers)
         pthread_mutex_lock(&e.mu);
     out->batch_s = e.batch_s;
+    out->imbalance_s = e.imbalance_s;
     for (int i = 0; i < e.n_workers; i++) {
         out->busy_s += e.w[i].t_busy;
         out->wait_s += e.w[i].t_wait;

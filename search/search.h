@@ -120,8 +120,10 @@ typedef struct search_result {
      * apply_s cloning, applying and propagating, score_s scoring; the
      * workers' CPU time was worker_cpu_s.  Waiting at batch barriers:
      * threads * batch_s - busy_s, of it wait_s for a state another worker
-     * was deriving. */
-    double batch_s, busy_s, state_s, apply_s, score_s, wait_s, worker_cpu_s;
+     * was deriving.  imbalance_s: by the CPU time of each evaluation, the
+     * seconds threads would wait at barriers on an idle machine (the
+     * batches' split of work, apart from the machine's load). */
+    double batch_s, busy_s, state_s, apply_s, score_s, wait_s, worker_cpu_s, imbalance_s;
     const char *stopped_by;    /* "episodes", "time", "patience", "exhausted", "callback" */
     json_t *explanation;       /* owned: see search_explain below */
     char *explanation_text;    /* the same, readable */
