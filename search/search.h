@@ -72,6 +72,8 @@ typedef struct search_options {
     int threads;                /* workers, >= 1 (0 = 1) */
     int batch;                  /* leaves per batch, independent of threads (0 = 8) */
     int max_depth;              /* actions on one path (0 = 16, at most 64) */
+    size_t cache_bytes;         /* states kept to re-derive others from (0 = 512 MiB; at
+                                   least 8 states, at most 1024) */
     double exploration;         /* UCT's constant on rewards relative to the best (0 = 0.7) */
     double widening;            /* progressive widening: a node visited v times grows at
                                    most 1 + widening sqrt(v) children (0 = 2; a large
