@@ -460,7 +460,7 @@ int main(int argc, char **argv)
     cost_device tpu;
     cost_device_lookup("tpu_v3", &tpu, &err);
     printf("# autopart search: acceptance (issue 12)\n\n%d seeds, %d threads, batch %d, %ld CPUs online\n", seeds, threads,
-           batch_size > 0 ? batch_size : 8, sysconf(_SC_NPROCESSORS_ONLN));
+           batch_size > 0 ? batch_size : 16, sysconf(_SC_NPROCESSORS_ONLN));
     bool need_t32 = want(only, "t32-bp") || want(only, "t32-free") || want(only, "t32-mem") || want(only, "speed") ||
                     want(only, "determinism") || want(only, "variants");
     if (need_t32) {

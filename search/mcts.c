@@ -1280,7 +1280,7 @@ int search_run(const ir_partition *start, const search_options *opts, search_res
     if (e.o.threads > 256)
         return ap_error_set(err, AP_EINVALID, "search: at most 256 threads");
     if (e.o.batch <= 0)
-        e.o.batch = 8;
+        e.o.batch = 16;
     if (e.o.max_depth <= 0)
         e.o.max_depth = 16;
     if (e.o.max_depth > 64)

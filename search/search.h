@@ -70,7 +70,7 @@ typedef struct search_options {
     double time_limit_s;
     int64_t patience;           /* stop after this many episodes without improvement */
     int threads;                /* workers, >= 1 (0 = 1) */
-    int batch;                  /* leaves per batch, independent of threads (0 = 8) */
+    int batch;                  /* leaves per batch, independent of threads (0 = 16) */
     int max_depth;              /* actions on one path (0 = 16, at most 64) */
     size_t cache_bytes;         /* states kept to re-derive others from (0 = 512 MiB; at
                                    least 8 states, at most 1024) */
