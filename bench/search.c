@@ -15,7 +15,7 @@
  *   t48        T48 from BP on `model`: wall time to the BP+MP cost
  *   determinism  seeds 1-5 x threads 1, 2: identical schedules
  *
- *   bench_search [--seeds N] [--threads T] [--only SECTION[,SECTION]]
+ *   bench_search [--seeds N] [--threads T] [--batch N] [--only SECTION[,SECTION]]
  *
  * Figures depend on the machine's load: run it when the machine is quiet,
  * or read the episodes/s as a lower bound.
@@ -23,6 +23,9 @@
 #include "bench.h"
 #include "cost.h"
 #include "search.h"
+
+/* --batch: leaves per batch for every search here (0: the search's default) */
+static int batch_size;
 
 typedef struct model {
     ir_module *m;
@@ -146,6 +149,7 @@ static void t32_rows(const model *t32, int seeds, int threads, const cost_device
             o.axes = 1u << 1;
             o.max_episodes = 1000;
             o.threads = threads;
+            o.batch = batch_size;
             o.seed = (uint64_t)s;
             target_watch w = {.target = bpmp * 1.02};
             search_result r = run(start_bp, &o, &w);
@@ -174,6 +178,7 @@ static void t32_rows(const model *t32, int seeds, int threads, const cost_device
             o.memory_limit = -1;
             o.max_episodes = 1000;
             o.threads = threads;
+            o.batch = batch_size;
             o.seed = (uint64_t)s;
             search_result r = run(start_free, &o, NULL);
             ok += r.report.runtime_s <= bpmp;
@@ -195,6 +200,7 @@ static void t32_rows(const model *t32, int seeds, int threads, const cost_device
             o.memory_limit = 240.0 * 1024 * 1024 * 1024;
             o.max_episodes = 1000;
             o.threads = threads;
+            o.batch = batch_size;
             o.seed = (uint64_t)s;
             search_result r = run(start_bp, &o, NULL);
             ok += r.fits;
@@ -240,6 +246,7 @@ static void variants(const model *t32, int seeds, int threads, const cost_device
                 o.axes = which == 0 ? 1u << 1 : 0;
                 o.max_episodes = 1000;
                 o.threads = threads;
+                o.batch = batch_size;
                 o.seed = (uint64_t)s;
                 o.exploration = vs[v].c;
                 o.widening = vs[v].widen;
@@ -284,6 +291,7 @@ static void paper_model(const char *name, const char *args, int threads, const c
     o.memory_limit = -1;
     o.max_episodes = 1000;
     o.threads = threads;
+    o.batch = batch_size;
     search_result r = run(bp, &o, NULL);
     printf("| %s | %.4f | %.4f | %.2fx | %.1f -> %.1f | %lld | %.1f |\n", name, base.runtime_s, r.report.runtime_s,
            base.runtime_s / r.report.runtime_s, gib(base.peak_memory_bytes), gib(r.report.peak_memory_bytes),
@@ -335,6 +343,7 @@ static void llama(int n, int threads)
     o.device = h100;
     o.max_episodes = 1000;
     o.threads = threads;
+    o.batch = batch_size;
     search_result r = run(start, &o, NULL);
     printf("| llama3.2-3b {model:%d} | %.4f ms (%.2f GiB) | %.4f ms (%.2f GiB) | %s | %lld | %.1f |\n", n,
            human.runtime_s * 1e3, gib(human.peak_memory_bytes), r.report.runtime_s * 1e3,
@@ -350,13 +359,19 @@ static void speed(const model *t32, const cost_device *tpu)
 {
     char *bp = bench_schedule("bp");
     ir_partition *start = state(t32, bp);
+    double load[3] = {0};
+    if (getloadavg(load, 3) < 0)
+        load[0] = load[1] = load[2] = -1;
     printf("\n### speed: T32 from BP on model, 600 episodes, best of 3 runs\n\n"
-           "episodes per CPU-second counts the CPU time the process got (the machine is shared: wall-clock\n"
-           "figures drop when others run)\n\n| threads | episodes/s (wall) | per thread | episodes per CPU-second "
-           "| CPU use |\n|---|---|---|---|---|\n");
+           "load average before: %.2f %.2f %.2f on %ld CPUs.  Episodes per CPU-second count the CPU time the\n"
+           "process got (the machine is shared: wall-clock figures drop when others run); at the barrier: the\n"
+           "share of the threads' batch time spent waiting for the others to finish the batch\n\n"
+           "| threads | episodes/s (wall) | per thread | episodes per CPU-second | CPU use | at the barrier |\n"
+           "|---|---|---|---|---|---|\n",
+           load[0], load[1], load[2], sysconf(_SC_NPROCESSORS_ONLN));
     double per[3] = {0};
     for (int t = 1; t <= 2; t++) {
-        double best = 0, best_cpu = 0, use = 0;
+        double best = 0, best_cpu = 0, use = 0, idle = 0;
         for (int rep = 0; rep < 3; rep++) {
             search_options o;
             search_options_init(&o);
@@ -365,6 +380,7 @@ static void speed(const model *t32, const cost_device *tpu)
             o.axes = 1u << 1;
             o.max_episodes = 600;
             o.threads = t;
+            o.batch = batch_size;
             struct timespec c0, c1;
             clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
             search_result r = run(start, &o, NULL);
@@ -375,12 +391,13 @@ static void speed(const model *t32, const cost_device *tpu)
             if (r.episodes_per_s > best) {
                 best = r.episodes_per_s;
                 use = cpu / r.wall_s;
+                idle = r.batch_s > 0 ? 1 - r.busy_s / (t * r.batch_s) : 0;
             }
             best_cpu = epc > best_cpu ? epc : best_cpu;
             search_result_free(&r);
         }
         per[t] = best;
-        printf("| %d | %.0f | %.0f | %.0f | %.2f CPUs |\n", t, best, best / t, best_cpu, use);
+        printf("| %d | %.0f | %.0f | %.0f | %.2f CPUs | %.0f%% |\n", t, best, best / t, best_cpu, use, idle * 100);
     }
     printf("\n2 threads / 1 thread (wall): %.2fx\n", per[1] > 0 ? per[2] / per[1] : 0);
     /* the fast scorer against the full path on the states of one action */
@@ -432,16 +449,18 @@ int main(int argc, char **argv)
             threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i];
+        else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
+            batch_size = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: bench_search [--seeds N] [--threads T] [--only SECTION[,SECTION]]\n");
+            fprintf(stderr, "usage: bench_search [--seeds N] [--threads T] [--batch N] [--only SECTION[,SECTION]]\n");
             return 2;
         }
     }
     ap_error err;
     cost_device tpu;
     cost_device_lookup("tpu_v3", &tpu, &err);
-    printf("# autopart search: acceptance (issue 12)\n\n%d seeds, %d threads, %ld CPUs online\n", seeds, threads,
-           sysconf(_SC_NPROCESSORS_ONLN));
+    printf("# autopart search: acceptance (issue 12)\n\n%d seeds, %d threads, batch %d, %ld CPUs online\n", seeds, threads,
+           batch_size > 0 ? batch_size : 16, sysconf(_SC_NPROCESSORS_ONLN));
     bool need_t32 = want(only, "t32-bp") || want(only, "t32-free") || want(only, "t32-mem") || want(only, "speed") ||
                     want(only, "determinism") || want(only, "variants");
     if (need_t32) {
@@ -473,6 +492,7 @@ int main(int argc, char **argv)
                     o.axes = 1u << 1;
                     o.max_episodes = 1000;
                     o.threads = t + 1;
+                    o.batch = batch_size;
                     o.seed = (uint64_t)s;
                     r[t] = run(start, &o, NULL);
                 }
@@ -516,6 +536,7 @@ int main(int argc, char **argv)
         o.axes = 1u << 1;
         o.max_episodes = 1000;
         o.threads = threads;
+        o.batch = batch_size;
         target_watch w = {.target = bpmp.runtime_s};
         search_result r = run(start, &o, &w);
         printf("\n### t48: from BP on model, %d threads\n\nBP+MP %.4f s; search %.4f s; BP+MP's cost reached after "

@@ -94,7 +94,8 @@ struct cost_scorer {
     op_rec *ops;
     val_rec *vals;
     bool valid;
-    uint8_t *dirty;
+    uint8_t *dirty;  /* per op: 0 clean, DIRTY_PLAN, DIRTY_NEST */
+    bool *fb;        /* per operand (at opd0[k] + i): whether its record took it fused on chip */
     /* the program the evaluation runs over */
     cost_program prog;
     size_t cap_items, cap_colls;
@@ -206,6 +207,31 @@ static bool value_fused(const cost_scorer *s, uint32_t k, uint32_t v)
     return s->is_ew[user];
 }
 
+enum { DIRTY_PLAN = 1, DIRTY_NEST = 2 };
+
+/* Whether operand i of op k arrives computed on chip by its producer,
+ * fused into k. */
+static bool operand_fused(const cost_scorer *s, uint32_t k, uint32_t i, uint32_t v)
+{
+    int32_t prod = ir_pctx_value_op(s->c, v);
+    return prod >= 0 && ir_lplan_use(s->plan, k, i) == IR_LPLAN_DIRECT && s->ops[prod].fused;
+}
+
+/* Whether the record of op k, whose nest has not changed, is still what
+ * op_record would make: all else it reads is the op's own nest (its local
+ * types, an iota's offset) and, of the plan, which operands arrive fused
+ * and whether its result fuses.  Most ops next to a value whose plan
+ * changed pass this and are not redone. */
+static bool record_current(const cost_scorer *s, uint32_t k)
+{
+    uint32_t o0 = s->opd0[k], no = s->opd0[k + 1] - o0;
+    for (uint32_t i = 0; i < no; i++)
+        if (operand_fused(s, k, i, s->opd_val[o0 + i]) != s->fb[o0 + i])
+            return false;
+    bool fused = s->nres[k] == 1 && value_fused(s, k, s->res0[k]);
+    return fused == s->ops[k].fused;
+}
+
 static int op_record(cost_scorer *s, const ir_partition *p, uint32_t k, ap_error *err)
 {
     const ir_op *op = ir_pctx_op(s->c, k);
@@ -220,8 +246,8 @@ static int op_record(cost_scorer *s, const ir_partition *p, uint32_t k, ap_error
         if (!local_type(s, i, global_type(s, v), &need))
             return ap_error_set(err, AP_EINTERNAL, "a tiled dim does not divide its axes");
         /* an operand computed on chip by its producer, fused into this op */
-        int32_t prod = ir_pctx_value_op(s->c, v);
-        s->fbuf[i] = prod >= 0 && ir_lplan_use(s->plan, k, i) == IR_LPLAN_DIRECT && s->ops[prod].fused;
+        s->fbuf[i] = operand_fused(s, k, i, v);
+        s->fb[s->opd0[k] + i] = s->fbuf[i];
     }
     r->iota_off = false;
     for (uint32_t j = 0; j < nr; j++) {
@@ -827,6 +853,7 @@ void cost_scorer_free(cost_scorer *s)
     ap_free(s->donated);
     ap_free(s->is_ew);
     ap_free(s->dirty);
+    ap_free(s->fb);
     ap_free(s->prog.flops);
     ap_free(s->prog.bytes);
     ap_free(s->prog.prec);
@@ -976,6 +1003,11 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
         s->res0[k] = op->n_results ? ir_pctx_result_value(ctx, k, 0) : 0;
     }
     s->opd0[s->n_ops] = n_uses;
+    s->fb = ap_calloc(n_uses + 1, sizeof *s->fb);
+    if (!s->fb) {
+        rc = oom(err);
+        goto fail;
+    }
     for (uint32_t r = 0; r < s->n_ret; r++)
         s->ret_val[r] = ir_pctx_return_value(ctx, r);
     uint32_t *fill = ap_calloc(s->n_vals + 1, sizeof *fill);
@@ -1058,22 +1090,23 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
                 return rc;
     } else {
         for (uint32_t i = 0; i < n_ch_ops; i++)
-            s->dirty[ch_ops[i]] = 1;
+            s->dirty[ch_ops[i]] = DIRTY_NEST;
         for (uint32_t i = 0; i < n_ch_vals; i++) {
             uint32_t v = ch_vals[i];
             int32_t prod = ir_pctx_value_op(c, v);
             if (prod >= 0)
-                s->dirty[prod] = 1;
+                s->dirty[prod] |= DIRTY_PLAN;
             for (uint32_t u = s->user0[v]; u < s->user0[v + 1]; u++)
-                s->dirty[s->user_op[u]] = 1;
+                s->dirty[s->user_op[u]] |= DIRTY_PLAN;
         }
         /* in program order: a producer whose fusion changes changes what
          * its users (later ops) read */
         for (uint32_t k = 0; k < s->n_ops; k++) {
             if (!s->dirty[k])
                 continue;
+            bool nest = s->dirty[k] & DIRTY_NEST;
             s->dirty[k] = 0;
-            if (rc < 0)
+            if (rc < 0 || (!nest && record_current(s, k)))
                 continue;
             bool fused = s->ops[k].fused;
             rc = op_record(s, p, k, err);
@@ -1081,7 +1114,7 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
                 for (uint32_t j = 0; j < s->nres[k]; j++) {
                     uint32_t v = s->res0[k] + j;
                     for (uint32_t u = s->user0[v]; u < s->user0[v + 1]; u++)
-                        s->dirty[s->user_op[u]] = 1;
+                        s->dirty[s->user_op[u]] |= DIRTY_PLAN;
                 }
         }
         if (rc < 0)

@@ -368,9 +368,19 @@ json_t *search_result_json(const search_result *r)
     if (en) {
         put(en, "scored", json_integer(r->scored));
         put(en, "known_states", json_integer(r->known));
+        put(en, "refused", json_integer(r->refused));
+        put(en, "unchanged", json_integer(r->unchanged));
         put(en, "replayed_actions", json_integer(r->replays));
         put(en, "cache_hits", json_integer(r->cache_hits));
-        put(en, "cached_states_per_worker", json_integer(r->cached_states));
+        put(en, "cached_states", json_integer(r->cached_states));
+        put(en, "batch_s", json_real(r->batch_s));
+        put(en, "busy_s", json_real(r->busy_s));
+        put(en, "state_s", json_real(r->state_s));
+        put(en, "apply_s", json_real(r->apply_s));
+        put(en, "score_s", json_real(r->score_s));
+        put(en, "wait_s", json_real(r->wait_s));
+        put(en, "imbalance_s", json_real(r->imbalance_s));
+        put(en, "worker_cpu_s", json_real(r->worker_cpu_s));
         put(o, "engine", en);
     }
     json_t *d = json_object();

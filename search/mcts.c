@@ -7,7 +7,7 @@
  * maps hashes to nodes, so two orders of the same actions share a node).
  * It keeps no state of its own: a worker re-derives a node's state by
  * replaying the decisions of its canonical path (the one that created it)
- * from the deepest ancestor in the worker's small cache of states.  A
+ * from the deepest ancestor in the shared cache of states.  A
  * state of T32 is about 1 MB; a tree of tens of thousands of nodes keeps
  * only hashes, values and edges.
  *
@@ -26,6 +26,11 @@
  * worse (Megatron's attention heads, against sequence parallelism) gets
  * its next step tried.  The seed adds a little noise (2% of a score) and
  * breaks ties.
+ *
+ * Threads: the coordinating thread is worker 0 and evaluates beside the
+ * others (with one thread there are no hand-offs).  Workers share one
+ * cache of states (see cache_ent) and take the tasks of a batch longest
+ * expected first, so fewer wait at the end of a batch.
  *
  * Determinism: selection, expansion order and backup run on the
  * coordinating thread in a fixed order; a worker's evaluation is a function
@@ -80,6 +85,8 @@ typedef struct task {
     uint32_t chain0, chain_n; /* the parent's canonical path: chain[chain0 ..] */
     uint32_t path0, path_n;   /* the selection path (nodes root .. parent) */
     bool claimed;             /* taken by a worker */
+    int worker;               /* which */
+    double cpu_s;             /* CPU seconds its evaluation took */
     /* out */
     int status; /* 0 evaluated, 1 refused, 2 unchanged, < 0 error */
     uint64_t hash;
@@ -92,11 +99,19 @@ typedef struct task {
  * decision), not by its hash: two orders of the same actions give states
  * of one hash whose logs (and identity ops' order) differ, and a node's
  * state must be the one its canonical path gives, whichever worker holds
- * what - else the schedule printed would depend on the thread count. */
+ * what - else the schedule printed would depend on the thread count.
+ *
+ * The cache is shared by the workers (under the engine's lock): a state
+ * one worker derived serves the others, so a second thread does not
+ * replay paths the first already walked.  A worker pins an entry while it
+ * copies from it; an entry being derived has no state yet (building) and
+ * a worker that needs it waits, or takes other work. */
 typedef struct cache_ent {
     uint64_t key;
-    ir_partition *p;
+    ir_partition *p; /* NULL: free, or building */
     uint64_t used;
+    uint32_t pins;
+    bool building;
 } cache_ent;
 
 typedef struct engine engine;
@@ -108,19 +123,20 @@ typedef struct worker {
     engine *e;
     pthread_t thread;
     cost_scorer *scorer; /* NULL: the full path (ir_lower + cost_estimate) */
-    cache_ent *cache;
-    int cap_cache;
-    uint64_t tick;
     /* counters for the result */
     int64_t replays;     /* actions re-applied to re-derive a node's state */
     int64_t hits;        /* node states found in the cache */
     int64_t known;       /* evaluations whose state the tree already held */
     int64_t scored;      /* evaluations scored */
+    int64_t refused, unchanged;
     uint32_t last_parent;
+    /* where its time went (wall seconds), and its CPU time */
+    double t_state, t_apply, t_score, t_busy, t_wait, cpu_s;
 } worker;
 
 struct engine {
     const ir_partition *start;
+    ir_partition *base;  /* a copy of start that records nothing blocked: candidates derive from it */
     const ir_pctx *c;
     search_options o;
     search_units units;
@@ -128,6 +144,7 @@ struct engine {
     /* decisions */
     search_decision *dec;
     uint32_t n_dec;
+    double *est;         /* per decision: seconds an evaluation takes, recent average (0 unknown; under mu) */
     uint32_t *order;     /* decisions in the order they are tried */
     uint32_t n_order;
     /* the tree */
@@ -154,10 +171,22 @@ struct engine {
     worker *w;
     int n_workers;
     pthread_mutex_t mu;
-    pthread_cond_t go, done;
+    pthread_cond_t go, done, built;
+    /* states, shared (under mu) */
+    cache_ent *cache;
+    int cap_cache;
+    uint64_t tick;
+    /* states no longer needed, whose buffers the next copy reuses (a
+     * state of T32 is about 1 MB: allocating it anew faults its pages in
+     * each time).  Under mu. */
+    ir_partition **pool;
+    int n_pool, cap_pool;
     uint64_t batch_id;
     uint32_t next_task, n_done;
     bool quit;
+    double batch_s;      /* wall seconds batches ran (workers busy or waiting at the barrier) */
+    double imbalance_s;  /* CPU seconds workers would wait at barriers on an idle machine */
+    double *load;        /* per worker: CPU seconds in the current batch */
     bool fallback;       /* scored through the full lowering */
     ap_error scorer_why;
     /* progress */
@@ -186,30 +215,81 @@ static uint64_t node_key(const search_node *n)
     return n->parent == SEARCH_NONE ? ROOT_KEY : step_key(n->parent, n->decision);
 }
 
-static ir_partition *cache_get(worker *w, uint64_t key)
+/* A spare state for copy_state, or NULL.  Under e->mu. */
+static ir_partition *pool_take(engine *e) { return e->n_pool ? e->pool[--e->n_pool] : NULL; }
+
+/* Takes p (NULL: nothing) for reuse.  Under e->mu. */
+static void pool_give(engine *e, ir_partition *p)
 {
-    for (int i = 0; i < w->cap_cache; i++)
-        if (w->cache[i].p && w->cache[i].key == key) {
-            w->cache[i].used = ++w->tick;
-            return w->cache[i].p;
-        }
-    return NULL;
+    if (!p)
+        return;
+    if (e->n_pool < e->cap_pool)
+        e->pool[e->n_pool++] = p;
+    else
+        ir_partition_free(p);
 }
 
-/* Keeps p (taking it); evicts the least recently used. */
-static void cache_put(worker *w, uint64_t key, ir_partition *p)
+/* *out = a copy of src, made in spare (taken; NULL: a new state). */
+static int copy_state(ir_partition *spare, const ir_partition *src, ir_partition **out, ap_error *err)
 {
-    int slot = 0;
-    for (int i = 0; i < w->cap_cache; i++) {
-        if (!w->cache[i].p) {
-            slot = i;
-            break;
-        }
-        if (w->cache[i].used < w->cache[slot].used)
+    if (!spare)
+        return ir_partition_clone(src, out, err);
+    int rc = ir_partition_copy(spare, src, err);
+    if (rc < 0) {
+        ir_partition_free(spare);
+        return rc;
+    }
+    *out = spare;
+    return 0;
+}
+
+/* The entry holding key (ready or building), or -1.  Under e->mu. */
+static int cache_find(const engine *e, uint64_t key)
+{
+    for (int i = 0; i < e->cap_cache; i++)
+        if ((e->cache[i].p || e->cache[i].building) && e->cache[i].key == key)
+            return i;
+    return -1;
+}
+
+/* A slot for a new entry: a free one, else the least recently used entry
+ * nobody pins (its state is freed); -1 when every entry is in use.  Under
+ * e->mu. */
+static int cache_slot(engine *e)
+{
+    int slot = -1;
+    for (int i = 0; i < e->cap_cache; i++) {
+        cache_ent *c = &e->cache[i];
+        if (!c->p && !c->building)
+            return i;
+        if (c->building || c->pins)
+            continue;
+        if (slot < 0 || c->used < e->cache[slot].used)
             slot = i;
     }
-    ir_partition_free(w->cache[slot].p);
-    w->cache[slot] = (cache_ent){key, p, ++w->tick};
+    if (slot >= 0) {
+        pool_give(e, e->cache[slot].p);
+        e->cache[slot].p = NULL;
+    }
+    return slot;
+}
+
+/* Keeps p under key (taking it), or gives it back to the pool when every
+ * entry is in use.  Under e->mu. */
+static void cache_put(engine *e, uint64_t key, ir_partition *p)
+{
+    int slot = cache_find(e, key);
+    if (slot >= 0) {
+        /* derived twice (it was evicted meanwhile, or is building): keep one */
+        pool_give(e, p);
+        return;
+    }
+    slot = cache_slot(e);
+    if (slot < 0) {
+        pool_give(e, p);
+        return;
+    }
+    e->cache[slot] = (cache_ent){key, p, ++e->tick, 0, false};
 }
 
 /* --------------------------------------------------------- evaluation */
@@ -240,75 +320,178 @@ static int score_state(worker *w, const ir_partition *p, double *runtime, int64_
     return 0;
 }
 
-/* The state of the node at the end of a canonical path, from the deepest
- * cached node on it.  Returns a state owned by the cache. */
-static int state_of(worker *w, const task *t, ir_partition **out, ap_error *err)
+/* The state at the end of chain[0 .. n) (chain[i] is the node at depth
+ * i + 1 of a canonical path), from base (the state of the node at depth
+ * `from`, or the start when from is 0), made in spare (taken; may be
+ * NULL): a state owned by the caller. */
+static int replay(worker *w, const uint32_t *chain, uint32_t from, uint32_t n, const ir_partition *base,
+                  ir_partition *spare, ir_partition **out, ap_error *err)
 {
     engine *e = w->e;
-    const uint32_t *chain = &e->chain[t->chain0];
-    /* chain[i] is the node at depth i + 1 on the path */
-    int from = (int)t->chain_n;
-    ir_partition *base = NULL;
-    while (from > 0 && !(base = cache_get(w, node_key(&e->nodes[chain[from - 1]]))))
-        from--;
-    if (base && from == (int)t->chain_n) {
-        w->hits++;
-        *out = base;
-        return 0;
-    }
-    if (!base && t->chain_n == 0 && (base = cache_get(w, ROOT_KEY))) {
-        w->hits++;
-        *out = base;
-        return 0;
-    }
-    w->replays += (int64_t)t->chain_n - from;
     ir_partition *p;
-    int rc = ir_partition_clone(base ? base : e->start, &p, err);
+    int rc = copy_state(spare, base ? base : e->base, &p, err);
     if (rc < 0)
         return rc;
-    for (uint32_t i = (uint32_t)from; i < t->chain_n; i++) {
-        const search_node *n = &e->nodes[chain[i]];
-        rc = search__apply(p, &e->units, e->dec[n->decision].a, err);
+    w->replays += (int64_t)(n - from);
+    for (uint32_t i = from; i < n; i++) {
+        const search_node *nd = &e->nodes[chain[i]];
+        rc = search__apply(p, &e->units, e->dec[nd->decision].a, err);
         if (rc != 0) {
             ir_partition_free(p);
             return rc < 0 ? rc : ap_error_set(err, AP_EINTERNAL, "replaying a path: an action it took is refused");
         }
     }
+    *out = p;
+    return 0;
+}
+
+/* The deepest node of chain[0 .. n) whose state is cached and ready:
+ * pins it, returns its depth (0: none, the start) and its entry in *slot
+ * (-1 for the start).  Under e->mu. */
+static uint32_t deepest_cached(engine *e, const uint32_t *chain, uint32_t n, int *slot)
+{
+    for (uint32_t d = n; d > 0; d--) {
+        int s = cache_find(e, node_key(&e->nodes[chain[d - 1]]));
+        if (s >= 0 && e->cache[s].p) {
+            e->cache[s].pins++;
+            e->cache[s].used = ++e->tick;
+            *slot = s;
+            return d;
+        }
+    }
+    *slot = -1;
+    return 0;
+}
+
+/* What a task needs before it can run: its parent's state. */
+enum { NEED_READY, NEED_BUILD, NEED_WAIT };
+
+static int need_of(const engine *e, const task *t)
+{
+    if (t->chain_n == 0)
+        return NEED_READY; /* the start */
+    int s = cache_find(e, node_key(&e->nodes[t->parent]));
+    if (s < 0)
+        return NEED_BUILD;
+    return e->cache[s].building ? NEED_WAIT : NEED_READY;
+}
+
+/* The parent state of a claimed task, pinned (*slot; -1 with *own set
+ * when the state is the start or was not cached: *own is then freed, or
+ * is the start, by the caller).  Called under e->mu, which it may drop
+ * and retake. */
+static int parent_state(worker *w, const task *t, const ir_partition **out, int *slot, ir_partition **own,
+                        ap_error *err)
+{
+    engine *e = w->e;
+    *own = NULL;
+    *slot = -1;
     if (t->chain_n == 0) {
-        /* the start itself: keep a copy under the start's hash */
-        cache_put(w, ROOT_KEY, p);
+        w->hits++;
+        *out = e->base;
+        return 0;
+    }
+    const uint32_t *chain = &e->chain[t->chain0];
+    uint64_t key = node_key(&e->nodes[t->parent]);
+    int s = cache_find(e, key);
+    if (s >= 0 && e->cache[s].p) {
+        w->hits++;
+        e->cache[s].pins++;
+        e->cache[s].used = ++e->tick;
+        *slot = s;
+        *out = e->cache[s].p;
+        return 0;
+    }
+    /* derive it: from the deepest cached ancestor, announcing the work */
+    int bslot;
+    uint32_t from = deepest_cached(e, chain, t->chain_n, &bslot);
+    int ps = cache_slot(e);
+    if (ps >= 0)
+        e->cache[ps] = (cache_ent){key, NULL, ++e->tick, 1, true};
+    const ir_partition *base = bslot >= 0 ? e->cache[bslot].p : NULL;
+    ir_partition *spare = pool_take(e);
+    pthread_mutex_unlock(&e->mu);
+    ir_partition *p = NULL;
+    int rc = replay(w, chain, from, t->chain_n, base, spare, &p, err);
+    pthread_mutex_lock(&e->mu);
+    if (bslot >= 0)
+        e->cache[bslot].pins--;
+    if (ps >= 0) {
+        e->cache[ps].building = false;
+        e->cache[ps].p = p; /* NULL on failure: the slot is free again */
+        if (!p)
+            e->cache[ps].pins = 0;
+        pthread_cond_broadcast(&e->built);
+    }
+    if (rc < 0)
+        return rc;
+    if (ps >= 0) {
+        *slot = ps;
     } else {
-        cache_put(w, node_key(&e->nodes[chain[t->chain_n - 1]]), p);
+        *own = p;
     }
     *out = p;
     return 0;
 }
 
+static int finish(worker *w, task *t, ir_partition *p, int rc);
+
+/* Evaluates a claimed task.  Called under e->mu; drops it while it works
+ * and returns holding it. */
 static void evaluate(worker *w, task *t)
 {
     engine *e = w->e;
     ap_error_clear(&t->err);
-    ir_partition *parent, *p = NULL;
-    int rc = state_of(w, t, &parent, &t->err);
+    const ir_partition *parent = NULL;
+    ir_partition *own = NULL, *p = NULL;
+    int slot = -1;
+    double t0 = now_s();
+    int rc = parent_state(w, t, &parent, &slot, &own, &t->err);
+    ir_partition *spare = rc == 0 ? pool_take(e) : NULL;
+    pthread_mutex_unlock(&e->mu);
+    double t1 = now_s();
+    w->t_state += t1 - t0;
     if (rc == 0)
-        rc = ir_partition_clone(parent, &p, &t->err);
+        rc = copy_state(spare, parent, &p, &t->err);
+    pthread_mutex_lock(&e->mu);
+    if (slot >= 0)
+        e->cache[slot].pins--;
+    pool_give(e, own);
+    pthread_mutex_unlock(&e->mu);
     if (rc == 0)
         rc = search__apply(p, &e->units, e->dec[t->decision].a, &t->err);
+    w->t_apply += now_s() - t1;
+    rc = finish(w, t, p, rc);
+    double dt = now_s() - t1;
+    pthread_mutex_lock(&e->mu);
+    if (e->est)
+        e->est[t->decision] = e->est[t->decision] > 0 ? 0.75 * e->est[t->decision] + 0.25 * dt : dt;
+    if (rc == 0)
+        cache_put(e, step_key(t->parent, t->decision), p);
+    else
+        pool_give(e, p);
+}
+
+/* The rest of an evaluation, without the lock: returns 0 when p is a new
+ * state to keep, 1 when not (p, NULL or partly changed, is the caller's
+ * to give back). */
+static int finish(worker *w, task *t, ir_partition *p, int rc)
+{
+    engine *e = w->e;
     if (rc == 1) {
+        w->refused++;
         t->status = 1;
-        ir_partition_free(p);
-        return;
+        return 1;
     }
     if (rc < 0) {
         t->status = rc;
-        ir_partition_free(p);
-        return;
+        return 1;
     }
     t->hash = ir_partition_hash(p);
     if (t->hash == e->nodes[t->parent].hash) {
+        w->unchanged++;
         t->status = 2;
-        ir_partition_free(p);
-        return;
+        return 1;
     }
     /* a state the tree already holds (another order of the same actions):
      * its score is known.  The tree does not change while a batch runs. */
@@ -318,21 +501,109 @@ static void evaluate(worker *w, task *t)
         t->runtime_s = e->nodes[known].runtime_s;
         t->peak = e->nodes[known].peak;
         t->status = 0;
-        ir_partition_free(p); /* not this node's canonical state */
-        return;
+        /* p is not this node's canonical state */
+        return 1;
     }
     w->scored++;
+    double t2 = now_s();
     rc = score_state(w, p, &t->runtime_s, &t->peak, &t->err);
+    w->t_score += now_s() - t2;
     if (rc < 0) {
         /* a state the lowering refuses is no candidate */
         t->status = 1;
-        ir_partition_free(p);
-        return;
+        return 1;
     }
     t->status = 0;
-    cache_put(w, step_key(t->parent, t->decision), p);
+    return 0;
 }
 
+/* The next task for w, claimed, or -1 when every unclaimed task waits
+ * for a state another worker is deriving.  Which worker evaluates what
+ * changes nothing in the results; the order only saves time:
+ *   - a task whose parent state nobody has first (the derivation is the
+ *     long part: started early, it does not hold up the end of the batch);
+ *   - then, among tasks whose parent state is at hand, the longest
+ *     expected first (evaluations take 1 to 10 ms on T32 by decision: one
+ *     started last keeps the other workers waiting at the barrier), a
+ *     sibling of what w did last counting a little longer (its scorer is a
+ *     step away from it).
+ * Under e->mu. */
+static int claim(worker *w)
+{
+    engine *e = w->e;
+    int build = -1, ready = -1;
+    double best = -1;
+    for (uint32_t k = 0; k < e->n_tasks; k++) {
+        const task *t = &e->tasks[k];
+        if (t->claimed)
+            continue;
+        int need = need_of(e, t);
+        if (need == NEED_BUILD) {
+            if (build < 0)
+                build = (int)k;
+        } else if (need == NEED_READY) {
+            double est = e->est && e->est[t->decision] > 0 ? e->est[t->decision] : 1.0;
+            if (t->parent == w->last_parent)
+                est *= 1.25;
+            if (est > best) {
+                best = est;
+                ready = (int)k;
+            }
+        }
+    }
+    int i = build >= 0 ? build : ready;
+    if (i >= 0) {
+        e->tasks[i].claimed = true;
+        e->next_task++;
+        w->last_parent = e->tasks[i].parent;
+    }
+    return i;
+}
+
+static bool progress_due(const engine *e);
+
+static double thread_cpu(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Claims and evaluates tasks of the batch until none is left to claim.
+ * The coordinator (stop != NULL) calls progress between its tasks.  Under
+ * e->mu. */
+static void work(worker *w, int *stop)
+{
+    engine *e = w->e;
+    while (e->next_task < e->n_tasks) {
+        int i = claim(w);
+        if (i < 0) {
+            /* what is left waits on states others derive */
+            double t0 = now_s();
+            pthread_cond_wait(&e->built, &e->mu);
+            w->t_wait += now_s() - t0;
+            continue;
+        }
+        double t0 = now_s(), c0 = thread_cpu();
+        evaluate(w, &e->tasks[i]);
+        w->t_busy += now_s() - t0;
+        e->tasks[i].worker = (int)(w - e->w);
+        e->tasks[i].cpu_s = thread_cpu() - c0;
+        if (++e->n_done == e->n_tasks)
+            pthread_cond_signal(&e->done);
+        if (stop && progress_due(e)) {
+            pthread_mutex_unlock(&e->mu);
+            if (search__progress(e))
+                *stop = 1;
+            pthread_mutex_lock(&e->mu);
+        }
+    }
+    /* its CPU time so far, read by the result under the lock */
+    w->cpu_s = thread_cpu();
+}
+
+/* Workers 1 .. threads - 1; the coordinating thread is worker 0. */
 static void *worker_main(void *arg)
 {
     worker *w = arg;
@@ -345,26 +616,7 @@ static void *worker_main(void *arg)
         if (e->quit)
             break;
         seen = e->batch_id;
-        while (e->next_task < e->n_tasks) {
-            /* a sibling of what this worker did last, when there is one:
-             * its state cache and scorer are then one step away.  Which
-             * worker evaluates what changes nothing in the results. */
-            uint32_t i = e->n_tasks;
-            for (uint32_t k = 0; k < e->n_tasks && i == e->n_tasks; k++)
-                if (!e->tasks[k].claimed && e->tasks[k].parent == w->last_parent)
-                    i = k;
-            for (uint32_t k = 0; k < e->n_tasks && i == e->n_tasks; k++)
-                if (!e->tasks[k].claimed)
-                    i = k;
-            e->tasks[i].claimed = true;
-            e->next_task++;
-            w->last_parent = e->tasks[i].parent;
-            pthread_mutex_unlock(&e->mu);
-            evaluate(w, &e->tasks[i]);
-            pthread_mutex_lock(&e->mu);
-            if (++e->n_done == e->n_tasks)
-                pthread_cond_signal(&e->done);
-        }
+        work(w, NULL);
     }
     pthread_mutex_unlock(&e->mu);
     return NULL;
@@ -671,14 +923,25 @@ static int backup(engine *e, task *t)
 
 /* ------------------------------------------------------------ batches */
 
-/* Runs the tasks on the workers; calls progress while waiting. */
+static bool progress_due(const engine *e)
+{
+    double interval = e->o.progress_interval_s > 0 ? e->o.progress_interval_s : 0.25;
+    return e->o.progress && now_s() - e->last_progress >= interval;
+}
+
+/* Runs the tasks: the coordinating thread works as worker 0 beside the
+ * others (with one thread, no hand-offs at all), then waits for theirs;
+ * calls progress between tasks and while waiting. */
 static int run_batch(engine *e, int *stop)
 {
+    double t0 = now_s();
     pthread_mutex_lock(&e->mu);
     e->next_task = 0;
     e->n_done = 0;
     e->batch_id++;
-    pthread_cond_broadcast(&e->go);
+    if (e->n_workers > 1)
+        pthread_cond_broadcast(&e->go);
+    work(&e->w[0], stop);
     double interval = e->o.progress_interval_s > 0 ? e->o.progress_interval_s : 0.25;
     while (e->n_done < e->n_tasks) {
         struct timespec ts;
@@ -691,7 +954,7 @@ static int run_batch(engine *e, int *stop)
             ts.tv_nsec -= 1000000000L;
         }
         pthread_cond_timedwait(&e->done, &e->mu, &ts);
-        if (e->n_done < e->n_tasks && e->o.progress && now_s() - e->last_progress >= interval) {
+        if (e->n_done < e->n_tasks && progress_due(e)) {
             pthread_mutex_unlock(&e->mu);
             if (search__progress(e))
                 *stop = 1;
@@ -699,6 +962,20 @@ static int run_batch(engine *e, int *stop)
         }
     }
     pthread_mutex_unlock(&e->mu);
+    e->batch_s += now_s() - t0;
+    /* the wait the batch's split of work implies, by CPU time: what the
+     * barrier costs apart from the machine's load */
+    if (e->n_workers > 1 && e->load) {
+        double total = 0, most = 0;
+        memset(e->load, 0, sizeof *e->load * (size_t)e->n_workers);
+        for (uint32_t k = 0; k < e->n_tasks; k++) {
+            e->load[e->tasks[k].worker] += e->tasks[k].cpu_s;
+            total += e->tasks[k].cpu_s;
+        }
+        for (int i = 0; i < e->n_workers; i++)
+            most = e->load[i] > most ? e->load[i] : most;
+        e->imbalance_s += most * e->n_workers - total;
+    }
     return 0;
 }
 
@@ -772,26 +1049,33 @@ static void engine_free(engine *e)
             if (w->thread)
                 pthread_join(w->thread, NULL);
             cost_scorer_free(w->scorer);
-            for (int k = 0; k < w->cap_cache; k++)
-                ir_partition_free(w->cache[k].p);
-            ap_free(w->cache);
         }
         ap_free(e->w);
         pthread_mutex_destroy(&e->mu);
         pthread_cond_destroy(&e->go);
         pthread_cond_destroy(&e->done);
+        pthread_cond_destroy(&e->built);
     }
+    for (int k = 0; k < e->cap_cache; k++)
+        ir_partition_free(e->cache[k].p);
+    ap_free(e->cache);
+    for (int k = 0; k < e->n_pool; k++)
+        ir_partition_free(e->pool[k]);
+    ap_free(e->pool);
+    ap_free(e->load);
     for (uint32_t i = 0; i < e->n_nodes; i++)
         ap_free(e->nodes[i].edges);
     ap_free(e->nodes);
     ap_free(e->pending);
     ap_free(e->tt);
     ap_free(e->dec);
+    ap_free(e->est);
     ap_free(e->order);
     ap_free(e->tasks);
     ap_free(e->chain);
     ap_free(e->paths);
     ap_free(e->best_text);
+    ir_partition_free(e->base);
     search__units_free(&e->units);
 }
 
@@ -804,18 +1088,30 @@ static int start_workers(engine *e, ap_error *err)
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->go, NULL);
     pthread_cond_init(&e->done, NULL);
-    /* states cached: about 256 MB of them, shared out among the workers */
+    pthread_cond_init(&e->built, NULL);
+    /* states cached: search_options.cache_bytes of them (512 MiB: about
+     * 450 states of T32, which a search of 1,000 episodes then re-derives
+     * 51 times instead of 165 with 256 MiB), shared by the workers; each
+     * worker pins at most two entries at a time */
     uint32_t n_ops = ir_pctx_num_ops(e->c);
-    size_t state_bytes = (size_t)n_ops * 72 + (size_t)ir_pctx_num_values(e->c) * 4 + 4096;
-    int cap = (int)(((size_t)256 << 20) / (size_t)n / state_bytes);
-    cap = cap < 8 ? 8 : cap > 256 ? 256 : cap;
+    size_t state_bytes = (size_t)n_ops * 80 + (size_t)ir_pctx_num_values(e->c) * 4 + 4096;
+    size_t budget = e->o.cache_bytes > 0 ? e->o.cache_bytes : (size_t)512 << 20;
+    size_t want = budget / state_bytes;
+    int cap = want < 8 ? 8 : want > 1024 ? 1024 : (int)want;
+    if (cap < 2 * n + 8)
+        cap = 2 * n + 8;
+    e->cap_cache = cap;
+    e->cache = ap_calloc((size_t)cap, sizeof *e->cache);
+    e->cap_pool = 2 * n + 2;
+    e->load = ap_calloc((size_t)n, sizeof *e->load);
+    if (!e->load)
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
+    e->pool = ap_calloc((size_t)e->cap_pool, sizeof *e->pool);
+    if (!e->cache || !e->pool)
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
     for (int i = 0; i < n; i++) {
         worker *w = &e->w[i];
         w->e = e;
-        w->cap_cache = cap;
-        w->cache = ap_calloc((size_t)cap, sizeof *w->cache);
-        if (!w->cache)
-            return ap_error_set(err, AP_ENOMEM, "out of memory");
         if (!e->fallback) {
             ap_error se;
             /* candidates need the step time and the peak, not the slowest ops */
@@ -838,7 +1134,7 @@ static int start_workers(engine *e, ap_error *err)
             e->w[i].scorer = NULL;
         }
     e->n_workers = n;
-    for (int i = 0; i < n; i++)
+    for (int i = 1; i < n; i++)
         if (pthread_create(&e->w[i].thread, NULL, worker_main, &e->w[i]) != 0) {
             e->w[i].thread = 0;
             return ap_error_set(err, AP_ENOMEM, "cannot start a search thread");
@@ -872,8 +1168,13 @@ static int root_pass(engine *e, int *stop, const char **why, ap_error *err)
     for (uint32_t u = 0; u < e->units.n; u++)
         cap += (uint32_t)(e->units.v[u].type->rank + 1) * (uint32_t)mesh->n_axes;
     e->dec = ap_calloc(cap + 1, sizeof *e->dec);
-    if (!e->dec)
+    double *est = ap_calloc(cap + 1, sizeof *est);
+    if (!e->dec || !est) {
+        ap_free(est);
         return ap_error_set(err, AP_ENOMEM, "out of memory");
+    }
+    /* the workers sleep between batches */
+    e->est = est;
     for (uint32_t u = 0; u < e->units.n; u++)
         for (int ax = 0; ax < mesh->n_axes; ax++) {
             if (!(e->o.axes >> ax & 1u))
@@ -979,7 +1280,7 @@ int search_run(const ir_partition *start, const search_options *opts, search_res
     if (e.o.threads > 256)
         return ap_error_set(err, AP_EINVALID, "search: at most 256 threads");
     if (e.o.batch <= 0)
-        e.o.batch = 8;
+        e.o.batch = 16;
     if (e.o.max_depth <= 0)
         e.o.max_depth = 16;
     if (e.o.max_depth > 64)
@@ -1002,6 +1303,9 @@ int search_run(const ir_partition *start, const search_options *opts, search_res
     ir_partition *best = NULL;
     if ((rc = search__units(e.c, e.o.axes, e.o.hints, &e.units, err)) < 0)
         goto fail;
+    if ((rc = ir_partition_clone(start, &e.base, err)) < 0)
+        goto fail;
+    ir_partition_set_diagnostics(e.base, false);
     if ((rc = start_workers(&e, err)) < 0)
         goto fail;
     /* the root: the start state */
@@ -1076,10 +1380,9 @@ int search_run(const ir_partition *start, const search_options *opts, search_res
             e.chain[i] = n;
             n = e.nodes[n].parent;
         }
-        ir_partition *cached;
-        if ((rc = state_of(&e.w[0], &t, &cached, err)) < 0)
-            goto fail;
-        if ((rc = ir_partition_clone(cached, &best, err)) < 0)
+        /* from the start itself, recording what blocked propagation on the
+         * way (the candidates recorded nothing): the explanation reads it */
+        if ((rc = replay(&e.w[0], e.chain, 0, depth, start, NULL, &best, err)) < 0)
             goto fail;
     }
     ir_lowered lw;
@@ -1135,13 +1438,29 @@ int search_run(const ir_partition *start, const search_options *opts, search_res
     out->units = (int)e.units.n;
     out->decisions_after = (int)e.n_order;
     out->exhausted = e.exhausted;
+    if (e.n_workers)
+        pthread_mutex_lock(&e.mu);
+    out->batch_s = e.batch_s;
+    out->imbalance_s = e.imbalance_s;
+    for (int i = 0; i < e.n_workers; i++) {
+        out->busy_s += e.w[i].t_busy;
+        out->wait_s += e.w[i].t_wait;
+        out->state_s += e.w[i].t_state;
+        out->apply_s += e.w[i].t_apply;
+        out->score_s += e.w[i].t_score;
+        out->worker_cpu_s += e.w[i].cpu_s;
+    }
+    if (e.n_workers)
+        pthread_mutex_unlock(&e.mu);
     for (int i = 0; i < e.n_workers; i++) {
         out->replays += e.w[i].replays;
         out->cache_hits += e.w[i].hits;
         out->known += e.w[i].known;
         out->scored += e.w[i].scored;
+        out->refused += e.w[i].refused;
+        out->unchanged += e.w[i].unchanged;
     }
-    out->cached_states = e.w ? e.w[0].cap_cache : 0;
+    out->cached_states = e.cap_cache;
     out->stopped_by = why;
     {
         /* the explanation reads the peak of the best state off a scorer */

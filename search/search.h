@@ -70,8 +70,10 @@ typedef struct search_options {
     double time_limit_s;
     int64_t patience;           /* stop after this many episodes without improvement */
     int threads;                /* workers, >= 1 (0 = 1) */
-    int batch;                  /* leaves per batch, independent of threads (0 = 8) */
+    int batch;                  /* leaves per batch, independent of threads (0 = 16) */
     int max_depth;              /* actions on one path (0 = 16, at most 64) */
+    size_t cache_bytes;         /* states kept to re-derive others from (0 = 512 MiB; at
+                                   least 8 states, at most 1024) */
     double exploration;         /* UCT's constant on rewards relative to the best (0 = 0.7) */
     double widening;            /* progressive widening: a node visited v times grows at
                                    most 1 + widening sqrt(v) children (0 = 2; a large
@@ -109,9 +111,21 @@ typedef struct search_result {
     int64_t scored;            /* candidates scored (the rest were refused, changed
                                   nothing, or were states the tree held) */
     int64_t known;             /* candidates that were states the tree held */
+    int64_t refused;           /* candidates whose action was refused */
+    int64_t unchanged;         /* candidates whose action changed nothing */
     int64_t replays;           /* actions re-applied to re-derive states */
     int64_t cache_hits;        /* states found in a worker's cache */
-    int cached_states;         /* states each worker keeps */
+    int cached_states;         /* states the workers keep (shared) */
+    /* where the time went, summed over the workers (wall seconds): batches
+     * ran batch_s (each worker busy or waiting at the barrier); a worker
+     * was busy busy_s in all, of it state_s re-deriving parent states,
+     * apply_s cloning, applying and propagating, score_s scoring; the
+     * workers' CPU time was worker_cpu_s.  Waiting at batch barriers:
+     * threads * batch_s - busy_s, of it wait_s for a state another worker
+     * was deriving.  imbalance_s: by the CPU time of each evaluation, the
+     * seconds threads would wait at barriers on an idle machine (the
+     * batches' split of work, apart from the machine's load). */
+    double batch_s, busy_s, state_s, apply_s, score_s, wait_s, worker_cpu_s, imbalance_s;
     const char *stopped_by;    /* "episodes", "time", "patience", "exhausted", "callback" */
     json_t *explanation;       /* owned: see search_explain below */
     char *explanation_text;    /* the same, readable */

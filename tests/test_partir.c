@@ -227,6 +227,106 @@ START_TEST(transpose_atomic)
 }
 END_TEST
 
+/* ir_partition_copy into a state that had other tiling, identity ops,
+ * blocked records and log (and into one that had fewer) gives the same
+ * state as a clone: equal nests and layouts, the same schedule and blocked
+ * records, and the same answer to the next action and to the lowering.
+ * With the diagnosis off, propagation finds the same state and records
+ * nothing. */
+START_TEST(copy_over_a_used_state_is_a_clone)
+{
+    run a;
+    ap_error err;
+    ck_assert_msg(apply_ex(&a, chain, "B=4,M=2", "atomic w2 M; tile x 0 B; propagate; tile w1 0 B; propagate", false),
+                  "%s", a.err);
+    uint32_t nb_a;
+    ir_partition_blocked(a.p, &nb_a);
+    ck_assert_uint_ge(nb_a, 1);
+    /* a used state over the same function, and a fresh one */
+    ir_partition *into[2];
+    ck_assert_int_eq(ir_partition_new(a.ctx, &into[0], &err), 0);
+    ck_assert_int_eq(ir_schedule_apply(into[0], "tile w1 1 M; propagate; tile x 0 B; propagate", &err), 0);
+    ck_assert(!ir_partition_same(a.p, into[0]));
+    ck_assert_int_eq(ir_partition_new(a.ctx, &into[1], &err), 0);
+    for (int k = 0; k < 2; k++) {
+        ir_partition *x = into[k];
+        ck_assert_int_eq(ir_partition_copy(x, a.p, &err), 0);
+        ck_assert(ir_partition_same(x, a.p));
+        ck_assert_uint_eq(ir_partition_hash(x), ir_partition_hash(a.p));
+        char *sa = state_text(a.p), *sx = state_text(x);
+        ck_assert_str_eq(sx, sa);
+        ap_free(sa);
+        ap_free(sx);
+        ap_buf ba, bx;
+        ap_buf_init(&ba);
+        ap_buf_init(&bx);
+        ir_partition_schedule(a.p, &ba);
+        ir_partition_schedule(x, &bx);
+        ck_assert_str_eq(bx.data, ba.data);
+        ap_buf_free(&ba);
+        ap_buf_free(&bx);
+        uint32_t nx;
+        ir_partition_blocked(x, &nx);
+        ck_assert_uint_eq(nx, nb_a);
+        /* the next action and the lowering agree with a clone's */
+        ir_partition *cl;
+        ck_assert_int_eq(ir_partition_clone(a.p, &cl, &err), 0);
+        ck_assert_int_eq(ir_schedule_apply(cl, "tile w1 1 M; propagate", &err), 0);
+        ck_assert_int_eq(ir_schedule_apply(x, "tile w1 1 M; propagate", &err), 0);
+        ck_assert_uint_eq(ir_partition_hash(x), ir_partition_hash(cl));
+        ir_lowered lc, lx;
+        ck_assert_int_eq(ir_lower(cl, &lc, &err), 0);
+        ck_assert_int_eq(ir_lower(x, &lx, &err), 0);
+        char *tc = tl_print(lc.module), *tx = tl_print(lx.module);
+        ck_assert_str_eq(tx, tc);
+        ap_free(tc);
+        ap_free(tx);
+        ir_lowered_free(&lc);
+        ir_lowered_free(&lx);
+        ir_partition_free(cl);
+    }
+    /* into[0] moved on from a: copy a back over it */
+    ck_assert_int_eq(ir_partition_copy(into[0], a.p, &err), 0);
+    ck_assert(ir_partition_same(into[0], a.p));
+    ck_assert_uint_eq(ir_partition_hash(into[0]), ir_partition_hash(a.p));
+    /* a fresh state over one with identity ops, then a's schedule again */
+    ir_partition *fresh;
+    ck_assert_int_eq(ir_partition_new(a.ctx, &fresh, &err), 0);
+    ck_assert_int_eq(ir_partition_copy(into[0], fresh, &err), 0);
+    ck_assert(ir_partition_same(into[0], fresh));
+    ck_assert_int_eq(ir_schedule_apply(into[0], "atomic w2 M; tile x 0 B; propagate; tile w1 0 B; propagate", &err), 0);
+    ck_assert(ir_partition_same(into[0], a.p));
+    ir_partition_free(fresh);
+    /* without the diagnosis: the same state, nothing recorded; copies and
+     * clones keep the setting */
+    ir_partition *quiet, *qc;
+    ck_assert_int_eq(ir_partition_new(a.ctx, &quiet, &err), 0);
+    ir_partition_set_diagnostics(quiet, false);
+    ck_assert_int_eq(ir_partition_clone(quiet, &qc, &err), 0);
+    ck_assert_int_eq(ir_schedule_apply(qc, "atomic w2 M; tile x 0 B; propagate; tile w1 0 B; propagate", &err), 0);
+    ck_assert(ir_partition_same(qc, a.p));
+    uint32_t nq;
+    ir_partition_blocked(qc, &nq);
+    ck_assert_uint_eq(nq, 0);
+    ck_assert_int_eq(ir_partition_copy(into[1], quiet, &err), 0);
+    ck_assert_int_eq(ir_schedule_apply(into[1], "atomic w2 M; tile x 0 B; propagate; tile w1 0 B; propagate", &err), 0);
+    ir_partition_blocked(into[1], &nq);
+    ck_assert_uint_eq(nq, 0);
+    ir_partition_set_diagnostics(qc, true);
+    ck_assert_int_eq(ir_schedule_apply(qc, "tile w1 1 M; propagate", &err), 0);
+    ir_partition_free(quiet);
+    ir_partition_free(qc);
+    /* a state of another function is refused */
+    run c;
+    ck_assert_msg(apply_ex(&c, chain, "B=4,M=2", "tile x 0 B; propagate", false), "%s", c.err);
+    ck_assert_int_eq(ir_partition_copy(c.p, a.p, &err), AP_EINVALID);
+    ir_partition_free(into[0]);
+    ir_partition_free(into[1]);
+    run_free(&c);
+    run_free(&a);
+}
+END_TEST
+
 /* The 2021 talk: x on batch, then w dim 1 on shard + propagate: the second
  * matmul becomes a sum over shard nested in the batch tiling. */
 START_TEST(talk_mlp_nested_sum)
@@ -997,6 +1097,7 @@ int main(void)
     tcase_add_test(tc, globs_first_divisible_and_schedule_text);
     tcase_add_test(tc, import_existing_shardings);
     tcase_add_test(tc, deep_tiling_in_one_step);
+    tcase_add_test(tc, copy_over_a_used_state_is_a_clone);
     tcase_add_test(tc, args_shard_by_common_slicing);
     tcase_add_test(tc, loops_carry_one_layout);
     tcase_add_test(tc, loops_refuse_pipelining);

@@ -341,6 +341,38 @@ START_TEST(schedule_applies_back_to_the_same_cost)
 }
 END_TEST
 
+/* What blocked propagation on the way to the best is all there, as
+ * applying its schedule records it: the candidates record nothing (the
+ * diagnosis is off for them), the answer is replayed with it on. */
+START_TEST(explanation_has_what_blocked_the_best)
+{
+    model md;
+    model_open(&md, tl_generate("mlp", "small", ""), "batch=4,model=2");
+    ir_partition *start = state(&md, NULL);
+    search_options o;
+    search_options_init(&o);
+    o.max_episodes = 200;
+    search_result r;
+    run_search(start, &o, &r);
+    ir_partition *back = state(&md, r.schedule);
+    ck_assert(ir_partition_same(back, r.best));
+    uint32_t nb_back, nb_best;
+    const ir_blocked *bb = ir_partition_blocked(back, &nb_back), *bs = ir_partition_blocked(r.best, &nb_best);
+    ck_assert_uint_ge(nb_back, 1);
+    ck_assert_uint_eq(nb_best, nb_back);
+    for (uint32_t i = 0; i < nb_back; i++) {
+        ck_assert_uint_eq(bs[i].op, bb[i].op);
+        ck_assert_str_eq(bs[i].why, bb[i].why);
+    }
+    json_t *bl = json_object_get(r.explanation, "blocked");
+    ck_assert_int_eq(json_integer_value(json_object_get(bl, "count")), (json_int_t)nb_back);
+    search_result_free(&r);
+    ir_partition_free(back);
+    ir_partition_free(start);
+    model_close(&md);
+}
+END_TEST
+
 /* ============================================= equivalent programs (check) */
 
 static const struct {
@@ -473,6 +505,7 @@ static Suite *search_suite(void)
     tcase_add_test(tc, budgets_are_honoured);
     tcase_add_test(tc, meets_a_limit_only_sharding_can_meet);
     tcase_add_test(tc, schedule_applies_back_to_the_same_cost);
+    tcase_add_test(tc, explanation_has_what_blocked_the_best);
     tcase_add_loop_test(tc, found_schedules_pass_the_check, 0, (int)(sizeof check_cases / sizeof check_cases[0]));
     tcase_add_test(tc, hints_group_split_fix);
     tcase_add_test(tc, full_path_when_the_scorer_refuses);

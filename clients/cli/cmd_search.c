@@ -45,7 +45,7 @@ static void search_usage(FILE *f)
             "  --threads T        workers sharing one tree (default 1); under an episode\n"
             "                     budget the result does not depend on T\n"
             "  --seed S           (default 1)\n"
-            "  --batch N          leaves chosen per round (default 8; part of the result)\n"
+            "  --batch N          leaves chosen per round (default 16; part of the result)\n"
             "  --hints S          decision groups, text or @FILE: lines `group GLOB...`,\n"
             "                     `split GLOB...` (no layer grouping), `fix GLOB...` (not searched)\n"
             "  --overlap X        share of communication hidden under compute, 0..1\n"

@@ -76,6 +76,11 @@ uint32_t ir_pctx_num_entries(const ir_pctx *c, uint32_t op);
  * ir_partition_free.  ir_partition_clone copies a state. */
 int ir_partition_new(const ir_pctx *ctx, ir_partition **out, ap_error *err);
 int ir_partition_clone(const ir_partition *p, ir_partition **out, ap_error *err);
+/* Makes dst (a state over the same ctx) a copy of src, reusing dst's
+ * buffers: what a search that copies states thousands of times uses
+ * instead of clone + free.  AP_EINVALID for another ctx, AP_ENOMEM (dst
+ * is then a valid state, but not a copy). */
+int ir_partition_copy(ir_partition *dst, const ir_partition *src, ap_error *err);
 void ir_partition_free(ir_partition *p);
 const ir_pctx *ir_partition_ctx(const ir_partition *p);
 
@@ -120,6 +125,12 @@ typedef struct ir_blocked {
 
 /* Blocked propagations recorded so far (latest per op and axis). */
 const ir_blocked *ir_partition_blocked(const ir_partition *p, uint32_t *n);
+/* Whether propagation records what blocked it (on in a new state; clones
+ * and copies keep the setting).  Off, it finds the same state faster (the
+ * diagnosis looks again at every op it passes that already loops over the
+ * axis): a search turns it off for its candidates and replays the answer
+ * with it on. */
+void ir_partition_set_diagnostics(ir_partition *p, bool on);
 
 /* ----------------------------------------------------------- schedules */
 

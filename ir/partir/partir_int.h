@@ -176,6 +176,8 @@ typedef struct action_rec {
     int dim, axis;
 } action_rec;
 
+/* ir_partition_clone and ir_partition_copy copy every field: a new field
+ * goes into both. */
 struct ir_partition {
     const ir_pctx *ctx;
     /* loop nests: real ops 0..n_ops-1, then virtual ops */
@@ -197,6 +199,7 @@ struct ir_partition {
      * gives what propagating after each tiling gives */
     uint8_t axis_seq[IR_MAX_AXES];
     uint8_t n_axis_seq;
+    bool quiet; /* propagation records nothing blocked (ir_partition_set_diagnostics) */
 };
 
 /* Op ids of virtual ops follow the real ops. */

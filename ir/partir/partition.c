@@ -940,6 +940,7 @@ int ir_partition_clone(const ir_partition *src, ir_partition **out, ap_error *er
     p->n_vops = src->n_vops;
     memcpy(p->axis_seq, src->axis_seq, sizeof p->axis_seq);
     p->n_axis_seq = src->n_axis_seq;
+    p->quiet = src->quiet;
     if (src->n_log) {
         p->log = ap_malloc(sizeof *p->log * src->n_log);
         if (!p->log)
@@ -958,6 +959,69 @@ int ir_partition_clone(const ir_partition *src, ir_partition **out, ap_error *er
     return 0;
 oom:
     ir_partition_free(p);
+    return ap_error_set(err, AP_ENOMEM, "out of memory");
+}
+
+/* Grows *v (of elements of `size` bytes, capacity *cap) to hold n. */
+static bool reserve(void **v, uint32_t *cap, uint32_t n, size_t size)
+{
+    if (n <= *cap)
+        return true;
+    void *nv = ap_realloc(*v, size * n);
+    if (!nv)
+        return false;
+    *v = nv;
+    *cap = n;
+    return true;
+}
+
+int ir_partition_copy(ir_partition *dst, const ir_partition *src, ap_error *err)
+{
+    if (dst == src)
+        return 0;
+    if (dst->ctx != src->ctx)
+        return ap_error_set(err, AP_EINVALID, "copying a partition state of another function");
+    const ir_pctx *c = src->ctx;
+    uint32_t n = c->n_ops + src->n_vops, had = c->n_ops + dst->n_vops;
+    if (!ensure_ops(dst, n))
+        goto oom;
+    /* vops: exactly as many as src (get_vop grows them one at a time) */
+    if (src->n_vops != dst->n_vops) {
+        vop *nv = ap_realloc(dst->vops, sizeof *nv * (src->n_vops + 1));
+        if (!nv)
+            goto oom;
+        dst->vops = nv;
+    }
+    uint32_t cap_log = dst->cap_log, cap_blocked = dst->cap_blocked;
+    if (!reserve((void **)&dst->log, &cap_log, src->n_log, sizeof *dst->log) ||
+        !reserve((void **)&dst->blocked, &cap_blocked, src->n_blocked, sizeof *dst->blocked))
+        goto oom;
+    dst->cap_log = cap_log;
+    dst->cap_blocked = cap_blocked;
+    memcpy(dst->nlen, src->nlen, n);
+    memcpy(dst->pending, src->pending, n);
+    memcpy(dst->nest, src->nest, sizeof *dst->nest * IR_MAX_AXES * n);
+    if (had > n) {
+        /* ops past src's: as a fresh state has them */
+        memset(dst->nlen + n, 0, had - n);
+        memset(dst->pending + n, 0, had - n);
+    }
+    memcpy(dst->arg_layout, src->arg_layout, sizeof *dst->arg_layout * c->n_args);
+    memcpy(dst->vop_of, src->vop_of, sizeof *dst->vop_of * c->n_vals);
+    if (src->n_vops)
+        memcpy(dst->vops, src->vops, sizeof *dst->vops * src->n_vops);
+    dst->n_vops = src->n_vops;
+    memcpy(dst->axis_seq, src->axis_seq, sizeof dst->axis_seq);
+    dst->n_axis_seq = src->n_axis_seq;
+    dst->quiet = src->quiet;
+    if (src->n_log)
+        memcpy(dst->log, src->log, sizeof *dst->log * src->n_log);
+    dst->n_log = src->n_log;
+    if (src->n_blocked)
+        memcpy(dst->blocked, src->blocked, sizeof *dst->blocked * src->n_blocked);
+    dst->n_blocked = src->n_blocked;
+    return 0;
+oom:
     return ap_error_set(err, AP_ENOMEM, "out of memory");
 }
 
@@ -1143,6 +1207,8 @@ static void record_blocked(ir_partition *p, ir_block_kind kind, uint32_t op, int
     vsnprintf(b->why, sizeof b->why, fmt, ap);
     va_end(ap);
 }
+
+void ir_partition_set_diagnostics(ir_partition *p, bool on) { p->quiet = !on; }
 
 const ir_blocked *ir_partition_blocked(const ir_partition *p, uint32_t *n)
 {
@@ -1751,15 +1817,16 @@ static int propagate_axis(ir_partition *p, int axis, const uint8_t *start, uint8
         while (q.n) {
             uint32_t op = wq_pop(&q);
             if (nest_find(p, op, axis) >= 0) {
-                diagnose_axis_used(p, op, axis);
+                if (!p->quiet)
+                    diagnose_axis_used(p, op, axis);
                 continue;
             }
             fwd_result fr;
-            forward_analyze(p, op, axis, &fr, true);
+            forward_analyze(p, op, axis, &fr, !p->quiet);
             uint32_t e;
             if (fr.n_full == 1) {
                 e = fr.full;
-            } else if (backward(p, op, axis, !fr.any_status, &e)) {
+            } else if (backward(p, op, axis, !p->quiet && !fr.any_status, &e)) {
                 /* e set */
             } else {
                 if (fr.n_full == 0 && fr.n_inf == 1)
