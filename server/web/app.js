@@ -19,7 +19,7 @@ function el(tag, attrs, ...kids) {
     else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
     else if (v !== undefined && v !== null && v !== false) e.setAttribute(k, v === true ? '' : v);
   }
-  for (const k of kids.flat()) if (k !== null && k !== undefined) e.append(k instanceof Node ? k : String(k));
+  for (const k of kids.flat(Infinity)) if (k !== null && k !== undefined) e.append(k instanceof Node ? k : String(k));
   return e;
 }
 
@@ -300,7 +300,7 @@ function shardingGrid(shardings) {
   const out = [];
   if (layers.size) {
     const sorted = [...layers.keys()].sort((a, b) => a - b);
-    out.push(el('div', { style: null }, el('table', { class: 'shard-grid', id: 'shard-grid' },
+    out.push(el('div', { class: 'scroll' }, el('table', { class: 'shard-grid', id: 'shard-grid' },
       el('thead', {}, el('tr', {}, el('th', {}, 'layer'), columns.map(c => el('th', { title: c }, shortColumn(c))))),
       el('tbody', {}, sorted.map(L => el('tr', {}, el('th', {}, String(L)),
         columns.map(c => layers.get(L).has(c) ? cell(layers.get(L).get(c)) : el('td', {}, '')))))))); 
@@ -386,10 +386,18 @@ function breakdownCard(res) {
 
 function blockedCard(report) {
   const conf = (report && report.conflicts) || [];
+  // Counted by kind and axis first (a big model has hundreds), then each.
+  const counts = new Map();
+  for (const b of conf) { const k = `${b.kind} (along ${b.axis})`; counts.set(k, (counts.get(k) || 0) + 1); }
+  const shown = conf.slice(0, 500);
   return el('div', { class: 'card' }, el('h2', {}, `What blocked propagation (${conf.length})`),
-    conf.length ? el('table', { id: 'blocked' }, el('thead', {}, el('tr', {}, ['kind', 'axis', 'op', 'where', 'why'].map(h => el('th', {}, h)))),
-      el('tbody', {}, conf.slice(0, 200).map(b => el('tr', {}, el('td', {}, b.kind), el('td', {}, b.axis), el('td', {}, b.op),
-        el('td', {}, b.line ? `${b.line}:${b.column}` : ''), el('td', { style: null }, b.why)))))
+    conf.length ? [
+      el('table', { id: 'blocked-summary' }, el('tbody', {}, [...counts].sort((a, b) => b[1] - a[1]).map(([k, n]) =>
+        el('tr', {}, el('td', {}, k), el('td', { class: 'num' }, n))))),
+      el('details', {}, el('summary', {}, conf.length > shown.length ? `each of the first ${shown.length}` : 'each of them'),
+        el('div', { class: 'scroll tall' }, el('table', { id: 'blocked' }, el('thead', {}, el('tr', {}, ['kind', 'axis', 'op', 'where', 'why'].map(h => el('th', {}, h)))),
+          el('tbody', {}, shown.map(b => el('tr', {}, el('td', {}, b.kind), el('td', {}, b.axis), el('td', {}, b.op),
+            el('td', {}, b.line ? `${b.line}:${b.column}` : ''), el('td', { class: 'wrap' }, b.why)))))))]
       : el('p', { class: 'muted' }, 'Nothing: propagation went everywhere it was asked to.'));
 }
 
