@@ -739,9 +739,9 @@ int srv_http_start(const srv_http_config *cfg, srv_http **out, int *port, ap_err
         {MHD_OPTION_HTTPS_MEM_KEY, 0, h->key},
         {MHD_OPTION_END, 0, NULL},
     };
-    h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+    h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
                             MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
                             MHD_OPTION_ARRAY, h->cert ? tls : tls + 2, MHD_OPTION_END);
     if (!h->d) {
         rc = ap_error_set(err, AP_EIO, "--http %s: cannot serve there (address in use, or TLS setup failed)",

@@ -107,7 +107,28 @@ static const char *const migrations[] = {
     "CREATE INDEX searches_by_memory ON searches(best_peak_memory, id) WHERE best_peak_memory > 0;"
     "CREATE INDEX searches_by_episodes ON searches(episodes, id);"
     "CREATE INDEX searches_by_duration ON searches((finished_us - started_us), id) WHERE finished_us > 0 AND "
-    "started_us > 0;",
+    "started_us > 0;"
+    /* Free text: a trigram index (substrings, any case) over the columns a
+     * person searches, kept by triggers; it holds no copy of the text. */
+    "CREATE VIRTUAL TABLE searches_text USING fts5(module_name, client_label, mesh, device, error, "
+    "  content = 'searches', content_rowid = 'id', tokenize = 'trigram');"
+    "INSERT INTO searches_text (searches_text) VALUES ('rebuild');"
+    "CREATE TRIGGER searches_text_insert AFTER INSERT ON searches BEGIN"
+    "  INSERT INTO searches_text (rowid, module_name, client_label, mesh, device, error)"
+    "    VALUES (NEW.id, NEW.module_name, NEW.client_label, NEW.mesh, NEW.device, NEW.error);"
+    "END;"
+    "CREATE TRIGGER searches_text_update AFTER UPDATE OF module_name, client_label, mesh, device, error ON searches"
+    "  WHEN OLD.error IS NOT NEW.error OR OLD.module_name IS NOT NEW.module_name OR OLD.client_label IS NOT"
+    "  NEW.client_label OR OLD.mesh IS NOT NEW.mesh OR OLD.device IS NOT NEW.device BEGIN"
+    "  INSERT INTO searches_text (searches_text, rowid, module_name, client_label, mesh, device, error)"
+    "    VALUES ('delete', OLD.id, OLD.module_name, OLD.client_label, OLD.mesh, OLD.device, OLD.error);"
+    "  INSERT INTO searches_text (rowid, module_name, client_label, mesh, device, error)"
+    "    VALUES (NEW.id, NEW.module_name, NEW.client_label, NEW.mesh, NEW.device, NEW.error);"
+    "END;"
+    "CREATE TRIGGER searches_text_delete AFTER DELETE ON searches BEGIN"
+    "  INSERT INTO searches_text (searches_text, rowid, module_name, client_label, mesh, device, error)"
+    "    VALUES ('delete', OLD.id, OLD.module_name, OLD.client_label, OLD.mesh, OLD.device, OLD.error);"
+    "END;",
 };
 
 #define ROW_COLS                                                                                             \
@@ -175,7 +196,9 @@ static const char *const migrations[] = {
     X(HISTORY, "history",                                                                                          \
       "SELECT t_us, episodes, best_runtime_s, best_peak_memory FROM (SELECT * FROM progress WHERE search_id = ?1 " \
       "ORDER BY t_us DESC LIMIT ?2) ORDER BY t_us")                                                                \
-    X(COUNTS, "counts", "SELECT status, rows, cache_hits FROM counters")     \
+    X(COUNTS, "counts", "SELECT status, rows, cache_hits FROM counters")                                          \
+    X(TEXT_COUNT, "count text matches",                                                                            \
+      "SELECT count(*) FROM (SELECT 1 FROM searches_text WHERE searches_text MATCH ?1 LIMIT ?2)")                  \
     X(PAGES, "size", "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()")
 
 enum {
@@ -195,7 +218,18 @@ static const struct {
 
 /* Listing statements, one per combination of filters and order, prepared
  * on first use. */
-enum { LF_STATUS = 1, LF_KIND = 2, LF_CLIENT = 4, LF_MODULE = 8, LF_AFTER = 16, LF_TEXT = 32, LF__COUNT = 64 };
+enum {
+    LF_STATUS = 1,
+    LF_KIND = 2,
+    LF_CLIENT = 4,
+    LF_MODULE = 8,
+    LF_AFTER = 16,
+    LF_TEXT = 32,      /* a common text: walk the order's index, keep rows the text index matched */
+    LF_TEXT_RARE = 64, /* a rare one: the matched rows first, sorted (at most TEXT_RARE of them) */
+    LF__COUNT = 128
+};
+/* Matches of a text below which a listing starts from them. */
+#define TEXT_RARE 2000
 #define LIST_STMTS (LF__COUNT * STORE_SORT__COUNT * 2)
 
 /* The orders other than newest first: the sort key, and what a row needs
@@ -861,27 +895,37 @@ static sqlite3_stmt *list_stmt(store *s, unsigned mask, int sort, bool asc, ap_e
     }
     ap_buf b;
     ap_buf_init(&b);
+    /* A rare text: its matches are the outer loop (CROSS JOIN keeps that
+     * order), each row looked up by id, the few of them sorted. */
+    const char *from = mask & LF_TEXT_RARE ? "WITH m(fid) AS (SELECT rowid FROM searches_text WHERE searches_text "
+                                             "MATCH ?12) SELECT " ROW_COLS " FROM m CROSS JOIN searches ON id = fid"
+                                           : "SELECT " ROW_COLS " FROM searches";
+    ap_buf_puts(&b, from);
     if (sort == STORE_SORT_CREATED) {
-        ap_buf_puts(&b, "SELECT " ROW_COLS " FROM searches WHERE (created_us, id) < (?1, ?2)");
+        ap_buf_puts(&b, " WHERE (created_us, id) < (?1, ?2)");
     } else {
-        ap_buf_printf(&b, "SELECT " ROW_COLS " FROM searches WHERE (%s, id) %s (?11, ?2) AND created_us < ?1",
-                      sort_cols[sort].expr, asc ? ">" : "<");
+        ap_buf_printf(&b, " WHERE (%s, id) %s (?11, ?2) AND +created_us < ?1", sort_cols[sort].expr, asc ? ">" : "<");
         if (sort_cols[sort].has)
             ap_buf_printf(&b, " AND %s", sort_cols[sort].has);
     }
+    /* In the other orders the filters only filter (unary +): the planner,
+     * without statistics, would otherwise pick a filter's index and sort
+     * every row it matches; walking the order's index stops at a page. */
+    const char *plus = sort == STORE_SORT_CREATED ? "" : "+";
     if (mask & LF_STATUS)
-        ap_buf_puts(&b, " AND status = ?3");
+        ap_buf_printf(&b, " AND %sstatus = ?3", plus);
     if (mask & LF_KIND)
-        ap_buf_puts(&b, " AND kind = ?4");
+        ap_buf_printf(&b, " AND %skind = ?4", plus);
     if (mask & LF_CLIENT)
-        ap_buf_puts(&b, " AND client_label = ?5");
+        ap_buf_printf(&b, " AND %sclient_label = ?5", plus);
     if (mask & LF_MODULE)
-        ap_buf_puts(&b, " AND module_hash >= ?6 AND module_hash < ?7");
+        ap_buf_printf(&b, " AND %smodule_hash >= ?6 AND %smodule_hash < ?7", plus, plus);
     if (mask & LF_AFTER)
-        ap_buf_puts(&b, " AND created_us >= ?8");
+        ap_buf_printf(&b, " AND %screated_us >= ?8", plus);
+    /* A common text filters the order's walk (+id: not the rows to start
+     * from, which would sort them all). */
     if (mask & LF_TEXT)
-        ap_buf_puts(&b, " AND (module_name LIKE ?12 ESCAPE '\\' OR client_label LIKE ?12 ESCAPE '\\' OR "
-                        "mesh LIKE ?12 ESCAPE '\\' OR device LIKE ?12 ESCAPE '\\' OR error LIKE ?12 ESCAPE '\\')");
+        ap_buf_puts(&b, " AND +id IN (SELECT rowid FROM searches_text WHERE searches_text MATCH ?12)");
     if (sort == STORE_SORT_CREATED)
         ap_buf_puts(&b, " ORDER BY created_us DESC, id DESC LIMIT ?10");
     else
@@ -957,8 +1001,35 @@ int store_list(store *s, const store_filter *f, int limit, const char *after, st
         mask |= LF_MODULE;
     if (f->created_after_us)
         mask |= LF_AFTER;
-    if (f->text && f->text[0])
-        mask |= LF_TEXT;
+    ap_buf pat;
+    ap_buf_init(&pat);
+    if (f->text && f->text[0]) {
+        /* One FTS5 string: a substring of a column (trigrams in a row). */
+        if (strlen(f->text) < 3)
+            return ap_error_set(err, AP_EINVALID, "free text '%s': at least 3 characters", f->text);
+        ap_buf_putc(&pat, '"');
+        for (const char *c = f->text; *c; c++) {
+            if (*c == '"')
+                ap_buf_putc(&pat, '"');
+            ap_buf_putc(&pat, *c);
+        }
+        ap_buf_putc(&pat, '"');
+        if (pat.oom) {
+            ap_buf_free(&pat);
+            return ap_error_set(err, AP_ENOMEM, "out of memory");
+        }
+        sqlite3_stmt *cq = stmt(s, S_TEXT_COUNT);
+        sqlite3_bind_text(cq, 1, pat.data, (int)pat.len, SQLITE_STATIC);
+        sqlite3_bind_int(cq, 2, TEXT_RARE);
+        int crc = sqlite3_step(cq);
+        int matches = crc == SQLITE_ROW ? sqlite3_column_int(cq, 0) : 0;
+        sqlite3_reset(cq);
+        if (crc != SQLITE_ROW) {
+            ap_buf_free(&pat);
+            return db_error(s, err, stmt_text[S_TEXT_COUNT].what);
+        }
+        mask |= matches < TEXT_RARE ? LF_TEXT_RARE : LF_TEXT;
+    }
     /* `created before T` is the cursor (T, 0): one upper bound on the
      * index, not two for the planner to choose between.  The other orders
      * bound created_us apart. */
@@ -968,12 +1039,12 @@ int store_list(store *s, const store_filter *f, int limit, const char *after, st
             cur_id = 0;
     }
     sqlite3_stmt *q = list_stmt(s, mask, sort, asc, err);
-    if (!q)
+    if (!q) {
+        ap_buf_free(&pat);
         return err ? err->code : AP_EIO;
+    }
     uint8_t lo[STORE_KEY_BYTES], hi[STORE_KEY_BYTES + 1];
     int hi_len = 0;
-    ap_buf pat;
-    ap_buf_init(&pat);
     sqlite3_bind_int64(q, 1, cur_t);
     sqlite3_bind_int64(q, 2, cur_id);
     if (sort != STORE_SORT_CREATED) {
@@ -1008,21 +1079,8 @@ int store_list(store *s, const store_filter *f, int limit, const char *after, st
     }
     if (mask & LF_AFTER)
         sqlite3_bind_int64(q, 8, f->created_after_us);
-    if (mask & LF_TEXT) {
-        /* %text% with LIKE's own characters escaped */
-        ap_buf_putc(&pat, '%');
-        for (const char *c = f->text; *c; c++) {
-            if (*c == '%' || *c == '_' || *c == '\\')
-                ap_buf_putc(&pat, '\\');
-            ap_buf_putc(&pat, *c);
-        }
-        ap_buf_putc(&pat, '%');
-        if (pat.oom) {
-            ap_buf_free(&pat);
-            return ap_error_set(err, AP_ENOMEM, "out of memory");
-        }
+    if (mask & (LF_TEXT | LF_TEXT_RARE))
         sqlite3_bind_text(q, 12, pat.data, (int)pat.len, SQLITE_STATIC);
-    }
     sqlite3_bind_int(q, 10, limit + 1); /* one more: is there a next page? */
     int rc, n = 0;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {

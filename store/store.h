@@ -166,9 +166,9 @@ typedef struct store_filter {
     const uint8_t *module_hash; /* a prefix of module_hash_len bytes; NULL: any */
     int module_hash_len;
     int64_t created_after_us, created_before_us; /* 0: unbounded */
-    /* Free text: rows whose module name, client label, mesh, device or
-     * error contain it (ASCII case-insensitive).  NULL or "": any.  Not
-     * indexed: a rare word scans the table (bench_store times it). */
+    /* Free text (3 characters or more): rows whose module name, client
+     * label, mesh, device or error contain it, in any case (a trigram
+     * index).  NULL or "": any. */
     const char *text;
     int sort;       /* store_sort; 0: newest first */
     bool ascending; /* for sort != STORE_SORT_CREATED (created: always newest first) */

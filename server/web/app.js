@@ -120,7 +120,7 @@ const listState = { filters: {}, cursors: [''], page: 0 };
 
 function listQuery() {
   const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(listState.filters)) if (v) q.set(k, v);
+  for (const [k, v] of Object.entries(listState.filters)) if (v && !(k === 'q' && v.length < 3)) q.set(k, v); // the text index wants 3+
   q.set('limit', '50');
   const after = listState.cursors[listState.page];
   if (after) q.set('after', after);
@@ -141,7 +141,7 @@ function filterBar(onChange) {
     return s;
   };
   return el('div', { class: 'filters' },
-    input('q', 'search model, client, mesh, device…', 'search'),
+    input('q', 'text in model, client, mesh… (3+ chars)', 'search'),
     select('status', [['', 'any status'], ['running', 'running'], ['queued', 'queued'], ['done', 'done'], ['failed', 'failed'], ['cancelled', 'cancelled']]),
     select('kind', [['', 'searches and applies'], ['search', 'searches'], ['apply', 'applies']]),
     input('client', 'client label'),

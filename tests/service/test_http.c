@@ -356,9 +356,14 @@ START_TEST(test_list_filters_and_pages)
     for (int i = 0; i < n; i++)
         ck_assert((ids[i] - 1) % 10 == 7 && (ids[i] - 1) % 3 == 0);
     ck_assert_int_eq(n, 4); /* i in {27, 57, 87, 117} */
-    /* LIKE's own characters are plain text */
-    n = list_all(&h, "q=%25", 50, ids, N_ROWS, "created_ms", false);
+    /* the text index's own syntax is plain text */
+    n = list_all(&h, "q=%22t32%22%20OR%20alpha", 50, ids, N_ROWS, "created_ms", false);
     ck_assert_int_eq(n, 0);
+    n = list_all(&h, "q=pha", 50, ids, N_ROWS, "created_ms", false); /* a substring of alpha */
+    ck_assert_int_eq(n, N_ROWS / 3);
+    /* a common text across pages (the index walk) and with another order */
+    n = list_all(&h, "q=mlp.mlir&sort=runtime&order=asc", 7, ids, N_ROWS, "best_runtime_s", true);
+    ck_assert_int_eq(n, N_ROWS - N_ROWS / 4);
     /* module hash prefix */
     n = list_all(&h, "module=32000000", 50, ids, N_ROWS, "created_ms", false);
     ck_assert_int_eq(n, N_ROWS / 4);
@@ -426,6 +431,7 @@ START_TEST(test_errors_say_why)
     expect_error(&h, "/api/searches?order=asc", 400, "no ascending form");
     expect_error(&h, "/api/searches?module=xyz", 400, "hex digits");
     expect_error(&h, "/api/searches?since=-5", 400, "since=-5");
+    expect_error(&h, "/api/searches?q=ab", 400, "at least 3 characters");
     expect_error(&h, "/api/searches?stauts=done", 400, "unknown parameter 'stauts'");
     expect_error(&h, "/api/stats?x=1", 400, "unknown parameter 'x'");
     /* only GET and HEAD */
