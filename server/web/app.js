@@ -331,10 +331,22 @@ function kv(pairs) {
   return el('dl', { class: 'kv' }, pairs.map(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
 }
 
-function curves(hist, row) {
+// The best step time over time and over episodes: the store's progress
+// points (a checkpoint every 2 s), plus the start (the state after the
+// manual tactics) and the final answer once the search is done.
+function curves(hist, row, result) {
   const t0 = row.started_ms || (hist.length ? hist[0][0] : 0);
   const byTime = hist.map(p => ({ x: (p[0] - t0) / 1000, y: p[2] })).filter(p => p.y > 0);
   const byEp = hist.map(p => ({ x: p[1], y: p[2] })).filter(p => p.y > 0);
+  const st = result && result.search;
+  if (st && st.start_runtime_s > 0) {
+    byTime.unshift({ x: 0, y: st.start_runtime_s });
+    byEp.unshift({ x: 0, y: st.start_runtime_s });
+  }
+  if (result && row.status === 'done' && row.best_runtime_s > 0) {
+    byTime.push({ x: (row.finished_ms - t0) / 1000, y: row.best_runtime_s });
+    byEp.push({ x: row.episodes, y: row.best_runtime_s });
+  }
   return el('div', { class: 'grid2', id: 'curves' },
     el('div', { class: 'card' }, el('h2', {}, 'Best step time over time'), stepPlot('plot-time', byTime, 'seconds since start', x => x.toFixed(1) + 's', fmtTime)),
     el('div', { class: 'card' }, el('h2', {}, 'Best step time over episodes'), stepPlot('plot-episodes', byEp, 'episodes', x => String(Math.round(x)), fmtTime)));
@@ -377,11 +389,12 @@ function breakdownCard(res) {
     { label: 'step (total)', value: c.runtime_s || 0, color: '#1d2330' }];
   const args = rc.argument_bytes || 0, peak = c.peak_memory_bytes || 0;
   const mem = [{ label: 'arguments', value: args, color: '#49b37a' }, { label: 'temporaries', value: Math.max(peak - args, 0), color: '#b469d6' },
-    { label: 'peak', value: peak, color: '#1d2330' }, { label: 'device HBM', value: c.hbm_bytes || 0, color: '#d9dde6' }];
+    { label: 'peak', value: peak, color: '#1d2330' }];
   return el('div', { class: 'grid2' },
     el('div', { class: 'card' }, el('h2', {}, 'Step time per device'), barChart('time-breakdown', time, fmtTime),
       el('p', { class: 'muted' }, `start (before the search): ${fmtTime(res.search ? res.search.start_runtime_s : 0)}; ${c.fits ? 'fits in memory' : 'does NOT fit in memory'}`)),
-    el('div', { class: 'card' }, el('h2', {}, 'Memory per device'), barChart('memory-breakdown', mem, fmtBytes)));
+    el('div', { class: 'card' }, el('h2', {}, 'Memory per device'), barChart('memory-breakdown', mem, fmtBytes),
+      el('p', { class: 'muted' }, `of ${fmtBytes(c.hbm_bytes)} on the device (${peak && c.hbm_bytes ? (100 * peak / c.hbm_bytes).toFixed(1) : '?'}% used)`)));
 }
 
 function blockedCard(report) {
@@ -425,7 +438,7 @@ function viewSearch(id) {
   const main = document.getElementById('main');
   main.replaceChildren(el('p', { class: 'muted' }, 'Loading search ' + id + '…'));
   const render = (d) => {
-    const parts = [el('p', {}, el('a', { href: '#/' }, '← all searches')), summaryCard(d.search), curves(d.history, d.search),
+    const parts = [el('p', {}, el('a', { href: '#/' }, '← all searches')), summaryCard(d.search), curves(d.history, d.search, d.result),
       scheduleCard(id, d.best_schedule, d.result)];
     if (d.result) {
       parts.push(el('div', { class: 'card' }, el('h2', {}, 'Shardings of the arguments, by layer'), shardingGrid(d.result.shardings)),
@@ -437,6 +450,7 @@ function viewSearch(id) {
   // best schedule so far) every second; once it has ended: everything, once.
   const poll = async () => {
     try {
+      showStats();
       let d = await api(`/api/searches/${id}/progress`);
       if (seq !== viewSeq) return;
       if (!['queued', 'running'].includes(d.search.status)) {
