@@ -351,26 +351,34 @@ static void api_list(srv_http *h, struct MHD_Connection *c, reply *r)
         for (int st = 1; st <= 5; st++)
             if (!strcmp(v, store_status_name(st)))
                 f.status = st;
-        if (!f.status)
-            return reply_error(r, 400, "status=%.40s: one of queued, running, done, failed, cancelled", v);
+        if (!f.status) {
+            reply_error(r, 400, "status=%.40s: one of queued, running, done, failed, cancelled", v);
+            return;
+        }
     }
     if ((v = arg(c, "kind"))) {
         f.kind = !strcmp(v, "search") ? STORE_SEARCH : !strcmp(v, "apply") ? STORE_APPLY : 0;
-        if (!f.kind)
-            return reply_error(r, 400, "kind=%.40s: search or apply", v);
+        if (!f.kind) {
+            reply_error(r, 400, "kind=%.40s: search or apply", v);
+            return;
+        }
     }
     f.client_label = arg(c, "client");
     if ((v = arg(c, "module"))) {
         int got = strlen(v) >= 8 ? store_unhex(v, hash, STORE_KEY_BYTES) : -1;
-        if (got < 0)
-            return reply_error(r, 400, "module=%.70s: an even number of hex digits, at least 8 (a prefix of the hash)",
+        if (got < 0) {
+            reply_error(r, 400, "module=%.70s: an even number of hex digits, at least 8 (a prefix of the hash)",
                                v);
+            return;
+        }
         f.module_hash = hash;
         f.module_hash_len = got;
     }
     f.text = arg(c, "q");
-    if (f.text && strlen(f.text) > 200)
-        return reply_error(r, 400, "q: at most 200 characters");
+    if (f.text && strlen(f.text) > 200) {
+        reply_error(r, 400, "q: at most 200 characters");
+        return;
+    }
     if (!arg_int(c, "limit", 1, HTTP_MAX_PAGE, &limit, r) || !arg_int(c, "since", 0, INT64_MAX / 1000, &since, r) ||
         !arg_int(c, "until", 0, INT64_MAX / 1000, &until, r))
         return;
@@ -381,29 +389,40 @@ static void api_list(srv_http *h, struct MHD_Connection *c, reply *r)
         for (int k = 0; k < STORE_SORT__COUNT; k++)
             if (!strcmp(v, sorts[k]))
                 f.sort = k;
-        if (f.sort < 0)
-            return reply_error(r, 400, "sort=%.40s: one of created, runtime, memory, episodes, duration", v);
+        if (f.sort < 0) {
+            reply_error(r, 400, "sort=%.40s: one of created, runtime, memory, episodes, duration", v);
+            return;
+        }
     }
     if ((v = arg(c, "order"))) {
-        if (strcmp(v, "asc") && strcmp(v, "desc"))
-            return reply_error(r, 400, "order=%.40s: asc or desc", v);
+        if (strcmp(v, "asc") && strcmp(v, "desc")) {
+            reply_error(r, 400, "order=%.40s: asc or desc", v);
+            return;
+        }
         f.ascending = !strcmp(v, "asc");
-        if (f.sort == STORE_SORT_CREATED && f.ascending)
-            return reply_error(r, 400, "order=asc: the newest-first order has no ascending form");
+        if (f.sort == STORE_SORT_CREATED && f.ascending) {
+            reply_error(r, 400, "order=asc: the newest-first order has no ascending form");
+            return;
+        }
     }
     ap_error err;
     store_row *rows = ap_malloc(sizeof *rows * (size_t)limit);
     store *s = rows ? store_take(h, &err) : NULL;
     if (!rows || !s) {
         ap_free(rows);
-        return rows ? reply_store_error(r, &err) : reply_error(r, 500, "out of memory");
+        if (rows)
+            reply_store_error(r, &err);
+        else
+            reply_error(r, 500, "out of memory");
+        return;
     }
     char next[48];
     int n = store_list(s, &f, (int)limit, arg(c, "after"), rows, next, &err);
     store_give(h, s);
     if (n < 0) {
         ap_free(rows);
-        return reply_store_error(r, &err);
+        reply_store_error(r, &err);
+        return;
     }
     json_t *a = json_array();
     for (int i = 0; i < n; i++)
@@ -421,8 +440,10 @@ static void api_search(srv_http *h, struct MHD_Connection *c, const char *rest, 
     char *end;
     errno = 0;
     long long id = strtoll(rest, &end, 10);
-    if (errno || end == rest || id <= 0 || (*end && *end != '/'))
-        return reply_error(r, 404, "no such search '%.40s' (ids are positive whole numbers)", rest);
+    if (errno || end == rest || id <= 0 || (*end && *end != '/')) {
+        reply_error(r, 404, "no such search '%.40s' (ids are positive whole numbers)", rest);
+        return;
+    }
     const char *what = *end ? end + 1 : "";
     enum { W_ALL, W_PROGRESS, W_SCHEDULE, W_MODULE } w;
     if (!what[0])
@@ -433,12 +454,16 @@ static void api_search(srv_http *h, struct MHD_Connection *c, const char *rest, 
         w = W_SCHEDULE;
     else if (!strcmp(what, "module"))
         w = W_MODULE;
-    else
-        return reply_error(r, 404, "no such page: /api/searches/%lld/%.40s", id, what);
+    else {
+        reply_error(r, 404, "no such page: /api/searches/%lld/%.40s", id, what);
+        return;
+    }
     ap_error err;
     store *s = store_take(h, &err);
-    if (!s)
-        return reply_store_error(r, &err);
+    if (!s) {
+        reply_store_error(r, &err);
+        return;
+    }
     store_row row;
     Autopart__V1__PartitionResult *res = NULL;
     char *best = NULL;
@@ -507,13 +532,17 @@ static void api_stats(srv_http *h, struct MHD_Connection *c, reply *r)
         return;
     ap_error err;
     store *s = store_take(h, &err);
-    if (!s)
-        return reply_store_error(r, &err);
+    if (!s) {
+        reply_store_error(r, &err);
+        return;
+    }
     store_counts cnt;
     int rc = store_counts_get(s, &cnt, &err);
     store_give(h, s);
-    if (rc < 0)
-        return reply_store_error(r, &err);
+    if (rc < 0) {
+        reply_store_error(r, &err);
+        return;
+    }
     json_t *by = json_object();
     for (int st = 1; st <= 5; st++)
         json_object_set_new(by, store_status_name(st), json_integer((json_int_t)cnt.by_status[st]));
@@ -544,22 +573,33 @@ static void route(srv_http *h, struct MHD_Connection *c, const char *url, reply 
                 r->status = 200;
                 r->type = h->files[i].type;
                 r->body = malloc(h->files[i].len + 1);
-                if (!r->body)
-                    return reply_error(r, 500, "out of memory");
+                if (!r->body) {
+                    reply_error(r, 500, "out of memory");
+                    return;
+                }
                 memcpy(r->body, h->files[i].data, h->files[i].len);
                 r->len = h->files[i].len;
                 return;
             }
-        return reply_error(r, 404, "no such page: %.100s", url);
+        reply_error(r, 404, "no such page: %.100s", url);
+        return;
     }
-    if (!authorized(h, c))
-        return reply_error(r, 401, "this daemon wants `Authorization: Bearer TOKEN` (its --token-file)");
-    if (!strcmp(url, "/api/searches"))
-        return api_list(h, c, r);
-    if (!strncmp(url, "/api/searches/", 14))
-        return api_search(h, c, url + 14, r);
-    if (!strcmp(url, "/api/stats"))
-        return api_stats(h, c, r);
+    if (!authorized(h, c)) {
+        reply_error(r, 401, "this daemon wants `Authorization: Bearer TOKEN` (its --token-file)");
+        return;
+    }
+    if (!strcmp(url, "/api/searches")) {
+        api_list(h, c, r);
+        return;
+    }
+    if (!strncmp(url, "/api/searches/", 14)) {
+        api_search(h, c, url + 14, r);
+        return;
+    }
+    if (!strcmp(url, "/api/stats")) {
+        api_stats(h, c, r);
+        return;
+    }
     reply_error(r, 404, "no such API: %.100s", url);
 }
 
