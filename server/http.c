@@ -368,7 +368,7 @@ static void api_list(srv_http *h, struct MHD_Connection *c, reply *r)
         int got = strlen(v) >= 8 ? store_unhex(v, hash, STORE_KEY_BYTES) : -1;
         if (got < 0) {
             reply_error(r, 400, "module=%.70s: an even number of hex digits, at least 8 (a prefix of the hash)",
-                               v);
+                        v);
             return;
         }
         f.module_hash = hash;
