@@ -120,7 +120,13 @@ const listState = { filters: {}, cursors: [''], page: 0 };
 
 function listQuery() {
   const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(listState.filters)) if (v && !(k === 'q' && v.length < 3)) q.set(k, v); // the text index wants 3+
+  const f = listState.filters;
+  for (const [k, v] of Object.entries(f)) {
+    if (!v) continue;
+    if (k === 'q' && v.length < 3) continue;       // the text index wants 3 characters or more
+    if (k === 'order' && !f.sort) continue;        // newest first has one direction
+    q.set(k, v);
+  }
   q.set('limit', '50');
   const after = listState.cursors[listState.page];
   if (after) q.set('after', after);
