@@ -254,7 +254,7 @@ function stepPlot(id, pts, xLabel, fmtX, fmtY) {
 function barChart(id, bars, fmt) {
   const w = 520, row = 24, l = 130, h = bars.length * row + 8;
   const max = Math.max(...bars.map(b => b.value), 1e-30);
-  const root = svg('svg', { id, viewBox: `0 0 ${w} ${h}`, width: '100%', role: 'img' });
+  const root = svg('svg', { id, class: 'bars', viewBox: `0 0 ${w} ${h}`, width: '100%', role: 'img' });
   bars.forEach((b, i) => {
     const y = 4 + i * row, bw = b.value / max * (w - l - 110);
     root.append(svg('text', { x: l - 8, y: y + 15, 'text-anchor': 'end' }, b.label),
