@@ -501,6 +501,13 @@ START_TEST(test_addresses_and_tls)
     /* a bad address */
     rc = http_start_args(&h, db, "127.0.0.1:notaport", NULL);
     ck_assert_int_eq(rc, 1);
+    /* the page's files missing: said at start, not at the first request */
+    const char *noroot[] = {"--http-root", "/nonexistent/web", NULL};
+    rc = http_start_args(&h, db, NULL, noroot);
+    ck_assert_int_eq(rc, 1);
+    log = tl_read(h.d.log, NULL);
+    ck_assert_msg(strstr(log, "/nonexistent/web/index.html cannot be read"), "%s", log);
+    ap_free(log);
     /* --insecure allows it */
     const char *insecure[] = {"--insecure", NULL};
     rc = http_start_args(&h, db, "0.0.0.0:0", insecure);
