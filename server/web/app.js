@@ -74,12 +74,15 @@ function token() { return sessionStorage.getItem(TOKEN_KEY); }
 })();
 
 async function api(path, asText) {
-  for (let tries = 0; tries < 2; tries++) {
+  for (let tries = 0; tries < 3; tries++) {
     const headers = {};
     const t = token();
     if (t) headers.Authorization = 'Bearer ' + t;
     const r = await fetch(path, { headers, cache: 'no-store' });
-    if (r.status === 401 && tries === 0) {
+    if (r.status === 401 && tries < 2) {
+      // Requests sent together all come back 401: the first one asks, the
+      // others find the token it got and go again without asking.
+      if (token() && token() !== t) continue;
       const t2 = prompt('This autopartd wants a token (its --token-file):');
       if (!t2) throw new Error('a token is needed');
       sessionStorage.setItem(TOKEN_KEY, t2.trim());

@@ -10,7 +10,7 @@
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync, readFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -37,9 +37,9 @@ let dir, daemon, grpcPort, httpPort, base, browser, t32, small;
 let errors = [];   // page errors and console errors of the current test
 
 // Starts autopartd and reads its two lines (the gRPC and the dashboard port).
-function startDaemon(db) {
+function startDaemon(db, extra = []) {
   return new Promise((resolve, reject) => {
-    const d = spawn(AUTOPARTD, ['--listen', '127.0.0.1:0', '--http', '127.0.0.1:0', '--db', db, '--grace', '2', '--quiet'],
+    const d = spawn(AUTOPARTD, ['--listen', '127.0.0.1:0', '--http', '127.0.0.1:0', '--db', db, '--grace', '2', '--quiet', ...extra],
       { stdio: ['ignore', 'pipe', 'inherit'] });
     const lines = createInterface({ input: d.stdout });
     let g = 0;
@@ -74,9 +74,10 @@ async function newPage() {
   const page = await browser.newPage({ viewport: { width: 1400, height: 1000 }, acceptDownloads: true });
   page.on('pageerror', (e) => errors.push('page error: ' + e.message));
   page.on('console', (m) => {
-    // A 404 the page asked for on purpose (an unknown search) is the
-    // network's message, not the page's error; anything else counts.
-    if (m.type() === 'error' && !/^Failed to load resource: the server responded with a status of 404/.test(m.text()))
+    // A 404 or 401 the page handles (an unknown search; a token to ask
+    // for) is the network's message, not the page's error; anything else
+    // counts, a 500 included.
+    if (m.type() === 'error' && !/^Failed to load resource: the server responded with a status of 40[14] /.test(m.text()))
       errors.push('console error: ' + m.text());
   });
   return page;
@@ -203,4 +204,32 @@ test('a page that throws is caught (the check every test ends with can fail)', a
   assert.match(errors[0], /deliberate/);
   errors = [];   // seen: this test's own error
   await page.close();
+});
+
+test('with --token-file: the page takes ?token= once (and drops it from the address), or asks for it', async () => {
+  const tokenFile = join(dir, 'token');
+  writeFileSync(tokenFile, 'dash-s3cret\n');
+  // the same store, so the rows of the tests above are there
+  const s = await startDaemon(join(dir, 'store.db'), ['--token-file', tokenFile]);
+  try {
+    const tbase = `http://127.0.0.1:${s.http}/`;
+    let page = await newPage();
+    await page.goto(tbase + '?token=dash-s3cret');
+    await page.waitForFunction(() => document.querySelectorAll('#rows tr').length >= 2, null, { timeout: 20000 });
+    assert.ok(!page.url().includes('token'), 'the token left the address bar: ' + page.url());
+    await page.close();
+    // a fresh session: the page asks (a prompt), then lists
+    page = await newPage();
+    const asked = [];
+    page.on('dialog', (d) => { asked.push(d.message()); d.accept('dash-s3cret'); });
+    await page.goto(tbase);
+    await page.waitForFunction(() => document.querySelectorAll('#rows tr').length >= 2, null, { timeout: 20000 });
+    assert.equal(asked.length, 1);
+    assert.match(asked[0], /token/);
+    await page.close();
+  } finally {
+    const done = new Promise((resolve) => s.d.on('exit', (code) => resolve(code)));
+    s.d.kill('SIGTERM');
+    assert.equal(await done, 0);
+  }
 });
