@@ -16,10 +16,12 @@
  * explicit transaction; statements are prepared once per connection and
  * kept for its life.
  *
- * Queries for listings (newest first, keyset paging, filters on status,
- * client label, module hash, kind and creation time) use indexes that keep a
- * page under a millisecond or so with hundreds of thousands of rows, and a
- * progress history per search for plots.
+ * Queries for listings (newest first or by step time, memory, episodes or
+ * duration; keyset paging; filters on status, client label, module hash,
+ * kind and creation time; free text through a trigram index) use indexes
+ * that keep a page under a millisecond or so with hundreds of thousands of
+ * rows (a text matching half the rows: tens of ms), and a progress history
+ * per search for plots.
  *
  * A store handle is one SQLite connection: use it from one thread at a time
  * (open one handle per thread that needs one).  Every function returns 0 or
