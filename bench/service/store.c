@@ -143,7 +143,7 @@ int main(int argc, char **argv)
     store_filter tx = {.text = "sweep"};
     { double ms = time_list(s, &tx, NULL, &n); printf("  text 'sweep' (common)           %7.3f ms (%d rows)\n", ms, n); }
     store_filter tr = {.text = "no-such-word"};
-    { double ms = time_list(s, &tr, NULL, &n); printf("  text matching nothing (a scan)  %7.3f ms (%d rows)\n", ms, n); }
+    { double ms = time_list(s, &tr, NULL, &n); printf("  text matching nothing           %7.3f ms (%d rows)\n", ms, n); }
     static const char *const sorts[] = {"", "runtime", "memory", "episodes", "duration"};
     for (int k = 1; k < STORE_SORT__COUNT; k++)
         for (int asc = 0; asc < 2; asc++) {
