@@ -375,6 +375,21 @@ int srv_run(const srv_options *opt)
         ap_free(s);
         return 2;
     }
+    if (opt->http && !is_loopback(opt->http) && !opt->tls_cert && !opt->insecure) {
+        fprintf(stderr,
+                "autopartd: error: --http %s is not a loopback address: serve it with TLS (--tls-cert, --tls-key) "
+                "or say --insecure\n",
+                opt->http);
+        ap_free(s);
+        return 2;
+    }
+    if (opt->http && opt->tls_client_ca) {
+        /* MHD would accept any client: refuse rather than serve without the check asked for. */
+        fprintf(stderr, "autopartd: error: --http does not check client certificates (--tls-client-ca): serve the "
+                        "dashboard from a daemon without it\n");
+        ap_free(s);
+        return 2;
+    }
     if (opt->token_file) {
         if (!(s->token = read_text("--token-file", opt->token_file, &err)))
             goto fail;
@@ -414,6 +429,23 @@ int srv_run(const srv_options *opt)
     if (pool_start(s, &s->pools[POOL_INTAKE], POOL_INTAKE, opt->apply_threads, opt->max_queue, &err) < 0 ||
         pool_start(s, &s->pools[POOL_SEARCH], POOL_SEARCH, opt->max_concurrent, opt->max_queue, &err) < 0)
         goto fail_loop;
+    if (opt->http) {
+        srv_http_config hc = {
+            .listen = opt->http,
+            .db_path = opt->db_path,
+            .root = opt->http_root,
+            .token = s->token,
+            .tls_cert_pem = cert,
+            .tls_key_pem = key,
+            .version = SRV_VERSION,
+            .threads = 2,
+            .start_us = s->start_us,
+        };
+        if (srv_http_start(&hc, &s->http, &s->http_port, &err) < 0)
+            goto fail_loop;
+        if (!is_loopback(opt->http) && s->token && !opt->tls_cert)
+            srv_log(s, "warning: the dashboard's bearer token crosses the network in clear text (no TLS)");
+    }
     rpc_config cfg = {
         .listen = opt->listen,
         .max_recv_bytes = opt->max_message_bytes,
@@ -432,6 +464,8 @@ int srv_run(const srv_options *opt)
         srv_log(s, "warning: the bearer token crosses the network in clear text (no TLS)");
     /* The line scripts and tests read to learn the port. */
     printf("autopartd: listening on %s port %d, store %s\n", opt->listen, s->port, opt->db_path);
+    if (s->http)
+        printf("autopartd: dashboard (%s) on %s port %d\n", cert ? "https" : "http", opt->http, s->http_port);
     fflush(stdout);
     srv_log(s, "%s serving as %s (%d search workers, %d threads each, %d intake workers)", SRV_VERSION, s->owner,
             opt->max_concurrent, opt->threads_per_search, opt->apply_threads);
@@ -452,6 +486,7 @@ fail:
         fprintf(stderr, "autopartd: error: %s\n", err.msg);
     rc = 1;
 cleanup:
+    srv_http_stop(s->http); /* joins its threads, closes its store connections */
     rpc_server_free(s->rpc);
     for (int i = 0; i < POOL__COUNT; i++)
         pool_stop(&s->pools[i]);

@@ -39,6 +39,12 @@ static void usage(FILE *f)
             "  --tls-cert PEM --tls-key PEM   serve TLS with this certificate chain and key\n"
             "  --tls-client-ca PEM      and require client certificates signed by this CA\n"
             "  --insecure               allow a non-loopback address without TLS\n"
+            "  --http ADDR              also serve the dashboard (a web page and a JSON API over the\n"
+            "                           store) on host:port, e.g. 127.0.0.1:8080 (port 0: any free\n"
+            "                           port, printed on stdout); the same rules as --listen: loopback,\n"
+            "                           or TLS (--tls-cert/--tls-key: HTTPS), or --insecure; with\n"
+            "                           --token-file, /api/ wants the bearer token too\n"
+            "  --http-root DIR          the page's files (default: ../share/autopart/web beside the binary)\n"
             "  --grace S                seconds calls may go on after SIGTERM (default 5)\n"
             "  --quiet                  no log lines on stderr\n"
             "  -h, --help               this help\n"
@@ -64,7 +70,7 @@ static bool parse_int(const char *opt, const char *s, long lo, long hi, long *ou
 int main(int argc, char **argv)
 {
     enum { O_LISTEN = 256, O_DB, O_MAXC, O_TPS, O_APPLY, O_QUEUE, O_MSG, O_TOKEN, O_CERT, O_KEY, O_CA, O_INSECURE,
-           O_GRACE, O_QUIET, O_VERSION, O_CACHE, O_QUEUED };
+           O_GRACE, O_QUIET, O_VERSION, O_CACHE, O_QUEUED, O_HTTP, O_HTTP_ROOT };
     static const struct option opts[] = {
         {"listen", required_argument, NULL, O_LISTEN},
         {"db", required_argument, NULL, O_DB},
@@ -80,6 +86,8 @@ int main(int argc, char **argv)
         {"tls-key", required_argument, NULL, O_KEY},
         {"tls-client-ca", required_argument, NULL, O_CA},
         {"insecure", no_argument, NULL, O_INSECURE},
+        {"http", required_argument, NULL, O_HTTP},
+        {"http-root", required_argument, NULL, O_HTTP_ROOT},
         {"grace", required_argument, NULL, O_GRACE},
         {"quiet", no_argument, NULL, O_QUIET},
         {"help", no_argument, NULL, 'h'},
@@ -143,6 +151,8 @@ int main(int argc, char **argv)
         case O_KEY: o.tls_key = optarg; break;
         case O_CA: o.tls_client_ca = optarg; break;
         case O_INSECURE: o.insecure = true; break;
+        case O_HTTP: o.http = optarg; break;
+        case O_HTTP_ROOT: o.http_root = optarg; break;
         case O_GRACE:
             if (!parse_int("--grace", optarg, 0, 3600, &v))
                 return 2;

@@ -24,6 +24,7 @@
 #include "apply.h"
 #include "autopart/v1/partitioner.pb-c.h"
 #include "grpc/health/v1/health.pb-c.h"
+#include "http.h"
 #include "rpc.h"
 #include "store.h"
 
@@ -60,6 +61,8 @@ typedef struct srv_options {
     bool insecure;
     double grace_s;         /* after SIGTERM, before calls are cancelled */
     bool quiet;
+    const char *http;       /* the dashboard's host:port (http.h); NULL: none */
+    const char *http_root;  /* its files; NULL: beside the binary */
 } srv_options;
 
 typedef struct srv srv;
@@ -226,6 +229,8 @@ struct srv {
     uv_timer_t tick, grace;
     rpc_server *rpc;
     int port;
+    srv_http *http;         /* the dashboard; its own threads and store connections */
+    int http_port;
     store *db;
     srv_cache *cache;
     char owner[128];

@@ -100,6 +100,35 @@ static const char *const migrations[] = {
     "  key BLOB NOT NULL,"
     "  created_us INTEGER NOT NULL"
     ") WITHOUT ROWID;",
+    /* 1 -> 2: the dashboard's sort orders, keyset-paged on (column, id).
+     * Rows without the column's value (no cost yet, not finished) are left
+     * out of those orders, hence the partial indexes. */
+    "CREATE INDEX searches_by_runtime ON searches(best_runtime_s, id) WHERE best_runtime_s > 0;"
+    "CREATE INDEX searches_by_memory ON searches(best_peak_memory, id) WHERE best_peak_memory > 0;"
+    "CREATE INDEX searches_by_episodes ON searches(episodes, id);"
+    "CREATE INDEX searches_by_duration ON searches((finished_us - started_us), id) WHERE finished_us > 0 AND "
+    "started_us > 0;"
+    /* Free text: a trigram index (substrings, any case) over the columns a
+     * person searches, kept by triggers; it holds no copy of the text. */
+    "CREATE VIRTUAL TABLE searches_text USING fts5(module_name, client_label, mesh, device, error, "
+    "  content = 'searches', content_rowid = 'id', tokenize = 'trigram');"
+    "INSERT INTO searches_text (searches_text) VALUES ('rebuild');"
+    "CREATE TRIGGER searches_text_insert AFTER INSERT ON searches BEGIN"
+    "  INSERT INTO searches_text (rowid, module_name, client_label, mesh, device, error)"
+    "    VALUES (NEW.id, NEW.module_name, NEW.client_label, NEW.mesh, NEW.device, NEW.error);"
+    "END;"
+    "CREATE TRIGGER searches_text_update AFTER UPDATE OF module_name, client_label, mesh, device, error ON searches"
+    "  WHEN OLD.error IS NOT NEW.error OR OLD.module_name IS NOT NEW.module_name OR OLD.client_label IS NOT"
+    "  NEW.client_label OR OLD.mesh IS NOT NEW.mesh OR OLD.device IS NOT NEW.device BEGIN"
+    "  INSERT INTO searches_text (searches_text, rowid, module_name, client_label, mesh, device, error)"
+    "    VALUES ('delete', OLD.id, OLD.module_name, OLD.client_label, OLD.mesh, OLD.device, OLD.error);"
+    "  INSERT INTO searches_text (rowid, module_name, client_label, mesh, device, error)"
+    "    VALUES (NEW.id, NEW.module_name, NEW.client_label, NEW.mesh, NEW.device, NEW.error);"
+    "END;"
+    "CREATE TRIGGER searches_text_delete AFTER DELETE ON searches BEGIN"
+    "  INSERT INTO searches_text (searches_text, rowid, module_name, client_label, mesh, device, error)"
+    "    VALUES ('delete', OLD.id, OLD.module_name, OLD.client_label, OLD.mesh, OLD.device, OLD.error);"
+    "END;",
 };
 
 #define ROW_COLS                                                                                             \
@@ -167,7 +196,9 @@ static const char *const migrations[] = {
     X(HISTORY, "history",                                                                                          \
       "SELECT t_us, episodes, best_runtime_s, best_peak_memory FROM (SELECT * FROM progress WHERE search_id = ?1 " \
       "ORDER BY t_us DESC LIMIT ?2) ORDER BY t_us")                                                                \
-    X(COUNTS, "counts", "SELECT status, rows, cache_hits FROM counters")     \
+    X(COUNTS, "counts", "SELECT status, rows, cache_hits FROM counters")                                          \
+    X(TEXT_COUNT, "count text matches",                                                                            \
+      "SELECT count(*) FROM (SELECT 1 FROM searches_text WHERE searches_text MATCH ?1 LIMIT ?2)")                  \
     X(PAGES, "size", "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()")
 
 enum {
@@ -185,14 +216,39 @@ static const struct {
 #undef STMT_TEXT
 };
 
-/* Listing statements, one per combination of filters, prepared on first use. */
-enum { LF_STATUS = 1, LF_KIND = 2, LF_CLIENT = 4, LF_MODULE = 8, LF_AFTER = 16, LF__COUNT = 32 };
+/* Listing statements, one per combination of filters and order, prepared
+ * on first use. */
+enum {
+    LF_STATUS = 1,
+    LF_KIND = 2,
+    LF_CLIENT = 4,
+    LF_MODULE = 8,
+    LF_AFTER = 16,
+    LF_TEXT = 32,      /* a common text: walk the order's index, keep rows the text index matched */
+    LF_TEXT_RARE = 64, /* a rare one: the matched rows first, sorted (at most TEXT_RARE of them) */
+    LF__COUNT = 128
+};
+/* Matches of a text below which a listing starts from them. */
+#define TEXT_RARE 2000
+#define LIST_STMTS (LF__COUNT * STORE_SORT__COUNT * 2)
+
+/* The orders other than newest first: the sort key, and what a row needs
+ * to have one (matching the partial index of migration 2). */
+static const struct {
+    const char *expr, *has;
+    bool real;
+} sort_cols[STORE_SORT__COUNT] = {
+    [STORE_SORT_RUNTIME] = {"best_runtime_s", "best_runtime_s > 0", true},
+    [STORE_SORT_MEMORY] = {"best_peak_memory", "best_peak_memory > 0", false},
+    [STORE_SORT_EPISODES] = {"episodes", NULL, false},
+    [STORE_SORT_DURATION] = {"(finished_us - started_us)", "finished_us > 0 AND started_us > 0", false},
+};
 
 struct store {
     sqlite3 *db;
     char owner[128];
     sqlite3_stmt *st[S__COUNT];
-    sqlite3_stmt *list[LF__COUNT];
+    sqlite3_stmt *list[LIST_STMTS];
 };
 
 const char *store_status_name(int status)
@@ -404,7 +460,7 @@ void store_close(store *s)
         return;
     for (int i = 0; i < S__COUNT; i++)
         sqlite3_finalize(s->st[i]);
-    for (int i = 0; i < LF__COUNT; i++)
+    for (int i = 0; i < LIST_STMTS; i++)
         sqlite3_finalize(s->list[i]);
     sqlite3_close(s->db);
     ap_free(s);
@@ -829,54 +885,110 @@ int store_alias_put(store *s, const uint8_t *raw, const uint8_t *key, int64_t no
 
 /* ============================================================== listings */
 
-static sqlite3_stmt *list_stmt(store *s, unsigned mask, ap_error *err)
+static sqlite3_stmt *list_stmt(store *s, unsigned mask, int sort, bool asc, ap_error *err)
 {
-    if (s->list[mask]) {
-        sqlite3_reset(s->list[mask]);
-        sqlite3_clear_bindings(s->list[mask]);
-        return s->list[mask];
+    int slot = ((int)mask * STORE_SORT__COUNT + sort) * 2 + (asc ? 1 : 0);
+    if (s->list[slot]) {
+        sqlite3_reset(s->list[slot]);
+        sqlite3_clear_bindings(s->list[slot]);
+        return s->list[slot];
     }
     ap_buf b;
     ap_buf_init(&b);
-    ap_buf_puts(&b, "SELECT " ROW_COLS " FROM searches WHERE (created_us, id) < (?1, ?2)");
+    /* A rare text: its matches are the outer loop (CROSS JOIN keeps that
+     * order), each row looked up by id, the few of them sorted. */
+    const char *from = mask & LF_TEXT_RARE ? "WITH m(fid) AS (SELECT rowid FROM searches_text WHERE searches_text "
+                                             "MATCH ?12) SELECT " ROW_COLS " FROM m CROSS JOIN searches ON id = fid"
+                                           : "SELECT " ROW_COLS " FROM searches";
+    ap_buf_puts(&b, from);
+    if (sort == STORE_SORT_CREATED) {
+        ap_buf_puts(&b, " WHERE (created_us, id) < (?1, ?2)");
+    } else {
+        ap_buf_printf(&b, " WHERE (%s, id) %s (?11, ?2) AND +created_us < ?1", sort_cols[sort].expr, asc ? ">" : "<");
+        if (sort_cols[sort].has)
+            ap_buf_printf(&b, " AND %s", sort_cols[sort].has);
+    }
+    /* In the other orders the filters only filter (unary +): the planner,
+     * without statistics, would otherwise pick a filter's index and sort
+     * every row it matches; walking the order's index stops at a page. */
+    const char *plus = sort == STORE_SORT_CREATED ? "" : "+";
     if (mask & LF_STATUS)
-        ap_buf_puts(&b, " AND status = ?3");
+        ap_buf_printf(&b, " AND %sstatus = ?3", plus);
     if (mask & LF_KIND)
-        ap_buf_puts(&b, " AND kind = ?4");
+        ap_buf_printf(&b, " AND %skind = ?4", plus);
     if (mask & LF_CLIENT)
-        ap_buf_puts(&b, " AND client_label = ?5");
+        ap_buf_printf(&b, " AND %sclient_label = ?5", plus);
     if (mask & LF_MODULE)
-        ap_buf_puts(&b, " AND module_hash >= ?6 AND module_hash < ?7");
+        ap_buf_printf(&b, " AND %smodule_hash >= ?6 AND %smodule_hash < ?7", plus, plus);
     if (mask & LF_AFTER)
-        ap_buf_puts(&b, " AND created_us >= ?8");
-    ap_buf_puts(&b, " ORDER BY created_us DESC, id DESC LIMIT ?10");
+        ap_buf_printf(&b, " AND %screated_us >= ?8", plus);
+    /* A common text filters the order's walk (+id: not the rows to start
+     * from, which would sort them all). */
+    if (mask & LF_TEXT)
+        ap_buf_puts(&b, " AND +id IN (SELECT rowid FROM searches_text WHERE searches_text MATCH ?12)");
+    if (sort == STORE_SORT_CREATED)
+        ap_buf_puts(&b, " ORDER BY created_us DESC, id DESC LIMIT ?10");
+    else
+        ap_buf_printf(&b, " ORDER BY %s %s, id %s LIMIT ?10", sort_cols[sort].expr, asc ? "ASC" : "DESC",
+                      asc ? "ASC" : "DESC");
     if (b.oom) {
         ap_buf_free(&b);
         ap_error_set(err, AP_ENOMEM, "out of memory");
         return NULL;
     }
-    if (sqlite3_prepare_v3(s->db, b.data, -1, SQLITE_PREPARE_PERSISTENT, &s->list[mask], NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v3(s->db, b.data, -1, SQLITE_PREPARE_PERSISTENT, &s->list[slot], NULL) != SQLITE_OK) {
         db_error(s, err, "prepare listing");
-        s->list[mask] = NULL;
+        s->list[slot] = NULL;
     }
     ap_buf_free(&b);
-    return s->list[mask];
+    return s->list[slot];
+}
+
+/* A cursor "T.ID" (newest first) or "V~ID" (the other orders: V the sort
+ * key, a real for runtime). */
+static int parse_cursor(const char *after, int sort, int64_t *t, double *v_real, int64_t *v_int, int64_t *id,
+                        ap_error *err)
+{
+    char *end;
+    errno = 0;
+    if (sort == STORE_SORT_CREATED) {
+        *t = strtoll(after, &end, 10);
+        if (errno || *end != '.' || *t < 0)
+            goto bad;
+    } else if (sort_cols[sort].real) {
+        *v_real = strtod(after, &end);
+        if (errno || *end != '~' || end == after || *v_real != *v_real)
+            goto bad;
+    } else {
+        *v_int = strtoll(after, &end, 10);
+        if (errno || *end != '~' || end == after)
+            goto bad;
+    }
+    const char *p = end + 1;
+    *id = strtoll(p, &end, 10);
+    if (errno || *end || end == p || *id < 0)
+        goto bad;
+    return 0;
+bad:
+    return ap_error_set(err, AP_EINVALID, "malformed page token '%.40s'", after);
 }
 
 int store_list(store *s, const store_filter *f, int limit, const char *after, store_row *rows, char *next,
                ap_error *err)
 {
-    int64_t cur_t = INT64_MAX, cur_id = INT64_MAX;
+    int sort = f->sort;
+    bool asc = sort != STORE_SORT_CREATED && f->ascending;
+    int64_t cur_t = INT64_MAX, cur_id = asc ? -1 : INT64_MAX, cur_int = asc ? INT64_MIN : INT64_MAX;
+    double cur_real = asc ? -1e308 : 1e308;
     next[0] = '\0';
+    if (sort < 0 || sort >= STORE_SORT__COUNT)
+        return ap_error_set(err, AP_EINVALID, "unknown listing order %d", sort);
     if (after && after[0]) {
-        char *end;
-        errno = 0;
-        cur_t = strtoll(after, &end, 10);
-        if (errno || *end != '.' || cur_t < 0)
-            return ap_error_set(err, AP_EINVALID, "malformed page token '%.40s'", after);
-        cur_id = strtoll(end + 1, &end, 10);
-        if (errno || *end || cur_id < 0)
-            return ap_error_set(err, AP_EINVALID, "malformed page token '%.40s'", after);
+        int rc = parse_cursor(after, sort, &cur_t, &cur_real, &cur_int, &cur_id, err);
+        if (rc < 0)
+            return rc;
+        if (sort != STORE_SORT_CREATED)
+            cur_t = INT64_MAX;
     }
     unsigned mask = 0;
     if (f->status)
@@ -889,19 +1001,58 @@ int store_list(store *s, const store_filter *f, int limit, const char *after, st
         mask |= LF_MODULE;
     if (f->created_after_us)
         mask |= LF_AFTER;
+    ap_buf pat;
+    ap_buf_init(&pat);
+    if (f->text && f->text[0]) {
+        /* One FTS5 string: a substring of a column (trigrams in a row). */
+        if (strlen(f->text) < 3)
+            return ap_error_set(err, AP_EINVALID, "free text '%s': at least 3 characters", f->text);
+        ap_buf_putc(&pat, '"');
+        for (const char *c = f->text; *c; c++) {
+            if (*c == '"')
+                ap_buf_putc(&pat, '"');
+            ap_buf_putc(&pat, *c);
+        }
+        ap_buf_putc(&pat, '"');
+        if (pat.oom) {
+            ap_buf_free(&pat);
+            return ap_error_set(err, AP_ENOMEM, "out of memory");
+        }
+        sqlite3_stmt *cq = stmt(s, S_TEXT_COUNT);
+        sqlite3_bind_text(cq, 1, pat.data, (int)pat.len, SQLITE_STATIC);
+        sqlite3_bind_int(cq, 2, TEXT_RARE);
+        int crc = sqlite3_step(cq);
+        int matches = crc == SQLITE_ROW ? sqlite3_column_int(cq, 0) : 0;
+        sqlite3_reset(cq);
+        if (crc != SQLITE_ROW) {
+            ap_buf_free(&pat);
+            return db_error(s, err, stmt_text[S_TEXT_COUNT].what);
+        }
+        mask |= matches < TEXT_RARE ? LF_TEXT_RARE : LF_TEXT;
+    }
     /* `created before T` is the cursor (T, 0): one upper bound on the
-     * index, not two for the planner to choose between. */
+     * index, not two for the planner to choose between.  The other orders
+     * bound created_us apart. */
     if (f->created_before_us > 0 && f->created_before_us <= cur_t) {
         cur_t = f->created_before_us;
-        cur_id = 0;
+        if (sort == STORE_SORT_CREATED)
+            cur_id = 0;
     }
-    sqlite3_stmt *q = list_stmt(s, mask, err);
-    if (!q)
+    sqlite3_stmt *q = list_stmt(s, mask, sort, asc, err);
+    if (!q) {
+        ap_buf_free(&pat);
         return err ? err->code : AP_EIO;
+    }
     uint8_t lo[STORE_KEY_BYTES], hi[STORE_KEY_BYTES + 1];
     int hi_len = 0;
     sqlite3_bind_int64(q, 1, cur_t);
     sqlite3_bind_int64(q, 2, cur_id);
+    if (sort != STORE_SORT_CREATED) {
+        if (sort_cols[sort].real)
+            sqlite3_bind_double(q, 11, cur_real);
+        else
+            sqlite3_bind_int64(q, 11, cur_int);
+    }
     if (mask & LF_STATUS)
         sqlite3_bind_int(q, 3, f->status);
     if (mask & LF_KIND)
@@ -928,16 +1079,29 @@ int store_list(store *s, const store_filter *f, int limit, const char *after, st
     }
     if (mask & LF_AFTER)
         sqlite3_bind_int64(q, 8, f->created_after_us);
+    if (mask & (LF_TEXT | LF_TEXT_RARE))
+        sqlite3_bind_text(q, 12, pat.data, (int)pat.len, SQLITE_STATIC);
     sqlite3_bind_int(q, 10, limit + 1); /* one more: is there a next page? */
     int rc, n = 0;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         if (n == limit) {
-            snprintf(next, 48, "%" PRId64 ".%" PRId64, rows[n - 1].created_us, rows[n - 1].id);
+            const store_row *r = &rows[n - 1];
+            switch (sort) {
+            case STORE_SORT_CREATED: snprintf(next, 48, "%" PRId64 ".%" PRId64, r->created_us, r->id); break;
+            case STORE_SORT_RUNTIME: snprintf(next, 48, "%.17g~%" PRId64, r->best_runtime_s, r->id); break;
+            case STORE_SORT_MEMORY: snprintf(next, 48, "%" PRId64 "~%" PRId64, r->best_peak_memory, r->id); break;
+            case STORE_SORT_EPISODES: snprintf(next, 48, "%" PRId64 "~%" PRId64, r->episodes, r->id); break;
+            default:
+                snprintf(next, 48, "%" PRId64 "~%" PRId64, r->finished_us - r->started_us, r->id);
+                break;
+            }
             break;
         }
         read_row(q, &rows[n++]);
     }
     sqlite3_reset(q);
+    /* the statement keeps a pointer to the pattern until reset */
+    ap_buf_free(&pat);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
         return db_error(s, err, "list");
     return n;

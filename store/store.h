@@ -16,10 +16,12 @@
  * explicit transaction; statements are prepared once per connection and
  * kept for its life.
  *
- * Queries for listings (newest first, keyset paging, filters on status,
- * client label, module hash, kind and creation time) use indexes that keep a
- * page under a millisecond or so with hundreds of thousands of rows, and a
- * progress history per search for plots.
+ * Queries for listings (newest first or by step time, memory, episodes or
+ * duration; keyset paging; filters on status, client label, module hash,
+ * kind and creation time; free text through a trigram index) use indexes
+ * that keep a page under a millisecond or so with hundreds of thousands of
+ * rows (a text matching half the rows: tens of ms), and a progress history
+ * per search for plots.
  *
  * A store handle is one SQLite connection: use it from one thread at a time
  * (open one handle per thread that needs one).  Every function returns 0 or
@@ -36,7 +38,7 @@
 
 #include "ap.h"
 
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 #define STORE_KEY_BYTES 32
 
 /* The numbers are those of the wire's SearchStatus and RecordKind. */
@@ -166,13 +168,31 @@ typedef struct store_filter {
     const uint8_t *module_hash; /* a prefix of module_hash_len bytes; NULL: any */
     int module_hash_len;
     int64_t created_after_us, created_before_us; /* 0: unbounded */
+    /* Free text (3 characters or more): rows whose module name, client
+     * label, mesh, device or error contain it, in any case (a trigram
+     * index).  NULL or "": any. */
+    const char *text;
+    int sort;       /* store_sort; 0: newest first */
+    bool ascending; /* for sort != STORE_SORT_CREATED (created: always newest first) */
 } store_filter;
 
-/* A page of rows, newest first (creation time, then id).  `after` is the
- * cursor of the previous page (NULL or "" for the first); the next page's
- * cursor is written to next (size >= 48; "" after the last page).  rows
- * holds at least `limit` entries; returns the count, or AP_EINVALID for a
- * malformed cursor. */
+/* Orders of a listing.  Runtime and memory leave out rows with no cost
+ * yet; duration leaves out rows not finished. */
+typedef enum store_sort {
+    STORE_SORT_CREATED = 0,
+    STORE_SORT_RUNTIME,
+    STORE_SORT_MEMORY,
+    STORE_SORT_EPISODES,
+    STORE_SORT_DURATION,
+    STORE_SORT__COUNT
+} store_sort;
+
+/* A page of rows, newest first (creation time, then id), or in the order
+ * f->sort names (then id).  `after` is the cursor of the previous page of
+ * the same order (NULL or "" for the first); the next page's cursor is
+ * written to next (size >= 48; "" after the last page).  rows holds at
+ * least `limit` entries; returns the count, or AP_EINVALID for a malformed
+ * cursor or an unknown order. */
 int store_list(store *s, const store_filter *f, int limit, const char *after, store_row *rows, char *next,
                ap_error *err);
 

@@ -6,6 +6,9 @@
  * page deep in the list (by its token), and pages filtered by status,
  * client label, module hash and time range; and a lookup by key.
  *
+ * The dashboard's orders (step time, memory, episodes, duration) and its
+ * free-text filter are timed too.
+ *
  *   bench_store [--rows N]
  */
 #include <inttypes.h>
@@ -104,7 +107,8 @@ int main(int argc, char **argv)
                     store_progress pr = {.episodes = p * 50, .best_runtime_s = 7.0 - p * 0.01, .best_peak_memory = 1 << 30};
                     check(store_set_progress(s, row.id, created + p * 250000, &pr, true, NULL, 0, &err), &err);
                 }
-            store_progress sum = {.episodes = 1000, .best_runtime_s = 6.5, .best_peak_memory = 1 << 30};
+            store_progress sum = {.episodes = 500 + i % 1000, .best_runtime_s = 6.5 + (i % 997) * 1e-3,
+                                  .best_peak_memory = (int64_t)(1 + i % 13) << 28};
             check(store_finish(s, row.id, i % 40 == 0 ? STORE_FAILED : STORE_DONE, created + 5000000, "result", 6,
                                &sum, NULL, &err),
                   &err);
@@ -135,6 +139,20 @@ int main(int argc, char **argv)
     { double ms = time_list(s, &tf, NULL, &n); printf("  created in a 5-day window       %7.3f ms (%d rows)\n", ms, n); }
     store_filter combo = {.status = STORE_DONE, .client_label = "trainer-t32", .created_after_us = t_start + month / 2};
     { double ms = time_list(s, &combo, NULL, &n); printf("  status + label + since          %7.3f ms (%d rows)\n", ms, n); }
+    /* The dashboard's free text and sort orders. */
+    store_filter tx = {.text = "sweep"};
+    { double ms = time_list(s, &tx, NULL, &n); printf("  text 'sweep' (common)           %7.3f ms (%d rows)\n", ms, n); }
+    store_filter tr = {.text = "no-such-word"};
+    { double ms = time_list(s, &tr, NULL, &n); printf("  text matching nothing           %7.3f ms (%d rows)\n", ms, n); }
+    static const char *const sorts[] = {"", "runtime", "memory", "episodes", "duration"};
+    for (int k = 1; k < STORE_SORT__COUNT; k++)
+        for (int asc = 0; asc < 2; asc++) {
+            store_filter so = {.sort = k, .ascending = asc};
+            double ms = time_list(s, &so, NULL, &n);
+            printf("  by %-8s %-4s                %7.3f ms (%d rows)\n", sorts[k], asc ? "asc" : "desc", ms, n);
+        }
+    store_filter sf = {.sort = STORE_SORT_RUNTIME, .ascending = true, .status = STORE_DONE, .client_label = "eval"};
+    { double ms = time_list(s, &sf, NULL, &n); printf("  by runtime, done, label eval    %7.3f ms (%d rows)\n", ms, n); }
     t0 = now();
     store_point pts[2000];
     for (int r = 0; r < 1000; r++)

@@ -2,8 +2,8 @@
  * test_store.c - autopartd's store on real SQLite files: one live row per
  * key (also between two connections, as two daemons hold), leases and the
  * take-over of rows whose owner died, cancellation, aliases, listings
- * newest first with keyset pages and filters, progress history, schema
- * versions.
+ * newest first with keyset pages and filters, the dashboard's orders and
+ * free text (both of its paths), progress history, schema versions.
  */
 #include <check.h>
 #include <inttypes.h>
@@ -374,9 +374,21 @@ START_TEST(test_listing_uses_indexes)
         "SELECT id FROM searches WHERE (created_us, id) < (1, 2) AND client_label = 'x' ORDER BY created_us DESC, "
         "id DESC LIMIT 50",
         "SELECT id FROM searches WHERE key = x'00' AND status IN (1, 2, 3)",
+        /* the dashboard's orders, filters only filtering (as store_list writes them) */
+        "SELECT id FROM searches WHERE (best_runtime_s, id) > (1, 2) AND +created_us < 5 AND best_runtime_s > 0 "
+        "AND +status = 3 AND +client_label = 'x' ORDER BY best_runtime_s ASC, id ASC LIMIT 50",
+        "SELECT id FROM searches WHERE (best_peak_memory, id) < (1, 2) AND +created_us < 5 AND best_peak_memory > 0 "
+        "ORDER BY best_peak_memory DESC, id DESC LIMIT 50",
+        "SELECT id FROM searches WHERE (episodes, id) < (1, 2) AND +created_us < 5 ORDER BY episodes DESC, id DESC "
+        "LIMIT 50",
+        "SELECT id FROM searches WHERE ((finished_us - started_us), id) > (1, 2) AND +created_us < 5 AND finished_us "
+        "> 0 AND started_us > 0 ORDER BY (finished_us - started_us) ASC, id ASC LIMIT 50",
+        /* a common text filters the walk of the order's index */
+        "SELECT id FROM searches WHERE (created_us, id) < (1, 2) AND +id IN (SELECT rowid FROM searches_text WHERE "
+        "searches_text MATCH '\"abc\"') ORDER BY created_us DESC, id DESC LIMIT 50",
     };
     for (size_t i = 0; i < AP_ARRAY_LEN(queries); i++) {
-        char sql[600];
+        char sql[800];
         snprintf(sql, sizeof sql, "EXPLAIN QUERY PLAN %s", queries[i]);
         sqlite3_stmt *q;
         ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
@@ -448,6 +460,96 @@ START_TEST(test_hex)
 }
 END_TEST
 
+/* Pages of a listing until the end: the ids in order (n returned). */
+static int list_ids(store *s, const store_filter *f, int limit, int64_t *ids, int max)
+{
+    store_row rows[64];
+    char after[48] = "", next[48];
+    ap_error err;
+    int n = 0;
+    for (;;) {
+        int got = store_list(s, f, limit, after, rows, next, &err);
+        ck_assert_msg(got >= 0, "%s", err.msg);
+        for (int i = 0; i < got; i++) {
+            ck_assert_int_lt(n, max);
+            ids[n++] = rows[i].id;
+        }
+        if (!next[0])
+            return n;
+        snprintf(after, sizeof after, "%s", next);
+    }
+}
+
+START_TEST(test_listing_text_and_orders)
+{
+    /* Enough rows that a text matches more than the rare path takes
+     * (2,000): "many" on 9 rows in 10, "few" on 1 in 10. */
+    enum { N = 2600 };
+    store *s = open_as("hostA:1:aa");
+    ap_error err;
+    for (int i = 0; i < N; i++) {
+        store_row row;
+        bool created;
+        begin_row(s, i, 1000000 + (int64_t)i * 10, i % 10 ? "many-Label" : "few-label", &created, &row);
+        ck_assert(created);
+        store_progress p = {.episodes = i, .best_runtime_s = 1.0 + (i * 7919 % N) * 1e-3, .best_peak_memory = 1 + i % 5};
+        ck_assert_int_eq(store_set_progress(s, row.id, 1000000 + (int64_t)i * 10 + 1, &p, false, NULL, 0, &err), 0);
+    }
+    static int64_t ids[N];
+    store_filter many = {.text = "MANY-lab"}, few = {.text = "few-l"};
+    ck_assert_int_eq(list_ids(s, &many, 60, ids, N), N - N / 10);
+    for (int i = 0; i < N - N / 10; i++) {
+        ck_assert_int_ne((ids[i] - 1) % 10, 0);
+        if (i)
+            ck_assert_int_lt(ids[i], ids[i - 1]); /* newest first */
+    }
+    ck_assert_int_eq(list_ids(s, &few, 60, ids, N), N / 10);
+    for (int i = 0; i < N / 10; i++) {
+        ck_assert_int_eq((ids[i] - 1) % 10, 0);
+        if (i)
+            ck_assert_int_lt(ids[i], ids[i - 1]);
+    }
+    /* both paths in another order: the same rows, by step time */
+    store_filter many_rt = {.text = "many", .sort = STORE_SORT_RUNTIME, .ascending = true};
+    store_filter few_rt = {.text = "few", .sort = STORE_SORT_RUNTIME, .ascending = true};
+    store_row r0, r1;
+    int n = list_ids(s, &many_rt, 64, ids, N);
+    ck_assert_int_eq(n, N - N / 10);
+    for (int i = 1; i < n; i++) {
+        ck_assert_int_eq(store_get(s, ids[i - 1], &r0, &err), 1);
+        ck_assert_int_eq(store_get(s, ids[i], &r1, &err), 1);
+        ck_assert(r0.best_runtime_s < r1.best_runtime_s || (r0.best_runtime_s == r1.best_runtime_s && r0.id < r1.id));
+    }
+    ck_assert_int_eq(list_ids(s, &few_rt, 64, ids, N), N / 10);
+    /* nothing, too short, a cursor of another order */
+    store_filter none = {.text = "zzz"}, shrt = {.text = "ab"};
+    ck_assert_int_eq(list_ids(s, &none, 10, ids, N), 0);
+    store_row rows[4];
+    char next[48];
+    ck_assert_int_eq(store_list(s, &shrt, 4, NULL, rows, next, &err), AP_EINVALID);
+    ck_assert_int_eq(store_list(s, &many_rt, 4, "1000.5", rows, next, &err), AP_EINVALID);
+    store_filter bad = {.sort = 99};
+    ck_assert_int_eq(store_list(s, &bad, 4, NULL, rows, next, &err), AP_EINVALID);
+    store_close(s);
+
+    /* A store made before the text index (schema 1) gets it, over the rows it has. */
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(db_path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db,
+                                  "DROP TRIGGER searches_text_insert; DROP TRIGGER searches_text_update;"
+                                  "DROP TRIGGER searches_text_delete; DROP TABLE searches_text;"
+                                  "DROP INDEX searches_by_runtime; DROP INDEX searches_by_memory;"
+                                  "DROP INDEX searches_by_episodes; DROP INDEX searches_by_duration;"
+                                  "PRAGMA user_version = 1",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    s = open_as("hostA:1:aa");
+    ck_assert_int_eq(list_ids(s, &few, 60, ids, N), N / 10);
+    store_close(s);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("store");
@@ -461,6 +563,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, test_aliases_and_history);
     tcase_add_test(tc, test_listing);
     tcase_add_test(tc, test_listing_uses_indexes);
+    tcase_add_test(tc, test_listing_text_and_orders);
     tcase_add_test(tc, test_schema_versions);
     tcase_add_test(tc, test_hex);
     suite_add_tcase(s, tc);

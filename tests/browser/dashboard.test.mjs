@@ -1,0 +1,235 @@
+// dashboard.test.mjs - autopartd's dashboard end to end in headless Chromium
+// (Debian's chromium, driven by playwright-core): a daemon on loopback with
+// a temporary store, a real search through the CLI, and the page watching
+// it: the row appears while running, its curve grows, its schedule shows,
+// the finished page has its shardings and downloads; filters work; a page
+// that throws fails the test.  Screenshots go to $ARTIFACTS.
+//
+// Run by ctest (tests/CMakeLists.txt) with AUTOPARTD, AUTOPART_CLI,
+// MODELGEN, ARTIFACTS and PLAYWRIGHT_CHROMIUM (default /usr/bin/chromium).
+import { test, before, after, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, mkdirSync, rmSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+let chromium;
+try {
+  ({ chromium } = await import('playwright-core'));
+} catch (e) {
+  throw new Error('playwright-core is missing: run scripts/setup (it runs `npm ci` in tests/browser)');
+}
+
+const env = (name) => {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set (ctest sets it)`);
+  return v;
+};
+const AUTOPARTD = env('AUTOPARTD');
+const CLI = env('AUTOPART_CLI');
+const MODELGEN = env('MODELGEN');
+const ARTIFACTS = env('ARTIFACTS');
+const CHROMIUM = process.env.PLAYWRIGHT_CHROMIUM || '/usr/bin/chromium';
+
+let dir, daemon, grpcPort, httpPort, base, browser, t32, small;
+let errors = [];   // page errors and console errors of the current test
+
+// Starts autopartd and reads its two lines (the gRPC and the dashboard port).
+function startDaemon(db, extra = []) {
+  return new Promise((resolve, reject) => {
+    const d = spawn(AUTOPARTD, ['--listen', '127.0.0.1:0', '--http', '127.0.0.1:0', '--db', db, '--grace', '2', '--quiet', ...extra],
+      { stdio: ['ignore', 'pipe', 'inherit'] });
+    const lines = createInterface({ input: d.stdout });
+    let g = 0;
+    const timer = setTimeout(() => reject(new Error('autopartd did not start within 60 s')), 60000);
+    d.on('exit', (code) => reject(new Error(`autopartd exited ${code} before serving`)));
+    lines.on('line', (l) => {
+      let m = /listening on .* port (\d+)/.exec(l);
+      if (m) g = Number(m[1]);
+      m = /dashboard \(http\) on .* port (\d+)/.exec(l);
+      if (m) {
+        clearTimeout(timer);
+        d.removeAllListeners('exit');
+        resolve({ d, grpc: g, http: Number(m[1]) });
+      }
+    });
+  });
+}
+
+// `autopart search` through the daemon, in the background; resolves with
+// its exit code and output.
+function search(model, mesh, extra) {
+  const args = ['search', model, '--mesh', mesh, '--axes', 'model', '--manual',
+    "manual batch batch['inputs']=0 batch['targets']=0", '--device', 'tpu_v3', '--server', `127.0.0.1:${grpcPort}`, ...extra];
+  const p = spawn(CLI, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  p.stdout.on('data', (b) => { out += b; });
+  p.stderr.on('data', (b) => { out += b; });
+  return new Promise((resolve) => p.on('exit', (code) => resolve({ code, out })));
+}
+
+async function newPage() {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 }, acceptDownloads: true });
+  page.on('pageerror', (e) => errors.push('page error: ' + e.message));
+  page.on('console', (m) => {
+    // A 404 or 401 the page handles (an unknown search; a token to ask
+    // for) is the network's message, not the page's error; anything else
+    // counts, a 500 included.
+    if (m.type() === 'error' && !/^Failed to load resource: the server responded with a status of 40[14] /.test(m.text()))
+      errors.push('console error: ' + m.text());
+  });
+  return page;
+}
+
+const shot = (page, name, fullPage) => page.screenshot({ path: join(ARTIFACTS, name), fullPage: !!fullPage });
+
+before(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  dir = mkdtempSync(join(tmpdir(), 'autopart-dash-'));
+  t32 = join(dir, 't32.mlir');
+  small = join(dir, 'small.mlir');
+  execFileSync(MODELGEN, ['transformer', '--config', 't32', '-q', '-o', t32]);
+  execFileSync(MODELGEN, ['transformer', '--config', 'small', '-q', '-o', small]);
+  const s = await startDaemon(join(dir, 'store.db'));
+  daemon = s.d;
+  grpcPort = s.grpc;
+  httpPort = s.http;
+  base = `http://127.0.0.1:${httpPort}/`;
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (daemon) {
+    const done = new Promise((resolve) => daemon.on('exit', (code, sig) => resolve({ code, sig })));
+    daemon.kill('SIGTERM');
+    const { code } = await done;
+    assert.equal(code, 0, 'autopartd exits 0 after SIGTERM');
+  }
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+afterEach(() => {
+  const e = errors;
+  errors = [];
+  assert.deepEqual(e, [], 'the page threw or logged errors');
+});
+
+test('a running search appears in the list, its curve grows, its schedule shows, then its result', async () => {
+  // Seconds of searching whatever the build (ASan too): a time budget.
+  const run = search(t32, 'batch=8,model=4', ['--episodes', '10000000', '--time-limit', '14']);
+  const page = await newPage();
+  await page.goto(base);
+  const row = page.locator('#rows tr[data-status="running"]');
+  await row.first().waitFor({ timeout: 60000 });
+  assert.match(await row.first().innerText(), /t32\.mlir/);
+  await shot(page, '1-list-running.png');
+  await row.first().click();
+  await page.waitForURL(/#\/search\/\d+$/);
+
+  // The curve over time grows while the search runs (a point every 2 s).
+  const points = async () => Number((await page.locator('#plot-time').getAttribute('data-points')) || 0);
+  await page.waitForFunction(() => Number(document.querySelector('#plot-time')?.getAttribute('data-points')) >= 1, null, { timeout: 30000 });
+  const first = await points();
+  await page.waitForFunction((n) => Number(document.querySelector('#plot-time')?.getAttribute('data-points')) > n
+    && document.querySelector('#summary .badge')?.textContent === 'running', first, { timeout: 30000 });
+  assert.ok((await points()) > first, 'the curve grew');
+  await page.waitForFunction(() => /tile /.test(document.querySelector('#schedule')?.textContent || ''), null, { timeout: 30000 });
+  assert.equal(await page.locator('#summary .badge').innerText(), 'running');
+  await shot(page, '2-search-running.png');
+
+  // It ends: the winning schedule, the grid of shardings, the charts.
+  const r = await run;
+  assert.equal(r.code, 0, r.out);
+  await page.locator('#shard-grid').waitFor({ timeout: 30000 });
+  assert.equal(await page.locator('#summary .badge').innerText(), 'done');
+  const sched = await page.locator('#schedule').innerText();
+  assert.match(sched, /tile batch\['inputs'\] 0 batch/);
+  assert.ok(await page.locator('#shard-grid td[data-split]').count() > 10, 'a grid of layers x parameters');
+  assert.ok(await page.locator('#collectives tbody tr').count() === 5);
+  assert.ok(await page.locator('#time-breakdown rect').count() >= 3);
+  assert.ok(await page.locator('#explanation details').count() >= 1);
+  await shot(page, '3-search-done.png');
+  await shot(page, '4-search-done-full.png', true);
+
+  // The schedule downloads as the API serves it.
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#dl-schedule')]);
+  const text = readFileSync(await dl.path(), 'utf8');
+  assert.equal(text.trim(), sched.trim());
+  await page.close();
+});
+
+test('filters: free text, status, and sorting narrow the list', async () => {
+  const r = await search(small, 'batch=4,model=2', ['--episodes', '200']);
+  assert.equal(r.code, 0, r.out);
+  const page = await newPage();
+  await page.goto(base);
+  await page.waitForFunction(() => document.querySelectorAll('#rows tr').length >= 2, null, { timeout: 30000 });
+  await page.fill('input[name=q]', 'small.mlir');
+  await page.waitForFunction(() => {
+    const rows = [...document.querySelectorAll('#rows tr')];
+    return rows.length === 1 && /small\.mlir/.test(rows[0].textContent);
+  }, null, { timeout: 10000 });
+  await shot(page, '5-filter-text.png');
+  await page.fill('input[name=q]', '');
+  await page.selectOption('select[name=status]', 'failed');
+  await page.waitForFunction(() => document.querySelectorAll('#rows tr').length === 0
+    && /No searches match/.test(document.querySelector('#list-msg').textContent), null, { timeout: 10000 });
+  await page.selectOption('select[name=status]', 'done');
+  await page.selectOption('select[name=sort]', 'runtime');
+  await page.selectOption('select[name=order]', 'asc');
+  await page.waitForFunction(() => document.querySelectorAll('#rows tr').length === 2, null, { timeout: 10000 });
+  // the small model's step time is far below t32's: first when ascending
+  assert.match(await page.locator('#rows tr').first().innerText(), /small\.mlir/);
+  await shot(page, '6-filter-status-sort.png');
+  await page.close();
+});
+
+test('an unknown search says so', async () => {
+  const page = await newPage();
+  await page.goto(base + '#/search/999999');
+  await page.locator('#search-error').waitFor({ timeout: 10000 });
+  assert.match(await page.locator('#search-error').innerText(), /no search 999999/);
+  await page.close();
+});
+
+test('a page that throws is caught (the check every test ends with can fail)', async () => {
+  const page = await newPage();
+  await page.goto(base);
+  await page.evaluate(() => setTimeout(() => { throw new Error('deliberate'); }, 0));
+  await page.waitForTimeout(300);
+  assert.equal(errors.length, 1);
+  assert.match(errors[0], /deliberate/);
+  errors = [];   // seen: this test's own error
+  await page.close();
+});
+
+test('with --token-file: the page takes ?token= once (and drops it from the address), or asks for it', async () => {
+  const tokenFile = join(dir, 'token');
+  writeFileSync(tokenFile, 'dash-s3cret\n');
+  // the same store, so the rows of the tests above are there
+  const s = await startDaemon(join(dir, 'store.db'), ['--token-file', tokenFile]);
+  try {
+    const tbase = `http://127.0.0.1:${s.http}/`;
+    let page = await newPage();
+    await page.goto(tbase + '?token=dash-s3cret');
+    await page.waitForFunction(() => document.querySelectorAll('#rows tr').length >= 2, null, { timeout: 20000 });
+    assert.ok(!page.url().includes('token'), 'the token left the address bar: ' + page.url());
+    await page.close();
+    // a fresh session: the page asks (a prompt), then lists
+    page = await newPage();
+    const asked = [];
+    page.on('dialog', (d) => { asked.push(d.message()); d.accept('dash-s3cret'); });
+    await page.goto(tbase);
+    await page.waitForFunction(() => document.querySelectorAll('#rows tr').length >= 2, null, { timeout: 20000 });
+    assert.equal(asked.length, 1);
+    assert.match(asked[0], /token/);
+    await page.close();
+  } finally {
+    const done = new Promise((resolve) => s.d.on('exit', (code) => resolve(code)));
+    s.d.kill('SIGTERM');
+    assert.equal(await done, 0);
+  }
+});
