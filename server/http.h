@@ -6,7 +6,8 @@
  * through its own SQLite connections (WAL lets readers run beside the
  * daemon's writer), one per MHD worker thread at most, kept in a small
  * pool.  What it shows of a running search is what the daemon last wrote
- * to the store (progress points every SRV_CHECKPOINT_US).
+ * to the store (a progress point when the best improves, at most every
+ * SRV_POINT_US, and every SRV_CHECKPOINT_US).
  *
  * API (GET only; JSON unless said; errors are {"error": "..."} with 400,
  * 401, 404, 405 or 500):

@@ -437,10 +437,13 @@ static void checkpoint_one(srv *s, srv_job *job, int64_t now)
     p.best_schedule = job->prog_schedule;
     int rc = store_set_progress(s->db, job->row_id, now, &p, true, NULL, 0, &err);
     uv_mutex_unlock(&job->pmu);
-    if (rc < 0)
+    if (rc < 0) {
         srv_log(s, "checkpoint of search %" PRId64 ": %s", job->row_id, err.msg);
-    else
+    } else {
         job->prog_dirty = false;
+        job->ckpt_us = now;
+        job->ckpt_best = p.best_runtime_s;
+    }
 }
 
 static void row_new_fields(srv_job *job, store_new *n, uint8_t **req_bytes)
@@ -610,7 +613,6 @@ void srv_job_task_done(srv *s, srv_job *job)
 
 void srv_job_progress(srv *s, srv_job *job)
 {
-    (void)s;
     uv_mutex_lock(&job->pmu);
     Autopart__V1__Progress p = AUTOPART__V1__PROGRESS__INIT;
     p.episodes = job->prog.episodes;
@@ -622,6 +624,7 @@ void srv_job_progress(srv *s, srv_job *job)
     p.elapsed_s = job->prog_elapsed;
     p.best_fits = job->prog_fits;
     p.start_runtime_s = job->prog_start;
+    double best = job->prog.best_runtime_s;
     Autopart__V1__SearchEvent ev = AUTOPART__V1__SEARCH_EVENT__INIT;
     ev.event_case = AUTOPART__V1__SEARCH_EVENT__EVENT_PROGRESS;
     ev.progress = &p;
@@ -631,6 +634,12 @@ void srv_job_progress(srv *s, srv_job *job)
         autopart__v1__search_event__pack(&ev, buf);
     uv_mutex_unlock(&job->pmu);
     job->prog_dirty = true;
+    /* A better answer is a point of the history at once (at most every
+     * SRV_POINT_US), so that the dashboard's curve shows short searches
+     * and each step of long ones, not only the 2 s checkpoints. */
+    int64_t now = srv_now_us();
+    if (job->stage == JOB_RUNNING && best > 0 && (job->ckpt_best == 0 || best < job->ckpt_best) && now - job->ckpt_us >= SRV_POINT_US)
+        checkpoint_one(s, job, now);
     if (!buf)
         return;
     /* Progress is lossy: a client that does not read gets fewer events. */

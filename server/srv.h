@@ -38,6 +38,7 @@
 #define SRV_LEASE_US (10 * 1000000LL)     /* a claim on a row lasts this long */
 #define SRV_HEARTBEAT_US (2 * 1000000LL)  /* renewed this often */
 #define SRV_CHECKPOINT_US (2 * 1000000LL) /* best-so-far written this often */
+#define SRV_POINT_US (250 * 1000LL)        /* and when it improves, at most this often */
 #define SRV_SWEEP_US (2 * 1000000LL)      /* orphans and cancellations looked for */
 #define SRV_HITS_FLUSH_US (1 * 1000000LL)
 #define SRV_REMOTE_POLL_US 250000LL       /* joined searches of other daemons */
@@ -165,6 +166,8 @@ struct srv_job {
     bool prog_fits;
     atomic_bool prog_posted;
     bool prog_dirty;          /* loop: not yet checkpointed */
+    int64_t ckpt_us;          /* loop: when last checkpointed */
+    double ckpt_best;         /* loop: the best runtime it wrote (0: none yet) */
     int64_t prog_seen;        /* loop: episodes last sent */
     int64_t started_us;
     /* JOB_REMOTE: what the row said when last polled */
