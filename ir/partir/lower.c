@@ -737,6 +737,8 @@ static void lower_while(lower *l, const pgroup *g, ir_cloner *cl)
         goto out;
     }
     w->loc = wloc;
+    w->src_line = g->src->src_line; /* the report names the loop where it is written */
+    w->src_col = g->src->src_col;
     ir_block_append(l->nb, w);
     for (uint32_t i = 0; i < n; i++) {
         uint32_t v = c->op_val0[g->carry0 + i];
@@ -807,6 +809,8 @@ static void lower_case(lower *l, const pgroup *g, ir_cloner *cl)
         goto out;
     }
     cs->loc = cloc;
+    cs->src_line = g->src->src_line;
+    cs->src_col = g->src->src_col;
     ir_block_append(l->nb, cs);
     for (uint32_t r = 0; r < g->n_br && !l->rc; r++) {
         const pbranch *br = &c->branches[g->br0 + r];
@@ -868,6 +872,8 @@ static void lower_barrier(lower *l, const pgroup *g)
         goto out;
     }
     op->loc = loc;
+    op->src_line = g->src->src_line;
+    op->src_col = g->src->src_col;
     ir_block_append(l->nb, op);
     for (uint32_t i = 0; i < n; i++)
         l->produced[c->op_val0[g->carry0 + i]] = &op->results[i];
