@@ -76,48 +76,6 @@ static const char *const tuple_src = "HloModule t\n\n"
                                      "  ROOT n = f32[8,8] negate(g)\n"
                                      "}\n";
 
-/* A JAX-style scan: a variadic while over stacked weights read per layer
- * with dynamic_slice, a stacked gradient built with dynamic_update_slice,
- * an outer value and an outer dot (a pending sum when its contraction is
- * tiled) captured by the body, and a conditional inside the body capturing
- * the body's values. */
-static const char *const scan_src =
-    "func.func @main(%x: tensor<8x16xf32>, %w: tensor<4x16x16xf32>, %b: tensor<16xf32>, %v: tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<4x16x16xf32>) {\n"
-    "  %c0 = stablehlo.constant dense<0> : tensor<i32>\n"
-    "  %zg = stablehlo.constant dense<0.0> : tensor<4x16x16xf32>\n"
-    "  %u = stablehlo.dot_general %x, %v, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>\n"
-    "  %r:4 = stablehlo.while(%i = %c0, %h = %x, %ws = %w, %g = %zg) : tensor<i32>, tensor<8x16xf32>, tensor<4x16x16xf32>, tensor<4x16x16xf32>\n"
-    "   cond {\n"
-    "    %n = stablehlo.constant dense<4> : tensor<i32>\n"
-    "    %p = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
-    "    stablehlo.return %p : tensor<i1>\n"
-    "  } do {\n"
-    "    %z = stablehlo.constant dense<0> : tensor<i32>\n"
-    "    %wl = stablehlo.dynamic_slice %ws, %i, %z, %z, sizes = [1, 16, 16] : (tensor<4x16x16xf32>, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<1x16x16xf32>\n"
-    "    %w2 = stablehlo.reshape %wl : (tensor<1x16x16xf32>) -> tensor<16x16xf32>\n"
-    "    %y = stablehlo.dot_general %h, %w2, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>\n"
-    "    %bb = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<16xf32>) -> tensor<8x16xf32>\n"
-    "    %y2 = stablehlo.add %y, %bb : tensor<8x16xf32>\n"
-    "    %t = stablehlo.tanh %y2 : tensor<8x16xf32>\n"
-    "    %t2 = stablehlo.add %t, %u : tensor<8x16xf32>\n"
-    "    %gl = stablehlo.dot_general %h, %t2, contracting_dims = [0] x [0] : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<16x16xf32>\n"
-    "    %g3 = stablehlo.reshape %gl : (tensor<16x16xf32>) -> tensor<1x16x16xf32>\n"
-    "    %gn = stablehlo.dynamic_update_slice %g, %g3, %i, %z, %z : (tensor<4x16x16xf32>, tensor<1x16x16xf32>, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<4x16x16xf32>\n"
-    "    %one = stablehlo.constant dense<1> : tensor<i32>\n"
-    "    %in = stablehlo.add %i, %one : tensor<i32>\n"
-    "    %two = stablehlo.constant dense<2> : tensor<i32>\n"
-    "    %k = stablehlo.remainder %i, %two : tensor<i32>\n"
-    "    %hn = \"stablehlo.case\"(%k) ({\n"
-    "      %a = stablehlo.tanh %t2 : tensor<8x16xf32>\n"
-    "      stablehlo.return %a : tensor<8x16xf32>\n"
-    "    }, {\n"
-    "      %a = stablehlo.add %y, %t2 : tensor<8x16xf32>\n"
-    "      stablehlo.return %a : tensor<8x16xf32>\n"
-    "    }) : (tensor<i32>) -> tensor<8x16xf32>\n"
-    "    stablehlo.return %in, %hn, %ws, %gn : tensor<i32>, tensor<8x16xf32>, tensor<4x16x16xf32>, tensor<4x16x16xf32>\n"
-    "  }\n"
-    "  return %r#1, %r#3 : tensor<8x16xf32>, tensor<4x16x16xf32>\n"
-    "}\n";
 
 /* HLO's while over one tuple, read with get-tuple-element. */
 static const char *const tuple_while_src =
@@ -221,8 +179,8 @@ static const struct {
     {NULL, NULL, NULL, case_src, "a=2,b=2"},
     {NULL, NULL, NULL, tuple_src, "a=2,b=2"},
     {"transformer", "batch=4 scan=1", NULL, NULL, "a=2,b=2"},
-    {NULL, NULL, NULL, scan_src, "a=2,b=2"},
-    {NULL, NULL, NULL, scan_src, "a=2,b=2,c=2"},
+    {NULL, NULL, NULL, TL_SCAN_PROGRAM, "a=2,b=2"},
+    {NULL, NULL, NULL, TL_SCAN_PROGRAM, "a=2,b=2,c=2"},
     {NULL, NULL, NULL, tuple_while_src, "a=2,b=2"},
     {NULL, NULL, NULL, barrier_src, "a=2,b=2"},
     {NULL, NULL, NULL, nested_loops_src, "a=2,b=2"},

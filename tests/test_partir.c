@@ -902,46 +902,6 @@ END_TEST
 
 /* ------------------------------------------------------------- loops */
 
-/* A JAX-style scan over 4 stacked layers: the carried activations h, the
- * stacked weight ws read with dynamic_slice, the stacked gradient g built
- * with dynamic_update_slice. */
-static const char *const scan_loop =
-    "func.func @main(%x: tensor<8x16xf32>, %w: tensor<4x16x16xf32>, %b: tensor<16xf32>, %v: tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<4x16x16xf32>) {\n"
-    "  %c0 = stablehlo.constant dense<0> : tensor<i32>\n"
-    "  %zg = stablehlo.constant dense<0.0> : tensor<4x16x16xf32>\n"
-    "  %u = stablehlo.dot_general %x, %v, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>\n"
-    "  %r:4 = stablehlo.while(%i = %c0, %h = %x, %ws = %w, %g = %zg) : tensor<i32>, tensor<8x16xf32>, tensor<4x16x16xf32>, tensor<4x16x16xf32>\n"
-    "   cond {\n"
-    "    %n = stablehlo.constant dense<4> : tensor<i32>\n"
-    "    %p = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
-    "    stablehlo.return %p : tensor<i1>\n"
-    "  } do {\n"
-    "    %z = stablehlo.constant dense<0> : tensor<i32>\n"
-    "    %wl = stablehlo.dynamic_slice %ws, %i, %z, %z, sizes = [1, 16, 16] : (tensor<4x16x16xf32>, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<1x16x16xf32>\n"
-    "    %w2 = stablehlo.reshape %wl : (tensor<1x16x16xf32>) -> tensor<16x16xf32>\n"
-    "    %y = stablehlo.dot_general %h, %w2, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>\n"
-    "    %bb = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<16xf32>) -> tensor<8x16xf32>\n"
-    "    %y2 = stablehlo.add %y, %bb : tensor<8x16xf32>\n"
-    "    %t = stablehlo.tanh %y2 : tensor<8x16xf32>\n"
-    "    %t2 = stablehlo.add %t, %u : tensor<8x16xf32>\n"
-    "    %gl = stablehlo.dot_general %h, %t2, contracting_dims = [0] x [0] : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<16x16xf32>\n"
-    "    %g3 = stablehlo.reshape %gl : (tensor<16x16xf32>) -> tensor<1x16x16xf32>\n"
-    "    %gn = stablehlo.dynamic_update_slice %g, %g3, %i, %z, %z : (tensor<4x16x16xf32>, tensor<1x16x16xf32>, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<4x16x16xf32>\n"
-    "    %one = stablehlo.constant dense<1> : tensor<i32>\n"
-    "    %in = stablehlo.add %i, %one : tensor<i32>\n"
-    "    %two = stablehlo.constant dense<2> : tensor<i32>\n"
-    "    %k = stablehlo.remainder %i, %two : tensor<i32>\n"
-    "    %hn = \"stablehlo.case\"(%k) ({\n"
-    "      %a = stablehlo.tanh %t2 : tensor<8x16xf32>\n"
-    "      stablehlo.return %a : tensor<8x16xf32>\n"
-    "    }, {\n"
-    "      %a = stablehlo.add %y, %t2 : tensor<8x16xf32>\n"
-    "      stablehlo.return %a : tensor<8x16xf32>\n"
-    "    }) : (tensor<i32>) -> tensor<8x16xf32>\n"
-    "    stablehlo.return %in, %hn, %ws, %gn : tensor<i32>, tensor<8x16xf32>, tensor<4x16x16xf32>, tensor<4x16x16xf32>\n"
-    "  }\n"
-    "  return %r#1, %r#3 : tensor<8x16xf32>, tensor<4x16x16xf32>\n"
-    "}\n";
 
 /* HLO's while over one tuple. */
 static const char *const tuple_loop =
@@ -985,7 +945,7 @@ static const char *const tuple_loop =
 START_TEST(loops_carry_one_layout)
 {
     run r;
-    ck_assert_msg(apply(&r, scan_loop, "a=2,b=2", "tile %arg0 0 b; propagate"), "%s", r.err);
+    ck_assert_msg(apply(&r, TL_SCAN_PROGRAM, "a=2,b=2", "tile %arg0 0 b; propagate"), "%s", r.err);
     char *t = spmd(&r);
     const char *w = strstr(t, "stablehlo.while"), *body = w ? strstr(w, "} do {") : NULL;
     ck_assert_msg(body && !strstr(t, "all_gather"), "%s", t);
@@ -1008,7 +968,7 @@ START_TEST(loops_carry_one_layout)
 
     /* Megatron on a stacked weight's non-layer dim: its per-layer slice is
      * tiled in the body, the pending sum reduced in the body per layer */
-    ck_assert_msg(apply(&r, scan_loop, "a=2,b=2", "tile %arg1 1 a; propagate"), "%s", r.err);
+    ck_assert_msg(apply(&r, TL_SCAN_PROGRAM, "a=2,b=2", "tile %arg1 1 a; propagate"), "%s", r.err);
     t = spmd(&r);
     body = strstr(t, "} do {");
     ck_assert_msg(body && strstr(body, "sizes = [1, 8, 16]") &&
@@ -1024,7 +984,7 @@ END_TEST
 START_TEST(loops_refuse_pipelining)
 {
     run r;
-    ck_assert(!apply_ex(&r, scan_loop, "a=2,b=2", "tile %arg1 0 a", false));
+    ck_assert(!apply_ex(&r, TL_SCAN_PROGRAM, "a=2,b=2", "tile %arg1 0 a", false));
     ck_assert_msg(strstr(r.err, "tile %arg1: dim 0 is the dim the while loop at 5:3 steps through one slice per "
                                 "iteration (carried value #2); tiling it would pipeline the loop"),
                   "%s", r.err);
@@ -1032,7 +992,7 @@ START_TEST(loops_refuse_pipelining)
     ck_assert(!apply_ex(&r, tuple_loop, "a=2,b=2", "tile w 0 a", false));
     ck_assert_msg(strstr(r.err, "would pipeline the loop"), "%s", r.err);
     run_free(&r);
-    ck_assert_msg(apply(&r, scan_loop, "a=2,b=2", "tile %arg1 first_divisible a; propagate"), "%s", r.err);
+    ck_assert_msg(apply(&r, TL_SCAN_PROGRAM, "a=2,b=2", "tile %arg1 first_divisible a; propagate"), "%s", r.err);
     ir_layout l;
     ir_partition_value_layout(r.p, ir_func_arg(ir_pctx_func(r.ctx), 1), &l);
     ck_assert_int_eq(l.dim[0], 1);

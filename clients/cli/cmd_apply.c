@@ -265,25 +265,6 @@ static json_t *shardings_of(const Autopart__V1__PartitionResult *res)
     return arr;
 }
 
-static int mesh_to_wire(const char *text, ir_mesh *mesh, Autopart__V1__Mesh *m, Autopart__V1__MeshAxis *axes,
-                        Autopart__V1__MeshAxis **axp)
-{
-    ap_error err;
-    if (!text)
-        return 0; /* the module's sdy.mesh, read by the daemon */
-    if (ir_mesh_parse(text, mesh, &err) < 0)
-        return cli_usage_fail("apply", "--mesh: %s", err.msg);
-    for (int i = 0; i < mesh->n_axes; i++) {
-        autopart__v1__mesh_axis__init(&axes[i]);
-        axes[i].name = mesh->names[i];
-        axes[i].size = mesh->sizes[i];
-        axp[i] = &axes[i];
-    }
-    m->axes = axp;
-    m->n_axes = (size_t)mesh->n_axes;
-    return 0;
-}
-
 static int apply_remote(apply_args *a, const cli_remote *remote)
 {
     int rc;
@@ -297,28 +278,16 @@ static int apply_remote(apply_args *a, const cli_remote *remote)
     if (ap_read_file(a->path, &text, &len, &err) < 0)
         return cli_fail("apply", "%s", err.msg);
     const char *name = strcmp(a->path, "-") == 0 ? "<stdin>" : a->path;
-    ir_mesh mesh;
-    Autopart__V1__Mesh wmesh = AUTOPART__V1__MESH__INIT;
-    Autopart__V1__MeshAxis axes[IR_MAX_AXES], *axp[IR_MAX_AXES];
-    Autopart__V1__Module mod = AUTOPART__V1__MODULE__INIT;
-    Autopart__V1__Device dev = AUTOPART__V1__DEVICE__INIT;
+    cli_wire_target t;
     Autopart__V1__ApplyRequest req = AUTOPART__V1__APPLY_REQUEST__INIT;
     Autopart__V1__ApplyResponse *resp = NULL;
     wire_conn *conn = NULL;
     json_t *rep = NULL;
-    if ((rc = mesh_to_wire(a->mesh_text, &mesh, &wmesh, axes, axp)) != 0)
+    if ((rc = cli_wire_target_init(&t, "apply", text, name, a->fmt, a->func_name, a->mesh_text, a->device)) != 0)
         goto out;
-    mod.text = text;
-    mod.name = (char *)name;
-    mod.format = a->fmt == IR_FMT_HLO         ? AUTOPART__V1__MODULE_FORMAT__MODULE_FORMAT_HLO
-                 : a->fmt == IR_FMT_STABLEHLO ? AUTOPART__V1__MODULE_FORMAT__MODULE_FORMAT_STABLEHLO
-                                              : AUTOPART__V1__MODULE_FORMAT__MODULE_FORMAT_AUTO;
-    mod.func = a->func_name ? (char *)a->func_name : (char *)"";
-    dev.kind_case = AUTOPART__V1__DEVICE__KIND_NAME;
-    dev.name = (char *)a->device;
-    req.module = &mod;
-    req.mesh = &wmesh;
-    req.device = &dev;
+    req.module = &t.mod;
+    req.mesh = &t.wmesh;
+    req.device = &t.dev;
     req.schedule = a->sched.text ? a->sched.text : (char *)"";
     req.import_shardings = a->import;
     req.overlap = a->copts.overlap;

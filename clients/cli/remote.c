@@ -268,3 +268,32 @@ char *cli_cost_text(const cost_report *r)
     return b.data && !b.oom ? ap_buf_take(&b, NULL) : (ap_buf_free(&b), NULL);
 }
 
+int cli_wire_target_init(cli_wire_target *t, const char *cmd, char *text, const char *name, ir_format fmt,
+                         const char *func_name, const char *mesh_text, const char *device)
+{
+    ap_error err;
+    autopart__v1__mesh__init(&t->wmesh);
+    autopart__v1__module__init(&t->mod);
+    autopart__v1__device__init(&t->dev);
+    if (mesh_text) {
+        if (ir_mesh_parse(mesh_text, &t->mesh, &err) < 0)
+            return cli_usage_fail(cmd, "--mesh: %s", err.msg);
+        for (int i = 0; i < t->mesh.n_axes; i++) {
+            autopart__v1__mesh_axis__init(&t->axes[i]);
+            t->axes[i].name = t->mesh.names[i];
+            t->axes[i].size = t->mesh.sizes[i];
+            t->axp[i] = &t->axes[i];
+        }
+        t->wmesh.axes = t->axp;
+        t->wmesh.n_axes = (size_t)t->mesh.n_axes;
+    }
+    t->mod.text = text;
+    t->mod.name = (char *)name;
+    t->mod.format = fmt == IR_FMT_HLO         ? AUTOPART__V1__MODULE_FORMAT__MODULE_FORMAT_HLO
+                    : fmt == IR_FMT_STABLEHLO ? AUTOPART__V1__MODULE_FORMAT__MODULE_FORMAT_STABLEHLO
+                                              : AUTOPART__V1__MODULE_FORMAT__MODULE_FORMAT_AUTO;
+    t->mod.func = (char *)(func_name ? func_name : "");
+    t->dev.kind_case = AUTOPART__V1__DEVICE__KIND_NAME;
+    t->dev.name = (char *)device;
+    return 0;
+}

@@ -71,6 +71,22 @@ const char *cli_status_name(int status);
 const char *cli_kind_name(int kind);
 const char *cli_origin_name(int origin);
 
+/* What a request says of its module, mesh and device, in wire form.  Its
+ * strings point into the caller's text and into itself: keep it in place
+ * (a local variable) while the request is sent. */
+typedef struct cli_wire_target {
+    ir_mesh mesh;
+    Autopart__V1__Mesh wmesh;
+    Autopart__V1__MeshAxis axes[IR_MAX_AXES], *axp[IR_MAX_AXES];
+    Autopart__V1__Module mod;
+    Autopart__V1__Device dev;
+} cli_wire_target;
+/* Fills t; mesh_text NULL sends no mesh (the module's sdy.mesh is read by
+ * the daemon).  A bad mesh is a usage error of `cmd` (returns its exit
+ * status, else 0). */
+int cli_wire_target_init(cli_wire_target *t, const char *cmd, char *text, const char *name, ir_format fmt,
+                         const char *func_name, const char *mesh_text, const char *device);
+
 /* `autopart search` through the daemon: the command line's request. */
 typedef struct cli_search_request {
     const char *path;

@@ -80,11 +80,7 @@ int cli_search_remote(const cli_remote *remote, const cli_search_request *a)
     if (ap_read_file(a->path, &text, &len, &err) < 0)
         return cli_fail("search", "%s", err.msg);
     const char *name = strcmp(a->path, "-") == 0 ? "<stdin>" : a->path;
-    ir_mesh mesh;
-    Autopart__V1__Mesh wmesh = AUTOPART__V1__MESH__INIT;
-    Autopart__V1__MeshAxis axes[IR_MAX_AXES], *axp[IR_MAX_AXES];
-    Autopart__V1__Module mod = AUTOPART__V1__MODULE__INIT;
-    Autopart__V1__Device dev = AUTOPART__V1__DEVICE__INIT;
+    cli_wire_target t;
     Autopart__V1__SearchRequest req = AUTOPART__V1__SEARCH_REQUEST__INIT;
     char *axes_buf = NULL, *ax_names[IR_MAX_AXES];
     wire_conn *conn = NULL;
@@ -93,37 +89,17 @@ int cli_search_remote(const cli_remote *remote, const cli_search_request *a)
     json_t *rj = NULL;
     uint8_t *buf = NULL;
     bool tty = isatty(STDERR_FILENO) != 0, line = false;
-    if (a->mesh_text) {
-        if (ir_mesh_parse(a->mesh_text, &mesh, &err) < 0) {
-            rc = cli_usage_fail("search", "--mesh: %s", err.msg);
-            goto out;
-        }
-        for (int i = 0; i < mesh.n_axes; i++) {
-            autopart__v1__mesh_axis__init(&axes[i]);
-            axes[i].name = mesh.names[i];
-            axes[i].size = mesh.sizes[i];
-            axp[i] = &axes[i];
-        }
-        wmesh.axes = axp;
-        wmesh.n_axes = (size_t)mesh.n_axes;
-    }
+    if ((rc = cli_wire_target_init(&t, "search", text, name, a->fmt, a->func_name, a->mesh_text, a->device)) != 0)
+        goto out;
     if (a->axes_text) {
         axes_buf = ap_strdup(a->axes_text);
         for (char *p = strtok(axes_buf, ","); p && req.n_axes < IR_MAX_AXES; p = strtok(NULL, ","))
             ax_names[req.n_axes++] = p;
         req.axes = ax_names;
     } /* none: every axis of the mesh, as in-process */
-    mod.text = text;
-    mod.name = (char *)name;
-    mod.format = a->fmt == IR_FMT_HLO         ? AUTOPART__V1__MODULE_FORMAT__MODULE_FORMAT_HLO
-                 : a->fmt == IR_FMT_STABLEHLO ? AUTOPART__V1__MODULE_FORMAT__MODULE_FORMAT_STABLEHLO
-                                              : AUTOPART__V1__MODULE_FORMAT__MODULE_FORMAT_AUTO;
-    mod.func = a->func_name ? (char *)a->func_name : (char *)"";
-    dev.kind_case = AUTOPART__V1__DEVICE__KIND_NAME;
-    dev.name = (char *)a->device;
-    req.module = &mod;
-    req.mesh = &wmesh;
-    req.device = &dev;
+    req.module = &t.mod;
+    req.mesh = &t.wmesh;
+    req.device = &t.dev;
     req.manual_schedule = (char *)(a->manual ? a->manual : "");
     req.import_shardings = a->import;
     if (a->memory_limit < 0)

@@ -72,10 +72,13 @@ static inline void svc_remove_db(const char *db)
 }
 
 /* Starts autopartd on `listen` (NULL: 127.0.0.1:0) with store db and the
- * extra arguments (NULL-terminated); waits for its "listening" line.
- * Returns the exit status instead when it exits before listening (and
- * leaves d->pid 0). */
-static inline int svc_start_args(svc_daemon *d, const char *db, const char *listen, const char *const *extra)
+ * extra arguments (NULL-terminated); waits for its "listening" line and,
+ * when `until` is given, for a line that holds `until` too.  What it printed
+ * goes to `text` (when not NULL).  Returns the exit status instead when it
+ * exits (or is stopped for not printing them) before that, and leaves d->pid
+ * 0. */
+static inline int svc_start_until(svc_daemon *d, const char *db, const char *listen, const char *const *extra,
+                                  const char *until, char *text, size_t text_size)
 {
     int out[2];
     memset(d, 0, sizeof *d);
@@ -106,25 +109,30 @@ static inline int svc_start_args(svc_daemon *d, const char *db, const char *list
         _exit(127);
     }
     close(out[1]);
-    char line[512];
+    char buf[1024];
     size_t n = 0;
     double t0 = svc_now();
-    while (n < sizeof line - 1 && svc_now() - t0 < 60) {
+    bool done = false;
+    while (!done && n < sizeof buf - 1 && svc_now() - t0 < 60) {
         struct pollfd p = {out[0], POLLIN, 0};
         if (poll(&p, 1, 200) <= 0)
             continue;
-        ssize_t r = read(out[0], line + n, 1);
+        ssize_t r = read(out[0], buf + n, 1);
         if (r <= 0)
             break;
-        if (line[n] == '\n')
-            break;
         n++;
+        buf[n] = '\0';
+        if (buf[n - 1] == '\n')
+            done = strstr(buf, " port ") && (!until || strstr(buf, until));
     }
-    line[n] = '\0';
+    buf[n] = '\0';
     close(out[0]);
-    const char *p = strstr(line, " port ");
-    if (!p) {
+    if (text)
+        snprintf(text, text_size, "%s", buf);
+    const char *p = strstr(buf, " port ");
+    if (!done || !p) {
         int st;
+        kill(pid, SIGTERM);
         waitpid(pid, &st, 0);
         return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     }
@@ -132,6 +140,11 @@ static inline int svc_start_args(svc_daemon *d, const char *db, const char *list
     d->port = atoi(p + 6);
     ck_assert_int_gt(d->port, 0);
     return 0;
+}
+
+static inline int svc_start_args(svc_daemon *d, const char *db, const char *listen, const char *const *extra)
+{
+    return svc_start_until(d, db, listen, extra, NULL, NULL, 0);
 }
 
 static inline void svc_start(svc_daemon *d, const char *db, const char *const *extra)

@@ -26,65 +26,18 @@ typedef struct http_daemon {
  * exits before serving (d->d.pid 0). */
 static int http_start_args(http_daemon *h, const char *db, const char *http, const char *const *extra)
 {
-    int out[2];
-    memset(h, 0, sizeof *h);
-    snprintf(h->d.db, sizeof h->d.db, "%s", db);
-    snprintf(h->d.log, sizeof h->d.log, "%s.log", db);
-    ck_assert_int_eq(pipe(out), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        const char *argv[40];
-        int n = 0;
-        argv[n++] = AP_DAEMON;
-        argv[n++] = "--listen";
-        argv[n++] = "127.0.0.1:0";
-        argv[n++] = "--db";
-        argv[n++] = db;
-        argv[n++] = "--grace";
-        argv[n++] = "2";
-        argv[n++] = "--http";
-        argv[n++] = http ? http : "127.0.0.1:0";
-        for (int i = 0; extra && extra[i] && n < 38; i++)
-            argv[n++] = extra[i];
-        argv[n] = NULL;
-        int logfd = open(h->d.log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        dup2(out[1], 1);
-        if (logfd >= 0)
-            dup2(logfd, 2);
-        close(out[0]);
-        execv(AP_DAEMON, (char *const *)argv);
-        _exit(127);
-    }
-    close(out[1]);
+    const char *args[40] = {"--http", http ? http : "127.0.0.1:0"};
+    int n = 2;
+    for (int i = 0; extra && extra[i] && n < 39; i++)
+        args[n++] = extra[i];
+    args[n] = NULL;
     char text[1024];
-    size_t n = 0;
-    double t0 = svc_now();
-    /* until the dashboard's line has come, or the pipe closed */
-    while (n < sizeof text - 1 && svc_now() - t0 < 60) {
-        struct pollfd p = {out[0], POLLIN, 0};
-        if (poll(&p, 1, 200) <= 0)
-            continue;
-        ssize_t r = read(out[0], text + n, 1);
-        if (r <= 0)
-            break;
-        n++;
-        text[n] = '\0';
-        if (text[n - 1] == '\n' && strstr(text, "dashboard"))
-            break;
-    }
-    text[n] = '\0';
-    close(out[0]);
-    const char *g = strstr(text, "listening on"), *w = strstr(text, "dashboard");
-    const char *gp = g ? strstr(g, " port ") : NULL, *wp = w ? strstr(w, " port ") : NULL;
-    if (!gp || !wp) {
-        int st;
-        kill(pid, SIGTERM);
-        waitpid(pid, &st, 0);
-        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    }
-    h->d.pid = pid;
-    h->d.port = atoi(gp + 6);
+    memset(h, 0, sizeof *h);
+    int rc = svc_start_until(&h->d, db, NULL, args, "dashboard", text, sizeof text);
+    if (rc != 0 || !h->d.pid)
+        return rc;
+    const char *w = strstr(text, "dashboard"), *wp = strstr(w, " port ");
+    ck_assert_msg(wp != NULL, "no port in the dashboard's line: %s", text);
     h->http_port = atoi(wp + 6);
     ck_assert_int_gt(h->http_port, 0);
     return 0;
