@@ -58,6 +58,13 @@ struct cost_program {
     size_t n_ops_walked;
 };
 
+/* Append one item (skipped when it has neither flops nor bytes) or one
+ * collective to p, growing its arrays; false when out of memory.  The
+ * preparation of a module and the scorer of states both build programs
+ * through these. */
+bool cost__push_item(cost_program *p, const ir_op *op, double flops, double bytes, uint8_t prec);
+bool cost__push_coll(cost_program *p, const cost_coll_item *it);
+
 /* ------------------------------------------------- one op's cost (prepare.c)
  * Shared by the walk over an SPMD module and the fast scorer of partition
  * states (score.c), which gives an op the local types a state implies. */

@@ -413,11 +413,10 @@ static int64_t dim(const ir_type *t, int64_t i)
 
 /* ============================================================= appending */
 
-static int add_item(prep *c, const ir_op *op, double flops, double bytes, cost_prec prec)
+bool cost__push_item(cost_program *p, const ir_op *op, double flops, double bytes, uint8_t prec)
 {
-    cost_program *p = c->p;
     if (flops <= 0 && bytes <= 0)
-        return 0;
+        return true;
     if (p->n_items == p->cap_items) {
         size_t cap = p->cap_items ? 2 * p->cap_items : 1024;
         double *f = ap_realloc(p->flops, cap * sizeof *f);
@@ -433,16 +432,37 @@ static int add_item(prep *c, const ir_op *op, double flops, double bytes, cost_p
         if (o)
             p->ops = o;
         if (!f || !b || !pr || !o)
-            return ap_error_set(c->err, AP_ENOMEM, "out of memory preparing the cost model");
+            return false;
         p->cap_items = cap;
     }
     p->flops[p->n_items] = flops;
     p->bytes[p->n_items] = bytes;
-    p->prec[p->n_items] = (uint8_t)prec;
+    p->prec[p->n_items] = prec;
     p->ops[p->n_items] = op;
     p->n_items++;
     p->flops_total += flops;
     p->bytes_total += bytes;
+    return true;
+}
+
+bool cost__push_coll(cost_program *p, const cost_coll_item *it)
+{
+    if (p->n_colls == p->cap_colls) {
+        size_t cap = p->cap_colls ? 2 * p->cap_colls : 64;
+        cost_coll_item *v = ap_realloc(p->colls, cap * sizeof *v);
+        if (!v)
+            return false;
+        p->colls = v;
+        p->cap_colls = cap;
+    }
+    p->colls[p->n_colls++] = *it;
+    return true;
+}
+
+static int add_item(prep *c, const ir_op *op, double flops, double bytes, cost_prec prec)
+{
+    if (!cost__push_item(c->p, op, flops, bytes, (uint8_t)prec))
+        return ap_error_set(c->err, AP_ENOMEM, "out of memory preparing the cost model");
     return 0;
 }
 
@@ -775,15 +795,8 @@ static int add_collective(prep *c, const fn_info *f, const ir_op *op, double mul
     it.steps *= mult;
     it.bytes *= mult;
     it.count = mult;
-    if (p->n_colls == p->cap_colls) {
-        size_t cap = p->cap_colls ? 2 * p->cap_colls : 64;
-        cost_coll_item *v = ap_realloc(p->colls, cap * sizeof *v);
-        if (!v)
-            return ap_error_set(c->err, AP_ENOMEM, "out of memory preparing the cost model");
-        p->colls = v;
-        p->cap_colls = cap;
-    }
-    p->colls[p->n_colls++] = it;
+    if (!cost__push_coll(p, &it))
+        return ap_error_set(c->err, AP_ENOMEM, "out of memory preparing the cost model");
     return 0;
 }
 

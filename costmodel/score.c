@@ -98,7 +98,6 @@ struct cost_scorer {
     bool *fb;        /* per operand (at opd0[k] + i): whether its record took it fused on chip */
     /* the program the evaluation runs over */
     cost_program prog;
-    size_t cap_items, cap_colls;
     /* the walk */
     uint32_t n_h, cap_h;
     double *h_bytes;
@@ -728,52 +727,14 @@ static int walk_peak(cost_scorer *s, int64_t *peak, ap_error *err)
 
 static bool item_push(cost_scorer *s, const ir_op *op, double flops, double bytes, uint8_t prec)
 {
-    cost_program *p = &s->prog;
-    if (flops <= 0 && bytes <= 0)
-        return true;
-    if (p->n_items == s->cap_items) {
-        size_t cap = s->cap_items ? 2 * s->cap_items : 4096;
-        double *f = ap_realloc(p->flops, cap * sizeof *f);
-        if (f)
-            p->flops = f;
-        double *b = ap_realloc(p->bytes, cap * sizeof *b);
-        if (b)
-            p->bytes = b;
-        uint8_t *pr = ap_realloc(p->prec, cap * sizeof *pr);
-        if (pr)
-            p->prec = pr;
-        const ir_op **o = ap_realloc(p->ops, cap * sizeof *o);
-        if (o)
-            p->ops = o;
-        if (!f || !b || !pr || !o)
-            return false;
-        s->cap_items = p->cap_items = cap;
-    }
-    p->flops[p->n_items] = flops;
-    p->bytes[p->n_items] = bytes;
-    p->prec[p->n_items] = prec;
-    p->ops[p->n_items] = op;
-    p->n_items++;
-    p->flops_total += flops;
-    p->bytes_total += bytes;
-    return true;
+    return cost__push_item(&s->prog, op, flops, bytes, prec);
 }
 
 static bool coll_push(cost_scorer *s, const cost_coll_item *it, const ir_op *op)
 {
-    cost_program *p = &s->prog;
-    if (p->n_colls == s->cap_colls) {
-        size_t cap = s->cap_colls ? 2 * s->cap_colls : 256;
-        cost_coll_item *v = ap_realloc(p->colls, cap * sizeof *v);
-        if (!v)
-            return false;
-        p->colls = v;
-        s->cap_colls = p->cap_colls = cap;
-    }
-    p->colls[p->n_colls] = *it;
-    p->colls[p->n_colls].op = op;
-    p->n_colls++;
-    return true;
+    cost_coll_item named = *it;
+    named.op = op;
+    return cost__push_coll(&s->prog, &named);
 }
 
 /* Items and collectives of the whole program: the ops', and those of the
