@@ -183,6 +183,12 @@ struct engine {
     int n_pool, cap_pool;
     uint64_t batch_id;
     uint32_t next_task, n_done;
+    /* a batch is open: its tasks belong to the workers.  While it is not,
+     * the coordinator builds the next batch without the lock, so a worker
+     * that wakes late (from waiting on a state) must not touch the tasks:
+     * one that did claimed tasks of a batch still being built, and the
+     * batch then never counted them done (the search hung). */
+    bool running;
     bool quit;
     double batch_s;      /* wall seconds batches ran (workers busy or waiting at the barrier) */
     double imbalance_s;  /* CPU seconds workers would wait at barriers on an idle machine */
@@ -576,10 +582,11 @@ static double thread_cpu(void)
 static void work(worker *w, int *stop)
 {
     engine *e = w->e;
-    while (e->next_task < e->n_tasks) {
+    while (e->running && e->next_task < e->n_tasks) {
         int i = claim(w);
         if (i < 0) {
-            /* what is left waits on states others derive */
+            /* what is left waits on states others derive (or on the
+             * batch's end, which wakes this wait too) */
             double t0 = now_s();
             pthread_cond_wait(&e->built, &e->mu);
             w->t_wait += now_s() - t0;
@@ -939,6 +946,7 @@ static int run_batch(engine *e, int *stop)
     e->next_task = 0;
     e->n_done = 0;
     e->batch_id++;
+    e->running = true;
     if (e->n_workers > 1)
         pthread_cond_broadcast(&e->go);
     work(&e->w[0], stop);
@@ -961,6 +969,9 @@ static int run_batch(engine *e, int *stop)
             pthread_mutex_lock(&e->mu);
         }
     }
+    e->running = false;
+    /* a worker still waiting for a state leaves the batch now */
+    pthread_cond_broadcast(&e->built);
     pthread_mutex_unlock(&e->mu);
     e->batch_s += now_s() - t0;
     /* the wait the batch's split of work implies, by CPU time: what the
@@ -1043,6 +1054,7 @@ static void engine_free(engine *e)
         pthread_mutex_lock(&e->mu);
         e->quit = true;
         pthread_cond_broadcast(&e->go);
+        pthread_cond_broadcast(&e->built);
         pthread_mutex_unlock(&e->mu);
         for (int i = 0; i < e->n_workers; i++) {
             worker *w = &e->w[i];

@@ -12,6 +12,9 @@
 #include "testlib.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 typedef struct model {
@@ -495,6 +498,80 @@ START_TEST(full_path_when_the_scorer_refuses)
 }
 END_TEST
 
+/* ============================================== exhausted, under load */
+
+/* The reliability issue's module: few enough schedules that a search
+ * exhausts them in a handful of small batches. */
+static const char *small_affine =
+    "func.func @main(%arg0: tensor<64x128xf32>, %arg1: tensor<128x256xf32>, %arg2: tensor<256xf32>)"
+    " -> tensor<64x256xf32> {\n"
+    "  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : (tensor<64x128xf32>, "
+    "tensor<128x256xf32>) -> tensor<64x256xf32>\n"
+    "  %1 = stablehlo.broadcast_in_dim %arg2, dims = [1] : (tensor<256xf32>) -> tensor<64x256xf32>\n"
+    "  %2 = stablehlo.add %0, %1 : tensor<64x256xf32>\n"
+    "  return %2 : tensor<64x256xf32>\n"
+    "}\n";
+
+typedef struct hammer {
+    int first_seed, n_seeds;
+    int runs;
+} hammer;
+
+/* Searches small_affine to exhaustion at 2, 3 and 4 threads over its
+ * seeds.  Several hammers run at once on the 2-core machine, so workers
+ * wake late and batches end while others still wait for states: the
+ * interleaving under which workers once claimed tasks of a batch still
+ * being built and the search hung for ever (2 of 20 runs under load). */
+static void *hammer_main(void *arg)
+{
+    hammer *h = arg;
+    char msg[256];
+    model md;
+    model_open(&md, tl_parse(small_affine, "small_affine.mlir", msg, sizeof msg), "x=8");
+    ir_partition *start = state(&md, NULL);
+    for (int s = h->first_seed; s < h->first_seed + h->n_seeds; s++) {
+        char *at2 = NULL; /* the answer at 2 threads: the others give it too */
+        for (int threads = 2; threads <= 4; threads++) {
+            search_options o;
+            search_options_init(&o);
+            o.seed = (uint64_t)s;
+            o.threads = threads;
+            search_result r;
+            run_search(start, &o, &r);
+            ck_assert_str_eq(r.stopped_by, "exhausted");
+            if (!at2)
+                at2 = strdup(r.actions);
+            else
+                ck_assert_str_eq(r.actions, at2);
+            h->runs++;
+            search_result_free(&r);
+        }
+        free(at2);
+    }
+    ir_partition_free(start);
+    model_close(&md);
+    return NULL;
+}
+
+START_TEST(exhausted_searches_never_hang)
+{
+    enum { HAMMERS = 4, SEEDS = 50 };
+    hammer h[HAMMERS];
+    pthread_t th[HAMMERS];
+    for (int i = 0; i < HAMMERS; i++) {
+        h[i] = (hammer){.first_seed = 1 + i * SEEDS, .n_seeds = SEEDS};
+        ck_assert(pthread_create(&th[i], NULL, hammer_main, &h[i]) == 0);
+    }
+    int runs = 0;
+    for (int i = 0; i < HAMMERS; i++) {
+        ck_assert(pthread_join(th[i], NULL) == 0);
+        runs += h[i].runs;
+    }
+    /* a hang shows as this test's timeout, a wrong answer above */
+    ck_assert_int_eq(runs, HAMMERS * SEEDS * 3);
+}
+END_TEST
+
 static Suite *search_suite(void)
 {
     Suite *s = suite_create("search");
@@ -510,6 +587,11 @@ static Suite *search_suite(void)
     tcase_add_test(tc, hints_group_split_fix);
     tcase_add_test(tc, full_path_when_the_scorer_refuses);
     suite_add_tcase(s, tc);
+    /* its own timeout: a hang fails here in a minute, not in ten */
+    TCase *load = tcase_create("under load");
+    tcase_set_timeout(load, 120);
+    tcase_add_test(load, exhausted_searches_never_hang);
+    suite_add_tcase(s, load);
     return s;
 }
 
