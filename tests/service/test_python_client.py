@@ -107,6 +107,69 @@ class PythonClientTest(unittest.TestCase):
             self.assertEqual(token, "")
             self.assertGreaterEqual(c.stats()["cache_hits"], 1)
 
+    def test_jax_mesh(self):
+        # A JAX Mesh as the mesh: anything with axis_names and devices.shape.
+        # JAX is not installed here (nor needed): a stand-in of its shape.
+        class Devices:
+            shape = (2, 2)
+
+        class Mesh:
+            axis_names = ("batch", "model")
+            devices = Devices()
+
+        mesh = Mesh()
+        res = autopart.partition(self.tiny, mesh, self.manual_schedule(), server=self.daemon.server,
+                                 module_name="tiny.mlir", device="h100")
+        self.assertIs(res.mesh, mesh)
+        self.assertEqual(res.shardings["params['block_0']['mlp']['w_up']"], (None, "model"))
+        # the same request as with a dict mesh: the same answer
+        plain = autopart.partition(self.tiny, {"batch": 2, "model": 2}, self.manual_schedule(),
+                                   server=self.daemon.server, module_name="tiny.mlir", device="h100")
+        self.assertEqual(plain.raw.SerializeToString(), res.raw.SerializeToString())
+        self.assertIsNone(plain.mesh)
+        self.assertNotIn("jax", sys.modules)
+        with self.assertRaises(ImportError) as e:
+            res.named_shardings()
+        self.assertIn("JAX is not installed", str(e.exception))
+        with self.assertRaises(ValueError):
+            plain.named_shardings()
+
+        class Bad:
+            axis_names = ("batch",)
+            devices = Devices()
+
+        with self.assertRaises(ValueError):
+            autopart.partition(self.tiny, Bad(), self.manual_schedule(), server=self.daemon.server)
+        # With jax.sharding importable: NamedSharding(mesh, PartitionSpec(*spec)) per argument and result.
+        # The stand-in takes what JAX's constructors take (a tuple-like PartitionSpec of None, a name
+        # or a tuple of names per dim) and keeps it, to check what the client hands JAX.
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, "jax"))
+            open(os.path.join(d, "jax", "__init__.py"), "w").close()
+            with open(os.path.join(d, "jax", "sharding.py"), "w") as f:
+                f.write("class PartitionSpec(tuple):\n"
+                        "    def __new__(cls, *parts):\n"
+                        "        for p in parts:\n"
+                        "            assert p is None or isinstance(p, str) or all(isinstance(a, str) for a in p)\n"
+                        "        return tuple.__new__(cls, parts)\n"
+                        "class NamedSharding:\n"
+                        "    def __init__(self, mesh, spec):\n"
+                        "        assert isinstance(spec, PartitionSpec)\n"
+                        "        self.mesh, self.spec = mesh, spec\n")
+            sys.path.insert(0, d)
+            try:
+                ins, outs = res.named_shardings()
+                specs_in, specs_out = res.partition_specs()
+            finally:
+                sys.path.remove(d)
+                for name in ("jax.sharding", "jax"):
+                    sys.modules.pop(name, None)
+        self.assertEqual(len(ins), len(res.in_specs))
+        self.assertEqual(len(outs), len(res.out_specs))
+        self.assertTrue(all(s.mesh is mesh for s in ins + outs))
+        self.assertEqual([tuple(s.spec) for s in ins], list(res.in_specs))
+        self.assertEqual([tuple(s) for s in specs_out], list(res.out_specs))
+
     def test_errors_name_the_problem(self):
         bad = "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %b : tensor<4xf32>\n}\n"
         with self.assertRaises(autopart.AutopartError) as e:

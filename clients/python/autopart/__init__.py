@@ -17,9 +17,17 @@ byte, so a preempted training job that asks again gets its answer at once.
         server="127.0.0.1:50051")
     jax.sharding.PartitionSpec(*res.in_specs[0])
 
-The wire stubs are generated at build time (build/python/autopart/v1); put
-build/python on PYTHONPATH.  Debian's python3-grpcio is importable by
-/usr/bin/python3.
+With a jax.sharding.Mesh as the mesh, res.named_shardings() gives the
+NamedShardings of the arguments and results, ready for jax.jit (JAX is
+imported only then; the client does not need it).
+
+Install with pip from clients/python (the wire stubs are generated from the
+.proto at build time):
+
+    python3 -m venv --system-site-packages ~/venv   # sees Debian's python3-grpcio
+    ~/venv/bin/pip install --no-build-isolation clients/python
+
+or, in the build tree, put build/python on PYTHONPATH.
 """
 
 from .client import (AutomaticPartition, AutopartError, Client, ManualPartition, PartitionResult, Progress,

@@ -141,11 +141,18 @@ class PartitionResult:
     cost         {"runtime_s", "peak_memory_bytes", "fits", "device", ...}
     explanation  the search's reasons (a dict), None for manual schedules
     search_id, origin ("new", "joined" or "cache_hit")
+    mesh         the mesh object given to partition() when it was a JAX
+                 Mesh (or Mesh-like), else None
+
+    The specs are plain tuples, as jax.sharding.PartitionSpec takes them
+    (PartitionSpec(*spec)); partition_specs() and named_shardings() build
+    JAX's objects, importing JAX only then.
     """
 
-    def __init__(self, result, search_id="", origin="new"):
+    def __init__(self, result, search_id="", origin="new", mesh=None):
         self.search_id = search_id
         self.origin = origin
+        self.mesh = mesh
         self.schedule = result.schedule
         self.module = result.module
         self.core_view = result.core_view or None
@@ -171,6 +178,24 @@ class PartitionResult:
                                  "episodes_per_s": s.episodes_per_s, "wall_s": s.wall_s}
         self.raw = result
 
+    def partition_specs(self):
+        """(in_specs, out_specs) as tuples of jax.sharding.PartitionSpec."""
+        P = _jax_sharding().PartitionSpec
+        return tuple(P(*s) for s in self.in_specs), tuple(P(*s) for s in self.out_specs)
+
+    def named_shardings(self, mesh=None):
+        """(in_shardings, out_shardings): a jax.sharding.NamedSharding per
+        argument and per result on `mesh` (default: the Mesh given to
+        partition()), as jax.jit(f, in_shardings=..., out_shardings=...)
+        takes them."""
+        mesh = mesh if mesh is not None else self.mesh
+        if mesh is None:
+            raise ValueError("named_shardings: no mesh (partition() was given a dict or text mesh: pass a "
+                             "jax.sharding.Mesh)")
+        js = _jax_sharding()
+        return (tuple(js.NamedSharding(mesh, js.PartitionSpec(*s)) for s in self.in_specs),
+                tuple(js.NamedSharding(mesh, js.PartitionSpec(*s)) for s in self.out_specs))
+
     def __repr__(self):
         return (f"PartitionResult(search_id={self.search_id!r}, origin={self.origin!r}, "
                 f"runtime_s={self.cost.get('runtime_s')}, {len(self.in_specs)} in_specs)")
@@ -188,10 +213,31 @@ class Progress:
         self.elapsed_s = p.elapsed_s
 
 
+def _jax_sharding():
+    """jax.sharding, imported on first use only: the client works without JAX."""
+    try:
+        import jax.sharding
+    except ImportError:
+        raise ImportError("JAX is not installed: use the specs as tuples (in_specs, out_specs; "
+                          "PartitionSpec(*spec) once JAX is there)") from None
+    return jax.sharding
+
+
 # ------------------------------------------------------------------- client
 
+def _is_mesh_like(mesh):
+    """A JAX Mesh, or anything shaped like one: `axis_names` and a
+    `devices` array with a `shape` (JAX itself is never imported here)."""
+    return hasattr(mesh, "axis_names") and hasattr(getattr(mesh, "devices", None), "shape")
+
+
 def _mesh(mesh):
-    if isinstance(mesh, str):
+    if _is_mesh_like(mesh):
+        names, shape = tuple(mesh.axis_names), tuple(mesh.devices.shape)
+        if len(names) != len(shape):
+            raise ValueError(f"mesh: {len(names)} axis_names but devices of shape {shape}")
+        pairs = [(str(n), int(s)) for n, s in zip(names, shape)]
+    elif isinstance(mesh, str):
         pairs = []
         for part in mesh.replace("{", "").replace("}", "").split(","):
             if not part.strip():
@@ -321,9 +367,11 @@ def partition(module_text, mesh, schedule, *, device="h100", server="127.0.0.1:5
               client_label="", module_name="module", func="", overlap=0.0, want_core_view=False, timeout=None,
               on_progress=None, token=None):
     """Partitions module_text (StableHLO or XLA HLO text) over mesh ({"batch":
-    8, "model": 4}, [("batch", 8), ...] or "batch=8,model=4") with schedule: a
-    list of ManualPartition tactics, optionally followed by one
-    AutomaticPartition.  Returns a PartitionResult; raises AutopartError."""
+    8, "model": 4}, [("batch", 8), ...], "batch=8,model=4", or a
+    jax.sharding.Mesh: anything with `axis_names` and `devices.shape`) with
+    schedule: a list of ManualPartition tactics, optionally followed by one
+    AutomaticPartition.  Returns a PartitionResult (with a Mesh, its
+    named_shardings() are ready for jax.jit); raises AutopartError."""
     if isinstance(schedule, (ManualPartition, AutomaticPartition)):
         schedule = [schedule]
     schedule = list(schedule)
@@ -335,26 +383,35 @@ def partition(module_text, mesh, schedule, *, device="h100", server="127.0.0.1:5
         raise ValueError("schedule: one AutomaticPartition at most, and last (manual tactics go before it)")
     manual = "".join(t.schedule_text() for t in schedule if isinstance(t, ManualPartition))
     module = pb.Module(text=module_text, name=module_name, func=func)
+    wire_mesh = _mesh(mesh)
+    if not autos and not manual:
+        raise ValueError("schedule: no tactic")
     own = client is None
     c = client or Client(server, token=token)
     try:
-        if not autos:
-            if not manual:
-                raise ValueError("schedule: no tactic")
-            req = pb.ApplyRequest(module=module, mesh=_mesh(mesh), device=_device(device), schedule=manual,
-                                  overlap=overlap, want_core_view=want_core_view, client_label=client_label)
-            return c.apply(req, timeout=timeout)
-        a = schedule[autos[0]]
-        req = pb.SearchRequest(module=module, mesh=_mesh(mesh), device=_device(device), manual_schedule=manual,
-                               axes=a.axes, episodes=a.episodes, time_limit_s=a.time_limit_s,
-                               patience_episodes=a.patience, threads=a.threads, seed=a.seed, hints=a.hints,
-                               batch=a.batch, client_label=client_label, want_core_view=want_core_view,
-                               overlap=overlap)
-        if a.memory_limit == "none":
-            req.no_memory_limit = True
-        elif a.memory_limit:
-            req.memory_limit_bytes = a.memory_limit
-        return c.search(req, timeout=timeout, on_progress=on_progress)
+        res = _request(c, schedule, autos, manual, module, wire_mesh, device, overlap, want_core_view,
+                       client_label, timeout, on_progress)
     finally:
         if own:
             c.close()
+    res.mesh = mesh if _is_mesh_like(mesh) else None
+    return res
+
+
+def _request(c, schedule, autos, manual, module, mesh, device, overlap, want_core_view, client_label, timeout,
+             on_progress):
+    if not autos:
+        req = pb.ApplyRequest(module=module, mesh=mesh, device=_device(device), schedule=manual,
+                              overlap=overlap, want_core_view=want_core_view, client_label=client_label)
+        return c.apply(req, timeout=timeout)
+    a = schedule[autos[0]]
+    req = pb.SearchRequest(module=module, mesh=mesh, device=_device(device), manual_schedule=manual,
+                           axes=a.axes, episodes=a.episodes, time_limit_s=a.time_limit_s,
+                           patience_episodes=a.patience, threads=a.threads, seed=a.seed, hints=a.hints,
+                           batch=a.batch, client_label=client_label, want_core_view=want_core_view,
+                           overlap=overlap)
+    if a.memory_limit == "none":
+        req.no_memory_limit = True
+    elif a.memory_limit:
+        req.memory_limit_bytes = a.memory_limit
+    return c.search(req, timeout=timeout, on_progress=on_progress)
