@@ -1,6 +1,6 @@
 /*
- * partir_int.h - private to the PartIR core (tmr.c, partition.c,
- * schedule.c, lower.c, loops.c): the partition context (ops, values, uses,
+ * partir_int.h - private to the PartIR core (tmr.c, context.c, partition.c,
+ * propagate.c, schedule.c, lower.c, loops.c): the partition context (ops, values, uses,
  * TMR entries) and the state arrays.
  */
 #ifndef PARTIR_INT_H
@@ -68,7 +68,7 @@ struct ir_pctx {
     ir_ptrmap val_index;    /* ir_value* -> value id (aliases included: a
                                get_tuple_element of a tuple the context sees
                                through, a loop's block argument) */
-    /* control flow (partition.c's header): ops are listed in pre-order,
+    /* control flow (context.c's header): ops are listed in pre-order,
      * the ops of a flattened while's regions after its carry ops, a
      * case's branches between its index and its merge ops; everything
      * else holding regions is one op, run whole */
@@ -215,6 +215,98 @@ void ir__produced_layout(const ir_partition *p, uint32_t v, ir_layout *out);
 void ir__seen_layout(const ir_partition *p, uint32_t v, ir_layout *out);
 /* Global type of value v. */
 static inline const ir_type *val_type(const ir_pctx *c, uint32_t v) { return c->vals[v]->type; }
+
+/* ------------------------------------------------------- op addressing
+ * The ops of a state: the context's ops, then the state's identity ops. */
+
+static inline uint32_t n_all_ops(const ir_partition *p) { return p->ctx->n_ops + p->n_vops; }
+
+static inline bool is_vop(const ir_partition *p, uint32_t op) { return op >= p->ctx->n_ops; }
+
+static inline uint32_t op_n_operands(const ir_partition *p, uint32_t op)
+{
+    /* from the context's operand table: no trip to the op itself */
+    return is_vop(p, op) ? 1 : p->ctx->opd0[op + 1] - p->ctx->opd0[op];
+}
+
+static inline uint32_t op_n_results(const ir_partition *p, uint32_t op)
+{
+    return is_vop(p, op) ? 1 : p->ctx->op_val0[op + 1] - p->ctx->op_val0[op];
+}
+
+static inline uint32_t operand_val(const ir_partition *p, uint32_t op, uint32_t i)
+{
+    return is_vop(p, op) ? p->vops[op - p->ctx->n_ops].val : p->ctx->opd_val[p->ctx->opd0[op] + i];
+}
+
+/* Global type of result j of an op. */
+static inline const ir_type *result_type(const ir_partition *p, uint32_t op, uint32_t j)
+{
+    if (is_vop(p, op))
+        return val_type(p->ctx, p->vops[op - p->ctx->n_ops].val);
+    return p->ctx->ops[op]->results[j].type;
+}
+
+static inline const ir_type *operand_type(const ir_partition *p, uint32_t op, uint32_t i)
+{
+    return val_type(p->ctx, operand_val(p, op, i));
+}
+
+/* Entries of an op: [*lo, *hi). */
+static inline void op_entries(const ir_partition *p, uint32_t op, uint32_t *lo, uint32_t *hi)
+{
+    const ir_pctx *c = p->ctx;
+    if (!is_vop(p, op)) {
+        *lo = c->tmr0[op];
+        *hi = c->tmr0[op + 1];
+        return;
+    }
+    const ir_type *t = val_type(c, p->vops[op - c->n_ops].val);
+    uint32_t r = t && t->kind == IR_T_TENSOR && t->rank >= 0 ? (uint32_t)t->rank : 0;
+    if (r > c->id_rank_max)
+        r = c->id_rank_max;
+    *lo = c->id0[r];
+    *hi = c->id0[r + 1];
+}
+
+static inline const ir_loop *nest_of(const ir_partition *p, uint32_t op) { return &p->nest[(size_t)op * IR_MAX_AXES]; }
+
+static inline int nest_find(const ir_partition *p, uint32_t op, int axis)
+{
+    const ir_loop *n = nest_of(p, op);
+    for (int k = 0; k < p->nlen[op]; k++)
+        if (n[k].axis == axis)
+            return k;
+    return -1;
+}
+
+/* Local size of dim d of a global type under a layout, -1 when dynamic. */
+static inline int64_t local_dim(const ir_pctx *c, const ir_type *t, const ir_layout *l, int d)
+{
+    if (!t || t->kind != IR_T_TENSOR || d >= t->rank || t->dims[d] < 0)
+        return -1;
+    int64_t n = t->dims[d];
+    for (int a = 0; a < c->mesh.n_axes; a++)
+        if (l->dim[a] == d)
+            n /= c->mesh.sizes[a];
+    return n;
+}
+
+/* Appends a loop over axis with TMR entry e to op's nest; false when the
+ * nest is full. */
+static inline bool ir__push_loop(ir_partition *p, uint32_t op, int axis, uint32_t e)
+{
+    if (p->nlen[op] >= IR_MAX_AXES)
+        return false;
+    ir_loop *n = &p->nest[(size_t)op * IR_MAX_AXES + p->nlen[op]];
+    n->axis = (uint8_t)axis;
+    n->entry = e;
+    p->nlen[op]++;
+    return true;
+}
+
+/* Appends an action to the state's log (ir_partition_schedule). */
+void ir__log_action(ir_partition *p, char kind, uint32_t val, int dim, int axis);
 
 /* Slice limits / slice sizes of dims tiled in the first operand become
  * local (lower.c; used by the temporal view too). */

@@ -1,0 +1,796 @@
+/*
+ * propagate.c - PartIR's propagate: loops added to ops, one axis at a
+ * time, to a fixpoint (notes/partir-semantics.md).
+ *
+ * Ops are visited in program order through a priority queue so long
+ * forward and backward chains cost one visit per change.  The axes go in
+ * the order the actions since the last propagate named them, and a value
+ * tiled [a, b] on a dim counts as tiled along a, then (once a loop over a
+ * slices it) along b: tiling a dim along several axes before one propagate
+ * gives the state that propagating after each tiling gives.  What blocks
+ * propagation is recorded with its reason (ir_partition_blocked) unless
+ * the state is quiet.
+ */
+#include "partir_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define MAXS_OPD 64 /* operands an op may have to be partitioned */
+
+/* The layout operand i of op sees: through the value's identity op, except
+ * for that identity op itself. */
+static void operand_layout(const ir_partition *p, uint32_t op, uint32_t i, ir_layout *out)
+{
+    uint32_t v = operand_val(p, op, i);
+    if (is_vop(p, op))
+        ir__produced_layout(p, v, out);
+    else
+        ir__seen_layout(p, v, out);
+}
+
+/* ------------------------------------------------------------- blocked */
+
+static void record_blocked(ir_partition *p, ir_block_kind kind, uint32_t op, int axis, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static void record_blocked(ir_partition *p, ir_block_kind kind, uint32_t op, int axis, const char *fmt, ...)
+{
+    ir_blocked *b = NULL;
+    for (uint32_t i = p->n_blocked; i-- > 0;)
+        if (p->blocked[i].op == op && p->blocked[i].axis == axis) {
+            b = &p->blocked[i];
+            break;
+        }
+    if (!b) {
+        if (p->n_blocked == p->cap_blocked) {
+            uint32_t cap = p->cap_blocked ? p->cap_blocked * 2 : 32;
+            ir_blocked *v = ap_realloc(p->blocked, sizeof *v * cap);
+            if (!v)
+                return; /* diagnostics are best effort */
+            p->blocked = v;
+            p->cap_blocked = cap;
+        }
+        b = &p->blocked[p->n_blocked++];
+    }
+    b->kind = kind;
+    b->op = op;
+    b->axis = axis;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b->why, sizeof b->why, fmt, ap);
+    va_end(ap);
+}
+
+void ir_partition_set_diagnostics(ir_partition *p, bool on) { p->quiet = !on; }
+
+const ir_blocked *ir_partition_blocked(const ir_partition *p, uint32_t *n)
+{
+    *n = p->n_blocked;
+    return p->blocked;
+}
+
+/* ========================================================== propagation */
+
+/* Can entry e be added to op's nest as a loop over axis: every dim it
+ * slices or tiles divides by the axis size after the axes already there? */
+static bool entry_divisible(const ir_partition *p, uint32_t op, uint32_t e, int axis, ir_block_kind *why, int *bad)
+{
+    const ir_pctx *c = p->ctx;
+    const int8_t *s = tmr_spec(c, e);
+    uint32_t no = op_n_operands(p, op), nr = op_n_results(p, op);
+    int64_t n = c->mesh.sizes[axis];
+    ir_layout l;
+    for (uint32_t i = 0; i < no + nr; i++) {
+        if (s[i] < 0)
+            continue;
+        const ir_type *t;
+        if (i < no) {
+            ir__needed_layout(p, op, i, &l);
+            t = operand_type(p, op, i);
+        } else {
+            ir__result_layout(p, op, i - no, &l);
+            t = result_type(p, op, i - no);
+        }
+        int64_t local = local_dim(c, t, &l, s[i]);
+        if (local < 0) {
+            *why = IR_BLK_DYNAMIC;
+            *bad = s[i];
+            return false;
+        }
+        if (local % n != 0) {
+            *why = IR_BLK_INDIVISIBLE;
+            *bad = s[i];
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Deep tiling, one step or several: does `longer` tile dim d with the axes
+ * `shorter` tiles it with, then `axis`, then possibly more (minor) axes?
+ * A value tiled [a, b] on a dim is "tiled along a" for an op that slices
+ * nothing of it yet, and "along b" for one that slices it along a: the same
+ * answers as when the value was tiled along a, propagated, then along b
+ * (notes/partir-semantics.md).  The axes after `axis` only mean that the
+ * op takes a larger piece until they propagate too. */
+static bool axes_follow(const ir_layout *longer, const ir_layout *shorter, int d, int axis)
+{
+    int la[IR_MAX_AXES], sa[IR_MAX_AXES];
+    int nl = ir_layout_dim_axes(longer, d, la), ns = ir_layout_dim_axes(shorter, d, sa);
+    if (nl < ns + 1 || la[ns] != axis)
+        return false;
+    for (int k = 0; k < ns; k++)
+        if (la[k] != sa[k])
+            return false;
+    return true;
+}
+
+enum { ST_NONE, ST_TILED, ST_PARTIAL, ST_MISMATCH };
+
+typedef struct opd_status {
+    uint8_t st;
+    int8_t dim;
+    uint8_t red;
+} opd_status;
+
+/* How operand i of op arrives along axis (op has no loop over it). */
+static opd_status status_of(const ir_partition *p, uint32_t op, uint32_t i, int axis)
+{
+    opd_status r = {ST_NONE, -1, 0};
+    ir_layout seen, need;
+    operand_layout(p, op, i, &seen);
+    int d = seen.dim[axis];
+    if (d == IR_AX_NONE)
+        return r;
+    if (d == IR_AX_PARTIAL) {
+        r.st = ST_PARTIAL;
+        r.red = seen.red[axis];
+        return r;
+    }
+    ir__needed_layout(p, op, i, &need);
+    r.dim = (int8_t)d;
+    r.st = axes_follow(&seen, &need, d, axis) ? ST_TILED : ST_MISMATCH;
+    return r;
+}
+
+/* Does value v (partial) feed only op? Then its sum may flow through op
+ * without another use needing a second reduction of it. */
+static bool single_consumer(const ir_partition *p, uint32_t v, uint32_t op)
+{
+    const ir_pctx *c = p->ctx;
+    if (is_vop(p, op))
+        return true;
+    for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++)
+        if (c->use_op[u] != op)
+            return false;
+    return true;
+}
+
+typedef struct fwd_result {
+    int n_full, n_inf;
+    uint32_t full, inf; /* the entry when unique */
+    bool any_status;
+} fwd_result;
+
+/* Why carried value `op` (a PK_CARRY) takes no loop over axis: which
+ * carried value, and what its entry and its yield disagree on. */
+static void carry_blocked(ir_partition *p, uint32_t op, int axis, const opd_status *st)
+{
+    const ir_pctx *c = p->ctx;
+    const pgroup *g = &c->groups[c->op_group[op]];
+    uint32_t i = op - g->carry0;
+    const char *an = c->mesh.names[axis];
+    unsigned line = g->src->src_line, col = g->src->src_col;
+    for (int k = 0; k < 2; k++)
+        if (st[k].st == ST_TILED && st[k].dim < 32 && (c->carry_layer[op] >> st[k].dim & 1)) {
+            record_blocked(p, IR_BLK_NO_RULE, op, axis,
+                           "carried value #%u of the while at %u:%u: dim %d (along '%s') is the dim the loop steps "
+                           "through one slice per iteration; tiling it would pipeline the loop, which is not supported",
+                           i, line, col, st[k].dim, an);
+            return;
+        }
+    if (st[0].st == ST_PARTIAL || st[1].st == ST_PARTIAL) {
+        record_blocked(p, IR_BLK_CONFLICT, op, axis,
+                       "carried value #%u of the while at %u:%u %s a pending sum over '%s': it is reduced first", i, line,
+                       col, st[0].st == ST_PARTIAL ? "enters as" : "is yielded as", an);
+        return;
+    }
+    if (st[0].st == ST_TILED && st[1].st == ST_TILED && st[0].dim != st[1].dim) {
+        record_blocked(p, IR_BLK_CONFLICT, op, axis,
+                       "carried value #%u of the while at %u:%u enters tiled on dim %d along '%s' but the body yields it "
+                       "tiled on dim %d: a carried value has one layout on entry, in the body and on exit",
+                       i, line, col, st[0].dim, an, st[1].dim);
+        return;
+    }
+    record_blocked(p, IR_BLK_CONFLICT, op, axis,
+                   "carried value #%u of the while at %u:%u: its entry (%s) and the body's yield (%s) along '%s' give no "
+                   "one layout",
+                   i, line, col, st[0].st == ST_TILED ? "tiled" : st[0].st == ST_MISMATCH ? "tiled otherwise" : "whole",
+                   st[1].st == ST_TILED ? "tiled" : st[1].st == ST_MISMATCH ? "tiled otherwise" : "whole", an);
+}
+
+static void forward_analyze(ir_partition *p, uint32_t op, int axis, fwd_result *res, bool record)
+{
+    const ir_pctx *c = p->ctx;
+    uint32_t no = op_n_operands(p, op), nr = op_n_results(p, op);
+    opd_status st[MAXS_OPD];
+    memset(res, 0, sizeof *res);
+    if (no > MAXS_OPD)
+        return;
+    bool tiled = false, partial = false;
+    for (uint32_t i = 0; i < no; i++) {
+        st[i] = status_of(p, op, i, axis);
+        tiled |= st[i].st == ST_TILED;
+        partial |= st[i].st == ST_PARTIAL;
+    }
+    if (!tiled && !partial)
+        return;
+    res->any_status = true;
+    uint32_t lo, hi;
+    op_entries(p, op, &lo, &hi);
+    int first_bad_dim = -1;
+    ir_block_kind bad_kind = IR_BLK_CONFLICT;
+    bool any_agree = false;
+    for (uint32_t e = lo; e < hi; e++) {
+        const int8_t *s = tmr_spec(c, e);
+        bool ok = true, needs_inference = false;
+        for (uint32_t i = 0; i < no && ok; i++) {
+            switch (st[i].st) {
+            case ST_TILED:
+                ok = s[i] == st[i].dim;
+                break;
+            case ST_PARTIAL:
+                if (s[i] == SP_PARTIAL)
+                    ok = c->entries[e].red == st[i].red && single_consumer(p, operand_val(p, op, i), op);
+                else
+                    ok = tiled && s[i] != SP_PARTIAL; /* reduced (or scattered) for this op */
+                break;
+            case ST_MISMATCH:
+                ok = s[i] == SP_NONE;
+                break;
+            default:
+                if (s[i] >= 0)
+                    needs_inference = true;
+                else if (s[i] == SP_PARTIAL)
+                    ok = false;
+                break;
+            }
+        }
+        if (!ok)
+            continue;
+        /* an entry that only flows partials needs every partial operand */
+        if (!tiled) {
+            bool uses_partial = false;
+            for (uint32_t i = 0; i < no; i++)
+                uses_partial |= s[i] == SP_PARTIAL;
+            if (!uses_partial || needs_inference)
+                continue;
+        }
+        any_agree = true;
+        ir_block_kind why;
+        int bad;
+        if (!entry_divisible(p, op, e, axis, &why, &bad)) {
+            bad_kind = why;
+            first_bad_dim = bad;
+            continue;
+        }
+        if (needs_inference) {
+            res->n_inf++;
+            res->inf = e;
+        } else {
+            res->n_full++;
+            res->full = e;
+        }
+    }
+    (void)nr;
+    if (!record || res->n_full == 1 || (res->n_full == 0 && res->n_inf == 1))
+        return;
+    const char *axis_name = c->mesh.names[axis];
+    if (op < c->n_ops && c->op_kind[op] == PK_CARRY) {
+        carry_blocked(p, op, axis, st);
+        return;
+    }
+    if (res->n_full > 1 || res->n_inf > 1)
+        record_blocked(p, IR_BLK_CONFLICT, op, axis, "%d TMR entries match the operands tiled along '%s'",
+                       res->n_full > 1 ? res->n_full : res->n_inf, axis_name);
+    else if (first_bad_dim >= 0)
+        record_blocked(p, bad_kind, op, axis,
+                       bad_kind == IR_BLK_DYNAMIC ? "dim %d is dynamic" : "dim %d is not divisible by '%s'", first_bad_dim,
+                       axis_name);
+    else if (hi == lo)
+        record_blocked(p, IR_BLK_NO_RULE, op, axis, "no TMR entries for this op");
+    else if (!any_agree && tiled)
+        record_blocked(p, IR_BLK_CONFLICT, op, axis, "operands tiled along '%s' match no single TMR entry", axis_name);
+}
+
+/* An op that already loops over the axis cannot take an operand's new
+ * tiling along it (this is what gives earlier tactics priority): say so. */
+static void diagnose_axis_used(ir_partition *p, uint32_t op, int axis)
+{
+    uint32_t no = op_n_operands(p, op);
+    for (uint32_t i = 0; i < no; i++) {
+        ir_layout seen, need;
+        operand_layout(p, op, i, &seen);
+        if (seen.dim[axis] < 0)
+            continue;
+        ir__needed_layout(p, op, i, &need);
+        if (need.dim[axis] == seen.dim[axis] && need.pos[axis] == seen.pos[axis])
+            continue;
+        const ir_pctx *c = p->ctx;
+        if (op < c->n_ops && c->op_kind[op] == PK_CARRY) {
+            const pgroup *g = &c->groups[c->op_group[op]];
+            record_blocked(p, IR_BLK_AXIS_USED, op, axis,
+                           "carried value #%u of the while at %u:%u is tiled on dim %d along '%s' but %s it tiled on "
+                           "dim %d: a carried value has one layout on entry, in the body and on exit, so %s is "
+                           "redistributed",
+                           op - g->carry0, g->src->src_line, g->src->src_col, need.dim[axis], c->mesh.names[axis],
+                           i == 0 ? "enters" : "the body yields", seen.dim[axis],
+                           i == 0 ? "the value entering" : "the yield, every iteration,");
+            return;
+        }
+        record_blocked(p, IR_BLK_AXIS_USED, op, axis,
+                       "the op already has a loop over '%s'; operand #%u arrives tiled on dim %d along it",
+                       p->ctx->mesh.names[axis], i, seen.dim[axis]);
+        return;
+    }
+}
+
+/* Which dim the consumers of value v slice it along axis, through the
+ * value's identity op when there is one: -1 none, -2 they disagree. */
+static int consumers_slice(const ir_partition *p, uint32_t v, int axis, ir_layout *produced)
+{
+    const ir_pctx *c = p->ctx;
+    int want = -1;
+    uint32_t cons_inline[1];
+    const uint32_t *cons;
+    uint32_t ncons, idx_vop = 0;
+    if (p->vop_of[v] >= 0) {
+        cons_inline[0] = vop_id(p, (uint32_t)p->vop_of[v]);
+        cons = cons_inline;
+        ncons = 1;
+    } else {
+        cons = c->use_op + c->use0[v];
+        ncons = c->use0[v + 1] - c->use0[v];
+    }
+    for (uint32_t k = 0; k < ncons; k++) {
+        uint32_t u = cons[k];
+        if (u == USE_RETURN)
+            continue;
+        uint32_t i = p->vop_of[v] >= 0 ? idx_vop : c->use_idx[c->use0[v] + k];
+        int at = nest_find(p, u, axis);
+        if (at < 0)
+            continue;
+        int8_t s = tmr_spec(c, nest_of(p, u)[at].entry)[i];
+        if (s < 0)
+            continue;
+        /* the consumer must slice exactly what is produced, plus the axis */
+        ir_layout need;
+        ir__needed_layout(p, u, i, &need);
+        if (!axes_follow(&need, produced, s, axis))
+            continue;
+        if (want >= 0 && want != s)
+            return -2;
+        want = s;
+    }
+    return want;
+}
+
+/* Backward: the op's result is sliced along axis by its consumers. */
+static bool backward(ir_partition *p, uint32_t op, int axis, bool record, uint32_t *entry)
+{
+    const ir_pctx *c = p->ctx;
+    uint32_t no = op_n_operands(p, op), nr = op_n_results(p, op);
+    for (uint32_t j = 0; j < nr; j++) {
+        uint32_t v = is_vop(p, op) ? VAL_NONE : c->op_val0[op] + j;
+        ir_layout produced;
+        ir__result_layout(p, op, j, &produced);
+        if (produced.dim[axis] != IR_AX_NONE)
+            continue;
+        int want;
+        if (is_vop(p, op)) {
+            /* the identity op's users are the value's users */
+            uint32_t val = p->vops[op - c->n_ops].val;
+            int w = -1;
+            for (uint32_t u = c->use0[val]; u < c->use0[val + 1]; u++) {
+                uint32_t user = c->use_op[u];
+                if (user == USE_RETURN)
+                    continue;
+                int at = nest_find(p, user, axis);
+                if (at < 0)
+                    continue;
+                uint32_t i = c->use_idx[u];
+                int8_t s = tmr_spec(c, nest_of(p, user)[at].entry)[i];
+                if (s < 0)
+                    continue;
+                ir_layout need;
+                ir__needed_layout(p, user, i, &need);
+                if (!axes_follow(&need, &produced, s, axis))
+                    continue;
+                if (w >= 0 && w != s) {
+                    w = -2;
+                    break;
+                }
+                w = s;
+            }
+            want = w;
+        } else {
+            /* nothing slices a scalar: skip the scan of its users (a
+             * constant feeding thousands of ops is looked at often) */
+            const ir_type *t = val_type(c, v);
+            if (!t || t->kind != IR_T_TENSOR || t->rank <= 0)
+                continue;
+            want = consumers_slice(p, v, axis, &produced);
+        }
+        if (want == -1)
+            continue;
+        if (want == -2) {
+            if (record)
+                record_blocked(p, IR_BLK_CONFLICT, op, axis, "users slice result #%u on different dims along '%s'", j,
+                               c->mesh.names[axis]);
+            return false;
+        }
+        uint32_t lo, hi, n = 0, found = 0;
+        op_entries(p, op, &lo, &hi);
+        ir_block_kind why = IR_BLK_NO_RULE;
+        int bad = -1;
+        for (uint32_t e = lo; e < hi; e++) {
+            if (tmr_spec(c, e)[no + j] != want)
+                continue;
+            if (!entry_divisible(p, op, e, axis, &why, &bad))
+                continue;
+            n++;
+            found = e;
+        }
+        if (n == 1) {
+            *entry = found;
+            return true;
+        }
+        if (record) {
+            if (n > 1)
+                record_blocked(p, IR_BLK_CONFLICT, op, axis, "%u TMR entries give result #%u tile<%d>", n, j, want);
+            else if (bad >= 0)
+                record_blocked(p, why, op, axis, why == IR_BLK_DYNAMIC ? "dim %d is dynamic" : "dim %d is not divisible by '%s'",
+                               bad, c->mesh.names[axis]);
+            else
+                record_blocked(p, IR_BLK_NO_RULE, op, axis, "no TMR entry gives result #%u tile<%d>", j, want);
+        }
+        return false;
+    }
+    return false;
+}
+
+/* ---------------------------------------------------- the work queue */
+
+typedef struct workq {
+    uint32_t *heap; /* op ids ordered by program position */
+    uint32_t n, cap;
+    uint8_t *queued;
+    uint64_t *key; /* per op: its position, computed once */
+    uint32_t n_ops;
+} workq;
+
+/* Program position: an argument's identity op first, a value's identity op
+ * right after its producer. */
+static uint64_t position(const ir_partition *p, uint32_t op)
+{
+    if (!is_vop(p, op))
+        return 2 * (uint64_t)op + 2;
+    uint32_t v = p->vops[op - p->ctx->n_ops].val;
+    int32_t prod = p->ctx->val_op[v];
+    return prod < 0 ? 0 : 2 * (uint64_t)prod + 3;
+}
+
+static bool wq_push(const ir_partition *p, workq *q, uint32_t op)
+{
+    (void)p;
+    if (op >= q->n_ops || q->queued[op])
+        return true;
+    if (q->n == q->cap) {
+        uint32_t cap = q->cap ? q->cap * 2 : 256;
+        uint32_t *h = ap_realloc(q->heap, sizeof *h * cap);
+        if (!h)
+            return false;
+        q->heap = h;
+        q->cap = cap;
+    }
+    q->queued[op] = 1;
+    uint32_t i = q->n++;
+    uint64_t key = q->key[op];
+    while (i > 0) {
+        uint32_t parent = (i - 1) / 2;
+        if (q->key[q->heap[parent]] <= key)
+            break;
+        q->heap[i] = q->heap[parent];
+        i = parent;
+    }
+    q->heap[i] = op;
+    return true;
+}
+
+static uint32_t wq_pop(workq *q)
+{
+    uint32_t top = q->heap[0];
+    q->queued[top] = 0;
+    uint32_t last = q->heap[--q->n];
+    uint64_t key = q->key[last];
+    uint32_t i = 0;
+    for (;;) {
+        uint32_t l = 2 * i + 1, r = l + 1, m = i;
+        uint64_t mk = key;
+        if (l < q->n && q->key[q->heap[l]] < mk) {
+            m = l;
+            mk = q->key[q->heap[l]];
+        }
+        if (r < q->n && q->key[q->heap[r]] < mk)
+            m = r;
+        if (m == i)
+            break;
+        q->heap[i] = q->heap[m];
+        i = m;
+    }
+    if (q->n)
+        q->heap[i] = last;
+    return top;
+}
+
+/* Marks what a change to `op` may affect: its producers (backward), its
+ * consumers (forward) and itself. */
+static bool touch_neighbours(const ir_partition *p, workq *q, uint8_t *dirty, uint32_t op)
+{
+    const ir_pctx *c = p->ctx;
+    bool ok = wq_push(p, q, op);
+    dirty[op] = 1;
+    uint32_t no = op_n_operands(p, op);
+    for (uint32_t i = 0; i < no; i++) {
+        uint32_t v = operand_val(p, op, i);
+        uint32_t prod;
+        if (!is_vop(p, op) && p->vop_of[v] >= 0)
+            prod = vop_id(p, (uint32_t)p->vop_of[v]);
+        else if (c->val_op[v] >= 0)
+            prod = (uint32_t)c->val_op[v];
+        else
+            continue;
+        ok &= wq_push(p, q, prod);
+        dirty[prod] = 1;
+    }
+    uint32_t nr = op_n_results(p, op);
+    for (uint32_t j = 0; j < nr; j++) {
+        uint32_t v = is_vop(p, op) ? p->vops[op - c->n_ops].val : c->op_val0[op] + j;
+        if (!is_vop(p, op) && p->vop_of[v] >= 0) {
+            uint32_t vo = vop_id(p, (uint32_t)p->vop_of[v]);
+            ok &= wq_push(p, q, vo);
+            dirty[vo] = 1;
+            continue;
+        }
+        for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++) {
+            uint32_t user = c->use_op[u];
+            if (user == USE_RETURN)
+                continue;
+            ok &= wq_push(p, q, user);
+            dirty[user] = 1;
+        }
+    }
+    return ok;
+}
+
+/* Inference on an argument: tile it so the op's new need is met. */
+static void infer_operands(ir_partition *p, uint32_t op, int axis, uint32_t e, workq *q, uint8_t *dirty)
+{
+    const ir_pctx *c = p->ctx;
+    const int8_t *s = tmr_spec(c, e);
+    uint32_t no = op_n_operands(p, op);
+    for (uint32_t i = 0; i < no; i++) {
+        if (s[i] < 0)
+            continue;
+        uint32_t v = operand_val(p, op, i);
+        if (c->val_op[v] >= 0 || p->vop_of[v] >= 0)
+            continue; /* op results: backward propagation pushes the slicing */
+        ir_layout *al = &p->arg_layout[v];
+        if (al->dim[axis] != IR_AX_NONE)
+            continue;
+        ir_layout need;
+        ir__needed_layout(p, op, i, &need);
+        int na[IR_MAX_AXES], aa[IR_MAX_AXES];
+        int nn = ir_layout_dim_axes(&need, s[i], na), np = ir_layout_dim_axes(al, s[i], aa);
+        bool same = nn == np + 1 && na[np] == axis;
+        for (int k = 0; same && k < np; k++)
+            same = na[k] == aa[k];
+        if (!same)
+            continue;
+        ir_layout_push(al, axis, s[i]);
+        for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++)
+            if (c->use_op[u] != USE_RETURN) {
+                wq_push(p, q, c->use_op[u]);
+                dirty[c->use_op[u]] = 1;
+            }
+    }
+}
+
+/* Propagates one axis to its fixpoint from the ops in `start`. */
+static int propagate_axis(ir_partition *p, int axis, const uint8_t *start, uint8_t *dirty, ap_error *err)
+{
+    uint32_t n = n_all_ops(p);
+    workq q = {0};
+    uint32_t *inferable = NULL, n_inf = 0;
+    int rc = 0;
+    q.n_ops = n;
+    q.queued = ap_calloc(n + 1, 1);
+    q.key = ap_malloc(sizeof *q.key * (n + 1));
+    inferable = ap_malloc(sizeof *inferable * (n + 1));
+    if (!q.queued || !inferable || !q.key) {
+        rc = ap_error_set(err, AP_ENOMEM, "out of memory in propagation");
+        goto out;
+    }
+    for (uint32_t op = 0; op < n; op++)
+        q.key[op] = position(p, op) * 2 + (op >= p->ctx->n_ops); /* ties: a real op first */
+    for (uint32_t op = 0; op < n; op++)
+        if (start[op] && !wq_push(p, &q, op))
+            goto oom;
+    for (;;) {
+        /* phase 1: entries every tiled operand (or consumer) agrees on */
+        n_inf = 0;
+        while (q.n) {
+            uint32_t op = wq_pop(&q);
+            if (nest_find(p, op, axis) >= 0) {
+                if (!p->quiet)
+                    diagnose_axis_used(p, op, axis);
+                continue;
+            }
+            fwd_result fr;
+            forward_analyze(p, op, axis, &fr, !p->quiet);
+            uint32_t e;
+            if (fr.n_full == 1) {
+                e = fr.full;
+            } else if (backward(p, op, axis, !p->quiet && !fr.any_status, &e)) {
+                /* e set */
+            } else {
+                if (fr.n_full == 0 && fr.n_inf == 1)
+                    inferable[n_inf++] = op;
+                continue;
+            }
+            if (!ir__push_loop(p, op, axis, e))
+                continue;
+            if (!touch_neighbours(p, &q, dirty, op))
+                goto oom;
+        }
+        /* phase 2: inference, in program order, each checked again */
+        bool any = false;
+        for (uint32_t k = 0; k < n_inf; k++) {
+            uint32_t op = inferable[k];
+            if (nest_find(p, op, axis) >= 0)
+                continue;
+            fwd_result fr;
+            forward_analyze(p, op, axis, &fr, false);
+            if (fr.n_full != 0 || fr.n_inf != 1)
+                continue;
+            if (!ir__push_loop(p, op, axis, fr.inf))
+                continue;
+            infer_operands(p, op, axis, fr.inf, &q, dirty);
+            if (!touch_neighbours(p, &q, dirty, op))
+                goto oom;
+            any = true;
+        }
+        if (!any)
+            break;
+    }
+    goto out;
+oom:
+    rc = ap_error_set(err, AP_ENOMEM, "out of memory in propagation");
+out:
+    ap_free(q.heap);
+    ap_free(q.queued);
+    ap_free(q.key);
+    ap_free(inferable);
+    return rc;
+}
+
+/* The tiling both a and b start with: per dim, the longest common prefix
+ * of their axes (pending sums dropped). */
+static void common_prefix(const ir_layout *a, const ir_layout *b, int rank, ir_layout *out)
+{
+    ir_layout r;
+    ir_layout_init(&r);
+    for (int d = 0; d < rank; d++) {
+        int xa[IR_MAX_AXES], xb[IR_MAX_AXES];
+        int na = ir_layout_dim_axes(a, d, xa), nb = ir_layout_dim_axes(b, d, xb);
+        for (int k = 0; k < na && k < nb && xa[k] == xb[k]; k++)
+            ir_layout_push(&r, xa[k], d);
+    }
+    *out = r;
+}
+
+/* An argument arrives in the tiling every user's slicing starts with: the
+ * paper's final lowering step turns arguments used only through slices into
+ * device-local arrays, which is what puts, e.g., the optimizer state of
+ * Megatron-sharded weights in shards.  Each user then slices its own piece
+ * further, locally.  Taking the common start (rather than requiring equal
+ * slicings) makes the result the same whether the users' loops came in one
+ * propagate or in several.  Returns whether any argument changed; marks the
+ * users of changed arguments in `dirty`. */
+static bool shard_args_by_uses(ir_partition *p, uint8_t *dirty)
+{
+    const ir_pctx *c = p->ctx;
+    bool any = false;
+    for (uint32_t v = 0; v < c->n_args; v++) {
+        if (p->vop_of[v] >= 0 || c->use0[v] == c->use0[v + 1])
+            continue;
+        const ir_type *t = val_type(c, v);
+        int rank = t && t->kind == IR_T_TENSOR && t->rank > 0 ? t->rank : 0;
+        ir_layout common, need;
+        bool first = true, returned = false;
+        for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++) {
+            uint32_t op = c->use_op[u];
+            if (op == USE_RETURN) {
+                returned = true; /* returned as is: keep it as it comes */
+                break;
+            }
+            ir__needed_layout(p, op, c->use_idx[u], &need);
+            common_prefix(first ? &need : &common, &need, rank, &common);
+            first = false;
+        }
+        if (returned || first || ir_layout_equal(&common, &p->arg_layout[v]))
+            continue;
+        /* only ever add tiling: what the argument has must stay */
+        const ir_layout *al = &p->arg_layout[v];
+        bool extends = true;
+        for (int a = 0; a < c->mesh.n_axes && extends; a++)
+            if (al->dim[a] != IR_AX_NONE)
+                extends = common.dim[a] == al->dim[a] && common.pos[a] == al->pos[a];
+        if (!extends)
+            continue;
+        p->arg_layout[v] = common;
+        for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++)
+            dirty[c->use_op[u]] = 1;
+        any = true;
+    }
+    return any;
+}
+
+int ir_propagate(ir_partition *p, ap_error *err)
+{
+    uint32_t n = n_all_ops(p);
+    uint8_t *pending = ap_malloc(n + 1), *next = ap_malloc(n + 1);
+    int rc = 0;
+    if (!pending || !next) {
+        rc = ap_error_set(err, AP_ENOMEM, "out of memory in propagation");
+        goto out;
+    }
+    /* start from what actions touched since the last call; changes re-queue
+     * their neighbours, for every axis, until nothing changes */
+    memcpy(pending, p->pending, n);
+    memset(p->pending, 0, n);
+    /* the axes the actions named, in their order, then the others */
+    int order[IR_MAX_AXES], n_order = 0;
+    bool listed[IR_MAX_AXES] = {0};
+    for (int k = 0; k < p->n_axis_seq; k++) {
+        order[n_order++] = p->axis_seq[k];
+        listed[p->axis_seq[k]] = true;
+    }
+    for (int a = 0; a < p->ctx->mesh.n_axes; a++)
+        if (!listed[a])
+            order[n_order++] = a;
+    p->n_axis_seq = 0;
+    for (int round = 0; round < 64; round++) {
+        memset(next, 0, n);
+        bool any = false;
+        for (int k = 0; k < n_order; k++) {
+            if ((rc = propagate_axis(p, order[k], pending, next, err)) < 0)
+                goto out;
+        }
+        for (uint32_t i = 0; i < n; i++)
+            any |= next[i] != 0;
+        if (!any) {
+            memset(next, 0, n);
+            if (!shard_args_by_uses(p, next))
+                break;
+        }
+        memcpy(pending, next, n);
+    }
+    ir__log_action(p, 'p', 0, 0, 0);
+out:
+    ap_free(pending);
+    ap_free(next);
+    return rc;
+}
