@@ -139,6 +139,12 @@ bool srv_submit(srv *s, srv_job *job, int task, int pool)
     return true;
 }
 
+bool srv_can_submit(srv *s, int pool, int64_t bytes)
+{
+    srv_pool *p = &s->pools[pool];
+    return p->busy < p->n || (p->queue.count < p->queue.max && s->queued_bytes + bytes <= s->opt.max_queued_bytes);
+}
+
 bool srv_unqueue(srv *s, srv_job *job)
 {
     if (!srv_fq_remove(&s->pools[job->pool].queue, job))
@@ -218,11 +224,40 @@ static void maybe_done(srv *s)
     close_all(s);
 }
 
+static void on_wake(uv_async_t *a);
+
+/* SRV_STOP_WAIT_US after the grace period and tasks still out: a task slow
+ * to notice that it should stop (a long parse, a lowering, a bug) must not
+ * keep the daemon from exiting.  What came back is handled first (its
+ * results are stored); the rest give their rows back to the store, with
+ * their last checkpoint, and the process exits without them. */
+static void on_stop_wait(uv_timer_t *t)
+{
+    srv *s = t->data;
+    on_wake(&s->wake);
+    if (s->closed)
+        return;
+    int out = 0;
+    for (int i = 0; i < POOL__COUNT; i++)
+        out += s->pools[i].busy;
+    srv_jobs_abandon(s);
+    ap_error err;
+    srv_flush_hits(s);
+    if (store_release_all(s->db, &err) < 0)
+        srv_log(s, "giving rows back: %s", err.msg);
+    srv_log(s, "%d task%s did not stop within %.0f s of the grace period's end%s; exiting without %s (the rows "
+               "go back to the store)", out, out == 1 ? "" : "s", SRV_STOP_WAIT_US / 1e6,
+            s->rpc_stopped ? "" : " and calls are still open", out == 1 ? "it" : "them");
+    fflush(NULL);
+    _exit(0); /* the stuck threads cannot be joined, nor what they hold freed */
+}
+
 static void on_grace(uv_timer_t *t)
 {
     srv *s = t->data;
     srv_log(s, "grace period over: cancelling the calls still open");
     rpc_server_cancel_all(s->rpc);
+    uv_timer_start(&s->grace, on_stop_wait, SRV_STOP_WAIT_US / 1000, 0);
 }
 
 static void begin_shutdown(srv *s, const char *why)
@@ -270,6 +305,8 @@ static void on_wake(uv_async_t *a)
                 s->queued_bytes -= j->req_bytes;
                 hand_to_worker(s, p, j);
             }
+            if (p->busy < p->n)
+                s->last_sweep = 0; /* a worker is free: orphans waiting in the store, at the next tick */
             break;
         }
         case EV_PROGRESS:

@@ -25,7 +25,7 @@
 static srv_job *find_job(srv *s, const uint8_t *raw, const uint8_t *key, int64_t row, int kind, const srv_job *not)
 {
     for (srv_job *j = s->jobs; j; j = j->next) {
-        if (j == not || (kind && j->kind != kind))
+        if (j == not || j->ended || (kind && j->kind != kind))
             continue;
         if (raw && j->have_raw && !memcmp(j->raw, raw, STORE_KEY_BYTES))
             return j;
@@ -332,13 +332,12 @@ static void remove_job(srv *s, srv_job *job)
     srv_job_free(job);
 }
 
-/* A job whose row another daemon runs: polled until it ends. */
-static void make_remote(srv *s, srv_job *job, const store_row *row)
+/* A job whose row (job->row_id, job->key) someone else runs, or will: its
+ * calls wait, polled, until the row ends. */
+static void wait_remote(srv *s, srv_job *job)
 {
     job->stage = JOB_REMOTE;
-    job->row_id = row->id;
     job->have_key = true;
-    memcpy(job->key, row->key, STORE_KEY_BYTES);
     job->remote_progress_us = -1;
     for (srv_waiter *w = job->waiters; w; w = w->next) {
         if (w->origin == AUTOPART__V1__ORIGIN__NEW) {
@@ -348,6 +347,28 @@ static void make_remote(srv *s, srv_job *job, const store_row *row)
         send_accepted(s, w);
     }
     srv_work_release(&job->work);
+}
+
+static void make_remote(srv *s, srv_job *job, const store_row *row)
+{
+    job->row_id = row->id;
+    memcpy(job->key, row->key, STORE_KEY_BYTES);
+    wait_remote(s, job);
+}
+
+/* A row this daemon holds but has no room to run now: an accepted request
+ * is never failed for the daemon's own capacity.  The row goes back to the
+ * store, queued, for the first daemon with a free worker (this one's sweep
+ * included); the job's calls wait for it there. */
+static void give_back(srv *s, srv_job *job)
+{
+    ap_error err;
+    if (store_release(s->db, job->row_id, &err) < 0)
+        srv_log(s, "search %" PRId64 ": %s", job->row_id, err.msg);
+    if (job->waiters)
+        wait_remote(s, job);
+    else
+        remove_job(s, job);
 }
 
 void srv_job_request(srv *s, srv_event *ev)
@@ -485,12 +506,6 @@ static void prepare_done(srv *s, srv_job *job)
     memcpy(job->key, w->key, STORE_KEY_BYTES);
     if (job->have_raw && store_alias_put(s->db, job->raw, job->key, srv_now_us(), &err) < 0)
         srv_log(s, "alias: %s", err.msg);
-    if (atomic_load(&job->cancel) == CANCEL_USER && job->row_id) {
-        store_finish(s->db, job->row_id, STORE_CANCELLED, srv_now_us(), NULL, 0, NULL, "cancelled", &err);
-        fail_all(s, job, RPC_CANCELLED, "the search was cancelled");
-        remove_job(s, job);
-        return;
-    }
     /* Another spelling of the same request is already here: join it. */
     srv_job *other = find_job(s, NULL, job->key, 0, job->kind, job);
     if (other && !job->row_id) {
@@ -518,7 +533,7 @@ static void prepare_done(srv *s, srv_job *job)
             remove_job(s, job);
             return;
         }
-        if (s->pools[pool].queue.count >= s->pools[pool].queue.max) {
+        if (!srv_can_submit(s, pool, job->req_bytes)) { /* before a row exists: not accepted yet */
             fail_all(s, job, RPC_RESOURCE_EXHAUSTED, "the queue is full; try again later");
             remove_job(s, job);
             return;
@@ -558,9 +573,7 @@ static void prepare_done(srv *s, srv_job *job)
             send_accepted(s, wt);
     }
     if (!srv_submit(s, job, TASK_RUN, pool)) {
-        store_finish(s->db, job->row_id, STORE_FAILED, srv_now_us(), NULL, 0, NULL, "the queue was full", &err);
-        fail_all(s, job, RPC_RESOURCE_EXHAUSTED, "the queue is full; try again later");
-        remove_job(s, job);
+        give_back(s, job);
         return;
     }
     s->stats.started++;
@@ -576,11 +589,7 @@ static void run_done(srv *s, srv_job *job)
         remove_job(s, job); /* the row goes back to the queue for the next daemon */
         return;
     }
-    if (cancel == CANCEL_USER) {
-        if (store_finish(s->db, job->row_id, STORE_CANCELLED, now, NULL, 0, NULL, "cancelled", &err) < 0)
-            srv_log(s, "search %" PRId64 ": %s", job->row_id, err.msg);
-        fail_all(s, job, RPC_CANCELLED, "the search was cancelled");
-    } else if (w->code == RPC_OK) {
+    if (w->code == RPC_OK) {
         if (store_finish(s->db, job->row_id, STORE_DONE, now, w->result, w->result_len, &w->summary, NULL, &err) < 0) {
             srv_log(s, "search %" PRId64 ": %s", job->row_id, err.msg);
             fail_all(s, job, RPC_UNAVAILABLE, err.msg);
@@ -597,6 +606,10 @@ static void run_done(srv *s, srv_job *job)
 
 void srv_job_task_done(srv *s, srv_job *job)
 {
+    if (job->ended) { /* its row was ended while the task ran (a cancellation) */
+        remove_job(s, job);
+        return;
+    }
     if (atomic_load(&job->cancel) == CANCEL_SHUTDOWN) {
         if (job->task == TASK_RUN && job->prog_dirty) /* its best so far, for the next run's watchers */
             checkpoint_one(s, job, srv_now_us());
@@ -718,63 +731,93 @@ static void poll_remote(srv *s)
     }
 }
 
-/* Takes over rows of crashed daemons (and of this daemon's previous life). */
-static void claim_orphans(srv *s, int64_t now)
+/* Workers of a pool free for more work: idle ones, less the jobs queued
+ * for it and the searches being read (each will want a search worker). */
+static int room_in(srv *s, int pool)
+{
+    srv_pool *p = &s->pools[pool];
+    int room = p->n - p->busy - p->queue.count;
+    if (pool == POOL_SEARCH)
+        for (srv_job *j = s->jobs; j; j = j->next)
+            room -= j->kind == STORE_SEARCH && !j->ended &&
+                    (j->stage == JOB_PREPARE_WAIT || j->stage == JOB_PREPARING);
+    return room;
+}
+
+/* Takes over one claimed row: read its request again, then run it. */
+static void take_over(srv *s, const store_claim *cl, int64_t now)
 {
     ap_error err;
-    int room = s->pools[POOL_INTAKE].queue.max - s->pools[POOL_INTAKE].queue.count;
-    if (room <= 0)
-        return;
-    if (room > 16)
-        room = 16;
-    int64_t ids[16];
-    int n = store_claim_orphans(s->db, now, now + SRV_LEASE_US, ids, room, &err);
-    if (n < 0) {
-        srv_log(s, "looking for orphaned searches: %s", err.msg);
+    store_row row;
+    void *req = NULL;
+    size_t len = 0;
+    if (store_get(s->db, cl->id, &row, &err) != 1 ||
+        store_payload(s->db, cl->id, STORE_PAYLOAD_REQUEST, &req, &len, &err) != 1) {
+        store_finish(s->db, cl->id, STORE_FAILED, now, NULL, 0, NULL, "its stored request cannot be read", &err);
         return;
     }
-    for (int i = 0; i < n; i++) {
-        store_row row;
-        void *req = NULL;
-        size_t len = 0;
-        if (store_get(s->db, ids[i], &row, &err) != 1 ||
-            store_payload(s->db, ids[i], STORE_PAYLOAD_REQUEST, &req, &len, &err) != 1) {
-            store_finish(s->db, ids[i], STORE_FAILED, now, NULL, 0, NULL, "its stored request cannot be read", &err);
+    const ProtobufCMessageDescriptor *d = row.kind == STORE_SEARCH ? &autopart__v1__search_request__descriptor
+                                                                   : &autopart__v1__apply_request__descriptor;
+    ProtobufCMessage *msg = protobuf_c_message_unpack(d, NULL, len, req);
+    ap_free(req);
+    if (!msg) {
+        store_finish(s->db, cl->id, STORE_FAILED, now, NULL, 0, NULL, "its stored request does not unpack", &err);
+        return;
+    }
+    srv_job *job = find_job(s, NULL, NULL, cl->id, 0, NULL); /* calls of this daemon wait on it */
+    if (!job)
+        job = job_new(s, row.kind, row.client_label);
+    if (!job) {
+        protobuf_c_message_free_unpacked(msg, NULL);
+        if (store_release(s->db, cl->id, &err) < 0)
+            srv_log(s, "search %" PRId64 ": %s", cl->id, err.msg);
+        return;
+    }
+    char before[96];
+    if (row.attempts)
+        snprintf(before, sizeof before, "interrupted in its run %u, at episode %" PRId64, row.attempts,
+                 row.episodes);
+    else
+        snprintf(before, sizeof before, "never started");
+    srv_log(s, "taking over %s %" PRId64 " (%s) from %s: %s", row.kind == STORE_SEARCH ? "search" : "apply",
+            row.id, row.module_name, cl->prev_owner[0] ? cl->prev_owner : "the store (given back at a shutdown)",
+            before);
+    srv_work_release(&job->work);
+    job->work.req = msg;
+    job->work.kind = row.kind;
+    job->work.key_known = true;
+    memcpy(job->work.expect_key, row.key, STORE_KEY_BYTES);
+    job->work.threads = search_threads(s, row.kind, msg);
+    job->row_id = row.id;
+    job->have_key = true;
+    memcpy(job->key, row.key, STORE_KEY_BYTES);
+    job->req_bytes = (int64_t)len;
+    if (!srv_submit(s, job, TASK_PREPARE, POOL_INTAKE))
+        give_back(s, job);
+}
+
+/* Takes over rows of crashed daemons (and of this daemon's previous life),
+ * as many as it has workers free for: the rest wait in the store, queued,
+ * for the first daemon with room.  An accepted request is never failed
+ * for want of room. */
+static void claim_orphans(srv *s, int64_t now)
+{
+    static const struct {
+        int kind, pool;
+    } kinds[] = {{STORE_SEARCH, POOL_SEARCH}, {STORE_APPLY, POOL_INTAKE}};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        store_claim cl[16];
+        int room = room_in(s, kinds[k].pool);
+        if (room <= 0)
             continue;
+        ap_error err;
+        int n = store_claim_orphans(s->db, kinds[k].kind, now, now + SRV_LEASE_US, cl, room < 16 ? room : 16, &err);
+        if (n < 0) {
+            srv_log(s, "looking for orphaned searches: %s", err.msg);
+            return;
         }
-        const ProtobufCMessageDescriptor *d = row.kind == STORE_SEARCH ? &autopart__v1__search_request__descriptor
-                                                                       : &autopart__v1__apply_request__descriptor;
-        ProtobufCMessage *msg = protobuf_c_message_unpack(d, NULL, len, req);
-        ap_free(req);
-        if (!msg) {
-            store_finish(s->db, ids[i], STORE_FAILED, now, NULL, 0, NULL, "its stored request does not unpack", &err);
-            continue;
-        }
-        srv_job *job = find_job(s, NULL, NULL, ids[i], 0, NULL);
-        if (!job)
-            job = job_new(s, row.kind, row.client_label);
-        if (!job) {
-            protobuf_c_message_free_unpacked(msg, NULL);
-            continue;
-        }
-        srv_log(s, "taking over search %" PRId64 " (%s, attempt %u) from %s", row.id, row.module_name,
-                row.attempts + 1, row.owner[0] ? row.owner : "nobody");
-        srv_work_release(&job->work);
-        job->work.req = msg;
-        job->work.kind = row.kind;
-        job->work.key_known = true;
-        memcpy(job->work.expect_key, row.key, STORE_KEY_BYTES);
-        job->work.threads = search_threads(s, row.kind, msg);
-        job->row_id = row.id;
-        job->have_key = true;
-        memcpy(job->key, row.key, STORE_KEY_BYTES);
-        job->req_bytes = (int64_t)len;
-        if (!srv_submit(s, job, TASK_PREPARE, POOL_INTAKE)) {
-            fail_all(s, job, RPC_RESOURCE_EXHAUSTED, "the queue is full");
-            if (store_release(s->db, job->row_id, &err) < 0) /* for whoever has room */
-                srv_log(s, "search %" PRId64 ": %s", job->row_id, err.msg);
-            remove_job(s, job);
-        }
+        for (int i = 0; i < n; i++)
+            take_over(s, &cl[i], now);
     }
 }
 
@@ -827,17 +870,20 @@ int srv_job_cancel(srv *s, int64_t id, int *status, ap_error *err)
 {
     srv_job *job = find_job(s, NULL, NULL, id, 0, NULL);
     if (job && job->stage != JOB_REMOTE) {
-        if (job->stage == JOB_RUN_WAIT || job->stage == JOB_PREPARE_WAIT) {
+        /* The row ends now, whatever the task does: a task slow to notice
+         * (a long parse, a lowering, a bug) must not leave it running.  The
+         * job waits, out of sight, for its task to come back. */
+        atomic_store(&job->cancel, CANCEL_USER);
+        if (job->stage == JOB_RUN_WAIT || job->stage == JOB_PREPARE_WAIT)
             srv_unqueue(s, job);
-            int rc = store_finish(s->db, id, STORE_CANCELLED, srv_now_us(), NULL, 0, NULL, "cancelled", err);
-            fail_all(s, job, RPC_CANCELLED, "the search was cancelled");
+        int rc = store_finish(s->db, id, STORE_CANCELLED, srv_now_us(), NULL, 0, NULL, "cancelled", err);
+        fail_all(s, job, RPC_CANCELLED, "the search was cancelled");
+        if (job->stage == JOB_PREPARING || job->stage == JOB_RUNNING)
+            job->ended = true;
+        else
             remove_job(s, job);
-            *status = STORE_CANCELLED;
-            return rc < 0 ? rc : 1;
-        }
-        atomic_store(&job->cancel, CANCEL_USER); /* the worker stops; run_done records it */
         *status = STORE_CANCELLED;
-        return 1;
+        return rc < 0 && err->code != AP_ECONFLICT ? rc : 1;
     }
     return store_request_cancel(s->db, id, srv_now_us(), status, err);
 }
@@ -856,4 +902,12 @@ void srv_jobs_shutdown(srv *s)
             remove_job(s, job);
         }
     }
+}
+
+void srv_jobs_abandon(srv *s)
+{
+    int64_t now = srv_now_us();
+    for (srv_job *job = s->jobs; job; job = job->next)
+        if (job->stage == JOB_RUNNING && !job->ended && job->prog_dirty)
+            checkpoint_one(s, job, now);
 }

@@ -169,6 +169,10 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    /* Tests only: runs that do not listen (see srv_options). */
+    const char *stall = getenv("AUTOPARTD_TEST_STALL_S");
+    if (stall && stall[0])
+        o.test_stall_s = atof(stall);
     if (!o.db_path) {
         fprintf(stderr, "autopartd: error: --db PATH is required (the store, created when absent)\n");
         return 2;

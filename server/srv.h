@@ -42,6 +42,7 @@
 #define SRV_SWEEP_US (2 * 1000000LL)      /* orphans and cancellations looked for */
 #define SRV_HITS_FLUSH_US (1 * 1000000LL)
 #define SRV_REMOTE_POLL_US 250000LL       /* joined searches of other daemons */
+#define SRV_STOP_WAIT_US (2 * 1000000LL)  /* after the grace period, for tasks to come back */
 #define SRV_MAX_LABEL 200
 
 /* The methods, in the order of the table in calls.c. */
@@ -61,6 +62,9 @@ typedef struct srv_options {
     const char *tls_cert, *tls_key, *tls_client_ca;
     bool insecure;
     double grace_s;         /* after SIGTERM, before calls are cancelled */
+    double test_stall_s;    /* tests only ($AUTOPARTD_TEST_STALL_S): every search first
+                               sleeps this long, deaf to cancellation, as a task stuck
+                               in a long lowering or a bug would be */
     bool quiet;
     const char *http;       /* the dashboard's host:port (http.h); NULL: none */
     const char *http_root;  /* its files; NULL: beside the binary */
@@ -156,6 +160,8 @@ struct srv_job {
     int64_t row_id;           /* 0 until a row exists */
     srv_waiter *waiters;
     atomic_int cancel;        /* CANCEL_* */
+    bool ended;               /* its row ended and its calls were answered while its
+                                 task ran (cancelled): it only waits for the task */
     srv_work work;
     /* progress, written by the worker, read by the loop */
     uv_mutex_t pmu;
@@ -229,7 +235,7 @@ struct srv {
     uv_loop_t loop;
     uv_async_t wake;
     uv_signal_t sigterm, sigint;
-    uv_timer_t tick, grace;
+    uv_timer_t tick, grace;   /* grace: the grace period, then the wait for tasks */
     rpc_server *rpc;
     int port;
     srv_http *http;         /* the dashboard; its own threads and store connections */
@@ -261,6 +267,8 @@ void srv_post(srv *s, srv_event *ev);
 void srv_log(srv *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Queues a job's task in its pool; false when the queue is full. */
 bool srv_submit(srv *s, srv_job *job, int task, int pool);
+/* Whether srv_submit would take a job of `bytes` into the pool now. */
+bool srv_can_submit(srv *s, int pool, int64_t bytes);
 /* Takes a job out of its pool's queue (cancel); false if it was not there. */
 bool srv_unqueue(srv *s, srv_job *job);
 
@@ -283,6 +291,9 @@ void srv_job_detach(srv *s, srv_waiter *w);
 int srv_job_cancel(srv *s, int64_t id, int *status, ap_error *err);
 void srv_jobs_tick(srv *s, int64_t now);
 void srv_jobs_shutdown(srv *s);
+/* The daemon exits without the tasks still out: their searches' last
+ * snapshots become their checkpoints. */
+void srv_jobs_abandon(srv *s);
 void srv_job_free(srv_job *job);
 void srv_flush_hits(srv *s);
 int srv_jobs_count(srv *s, int stage);

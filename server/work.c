@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "search.h"
 #include "srv.h"
@@ -739,7 +740,12 @@ static void run_search(srv_job *job)
 void srv_work_run(srv *s, srv_job *job)
 {
     srv_work *w = &job->work;
-    (void)s;
+    if (s->opt.test_stall_s > 0 && w->kind == STORE_SEARCH) {
+        struct timespec ts = {(time_t)s->opt.test_stall_s,
+                              (long)((s->opt.test_stall_s - (double)(time_t)s->opt.test_stall_s) * 1e9)};
+        while (nanosleep(&ts, &ts) != 0)
+            ;
+    }
     w->code = RPC_OK;
     w->msg[0] = '\0';
     ap_free(w->result);

@@ -173,8 +173,8 @@ static const char *const migrations[] = {
     X(ADD_HITS, "count hits", "UPDATE searches SET cache_hits = cache_hits + ?2 WHERE id = ?1")                    \
     X(HEARTBEAT, "heartbeat", "UPDATE searches SET lease_until_us = ?2 WHERE owner = ?1 AND status IN (1, 2)")    \
     X(ORPHANS, "find orphans",                                                                                     \
-      "SELECT id, coalesce(owner, ''), lease_until_us FROM searches WHERE status IN (1, 2) AND "                  \
-      "(owner IS NULL OR owner != ?1) ORDER BY id")                                                                \
+      "SELECT id, coalesce(owner, ''), lease_until_us, kind FROM searches WHERE status IN (1, 2) AND "            \
+      "(owner IS NULL OR owner != ?1) AND (?2 = 0 OR kind = ?2) ORDER BY id")                                     \
     X(CLAIM, "claim",                                                                                              \
       "UPDATE searches SET owner = ?2, lease_until_us = ?3, status = 1 WHERE id = ?1 AND status IN (1, 2) AND "   \
       "coalesce(owner, '') = ?4 AND lease_until_us = ?5")                                                          \
@@ -736,16 +736,21 @@ bool store_owner_dead(const char *owner)
     return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
-int store_claim_orphans(store *s, int64_t now_us, int64_t lease_until_us, int64_t *ids, int max, ap_error *err)
+int store_claim_orphans(store *s, int kind, int64_t now_us, int64_t lease_until_us, store_claim *out, int max,
+                        ap_error *err)
 {
     int rc, n = 0;
+    if (max <= 0)
+        return 0;
     if ((rc = begin(s, err)) < 0)
         return rc;
     sqlite3_stmt *q = stmt(s, S_ORPHANS);
     sqlite3_bind_text(q, 1, s->owner, -1, SQLITE_STATIC);
+    sqlite3_bind_int(q, 2, kind);
     /* Collect first: the claims below reuse the connection. */
     struct cand {
         int64_t id, lease;
+        int kind;
         char owner[128];
     } *c = NULL;
     int nc = 0, cap = 0;
@@ -766,6 +771,7 @@ int store_claim_orphans(store *s, int64_t now_us, int64_t lease_until_us, int64_
         }
         c[nc].id = sqlite3_column_int64(q, 0);
         c[nc].lease = lease;
+        c[nc].kind = sqlite3_column_int(q, 3);
         snprintf(c[nc].owner, sizeof c[nc].owner, "%s", owner);
         nc++;
     }
@@ -783,8 +789,12 @@ int store_claim_orphans(store *s, int64_t now_us, int64_t lease_until_us, int64_
         sqlite3_bind_int64(q, 5, c[i].lease);
         if ((rc = exec_stmt(s, S_CLAIM, q, err)) < 0)
             goto fail;
-        if (sqlite3_changes(s->db) == 1)
-            ids[n++] = c[i].id;
+        if (sqlite3_changes(s->db) == 1) {
+            out[n].id = c[i].id;
+            out[n].kind = c[i].kind;
+            snprintf(out[n].prev_owner, sizeof out[n].prev_owner, "%s", c[i].owner);
+            n++;
+        }
     }
     ap_free(c);
     if ((rc = commit(s, err)) < 0)

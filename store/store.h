@@ -131,12 +131,19 @@ int store_add_hits(store *s, const int64_t *ids, const uint64_t *n, int count, a
 int store_heartbeat(store *s, int64_t lease_until_us, ap_error *err);
 /* Whether `owner` (host:pid:nonce) is a process of this host that is gone. */
 bool store_owner_dead(const char *owner);
-/* Claims up to max rows that are queued or running but whose owner's lease
- * ran out before now_us, whose owner is a dead process of this host, or that
- * have no owner: they become this daemon's, queued, leased until
- * lease_until_us.  Writes their ids (oldest first) to ids; returns the
+/* A row claimed by store_claim_orphans. */
+typedef struct store_claim {
+    int64_t id;
+    int kind;
+    char prev_owner[128]; /* who had it: "" when nobody (given back at a clean shutdown) */
+} store_claim;
+/* Claims up to max rows of `kind` (0: any) that are queued or running but
+ * whose owner's lease ran out before now_us, whose owner is a dead process
+ * of this host, or that have no owner: they become this daemon's, queued,
+ * leased until lease_until_us.  Fills out[] (oldest first); returns the
  * count (>= 0) or an error. */
-int store_claim_orphans(store *s, int64_t now_us, int64_t lease_until_us, int64_t *ids, int max, ap_error *err);
+int store_claim_orphans(store *s, int kind, int64_t now_us, int64_t lease_until_us, store_claim *out, int max,
+                        ap_error *err);
 /* At a clean shutdown: every queued or running row of this daemon goes back
  * to queued without an owner, for the next daemon to take at once. */
 int store_release_all(store *s, ap_error *err);

@@ -29,10 +29,16 @@ static void fx_start(const char *const *extra)
     svc_start(&fx.d, fx.db, extra);
 }
 
-static void fx_stop_clean(void)
+/* SIGTERM: exit 0 (under ASan: no leaks either); the store and log stay. */
+static void fx_stop_clean_keep_log(void)
 {
     int rc = svc_stop(&fx.d, SIGTERM, 60);
     ck_assert_msg(rc == 0, "autopartd exited with %d after SIGTERM (see %s)", rc, fx.d.log);
+}
+
+static void fx_stop_clean(void)
+{
+    fx_stop_clean_keep_log();
     svc_remove_db(fx.db);
 }
 
@@ -1350,6 +1356,158 @@ START_TEST(test_search_checkpoint_and_cancel)
 }
 END_TEST
 
+/* A search that does not listen (a task stuck in a long lowering, or a bug
+ * such as the search's old deadlock; simulated by AUTOPARTD_TEST_STALL_S):
+ * CancelSearch ends its row at once, and SIGTERM still exits after the
+ * grace period, keeping every finished answer and giving the stuck row
+ * back to the store. */
+START_TEST(test_search_that_does_not_listen)
+{
+    static const char *const args[] = {"--grace", "0", NULL};
+    setenv("AUTOPARTD_TEST_STALL_S", "600", 1);
+    fx_start(args);
+    unsetenv("AUTOPARTD_TEST_STALL_S");
+    wire_conn *c = svc_conn(fx.d.port);
+    /* a finished answer (Applies do not stall) */
+    svc_apply a;
+    Autopart__V1__ApplyResponse *resp;
+    wire_status st;
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=2", bpmp, "finished");
+    ck_assert_msg(svc_apply_call(c, &a, &resp, NULL, NULL, &st) == 0, "%s", st.msg);
+    int64_t done_id = atoll(resp->search_id);
+    autopart__v1__apply_response__free_unpacked(resp, NULL);
+    size_t n_done;
+    uint8_t *done = stored_result(fx.db, done_id, &n_done);
+    /* cancelled while it does not listen: the row says so at once */
+    bg_search b = {.port = fx.d.port};
+    svc_search_init(&b.q, small_text, "small.mlir", "batch=4,model=2", bp_manual, "model", 300, "deaf");
+    pthread_t th;
+    pthread_create(&th, NULL, bg_search_fn, &b);
+    int64_t id = svc_wait_status(fx.db, STORE_RUNNING, 120);
+    ck_assert(id > 0);
+    Autopart__V1__CancelSearchRequest cr = AUTOPART__V1__CANCEL_SEARCH_REQUEST__INIT;
+    char idt[24];
+    snprintf(idt, sizeof idt, "%lld", (long long)id);
+    cr.search_id = idt;
+    void *r;
+    size_t n;
+    ck_assert_int_eq(svc_call(c, SVC_CANCEL, &cr.base, &r, &n, &st), 0);
+    ap_free(r);
+    store_row row;
+    ck_assert_int_eq(svc_row(fx.db, id, &row), 1);
+    ck_assert_msg(row.status == STORE_CANCELLED, "status %s after CancelSearch", store_status_name(row.status));
+    pthread_join(th, NULL);
+    ck_assert_msg(b.run.rc != 0 && b.run.st.code == WIRE_CANCELLED, "got %s: %s", wire_code_name(b.run.st.code),
+                  b.run.st.msg);
+    /* another that does not listen, then SIGTERM */
+    bg_search b2 = {.port = fx.d.port};
+    svc_search_init(&b2.q, small_text, "small.mlir", "batch=4,model=2", bp_manual, "model", 301, "deaf");
+    pthread_create(&th, NULL, bg_search_fn, &b2);
+    int64_t id2 = 0;
+    for (double t0 = svc_now(); svc_now() - t0 < 120 && !id2; usleep(20000))
+        if (svc_row(fx.db, id + 1, &row) == 1 && row.status == STORE_RUNNING)
+            id2 = id + 1;
+    ck_assert(id2 > 0);
+    wire_close(c);
+    double t0 = svc_now();
+    int rc = svc_stop(&fx.d, SIGTERM, 60);
+    ck_assert_msg(rc == 0, "exit %d after SIGTERM (see %s)", rc, fx.d.log);
+    ck_assert_msg(svc_now() - t0 < 30, "exit after %.1f s", svc_now() - t0);
+    pthread_join(th, NULL);
+    ck_assert_int_eq(svc_row(fx.db, id2, &row), 1);
+    ck_assert_int_eq(row.status, STORE_QUEUED);
+    ck_assert_str_eq(row.owner, "");
+    size_t n_after;
+    uint8_t *after = stored_result(fx.db, done_id, &n_after);
+    ck_assert(n_after == n_done && !memcmp(after, done, n_done));
+    store *sdb;
+    ap_error err;
+    ck_assert(store_open(fx.db, "test:0:0", 5000, &sdb, &err) == 0);
+    ck_assert_msg(store_check(sdb, true, &err) == 0, "%s", err.msg);
+    store_close(sdb);
+    ap_free(done);
+    ap_free(after);
+    svc_remove_db(fx.db);
+}
+END_TEST
+
+typedef struct bg_searches {
+    int port, n;
+    svc_search *q;
+} bg_searches;
+
+static void *many_searches(void *arg)
+{
+    bg_searches *b = arg;
+    wire_conn *c = svc_conn(b->port);
+    for (int i = 0; i < b->n; i++) {
+        search_run r;
+        search_call(c, &b->q[i], &r);
+        free(r.result);
+    }
+    wire_close(c);
+    return NULL;
+}
+
+/* More accepted searches than the next daemon's queue holds, orphaned by a
+ * kill -9: the next daemon takes them as its workers free up, fails none,
+ * and its log names the dead daemon it took them from. */
+START_TEST(test_takeover_beyond_the_queue)
+{
+    enum { N = 10 };
+    static const char *const a_args[] = {"--max-concurrent", "1", "--threads-per-search", "1", NULL};
+    setenv("AUTOPARTD_TEST_STALL_S", "600", 1); /* nothing ends before the kill */
+    fx_start(a_args);
+    svc_search q[N];
+    for (int i = 0; i < N; i++) {
+        svc_search_init(&q[i], tiny_text, "tiny.mlir", "batch=2,model=2", "", "model", 20, "orphan");
+        q[i].req.seed = (uint64_t)i + 1;
+    }
+    bg_searches bs[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++) { /* one at a time per connection: all queued at once */
+        bs[i] = (bg_searches){fx.d.port, 1, &q[i]};
+        pthread_create(&th[i], NULL, many_searches, &bs[i]);
+    }
+    store_row row;
+    for (double t0 = svc_now(); svc_row(fx.db, N, &row) != 1 && svc_now() - t0 < 120;)
+        usleep(20000);
+    ck_assert_msg(svc_row(fx.db, N, &row) == 1, "the %d searches were not all accepted", N);
+    int a_pid = fx.d.pid;
+    ck_assert_int_eq(svc_stop(&fx.d, SIGKILL, 10), 128 + SIGKILL);
+    for (int i = 0; i < N; i++)
+        pthread_join(th[i], NULL);
+    /* the next daemon: one worker, a queue of 2, searches that take a second */
+    static const char *const b_args[] = {"--max-concurrent", "1", "--max-queue", "2", "--apply-threads", "1", NULL};
+    setenv("AUTOPARTD_TEST_STALL_S", "1", 1);
+    svc_start(&fx.d, fx.db, b_args);
+    unsetenv("AUTOPARTD_TEST_STALL_S");
+    int done = 0;
+    for (double t0 = svc_now(); done < N && svc_now() - t0 < 300; usleep(100000)) {
+        done = 0;
+        for (int64_t id = 1; id <= N; id++) {
+            ck_assert_int_eq(svc_row(fx.db, id, &row), 1);
+            ck_assert_msg(row.status != STORE_FAILED && row.status != STORE_CANCELLED, "search %lld: %s: %s",
+                          (long long)id, store_status_name(row.status), row.error);
+            done += row.status == STORE_DONE;
+        }
+    }
+    ck_assert_int_eq(done, N);
+    fx_stop_clean_keep_log();
+    /* the log names the dead daemon, and rows that never ran as such */
+    char *log = NULL, host[200] = "", from[300];
+    size_t len;
+    ap_error err;
+    ck_assert(ap_read_file(fx.d.log, &log, &len, &err) == 0);
+    gethostname(host, sizeof host - 1);
+    snprintf(from, sizeof from, "from %s:%d:", host, a_pid);
+    ck_assert_msg(strstr(log, from) && strstr(log, "never started") && strstr(log, "interrupted in its run 1"),
+                  "%s", log);
+    ap_free(log);
+    svc_remove_db(fx.db);
+}
+END_TEST
+
 START_TEST(test_search_cli)
 {
     fx_start(NULL);
@@ -1409,11 +1567,13 @@ static Suite *make_suite(void)
     ADD(recovery, test_sigterm_gives_work_back);
     ADD(recovery, test_list_and_filters);
     ADD(recovery, test_cli);
+    ADD(recovery, test_takeover_beyond_the_queue);
     TCase *search = tcase_create("search");
     ADD(search, test_search_stream_and_cache);
     ADD(search, test_search_eight_identical_start_one);
     ADD(search, test_search_kill9_and_restart);
     ADD(search, test_search_checkpoint_and_cancel);
+    ADD(search, test_search_that_does_not_listen);
     ADD(search, test_search_cli);
     TCase *cases[] = {requests, recovery, search};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

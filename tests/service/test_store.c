@@ -131,18 +131,21 @@ START_TEST(test_orphans_are_taken_over)
     store_row r;
     bool c;
     ap_error err;
-    int64_t ids[8];
+    store_claim ids[8];
     int64_t id = begin_row(a, 1, 1000, "", &c, &r); /* lease until 1000 + 10 s */
     ck_assert_int_eq(store_start(a, id, 1500, &err), 0);
     /* alive and leased: nobody takes it */
-    ck_assert_int_eq(store_claim_orphans(b, 2000, 99999999, ids, 8, &err), 0);
+    ck_assert_int_eq(store_claim_orphans(b, 0, 2000, 99999999, ids, 8, &err), 0);
     /* the heartbeat keeps it */
     ck_assert_int_eq(store_heartbeat(a, 50000000, &err), 0);
-    ck_assert_int_eq(store_claim_orphans(b, 20000000, 99999999, ids, 8, &err), 0);
+    ck_assert_int_eq(store_claim_orphans(b, 0, 20000000, 99999999, ids, 8, &err), 0);
     /* the lease runs out: b takes it, queued again, once */
-    ck_assert_int_eq(store_claim_orphans(b, 60000000, 99999999, ids, 8, &err), 1);
-    ck_assert_int_eq(ids[0], id);
-    ck_assert_int_eq(store_claim_orphans(a, 60000000, 99999999, ids, 8, &err), 0);
+    ck_assert_int_eq(store_claim_orphans(b, STORE_APPLY, 60000000, 99999999, ids, 8, &err), 0); /* a search */
+    ck_assert_int_eq(store_claim_orphans(b, STORE_SEARCH, 60000000, 99999999, ids, 8, &err), 1);
+    ck_assert_int_eq(ids[0].id, id);
+    ck_assert_int_eq(ids[0].kind, STORE_SEARCH);
+    ck_assert_str_eq(ids[0].prev_owner, "hostA:1:aa"); /* who had it, for the log */
+    ck_assert_int_eq(store_claim_orphans(a, 0, 60000000, 99999999, ids, 8, &err), 0);
     ck_assert_int_eq(store_get(a, id, &r, &err), 1);
     ck_assert_str_eq(r.owner, "hostB:2:bb");
     ck_assert_int_eq(r.status, STORE_QUEUED);
@@ -153,7 +156,8 @@ START_TEST(test_orphans_are_taken_over)
     ck_assert_int_eq(r.attempts, 2);
     /* a clean shutdown gives rows back without waiting for the lease */
     ck_assert_int_eq(store_release_all(b, &err), 0);
-    ck_assert_int_eq(store_claim_orphans(a, 60000002, 99999999, ids, 8, &err), 1);
+    ck_assert_int_eq(store_claim_orphans(a, 0, 60000002, 99999999, ids, 8, &err), 1);
+    ck_assert_str_eq(ids[0].prev_owner, "");
     store_close(a);
     store_close(b);
 }
@@ -179,12 +183,12 @@ START_TEST(test_dead_owner_on_this_host)
     store_row r;
     bool c;
     ap_error err;
-    int64_t ids[4];
+    store_claim ids[4];
     int64_t id = begin_row(dead, 3, 1000, "", &c, &r);
     /* leased for long, but its owner is a dead process here: taken at once */
     ck_assert_int_eq(store_heartbeat(dead, INT64_MAX / 2, &err), 0);
-    ck_assert_int_eq(store_claim_orphans(me, 2000, 999999, ids, 4, &err), 1);
-    ck_assert_int_eq(ids[0], id);
+    ck_assert_int_eq(store_claim_orphans(me, 0, 2000, 999999, ids, 4, &err), 1);
+    ck_assert_int_eq(ids[0].id, id);
     store_close(dead);
     store_close(me);
 }
