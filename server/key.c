@@ -5,19 +5,21 @@
  *
  * Two hashes.  The key of a request is the hash of its canonical form: the
  * module as the printer writes it, the mesh, the device's full spec, and
- * every option that changes the answer (see work.c, which computes it after
+ * every option that changes the answer (key.h; work.c computes it after
  * parsing).  The raw hash is of the request as written, cheap to compute
  * before any parsing; the store maps it to the key once one request with it
  * has been parsed, so asking the same thing again costs a lookup.  Both
  * include SRV_KEY_VERSIONS.  Each field is hashed as its name, a NUL, its
  * length (8 bytes, little endian) and its bytes, so that no two different
- * field sequences give the same stream.
+ * field sequences give the same stream.  Which fields are in the key, and
+ * which are left out of both hashes, is key.h's table.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include <openssl/evp.h>
 
+#include "key.h"
 #include "srv.h"
 
 struct srv_sha {
@@ -97,25 +99,57 @@ static void sha_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
         h->failed = true;
 }
 
+/* Blanks the top-level field `name` of m (a shallow copy) when it is a
+ * plain scalar or string; nested paths and other fields stay, which only
+ * makes the raw hash more particular than it need be. */
+static void blank_field(ProtobufCMessage *m, const char *name)
+{
+    if (!name[0] || strchr(name, '.'))
+        return;
+    const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field_by_name(m->descriptor, name);
+    if (!f || f->label != PROTOBUF_C_LABEL_NONE)
+        return;
+    char *at = (char *)m + f->offset;
+    switch (f->type) {
+    case PROTOBUF_C_TYPE_STRING: *(const char **)at = protobuf_c_empty_string; break;
+    case PROTOBUF_C_TYPE_BOOL: memset(at, 0, sizeof(protobuf_c_boolean)); break;
+    case PROTOBUF_C_TYPE_INT32:
+    case PROTOBUF_C_TYPE_SINT32:
+    case PROTOBUF_C_TYPE_SFIXED32:
+    case PROTOBUF_C_TYPE_UINT32:
+    case PROTOBUF_C_TYPE_FIXED32:
+    case PROTOBUF_C_TYPE_FLOAT:
+    case PROTOBUF_C_TYPE_ENUM: memset(at, 0, 4); break;
+    case PROTOBUF_C_TYPE_INT64:
+    case PROTOBUF_C_TYPE_SINT64:
+    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_UINT64:
+    case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_DOUBLE: memset(at, 0, 8); break;
+    default: break;
+    }
+}
+
 int srv_raw_hash(int method, const ProtobufCMessage *req, uint8_t out[STORE_KEY_BYTES])
 {
-    /* A shallow copy with the fields that do not change the answer blanked:
-     * the packed copy is then the request as far as the answer goes.  New
-     * fields of the .proto are in the hash without anyone remembering. */
+    /* A shallow copy with the fields that do not change the answer (key.h)
+     * blanked: the packed copy is then the request as far as the answer
+     * goes.  New fields of the .proto are in the hash without anyone
+     * remembering. */
     srv_sha *h = srv_sha_new(method == M_SEARCH ? "raw-search" : "raw-apply");
     if (!h)
         return -1;
     sha_buffer b = {{sha_append}, h};
-    if (method == M_SEARCH) {
-        Autopart__V1__SearchRequest r = *(const Autopart__V1__SearchRequest *)req;
-        r.client_label = (char *)protobuf_c_empty_string;
-        r.threads = 0;
-        protobuf_c_message_pack_to_buffer(&r.base, &b.base);
-    } else {
-        Autopart__V1__ApplyRequest r = *(const Autopart__V1__ApplyRequest *)req;
-        r.client_label = (char *)protobuf_c_empty_string;
-        protobuf_c_message_pack_to_buffer(&r.base, &b.base);
-    }
+    union {
+        Autopart__V1__SearchRequest search;
+        Autopart__V1__ApplyRequest apply;
+    } copy;
+    ProtobufCMessage *m = &copy.search.base;
+    memcpy(&copy, req, method == M_SEARCH ? sizeof copy.search : sizeof copy.apply);
+#define BLANK_IGNORED(apply, search, why) blank_field(m, method == M_SEARCH ? search : apply);
+    SRV_KEY_IGNORED(BLANK_IGNORED)
+#undef BLANK_IGNORED
+    protobuf_c_message_pack_to_buffer(m, &b.base);
     return srv_sha_end(h, out);
 }
 

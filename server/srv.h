@@ -308,8 +308,9 @@ void srv_row_summary(const store_row *row, Autopart__V1__SearchSummary *out, cha
                      char *id_text, char **axes, int max_axes, char *axes_buf);
 
 /* key.c */
-/* SHA-256 of a request as written (everything but the client label and the
- * thread count), with the key versions. */
+/* SHA-256 of a request as written (but for the top-level fields of key.h's
+ * SRV_KEY_IGNORED: the client label, the thread count), with the key
+ * versions. */
 int srv_raw_hash(int method, const ProtobufCMessage *req, uint8_t out[STORE_KEY_BYTES]);
 
 typedef struct srv_sha srv_sha;

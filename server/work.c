@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "key.h"
 #include "search.h"
 #include "srv.h"
 
@@ -188,8 +189,8 @@ static bool device_from_wire(srv_work *w, const Autopart__V1__Device *d, cost_de
     return true;
 }
 
-/* Everything of a device that changes an estimate. */
-static void hash_device(srv_sha *h, const cost_device *d)
+/* Everything of a device that changes an estimate (key.h). */
+static void srv_key_hash_device(srv_sha *h, const cost_device *d)
 {
     srv_sha_str(h, "device.name", d->name);
     for (int i = 0; i < COST_PREC_COUNT; i++)
@@ -203,6 +204,24 @@ static void hash_device(srv_sha *h, const cost_device *d)
         srv_sha_f64(h, "tier.bandwidth", d->tiers[i].bandwidth);
         srv_sha_f64(h, "tier.latency", d->tiers[i].latency);
     }
+}
+
+/* A search's memory limit, the device's HBM when the request says 0
+ * (key.h). */
+static void srv_key_hash_memory_limit(srv_sha *h, const char *n, const Autopart__V1__SearchRequest *s,
+                                      const cost_device *dev)
+{
+    if (s->no_memory_limit)
+        srv_sha_str(h, n, "none");
+    else
+        srv_sha_f64(h, n, s->memory_limit_bytes ? (double)s->memory_limit_bytes : dev->hbm_bytes);
+}
+
+/* The mesh axes a search explores, in the order asked (key.h). */
+static void srv_key_hash_axes(srv_sha *h, const char *n, const srv_work *w)
+{
+    for (int i = 0; i < w->n_axes; i++)
+        srv_sha_str(h, n, w->st.mesh.names[w->axes[i]]);
 }
 
 static ir_format format_of(Autopart__V1__ModuleFormat f)
@@ -221,11 +240,33 @@ typedef struct common_req {
     const char *label;
     bool import;
     double overlap;
+    bool core_view;
+    const char *func; /* set by prepare_common: NULL for the entry function */
 } common_req;
 
+/* The key of a prepared request (w->key): SRV_KEY_FIELDS expanded; s is
+ * NULL for Apply. */
+static bool compute_key(srv_work *w, const common_req *c, const Autopart__V1__SearchRequest *s)
+{
+    srv_sha *h = srv_sha_new(s ? "key-search" : "key-apply");
+#define HASH_KEY_FIELD(name, apply, search, hash)                                                                     \
+    if ((s ? search : apply)[0]) {                                                                                    \
+        const char *n = name;                                                                                         \
+        (void)n; /* a row whose hash names its fields itself */                                                       \
+        hash;                                                                                                         \
+    }
+    SRV_KEY_FIELDS(HASH_KEY_FIELD)
+#undef HASH_KEY_FIELD
+    if (srv_sha_end(h, w->key) < 0) {
+        work_fail(w, RPC_INTERNAL, "SHA-256 failed");
+        return false;
+    }
+    return true;
+}
+
 /* Parses the module, prints it canonically and opens the canonical copy;
- * fills the summary fields and starts the key hash (*h). */
-static bool prepare_common(srv_work *w, const common_req *r, srv_sha **h)
+ * fills the summary fields and r->func. */
+static bool prepare_common(srv_work *w, common_req *r)
 {
     ap_error err;
     ap_error_clear(&err);
@@ -284,7 +325,7 @@ static bool prepare_common(srv_work *w, const common_req *r, srv_sha **h)
         w->code = RPC_INTERNAL;
         return false;
     }
-    const char *func = mod->func[0] ? mod->func : NULL;
+    const char *func = r->func = mod->func[0] ? mod->func : NULL;
     if ((rc = apply_open_module(m, func, mesh_given ? &mesh : NULL, r->import, &w->st, &err)) < 0) {
         work_fail_err(w, NULL, &err);
         return false;
@@ -295,15 +336,6 @@ static bool prepare_common(srv_work *w, const common_req *r, srv_sha **h)
     snprintf(w->mesh_text, sizeof w->mesh_text, "%s", mb.data ? mb.data : "");
     ap_buf_free(&mb);
     snprintf(w->device_name, sizeof w->device_name, "%s", w->dev.name);
-
-    *h = srv_sha_new(w->kind == STORE_SEARCH ? "key-search" : "key-apply");
-    srv_sha_field(*h, "module", w->module_hash, STORE_KEY_BYTES);
-    srv_sha_str(*h, "func", func);
-    srv_sha_str(*h, "mesh", w->mesh_text);
-    hash_device(*h, &w->dev);
-    srv_sha_str(*h, "schedule", r->schedule);
-    srv_sha_i64(*h, "import", r->import);
-    srv_sha_f64(*h, "overlap", r->overlap);
     return true;
 }
 
@@ -326,35 +358,30 @@ static bool check_schedule(srv_work *w, const char *schedule, ir_partition **aft
 static void prepare_apply(srv_work *w)
 {
     const Autopart__V1__ApplyRequest *r = (const Autopart__V1__ApplyRequest *)w->req;
-    common_req c = {r->module, r->mesh, r->device, r->schedule, r->client_label, r->import_shardings, r->overlap};
-    srv_sha *h = NULL;
+    common_req c = {.module = r->module, .mesh = r->mesh, .device = r->device, .schedule = r->schedule,
+                    .label = r->client_label, .import = r->import_shardings, .overlap = r->overlap,
+                    .core_view = r->want_core_view};
     if (!r->schedule[0] && !r->import_shardings) {
         work_fail(w, RPC_INVALID_ARGUMENT, "schedule is empty (and import_shardings is off): nothing to apply");
         return;
     }
-    if (!prepare_common(w, &c, &h))
+    if (!prepare_common(w, &c))
         return;
     ir_partition *after;
-    if (!check_schedule(w, r->schedule, &after)) {
-        srv_sha_end(h, w->key);
+    if (!check_schedule(w, r->schedule, &after))
         return;
-    }
     ir_partition_free(after);
-    srv_sha_i64(h, "core_view", r->want_core_view);
-    if (srv_sha_end(h, w->key) < 0) {
-        work_fail(w, RPC_INTERNAL, "SHA-256 failed");
-        return;
-    }
     w->axes_text[0] = '\0';
-    w->prepared = true;
+    w->n_axes = 0;
+    w->prepared = compute_key(w, &c, NULL);
 }
 
 static void prepare_search(srv_work *w)
 {
     const Autopart__V1__SearchRequest *r = (const Autopart__V1__SearchRequest *)w->req;
-    common_req c = {r->module, r->mesh, r->device, r->manual_schedule, r->client_label, r->import_shardings,
-                    r->overlap};
-    srv_sha *h = NULL;
+    common_req c = {.module = r->module, .mesh = r->mesh, .device = r->device, .schedule = r->manual_schedule,
+                    .label = r->client_label, .import = r->import_shardings, .overlap = r->overlap,
+                    .core_view = r->want_core_view};
     if (r->memory_limit_bytes < 0 || (r->no_memory_limit && r->memory_limit_bytes > 0)) {
         work_fail(w, RPC_INVALID_ARGUMENT,
                   r->memory_limit_bytes < 0 ? "memory_limit_bytes is negative"
@@ -367,7 +394,7 @@ static void prepare_search(srv_work *w)
                   "episodes, patience_episodes, threads and time_limit_s must be >= 0, batch from 0 to 1024");
         return;
     }
-    if (!prepare_common(w, &c, &h))
+    if (!prepare_common(w, &c))
         return;
     const ir_mesh *mesh = &w->st.mesh;
     size_t at = 0;
@@ -379,12 +406,12 @@ static void prepare_search(srv_work *w)
         int ax = ir_mesh_axis(mesh, name, strlen(name));
         if (ax < 0) {
             work_fail(w, RPC_INVALID_ARGUMENT, "axes: '%.40s' is not an axis of the mesh %s", name, w->mesh_text);
-            goto fail;
+            return;
         }
         for (int k = 0; k < w->n_axes; k++)
             if (w->axes[k] == ax) {
                 work_fail(w, RPC_INVALID_ARGUMENT, "axes: '%s' appears twice", name);
-                goto fail;
+                return;
             }
         w->axes[w->n_axes++] = ax;
         at += (size_t)snprintf(w->axes_text + at, at < sizeof w->axes_text ? sizeof w->axes_text - at : 0, "%s%s",
@@ -394,7 +421,7 @@ static void prepare_search(srv_work *w)
     }
     ir_partition *after;
     if (!check_schedule(w, r->manual_schedule, &after))
-        goto fail;
+        return;
     /* A mesh axis that divides no argument's dims leaves nothing to search. */
     ir_op *f = ir_pctx_func(w->st.ctx);
     for (int i = 0; i < w->n_axes; i++) {
@@ -408,31 +435,11 @@ static void prepare_search(srv_work *w)
                       ") after the manual tactics: nothing to search on it",
                       mesh->names[ax], mesh->sizes[ax]);
             ir_partition_free(after);
-            goto fail;
+            return;
         }
     }
     ir_partition_free(after);
-    for (int i = 0; i < w->n_axes; i++)
-        srv_sha_str(h, "axis", mesh->names[w->axes[i]]);
-    if (r->no_memory_limit)
-        srv_sha_str(h, "memory_limit", "none");
-    else
-        srv_sha_f64(h, "memory_limit", r->memory_limit_bytes ? (double)r->memory_limit_bytes : w->dev.hbm_bytes);
-    srv_sha_i64(h, "episodes", r->episodes);
-    srv_sha_f64(h, "time_limit", r->time_limit_s);
-    srv_sha_i64(h, "patience", r->patience_episodes);
-    srv_sha_i64(h, "seed", (int64_t)r->seed);
-    srv_sha_str(h, "hints", r->hints);
-    srv_sha_i64(h, "batch", r->batch);
-    srv_sha_i64(h, "core_view", r->want_core_view);
-    if (srv_sha_end(h, w->key) < 0) {
-        work_fail(w, RPC_INTERNAL, "SHA-256 failed");
-        return;
-    }
-    w->prepared = true;
-    return;
-fail:
-    srv_sha_end(h, w->key);
+    w->prepared = compute_key(w, &c, r);
 }
 
 void srv_work_prepare(srv_job *job)
