@@ -67,14 +67,10 @@ static ir_partition *state(const model *md, const char *schedule)
 
 static cost_report full_cost(const ir_partition *p, const cost_device *dev)
 {
-    ir_lowered lw;
     ap_error err;
     cost_report r;
-    if (ir_lower(p, &lw, &err) < 0)
-        bench_die("lower", &err);
-    if (cost_estimate(lw.module, dev, NULL, &r, &err) < 0)
-        bench_die("cost", &err);
-    ir_lowered_free(&lw);
+    if (cost_state_estimate(p, dev, NULL, NULL, NULL, &r, &err) < 0)
+        bench_die("lower and cost", &err);
     return r;
 }
 

@@ -316,6 +316,15 @@ int cost_evaluate(const cost_program *p, const cost_device *dev, const cost_mesh
 int cost_estimate(const ir_module *m, const cost_device *dev, const cost_options *opts,
                   cost_report *out, ap_error *err);
 
+/* The full estimate of a partition state, which every figure reported for a
+ * state comes from (the fast scorer below is held equal to it): the state
+ * lowered (ir_lower), then cost_prepare + cost_evaluate of the SPMD program
+ * with the tiers of `mesh` (NULL: the defaults).  lw (NULL: not kept) gets
+ * the lowered program, the caller's to ir_lowered_free (zeroed on failure).
+ * Fails as ir_lower and cost_evaluate fail. */
+int cost_state_estimate(const ir_partition *p, const cost_device *dev, const cost_mesh *mesh,
+                        const cost_options *opts, ir_lowered *lw, cost_report *out, ap_error *err);
+
 /* Human-readable report appended to out.  Returns 0 or AP_ENOMEM. */
 int cost_report_text(const cost_report *r, ap_buf *out);
 

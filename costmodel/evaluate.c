@@ -232,6 +232,23 @@ int cost_estimate(const ir_module *m, const cost_device *dev, const cost_options
     return rc;
 }
 
+int cost_state_estimate(const ir_partition *p, const cost_device *dev, const cost_mesh *mesh,
+                        const cost_options *opts, ir_lowered *lw, cost_report *out, ap_error *err)
+{
+    ir_lowered own;
+    ir_lowered *l = lw ? lw : &own;
+    cost_program *prog = NULL;
+    int rc = ir_lower(p, l, err);
+    if (rc < 0)
+        return rc;
+    if ((rc = cost_prepare(l->module, &prog, err)) == 0)
+        rc = cost_evaluate(prog, dev, mesh, opts, out, err);
+    cost_program_free(prog);
+    if (rc < 0 || !lw)
+        ir_lowered_free(l);
+    return rc;
+}
+
 /* ============================================================== reports */
 
 static void put_bytes(ap_buf *b, double v)

@@ -66,15 +66,6 @@ static uint64_t splitmix(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-void search_options_init(search_options *o)
-{
-    memset(o, 0, sizeof *o);
-    ap_error err;
-    cost_device_lookup("h100", &o->device, &err);
-    o->seed = 1;
-    o->threads = 1;
-}
-
 /* ============================================================== workers */
 
 /* One evaluation: decision d applied to the node at the end of `chain`. */
@@ -122,7 +113,7 @@ static uint32_t tt_find(const engine *e, uint64_t h);
 typedef struct worker {
     engine *e;
     pthread_t thread;
-    cost_scorer *scorer; /* NULL: the full path (ir_lower + cost_estimate) */
+    cost_scorer *scorer; /* NULL: the full path (cost_state_estimate) */
     /* counters for the result */
     int64_t replays;     /* actions re-applied to re-derive a node's state */
     int64_t hits;        /* node states found in the cache */
@@ -195,6 +186,9 @@ struct engine {
     double *load;        /* per worker: CPU seconds in the current batch */
     bool fallback;       /* scored through the full lowering */
     ap_error scorer_why;
+    uint64_t rng;        /* UCT's noise, from the seed */
+    const char *stopped_by;
+    double wall_s;       /* of the search, without the result's lowering */
     /* progress */
     double t0, last_progress;
     char *best_text;
@@ -305,20 +299,10 @@ static int score_state(worker *w, const ir_partition *p, double *runtime, int64_
     engine *e = w->e;
     cost_report r;
     int rc;
-    if (w->scorer) {
+    if (w->scorer)
         rc = cost_scorer_score(w->scorer, p, &r, err);
-    } else {
-        ir_lowered lw;
-        rc = ir_lower(p, &lw, err);
-        if (rc == 0) {
-            cost_program *prog = NULL;
-            rc = cost_prepare(lw.module, &prog, err);
-            if (rc == 0)
-                rc = cost_evaluate(prog, &e->o.device, e->o.tiers, &e->o.cost, &r, err);
-            cost_program_free(prog);
-            ir_lowered_free(&lw);
-        }
-    }
+    else
+        rc = cost_state_estimate(p, &e->o.device, e->o.tiers, &e->o.cost, NULL, &r, err);
     if (rc < 0)
         return rc;
     *runtime = r.runtime_s;
@@ -932,8 +916,7 @@ static int backup(engine *e, task *t)
 
 static bool progress_due(const engine *e)
 {
-    double interval = e->o.progress_interval_s > 0 ? e->o.progress_interval_s : 0.25;
-    return e->o.progress && now_s() - e->last_progress >= interval;
+    return e->o.progress && now_s() - e->last_progress >= e->o.progress_interval_s;
 }
 
 /* Runs the tasks: the coordinating thread works as worker 0 beside the
@@ -950,7 +933,7 @@ static int run_batch(engine *e, int *stop)
     if (e->n_workers > 1)
         pthread_cond_broadcast(&e->go);
     work(&e->w[0], stop);
-    double interval = e->o.progress_interval_s > 0 ? e->o.progress_interval_s : 0.25;
+    double interval = e->o.progress_interval_s;
     while (e->n_done < e->n_tasks) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -1046,7 +1029,7 @@ static int search__progress(engine *e)
     return e->o.progress(e->o.progress_ctx, &p);
 }
 
-/* ================================================================ run */
+/* ============================================================= engine */
 
 static void engine_free(engine *e)
 {
@@ -1107,8 +1090,7 @@ static int start_workers(engine *e, ap_error *err)
      * worker pins at most two entries at a time */
     uint32_t n_ops = ir_pctx_num_ops(e->c);
     size_t state_bytes = (size_t)n_ops * 80 + (size_t)ir_pctx_num_values(e->c) * 4 + 4096;
-    size_t budget = e->o.cache_bytes > 0 ? e->o.cache_bytes : (size_t)512 << 20;
-    size_t want = budget / state_bytes;
+    size_t want = e->o.cache_bytes / state_bytes;
     int cap = want < 8 ? 8 : want > 1024 ? 1024 : (int)want;
     if (cap < 2 * n + 8)
         cap = 2 * n + 8;
@@ -1273,233 +1255,254 @@ static int root_pass(engine *e, int *stop, const char **why, ap_error *err)
     return 0;
 }
 
+/* ----------------------------------------------------- the batch loop */
+
+/* Episodes in batches of leaves chosen by UCT, until a budget, the
+ * callback or the tree's end stops them (*why says which). */
+static int search_loop(engine *e, int *stop, const char **why, ap_error *err)
+{
+    uint32_t path[80];
+    uint64_t *rng = &e->rng;
+    while (!*stop && !out_of_budget(e, why)) {
+        e->n_tasks = e->n_chain = e->n_paths = 0;
+        int64_t room = e->o.max_episodes > 0 ? e->o.max_episodes - e->episodes : INT64_MAX;
+        for (int b = 0; b < e->o.batch && b < room; b++) {
+            int rc = select_leaf(e, path, rng);
+            if (rc < 0)
+                return ap_error_set(err, AP_ENOMEM, "out of memory in the search");
+            if (rc == 0)
+                break;
+        }
+        if (e->n_tasks == 0) {
+            *why = "exhausted";
+            e->exhausted = true;
+            break;
+        }
+        run_batch(e, stop);
+        for (uint32_t k = 0; k < e->n_tasks; k++) {
+            int rc = backup(e, &e->tasks[k]);
+            if (rc < 0) {
+                if (err)
+                    *err = e->tasks[k].err;
+                return rc;
+            }
+        }
+        if (progress_due(e) && search__progress(e))
+            *stop = 1;
+    }
+    return 0;
+}
+
+/* ================================================================ run */
+
+/* Every default of the options, in one place: search.h documents them. */
+#define DEFAULT_EPISODES 1000
+#define DEFAULT_BATCH 16
+#define DEFAULT_DEPTH 16
+#define MAX_DEPTH 64
+#define MAX_THREADS 256
+#define DEFAULT_EXPLORATION 0.7
+#define DEFAULT_WIDENING 2.0
+#define DEFAULT_CACHE_BYTES ((size_t)512 << 20)
+#define DEFAULT_PROGRESS_S 0.25
+
+void search_options_init(search_options *o)
+{
+    memset(o, 0, sizeof *o);
+    ap_error err;
+    cost_device_lookup("h100", &o->device, &err);
+    o->seed = 1;
+    o->threads = 1;
+}
+
+int search_options_resolve(const search_options *in, int n_axes, search_options *out, ap_error *err)
+{
+    search_options o = *in;
+    uint32_t all = n_axes >= 32 ? UINT32_MAX : (1u << n_axes) - 1;
+    if (o.axes == 0)
+        o.axes = all;
+    if (o.axes & ~all)
+        return ap_error_set(err, AP_EINVALID, "search: an axis outside the mesh");
+    if (o.threads <= 0)
+        o.threads = 1;
+    if (o.threads > MAX_THREADS)
+        return ap_error_set(err, AP_EINVALID, "search: at most %d threads", MAX_THREADS);
+    if (o.batch <= 0)
+        o.batch = DEFAULT_BATCH;
+    if (o.max_depth <= 0)
+        o.max_depth = DEFAULT_DEPTH;
+    if (o.max_depth > MAX_DEPTH)
+        return ap_error_set(err, AP_EINVALID, "search: at most %d actions on a path", MAX_DEPTH);
+    if (o.exploration <= 0)
+        o.exploration = DEFAULT_EXPLORATION;
+    if (o.widening < 0)
+        return ap_error_set(err, AP_EINVALID, "search: widening must not be negative");
+    if (o.widening == 0)
+        o.widening = DEFAULT_WIDENING;
+    if (o.max_episodes < 0 || o.time_limit_s < 0 || o.patience < 0)
+        return ap_error_set(err, AP_EINVALID, "search: budgets must not be negative");
+    if (o.max_episodes == 0 && o.time_limit_s == 0 && o.patience == 0)
+        o.max_episodes = DEFAULT_EPISODES;
+    if (o.cache_bytes == 0)
+        o.cache_bytes = DEFAULT_CACHE_BYTES;
+    if (o.progress_interval_s <= 0)
+        o.progress_interval_s = DEFAULT_PROGRESS_S;
+    if (o.memory_limit == 0)
+        o.memory_limit = o.device.hbm_bytes;
+    *out = o;
+    return 0;
+}
+
+/* The engine ready to search from start: options resolved, decision
+ * units, workers and the root (the start state, scored).  engine_free
+ * after a failure too. */
+static int engine_open(engine *e, const ir_partition *start, const search_options *opts, ap_error *err)
+{
+    memset(e, 0, sizeof *e);
+    e->start = start;
+    e->c = ir_partition_ctx(start);
+    e->t0 = now_s();
+    e->last_progress = e->t0;
+    int rc = search_options_resolve(opts, ir_pctx_mesh(e->c)->n_axes, &e->o, err);
+    if (rc < 0)
+        return rc;
+    e->limit = e->o.memory_limit;
+    e->rng = e->o.seed * 0x9e3779b97f4a7c15ULL + 1;
+    if ((rc = search__units(e->c, e->o.axes, e->o.hints, &e->units, err)) < 0 ||
+        (rc = ir_partition_clone(start, &e->base, err)) < 0)
+        return rc;
+    ir_partition_set_diagnostics(e->base, false);
+    if ((rc = start_workers(e, err)) < 0)
+        return rc;
+    double rt;
+    int64_t pk;
+    if ((rc = score_state(&e->w[0], start, &rt, &pk, err)) < 0)
+        return rc;
+    e->j0 = objective(e, rt, pk);
+    uint32_t root;
+    if (node_new(e, ir_partition_hash(start), SEARCH_NONE, 0, rt, pk, &root) < 0)
+        return ap_error_set(err, AP_ENOMEM, "out of memory in the search");
+    e->nodes[root].visits = 1;
+    e->best = root;
+    e->best_reward = e->nodes[root].reward;
+    return 0;
+}
+
+/* The decisions at the start, then the batch loop. */
+static int engine_search(engine *e, ap_error *err)
+{
+    int stop = 0, rc;
+    const char *why = "exhausted";
+    if ((rc = root_pass(e, &stop, &why, err)) < 0 || (rc = search_loop(e, &stop, &why, err)) < 0)
+        return rc;
+    e->stopped_by = stop ? "callback" : why;
+    if (e->o.progress)
+        search__progress(e);
+    return 0;
+}
+
+/* The result: the best node's state replayed from the start itself,
+ * recording what blocked propagation on the way (the candidates recorded
+ * nothing: the explanation reads it), lowered and estimated once; the
+ * start's report; the schedules and the explanation. */
+static int engine_result(engine *e, search_result *out, ap_error *err)
+{
+    uint32_t depth = e->nodes[e->best].depth;
+    e->n_chain = 0;
+    for (uint32_t i = 0; i < depth; i++)
+        if (push_u32(&e->chain, &e->n_chain, &e->cap_chain, 0) < 0)
+            return ap_error_set(err, AP_ENOMEM, "out of memory in the search");
+    for (uint32_t i = depth, n = e->best; i-- > 0; n = e->nodes[n].parent)
+        e->chain[i] = n;
+    int rc;
+    if ((rc = replay(&e->w[0], e->chain, 0, depth, e->start, NULL, &out->best, err)) < 0 ||
+        (rc = cost_state_estimate(out->best, &e->o.device, e->o.tiers, &e->o.cost, &out->lowered, &out->report,
+                                  err)) < 0 ||
+        (rc = cost_state_estimate(e->start, &e->o.device, e->o.tiers, &e->o.cost, NULL, &out->start, err)) < 0)
+        return rc;
+    ap_buf b;
+    ap_buf_init(&b);
+    ir_partition_schedule(out->best, &b);
+    out->schedule = ap_buf_take(&b, NULL);
+    ap_buf_init(&b);
+    path_text(e, e->best, &b);
+    out->actions = ap_buf_take(&b, NULL);
+    if (!out->schedule || !out->actions)
+        return ap_error_set(err, AP_ENOMEM, "out of memory in the search");
+    out->memory_limit = e->limit;
+    out->fits = fits(e, out->report.peak_memory_bytes);
+    out->none_fits = !fits(e, e->nodes[e->best].peak);
+    /* the explanation reads the peak of the best state off a scorer */
+    cost_scorer *sc = NULL;
+    cost_report r;
+    if (!e->fallback && cost_scorer_new(e->c, &e->o.device, e->o.tiers, &e->o.cost, &sc, NULL) == 0 &&
+        cost_scorer_score(sc, out->best, &r, NULL) < 0) {
+        cost_scorer_free(sc);
+        sc = NULL;
+    }
+    search_tree_view v = {&e->units, ir_pctx_mesh(e->c), e->nodes, e->n_nodes, e->dec, e->n_dec, e->best,
+                          e->limit, out->none_fits, sc, out->best};
+    rc = search__explain(&v, out, err);
+    cost_scorer_free(sc);
+    if (rc < 0)
+        return rc;
+    if (e->fallback)
+        json_object_set_new(out->explanation, "scorer", json_string(e->scorer_why.msg));
+    return 0;
+}
+
+/* The counters and timings of the result. */
+static void engine_stats(engine *e, search_result *out)
+{
+    out->wall_s = e->wall_s;
+    out->episodes = e->episodes;
+    out->best_episode = e->best_episode;
+    out->best_wall_s = e->best_time;
+    out->episodes_per_s = out->wall_s > 0 ? (double)e->episodes / out->wall_s : 0;
+    out->tree_nodes = e->n_nodes;
+    out->decisions_before = e->units.decisions_before;
+    out->units = (int)e->units.n;
+    out->decisions_after = (int)e->n_order;
+    out->exhausted = e->exhausted;
+    out->stopped_by = e->stopped_by;
+    out->cached_states = e->cap_cache;
+    if (e->n_workers)
+        pthread_mutex_lock(&e->mu);
+    out->batch_s = e->batch_s;
+    out->imbalance_s = e->imbalance_s;
+    for (int i = 0; i < e->n_workers; i++) {
+        const worker *w = &e->w[i];
+        out->busy_s += w->t_busy;
+        out->wait_s += w->t_wait;
+        out->state_s += w->t_state;
+        out->apply_s += w->t_apply;
+        out->score_s += w->t_score;
+        out->worker_cpu_s += w->cpu_s;
+        out->replays += w->replays;
+        out->cache_hits += w->hits;
+        out->known += w->known;
+        out->scored += w->scored;
+        out->refused += w->refused;
+        out->unchanged += w->unchanged;
+    }
+    if (e->n_workers)
+        pthread_mutex_unlock(&e->mu);
+}
+
 int search_run(const ir_partition *start, const search_options *opts, search_result *out, ap_error *err)
 {
     memset(out, 0, sizeof *out);
     engine e;
-    memset(&e, 0, sizeof e);
-    e.start = start;
-    e.c = ir_partition_ctx(start);
-    e.o = *opts;
-    const ir_mesh *mesh = ir_pctx_mesh(e.c);
-    uint32_t all = (1u << mesh->n_axes) - 1;
-    if (e.o.axes == 0)
-        e.o.axes = all;
-    if (e.o.axes & ~all)
-        return ap_error_set(err, AP_EINVALID, "search: an axis outside the mesh");
-    if (e.o.threads <= 0)
-        e.o.threads = 1;
-    if (e.o.threads > 256)
-        return ap_error_set(err, AP_EINVALID, "search: at most 256 threads");
-    if (e.o.batch <= 0)
-        e.o.batch = 16;
-    if (e.o.max_depth <= 0)
-        e.o.max_depth = 16;
-    if (e.o.max_depth > 64)
-        return ap_error_set(err, AP_EINVALID, "search: at most 64 actions on a path");
-    if (e.o.exploration <= 0)
-        e.o.exploration = 0.7;
-    if (e.o.widening < 0)
-        return ap_error_set(err, AP_EINVALID, "search: widening must not be negative");
-    if (e.o.widening == 0)
-        e.o.widening = 2;
-    if (e.o.max_episodes < 0 || e.o.time_limit_s < 0 || e.o.patience < 0)
-        return ap_error_set(err, AP_EINVALID, "search: budgets must not be negative");
-    if (e.o.max_episodes == 0 && e.o.time_limit_s == 0 && e.o.patience == 0)
-        e.o.max_episodes = 1000;
-    e.limit = e.o.memory_limit == 0 ? e.o.device.hbm_bytes : e.o.memory_limit;
-    e.t0 = now_s();
-    e.last_progress = e.t0;
-    int rc, stop = 0;
-    const char *why = "exhausted";
-    ir_partition *best = NULL;
-    if ((rc = search__units(e.c, e.o.axes, e.o.hints, &e.units, err)) < 0)
+    int rc;
+    if ((rc = engine_open(&e, start, opts, err)) < 0 || (rc = engine_search(&e, err)) < 0)
         goto fail;
-    if ((rc = ir_partition_clone(start, &e.base, err)) < 0)
+    e.wall_s = now_s() - e.t0;
+    engine_stats(&e, out);
+    if ((rc = engine_result(&e, out, err)) < 0)
         goto fail;
-    ir_partition_set_diagnostics(e.base, false);
-    if ((rc = start_workers(&e, err)) < 0)
-        goto fail;
-    /* the root: the start state */
-    {
-        double rt;
-        int64_t pk;
-        if ((rc = score_state(&e.w[0], start, &rt, &pk, err)) < 0)
-            goto fail;
-        e.j0 = objective(&e, rt, pk);
-        uint32_t root;
-        if ((rc = node_new(&e, ir_partition_hash(start), SEARCH_NONE, 0, rt, pk, &root)) < 0)
-            goto oom;
-        e.nodes[root].visits = 1;
-        e.best = root;
-        e.best_reward = e.nodes[root].reward;
-    }
-    if ((rc = root_pass(&e, &stop, &why, err)) < 0)
-        goto fail;
-    /* the main loop */
-    uint64_t rng = e.o.seed * 0x9e3779b97f4a7c15ULL + 1;
-    uint32_t *path = ap_malloc(sizeof *path * 80);
-    if (!path)
-        goto oom;
-    while (!stop && !out_of_budget(&e, &why)) {
-        e.n_tasks = e.n_chain = e.n_paths = 0;
-        int64_t room = e.o.max_episodes > 0 ? e.o.max_episodes - e.episodes : INT64_MAX;
-        for (int b = 0; b < e.o.batch && b < room; b++) {
-            rc = select_leaf(&e, path, &rng);
-            if (rc < 0) {
-                ap_free(path);
-                goto oom;
-            }
-            if (rc == 0)
-                break;
-        }
-        if (e.n_tasks == 0) {
-            why = "exhausted";
-            e.exhausted = true;
-            break;
-        }
-        run_batch(&e, &stop);
-        for (uint32_t k = 0; k < e.n_tasks; k++)
-            if ((rc = backup(&e, &e.tasks[k])) < 0) {
-                if (err)
-                    *err = e.tasks[k].err;
-                ap_free(path);
-                goto fail;
-            }
-        if (e.o.progress && now_s() - e.last_progress >= (e.o.progress_interval_s > 0 ? e.o.progress_interval_s : 0.25) &&
-            search__progress(&e))
-            stop = 1;
-    }
-    ap_free(path);
-    if (stop)
-        why = "callback";
-    if (e.o.progress)
-        search__progress(&e);
-    out->wall_s = now_s() - e.t0;
-    /* the result: replay its path, lower it once */
-    {
-        task t;
-        memset(&t, 0, sizeof t);
-        uint32_t depth = e.nodes[e.best].depth;
-        e.n_chain = 0;
-        t.chain0 = 0;
-        t.chain_n = depth;
-        for (uint32_t i = 0; i < depth; i++)
-            if (push_u32(&e.chain, &e.n_chain, &e.cap_chain, 0) < 0)
-                goto oom;
-        uint32_t n = e.best;
-        for (uint32_t i = depth; i-- > 0;) {
-            e.chain[i] = n;
-            n = e.nodes[n].parent;
-        }
-        /* from the start itself, recording what blocked propagation on the
-         * way (the candidates recorded nothing): the explanation reads it */
-        if ((rc = replay(&e.w[0], e.chain, 0, depth, start, NULL, &best, err)) < 0)
-            goto fail;
-    }
-    ir_lowered lw;
-    if ((rc = ir_lower(best, &lw, err)) < 0)
-        goto fail;
-    {
-        cost_program *prog = NULL;
-        rc = cost_prepare(lw.module, &prog, err);
-        if (rc == 0)
-            rc = cost_evaluate(prog, &e.o.device, e.o.tiers, &e.o.cost, &out->report, err);
-        cost_program_free(prog);
-        ir_lowered_free(&lw);
-        if (rc < 0)
-            goto fail;
-    }
-    {
-        /* the start's report, from the same path */
-        ir_lowered sl;
-        if ((rc = ir_lower(start, &sl, err)) < 0)
-            goto fail;
-        cost_program *prog = NULL;
-        rc = cost_prepare(sl.module, &prog, err);
-        if (rc == 0)
-            rc = cost_evaluate(prog, &e.o.device, e.o.tiers, &e.o.cost, &out->start, err);
-        cost_program_free(prog);
-        ir_lowered_free(&sl);
-        if (rc < 0)
-            goto fail;
-    }
-    /* the schedules */
-    {
-        ap_buf b;
-        ap_buf_init(&b);
-        ir_partition_schedule(best, &b);
-        out->schedule = ap_buf_take(&b, NULL);
-        ap_buf_init(&b);
-        path_text(&e, e.best, &b);
-        out->actions = ap_buf_take(&b, NULL);
-        if (!out->schedule || !out->actions)
-            goto oom;
-    }
-    out->best = best;
-    best = NULL;
-    out->memory_limit = e.limit;
-    out->fits = fits(&e, out->report.peak_memory_bytes);
-    out->none_fits = !fits(&e, e.nodes[e.best].peak);
-    out->episodes = e.episodes;
-    out->best_episode = e.best_episode;
-    out->best_wall_s = e.best_time;
-    out->episodes_per_s = out->wall_s > 0 ? (double)e.episodes / out->wall_s : 0;
-    out->tree_nodes = e.n_nodes;
-    out->decisions_before = e.units.decisions_before;
-    out->units = (int)e.units.n;
-    out->decisions_after = (int)e.n_order;
-    out->exhausted = e.exhausted;
-    if (e.n_workers)
-        pthread_mutex_lock(&e.mu);
-    out->batch_s = e.batch_s;
-    out->imbalance_s = e.imbalance_s;
-    for (int i = 0; i < e.n_workers; i++) {
-        out->busy_s += e.w[i].t_busy;
-        out->wait_s += e.w[i].t_wait;
-        out->state_s += e.w[i].t_state;
-        out->apply_s += e.w[i].t_apply;
-        out->score_s += e.w[i].t_score;
-        out->worker_cpu_s += e.w[i].cpu_s;
-    }
-    if (e.n_workers)
-        pthread_mutex_unlock(&e.mu);
-    for (int i = 0; i < e.n_workers; i++) {
-        out->replays += e.w[i].replays;
-        out->cache_hits += e.w[i].hits;
-        out->known += e.w[i].known;
-        out->scored += e.w[i].scored;
-        out->refused += e.w[i].refused;
-        out->unchanged += e.w[i].unchanged;
-    }
-    out->cached_states = e.cap_cache;
-    out->stopped_by = why;
-    {
-        /* the explanation reads the peak of the best state off a scorer */
-        cost_scorer *sc = NULL;
-        cost_report r;
-        if (!e.fallback && cost_scorer_new(e.c, &e.o.device, e.o.tiers, &e.o.cost, &sc, NULL) == 0 &&
-            cost_scorer_score(sc, out->best, &r, NULL) < 0) {
-            cost_scorer_free(sc);
-            sc = NULL;
-        }
-        search_tree_view v = {&e.units, mesh, e.nodes, e.n_nodes, e.dec, e.n_dec, e.best,
-                              e.limit, out->none_fits, sc, out->best};
-        rc = search__explain(&v, out, err);
-        cost_scorer_free(sc);
-        if (rc < 0)
-            goto fail;
-        if (e.fallback) {
-            json_t *ex = out->explanation;
-            json_object_set_new(ex, "scorer", json_string(e.scorer_why.msg));
-        }
-    }
     engine_free(&e);
     return 0;
-oom:
-    rc = ap_error_set(err, AP_ENOMEM, "out of memory in the search");
 fail:
-    ir_partition_free(best);
     engine_free(&e);
     search_result_free(out);
     return rc;
@@ -1510,6 +1513,7 @@ void search_result_free(search_result *r)
     if (!r)
         return;
     ir_partition_free(r->best);
+    ir_lowered_free(&r->lowered);
     ap_free(r->schedule);
     ap_free(r->actions);
     json_decref(r->explanation);

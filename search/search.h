@@ -88,9 +88,15 @@ typedef struct search_options {
 
 /* Defaults: all axes, h100, HBM limit, seed 1, 1000 episodes, 1 thread. */
 void search_options_init(search_options *o);
+/* The options a search runs with: every zero that means a default replaced
+ * by it (the one place the defaults live), for a mesh of n_axes axes.
+ * Fails with AP_EINVALID on options no search takes (an axis outside the
+ * mesh, negative budgets, too many threads or actions on a path). */
+int search_options_resolve(const search_options *in, int n_axes, search_options *out, ap_error *err);
 
 typedef struct search_result {
     ir_partition *best;        /* the best state (owned); its log is the schedule */
+    ir_lowered lowered;        /* its SPMD program (owned), which `report` estimates */
     char *schedule;            /* the whole schedule from a fresh state (manual
                                   tactics included): text `autopart apply
                                   --schedule` takes back */

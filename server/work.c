@@ -617,8 +617,8 @@ static void run_apply(srv_work *w, atomic_int *cancel)
     ap_error err;
     cost_options copts = {.overlap = r->overlap};
     cancellable c = {{&w->st, &w->dev, &copts}, cancel};
-    if (ir_schedule_apply_cb(w->st.p, r->schedule, tactic_or_stop, &c, &err) < 0 || apply_lower(&w->st, &err) < 0 ||
-        apply_estimate(&w->st, &w->dev, &copts, &err) < 0) {
+    if (ir_schedule_apply_cb(w->st.p, r->schedule, tactic_or_stop, &c, &err) < 0 ||
+        apply_lower(&w->st, &w->dev, &copts, &err) < 0) {
         if (atomic_load(cancel) != CANCEL_NONE)
             work_fail(w, RPC_CANCELLED, "cancelled");
         else
@@ -706,17 +706,11 @@ static void run_search(srv_job *job)
         search_result_free(&res);
         return;
     }
-    /* The best state becomes the state of the answer: lowered and costed as
-     * Apply does, so both answers read alike. */
-    cost_options copts = {.overlap = r->overlap};
-    ir_partition_free(w->st.p);
-    w->st.p = res.best;
+    /* The best state becomes the state of the answer, with the lowering
+     * and report the search made of it (cost_state_estimate, as Apply's),
+     * so both answers read alike. */
+    apply_take_lowered(&w->st, res.best, &res.lowered, &res.report);
     res.best = NULL;
-    if (apply_lower(&w->st, &err) < 0 || apply_estimate(&w->st, &w->dev, &copts, &err) < 0) {
-        work_fail_err(w, "the search's best state", &err);
-        search_result_free(&res);
-        return;
-    }
     Autopart__V1__SearchStats st = AUTOPART__V1__SEARCH_STATS__INIT;
     st.episodes = res.episodes;
     st.best_episode = res.best_episode;

@@ -193,12 +193,9 @@ static int apply_local(apply_args *a)
     if (a->sched.text &&
         cli_schedule_apply("apply", &a->sched, st.p, want_cost ? apply_after_tactic : NULL, &costing) != 0)
         goto out;
-    if (strcmp(a->view, "core") != 0 && strcmp(a->view, "temporal") != 0 && apply_lower(&st, &err) < 0) {
-        cli_fail_err("apply", "SPMD lowering", &err);
-        goto out;
-    }
-    if (want_cost && st.lowered && apply_estimate(&st, &dev, &a->copts, &err) < 0) {
-        cli_fail_err("apply", "cost estimate", &err);
+    if (strcmp(a->view, "core") != 0 && strcmp(a->view, "temporal") != 0 &&
+        apply_lower(&st, want_cost ? &dev : NULL, &a->copts, &err) < 0) {
+        cli_fail_err("apply", want_cost ? "SPMD lowering and cost estimate" : "SPMD lowering", &err);
         goto out;
     }
     ap_buf b;

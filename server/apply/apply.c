@@ -154,15 +154,13 @@ int apply_after_tactic(void *costing, ir_partition *p, const char *tactic, size_
     memset(row, 0, sizeof *row);
     tactic_line(row->text, sizeof row->text, tactic, len);
     ir_lowered lw;
-    int rc = ir_lower(p, &lw, err);
-    if (rc == 0)
-        rc = cost_estimate(lw.module, tc->dev, tc->opts, &row->cost, err);
-    if (rc == 0) {
-        memcpy(row->count, lw.count, sizeof row->count);
-        row->costed = true;
-    }
+    int rc = cost_state_estimate(p, tc->dev, NULL, tc->opts, &lw, &row->cost, err);
+    if (rc < 0)
+        return rc;
+    memcpy(row->count, lw.count, sizeof row->count);
+    row->costed = true;
     ir_lowered_free(&lw);
-    return rc;
+    return 0;
 }
 
 int apply_schedule(apply_state *st, const char *schedule, const cost_device *dev, const cost_options *opts,
@@ -174,23 +172,28 @@ int apply_schedule(apply_state *st, const char *schedule, const cost_device *dev
     return ir_schedule_apply_cb(st->p, schedule, apply_after_tactic, &tc, err);
 }
 
-int apply_lower(apply_state *st, ap_error *err)
+int apply_lower(apply_state *st, const cost_device *dev, const cost_options *opts, ap_error *err)
 {
     ir_lowered_free(&st->lw);
-    st->lowered = false;
-    int rc = ir_lower(st->p, &st->lw, err);
-    if (rc == 0)
-        st->lowered = true;
-    return rc;
+    st->lowered = st->costed = false;
+    int rc = dev ? cost_state_estimate(st->p, dev, NULL, opts, &st->lw, &st->cost, err) : ir_lower(st->p, &st->lw, err);
+    if (rc < 0)
+        return rc;
+    st->lowered = true;
+    st->costed = dev != NULL;
+    return 0;
 }
 
-int apply_estimate(apply_state *st, const cost_device *dev, const cost_options *opts, ap_error *err)
+void apply_take_lowered(apply_state *st, ir_partition *p, ir_lowered *lw, const cost_report *cost)
 {
-    if (!st->lowered)
-        return ap_error_set(err, AP_EINTERNAL, "apply_estimate before apply_lower");
-    int rc = cost_estimate(st->lw.module, dev, opts, &st->cost, err);
-    st->costed = rc == 0;
-    return rc;
+    ir_partition_free(st->p);
+    ir_lowered_free(&st->lw);
+    st->p = p;
+    st->lw = *lw;
+    memset(lw, 0, sizeof *lw);
+    st->lowered = true;
+    st->cost = *cost;
+    st->costed = true;
 }
 
 char *apply_schedule_text(const apply_state *st)

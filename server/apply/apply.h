@@ -7,7 +7,7 @@
  * CLI and the daemon cannot drift apart.
  *
  * Use: apply_open (or apply_open_module) -> apply_schedule (any number of
- * times) -> apply_lower -> apply_estimate -> the views below ->
+ * times) -> apply_lower (estimating with a device) -> the views below ->
  * apply_state_free.  A state is used by one thread at a time; nothing here
  * keeps global state.
  */
@@ -45,7 +45,7 @@ typedef struct apply_state {
     /* apply_lower */
     ir_lowered lw;
     bool lowered;
-    /* apply_estimate */
+    /* apply_lower with a device */
     cost_report cost;
     bool costed;
 } apply_state;
@@ -87,10 +87,14 @@ typedef struct apply_costing {
     const cost_options *opts;
 } apply_costing;
 int apply_after_tactic(void *costing, ir_partition *p, const char *tactic, size_t len, ap_error *err);
-/* Lowers the state to the device-local SPMD program (st->lw). */
-int apply_lower(apply_state *st, ap_error *err);
-/* Estimates the lowered program on dev into st->cost. */
-int apply_estimate(apply_state *st, const cost_device *dev, const cost_options *opts, ap_error *err);
+/* Lowers the state to the device-local SPMD program (st->lw) and, with a
+ * device (NULL: none), estimates it there into st->cost
+ * (cost_state_estimate). */
+int apply_lower(apply_state *st, const cost_device *dev, const cost_options *opts, ap_error *err);
+/* The state becomes p, already lowered to *lw and estimated as *cost (a
+ * search's best: search_result's best, lowered and report); takes p and
+ * the lowered program (*lw is zeroed). */
+void apply_take_lowered(apply_state *st, ir_partition *p, ir_lowered *lw, const cost_report *cost);
 
 /* The schedule of the state as text (one action per line).  Heap, ap_free;
  * NULL when out of memory. */
