@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ircheck.h"
 #include "interp.h"
 #include "ir.h"
 #include "partir.h"

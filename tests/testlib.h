@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ircheck.h"
 #include "interp.h"
 #include "ir.h"
 #include "partir.h"

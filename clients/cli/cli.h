@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "cost.h"
+#include "ircheck.h"
 #include "interp.h"
 #include "ir.h"
 #include "partir.h"
