@@ -16,6 +16,7 @@
 #include "ircheck.h"
 #include "interp.h"
 #include "ir.h"
+#include "parse.h"
 #include "partir.h"
 
 static inline double bench_now(void)

@@ -16,6 +16,7 @@
 #include "ircheck.h"
 #include "interp.h"
 #include "ir.h"
+#include "parse.h"
 #include "partir.h"
 
 #define TL_MODELGEN AP_SOURCE_DIR "/tests/models/modelgen"

@@ -1,6 +1,6 @@
 /*
  * parse_int.h - private to the parsers: the MLIR lexer (lex.c), the entry
- * point of each text format (mlir.c, hlo.c; ir_parse in ir.h dispatches),
+ * point of each text format (mlir.c, hlo.c; ir_parse in parse.c dispatches),
  * and the MLIR parser's state, shared by mlir.c (types, attributes,
  * locations, regions, generic ops, functions, modules) and pretty.c (the
  * pretty forms of registered StableHLO ops).
@@ -9,10 +9,11 @@
 #define PARSE_INT_H
 
 #include "ir_int.h"
+#include "parse.h"
 
 /* ------------------------------------------------------------ entry points */
 
-/* Parse one format; as ir_parse (ir.h) with the format fixed. */
+/* Parse one format; as ir_parse (parse.h) with the format fixed. */
 int ir_parse_mlir(const char *text, size_t len, const char *filename, ir_module **out,
                   ap_error *err);
 int ir_parse_hlo(const char *text, size_t len, const char *filename, ir_module **out,
