@@ -17,10 +17,11 @@
  *
  * This header is for reading IR.  Making it (the constructors of types,
  * attributes and ops) is for the parts of ir/ that produce IR, the parsers
- * and the SPMD lowering: see ir_int.h.  The parts above the core have their
- * own headers: ir/partir/partir.h (partition states, actions, lowering,
- * redistribution) and ir/interp/interp.h (tensors, interpreters, the
- * equivalence check).
+ * and the SPMD lowering: see ir_build.h.  The parts above the core have
+ * their own headers: ir/parse/parse.h (the text parsers),
+ * ir/partir/partir.h (partition states, actions, lowering,
+ * redistribution), ir/interp/interp.h (tensors, interpreters) and
+ * ir/check/ircheck.h (the equivalence check).
  */
 #ifndef IR_H
 #define IR_H

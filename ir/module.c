@@ -492,6 +492,8 @@ size_t ir_module_bytes(const ir_module *m)
     return m->arena.total + (m->impl ? m->impl->table_bytes : 0) + sizeof *m;
 }
 
+size_t ir__interned_count(const ir_module *m) { return (size_t)m->impl->strings.n + m->impl->types.n; }
+
 ir_block *ir_module_body(const ir_module *m) { return m->top->regions[0].first; }
 
 ir_op *ir_module_func(const ir_module *m, const char *name)

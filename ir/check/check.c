@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "ircheck.h"
-#include "ir_int.h"
+#include "ir_build.h"
 
 double ir_check_default_tol(ir_elem e)
 {

@@ -15,8 +15,12 @@
 #ifndef IR_INTERP_INT_H
 #define IR_INTERP_INT_H
 
+#ifndef AP_IR_INTERP
+#error "interp_int.h is private to the interpreter (ir/interp/*.c): use interp.h"
+#endif
+
 #include "interp.h"
-#include "ir_int.h"
+#include "ir_build.h"
 
 #include <complex.h>
 

@@ -2050,7 +2050,7 @@ static ir_attr *parse_attr_value(parser *p, bool type_suffix);
 ir_attr *ir__parse_attr(parser *p, bool type_suffix)
 {
     ap_arena_mark mark = ap_arena_get_mark(&p->m->arena);
-    uint32_t n_strings = p->m->impl->strings.n, n_types = p->m->impl->types.n;
+    size_t n_interned = ir__interned_count(p->m);
     ir_attr *a = parse_attr_value(p, type_suffix);
     if (!a)
         return NULL;
@@ -2059,7 +2059,7 @@ ir_attr *ir__parse_attr(parser *p, bool type_suffix)
         ir__perr(p, p->tok.at, AP_ENOMEM, "out of memory");
         return NULL;
     }
-    if (canon != a && n_strings == p->m->impl->strings.n && n_types == p->m->impl->types.n)
+    if (canon != a && n_interned == ir__interned_count(p->m))
         ap_arena_rewind(&p->m->arena, mark);
     return canon;
 }

@@ -8,7 +8,11 @@
 #ifndef PARSE_INT_H
 #define PARSE_INT_H
 
-#include "ir_int.h"
+#ifndef AP_IR_PARSE
+#error "parse_int.h is private to the parsers (ir/parse/*.c): use parse.h"
+#endif
+
+#include "ir_build.h"
 #include "parse.h"
 
 /* ------------------------------------------------------------ entry points */
