@@ -4,7 +4,7 @@
  * same attributes the generic form carries, so both forms give one IR.
  * print.c holds the mirror image of every rule here.
  */
-#include "parse_int.h"
+#include "mlir_int.h"
 
 #include <stdio.h>
 
