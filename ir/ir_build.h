@@ -113,46 +113,8 @@ void ir_block_insert_before(ir_block *b, ir_op *before, ir_op *op);
 void ir_block_remove(ir_block *b, ir_op *op);
 void ir_region_append(ir_region *r, ir_block *b);
 
-/* The pretty forms of registered ops (ir_op_info.fmt): how the printer
- * writes them and the StableHLO parser reads them. */
-enum ir_fmt {
-    IR_FMT_GENERIC,
-    IR_FMT_MODULE,
-    IR_FMT_FUNC,
-    IR_FMT_RETURN,
-    IR_FMT_CALL,
-    IR_FMT_SAME,
-    IR_FMT_FUNCTIONAL,
-    IR_FMT_TYPES,
-    IR_FMT_SELECT,
-    IR_FMT_COMPARE,
-    IR_FMT_CONSTANT,
-    IR_FMT_IOTA,
-    IR_FMT_BROADCAST_IN_DIM,
-    IR_FMT_DYNAMIC_BROADCAST_IN_DIM,
-    IR_FMT_DYNAMIC_IOTA,
-    IR_FMT_TRANSPOSE,
-    IR_FMT_REVERSE,
-    IR_FMT_CONCATENATE,
-    IR_FMT_SLICE,
-    IR_FMT_DYNAMIC_SLICE,
-    IR_FMT_PAD,
-    IR_FMT_DOT,
-    IR_FMT_DOT_GENERAL,
-    IR_FMT_CONVOLUTION,
-    IR_FMT_REDUCE,
-    IR_FMT_WHILE,
-    IR_FMT_CUSTOM_CALL,
-    IR_FMT_COMPOSITE,
-    IR_FMT_TUPLE,
-    IR_FMT_GET_TUPLE_ELEMENT,
-    IR_FMT_FFT,
-    IR_FMT_RNG,
-    IR_FMT_RNG_BIT_GENERATOR,
-    IR_FMT_REDUCE_PRECISION,
-    IR_FMT_CHOLESKY,
-    IR_FMT_GET_DIMENSION_SIZE,
-};
+/* The pretty forms of registered ops (ir_op_info.fmt). */
+#include "ir_forms.h"
 
 /* The value the canonical printer names %N (result k) in func, or NULL. */
 const ir_value *ir__printed_value(const ir_op *func, uint32_t n, uint32_t k);

@@ -111,6 +111,7 @@ int ir_parse_mlir(const char *text, size_t len, const char *filename, ir_module 
     *out = NULL;
     ap_error_clear(err);
     p->err = err;
+    p->forms = ir__form_parsers;
     p->m = ir_module_new(filename);
     if (!p->m)
         return ap_error_set(err, AP_ENOMEM, "out of memory");

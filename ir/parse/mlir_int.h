@@ -119,7 +119,10 @@ typedef struct arg_list {
 
 /* ----------------------------------------------------------------- parser */
 
-typedef struct parser {
+typedef struct parser parser;
+typedef bool (*ir__form_parser)(parser *p, op_state *st, int fmt);
+
+struct parser {
     ir_lexer lx;
     ir_tok tok;
     ir_module *m;
@@ -135,9 +138,11 @@ typedef struct parser {
     ir_block *cur_block; /* block whose ops are being parsed */
     alias_table loc_aliases, attr_aliases, type_aliases;
     const char *file_metadata;
-    /* interned names used often */
-    const char *s_value, *s_func_return, *s_return;
-} parser;
+    /* the parsers of pretty forms (ir__form_parsers): ops.c reaches the
+     * StableHLO forms through them, without naming pretty.c, whose forms
+     * parse regions of ops in turn */
+    const ir__form_parser *forms;
+};
 
 #define PARSE_MAX_DEPTH 200
 
@@ -285,8 +290,10 @@ bool ir__parse_arg_decls(parser *p, arg_list *args, bool allow_attrs);
 
 /* =========================================================== pretty.c */
 
-/* The pretty form `fmt` of a registered op; the op name was consumed. */
-bool ir__parse_pretty(parser *p, op_state *st, int fmt);
+/* The parsers of the pretty forms of registered ops (the parse column of
+ * ir_forms.h), by form; NULL for the forms without one.  A form's parser
+ * reads what follows the op name. */
+extern const ir__form_parser ir__form_parsers[IR_FMT__COUNT];
 /* builds `^bb0(%a: T, %b: T): %r = OP %a, %b : T; stablehlo.return %r` */
 ir_region *ir__reduction_region(parser *p, ir_opcode op, const ir_type *const *elem_types, uint32_t n);
 

@@ -8,6 +8,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* A registered op in its pretty form, read by the form's parser that the
+ * top level handed in (p->forms: pretty.c's forms of StableHLO ops). */
+static bool parse_pretty(parser *p, op_state *st)
+{
+    int fmt = ir_op_info_get(st->opcode)->fmt;
+    ir__form_parser form = fmt >= 0 && fmt < IR_FMT__COUNT ? p->forms[fmt] : NULL;
+    if (!form)
+        return ir__perr(p, st->at, AP_ESYNTAX, "'%s' must be written in the generic form \"%s\"(...)", st->name,
+                        st->name);
+    return form(p, st, fmt);
+}
+
 /* ========================================================== regions/blocks */
 
 /* arg-decls ::= '(' (%x ':' type attr-dict? loc? (',' ...)*)? ')' */
@@ -1009,7 +1021,7 @@ static bool parse_op_in(parser *p, ir_block *block)
         else if (st.opcode == IR_OP_UNKNOWN)
             ok = parse_opaque_op(p, &st, n_results, s + len);
         else
-            ok = ir__parse_pretty(p, &st, ir_op_info_get(st.opcode)->fmt);
+            ok = parse_pretty(p, &st);
         if (!ok)
             goto out;
         ok = false;
