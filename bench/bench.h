@@ -13,8 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ircheck.h"
 #include "interp.h"
 #include "ir.h"
+#include "parse.h"
 #include "partir.h"
 
 static inline double bench_now(void)

@@ -5,6 +5,10 @@
 #ifndef COST_INT_H
 #define COST_INT_H
 
+#ifndef AP_COSTMODEL
+#error "cost_int.h is private to the cost model (costmodel/*.c): use cost.h"
+#endif
+
 #include "cost.h"
 
 /* One collective as the evaluation needs it.  Everything device-dependent

@@ -5,7 +5,6 @@
  * not know (captured from an enclosing scope) are asked of a callback.
  */
 #include "ir_int.h"
-#include "clone_int.h"
 
 void ir__cloner_init(ir_cloner *c, ir_module *dst)
 {

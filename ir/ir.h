@@ -1,9 +1,9 @@
 /*
  * ir.h - the IR core of autopart: types, attributes, locations, modules,
- * functions, values and ops; the op registry; device meshes; the text entry
- * points (ir_parse for StableHLO and XLA HLO text, ir_print for canonical
- * StableHLO); the verifier, inlining, structural equality, summaries and
- * typed views of structured attributes.
+ * functions, values and ops; the op registry; device meshes; the printer
+ * (ir_print: canonical StableHLO); the verifier, inlining, structural
+ * equality, summaries and typed views of structured attributes.  The
+ * parsers (ir_parse, StableHLO and XLA HLO text) are ir/parse/parse.h.
  *
  * Everything a parsed module contains lives in one arena owned by the
  * ir_module and is freed at once by ir_module_free.  Types are interned per
@@ -17,10 +17,11 @@
  *
  * This header is for reading IR.  Making it (the constructors of types,
  * attributes and ops) is for the parts of ir/ that produce IR, the parsers
- * and the SPMD lowering: see ir_int.h.  The parts above the core have their
- * own headers: ir/partir/partir.h (partition states, actions, lowering,
- * redistribution) and ir/interp/interp.h (tensors, interpreters, the
- * equivalence check).
+ * and the SPMD lowering: see ir_build.h.  The parts above the core have
+ * their own headers: ir/parse/parse.h (the text parsers),
+ * ir/partir/partir.h (partition states, actions, lowering,
+ * redistribution), ir/interp/interp.h (tensors, interpreters) and
+ * ir/check/ircheck.h (the equivalence check).
  */
 #ifndef IR_H
 #define IR_H
@@ -423,25 +424,7 @@ void ir_func_renumber(ir_op *f, uint32_t *n_values, uint32_t *n_ops);
 ir_attr *ir_op_attr(const ir_op *op, const char *name);
 
 
-/* ============================================================ text I/O */
-
-typedef enum ir_format {
-    IR_FMT_AUTO,      /* detect from the content */
-    IR_FMT_STABLEHLO, /* MLIR text */
-    IR_FMT_HLO        /* XLA HLO text */
-} ir_format;
-
-/* Guesses the format of text: HLO when the first significant token is
- * `HloModule`, StableHLO otherwise. */
-ir_format ir_detect_format(const char *text, size_t len);
-
-/* Parses text (need not be NUL-terminated) into a new module.  `filename`
- * names the input in error messages ("FILE:LINE:COL: error: ...").
- * On success *out owns a module (ir_module_free); on failure *out is NULL,
- * err is filled and a negative AP_E* code is returned.  The module is
- * verified (ir_verify) before it is returned. */
-int ir_parse(const char *text, size_t len, const char *filename, ir_format fmt, ir_module **out,
-             ap_error *err);
+/* ============================================================== printer */
 
 typedef struct ir_print_opts {
     bool no_locs;   /* omit locations */

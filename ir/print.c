@@ -436,149 +436,225 @@ static bool same_types(const ir_op *op)
     return true;
 }
 
-/* Can `op` be printed in its pretty form with its attributes as they are? */
-static bool pretty_ok(const ir_op *op, int fmt)
+/* ------------------------------------------- pretty forms: when they apply */
+
+static bool form_ok_same(const ir_op *op, int fmt)
 {
-    if (op->n_successors || op->tmpl)
+    return !op->n_regions && op->n_results == 1;
+}
+
+static bool form_ok_functional(const ir_op *op, int fmt)
+{
+    return !op->n_regions && op->n_results >= 1;
+}
+
+static bool form_ok_types(const ir_op *op, int fmt)
+{
+    return !op->n_regions && (op->n_results >= 1 || (op->opcode == IR_OP_OPTIMIZATION_BARRIER && op->n_operands == 0));
+}
+
+static bool form_ok_tuple(const ir_op *op, int fmt)
+{
+    return !op->n_regions && op->n_results == 1;
+}
+
+static bool form_ok_return(const ir_op *op, int fmt)
+{
+    return !op->n_regions && op->n_results == 0;
+}
+
+static bool form_ok_call(const ir_op *op, int fmt)
+{
+    ir_attr *c = ir_op_attr(op, "callee");
+    return !op->n_regions && c && c->kind == IR_A_SYMREF;
+}
+
+static bool form_ok_select(const ir_op *op, int fmt)
+{
+    return !op->n_regions && op->n_operands == 3 && op->n_results == 1;
+}
+
+static bool form_ok_compare(const ir_op *op, int fmt)
+{
+    ir_attr *t = ir_op_attr(op, "compare_type");
+    return !op->n_regions && op->n_operands == 2 && op->n_results == 1 &&
+           enum_value(ir_op_attr(op, "comparison_direction"), "comparison_direction") &&
+           (!t || enum_value(t, "comparison_type"));
+}
+
+static bool form_ok_constant(const ir_op *op, int fmt)
+{
+    ir_attr *v = ir_op_attr(op, "value");
+    return !op->n_regions && op->n_operands == 0 && op->n_results == 1 && v &&
+           (v->kind == IR_A_DENSE || v->kind == IR_A_DENSE_RESOURCE) && v->type == op->results[0].type;
+}
+
+static bool form_ok_iota(const ir_op *op, int fmt)
+{
+    return !op->n_regions && op->n_operands == 0 && op->n_results == 1 && attr_typed_int(op, "iota_dimension", IR_E_I64);
+}
+
+static bool form_ok_dynamic_iota(const ir_op *op, int fmt)
+{
+    return !op->n_regions && op->n_operands == 1 && op->n_results == 1 && attr_typed_int(op, "iota_dimension", IR_E_I64);
+}
+
+static bool form_ok_broadcast_in_dim(const ir_op *op, int fmt)
+{
+    return !op->n_regions && op->n_operands == 1 && op->n_results == 1 &&
+           attr_i64_array_any(op, "broadcast_dimensions", true);
+}
+
+static bool form_ok_dynamic_broadcast_in_dim(const ir_op *op, int fmt)
+{
+    return !op->n_regions && op->n_operands == 2 && op->n_results == 1 &&
+           attr_i64_array_any(op, "broadcast_dimensions", true) &&
+           attr_i64_array_any(op, "known_expanding_dimensions", false) &&
+           attr_i64_array_any(op, "known_nonexpanding_dimensions", false);
+}
+
+static bool form_ok_transpose(const ir_op *op, int fmt)
+{
+    return !op->n_regions && op->n_operands == 1 && op->n_results == 1 && attr_i64_array_any(op, "permutation", true);
+}
+
+static bool form_ok_reverse(const ir_op *op, int fmt)
+{
+    return !op->n_regions && op->n_operands == 1 && op->n_results == 1 && attr_i64_array_any(op, "dimensions", true);
+}
+
+static bool form_ok_concatenate(const ir_op *op, int fmt)
+{
+    return !op->n_regions && op->n_operands >= 1 && op->n_results == 1 && attr_typed_int(op, "dimension", IR_E_I64);
+}
+
+static bool form_ok_slice(const ir_op *op, int fmt)
+{
+    ir_attr *s = ir_op_attr(op, "start_indices"), *l = ir_op_attr(op, "limit_indices"),
+            *st = ir_op_attr(op, "strides");
+    return !op->n_regions && op->n_operands == 1 && op->n_results == 1 && attr_i64_array_any(op, "start_indices", true) &&
+           attr_i64_array_any(op, "limit_indices", true) && attr_i64_array_any(op, "strides", true) &&
+           s->u.darr.n == l->u.darr.n && s->u.darr.n == st->u.darr.n;
+}
+
+static bool form_ok_dynamic_slice(const ir_op *op, int fmt)
+{
+    return !op->n_regions && op->n_operands >= 1 && op->n_results == 1 && attr_i64_array_any(op, "slice_sizes", true);
+}
+
+static bool form_ok_pad(const ir_op *op, int fmt)
+{
+    return !op->n_regions && op->n_operands == 2 && op->n_results == 1 &&
+           attr_i64_array_any(op, "edge_padding_low", true) && attr_i64_array_any(op, "edge_padding_high", true) &&
+           attr_i64_array_any(op, "interior_padding", true);
+}
+
+static bool form_ok_dot(const ir_op *op, int fmt)
+{
+    return !op->n_regions && op->n_operands == 2 && op->n_results == 1 && precision_ok(ir_op_attr(op, "precision_config"));
+}
+
+static bool form_ok_dot_general(const ir_op *op, int fmt)
+{
+    const ir_attr *d[4];
+    return !op->n_regions && op->n_operands == 2 && op->n_results == 1 &&
+           dot_dims_ok(ir_op_attr(op, "dot_dimension_numbers"), d) &&
+           precision_ok(ir_op_attr(op, "precision_config")) && algorithm_ok(ir_op_attr(op, "algorithm"));
+}
+
+static bool form_ok_convolution(const ir_op *op, int fmt)
+{
+    ir_attr *dn = ir_op_attr(op, "dimension_numbers"), *pad = ir_op_attr(op, "padding"),
+            *rev = ir_op_attr(op, "window_reversal");
+    if (op->n_regions || op->n_operands != 2 || op->n_results != 1 || !dn || dn->kind != IR_A_DIALECT ||
+        strcmp(dn->u.dia.name, "stablehlo.conv") != 0 || dn->u.dia.n || !dn->u.dia.body ||
+        strncmp(dn->u.dia.body, "raw", 3) == 0)
         return false;
-    for (uint32_t i = 0; i < op->n_operands; i++)
-        if (!op->operands[i] || !op->operands[i]->type)
+    if (!attr_i64_array(op, "window_strides", false) || !attr_i64_array(op, "lhs_dilation", false) ||
+        !attr_i64_array(op, "rhs_dilation", false))
+        return false;
+    if (pad && !(pad->kind == IR_A_DENSE && !pad->u.dense.text && pad->type->rank == 2 &&
+                 pad->type->dims[1] == 2 && pad->type->elem == IR_E_I64 && !pad->u.dense.splat &&
+                 pad->type->dims[0] > 0))
+        return false;
+    if (rev && !(rev->kind == IR_A_DENSE_ARRAY && rev->type->elem == IR_E_I1 && rev->u.darr.ints))
+        return false;
+    return true;
+}
+
+static bool form_ok_reduce(const ir_op *op, int fmt)
+{
+    return op->n_regions == 1 && op->n_operands >= 2 && op->n_operands % 2 == 0 &&
+           op->n_results == op->n_operands / 2 && attr_i64_array_any(op, "dimensions", true) &&
+           op->regions[0].n_blocks == 1 && op->regions[0].first->n_args == op->n_operands;
+}
+
+static bool form_ok_while(const ir_op *op, int fmt)
+{
+    if (op->n_regions != 2 || op->n_results != op->n_operands)
+        return false;
+    for (int r = 0; r < 2; r++) {
+        const ir_block *b = op->regions[r].first;
+        if (!b || b->n_args != op->n_operands)
             return false;
-    bool regions_ok = op->n_regions == 0;
-    switch ((enum ir_fmt)fmt) {
-    case IR_FMT_SAME:
-        return regions_ok && op->n_results == 1;
-    case IR_FMT_FUNCTIONAL:
-        return regions_ok && op->n_results >= 1;
-    case IR_FMT_TYPES:
-        return regions_ok && (op->n_results >= 1 || (op->opcode == IR_OP_OPTIMIZATION_BARRIER && op->n_operands == 0));
-    case IR_FMT_TUPLE:
-        return regions_ok && op->n_results == 1;
-    case IR_FMT_RETURN:
-        return regions_ok && op->n_results == 0;
-    case IR_FMT_CALL: {
-        ir_attr *c = ir_op_attr(op, "callee");
-        return regions_ok && c && c->kind == IR_A_SYMREF;
-    }
-    case IR_FMT_SELECT:
-        return regions_ok && op->n_operands == 3 && op->n_results == 1;
-    case IR_FMT_COMPARE: {
-        ir_attr *t = ir_op_attr(op, "compare_type");
-        return regions_ok && op->n_operands == 2 && op->n_results == 1 &&
-               enum_value(ir_op_attr(op, "comparison_direction"), "comparison_direction") &&
-               (!t || enum_value(t, "comparison_type"));
-    }
-    case IR_FMT_CONSTANT: {
-        ir_attr *v = ir_op_attr(op, "value");
-        return regions_ok && op->n_operands == 0 && op->n_results == 1 && v &&
-               (v->kind == IR_A_DENSE || v->kind == IR_A_DENSE_RESOURCE) && v->type == op->results[0].type;
-    }
-    case IR_FMT_IOTA:
-        return regions_ok && op->n_operands == 0 && op->n_results == 1 && attr_typed_int(op, "iota_dimension", IR_E_I64);
-    case IR_FMT_DYNAMIC_IOTA:
-        return regions_ok && op->n_operands == 1 && op->n_results == 1 && attr_typed_int(op, "iota_dimension", IR_E_I64);
-    case IR_FMT_BROADCAST_IN_DIM:
-        return regions_ok && op->n_operands == 1 && op->n_results == 1 &&
-               attr_i64_array_any(op, "broadcast_dimensions", true);
-    case IR_FMT_DYNAMIC_BROADCAST_IN_DIM:
-        return regions_ok && op->n_operands == 2 && op->n_results == 1 &&
-               attr_i64_array_any(op, "broadcast_dimensions", true) &&
-               attr_i64_array_any(op, "known_expanding_dimensions", false) &&
-               attr_i64_array_any(op, "known_nonexpanding_dimensions", false);
-    case IR_FMT_TRANSPOSE:
-        return regions_ok && op->n_operands == 1 && op->n_results == 1 && attr_i64_array_any(op, "permutation", true);
-    case IR_FMT_REVERSE:
-        return regions_ok && op->n_operands == 1 && op->n_results == 1 && attr_i64_array_any(op, "dimensions", true);
-    case IR_FMT_CONCATENATE:
-        return regions_ok && op->n_operands >= 1 && op->n_results == 1 && attr_typed_int(op, "dimension", IR_E_I64);
-    case IR_FMT_SLICE: {
-        ir_attr *s = ir_op_attr(op, "start_indices"), *l = ir_op_attr(op, "limit_indices"),
-                *st = ir_op_attr(op, "strides");
-        return regions_ok && op->n_operands == 1 && op->n_results == 1 && attr_i64_array_any(op, "start_indices", true) &&
-               attr_i64_array_any(op, "limit_indices", true) && attr_i64_array_any(op, "strides", true) &&
-               s->u.darr.n == l->u.darr.n && s->u.darr.n == st->u.darr.n;
-    }
-    case IR_FMT_DYNAMIC_SLICE:
-        return regions_ok && op->n_operands >= 1 && op->n_results == 1 && attr_i64_array_any(op, "slice_sizes", true);
-    case IR_FMT_PAD:
-        return regions_ok && op->n_operands == 2 && op->n_results == 1 &&
-               attr_i64_array_any(op, "edge_padding_low", true) && attr_i64_array_any(op, "edge_padding_high", true) &&
-               attr_i64_array_any(op, "interior_padding", true);
-    case IR_FMT_DOT:
-        return regions_ok && op->n_operands == 2 && op->n_results == 1 && precision_ok(ir_op_attr(op, "precision_config"));
-    case IR_FMT_DOT_GENERAL: {
-        const ir_attr *d[4];
-        return regions_ok && op->n_operands == 2 && op->n_results == 1 &&
-               dot_dims_ok(ir_op_attr(op, "dot_dimension_numbers"), d) &&
-               precision_ok(ir_op_attr(op, "precision_config")) && algorithm_ok(ir_op_attr(op, "algorithm"));
-    }
-    case IR_FMT_CONVOLUTION: {
-        ir_attr *dn = ir_op_attr(op, "dimension_numbers"), *pad = ir_op_attr(op, "padding"),
-                *rev = ir_op_attr(op, "window_reversal");
-        if (!regions_ok || op->n_operands != 2 || op->n_results != 1 || !dn || dn->kind != IR_A_DIALECT ||
-            strcmp(dn->u.dia.name, "stablehlo.conv") != 0 || dn->u.dia.n || !dn->u.dia.body ||
-            strncmp(dn->u.dia.body, "raw", 3) == 0)
-            return false;
-        if (!attr_i64_array(op, "window_strides", false) || !attr_i64_array(op, "lhs_dilation", false) ||
-            !attr_i64_array(op, "rhs_dilation", false))
-            return false;
-        if (pad && !(pad->kind == IR_A_DENSE && !pad->u.dense.text && pad->type->rank == 2 &&
-                     pad->type->dims[1] == 2 && pad->type->elem == IR_E_I64 && !pad->u.dense.splat &&
-                     pad->type->dims[0] > 0))
-            return false;
-        if (rev && !(rev->kind == IR_A_DENSE_ARRAY && rev->type->elem == IR_E_I1 && rev->u.darr.ints))
-            return false;
-        return true;
-    }
-    case IR_FMT_REDUCE:
-        return op->n_regions == 1 && op->n_operands >= 2 && op->n_operands % 2 == 0 &&
-               op->n_results == op->n_operands / 2 && attr_i64_array_any(op, "dimensions", true) &&
-               op->regions[0].n_blocks == 1 && op->regions[0].first->n_args == op->n_operands;
-    case IR_FMT_WHILE: {
-        if (op->n_regions != 2 || op->n_results != op->n_operands)
-            return false;
-        for (int r = 0; r < 2; r++) {
-            const ir_block *b = op->regions[r].first;
-            if (!b || b->n_args != op->n_operands)
+        for (uint32_t i = 0; i < b->n_args; i++)
+            if (b->args[i].type != op->operands[i]->type || b->args[i].type != op->results[i].type ||
+                b->args[i].loc)
                 return false;
-            for (uint32_t i = 0; i < b->n_args; i++)
-                if (b->args[i].type != op->operands[i]->type || b->args[i].type != op->results[i].type ||
-                    b->args[i].loc)
-                    return false;
-        }
-        return true;
     }
-    case IR_FMT_CUSTOM_CALL: {
-        ir_attr *t = ir_op_attr(op, "call_target_name");
-        return regions_ok && t && t->kind == IR_A_STRING && t->u.str.len == strlen(t->u.str.s) && t->u.str.len > 0;
-    }
-    case IR_FMT_COMPOSITE: {
-        ir_attr *t = ir_op_attr(op, "name");
-        return regions_ok && t && t->kind == IR_A_STRING;
-    }
-    case IR_FMT_GET_TUPLE_ELEMENT:
-        return regions_ok && op->n_operands == 1 && op->n_results == 1 && attr_typed_int(op, "index", IR_E_I32);
-    case IR_FMT_FFT:
-        return regions_ok && op->n_operands == 1 && op->n_results == 1 &&
-               enum_value(ir_op_attr(op, "fft_type"), "fft_type") && attr_i64_array_any(op, "fft_length", true);
-    case IR_FMT_RNG:
-        return regions_ok && op->n_operands == 3 && op->n_results == 1 &&
-               enum_value(ir_op_attr(op, "rng_distribution"), "rng_distribution");
-    case IR_FMT_RNG_BIT_GENERATOR:
-        return regions_ok && op->n_operands == 1 && op->n_results >= 1 &&
-               enum_value(ir_op_attr(op, "rng_algorithm"), "rng_algorithm");
-    case IR_FMT_REDUCE_PRECISION:
-        return regions_ok && op->n_operands == 1 && op->n_results == 1 &&
-               attr_typed_int(op, "exponent_bits", IR_E_I32) && attr_typed_int(op, "mantissa_bits", IR_E_I32);
-    case IR_FMT_CHOLESKY: {
-        ir_attr *lower = ir_op_attr(op, "lower");
-        return regions_ok && op->n_operands == 1 && op->n_results == 1 && (!lower || lower->kind == IR_A_BOOL);
-    }
-    case IR_FMT_GET_DIMENSION_SIZE:
-        return regions_ok && op->n_operands == 1 && op->n_results == 1 && attr_typed_int(op, "dimension", IR_E_I64);
-    default:
-        return false;
-    }
+    return true;
+}
+
+static bool form_ok_custom_call(const ir_op *op, int fmt)
+{
+    ir_attr *t = ir_op_attr(op, "call_target_name");
+    return !op->n_regions && t && t->kind == IR_A_STRING && t->u.str.len == strlen(t->u.str.s) && t->u.str.len > 0;
+}
+
+static bool form_ok_composite(const ir_op *op, int fmt)
+{
+    ir_attr *t = ir_op_attr(op, "name");
+    return !op->n_regions && t && t->kind == IR_A_STRING;
+}
+
+static bool form_ok_get_tuple_element(const ir_op *op, int fmt)
+{
+    return !op->n_regions && op->n_operands == 1 && op->n_results == 1 && attr_typed_int(op, "index", IR_E_I32);
+}
+
+static bool form_ok_fft(const ir_op *op, int fmt)
+{
+    return !op->n_regions && op->n_operands == 1 && op->n_results == 1 &&
+           enum_value(ir_op_attr(op, "fft_type"), "fft_type") && attr_i64_array_any(op, "fft_length", true);
+}
+
+static bool form_ok_rng(const ir_op *op, int fmt)
+{
+    return !op->n_regions && op->n_operands == 3 && op->n_results == 1 &&
+           enum_value(ir_op_attr(op, "rng_distribution"), "rng_distribution");
+}
+
+static bool form_ok_rng_bit_generator(const ir_op *op, int fmt)
+{
+    return !op->n_regions && op->n_operands == 1 && op->n_results >= 1 &&
+           enum_value(ir_op_attr(op, "rng_algorithm"), "rng_algorithm");
+}
+
+static bool form_ok_reduce_precision(const ir_op *op, int fmt)
+{
+    return !op->n_regions && op->n_operands == 1 && op->n_results == 1 &&
+           attr_typed_int(op, "exponent_bits", IR_E_I32) && attr_typed_int(op, "mantissa_bits", IR_E_I32);
+}
+
+static bool form_ok_cholesky(const ir_op *op, int fmt)
+{
+    ir_attr *lower = ir_op_attr(op, "lower");
+    return !op->n_regions && op->n_operands == 1 && op->n_results == 1 && (!lower || lower->kind == IR_A_BOOL);
+}
+
+static bool form_ok_get_dimension_size(const ir_op *op, int fmt)
+{
+    return !op->n_regions && op->n_operands == 1 && op->n_results == 1 && attr_typed_int(op, "dimension", IR_E_I64);
 }
 
 /* --------------------------------------------------------------- ops */
@@ -783,451 +859,566 @@ static void print_module_op(printer *pr, const ir_op *op, int level)
     print_region(pr, &op->regions[0], level, true);
 }
 
-static void print_pretty(printer *pr, const ir_op *op, int fmt, int level)
+static void form_print_same(printer *pr, const ir_op *op, int fmt, int level)
 {
     ap_buf *b = pr->b;
-    ap_buf_puts(b, op->opcode == IR_OP_FUNC_RETURN ? "return" : op->name);
-    switch ((enum ir_fmt)fmt) {
-    case IR_FMT_SAME:
-    case IR_FMT_REVERSE:
-        ap_buf_putc(b, ' ');
-        print_values(pr, op->operands, op->n_operands);
-        if (fmt == IR_FMT_REVERSE) {
-            ir_attr *d = ir_op_attr(op, "dimensions");
-            ap_buf_puts(b, ", dims = ");
-            print_i64_list(pr, d->u.darr.ints, d->u.darr.n);
-        }
-        print_attr_dict(pr, op->attrs, op->n_attrs, fmt == IR_FMT_REVERSE ? (const char *const[]){"dimensions", NULL} : no_skip, " {");
-        ap_buf_puts(b, " : ");
-        if (same_types(op))
-            ir_type_print(b, op->results[0].type);
-        else
-            print_functional(pr, op);
-        return;
-    case IR_FMT_FUNCTIONAL:
-        ap_buf_putc(b, ' ');
-        print_values(pr, op->operands, op->n_operands);
-        print_attr_dict(pr, op->attrs, op->n_attrs, no_skip, " {");
-        ap_buf_puts(b, " : ");
-        print_functional(pr, op);
-        return;
-    case IR_FMT_TYPES:
-    case IR_FMT_TUPLE:
-        if (op->n_operands) {
-            ap_buf_putc(b, ' ');
-            print_values(pr, op->operands, op->n_operands);
-        }
-        print_attr_dict(pr, op->attrs, op->n_attrs, no_skip, " {");
-        if (op->n_results) {
-            ap_buf_puts(b, " : ");
-            print_result_types(pr, op);
-        }
-        return;
-    case IR_FMT_RETURN:
-        if (op->n_operands) {
-            ap_buf_putc(b, ' ');
-            print_values(pr, op->operands, op->n_operands);
-        }
-        print_attr_dict(pr, op->attrs, op->n_attrs, no_skip, " {");
-        if (op->n_operands) {
-            ap_buf_puts(b, " : ");
-            print_type_list(pr, op->operands, op->n_operands);
-        }
-        return;
-    case IR_FMT_CALL:
-        ap_buf_putc(b, ' ');
-        ir_attr_print(b, ir_op_attr(op, "callee"));
-        ap_buf_putc(b, '(');
-        print_values(pr, op->operands, op->n_operands);
-        ap_buf_putc(b, ')');
-        print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"callee", NULL}, " {");
-        ap_buf_puts(b, " : ");
-        print_functional(pr, op);
-        return;
-    case IR_FMT_SELECT:
-        ap_buf_putc(b, ' ');
-        print_values(pr, op->operands, op->n_operands);
-        print_attr_dict(pr, op->attrs, op->n_attrs, no_skip, " {");
-        ap_buf_puts(b, " : ");
-        if (op->operands[1]->type == op->results[0].type && op->operands[2]->type == op->results[0].type) {
-            ir_type_print(b, op->operands[0]->type);
-            ap_buf_puts(b, ", ");
-            ir_type_print(b, op->results[0].type);
-        } else {
-            print_functional(pr, op);
-        }
-        return;
-    case IR_FMT_COMPARE: {
-        ir_attr *t = ir_op_attr(op, "compare_type");
-        ap_buf_puts(b, "  ");
-        ap_buf_puts(b, enum_value(ir_op_attr(op, "comparison_direction"), "comparison_direction"));
-        ap_buf_puts(b, ", ");
-        print_values(pr, op->operands, op->n_operands);
-        if (t) {
-            ap_buf_puts(b, ",  ");
-            ap_buf_puts(b, enum_value(t, "comparison_type"));
-        }
-        print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"comparison_direction", "compare_type", NULL}, " {");
-        ap_buf_puts(b, " : ");
-        print_functional(pr, op);
-        return;
-    }
-    case IR_FMT_CONSTANT:
-        print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"value", NULL}, " {");
-        ap_buf_putc(b, ' ');
-        ir_attr_print(b, ir_op_attr(op, "value"));
-        return;
-    case IR_FMT_IOTA:
-        ap_buf_printf(b, " dim = %" PRId64, ir_op_attr(op, "iota_dimension")->u.i);
-        print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"iota_dimension", NULL}, " {");
-        ap_buf_puts(b, " : ");
-        ir_type_print(b, op->results[0].type);
-        return;
-    case IR_FMT_DYNAMIC_IOTA:
-        ap_buf_putc(b, ' ');
-        print_values(pr, op->operands, 1);
-        ap_buf_printf(b, ", dim = %" PRId64, ir_op_attr(op, "iota_dimension")->u.i);
-        print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"iota_dimension", NULL}, " {");
-        ap_buf_puts(b, " : ");
-        print_functional(pr, op);
-        return;
-    case IR_FMT_BROADCAST_IN_DIM:
-    case IR_FMT_TRANSPOSE:
-    case IR_FMT_DYNAMIC_BROADCAST_IN_DIM: {
-        const char *an = fmt == IR_FMT_TRANSPOSE ? "permutation" : "broadcast_dimensions";
-        ir_attr *d = ir_op_attr(op, an);
-        ap_buf_putc(b, ' ');
-        print_values(pr, op->operands, op->n_operands);
+    ap_buf_putc(b, ' ');
+    print_values(pr, op->operands, op->n_operands);
+    if (fmt == IR_FMT_REVERSE) {
+        ir_attr *d = ir_op_attr(op, "dimensions");
         ap_buf_puts(b, ", dims = ");
         print_i64_list(pr, d->u.darr.ints, d->u.darr.n);
-        const char *const skip[] = {an, "known_expanding_dimensions", "known_nonexpanding_dimensions", NULL};
-        if (fmt == IR_FMT_DYNAMIC_BROADCAST_IN_DIM) {
-            for (int k = 1; k <= 2; k++) {
-                ir_attr *x = ir_op_attr(op, skip[k]);
-                if (x) {
-                    ap_buf_printf(b, ", %s = ", skip[k]);
-                    print_i64_list(pr, x->u.darr.ints, x->u.darr.n);
-                }
-            }
-        }
-        print_attr_dict(pr, op->attrs, op->n_attrs, skip, " {");
-        ap_buf_puts(b, " : ");
-        print_functional(pr, op);
-        return;
     }
-    case IR_FMT_CONCATENATE:
+    print_attr_dict(pr, op->attrs, op->n_attrs, fmt == IR_FMT_REVERSE ? (const char *const[]){"dimensions", NULL} : no_skip, " {");
+    ap_buf_puts(b, " : ");
+    if (same_types(op))
+        ir_type_print(b, op->results[0].type);
+    else
+        print_functional(pr, op);
+    return;
+}
+
+static void form_print_functional(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    ap_buf_putc(b, ' ');
+    print_values(pr, op->operands, op->n_operands);
+    print_attr_dict(pr, op->attrs, op->n_attrs, no_skip, " {");
+    ap_buf_puts(b, " : ");
+    print_functional(pr, op);
+    return;
+}
+
+static void form_print_types(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    if (op->n_operands) {
         ap_buf_putc(b, ' ');
         print_values(pr, op->operands, op->n_operands);
-        ap_buf_printf(b, ", dim = %" PRId64, ir_op_attr(op, "dimension")->u.i);
-        print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"dimension", NULL}, " {");
-        ap_buf_puts(b, " : ");
-        print_functional(pr, op);
-        return;
-    case IR_FMT_SLICE: {
-        ir_attr *s = ir_op_attr(op, "start_indices"), *l = ir_op_attr(op, "limit_indices"),
-                *st = ir_op_attr(op, "strides");
-        ap_buf_putc(b, ' ');
-        print_values(pr, op->operands, 1);
-        ap_buf_puts(b, " [");
-        for (int i = 0; i < s->u.darr.n; i++) {
-            ap_buf_printf(b, i ? ", %" PRId64 ":%" PRId64 : "%" PRId64 ":%" PRId64, s->u.darr.ints[i], l->u.darr.ints[i]);
-            if (st->u.darr.ints[i] != 1)
-                ap_buf_printf(b, ":%" PRId64, st->u.darr.ints[i]);
-        }
-        ap_buf_putc(b, ']');
-        print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"start_indices", "limit_indices", "strides", NULL}, " {");
-        ap_buf_puts(b, " : ");
-        print_functional(pr, op);
-        return;
     }
-    case IR_FMT_DYNAMIC_SLICE: {
-        ir_attr *s = ir_op_attr(op, "slice_sizes");
+    print_attr_dict(pr, op->attrs, op->n_attrs, no_skip, " {");
+    if (op->n_results) {
+        ap_buf_puts(b, " : ");
+        print_result_types(pr, op);
+    }
+    return;
+}
+
+static void form_print_return(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    if (op->n_operands) {
         ap_buf_putc(b, ' ');
         print_values(pr, op->operands, op->n_operands);
-        ap_buf_puts(b, ", sizes = ");
-        print_i64_list(pr, s->u.darr.ints, s->u.darr.n);
-        print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"slice_sizes", NULL}, " {");
-        ap_buf_puts(b, " : ");
-        print_functional(pr, op);
-        return;
     }
-    case IR_FMT_PAD: {
-        static const char *const names[3] = {"edge_padding_low", "edge_padding_high", "interior_padding"};
-        static const char *const kws[3] = {"low", "high", "interior"};
-        ap_buf_putc(b, ' ');
-        print_values(pr, op->operands, 2);
-        for (int k = 0; k < 3; k++) {
-            ir_attr *x = ir_op_attr(op, names[k]);
-            ap_buf_printf(b, ", %s = ", kws[k]);
-            print_i64_list(pr, x->u.darr.ints, x->u.darr.n);
-        }
-        print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){names[0], names[1], names[2], NULL}, " {");
+    print_attr_dict(pr, op->attrs, op->n_attrs, no_skip, " {");
+    if (op->n_operands) {
         ap_buf_puts(b, " : ");
-        print_functional(pr, op);
-        return;
+        print_type_list(pr, op->operands, op->n_operands);
     }
-    case IR_FMT_DOT:
-    case IR_FMT_DOT_GENERAL: {
-        ap_buf_putc(b, ' ');
-        print_values(pr, op->operands, 2);
-        if (fmt == IR_FMT_DOT_GENERAL) {
-            const ir_attr *d[4];
-            dot_dims_ok(ir_op_attr(op, "dot_dimension_numbers"), d);
-            if (d[0]) {
-                ap_buf_puts(b, ", batching_dims = ");
-                print_int_array_attr(pr, d[0]);
-                ap_buf_puts(b, " x ");
-                print_int_array_attr(pr, d[1]);
+    return;
+}
+
+static void form_print_call(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    ap_buf_putc(b, ' ');
+    ir_attr_print(b, ir_op_attr(op, "callee"));
+    ap_buf_putc(b, '(');
+    print_values(pr, op->operands, op->n_operands);
+    ap_buf_putc(b, ')');
+    print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"callee", NULL}, " {");
+    ap_buf_puts(b, " : ");
+    print_functional(pr, op);
+    return;
+}
+
+static void form_print_select(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    ap_buf_putc(b, ' ');
+    print_values(pr, op->operands, op->n_operands);
+    print_attr_dict(pr, op->attrs, op->n_attrs, no_skip, " {");
+    ap_buf_puts(b, " : ");
+    if (op->operands[1]->type == op->results[0].type && op->operands[2]->type == op->results[0].type) {
+        ir_type_print(b, op->operands[0]->type);
+        ap_buf_puts(b, ", ");
+        ir_type_print(b, op->results[0].type);
+    } else {
+        print_functional(pr, op);
+    }
+    return;
+}
+
+static void form_print_compare(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    ir_attr *t = ir_op_attr(op, "compare_type");
+    ap_buf_puts(b, "  ");
+    ap_buf_puts(b, enum_value(ir_op_attr(op, "comparison_direction"), "comparison_direction"));
+    ap_buf_puts(b, ", ");
+    print_values(pr, op->operands, op->n_operands);
+    if (t) {
+        ap_buf_puts(b, ",  ");
+        ap_buf_puts(b, enum_value(t, "comparison_type"));
+    }
+    print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"comparison_direction", "compare_type", NULL}, " {");
+    ap_buf_puts(b, " : ");
+    print_functional(pr, op);
+    return;
+}
+
+static void form_print_constant(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"value", NULL}, " {");
+    ap_buf_putc(b, ' ');
+    ir_attr_print(b, ir_op_attr(op, "value"));
+    return;
+}
+
+static void form_print_iota(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    ap_buf_printf(b, " dim = %" PRId64, ir_op_attr(op, "iota_dimension")->u.i);
+    print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"iota_dimension", NULL}, " {");
+    ap_buf_puts(b, " : ");
+    ir_type_print(b, op->results[0].type);
+    return;
+}
+
+static void form_print_dynamic_iota(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    ap_buf_putc(b, ' ');
+    print_values(pr, op->operands, 1);
+    ap_buf_printf(b, ", dim = %" PRId64, ir_op_attr(op, "iota_dimension")->u.i);
+    print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"iota_dimension", NULL}, " {");
+    ap_buf_puts(b, " : ");
+    print_functional(pr, op);
+    return;
+}
+
+static void form_print_dims(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    const char *an = fmt == IR_FMT_TRANSPOSE ? "permutation" : "broadcast_dimensions";
+    ir_attr *d = ir_op_attr(op, an);
+    ap_buf_putc(b, ' ');
+    print_values(pr, op->operands, op->n_operands);
+    ap_buf_puts(b, ", dims = ");
+    print_i64_list(pr, d->u.darr.ints, d->u.darr.n);
+    const char *const skip[] = {an, "known_expanding_dimensions", "known_nonexpanding_dimensions", NULL};
+    if (fmt == IR_FMT_DYNAMIC_BROADCAST_IN_DIM) {
+        for (int k = 1; k <= 2; k++) {
+            ir_attr *x = ir_op_attr(op, skip[k]);
+            if (x) {
+                ap_buf_printf(b, ", %s = ", skip[k]);
+                print_i64_list(pr, x->u.darr.ints, x->u.darr.n);
             }
-            ap_buf_puts(b, ", contracting_dims = ");
-            if (d[2])
-                print_int_array_attr(pr, d[2]);
-            else
-                ap_buf_puts(b, "[]");
+        }
+    }
+    print_attr_dict(pr, op->attrs, op->n_attrs, skip, " {");
+    ap_buf_puts(b, " : ");
+    print_functional(pr, op);
+    return;
+}
+
+static void form_print_concatenate(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    ap_buf_putc(b, ' ');
+    print_values(pr, op->operands, op->n_operands);
+    ap_buf_printf(b, ", dim = %" PRId64, ir_op_attr(op, "dimension")->u.i);
+    print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"dimension", NULL}, " {");
+    ap_buf_puts(b, " : ");
+    print_functional(pr, op);
+    return;
+}
+
+static void form_print_slice(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    ir_attr *s = ir_op_attr(op, "start_indices"), *l = ir_op_attr(op, "limit_indices"),
+            *st = ir_op_attr(op, "strides");
+    ap_buf_putc(b, ' ');
+    print_values(pr, op->operands, 1);
+    ap_buf_puts(b, " [");
+    for (int i = 0; i < s->u.darr.n; i++) {
+        ap_buf_printf(b, i ? ", %" PRId64 ":%" PRId64 : "%" PRId64 ":%" PRId64, s->u.darr.ints[i], l->u.darr.ints[i]);
+        if (st->u.darr.ints[i] != 1)
+            ap_buf_printf(b, ":%" PRId64, st->u.darr.ints[i]);
+    }
+    ap_buf_putc(b, ']');
+    print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"start_indices", "limit_indices", "strides", NULL}, " {");
+    ap_buf_puts(b, " : ");
+    print_functional(pr, op);
+    return;
+}
+
+static void form_print_dynamic_slice(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    ir_attr *s = ir_op_attr(op, "slice_sizes");
+    ap_buf_putc(b, ' ');
+    print_values(pr, op->operands, op->n_operands);
+    ap_buf_puts(b, ", sizes = ");
+    print_i64_list(pr, s->u.darr.ints, s->u.darr.n);
+    print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"slice_sizes", NULL}, " {");
+    ap_buf_puts(b, " : ");
+    print_functional(pr, op);
+    return;
+}
+
+static void form_print_pad(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    static const char *const names[3] = {"edge_padding_low", "edge_padding_high", "interior_padding"};
+    static const char *const kws[3] = {"low", "high", "interior"};
+    ap_buf_putc(b, ' ');
+    print_values(pr, op->operands, 2);
+    for (int k = 0; k < 3; k++) {
+        ir_attr *x = ir_op_attr(op, names[k]);
+        ap_buf_printf(b, ", %s = ", kws[k]);
+        print_i64_list(pr, x->u.darr.ints, x->u.darr.n);
+    }
+    print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){names[0], names[1], names[2], NULL}, " {");
+    ap_buf_puts(b, " : ");
+    print_functional(pr, op);
+    return;
+}
+
+static void form_print_dot(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    ap_buf_putc(b, ' ');
+    print_values(pr, op->operands, 2);
+    if (fmt == IR_FMT_DOT_GENERAL) {
+        const ir_attr *d[4];
+        dot_dims_ok(ir_op_attr(op, "dot_dimension_numbers"), d);
+        if (d[0]) {
+            ap_buf_puts(b, ", batching_dims = ");
+            print_int_array_attr(pr, d[0]);
             ap_buf_puts(b, " x ");
-            if (d[3])
-                print_int_array_attr(pr, d[3]);
-            else
-                ap_buf_puts(b, "[]");
+            print_int_array_attr(pr, d[1]);
         }
-        ir_attr *prec = ir_op_attr(op, "precision_config"), *alg = ir_op_attr(op, "algorithm");
-        if (prec)
-            print_precision(pr, prec);
-        if (alg && fmt == IR_FMT_DOT_GENERAL) {
-            /* `algorithm = <...>`: the attribute without its name */
-            ap_buf tmp;
-            ap_buf_init(&tmp);
-            ir_attr_print(&tmp, alg);
-            size_t skip = 1 + strlen(alg->u.dia.name);
-            if (tmp.oom || tmp.len < skip)
-                pr->oom = true;
-            else {
-                ap_buf_puts(b, ", algorithm = ");
-                ap_buf_put(b, tmp.data + skip, tmp.len - skip);
-            }
-            ap_buf_free(&tmp);
-        }
-        print_attr_dict(pr, op->attrs, op->n_attrs,
-                        fmt == IR_FMT_DOT_GENERAL
-                            ? (const char *const[]){"dot_dimension_numbers", "precision_config", "algorithm", NULL}
-                            : (const char *const[]){"dot_dimension_numbers", "precision_config", NULL},
-                        " {");
-        ap_buf_puts(b, " : ");
-        print_functional(pr, op);
-        return;
+        ap_buf_puts(b, ", contracting_dims = ");
+        if (d[2])
+            print_int_array_attr(pr, d[2]);
+        else
+            ap_buf_puts(b, "[]");
+        ap_buf_puts(b, " x ");
+        if (d[3])
+            print_int_array_attr(pr, d[3]);
+        else
+            ap_buf_puts(b, "[]");
     }
-    case IR_FMT_CONVOLUTION: {
-        static const char *const skip[] = {"dimension_numbers", "window_strides", "padding", "lhs_dilation",
-                                           "rhs_dilation", "window_reversal", NULL};
-        ap_buf_putc(b, '(');
-        print_values(pr, op->operands, 2);
-        ap_buf_puts(b, ") dim_numbers = ");
-        ap_buf_puts(b, ir_op_attr(op, "dimension_numbers")->u.dia.body);
-        ap_buf_puts(b, ", window = {");
-        bool first = true;
-        ir_attr *x;
-        if ((x = ir_op_attr(op, "window_strides"))) {
-            ap_buf_puts(b, "stride = ");
-            print_i64_list(pr, x->u.darr.ints, x->u.darr.n);
-            first = false;
+    ir_attr *prec = ir_op_attr(op, "precision_config"), *alg = ir_op_attr(op, "algorithm");
+    if (prec)
+        print_precision(pr, prec);
+    if (alg && fmt == IR_FMT_DOT_GENERAL) {
+        /* `algorithm = <...>`: the attribute without its name */
+        ap_buf tmp;
+        ap_buf_init(&tmp);
+        ir_attr_print(&tmp, alg);
+        size_t skip = 1 + strlen(alg->u.dia.name);
+        if (tmp.oom || tmp.len < skip)
+            pr->oom = true;
+        else {
+            ap_buf_puts(b, ", algorithm = ");
+            ap_buf_put(b, tmp.data + skip, tmp.len - skip);
         }
-        if ((x = ir_op_attr(op, "padding"))) {
-            ap_buf_puts(b, first ? "pad = [" : ", pad = [");
-            for (int64_t i = 0; i < x->type->dims[0]; i++)
-                ap_buf_printf(b, i ? ", [%" PRId64 ", %" PRId64 "]" : "[%" PRId64 ", %" PRId64 "]",
-                              ir_dense_int_at(x, (size_t)(2 * i)), ir_dense_int_at(x, (size_t)(2 * i + 1)));
-            ap_buf_putc(b, ']');
-            first = false;
-        }
-        if ((x = ir_op_attr(op, "lhs_dilation"))) {
-            ap_buf_puts(b, first ? "lhs_dilate = " : ", lhs_dilate = ");
-            print_i64_list(pr, x->u.darr.ints, x->u.darr.n);
-            first = false;
-        }
-        if ((x = ir_op_attr(op, "rhs_dilation"))) {
-            ap_buf_puts(b, first ? "rhs_dilate = " : ", rhs_dilate = ");
-            print_i64_list(pr, x->u.darr.ints, x->u.darr.n);
-            first = false;
-        }
-        if ((x = ir_op_attr(op, "window_reversal"))) {
-            ap_buf_puts(b, first ? "reverse = [" : ", reverse = [");
-            for (int i = 0; i < x->u.darr.n; i++)
-                ap_buf_puts(b, i ? (x->u.darr.ints[i] ? ", true" : ", false") : (x->u.darr.ints[i] ? "true" : "false"));
-            ap_buf_putc(b, ']');
-        }
-        ap_buf_putc(b, '}');
-        print_attr_dict(pr, op->attrs, op->n_attrs, skip, " {");
-        ap_buf_puts(b, " : ");
-        print_functional(pr, op);
-        return;
+        ap_buf_free(&tmp);
     }
-    case IR_FMT_REDUCE: {
-        uint32_t n = op->n_operands / 2;
-        ir_attr *d = ir_op_attr(op, "dimensions");
-        ir_opcode applies = reduce_compact_op(op);
-        for (uint32_t i = 0; i < n; i++) {
-            ap_buf_puts(b, i ? ", (" : "(");
-            print_value(pr, op->operands[i]);
-            ap_buf_puts(b, " init: ");
-            print_value(pr, op->operands[n + i]);
-            ap_buf_putc(b, ')');
-        }
-        if (applies != IR_OP_UNKNOWN) {
-            ap_buf_puts(b, " applies ");
-            ap_buf_puts(b, ir_op_info_get(applies)->name);
-        }
-        ap_buf_puts(b, " across dimensions = ");
-        print_i64_list(pr, d->u.darr.ints, d->u.darr.n);
-        print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"dimensions", NULL}, " {");
-        ap_buf_puts(b, " : ");
-        print_functional(pr, op);
-        if (applies == IR_OP_UNKNOWN) {
-            const ir_block *blk = op->regions[0].first;
-            ap_buf_putc(b, '\n');
-            indent(pr, level);
-            ap_buf_puts(b, " reducer");
-            for (uint32_t i = 0; i < n; i++) {
-                ap_buf_putc(b, '(');
-                print_value(pr, &blk->args[i]);
-                ap_buf_puts(b, ": ");
-                ir_type_print(b, blk->args[i].type);
-                print_loc(pr, blk->args[i].loc);
-                ap_buf_puts(b, ", ");
-                print_value(pr, &blk->args[n + i]);
-                ap_buf_puts(b, ": ");
-                ir_type_print(b, blk->args[n + i].type);
-                print_loc(pr, blk->args[n + i].loc);
-                ap_buf_puts(b, ") ");
-            }
-            print_region(pr, &op->regions[0], level, true);
-        }
-        return;
+    print_attr_dict(pr, op->attrs, op->n_attrs,
+                    fmt == IR_FMT_DOT_GENERAL
+                        ? (const char *const[]){"dot_dimension_numbers", "precision_config", "algorithm", NULL}
+                        : (const char *const[]){"dot_dimension_numbers", "precision_config", NULL},
+                    " {");
+    ap_buf_puts(b, " : ");
+    print_functional(pr, op);
+    return;
+}
+
+static void form_print_convolution(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    static const char *const skip[] = {"dimension_numbers", "window_strides", "padding", "lhs_dilation",
+                                       "rhs_dilation", "window_reversal", NULL};
+    ap_buf_putc(b, '(');
+    print_values(pr, op->operands, 2);
+    ap_buf_puts(b, ") dim_numbers = ");
+    ap_buf_puts(b, ir_op_attr(op, "dimension_numbers")->u.dia.body);
+    ap_buf_puts(b, ", window = {");
+    bool first = true;
+    ir_attr *x;
+    if ((x = ir_op_attr(op, "window_strides"))) {
+        ap_buf_puts(b, "stride = ");
+        print_i64_list(pr, x->u.darr.ints, x->u.darr.n);
+        first = false;
     }
-    case IR_FMT_WHILE: {
-        const ir_block *cond = op->regions[0].first, *body = op->regions[1].first;
-        ap_buf_putc(b, '(');
-        for (uint32_t i = 0; i < op->n_operands; i++) {
-            if (i)
-                ap_buf_puts(b, ", ");
-            print_value(pr, &cond->args[i]);
-            /* the body's arguments print under the same names */
-            uint32_t code = value_code(pr, &cond->args[i]);
-            if (!ir__map_put(&pr->names, &body->args[i], code))
-                pr->oom = true;
-            ap_buf_puts(b, " = ");
-            print_value(pr, op->operands[i]);
-        }
+    if ((x = ir_op_attr(op, "padding"))) {
+        ap_buf_puts(b, first ? "pad = [" : ", pad = [");
+        for (int64_t i = 0; i < x->type->dims[0]; i++)
+            ap_buf_printf(b, i ? ", [%" PRId64 ", %" PRId64 "]" : "[%" PRId64 ", %" PRId64 "]",
+                          ir_dense_int_at(x, (size_t)(2 * i)), ir_dense_int_at(x, (size_t)(2 * i + 1)));
+        ap_buf_putc(b, ']');
+        first = false;
+    }
+    if ((x = ir_op_attr(op, "lhs_dilation"))) {
+        ap_buf_puts(b, first ? "lhs_dilate = " : ", lhs_dilate = ");
+        print_i64_list(pr, x->u.darr.ints, x->u.darr.n);
+        first = false;
+    }
+    if ((x = ir_op_attr(op, "rhs_dilation"))) {
+        ap_buf_puts(b, first ? "rhs_dilate = " : ", rhs_dilate = ");
+        print_i64_list(pr, x->u.darr.ints, x->u.darr.n);
+        first = false;
+    }
+    if ((x = ir_op_attr(op, "window_reversal"))) {
+        ap_buf_puts(b, first ? "reverse = [" : ", reverse = [");
+        for (int i = 0; i < x->u.darr.n; i++)
+            ap_buf_puts(b, i ? (x->u.darr.ints[i] ? ", true" : ", false") : (x->u.darr.ints[i] ? "true" : "false"));
+        ap_buf_putc(b, ']');
+    }
+    ap_buf_putc(b, '}');
+    print_attr_dict(pr, op->attrs, op->n_attrs, skip, " {");
+    ap_buf_puts(b, " : ");
+    print_functional(pr, op);
+    return;
+}
+
+static void form_print_reduce(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    uint32_t n = op->n_operands / 2;
+    ir_attr *d = ir_op_attr(op, "dimensions");
+    ir_opcode applies = reduce_compact_op(op);
+    for (uint32_t i = 0; i < n; i++) {
+        ap_buf_puts(b, i ? ", (" : "(");
+        print_value(pr, op->operands[i]);
+        ap_buf_puts(b, " init: ");
+        print_value(pr, op->operands[n + i]);
         ap_buf_putc(b, ')');
-        if (op->n_operands) {
-            ap_buf_puts(b, " : ");
-            print_result_types(pr, op);
-        }
-        print_attr_dict(pr, op->attrs, op->n_attrs, no_skip, " attributes {");
+    }
+    if (applies != IR_OP_UNKNOWN) {
+        ap_buf_puts(b, " applies ");
+        ap_buf_puts(b, ir_op_info_get(applies)->name);
+    }
+    ap_buf_puts(b, " across dimensions = ");
+    print_i64_list(pr, d->u.darr.ints, d->u.darr.n);
+    print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"dimensions", NULL}, " {");
+    ap_buf_puts(b, " : ");
+    print_functional(pr, op);
+    if (applies == IR_OP_UNKNOWN) {
+        const ir_block *blk = op->regions[0].first;
         ap_buf_putc(b, '\n');
         indent(pr, level);
-        ap_buf_puts(b, " cond ");
-        print_region(pr, &op->regions[0], level, true);
-        ap_buf_puts(b, " do ");
-        print_region(pr, &op->regions[1], level, true);
-        return;
-    }
-    case IR_FMT_CUSTOM_CALL: {
-        ir_attr *t = ir_op_attr(op, "call_target_name");
-        ir_attr sym = {.kind = IR_A_SYMREF};
-        sym.u.str = t->u.str;
-        ap_buf_putc(b, ' ');
-        ir_attr_print(b, &sym);
-        ap_buf_putc(b, '(');
-        print_values(pr, op->operands, op->n_operands);
-        ap_buf_putc(b, ')');
-        print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"call_target_name", NULL}, " {");
-        ap_buf_puts(b, " : ");
-        print_functional(pr, op);
-        return;
-    }
-    case IR_FMT_COMPOSITE:
-        ap_buf_putc(b, ' ');
-        ir_attr_print(b, ir_op_attr(op, "name"));
-        if (op->n_operands) {
-            ap_buf_putc(b, ' ');
-            print_values(pr, op->operands, op->n_operands);
+        ap_buf_puts(b, " reducer");
+        for (uint32_t i = 0; i < n; i++) {
+            ap_buf_putc(b, '(');
+            print_value(pr, &blk->args[i]);
+            ap_buf_puts(b, ": ");
+            ir_type_print(b, blk->args[i].type);
+            print_loc(pr, blk->args[i].loc);
+            ap_buf_puts(b, ", ");
+            print_value(pr, &blk->args[n + i]);
+            ap_buf_puts(b, ": ");
+            ir_type_print(b, blk->args[n + i].type);
+            print_loc(pr, blk->args[n + i].loc);
+            ap_buf_puts(b, ") ");
         }
-        print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"name", NULL}, " {");
-        ap_buf_puts(b, " : ");
-        print_functional(pr, op);
-        return;
-    case IR_FMT_GET_TUPLE_ELEMENT:
-        ap_buf_putc(b, ' ');
-        print_values(pr, op->operands, 1);
-        ap_buf_printf(b, "[%" PRId64 "]", ir_op_attr(op, "index")->u.i);
-        print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"index", NULL}, " {");
-        ap_buf_puts(b, " : ");
-        print_functional(pr, op);
-        return;
-    case IR_FMT_FFT: {
-        ir_attr *l = ir_op_attr(op, "fft_length");
-        ap_buf_putc(b, ' ');
-        print_values(pr, op->operands, 1);
-        ap_buf_printf(b, ", type =  %s, length = ", enum_value(ir_op_attr(op, "fft_type"), "fft_type"));
-        print_i64_list(pr, l->u.darr.ints, l->u.darr.n);
-        print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"fft_type", "fft_length", NULL}, " {");
-        ap_buf_puts(b, " : ");
-        print_functional(pr, op);
-        return;
+        print_region(pr, &op->regions[0], level, true);
     }
-    case IR_FMT_RNG:
+    return;
+}
+
+static void form_print_while(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    const ir_block *cond = op->regions[0].first, *body = op->regions[1].first;
+    ap_buf_putc(b, '(');
+    for (uint32_t i = 0; i < op->n_operands; i++) {
+        if (i)
+            ap_buf_puts(b, ", ");
+        print_value(pr, &cond->args[i]);
+        /* the body's arguments print under the same names */
+        uint32_t code = value_code(pr, &cond->args[i]);
+        if (!ir__map_put(&pr->names, &body->args[i], code))
+            pr->oom = true;
+        ap_buf_puts(b, " = ");
+        print_value(pr, op->operands[i]);
+    }
+    ap_buf_putc(b, ')');
+    if (op->n_operands) {
+        ap_buf_puts(b, " : ");
+        print_result_types(pr, op);
+    }
+    print_attr_dict(pr, op->attrs, op->n_attrs, no_skip, " attributes {");
+    ap_buf_putc(b, '\n');
+    indent(pr, level);
+    ap_buf_puts(b, " cond ");
+    print_region(pr, &op->regions[0], level, true);
+    ap_buf_puts(b, " do ");
+    print_region(pr, &op->regions[1], level, true);
+    return;
+}
+
+static void form_print_custom_call(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    ir_attr *t = ir_op_attr(op, "call_target_name");
+    ir_attr sym = {.kind = IR_A_SYMREF};
+    sym.u.str = t->u.str;
+    ap_buf_putc(b, ' ');
+    ir_attr_print(b, &sym);
+    ap_buf_putc(b, '(');
+    print_values(pr, op->operands, op->n_operands);
+    ap_buf_putc(b, ')');
+    print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"call_target_name", NULL}, " {");
+    ap_buf_puts(b, " : ");
+    print_functional(pr, op);
+    return;
+}
+
+static void form_print_composite(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    ap_buf_putc(b, ' ');
+    ir_attr_print(b, ir_op_attr(op, "name"));
+    if (op->n_operands) {
         ap_buf_putc(b, ' ');
         print_values(pr, op->operands, op->n_operands);
-        ap_buf_printf(b, ", distribution =  %s", enum_value(ir_op_attr(op, "rng_distribution"), "rng_distribution"));
-        print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"rng_distribution", NULL}, " {");
-        ap_buf_puts(b, " : ");
-        print_functional(pr, op);
-        return;
-    case IR_FMT_RNG_BIT_GENERATOR:
-        ap_buf_putc(b, ' ');
-        print_values(pr, op->operands, 1);
-        ap_buf_printf(b, ", algorithm =  %s", enum_value(ir_op_attr(op, "rng_algorithm"), "rng_algorithm"));
-        print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"rng_algorithm", NULL}, " {");
-        ap_buf_puts(b, " : ");
-        print_functional(pr, op);
-        return;
-    case IR_FMT_CHOLESKY: {
-        ir_attr *lower = ir_op_attr(op, "lower");
-        ap_buf_putc(b, ' ');
-        print_values(pr, op->operands, 1);
-        if (lower)
-            ap_buf_puts(b, lower->u.b ? ", lower = true" : ", lower = false");
-        print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"lower", NULL}, " {");
-        ap_buf_puts(b, " : ");
-        if (same_types(op))
-            ir_type_print(b, op->results[0].type);
-        else
-            print_functional(pr, op);
-        return;
     }
-    case IR_FMT_GET_DIMENSION_SIZE:
-        ap_buf_putc(b, ' ');
-        print_values(pr, op->operands, 1);
-        ap_buf_printf(b, ", dim = %" PRId64, ir_op_attr(op, "dimension")->u.i);
-        print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"dimension", NULL}, " {");
-        ap_buf_puts(b, " : ");
+    print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"name", NULL}, " {");
+    ap_buf_puts(b, " : ");
+    print_functional(pr, op);
+    return;
+}
+
+static void form_print_get_tuple_element(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    ap_buf_putc(b, ' ');
+    print_values(pr, op->operands, 1);
+    ap_buf_printf(b, "[%" PRId64 "]", ir_op_attr(op, "index")->u.i);
+    print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"index", NULL}, " {");
+    ap_buf_puts(b, " : ");
+    print_functional(pr, op);
+    return;
+}
+
+static void form_print_fft(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    ir_attr *l = ir_op_attr(op, "fft_length");
+    ap_buf_putc(b, ' ');
+    print_values(pr, op->operands, 1);
+    ap_buf_printf(b, ", type =  %s, length = ", enum_value(ir_op_attr(op, "fft_type"), "fft_type"));
+    print_i64_list(pr, l->u.darr.ints, l->u.darr.n);
+    print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"fft_type", "fft_length", NULL}, " {");
+    ap_buf_puts(b, " : ");
+    print_functional(pr, op);
+    return;
+}
+
+static void form_print_rng(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    ap_buf_putc(b, ' ');
+    print_values(pr, op->operands, op->n_operands);
+    ap_buf_printf(b, ", distribution =  %s", enum_value(ir_op_attr(op, "rng_distribution"), "rng_distribution"));
+    print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"rng_distribution", NULL}, " {");
+    ap_buf_puts(b, " : ");
+    print_functional(pr, op);
+    return;
+}
+
+static void form_print_rng_bit_generator(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    ap_buf_putc(b, ' ');
+    print_values(pr, op->operands, 1);
+    ap_buf_printf(b, ", algorithm =  %s", enum_value(ir_op_attr(op, "rng_algorithm"), "rng_algorithm"));
+    print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"rng_algorithm", NULL}, " {");
+    ap_buf_puts(b, " : ");
+    print_functional(pr, op);
+    return;
+}
+
+static void form_print_cholesky(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    ir_attr *lower = ir_op_attr(op, "lower");
+    ap_buf_putc(b, ' ');
+    print_values(pr, op->operands, 1);
+    if (lower)
+        ap_buf_puts(b, lower->u.b ? ", lower = true" : ", lower = false");
+    print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"lower", NULL}, " {");
+    ap_buf_puts(b, " : ");
+    if (same_types(op))
+        ir_type_print(b, op->results[0].type);
+    else
         print_functional(pr, op);
-        return;
-    case IR_FMT_REDUCE_PRECISION:
-        ap_buf_putc(b, ' ');
-        print_values(pr, op->operands, 1);
-        ap_buf_printf(b, ", format = e%" PRId64 "m%" PRId64, ir_op_attr(op, "exponent_bits")->u.i,
-                      ir_op_attr(op, "mantissa_bits")->u.i);
-        print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"exponent_bits", "mantissa_bits", NULL}, " {");
-        ap_buf_puts(b, " : ");
-        if (same_types(op))
-            ir_type_print(b, op->results[0].type);
-        else
-            print_functional(pr, op);
-        return;
-    default:
-        return;
-    }
+    return;
+}
+
+static void form_print_get_dimension_size(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    ap_buf_putc(b, ' ');
+    print_values(pr, op->operands, 1);
+    ap_buf_printf(b, ", dim = %" PRId64, ir_op_attr(op, "dimension")->u.i);
+    print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"dimension", NULL}, " {");
+    ap_buf_puts(b, " : ");
+    print_functional(pr, op);
+    return;
+}
+
+static void form_print_reduce_precision(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf *b = pr->b;
+    ap_buf_putc(b, ' ');
+    print_values(pr, op->operands, 1);
+    ap_buf_printf(b, ", format = e%" PRId64 "m%" PRId64, ir_op_attr(op, "exponent_bits")->u.i,
+                  ir_op_attr(op, "mantissa_bits")->u.i);
+    print_attr_dict(pr, op->attrs, op->n_attrs, (const char *const[]){"exponent_bits", "mantissa_bits", NULL}, " {");
+    ap_buf_puts(b, " : ");
+    if (same_types(op))
+        ir_type_print(b, op->results[0].type);
+    else
+        print_functional(pr, op);
+    return;
+}
+
+/* ------------------------------------------------------- pretty forms */
+
+/* How each pretty form is checked and printed: the ok and print columns of
+ * the table in ir_forms.h (its parse column is ir/parse/pretty.c). */
+static const struct {
+    bool (*ok)(const ir_op *op, int fmt);
+    void (*print)(printer *pr, const ir_op *op, int fmt, int level);
+} forms[IR_FMT__COUNT] = {
+#define IR_FORM_PRINTER(id, ok, print, parse) [IR_FMT_##id] = {ok, print},
+    IR_FORMS(IR_FORM_PRINTER)
+#undef IR_FORM_PRINTER
+};
+
+/* Can `op` be printed in its pretty form with its attributes as they are? */
+static bool pretty_ok(const ir_op *op, int fmt)
+{
+    if (op->n_successors || op->tmpl)
+        return false;
+    for (uint32_t i = 0; i < op->n_operands; i++)
+        if (!op->operands[i] || !op->operands[i]->type)
+            return false;
+    return fmt >= 0 && fmt < IR_FMT__COUNT && forms[fmt].ok && forms[fmt].ok(op, fmt);
+}
+
+static void print_pretty(printer *pr, const ir_op *op, int fmt, int level)
+{
+    ap_buf_puts(pr->b, op->opcode == IR_OP_FUNC_RETURN ? "return" : op->name);
+    forms[fmt].print(pr, op, fmt, level);
 }
 
 static void print_op(printer *pr, const ir_op *op, int level)

@@ -5,6 +5,10 @@
 #ifndef SEARCH_INT_H
 #define SEARCH_INT_H
 
+#ifndef AP_SEARCH
+#error "search_int.h is private to the search (search/*.c): use search.h"
+#endif
+
 #include "search.h"
 
 /* ------------------------------------------------------------ units */

@@ -13,8 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ircheck.h"
 #include "interp.h"
 #include "ir.h"
+#include "parse.h"
 #include "partir.h"
 
 #define TL_MODELGEN AP_SOURCE_DIR "/tests/models/modelgen"

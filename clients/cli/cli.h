@@ -16,8 +16,10 @@
 #include <stdio.h>
 
 #include "cost.h"
+#include "ircheck.h"
 #include "interp.h"
 #include "ir.h"
+#include "parse.h"
 #include "partir.h"
 
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };

@@ -14,6 +14,7 @@
 #include "autopart/v1/partitioner.pb-c.h"
 #include "cost.h"
 #include "ir.h"
+#include "parse.h"
 #include "wire.h"
 
 int cli_list(int argc, char **argv);

@@ -1,14 +1,15 @@
 /*
- * eval.c - the reference interpreter's driver: value slots per function,
- * evaluation of blocks and regions in lock step over the devices of a run,
- * control flow (while, if, case, calls, composites), the ops that only move
- * values around (tuple, get_tuple_element, optimization_barrier, tokens,
- * partition_id), custom calls through a caller's handler, the kernel table,
- * errors that name the op and its source position, and ir_interp_run.
+ * eval.c - the reference interpreter's driver: evaluation of blocks and
+ * regions in lock step over the devices of a run, control flow (while, if,
+ * case, calls, composites), the ops that only move values around (tuple,
+ * get_tuple_element, optimization_barrier, tokens, partition_id), custom
+ * calls through a caller's handler, the kernel table, and ir_interp_run.
  *
- * The kernels live in ew.c (element-wise), shape.c (data
- * movement, gather, scatter), nn.c (dot, convolution, reductions,
- * sort, linear algebra) and spmd.c (collectives, SPMD runs).
+ * The kernels live in ew.c (element-wise, and the calls of scalar region
+ * bodies), shape.c (data movement, gather, scatter), nn.c (dot,
+ * convolution, reductions, sort, linear algebra) and coll.c (collectives);
+ * what they share in kernel.c; the value slots in frame.c; SPMD runs in
+ * spmd.c.
  */
 #include "interp_int.h"
 
@@ -18,330 +19,9 @@
 #define DEFAULT_MAX_WHILE_ITERS ((int64_t)1 << 20)
 #define DEFAULT_MAX_DEPTH 64
 
-/* ================================================================ errors */
-
-static int fail_v(ip_run *r, const ir_op *op, int64_t dev, int code, const char *fmt, va_list ap)
-    __attribute__((format(printf, 5, 0)));
-
-static int fail_v(ip_run *r, const ir_op *op, int64_t dev, int code, const char *fmt, va_list ap)
-{
-    char msg[400];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    char name[160];
-    if (op && op->opcode == IR_OP_CUSTOM_CALL) {
-        ir_attr *t = ir_op_attr(op, "call_target_name");
-        snprintf(name, sizeof name, "%s @%s", op->name, t && t->kind == IR_A_STRING ? t->u.str.s : "?");
-    } else {
-        snprintf(name, sizeof name, "%s", op ? op->name : "interpreter");
-    }
-    char where[40] = "";
-    if (r->spmd && dev >= 0)
-        snprintf(where, sizeof where, " (device %" PRId64 ")", dev);
-    if (op && op->src_line)
-        return ap_error_at(r->err, code, r->filename, (int)op->src_line, (int)op->src_col, "%s: %s%s", name, msg,
-                           where);
-    return ap_error_set(r->err, code, "%s: %s%s", name, msg, where);
-}
-
-int ir__ip_fail_op(ip_run *r, const ir_op *op, int64_t dev, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = fail_v(r, op, dev, code, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
-int ir__ip_fail(ip_ctx *c, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = fail_v(c->run, c->op, c->fr->dev_ids[c->dev], code, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
-/* Re-raises a tensor-allocation error (message without position) at op. */
-static int relay(ip_run *r, const ir_op *op, int64_t dev, int rc, const ap_error *e)
-{
-    return ir__ip_fail_op(r, op, dev, rc, "%s", e->msg);
-}
-
-/* ============================================================== tensors */
-
-int ir__ip_new(ip_ctx *c, ir_elem e, int rank, const int64_t *dims, ir_tensor **out)
-{
-    ap_error e2;
-    int rc = ir__tensor_alloc(e, rank, dims, c->run->opts.max_elems, out, &e2);
-    return rc < 0 ? relay(c->run, c->op, c->fr->dev_ids[c->dev], rc, &e2) : 0;
-}
-
-int ir__ip_new_result(ip_ctx *c, uint32_t i, ir_tensor **out)
-{
-    ap_error e2;
-    int rc = ir__tensor_alloc_type(c->op->results[i].type, c->run->opts.max_elems, out, &e2);
-    return rc < 0 ? relay(c->run, c->op, c->fr->dev_ids[c->dev], rc, &e2) : 0;
-}
-
-static int clone_at(ip_run *r, const ir_op *op, int64_t dev, const ir_tensor *t, ir_tensor **out)
-{
-    ap_error e2;
-    int rc = ir_tensor_clone(t, out, &e2);
-    return rc < 0 ? relay(r, op, dev, rc, &e2) : 0;
-}
-
-/* ============================================================ attributes */
-
-int ir__ip_ints(ip_ctx *c, const char *name, int64_t *out, int cap, int absent)
-{
-    ir_attr *a = ir_op_attr(c->op, name);
-    if (!a)
-        return absent;
-    int n = ir_attr_int_list(a, out, cap);
-    if (n < 0)
-        return ir__ip_fail(c, AP_EINVALID, "attribute %s is not a list of integers", name);
-    if (n > cap)
-        return ir__ip_fail(c, AP_EUNSUPPORTED, "attribute %s has %d entries, more than %d", name, n, cap);
-    return n;
-}
-
-int ir__ip_int(ip_ctx *c, const char *name, int64_t *out)
-{
-    ir_attr *a = ir_op_attr(c->op, name);
-    if (!a || a->kind != IR_A_INT)
-        return ir__ip_fail(c, AP_EINVALID, "needs an integer attribute %s", name);
-    *out = a->u.i;
-    return 0;
-}
-
-bool ir__ip_flag(const ir_op *op, const char *name)
-{
-    ir_attr *a = ir_op_attr(op, name);
-    if (!a)
-        return false;
-    if (a->kind == IR_A_BOOL)
-        return a->u.b;
-    return a->kind == IR_A_UNIT;
-}
-
-const char *ir__ip_enum(const ir_op *op, const char *name, char *buf, size_t size)
-{
-    ir_attr *a = ir_op_attr(op, name);
-    if (!a)
-        return NULL;
-    const char *s = NULL;
-    if (a->kind == IR_A_DIALECT && a->u.dia.body)
-        s = a->u.dia.body;
-    else if (a->kind == IR_A_STRING)
-        s = a->u.str.s;
-    if (!s)
-        return NULL;
-    const char *sp = strrchr(s, ' ');
-    snprintf(buf, size, "%s", sp ? sp + 1 : s);
-    return buf;
-}
-
-/* ======================================================= value numbering */
-
-static void count_region(const ir_region *reg, uint32_t *n)
-{
-    for (const ir_block *b = reg->first; b; b = b->next) {
-        *n += b->n_args;
-        for (const ir_op *op = b->first; op; op = op->next) {
-            *n += op->n_results;
-            for (uint32_t i = 0; i < op->n_regions; i++)
-                count_region(&op->regions[i], n);
-        }
-    }
-}
-
-/* Whether value ids are dense and unique (ir_func_renumber was run). */
-static bool check_region(const ir_region *reg, uint32_t n, uint8_t *seen)
-{
-    for (const ir_block *b = reg->first; b; b = b->next) {
-        for (uint32_t i = 0; i < b->n_args; i++) {
-            uint32_t id = b->args[i].id;
-            if (id >= n || seen[id])
-                return false;
-            seen[id] = 1;
-        }
-        for (const ir_op *op = b->first; op; op = op->next) {
-            for (uint32_t i = 0; i < op->n_results; i++) {
-                uint32_t id = op->results[i].id;
-                if (id >= n || seen[id])
-                    return false;
-                seen[id] = 1;
-            }
-            for (uint32_t i = 0; i < op->n_regions; i++)
-                if (!check_region(&op->regions[i], n, seen))
-                    return false;
-        }
-    }
-    return true;
-}
-
-static bool map_region(const ir_region *reg, ir_ptrmap *map, uint32_t *next)
-{
-    for (const ir_block *b = reg->first; b; b = b->next) {
-        for (uint32_t i = 0; i < b->n_args; i++)
-            if (!ir__map_put(map, &b->args[i], (*next)++))
-                return false;
-        for (const ir_op *op = b->first; op; op = op->next) {
-            for (uint32_t i = 0; i < op->n_results; i++)
-                if (!ir__map_put(map, &op->results[i], (*next)++))
-                    return false;
-            for (uint32_t i = 0; i < op->n_regions; i++)
-                if (!map_region(&op->regions[i], map, next))
-                    return false;
-        }
-    }
-    return true;
-}
-
-static void fn_free(ip_fn *fn)
-{
-    if (!fn)
-        return;
-    ir__map_free(&fn->map);
-    ap_free(fn);
-}
-
-/* The numbering of func, made once per run.  Functions built without
- * ir_func_renumber get a map from value to slot instead of their ids. */
-static int fn_get(ip_run *r, const ir_op *func, const ir_op *caller, const ip_fn **out)
-{
-    uint32_t idx;
-    if (ir__map_get(&r->fn_index, func, &idx)) {
-        *out = r->fns[idx];
-        return 0;
-    }
-    ip_fn *fn = ap_calloc(1, sizeof *fn);
-    uint8_t *seen = NULL;
-    if (!fn)
-        goto oom;
-    fn->func = func;
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < func->n_regions; i++)
-        count_region(&func->regions[i], &n);
-    fn->n_slots = n;
-    seen = ap_calloc(n ? n : 1, 1);
-    if (!seen)
-        goto oom;
-    bool ok = true;
-    for (uint32_t i = 0; i < func->n_regions && ok; i++)
-        ok = check_region(&func->regions[i], n, seen);
-    ap_free(seen);
-    seen = NULL;
-    if (!ok) {
-        fn->use_map = true;
-        uint32_t next = 0;
-        for (uint32_t i = 0; i < func->n_regions; i++)
-            if (!map_region(&func->regions[i], &fn->map, &next))
-                goto oom;
-    }
-    if (r->n_fns == r->cap_fns) {
-        uint32_t cap = r->cap_fns ? 2 * r->cap_fns : 8;
-        ip_fn **v = ap_realloc(r->fns, sizeof *v * cap);
-        if (!v)
-            goto oom;
-        r->fns = v;
-        r->cap_fns = cap;
-    }
-    if (!ir__map_put(&r->fn_index, func, r->n_fns))
-        goto oom;
-    r->fns[r->n_fns++] = fn;
-    *out = fn;
-    return 0;
-oom:
-    ap_free(seen);
-    fn_free(fn);
-    return ir__ip_fail_op(r, caller, -1, AP_ENOMEM, "out of memory");
-}
-
-static inline bool slot_index(const ip_fn *fn, const ir_value *v, uint32_t *out)
-{
-    if (!fn->use_map) {
-        if (v->id >= fn->n_slots)
-            return false;
-        *out = v->id;
-        return true;
-    }
-    return ir__map_get(&fn->map, v, out);
-}
-
-const ir_tensor *ir__ip_slot(ip_run *r, ip_frame *fr, uint32_t dev, const ir_op *user, const ir_value *v)
-{
-    uint32_t s;
-    const ir_tensor *t = slot_index(fr->fn, v, &s) ? fr->slots[dev][s] : NULL;
-    if (!t)
-        ir__ip_fail_op(r, user, fr->dev_ids[dev], AP_EINVALID,
-                       "an operand has no value (defined outside the function or used before its definition)");
-    return t;
-}
-
-void ir__ip_slot_set(ip_frame *fr, uint32_t dev, const ir_value *v, ir_tensor *t)
-{
-    uint32_t s;
-    if (!slot_index(fr->fn, v, &s)) {
-        ir_tensor_free(t); /* cannot happen for values of the function */
-        return;
-    }
-    ir_tensor_free(fr->slots[dev][s]);
-    fr->slots[dev][s] = t;
-}
-
-/* Takes the value out of its slot (for values dead after a region). */
-static ir_tensor *slot_take(ip_frame *fr, uint32_t dev, const ir_value *v)
-{
-    uint32_t s;
-    if (!slot_index(fr->fn, v, &s))
-        return NULL;
-    ir_tensor *t = fr->slots[dev][s];
-    fr->slots[dev][s] = NULL;
-    return t;
-}
-
-/* ================================================================ frames */
-
-static int frame_new(ip_run *r, const ip_fn *fn, uint32_t n_dev, const int64_t *dev_ids, bool local, int depth,
-                     const ir_op *at, ip_frame *fr)
-{
-    memset(fr, 0, sizeof *fr);
-    fr->fn = fn;
-    fr->n_dev = n_dev;
-    fr->dev_ids = dev_ids;
-    fr->local = local;
-    fr->depth = depth;
-    fr->slots = ap_calloc(n_dev, sizeof *fr->slots);
-    ir_tensor **base = ap_calloc((size_t)n_dev * (fn->n_slots ? fn->n_slots : 1), sizeof *base);
-    if (!fr->slots || !base) {
-        ap_free(fr->slots);
-        ap_free(base);
-        fr->slots = NULL;
-        return ir__ip_fail_op(r, at, -1, AP_ENOMEM, "out of memory");
-    }
-    for (uint32_t d = 0; d < n_dev; d++)
-        fr->slots[d] = base + (size_t)d * fn->n_slots;
-    return 0;
-}
-
-static void frame_free(ip_frame *fr)
-{
-    if (!fr->slots)
-        return;
-    for (uint32_t d = 0; d < fr->n_dev; d++)
-        for (uint32_t s = 0; s < fr->fn->n_slots; s++)
-            ir_tensor_free(fr->slots[d][s]);
-    ap_free(fr->slots[0]);
-    ap_free(fr->slots);
-    fr->slots = NULL;
-}
-
 /* ============================================================ evaluation */
 
 static int eval_op(ip_run *r, ip_frame *fr, const ir_op *op);
-
-static bool is_terminator(const ir_op *op) { return op->opcode == IR_OP_RETURN || op->opcode == IR_OP_FUNC_RETURN; }
 
 /* Whether v is defined in block b itself (so it is dead once b returns). */
 static bool local_to(const ir_value *v, const ir_block *b) { return v->def ? v->def->parent == b : v->block == b; }
@@ -376,16 +56,16 @@ static int eval_region(ip_run *r, ip_frame *fr, const ir_op *owner, const ir_reg
                 return rc;
             }
             ir_tensor *c;
-            if ((rc = clone_at(r, owner, fr->dev_ids[d], t, &c)) < 0)
+            if ((rc = ir__ip_clone_at(r, owner, fr->dev_ids[d], t, &c)) < 0)
                 return rc;
             ir__ip_slot_set(fr, d, &b->args[i], c);
         }
     }
     const ir_op *term = b->last;
-    if (!term || !is_terminator(term))
+    if (!term || !ip_is_terminator(term))
         return ir__ip_fail_op(r, owner, -1, AP_EINVALID, "region does not end with a return");
     for (const ir_op *op = b->first; op != term; op = op->next) {
-        if (is_terminator(op))
+        if (ip_is_terminator(op))
             return ir__ip_fail_op(r, op, -1, AP_EINVALID, "return in the middle of a block");
         if ((rc = eval_op(r, fr, op)) < 0)
             return rc;
@@ -405,14 +85,14 @@ static int eval_region(ip_run *r, ip_frame *fr, const ir_op *owner, const ir_reg
                     break;
                 }
             if (prev != j) {
-                rc = clone_at(r, term, fr->dev_ids[d], out[(size_t)d * n_out + prev], dst);
+                rc = ir__ip_clone_at(r, term, fr->dev_ids[d], out[(size_t)d * n_out + prev], dst);
             } else if (local_to(v, b)) {
-                *dst = slot_take(fr, d, v);
+                *dst = ir__ip_slot_take(fr, d, v);
                 if (!*dst)
                     rc = ir__ip_fail_op(r, term, fr->dev_ids[d], AP_EINVALID, "returns a value that has none");
             } else {
                 const ir_tensor *t = ir__ip_slot(r, fr, d, term, v);
-                rc = t ? clone_at(r, term, fr->dev_ids[d], t, dst) : AP_EINVALID;
+                rc = t ? ir__ip_clone_at(r, term, fr->dev_ids[d], t, dst) : AP_EINVALID;
             }
             if (rc < 0)
                 goto fail;
@@ -427,8 +107,9 @@ fail:
     return rc;
 }
 
-int ir__ip_region(ip_ctx *c, const ir_region *reg, uint32_t n_in, const ir_tensor *const *in, uint32_t n_out,
-                  ir_tensor **out)
+/* ip_run.region: a single-block region evaluated for the kernel's device. */
+static int kernel_region(ip_ctx *c, const ir_region *reg, uint32_t n_in, const ir_tensor *const *in, uint32_t n_out,
+                         ir_tensor **out)
 {
     ip_frame view = {
         .fn = c->fr->fn,
@@ -455,7 +136,7 @@ int ir__ip_call(ip_run *r, const ir_op *func, uint32_t n_dev, const int64_t *dev
                               "@%s has more than one block (unstructured control flow is not supported)",
                               ir_func_name(func));
     const ip_fn *fn = NULL;
-    int rc = fn_get(r, func, caller ? caller : func, &fn);
+    int rc = ir__ip_fn_get(r, func, caller ? caller : func, &fn);
     if (rc < 0)
         return rc;
     const ir_block *entry = ir_func_entry(func);
@@ -464,12 +145,12 @@ int ir__ip_call(ip_run *r, const ir_op *func, uint32_t n_dev, const int64_t *dev
     if (!out)
         return ir__ip_fail_op(r, caller ? caller : func, -1, AP_ENOMEM, "out of memory");
     ip_frame fr;
-    if ((rc = frame_new(r, fn, n_dev, dev_ids, local, depth, caller ? caller : func, &fr)) < 0) {
+    if ((rc = ir__ip_frame_new(r, fn, n_dev, dev_ids, local, depth, caller ? caller : func, &fr)) < 0) {
         ap_free(out);
         return rc;
     }
     rc = eval_region(r, &fr, caller ? caller : func, &func->regions[0], entry->n_args, args, n_out, out);
-    frame_free(&fr);
+    ir__ip_frame_free(&fr);
     if (rc < 0) {
         ap_free(out);
         return rc;
@@ -558,7 +239,7 @@ static int eval_while(ip_run *r, ip_frame *fr, const ir_op *op)
         goto done;
     }
     for (size_t k = 0; k < (size_t)nd * n; k++)
-        if ((rc = clone_at(r, op, -1, init[k], &vals[k])) < 0)
+        if ((rc = ir__ip_clone_at(r, op, -1, init[k], &vals[k])) < 0)
             goto done;
     for (int64_t iter = 0;; iter++) {
         if ((rc = eval_region(r, fr, op, &op->regions[0], n, (const ir_tensor *const *)vals, 1, cond)) < 0)
@@ -672,7 +353,7 @@ static int k_identity(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
     if (c->op->n_results != c->op->n_operands)
         return ir__ip_fail(c, AP_EINVALID, "needs one result per operand");
     for (uint32_t i = 0; i < c->op->n_operands; i++) {
-        int rc = clone_at(c->run, c->op, c->fr->dev_ids[c->dev], in[i], &out[i]);
+        int rc = ir__ip_clone_at(c->run, c->op, c->fr->dev_ids[c->dev], in[i], &out[i]);
         if (rc < 0)
             return rc;
     }
@@ -689,7 +370,7 @@ static int k_tuple(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
     for (uint32_t i = 0; i < c->op->n_operands; i++) {
         ir_tensor_free(out[0]->elems[i]);
         out[0]->elems[i] = NULL;
-        if ((rc = clone_at(c->run, c->op, c->fr->dev_ids[c->dev], in[i], &out[0]->elems[i])) < 0)
+        if ((rc = ir__ip_clone_at(c->run, c->op, c->fr->dev_ids[c->dev], in[i], &out[0]->elems[i])) < 0)
             return rc;
     }
     return 0;
@@ -703,7 +384,7 @@ static int k_get_tuple_element(ip_ctx *c, const ir_tensor *const *in, ir_tensor 
         return rc;
     if (in[0]->kind != IR_TENSOR_TUPLE || idx < 0 || idx >= (int64_t)in[0]->n_elems)
         return ir__ip_fail(c, AP_EINVALID, "index %" PRId64 " is not a member of the tuple", idx);
-    return clone_at(c->run, c->op, c->fr->dev_ids[c->dev], in[0]->elems[idx], &out[0]);
+    return ir__ip_clone_at(c->run, c->op, c->fr->dev_ids[c->dev], in[0]->elems[idx], &out[0]);
 }
 
 static int k_token(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out) { return ir__ip_new_result(c, 0, &out[0]); }
@@ -960,155 +641,6 @@ static int eval_op(ip_run *r, ip_frame *fr, const ir_op *op)
     return eval_kernel(r, fr, op, k);
 }
 
-/* ============================================================== regions */
-
-int ir__ip_reducer_init(ip_reducer *rd, ip_ctx *c, const ir_region *reg, uint32_t n, const ir_elem *elems,
-                        const ir_elem *xelems)
-{
-    memset(rd, 0, sizeof *rd);
-    rd->c = c;
-    rd->r = reg;
-    rd->n = n;
-    rd->fast = IR_OP_UNKNOWN;
-    if (n == 0 || n > IP_MAX_VARIADIC)
-        return ir__ip_fail(c, AP_EUNSUPPORTED, "reductions of %u values are not supported", n);
-    if (!reg || reg->n_blocks != 1 || reg->first->n_args != 2 * n)
-        return ir__ip_fail(c, AP_EINVALID, "the reduction body must be one block taking %u scalars", 2 * n);
-    memcpy(rd->elems, elems, sizeof *elems * n);
-    memcpy(rd->xelems, xelems ? xelems : elems, sizeof *elems * n);
-    bool same = true;
-    for (uint32_t k = 0; k < n; k++)
-        same = same && rd->xelems[k] == elems[k];
-    const ir_block *b = reg->first;
-    ir_opcode opc = ir_region_reduction(reg);
-    if (n == 1 && same &&
-        (opc == IR_OP_ADD || opc == IR_OP_MULTIPLY || opc == IR_OP_MAXIMUM || opc == IR_OP_MINIMUM ||
-         opc == IR_OP_AND || opc == IR_OP_OR || opc == IR_OP_XOR)) {
-        const ir_type *t0 = b->args[0].type, *t1 = b->args[1].type, *tr = b->first->results[0].type;
-        if (t0 && t1 && tr && t0->elem == elems[0] && t1->elem == elems[0] && tr->elem == elems[0] &&
-            ir_type_numel(t0) == 1 && ir_type_numel(tr) == 1 && ir__ip_ew2_ok(opc, elems[0])) {
-            rd->fast = opc;
-            return 0;
-        }
-    }
-    /* `return %x...`: scatter with replace semantics (x.at[i].set(v)) */
-    if (same && b->n_ops == 1 && b->last && is_terminator(b->last) && b->last->n_operands == n) {
-        for (uint32_t k = 0; k < n && same; k++)
-            same = b->last->operands[k] == &b->args[n + k] && b->args[n + k].type &&
-                   b->args[n + k].type->elem == elems[k] && ir_type_numel(b->args[n + k].type) == 1;
-        if (same) {
-            rd->replace = true;
-            return 0;
-        }
-    }
-    for (uint32_t k = 0; k < 2 * n; k++) {
-        int rc;
-        ap_error e2;
-        if ((rc = ir__tensor_alloc_type(b->args[k].type, 0, &rd->args[k], &e2)) < 0) {
-            ir__ip_reducer_free(rd);
-            return relay(c->run, c->op, c->fr->dev_ids[c->dev], rc, &e2);
-        }
-        if (rd->args[k]->kind != IR_TENSOR_ARRAY || rd->args[k]->numel != 1) {
-            ir__ip_reducer_free(rd);
-            return ir__ip_fail(c, AP_ETYPE, "the reduction body must take scalars");
-        }
-    }
-    return 0;
-}
-
-int ir__ip_reduce_step(ip_reducer *rd, uint8_t *const *acc, const uint8_t *const *x)
-{
-    if (rd->fast != IR_OP_UNKNOWN) {
-        ir__ip_ew2_elem(rd->fast, rd->elems[0], acc[0], x[0], acc[0]);
-        return 0;
-    }
-    uint32_t n = rd->n;
-    if (rd->replace) {
-        for (uint32_t k = 0; k < n; k++)
-            memcpy(acc[k], x[k], ip_eb(rd->elems[k]));
-        return 0;
-    }
-    for (uint32_t k = 0; k < n; k++) {
-        ir__ip_convert_elem(rd->elems[k], acc[k], (ir_elem)rd->args[k]->elem, rd->args[k]->data);
-        ir__ip_convert_elem(rd->xelems[k], x[k], (ir_elem)rd->args[n + k]->elem, rd->args[n + k]->data);
-    }
-    ir_tensor *res[IP_MAX_VARIADIC];
-    int rc = ir__ip_region(rd->c, rd->r, 2 * n, (const ir_tensor *const *)rd->args, n, res);
-    if (rc < 0)
-        return rc;
-    for (uint32_t k = 0; k < n; k++) {
-        if (rc == 0 && (res[k]->kind != IR_TENSOR_ARRAY || res[k]->numel != 1))
-            rc = ir__ip_fail(rd->c, AP_ETYPE, "the reduction body must return scalars");
-        if (rc == 0)
-            ir__ip_convert_elem((ir_elem)res[k]->elem, res[k]->data, rd->elems[k], acc[k]);
-        ir_tensor_free(res[k]);
-    }
-    return rc;
-}
-
-void ir__ip_reducer_free(ip_reducer *rd)
-{
-    for (uint32_t k = 0; k < 2 * IP_MAX_VARIADIC; k++) {
-        ir_tensor_free(rd->args[k]);
-        rd->args[k] = NULL;
-    }
-}
-
-int ir__ip_scall_init(ip_scalar_call *sc, ip_ctx *c, const ir_region *reg, uint32_t n_in, const ir_elem *elems)
-{
-    memset(sc, 0, sizeof *sc);
-    sc->c = c;
-    sc->r = reg;
-    sc->n_in = n_in;
-    if (n_in > 2 * IP_MAX_VARIADIC)
-        return ir__ip_fail(c, AP_EUNSUPPORTED, "regions of %u arguments are not supported", n_in);
-    if (!reg || reg->n_blocks != 1 || reg->first->n_args != n_in)
-        return ir__ip_fail(c, AP_EINVALID, "the region must be one block taking %u scalars", n_in);
-    memcpy(sc->in_elems, elems, sizeof *elems * n_in);
-    for (uint32_t k = 0; k < n_in; k++) {
-        int rc;
-        ap_error e2;
-        if ((rc = ir__tensor_alloc_type(reg->first->args[k].type, 0, &sc->args[k], &e2)) < 0) {
-            ir__ip_scall_free(sc);
-            return relay(c->run, c->op, c->fr->dev_ids[c->dev], rc, &e2);
-        }
-        if (sc->args[k]->kind != IR_TENSOR_ARRAY || sc->args[k]->numel != 1) {
-            ir__ip_scall_free(sc);
-            return ir__ip_fail(c, AP_ETYPE, "the region must take scalars");
-        }
-    }
-    return 0;
-}
-
-int ir__ip_scall(ip_scalar_call *sc, const uint8_t *const *args, uint32_t n_out, const ir_elem *res_elems,
-                 uint8_t *const *res)
-{
-    for (uint32_t k = 0; k < sc->n_in; k++)
-        ir__ip_convert_elem(sc->in_elems[k], args[k], (ir_elem)sc->args[k]->elem, sc->args[k]->data);
-    ir_tensor *out[2 * IP_MAX_VARIADIC];
-    if (n_out > 2 * IP_MAX_VARIADIC)
-        return ir__ip_fail(sc->c, AP_EUNSUPPORTED, "too many region results");
-    int rc = ir__ip_region(sc->c, sc->r, sc->n_in, (const ir_tensor *const *)sc->args, n_out, out);
-    if (rc < 0)
-        return rc;
-    for (uint32_t k = 0; k < n_out; k++) {
-        if (rc == 0 && (out[k]->kind != IR_TENSOR_ARRAY || out[k]->numel != 1))
-            rc = ir__ip_fail(sc->c, AP_ETYPE, "the region must return scalars");
-        if (rc == 0)
-            ir__ip_convert_elem((ir_elem)out[k]->elem, out[k]->data, res_elems[k], res[k]);
-        ir_tensor_free(out[k]);
-    }
-    return rc;
-}
-
-void ir__ip_scall_free(ip_scalar_call *sc)
-{
-    for (uint32_t k = 0; k < 2 * IP_MAX_VARIADIC; k++) {
-        ir_tensor_free(sc->args[k]);
-        sc->args[k] = NULL;
-    }
-}
-
 /* ================================================================= runs */
 
 int ir__ip_run_init(ip_run *r, const ir_module *m, const ir_interp_opts *opts, ap_error *err)
@@ -1117,6 +649,7 @@ int ir__ip_run_init(ip_run *r, const ir_module *m, const ir_interp_opts *opts, a
     r->m = m;
     r->filename = m->filename ? m->filename : "";
     r->err = err;
+    r->region = kernel_region;
     if (opts)
         r->opts = *opts;
     if (r->opts.max_elems <= 0)
@@ -1131,7 +664,7 @@ int ir__ip_run_init(ip_run *r, const ir_module *m, const ir_interp_opts *opts, a
 void ir__ip_run_free(ip_run *r)
 {
     for (uint32_t i = 0; i < r->n_fns; i++)
-        fn_free(r->fns[i]);
+        ir__ip_fn_free(r->fns[i]);
     ap_free(r->fns);
     ir__map_free(&r->fn_index);
     if (r->opts.ops_evaluated)

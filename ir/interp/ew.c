@@ -3,7 +3,8 @@
  * arithmetic with StableHLO's integer rules (wrapping, shifts past the
  * width, division by zero as XLA defines it), compare with its direction
  * and compare_type, select, clamp, convert, bitcast_convert,
- * reduce_precision, complex and map.
+ * reduce_precision, complex and map; and the calls of scalar region bodies
+ * element by element that map and the kernels with a reduction body use.
  *
  * Floats are computed in double and stored in their own type (one rounding
  * for f32; f16/bf16 through f32 with round-to-nearest-even); integers in
@@ -717,4 +718,158 @@ int ir__ip_k_map(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
     }
     ir__ip_scall_free(&sc);
     return rc;
+}
+
+/* ============================================================ region calls */
+
+/* Scalar bodies applied element by element: the reductions of reduce,
+ * reduce_window, scatter and select_and_scatter, and the per-element calls
+ * of map, sort and select.  The body is evaluated by the evaluator, which
+ * the run hands to kernels (ip_run.region). */
+
+int ir__ip_reducer_init(ip_reducer *rd, ip_ctx *c, const ir_region *reg, uint32_t n, const ir_elem *elems,
+                        const ir_elem *xelems)
+{
+    memset(rd, 0, sizeof *rd);
+    rd->c = c;
+    rd->r = reg;
+    rd->n = n;
+    rd->fast = IR_OP_UNKNOWN;
+    if (n == 0 || n > IP_MAX_VARIADIC)
+        return ir__ip_fail(c, AP_EUNSUPPORTED, "reductions of %u values are not supported", n);
+    if (!reg || reg->n_blocks != 1 || reg->first->n_args != 2 * n)
+        return ir__ip_fail(c, AP_EINVALID, "the reduction body must be one block taking %u scalars", 2 * n);
+    memcpy(rd->elems, elems, sizeof *elems * n);
+    memcpy(rd->xelems, xelems ? xelems : elems, sizeof *elems * n);
+    bool same = true;
+    for (uint32_t k = 0; k < n; k++)
+        same = same && rd->xelems[k] == elems[k];
+    const ir_block *b = reg->first;
+    ir_opcode opc = ir_region_reduction(reg);
+    if (n == 1 && same &&
+        (opc == IR_OP_ADD || opc == IR_OP_MULTIPLY || opc == IR_OP_MAXIMUM || opc == IR_OP_MINIMUM ||
+         opc == IR_OP_AND || opc == IR_OP_OR || opc == IR_OP_XOR)) {
+        const ir_type *t0 = b->args[0].type, *t1 = b->args[1].type, *tr = b->first->results[0].type;
+        if (t0 && t1 && tr && t0->elem == elems[0] && t1->elem == elems[0] && tr->elem == elems[0] &&
+            ir_type_numel(t0) == 1 && ir_type_numel(tr) == 1 && ir__ip_ew2_ok(opc, elems[0])) {
+            rd->fast = opc;
+            return 0;
+        }
+    }
+    /* `return %x...`: scatter with replace semantics (x.at[i].set(v)) */
+    if (same && b->n_ops == 1 && b->last && ip_is_terminator(b->last) && b->last->n_operands == n) {
+        for (uint32_t k = 0; k < n && same; k++)
+            same = b->last->operands[k] == &b->args[n + k] && b->args[n + k].type &&
+                   b->args[n + k].type->elem == elems[k] && ir_type_numel(b->args[n + k].type) == 1;
+        if (same) {
+            rd->replace = true;
+            return 0;
+        }
+    }
+    for (uint32_t k = 0; k < 2 * n; k++) {
+        int rc;
+        ap_error e2;
+        if ((rc = ir__tensor_alloc_type(b->args[k].type, 0, &rd->args[k], &e2)) < 0) {
+            ir__ip_reducer_free(rd);
+            return ir__ip_relay(c->run, c->op, c->fr->dev_ids[c->dev], rc, &e2);
+        }
+        if (rd->args[k]->kind != IR_TENSOR_ARRAY || rd->args[k]->numel != 1) {
+            ir__ip_reducer_free(rd);
+            return ir__ip_fail(c, AP_ETYPE, "the reduction body must take scalars");
+        }
+    }
+    return 0;
+}
+
+int ir__ip_reduce_step(ip_reducer *rd, uint8_t *const *acc, const uint8_t *const *x)
+{
+    if (rd->fast != IR_OP_UNKNOWN) {
+        ir__ip_ew2_elem(rd->fast, rd->elems[0], acc[0], x[0], acc[0]);
+        return 0;
+    }
+    uint32_t n = rd->n;
+    if (rd->replace) {
+        for (uint32_t k = 0; k < n; k++)
+            memcpy(acc[k], x[k], ip_eb(rd->elems[k]));
+        return 0;
+    }
+    for (uint32_t k = 0; k < n; k++) {
+        ir__ip_convert_elem(rd->elems[k], acc[k], (ir_elem)rd->args[k]->elem, rd->args[k]->data);
+        ir__ip_convert_elem(rd->xelems[k], x[k], (ir_elem)rd->args[n + k]->elem, rd->args[n + k]->data);
+    }
+    ir_tensor *res[IP_MAX_VARIADIC];
+    int rc = rd->c->run->region(rd->c, rd->r, 2 * n, (const ir_tensor *const *)rd->args, n, res);
+    if (rc < 0)
+        return rc;
+    for (uint32_t k = 0; k < n; k++) {
+        if (rc == 0 && (res[k]->kind != IR_TENSOR_ARRAY || res[k]->numel != 1))
+            rc = ir__ip_fail(rd->c, AP_ETYPE, "the reduction body must return scalars");
+        if (rc == 0)
+            ir__ip_convert_elem((ir_elem)res[k]->elem, res[k]->data, rd->elems[k], acc[k]);
+        ir_tensor_free(res[k]);
+    }
+    return rc;
+}
+
+void ir__ip_reducer_free(ip_reducer *rd)
+{
+    for (uint32_t k = 0; k < 2 * IP_MAX_VARIADIC; k++) {
+        ir_tensor_free(rd->args[k]);
+        rd->args[k] = NULL;
+    }
+}
+
+int ir__ip_scall_init(ip_scalar_call *sc, ip_ctx *c, const ir_region *reg, uint32_t n_in, const ir_elem *elems)
+{
+    memset(sc, 0, sizeof *sc);
+    sc->c = c;
+    sc->r = reg;
+    sc->n_in = n_in;
+    if (n_in > 2 * IP_MAX_VARIADIC)
+        return ir__ip_fail(c, AP_EUNSUPPORTED, "regions of %u arguments are not supported", n_in);
+    if (!reg || reg->n_blocks != 1 || reg->first->n_args != n_in)
+        return ir__ip_fail(c, AP_EINVALID, "the region must be one block taking %u scalars", n_in);
+    memcpy(sc->in_elems, elems, sizeof *elems * n_in);
+    for (uint32_t k = 0; k < n_in; k++) {
+        int rc;
+        ap_error e2;
+        if ((rc = ir__tensor_alloc_type(reg->first->args[k].type, 0, &sc->args[k], &e2)) < 0) {
+            ir__ip_scall_free(sc);
+            return ir__ip_relay(c->run, c->op, c->fr->dev_ids[c->dev], rc, &e2);
+        }
+        if (sc->args[k]->kind != IR_TENSOR_ARRAY || sc->args[k]->numel != 1) {
+            ir__ip_scall_free(sc);
+            return ir__ip_fail(c, AP_ETYPE, "the region must take scalars");
+        }
+    }
+    return 0;
+}
+
+int ir__ip_scall(ip_scalar_call *sc, const uint8_t *const *args, uint32_t n_out, const ir_elem *res_elems,
+                 uint8_t *const *res)
+{
+    for (uint32_t k = 0; k < sc->n_in; k++)
+        ir__ip_convert_elem(sc->in_elems[k], args[k], (ir_elem)sc->args[k]->elem, sc->args[k]->data);
+    ir_tensor *out[2 * IP_MAX_VARIADIC];
+    if (n_out > 2 * IP_MAX_VARIADIC)
+        return ir__ip_fail(sc->c, AP_EUNSUPPORTED, "too many region results");
+    int rc = sc->c->run->region(sc->c, sc->r, sc->n_in, (const ir_tensor *const *)sc->args, n_out, out);
+    if (rc < 0)
+        return rc;
+    for (uint32_t k = 0; k < n_out; k++) {
+        if (rc == 0 && (out[k]->kind != IR_TENSOR_ARRAY || out[k]->numel != 1))
+            rc = ir__ip_fail(sc->c, AP_ETYPE, "the region must return scalars");
+        if (rc == 0)
+            ir__ip_convert_elem((ir_elem)out[k]->elem, out[k]->data, res_elems[k], res[k]);
+        ir_tensor_free(out[k]);
+    }
+    return rc;
+}
+
+void ir__ip_scall_free(ip_scalar_call *sc)
+{
+    for (uint32_t k = 0; k < 2 * IP_MAX_VARIADIC; k++) {
+        ir_tensor_free(sc->args[k]);
+        sc->args[k] = NULL;
+    }
 }

@@ -15,14 +15,19 @@
 #ifndef IR_INTERP_INT_H
 #define IR_INTERP_INT_H
 
+#ifndef AP_IR_INTERP
+#error "interp_int.h is private to the interpreter (ir/interp/*.c): use interp.h"
+#endif
+
 #include "interp.h"
-#include "ir_int.h"
+#include "ir_build.h"
 
 #include <complex.h>
 
 typedef struct ip_fn ip_fn;
 typedef struct ip_run ip_run;
 typedef struct ip_frame ip_frame;
+typedef struct ip_ctx ip_ctx;
 
 /* Slot numbering of one function. */
 struct ip_fn {
@@ -43,6 +48,12 @@ struct ip_run {
     uint32_t n_fns, cap_fns;
     ir_ptrmap fn_index; /* func op -> index in fns */
     uint64_t n_ops;
+    /* Evaluates single-block region r for the kernel's device with n_in
+     * arguments (borrowed) and stores n_out new result tensors in out: how
+     * kernels with a body (reduce, sort, map, ...) call back into the
+     * evaluator (eval.c), which they do not otherwise know. */
+    int (*region)(ip_ctx *c, const ir_region *r, uint32_t n_in, const ir_tensor *const *in, uint32_t n_out,
+                  ir_tensor **out);
 };
 
 /* An activation of a function body (or a per-device view of one). */
@@ -56,31 +67,35 @@ struct ip_frame {
 };
 
 /* What a kernel sees: the op, and which device of which frame it runs for. */
-typedef struct ip_ctx {
+struct ip_ctx {
     ip_run *run;
     ip_frame *fr;
     uint32_t dev;
     const ir_op *op;
-} ip_ctx;
+};
 
 /* A kernel: reads op->n_operands inputs, stores op->n_results new tensors in
  * out (left NULL on failure; the caller frees whatever is stored). */
 typedef int (*ip_kernel)(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 
-/* ------------------------------------------------------------- errors */
+/* ------------------------------------------------- errors (kernel.c) */
 
 /* Fills the run's error about the kernel's op ("FILE:L:C: error: OP: MSG",
  * naming the device in SPMD runs) and returns code. */
 int ir__ip_fail(ip_ctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int ir__ip_fail_op(ip_run *r, const ir_op *op, int64_t dev, int code, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* Re-raises a tensor-allocation error (message without position) at op. */
+int ir__ip_relay(ip_run *r, const ir_op *op, int64_t dev, int rc, const ap_error *e);
 
-/* ------------------------------------------------------------ tensors */
+/* ---------------------------------------------- tensors (kernel.c, tensor.c) */
 
 /* A new zero array for the kernel (limit checked, error at the op). */
 int ir__ip_new(ip_ctx *c, ir_elem e, int rank, const int64_t *dims, ir_tensor **out);
 /* A new zero value of result i's type of the kernel's op. */
 int ir__ip_new_result(ip_ctx *c, uint32_t i, ir_tensor **out);
+/* A copy of t for op on device dev (limit checked, error at the op). */
+int ir__ip_clone_at(ip_run *r, const ir_op *op, int64_t dev, const ir_tensor *t, ir_tensor **out);
 /* Tensor allocation without a context: checks the limit, fills err. */
 int ir__tensor_alloc(ir_elem e, int rank, const int64_t *dims, int64_t limit, ir_tensor **out, ap_error *err);
 int ir__tensor_alloc_type(const ir_type *t, int64_t limit, ir_tensor **out, ap_error *err);
@@ -222,7 +237,7 @@ static inline bool ip_next(int rank, const int64_t *dims, int64_t *idx)
     return false;
 }
 
-/* ----------------------------------------------------------- attributes */
+/* ---------------------------------------------------- attributes (kernel.c) */
 
 /* Integer list attribute `name` of the kernel's op into out (at most cap);
  * returns the count, `absent` when the attribute is missing, or fails
@@ -235,12 +250,7 @@ bool ir__ip_flag(const ir_op *op, const char *name);
 /* The enum word of a `#stablehlo<kind WORD>` attribute into buf, or NULL. */
 const char *ir__ip_enum(const ir_op *op, const char *name, char *buf, size_t size);
 
-/* ---------------------------------------------------------------- regions */
-
-/* Evaluates single-block region r for the kernel's device with n_in
- * arguments (borrowed) and stores n_out new result tensors in out. */
-int ir__ip_region(ip_ctx *c, const ir_region *r, uint32_t n_in, const ir_tensor *const *in, uint32_t n_out,
-                  ir_tensor **out);
+/* ------------------------------------------------ region calls (ew.c) */
 
 #define IP_MAX_VARIADIC 16
 
@@ -334,12 +344,30 @@ int ir__ip_k_triangular_solve(ip_ctx *c, const ir_tensor *const *in, ir_tensor *
 int ir__ip_k_cholesky(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 int ir__ip_k_fft(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 
-/* spmd.c: a collective over every device of frame fr. */
+/* coll.c: a collective over every device of frame fr. */
 int ir__ip_collective(ip_run *r, ip_frame *fr, const ir_op *op);
 
-/* eval.c: slot access used by the collectives. */
+/* ------------------------------------------------------ slots (frame.c) */
+
+/* The numbering of func, made once per run (freed with the run). */
+int ir__ip_fn_get(ip_run *r, const ir_op *func, const ir_op *caller, const ip_fn **out);
+void ir__ip_fn_free(ip_fn *fn);
+/* A frame of n_dev rows of func's slots; error at `at` when out of memory. */
+int ir__ip_frame_new(ip_run *r, const ip_fn *fn, uint32_t n_dev, const int64_t *dev_ids, bool local, int depth,
+                     const ir_op *at, ip_frame *fr);
+void ir__ip_frame_free(ip_frame *fr);
+/* The value v for device dev (an error at `user` when it has none). */
 const ir_tensor *ir__ip_slot(ip_run *r, ip_frame *fr, uint32_t dev, const ir_op *user, const ir_value *v);
 void ir__ip_slot_set(ip_frame *fr, uint32_t dev, const ir_value *v, ir_tensor *t);
+/* Takes the value out of its slot (for values dead after a region). */
+ir_tensor *ir__ip_slot_take(ip_frame *fr, uint32_t dev, const ir_value *v);
+
+/* -------------------------------------------------------------- eval.c */
+
+static inline bool ip_is_terminator(const ir_op *op)
+{
+    return op->opcode == IR_OP_RETURN || op->opcode == IR_OP_FUNC_RETURN;
+}
 /* Runs func on n_dev devices (partition ids dev_ids) with args[d * n + i]
  * (borrowed); stores a heap array res[d * n_results + j] of its results.
  * `local` forbids collectives (a call inside a per-device region). */

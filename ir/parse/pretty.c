@@ -2,9 +2,10 @@
  * pretty.c - the pretty (custom) forms of registered StableHLO ops, as
  * stablehlo-opt and JAX print them.  Each form turns its keywords into the
  * same attributes the generic form carries, so both forms give one IR.
- * print.c holds the mirror image of every rule here.
+ * Each form_parse_X here is the parse column of a row of ir/ir_forms.h,
+ * whose check and print columns (ir/print.c) are its mirror image.
  */
-#include "parse_int.h"
+#include "mlir_int.h"
 
 #include <stdio.h>
 
@@ -203,7 +204,7 @@ static bool parse_precision(parser *p, op_state *st)
 }
 
 /* dot_general's `batching_dims = [..] x [..], contracting_dims = ...` */
-static bool parse_dot_general(parser *p, op_state *st)
+static bool form_parse_dot_general(parser *p, op_state *st, int fmt)
 {
     ir_named_attr kv[4];
     int n = 0;
@@ -336,7 +337,7 @@ static bool parse_conv_window(parser *p, op_state *st)
 }
 
 /* convolution(%a, %b) dim_numbers = [..]x[..]->[..], window = {..} {attrs} : sig */
-static bool parse_convolution(parser *p, op_state *st)
+static bool form_parse_convolution(parser *p, op_state *st, int fmt)
 {
     if (!ir__expect(p, T_LPAREN, "'('") || !ir__parse_operand(p, st) || !comma(p) ||
         !ir__parse_operand(p, st) || !ir__expect(p, T_RPAREN, "')'"))
@@ -409,7 +410,7 @@ oom:
 
 /* reduce(%x init: %c) (, (%y init: %d))* (applies OP)? across dimensions = [..]
  *   {attrs}? : sig (reducer (%a: T, %b: T)+ region)? */
-static bool parse_reduce(parser *p, op_state *st)
+static bool form_parse_reduce(parser *p, op_state *st, int fmt)
 {
     ir_value *inputs[8], *inits[8];
     uint32_t n = 0;
@@ -490,7 +491,7 @@ static bool parse_reduce(parser *p, op_state *st)
 }
 
 /* while(%iterArg = %x, ...) : T, ... attributes? cond { } do { } */
-static bool parse_while(parser *p, op_state *st)
+static bool form_parse_while(parser *p, op_state *st, int fmt)
 {
     arg_list args = {0};
     bool ok = ir__expect(p, T_LPAREN, "'('");
@@ -544,229 +545,291 @@ static bool parse_while(parser *p, op_state *st)
     return ok;
 }
 
-bool ir__parse_pretty(parser *p, op_state *st, int fmt)
+static bool form_parse_same(parser *p, op_state *st, int fmt)
 {
-    switch ((enum ir_fmt)fmt) {
-    case IR_FMT_SAME:
-        if (st->opcode == IR_OP_COMPLEX)
-            return ir__parse_operand_list(p, st) && opt_attr_dict(p, st) && complex_sig_tail(p, st);
-        return ir__parse_operand_list(p, st) && opt_attr_dict(p, st) && sig_tail(p, st, true);
-    case IR_FMT_FUNCTIONAL:
-        return ir__parse_operand_list(p, st) && opt_attr_dict(p, st) && sig_tail(p, st, false);
-    case IR_FMT_TYPES:
-    case IR_FMT_TUPLE:
-        return ir__parse_operand_list(p, st) && opt_attr_dict(p, st) &&
-               result_types_tail(p, st, fmt == IR_FMT_TYPES && st->opcode == IR_OP_OPTIMIZATION_BARRIER);
-    case IR_FMT_RETURN: {
-        if (!ir__parse_operand_list(p, st) || !opt_attr_dict(p, st))
-            return false;
-        if (st->n_operands == 0)
-            return true;
-        const char *at = p->tok.at;
-        op_sig sig;
-        if (!ir__expect(p, T_COLON, "':' and the returned types") || !ir__parse_sig(p, &sig))
-            return false;
-        bool ok = true;
-        if (sig.functional || sig.n_out != st->n_operands)
-            ok = ir__perr(p, at, AP_ETYPE, "'%s' returns %u values but lists %u types", st->name,
-                          st->n_operands, sig.functional ? sig.n_in : sig.n_out);
-        for (uint32_t i = 0; ok && i < sig.n_out; i++)
-            ok = ir__check_operand_type(p, st, i, sig.out[i], at);
-        ap_free(sig.in);
-        ap_free(sig.out);
-        return ok;
-    }
-    case IR_FMT_CALL: {
-        if (p->tok.kind != T_AT)
-            return ir__perr_expected(p, "the callee's @name");
-        ir_attr *callee = ir__parse_attr(p, false);
-        if (!callee || !ir__st_add_attr(p, st, "callee", callee))
-            return false;
-        if (!ir__expect(p, T_LPAREN, "'('") || !ir__parse_operand_list(p, st) || !ir__expect(p, T_RPAREN, "')'"))
-            return false;
-        return opt_attr_dict(p, st) && sig_tail(p, st, false);
-    }
-    case IR_FMT_SELECT: {
-        if (!ir__parse_operand_list(p, st) || !opt_attr_dict(p, st))
-            return false;
-        const char *at = p->tok.at;
-        op_sig sig;
-        if (!ir__expect(p, T_COLON, "':' and the select's types") || !ir__parse_sig(p, &sig))
-            return false;
-        bool ok;
-        if (sig.functional) {
-            ok = ir__apply_sig_functional(p, st, &sig, at);
-        } else if (sig.n_out == 2 && st->n_operands == 3) {
-            ok = ir__check_operand_type(p, st, 0, sig.out[0], at) &&
-                 ir__check_operand_type(p, st, 1, sig.out[1], at) &&
-                 ir__check_operand_type(p, st, 2, sig.out[1], at) && ir__st_add_result_type(p, st, sig.out[1]);
-        } else {
-            ok = ir__perr(p, at, AP_ESYNTAX, "select needs ': predicate-type, value-type' or a functional type");
-        }
-        ap_free(sig.in);
-        ap_free(sig.out);
-        return ok;
-    }
-    case IR_FMT_COMPARE:
-        if (!enum_attr(p, st, "comparison_direction", "comparison_direction") || !comma(p) ||
-            !ir__parse_operand(p, st) || !comma(p) || !ir__parse_operand(p, st))
-            return false;
-        if (ir__accept(p, T_COMMA) && !enum_attr(p, st, "comparison_type", "compare_type"))
-            return false;
-        return opt_attr_dict(p, st) && sig_tail(p, st, false);
-    case IR_FMT_CONSTANT: {
-        if (!opt_attr_dict(p, st))
-            return false;
-        const char *at = p->tok.at;
-        ir_attr *v = ir__parse_attr(p, true);
-        if (!v || !ir__st_add_attr(p, st, "value", v))
-            return false;
-        if (!v->type || (v->kind != IR_A_DENSE && v->kind != IR_A_DENSE_RESOURCE))
-            return ir__perr(p, at, AP_ESYNTAX, "stablehlo.constant needs a dense<...> : tensor<...> value");
-        return ir__st_add_result_type(p, st, v->type);
-    }
-    case IR_FMT_IOTA:
-        return kw_i64(p, st, "dim", "iota_dimension") && opt_attr_dict(p, st) && result_types_tail(p, st, false);
-    case IR_FMT_DYNAMIC_IOTA:
-        return ir__parse_operand(p, st) && comma(p) && kw_i64(p, st, "dim", "iota_dimension") &&
-               opt_attr_dict(p, st) && sig_tail(p, st, false);
-    case IR_FMT_BROADCAST_IN_DIM:
-        return ir__parse_operand(p, st) && comma(p) && kw_i64_array(p, st, "dims", "broadcast_dimensions") &&
-               opt_attr_dict(p, st) && sig_tail(p, st, false);
-    case IR_FMT_DYNAMIC_BROADCAST_IN_DIM:
-        if (!ir__parse_operand(p, st) || !comma(p) || !ir__parse_operand(p, st) || !comma(p) ||
-            !kw_i64_array(p, st, "dims", "broadcast_dimensions"))
-            return false;
-        while (ir__accept(p, T_COMMA)) {
-            if (ir__is_word(p, "known_expanding_dimensions")) {
-                if (!kw_i64_array(p, st, "known_expanding_dimensions", "known_expanding_dimensions"))
-                    return false;
-            } else if (!kw_i64_array(p, st, "known_nonexpanding_dimensions", "known_nonexpanding_dimensions")) {
-                return false;
-            }
-        }
-        return opt_attr_dict(p, st) && sig_tail(p, st, false);
-    case IR_FMT_TRANSPOSE:
-        return ir__parse_operand(p, st) && comma(p) && kw_i64_array(p, st, "dims", "permutation") &&
-               opt_attr_dict(p, st) && sig_tail(p, st, false);
-    case IR_FMT_REVERSE:
-        return ir__parse_operand(p, st) && comma(p) && kw_i64_array(p, st, "dims", "dimensions") &&
-               opt_attr_dict(p, st) && sig_tail(p, st, true);
-    case IR_FMT_CONCATENATE:
-        return ir__parse_operand_list(p, st) && comma(p) && kw_i64(p, st, "dim", "dimension") &&
-               opt_attr_dict(p, st) && sig_tail(p, st, false);
-    case IR_FMT_SLICE:
-        return ir__parse_operand(p, st) && parse_slice_ranges(p, st) && opt_attr_dict(p, st) && sig_tail(p, st, false);
-    case IR_FMT_DYNAMIC_SLICE:
-        return ir__parse_operand_list(p, st) && comma(p) && kw_i64_array(p, st, "sizes", "slice_sizes") &&
-               opt_attr_dict(p, st) && sig_tail(p, st, false);
-    case IR_FMT_PAD:
-        return ir__parse_operand(p, st) && comma(p) && ir__parse_operand(p, st) && comma(p) &&
-               kw_i64_array(p, st, "low", "edge_padding_low") && comma(p) &&
-               kw_i64_array(p, st, "high", "edge_padding_high") && comma(p) &&
-               kw_i64_array(p, st, "interior", "interior_padding") && opt_attr_dict(p, st) && sig_tail(p, st, false);
-    case IR_FMT_DOT:
-        if (!ir__parse_operand(p, st) || !comma(p) || !ir__parse_operand(p, st))
-            return false;
-        if (ir__accept(p, T_COMMA) && (!ir__expect_word(p, "precision") || !parse_precision(p, st)))
-            return false;
-        return opt_attr_dict(p, st) && sig_tail(p, st, false);
-    case IR_FMT_DOT_GENERAL:
-        return parse_dot_general(p, st);
-    case IR_FMT_CONVOLUTION:
-        return parse_convolution(p, st);
-    case IR_FMT_REDUCE:
-        return parse_reduce(p, st);
-    case IR_FMT_WHILE:
-        return parse_while(p, st);
-    case IR_FMT_CUSTOM_CALL: {
-        if (p->tok.kind != T_AT)
-            return ir__perr_expected(p, "the call target's @name");
-        ir_attr *target = ir__parse_attr(p, false);
-        if (!target)
-            return false;
-        if (target->kind != IR_A_SYMREF)
-            return ir__perr(p, st->at, AP_ESYNTAX, "bad custom_call target");
-        if (!ir__st_add_attr(p, st, "call_target_name", ir_attr_string(p->m, target->u.str.s, target->u.str.len)))
-            return false;
-        if (!ir__expect(p, T_LPAREN, "'('") || !ir__parse_operand_list(p, st) || !ir__expect(p, T_RPAREN, "')'"))
-            return false;
-        return opt_attr_dict(p, st) && sig_tail(p, st, false);
-    }
-    case IR_FMT_COMPOSITE: {
-        if (p->tok.kind != T_STRING)
-            return ir__perr_expected(p, "the composite's name string");
-        ir_attr *name = ir__parse_attr(p, false);
-        if (!name || !ir__st_add_attr(p, st, "name", name))
-            return false;
-        return ir__parse_operand_list(p, st) && opt_attr_dict(p, st) && sig_tail(p, st, false);
-    }
-    case IR_FMT_GET_TUPLE_ELEMENT: {
-        int64_t idx;
-        if (!ir__parse_operand(p, st) || !ir__expect(p, T_LBRACKET, "'['") || !ir__parse_int(p, &idx) ||
-            !ir__expect(p, T_RBRACKET, "']'"))
-            return false;
-        const ir_type *t = i32_type(p);
-        if (!t || !ir__st_add_attr(p, st, "index", ir_attr_int(p->m, idx, t)))
-            return false;
-        return opt_attr_dict(p, st) && sig_tail(p, st, false);
-    }
-    case IR_FMT_FFT: {
-        int64_t *v = NULL;
-        int n = 0;
-        if (!ir__parse_operand(p, st) || !comma(p) || !ir__expect_word(p, "type") || !ir__expect(p, T_EQUAL, "'='") ||
-            !enum_attr(p, st, "fft_type", "fft_type") || !comma(p) || !ir__expect_word(p, "length") ||
-            !ir__expect(p, T_EQUAL, "'='") || !ir__parse_i64_list(p, &v, &n))
-            return false;
-        bool ok = ir__st_add_attr(p, st, "fft_length", ir_attr_i64_array(p->m, n, v));
-        ap_free(v);
-        return ok && opt_attr_dict(p, st) && sig_tail(p, st, false);
-    }
-    case IR_FMT_RNG:
-        return ir__parse_operand_list(p, st) && comma(p) && ir__expect_word(p, "distribution") &&
-               ir__expect(p, T_EQUAL, "'='") && enum_attr(p, st, "rng_distribution", "rng_distribution") &&
-               opt_attr_dict(p, st) && sig_tail(p, st, false);
-    case IR_FMT_RNG_BIT_GENERATOR:
-        return ir__parse_operand(p, st) && comma(p) && ir__expect_word(p, "algorithm") &&
-               ir__expect(p, T_EQUAL, "'='") && enum_attr(p, st, "rng_algorithm", "rng_algorithm") &&
-               opt_attr_dict(p, st) && sig_tail(p, st, false);
-    case IR_FMT_REDUCE_PRECISION: {
-        if (!ir__parse_operand(p, st) || !comma(p) || !ir__expect_word(p, "format") || !ir__expect(p, T_EQUAL, "'='"))
-            return false;
-        int e = 0, mnt = 0;
-        if (p->tok.kind != T_IDENT || sscanf(p->tok.s, "e%dm%d", &e, &mnt) != 2)
-            return ir__perr_expected(p, "a format like e5m10");
-        ir__next(p);
-        const ir_type *t = i32_type(p);
-        return t && ir__st_add_attr(p, st, "exponent_bits", ir_attr_int(p->m, e, t)) &&
-               ir__st_add_attr(p, st, "mantissa_bits", ir_attr_int(p->m, mnt, t)) && opt_attr_dict(p, st) &&
-               sig_tail(p, st, true);
-    }
-    case IR_FMT_CHOLESKY:
-        /* `%a (, lower = true)? : T` */
-        if (!ir__parse_operand(p, st))
-            return false;
-        if (ir__accept(p, T_COMMA)) {
-            bool lower;
-            if (!ir__expect_word(p, "lower") || !ir__expect(p, T_EQUAL, "'='"))
-                return false;
-            if (ir__is_word(p, "true") || ir__is_word(p, "false"))
-                lower = ir__is_word(p, "true");
-            else
-                return ir__perr_expected(p, "true or false");
-            ir__next(p);
-            if (!ir__st_add_attr(p, st, "lower", ir_attr_bool(p->m, lower)))
-                return false;
-        }
-        return opt_attr_dict(p, st) && sig_tail(p, st, true);
-    case IR_FMT_GET_DIMENSION_SIZE:
-        /* `%a, dim = N : (T) -> tensor<i32>` */
-        return ir__parse_operand(p, st) && comma(p) && kw_i64(p, st, "dim", "dimension") && opt_attr_dict(p, st) &&
-               sig_tail(p, st, false);
-    case IR_FMT_GENERIC:
-    case IR_FMT_MODULE:
-    case IR_FMT_FUNC:
-        break;
-    }
-    return ir__perr(p, st->at, AP_ESYNTAX, "'%s' must be written in the generic form \"%s\"(...)", st->name, st->name);
+    if (st->opcode == IR_OP_COMPLEX)
+        return ir__parse_operand_list(p, st) && opt_attr_dict(p, st) && complex_sig_tail(p, st);
+    return ir__parse_operand_list(p, st) && opt_attr_dict(p, st) && sig_tail(p, st, true);
 }
+
+static bool form_parse_functional(parser *p, op_state *st, int fmt)
+{
+    return ir__parse_operand_list(p, st) && opt_attr_dict(p, st) && sig_tail(p, st, false);
+}
+
+static bool form_parse_types(parser *p, op_state *st, int fmt)
+{
+    return ir__parse_operand_list(p, st) && opt_attr_dict(p, st) &&
+           result_types_tail(p, st, fmt == IR_FMT_TYPES && st->opcode == IR_OP_OPTIMIZATION_BARRIER);
+}
+
+static bool form_parse_return(parser *p, op_state *st, int fmt)
+{
+    if (!ir__parse_operand_list(p, st) || !opt_attr_dict(p, st))
+        return false;
+    if (st->n_operands == 0)
+        return true;
+    const char *at = p->tok.at;
+    op_sig sig;
+    if (!ir__expect(p, T_COLON, "':' and the returned types") || !ir__parse_sig(p, &sig))
+        return false;
+    bool ok = true;
+    if (sig.functional || sig.n_out != st->n_operands)
+        ok = ir__perr(p, at, AP_ETYPE, "'%s' returns %u values but lists %u types", st->name,
+                      st->n_operands, sig.functional ? sig.n_in : sig.n_out);
+    for (uint32_t i = 0; ok && i < sig.n_out; i++)
+        ok = ir__check_operand_type(p, st, i, sig.out[i], at);
+    ap_free(sig.in);
+    ap_free(sig.out);
+    return ok;
+}
+
+static bool form_parse_call(parser *p, op_state *st, int fmt)
+{
+    if (p->tok.kind != T_AT)
+        return ir__perr_expected(p, "the callee's @name");
+    ir_attr *callee = ir__parse_attr(p, false);
+    if (!callee || !ir__st_add_attr(p, st, "callee", callee))
+        return false;
+    if (!ir__expect(p, T_LPAREN, "'('") || !ir__parse_operand_list(p, st) || !ir__expect(p, T_RPAREN, "')'"))
+        return false;
+    return opt_attr_dict(p, st) && sig_tail(p, st, false);
+}
+
+static bool form_parse_select(parser *p, op_state *st, int fmt)
+{
+    if (!ir__parse_operand_list(p, st) || !opt_attr_dict(p, st))
+        return false;
+    const char *at = p->tok.at;
+    op_sig sig;
+    if (!ir__expect(p, T_COLON, "':' and the select's types") || !ir__parse_sig(p, &sig))
+        return false;
+    bool ok;
+    if (sig.functional) {
+        ok = ir__apply_sig_functional(p, st, &sig, at);
+    } else if (sig.n_out == 2 && st->n_operands == 3) {
+        ok = ir__check_operand_type(p, st, 0, sig.out[0], at) &&
+             ir__check_operand_type(p, st, 1, sig.out[1], at) &&
+             ir__check_operand_type(p, st, 2, sig.out[1], at) && ir__st_add_result_type(p, st, sig.out[1]);
+    } else {
+        ok = ir__perr(p, at, AP_ESYNTAX, "select needs ': predicate-type, value-type' or a functional type");
+    }
+    ap_free(sig.in);
+    ap_free(sig.out);
+    return ok;
+}
+
+static bool form_parse_compare(parser *p, op_state *st, int fmt)
+{
+    if (!enum_attr(p, st, "comparison_direction", "comparison_direction") || !comma(p) ||
+        !ir__parse_operand(p, st) || !comma(p) || !ir__parse_operand(p, st))
+        return false;
+    if (ir__accept(p, T_COMMA) && !enum_attr(p, st, "comparison_type", "compare_type"))
+        return false;
+    return opt_attr_dict(p, st) && sig_tail(p, st, false);
+}
+
+static bool form_parse_constant(parser *p, op_state *st, int fmt)
+{
+    if (!opt_attr_dict(p, st))
+        return false;
+    const char *at = p->tok.at;
+    ir_attr *v = ir__parse_attr(p, true);
+    if (!v || !ir__st_add_attr(p, st, "value", v))
+        return false;
+    if (!v->type || (v->kind != IR_A_DENSE && v->kind != IR_A_DENSE_RESOURCE))
+        return ir__perr(p, at, AP_ESYNTAX, "stablehlo.constant needs a dense<...> : tensor<...> value");
+    return ir__st_add_result_type(p, st, v->type);
+}
+
+static bool form_parse_iota(parser *p, op_state *st, int fmt)
+{
+    return kw_i64(p, st, "dim", "iota_dimension") && opt_attr_dict(p, st) && result_types_tail(p, st, false);
+}
+
+static bool form_parse_dynamic_iota(parser *p, op_state *st, int fmt)
+{
+    return ir__parse_operand(p, st) && comma(p) && kw_i64(p, st, "dim", "iota_dimension") &&
+           opt_attr_dict(p, st) && sig_tail(p, st, false);
+}
+
+static bool form_parse_broadcast_in_dim(parser *p, op_state *st, int fmt)
+{
+    return ir__parse_operand(p, st) && comma(p) && kw_i64_array(p, st, "dims", "broadcast_dimensions") &&
+           opt_attr_dict(p, st) && sig_tail(p, st, false);
+}
+
+static bool form_parse_dynamic_broadcast_in_dim(parser *p, op_state *st, int fmt)
+{
+    if (!ir__parse_operand(p, st) || !comma(p) || !ir__parse_operand(p, st) || !comma(p) ||
+        !kw_i64_array(p, st, "dims", "broadcast_dimensions"))
+        return false;
+    while (ir__accept(p, T_COMMA)) {
+        if (ir__is_word(p, "known_expanding_dimensions")) {
+            if (!kw_i64_array(p, st, "known_expanding_dimensions", "known_expanding_dimensions"))
+                return false;
+        } else if (!kw_i64_array(p, st, "known_nonexpanding_dimensions", "known_nonexpanding_dimensions")) {
+            return false;
+        }
+    }
+    return opt_attr_dict(p, st) && sig_tail(p, st, false);
+}
+
+static bool form_parse_transpose(parser *p, op_state *st, int fmt)
+{
+    return ir__parse_operand(p, st) && comma(p) && kw_i64_array(p, st, "dims", "permutation") &&
+           opt_attr_dict(p, st) && sig_tail(p, st, false);
+}
+
+static bool form_parse_reverse(parser *p, op_state *st, int fmt)
+{
+    return ir__parse_operand(p, st) && comma(p) && kw_i64_array(p, st, "dims", "dimensions") &&
+           opt_attr_dict(p, st) && sig_tail(p, st, true);
+}
+
+static bool form_parse_concatenate(parser *p, op_state *st, int fmt)
+{
+    return ir__parse_operand_list(p, st) && comma(p) && kw_i64(p, st, "dim", "dimension") &&
+           opt_attr_dict(p, st) && sig_tail(p, st, false);
+}
+
+static bool form_parse_slice(parser *p, op_state *st, int fmt)
+{
+    return ir__parse_operand(p, st) && parse_slice_ranges(p, st) && opt_attr_dict(p, st) && sig_tail(p, st, false);
+}
+
+static bool form_parse_dynamic_slice(parser *p, op_state *st, int fmt)
+{
+    return ir__parse_operand_list(p, st) && comma(p) && kw_i64_array(p, st, "sizes", "slice_sizes") &&
+           opt_attr_dict(p, st) && sig_tail(p, st, false);
+}
+
+static bool form_parse_pad(parser *p, op_state *st, int fmt)
+{
+    return ir__parse_operand(p, st) && comma(p) && ir__parse_operand(p, st) && comma(p) &&
+           kw_i64_array(p, st, "low", "edge_padding_low") && comma(p) &&
+           kw_i64_array(p, st, "high", "edge_padding_high") && comma(p) &&
+           kw_i64_array(p, st, "interior", "interior_padding") && opt_attr_dict(p, st) && sig_tail(p, st, false);
+}
+
+static bool form_parse_dot(parser *p, op_state *st, int fmt)
+{
+    if (!ir__parse_operand(p, st) || !comma(p) || !ir__parse_operand(p, st))
+        return false;
+    if (ir__accept(p, T_COMMA) && (!ir__expect_word(p, "precision") || !parse_precision(p, st)))
+        return false;
+    return opt_attr_dict(p, st) && sig_tail(p, st, false);
+}
+
+static bool form_parse_custom_call(parser *p, op_state *st, int fmt)
+{
+    if (p->tok.kind != T_AT)
+        return ir__perr_expected(p, "the call target's @name");
+    ir_attr *target = ir__parse_attr(p, false);
+    if (!target)
+        return false;
+    if (target->kind != IR_A_SYMREF)
+        return ir__perr(p, st->at, AP_ESYNTAX, "bad custom_call target");
+    if (!ir__st_add_attr(p, st, "call_target_name", ir_attr_string(p->m, target->u.str.s, target->u.str.len)))
+        return false;
+    if (!ir__expect(p, T_LPAREN, "'('") || !ir__parse_operand_list(p, st) || !ir__expect(p, T_RPAREN, "')'"))
+        return false;
+    return opt_attr_dict(p, st) && sig_tail(p, st, false);
+}
+
+static bool form_parse_composite(parser *p, op_state *st, int fmt)
+{
+    if (p->tok.kind != T_STRING)
+        return ir__perr_expected(p, "the composite's name string");
+    ir_attr *name = ir__parse_attr(p, false);
+    if (!name || !ir__st_add_attr(p, st, "name", name))
+        return false;
+    return ir__parse_operand_list(p, st) && opt_attr_dict(p, st) && sig_tail(p, st, false);
+}
+
+static bool form_parse_get_tuple_element(parser *p, op_state *st, int fmt)
+{
+    int64_t idx;
+    if (!ir__parse_operand(p, st) || !ir__expect(p, T_LBRACKET, "'['") || !ir__parse_int(p, &idx) ||
+        !ir__expect(p, T_RBRACKET, "']'"))
+        return false;
+    const ir_type *t = i32_type(p);
+    if (!t || !ir__st_add_attr(p, st, "index", ir_attr_int(p->m, idx, t)))
+        return false;
+    return opt_attr_dict(p, st) && sig_tail(p, st, false);
+}
+
+static bool form_parse_fft(parser *p, op_state *st, int fmt)
+{
+    int64_t *v = NULL;
+    int n = 0;
+    if (!ir__parse_operand(p, st) || !comma(p) || !ir__expect_word(p, "type") || !ir__expect(p, T_EQUAL, "'='") ||
+        !enum_attr(p, st, "fft_type", "fft_type") || !comma(p) || !ir__expect_word(p, "length") ||
+        !ir__expect(p, T_EQUAL, "'='") || !ir__parse_i64_list(p, &v, &n))
+        return false;
+    bool ok = ir__st_add_attr(p, st, "fft_length", ir_attr_i64_array(p->m, n, v));
+    ap_free(v);
+    return ok && opt_attr_dict(p, st) && sig_tail(p, st, false);
+}
+
+static bool form_parse_rng(parser *p, op_state *st, int fmt)
+{
+    return ir__parse_operand_list(p, st) && comma(p) && ir__expect_word(p, "distribution") &&
+           ir__expect(p, T_EQUAL, "'='") && enum_attr(p, st, "rng_distribution", "rng_distribution") &&
+           opt_attr_dict(p, st) && sig_tail(p, st, false);
+}
+
+static bool form_parse_rng_bit_generator(parser *p, op_state *st, int fmt)
+{
+    return ir__parse_operand(p, st) && comma(p) && ir__expect_word(p, "algorithm") &&
+           ir__expect(p, T_EQUAL, "'='") && enum_attr(p, st, "rng_algorithm", "rng_algorithm") &&
+           opt_attr_dict(p, st) && sig_tail(p, st, false);
+}
+
+static bool form_parse_reduce_precision(parser *p, op_state *st, int fmt)
+{
+    if (!ir__parse_operand(p, st) || !comma(p) || !ir__expect_word(p, "format") || !ir__expect(p, T_EQUAL, "'='"))
+        return false;
+    int e = 0, mnt = 0;
+    if (p->tok.kind != T_IDENT || sscanf(p->tok.s, "e%dm%d", &e, &mnt) != 2)
+        return ir__perr_expected(p, "a format like e5m10");
+    ir__next(p);
+    const ir_type *t = i32_type(p);
+    return t && ir__st_add_attr(p, st, "exponent_bits", ir_attr_int(p->m, e, t)) &&
+           ir__st_add_attr(p, st, "mantissa_bits", ir_attr_int(p->m, mnt, t)) && opt_attr_dict(p, st) &&
+           sig_tail(p, st, true);
+}
+
+static bool form_parse_cholesky(parser *p, op_state *st, int fmt)
+{
+    /* `%a (, lower = true)? : T` */
+    if (!ir__parse_operand(p, st))
+        return false;
+    if (ir__accept(p, T_COMMA)) {
+        bool lower;
+        if (!ir__expect_word(p, "lower") || !ir__expect(p, T_EQUAL, "'='"))
+            return false;
+        if (ir__is_word(p, "true") || ir__is_word(p, "false"))
+            lower = ir__is_word(p, "true");
+        else
+            return ir__perr_expected(p, "true or false");
+        ir__next(p);
+        if (!ir__st_add_attr(p, st, "lower", ir_attr_bool(p->m, lower)))
+            return false;
+    }
+    return opt_attr_dict(p, st) && sig_tail(p, st, true);
+}
+
+static bool form_parse_get_dimension_size(parser *p, op_state *st, int fmt)
+{
+    /* `%a, dim = N : (T) -> tensor<i32>` */
+    return ir__parse_operand(p, st) && comma(p) && kw_i64(p, st, "dim", "dimension") && opt_attr_dict(p, st) &&
+           sig_tail(p, st, false);
+}
+
+/* The parse column of the table in ir_forms.h (ok and print: ir/print.c). */
+const ir__form_parser ir__form_parsers[IR_FMT__COUNT] = {
+#define IR_FORM_PARSER(id, ok, print, parse) [IR_FMT_##id] = parse,
+    IR_FORMS(IR_FORM_PARSER)
+#undef IR_FORM_PARSER
+};

@@ -19,7 +19,6 @@
  * autopart.layout on every argument and result (per dim, the axes tiling
  * it, major to minor).  Device ids are row-major over the mesh axes.
  */
-#include "clone_int.h"
 #include "partir_int.h"
 
 #include <stdio.h>

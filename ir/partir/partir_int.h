@@ -6,7 +6,11 @@
 #ifndef PARTIR_INT_H
 #define PARTIR_INT_H
 
-#include "ir_int.h"
+#ifndef AP_IR_PARTIR
+#error "partir_int.h is private to PartIR (ir/partir/*.c): use partir.h"
+#endif
+
+#include "ir_build.h"
 #include "partir.h"
 
 /* ------------------------------------------------------------------ TMR */

@@ -10,7 +10,6 @@
  * op taking it as a pending sum (a TMR entry with a partial operand) uses
  * the summand of its own iteration, exactly as the fused loops would.
  */
-#include "clone_int.h"
 #include "partir_int.h"
 
 #include <stdio.h>

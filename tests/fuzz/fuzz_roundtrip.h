@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ir.h"
+#include "parse.h"
 
 static inline int fuzz_roundtrip(ir_format fmt, const unsigned char *data, size_t size, const char *name)
 {

@@ -2,7 +2,7 @@
  * check.c - the semantic-equivalence check of a partition state: the
  * unpartitioned function, the PartIR:Core loop view and the SPMD program run
  * on the same seeded random inputs and their results are compared (see
- * ir_check in ir.h for the error measure and the tolerances).
+ * ir_check in ircheck.h for the error measure and the tolerances).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -10,9 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "interp.h"
-#include "ir_int.h"
-#include "partir.h"
+#include "ircheck.h"
+#include "ir_build.h"
 
 double ir_check_default_tol(ir_elem e)
 {

@@ -22,6 +22,7 @@
 #include "ap.h"
 #include "cost.h"
 #include "ir.h"
+#include "parse.h"
 #include "partir.h"
 
 /* What one tactic of a schedule led to (the PartIR paper's partir.jit

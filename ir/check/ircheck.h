@@ -1,0 +1,102 @@
+/*
+ * ircheck.h - the equivalence check of a partition state (`autopart check`):
+ * the unpartitioned function, the PartIR:Core loop view and the SPMD
+ * program run by the interpreter (ir/interp/interp.h) on the same seeded
+ * random inputs, and their results compared.  A library of its own because
+ * it needs both the interpreter and PartIR (partition, loop view,
+ * lowering), which know nothing of each other.
+ */
+#ifndef IRCHECK_H
+#define IRCHECK_H
+
+#include "interp.h"
+#include "partir.h"
+
+/*
+ * `autopart check`: runs the unpartitioned function, the PartIR:Core loop
+ * view (ir_temporal: tile loops stack their iterations, sum loops add them,
+ * any loops must agree) and the SPMD program (ir_lower run on every device
+ * by ir_spmd_run) on the same seeded random inputs, and compares each
+ * result of the two partitioned runs with the unpartitioned one.
+ *
+ * The error of a result is max |x - ref| / max(1, max |ref|): absolute for
+ * values below one, relative to the result's largest magnitude above (an
+ * element-wise relative error would flag every reordered sum that lands
+ * near zero).  It must not exceed the result's tolerance, which follows
+ * the lowest precision its computation went through, unless
+ * ir_check_opts.tol overrides it: the largest, over the ops the result
+ * depends on (region bodies included), of ir_check_default_tol of their
+ * result types, and of u * sqrt(n) for a reduce or reduce_window with add
+ * or multiply that combines n terms one rounding at a time in a type of
+ * unit roundoff u (reordering such a sum, as partitioning does, moves it by
+ * about that much in plain arithmetic).  So an f32 result of a bf16
+ * computation is held to the bf16 tolerance, and a million-term f16 sum to
+ * 2^-11 * 1024 = 0.5.  And a result that is ill-conditioned (cancellation
+ * in a gradient, say) is held to at least IR_CHECK_SENSITIVITY times how
+ * far it moves when its inputs move by one ulp of the precision it is
+ * computed in (from an extra unpartitioned run on inputs moved by about one
+ * ulp of their own types, scaled), up to IR_CHECK_SENSITIVITY_CAP:
+ * reordering its arithmetic moves it about as much.  Integer and boolean
+ * results are exact.
+ */
+#define IR_CHECK_SENSITIVITY 4.0
+#define IR_CHECK_SENSITIVITY_CAP 0.1
+
+/* Default tolerance per element type: 1e-9 for f64, 1e-4 for f32 and tf32,
+ * 1e-2 for f16, 5e-2 for bf16, 0.25 for the 8-bit and narrower floats,
+ * those of the parts for complex, and 0 (exact) for integers and booleans.
+ * Sums are reordered by partitioning, so floats cannot be held to exact
+ * equality; the bounds leave room for a few thousand roundings. */
+double ir_check_default_tol(ir_elem e);
+
+typedef struct ir_check_opts {
+    uint64_t seed;           /* of the random inputs */
+    double tol;              /* > 0: for every result; 0: per element type */
+    int64_t drop_all_reduce; /* ir_lower_opts (tests only); -1 none */
+    int64_t max_elems;       /* per tensor, 0: the interpreter's default */
+    int64_t max_arg_bytes;   /* all arguments together; 0: IR_CHECK_MAX_ARG_BYTES */
+} ir_check_opts;
+#define IR_CHECK_OPTS_DEFAULT ((ir_check_opts){.seed = 0, .tol = 0, .drop_all_reduce = -1})
+/* The check holds several copies of every value (three runs, each SPMD
+ * device's tiles): above this much argument data it refuses with
+ * AP_ELIMIT rather than exhaust memory.  It is meant for small
+ * configurations of a model (the zoo's `tiny`). */
+#define IR_CHECK_MAX_ARG_BYTES ((int64_t)1 << 30)
+
+enum { IR_CHECK_REF, IR_CHECK_LOOPS, IR_CHECK_SPMD, IR_CHECK__RUNS };
+
+typedef struct ir_check_result {
+    char name[96];  /* jax.result_info, or "result #J" */
+    char type[96];  /* tensor<4x8xf32> */
+    double tol;
+    char tol_basis[48]; /* what tol follows: "bf16", "f16, a 1048576-term sum",
+                           "f32, ill-conditioned (1.4e-05 per ulp)", "--tol"
+                           (ir_check_opts.tol) */
+    /* [0]: the loop view, [1]: SPMD, against the unpartitioned run */
+    double max_abs[2]; /* largest |x - ref| */
+    double max_rel[2]; /* largest |x - ref| / max(|x|, |ref|) */
+    double error[2];   /* what is held to tol (see above) */
+    bool ok;
+} ir_check_result;
+
+typedef struct ir_check_report {
+    uint32_t n_results;
+    ir_check_result *results; /* owned */
+    bool ok;                  /* every result within its tolerance */
+    int64_t n_devices;
+    double input_lo, input_hi;        /* range of the float inputs */
+    double seconds[IR_CHECK__RUNS];   /* per run: unpartitioned, loops, SPMD */
+    uint64_t ops[IR_CHECK__RUNS];     /* ops evaluated per run */
+    char note[160];                   /* e.g. why inputs were redrawn */
+} ir_check_report;
+
+/* Runs the check of state p (its context's function and module) and fills
+ * *report (free with ir_check_report_free), returning 0 whether or not the
+ * results agree: report->ok says.  A negative AP_E* code with err filled
+ * when a run fails: an op the interpreter cannot evaluate, the lowering
+ * failing, replicated copies disagreeing across devices (AP_ECONFLICT), or
+ * iterations of an `any` loop disagreeing (AP_ECONFLICT). */
+int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *report, ap_error *err);
+void ir_check_report_free(ir_check_report *r);
+
+#endif /* IRCHECK_H */

@@ -1,0 +1,479 @@
+/*
+ * coll.c - the collectives of the SPMD interpreter across the simulated
+ * devices of a run: all_reduce, all_gather, reduce_scatter, all_to_all,
+ * collective_permute, collective_broadcast.
+ *
+ * Devices run in lock step (eval.c evaluates each op on every device
+ * before the next), so a collective finds every device's operand in its
+ * slots.  Replica group semantics are described in interp.h.
+ */
+#include "interp_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ================================================================ groups */
+
+typedef struct groups {
+    int64_t n, size;   /* n groups of `size` devices */
+    int64_t *ids;      /* n * size device ids, group by group */
+    int64_t *group_of; /* per frame device: its group */
+    int64_t *pos_of;   /* per frame device: its position in the group */
+} groups;
+
+static void groups_free(groups *g)
+{
+    ap_free(g->ids);
+    ap_free(g->group_of);
+    ap_free(g->pos_of);
+    memset(g, 0, sizeof *g);
+}
+
+/* Frame index of partition id `id`, -1 if no device of the frame has it. */
+static int64_t frame_dev(const ip_frame *fr, int64_t id)
+{
+    if (id >= 0 && id < fr->n_dev && fr->dev_ids[id] == id)
+        return id;
+    for (uint32_t d = 0; d < fr->n_dev; d++)
+        if (fr->dev_ids[d] == id)
+            return d;
+    return -1;
+}
+
+static int groups_get(ip_run *r, ip_frame *fr, const ir_op *op, groups *g)
+{
+    memset(g, 0, sizeof *g);
+    int64_t nd = fr->n_dev;
+    ir_attr *a = ir_op_attr(op, "replica_groups");
+    if (a && (a->kind != IR_A_DENSE || a->u.dense.text || !a->type || !ir_elem_is_int((ir_elem)a->type->elem) ||
+              a->type->rank != 2))
+        return ir__ip_fail_op(r, op, -1, AP_EINVALID, "replica_groups must be a dense integer tensor<GxS>");
+    int64_t ng = a ? a->type->dims[0] : 0, gs = a ? a->type->dims[1] : 0;
+    bool channel = ir_op_attr(op, "channel_handle") != NULL, global = ir__ip_flag(op, "use_global_device_ids");
+    g->group_of = ap_malloc(sizeof *g->group_of * (size_t)nd);
+    g->pos_of = ap_malloc(sizeof *g->pos_of * (size_t)nd);
+    if (!g->group_of || !g->pos_of)
+        goto oom;
+    bool single = ng == 1 && gs == 1 && ir_dense_int_at(a, 0) == 0;
+    if (ng * gs == 0 || (single && nd > 1 && channel && !global)) {
+        /* empty groups, or [[0]] across partitions: one group of all */
+        g->n = 1;
+        g->size = nd;
+        if (!(g->ids = ap_malloc(sizeof *g->ids * (size_t)nd)))
+            goto oom;
+        for (int64_t d = 0; d < nd; d++)
+            g->ids[d] = fr->dev_ids[d];
+    } else if (single && nd > 1 && !channel && !global) {
+        /* cross_replica with one replica: every device alone */
+        g->n = nd;
+        g->size = 1;
+        if (!(g->ids = ap_malloc(sizeof *g->ids * (size_t)nd)))
+            goto oom;
+        for (int64_t d = 0; d < nd; d++)
+            g->ids[d] = fr->dev_ids[d];
+    } else {
+        g->n = ng;
+        g->size = gs;
+        if (!(g->ids = ap_malloc(sizeof *g->ids * (size_t)(ng * gs))))
+            goto oom;
+        for (int64_t i = 0; i < ng * gs; i++)
+            g->ids[i] = ir_dense_int_at(a, (size_t)i);
+    }
+    for (int64_t d = 0; d < nd; d++)
+        g->group_of[d] = -1;
+    for (int64_t i = 0; i < g->n * g->size; i++) {
+        int64_t d = frame_dev(fr, g->ids[i]);
+        if (d < 0 || g->group_of[d] >= 0) {
+            int64_t id = g->ids[i];
+            groups_free(g);
+            return ir__ip_fail_op(r, op, -1, AP_EINVALID,
+                                  d < 0 ? "replica group names device %" PRId64 ", which does not exist"
+                                        : "device %" PRId64 " is in more than one replica group",
+                                  id);
+        }
+        g->group_of[d] = i / g->size;
+        g->pos_of[d] = i % g->size;
+    }
+    for (int64_t d = 0; d < nd; d++)
+        if (g->group_of[d] < 0) {
+            int64_t id = fr->dev_ids[d];
+            groups_free(g);
+            return ir__ip_fail_op(r, op, -1, AP_EINVALID, "device %" PRId64 " is in no replica group", id);
+        }
+    return 0;
+oom:
+    groups_free(g);
+    return ir__ip_fail_op(r, op, -1, AP_ENOMEM, "out of memory");
+}
+
+/* ============================================================== helpers */
+
+/* Copies n slices along `dim` from src (starting at s0) to dst (at d0);
+ * the tensors agree on every other dim. */
+static void copy_along(ir_tensor *dst, int64_t d0, const ir_tensor *src, int64_t s0, int64_t n, int dim)
+{
+    int64_t outer = 1, inner = (int64_t)ip_eb((ir_elem)src->elem);
+    for (int d = 0; d < dim; d++)
+        outer *= src->dims[d];
+    for (int d = dim + 1; d < src->rank; d++)
+        inner *= src->dims[d];
+    for (int64_t o = 0; o < outer; o++)
+        memcpy(dst->data + (size_t)((o * dst->dims[dim] + d0) * inner),
+               src->data + (size_t)((o * src->dims[dim] + s0) * inner), (size_t)(n * inner));
+}
+
+/* Whether a and b agree on every dim but `dim`, where b is `num`/`den`
+ * times a. */
+static bool scaled_dims(const ir_tensor *a, const ir_tensor *b, int dim, int64_t num, int64_t den)
+{
+    if (a->kind != IR_TENSOR_ARRAY || b->kind != IR_TENSOR_ARRAY || a->rank != b->rank || a->elem != b->elem ||
+        dim < 0 || dim >= a->rank)
+        return false;
+    for (int d = 0; d < a->rank; d++) {
+        if (d == dim ? a->dims[d] * num != b->dims[d] * den : a->dims[d] != b->dims[d])
+            return false;
+    }
+    return true;
+}
+
+static int new_result(ip_run *r, ip_frame *fr, const ir_op *op, uint32_t d, uint32_t i, ir_tensor **out)
+{
+    ap_error e2;
+    int rc = ir__tensor_alloc_type(op->results[i].type, r->opts.max_elems, out, &e2);
+    if (rc < 0)
+        return ir__ip_fail_op(r, op, fr->dev_ids[d], rc, "%s", e2.msg);
+    if ((*out)->kind != IR_TENSOR_ARRAY)
+        return ir__ip_fail_op(r, op, fr->dev_ids[d], AP_ETYPE, "result %u must be a tensor", i);
+    return 0;
+}
+
+static int64_t attr_int(const ir_op *op, const char *name, int64_t dflt)
+{
+    ir_attr *a = ir_op_attr(op, name);
+    return a && a->kind == IR_A_INT ? a->u.i : dflt;
+}
+
+/* Folds the operands of a group member by member, in group order, with
+ * the op's reduction region; stores the reduced value in *out. */
+static int reduce_group(ip_run *r, ip_frame *fr, const ir_op *op, const groups *g, int64_t gi, uint32_t k,
+                        const ir_tensor *const *ops, uint32_t n_ops, ir_tensor **out)
+{
+    int64_t first = frame_dev(fr, g->ids[gi * g->size]);
+    const ir_tensor *x0 = ops[(size_t)first * n_ops + k];
+    ap_error e2;
+    int rc = ir_tensor_clone(x0, out, &e2);
+    if (rc < 0)
+        return ir__ip_fail_op(r, op, -1, rc, "%s", e2.msg);
+    if (x0->kind != IR_TENSOR_ARRAY)
+        return ir__ip_fail_op(r, op, -1, AP_ETYPE, "operands must be tensors");
+    if (g->size == 1 || x0->numel == 0)
+        return 0;
+    ip_ctx c = {r, fr, (uint32_t)first, op};
+    ip_reducer rd;
+    ir_elem e = (ir_elem)x0->elem;
+    if (op->n_regions != 1)
+        return ir__ip_fail_op(r, op, -1, AP_EINVALID, "needs a reduction region");
+    if ((rc = ir__ip_reducer_init(&rd, &c, &op->regions[0], 1, &e, NULL)) < 0)
+        return rc;
+    size_t eb = ip_eb(e);
+    for (int64_t m = 1; m < g->size && rc == 0; m++) {
+        const ir_tensor *xm = ops[(size_t)frame_dev(fr, g->ids[gi * g->size + m]) * n_ops + k];
+        if (!ir__tensor_same_type(xm, x0)) {
+            rc = ir__ip_fail_op(r, op, -1, AP_ETYPE, "devices of one group hold operands of different types");
+            break;
+        }
+        for (int64_t i = 0; i < x0->numel && rc == 0; i++) {
+            uint8_t *acc = (*out)->data + (size_t)i * eb;
+            const uint8_t *v = xm->data + (size_t)i * eb;
+            rc = ir__ip_reduce_step(&rd, &acc, &v);
+        }
+    }
+    ir__ip_reducer_free(&rd);
+    return rc;
+}
+
+/* ========================================================== collectives */
+
+static int coll_all_reduce(ip_run *r, ip_frame *fr, const ir_op *op, const groups *g, const ir_tensor *const *ops,
+                           ir_tensor **res)
+{
+    uint32_t n = op->n_operands;
+    if (op->n_results != n)
+        return ir__ip_fail_op(r, op, -1, AP_EINVALID, "needs one result per operand");
+    for (int64_t gi = 0; gi < g->n; gi++)
+        for (uint32_t k = 0; k < n; k++) {
+            ir_tensor *sum;
+            int rc = reduce_group(r, fr, op, g, gi, k, ops, n, &sum);
+            if (rc < 0) {
+                ir_tensor_free(sum);
+                return rc;
+            }
+            /* every member gets the same bits */
+            for (int64_t m = 0; m < g->size && rc == 0; m++) {
+                int64_t d = frame_dev(fr, g->ids[gi * g->size + m]);
+                ap_error e2;
+                if ((rc = ir_tensor_clone(sum, &res[(size_t)d * n + k], &e2)) < 0)
+                    rc = ir__ip_fail_op(r, op, -1, rc, "%s", e2.msg);
+            }
+            ir_tensor_free(sum);
+            if (rc < 0)
+                return rc;
+        }
+    return 0;
+}
+
+static int coll_reduce_scatter(ip_run *r, ip_frame *fr, const ir_op *op, const groups *g, const ir_tensor *const *ops,
+                               ir_tensor **res)
+{
+    uint32_t n = op->n_operands;
+    int64_t dim = attr_int(op, "scatter_dimension", -1);
+    if (op->n_results != n)
+        return ir__ip_fail_op(r, op, -1, AP_EINVALID, "needs one result per operand");
+    for (int64_t gi = 0; gi < g->n; gi++)
+        for (uint32_t k = 0; k < n; k++) {
+            ir_tensor *sum;
+            int rc = reduce_group(r, fr, op, g, gi, k, ops, n, &sum);
+            if (rc < 0) {
+                ir_tensor_free(sum);
+                return rc;
+            }
+            int64_t chunk = dim >= 0 && dim < sum->rank ? sum->dims[dim] / g->size : 0;
+            if (dim < 0 || dim >= sum->rank || sum->dims[dim] % g->size)
+                rc = ir__ip_fail_op(r, op, -1, AP_EINVALID,
+                                    "scatter_dimension %" PRId64
+                                    " is out of range or does not divide by the group size %" PRId64,
+                                    dim, g->size);
+            for (int64_t m = 0; m < g->size && rc == 0; m++) {
+                uint32_t d = (uint32_t)frame_dev(fr, g->ids[gi * g->size + m]);
+                ir_tensor **dst = &res[(size_t)d * n + k];
+                if ((rc = new_result(r, fr, op, d, k, dst)) < 0)
+                    break;
+                if (!scaled_dims(*dst, sum, (int)dim, g->size, 1)) {
+                    rc = ir__ip_fail_op(r, op, fr->dev_ids[d], AP_ETYPE,
+                                        "result %u is not the operand split %" PRId64 " ways", k, g->size);
+                    break;
+                }
+                /* the member at position m gets chunk m */
+                copy_along(*dst, 0, sum, m * chunk, chunk, (int)dim);
+            }
+            ir_tensor_free(sum);
+            if (rc < 0)
+                return rc;
+        }
+    return 0;
+}
+
+static int coll_all_gather(ip_run *r, ip_frame *fr, const ir_op *op, const groups *g, const ir_tensor *const *ops,
+                           ir_tensor **res)
+{
+    uint32_t n = op->n_operands;
+    int64_t dim = attr_int(op, "all_gather_dim", -1);
+    if (op->n_results != n)
+        return ir__ip_fail_op(r, op, -1, AP_EINVALID, "needs one result per operand");
+    for (uint32_t d = 0; d < fr->n_dev; d++)
+        for (uint32_t k = 0; k < n; k++) {
+            ir_tensor **dst = &res[(size_t)d * n + k];
+            int rc = new_result(r, fr, op, d, k, dst);
+            if (rc < 0)
+                return rc;
+            int64_t gi = g->group_of[d], off = 0;
+            for (int64_t m = 0; m < g->size; m++) {
+                const ir_tensor *x = ops[(size_t)frame_dev(fr, g->ids[gi * g->size + m]) * n + k];
+                if (!scaled_dims(x, *dst, (int)dim, g->size, 1))
+                    return ir__ip_fail_op(r, op, fr->dev_ids[d], AP_ETYPE,
+                                          "result %u is not %" PRId64 " operands concatenated along dim %" PRId64, k,
+                                          g->size, dim);
+                /* concatenation in replica-group order */
+                copy_along(*dst, off, x, 0, x->dims[dim], (int)dim);
+                off += x->dims[dim];
+            }
+        }
+    return 0;
+}
+
+static int coll_all_to_all(ip_run *r, ip_frame *fr, const ir_op *op, const groups *g, const ir_tensor *const *ops,
+                           ir_tensor **res)
+{
+    uint32_t n = op->n_operands;
+    int64_t sd = attr_int(op, "split_dimension", -1), cd = attr_int(op, "concat_dimension", -1);
+    int64_t sc = attr_int(op, "split_count", -1);
+    if (op->n_results != n)
+        return ir__ip_fail_op(r, op, -1, AP_EINVALID, "needs one result per operand");
+    if (sc != g->size)
+        return ir__ip_fail_op(r, op, -1, AP_EINVALID, "split_count %" PRId64 " differs from the group size %" PRId64,
+                              sc, g->size);
+    for (uint32_t d = 0; d < fr->n_dev; d++)
+        for (uint32_t k = 0; k < n; k++) {
+            ir_tensor **dst = &res[(size_t)d * n + k];
+            int rc = new_result(r, fr, op, d, k, dst);
+            if (rc < 0)
+                return rc;
+            int64_t gi = g->group_of[d], me = g->pos_of[d];
+            for (int64_t m = 0; m < g->size; m++) {
+                const ir_tensor *x = ops[(size_t)frame_dev(fr, g->ids[gi * g->size + m]) * n + k];
+                if (x->kind != IR_TENSOR_ARRAY || sd < 0 || sd >= x->rank || cd < 0 || cd >= x->rank ||
+                    x->dims[sd] % sc || x->rank != (*dst)->rank || x->elem != (*dst)->elem)
+                    return ir__ip_fail_op(r, op, -1, AP_EINVALID, "split/concat dims do not fit the operand");
+                int64_t chunk = x->dims[sd] / sc;
+                for (int dd = 0; dd < x->rank; dd++) {
+                    int64_t want = x->dims[dd];
+                    if (dd == sd)
+                        want /= sc;
+                    if (dd == cd)
+                        want *= sc;
+                    if ((*dst)->dims[dd] != want)
+                        return ir__ip_fail_op(r, op, fr->dev_ids[d], AP_ETYPE, "result %u has the wrong shape", k);
+                }
+                /* member m's chunk `me` lands at position m along concat */
+                int64_t box[IR_MAX_RANK], xs[IR_MAX_RANK], ys[IR_MAX_RANK], xb = 0, yb = 0;
+                memcpy(box, x->dims, sizeof *box * (size_t)x->rank);
+                box[sd] = chunk;
+                ip_strides(x->rank, x->dims, xs);
+                ip_strides((*dst)->rank, (*dst)->dims, ys);
+                xb = me * chunk * xs[sd];
+                yb = m * box[cd] * ys[cd];
+                int64_t bi[IR_MAX_RANK] = {0};
+                size_t eb = ip_eb((ir_elem)x->elem);
+                bool empty = false;
+                for (int dd = 0; dd < x->rank; dd++)
+                    empty = empty || box[dd] == 0;
+                if (empty)
+                    continue;
+                do {
+                    int64_t xo = xb, yo = yb;
+                    for (int dd = 0; dd < x->rank; dd++) {
+                        xo += bi[dd] * xs[dd];
+                        yo += bi[dd] * ys[dd];
+                    }
+                    memcpy((*dst)->data + (size_t)yo * eb, x->data + (size_t)xo * eb, eb);
+                } while (ip_next(x->rank, box, bi));
+            }
+        }
+    return 0;
+}
+
+static int coll_permute(ip_run *r, ip_frame *fr, const ir_op *op, const ir_tensor *const *ops, ir_tensor **res)
+{
+    ir_attr *a = ir_op_attr(op, "source_target_pairs");
+    if (!a || a->kind != IR_A_DENSE || a->u.dense.text || !a->type || a->type->rank != 2 ||
+        (a->type->dims[0] > 0 && a->type->dims[1] != 2))
+        return ir__ip_fail_op(r, op, -1, AP_EINVALID, "source_target_pairs must be a dense tensor<Px2>");
+    if (op->n_operands != 1 || op->n_results != 1)
+        return ir__ip_fail_op(r, op, -1, AP_EINVALID, "needs one operand and one result");
+    int64_t np = a->type->dims[0];
+    uint32_t nd = fr->n_dev;
+    int64_t *src_of = ap_malloc(sizeof *src_of * nd);
+    bool *sent = ap_calloc(nd, 1);
+    int rc = 0;
+    if (!src_of || !sent) {
+        rc = ir__ip_fail_op(r, op, -1, AP_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (uint32_t d = 0; d < nd; d++)
+        src_of[d] = -1;
+    for (int64_t p = 0; p < np; p++) {
+        int64_t s = ir_dense_int_at(a, (size_t)(2 * p)), t = ir_dense_int_at(a, (size_t)(2 * p + 1));
+        int64_t ds = frame_dev(fr, s), dt = frame_dev(fr, t);
+        if (ds < 0 || dt < 0) {
+            rc = ir__ip_fail_op(r, op, -1, AP_EINVALID,
+                                "pair (%" PRId64 ", %" PRId64 ") names a device that does not exist", s, t);
+            goto done;
+        }
+        if (src_of[dt] >= 0 || sent[ds]) {
+            rc = ir__ip_fail_op(r, op, -1, AP_EINVALID, "device %" PRId64 " %s more than once", src_of[dt] >= 0 ? t : s,
+                                src_of[dt] >= 0 ? "receives" : "sends");
+            goto done;
+        }
+        src_of[dt] = ds;
+        sent[ds] = true;
+    }
+    for (uint32_t d = 0; d < nd; d++) {
+        ir_tensor **dst = &res[d];
+        /* a device nobody sends to gets zeros (the spec) */
+        if ((rc = new_result(r, fr, op, d, 0, dst)) < 0)
+            goto done;
+        if (src_of[d] >= 0) {
+            const ir_tensor *x = ops[src_of[d]];
+            if (!ir__tensor_same_type(x, *dst)) {
+                rc = ir__ip_fail_op(r, op, fr->dev_ids[d], AP_ETYPE, "operand and result types differ");
+                goto done;
+            }
+            if (x->nbytes)
+                memcpy((*dst)->data, x->data, x->nbytes);
+        }
+    }
+done:
+    ap_free(src_of);
+    ap_free(sent);
+    return rc;
+}
+
+/* The first device of each group sends its operand to the whole group. */
+static int coll_broadcast(ip_run *r, ip_frame *fr, const ir_op *op, const groups *g, const ir_tensor *const *ops,
+                          ir_tensor **res)
+{
+    if (op->n_operands != 1 || op->n_results != 1)
+        return ir__ip_fail_op(r, op, -1, AP_EINVALID, "needs one operand and one result");
+    for (uint32_t d = 0; d < fr->n_dev; d++) {
+        const ir_tensor *x = ops[frame_dev(fr, g->ids[g->group_of[d] * g->size])];
+        int rc = new_result(r, fr, op, d, 0, &res[d]);
+        if (rc < 0)
+            return rc;
+        if (!ir__tensor_same_type(x, res[d]))
+            return ir__ip_fail_op(r, op, fr->dev_ids[d], AP_ETYPE, "operand and result types differ");
+        if (x->nbytes)
+            memcpy(res[d]->data, x->data, x->nbytes);
+    }
+    return 0;
+}
+
+int ir__ip_collective(ip_run *r, ip_frame *fr, const ir_op *op)
+{
+    uint32_t n_in = op->n_operands, n_out = op->n_results, nd = fr->n_dev;
+    const ir_tensor **ops = ap_calloc((size_t)nd * (n_in ? n_in : 1), sizeof *ops);
+    ir_tensor **res = ap_calloc((size_t)nd * (n_out ? n_out : 1), sizeof *res);
+    groups g = {0};
+    int rc = 0;
+    if (!ops || !res) {
+        rc = ir__ip_fail_op(r, op, -1, AP_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (uint32_t d = 0; d < nd; d++)
+        for (uint32_t i = 0; i < n_in; i++)
+            if (!(ops[(size_t)d * n_in + i] = ir__ip_slot(r, fr, d, op, op->operands[i]))) {
+                rc = AP_EINVALID;
+                goto done;
+            }
+    if (op->opcode != IR_OP_COLLECTIVE_PERMUTE && (rc = groups_get(r, fr, op, &g)) < 0)
+        goto done;
+    switch ((ir_opcode)op->opcode) {
+    case IR_OP_ALL_REDUCE: rc = coll_all_reduce(r, fr, op, &g, ops, res); break;
+    case IR_OP_REDUCE_SCATTER: rc = coll_reduce_scatter(r, fr, op, &g, ops, res); break;
+    case IR_OP_ALL_GATHER: rc = coll_all_gather(r, fr, op, &g, ops, res); break;
+    case IR_OP_ALL_TO_ALL: rc = coll_all_to_all(r, fr, op, &g, ops, res); break;
+    case IR_OP_COLLECTIVE_PERMUTE: rc = coll_permute(r, fr, op, ops, res); break;
+    case IR_OP_COLLECTIVE_BROADCAST: rc = coll_broadcast(r, fr, op, &g, ops, res); break;
+    default: rc = ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED, "unknown collective"); break;
+    }
+    if (rc < 0)
+        goto done;
+    for (uint32_t d = 0; d < nd; d++)
+        for (uint32_t i = 0; i < n_out; i++) {
+            ir_tensor **t = &res[(size_t)d * n_out + i];
+            if (!*t || !ir_tensor_has_type(*t, op->results[i].type)) {
+                rc = ir__ip_fail_op(r, op, fr->dev_ids[d], AP_ETYPE, "result %u does not have the op's result type", i);
+                goto done;
+            }
+            ir__ip_slot_set(fr, d, &op->results[i], *t);
+            *t = NULL;
+        }
+done:
+    if (res)
+        for (size_t k = 0; k < (size_t)nd * n_out; k++)
+            ir_tensor_free(res[k]);
+    ap_free(res);
+    ap_free(ops);
+    groups_free(&g);
+    return rc;
+}
