@@ -18,17 +18,27 @@
  * (the report says so).
  *
  * THE MODEL, per device:
- *   - op time = max(flops / peak flops of its precision, HBM bytes / HBM
- *     bandwidth); dot_general 2*M*N*K (times batch), convolution 2 * output
- *     elements * kernel window * input features per group, reductions one per
- *     input element, elementwise one per element (transcendentals 4), data
- *     movement zero flops and the bytes it touches (a slice or dynamic_slice
- *     only its result: a local copy).  An elementwise op (or broadcast_in_dim)
- *     whose only user is an elementwise op of the same block is fused into
- *     it: its result never goes to HBM.  A reshape that keeps the minor-most
- *     dim or only adds or drops unit dims is a bitcast: free, and an alias of
- *     its operand; so are get_tuple_element, optimization_barrier and sdy
- *     sharding annotations.
+ *   - fusion as XLA's GPU compiler fuses (graph.c): elementwise ops,
+ *     converts, broadcasts, iotas, constants, slices, pads, concatenates,
+ *     gathers, transposes and data-moving reshapes are computed inside the
+ *     kernels of their users when every user can take them (the same ops,
+ *     reduces, scatters, dynamic_update_slice) and, for transcendentals,
+ *     there is one user; a transpose read by dots is folded into them;
+ *     dots, convolutions, custom calls, collectives, sorts and control flow
+ *     are kernels of their own.  A reshape that keeps the minor-most dim or
+ *     only adds or drops unit dims, a broadcast that only adds unit dims,
+ *     copy, get_tuple_element, optimization_barrier and sdy sharding
+ *     annotations are no kernels: their results are their operands'
+ *     buffers (a barrier's operands must be buffers).
+ *   - kernel time = max(flops / peak flops of its precision, HBM bytes / HBM
+ *     bandwidth), its flops those of every op fused into it, its bytes what
+ *     it reads of buffers outside it (each once) and writes: dot_general
+ *     2*M*N*K (times batch), convolution 2 * output elements * kernel window
+ *     * input features per group, reductions one per input element,
+ *     elementwise one per element (transcendentals 4), data movement zero
+ *     flops and the bytes it touches (a slice or dynamic_slice only its
+ *     result, dynamic_update_slice and scatter only their updates: in
+ *     place).
  *   - collective time from the ring formulas on the slowest interconnect tier
  *     among the mesh axes the group spans: all_reduce 2(n-1)/n * bytes / bw +
  *     2(n-1) * latency; all_gather (n-1)/n * gathered bytes / bw; reduce_scatter
@@ -45,14 +55,19 @@
  *     collectives both as written and per step;
  *     if/case count every branch (an upper bound); func.call and ops of other
  *     dialects holding regions (sdy.manual_computation) cost their bodies.
- *   - peak memory from a live-range walk in program order: arguments live
- *     throughout unless donated (`tf.aliasing_output` or `jax.buffer_donor`),
- *     then until their last use; every other value (collective results
- *     included) from its definition to its last use (a use inside a nested
- *     region counts at the op holding the region, whose own temporaries are
- *     added at that step); results until the end.  Operands
- *     and results of an op are both live at its step, so the estimate errs
- *     high, never low.
+ *   - peak memory as XLA's buffer assignment counts it (graph.c): the
+ *     entry's arguments are the caller's buffers, live all along; an output
+ *     aliased to an argument (`tf.aliasing_output`, `jax.buffer_donor`,
+ *     HLO's input_output_alias) is written into that argument's buffer;
+ *     every other kernel's result lives from that kernel to the last kernel
+ *     reading it, and takes over an operand buffer that dies there when
+ *     XLA lets them share (in place: dynamic_update_slice, scatter,
+ *     all_reduce, a loop's carried values; elementwise kernels: any operand
+ *     of the same size); a region's temporaries count at the op holding
+ *     it.  The peak is counted in the order written and in the orders of
+ *     XLA's list and DFS memory schedulers, and the lowest kept (so the
+ *     order never raises it); the report says which, and what is live at
+ *     the peak by category (cost_memory).
  *
  * USE: cost_prepare() once per program (one walk over the IR into flat
  * arrays), then cost_evaluate() per device / tier assignment / option set (a
@@ -285,6 +300,64 @@ enum {
     COST_NOTE_GROUP_OFF_MESH = 1 << 7, /* a replica group outside the mesh */
 };
 
+/* What fills memory at the peak (cost_memory.kinds).  Arguments: parameters
+ * (read by matmuls, collectives or custom calls: weights), optimizer state
+ * (donated and read only by elementwise updates), batch (arguments not
+ * donated); outputs: results computed before the peak and kept; gradients:
+ * values of a parameter's shape not computed from one; collective buffers:
+ * what a collective wrote; saved activations: values computed earlier and
+ * held for a later use; temporaries: what the op at the peak reads and
+ * writes. */
+typedef enum cost_mem_kind {
+    COST_MEM_PARAMS,
+    COST_MEM_OPT_STATE,
+    COST_MEM_BATCH,
+    COST_MEM_OUTPUTS,
+    COST_MEM_GRADS,
+    COST_MEM_ACTIVATIONS,
+    COST_MEM_TEMPS,
+    COST_MEM_COLL,
+    COST_MEM_COUNT
+} cost_mem_kind;
+
+/* "parameters", "optimizer state", "batch", "outputs", "gradients", "saved
+ * activations", "temporaries", "collective buffers"; the JSON keys are
+ * the same with '_' for ' '. */
+const char *cost_mem_kind_name(cost_mem_kind k);
+
+#define COST_MEM_TOP 8 /* largest buffers a report lists at the peak */
+
+/* One buffer live at the peak. */
+typedef struct cost_mem_value {
+    int64_t bytes;
+    uint8_t kind;            /* cost_mem_kind */
+    char op[COST_NAME_SIZE]; /* the op that wrote it ("stablehlo.dot_general"), or "argument" */
+    char name[96];           /* its location name, or the argument's */
+    uint32_t line, col;      /* where it was written, 0 when unknown */
+} cost_mem_value;
+
+/* Which order of independent ops the peak is counted in. */
+typedef enum cost_mem_order {
+    COST_ORDER_PROGRAM, /* as the program is written */
+    COST_ORDER_LIST,    /* XLA's list scheduler: the op freeing the most bytes first */
+    COST_ORDER_DFS      /* XLA's DFS scheduler: post-order, heaviest operands first */
+} cost_mem_order;
+
+/* The peak as XLA's buffer assignment counts it, and what is live there. */
+typedef struct cost_memory {
+    int64_t kinds[COST_MEM_COUNT]; /* sums to the peak */
+    int order;                     /* cost_mem_order that gave the peak */
+    int64_t program_order_peak;    /* the peak in the order written */
+    char at_op[COST_NAME_SIZE];    /* the op running at the peak */
+    char at_name[96];
+    uint32_t at_line, at_col;
+    char in_op[COST_NAME_SIZE];    /* when that op holds a loop body or branch: the op in it at its peak, else "" */
+    char in_name[96];
+    uint32_t in_line, in_col;
+    int n_values;
+    cost_mem_value values[COST_MEM_TOP]; /* largest first */
+} cost_memory;
+
 typedef struct cost_report {
     char device[COST_NAME_SIZE];
     double runtime_s, compute_s, comm_s;
@@ -300,6 +373,7 @@ typedef struct cost_report {
     int n_loops;              /* listed: the first COST_LOOPS_MAX in program order */
     cost_loop loops[COST_LOOPS_MAX];
     unsigned notes;           /* COST_NOTE_* */
+    cost_memory memory;       /* what is live at the peak */
     int n_top;
     cost_top_op top[COST_TOP_MAX]; /* slowest first */
 } cost_report;
@@ -355,9 +429,11 @@ const char *cost_note_text(unsigned note);
  * op's flops and bytes from the local types its loop nest implies, the
  * collectives and their bytes from the lowering plan ir_lower emits - and
  * updated incrementally from the last state scored.  It is the same model
- * (the same per-op formulas, fusion, collective formulas, live-range walk
- * and evaluation), held equal to the lowered report by test_score; only the
- * slowest ops are named by the ops the lowering inserts them for.
+ * (the same per-op formulas and collective formulas, and the same graph of
+ * the lowered program, on which graph.c decides fusion, kernels, buffers,
+ * the order and the peak's breakdown), held equal to the lowered report by
+ * test_score; only the slowest ops are named by the ops the lowering
+ * inserts them for.
  *
  * A scorer is used by one thread at a time; make one per thread.
  */
@@ -366,9 +442,9 @@ typedef struct cost_scorer cost_scorer;
 /* A scorer of states of ctx on dev, with the axis tiers of `mesh` (NULL: the
  * default tiers) and `opts` (NULL: defaults).  Fails with AP_EUNSUPPORTED
  * for functions with ops the fast path does not cover (loops, conditionals,
- * calls, ops of other dialects holding regions, regions capturing outer
- * values, collectives in the program itself): score those with ir_lower +
- * cost_estimate.  Free with cost_scorer_free. */
+ * calls, tuples, ops of other dialects holding regions, regions capturing
+ * outer values, collectives in the program itself): score those with
+ * ir_lower + cost_estimate.  Free with cost_scorer_free. */
 int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh *mesh, const cost_options *opts,
                     cost_scorer **out, ap_error *err);
 void cost_scorer_free(cost_scorer *s);

@@ -36,6 +36,23 @@ typedef struct cost_loop_item {
     uint32_t colls; /* collectives written in it, nested loops' included */
 } cost_loop_item;
 
+/* What is live at a block's peak, as graph.c finds it: ops by pointer
+ * (names are resolved when a report is made). */
+typedef struct cost_peak_info {
+    int64_t kinds[COST_MEM_COUNT];
+    int order;
+    int64_t program_order_peak;
+    const ir_op *at, *in; /* the op at the peak; the op inside its region at the region's peak */
+    int n_values;
+    struct {
+        int64_t bytes;
+        uint8_t kind;
+        const ir_op *op;  /* the writer, NULL for an argument */
+        const char *name; /* an argument's name (NULL: none) */
+        uint32_t what;    /* the graph's name for it (cost_graph.v_what) */
+    } values[COST_MEM_TOP];
+} cost_peak_info;
+
 /* Structure of arrays over the compute ops, in program order, each already
  * multiplied by the executions of its op (loop trips), so the evaluation is
  * one max() per op. */
@@ -57,6 +74,7 @@ struct cost_program {
 
     double flops_total, matmul_flops, bytes_total;
     int64_t peak_memory, argument_bytes;
+    cost_peak_info peak;
     uint32_t while_loops, while_once;
     unsigned notes;
     size_t n_ops_walked;
@@ -69,6 +87,123 @@ struct cost_program {
 bool cost__push_item(cost_program *p, const ir_op *op, double flops, double bytes, uint8_t prec);
 bool cost__push_coll(cost_program *p, const cost_coll_item *it);
 
+/* ============================================================ graph.c
+ *
+ * The block of a device-local program as fusion, time and buffer
+ * assignment see it: nodes in program order, each reading values (edges)
+ * and writing values.  cost_prepare builds one per block of the module;
+ * the scorer builds the one ir_lower's output would give, from the state.
+ * cost__graph_run then decides what XLA fuses, costs each fused kernel,
+ * and counts the peak of live buffers in the better of two orders, so the
+ * two paths share every rule.
+ */
+
+#define CG_NONE UINT32_MAX
+
+enum {
+    CG_PRODUCER = 1 << 0,   /* loop-fusible as a producer: computed inside its users' kernels */
+    CG_CONSUMER = 1 << 1,   /* loop- or input-fusible as a consumer: takes fusible producers */
+    CG_EXPENSIVE = 1 << 2,  /* a producer not duplicated into several users (transcendentals) */
+    CG_FOLD = 1 << 3,       /* a transpose: folded into a dot's operand layout */
+    CG_DOT = 1 << 4,        /* dot or convolution: takes folded transposes */
+    CG_ALIAS = 1 << 5,      /* no kernel: its results are its operands' buffers */
+    CG_SHARE_EW = 1 << 6,   /* elementwise: a result may take a same-size operand buffer that dies here */
+    CG_SHARE_IDX = 1 << 7,  /* in place: result i may take operand i's buffer when it dies here */
+    CG_COLL = 1 << 8,       /* a collective: node->coll is its item */
+    CG_REGION = 1 << 9,     /* holds regions: node->nested bytes of their temporaries */
+    CG_RETURN = 1 << 10,    /* the terminator: its operands are the block's outputs */
+    CG_NOCOST = 1 << 11,    /* no kernel time (constants, ids, tokens) */
+    CG_OPAQUE = 1 << 12,    /* custom calls and ops of other dialects */
+    CG_BARRIER = 1 << 13,   /* with CG_ALIAS: an optimization barrier, whose operands must exist as buffers */
+};
+
+typedef struct cost_gnode {
+    const ir_op *op;        /* names it in reports */
+    uint32_t opd0, nopd;    /* edges opd0 .. opd0 + nopd - 1 */
+    uint32_t res0, nres;    /* values res0 .. res0 + nres - 1 */
+    double flops, matmul;   /* one execution */
+    double write;           /* HBM bytes its results take to write when it is a kernel */
+    int64_t nested;         /* its regions' temporaries at their peak */
+    int32_t coll;           /* index into the graph's collectives, -1 */
+    int32_t peak;           /* index into the graph's nested peaks, -1 */
+    uint16_t flags;         /* CG_* */
+    uint8_t prec;           /* cost_prec of its flops */
+} cost_gnode;
+
+typedef struct cost_graph {
+    uint32_t n_nodes, cap_nodes;
+    cost_gnode *nodes;
+    uint32_t n_edges, cap_edges;
+    uint32_t *e_val;  /* value read */
+    double *e_read;   /* HBM bytes read of it when it is a buffer (not computed in the kernel) */
+    uint8_t *e_feeds; /* an op holding regions reads it with a matmul inside (for the breakdown) */
+    uint32_t n_vals, cap_vals;
+    double *v_bytes;
+    uint32_t *v_def;  /* node, CG_NONE for an input of the block */
+    uint32_t *v_root; /* the value whose buffer it is (itself unless an alias) */
+    uint32_t *v_what; /* the caller's name for it (scorer: kind << 28 | value id) */
+    uint64_t *v_dims; /* a hash of its dims (no element type): gradients have their parameter's */
+    uint8_t *v_in;    /* inputs: CG_IN_* */
+    const char **v_name; /* inputs: a name for reports, or NULL */
+    uint32_t n_colls, cap_colls;
+    cost_coll_item *colls;
+    uint32_t n_peaks, cap_peaks;
+    cost_peak_info *peaks; /* regions' peaks, for the breakdown */
+    uint8_t *v_feeds;      /* after a run with a peak: inputs read by a matmul, a collective or a custom call */
+    uint32_t cap_feeds;
+    uint32_t *out_alias;   /* per output (return operand): the input whose buffer it takes, CG_NONE */
+    uint32_t cap_out;
+    bool oom;
+    void *scratch;         /* graph.c's working arrays, kept between runs */
+} cost_graph;
+
+/* Inputs of a block. */
+enum {
+    CG_IN_COUNTED = 1 << 0, /* an entry argument: live all along (the caller's buffer) */
+    CG_IN_PARAMS = 1 << 1,  /* its name says parameters */
+    CG_IN_OPT = 1 << 2,     /* its name says optimizer state */
+    CG_IN_BATCH = 1 << 3,   /* its name says batch */
+    CG_IN_CARRIED = 1 << 4, /* a loop body's carried value: the body may update it in place */
+};
+
+void cost__graph_reset(cost_graph *g);
+void cost__graph_free(cost_graph *g);
+/* An input of the block (an argument, a loop's carried value, a value
+ * captured from outside); returns its value id. */
+uint32_t cost__graph_input(cost_graph *g, double bytes, uint8_t in, uint64_t dims, uint32_t what, const char *name);
+/* Starts a node; its edges and results follow.  NULL when out of memory. */
+cost_gnode *cost__graph_node(cost_graph *g, const ir_op *op, uint16_t flags, uint8_t prec);
+void cost__graph_edge(cost_graph *g, uint32_t value, double read);
+/* A result of the node being built: its own buffer, or (alias_of a value)
+ * that value's buffer. */
+uint32_t cost__graph_result(cost_graph *g, double bytes, uint32_t alias_of, uint64_t dims, uint32_t what);
+/* The collective of the node being built. */
+void cost__graph_coll(cost_graph *g, const cost_coll_item *it);
+/* The peak of the regions of the node being built. */
+void cost__graph_nested(cost_graph *g, const cost_peak_info *pk, int64_t bytes);
+/* Output j (operand j of the return node) lives in input `in`'s buffer
+ * (donation, input_output_alias). */
+void cost__graph_out_alias(cost_graph *g, uint32_t j, uint32_t in);
+
+/* Runs the model over g, executed `mult` times: pushes its kernels' items
+ * and its collectives onto p (scaled by mult) and gives the peak of its
+ * buffers (counted inputs included) with what is live there in *peak
+ * (may be NULL: time only).  AP_ENOMEM. */
+int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info *peak, int64_t *peak_bytes,
+                    ap_error *err);
+
+/* The flags of op with first operand type a and first result type b. */
+uint16_t cost__node_flags(const ir_op *op, const ir_type *a, const ir_type *b);
+/* The flags of an op of this opcode that is no alias (ops the lowering
+ * inserts: collectives, slices, converts). */
+uint16_t cost__node_flags_of(ir_opcode opc);
+/* A hash of the dims of t (0 for anything not a ranked tensor of rank > 0). */
+uint64_t cost__dims_hash(const ir_type *t);
+uint64_t cost__dims_hash_of(int rank, const int64_t *dims);
+/* CG_IN_PARAMS, _OPT or _BATCH from an argument's name (a JAX parameter
+ * path: params[...], opt_state..., batch[...]), else 0. */
+uint8_t cost__name_hint(const char *name);
+
 /* ------------------------------------------------- one op's cost (prepare.c)
  * Shared by the walk over an SPMD module and the fast scorer of partition
  * states (score.c), which gives an op the local types a state implies. */
@@ -77,16 +212,20 @@ typedef struct cost_opview {
     const ir_op *op;            /* opcode, attributes, name */
     const ir_type *const *opd;  /* its operand types (op->n_operands) */
     const ir_type *const *res;  /* its result types (op->n_results) */
-    const bool *opd_fused;      /* operand i is computed on chip by its producer (fusion); may be NULL */
-    bool res_fused;             /* its result stays on chip */
     bool carried;               /* a dynamic (update) slice of a loop-carried stack: an
                                    address computation, free (prepare.c's carried_slot_op) */
 } cost_opview;
 
-/* Flops, HBM bytes, precision and the matmul part of one compute op; false
- * when it costs nothing.  Sets note bits in *notes. */
-bool cost__op_cost(const cost_opview *v, unsigned *notes, double *flops, double *bytes, cost_prec *prec,
-                   double *matmul);
+/* One op's flops, precision, and HBM bytes as a kernel of its own: read[i]
+ * of operand i (the caller's array of op->n_operands), `write` of its
+ * results.  Fusion (graph.c) drops the reads and writes that stay on
+ * chip.  False when it costs nothing. */
+typedef struct cost_opcost {
+    double flops, matmul, write;
+    cost_prec prec;
+    double *read;
+} cost_opcost;
+bool cost__op_cost(const cost_opview *v, unsigned *notes, cost_opcost *c);
 /* Ops that cost nothing: structure, ids, aliases (constants included). */
 bool cost__free_op(ir_opcode opc);
 double cost__elem_bytes(const ir_type *t);
@@ -94,8 +233,6 @@ double cost__numel(const ir_type *t, unsigned *notes);
 double cost__type_bytes(const ir_type *t, unsigned *notes);
 cost_prec cost__prec_of(const ir_type *t);
 bool cost__is_elementwise(ir_opcode opc);
-/* op can be fused into its user: one result, elementwise or a broadcast */
-bool cost__fusable(const ir_op *op);
 /* A reshape from type a to b that is a bitcast (free, an alias). */
 bool cost__is_bitcast_reshape(const ir_op *op, const ir_type *a, const ir_type *b);
 /* A broadcast_in_dim from a to b that only inserts unit dims (a bitcast). */

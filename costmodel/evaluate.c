@@ -43,7 +43,49 @@ const char *cost_note_text(unsigned note)
     }
 }
 
+const char *cost_mem_kind_name(cost_mem_kind k)
+{
+    static const char *const names[COST_MEM_COUNT] = {"parameters",  "optimizer state",   "batch",
+                                                      "outputs",     "gradients",         "saved activations",
+                                                      "temporaries", "collective buffers"};
+    return (unsigned)k < COST_MEM_COUNT ? names[k] : "?";
+}
+
 /* ============================================================ evaluation */
+
+static void name_op(const ir_op *op, char *opname, size_t on, char *name, size_t nn, uint32_t *line, uint32_t *col)
+{
+    const char *ln = op && op->loc ? ir_loc_name(op->loc) : NULL;
+    snprintf(opname, on, "%s", op && op->name ? op->name : "");
+    snprintf(name, nn, "%s", ln ? ln : "");
+    *line = op ? op->src_line : 0;
+    *col = op ? op->src_col : 0;
+}
+
+/* The report's view of what is live at the peak. */
+static void fill_memory(cost_memory *m, const cost_peak_info *pk)
+{
+    memset(m, 0, sizeof *m);
+    memcpy(m->kinds, pk->kinds, sizeof m->kinds);
+    m->order = pk->order;
+    m->program_order_peak = pk->program_order_peak;
+    name_op(pk->at, m->at_op, sizeof m->at_op, m->at_name, sizeof m->at_name, &m->at_line, &m->at_col);
+    if (pk->in)
+        name_op(pk->in, m->in_op, sizeof m->in_op, m->in_name, sizeof m->in_name, &m->in_line, &m->in_col);
+    m->n_values = pk->n_values;
+    for (int i = 0; i < pk->n_values && i < COST_MEM_TOP; i++) {
+        cost_mem_value *v = &m->values[i];
+        v->bytes = pk->values[i].bytes;
+        v->kind = pk->values[i].kind;
+        if (pk->values[i].op) {
+            name_op(pk->values[i].op, v->op, sizeof v->op, v->name, sizeof v->name, &v->line, &v->col);
+        } else {
+            snprintf(v->op, sizeof v->op, "argument");
+            snprintf(v->name, sizeof v->name, "%s", pk->values[i].name ? pk->values[i].name : "");
+        }
+    }
+}
+
 
 typedef struct top_entry {
     double seconds;
@@ -193,6 +235,7 @@ int cost_evaluate(const cost_program *p, const cost_device *dev, const cost_mesh
     out->while_loops = p->while_loops;
     out->while_loops_counted_once = p->while_once;
     out->notes = p->notes;
+    fill_memory(&out->memory, &p->peak);
     for (size_t i = 0; i < p->n_loops && out->n_loops < COST_LOOPS_MAX; i++) {
         const cost_loop_item *it = &p->loops[i];
         cost_loop *l = &out->loops[out->n_loops++];
@@ -275,6 +318,51 @@ static void put_seconds(ap_buf *b, double s)
         ap_buf_printf(b, "%.3f us", s * 1e6);
 }
 
+static void put_at(ap_buf *b, const char *op, const char *name, uint32_t line, uint32_t col)
+{
+    ap_buf_puts(b, op[0] ? op : "?");
+    if (line)
+        ap_buf_printf(b, " at %u:%u", line, col);
+    if (name[0])
+        ap_buf_printf(b, " \"%s\"", name);
+}
+
+/* The peak's breakdown: where, in which order, by category, the largest. */
+static void memory_text(const cost_report *r, ap_buf *out)
+{
+    const cost_memory *m = &r->memory;
+    if (!m->at_op[0])
+        return;
+    ap_buf_puts(out, "\n  at              ");
+    put_at(out, m->at_op, m->at_name, m->at_line, m->at_col);
+    if (m->in_op[0]) {
+        ap_buf_puts(out, ", inside it ");
+        put_at(out, m->in_op, m->in_name, m->in_line, m->in_col);
+    }
+    if (m->order != COST_ORDER_PROGRAM) {
+        ap_buf_printf(out, "\n  order           XLA's %s scheduler (", m->order == COST_ORDER_LIST ? "list" : "DFS");
+        put_bytes(out, (double)m->program_order_peak);
+        ap_buf_puts(out, " in the order written)");
+    } else {
+        ap_buf_puts(out, "\n  order           as written (XLA's list and DFS orders peak no lower)");
+    }
+    for (int k = 0; k < COST_MEM_COUNT; k++) {
+        if (!m->kinds[k])
+            continue;
+        ap_buf_printf(out, "\n  %-18s", cost_mem_kind_name((cost_mem_kind)k));
+        put_bytes_w(out, (double)m->kinds[k], 12);
+    }
+    if (m->n_values)
+        ap_buf_puts(out, "\n  largest live at the peak");
+    for (int i = 0; i < m->n_values; i++) {
+        const cost_mem_value *v = &m->values[i];
+        ap_buf_puts(out, "\n    ");
+        put_bytes_w(out, (double)v->bytes, 12);
+        ap_buf_printf(out, "  %-18s  ", cost_mem_kind_name((cost_mem_kind)v->kind));
+        put_at(out, v->op, v->name, v->line, v->col);
+    }
+}
+
 int cost_report_text(const cost_report *r, ap_buf *out)
 {
     ap_buf_printf(out, "device            %s\n", r->device);
@@ -288,6 +376,7 @@ int cost_report_text(const cost_report *r, ap_buf *out)
     put_bytes(out, (double)r->peak_memory_bytes);
     ap_buf_puts(out, r->fits ? " per device, fits in " : " per device, DOES NOT FIT in ");
     put_bytes(out, r->hbm_bytes);
+    memory_text(r, out);
     ap_buf_puts(out, "\narguments         ");
     put_bytes(out, (double)r->argument_bytes);
     ap_buf_printf(out, "\nflops             %.4g per device (matmul %.4g)\nHBM traffic       ", r->flops_per_device,
@@ -358,6 +447,58 @@ static void put(json_t *obj, const char *key, json_t *v, bool *ok)
 {
     if (!v || json_object_set_new(obj, key, v) < 0)
         *ok = false;
+}
+
+static json_t *at_json(const char *op, const char *name, uint32_t line, uint32_t col)
+{
+    json_t *nm = json_string(name);
+    return json_pack("{s:s, s:o, s:i, s:i}", "op", op, "name", nm ? nm : json_string(""), "line", (json_int_t)line,
+                     "col", (json_int_t)col);
+}
+
+/* {"kinds": {"parameters": B, ...}, "order": "program"|"list"|"dfs",
+ *  "program_order_peak_bytes", "at": {op, name, line, col}, "inside":
+ *  {...}|null, "largest": [{bytes, kind, op, name, line, col}]}; order
+ *  "list" or "dfs" when one of XLA's memory schedulers gave the peak */
+static json_t *memory_json(const cost_memory *m)
+{
+    json_t *o = json_object(), *kinds = json_object(), *largest = json_array();
+    if (!o || !kinds || !largest) {
+        json_decref(o);
+        json_decref(kinds);
+        json_decref(largest);
+        return NULL;
+    }
+    bool ok = true;
+    put(o, "kinds", kinds, &ok);
+    for (int k = 0; k < COST_MEM_COUNT; k++) {
+        char key[32];
+        snprintf(key, sizeof key, "%s", cost_mem_kind_name((cost_mem_kind)k));
+        for (char *c = key; *c; c++)
+            if (*c == ' ')
+                *c = '_';
+        put(kinds, key, json_integer(m->kinds[k]), &ok);
+    }
+    put(o, "order", json_string(m->order == COST_ORDER_LIST ? "list" : m->order == COST_ORDER_DFS ? "dfs" : "program"), &ok);
+    put(o, "program_order_peak_bytes", json_integer(m->program_order_peak), &ok);
+    put(o, "at", m->at_op[0] ? at_json(m->at_op, m->at_name, m->at_line, m->at_col) : json_null(), &ok);
+    put(o, "inside", m->in_op[0] ? at_json(m->in_op, m->in_name, m->in_line, m->in_col) : json_null(), &ok);
+    put(o, "largest", largest, &ok);
+    for (int i = 0; i < m->n_values; i++) {
+        const cost_mem_value *v = &m->values[i];
+        json_t *e = at_json(v->op, v->name, v->line, v->col);
+        if (!e || json_array_append_new(largest, e) < 0) {
+            ok = false;
+            continue;
+        }
+        put(e, "bytes", json_integer(v->bytes), &ok);
+        put(e, "kind", json_string(cost_mem_kind_name((cost_mem_kind)v->kind)), &ok);
+    }
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 json_t *cost_report_to_json(const cost_report *r)
@@ -437,6 +578,7 @@ json_t *cost_report_to_json(const cost_report *r)
         put(o, "depth", json_integer(l->depth), &ok);
         put(o, "collectives", json_integer(l->collectives), &ok);
     }
+    put(cost, "memory", memory_json(&r->memory), &ok);
     put(cost, "notes", notes, &ok);
     for (unsigned bit = 1; bit && bit <= COST_NOTE_GROUP_OFF_MESH; bit <<= 1)
         if (r->notes & bit) {

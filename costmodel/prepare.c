@@ -86,14 +86,7 @@ typedef struct fn_info {
     uint32_t n_values, cap;
     bool ids_ok;          /* value ids are that numbering: index = id */
     vmap map;             /* otherwise */
-    uint32_t *use_count;  /* direct uses by any op of the function */
-    const ir_op **user;   /* the user when use_count is 1 */
     double *vsize;        /* bytes of the value's type */
-    /* live-range walk */
-    int32_t *last_use;
-    uint32_t *root;       /* the buffer a value lives in (aliases share) */
-    bool mem_done, mem_busy;
-    int64_t mem_peak;     /* temporaries of the body at their peak */
 } fn_info;
 
 typedef struct func_name {
@@ -101,11 +94,27 @@ typedef struct func_name {
     const ir_op *func;
 } func_name;
 
-/* A value defined in the block being walked, and its step. */
-typedef struct def_entry {
-    uint32_t value;
-    int32_t step;
-} def_entry;
+/*
+ * The graph of one block being walked (graph.c), and where the block's
+ * values are in it.  A value is a list of leaves (one per tensor of a
+ * tuple, one for anything else) at leaves[first[v] ..  + count[v]), valid
+ * when stamp[v] is the level's epoch; values of enclosing blocks become
+ * inputs of the block (captured) and are listed in caps, so that the op
+ * holding the block reads them.  Nested blocks use the levels above.
+ */
+typedef struct glevel {
+    cost_graph g;
+    const fn_info *fn;
+    uint32_t *first, *count, *stamp; /* per value index of fn */
+    uint32_t cap, epoch;
+    uint32_t *leaves;
+    uint32_t n_leaves, cap_leaves;
+    const ir_value **caps; /* values captured from enclosing blocks */
+    uint32_t n_caps, cap_caps;
+    uint32_t n_arg_leaves; /* the block's arguments are its first inputs */
+    uint32_t *ret_in;      /* per leaf the block returns: the argument leaf it hands back unchanged, or CG_NONE */
+    uint32_t n_ret, cap_ret;
+} glevel;
 
 typedef struct prep {
     const ir_module *m;
@@ -117,12 +126,11 @@ typedef struct prep {
     int n_names;
     int depth;
     uint32_t loop_depth; /* while loops around the op being walked */
-    /* stacks of the live-range walk; nested blocks push above and pop back,
-     * so each block's part stays contiguous.  Indices, since they grow. */
-    int64_t *scratch; /* per block: difference array, then nested peaks */
-    size_t scratch_top, scratch_cap;
-    def_entry *defs;
-    size_t defs_top, defs_cap;
+    glevel **levels;     /* by block nesting (calls included) */
+    int n_levels, level;
+    /* captured values of the nested blocks of the op being walked */
+    const ir_value **acc;
+    uint32_t n_acc, cap_acc;
 } prep;
 
 #define NO_INDEX UINT32_MAX
@@ -146,36 +154,18 @@ static bool fn_grow(fn_info *f, uint32_t i)
     uint32_t cap = f->cap ? f->cap : 1024;
     while (cap <= i)
         cap *= 2;
-    uint32_t *uc = ap_realloc(f->use_count, cap * sizeof *uc);
-    if (uc)
-        f->use_count = uc;
-    const ir_op **us = ap_realloc(f->user, cap * sizeof *us);
-    if (us)
-        f->user = us;
     double *vs = ap_realloc(f->vsize, cap * sizeof *vs);
-    if (vs)
-        f->vsize = vs;
-    int32_t *lu = ap_realloc(f->last_use, cap * sizeof *lu);
-    if (lu)
-        f->last_use = lu;
-    uint32_t *rt = ap_realloc(f->root, cap * sizeof *rt);
-    if (rt)
-        f->root = rt;
-    if (!uc || !us || !vs || !lu || !rt)
+    if (!vs)
         return false;
-    for (uint32_t k = f->cap; k < cap; k++) {
-        f->use_count[k] = 0;
-        f->user[k] = NULL;
+    f->vsize = vs;
+    for (uint32_t k = f->cap; k < cap; k++)
         f->vsize[k] = 0;
-        f->last_use[k] = -1;
-        f->root[k] = k;
-    }
     f->cap = cap;
     return true;
 }
 
 /* One walk in ir_func_renumber's order: checks the ids, sizes every value
- * and counts uses by id (valid only if the ids turn out right). */
+ * (valid only if the ids turn out right). */
 static bool scan_region(prep *c, fn_info *f, const ir_region *r)
 {
     for (const ir_block *b = r->first; b; b = b->next) {
@@ -191,12 +181,8 @@ static bool scan_region(prep *c, fn_info *f, const ir_region *r)
                 const ir_value *v = op->operands[i];
                 if (!v)
                     continue;
-                if (v->id >= f->n_values) { /* not defined before: a stale numbering */
+                if (v->id >= f->n_values) /* not defined before: a stale numbering */
                     f->ids_ok = false;
-                    continue;
-                }
-                f->use_count[v->id]++;
-                f->user[v->id] = op;
             }
             for (uint32_t i = 0; i < op->n_results; i++) {
                 uint32_t k = f->n_values++;
@@ -228,32 +214,12 @@ static void map_region(fn_info *f, const ir_region *r, uint32_t *nv)
     }
 }
 
-static void count_uses_region(fn_info *f, const ir_region *r)
-{
-    for (const ir_block *b = r->first; b; b = b->next)
-        for (const ir_op *op = b->first; op; op = op->next) {
-            for (uint32_t i = 0; i < op->n_operands; i++) {
-                uint32_t k = vid(f, op->operands[i]);
-                if (k == NO_INDEX)
-                    continue;
-                f->use_count[k]++;
-                f->user[k] = op;
-            }
-            for (uint32_t i = 0; i < op->n_regions; i++)
-                count_uses_region(f, &op->regions[i]);
-        }
-}
-
 static void fn_info_free(fn_info *f)
 {
     if (!f)
         return;
     vmap_free(&f->map);
-    ap_free(f->use_count);
-    ap_free(f->user);
     ap_free(f->vsize);
-    ap_free(f->last_use);
-    ap_free(f->root);
     ap_free(f);
 }
 
@@ -289,9 +255,6 @@ static fn_info *fn_get(prep *c, const ir_op *func)
             goto fail;
         for (uint32_t i = 0; i < func->n_regions; i++)
             map_region(f, &func->regions[i], &nv);
-        memset(f->use_count, 0, f->cap * sizeof *f->use_count);
-        for (uint32_t i = 0; i < func->n_regions; i++)
-            count_uses_region(f, &func->regions[i]);
     }
     c->fns[c->n_fns++] = f;
     return f;
@@ -459,13 +422,6 @@ bool cost__push_coll(cost_program *p, const cost_coll_item *it)
     return true;
 }
 
-static int add_item(prep *c, const ir_op *op, double flops, double bytes, cost_prec prec)
-{
-    if (!cost__push_item(c->p, op, flops, bytes, (uint8_t)prec))
-        return ap_error_set(c->err, AP_ENOMEM, "out of memory preparing the cost model");
-    return 0;
-}
-
 /* A reshape that only regroups major dims (the minor-most dim is unchanged)
  * or only adds or drops unit dims: a bitcast on every backend, so free, and
  * its result lives in its operand's buffer. */
@@ -569,39 +525,14 @@ bool cost__is_elementwise(ir_opcode opc)
 
 static bool is_elementwise(const ir_op *op) { return cost__is_elementwise((ir_opcode)op->opcode); }
 
-/* Whether op's single result stays on chip: op is elementwise (or a
- * broadcast, which XLA fuses the same way) and its only user is an
- * elementwise op of the same block. */
-static bool fused_into_user(const fn_info *f, const ir_op *op)
+/* An op that reads all its operands and writes all its results. */
+static void plain_bytes(const cost_opview *v, unsigned *notes, cost_opcost *c)
 {
-    if (!op || !cost__fusable(op))
-        return false;
-    uint32_t k = vid(f, &op->results[0]);
-    if (k == NO_INDEX || f->use_count[k] != 1)
-        return false;
-    const ir_op *u = f->user[k];
-    return u->parent == op->parent && is_elementwise(u);
-}
-
-bool cost__fusable(const ir_op *op)
-{
-    return op->n_results == 1 && (is_elementwise(op) || op->opcode == IR_OP_BROADCAST_IN_DIM);
-}
-
-/* HBM bytes of an op that reads all its operands and writes all results,
- * less what fusion keeps on chip. */
-static double plain_bytes(const cost_opview *v, unsigned *notes)
-{
-    double b = 0;
-    for (uint32_t i = 0; i < v->op->n_operands; i++) {
-        if (v->opd_fused && v->opd_fused[i])
-            continue;
-        b += cost__type_bytes(v->opd[i], notes);
-    }
-    if (!v->res_fused)
-        for (uint32_t i = 0; i < v->op->n_results; i++)
-            b += cost__type_bytes(v->res[i], notes);
-    return b;
+    for (uint32_t i = 0; i < v->op->n_operands; i++)
+        c->read[i] = cost__type_bytes(v->opd[i], notes);
+    c->write = 0;
+    for (uint32_t i = 0; i < v->op->n_results; i++)
+        c->write += cost__type_bytes(v->res[i], notes);
 }
 
 static double ew_flops_per_elem(ir_opcode op)
@@ -723,7 +654,8 @@ void cost__coll_formula(cost_coll_item *it, ir_opcode opc, double in_bytes, doub
     it->once = it->bytes;
 }
 
-static int add_collective(prep *c, const fn_info *f, const ir_op *op, double mult)
+/* The item of collective op, for one execution. */
+static int collective_item(prep *c, const fn_info *f, const ir_op *op, cost_coll_item *out)
 {
     cost_program *p = c->p;
     cost_coll_item it;
@@ -791,12 +723,8 @@ static int add_collective(prep *c, const fn_info *f, const ir_op *op, double mul
     if (!on_mesh)
         it.axes = 0;
     it.once = it.bytes;
-    it.payload *= mult;
-    it.steps *= mult;
-    it.bytes *= mult;
-    it.count = mult;
-    if (!cost__push_coll(p, &it))
-        return ap_error_set(c->err, AP_ENOMEM, "out of memory preparing the cost model");
+    it.count = 1;
+    *out = it;
     return 0;
 }
 
@@ -1024,27 +952,237 @@ static int add_loop(prep *c, const ir_op *w, int64_t trips, double mult)
 /* ============================================================ the walk */
 
 /*
- * One walk does both jobs, so the IR is traversed once: costing each op
- * (walk_op) and, when a peak is asked for, the live ranges of the block
- * (walk_block).  Nested blocks report their temporaries' peak to the op
- * holding them; a callee's body is walked for its live ranges once, at its
- * first call.
+ * One walk builds the graph of each block (walk_block) op by op (walk_op)
+ * and runs it (graph.c): its kernels' times are appended to the program,
+ * and its peak goes to the op holding the block, or is the program's.
+ * Each block is its own level; a value of an enclosing block that a
+ * nested block reads becomes an input of that block and an operand of the
+ * op holding it, so that it lives until that op.
  */
 
-static int walk_block(prep *c, fn_info *f, const ir_block *b, double mult, int64_t *peak, bool args_live);
+static int walk_block(prep *c, fn_info *f, const ir_block *b, double mult, bool entry, cost_peak_info *pk,
+                      int64_t *peak);
 
-/* Walks every block of op's regions; *nested (when not NULL) gets the
- * largest of their peaks (branches and loop parts do not overlap). */
-static int walk_regions(prep *c, fn_info *f, const ir_op *op, double mult, int64_t *nested)
+static int oom_prep(prep *c) { return ap_error_set(c->err, AP_ENOMEM, "out of memory preparing the cost model"); }
+
+/* The level for a block at the current depth, emptied. */
+static glevel *level_enter(prep *c, const fn_info *f)
+{
+    if (c->level == c->n_levels) {
+        glevel **v = ap_realloc(c->levels, sizeof *v * (size_t)(c->n_levels + 1));
+        if (!v)
+            return NULL;
+        c->levels = v;
+        if (!(v[c->n_levels] = ap_calloc(1, sizeof **v)))
+            return NULL;
+        c->n_levels++;
+    }
+    glevel *lv = c->levels[c->level];
+    if (f->n_values + 1 > lv->cap) {
+        uint32_t cap = f->n_values + 1;
+        uint32_t *a = ap_realloc(lv->first, sizeof *a * cap);
+        if (a)
+            lv->first = a;
+        uint32_t *n = ap_realloc(lv->count, sizeof *n * cap);
+        if (n)
+            lv->count = n;
+        uint32_t *st = ap_calloc(cap, sizeof *st);
+        if (!a || !n || !st) {
+            ap_free(st);
+            return NULL;
+        }
+        ap_free(lv->stamp);
+        lv->stamp = st;
+        lv->cap = cap;
+        lv->epoch = 0;
+    }
+    if (++lv->epoch == 0) { /* wrapped: forget every stamp */
+        memset(lv->stamp, 0, sizeof *lv->stamp * lv->cap);
+        lv->epoch = 1;
+    }
+    lv->fn = f;
+    cost__graph_reset(&lv->g);
+    lv->n_leaves = lv->n_caps = lv->n_ret = lv->n_arg_leaves = 0;
+    c->level++;
+    return lv;
+}
+
+static bool leaf_push(glevel *lv, uint32_t v)
+{
+    if (lv->n_leaves == lv->cap_leaves) {
+        uint32_t cap = lv->cap_leaves ? 2 * lv->cap_leaves : 1024;
+        uint32_t *l = ap_realloc(lv->leaves, sizeof *l * cap);
+        if (!l)
+            return false;
+        lv->leaves = l;
+        lv->cap_leaves = cap;
+    }
+    lv->leaves[lv->n_leaves++] = v;
+    return true;
+}
+
+static uint32_t n_leaves_of(const ir_type *t)
+{
+    if (!t || t->kind != IR_T_TUPLE)
+        return 1;
+    uint32_t n = 0;
+    for (int i = 0; i < t->n_elems; i++)
+        n += n_leaves_of(t->elems[i]);
+    return n;
+}
+
+/* Appends inputs for the leaves of type t (flattening tuples). */
+static bool add_inputs(prep *c, glevel *lv, const ir_type *t, uint8_t in, uint32_t what, const char *name)
+{
+    if (t && t->kind == IR_T_TUPLE) {
+        for (int i = 0; i < t->n_elems; i++)
+            if (!add_inputs(c, lv, t->elems[i], in, what, name))
+                return false;
+        return true;
+    }
+    uint32_t v = cost__graph_input(&lv->g, cost__type_bytes(t, &c->p->notes), in, cost__dims_hash(t), what, name);
+    return v != CG_NONE && leaf_push(lv, v);
+}
+
+/* Maps value index k to the leaves [from, lv->n_leaves). */
+static void map_leaves(glevel *lv, uint32_t k, uint32_t from)
+{
+    if (k == NO_INDEX || k >= lv->cap)
+        return;
+    lv->first[k] = from;
+    lv->count[k] = lv->n_leaves - from;
+    lv->stamp[k] = lv->epoch;
+}
+
+/* The leaves of value v in this block: its own, or for a value of an
+ * enclosing block, inputs made for it now.  *first indexes lv->leaves
+ * (which may move when more are made: index it afresh). */
+static bool leaves(prep *c, glevel *lv, const ir_value *v, uint32_t *first, uint32_t *count)
+{
+    uint32_t k = vid(lv->fn, v);
+    if (k != NO_INDEX && k < lv->cap && lv->stamp[k] == lv->epoch) {
+        *first = lv->first[k];
+        *count = lv->count[k];
+        return true;
+    }
+    uint32_t from = lv->n_leaves;
+    if (!add_inputs(c, lv, v ? v->type : NULL, 0, k, NULL))
+        return false;
+    if (lv->n_caps == lv->cap_caps) {
+        uint32_t cap = lv->cap_caps ? 2 * lv->cap_caps : 64;
+        const ir_value **cp = ap_realloc(lv->caps, sizeof *cp * cap);
+        if (!cp)
+            return false;
+        lv->caps = cp;
+        lv->cap_caps = cap;
+    }
+    lv->caps[lv->n_caps++] = v;
+    map_leaves(lv, k, from);
+    *first = from;
+    *count = lv->n_leaves - from;
+    return true;
+}
+
+/* Edges from the node being built to value v's leaves, `read` bytes in
+ * all (shared out by the leaves' sizes). */
+static bool edge_to(prep *c, glevel *lv, const ir_value *v, double read)
+{
+    uint32_t first, count;
+    if (!leaves(c, lv, v, &first, &count))
+        return false;
+    if (count == 1) {
+        cost__graph_edge(&lv->g, lv->leaves[first], read);
+        return !lv->g.oom;
+    }
+    double total = 0;
+    for (uint32_t i = 0; i < count; i++)
+        total += lv->g.v_bytes[lv->leaves[first + i]];
+    for (uint32_t i = 0; i < count; i++) {
+        double b = lv->g.v_bytes[lv->leaves[first + i]];
+        cost__graph_edge(&lv->g, lv->leaves[first + i], total > 0 ? read * b / total : 0);
+    }
+    return !lv->g.oom;
+}
+
+/* Results of the node being built for the leaves of type t (tuples
+ * flattened), leaf i taking over buffer alias[i] when that is given and
+ * not CG_NONE. */
+static bool leaf_results(prep *c, glevel *lv, const ir_type *t, uint32_t k, const uint32_t *alias, uint32_t n_alias,
+                         uint32_t *i)
+{
+    if (t && t->kind == IR_T_TUPLE) {
+        for (int e = 0; e < t->n_elems; e++)
+            if (!leaf_results(c, lv, t->elems[e], k, alias, n_alias, i))
+                return false;
+        return true;
+    }
+    uint32_t al = alias && *i < n_alias ? alias[*i] : CG_NONE;
+    (*i)++;
+    uint32_t v = cost__graph_result(&lv->g, cost__type_bytes(t, &c->p->notes), al, cost__dims_hash(t), k);
+    return v != CG_NONE && leaf_push(lv, v);
+}
+
+/* The results of the node being built for value r (see leaf_results);
+ * alias may point into lv->leaves. */
+static bool results_of(prep *c, glevel *lv, const ir_value *r, const uint32_t *alias, uint32_t n_alias)
+{
+    uint32_t small[16], *copy = small;
+    if (alias && n_alias) {
+        if (n_alias > 16 && !(copy = ap_malloc(sizeof *copy * n_alias)))
+            return false;
+        memcpy(copy, alias, sizeof *copy * n_alias);
+    }
+    uint32_t from = lv->n_leaves, k = vid(lv->fn, r), i = 0;
+    bool ok = leaf_results(c, lv, r->type, k, alias && n_alias ? copy : NULL, n_alias, &i);
+    if (ok)
+        map_leaves(lv, k, from);
+    if (copy != small)
+        ap_free(copy);
+    return ok;
+}
+
+/* Records the values the nested block just walked captured, for the op
+ * holding it. */
+static bool collect_caps(prep *c, const glevel *inner)
+{
+    for (uint32_t i = 0; i < inner->n_caps; i++) {
+        if (c->n_acc == c->cap_acc) {
+            uint32_t cap = c->cap_acc ? 2 * c->cap_acc : 64;
+            const ir_value **a = ap_realloc(c->acc, sizeof *a * cap);
+            if (!a)
+                return false;
+            c->acc = a;
+            c->cap_acc = cap;
+        }
+        c->acc[c->n_acc++] = inner->caps[i];
+    }
+    return true;
+}
+
+/* The larger of two nested peaks. */
+static void keep_peak(int64_t *best, cost_peak_info *bpk, int64_t pk, const cost_peak_info *info)
+{
+    if (pk > *best || (*best == 0 && !bpk->at)) {
+        *best = pk;
+        *bpk = *info;
+    }
+}
+
+/* Walks every block of op's regions (each executed `mult` times); the
+ * largest of their peaks into *nested and *npk (branches and loop parts do
+ * not overlap); their captured values into c->acc. */
+static int walk_regions(prep *c, fn_info *f, const ir_op *op, double mult, int64_t *nested, cost_peak_info *npk)
 {
     for (uint32_t r = 0; r < op->n_regions; r++)
         for (const ir_block *b = op->regions[r].first; b; b = b->next) {
             int64_t pk = 0;
-            int rc = walk_block(c, f, b, mult, nested ? &pk : NULL, false);
+            cost_peak_info info;
+            int rc = walk_block(c, f, b, mult, false, &info, &pk);
             if (rc < 0)
                 return rc;
-            if (nested && pk > *nested)
-                *nested = pk;
+            if (!collect_caps(c, c->levels[c->level]))
+                return oom_prep(c);
+            keep_peak(nested, npk, pk, &info);
         }
     return 0;
 }
@@ -1055,7 +1193,8 @@ static const char *callee_name(const ir_op *op)
     return a && a->kind == IR_A_SYMREF ? a->u.str.s : NULL;
 }
 
-static int walk_call(prep *c, const ir_op *op, double mult, int64_t *nested)
+/* A called function's body, run `mult` times: its peak into *nested. */
+static int walk_call(prep *c, const ir_op *op, double mult, int64_t *nested, cost_peak_info *npk)
 {
     const char *name = callee_name(op);
     const ir_op *callee = name ? find_func(c, name) : NULL;
@@ -1071,20 +1210,10 @@ static int walk_call(prep *c, const ir_op *op, double mult, int64_t *nested)
     }
     fn_info *cf = fn_get(c, callee);
     if (!cf)
-        return ap_error_set(c->err, AP_ENOMEM, "out of memory preparing the cost model");
-    bool mem = nested && !cf->mem_done && !cf->mem_busy;
-    int64_t pk = 0;
+        return oom_prep(c);
     c->depth++;
-    cf->mem_busy |= mem;
-    int rc = walk_block(c, cf, entry, mult, mem ? &pk : NULL, false);
+    int rc = walk_block(c, cf, entry, mult, false, npk, nested);
     c->depth--;
-    if (mem) {
-        cf->mem_busy = false;
-        cf->mem_done = rc == 0;
-        cf->mem_peak = pk;
-    }
-    if (nested && cf->mem_done)
-        *nested = cf->mem_peak;
     return rc;
 }
 
@@ -1095,14 +1224,16 @@ static int walk_call(prep *c, const ir_op *op, double mult, int64_t *nested)
  * annotation of another dialect).  Structure, loops, calls and collectives
  * are walk_op's.
  */
-bool cost__op_cost(const cost_opview *v, unsigned *notes, double *flops_out, double *bytes_out, cost_prec *prec_out,
-                   double *matmul_out)
+bool cost__op_cost(const cost_opview *v, unsigned *notes, cost_opcost *c)
 {
     const ir_op *op = v->op;
     const ir_type *const *ot = v->opd, *const *rt = v->res;
     const ir_type *o0 = op->n_operands ? ot[0] : NULL;
-    double flops = 0, bytes = 0, matmul = 0;
+    double flops = 0, matmul = 0;
     cost_prec prec = COST_PREC_VECTOR;
+    c->write = 0;
+    for (uint32_t i = 0; i < op->n_operands; i++)
+        c->read[i] = 0;
 #define NUMEL(t) cost__numel((t), notes)
 #define TBYTES(t) cost__type_bytes((t), notes)
     switch (op->opcode) {
@@ -1118,7 +1249,7 @@ bool cost__op_cost(const cost_opview *v, unsigned *notes, double *flops_out, dou
         if (o0 && ir_elem_is_complex((ir_elem)o0->elem))
             flops *= 4;
         matmul = flops;
-        bytes = plain_bytes(v, notes);
+        plain_bytes(v, notes, c);
         break;
     }
     case IR_OP_CONVOLUTION: {
@@ -1132,13 +1263,13 @@ bool cost__op_cost(const cost_opview *v, unsigned *notes, double *flops_out, dou
         flops = 2 * NUMEL(rt[0]) * window * kin;
         prec = cost__prec_of(o0);
         matmul = flops;
-        bytes = plain_bytes(v, notes);
+        plain_bytes(v, notes, c);
         break;
     }
     case IR_OP_REDUCE:
         for (uint32_t i = 0; i < op->n_operands / 2; i++)
             flops += NUMEL(ot[i]);
-        bytes = plain_bytes(v, notes);
+        plain_bytes(v, notes, c);
         break;
     case IR_OP_REDUCE_WINDOW: {
         int64_t w[IR_MAX_RANK];
@@ -1147,7 +1278,7 @@ bool cost__op_cost(const cost_opview *v, unsigned *notes, double *flops_out, dou
         for (int i = 0; i < n && i < IR_MAX_RANK; i++)
             window *= (double)w[i];
         flops = (double)(op->n_operands / 2) * NUMEL(rt[0]) * window;
-        bytes = plain_bytes(v, notes);
+        plain_bytes(v, notes, c);
         break;
     }
     case IR_OP_SELECT_AND_SCATTER: {
@@ -1157,7 +1288,7 @@ bool cost__op_cost(const cost_opview *v, unsigned *notes, double *flops_out, dou
         for (int i = 0; i < n && i < IR_MAX_RANK; i++)
             window *= (double)w[i];
         flops = 2 * (op->n_operands > 1 ? NUMEL(ot[1]) : 0) * window;
-        bytes = plain_bytes(v, notes);
+        plain_bytes(v, notes, c);
         break;
     }
     case IR_OP_SORT: {
@@ -1167,7 +1298,7 @@ bool cost__op_cost(const cost_opview *v, unsigned *notes, double *flops_out, dou
             axis += o0->rank;
         double len = (double)dim(o0, axis);
         flops = NUMEL(o0) * (len > 1 ? ceil(log2(len)) : 1) * (double)op->n_operands;
-        bytes = plain_bytes(v, notes);
+        plain_bytes(v, notes, c);
         break;
     }
     case IR_OP_FFT: {
@@ -1178,34 +1309,34 @@ bool cost__op_cost(const cost_opview *v, unsigned *notes, double *flops_out, dou
             len *= (double)l[i];
         flops = 5 * NUMEL(rt[0]) * (len > 1 ? log2(len) : 1);
         prec = COST_PREC_VECTOR;
-        bytes = plain_bytes(v, notes);
+        plain_bytes(v, notes, c);
         break;
     }
     case IR_OP_TRIANGULAR_SOLVE:
         if (op->n_operands == 2)
             flops = NUMEL(ot[1]) * (double)dim(o0, rank_of(o0) - 1);
-        bytes = plain_bytes(v, notes);
+        plain_bytes(v, notes, c);
         break;
     case IR_OP_CHOLESKY:
         if (op->n_operands == 1)
             flops = NUMEL(o0) * (double)dim(o0, rank_of(o0) - 1) / 3;
-        bytes = plain_bytes(v, notes);
+        plain_bytes(v, notes, c);
         break;
     case IR_OP_BATCH_NORM_INFERENCE:
     case IR_OP_BATCH_NORM_TRAINING:
     case IR_OP_BATCH_NORM_GRAD:
         flops = 8 * NUMEL(o0);
-        bytes = plain_bytes(v, notes);
+        plain_bytes(v, notes, c);
         break;
     case IR_OP_RNG:
     case IR_OP_RNG_BIT_GENERATOR:
         for (uint32_t i = 0; i < op->n_results; i++)
             flops += TRANSCENDENTAL_FLOPS * NUMEL(rt[i]);
-        bytes = plain_bytes(v, notes);
+        plain_bytes(v, notes, c);
         break;
     case IR_OP_MAP:
         flops = NUMEL(rt[0]) * (double)(op->n_operands > 1 ? op->n_operands - 1 : 1);
-        bytes = plain_bytes(v, notes);
+        plain_bytes(v, notes, c);
         break;
 
     /* data movement: zero flops, bytes actually touched */
@@ -1214,54 +1345,57 @@ bool cost__op_cost(const cost_opview *v, unsigned *notes, double *flops_out, dou
          * computation, its users read the slice where it lies */
         if (v->carried)
             return false;
-        bytes = 2 * TBYTES(rt[0]);
+        c->read[0] = c->write = TBYTES(rt[0]);
         break;
     case IR_OP_SLICE:
     case IR_OP_REAL_DYNAMIC_SLICE:
         /* reads only the slice: a local copy (also how SPMD programs take
          * their shard by partition id) */
-        bytes = 2 * TBYTES(rt[0]);
+        c->read[0] = c->write = TBYTES(rt[0]);
         break;
     case IR_OP_GATHER:
     case IR_OP_DYNAMIC_GATHER:
     case IR_OP_TORCH_INDEX_SELECT:
-        bytes = 2 * TBYTES(rt[0]) + (op->n_operands > 1 ? TBYTES(ot[1]) : 0);
+        c->read[0] = c->write = TBYTES(rt[0]);
+        if (op->n_operands > 1)
+            c->read[1] = TBYTES(ot[1]);
         break;
     case IR_OP_DYNAMIC_UPDATE_SLICE:
         /* in place: reads and writes the update only; into a loop-carried
          * stack, the update's producer writes it into its slot */
         if (v->carried)
             return false;
-        bytes = op->n_operands > 1 ? 2 * TBYTES(ot[1]) : 0;
+        if (op->n_operands > 1)
+            c->read[1] = c->write = TBYTES(ot[1]);
         break;
     case IR_OP_SCATTER: {
         uint32_t n_in = (op->n_operands - 1) / 2;
-        double upd = 0;
-        for (uint32_t i = 0; i < n_in; i++)
-            upd += TBYTES(ot[n_in + 1 + i]);
+        for (uint32_t i = 0; i < n_in; i++) {
+            c->read[n_in + 1 + i] = TBYTES(ot[n_in + 1 + i]);
+            c->write += c->read[n_in + 1 + i];
+        }
         flops = n_in ? NUMEL(ot[n_in + 1]) * n_in : 0;
-        bytes = 2 * upd + TBYTES(ot[n_in]);
+        c->read[n_in] = TBYTES(ot[n_in]);
         break;
     }
     case IR_OP_IOTA:
     case IR_OP_DYNAMIC_IOTA:
-        bytes = TBYTES(rt[0]);
+        c->write = TBYTES(rt[0]);
         break;
     case IR_OP_RESHAPE:
         if (cost__is_bitcast_reshape(op, o0, op->n_results == 1 ? rt[0] : NULL))
             return false;
-        bytes = plain_bytes(v, notes);
+        plain_bytes(v, notes, c);
         break;
     case IR_OP_BROADCAST_IN_DIM:
-        /* unit dims only: a bitcast, unless fused into its user (which then
-         * reads the operand through it) */
-        if (!v->res_fused && cost__is_bitcast_broadcast(op, o0, op->n_results == 1 ? rt[0] : NULL))
+        /* unit dims only: a bitcast */
+        if (cost__is_bitcast_broadcast(op, o0, op->n_results == 1 ? rt[0] : NULL))
             return false;
-        bytes = plain_bytes(v, notes);
+        plain_bytes(v, notes, c);
         break;
     case IR_OP_CUSTOM_CALL:
         *notes |= COST_NOTE_CUSTOM_CALL;
-        bytes = plain_bytes(v, notes);
+        plain_bytes(v, notes, c);
         break;
 
     default:
@@ -1269,25 +1403,24 @@ bool cost__op_cost(const cost_opview *v, unsigned *notes, double *flops_out, dou
             if (is_free_foreign(op))
                 return false;
             *notes |= COST_NOTE_UNKNOWN_OP;
-            bytes = plain_bytes(v, notes);
+            plain_bytes(v, notes, c);
             break;
         }
         if (is_elementwise(op)) {
             flops = ew_flops_per_elem((ir_opcode)op->opcode) * NUMEL(rt[0]);
-            bytes = plain_bytes(v, notes);
+            plain_bytes(v, notes, c);
             break;
         }
         /* transpose, reshape, broadcast, concatenate, pad, reverse, copy,
          * send/recv, ...: zero flops, read and written once */
-        bytes = plain_bytes(v, notes);
+        plain_bytes(v, notes, c);
         break;
     }
 #undef NUMEL
 #undef TBYTES
-    *flops_out = flops;
-    *bytes_out = bytes;
-    *prec_out = prec;
-    *matmul_out = matmul;
+    c->flops = flops;
+    c->prec = prec;
+    c->matmul = matmul;
     return true;
 }
 
@@ -1357,272 +1490,428 @@ bool cost__free_op(ir_opcode opc)
     }
 }
 
-/* Costs one op (and what it holds) executed `mult` times.  With nested not
- * NULL, also the peak of the temporaries of what it holds. */
-static int walk_op(prep *c, fn_info *f, const ir_op *op, double mult, int64_t *nested)
+/* The leaves of the types of a while's operands, in order (graph values). */
+static bool operand_leaves(prep *c, glevel *lv, const ir_op *op, uint32_t **out, uint32_t *n)
+{
+    uint32_t total = 0;
+    for (uint32_t i = 0; i < op->n_operands; i++) {
+        uint32_t first, count;
+        if (!leaves(c, lv, op->operands[i], &first, &count))
+            return false;
+        total += count;
+    }
+    uint32_t *v = ap_malloc(sizeof *v * (total + 1));
+    if (!v)
+        return false;
+    total = 0;
+    for (uint32_t i = 0; i < op->n_operands; i++) {
+        uint32_t first, count;
+        leaves(c, lv, op->operands[i], &first, &count); /* mapped above */
+        for (uint32_t k = 0; k < count; k++)
+            v[total++] = lv->leaves[first + k];
+    }
+    *out = v;
+    *n = total;
+    return true;
+}
+
+/* A node for an op holding regions: reads its operands (`read` 0: what
+ * the regions read is costed inside them) and the values its regions
+ * captured (c->acc from acc0), writes its results (leaf i taking over
+ * alias[i] when that is not CG_NONE). */
+static int region_node(prep *c, glevel *lv, const ir_op *op, uint16_t flags, uint32_t acc0, int64_t nested,
+                       const cost_peak_info *npk, const uint32_t *alias, uint32_t n_alias, const uint8_t *feeds,
+                       uint32_t n_feeds)
+{
+    cost_gnode *nd = cost__graph_node(&lv->g, op, flags, COST_PREC_VECTOR);
+    if (!nd)
+        return oom_prep(c);
+    uint32_t e0 = lv->g.n_edges;
+    for (uint32_t i = 0; i < op->n_operands; i++)
+        if (!edge_to(c, lv, op->operands[i], 0))
+            return oom_prep(c);
+    /* operand leaves the regions read with a matmul (a loop's weights) */
+    for (uint32_t k = 0; feeds && k < n_feeds && e0 + k < lv->g.n_edges; k++)
+        lv->g.e_feeds[e0 + k] = feeds[k];
+    for (uint32_t i = acc0; i < c->n_acc; i++)
+        if (!edge_to(c, lv, c->acc[i], 0))
+            return oom_prep(c);
+    c->n_acc = acc0;
+    cost__graph_nested(&lv->g, npk && npk->at ? npk : NULL, nested);
+    uint32_t li = 0;
+    for (uint32_t j = 0; j < op->n_results; j++) {
+        uint32_t n = n_leaves_of(op->results[j].type);
+        if (!results_of(c, lv, &op->results[j], alias && li < n_alias ? alias + li : NULL,
+                        alias && li < n_alias ? n_alias - li : 0))
+            return oom_prep(c);
+        li += n;
+    }
+    return lv->g.oom ? oom_prep(c) : 0;
+}
+
+static int walk_while(prep *c, fn_info *f, glevel *lv, const ir_op *op, double mult)
+{
+    cost_program *p = c->p;
+    int64_t trips;
+    p->while_loops++;
+    bool known = while_trips(op, &trips);
+    size_t li = p->n_loops, colls0 = p->n_colls;
+    int rc = add_loop(c, op, known ? trips : -1, mult);
+    if (rc < 0)
+        return rc;
+    if (!known) {
+        p->while_once++;
+        p->notes |= COST_NOTE_WHILE_ONCE;
+    }
+    uint32_t acc0 = c->n_acc, *pass = NULL, n_pass = 0, *opl = NULL, n_opl = 0, n_feeds = 0;
+    uint8_t *feeds = NULL;
+    int64_t nested = 0;
+    cost_peak_info npk;
+    memset(&npk, 0, sizeof npk);
+    c->loop_depth++;
+    /* the condition runs once more than the body */
+    for (uint32_t r = 0; r < op->n_regions && rc == 0; r++)
+        for (const ir_block *b = op->regions[r].first; b && rc == 0; b = b->next) {
+            double m = !known ? mult : mult * (double)(r == 0 ? trips + 1 : trips);
+            int64_t pk = 0;
+            cost_peak_info info;
+            if ((rc = walk_block(c, f, b, m, false, &info, &pk)) < 0)
+                break;
+            const glevel *inner = c->levels[c->level];
+            if (!collect_caps(c, inner)) {
+                rc = oom_prep(c);
+                break;
+            }
+            keep_peak(&nested, &npk, pk, &info);
+            if (r == 1 && b == op->regions[1].first && inner->n_ret) {
+                /* which carried leaves the body hands back unchanged */
+                ap_free(pass);
+                if (!(pass = ap_malloc(sizeof *pass * inner->n_ret))) {
+                    rc = oom_prep(c);
+                    break;
+                }
+                memcpy(pass, inner->ret_in, sizeof *pass * inner->n_ret);
+                n_pass = inner->n_ret;
+            }
+            if (r == 1 && b == op->regions[1].first && inner->n_arg_leaves && inner->g.v_feeds &&
+                inner->g.cap_feeds >= inner->n_arg_leaves) {
+                ap_free(feeds);
+                if (!(feeds = ap_malloc(inner->n_arg_leaves))) {
+                    rc = oom_prep(c);
+                    break;
+                }
+                memcpy(feeds, inner->g.v_feeds, inner->n_arg_leaves);
+                n_feeds = inner->n_arg_leaves;
+            }
+        }
+    c->loop_depth--;
+    p->loops[li].colls = (uint32_t)(p->n_colls - colls0);
+    if (rc == 0 && !operand_leaves(c, lv, op, &opl, &n_opl))
+        rc = oom_prep(c);
+    if (rc == 0) {
+        /* a slot the loop passes through unchanged (the stacked weights of
+         * a scan) stays its operand's buffer */
+        for (uint32_t i = 0; i < n_opl; i++)
+            opl[i] = i < n_pass && pass[i] == i ? opl[i] : CG_NONE;
+        rc = region_node(c, lv, op, cost__node_flags(op, NULL, NULL), acc0, nested, &npk, opl, n_opl, feeds, n_feeds);
+    }
+    ap_free(pass);
+    ap_free(opl);
+    ap_free(feeds);
+    return rc;
+}
+
+/* Builds the node (or nodes) of op in the block's graph; `terminator`: op
+ * ends the block (its operands are the block's outputs). */
+static int walk_op(prep *c, fn_info *f, glevel *lv, const ir_op *op, double mult, bool terminator)
 {
     cost_program *p = c->p;
     p->n_ops_walked++;
-    if (cost__free_op((ir_opcode)op->opcode))
+    ir_opcode opc = (ir_opcode)op->opcode;
+    if (opc == IR_OP_MODULE || opc == IR_OP_FUNC)
         return 0;
-    switch (op->opcode) {
-    case IR_OP_WHILE: {
-        int64_t trips;
-        p->while_loops++;
-        bool known = while_trips(op, &trips);
-        size_t li = p->n_loops, colls0 = p->n_colls;
-        int rc = add_loop(c, op, known ? trips : -1, mult);
-        if (rc < 0)
-            return rc;
-        c->loop_depth++;
-        if (!known) {
-            p->while_once++;
-            p->notes |= COST_NOTE_WHILE_ONCE;
-            rc = walk_regions(c, f, op, mult, nested);
-        } else {
-            /* the condition runs once more than the body */
-            for (uint32_t r = 0; r < 2 && rc == 0; r++)
-                for (const ir_block *b = op->regions[r].first; b && rc == 0; b = b->next) {
-                    int64_t pk = 0;
-                    rc = walk_block(c, f, b, mult * (double)(r == 0 ? trips + 1 : trips), nested ? &pk : NULL, false);
-                    if (nested && pk > *nested)
-                        *nested = pk;
-                }
-        }
-        c->loop_depth--;
-        p->loops[li].colls = (uint32_t)(p->n_colls - colls0);
-        return rc;
+    if (terminator) {
+        if (!cost__graph_node(&lv->g, op, CG_RETURN | CG_NOCOST, COST_PREC_VECTOR))
+            return oom_prep(c);
+        for (uint32_t i = 0; i < op->n_operands; i++)
+            if (!edge_to(c, lv, op->operands[i], 0))
+                return oom_prep(c);
+        return 0;
     }
+    switch (opc) {
+    case IR_OP_TUPLE: {
+        /* no kernel: the tuple is its elements */
+        uint32_t from = lv->n_leaves;
+        for (uint32_t i = 0; i < op->n_operands; i++) {
+            uint32_t first, count;
+            if (!leaves(c, lv, op->operands[i], &first, &count))
+                return oom_prep(c);
+            for (uint32_t k = 0; k < count; k++)
+                if (!leaf_push(lv, lv->leaves[first + k]))
+                    return oom_prep(c);
+        }
+        if (op->n_results == 1)
+            map_leaves(lv, vid(f, &op->results[0]), from);
+        return 0;
+    }
+    case IR_OP_GET_TUPLE_ELEMENT: {
+        const ir_value *t = op->n_operands == 1 ? op->operands[0] : NULL;
+        ir_attr *ia = ir_op_attr(op, "index");
+        uint32_t first, count;
+        if (!t || !leaves(c, lv, t, &first, &count))
+            return t ? oom_prep(c) : 0;
+        if (op->n_results == 1 && t->type && t->type->kind == IR_T_TUPLE && ia && ia->kind == IR_A_INT &&
+            ia->u.i >= 0 && ia->u.i < t->type->n_elems && count == n_leaves_of(t->type)) {
+            uint32_t off = 0, from = lv->n_leaves;
+            for (int64_t e = 0; e < ia->u.i; e++)
+                off += n_leaves_of(t->type->elems[e]);
+            uint32_t n = n_leaves_of(t->type->elems[ia->u.i]);
+            for (uint32_t k = 0; k < n; k++)
+                if (!leaf_push(lv, lv->leaves[first + off + k]))
+                    return oom_prep(c);
+            map_leaves(lv, vid(f, &op->results[0]), from);
+            return 0;
+        }
+        break; /* an element of something unknown: an alias of all of it */
+    }
+    case IR_OP_WHILE:
+        return walk_while(c, f, lv, op, mult);
     case IR_OP_IF:
     case IR_OP_CASE:
-        if (op->n_regions > 1)
-            p->notes |= COST_NOTE_BRANCHES_SUMMED;
-        return walk_regions(c, f, op, mult, nested);
     case IR_OP_FUNC_CALL:
     case IR_OP_COMPOSITE:
-        return walk_call(c, op, mult, nested);
+    case IR_OP_UNKNOWN: {
+        if (opc == IR_OP_UNKNOWN && op->n_regions == 0)
+            break;
+        if ((opc == IR_OP_IF || opc == IR_OP_CASE) && op->n_regions > 1)
+            p->notes |= COST_NOTE_BRANCHES_SUMMED;
+        uint32_t acc0 = c->n_acc;
+        int64_t nested = 0;
+        cost_peak_info npk;
+        memset(&npk, 0, sizeof npk);
+        /* sdy.manual_computation and kin: cost the body */
+        bool call = opc == IR_OP_FUNC_CALL || opc == IR_OP_COMPOSITE;
+        int rc = call ? walk_call(c, op, mult, &nested, &npk) : walk_regions(c, f, op, mult, &nested, &npk);
+        if (rc < 0)
+            return rc;
+        /* a callee's arguments are the call's operands: which feed matmuls */
+        const glevel *inner = c->level < c->n_levels ? c->levels[c->level] : NULL;
+        uint8_t *feeds = NULL;
+        uint32_t n_feeds = 0;
+        if (call && inner && inner->n_arg_leaves && inner->g.v_feeds && inner->g.cap_feeds >= inner->n_arg_leaves &&
+            (feeds = ap_malloc(inner->n_arg_leaves))) {
+            memcpy(feeds, inner->g.v_feeds, inner->n_arg_leaves);
+            n_feeds = inner->n_arg_leaves;
+        }
+        rc = region_node(c, lv, op, CG_REGION, acc0, nested, &npk, NULL, 0, feeds, n_feeds);
+        ap_free(feeds);
+        return rc;
+    }
     case IR_OP_ALL_GATHER:
     case IR_OP_ALL_REDUCE:
     case IR_OP_REDUCE_SCATTER:
     case IR_OP_ALL_TO_ALL:
     case IR_OP_COLLECTIVE_PERMUTE:
-    case IR_OP_COLLECTIVE_BROADCAST:
-        return add_collective(c, f, op, mult);
+    case IR_OP_COLLECTIVE_BROADCAST: {
+        cost_coll_item it;
+        int rc = collective_item(c, f, op, &it);
+        if (rc < 0)
+            return rc;
+        if (!cost__graph_node(&lv->g, op, cost__node_flags(op, NULL, NULL), COST_PREC_VECTOR))
+            return oom_prep(c);
+        cost__graph_coll(&lv->g, &it);
+        for (uint32_t i = 0; i < op->n_operands; i++)
+            if (!edge_to(c, lv, op->operands[i], value_bytes(c, f, op->operands[i])))
+                return oom_prep(c);
+        for (uint32_t j = 0; j < op->n_results; j++)
+            if (!results_of(c, lv, &op->results[j], NULL, 0))
+                return oom_prep(c);
+        return lv->g.oom ? oom_prep(c) : 0;
+    }
     default:
-        if (op->opcode == IR_OP_UNKNOWN && op->n_regions > 0) /* sdy.manual_computation and kin: cost the body */
-            return walk_regions(c, f, op, mult, nested);
         break;
     }
-    /* a compute op: its types and what fusion keeps on chip */
+    /* a compute op (or an alias): its types and its cost as a kernel */
     const ir_type *small_t[32], **types = small_t;
-    bool small_f[16], *fused = small_f;
+    double small_r[16], *reads = small_r;
     uint32_t nt = op->n_operands + op->n_results;
+    int rc = 0;
     if ((nt > 32 && !(types = ap_malloc(sizeof *types * nt))) ||
-        (op->n_operands > 16 && !(fused = ap_malloc(sizeof *fused * op->n_operands)))) {
-        if (types != small_t)
-            ap_free(types);
-        return ap_error_set(c->err, AP_ENOMEM, "out of memory preparing the cost model");
+        (op->n_operands > 16 && !(reads = ap_malloc(sizeof *reads * op->n_operands)))) {
+        rc = oom_prep(c);
+        goto out;
     }
-    for (uint32_t i = 0; i < op->n_operands; i++) {
-        const ir_value *v = op->operands[i];
-        types[i] = v ? v->type : NULL;
-        fused[i] = v && v->def && fused_into_user(f, v->def);
-    }
+    for (uint32_t i = 0; i < op->n_operands; i++)
+        types[i] = op->operands[i] ? op->operands[i]->type : NULL;
     for (uint32_t j = 0; j < op->n_results; j++)
         types[op->n_operands + j] = op->results[j].type;
-    cost_opview view = {op, types, types + op->n_operands, fused, fused_into_user(f, op), carried_slot_op(op)};
-    double flops, bytes, matmul;
-    cost_prec prec;
-    int rc = 0;
-    if (cost__op_cost(&view, &p->notes, &flops, &bytes, &prec, &matmul)) {
-        p->matmul_flops += matmul * mult;
-        rc = add_item(c, op, flops * mult, bytes * mult, prec);
+    const ir_type *t0 = op->n_operands ? types[0] : NULL, *r0 = op->n_results ? types[op->n_operands] : NULL;
+    bool carried = carried_slot_op(op);
+    /* a slice of a scan's stack is a view: its users read the slice where
+     * it lies (and a dot takes it as an operand address) */
+    uint16_t flags = opc == IR_OP_GET_TUPLE_ELEMENT || (carried && opc == IR_OP_DYNAMIC_SLICE)
+                         ? CG_ALIAS
+                         : cost__node_flags(op, t0, r0);
+    cost_opcost oc = {0, 0, 0, COST_PREC_VECTOR, reads};
+    bool costed = false;
+    if (!(flags & CG_ALIAS) && !cost__free_op(opc)) {
+        cost_opview view = {op, types, types + op->n_operands, carried};
+        costed = cost__op_cost(&view, &p->notes, &oc);
     }
+    cost_gnode *nd = cost__graph_node(&lv->g, op, flags, (uint8_t)oc.prec);
+    if (!nd) {
+        rc = oom_prep(c);
+        goto out;
+    }
+    if (costed) {
+        nd->flops = oc.flops;
+        nd->matmul = oc.matmul;
+        nd->write = oc.write;
+    }
+    for (uint32_t i = 0; i < op->n_operands; i++)
+        if (!edge_to(c, lv, op->operands[i], costed ? reads[i] : 0)) {
+            rc = oom_prep(c);
+            goto out;
+        }
+    for (uint32_t j = 0; j < op->n_results; j++) {
+        uint32_t first = 0, count = 0;
+        if ((flags & CG_ALIAS) && op->n_operands) {
+            /* result j in operand j's buffer (or operand 0's) */
+            const ir_value *src = op->operands[op->n_operands == op->n_results ? j : 0];
+            if (!leaves(c, lv, src, &first, &count)) {
+                rc = oom_prep(c);
+                goto out;
+            }
+        }
+        if (!results_of(c, lv, &op->results[j], count ? lv->leaves + first : NULL, count)) {
+            rc = oom_prep(c);
+            goto out;
+        }
+    }
+    if (lv->g.oom)
+        rc = oom_prep(c);
+out:
     if (types != small_t)
         ap_free(types);
-    if (fused != small_f)
-        ap_free(fused);
+    if (reads != small_r)
+        ap_free(reads);
     return rc;
 }
 
-/* ===================================================== live ranges */
-
-/* Marks every use inside op's regions as a use at `step` of the block being
- * walked (values defined inside get harmless marks: their walk is done). */
-static void mark_nested_uses(fn_info *f, const ir_op *op, int32_t step)
+/* The leaf position of output j of the entry's return op. */
+static uint32_t output_leaf(const ir_op *ret, uint32_t j)
 {
-    for (uint32_t r = 0; r < op->n_regions; r++)
-        for (const ir_block *b = op->regions[r].first; b; b = b->next)
-            for (const ir_op *in = b->first; in; in = in->next) {
-                for (uint32_t i = 0; i < in->n_operands; i++) {
-                    uint32_t k = vid(f, in->operands[i]);
-                    if (k != NO_INDEX)
-                        f->last_use[f->root[k]] = step;
-                }
-                mark_nested_uses(f, in, step);
+    uint32_t pos = 0;
+    for (uint32_t k = 0; k < j && k < ret->n_operands; k++)
+        pos += n_leaves_of(ret->operands[k] ? ret->operands[k]->type : NULL);
+    return pos;
+}
+
+/* Donation: outputs that live in arguments' buffers.  `tf.aliasing_output
+ * = j` (and HLO's input_output_alias, which the parser turns into it)
+ * names the output; a `jax.buffer_donor` argument takes the first output
+ * of its type not taken, as XLA's OptimizeInputOutputBufferAlias pairs
+ * them. */
+static void donation(glevel *lv, const ir_op *func, const ir_block *b)
+{
+    const ir_op *ret = b->last;
+    if (!ret || ret->n_results || ret->n_regions)
+        return;
+    uint32_t taken_small[64], *taken = ret->n_operands <= 64 ? taken_small : ap_calloc(ret->n_operands, sizeof *taken);
+    if (!taken)
+        return;
+    memset(taken, 0, sizeof *taken * (ret->n_operands <= 64 ? 64 : 0));
+    for (uint32_t i = 0; i < b->n_args; i++) {
+        ir_attr *a = ir_func_arg_attr(func, i, "tf.aliasing_output");
+        if (a && a->kind == IR_A_INT && a->u.i >= 0 && (uint64_t)a->u.i < ret->n_operands &&
+            n_leaves_of(b->args[i].type) == 1) {
+            uint32_t k = vid(lv->fn, &b->args[i]);
+            if (k != NO_INDEX && k < lv->cap && lv->stamp[k] == lv->epoch) {
+                cost__graph_out_alias(&lv->g, output_leaf(ret, (uint32_t)a->u.i), lv->leaves[lv->first[k]]);
+                taken[a->u.i] = 1;
             }
+        }
+    }
+    for (uint32_t i = 0; i < b->n_args; i++) {
+        if (!ir_func_arg_attr(func, i, "jax.buffer_donor") || ir_func_arg_attr(func, i, "tf.aliasing_output") ||
+            n_leaves_of(b->args[i].type) != 1)
+            continue;
+        uint32_t k = vid(lv->fn, &b->args[i]);
+        if (k == NO_INDEX || k >= lv->cap || lv->stamp[k] != lv->epoch)
+            continue;
+        for (uint32_t j = 0; j < ret->n_operands; j++)
+            if (!taken[j] && ret->operands[j] && ir_type_equal(ret->operands[j]->type, b->args[i].type)) {
+                cost__graph_out_alias(&lv->g, output_leaf(ret, j), lv->leaves[lv->first[k]]);
+                taken[j] = 1;
+                break;
+            }
+    }
+    if (taken != taken_small)
+        ap_free(taken);
+}
+
+/*
+ * Builds and runs the graph of block b, executed `mult` times: its
+ * kernels' times go to the program, its peak (with what is live there)
+ * to *peak and *pk.  The entry's arguments are the caller's buffers,
+ * counted all along; a loop body's are its carried buffers, which it may
+ * update in place; other blocks' belong to the op holding them.  After
+ * it returns, c->levels[c->level] describes the block (ret_in, caps).
+ */
+static int walk_block(prep *c, fn_info *f, const ir_block *b, double mult, bool entry, cost_peak_info *pk,
+                      int64_t *peak)
+{
+    glevel *lv = level_enter(c, f);
+    if (!lv)
+        return oom_prep(c);
+    int rc = 0;
+    const ir_op *holder = b->parent ? b->parent->parent : NULL;
+    bool carried = holder && holder->opcode == IR_OP_WHILE && holder->n_regions == 2 && b->parent == &holder->regions[1];
+    for (uint32_t i = 0; i < b->n_args && rc == 0; i++) {
+        uint8_t in = carried ? CG_IN_CARRIED : 0;
+        const char *name = NULL;
+        if (entry) {
+            name = b->args[i].loc ? ir_loc_name(b->args[i].loc) : NULL;
+            in = CG_IN_COUNTED | cost__name_hint(name);
+        }
+        uint32_t from = lv->n_leaves;
+        if (!add_inputs(c, lv, b->args[i].type, in, i, name))
+            rc = oom_prep(c);
+        map_leaves(lv, vid(f, &b->args[i]), from);
+    }
+    lv->n_arg_leaves = lv->n_leaves;
+    for (const ir_op *op = b->first; op && rc == 0; op = op->next)
+        rc = walk_op(c, f, lv, op, mult, op == b->last && op->n_results == 0 && op->n_regions == 0);
+    if (rc == 0 && entry && holder && holder->opcode == IR_OP_FUNC)
+        donation(lv, holder, b);
+    /* what the block hands back unchanged */
+    const cost_graph *g = &lv->g;
+    if (rc == 0 && g->n_nodes && (g->nodes[g->n_nodes - 1].flags & CG_RETURN)) {
+        const cost_gnode *rn = &g->nodes[g->n_nodes - 1];
+        if (rn->nopd > lv->cap_ret) {
+            uint32_t *r = ap_realloc(lv->ret_in, sizeof *r * rn->nopd);
+            if (!r)
+                rc = oom_prep(c);
+            else
+                lv->ret_in = r, lv->cap_ret = rn->nopd;
+        }
+        if (rc == 0) {
+            lv->n_ret = rn->nopd;
+            for (uint32_t j = 0; j < rn->nopd; j++) {
+                uint32_t r = g->v_root[g->e_val[rn->opd0 + j]];
+                lv->ret_in[j] = r < lv->n_arg_leaves ? r : CG_NONE;
+            }
+        }
+    }
+    if (rc == 0)
+        rc = cost__graph_run(&lv->g, c->p, mult, pk, peak, c->err);
+    c->level--;
+    return rc;
 }
 
 int64_t cost__clamp_bytes(double b) { return b >= 9.2e18 ? INT64_MAX : (int64_t)b; }
 
 static int64_t clamp_bytes(double b) { return cost__clamp_bytes(b); }
-
-static int scratch_push(prep *c, size_t n)
-{
-    if (c->scratch_top + n > c->scratch_cap) {
-        size_t cap = c->scratch_cap ? c->scratch_cap : 4096;
-        while (cap < c->scratch_top + n)
-            cap *= 2;
-        int64_t *s = ap_realloc(c->scratch, cap * sizeof *s);
-        if (!s)
-            return ap_error_set(c->err, AP_ENOMEM, "out of memory preparing the cost model");
-        c->scratch = s;
-        c->scratch_cap = cap;
-    }
-    memset(c->scratch + c->scratch_top, 0, n * sizeof *c->scratch);
-    c->scratch_top += n;
-    return 0;
-}
-
-static int def_push(prep *c, uint32_t value, int32_t step)
-{
-    if (c->defs_top == c->defs_cap) {
-        size_t cap = c->defs_cap ? 2 * c->defs_cap : 4096;
-        def_entry *d = ap_realloc(c->defs, cap * sizeof *d);
-        if (!d)
-            return ap_error_set(c->err, AP_ENOMEM, "out of memory preparing the cost model");
-        c->defs = d;
-        c->defs_cap = cap;
-    }
-    c->defs[c->defs_top].value = value;
-    c->defs[c->defs_top].step = step;
-    c->defs_top++;
-    return 0;
-}
-
-/*
- * The operand whose buffer result i of op reuses, beyond the aliases
- * (is_alias_op): a while's carried state runs in place (result i in operand
- * i's buffer) and a dynamic_update_slice of a scan's stack writes into it,
- * each only when that operand has no other use, so that the estimate still
- * errs high, never low; a slot the loop passes through unchanged is its
- * operand in any case.  NO_INDEX otherwise.
- */
-static uint32_t in_place_source(const fn_info *f, const ir_op *op, uint32_t i)
-{
-    const ir_value *src = NULL;
-    if (op->opcode == IR_OP_WHILE && op->n_operands == op->n_results) {
-        src = op->operands[i];
-        /* a slot the body hands back unchanged (the stacked weights of a
-         * scan) is its operand, whatever else reads that */
-        const ir_block *bb = op->n_regions == 2 ? op->regions[1].first : NULL;
-        const ir_op *ret = bb ? bb->last : NULL;
-        if (ret && ret->n_operands == op->n_results && i < bb->n_args && ret->operands[i] == &bb->args[i])
-            return vid(f, src);
-    } else if (op->opcode == IR_OP_DYNAMIC_UPDATE_SLICE && i == 0 && carried_slot_op(op))
-        src = op->operands[0];
-    uint32_t k = vid(f, src);
-    return k != NO_INDEX && f->use_count[k] == 1 ? k : NO_INDEX;
-}
-
-/*
- * Costs block b executed `mult` times.  With peak not NULL, also the peak
- * bytes live in b at any of its steps: values defined in b from their step
- * to their last use in b, plus what nested regions hold at their step; with
- * args_live (the entry function) b's arguments too, all along or, when
- * donated, until their last use.
- */
-static int walk_block(prep *c, fn_info *f, const ir_block *b, double mult, int64_t *peak, bool args_live)
-{
-    int rc = 0;
-    if (!peak) {
-        for (const ir_op *op = b->first; op; op = op->next)
-            if ((rc = walk_op(c, f, op, mult, NULL)) < 0)
-                return rc;
-        return 0;
-    }
-    size_t k = b->n_ops, base = c->scratch_top, dbase = c->defs_top;
-    *peak = 0;
-    /* diff[0..k], then the nested peaks nest[0..k-1] */
-    if ((rc = scratch_push(c, 2 * k + 1)) < 0)
-        return rc;
-#define DIFF(i) c->scratch[base + (i)]
-#define NEST(i) c->scratch[base + k + 1 + (i)]
-    for (uint32_t i = 0; i < b->n_args; i++) {
-        uint32_t a = vid(f, &b->args[i]);
-        if (a != NO_INDEX) {
-            f->root[a] = a;
-            f->last_use[a] = -1;
-        }
-    }
-    int32_t s = 0;
-    for (const ir_op *op = b->first; op; op = op->next, s++) {
-        for (uint32_t i = 0; i < op->n_operands; i++) {
-            uint32_t v = vid(f, op->operands[i]);
-            if (v != NO_INDEX)
-                f->last_use[f->root[v]] = s;
-        }
-        bool alias = op->n_results && is_alias_op(op);
-        for (uint32_t i = 0; i < op->n_results; i++) {
-            uint32_t r = vid(f, &op->results[i]);
-            if (r == NO_INDEX)
-                continue;
-            f->last_use[r] = s;
-            f->root[r] = r;
-            uint32_t src = NO_INDEX;
-            if (alias && op->n_operands > 0)
-                src = vid(f, op->operands[op->n_operands == op->n_results ? i : 0]);
-            else
-                src = in_place_source(f, op, i);
-            if (src != NO_INDEX)
-                f->root[r] = f->root[src];
-            else if (!alias && f->vsize[r] > 0 && (rc = def_push(c, r, s)) < 0)
-                goto out;
-        }
-        int64_t nested = 0;
-        if ((rc = walk_op(c, f, op, mult, &nested)) < 0)
-            goto out;
-        if (op->n_regions > 0)
-            mark_nested_uses(f, op, s);
-        NEST(s) = nested;
-    }
-    /* live ranges into the difference array */
-    for (size_t i = dbase; i < c->defs_top; i++) {
-        uint32_t r = c->defs[i].value;
-        int32_t at = c->defs[i].step, end = f->last_use[r] > at ? f->last_use[r] : at;
-        if (end >= (int32_t)k) /* cannot happen: uses are steps of this block */
-            end = (int32_t)k - 1;
-        int64_t bytes = clamp_bytes(f->vsize[r]);
-        DIFF(at) += bytes;
-        DIFF(end + 1) -= bytes;
-    }
-    if (args_live && k > 0) {
-        const ir_op *func = b->parent ? b->parent->parent : NULL;
-        for (uint32_t i = 0; i < b->n_args; i++) {
-            uint32_t a = vid(f, &b->args[i]);
-            int64_t bytes = clamp_bytes(value_bytes(c, f, &b->args[i]));
-            bool donated = func && func->opcode == IR_OP_FUNC &&
-                           (ir_func_arg_attr(func, i, "tf.aliasing_output") || ir_func_arg_attr(func, i, "jax.buffer_donor"));
-            int32_t end = (int32_t)k - 1;
-            if (donated && a != NO_INDEX && f->last_use[a] < end)
-                end = f->last_use[a] > 0 ? f->last_use[a] : 0;
-            DIFF(0) += bytes;
-            DIFF(end + 1) -= bytes;
-        }
-    }
-    int64_t live = 0;
-    for (size_t i = 0; i < k; i++) {
-        live += DIFF(i);
-        if (live + NEST(i) > *peak)
-            *peak = live + NEST(i);
-    }
-#undef DIFF
-#undef NEST
-out:
-    c->scratch_top = base;
-    c->defs_top = dbase;
-    return rc;
-}
 
 /* ============================================================== program */
 
@@ -1708,7 +1997,7 @@ int cost_prepare(const ir_module *m, cost_program **out, ap_error *err)
     }
     for (uint32_t i = 0; i < body->n_args; i++)
         c.p->argument_bytes += clamp_bytes(value_bytes(&c, f, &body->args[i]));
-    if ((rc = walk_block(&c, f, body, 1.0, &c.p->peak_memory, true)) < 0)
+    if ((rc = walk_block(&c, f, body, 1.0, true, &c.p->peak, &c.p->peak_memory)) < 0)
         goto out;
     *out = c.p;
     c.p = NULL;
@@ -1718,8 +2007,19 @@ out:
         fn_info_free(c.fns[i]);
     ap_free(c.fns);
     ap_free(c.names);
-    ap_free(c.scratch);
-    ap_free(c.defs);
+    for (int i = 0; i < c.n_levels; i++) {
+        glevel *lv = c.levels[i];
+        cost__graph_free(&lv->g);
+        ap_free(lv->first);
+        ap_free(lv->count);
+        ap_free(lv->stamp);
+        ap_free(lv->leaves);
+        ap_free(lv->caps);
+        ap_free(lv->ret_in);
+        ap_free(lv);
+    }
+    ap_free(c.levels);
+    ap_free(c.acc);
     return rc;
 }
 

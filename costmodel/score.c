@@ -9,18 +9,19 @@
  *     its copy in the layout the user needs; per copy, the all_reduce /
  *     reduce_scatter and the synthesized redistribution steps;
  *   - each op's flops and bytes come from cost__op_cost (prepare.c), given
- *     the local types its loop nest implies and what fusion keeps on chip;
- *     each collective's from cost__coll_formula;
- *   - the peak is the live-range walk of walk_block over the lowered
- *     program's ops in order (the plan says where each copy is made), with
- *     the same aliasing and donation rules;
+ *     the local types its loop nest implies; each collective's from
+ *     cost__coll_formula;
+ *   - the scorer builds the graph (graph.c) the lowered program's block
+ *     gives cost_prepare, node for node in the lowered order (the plan says
+ *     where each copy is made), and runs it: fusion, kernels, buffer
+ *     sharing, donation, the order and the peak are graph.c's, once;
  *   - the report comes from cost_evaluate over a cost_program filled here.
  * test_score holds it equal to ir_lower + cost_estimate on random states of
  * the zoo's models.
  *
  * Incremental: the plan is synced with each new state, redoing only values
  * whose producer, users or identity op changed; the per-op and per-value
- * records are redone for what changed; the walk and the sums run over the
+ * records are redone for what changed; the graph and its run go over the
  * records (linear, no IR, no allocation in steady state).  Every record is
  * a function of the state alone, so the score does not depend on the order
  * in which states are scored.
@@ -45,6 +46,7 @@ typedef struct clop {
     uint8_t kind;
     uint8_t rank;        /* CL_DS: the value's rank (rank - 1 uses of the zero offset) */
     double bytes;        /* its result's bytes */
+    uint64_t dims;       /* its result's dims (cost__dims_hash) */
     cost_coll_item coll; /* collectives */
 } clop;
 
@@ -57,21 +59,21 @@ typedef struct val_rec {
     uint32_t cap_mats;
 } val_rec;
 
-/* Per op: its item, fusion and aliasing; an iota along a tiled dim adds
- * the offset of the device's tile (lower.c, iota_offset). */
+/* Per op: its cost as a kernel and its fusion class; an iota along a
+ * tiled dim adds the offset of the device's tile (lower.c, iota_offset). */
 typedef struct op_rec {
-    double flops, bytes, matmul;
+    double flops, matmul, write;
     uint8_t prec;
-    bool item;
-    bool fused; /* its (produced) result stays on chip */
-    bool alias; /* its results live in its operands' buffers */
+    uint16_t flags;  /* CG_* */
     bool iota_off;
     double iota_elem, iota_bytes, iota_numel; /* element bytes, local bytes and elements of the iota */
+    bool iota_bitcast; /* the offset's broadcast only adds unit dims */
+    uint64_t iota_dims;
     unsigned notes;
 } op_rec;
 
-/* What a handle of the walk is, for the peak breakdown. */
-enum { H_ARG, H_RESULT, H_COPY, H_OTHER };
+/* What a value of the graph is, for the peak breakdown (cost_peak_value). */
+enum { H_ARG = COST_PEAK_ARGUMENT, H_RESULT = COST_PEAK_RESULT, H_COPY = COST_PEAK_COPY, H_OTHER = COST_PEAK_OTHER };
 
 struct cost_scorer {
     const ir_pctx *c;
@@ -87,39 +89,30 @@ struct cost_scorer {
     uint32_t *res0;            /* per op: value id of its first result (the rest follow) */
     uint32_t *nres;
     uint32_t *ret_val;
-    uint32_t *user0, *user_op; /* per value: the top-level ops using it (CSR, duplicates kept) */
-    bool *donated;             /* per argument */
-    bool *is_ew;               /* per op: elementwise */
+    int32_t *alias_out;        /* per argument: the output it is donated to (tf.aliasing_output), -1 */
+    bool *donor;               /* per argument: jax.buffer_donor without an output named */
+    uint8_t *in_hint;          /* per argument: CG_IN_* its name gives */
+    const char **arg_name;
     /* records */
     op_rec *ops;
     val_rec *vals;
+    uint64_t *vdims;           /* per value: dims hash as produced (local) */
+    double *rd;                /* per operand (at opd0[k] + i): the bytes op k reads of it */
     bool valid;
-    uint8_t *dirty;  /* per op: 0 clean, DIRTY_PLAN, DIRTY_NEST */
-    bool *fb;        /* per operand (at opd0[k] + i): whether its record took it fused on chip */
     /* the program the evaluation runs over */
     cost_program prog;
-    /* the walk */
-    uint32_t n_h, cap_h;
-    double *h_bytes;
-    uint32_t *h_root;
-    int32_t *h_last;
-    int32_t *h_def; /* def step, -1: not a buffer of its own */
-    uint32_t *h_what; /* kind << 28 | value id */
-    uint32_t *prod_h; /* per value: handle as produced */
-    uint32_t *mat_h;  /* per (value, mat): handle, at mat_base[v] + m */
+    /* the graph the lowered program gives (graph.c) */
+    cost_graph g;
+    uint32_t *prod_h;  /* per value: graph value as produced */
+    uint32_t *mat_h;   /* per (value, mat): graph value, at mat_base[v] + m */
     uint32_t *mat_base, cap_mat_h;
     uint32_t *cursor;
     const ir_mat **vm; /* per value: its mats in the plan (for this walk) */
     uint32_t *vn;
-    int64_t *diff;
-    size_t cap_diff;
-    int32_t steps;
-    int32_t peak_step;
     /* scratch for local types */
     ir_type *tbuf;
     const ir_type **tptr;
     int64_t *dbuf;
-    bool *fbuf;
     uint32_t cap_t;
 };
 
@@ -153,10 +146,7 @@ static bool grow_types(cost_scorer *s, uint32_t n)
     int64_t *d = ap_realloc(s->dbuf, sizeof *d * IR_MAX_RANK * cap);
     if (d)
         s->dbuf = d;
-    bool *f = ap_realloc(s->fbuf, sizeof *f * cap);
-    if (f)
-        s->fbuf = f;
-    if (!t || !tp || !d || !f)
+    if (!t || !tp || !d)
         return false;
     s->cap_t = cap;
     return true;
@@ -193,44 +183,8 @@ static bool local_type(cost_scorer *s, uint32_t i, const ir_type *g, const ir_la
 
 static const ir_type *global_type(const cost_scorer *s, uint32_t v) { return ir_pctx_value(s->c, v)->type; }
 
-/* Whether value v (produced by op k) stays on chip: op k can fuse, and the
- * only lowered op taking v as produced is an elementwise top-level op. */
-static bool value_fused(const cost_scorer *s, uint32_t k, uint32_t v)
-{
-    const ir_op *op = ir_pctx_op(s->c, k);
-    if (!(s->ops[k].iota_off || cost__fusable(op)))
-        return false;
-    int32_t user;
-    if (ir_lplan_produced_uses(s->plan, v, &user, NULL) != 1 || user < 0)
-        return false;
-    return s->is_ew[user];
-}
-
-enum { DIRTY_PLAN = 1, DIRTY_NEST = 2 };
-
-/* Whether operand i of op k arrives computed on chip by its producer,
- * fused into k. */
-static bool operand_fused(const cost_scorer *s, uint32_t k, uint32_t i, uint32_t v)
-{
-    int32_t prod = ir_pctx_value_op(s->c, v);
-    return prod >= 0 && ir_lplan_use(s->plan, k, i) == IR_LPLAN_DIRECT && s->ops[prod].fused;
-}
-
-/* Whether the record of op k, whose nest has not changed, is still what
- * op_record would make: all else it reads is the op's own nest (its local
- * types, an iota's offset) and, of the plan, which operands arrive fused
- * and whether its result fuses.  Most ops next to a value whose plan
- * changed pass this and are not redone. */
-static bool record_current(const cost_scorer *s, uint32_t k)
-{
-    uint32_t o0 = s->opd0[k], no = s->opd0[k + 1] - o0;
-    for (uint32_t i = 0; i < no; i++)
-        if (operand_fused(s, k, i, s->opd_val[o0 + i]) != s->fb[o0 + i])
-            return false;
-    bool fused = s->nres[k] == 1 && value_fused(s, k, s->res0[k]);
-    return fused == s->ops[k].fused;
-}
-
+/* Op k's record: its local types, its cost as a kernel of its own, its
+ * fusion class, its results' local bytes; a function of its loop nest. */
 static int op_record(cost_scorer *s, const ir_partition *p, uint32_t k, ap_error *err)
 {
     const ir_op *op = ir_pctx_op(s->c, k);
@@ -244,11 +198,9 @@ static int op_record(cost_scorer *s, const ir_partition *p, uint32_t k, ap_error
         uint32_t v = ir_pctx_operand_value(s->c, k, i);
         if (!local_type(s, i, global_type(s, v), &need))
             return ap_error_set(err, AP_EINTERNAL, "a tiled dim does not divide its axes");
-        /* an operand computed on chip by its producer, fused into this op */
-        s->fbuf[i] = operand_fused(s, k, i, v);
-        s->fb[s->opd0[k] + i] = s->fbuf[i];
     }
     r->iota_off = false;
+    r->notes = 0;
     for (uint32_t j = 0; j < nr; j++) {
         ir_layout rl;
         ir_partition_result_layout(p, k, j, &rl);
@@ -257,26 +209,43 @@ static int op_record(cost_scorer *s, const ir_partition *p, uint32_t k, ap_error
         if (!local_type(s, no + j, g, &rl))
             return ap_error_set(err, AP_EINTERNAL, "a tiled dim does not divide its axes");
         s->vals[v].bytes = cost__type_bytes(s->tptr[no + j], &r->notes);
+        s->vdims[v] = cost__dims_hash(s->tptr[no + j]);
         if (op->opcode == IR_OP_IOTA && j == 0) {
             ir_attr *d = ir_op_attr(op, "iota_dimension");
             int axes[IR_MAX_AXES];
             if (d && d->kind == IR_A_INT && ir_layout_dim_axes(&rl, (int)d->u.i, axes) > 0) {
+                const ir_type *lt = s->tptr[no + j];
                 r->iota_off = true;
                 r->iota_elem = cost__elem_bytes(g);
                 r->iota_bytes = s->vals[v].bytes;
-                r->iota_numel = cost__numel(s->tptr[no + j], &r->notes);
+                r->iota_numel = cost__numel(lt, &r->notes);
+                r->iota_dims = s->vdims[v];
+                /* the offset's broadcast of a scalar is a bitcast when every dim is 1 */
+                r->iota_bitcast = true;
+                for (int q = 0; q < lt->rank; q++)
+                    r->iota_bitcast &= lt->dims[q] == 1;
             }
         }
     }
-    r->fused = nr == 1 && value_fused(s, k, ir_pctx_result_value(s->c, k, 0));
-    /* no loop-carried stacks: the scorer refuses while loops */
-    cost_opview view = {op, s->tptr, s->tptr + no, s->fbuf, r->iota_off ? false : r->fused, false};
-    cost_prec prec = COST_PREC_VECTOR;
-    r->flops = r->bytes = r->matmul = 0;
-    r->item = !cost__free_op((ir_opcode)op->opcode) &&
-              cost__op_cost(&view, &r->notes, &r->flops, &r->bytes, &prec, &r->matmul);
-    r->prec = (uint8_t)prec;
-    r->alias = nr && cost__is_alias_op(op, no ? s->tptr[0] : NULL, s->tptr[no]);
+    const ir_type *t0 = no ? s->tptr[0] : NULL, *r0 = nr ? s->tptr[no] : NULL;
+    r->flags = cost__node_flags(op, t0, r0);
+    double *reads = &s->rd[s->opd0[k]];
+    cost_opcost oc = {0, 0, 0, COST_PREC_VECTOR, reads};
+    bool costed = false;
+    if (!(r->flags & CG_ALIAS) && !cost__free_op((ir_opcode)op->opcode)) {
+        /* no loop-carried stacks: the scorer refuses while loops */
+        cost_opview view = {op, s->tptr, s->tptr + no, false};
+        costed = cost__op_cost(&view, &r->notes, &oc);
+    }
+    if (!costed) {
+        oc.flops = oc.matmul = oc.write = 0;
+        for (uint32_t i = 0; i < no; i++)
+            reads[i] = 0;
+    }
+    r->flops = oc.flops;
+    r->matmul = oc.matmul;
+    r->write = oc.write;
+    r->prec = (uint8_t)oc.prec;
     return 0;
 }
 
@@ -323,7 +292,6 @@ static void coll_over_group(const cost_scorer *s, cost_coll_item *it, ir_opcode 
     it->count = 1;
 }
 
-/* The ops of value v's copies, as lower.c's emit_xfer makes them. */
 static int val_record(cost_scorer *s, uint32_t v, ap_error *err)
 {
     val_rec *vr = &s->vals[v];
@@ -359,6 +327,7 @@ static int val_record(cost_scorer *s, uint32_t v, ap_error *err)
                 axes[i] = x->ar_axes[i];
             o->kind = CL_AR;
             o->bytes = in;
+            o->dims = cost__dims_hash_of(rank, dims);
             coll_over_axes(s, &o->coll, IR_OP_ALL_REDUCE, axes, x->n_ar, in, in);
         }
         if (x->rs_axis >= 0) {
@@ -369,6 +338,7 @@ static int val_record(cost_scorer *s, uint32_t v, ap_error *err)
             double out = dims_bytes(g, rank, dims);
             o->kind = CL_RS;
             o->bytes = out;
+            o->dims = cost__dims_hash_of(rank, dims);
             coll_over_axes(s, &o->coll, IR_OP_REDUCE_SCATTER, &axis, 1, in, out);
             in = out;
         }
@@ -377,6 +347,8 @@ static int val_record(cost_scorer *s, uint32_t v, ap_error *err)
                 return oom(err);
             o->kind = CL_EMPTY;
             o->bytes = 0;
+            int64_t td[IR_MAX_RANK];
+            o->dims = ir_layout_local_dims(&x->to, mesh, g, td) ? cost__dims_hash_of(rank, td) : 0;
         } else if (x->redist) {
             const ir_redist_plan *pl = x->redist;
             for (int k = 0; k < pl->nsteps; k++) {
@@ -388,6 +360,7 @@ static int val_record(cost_scorer *s, uint32_t v, ap_error *err)
                     dims[st->dim] *= st->group_size;
                     o->kind = CL_AG;
                     o->bytes = dims_bytes(g, rank, dims);
+                    o->dims = cost__dims_hash_of(rank, dims);
                     coll_over_group(s, &o->coll, IR_OP_ALL_GATHER, st->groups, st->group_size, in, o->bytes);
                     break;
                 case IR_REDIST_ALL_TO_ALL:
@@ -395,6 +368,7 @@ static int val_record(cost_scorer *s, uint32_t v, ap_error *err)
                     dims[st->dim] *= st->group_size;
                     o->kind = CL_A2A;
                     o->bytes = dims_bytes(g, rank, dims);
+                    o->dims = cost__dims_hash_of(rank, dims);
                     coll_over_group(s, &o->coll, IR_OP_ALL_TO_ALL, st->groups, st->group_size, in, o->bytes);
                     break;
                 case IR_REDIST_DYNSLICE:
@@ -402,10 +376,12 @@ static int val_record(cost_scorer *s, uint32_t v, ap_error *err)
                     o->kind = CL_DS;
                     o->rank = (uint8_t)rank;
                     o->bytes = dims_bytes(g, rank, dims);
+                    o->dims = cost__dims_hash_of(rank, dims);
                     break;
                 case IR_REDIST_COLLECTIVE_PERMUTE: {
                     o->kind = CL_PERM;
                     o->bytes = in;
+                    o->dims = cost__dims_hash_of(rank, dims);
                     int64_t span = 0;
                     for (int64_t i = 0; i < st->npairs; i++) {
                         int64_t a = st->pairs[2 * i], b = st->pairs[2 * i + 1];
@@ -429,72 +405,24 @@ static int val_record(cost_scorer *s, uint32_t v, ap_error *err)
     return 0;
 }
 
-/* =============================================================== the walk */
+/* ============================================================== the graph */
 
-static bool grow_handles(cost_scorer *s, uint32_t n)
-{
-    if (n <= s->cap_h)
-        return true;
-    uint32_t cap = s->cap_h ? s->cap_h : 4096;
-    while (cap < n)
-        cap *= 2;
-    double *b = ap_realloc(s->h_bytes, sizeof *b * cap);
-    if (b)
-        s->h_bytes = b;
-    uint32_t *r = ap_realloc(s->h_root, sizeof *r * cap);
-    if (r)
-        s->h_root = r;
-    int32_t *l = ap_realloc(s->h_last, sizeof *l * cap);
-    if (l)
-        s->h_last = l;
-    int32_t *d = ap_realloc(s->h_def, sizeof *d * cap);
-    if (d)
-        s->h_def = d;
-    uint32_t *w = ap_realloc(s->h_what, sizeof *w * cap);
-    if (w)
-        s->h_what = w;
-    if (!b || !r || !l || !d || !w)
-        return false;
-    s->cap_h = cap;
-    return true;
-}
-
+/* Building the graph ir_lower's program gives, node for node. */
 typedef struct walk {
     cost_scorer *s;
-    bool ok;
-    bool pid; /* the partition id ops are emitted */
-    uint32_t pid_h, zero_h;
-    uint32_t n_per_device;
+    cost_graph *g;
+    const ir_op *at; /* the op being lowered: names what is made for it */
+    bool pid;        /* the partition id ops are emitted */
+    uint32_t pid_v, zero_v;
 } walk;
 
-static inline void use(walk *w, uint32_t h) { w->s->h_last[w->s->h_root[h]] = w->s->steps; }
-
-/* A new value of `bytes` defined at the current step; alias_of: the handle
- * whose buffer it lives in, or UINT32_MAX. */
-static uint32_t def(walk *w, double bytes, uint32_t alias_of, uint32_t what)
-{
-    cost_scorer *s = w->s;
-    if (s->n_h == s->cap_h && !grow_handles(s, s->n_h + 1)) {
-        w->ok = false;
-        return 0;
-    }
-    uint32_t h = s->n_h++;
-    s->h_bytes[h] = bytes;
-    s->h_last[h] = s->steps;
-    s->h_what[h] = what;
-    if (alias_of != UINT32_MAX) {
-        s->h_root[h] = s->h_root[alias_of];
-        s->h_def[h] = -1;
-    } else {
-        s->h_root[h] = h;
-        s->h_def[h] = bytes > 0 ? s->steps : -1;
-    }
-    return h;
-}
-
-static inline void step(walk *w) { w->s->steps++; }
-
 #define WHAT(kind, v) ((uint32_t)(kind) << 28 | (v))
+
+static inline void node(walk *w, uint16_t flags) { cost__graph_node(w->g, w->at, flags, COST_PREC_VECTOR); }
+static inline uint32_t result(walk *w, double bytes, uint64_t dims, uint32_t what)
+{
+    return cost__graph_result(w->g, bytes, CG_NONE, dims, what);
+}
 
 /* partition_id, its convert to i32 and a constant 0, made once at the
  * first per-device value (lower.c, partition_id). */
@@ -503,32 +431,34 @@ static void pid_setup(walk *w)
     if (w->pid)
         return;
     w->pid = true;
-    uint32_t id = def(w, 4, UINT32_MAX, WHAT(H_OTHER, 0)); /* partition_id: tensor<ui32> */
-    step(w);
-    use(w, id);
-    w->pid_h = def(w, 4, UINT32_MAX, WHAT(H_OTHER, 0)); /* convert to tensor<i32> */
-    step(w);
-    w->zero_h = def(w, 4, UINT32_MAX, WHAT(H_OTHER, 0)); /* constant 0 : tensor<i32> */
-    step(w);
+    node(w, cost__node_flags_of(IR_OP_PARTITION_ID)); /* tensor<ui32> */
+    uint32_t id = result(w, 4, 0, WHAT(H_OTHER, 0));
+    node(w, cost__node_flags_of(IR_OP_CONVERT)); /* to tensor<i32>: one flop, 4 bytes each way */
+    w->g->nodes[w->g->n_nodes - 1].flops = 1;
+    w->g->nodes[w->g->n_nodes - 1].write = 4;
+    cost__graph_edge(w->g, id, 4);
+    w->pid_v = result(w, 4, 0, WHAT(H_OTHER, 0));
+    node(w, cost__node_flags_of(IR_OP_CONSTANT));
+    w->zero_v = result(w, 4, 0, WHAT(H_OTHER, 0));
 }
 
 /* A device's entry of a per-device table (lower.c, per_device): the
  * table, a dynamic_slice of it by partition id, a bitcast reshape to a
- * scalar.  Returns the scalar's handle. */
+ * scalar.  Returns the scalar. */
 static uint32_t per_device(walk *w)
 {
     pid_setup(w);
-    w->n_per_device++;
-    uint32_t table = def(w, 4.0 * (double)w->s->ndev, UINT32_MAX, WHAT(H_OTHER, 0));
-    step(w);
-    use(w, table);
-    use(w, w->pid_h);
-    uint32_t ds = def(w, 4, UINT32_MAX, WHAT(H_OTHER, 0));
-    step(w);
-    use(w, ds);
-    uint32_t r = def(w, 4, ds, WHAT(H_OTHER, 0));
-    step(w);
-    return r;
+    int64_t nd = w->s->ndev, one = 1;
+    node(w, cost__node_flags_of(IR_OP_CONSTANT));
+    uint32_t table = result(w, 4.0 * (double)nd, cost__dims_hash_of(1, &nd), WHAT(H_OTHER, 0));
+    node(w, cost__node_flags_of(IR_OP_DYNAMIC_SLICE));
+    w->g->nodes[w->g->n_nodes - 1].write = 4;
+    cost__graph_edge(w->g, table, 4);
+    cost__graph_edge(w->g, w->pid_v, 0);
+    uint32_t ds = result(w, 4, cost__dims_hash_of(1, &one), WHAT(H_OTHER, 0));
+    node(w, CG_ALIAS);
+    cost__graph_edge(w->g, ds, 0);
+    return cost__graph_result(w->g, 4, ds, 0, WHAT(H_OTHER, 0));
 }
 
 /* Emits value v's copy m (and the copy it continues from, if not yet). */
@@ -538,7 +468,7 @@ static uint32_t emit_mat(walk *w, uint32_t v, int32_t m)
     if (m < 0)
         return s->prod_h[v];
     uint32_t *slot = &s->mat_h[s->mat_base[v] + (uint32_t)m];
-    if (*slot != UINT32_MAX)
+    if (*slot != CG_NONE)
         return *slot;
     const ir_mat *mt = &s->vm[v][m];
     uint32_t x = emit_mat(w, v, mt->src);
@@ -546,26 +476,35 @@ static uint32_t emit_mat(walk *w, uint32_t v, int32_t m)
     uint32_t from = m ? vr->mat_end[m - 1] : 0;
     for (uint32_t i = from; i < vr->mat_end[m]; i++) {
         const clop *o = &vr->ops[i];
+        double in = w->g->v_bytes[x];
         switch (o->kind) {
         case CL_EMPTY:
-            x = def(w, 0, UINT32_MAX, WHAT(H_COPY, v));
-            step(w);
+            node(w, cost__node_flags_of(IR_OP_CONSTANT));
+            x = result(w, 0, o->dims, WHAT(H_COPY, v));
             break;
         case CL_DS: {
             uint32_t off = per_device(w);
-            use(w, x);
-            use(w, off);
-            if (o->rank > 1)
-                use(w, w->zero_h);
-            x = def(w, o->bytes, UINT32_MAX, WHAT(H_COPY, v));
-            step(w);
+            node(w, cost__node_flags_of(IR_OP_DYNAMIC_SLICE));
+            w->g->nodes[w->g->n_nodes - 1].write = o->bytes;
+            cost__graph_edge(w->g, x, o->bytes);
+            /* the offsets: the device's on the sliced dim, 0 on the others
+             * (the edges of dims other than the first come in dim order) */
+            cost__graph_edge(w->g, off, 0);
+            for (int d = 1; d < o->rank; d++)
+                cost__graph_edge(w->g, w->zero_v, 0);
+            x = result(w, o->bytes, o->dims, WHAT(H_COPY, v));
             break;
         }
-        default:
-            use(w, x);
-            x = def(w, o->bytes, UINT32_MAX, WHAT(H_COPY, v));
-            step(w);
+        default: {
+            static const ir_opcode opc[] = {[CL_AR] = IR_OP_ALL_REDUCE, [CL_RS] = IR_OP_REDUCE_SCATTER,
+                                            [CL_AG] = IR_OP_ALL_GATHER, [CL_A2A] = IR_OP_ALL_TO_ALL,
+                                            [CL_PERM] = IR_OP_COLLECTIVE_PERMUTE};
+            node(w, cost__node_flags_of(opc[o->kind]));
+            cost__graph_coll(w->g, &o->coll);
+            cost__graph_edge(w->g, x, in);
+            x = result(w, o->bytes, o->dims, WHAT(H_COPY, v));
             break;
+        }
         }
     }
     *slot = x;
@@ -587,14 +526,63 @@ static void emit_due(walk *w, uint32_t v, uint32_t seg, uint32_t slot)
     }
 }
 
-static int run_walk(cost_scorer *s, walk *w, ap_error *err)
+/* The layout value v is returned in (slot r of the return). */
+static void ret_layout(const cost_scorer *s, const ir_partition *p, uint32_t v, int32_t m, ir_layout *out)
 {
-    memset(w, 0, sizeof *w);
-    w->s = s;
-    w->ok = true;
-    s->n_h = 0;
-    s->steps = 0;
-    /* handles of copies, numbered per value */
+    if (m < 0)
+        ir_partition_produced_layout(p, v, out);
+    else
+        *out = s->vm[v][m].x.to;
+}
+
+/* jax.buffer_donor arguments take the first output of their local type
+ * not taken (prepare.c's donation). */
+static void donors(cost_scorer *s, const ir_partition *p, const int32_t *ruses)
+{
+    if (!s->donor)
+        return;
+    bool taken_small[64], *taken = s->n_ret <= 64 ? taken_small : ap_calloc(s->n_ret, sizeof *taken);
+    if (!taken)
+        return;
+    memset(taken, 0, sizeof *taken * (s->n_ret <= 64 ? 64 : 0));
+    for (uint32_t a = 0; a < s->n_args; a++)
+        if (s->alias_out[a] >= 0 && (uint32_t)s->alias_out[a] < s->n_ret)
+            taken[s->alias_out[a]] = true;
+    for (uint32_t a = 0; a < s->n_args; a++) {
+        if (!s->donor[a])
+            continue;
+        ir_layout al;
+        ir_partition_produced_layout(p, a, &al);
+        const ir_type *ag = global_type(s, a);
+        if (!grow_types(s, 2) || !local_type(s, 0, ag, &al))
+            continue;
+        for (uint32_t r = 0; r < s->n_ret; r++) {
+            uint32_t v = s->ret_val[r];
+            const ir_type *rg = global_type(s, v);
+            if (taken[r] || !rg || rg->kind != IR_T_TENSOR || !ag || ag->kind != IR_T_TENSOR || rg->elem != ag->elem ||
+                rg->rank != ag->rank)
+                continue;
+            ir_layout rl;
+            ret_layout(s, p, v, ruses[r], &rl);
+            if (!local_type(s, 1, rg, &rl) || !ir_type_equal(s->tptr[0], s->tptr[1]))
+                continue;
+            cost__graph_out_alias(&s->g, r, s->prod_h[a]);
+            taken[r] = true;
+            break;
+        }
+    }
+    if (taken != taken_small)
+        ap_free(taken);
+}
+
+static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
+{
+    walk w;
+    memset(&w, 0, sizeof w);
+    w.s = s;
+    w.g = &s->g;
+    cost__graph_reset(&s->g);
+    /* graph values of copies, numbered per value */
     uint32_t total = 0;
     for (uint32_t v = 0; v < s->n_vals; v++) {
         s->mat_base[v] = total;
@@ -611,181 +599,97 @@ static int run_walk(cost_scorer *s, walk *w, ap_error *err)
     }
     if (total)
         memset(s->mat_h, 0xff, sizeof *s->mat_h * total);
-    if (!grow_handles(s, s->n_vals + total + 64))
-        return oom(err);
     for (uint32_t a = 0; a < s->n_args; a++) {
-        uint32_t h = s->n_h++;
-        s->h_bytes[h] = s->vals[a].bytes;
-        s->h_root[h] = h;
-        s->h_last[h] = -1;
-        s->h_def[h] = -1;
-        s->h_what[h] = WHAT(H_ARG, a);
-        s->prod_h[a] = h;
+        ir_layout l;
+        ir_partition_produced_layout(p, a, &l);
+        uint64_t dims = 0;
+        if (grow_types(s, 1) && local_type(s, 0, global_type(s, a), &l))
+            dims = cost__dims_hash(s->tptr[0]);
+        s->prod_h[a] = cost__graph_input(&s->g, s->vals[a].bytes, CG_IN_COUNTED | s->in_hint[a], dims,
+                                         WHAT(H_ARG, a), s->arg_name[a]);
     }
-    for (uint32_t k = 0; k < s->n_ops && w->ok; k++) {
+    for (uint32_t k = 0; k < s->n_ops; k++) {
         const op_rec *r = &s->ops[k];
+        const ir_op *op = ir_pctx_op(s->c, k);
         const uint32_t *opv = &s->opd_val[s->opd0[k]];
+        const double *rd = &s->rd[s->opd0[k]];
         uint32_t no = s->opd0[k + 1] - s->opd0[k], nr = s->nres[k];
         const int32_t *uses = ir_lplan_uses(s->plan, k);
+        w.at = op;
         for (uint32_t i = 0; i < no; i++)
             if (s->vn[opv[i]])
-                emit_due(w, opv[i], k, i);
-        uint32_t first_opd = UINT32_MAX, opd_i[64];
-        for (uint32_t i = 0; i < no; i++) {
-            uint32_t h = emit_mat(w, opv[i], uses[i]);
-            use(w, h);
-            if (i == 0)
-                first_opd = h;
-            if (i < 64)
-                opd_i[i] = h;
+                emit_due(&w, opv[i], k, i);
+        uint32_t small[16], *h = no <= 16 ? small : ap_malloc(sizeof *h * no);
+        if (!h)
+            return oom(err);
+        for (uint32_t i = 0; i < no; i++)
+            h[i] = emit_mat(&w, opv[i], uses[i]);
+        cost_gnode *nd = cost__graph_node(&s->g, op, r->flags, r->prec);
+        if (nd) {
+            nd->flops = r->flops;
+            nd->matmul = r->matmul;
+            nd->write = r->write;
         }
-        bool same_n = no == nr;
+        for (uint32_t i = 0; i < no; i++)
+            cost__graph_edge(&s->g, h[i], rd[i]);
         for (uint32_t j = 0; j < nr; j++) {
             uint32_t v = s->res0[k] + j;
-            uint32_t src = UINT32_MAX;
-            if (r->alias && no > 0)
-                src = same_n && j < 64 ? opd_i[j] : first_opd;
-            s->prod_h[v] = def(w, s->vals[v].bytes, src, WHAT(H_RESULT, v));
+            uint32_t src = CG_NONE;
+            if ((r->flags & CG_ALIAS) && no > 0)
+                src = h[no == nr ? j : 0];
+            s->prod_h[v] = cost__graph_result(&s->g, s->vals[v].bytes, src, s->vdims[v], WHAT(H_RESULT, v));
         }
-        step(w);
+        if (h != small)
+            ap_free(h);
         if (r->iota_off) {
+            /* + the device's offset: (lower.c, iota_offset) */
             uint32_t v = s->res0[k], iota = s->prod_h[v];
-            uint32_t off = per_device(w);
-            use(w, off);
-            uint32_t cv = def(w, r->iota_elem, UINT32_MAX, WHAT(H_OTHER, 0));
-            step(w);
-            use(w, cv);
-            uint32_t bc = def(w, r->iota_bytes, UINT32_MAX, WHAT(H_OTHER, 0));
-            step(w);
-            use(w, iota);
-            use(w, bc);
-            s->prod_h[v] = def(w, r->iota_bytes, UINT32_MAX, WHAT(H_RESULT, v));
-            step(w);
+            double e = r->iota_elem, L = r->iota_bytes;
+            uint32_t off = per_device(&w);
+            node(&w, cost__node_flags_of(IR_OP_CONVERT));
+            s->g.nodes[s->g.n_nodes - 1].flops = 1;
+            s->g.nodes[s->g.n_nodes - 1].write = e;
+            cost__graph_edge(&s->g, off, 4);
+            uint32_t cv = result(&w, e, 0, WHAT(H_OTHER, 0)), bc;
+            if (r->iota_bitcast) {
+                node(&w, CG_ALIAS);
+                cost__graph_edge(&s->g, cv, 0);
+                bc = cost__graph_result(&s->g, L, cv, r->iota_dims, WHAT(H_OTHER, 0));
+            } else {
+                node(&w, cost__node_flags_of(IR_OP_BROADCAST_IN_DIM));
+                s->g.nodes[s->g.n_nodes - 1].write = L;
+                cost__graph_edge(&s->g, cv, e);
+                bc = result(&w, L, r->iota_dims, WHAT(H_OTHER, 0));
+            }
+            node(&w, cost__node_flags_of(IR_OP_ADD));
+            s->g.nodes[s->g.n_nodes - 1].flops = r->iota_numel;
+            s->g.nodes[s->g.n_nodes - 1].write = L;
+            cost__graph_edge(&s->g, iota, L);
+            cost__graph_edge(&s->g, bc, L);
+            s->prod_h[v] = result(&w, L, r->iota_dims, WHAT(H_RESULT, v));
         }
     }
     /* the return */
     const int32_t *ruses = ir_lplan_uses(s->plan, s->n_ops);
-    for (uint32_t r = 0; r < s->n_ret && w->ok; r++)
+    w.at = s->ret_op;
+    for (uint32_t r = 0; r < s->n_ret; r++)
         if (s->vn[s->ret_val[r]])
-            emit_due(w, s->ret_val[r], s->n_ops, r);
-    for (uint32_t r = 0; r < s->n_ret && w->ok; r++)
-        use(w, emit_mat(w, s->ret_val[r], ruses[r]));
-    step(w);
-    if (!w->ok)
+            emit_due(&w, s->ret_val[r], s->n_ops, r);
+    uint32_t small[16], *h = s->n_ret <= 16 ? small : ap_malloc(sizeof *h * s->n_ret);
+    if (!h)
         return oom(err);
-    return 0;
-}
-
-/* The peak of the walk: values from their step to their last use,
- * arguments all along (donated ones until their last use). */
-static int walk_peak(cost_scorer *s, int64_t *peak, ap_error *err)
-{
-    size_t k = (size_t)s->steps;
-    if (k + 1 > s->cap_diff) {
-        size_t cap = s->cap_diff ? s->cap_diff : 4096;
-        while (cap < k + 1)
-            cap *= 2;
-        int64_t *d = ap_realloc(s->diff, sizeof *d * cap);
-        if (!d)
-            return oom(err);
-        s->diff = d;
-        s->cap_diff = cap;
-    }
-    memset(s->diff, 0, sizeof *s->diff * (k + 1));
-    for (uint32_t h = 0; h < s->n_h; h++) {
-        int32_t at = s->h_def[h];
-        if (at < 0)
-            continue;
-        int32_t end = s->h_last[h] > at ? s->h_last[h] : at;
-        int64_t b = cost__clamp_bytes(s->h_bytes[h]);
-        s->diff[at] += b;
-        s->diff[end + 1] -= b;
-    }
-    if (k > 0)
-        for (uint32_t a = 0; a < s->n_args; a++) {
-            int64_t b = cost__clamp_bytes(s->h_bytes[a]);
-            int32_t end = (int32_t)k - 1;
-            if (s->donated[a] && s->h_last[a] < end)
-                end = s->h_last[a] > 0 ? s->h_last[a] : 0;
-            s->diff[0] += b;
-            s->diff[end + 1] -= b;
-        }
-    int64_t live = 0, best = 0;
-    s->peak_step = 0;
-    for (size_t i = 0; i < k; i++) {
-        live += s->diff[i];
-        if (live > best) {
-            best = live;
-            s->peak_step = (int32_t)i;
-        }
-    }
-    *peak = best;
-    return 0;
-}
-
-/* ========================================================== the program */
-
-static bool item_push(cost_scorer *s, const ir_op *op, double flops, double bytes, uint8_t prec)
-{
-    return cost__push_item(&s->prog, op, flops, bytes, prec);
-}
-
-static bool coll_push(cost_scorer *s, const cost_coll_item *it, const ir_op *op)
-{
-    cost_coll_item named = *it;
-    named.op = op;
-    return cost__push_coll(&s->prog, &named);
-}
-
-/* Items and collectives of the whole program: the ops', and those of the
- * copies (named after the op of their first use). */
-static int assemble(cost_scorer *s, uint32_t n_per_device, ap_error *err)
-{
-    const ir_pctx *c = s->c;
-    cost_program *p = &s->prog;
-    p->n_items = p->n_colls = 0;
-    p->flops_total = p->bytes_total = p->matmul_flops = 0;
-    p->notes = 0;
-    bool ok = true;
-    for (uint32_t k = 0; k < s->n_ops && ok; k++) {
-        const op_rec *r = &s->ops[k];
-        p->notes |= r->notes;
-        if (!r->item && !r->iota_off)
-            continue;
-        const ir_op *op = ir_pctx_op(c, k);
-        if (r->item) {
-            p->matmul_flops += r->matmul;
-            ok = item_push(s, op, r->flops, r->bytes, r->prec);
-        }
-        if (r->iota_off) {
-            double e = r->iota_elem, L = r->iota_bytes;
-            ok = ok && item_push(s, op, 0, 8, COST_PREC_VECTOR)      /* the table's entry */
-                 && item_push(s, op, 1, 4 + e, COST_PREC_VECTOR)       /* convert to the element type */
-                 && item_push(s, op, 0, e, COST_PREC_VECTOR)           /* broadcast, fused into the add */
-                 && item_push(s, op, r->iota_numel, L + (r->fused ? 0 : L), COST_PREC_VECTOR); /* the add */
-        }
-    }
-    for (uint32_t v = 0; v < s->n_vals && ok; v++) {
-        if (!s->vn[v])
-            continue;
-        const val_rec *vr = &s->vals[v];
-        for (uint32_t m = 0; m < s->vn[v]; m++) {
-            uint32_t seg = s->vm[v][m].seg;
-            const ir_op *op = seg < s->n_ops ? ir_pctx_op(c, seg) : s->ret_op;
-            for (uint32_t q = m ? vr->mat_end[m - 1] : 0; q < vr->mat_end[m] && ok; q++) {
-                const clop *o = &vr->ops[q];
-                if (o->kind == CL_DS)
-                    /* the table's entry (a dynamic_slice of 1xi32), then the slice */
-                    ok = item_push(s, op, 0, 8, COST_PREC_VECTOR) && item_push(s, op, 0, 2 * o->bytes, COST_PREC_VECTOR);
-                else if (o->kind != CL_EMPTY)
-                    ok = coll_push(s, &o->coll, op);
-            }
-        }
-    }
-    /* partition_id's convert to i32 */
-    if (ok && n_per_device)
-        ok = item_push(s, s->n_ops ? ir_pctx_op(c, 0) : s->ret_op, 1, 8, COST_PREC_VECTOR);
-    return ok ? 0 : oom(err);
+    for (uint32_t r = 0; r < s->n_ret; r++)
+        h[r] = emit_mat(&w, s->ret_val[r], ruses[r]);
+    cost__graph_node(&s->g, s->ret_op, cost__node_flags_of(IR_OP_FUNC_RETURN), COST_PREC_VECTOR);
+    for (uint32_t r = 0; r < s->n_ret; r++)
+        cost__graph_edge(&s->g, h[r], 0);
+    if (h != small)
+        ap_free(h);
+    for (uint32_t a = 0; a < s->n_args; a++)
+        if (s->alias_out[a] >= 0 && (uint32_t)s->alias_out[a] < s->n_ret)
+            cost__graph_out_alias(&s->g, (uint32_t)s->alias_out[a], s->prod_h[a]);
+    donors(s, p, ruses);
+    return s->g.oom ? oom(err) : 0;
 }
 
 /* ============================================================== public */
@@ -801,39 +705,33 @@ void cost_scorer_free(cost_scorer *s)
             ap_free(s->vals[v].mat_end);
         }
     ap_free(s->vals);
+    ap_free(s->vdims);
     ap_free(s->ops);
+    ap_free(s->rd);
     ap_free(s->opd0);
     ap_free(s->opd_val);
     ap_free(s->res0);
     ap_free(s->nres);
     ap_free(s->ret_val);
+    ap_free(s->alias_out);
+    ap_free(s->donor);
+    ap_free(s->in_hint);
+    ap_free(s->arg_name);
     ap_free(s->vm);
     ap_free(s->vn);
-    ap_free(s->user0);
-    ap_free(s->user_op);
-    ap_free(s->donated);
-    ap_free(s->is_ew);
-    ap_free(s->dirty);
-    ap_free(s->fb);
     ap_free(s->prog.flops);
     ap_free(s->prog.bytes);
     ap_free(s->prog.prec);
     ap_free(s->prog.ops);
     ap_free(s->prog.colls);
-    ap_free(s->h_bytes);
-    ap_free(s->h_root);
-    ap_free(s->h_last);
-    ap_free(s->h_def);
-    ap_free(s->h_what);
+    cost__graph_free(&s->g);
     ap_free(s->prod_h);
     ap_free(s->mat_h);
     ap_free(s->mat_base);
     ap_free(s->cursor);
-    ap_free(s->diff);
     ap_free(s->tbuf);
     ap_free(s->tptr);
     ap_free(s->dbuf);
-    ap_free(s->fbuf);
     ap_free(s);
 }
 
@@ -848,6 +746,9 @@ static const char *unsupported(const ir_lplan *plan, const ir_op *op, uint32_t k
     case IR_OP_FUNC_CALL:
     case IR_OP_COMPOSITE:
         return "calls";
+    case IR_OP_TUPLE:
+    case IR_OP_GET_TUPLE_ELEMENT:
+        return "tuples";
     case IR_OP_ALL_GATHER:
     case IR_OP_ALL_REDUCE:
     case IR_OP_REDUCE_SCATTER:
@@ -862,6 +763,9 @@ static const char *unsupported(const ir_lplan *plan, const ir_op *op, uint32_t k
     default:
         break;
     }
+    for (uint32_t j = 0; j < op->n_results; j++)
+        if (op->results[j].type && op->results[j].type->kind == IR_T_TUPLE)
+            return "tuples";
     if (ir_lplan_num_captured(plan, k))
         return "regions using values from outside them";
     return NULL;
@@ -917,10 +821,10 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
     }
     s->ops = ap_calloc(s->n_ops + 1, sizeof *s->ops);
     s->vals = ap_calloc(s->n_vals + 1, sizeof *s->vals);
-    s->dirty = ap_calloc(s->n_ops + 1, 1);
-    s->is_ew = ap_calloc(s->n_ops + 1, sizeof *s->is_ew);
-    s->donated = ap_calloc(s->n_args + 1, sizeof *s->donated);
-    s->user0 = ap_calloc(s->n_vals + 2, sizeof *s->user0);
+    s->vdims = ap_calloc(s->n_vals + 1, sizeof *s->vdims);
+    s->alias_out = ap_malloc(sizeof *s->alias_out * (s->n_args + 1));
+    s->in_hint = ap_calloc(s->n_args + 1, sizeof *s->in_hint);
+    s->arg_name = ap_calloc(s->n_args + 1, sizeof *s->arg_name);
     s->prod_h = ap_malloc(sizeof *s->prod_h * (s->n_vals + 1));
     s->mat_base = ap_malloc(sizeof *s->mat_base * (s->n_vals + 1));
     s->cursor = ap_malloc(sizeof *s->cursor * (s->n_vals + 1));
@@ -930,27 +834,33 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
     s->res0 = ap_malloc(sizeof *s->res0 * (s->n_ops + 1));
     s->nres = ap_malloc(sizeof *s->nres * (s->n_ops + 1));
     s->ret_val = ap_malloc(sizeof *s->ret_val * (s->n_ret + 1));
-    if (!s->vm || !s->vn || !s->opd0 || !s->res0 || !s->nres || !s->ret_val || !s->ops || !s->vals || !s->dirty || !s->is_ew || !s->donated || !s->user0 || !s->prod_h || !s->mat_base ||
-        !s->cursor) {
+    if (!s->vm || !s->vn || !s->opd0 || !s->res0 || !s->nres || !s->ret_val || !s->ops || !s->vals || !s->vdims ||
+        !s->alias_out || !s->in_hint || !s->arg_name || !s->prod_h || !s->mat_base || !s->cursor) {
         rc = oom(err);
         goto fail;
     }
     const ir_op *func = ir_pctx_func(ctx);
-    for (uint32_t a = 0; a < s->n_args; a++)
-        s->donated[a] = ir_func_arg_attr(func, a, "tf.aliasing_output") || ir_func_arg_attr(func, a, "jax.buffer_donor");
-    uint32_t n_uses = 0;
-    for (uint32_t k = 0; k < s->n_ops; k++) {
-        const ir_op *op = ir_pctx_op(ctx, k);
-        s->is_ew[k] = cost__is_elementwise((ir_opcode)op->opcode);
-        for (uint32_t i = 0; i < op->n_operands; i++)
-            s->user0[ir_pctx_operand_value(ctx, k, i) + 1]++;
-        n_uses += op->n_operands;
+    const ir_block *body = ir_func_entry(func);
+    for (uint32_t a = 0; a < s->n_args; a++) {
+        ir_attr *al = ir_func_arg_attr(func, a, "tf.aliasing_output");
+        s->alias_out[a] = al && al->kind == IR_A_INT && al->u.i >= 0 && al->u.i < INT32_MAX ? (int32_t)al->u.i : -1;
+        if (s->alias_out[a] < 0 && ir_func_arg_attr(func, a, "jax.buffer_donor")) {
+            if (!s->donor && !(s->donor = ap_calloc(s->n_args + 1, sizeof *s->donor))) {
+                rc = oom(err);
+                goto fail;
+            }
+            s->donor[a] = true;
+        }
+        const ir_value *arg = body && a < body->n_args ? &body->args[a] : NULL;
+        s->arg_name[a] = arg && arg->loc ? ir_loc_name(arg->loc) : NULL;
+        s->in_hint[a] = cost__name_hint(s->arg_name[a]);
     }
-    for (uint32_t v = 0; v < s->n_vals; v++)
-        s->user0[v + 1] += s->user0[v];
-    s->user_op = ap_malloc(sizeof *s->user_op * (n_uses + 1));
+    uint32_t n_uses = 0;
+    for (uint32_t k = 0; k < s->n_ops; k++)
+        n_uses += ir_pctx_op(ctx, k)->n_operands;
     s->opd_val = ap_malloc(sizeof *s->opd_val * (n_uses + 1));
-    if (!s->opd_val) {
+    s->rd = ap_calloc(n_uses + 1, sizeof *s->rd);
+    if (!s->opd_val || !s->rd) {
         rc = oom(err);
         goto fail;
     }
@@ -964,27 +874,8 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
         s->res0[k] = op->n_results ? ir_pctx_result_value(ctx, k, 0) : 0;
     }
     s->opd0[s->n_ops] = n_uses;
-    s->fb = ap_calloc(n_uses + 1, sizeof *s->fb);
-    if (!s->fb) {
-        rc = oom(err);
-        goto fail;
-    }
     for (uint32_t r = 0; r < s->n_ret; r++)
         s->ret_val[r] = ir_pctx_return_value(ctx, r);
-    uint32_t *fill = ap_calloc(s->n_vals + 1, sizeof *fill);
-    if (!s->user_op || !fill) {
-        ap_free(fill);
-        rc = oom(err);
-        goto fail;
-    }
-    for (uint32_t k = 0; k < s->n_ops; k++) {
-        const ir_op *op = ir_pctx_op(ctx, k);
-        for (uint32_t i = 0; i < op->n_operands; i++) {
-            uint32_t v = ir_pctx_operand_value(ctx, k, i);
-            s->user_op[s->user0[v] + fill[v]++] = k;
-        }
-    }
-    ap_free(fill);
     *out = s;
     return 0;
 fail:
@@ -1041,52 +932,27 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
             s->vals[a].bytes = cost__type_bytes(s->tptr[0], &notes);
         }
     }
-    /* ops to redo: nests changed, and the producers and users of values
-     * whose plan changed (fusion and what each operand receives).  Fusion
-     * of an operand's producer is read by its user, so producers first:
-     * program order does it. */
+    /* ops whose nests changed (an op's record reads nothing else) */
     if (all) {
         for (uint32_t k = 0; k < s->n_ops; k++)
             if ((rc = op_record(s, p, k, err)) < 0)
                 return rc;
     } else {
         for (uint32_t i = 0; i < n_ch_ops; i++)
-            s->dirty[ch_ops[i]] = DIRTY_NEST;
-        for (uint32_t i = 0; i < n_ch_vals; i++) {
-            uint32_t v = ch_vals[i];
-            int32_t prod = ir_pctx_value_op(c, v);
-            if (prod >= 0)
-                s->dirty[prod] |= DIRTY_PLAN;
-            for (uint32_t u = s->user0[v]; u < s->user0[v + 1]; u++)
-                s->dirty[s->user_op[u]] |= DIRTY_PLAN;
-        }
-        /* in program order: a producer whose fusion changes changes what
-         * its users (later ops) read */
-        for (uint32_t k = 0; k < s->n_ops; k++) {
-            if (!s->dirty[k])
-                continue;
-            bool nest = s->dirty[k] & DIRTY_NEST;
-            s->dirty[k] = 0;
-            if (rc < 0 || (!nest && record_current(s, k)))
-                continue;
-            bool fused = s->ops[k].fused;
-            rc = op_record(s, p, k, err);
-            if (rc == 0 && fused != s->ops[k].fused)
-                for (uint32_t j = 0; j < s->nres[k]; j++) {
-                    uint32_t v = s->res0[k] + j;
-                    for (uint32_t u = s->user0[v]; u < s->user0[v + 1]; u++)
-                        s->dirty[s->user_op[u]] |= DIRTY_PLAN;
-                }
-        }
-        if (rc < 0)
-            return rc;
+            if ((rc = op_record(s, p, ch_ops[i], err)) < 0)
+                return rc;
     }
-    walk w;
-    int64_t peak = 0;
-    if ((rc = run_walk(s, &w, err)) < 0 || (rc = walk_peak(s, &peak, err)) < 0 ||
-        (rc = assemble(s, w.n_per_device, err)) < 0)
+    if ((rc = build_graph(s, p, err)) < 0)
         return rc;
     cost_program *pg = &s->prog;
+    pg->n_items = pg->n_colls = 0;
+    pg->flops_total = pg->bytes_total = pg->matmul_flops = 0;
+    pg->notes = 0;
+    for (uint32_t k = 0; k < s->n_ops; k++)
+        pg->notes |= s->ops[k].notes;
+    int64_t peak = 0;
+    if ((rc = cost__graph_run(&s->g, pg, 1.0, &pg->peak, &peak, err)) < 0)
+        return rc;
     pg->peak_memory = peak;
     pg->argument_bytes = 0;
     for (uint32_t a = 0; a < s->n_args; a++)
@@ -1097,52 +963,21 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
     return 0;
 }
 
-static int cmp_peak(const void *a, const void *b)
-{
-    const cost_peak_value *x = a, *y = b;
-    if (x->bytes != y->bytes)
-        return x->bytes > y->bytes ? -1 : 1;
-    if (x->kind != y->kind)
-        return x->kind < y->kind ? -1 : 1;
-    return x->value < y->value ? -1 : x->value > y->value;
-}
-
 int cost_scorer_peak_values(const cost_scorer *s, cost_peak_value *out, int n, int64_t *other_bytes)
 {
     if (!s->valid)
         return 0;
+    const cost_peak_info *pk = &s->prog.peak;
     int count = 0;
-    int64_t rest = 0;
-    int32_t at = s->peak_step, k = s->steps;
-    /* collect into out (largest kept), everything else into rest */
-    for (uint32_t h = 0; h < s->n_h; h++) {
-        int32_t from, to;
-        if (h < s->n_args) {
-            from = 0;
-            to = k - 1;
-            if (s->donated[h] && s->h_last[h] < to)
-                to = s->h_last[h] > 0 ? s->h_last[h] : 0;
-        } else {
-            from = s->h_def[h];
-            if (from < 0)
-                continue;
-            to = s->h_last[h] > from ? s->h_last[h] : from;
-        }
-        if (at < from || at > to)
-            continue;
-        cost_peak_value e = {cost__clamp_bytes(s->h_bytes[h]), s->h_what[h] & 0x0fffffffu, (int)(s->h_what[h] >> 28)};
-        if (count < n) {
-            out[count++] = e;
-            qsort(out, (size_t)count, sizeof *out, cmp_peak);
-        } else if (n > 0 && cmp_peak(&e, &out[n - 1]) < 0) {
-            rest += out[n - 1].bytes;
-            out[n - 1] = e;
-            qsort(out, (size_t)count, sizeof *out, cmp_peak);
-        } else {
-            rest += e.bytes;
-        }
+    int64_t listed = 0;
+    for (int i = 0; i < pk->n_values && count < n; i++) {
+        out[count].bytes = pk->values[i].bytes;
+        out[count].value = pk->values[i].what & 0x0fffffffu;
+        out[count].kind = (int)(pk->values[i].what >> 28);
+        listed += out[count].bytes;
+        count++;
     }
     if (other_bytes)
-        *other_bytes = rest;
+        *other_bytes = s->prog.peak_memory > listed ? s->prog.peak_memory - listed : 0;
     return count;
 }

@@ -2,8 +2,10 @@
  * explain.c - why the search chose its answer: each decision on the path
  * to the best state with the alternatives tried at that point and what
  * each would have changed (step time, peak memory), what blocked
- * propagation in the result, and, when the memory limit binds, the values
- * that make up the peak.  As JSON and as text for a terminal.
+ * propagation in the result, what fills memory at the best state's peak
+ * by category (parameters, optimizer state, activations, ...) and, when
+ * the memory limit binds, the values that make up the peak.  As JSON and
+ * as text for a terminal.
  */
 #include "search_int.h"
 
@@ -285,6 +287,35 @@ int search__explain(const search_tree_view *t, search_result *r, ap_error *err)
         ap_buf_printf(&tx, " limit%s\n", t->none_fits        ? ": nothing found fits; this is the lowest-memory schedule"
                                          : binds ? ": it binds (faster schedules found need more)"
                                                  : "");
+    }
+    /* what fills memory at the best state's peak, by category */
+    const cost_memory *mm = &r->report.memory;
+    if (mm->at_op[0] && r->report.peak_memory_bytes == best->peak) {
+        json_t *jk = json_object();
+        put(jm, "kinds", jk);
+        ap_buf_printf(&tx, "  at the peak (%s", mm->at_op);
+        if (mm->at_line)
+            ap_buf_printf(&tx, " at %u:%u", mm->at_line, mm->at_col);
+        ap_buf_puts(&tx, "):");
+        bool first = true;
+        for (int k = 0; k < COST_MEM_COUNT; k++) {
+            if (!mm->kinds[k])
+                continue;
+            char key[32];
+            snprintf(key, sizeof key, "%s", cost_mem_kind_name((cost_mem_kind)k));
+            for (char *q = key; *q; q++)
+                if (*q == ' ')
+                    *q = '_';
+            if (jk)
+                put(jk, key, json_integer(mm->kinds[k]));
+            ap_buf_printf(&tx, "%s %s ", first ? "" : ",", cost_mem_kind_name((cost_mem_kind)k));
+            put_bytes(&tx, (double)mm->kinds[k]);
+            first = false;
+        }
+        ap_buf_putc(&tx, '\n');
+        if (jm)
+            put(jm, "at", json_pack("{s:s, s:i, s:i}", "op", mm->at_op, "line", (json_int_t)mm->at_line, "col",
+                                    (json_int_t)mm->at_col));
     }
     if (binds && t->scorer) {
         cost_peak_value pv[MAX_PEAK_VALUES];

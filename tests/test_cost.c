@@ -577,7 +577,7 @@ END_TEST
 
 START_TEST(test_roofline_and_fusion)
 {
-    /* exp(exp(exp(a))): the two inner results stay on chip */
+    /* exp(exp(exp(a))): one fused kernel, the two inner results on chip */
     const char *text = "module @m {\n"
                        "  func.func public @main(%a: tensor<256xf32>) -> tensor<256xf32> {\n"
                        "    %b = stablehlo.exponential %a : tensor<256xf32>\n"
@@ -588,8 +588,8 @@ START_TEST(test_roofline_and_fusion)
     cost_report r = report_of(text, &d, NULL);
     ck_assert(r.bytes_per_device == 2 * 1024);
     ck_assert(r.flops_per_device == 3 * 256 * 4.0);
-    /* each op: max(flops / vector peak, bytes / bw) */
-    double want = 1024 / 1e9 + 1024.0 / 1e12 + 1024 / 1e9;
+    /* the kernel: max(its flops / vector peak, its bytes / bw) */
+    double want = fmax(3 * 256 * 4.0 / 1e12, 2048 / 1e9);
     ck_assert_msg(close_rel(r.compute_s, want, 1e-12), "%g vs %g", r.compute_s, want);
 
     /* a dot_general: 2*M*N*K at the bf16 rate, batch dims included */
@@ -640,14 +640,14 @@ START_TEST(test_live_ranges_and_donation)
     cost_device d = toy();
     snprintf(text, sizeof text, CHAIN_FMT, "");
     cost_report r = report_of(text, &d, NULL);
-    /* a lives throughout; at %c: a, b, c */
-    ck_assert_int_eq(r.peak_memory_bytes, 3 * 1024);
+    /* one kernel: the argument (the caller's buffer) and the result */
+    ck_assert_int_eq(r.peak_memory_bytes, 2 * 1024);
     ck_assert_int_eq(r.argument_bytes, 1024);
     snprintf(text, sizeof text, CHAIN_FMT, " {tf.aliasing_output = 0 : i32}");
 #undef CHAIN_FMT
     r = report_of(text, &d, NULL);
-    /* donated a dies after %b: at %c only b and c */
-    ck_assert_int_eq(r.peak_memory_bytes, 2 * 1024);
+    /* donated: the result is written into a's buffer (nothing reads a after) */
+    ck_assert_int_eq(r.peak_memory_bytes, 1024);
 
     /* a nested region's temporaries count at the op holding it; a value used
      * only inside the region lives until that op */
@@ -663,8 +663,9 @@ START_TEST(test_live_ranges_and_donation)
                          "    }) : (tensor<i1>) -> tensor<256xf32>\n"
                          "    return %r : tensor<256xf32>\n  }\n}\n";
     r = report_of(nested, &d, NULL);
-    /* at the if: a, p, big (used inside), r, plus t1 and t2 inside */
-    ck_assert_int_eq(r.peak_memory_bytes, 1024 + 1 + 1024 + 1024 + 2 * 1024);
+    /* at the if: a, p, big (read inside, so a buffer), r, plus the branch's
+     * one kernel t2 = exp(exp(big)) */
+    ck_assert_int_eq(r.peak_memory_bytes, 1024 + 1 + 1024 + 1024 + 1024);
     ck_assert(r.notes & COST_NOTE_BRANCHES_SUMMED);
 
     /* too big for one device */
@@ -879,14 +880,15 @@ START_TEST(test_scan_stack_slices)
     ck_assert(top_has(&r, "stablehlo.multiply") && top_has(&r, "stablehlo.add"));
     ck_assert(!top_has(&r, "stablehlo.dynamic_slice") && !top_has(&r, "stablehlo.dynamic_update_slice") &&
               !top_has(&r, "stablehlo.broadcast_in_dim") && !top_has(&r, "stablehlo.reshape"));
-    /* 4 trips: the multiply reads two [64] f32 and writes one, the counter
-     * add 3 scalars; 5 compares read 2 scalars and write an i1 */
-    ck_assert_msg(r.bytes_per_device == 4 * (3 * 256 + 12) + 5 * 9, "%g", r.bytes_per_device);
+    /* 4 trips: the multiply reads two [64] f32 (the slice where it lies)
+     * and writes one, the counter add reads and writes a scalar (its
+     * constant fused); 5 compares read a scalar and write an i1 */
+    ck_assert_msg(r.bytes_per_device == 4 * (3 * 256 + 8) + 5 * 5, "%g", r.bytes_per_device);
     /* the slice handed on as carried state: copied (read and written) */
     snprintf(text, sizeof text, STACK_FMT, "%d");
     r = report_of(text, &d, &o);
     ck_assert(top_has(&r, "stablehlo.dynamic_slice"));
-    ck_assert_msg(r.bytes_per_device == 4 * (3 * 256 + 12 + 2 * 256) + 5 * 9, "%g", r.bytes_per_device);
+    ck_assert_msg(r.bytes_per_device == 4 * (3 * 256 + 8 + 2 * 256) + 5 * 5, "%g", r.bytes_per_device);
 }
 END_TEST
 
@@ -962,10 +964,13 @@ END_TEST
 /* The same transformer written unrolled and scanned (modelgen scan=1: the
  * layers' weights stacked, the blocks in a forward and a reverse while, the
  * residuals stacked by dynamic_update_slice and read back by dynamic_slice)
- * costs the same unpartitioned: the loops run `layers` times, the stacks'
- * slices are address computations, the carried buffers are not counted
- * twice.  (What remains is the scan's zero-filled stacks, which XLA does
- * write, and the loop counters' scalar arithmetic.) */
+ * costs about the same unpartitioned: the loops run `layers` times, the
+ * stacks' slices are read where they lie, the carried buffers are not
+ * counted twice.  What differs is fusion: the scan writes all 27
+ * residuals of a layer into its stacks, where the unrolled program lets
+ * the cheap ones (u * u, 0.5 u, broadcasts) be recomputed inside their
+ * backward kernels, so the scanned form moves a little more (and its
+ * loop counters add scalar arithmetic). */
 START_TEST(test_scan_matches_unrolled)
 {
     static const struct {
@@ -988,11 +993,11 @@ START_TEST(test_scan_matches_unrolled)
                           cases[i].config, cases[i].extra, (long long)s.loops[l].trips);
         ck_assert_msg(s.matmul_flops == u.matmul_flops, "%s: matmul %g vs %g", cases[i].config, s.matmul_flops,
                       u.matmul_flops);
-        ck_assert_msg(close_rel(s.flops_per_device, u.flops_per_device, 0.01), "%s: flops %g vs %g", cases[i].config,
+        ck_assert_msg(close_rel(s.flops_per_device, u.flops_per_device, 0.03), "%s: flops %g vs %g", cases[i].config,
                       s.flops_per_device, u.flops_per_device);
-        ck_assert_msg(close_rel(s.bytes_per_device, u.bytes_per_device, 0.05), "%s: HBM bytes %g vs %g",
-                      cases[i].config, s.bytes_per_device, u.bytes_per_device);
-        ck_assert_msg(close_rel(s.runtime_s, u.runtime_s, 0.05), "%s %s: scanned %g s, unrolled %g s", cases[i].config,
+        ck_assert_msg(s.bytes_per_device >= u.bytes_per_device && close_rel(s.bytes_per_device, u.bytes_per_device, 0.15),
+                      "%s: HBM bytes %g vs %g", cases[i].config, s.bytes_per_device, u.bytes_per_device);
+        ck_assert_msg(close_rel(s.runtime_s, u.runtime_s, 0.15), "%s %s: scanned %g s, unrolled %g s", cases[i].config,
                       cases[i].extra, s.runtime_s, u.runtime_s);
         ir_module_free(mu);
         ir_module_free(ms);

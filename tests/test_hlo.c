@@ -1418,6 +1418,26 @@ END_TEST
 
 /* =============================================================== errors */
 
+/* input_output_alias: the donated parameters get tf.aliasing_output, as
+ * JAX writes them in StableHLO (a part of a tuple parameter is not kept) */
+START_TEST(input_output_alias)
+{
+    same_as_mlir("HloModule m, input_output_alias={ {0}: (1, {}, may-alias), {1}: (0, {}, must-alias) }\n"
+                 "ENTRY e {\n  a = f32[2] parameter(0)\n  b = f32[3] parameter(1)\n"
+                 "  na = f32[2] negate(a)\n  nb = f32[3] negate(b)\n  ROOT t = (f32[3], f32[2]) tuple(nb, na)\n}\n",
+                 "module @m {\n  func.func public @main(%a: tensor<2xf32> {tf.aliasing_output = 1 : i32} loc(\"a\"), "
+                 "%b: tensor<3xf32> {tf.aliasing_output = 0 : i32} loc(\"b\")) -> (tensor<3xf32>, tensor<2xf32>) "
+                 "attributes {hlo.computation_name = \"e\"} {\n"
+                 "    %na = stablehlo.negate %a : tensor<2xf32> loc(\"na\")\n"
+                 "    %nb = stablehlo.negate %b : tensor<3xf32> loc(\"nb\")\n"
+                 "    return %nb, %na : tensor<3xf32>, tensor<2xf32> loc(\"t\")\n  }\n}\n");
+    ERR("HloModule m, input_output_alias={ {0}: 1 }\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n",
+        "bad.hlo:1:40: error: input_output_alias: expected '(' and a parameter number");
+    ERR("HloModule m, input_output_alias={ {x}: (0, {}, may-alias) }\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n",
+        "bad.hlo:1:35: error: input_output_alias: expected an output index {...}");
+}
+END_TEST
+
 START_TEST(errors)
 {
     ERR("HloModule m\nENTRY e {\n  ROOT r = f32[] negate(foo)\n}\n",
@@ -1607,6 +1627,7 @@ static Suite *hlo_suite(void)
     tcase_add_test(tc, real_world_hlo_forms);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
+    tcase_add_test(tc, input_output_alias);
     tcase_add_test(tc, errors);
     tcase_add_test(tc, truncated_prefixes);
     tcase_add_test(tc, limits);

@@ -2,7 +2,8 @@
  * test_score.c - the fast scorer of partition states (costmodel/score.c)
  * against the full path: for random states of the zoo's models, the
  * scorer's report equals cost_estimate on ir_lower's output (what
- * `autopart apply --view report` prints) to 1e-9 relative, whether the
+ * `autopart apply --view report` prints) to 1e-9 relative, the peak and
+ * its breakdown by category exactly, whether the
  * scorer comes fresh or incrementally from any earlier state; a state the
  * lowering refuses, the scorer refuses too.  Some cases re-tile values
  * that are already tiled or pending sums, so that pending sums are
@@ -51,6 +52,14 @@ static void assert_same_report(const cost_report *full, const cost_report *fast,
     ck_assert_msg(full->argument_bytes == fast->argument_bytes, "%s: argument bytes full %lld fast %lld", what,
                   (long long)full->argument_bytes, (long long)fast->argument_bytes);
     ck_assert(full->fits == fast->fits);
+    /* what is live at the peak: the same buffers, so the same breakdown */
+    ck_assert_msg(full->memory.order == fast->memory.order && full->memory.program_order_peak == fast->memory.program_order_peak,
+                  "%s: order %d/%d, written-order peak %lld/%lld", what, full->memory.order, fast->memory.order,
+                  (long long)full->memory.program_order_peak, (long long)fast->memory.program_order_peak);
+    for (int k = 0; k < COST_MEM_COUNT; k++)
+        ck_assert_msg(full->memory.kinds[k] == fast->memory.kinds[k], "%s: %s full %lld fast %lld", what,
+                      cost_mem_kind_name((cost_mem_kind)k), (long long)full->memory.kinds[k],
+                      (long long)fast->memory.kinds[k]);
     for (int k = 0; k < COST_COLL_COUNT; k++) {
         SAME(coll[k].count);
         SAME(coll[k].bytes);

@@ -8,7 +8,9 @@
  *    replica_count=N become mhlo.num_partitions / mhlo.num_replicas (i32),
  *    frontend_attributes a dict of strings mhlo.frontend_attributes, other
  *    header attributes with a one-token value a string `hlo.KEY`; braced
- *    ones (layouts, input_output_alias, ...) are dropped.  Text without
+ *    ones (layouts, ...) are dropped, except input_output_alias: a whole
+ *    parameter aliased to a top-level output gives the entry's argument
+ *    `tf.aliasing_output = OUTPUT` (donation, as JAX writes it).  Text without
  *    the header (as XLA's tests write it) is a module named module_ENTRY.
  *    The stack frame tables after the header (FileNames ... StackFrames)
  *    give each instruction's stack_frame_id=N its call stack as a location.
@@ -212,6 +214,11 @@ typedef struct hp {
     ir_value **vals;
     uint32_t cap_vals;
     ivec iv, iv2;
+    /* input_output_alias of the header: entry parameter -> output index */
+    struct hio {
+        uint32_t param, output;
+    } *io_alias;
+    uint32_t n_io_alias;
     /* parameters of the computation being parsed */
     bool *param_def;
     ir_attr **param_attrs;
@@ -2602,11 +2609,30 @@ static ir_op *make_func(hp *p, uint32_t ci, const char *name, bool public)
     bool any = false;
     for (uint32_t i = 0; ok && i < c->n_params; i++)
         any |= c->param_attrs[i] != NULL;
+    if (public && p->n_io_alias)
+        any = true;
     if (ok && any) {
         ir_attr **v = ap_malloc(sizeof *v * c->n_params);
         ok = v != NULL;
         for (uint32_t i = 0; ok && i < c->n_params; i++)
             ok = (v[i] = c->param_attrs[i] ? c->param_attrs[i] : ir_attr_dict(m, 0, NULL)) != NULL;
+        /* donation (the header's input_output_alias), as JAX writes it */
+        for (uint32_t k = 0; ok && public && k < p->n_io_alias; k++) {
+            uint32_t i = p->io_alias[k].param;
+            if (i >= c->n_params || p->io_alias[k].output >= c->n_flat)
+                continue;
+            const ir_attr *d = v[i];
+            int n = d->u.dict.n;
+            ir_named_attr *items = ap_malloc(sizeof *items * (size_t)(n + 1));
+            const char *key = nm(p, "tf.aliasing_output");
+            ok = items && key;
+            if (ok) {
+                memcpy(items, d->u.dict.items, sizeof *items * (size_t)n);
+                items[n] = (ir_named_attr){key, i32_attr(p, p->io_alias[k].output)};
+                ok = items[n].value && (v[i] = ir_attr_dict(m, n + 1, items)) != NULL;
+            }
+            ap_free(items);
+        }
         ok = ok && put(p, b, "arg_attrs", ir_attr_array(m, (int)c->n_params, v));
         ap_free(v);
     }
@@ -3369,6 +3395,99 @@ static bool one_token(const char *s, uint32_t len)
     return true;
 }
 
+/* An integer at *q (digits only); false when there is none. */
+static bool text_int(const char **q, const char *e, int64_t *out)
+{
+    const char *s = *q;
+    int64_t v = 0;
+    while (s < e && *s == ' ')
+        s++;
+    if (s == e || *s < '0' || *s > '9')
+        return false;
+    while (s < e && *s >= '0' && *s <= '9' && v < INT32_MAX)
+        v = v * 10 + (*s++ - '0');
+    *q = s;
+    *out = v;
+    return true;
+}
+
+/* `{a,b}`: the integers of a shape index (at most 8 kept); false when
+ * malformed. */
+static bool shape_index(const char **q, const char *e, int64_t *v, int *n)
+{
+    const char *s = *q;
+    while (s < e && *s == ' ')
+        s++;
+    if (s == e || *s++ != '{')
+        return false;
+    *n = 0;
+    for (;;) {
+        while (s < e && (*s == ' ' || *s == ','))
+            s++;
+        if (s < e && *s == '}') {
+            *q = s + 1;
+            return true;
+        }
+        int64_t x;
+        if (!text_int(&s, e, &x))
+            return false;
+        if (*n < 8)
+            v[*n] = x;
+        (*n)++;
+    }
+}
+
+/* input_output_alias={ {OUT}: (PARAM, {PINDEX}, may-alias), ... }: the
+ * parameters whose buffers outputs take (donation).  A whole parameter
+ * aliased to a top-level output is kept (the func's argument gets
+ * tf.aliasing_output); parts of tuples are not. */
+static bool parse_io_alias(hp *p, const hattr *a)
+{
+    const char *s = a->val, *e = a->val + a->vlen;
+    while (s < e && *s == ' ')
+        s++;
+    if (s == e || *s++ != '{')
+        return perr(p, a->val, AP_ESYNTAX, "input_output_alias: expected '{'");
+    for (;;) {
+        while (s < e && (*s == ' ' || *s == ','))
+            s++;
+        if (s < e && *s == '}')
+            return true;
+        int64_t out[8], param, pidx[8];
+        int n_out, n_p;
+        const char *at = s;
+        if (!shape_index(&s, e, out, &n_out))
+            return perr(p, at, AP_ESYNTAX, "input_output_alias: expected an output index {...}");
+        while (s < e && *s == ' ')
+            s++;
+        if (s == e || *s != ':')
+            return perr(p, s, AP_ESYNTAX, "input_output_alias: expected ':'");
+        s++;
+        while (s < e && *s == ' ')
+            s++;
+        const char *pa = s;
+        if (s == e || *s++ != '(' || !text_int(&s, e, &param))
+            return perr(p, pa, AP_ESYNTAX, "input_output_alias: expected '(' and a parameter number");
+        while (s < e && *s == ' ')
+            s++;
+        pa = s;
+        if (s == e || *s++ != ',' || !shape_index(&s, e, pidx, &n_p))
+            return perr(p, pa, AP_ESYNTAX, "input_output_alias: expected ', {...}' after the parameter number");
+        while (s < e && *s != ')')
+            s++; /* the kind: may-alias, must-alias */
+        if (s == e)
+            return perr(p, at, AP_ESYNTAX, "input_output_alias: missing ')'");
+        s++;
+        if (n_p != 0 || n_out > 1)
+            continue;
+        struct hio *v = ap_realloc(p->io_alias, sizeof *v * (p->n_io_alias + 1));
+        if (!v)
+            return oom(p);
+        p->io_alias = v;
+        v[p->n_io_alias++] = (struct hio){(uint32_t)param, n_out ? (uint32_t)out[0] : 0};
+    }
+}
+
 /* header ::= 'HloModule' name (',' key '=' value)* */
 static bool parse_header(hp *p)
 {
@@ -3394,6 +3513,10 @@ static bool parse_header(hp *p)
                 return perr(p, a->val, AP_ESYNTAX, "%.*s out of range", (int)a->klen, a->key);
             v = i32_attr(p, x);
             snprintf(key, sizeof key, a->key[0] == 'n' ? "mhlo.num_partitions" : "mhlo.num_replicas");
+        } else if (text_is(a->key, a->klen, "input_output_alias")) {
+            if (!parse_io_alias(p, a))
+                return false;
+            continue;
         } else if (text_is(a->key, a->klen, "frontend_attributes")) {
             hsave sv = enter_value(p, a);
             v = parse_frontend(p);
@@ -3431,6 +3554,7 @@ static void hp_free(hp *p)
     ap_free(p->iv2.v);
     ap_free(p->param_def);
     ap_free(p->param_attrs);
+    ap_free(p->io_alias);
     ap_free(p->sig);
     ap_free(p->op_tab.e);
     ap_free(p->file_names);

@@ -40,6 +40,7 @@ typedef struct lower {
     ir_value *zero_i32;
     int64_t channel;
     const ir_loc *loc; /* of the op being lowered: given to what it needs */
+    uint32_t line, col; /* its position in the text, given likewise */
     uint32_t cur_op;         /* the top-level op being lowered */
     int64_t drop_all_reduce; /* ir_lower_opts: the all_reduce left out, -1 none */
     int64_t n_all_reduce;    /* all_reduces met so far, dropped one included */
@@ -90,6 +91,8 @@ static ir_op *emit(lower *l, ir_opcode opc, uint32_t n_opd, ir_value *const *opd
         return NULL;
     }
     op->loc = l->loc;
+    op->src_line = l->line;
+    op->src_col = l->col;
     ir_block_append(l->nb, op);
     return op;
 }
@@ -206,6 +209,8 @@ static bool reduction_region(lower *l, ir_op *op, ir_red red, const ir_type *t)
     if (!ret)
         return oom(l);
     body->loc = ret->loc = l->loc;
+    body->src_line = ret->src_line = l->line;
+    body->src_col = ret->src_col = l->col;
     ir_block_append(b, body);
     ir_block_append(b, ret);
     return true;
@@ -239,6 +244,8 @@ static ir_value *all_reduce(lower *l, ir_value *x, const int *axes, int n, ir_re
         return NULL;
     }
     op->loc = l->loc;
+    op->src_line = l->line;
+    op->src_col = l->col;
     if (!reduction_region(l, op, red, x->type) || !collective_attrs(l, op, g))
         return NULL;
     ir_block_append(l->nb, op);
@@ -262,6 +269,8 @@ static ir_value *reduce_scatter(lower *l, ir_value *x, int dim, int axis, ir_red
         return NULL;
     }
     op->loc = l->loc;
+    op->src_line = l->line;
+    op->src_col = l->col;
     if (!reduction_region(l, op, red, x->type) || !collective_attrs(l, op, g) ||
         !set_attr(l, op, "scatter_dimension", ir_attr_int(l->nm, dim, i64s(l))))
         return NULL;
@@ -593,6 +602,7 @@ static bool lower_op(lower *l, uint32_t k, ir_cloner *cl)
     ir_op *src = c->ops[k];
     l->cur_op = k;
     l->loc = ir__loc_clone(l->nm, src->loc);
+    l->line = src->src_line, l->col = src->src_col;
     ir_value *opds_small[16], **opds = opds_small;
     const ir_type *types_small[16], **types = types_small;
     bool ok = false;
@@ -719,6 +729,7 @@ static void lower_while(lower *l, const pgroup *g, ir_cloner *cl)
         ir_layout rl;
         l->cur_op = k;
         l->loc = wloc;
+        l->line = g->src->src_line, l->col = g->src->src_col;
         ins[i] = materialize(l, c->opd_val[c->opd0[k]], 0);
         ir__result_layout(l->p, k, 0, &rl);
         ts[i] = local_type(l, val_type(c, c->op_val0[k]), &rl);
@@ -753,6 +764,7 @@ static void lower_while(lower *l, const pgroup *g, ir_cloner *cl)
         uint32_t k = g->cond_end - 1;
         l->cur_op = k;
         l->loc = ir__loc_clone(l->nm, c->ops[k]->loc);
+        l->line = c->ops[k]->src_line, l->col = c->ops[k]->src_col;
         ir_value *pred = materialize(l, c->opd_val[c->opd0[k]], 0);
         if (pred)
             emit(l, IR_OP_RETURN, 1, &pred, NULL);
@@ -765,6 +777,7 @@ static void lower_while(lower *l, const pgroup *g, ir_cloner *cl)
         uint32_t k = g->carry0 + i;
         l->cur_op = k;
         l->loc = wloc;
+        l->line = g->src->src_line, l->col = g->src->src_col;
         ins[i] = materialize(l, c->opd_val[c->opd0[k] + 1], 1);
         if (ins[i] && ins[i]->type != ts[i])
             fail(l, AP_EINTERNAL, "carried value #%u of the while at %u:%u is yielded in another layout", i,
@@ -794,6 +807,7 @@ static void lower_case(lower *l, const pgroup *g, ir_cloner *cl)
     const ir_loc *cloc = ir__loc_clone(l->nm, g->src->loc);
     l->cur_op = g->carry0;
     l->loc = cloc;
+    l->line = g->src->src_line, l->col = g->src->src_col;
     ir_value *idx = materialize(l, c->opd_val[c->opd0[g->carry0]], 0);
     for (uint32_t j = 0; j < n && !l->rc; j++) {
         ir_layout rl;
@@ -825,6 +839,7 @@ static void lower_case(lower *l, const pgroup *g, ir_cloner *cl)
             uint32_t k = g->merge0 + j;
             l->cur_op = k;
             l->loc = cloc;
+            l->line = g->src->src_line, l->col = g->src->src_col;
             ys[j] = materialize(l, c->opd_val[c->opd0[k] + r], r);
             if (ys[j] && ys[j]->type != ts[j])
                 fail(l, AP_EINTERNAL, "result #%u of the case at %u:%u leaves branch #%u in another layout", j,
@@ -859,6 +874,7 @@ static void lower_barrier(lower *l, const pgroup *g)
         ir_layout rl;
         l->cur_op = k;
         l->loc = loc;
+        l->line = g->src->src_line, l->col = g->src->src_col;
         xs[i] = materialize(l, c->opd_val[c->opd0[k]], 0);
         ir__result_layout(l->p, k, 0, &rl);
         ts[i] = local_type(l, val_type(c, c->op_val0[k]), &rl);
@@ -1073,6 +1089,7 @@ int ir_lower_ex(const ir_partition *p, const ir_lower_opts *opts, ir_lowered *ou
         goto fn_done;
     }
     l.loc = ir__loc_clone(nm, c->ret->loc);
+    l.line = c->ret->src_line, l.col = c->ret->src_col;
     l.cur_op = c->n_ops; /* the return is one user */
     for (uint32_t r = 0; r < c->n_ret && !l.rc; r++) {
         res_l[r] = *ir_lplan_result_layout(l.plan, r);

@@ -397,13 +397,28 @@ function breakdownCard(res) {
   const time = [{ label: 'compute', value: c.compute_s || 0, color: '#4c8bf5' }, { label: 'communication', value: c.comm_s || 0, color: '#f59f4c' },
     { label: 'step (total)', value: c.runtime_s || 0, color: '#1d2330' }];
   const args = rc.argument_bytes || 0, peak = c.peak_memory_bytes || 0;
-  const mem = [{ label: 'arguments', value: args, color: '#49b37a' }, { label: 'temporaries', value: Math.max(peak - args, 0), color: '#b469d6' },
-    { label: 'peak', value: peak, color: '#1d2330' }];
+  // What is live at the peak, by category (the cost report's memory), else
+  // arguments against the rest.
+  const m = rc.memory;
+  const colors = { parameters: '#49b37a', optimizer_state: '#2f8f5b', batch: '#9ad0b0', outputs: '#6b7a99', gradients: '#e0b040',
+    saved_activations: '#b469d6', temporaries: '#d68fe6', collective_buffers: '#f59f4c' };
+  const mem = m && m.kinds
+    ? Object.entries(m.kinds).filter(([, v]) => v > 0).map(([k, v]) => ({ label: k.replace(/_/g, ' '), value: v, color: colors[k] || '#888' }))
+    : [{ label: 'arguments', value: args, color: '#49b37a' }, { label: 'temporaries', value: Math.max(peak - args, 0), color: '#b469d6' }];
+  mem.push({ label: 'peak', value: peak, color: '#1d2330' });
+  const where = w => w ? `${w.op}${w.line ? ` at ${w.line}:${w.col}` : ''}${w.name ? ` "${w.name}"` : ''}` : '';
+  const order = m && m.order !== 'program'
+    ? `in the order of XLA's ${m.order === 'dfs' ? 'DFS' : 'list'} scheduler (${fmtBytes(m.program_order_peak_bytes)} in the order written)`
+    : 'in the order written';
   return el('div', { class: 'grid2' },
     el('div', { class: 'card' }, el('h2', {}, 'Step time per device'), barChart('time-breakdown', time, fmtTime),
       el('p', { class: 'muted' }, `start (before the search): ${fmtTime(res.search ? res.search.start_runtime_s : 0)}; ${c.fits ? 'fits in memory' : 'does NOT fit in memory'}`)),
-    el('div', { class: 'card' }, el('h2', {}, 'Memory per device'), barChart('memory-breakdown', mem, fmtBytes),
-      el('p', { class: 'muted' }, `of ${fmtBytes(c.hbm_bytes)} on the device (${peak && c.hbm_bytes ? (100 * peak / c.hbm_bytes).toFixed(1) : '?'}% used)`)));
+    el('div', { class: 'card', id: 'memory' }, el('h2', {}, 'Memory per device at the peak'), barChart('memory-breakdown', mem, fmtBytes),
+      el('p', { class: 'muted' }, `of ${fmtBytes(c.hbm_bytes)} on the device (${peak && c.hbm_bytes ? (100 * peak / c.hbm_bytes).toFixed(1) : '?'}% used)`),
+      m && m.at ? el('p', { class: 'muted', id: 'memory-at' }, `at ${where(m.at)}${m.inside ? `, inside it ${where(m.inside)}` : ''}, ${order}`) : '',
+      m && m.largest && m.largest.length ? el('details', {}, el('summary', {}, 'largest buffers live there'),
+        el('table', { id: 'memory-largest' }, el('tbody', {}, m.largest.map(v => el('tr', {}, el('td', { class: 'num' }, fmtBytes(v.bytes)),
+          el('td', {}, v.kind), el('td', { class: 'wrap' }, where(v))))))) : ''));
 }
 
 function blockedCard(report) {

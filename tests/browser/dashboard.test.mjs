@@ -150,6 +150,9 @@ test('a running search appears in the list, its curve grows, its schedule shows,
   assert.ok(await page.locator('#shard-grid td[data-split]').count() > 10, 'a grid of layers x parameters');
   assert.ok(await page.locator('#collectives tbody tr').count() === 5);
   assert.ok(await page.locator('#time-breakdown rect').count() >= 3);
+  // memory at the peak by category (parameters, optimizer state, ...) and where
+  assert.ok(await page.locator('#memory-breakdown rect').count() >= 4, 'memory by category');
+  assert.match(await page.locator('#memory-at').innerText(), /^at stablehlo\.\S+ at \d+:\d+/);
   assert.ok(await page.locator('#explanation details').count() >= 1);
   await shot(page, '3-search-done.png');
   await shot(page, '4-search-done-full.png', true);

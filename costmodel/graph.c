@@ -1,0 +1,1392 @@
+/*
+ * graph.c - one block of a device-local program as XLA compiles it: which
+ * ops it fuses into which kernels, what each kernel costs, and the peak of
+ * the buffers its buffer assignment keeps live.  cost_prepare feeds it the
+ * blocks of a module, the scorer the block ir_lower would emit for a
+ * partition state; both then share every rule below.
+ *
+ * FUSION follows XLA's GPU rules (xla/service/gpu/gpu_fusible.cc:
+ * IsLoopFusibleAsProducer / IsLoopFusibleAsConsumer; instruction_fusion.cc
+ * does not duplicate expensive producers): a producer (elementwise ops,
+ * converts, broadcasts, iotas, constants, slices, pads, concatenates,
+ * gathers, transposes, reshapes that move data) is computed inside the
+ * kernel of each of its users when every user is a fusible consumer (the
+ * same ops, reduces, scatters, dynamic_update_slice) and, for an expensive
+ * producer (transcendentals), there is one user.  A transpose read only by
+ * dots is folded into their operand layout (TransposeFolding).  Dead
+ * producers are removed (DCE).  Dots, convolutions, custom calls,
+ * collectives, sorts and control flow are kernels of their own and read
+ * their operands from memory.  A fused producer writes nothing to HBM; its
+ * inputs are read by the kernels it is fused into, and live until the last
+ * of them runs.
+ *
+ * TIME per kernel: its members' flops, and the bytes it reads of the
+ * buffers outside it (each buffer once, the largest read) plus what its
+ * root writes.
+ *
+ * MEMORY as buffer assignment counts it (xla/service/buffer_assignment.cc,
+ * heap_simulator.cc): entry arguments are the caller's buffers, live all
+ * along; an output aliased to an argument (donation, input_output_alias)
+ * is written into that argument's buffer once nothing reads the argument
+ * any more (before that, it takes a buffer of its own until then: copy
+ * insertion's copy); every other buffer lives from the kernel writing it
+ * to the last kernel reading it.  A kernel's result takes over an operand
+ * buffer that dies there when XLA lets them share
+ * (HloDataflowAnalysis::CanShareOperandBufferWithUser): in place for
+ * dynamic_update_slice, scatter, all_reduce and a while's carried values,
+ * any same-size operand for elementwise kernels.  Regions' temporaries
+ * count at the op holding them.  Live bytes are summed (a heap that never
+ * fragments), so the figure is the peak of what must coexist.
+ *
+ * ORDER: the peak is counted in the program's order and in the order of
+ * XLA's list scheduler (hlo_memory_scheduler.cc, ListScheduler: among the
+ * ops whose inputs are ready, the one freeing the most bytes net of what
+ * it allocates first, scalars first, then more users, then program
+ * order), and the lower is kept: the order never raises a peak.
+ */
+#include "cost_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ============================================================== builder */
+
+/* Makes room for `need` elements of `elem` bytes at *p (capacity *cap,
+ * starting at `first`); false when out of memory, *p unchanged. */
+static bool grow_mem(void *pp, uint32_t *cap, uint32_t need, size_t elem, uint32_t first)
+{
+    if (need <= *cap)
+        return true;
+    uint32_t c = *cap ? *cap : first;
+    while (c < need)
+        c *= 2;
+    void **p = pp, *q = ap_realloc(*p, (size_t)c * elem);
+    if (!q)
+        return false;
+    *p = q;
+    *cap = c;
+    return true;
+}
+
+static bool grow_vals(cost_graph *g)
+{
+    if (g->n_vals < g->cap_vals)
+        return true;
+    uint32_t c = g->cap_vals ? 2 * g->cap_vals : 1024;
+    double *b = ap_realloc(g->v_bytes, sizeof *b * c);
+    if (b)
+        g->v_bytes = b;
+    uint32_t *d = ap_realloc(g->v_def, sizeof *d * c);
+    if (d)
+        g->v_def = d;
+    uint32_t *r = ap_realloc(g->v_root, sizeof *r * c);
+    if (r)
+        g->v_root = r;
+    uint32_t *w = ap_realloc(g->v_what, sizeof *w * c);
+    if (w)
+        g->v_what = w;
+    uint64_t *h = ap_realloc(g->v_dims, sizeof *h * c);
+    if (h)
+        g->v_dims = h;
+    uint8_t *in = ap_realloc(g->v_in, c);
+    if (in)
+        g->v_in = in;
+    const char **nm = ap_realloc(g->v_name, sizeof *nm * c);
+    if (nm)
+        g->v_name = nm;
+    if (!b || !d || !r || !w || !h || !in || !nm)
+        return false;
+    g->cap_vals = c;
+    return true;
+}
+
+void cost__graph_reset(cost_graph *g)
+{
+    g->n_nodes = g->n_edges = g->n_vals = g->n_colls = g->n_peaks = 0;
+    for (uint32_t i = 0; i < g->cap_out; i++)
+        g->out_alias[i] = CG_NONE;
+    g->oom = false;
+}
+
+static void scratch_free(void *scratch);
+
+void cost__graph_free(cost_graph *g)
+{
+    if (!g)
+        return;
+    ap_free(g->nodes);
+    ap_free(g->e_val);
+    ap_free(g->e_read);
+    ap_free(g->e_feeds);
+    ap_free(g->v_feeds);
+    ap_free(g->v_bytes);
+    ap_free(g->v_def);
+    ap_free(g->v_root);
+    ap_free(g->v_what);
+    ap_free(g->v_dims);
+    ap_free(g->v_in);
+    ap_free(g->v_name);
+    ap_free(g->colls);
+    ap_free(g->peaks);
+    ap_free(g->out_alias);
+    scratch_free(g->scratch);
+    memset(g, 0, sizeof *g);
+}
+
+static uint32_t new_value(cost_graph *g, double bytes, uint32_t def, uint8_t in, uint64_t dims, uint32_t what,
+                          const char *name)
+{
+    if (!grow_vals(g)) {
+        g->oom = true;
+        return CG_NONE;
+    }
+    uint32_t v = g->n_vals++;
+    g->v_bytes[v] = bytes > 0 ? bytes : 0;
+    g->v_def[v] = def;
+    g->v_root[v] = v;
+    g->v_what[v] = what;
+    g->v_dims[v] = dims;
+    g->v_in[v] = in;
+    g->v_name[v] = name;
+    return v;
+}
+
+uint32_t cost__graph_input(cost_graph *g, double bytes, uint8_t in, uint64_t dims, uint32_t what, const char *name)
+{
+    return new_value(g, bytes, CG_NONE, in, dims, what, name);
+}
+
+cost_gnode *cost__graph_node(cost_graph *g, const ir_op *op, uint16_t flags, uint8_t prec)
+{
+    if (!grow_mem(&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof *g->nodes, 256)) {
+        g->oom = true;
+        return NULL;
+    }
+    cost_gnode *n = &g->nodes[g->n_nodes++];
+    memset(n, 0, sizeof *n);
+    n->op = op;
+    n->opd0 = g->n_edges;
+    n->res0 = g->n_vals;
+    n->coll = -1;
+    n->peak = -1;
+    n->flags = flags;
+    n->prec = prec;
+    return n;
+}
+
+void cost__graph_edge(cost_graph *g, uint32_t value, double read)
+{
+    if (value == CG_NONE || value >= g->n_vals || !g->n_nodes)
+        return;
+    if (g->n_edges == g->cap_edges) {
+        uint32_t c = g->cap_edges ? 2 * g->cap_edges : 1024;
+        uint32_t *v = ap_realloc(g->e_val, sizeof *v * c);
+        if (v)
+            g->e_val = v;
+        double *r = ap_realloc(g->e_read, sizeof *r * c);
+        if (r)
+            g->e_read = r;
+        uint8_t *f = ap_realloc(g->e_feeds, c);
+        if (f)
+            g->e_feeds = f;
+        if (!v || !r || !f) {
+            g->oom = true;
+            return;
+        }
+        g->cap_edges = c;
+    }
+    g->e_val[g->n_edges] = value;
+    g->e_read[g->n_edges] = read > 0 ? read : 0;
+    g->e_feeds[g->n_edges] = 0;
+    g->n_edges++;
+    g->nodes[g->n_nodes - 1].nopd++;
+}
+
+uint32_t cost__graph_result(cost_graph *g, double bytes, uint32_t alias_of, uint64_t dims, uint32_t what)
+{
+    if (!g->n_nodes)
+        return CG_NONE;
+    uint32_t v = new_value(g, bytes, g->n_nodes - 1, 0, dims, what, NULL);
+    if (v == CG_NONE)
+        return v;
+    if (alias_of != CG_NONE && alias_of < v)
+        g->v_root[v] = g->v_root[alias_of];
+    g->nodes[g->n_nodes - 1].nres++;
+    return v;
+}
+
+void cost__graph_coll(cost_graph *g, const cost_coll_item *it)
+{
+    if (!g->n_nodes)
+        return;
+    if (!grow_mem(&g->colls, &g->cap_colls, g->n_colls + 1, sizeof *g->colls, 64)) {
+        g->oom = true;
+        return;
+    }
+    g->colls[g->n_colls] = *it;
+    g->nodes[g->n_nodes - 1].coll = (int32_t)g->n_colls++;
+}
+
+void cost__graph_nested(cost_graph *g, const cost_peak_info *pk, int64_t bytes)
+{
+    if (!g->n_nodes)
+        return;
+    cost_gnode *n = &g->nodes[g->n_nodes - 1];
+    n->nested = bytes > 0 ? bytes : 0;
+    if (!pk)
+        return;
+    if (n->peak < 0) {
+        if (!grow_mem(&g->peaks, &g->cap_peaks, g->n_peaks + 1, sizeof *g->peaks, 16)) {
+            g->oom = true;
+            return;
+        }
+        n->peak = (int32_t)g->n_peaks++;
+    }
+    g->peaks[n->peak] = *pk;
+}
+
+void cost__graph_out_alias(cost_graph *g, uint32_t j, uint32_t in)
+{
+    uint32_t old = g->cap_out;
+    if (!grow_mem(&g->out_alias, &g->cap_out, j + 1, sizeof *g->out_alias, 64)) {
+        g->oom = true;
+        return;
+    }
+    for (uint32_t i = old; i < g->cap_out; i++)
+        g->out_alias[i] = CG_NONE;
+    g->out_alias[j] = in;
+}
+
+uint64_t cost__dims_hash_of(int rank, const int64_t *dims)
+{
+    if (rank <= 0)
+        return 0;
+    uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t)rank;
+    for (int i = 0; i < rank; i++) {
+        h ^= (uint64_t)dims[i] + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+        h *= 0x100000001b3ULL;
+    }
+    return h ? h : 1;
+}
+
+uint64_t cost__dims_hash(const ir_type *t)
+{
+    if (!t || t->kind != IR_T_TENSOR || t->rank <= 0)
+        return 0;
+    return cost__dims_hash_of(t->rank, t->dims);
+}
+
+uint8_t cost__name_hint(const char *n)
+{
+    if (!n)
+        return 0;
+    if (strstr(n, "opt_state"))
+        return CG_IN_OPT;
+    if (!strncmp(n, "params", 6) || strstr(n, ".params") || strstr(n, "['params']"))
+        return CG_IN_PARAMS;
+    if (!strncmp(n, "batch", 5) || strstr(n, "inputs") || strstr(n, "targets"))
+        return CG_IN_BATCH;
+    return 0;
+}
+
+/* ============================================================ the rules */
+
+static bool expensive(ir_opcode opc)
+{
+    switch (opc) {
+    case IR_OP_EXP:
+    case IR_OP_EXPM1:
+    case IR_OP_LOG:
+    case IR_OP_LOG1P:
+    case IR_OP_LOGISTIC:
+    case IR_OP_TANH:
+    case IR_OP_SINE:
+    case IR_OP_COSINE:
+    case IR_OP_TAN:
+    case IR_OP_ATAN2:
+    case IR_OP_POWER:
+    case IR_OP_CBRT:
+    case IR_OP_RSQRT:
+    case IR_OP_SQRT:
+    case IR_OP_DIVIDE:
+    case IR_OP_REMAINDER:
+        return true;
+    default:
+        return false;
+    }
+}
+
+uint16_t cost__node_flags(const ir_op *op, const ir_type *a, const ir_type *b)
+{
+    ir_opcode opc = (ir_opcode)op->opcode;
+    if (opc == IR_OP_OPTIMIZATION_BARRIER)
+        return CG_ALIAS | CG_BARRIER;
+    if (cost__is_alias_op(op, a, b) || opc == IR_OP_COPY)
+        return CG_ALIAS;
+    if (opc == IR_OP_UNKNOWN)
+        return op->n_regions ? CG_REGION : CG_OPAQUE;
+    return cost__node_flags_of(opc);
+}
+
+uint16_t cost__node_flags_of(ir_opcode opc)
+{
+    if (opc == IR_OP_COPY)
+        return CG_ALIAS;
+    if (cost__is_elementwise(opc) || opc == IR_OP_BITCAST_CONVERT)
+        return CG_PRODUCER | CG_CONSUMER | CG_SHARE_EW | (expensive(opc) ? CG_EXPENSIVE : 0);
+    switch (opc) {
+    case IR_OP_BROADCAST_IN_DIM:
+    case IR_OP_BROADCAST:
+    case IR_OP_RESHAPE:
+    case IR_OP_SLICE:
+    case IR_OP_DYNAMIC_SLICE:
+    case IR_OP_REAL_DYNAMIC_SLICE:
+    case IR_OP_PAD:
+    case IR_OP_CONCATENATE:
+    case IR_OP_REVERSE:
+    case IR_OP_GATHER:
+    case IR_OP_TORCH_INDEX_SELECT:
+        return CG_PRODUCER | CG_CONSUMER;
+    case IR_OP_TRANSPOSE:
+        return CG_PRODUCER | CG_CONSUMER | CG_FOLD;
+    case IR_OP_IOTA:
+        return CG_PRODUCER;
+    case IR_OP_CONSTANT:
+        return CG_PRODUCER | CG_NOCOST;
+    case IR_OP_REDUCE:
+    case IR_OP_REDUCE_WINDOW:
+        return CG_CONSUMER;
+    case IR_OP_DYNAMIC_UPDATE_SLICE:
+    case IR_OP_SCATTER:
+        return CG_CONSUMER | CG_SHARE_IDX;
+    case IR_OP_DOT:
+    case IR_OP_DOT_GENERAL:
+    case IR_OP_CONVOLUTION:
+        return CG_DOT;
+    case IR_OP_CUSTOM_CALL:
+        return CG_OPAQUE;
+    case IR_OP_ALL_REDUCE:
+        return CG_COLL | CG_SHARE_IDX;
+    case IR_OP_ALL_GATHER:
+    case IR_OP_REDUCE_SCATTER:
+    case IR_OP_ALL_TO_ALL:
+    case IR_OP_COLLECTIVE_PERMUTE:
+    case IR_OP_COLLECTIVE_BROADCAST:
+        return CG_COLL;
+    case IR_OP_WHILE:
+        return CG_REGION | CG_SHARE_IDX;
+    case IR_OP_IF:
+    case IR_OP_CASE:
+    case IR_OP_FUNC_CALL:
+    case IR_OP_COMPOSITE:
+        return CG_REGION;
+    case IR_OP_FUNC_RETURN:
+    case IR_OP_RETURN:
+        return CG_RETURN | CG_NOCOST;
+    case IR_OP_TUPLE:
+    case IR_OP_PARTITION_ID:
+    case IR_OP_REPLICA_ID:
+    case IR_OP_AFTER_ALL:
+    case IR_OP_CREATE_TOKEN:
+    case IR_OP_GET_DIMENSION_SIZE:
+        return CG_NOCOST;
+    case IR_OP_UNKNOWN:
+        return CG_OPAQUE;
+    default:
+        return 0;
+    }
+}
+
+/* ============================================================= scratch */
+
+typedef struct hentry {
+    int64_t p1;   /* bytes freed - bytes defined */
+    uint32_t p2;  /* users */
+    uint32_t node;
+    uint32_t ver;
+} hentry;
+
+typedef struct gs {
+    uint32_t cap_v, cap_n, cap_e, cap_k, cap_h, cap_ku;
+    /* per value */
+    uint32_t *vstamp, *nusers, *u0, *ulist, *ku0, *kulist, *rem, *pending, *kfill;
+    double *vread, *alloc;
+    uint8_t *vflag;
+    /* per node */
+    uint8_t *fused, *sched, *nstate;
+    uint32_t *nstamp, *k0, *order, *lorder, *npred, *ver, *stack;
+    /* kernel inputs (klist) */
+    uint32_t *klist;
+    hentry *heap;
+    uint32_t n_heap;
+    /* the DFS order */
+    uint64_t *extra;
+    double *tsize;
+    uint32_t *dorder, *dstack, *dkids;
+    uint32_t cap_dfs, cap_dkids;
+    /* parameters' dims hashes, sorted */
+    uint64_t *pdims;
+    uint32_t n_pdims, cap_pdims;
+} gs;
+
+enum { VF_PINNED = 1, VF_INPUT = 2, VF_GIVEN = 4, VF_OUT = 8 };
+
+static void scratch_free(void *scratch)
+{
+    gs *s = scratch;
+    if (!s)
+        return;
+    ap_free(s->vstamp);
+    ap_free(s->nusers);
+    ap_free(s->u0);
+    ap_free(s->ulist);
+    ap_free(s->ku0);
+    ap_free(s->kulist);
+    ap_free(s->rem);
+    ap_free(s->pending);
+    ap_free(s->kfill);
+    ap_free(s->vread);
+    ap_free(s->alloc);
+    ap_free(s->vflag);
+    ap_free(s->fused);
+    ap_free(s->sched);
+    ap_free(s->nstate);
+    ap_free(s->nstamp);
+    ap_free(s->k0);
+    ap_free(s->order);
+    ap_free(s->lorder);
+    ap_free(s->npred);
+    ap_free(s->ver);
+    ap_free(s->stack);
+    ap_free(s->klist);
+    ap_free(s->heap);
+    ap_free(s->pdims);
+    ap_free(s->extra);
+    ap_free(s->tsize);
+    ap_free(s->dorder);
+    ap_free(s->dstack);
+    ap_free(s->dkids);
+    ap_free(s);
+}
+
+/* Resizes *pp to n elements of `elem` bytes; false (and *pp unchanged)
+ * when out of memory. */
+static bool resize(void *pp, size_t n, size_t elem)
+{
+    void **p = pp, *q = ap_realloc(*p, n * elem + 1);
+    if (!q)
+        return false;
+    *p = q;
+    return true;
+}
+#define REALLOC(ptr, n) resize(&(ptr), (size_t)(n), sizeof *(ptr))
+
+static bool scratch_fit(cost_graph *g, gs **out)
+{
+    gs *s = g->scratch;
+    if (!s) {
+        if (!(s = ap_calloc(1, sizeof *s)))
+            return false;
+        g->scratch = s;
+    }
+    *out = s;
+    uint32_t nv = g->n_vals + 1, nn = g->n_nodes + 1, ne = g->n_edges + 1;
+    if (nv > s->cap_v) {
+        uint32_t c = nv + nv / 2;
+        if (!REALLOC(s->vstamp, c) || !REALLOC(s->nusers, c) || !REALLOC(s->u0, c + 1) || !REALLOC(s->ku0, c + 1) ||
+            !REALLOC(s->rem, c) || !REALLOC(s->pending, c) || !REALLOC(s->kfill, c) || !REALLOC(s->vread, c) ||
+            !REALLOC(s->alloc, c) || !REALLOC(s->vflag, c))
+            return false;
+        s->cap_v = c;
+    }
+    if (nn > s->cap_n) {
+        uint32_t c = nn + nn / 2;
+        if (!REALLOC(s->fused, c) || !REALLOC(s->sched, c) || !REALLOC(s->nstate, c) || !REALLOC(s->nstamp, c) ||
+            !REALLOC(s->k0, c + 1) || !REALLOC(s->order, c) || !REALLOC(s->lorder, c) || !REALLOC(s->npred, c) ||
+            !REALLOC(s->ver, c))
+            return false;
+        s->cap_n = c;
+    }
+    if (ne > s->cap_e) {
+        uint32_t c = ne + ne / 2;
+        if (!REALLOC(s->ulist, c) || !REALLOC(s->stack, c))
+            return false;
+        s->cap_e = c;
+    }
+    return true;
+}
+
+/* klist holds every kernel's inputs: grows while kernels are formed */
+static bool klist_push(gs *s, uint32_t n_k, uint32_t v)
+{
+    if (n_k >= s->cap_k) {
+        uint32_t c = s->cap_k ? 2 * s->cap_k : 4096;
+        while (c <= n_k)
+            c *= 2;
+        if (!REALLOC(s->klist, c))
+            return false;
+        s->cap_k = c;
+    }
+    s->klist[n_k] = v;
+    return true;
+}
+
+/* ============================================================== fusion */
+
+/* Users of each root value: the non-alias nodes reading it (an alias's
+ * readers read its root), each once.  An optimization barrier is a user
+ * too: what it holds must be a buffer (JAX's remat keeps its residuals
+ * behind one, so that XLA neither fuses nor recomputes them). */
+static void build_users(const cost_graph *g, gs *s)
+{
+    uint32_t nv = g->n_vals;
+    memset(s->nusers, 0, sizeof *s->nusers * nv);
+    memset(s->vstamp, 0, sizeof *s->vstamp * nv);
+    for (uint32_t n = 0; n < g->n_nodes; n++) {
+        const cost_gnode *nd = &g->nodes[n];
+        if ((nd->flags & (CG_ALIAS | CG_BARRIER)) == CG_ALIAS)
+            continue;
+        for (uint32_t e = nd->opd0; e < nd->opd0 + nd->nopd; e++) {
+            uint32_t r = g->v_root[g->e_val[e]];
+            if (s->vstamp[r] != n + 1) {
+                s->vstamp[r] = n + 1;
+                s->nusers[r]++;
+            }
+        }
+    }
+    s->u0[0] = 0;
+    for (uint32_t v = 0; v < nv; v++)
+        s->u0[v + 1] = s->u0[v] + s->nusers[v];
+    memset(s->vstamp, 0, sizeof *s->vstamp * nv);
+    memset(s->kfill, 0, sizeof *s->kfill * nv);
+    for (uint32_t n = 0; n < g->n_nodes; n++) {
+        const cost_gnode *nd = &g->nodes[n];
+        if ((nd->flags & (CG_ALIAS | CG_BARRIER)) == CG_ALIAS)
+            continue;
+        for (uint32_t e = nd->opd0; e < nd->opd0 + nd->nopd; e++) {
+            uint32_t r = g->v_root[g->e_val[e]];
+            if (s->vstamp[r] != n + 1) {
+                s->vstamp[r] = n + 1;
+                s->ulist[s->u0[r] + s->kfill[r]++] = n;
+            }
+        }
+    }
+}
+
+/* Whether node n's single result is computed inside its users' kernels
+ * (or n is dead and removed). */
+static bool fuses(const cost_graph *g, const gs *s, uint32_t n)
+{
+    const cost_gnode *nd = &g->nodes[n];
+    if (!(nd->flags & CG_PRODUCER) || nd->nres != 1 || g->v_root[nd->res0] != nd->res0)
+        return false;
+    uint32_t v = nd->res0, nu = s->nusers[v];
+    if (nu == 0)
+        return true; /* dead: DCE */
+    if ((nd->flags & CG_EXPENSIVE) && nu > 1)
+        return false;
+    for (uint32_t i = s->u0[v]; i < s->u0[v] + nu; i++) {
+        uint16_t uf = g->nodes[s->ulist[i]].flags;
+        if (!(uf & CG_CONSUMER) && !((uf & CG_DOT) && (nd->flags & CG_FOLD)))
+            return false;
+    }
+    return true;
+}
+
+/* ============================================================ kernels */
+
+/* Forms the kernel of scheduled node n: its fused members' flops, the
+ * buffers it reads (into klist from *nk) and their bytes. */
+static bool form_kernel(const cost_graph *g, gs *s, uint32_t n, uint32_t *nk, double *flops, double *matmul,
+                        double *bytes)
+{
+    const cost_gnode *nd = &g->nodes[n];
+    uint32_t top = 0, mark = n + 1;
+    double f = nd->flops, mm = nd->matmul, rd = 0;
+    uint32_t first = *nk;
+    for (uint32_t e = nd->opd0 + nd->nopd; e-- > nd->opd0;)
+        s->stack[top++] = e;
+    s->nstamp[n] = mark;
+    while (top) {
+        uint32_t e = s->stack[--top];
+        uint32_t r = g->v_root[g->e_val[e]], d = g->v_def[r];
+        if (d != CG_NONE && s->fused[d]) {
+            if (s->nstamp[d] == mark)
+                continue;
+            s->nstamp[d] = mark;
+            const cost_gnode *m = &g->nodes[d];
+            f += m->flops;
+            mm += m->matmul;
+            if (top + m->nopd > s->cap_e) {
+                uint32_t c = s->cap_e * 2 + m->nopd;
+                if (!REALLOC(s->stack, c))
+                    return false;
+                s->cap_e = c;
+            }
+            for (uint32_t k = m->opd0 + m->nopd; k-- > m->opd0;)
+                s->stack[top++] = k;
+            continue;
+        }
+        if (s->vstamp[r] != mark) {
+            s->vstamp[r] = mark;
+            s->vread[r] = g->e_read[e];
+            if (!klist_push(s, (*nk)++, r))
+                return false;
+        } else if (g->e_read[e] > s->vread[r]) {
+            s->vread[r] = g->e_read[e];
+        }
+    }
+    for (uint32_t i = first; i < *nk; i++)
+        rd += s->vread[s->klist[i]];
+    *flops = f;
+    *matmul = mm;
+    *bytes = rd + nd->write;
+    return true;
+}
+
+/* ============================================================ memory */
+
+typedef struct sim {
+    int64_t peak;
+    uint32_t step; /* index into the order of the node at the peak */
+} sim;
+
+static bool in_klist(const gs *s, uint32_t n, uint32_t v)
+{
+    for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++)
+        if (s->klist[i] == v)
+            return true;
+    return false;
+}
+
+static inline int64_t b64(double b) { return cost__clamp_bytes(b); }
+
+/* Whether buffer b can be handed to a result of the kernel reading it
+ * last: a temporary not yet given away, or a loop body's carried value. */
+static bool can_give(const cost_graph *g, const gs *s, uint32_t b)
+{
+    if (s->vflag[b] & (VF_PINNED | VF_GIVEN) || s->rem[b] != 1)
+        return false;
+    if (s->vflag[b] & VF_INPUT)
+        return (g->v_in[b] & CG_IN_CARRIED) != 0;
+    return s->alloc[b] > 0;
+}
+
+/* The buffer result r of node n (its j-th) takes over: an operand buffer
+ * that dies at n and XLA lets it share, else CG_NONE. */
+static uint32_t share_source(const cost_graph *g, const gs *s, uint32_t n, uint32_t j, uint32_t r)
+{
+    const cost_gnode *nd = &g->nodes[n];
+    double need = g->v_bytes[r];
+    if ((nd->flags & CG_SHARE_IDX) && j < nd->nopd) {
+        uint32_t b = g->v_root[g->e_val[nd->opd0 + j]];
+        if (can_give(g, s, b) && g->v_bytes[b] >= need && in_klist(s, n, b))
+            return b;
+        return CG_NONE;
+    }
+    if (nd->flags & CG_SHARE_EW)
+        for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++) {
+            uint32_t b = s->klist[i];
+            if (can_give(g, s, b) && g->v_bytes[b] == need)
+                return b;
+        }
+    return CG_NONE;
+}
+
+/* The input an output result r lives in (donation), CG_NONE. */
+static uint32_t out_target(const cost_graph *g, const gs *s, uint32_t r)
+{
+    return (s->vflag[r] & VF_OUT) ? s->pending[r] : CG_NONE;
+}
+
+/* Number of kernel users of each buffer, from the kernels' inputs. */
+static void count_uses(const cost_graph *g, gs *s)
+{
+    memset(s->rem, 0, sizeof *s->rem * g->n_vals);
+    for (uint32_t n = 0; n < g->n_nodes; n++)
+        if (s->sched[n])
+            for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++)
+                s->rem[s->klist[i]]++;
+}
+
+/* Runs the nodes in `order`, counting live bytes (uncounted inputs and
+ * counted ones excluded: the caller adds those).  With stop_at < n, stops
+ * after the results of order[stop_at] are placed, leaving s->alloc as it
+ * is there. */
+static sim simulate(const cost_graph *g, gs *s, const uint32_t *order, uint32_t n, uint32_t stop_at)
+{
+    sim out = {-1, 0};
+    uint32_t nv = g->n_vals;
+    count_uses(g, s);
+    for (uint32_t v = 0; v < nv; v++) {
+        s->alloc[v] = 0;
+        s->vflag[v] &= (uint8_t) ~VF_GIVEN;
+    }
+    /* input -> the output waiting to move into it; reuse kfill */
+    for (uint32_t v = 0; v < nv; v++)
+        s->kfill[v] = CG_NONE;
+    int64_t live = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t k = order[i];
+        const cost_gnode *nd = &g->nodes[k];
+        for (uint32_t j = 0; j < nd->nres; j++) {
+            uint32_t r = nd->res0 + j;
+            if (g->v_root[r] != r || g->v_bytes[r] <= 0)
+                continue;
+            uint32_t b = share_source(g, s, k, j, r);
+            if (b != CG_NONE) {
+                s->alloc[r] = s->alloc[b];
+                s->alloc[b] = 0;
+                s->vflag[b] |= VF_GIVEN;
+                continue;
+            }
+            uint32_t a = out_target(g, s, r);
+            if (a != CG_NONE) {
+                uint32_t left = s->rem[a] - (in_klist(s, k, a) ? 1 : 0);
+                if (left == 0)
+                    continue; /* written into the argument's buffer */
+                s->kfill[a] = r; /* its own buffer until the argument's last read */
+            }
+            s->alloc[r] = g->v_bytes[r];
+            live += b64(g->v_bytes[r]);
+        }
+        int64_t now = live + nd->nested;
+        if (now > out.peak) {
+            out.peak = now;
+            out.step = i;
+        }
+        if (i == stop_at)
+            return out;
+        for (uint32_t q = s->k0[k]; q < s->k0[k + 1]; q++) {
+            uint32_t b = s->klist[q];
+            if (--s->rem[b] != 0)
+                continue;
+            if (s->vflag[b] & VF_INPUT) {
+                uint32_t o = s->kfill[b];
+                if (o != CG_NONE) {
+                    live -= b64(s->alloc[o]);
+                    s->alloc[o] = 0;
+                    s->kfill[b] = CG_NONE;
+                }
+            } else if (!(s->vflag[b] & VF_PINNED) && s->alloc[b] > 0) {
+                live -= b64(s->alloc[b]);
+                s->alloc[b] = 0;
+            }
+        }
+        for (uint32_t j = 0; j < nd->nres; j++) {
+            uint32_t r = nd->res0 + j;
+            if (g->v_root[r] == r && s->rem[r] == 0 && !(s->vflag[r] & VF_PINNED) && s->alloc[r] > 0) {
+                live -= b64(s->alloc[r]);
+                s->alloc[r] = 0;
+            }
+        }
+    }
+    if (out.peak < 0)
+        out.peak = 0;
+    return out;
+}
+
+/* ----------------------------------------------------- the list order */
+
+static bool h_less(const hentry *a, const hentry *b)
+{
+    if (a->p1 != b->p1)
+        return a->p1 < b->p1;
+    if (a->p2 != b->p2)
+        return a->p2 < b->p2;
+    return a->node > b->node; /* earlier in the program first */
+}
+
+static bool h_push(gs *s, hentry e)
+{
+    if (s->n_heap == s->cap_h) {
+        uint32_t c = s->cap_h ? 2 * s->cap_h : 1024;
+        if (!REALLOC(s->heap, c))
+            return false;
+        s->cap_h = c;
+    }
+    uint32_t i = s->n_heap++;
+    while (i > 0) {
+        uint32_t p = (i - 1) / 2;
+        if (!h_less(&s->heap[p], &e))
+            break;
+        s->heap[i] = s->heap[p];
+        i = p;
+    }
+    s->heap[i] = e;
+    return true;
+}
+
+static hentry h_pop(gs *s)
+{
+    hentry top = s->heap[0], last = s->heap[--s->n_heap];
+    uint32_t i = 0, n = s->n_heap;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && h_less(&s->heap[c], &s->heap[c + 1]))
+            c++;
+        if (!h_less(&last, &s->heap[c]))
+            break;
+        s->heap[i] = s->heap[c];
+        i = c;
+    }
+    if (n)
+        s->heap[i] = last;
+    return top;
+}
+
+static hentry priority(const cost_graph *g, const gs *s, uint32_t n)
+{
+    const cost_gnode *nd = &g->nodes[n];
+    hentry e = {0, 0, n, s->ver[n]};
+    double defined = 0, freed = 0;
+    bool scalar = nd->nres > 0;
+    for (uint32_t j = 0; j < nd->nres; j++) {
+        uint32_t r = nd->res0 + j;
+        if (g->v_bytes[r] > 8)
+            scalar = false;
+        if (g->v_root[r] == r)
+            defined += g->v_bytes[r];
+        e.p2 += s->nusers[g->v_root[r]];
+    }
+    if (scalar) {
+        e.p1 = INT64_MAX;
+        return e;
+    }
+    for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++) {
+        uint32_t b = s->klist[i];
+        if (s->rem[b] == 1 && !(s->vflag[b] & (VF_INPUT | VF_PINNED)))
+            freed += g->v_bytes[b];
+    }
+    e.p1 = b64(freed) - b64(defined);
+    return e;
+}
+
+enum { NS_WAIT, NS_READY, NS_DONE };
+
+/* The list scheduler's order of the scheduled nodes into s->lorder; the
+ * return stays last.  -1 when out of memory, 1 when it does not cover
+ * every node (a graph this cannot order: the program's order stands). */
+static int list_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret)
+{
+    uint32_t nv = g->n_vals;
+    count_uses(g, s);
+    /* buffer -> kernel users (CSR in ku0/kulist) */
+    uint32_t total = 0;
+    for (uint32_t v = 0; v < nv; v++) {
+        s->ku0[v] = total;
+        total += s->rem[v];
+    }
+    s->ku0[nv] = total;
+    if (total + 1 > s->cap_ku) {
+        if (!REALLOC(s->kulist, total + 1))
+            return -1;
+        s->cap_ku = total + 1;
+    }
+    uint32_t *kul = s->kulist;
+    for (uint32_t v = 0; v < nv; v++)
+        s->kfill[v] = 0;
+    for (uint32_t n = 0; n < g->n_nodes; n++) {
+        s->npred[n] = 0;
+        s->nstate[n] = NS_WAIT;
+        s->ver[n] = 0;
+        if (!s->sched[n])
+            continue;
+        for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++) {
+            uint32_t b = s->klist[i];
+            kul[s->ku0[b] + s->kfill[b]++] = n;
+            if (g->v_def[b] != CG_NONE)
+                s->npred[n]++;
+        }
+    }
+    s->n_heap = 0;
+    for (uint32_t n = 0; n < g->n_nodes; n++)
+        if (s->sched[n] && n != ret && s->npred[n] == 0) {
+            s->nstate[n] = NS_READY;
+            if (!h_push(s, priority(g, s, n)))
+                return -1;
+        }
+    uint32_t k = 0;
+    while (s->n_heap) {
+        hentry e = h_pop(s);
+        if (s->nstate[e.node] != NS_READY || e.ver != s->ver[e.node])
+            continue;
+        uint32_t n = e.node;
+        s->nstate[n] = NS_DONE;
+        s->lorder[k++] = n;
+        for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++) {
+            uint32_t b = s->klist[i];
+            if (--s->rem[b] != 1)
+                continue;
+            /* its last reader frees it now: that one's priority rises */
+            for (uint32_t q = s->ku0[b]; q < s->ku0[b + 1]; q++) {
+                uint32_t u = kul[q];
+                if (s->nstate[u] == NS_READY) {
+                    s->ver[u]++;
+                    if (!h_push(s, priority(g, s, u)))
+                        return -1;
+                }
+            }
+        }
+        const cost_gnode *nd = &g->nodes[n];
+        for (uint32_t j = 0; j < nd->nres; j++) {
+            uint32_t r = nd->res0 + j;
+            if (g->v_root[r] != r)
+                continue;
+            for (uint32_t q = s->ku0[r]; q < s->ku0[r + 1]; q++) {
+                uint32_t u = kul[q];
+                if (--s->npred[u] == 0 && u != ret && s->nstate[u] == NS_WAIT) {
+                    s->nstate[u] = NS_READY;
+                    if (!h_push(s, priority(g, s, u)))
+                        return -1;
+                }
+            }
+        }
+    }
+    if (ret != CG_NONE)
+        s->lorder[k++] = ret;
+    return k == n_sched ? 0 : 1;
+}
+
+/* ------------------------------------------------------ the DFS order */
+
+static _Thread_local const gs *dfs_sort_s; /* qsort has no context argument: one per thread */
+
+/* The order XLA's DFS visits operands in: most fan-out first, then the
+ * largest, then program order. */
+static int dfs_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    const gs *s = dfs_sort_s;
+    if (s->extra[x] != s->extra[y])
+        return s->extra[x] > s->extra[y] ? -1 : 1;
+    if (s->tsize[x] != s->tsize[y])
+        return s->tsize[x] > s->tsize[y] ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+/* Pushes node n on the DFS stack with its operands (the writers of what it
+ * reads), sorted, appended to s->dkids. */
+static bool dfs_push(const cost_graph *g, gs *s, uint32_t n, uint32_t *top, uint32_t *nc)
+{
+    uint32_t from = *nc;
+    for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++) {
+        uint32_t d = g->v_def[s->klist[i]];
+        if (d == CG_NONE || !s->sched[d] || s->nstate[d] != NS_WAIT)
+            continue;
+        if (*nc >= s->cap_dkids) {
+            uint32_t c = s->cap_dkids ? 2 * s->cap_dkids : 4096;
+            if (!REALLOC(s->dkids, c))
+                return false;
+            s->cap_dkids = c;
+        }
+        s->dkids[(*nc)++] = d;
+    }
+    dfs_sort_s = s;
+    if (*nc > from + 1)
+        qsort(s->dkids + from, *nc - from, sizeof *s->dkids, dfs_cmp);
+    s->nstate[n] = NS_READY;
+    s->dstack[(*top)++] = n;
+    s->dstack[(*top)++] = from;
+    s->dstack[(*top)++] = *nc;
+    return true;
+}
+
+/* XLA's DFSMemoryScheduler: a post-order from the return, visiting first
+ * the operands with the most fan-out behind them (users beyond the first,
+ * summed over what leads to them), then the largest (bytes written by what
+ * leads to them, capped as XLA caps it), then program order.  Into
+ * s->dorder (after list_order, whose users it reads); -1 when out of
+ * memory, 1 when it does not cover every node. */
+static int dfs_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret)
+{
+    uint32_t nn = g->n_nodes;
+    if (nn + 1 > s->cap_dfs) {
+        if (!REALLOC(s->extra, nn + 1) || !REALLOC(s->tsize, nn + 1) || !REALLOC(s->dorder, nn + 1) ||
+            !REALLOC(s->dstack, 3 * (nn + 1)))
+            return -1;
+        s->cap_dfs = nn + 1;
+    }
+    /* producers of each kernel: the writers of the buffers it reads */
+    double cum = 0;
+    for (uint32_t n = 0; n < nn; n++) {
+        if (!s->sched[n])
+            continue;
+        const cost_gnode *nd = &g->nodes[n];
+        uint64_t users = 0;
+        double size = 0;
+        for (uint32_t j = 0; j < nd->nres; j++) {
+            uint32_t r = nd->res0 + j;
+            if (g->v_root[r] == r) {
+                users += s->ku0[r + 1] - s->ku0[r];
+                size += g->v_bytes[r];
+            }
+        }
+        cum += size;
+        s->extra[n] = users ? users - 1 : 0;
+        s->tsize[n] = size;
+        for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++) {
+            uint32_t d = g->v_def[s->klist[i]];
+            if (d != CG_NONE && s->sched[d]) {
+                s->extra[n] += s->extra[d];
+                s->tsize[n] += s->tsize[d];
+            }
+        }
+        if (s->tsize[n] > cum)
+            s->tsize[n] = cum;
+        if (s->extra[n] > nn)
+            s->extra[n] = nn;
+        s->nstate[n] = NS_WAIT;
+    }
+    uint32_t k = 0;
+    /* roots: kernels nobody reads (in program order), the return last */
+    for (uint32_t pass = 0; pass < 2; pass++)
+        for (uint32_t root = 0; root < nn; root++) {
+            if (!s->sched[root] || s->nstate[root] != NS_WAIT)
+                continue;
+            if (pass == 0) {
+                if (root == ret)
+                    continue;
+                bool read = false;
+                const cost_gnode *nd = &g->nodes[root];
+                for (uint32_t j = 0; j < nd->nres && !read; j++)
+                    read = g->v_root[nd->res0 + j] == nd->res0 + j && s->ku0[nd->res0 + j + 1] > s->ku0[nd->res0 + j];
+                if (read)
+                    continue;
+            } else if (root != ret) {
+                continue;
+            }
+            /* iterative post-order: (node, next of its sorted operands) */
+            uint32_t top = 0, nc = 0;
+            if (!dfs_push(g, s, root, &top, &nc))
+                return -1;
+            while (top) {
+                uint32_t n = s->dstack[top - 3], at = s->dstack[top - 2], end = s->dstack[top - 1];
+                while (at < end && s->nstate[s->dkids[at]] != NS_WAIT)
+                    at++;
+                if (at == end) {
+                    s->nstate[n] = NS_DONE;
+                    s->dorder[k++] = n;
+                    top -= 3;
+                    continue;
+                }
+                s->dstack[top - 2] = at + 1;
+                if (!dfs_push(g, s, s->dkids[at], &top, &nc))
+                    return -1;
+            }
+        }
+    return k == n_sched ? 0 : 1;
+}
+
+/* ====================================================== the breakdown */
+
+/* Whether input a is read, through fusible ops, collectives and aliases,
+ * by a dot, a convolution or a custom call within a few steps: a weight. */
+static bool feeds_matmul(const cost_graph *g, gs *s, uint32_t a)
+{
+    uint32_t frontier[64], next[64], nf = 1, nn, seen = 0;
+    frontier[0] = a;
+    for (int depth = 0; depth < 6 && nf; depth++) {
+        nn = 0;
+        for (uint32_t i = 0; i < nf; i++) {
+            uint32_t v = frontier[i];
+            for (uint32_t q = s->u0[v]; q < s->u0[v + 1]; q++) {
+                const cost_gnode *u = &g->nodes[s->ulist[q]];
+                if (u->flags & (CG_DOT | CG_OPAQUE))
+                    return true;
+                if (u->flags & CG_REGION) /* a loop whose body reads it with a matmul */
+                    for (uint32_t e = u->opd0; e < u->opd0 + u->nopd; e++)
+                        if (g->e_feeds[e] && g->v_root[g->e_val[e]] == v)
+                            return true;
+                if (!(u->flags & (CG_PRODUCER | CG_COLL)) || ++seen > 256)
+                    continue;
+                for (uint32_t j = 0; j < u->nres && nn < 64; j++)
+                    if (g->v_root[u->res0 + j] == u->res0 + j)
+                        next[nn++] = u->res0 + j;
+            }
+        }
+        memcpy(frontier, next, sizeof *next * nn);
+        nf = nn;
+    }
+    return false;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static bool has_dims(const gs *s, uint64_t h)
+{
+    if (!h || !s->n_pdims)
+        return false;
+    return bsearch(&h, s->pdims, s->n_pdims, sizeof h, cmp_u64) != NULL;
+}
+
+/* The category of each counted input, in vread (as a number); which
+ * inputs feed a matmul in g->v_feeds (the op holding the block reads
+ * those). */
+static bool classify_inputs(cost_graph *g, gs *s)
+{
+    s->n_pdims = 0;
+    if (g->n_vals > g->cap_feeds) {
+        if (!REALLOC(g->v_feeds, g->n_vals))
+            return false;
+        g->cap_feeds = g->n_vals;
+    }
+    for (uint32_t v = 0; v < g->n_vals; v++) {
+        g->v_feeds[v] = 0;
+        if (g->v_def[v] != CG_NONE)
+            continue;
+        bool feeds = feeds_matmul(g, s, v);
+        g->v_feeds[v] = feeds;
+        if (!(g->v_in[v] & CG_IN_COUNTED))
+            continue;
+        uint8_t in = g->v_in[v];
+        int kind;
+        if (in & CG_IN_PARAMS)
+            kind = COST_MEM_PARAMS;
+        else if (in & CG_IN_OPT)
+            kind = COST_MEM_OPT_STATE;
+        else if (in & CG_IN_BATCH)
+            kind = COST_MEM_BATCH;
+        else if (feeds)
+            kind = COST_MEM_PARAMS;
+        else if (s->vflag[v] & VF_OUT) /* donated, but no weight */
+            kind = COST_MEM_OPT_STATE;
+        else
+            kind = COST_MEM_BATCH;
+        s->vread[v] = kind;
+        if (kind == COST_MEM_PARAMS && g->v_dims[v]) {
+            if (s->n_pdims == s->cap_pdims) {
+                uint32_t c = s->cap_pdims ? 2 * s->cap_pdims : 64;
+                if (!REALLOC(s->pdims, c))
+                    return false;
+                s->cap_pdims = c;
+            }
+            s->pdims[s->n_pdims++] = g->v_dims[v];
+        }
+    }
+    if (s->n_pdims)
+        qsort(s->pdims, s->n_pdims, sizeof *s->pdims, cmp_u64);
+    return true;
+}
+
+static void top_insert(cost_peak_info *pk, int64_t bytes, int kind, const ir_op *op, const char *name, uint32_t what)
+{
+    if (bytes <= 0)
+        return;
+    int i = pk->n_values < COST_MEM_TOP ? pk->n_values++ : COST_MEM_TOP - 1;
+    if (i == COST_MEM_TOP - 1 && pk->n_values == COST_MEM_TOP && pk->values[i].bytes >= bytes)
+        return;
+    while (i > 0 && pk->values[i - 1].bytes < bytes) {
+        pk->values[i] = pk->values[i - 1];
+        i--;
+    }
+    pk->values[i].bytes = bytes;
+    pk->values[i].kind = (uint8_t)kind;
+    pk->values[i].op = op;
+    pk->values[i].name = name;
+    pk->values[i].what = what;
+}
+
+/* What is live at step `at` of `order` (after simulate stopped there). */
+static bool breakdown(cost_graph *g, gs *s, const uint32_t *order, uint32_t at, cost_peak_info *pk)
+{
+    uint32_t n = order[at];
+    const cost_gnode *nd = &g->nodes[n];
+    memset(pk->kinds, 0, sizeof pk->kinds);
+    pk->n_values = 0;
+    pk->at = nd->op;
+    pk->in = NULL;
+    /* what the kernel at the peak reads is in flight (a loop's or a
+     * call's operands are held for it: activations, saved stacks) */
+    if (!(nd->flags & CG_REGION))
+        for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++)
+            s->vstamp[s->klist[i]] = UINT32_MAX;
+    for (uint32_t v = 0; v < g->n_vals; v++) {
+        int kind;
+        int64_t bytes;
+        if (g->v_def[v] == CG_NONE) {
+            if (!(g->v_in[v] & CG_IN_COUNTED))
+                continue;
+            kind = (int)s->vread[v];
+            bytes = b64(g->v_bytes[v]);
+            pk->kinds[kind] += bytes;
+            top_insert(pk, bytes, kind, NULL, g->v_name[v], g->v_what[v]);
+            continue;
+        }
+        if (s->alloc[v] <= 0)
+            continue;
+        bytes = b64(s->alloc[v]);
+        uint32_t d = g->v_def[v];
+        const cost_gnode *dn = &g->nodes[d];
+        if (s->vflag[v] & VF_PINNED)
+            kind = d == n ? COST_MEM_TEMPS : COST_MEM_OUTPUTS;
+        else if (dn->flags & CG_COLL)
+            kind = COST_MEM_COLL;
+        else if (d == n || s->vstamp[v] == UINT32_MAX)
+            kind = COST_MEM_TEMPS;
+        else
+            kind = COST_MEM_ACTIVATIONS;
+        if ((kind == COST_MEM_ACTIVATIONS || kind == COST_MEM_TEMPS) && has_dims(s, g->v_dims[v])) {
+            /* a parameter's shape not cast from a parameter: a gradient */
+            bool from_param = false;
+            for (uint32_t i = s->k0[d]; i < s->k0[d + 1] && !from_param; i++) {
+                uint32_t b = s->klist[i];
+                from_param = g->v_def[b] == CG_NONE && (g->v_in[b] & CG_IN_COUNTED) && (int)s->vread[b] == COST_MEM_PARAMS;
+            }
+            if (!from_param)
+                kind = COST_MEM_GRADS;
+        }
+        pk->kinds[kind] += bytes;
+        top_insert(pk, bytes, kind, dn->op, NULL, g->v_what[v]);
+    }
+    for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++)
+        s->vstamp[s->klist[i]] = 0;
+    if (nd->nested > 0) {
+        if (nd->peak >= 0) {
+            const cost_peak_info *in = &g->peaks[nd->peak];
+            int64_t sum = 0;
+            for (int k = 0; k < COST_MEM_COUNT; k++) {
+                pk->kinds[k] += in->kinds[k];
+                sum += in->kinds[k];
+            }
+            pk->kinds[COST_MEM_TEMPS] += nd->nested - sum;
+            pk->in = in->in ? in->in : in->at;
+            for (int i = 0; i < in->n_values; i++)
+                top_insert(pk, in->values[i].bytes, in->values[i].kind, in->values[i].op, in->values[i].name, in->values[i].what);
+        } else {
+            pk->kinds[COST_MEM_TEMPS] += nd->nested;
+        }
+    }
+    return true;
+}
+
+/* ================================================================= run */
+
+int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info *peak, int64_t *peak_bytes,
+                    ap_error *err)
+{
+    gs *s;
+    if (g->oom || !scratch_fit(g, &s))
+        return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
+    uint32_t nv = g->n_vals, nn = g->n_nodes;
+    build_users(g, s);
+    for (uint32_t n = 0; n < nn; n++) {
+        s->fused[n] = fuses(g, s, n);
+        s->sched[n] = !s->fused[n] && !(g->nodes[n].flags & CG_ALIAS);
+    }
+    /* kernels: their inputs, time items, collectives */
+    memset(s->vstamp, 0, sizeof *s->vstamp * nv);
+    memset(s->nstamp, 0, sizeof *s->nstamp * nn);
+    uint32_t nk = 0, n_sched = 0, ret = CG_NONE;
+    for (uint32_t n = 0; n < nn; n++) {
+        s->k0[n] = nk;
+        if (!s->sched[n])
+            continue;
+        n_sched++;
+        const cost_gnode *nd = &g->nodes[n];
+        double f, mm, bytes;
+        if (!form_kernel(g, s, n, &nk, &f, &mm, &bytes))
+            return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
+        if (nd->flags & CG_RETURN)
+            ret = n;
+        if (nd->flags & CG_COLL) {
+            if (nd->coll >= 0) {
+                cost_coll_item it = g->colls[nd->coll];
+                if (!it.op)
+                    it.op = nd->op;
+                it.payload *= mult;
+                it.steps *= mult;
+                it.bytes *= mult;
+                it.count = mult;
+                if (!cost__push_coll(p, &it))
+                    return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
+            }
+        } else if (!(nd->flags & (CG_REGION | CG_NOCOST))) {
+            p->matmul_flops += mm * mult;
+            if (!cost__push_item(p, nd->op, f * mult, bytes * mult, nd->prec))
+                return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
+        }
+    }
+    s->k0[nn] = nk;
+    if (!peak_bytes)
+        return 0;
+
+    /* memory: flags of the values */
+    int64_t base = 0;
+    for (uint32_t v = 0; v < nv; v++) {
+        uint8_t f = 0;
+        if (g->v_def[v] == CG_NONE) {
+            f |= VF_INPUT;
+            if (g->v_in[v] & CG_IN_COUNTED)
+                base += b64(g->v_bytes[v]);
+        }
+        s->vflag[v] = f;
+        s->pending[v] = CG_NONE;
+    }
+    if (ret != CG_NONE) {
+        const cost_gnode *rn = &g->nodes[ret];
+        for (uint32_t j = 0; j < rn->nopd; j++) {
+            uint32_t r = g->v_root[g->e_val[rn->opd0 + j]];
+            if (s->vflag[r] & VF_INPUT)
+                continue;
+            s->vflag[r] |= VF_PINNED;
+            uint32_t a = j < g->cap_out ? g->out_alias[j] : CG_NONE;
+            if (a != CG_NONE && a < nv && (s->vflag[a] & VF_INPUT) && s->pending[r] == CG_NONE) {
+                s->vflag[r] |= VF_OUT;
+                s->pending[r] = a;
+                s->vflag[a] |= VF_OUT; /* donated */
+            }
+        }
+    }
+    /* the program's order, then the list scheduler's */
+    uint32_t k = 0;
+    for (uint32_t n = 0; n < nn; n++)
+        if (s->sched[n])
+            s->order[k++] = n;
+    sim prog = simulate(g, s, s->order, n_sched, UINT32_MAX);
+    const uint32_t *best = s->order;
+    sim use = prog;
+    int order = COST_ORDER_PROGRAM;
+    if (n_sched > 2) {
+        /* XLA's default memory scheduler keeps the lowest of its list, DFS
+         * and post-order schedules; the program's order stands for the
+         * post-order (JAX and XLA print in post-order) */
+        int lrc = list_order(g, s, n_sched, ret);
+        int drc = lrc == 0 ? dfs_order(g, s, n_sched, ret) : 1;
+        if (lrc < 0 || drc < 0)
+            return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
+        sim lst = lrc == 0 ? simulate(g, s, s->lorder, n_sched, UINT32_MAX) : prog;
+        if (lrc == 0 && lst.peak < use.peak) {
+            use = lst;
+            best = s->lorder;
+            order = COST_ORDER_LIST;
+        }
+        sim dfs = drc == 0 ? simulate(g, s, s->dorder, n_sched, UINT32_MAX) : prog;
+        if (drc == 0 && dfs.peak < use.peak) {
+            use = dfs;
+            best = s->dorder;
+            order = COST_ORDER_DFS;
+        }
+    }
+    *peak_bytes = base + use.peak;
+    if (peak) {
+        memset(peak, 0, sizeof *peak);
+        peak->order = order;
+        peak->program_order_peak = base + prog.peak;
+        if (n_sched > 0) {
+            if (!classify_inputs(g, s))
+                return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
+            simulate(g, s, best, n_sched, use.step);
+            breakdown(g, s, best, use.step, peak);
+            peak->order = order;
+            peak->program_order_peak = base + prog.peak;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,438 @@
+/*
+ * test_memory.c - the peak memory and the fusion of the cost model
+ * (costmodel/graph.c) on programs whose answer is known: a donated Adam
+ * step counts each parameter once, a chain of elementwise ops on a 1 GiB
+ * tensor peaks at 2 GiB (argument and result), an in-place
+ * dynamic_update_slice into a buffer that dies adds nothing (and copies
+ * when the old value is read later), an optimization barrier keeps what it
+ * holds, the fusion rules on small programs (what becomes one kernel and
+ * what HBM traffic it has), the order the peak is counted in (XLA's list
+ * and DFS schedulers), never above the order written, on random programs,
+ * and the breakdown at the peak summing to the peak on random programs,
+ * the zoo's models and the corpus.
+ */
+#include "cost.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testlib.h"
+
+#define GiB 1073741824.0
+
+static ir_module *parse_ok(const char *text)
+{
+    char msg[1024];
+    ir_module *m = tl_parse(text, "test.mlir", msg, sizeof msg);
+    ck_assert_msg(m != NULL, "parse failed: %s\n%s", msg, text);
+    return m;
+}
+
+static cost_device h100(void)
+{
+    cost_device d;
+    ap_error err;
+    ck_assert_msg(cost_device_lookup("h100", &d, &err) == 0, "%s", err.msg);
+    return d;
+}
+
+static cost_report report_of(const char *text)
+{
+    ir_module *m = parse_ok(text);
+    cost_report r;
+    ap_error err;
+    cost_device d = h100();
+    cost_options o = {0, COST_TOP_MAX};
+    ck_assert_msg(cost_estimate(m, &d, &o, &r, &err) == 0, "estimate: %s", err.msg);
+    ir_module_free(m);
+    return r;
+}
+
+static int64_t kinds_sum(const cost_report *r)
+{
+    int64_t s = 0;
+    for (int k = 0; k < COST_MEM_COUNT; k++)
+        s += r->memory.kinds[k];
+    return s;
+}
+
+/* ------------------------------------------------------------ buffers */
+
+/* Adam on three 1 GiB parameters: params, moments m and v, gradients g
+ * (not donated).  Donated, every updated parameter and moment is written
+ * into its own argument's buffer: the peak is the arguments. */
+#define ADAM_FMT                                                                                              \
+    "func.func public @main(%%p: tensor<256x1024x1024xf32>%s loc(\"params['w']\"), "                         \
+    "%%m: tensor<256x1024x1024xf32>%s loc(\"opt_state.mu['w']\"), "                                           \
+    "%%v: tensor<256x1024x1024xf32>%s loc(\"opt_state.nu['w']\"), "                                           \
+    "%%g: tensor<256x1024x1024xf32> loc(\"grads['w']\")) -> (tensor<256x1024x1024xf32>, "                    \
+    "tensor<256x1024x1024xf32>, tensor<256x1024x1024xf32>) {\n"                                               \
+    "  %%b1 = stablehlo.constant dense<0.9> : tensor<256x1024x1024xf32>\n"                                   \
+    "  %%c1 = stablehlo.constant dense<0.1> : tensor<256x1024x1024xf32>\n"                                   \
+    "  %%b2 = stablehlo.constant dense<0.999> : tensor<256x1024x1024xf32>\n"                                 \
+    "  %%c2 = stablehlo.constant dense<0.001> : tensor<256x1024x1024xf32>\n"                                 \
+    "  %%lr = stablehlo.constant dense<0.001> : tensor<256x1024x1024xf32>\n"                                 \
+    "  %%eps = stablehlo.constant dense<1.0e-8> : tensor<256x1024x1024xf32>\n"                               \
+    "  %%t0 = stablehlo.multiply %%b1, %%m : tensor<256x1024x1024xf32>\n"                                    \
+    "  %%t1 = stablehlo.multiply %%c1, %%g : tensor<256x1024x1024xf32>\n"                                    \
+    "  %%m2 = stablehlo.add %%t0, %%t1 : tensor<256x1024x1024xf32>\n"                                        \
+    "  %%t2 = stablehlo.multiply %%g, %%g : tensor<256x1024x1024xf32>\n"                                     \
+    "  %%t3 = stablehlo.multiply %%c2, %%t2 : tensor<256x1024x1024xf32>\n"                                   \
+    "  %%t4 = stablehlo.multiply %%b2, %%v : tensor<256x1024x1024xf32>\n"                                    \
+    "  %%v2 = stablehlo.add %%t4, %%t3 : tensor<256x1024x1024xf32>\n"                                        \
+    "  %%t5 = stablehlo.sqrt %%v2 : tensor<256x1024x1024xf32>\n"                                             \
+    "  %%t6 = stablehlo.add %%t5, %%eps : tensor<256x1024x1024xf32>\n"                                       \
+    "  %%t7 = stablehlo.divide %%m2, %%t6 : tensor<256x1024x1024xf32>\n"                                     \
+    "  %%t8 = stablehlo.multiply %%lr, %%t7 : tensor<256x1024x1024xf32>\n"                                   \
+    "  %%p2 = stablehlo.subtract %%p, %%t8 : tensor<256x1024x1024xf32>\n"                                    \
+    "  return %%p2, %%m2, %%v2 : tensor<256x1024x1024xf32>, tensor<256x1024x1024xf32>, "                     \
+    "tensor<256x1024x1024xf32>\n}\n"
+
+START_TEST(test_adam_donated_counts_each_parameter_once)
+{
+    char text[8192];
+    snprintf(text, sizeof text, ADAM_FMT, " {tf.aliasing_output = 0 : i32}", " {tf.aliasing_output = 1 : i32}",
+             " {tf.aliasing_output = 2 : i32}");
+    cost_report r = report_of(text);
+    ck_assert_int_eq(r.argument_bytes, (int64_t)(4 * GiB));
+    ck_assert_msg(r.peak_memory_bytes == r.argument_bytes, "donated: peak %lld, arguments %lld",
+                  (long long)r.peak_memory_bytes, (long long)r.argument_bytes);
+    ck_assert_int_eq(r.memory.kinds[COST_MEM_PARAMS], (int64_t)GiB);
+    ck_assert_int_eq(r.memory.kinds[COST_MEM_OPT_STATE], (int64_t)(2 * GiB));
+    ck_assert_int_eq(kinds_sum(&r), r.peak_memory_bytes);
+    /* jax.buffer_donor: XLA pairs each with an output of its type */
+    snprintf(text, sizeof text, ADAM_FMT, " {jax.buffer_donor = true}", " {jax.buffer_donor = true}",
+             " {jax.buffer_donor = true}");
+    r = report_of(text);
+    ck_assert_int_eq(r.peak_memory_bytes, r.argument_bytes);
+    /* not donated: the three new buffers are outputs of their own */
+    snprintf(text, sizeof text, ADAM_FMT, "", "", "");
+    r = report_of(text);
+    ck_assert_int_eq(r.peak_memory_bytes, (int64_t)(7 * GiB));
+}
+END_TEST
+
+START_TEST(test_elementwise_chain_peaks_at_two)
+{
+    /* ten ops on 1 GiB: one fused kernel reading the argument and writing
+     * the result */
+    const char *ops[] = {"exponential", "negate", "tanh", "abs", "sqrt", "exponential", "negate", "log", "abs", "tanh"};
+    ap_buf b;
+    ap_buf_init(&b);
+    ap_buf_puts(&b, "func.func public @main(%x: tensor<256x1024x1024xf32>) -> tensor<256x1024x1024xf32> {\n");
+    for (int i = 0; i < 10; i++) {
+        char prev[16];
+        snprintf(prev, sizeof prev, i ? "%%v%d" : "%%x", i - 1);
+        ap_buf_printf(&b, "  %%v%d = stablehlo.%s %s : tensor<256x1024x1024xf32>\n", i, ops[i], prev);
+    }
+    ap_buf_puts(&b, "  return %v9 : tensor<256x1024x1024xf32>\n}\n");
+    cost_report r = report_of(b.data);
+    ck_assert_msg(r.peak_memory_bytes == (int64_t)(2 * GiB), "peak %lld", (long long)r.peak_memory_bytes);
+    ck_assert(r.bytes_per_device == 2 * GiB); /* one read, one write */
+    ck_assert_int_eq(r.n_top, 1);              /* one kernel */
+    ck_assert_int_eq(kinds_sum(&r), r.peak_memory_bytes);
+    ap_buf_free(&b);
+}
+END_TEST
+
+/* b = dot(x, w) is a buffer of its own (a dot is a kernel); the
+ * dynamic_update_slice writes into it in place when nothing reads b
+ * after, and into a copy when something does. */
+#define DUS_FMT                                                                                               \
+    "func.func public @main(%%x: tensor<4096x1024xf32>, %%w: tensor<1024x65536xf32>, %%u: tensor<1x65536xf32>, " \
+    "%%i: tensor<i32>) -> (tensor<4096x65536xf32>%s) {\n"                                                       \
+    "  %%b = stablehlo.dot_general %%x, %%w, contracting_dims = [1] x [0] : (tensor<4096x1024xf32>, "          \
+    "tensor<1024x65536xf32>) -> tensor<4096x65536xf32>\n"                                                       \
+    "  %%z = stablehlo.constant dense<0> : tensor<i32>\n"                                                       \
+    "  %%y = stablehlo.dynamic_update_slice %%b, %%u, %%i, %%z : (tensor<4096x65536xf32>, tensor<1x65536xf32>, " \
+    "tensor<i32>, tensor<i32>) -> tensor<4096x65536xf32>\n"                                                     \
+    "%s"                                                                                                        \
+    "  return %%y%s\n}\n"
+
+START_TEST(test_in_place_update)
+{
+    char text[4096];
+    double B = 4096.0 * 65536 * 4;
+    snprintf(text, sizeof text, DUS_FMT, "", "", " : tensor<4096x65536xf32>");
+    cost_report r = report_of(text);
+    ck_assert_msg((double)r.peak_memory_bytes == (double)r.argument_bytes + B, "in place: peak %lld, args %lld",
+                  (long long)r.peak_memory_bytes, (long long)r.argument_bytes);
+    /* the update reads and writes only the slice */
+    ck_assert(r.bytes_per_device < 4096.0 * 1024 * 4 + 1024.0 * 65536 * 4 + 2 * B);
+    /* b read after the update: y needs a buffer of its own */
+    snprintf(text, sizeof text, DUS_FMT, ", tensor<4096x65536xf32>",
+             "  %e = stablehlo.exponential %b : tensor<4096x65536xf32>\n",
+             ", %e : tensor<4096x65536xf32>, tensor<4096x65536xf32>");
+    r = report_of(text);
+    ck_assert_msg((double)r.peak_memory_bytes >= (double)r.argument_bytes + 2 * B, "copy: peak %lld",
+                  (long long)r.peak_memory_bytes);
+}
+END_TEST
+
+START_TEST(test_barrier_keeps_what_it_holds)
+{
+    /* without the barrier, exp(x) is fused into both users and never
+     * written; behind one (JAX's remat residuals) it is a buffer */
+#define BARRIER_FMT                                                                                          \
+    "func.func public @main(%%x: tensor<1024x1024xf32>) -> tensor<1024x1024xf32> {\n"                       \
+    "  %%e = stablehlo.negate %%x : tensor<1024x1024xf32>\n"                                                 \
+    "%s"                                                                                                     \
+    "  %%a = stablehlo.add %%h, %%x : tensor<1024x1024xf32>\n"                                               \
+    "  %%m = stablehlo.multiply %%a, %%h : tensor<1024x1024xf32>\n"                                          \
+    "  return %%m : tensor<1024x1024xf32>\n}\n"
+    char text[2048];
+    snprintf(text, sizeof text, BARRIER_FMT, "  %h = stablehlo.abs %e : tensor<1024x1024xf32>\n");
+    cost_report free_r = report_of(text);
+    snprintf(text, sizeof text, BARRIER_FMT, "  %h = stablehlo.optimization_barrier %e : tensor<1024x1024xf32>\n");
+#undef BARRIER_FMT
+    cost_report held = report_of(text);
+    ck_assert_int_eq(free_r.n_top, 1);
+    ck_assert_int_eq(held.n_top, 2);
+    /* e written and read back, x read by both kernels (e's buffer is then
+     * the result's: no more memory) */
+    ck_assert_msg(held.bytes_per_device == free_r.bytes_per_device + 3 * 4194304.0, "%g vs %g", held.bytes_per_device,
+                  free_r.bytes_per_device);
+}
+END_TEST
+
+/* ------------------------------------------------------------- fusion */
+
+typedef struct fcase {
+    const char *what, *body;
+    int kernels;        /* kernels (items) it becomes */
+    double bytes;       /* HBM bytes in all */
+} fcase;
+
+START_TEST(test_fusion_rules)
+{
+    /* x, y: tensor<64x64xf32> (16 KiB), s: tensor<64xf32> (256 B) */
+    static const fcase cases[] = {
+        {"a broadcast is computed inside its user",
+         "  %b = stablehlo.broadcast_in_dim %s, dims = [1] : (tensor<64xf32>) -> tensor<64x64xf32>\n"
+         "  %r = stablehlo.add %x, %b : tensor<64x64xf32>\n",
+         1, 16384 + 256 + 16384},
+        {"a cheap producer is duplicated into both users",
+         "  %n = stablehlo.negate %x : tensor<64x64xf32>\n"
+         "  %a = stablehlo.add %n, %y : tensor<64x64xf32>\n"
+         "  %m = stablehlo.multiply %n, %y : tensor<64x64xf32>\n"
+         "  %r = stablehlo.custom_call @f(%a, %m) : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>\n",
+         3, 2 * (2 * 16384 + 16384) + 3 * 16384},
+        {"an expensive producer with two users is written once",
+         "  %n = stablehlo.exponential %x : tensor<64x64xf32>\n"
+         "  %a = stablehlo.add %n, %y : tensor<64x64xf32>\n"
+         "  %m = stablehlo.multiply %n, %y : tensor<64x64xf32>\n"
+         "  %r = stablehlo.custom_call @f(%a, %m) : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>\n",
+         4, 2 * 16384 + 2 * (3 * 16384) + 3 * 16384},
+        {"a reduce takes its elementwise producer",
+         "  %e = stablehlo.exponential %x : tensor<64x64xf32>\n"
+         "  %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
+         "  %q = stablehlo.reduce(%e init: %z) applies stablehlo.add across dimensions = [1] : "
+         "(tensor<64x64xf32>, tensor<f32>) -> tensor<64xf32>\n"
+         "  %r = stablehlo.broadcast_in_dim %q, dims = [0] : (tensor<64xf32>) -> tensor<64x64xf32>\n",
+         2, 16384 + 256 + 256 + 16384},
+        {"a dot reads its operands from memory, a transpose folded into it",
+         "  %n = stablehlo.negate %x : tensor<64x64xf32>\n"
+         "  %t = stablehlo.transpose %y, dims = [1, 0] : (tensor<64x64xf32>) -> tensor<64x64xf32>\n"
+         "  %r = stablehlo.dot_general %n, %t, contracting_dims = [1] x [0] : (tensor<64x64xf32>, "
+         "tensor<64x64xf32>) -> tensor<64x64xf32>\n",
+         2, 2 * 16384 + 3 * 16384},
+        {"a dead producer is removed",
+         "  %d = stablehlo.exponential %y : tensor<64x64xf32>\n"
+         "  %r = stablehlo.negate %x : tensor<64x64xf32>\n",
+         1, 2 * 16384},
+    };
+    for (size_t i = 0; i < AP_ARRAY_LEN(cases); i++) {
+        char text[4096];
+        snprintf(text, sizeof text,
+                 "func.func public @main(%%x: tensor<64x64xf32>, %%y: tensor<64x64xf32>, %%s: tensor<64xf32>) -> "
+                 "tensor<64x64xf32> {\n%s  return %%r : tensor<64x64xf32>\n}\n",
+                 cases[i].body);
+        cost_report r = report_of(text);
+        ck_assert_msg(r.n_top == cases[i].kernels, "%s: %d kernels", cases[i].what, r.n_top);
+        ck_assert_msg(r.bytes_per_device == cases[i].bytes, "%s: %.0f bytes, want %.0f", cases[i].what,
+                      r.bytes_per_device, cases[i].bytes);
+    }
+}
+END_TEST
+
+/* -------------------------------------------------------------- order */
+
+/* The loss of a step computed last, though it only needs the logits: in
+ * the order written the logits live across the rest; XLA's schedulers
+ * run the loss first. */
+START_TEST(test_order_lowers_a_bad_written_order)
+{
+    const char *text =
+        "func.func public @main(%x: tensor<1024x1024xf32>, %w: tensor<1024x8192xf32>) -> (tensor<f32>, "
+        "tensor<1024x1024xf32>) {\n"
+        "  %l = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<1024x1024xf32>, "
+        "tensor<1024x8192xf32>) -> tensor<1024x8192xf32>\n"
+        "  %e = stablehlo.exponential %l : tensor<1024x8192xf32>\n"
+        "  %h1 = stablehlo.custom_call @big(%x) : (tensor<1024x1024xf32>) -> tensor<1024x8192xf32>\n"
+        "  %h2 = stablehlo.custom_call @big(%h1) : (tensor<1024x8192xf32>) -> tensor<1024x1024xf32>\n"
+        "  %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
+        "  %s = stablehlo.reduce(%e init: %z) applies stablehlo.add across dimensions = [0, 1] : "
+        "(tensor<1024x8192xf32>, tensor<f32>) -> tensor<f32>\n"
+        "  return %s, %h2 : tensor<f32>, tensor<1024x1024xf32>\n}\n";
+    cost_report r = report_of(text);
+    ck_assert(r.memory.order != COST_ORDER_PROGRAM);
+    ck_assert_msg(r.peak_memory_bytes < r.memory.program_order_peak, "%lld vs %lld", (long long)r.peak_memory_bytes,
+                  (long long)r.memory.program_order_peak);
+    ck_assert_int_eq(kinds_sum(&r), r.peak_memory_bytes);
+}
+END_TEST
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* A random program over NxN matrices and N vectors: elementwise ops,
+ * broadcasts, reduces, transposes, dots, custom calls, barriers and
+ * dynamic_update_slices, reading earlier values at random; some results
+ * returned, some arguments donated. */
+static char *random_program(uint64_t seed, int n_ops)
+{
+    uint64_t rng = seed;
+    int N = 8 << (rng_next(&rng) % 4);
+    ap_buf b;
+    ap_buf_init(&b);
+    char M[32], V[32];
+    snprintf(M, sizeof M, "tensor<%dx%dxf32>", N, N);
+    snprintf(V, sizeof V, "tensor<%dxf32>", N);
+    int nm = 3, nv = 1; /* values: m0..m2 (args), v0 (arg) */
+    ap_buf_printf(&b, "func.func public @main(%%m0: %s {tf.aliasing_output = 0 : i32}, %%m1: %s, %%m2: %s, %%v0: %s) -> (%s, %s) {\n", M, M, M,
+                  V, M, M);
+    ap_buf_printf(&b, "  %%z = stablehlo.constant dense<0.0> : tensor<f32>\n  %%i = stablehlo.constant dense<1> : tensor<i32>\n"
+                      "  %%i0 = stablehlo.constant dense<0> : tensor<i32>\n");
+    for (int k = 0; k < n_ops; k++) {
+        int a = (int)(rng_next(&rng) % (uint64_t)nm), c = (int)(rng_next(&rng) % (uint64_t)nm);
+        int v = (int)(rng_next(&rng) % (uint64_t)nv);
+        switch (rng_next(&rng) % 10) {
+        case 0:
+            ap_buf_printf(&b, "  %%m%d = stablehlo.add %%m%d, %%m%d : %s\n", nm++, a, c, M);
+            break;
+        case 1:
+            ap_buf_printf(&b, "  %%m%d = stablehlo.exponential %%m%d : %s\n", nm++, a, M);
+            break;
+        case 2:
+            ap_buf_printf(&b, "  %%m%d = stablehlo.broadcast_in_dim %%v%d, dims = [0] : (%s) -> %s\n", nm++, v, V, M);
+            break;
+        case 3:
+            ap_buf_printf(&b,
+                          "  %%v%d = stablehlo.reduce(%%m%d init: %%z) applies stablehlo.add across dimensions = [1] : "
+                          "(%s, tensor<f32>) -> %s\n",
+                          nv++, a, M, V);
+            break;
+        case 4:
+            ap_buf_printf(&b, "  %%m%d = stablehlo.transpose %%m%d, dims = [1, 0] : (%s) -> %s\n", nm++, a, M, M);
+            break;
+        case 5:
+            ap_buf_printf(&b, "  %%m%d = stablehlo.dot_general %%m%d, %%m%d, contracting_dims = [1] x [0] : (%s, %s) -> %s\n",
+                          nm++, a, c, M, M, M);
+            break;
+        case 6:
+            ap_buf_printf(&b, "  %%m%d = stablehlo.custom_call @f(%%m%d) : (%s) -> %s\n", nm++, a, M, M);
+            break;
+        case 7:
+            ap_buf_printf(&b, "  %%m%d = stablehlo.optimization_barrier %%m%d : %s\n", nm++, a, M);
+            break;
+        case 8:
+            ap_buf_printf(&b, "  %%u%d = stablehlo.broadcast_in_dim %%v%d, dims = [1] : (%s) -> tensor<1x%dxf32>\n", k, v, V,
+                          N);
+            ap_buf_printf(&b,
+                          "  %%m%d = stablehlo.dynamic_update_slice %%m%d, %%u%d, %%i, %%i0 : (%s, tensor<1x%dxf32>, "
+                          "tensor<i32>, tensor<i32>) -> %s\n",
+                          nm++, a, k, M, N, M);
+            break;
+        default:
+            ap_buf_printf(&b, "  %%m%d = stablehlo.multiply %%m%d, %%m%d : %s\n", nm++, a, c, M);
+            break;
+        }
+    }
+    ap_buf_printf(&b, "  return %%m%d, %%m%d : %s, %s\n}\n", nm - 1, (int)(rng_next(&rng) % (uint64_t)nm), M, M);
+    return ap_buf_take(&b, NULL);
+}
+
+START_TEST(test_order_never_raises_and_breakdown_sums)
+{
+    for (uint64_t seed = 1; seed <= 300; seed++) {
+        char *text = random_program(seed, 4 + (int)(seed % 40));
+        cost_report r = report_of(text);
+        ck_assert_msg(r.peak_memory_bytes <= r.memory.program_order_peak, "seed %llu: %lld above the written %lld\n%s",
+                      (unsigned long long)seed, (long long)r.peak_memory_bytes, (long long)r.memory.program_order_peak,
+                      text);
+        ck_assert_msg(kinds_sum(&r) == r.peak_memory_bytes, "seed %llu: breakdown %lld, peak %lld\n%s",
+                      (unsigned long long)seed, (long long)kinds_sum(&r), (long long)r.peak_memory_bytes, text);
+        ck_assert(r.peak_memory_bytes >= r.argument_bytes);
+        ck_assert(r.memory.at_op[0]);
+        ap_free(text);
+    }
+}
+END_TEST
+
+START_TEST(test_breakdown_sums_on_models_and_corpus)
+{
+    static const struct {
+        const char *model, *config, *extra;
+    } models[] = {{"transformer", "small", ""}, {"transformer", "small", "scan=1"}, {"unet", "tiny", ""},
+                  {"gns", "tiny", ""}};
+    for (size_t i = 0; i < AP_ARRAY_LEN(models); i++) {
+        ir_module *m = tl_generate(models[i].model, models[i].config, models[i].extra);
+        cost_device d = h100();
+        cost_report r;
+        ap_error err;
+        ck_assert_msg(cost_estimate(m, &d, NULL, &r, &err) == 0, "%s", err.msg);
+        ck_assert_msg(kinds_sum(&r) == r.peak_memory_bytes, "%s %s: breakdown %lld, peak %lld", models[i].model,
+                      models[i].extra, (long long)kinds_sum(&r), (long long)r.peak_memory_bytes);
+        /* the zoo names its arguments: parameters and moments apart */
+        ck_assert(r.memory.kinds[COST_MEM_PARAMS] > 0);
+        ck_assert_msg(fabs((double)r.memory.kinds[COST_MEM_OPT_STATE] - 2.0 * (double)r.memory.kinds[COST_MEM_PARAMS]) <=
+                          64 + 1e-3 * (double)r.memory.kinds[COST_MEM_PARAMS],
+                      "%s: parameters %lld, optimizer state %lld", models[i].model,
+                      (long long)r.memory.kinds[COST_MEM_PARAMS], (long long)r.memory.kinds[COST_MEM_OPT_STATE]);
+        ir_module_free(m);
+    }
+    static const char *const files[] = {"xla_maxtext_train_step_1gpu_preopt.hlo",
+                                        "xla_maxtext_llama3_8b_cp_train_step_4dev_spmd.hlo",
+                                        "xla_dlrm_keras_jax_train_step.hlo"};
+    for (size_t i = 0; i < AP_ARRAY_LEN(files); i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/corpus/hlo/%s", AP_SHARED_DIR, files[i]);
+        char *text = tl_read(path, NULL);
+        ir_module *m = parse_ok(text);
+        cost_device d = h100();
+        cost_report r;
+        ap_error err;
+        ck_assert_msg(cost_estimate(m, &d, NULL, &r, &err) == 0, "%s: %s", files[i], err.msg);
+        ck_assert_msg(kinds_sum(&r) == r.peak_memory_bytes, "%s: breakdown %lld, peak %lld", files[i],
+                      (long long)kinds_sum(&r), (long long)r.peak_memory_bytes);
+        ck_assert(r.peak_memory_bytes <= r.memory.program_order_peak);
+        ir_module_free(m);
+        ap_free(text);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("memory");
+    TCase *tc = tcase_create("memory");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_adam_donated_counts_each_parameter_once);
+    tcase_add_test(tc, test_elementwise_chain_peaks_at_two);
+    tcase_add_test(tc, test_in_place_update);
+    tcase_add_test(tc, test_barrier_keeps_what_it_holds);
+    tcase_add_test(tc, test_fusion_rules);
+    tcase_add_test(tc, test_order_lowers_a_bad_written_order);
+    tcase_add_test(tc, test_order_never_raises_and_breakdown_sums);
+    tcase_add_test(tc, test_breakdown_sums_on_models_and_corpus);
+    suite_add_tcase(s, tc);
+    return tl_run(s);
+}
