@@ -6,7 +6,7 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 PREFIX     ?= /usr/local
 
-.PHONY: all setup build run test test-asan bench fuzz install clean
+.PHONY: all setup build run test test-asan bench fuzz stress install clean
 
 all: build
 
@@ -31,6 +31,11 @@ test-asan: setup
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS)
+
+# autopartd under a kill -9 loop, mutated requests and a 32-client soak for
+# STRESS_MINUTES minutes in all; prints what it counted (not part of CI).
+stress: build
+	scripts/stress --build $(BUILD) --minutes $${STRESS_MINUTES:-3}
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

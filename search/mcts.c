@@ -190,6 +190,8 @@ struct engine {
     const char *stopped_by;
     double wall_s;       /* of the search, without the result's lowering */
     /* progress */
+    search_log log;      /* the checkpoint: outcomes so far (ckpt.c) */
+    bool final;          /* the last progress call */
     double t0, last_progress;
     char *best_text;
     uint32_t best_text_node;
@@ -922,8 +924,38 @@ static bool progress_due(const engine *e)
 /* Runs the tasks: the coordinating thread works as worker 0 beside the
  * others (with one thread, no hand-offs at all), then waits for theirs;
  * calls progress between tasks and while waiting. */
+/* Takes the batch's outcomes from the checkpoint being replayed when it
+ * recorded this very batch (every task's parent and decision); else the
+ * rest of it does not belong to this run and is dropped. */
+static bool replay_batch(engine *e)
+{
+    search_outcome o;
+    if (!search__log_peek(&e->log, e->n_tasks - 1, &o)) {
+        search__log_cut(&e->log);
+        return false;
+    }
+    for (uint32_t k = 0; k < e->n_tasks; k++)
+        if (!search__log_peek(&e->log, k, &o) || o.parent != e->tasks[k].parent ||
+            o.decision != e->tasks[k].decision) {
+            search__log_cut(&e->log);
+            return false;
+        }
+    for (uint32_t k = 0; k < e->n_tasks; k++) {
+        task *t = &e->tasks[k];
+        search__log_peek(&e->log, k, &o);
+        t->status = o.status;
+        t->hash = o.hash;
+        t->runtime_s = o.runtime_s;
+        t->peak = o.peak;
+    }
+    search__log_take(&e->log, e->n_tasks);
+    return true;
+}
+
 static int run_batch(engine *e, int *stop)
 {
+    if (e->log.pos < e->log.end && e->n_tasks && replay_batch(e))
+        return 0;
     double t0 = now_s();
     pthread_mutex_lock(&e->mu);
     e->next_task = 0;
@@ -969,6 +1001,12 @@ static int run_batch(engine *e, int *stop)
         for (int i = 0; i < e->n_workers; i++)
             most = e->load[i] > most ? e->load[i] : most;
         e->imbalance_s += most * e->n_workers - total;
+    }
+    for (uint32_t k = 0; k < e->n_tasks; k++) {
+        const task *t = &e->tasks[k];
+        search_outcome o = {t->parent, t->decision, t->status, t->hash, t->runtime_s, t->peak};
+        if (t->status >= 0 && search__log_add(&e->log, &o) < 0)
+            return AP_ENOMEM;
     }
     return 0;
 }
@@ -1026,6 +1064,10 @@ static int search__progress(engine *e)
     p.best_fits = fits(e, p.best_peak_bytes);
     p.start_runtime_s = e->nodes[0].runtime_s;
     p.best_schedule = e->best_text ? e->best_text : "";
+    search__log_stamp(&e->log, p.elapsed_s, e->episodes);
+    p.checkpoint = e->log.data;
+    p.checkpoint_len = e->log.len;
+    p.final = e->final;
     return e->o.progress(e->o.progress_ctx, &p);
 }
 
@@ -1070,6 +1112,7 @@ static void engine_free(engine *e)
     ap_free(e->chain);
     ap_free(e->paths);
     ap_free(e->best_text);
+    search__log_free(&e->log);
     ir_partition_free(e->base);
     search__units_free(&e->units);
 }
@@ -1201,7 +1244,9 @@ static int root_pass(engine *e, int *stop, const char **why, ap_error *err)
             if (rc < 0)
                 return ap_error_set(err, rc, "out of memory");
         }
-        run_batch(e, stop);
+        int brc = run_batch(e, stop);
+        if (brc < 0)
+            return ap_error_set(err, brc, "out of memory");
         for (uint32_t k = 0; k < e->n_tasks; k++) {
             task *t = &e->tasks[k];
             search_decision *sd = &e->dec[t->decision];
@@ -1278,7 +1323,8 @@ static int search_loop(engine *e, int *stop, const char **why, ap_error *err)
             e->exhausted = true;
             break;
         }
-        run_batch(e, stop);
+        if (run_batch(e, stop) < 0)
+            return ap_error_set(err, AP_ENOMEM, "out of memory in the search");
         for (uint32_t k = 0; k < e->n_tasks; k++) {
             int rc = backup(e, &e->tasks[k]);
             if (rc < 0) {
@@ -1385,6 +1431,12 @@ static int engine_open(engine *e, const ir_partition *start, const search_option
     e->nodes[root].visits = 1;
     e->best = root;
     e->best_reward = e->nodes[root].reward;
+    /* resumed: the clock goes on from where the checkpoint stopped */
+    double elapsed;
+    if (search__log_open(&e->log, e->o.resume, e->o.resume_len, e->o.seed, (uint32_t)e->o.batch, e->units.n,
+                         e->nodes[root].hash, &elapsed) < 0)
+        return ap_error_set(err, AP_ENOMEM, "out of memory in the search");
+    e->t0 -= elapsed;
     return 0;
 }
 
@@ -1396,6 +1448,7 @@ static int engine_search(engine *e, ap_error *err)
     if ((rc = root_pass(e, &stop, &why, err)) < 0 || (rc = search_loop(e, &stop, &why, err)) < 0)
         return rc;
     e->stopped_by = stop ? "callback" : why;
+    e->final = true;
     if (e->o.progress)
         search__progress(e);
     return 0;
@@ -1456,6 +1509,7 @@ static void engine_stats(engine *e, search_result *out)
 {
     out->wall_s = e->wall_s;
     out->episodes = e->episodes;
+    out->replayed = e->log.replayed;
     out->best_episode = e->best_episode;
     out->best_wall_s = e->best_time;
     out->episodes_per_s = out->wall_s > 0 ? (double)e->episodes / out->wall_s : 0;

@@ -54,6 +54,11 @@ typedef struct search_progress {
     bool best_fits;            /* within the memory limit */
     double start_runtime_s;
     const char *best_schedule; /* the search's actions so far, as schedule text */
+    /* the search's checkpoint (search_options.resume takes it back): valid
+     * during the call only */
+    const void *checkpoint;
+    size_t checkpoint_len;
+    bool final;                /* the last call, as the search ends */
 } search_progress;
 
 /* Returns nonzero to stop the search (it then ends as if out of budget). */
@@ -83,6 +88,12 @@ typedef struct search_options {
     const char *hints;          /* NULL, or lines: `group GLOB...`, `split GLOB...`, `fix GLOB...` */
     search_progress_fn progress;
     void *progress_ctx;
+    /* A checkpoint of an interrupted run of this search (the same start,
+     * options and seed): the search replays it and goes on, ending with
+     * the answer an uninterrupted run gives.  A checkpoint of another
+     * search is ignored.  NULL: start afresh. */
+    const void *resume;
+    size_t resume_len;
     double progress_interval_s; /* 0 = 0.25 */
 } search_options;
 
@@ -107,6 +118,7 @@ typedef struct search_result {
     bool none_fits;            /* nothing found fits: best is the lowest-memory state */
     double memory_limit;       /* bytes, < 0 none */
     int64_t episodes, best_episode;
+    int64_t replayed;          /* of the episodes, those taken from search_options.resume */
     double wall_s, episodes_per_s;
     double best_wall_s;        /* seconds into the search when the best was found */
     size_t tree_nodes;
@@ -136,6 +148,12 @@ typedef struct search_result {
     json_t *explanation;       /* owned: see search_explain below */
     char *explanation_text;    /* the same, readable */
 } search_result;
+
+/* Reads `hints` as search_run would over the context's function and the
+ * allowed axes, so that a service can refuse bad hints before it accepts
+ * a search.  Fails as search_run does on them (AP_ESYNTAX, "hints:LINE:COL:
+ * error: ...", or AP_EINVALID). */
+int search_check_hints(const ir_pctx *c, uint32_t axes, const char *hints, ap_error *err);
 
 /* Runs a search from `start` (not modified).  On success *out holds the
  * result (search_result_free).  Fails with AP_EINVALID on bad options,

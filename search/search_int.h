@@ -104,4 +104,41 @@ typedef struct search_tree_view {
 /* Fills r->explanation and r->explanation_text. */
 int search__explain(const search_tree_view *t, search_result *r, ap_error *err);
 
+/* ------------------------------------------------------- checkpoint */
+
+/* The outcome of one evaluation (ckpt.c). */
+typedef struct search_outcome {
+    uint32_t parent, decision;
+    int status; /* 0 evaluated, 1 refused, 2 unchanged */
+    uint64_t hash;
+    double runtime_s;
+    int64_t peak;
+} search_outcome;
+
+/* The outcomes so far, behind a header naming the search (ckpt.c).
+ * data[0, len) is the checkpoint; records from pos to end are still to
+ * replay. */
+typedef struct search_log {
+    uint8_t *data;
+    size_t len, cap, pos, end;
+    int64_t replayed; /* episodes taken from it */
+} search_log;
+
+/* A log that replays `resume` when it is a checkpoint of this search (the
+ * same seed, batch, units and start state), else an empty one; *elapsed:
+ * the seconds the checkpointed run had searched. */
+int search__log_open(search_log *l, const void *resume, size_t resume_len, uint64_t seed, uint32_t batch,
+                     uint32_t units, uint64_t root, double *elapsed);
+void search__log_free(search_log *l);
+/* The k-th record still to replay; false when there is none. */
+bool search__log_peek(const search_log *l, uint32_t k, search_outcome *o);
+/* n records replayed. */
+void search__log_take(search_log *l, uint32_t n);
+/* The rest does not match this run: drop it. */
+void search__log_cut(search_log *l);
+/* Appends an outcome (nothing while replaying). */
+int search__log_add(search_log *l, const search_outcome *o);
+/* Writes the seconds searched and the episodes into the header. */
+void search__log_stamp(search_log *l, double elapsed, int64_t episodes);
+
 #endif /* SEARCH_INT_H */

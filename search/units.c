@@ -525,3 +525,12 @@ void search__action_text(const search_units *u, const ir_mesh *mesh, search_acti
     if (followers)
         ap_buf_printf(b, " (with %u optimizer moment%s)", followers, followers > 1 ? "s" : "");
 }
+
+int search_check_hints(const ir_pctx *c, uint32_t axes, const char *hints, ap_error *err)
+{
+    search_units u;
+    int rc = search__units(c, axes, hints, &u, err);
+    if (rc == 0)
+        search__units_free(&u);
+    return rc;
+}

@@ -68,6 +68,11 @@ void srv_on_call(void *ud, rpc_call *c, int method, const uint8_t *req, size_t l
 {
     srv *s = ud;
     atomic_fetch_add(&s->stats.requests, 1);
+    char why[300];
+    if (!srv_check_wire(request_type[method], req, len, why, sizeof why)) {
+        srv_fail(s, c, RPC_INVALID_ARGUMENT, "%s", why);
+        return;
+    }
     ProtobufCMessage *msg = protobuf_c_message_unpack(request_type[method], NULL, len, req);
     if (!msg) {
         srv_fail(s, c, RPC_INVALID_ARGUMENT, "the request (%zu bytes) is not a valid %s message", len,

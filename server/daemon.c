@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -110,6 +111,7 @@ static void hand_to_worker(srv *s, srv_pool *p, srv_job *job)
         job->started_us = srv_now_us();
         if (store_start(s->db, job->row_id, job->started_us, &err) < 0)
             srv_log(s, "search %" PRId64 ": %s", job->row_id, err.msg);
+        srv_job_load_checkpoint(s, job);
     }
     job->qnext = NULL;
     uv_mutex_lock(&p->mu);
@@ -283,6 +285,7 @@ static void on_signal(uv_signal_t *h, int signum)
 static void on_wake(uv_async_t *a)
 {
     srv *s = a->data;
+    bool trim = false;
     uv_mutex_lock(&s->inbox_mu);
     srv_event *ev = s->inbox;
     s->inbox = s->inbox_tail = NULL;
@@ -299,7 +302,10 @@ static void on_wake(uv_async_t *a)
         case EV_TASK_DONE: {
             srv_pool *p = &s->pools[ev->job->pool];
             p->busy--;
+            bool big = ev->job->req_bytes >= SRV_TRIM_BYTES;
             srv_job_task_done(s, ev->job);
+            if (big) /* a big module's pages go back to the system, not to the heap's free lists */
+                trim = true;
             srv_job *j;
             while (p->busy < p->n && (j = srv_fq_pop(&p->queue))) {
                 s->queued_bytes -= j->req_bytes;
@@ -320,6 +326,8 @@ static void on_wake(uv_async_t *a)
         event_free(ev);
         ev = next;
     }
+    if (trim)
+        malloc_trim(0);
     maybe_done(s);
 }
 
@@ -372,6 +380,16 @@ static char *read_text(const char *what, const char *path, ap_error *err)
         return NULL;
     }
     return text;
+}
+
+/* host:port with the port bound (a unix: address as it is). */
+static void bound_address(const char *addr, int port, char *out, size_t size)
+{
+    const char *colon = strrchr(addr, ':');
+    if (!strncmp(addr, "unix", 4) || !colon)
+        snprintf(out, size, "%s", addr);
+    else
+        snprintf(out, size, "%.*s:%d", (int)(colon - addr), addr, port);
 }
 
 /* host:pid:nonce, the daemon's name in the store's rows. */
@@ -499,10 +517,15 @@ int srv_run(const srv_options *opt)
         goto fail_loop;
     if (!is_loopback(opt->listen) && s->token && !opt->tls_cert)
         srv_log(s, "warning: the bearer token crosses the network in clear text (no TLS)");
-    /* The line scripts and tests read to learn the port. */
-    printf("autopartd: listening on %s port %d, store %s\n", opt->listen, s->port, opt->db_path);
-    if (s->http)
-        printf("autopartd: dashboard (%s) on %s port %d\n", cert ? "https" : "http", opt->http, s->http_port);
+    /* The line scripts and tests read to learn the port: the address as
+     * bound (port 0 asks for any free port). */
+    char bound[300], http_bound[300];
+    bound_address(opt->listen, s->port, bound, sizeof bound);
+    printf("autopartd: listening on %s, port %d, store %s\n", bound, s->port, opt->db_path);
+    if (s->http) {
+        bound_address(opt->http, s->http_port, http_bound, sizeof http_bound);
+        printf("autopartd: dashboard (%s) on %s, port %d\n", cert ? "https" : "http", http_bound, s->http_port);
+    }
     fflush(stdout);
     srv_log(s, "%s serving as %s (%d search workers, %d threads each, %d intake workers)", SRV_VERSION, s->owner,
             opt->max_concurrent, opt->threads_per_search, opt->apply_threads);

@@ -29,6 +29,8 @@
 #define HTTP_MAX_STORES 16
 #define HTTP_MAX_PAGE 500
 #define HTTP_MAX_POINTS 5000
+#define HTTP_IDLE_S 10      /* a connection idle this long is closed */
+#define HTTP_PER_ADDRESS 32 /* connections one client address may hold */
 
 /* A file of the page, read once at start. */
 typedef struct web_file {
@@ -109,7 +111,8 @@ static void reply_json(reply *r, unsigned status, json_t *j)
 {
     r->status = status;
     r->type = "application/json";
-    r->body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    /* 15 digits: 0.554977, not 0.55497700000000005 */
+    r->body = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
     r->len = r->body ? strlen(r->body) : 0;
     json_decref(j);
     if (!r->body && status < 500) { /* out of memory while dumping */
@@ -126,7 +129,15 @@ static void reply_error(reply *r, unsigned status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    reply_json(r, status, json_pack("{s:s}", "error", msg));
+    /* What a client sent may be quoted back: bytes that are not UTF-8
+     * (JSON could not hold them) become '?'. */
+    json_t *text = json_string(msg);
+    for (size_t i = 0; !text && msg[i]; i++)
+        if ((unsigned char)msg[i] >= 0x80)
+            msg[i] = '?';
+    if (!text)
+        text = json_string(msg);
+    reply_json(r, status, text ? json_pack("{s:o}", "error", text) : NULL);
 }
 
 static void reply_store_error(reply *r, const ap_error *err)
@@ -286,27 +297,48 @@ static int load_result(store *s, int64_t id, Autopart__V1__PartitionResult **out
 typedef struct args {
     struct MHD_Connection *c;
     const char *const *known;
-    char bad[128];
+    char bad[200];
 } args;
 
-static enum MHD_Result check_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+/* Whether s[0..n) is UTF-8 without NUL (JSON holds it; C strings keep it
+ * whole). */
+static bool text_ok(const char *s, size_t n)
+{
+    if (strlen(s) != n)
+        return false;
+    json_t *j = json_stringn(s, n);
+    json_decref(j);
+    return j != NULL;
+}
+
+static enum MHD_Result check_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                 const char *value, size_t value_size)
 {
     args *a = cls;
+    if (!text_ok(key, key_size)) {
+        snprintf(a->bad, sizeof a->bad, "a parameter's name holds a NUL or is not UTF-8");
+        return MHD_NO;
+    }
+    if (value && !text_ok(value, value_size)) {
+        snprintf(a->bad, sizeof a->bad, "%.40s: the value holds a NUL or is not UTF-8", key);
+        return MHD_NO;
+    }
     for (const char *const *k = a->known; *k; k++)
         if (!strcmp(*k, key))
             return MHD_YES;
-    snprintf(a->bad, sizeof a->bad, "%s", key);
+    snprintf(a->bad, sizeof a->bad, "unknown parameter '%.60s'", key);
     return MHD_NO;
 }
 
 /* Whether every query argument is one of `known` (a typo is an error, not
- * an ignored filter); else a 400. */
+ * an ignored filter), named and valued in UTF-8 without NUL (a %00 would
+ * cut a filter short, or drop it); else a 400. */
 static bool only_args(struct MHD_Connection *c, const char *const *known, reply *r)
 {
     args a = {.c = c, .known = known};
-    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, check_arg, &a);
+    MHD_get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, check_arg, &a);
     if (a.bad[0]) {
-        reply_error(r, 400, "unknown parameter '%s'", a.bad);
+        reply_error(r, 400, "%s", a.bad);
         return false;
     }
     return true;
@@ -567,6 +599,10 @@ static bool authorized(srv_http *h, struct MHD_Connection *c)
 
 static void route(srv_http *h, struct MHD_Connection *c, const char *url, reply *r)
 {
+    if (!text_ok(url, strlen(url))) {
+        reply_error(r, 400, "the path is not UTF-8");
+        return;
+    }
     if (strncmp(url, "/api/", 5) != 0) {
         for (int i = 0; i < h->n_files; i++)
             if (!strcmp(url, h->files[i].url)) {
@@ -780,8 +816,12 @@ int srv_http_start(const srv_http_config *cfg, srv_http **out, int *port, ap_err
         {MHD_OPTION_END, 0, NULL},
     };
     h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                            MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+                            MHD_OPTION_THREAD_POOL_SIZE, threads,
+                            /* against slow clients: a connection that sends nothing for 10 s
+                             * is closed, and one address holds at most 32 of the 256 */
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_S,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_PER_ADDRESS,
                             MHD_OPTION_ARRAY, h->cert ? tls : tls + 2, MHD_OPTION_END);
     if (!h->d) {
         rc = ap_error_set(err, AP_EIO, "--http %s: cannot serve there (address in use, or TLS setup failed)",

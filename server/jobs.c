@@ -58,6 +58,7 @@ void srv_job_free(srv_job *job)
 {
     srv_work_release(&job->work);
     ap_free(job->prog_schedule);
+    ap_free(job->ckpt);
     uv_mutex_destroy(&job->pmu);
     ap_free(job);
 }
@@ -120,7 +121,7 @@ void srv_flush_hits(srv *s)
             ids[i] = s->hits[i].id;
             n[i] = s->hits[i].n;
         }
-        if (store_add_hits(s->db, ids, n, s->n_hits, &err) < 0)
+        if (store_add_hits(s->db, ids, n, s->n_hits, srv_now_us(), &err) < 0)
             srv_log(s, "counting cache hits: %s", err.msg);
         else
             s->n_hits = 0;
@@ -252,6 +253,7 @@ static void attach(srv *s, srv_job *job, rpc_call *call, int method, int origin)
     w->job = job;
     w->next = job->waiters;
     job->waiters = w;
+    job->alone_us = 0;
     rpc_call_set_user(call, w);
     if (origin == AUTOPART__V1__ORIGIN__JOINED)
         s->stats.joined++;
@@ -261,8 +263,11 @@ static void attach(srv *s, srv_job *job, rpc_call *call, int method, int origin)
 void srv_job_detach(srv *s, srv_waiter *w)
 {
     (void)s;
-    if (w->job)
+    if (w->job) {
         waiter_unlink(w->job, w);
+        if (!w->job->waiters && w->job->kind == STORE_SEARCH)
+            w->job->alone_us = srv_now_us(); /* srv_jobs_tick gives it up if nobody comes back */
+    }
     rpc_call *call = w->call;
     waiter_free(w);
     /* The client is gone: the status goes nowhere, but the call is ours to
@@ -456,7 +461,11 @@ static void checkpoint_one(srv *s, srv_job *job, int64_t now)
     uv_mutex_lock(&job->pmu);
     store_progress p = job->prog;
     p.best_schedule = job->prog_schedule;
-    int rc = store_set_progress(s->db, job->row_id, now, &p, true, NULL, 0, &err);
+    int rc = store_set_progress(s->db, job->row_id, now, &p, true, job->ckpt, job->ckpt_len, &err);
+    if (rc == 0) {
+        ap_free(job->ckpt);
+        job->ckpt = NULL;
+    }
     uv_mutex_unlock(&job->pmu);
     if (rc < 0) {
         srv_log(s, "checkpoint of search %" PRId64 ": %s", job->row_id, err.msg);
@@ -488,6 +497,8 @@ static void row_new_fields(srv_job *job, store_new *n, uint8_t **req_bytes)
         n->request_len = len;
     }
 }
+
+static void end_alone(srv *s, srv_job *job);
 
 static void prepare_done(srv *s, srv_job *job)
 {
@@ -571,12 +582,35 @@ static void prepare_done(srv *s, srv_job *job)
         job->row_id = row.id;
         for (srv_waiter *wt = job->waiters; wt; wt = wt->next)
             send_accepted(s, wt);
+        if (!job->waiters && job->kind == STORE_SEARCH) /* its client left while it was read */
+            job->alone_us = srv_now_us();
+    }
+    if (atomic_load(&job->cancel) == CANCEL_ALONE) { /* given up while it was read */
+        if (!job->waiters) {
+            end_alone(s, job);
+            return;
+        }
+        atomic_store(&job->cancel, CANCEL_NONE);
     }
     if (!srv_submit(s, job, TASK_RUN, pool)) {
         give_back(s, job);
         return;
     }
     s->stats.started++;
+}
+
+/* A search nobody waits for any more stops, resumable: its row ends
+ * CANCELLED and keeps its checkpoint, which the next request of its key
+ * takes over (store_begin). */
+static void end_alone(srv *s, srv_job *job)
+{
+    ap_error err;
+    if (store_finish(s->db, job->row_id, STORE_CANCELLED, srv_now_us(), NULL, 0, NULL,
+                     "stopped: every client went away (asking again resumes it from its checkpoint)", &err) < 0)
+        srv_log(s, "search %" PRId64 ": %s", job->row_id, err.msg);
+    else
+        srv_log(s, "search %" PRId64 " stopped: every client went away; it resumes when asked again", job->row_id);
+    remove_job(s, job);
 }
 
 static void run_done(srv *s, srv_job *job)
@@ -589,11 +623,25 @@ static void run_done(srv *s, srv_job *job)
         remove_job(s, job); /* the row goes back to the queue for the next daemon */
         return;
     }
+    if (cancel == CANCEL_ALONE && w->code != RPC_OK) {
+        if (job->prog_dirty || job->ckpt)
+            checkpoint_one(s, job, now);
+        if (job->waiters) { /* someone asked again meanwhile: run on from the checkpoint */
+            atomic_store(&job->cancel, CANCEL_NONE);
+            give_back(s, job);
+        } else {
+            end_alone(s, job);
+        }
+        return;
+    }
     if (w->code == RPC_OK) {
         if (store_finish(s->db, job->row_id, STORE_DONE, now, w->result, w->result_len, &w->summary, NULL, &err) < 0) {
             srv_log(s, "search %" PRId64 ": %s", job->row_id, err.msg);
             fail_all(s, job, RPC_UNAVAILABLE, err.msg);
         } else {
+            if (w->replayed)
+                srv_log(s, "search %" PRId64 " done: %" PRId64 " episodes, %" PRId64 " of them replayed from its checkpoint",
+                        job->row_id, w->summary.episodes, w->replayed);
             answer_all(s, job, w->result, w->result_len);
         }
     } else {
@@ -611,7 +659,7 @@ void srv_job_task_done(srv *s, srv_job *job)
         return;
     }
     if (atomic_load(&job->cancel) == CANCEL_SHUTDOWN) {
-        if (job->task == TASK_RUN && job->prog_dirty) /* its best so far, for the next run's watchers */
+        if (job->task == TASK_RUN && (job->prog_dirty || job->ckpt)) /* for the next run to resume from */
             checkpoint_one(s, job, srv_now_us());
         remove_job(s, job);
         return;
@@ -651,7 +699,7 @@ void srv_job_progress(srv *s, srv_job *job)
      * SRV_POINT_US), so that the dashboard's curve shows short searches
      * and each step of long ones, not only the 2 s checkpoints. */
     int64_t now = srv_now_us();
-    if (job->stage == JOB_RUNNING && best > 0 && (job->ckpt_best == 0 || best < job->ckpt_best) && now - job->ckpt_us >= SRV_POINT_US)
+    if (job->stage == JOB_RUNNING && !job->ended && best > 0 && (job->ckpt_best == 0 || best < job->ckpt_best) && now - job->ckpt_us >= SRV_POINT_US)
         checkpoint_one(s, job, now);
     if (!buf)
         return;
@@ -824,8 +872,74 @@ static void claim_orphans(srv *s, int64_t now)
 static void checkpoint(srv *s, int64_t now)
 {
     for (srv_job *job = s->jobs; job; job = job->next)
-        if (job->stage == JOB_RUNNING && job->prog_dirty)
+        if (job->stage == JOB_RUNNING && !job->ended && job->prog_dirty)
             checkpoint_one(s, job, now);
+}
+
+/* Rows other daemons run that calls here wait on: marked in the store, so
+ * that their owner does not give them up for want of clients. */
+static void watch_remote(srv *s, int64_t now)
+{
+    int64_t ids[64];
+    int n = 0;
+    ap_error err;
+    for (srv_job *j = s->jobs; j; j = j->next)
+        if (j->stage == JOB_REMOTE && j->waiters && j->row_id) {
+            ids[n++] = j->row_id;
+            if (n == 64) {
+                if (store_watch(s->db, ids, n, now + SRV_LEASE_US, &err) < 0)
+                    srv_log(s, "watch: %s", err.msg);
+                n = 0;
+            }
+        }
+    if (n && store_watch(s->db, ids, n, now + SRV_LEASE_US, &err) < 0)
+        srv_log(s, "watch: %s", err.msg);
+}
+
+/* Searches no call has waited on for --abandon-after seconds, here or in
+ * another daemon: stopped, resumable (a search asked for once and then
+ * forgotten must not hold a worker for ever). */
+static void give_up_alone(srv *s, int64_t now)
+{
+    int64_t after = (int64_t)(s->opt.abandon_s * 1e6);
+    for (srv_job *job = s->jobs, *next; job; job = next) {
+        next = job->next;
+        if (!job->alone_us || job->waiters || job->ended || !job->row_id || now - job->alone_us < after ||
+            atomic_load(&job->cancel) != CANCEL_NONE ||
+            (job->stage != JOB_RUN_WAIT && job->stage != JOB_RUNNING && job->stage != JOB_PREPARING))
+            continue;
+        store_row row;
+        ap_error err;
+        if (store_get(s->db, job->row_id, &row, &err) == 1 && row.watched_until_us > now) {
+            job->alone_us = now; /* watched from another daemon: look again later */
+            continue;
+        }
+        if (job->stage == JOB_RUN_WAIT) {
+            srv_unqueue(s, job);
+            end_alone(s, job);
+        } else {
+            atomic_store(&job->cancel, CANCEL_ALONE); /* its task stops; run_done ends it */
+        }
+    }
+}
+
+/* --keep-days, --keep-max-mb: at most 2,000 rows a minute, in short
+ * transactions, so that the loop is never held long. */
+static void retention(srv *s, int64_t now)
+{
+    store_gc_policy p = {
+        .keep_us = (int64_t)(s->opt.keep_days * 86400e6),
+        .max_bytes = s->opt.keep_max_bytes,
+        .protect_us = SRV_GC_PROTECT_US,
+        .max_rows = 2000,
+    };
+    store_gc_result r;
+    ap_error err;
+    if (store_gc(s->db, &p, now, &r, &err) < 0)
+        srv_log(s, "retention: %s", err.msg);
+    else if (r.rows)
+        srv_log(s, "retention: %d rows deleted, the store's pages in use %.1f -> %.1f MiB", r.rows,
+                (double)r.bytes_before / (1 << 20), (double)r.bytes_after / (1 << 20));
 }
 
 void srv_jobs_tick(srv *s, int64_t now)
@@ -853,10 +967,17 @@ void srv_jobs_tick(srv *s, int64_t now)
         s->last_heartbeat = now;
         if (store_heartbeat(s->db, now + SRV_LEASE_US, &err) < 0)
             srv_log(s, "heartbeat: %s", err.msg);
+        watch_remote(s, now);
     }
+    if (!s->stopping)
+        give_up_alone(s, now);
     if (now - s->last_ckpt >= SRV_CHECKPOINT_US) {
         s->last_ckpt = now;
         checkpoint(s, now);
+    }
+    if (!s->stopping && (s->opt.keep_days > 0 || s->opt.keep_max_bytes > 0) && now - s->last_gc >= SRV_GC_US) {
+        s->last_gc = now;
+        retention(s, now);
     }
     if (!s->stopping && now - s->last_sweep >= SRV_SWEEP_US) {
         s->last_sweep = now;
@@ -910,4 +1031,19 @@ void srv_jobs_abandon(srv *s)
     for (srv_job *job = s->jobs; job; job = job->next)
         if (job->stage == JOB_RUNNING && !job->ended && job->prog_dirty)
             checkpoint_one(s, job, now);
+}
+
+void srv_job_load_checkpoint(srv *s, srv_job *job)
+{
+    ap_error err;
+    srv_work *w = &job->work;
+    ap_free(w->resume);
+    w->resume = NULL;
+    w->resume_len = 0;
+    if (job->kind != STORE_SEARCH)
+        return;
+    if (store_payload(s->db, job->row_id, STORE_PAYLOAD_CHECKPOINT, &w->resume, &w->resume_len, &err) < 0)
+        srv_log(s, "search %" PRId64 ": its checkpoint cannot be read (%s): it starts afresh", job->row_id, err.msg);
+    else if (w->resume)
+        srv_log(s, "search %" PRId64 " resumes from its checkpoint (%zu KiB)", job->row_id, w->resume_len >> 10);
 }

@@ -46,6 +46,18 @@ static void usage(FILE *f)
             "                           --token-file, /api/ wants the bearer token too\n"
             "  --http-root DIR          the page's files (default: ../share/autopart/web beside the binary)\n"
             "  --grace S                seconds calls may go on after SIGTERM (default 5)\n"
+            "  --max-search-s S         the longest a search may run, over all its runs: it is then\n"
+            "                           answered with its best so far (stopped_by max_search_s;\n"
+            "                           default 600; 0: no ceiling)\n"
+            "  --abandon-after S        a search no client waits for any more (in any daemon sharing\n"
+            "                           the store) stops after S seconds, resumable: asking again\n"
+            "                           continues it from its checkpoint (default 30)\n"
+            "  --keep-days D            retention: searches and Applies that ended and were not asked\n"
+            "                           for in D days are deleted (default: kept); never a queued or\n"
+            "                           running one, nor one used in the last minute\n"
+            "  --keep-max-mb M          and past M MiB of store, the least recently used ended rows\n"
+            "                           go first (default: no bound); `autopart gc` does the same on\n"
+            "                           demand\n"
             "  --quiet                  no log lines on stderr\n"
             "  -h, --help               this help\n"
             "  --version\n"
@@ -70,7 +82,7 @@ static bool parse_int(const char *opt, const char *s, long lo, long hi, long *ou
 int main(int argc, char **argv)
 {
     enum { O_LISTEN = 256, O_DB, O_MAXC, O_TPS, O_APPLY, O_QUEUE, O_MSG, O_TOKEN, O_CERT, O_KEY, O_CA, O_INSECURE,
-           O_GRACE, O_QUIET, O_VERSION, O_CACHE, O_QUEUED, O_HTTP, O_HTTP_ROOT };
+           O_GRACE, O_QUIET, O_VERSION, O_CACHE, O_QUEUED, O_HTTP, O_HTTP_ROOT, O_MAX_SEARCH, O_ABANDON, O_KEEP_DAYS, O_KEEP_MB };
     static const struct option opts[] = {
         {"listen", required_argument, NULL, O_LISTEN},
         {"db", required_argument, NULL, O_DB},
@@ -89,6 +101,10 @@ int main(int argc, char **argv)
         {"http", required_argument, NULL, O_HTTP},
         {"http-root", required_argument, NULL, O_HTTP_ROOT},
         {"grace", required_argument, NULL, O_GRACE},
+        {"max-search-s", required_argument, NULL, O_MAX_SEARCH},
+        {"abandon-after", required_argument, NULL, O_ABANDON},
+        {"keep-days", required_argument, NULL, O_KEEP_DAYS},
+        {"keep-max-mb", required_argument, NULL, O_KEEP_MB},
         {"quiet", no_argument, NULL, O_QUIET},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, O_VERSION},
@@ -104,6 +120,8 @@ int main(int argc, char **argv)
         .cache_bytes = 64 << 20,
         .max_queued_bytes = (int64_t)1024 << 20,
         .grace_s = 5,
+        .max_search_s = 600,
+        .abandon_s = 30,
     };
     long v;
     int ch;
@@ -157,6 +175,26 @@ int main(int argc, char **argv)
             if (!parse_int("--grace", optarg, 0, 3600, &v))
                 return 2;
             o.grace_s = (double)v;
+            break;
+        case O_MAX_SEARCH:
+            if (!parse_int("--max-search-s", optarg, 0, 1000000000, &v))
+                return 2;
+            o.max_search_s = (double)v;
+            break;
+        case O_ABANDON:
+            if (!parse_int("--abandon-after", optarg, 0, 1000000000, &v))
+                return 2;
+            o.abandon_s = (double)v;
+            break;
+        case O_KEEP_DAYS:
+            if (!parse_int("--keep-days", optarg, 1, 100000, &v))
+                return 2;
+            o.keep_days = (double)v;
+            break;
+        case O_KEEP_MB:
+            if (!parse_int("--keep-max-mb", optarg, 1, 1 << 30, &v))
+                return 2;
+            o.keep_max_bytes = (int64_t)v << 20;
             break;
         case O_QUIET: o.quiet = true; break;
         case O_VERSION: printf("%s\n", SRV_VERSION); return 0;

@@ -28,7 +28,7 @@
 
 #include "rpc.h"
 
-enum { TAG_SLOT, TAG_CLOSE, TAG_SEND, TAG_SHUTDOWN };
+enum { TAG_SLOT, TAG_CLOSE, TAG_SEND, TAG_SHUTDOWN, TAG_RECV };
 
 typedef struct tag {
     int kind;
@@ -57,7 +57,9 @@ struct rpc_call {
     gpr_timespec deadline;
     pthread_mutex_t mu;
     int refs; /* the handler's, the notice's, and one per op in flight */
-    tag close_tag, send_tag;
+    tag close_tag, send_tag, recv_tag;
+    grpc_byte_buffer *request; /* the request, until the end of the client's stream is seen */
+    grpc_byte_buffer *extra;   /* what came after it: nothing, for a well-formed call */
     int cancelled_flag; /* written by gRPC at RECV_CLOSE */
     bool closed, cancelled;
     bool sending, sent_initial, finishing, final_sent;
@@ -182,6 +184,10 @@ static void call_free(rpc_call *c)
         grpc_byte_buffer_destroy(c->in_flight);
     if (c->fin_msg)
         grpc_byte_buffer_destroy(c->fin_msg);
+    if (c->request)
+        grpc_byte_buffer_destroy(c->request);
+    if (c->extra)
+        grpc_byte_buffer_destroy(c->extra);
     grpc_slice_unref(c->fin_details);
     grpc_call_unref(c->call);
     pthread_mutex_destroy(&c->mu);
@@ -443,6 +449,7 @@ static void on_new_call(rpc_server *s, slot *sl)
     c->deadline = sl->method >= 0 ? sl->deadline : sl->details.deadline;
     c->close_tag.kind = TAG_CLOSE;
     c->send_tag.kind = TAG_SEND;
+    c->recv_tag.kind = TAG_RECV;
     c->fin_details = grpc_empty_slice();
     pthread_mutex_init(&c->mu, NULL);
     c->refs = 2; /* the handler's and the RECV_CLOSE op's */
@@ -469,14 +476,41 @@ static void on_new_call(rpc_server *s, slot *sl)
         rpc_finish(c, RPC_INVALID_ARGUMENT, "the call carries no request message", NULL, 0);
         return;
     }
+    /* One request message per call, for every method here: the handler
+     * sees it once the client's stream has ended with nothing after it. */
+    c->request = sl->payload;
+    sl->payload = NULL;
+    memset(&op, 0, sizeof op);
+    op.op = GRPC_OP_RECV_MESSAGE;
+    op.data.recv_message.recv_message = &c->extra;
+    c->refs++;
+    if (grpc_call_start_batch(c->call, &op, 1, &c->recv_tag, NULL) != GRPC_CALL_OK) {
+        c->refs--;
+        rpc_finish(c, RPC_INTERNAL, "cannot read the end of the request", NULL, 0);
+    }
+}
+
+/* The end of the client's stream (or more). */
+static void on_request_end(rpc_server *s, rpc_call *c, bool ok)
+{
+    if (!ok || rpc_call_cancelled(c)) { /* the client is gone: nobody hears an answer */
+        rpc_finish(c, RPC_CANCELLED, "the client went away", NULL, 0);
+        return;
+    }
+    if (c->extra) {
+        rpc_finish(c, RPC_INVALID_ARGUMENT, "the call carries more than one request message", NULL, 0);
+        return;
+    }
     grpc_byte_buffer_reader rd;
-    if (!grpc_byte_buffer_reader_init(&rd, sl->payload)) {
+    if (!grpc_byte_buffer_reader_init(&rd, c->request)) {
         rpc_finish(c, RPC_INVALID_ARGUMENT, "the request message cannot be read (bad compression?)", NULL, 0);
         return;
     }
     grpc_slice all = grpc_byte_buffer_reader_readall(&rd);
     grpc_byte_buffer_reader_destroy(&rd);
-    s->h.call(s->h.ud, c, sl->method, GRPC_SLICE_START_PTR(all), GRPC_SLICE_LENGTH(all));
+    grpc_byte_buffer_destroy(c->request);
+    c->request = NULL;
+    s->h.call(s->h.ud, c, c->method, GRPC_SLICE_START_PTR(all), GRPC_SLICE_LENGTH(all));
     grpc_slice_unref(all);
 }
 
@@ -554,6 +588,12 @@ static void *cq_main(void *arg)
                     c->cancelled = true;
                 start_next(c);
                 unref_locked(c);
+                break;
+            }
+            case TAG_RECV: {
+                rpc_call *c = CONTAINER(t, rpc_call, recv_tag);
+                on_request_end(s, c, ev.success);
+                rpc_call_unref(c);
                 break;
             }
             case TAG_SHUTDOWN:

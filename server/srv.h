@@ -39,10 +39,15 @@
 #define SRV_HEARTBEAT_US (2 * 1000000LL)  /* renewed this often */
 #define SRV_CHECKPOINT_US (2 * 1000000LL) /* best-so-far written this often */
 #define SRV_POINT_US (250 * 1000LL)        /* and when it improves, at most this often */
+#define SRV_CKPT_S 2.0                    /* a search's checkpoint: copied at most this often, */
+#define SRV_CKPT_BYTES_PER_S (4 << 20)    /* and less often as it grows (about 4 MiB/s at most) */
 #define SRV_SWEEP_US (2 * 1000000LL)      /* orphans and cancellations looked for */
 #define SRV_HITS_FLUSH_US (1 * 1000000LL)
 #define SRV_REMOTE_POLL_US 250000LL       /* joined searches of other daemons */
 #define SRV_STOP_WAIT_US (2 * 1000000LL)  /* after the grace period, for tasks to come back */
+#define SRV_TRIM_BYTES (4 << 20)          /* after a request this big, memory goes back to the system */
+#define SRV_GC_US (60 * 1000000LL)        /* retention runs this often */
+#define SRV_GC_PROTECT_US (60 * 1000000LL) /* rows used this recently are never deleted */
 #define SRV_MAX_LABEL 200
 
 /* The methods, in the order of the table in calls.c. */
@@ -62,6 +67,10 @@ typedef struct srv_options {
     const char *tls_cert, *tls_key, *tls_client_ca;
     bool insecure;
     double grace_s;         /* after SIGTERM, before calls are cancelled */
+    double max_search_s;    /* a search's ceiling, answered with its best so far; 0: none */
+    double abandon_s;       /* a search nobody waits for stops after this long, resumable */
+    double keep_days;       /* retention: ended rows unused this long are deleted (0: kept) */
+    int64_t keep_max_bytes; /* and past this size, the least recently used (0: no bound) */
     double test_stall_s;    /* tests only ($AUTOPARTD_TEST_STALL_S): every search first
                                sleeps this long, deaf to cancellation, as a task stuck
                                in a long lowering or a bug would be */
@@ -120,7 +129,7 @@ enum job_stage {
 
 enum { TASK_PREPARE, TASK_RUN };
 enum { POOL_INTAKE, POOL_SEARCH, POOL__COUNT };
-enum { CANCEL_NONE, CANCEL_USER, CANCEL_SHUTDOWN };
+enum { CANCEL_NONE, CANCEL_USER, CANCEL_SHUTDOWN, CANCEL_ALONE };
 
 /* What a task reads and writes: the loop's between tasks, the worker's
  * during one. */
@@ -141,9 +150,12 @@ typedef struct srv_work {
     cost_device dev;
     bool prepared;
     /* TASK_RUN */
+    void *resume;             /* Search: the checkpoint of an interrupted run (heap), or NULL */
+    size_t resume_len;
     uint8_t *result;          /* packed PartitionResult (heap) */
     size_t result_len;
     store_progress summary;
+    int64_t replayed;         /* Search: episodes taken from `resume` */
 } srv_work;
 
 struct srv_job {
@@ -170,12 +182,17 @@ struct srv_job {
     double prog_eps, prog_elapsed, prog_start;
     int64_t prog_tree;
     bool prog_fits;
+    void *ckpt;               /* the search's checkpoint, copied from its progress (heap; NULL:
+                                 none new since the last written) */
+    size_t ckpt_len;
+    double ckpt_copied_s;     /* worker: the search's elapsed time at the last copy */
     atomic_bool prog_posted;
     bool prog_dirty;          /* loop: not yet checkpointed */
     int64_t ckpt_us;          /* loop: when last checkpointed */
     double ckpt_best;         /* loop: the best runtime it wrote (0: none yet) */
     int64_t prog_seen;        /* loop: episodes last sent */
     int64_t started_us;
+    int64_t alone_us;         /* Search: since when no call waits on it (0: one does) */
     /* JOB_REMOTE: what the row said when last polled */
     int64_t remote_progress_us;
 };
@@ -255,7 +272,7 @@ struct srv {
     srv_hit *hits;
     int n_hits, cap_hits;
     srv_stats stats;
-    int64_t start_us, last_heartbeat, last_sweep, last_flush, last_remote, last_ckpt;
+    int64_t start_us, last_heartbeat, last_sweep, last_flush, last_remote, last_ckpt, last_gc;
     bool stopping, rpc_stopped, closed;
     int exit_code;
 };
@@ -295,6 +312,8 @@ void srv_jobs_shutdown(srv *s);
  * snapshots become their checkpoints. */
 void srv_jobs_abandon(srv *s);
 void srv_job_free(srv_job *job);
+/* Before a search runs: the checkpoint its row holds, for it to resume. */
+void srv_job_load_checkpoint(srv *s, srv_job *job);
 void srv_flush_hits(srv *s);
 int srv_jobs_count(srv *s, int stage);
 
@@ -306,6 +325,12 @@ bool srv_search_available(void);
 /* The SearchSummary of a row (strings point into row; axes into *axes_buf). */
 void srv_row_summary(const store_row *row, Autopart__V1__SearchSummary *out, char *key_hex, char *hash_hex,
                      char *id_text, char **axes, int max_axes, char *axes_buf);
+
+/* valid.c: whether the wire bytes of a message of type d keep the rules
+ * protobuf-c does not check: strings UTF-8 without NUL, enums one of
+ * their values.  When not, msg names the field ("module.name: is not valid
+ * UTF-8 (at byte 5)").  Bytes that do not parse are left to the unpacker. */
+bool srv_check_wire(const ProtobufCMessageDescriptor *d, const uint8_t *bytes, size_t len, char *msg, size_t size);
 
 /* key.c */
 /* SHA-256 of a request as written (but for the top-level fields of key.h's

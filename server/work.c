@@ -67,6 +67,9 @@ static void work_fail_err(srv_work *w, const char *what, const ap_error *err)
 void srv_work_release(srv_work *w)
 {
     apply_state_free(&w->st);
+    ap_free(w->resume);
+    w->resume = NULL;
+    w->resume_len = 0;
     ap_free(w->result);
     w->result = NULL;
     w->result_len = 0;
@@ -439,6 +442,19 @@ static void prepare_search(srv_work *w)
         }
     }
     ir_partition_free(after);
+    /* Hints are read now too, like every other field: a bad one is refused
+     * before the search is accepted (and leaves no row). */
+    if (r->hints[0]) {
+        ap_error err;
+        uint32_t axes = 0;
+        for (int i = 0; i < w->n_axes; i++)
+            axes |= 1u << w->axes[i];
+        ap_error_clear(&err);
+        if (search_check_hints(w->st.ctx, axes, r->hints, &err) < 0) {
+            work_fail_err(w, NULL, &err);
+            return;
+        }
+    }
     w->prepared = compute_key(w, &c, r);
 }
 
@@ -650,6 +666,20 @@ static int on_progress(void *ctx, const search_progress *p)
         ap_free(job->prog_schedule);
         job->prog_schedule = sched;
     }
+    /* The checkpoint for the loop to write: every SRV_CKPT_S, less often
+     * as it grows (its whole size is written each time), and at the end
+     * (a search stopped for a shutdown or because nobody waits for it). */
+    double every = SRV_CKPT_S + (double)p->checkpoint_len / SRV_CKPT_BYTES_PER_S;
+    if (p->checkpoint && (p->final || p->elapsed_s - job->ckpt_copied_s >= every)) {
+        void *copy = ap_malloc(p->checkpoint_len ? p->checkpoint_len : 1);
+        if (copy) {
+            memcpy(copy, p->checkpoint, p->checkpoint_len);
+            ap_free(job->ckpt);
+            job->ckpt = copy;
+            job->ckpt_len = p->checkpoint_len;
+            job->ckpt_copied_s = p->elapsed_s;
+        }
+    }
     uv_mutex_unlock(&job->pmu);
     if (!atomic_exchange(&job->prog_posted, true)) { /* one event in the inbox at most */
         srv_event *ev = ap_calloc(1, sizeof *ev);
@@ -692,6 +722,15 @@ static void run_search(srv_job *job)
     o.hints = r->hints[0] ? r->hints : NULL;
     o.progress = on_progress;
     o.progress_ctx = job;
+    o.resume = w->resume;
+    o.resume_len = w->resume_len;
+    /* The daemon's ceiling (--max-search-s), over all of a search's runs
+     * (a resumed search's clock goes on from its checkpoint). */
+    double ceiling = job->srv->opt.max_search_s;
+    bool capped = ceiling > 0 && (o.time_limit_s == 0 || o.time_limit_s > ceiling);
+    if (capped)
+        o.time_limit_s = ceiling;
+    job->ckpt_copied_s = 0;
     int rc = search_run(w->st.p, &o, &res, &err);
     if (atomic_load(&job->cancel) != CANCEL_NONE) {
         search_result_free(&res);
@@ -722,6 +761,9 @@ static void run_search(srv_job *job)
     st.memory_limit_met = res.fits;
     st.none_fits = res.none_fits;
     st.stopped_by = (char *)(res.stopped_by ? res.stopped_by : "");
+    if (capped && res.stopped_by && !strcmp(res.stopped_by, "time"))
+        st.stopped_by = (char *)"max_search_s";
+    st.resumed_episodes = res.replayed;
     st.start_runtime_s = res.start.runtime_s;
     st.tree_nodes = (int64_t)res.tree_nodes;
     char *expl = res.explanation ? json_dumps(res.explanation, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
@@ -730,6 +772,7 @@ static void run_search(srv_job *job)
     json_decref(rj);
     if (pack_result(w, r->want_core_view, &st, expl, res.explanation_text, rtext)) {
         w->summary.episodes = res.episodes;
+        w->replayed = res.replayed;
         /* the schedule text of the answer is the search's, manual tactics
          * included (apply_schedule_text gives the same actions) */
     }

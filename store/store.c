@@ -129,12 +129,20 @@ static const char *const migrations[] = {
     "  INSERT INTO searches_text (searches_text, rowid, module_name, client_label, mesh, device, error)"
     "    VALUES ('delete', OLD.id, OLD.module_name, OLD.client_label, OLD.mesh, OLD.device, OLD.error);"
     "END;",
+    /* 2 -> 3: when a row was last used (made, ended, or served from: what
+     * retention goes by, oldest first), and until when a daemon's calls
+     * wait on a row another daemon runs (which then does not give it up
+     * for want of clients). */
+    "ALTER TABLE searches ADD COLUMN touched_us INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE searches ADD COLUMN watched_until_us INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE searches SET touched_us = max(created_us, finished_us);"
+    "CREATE INDEX searches_touched ON searches(touched_us) WHERE status IN (3, 4, 5);",
 };
 
 #define ROW_COLS                                                                                             \
     "id, kind, status, key, module_hash, module_name, client_label, mesh, device, axes, created_us, "       \
     "started_us, finished_us, coalesce(owner, ''), lease_until_us, attempts, cancel_requested, progress_us, " \
-    "episodes, best_runtime_s, best_peak_memory, error, cache_hits"
+    "episodes, best_runtime_s, best_peak_memory, error, cache_hits, touched_us, watched_until_us"
 
 /* The statements, prepared once per connection. */
 #define STMTS(X)                                                                                                   \
@@ -145,8 +153,14 @@ static const char *const migrations[] = {
     X(GET, "get", "SELECT " ROW_COLS " FROM searches WHERE id = ?1")                                               \
     X(INSERT, "insert",                                                                                            \
       "INSERT INTO searches (key, kind, status, module_hash, module_name, client_label, mesh, device, axes, "     \
-      "created_us, owner, lease_until_us) VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)")              \
+      "created_us, owner, lease_until_us, touched_us) VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?9)") \
     X(INSERT_PAYLOAD, "insert payload", "INSERT INTO payloads (id, request) VALUES (?1, ?2)")                      \
+    X(INHERIT_FIND, "find a checkpoint to resume",                                                                 \
+      "SELECT s.id FROM searches s JOIN payloads p ON p.id = s.id WHERE s.module_hash = ?1 AND s.key = ?2 AND "   \
+      "s.status = 5 AND p.checkpoint IS NOT NULL ORDER BY s.id DESC LIMIT 1")                                      \
+    X(INHERIT_MOVE, "take a checkpoint over",                                                                      \
+      "UPDATE payloads SET checkpoint = (SELECT checkpoint FROM payloads WHERE id = ?2) WHERE id = ?1")             \
+    X(CKPT_DROP, "drop a checkpoint", "UPDATE payloads SET checkpoint = NULL WHERE id = ?1")                      \
     X(PAYLOAD_REQUEST, "read request", "SELECT request FROM payloads WHERE id = ?1")                               \
     X(PAYLOAD_RESULT, "read result", "SELECT result FROM payloads WHERE id = ?1")                                  \
     X(PAYLOAD_CHECKPOINT, "read checkpoint", "SELECT checkpoint FROM payloads WHERE id = ?1")                      \
@@ -163,14 +177,24 @@ static const char *const migrations[] = {
       "INSERT OR REPLACE INTO progress (search_id, t_us, episodes, best_runtime_s, best_peak_memory) "            \
       "VALUES (?1, ?2, ?3, ?4, ?5)")                                                                               \
     X(FINISH, "finish",                                                                                            \
-      "UPDATE searches SET status = ?2, finished_us = ?3, error = ?4, owner = NULL, lease_until_us = 0 "          \
-      "WHERE id = ?1 AND status IN (1, 2)")                                                                        \
+      "UPDATE searches SET status = ?2, finished_us = ?3, touched_us = ?3, error = ?4, owner = NULL, "             \
+      "lease_until_us = 0 WHERE id = ?1 AND status IN (1, 2)")                                                     \
     X(FINISH_SUMMARY, "finish summary",                                                                            \
       "UPDATE searches SET episodes = ?2, best_runtime_s = ?3, best_peak_memory = ?4, progress_us = ?5 "          \
       "WHERE id = ?1")                                                                                             \
     X(FINISH_RESULT, "store result", "UPDATE payloads SET result = ?2, checkpoint = NULL WHERE id = ?1")             \
     X(FINISH_DROP, "drop the request", "UPDATE payloads SET request = NULL, checkpoint = NULL WHERE id = ?1")           \
-    X(ADD_HITS, "count hits", "UPDATE searches SET cache_hits = cache_hits + ?2 WHERE id = ?1")                    \
+    X(FINISH_KEEP, "drop the request", "UPDATE payloads SET request = NULL WHERE id = ?1")                         \
+    X(ADD_HITS, "count hits",                                                                                      \
+      "UPDATE searches SET cache_hits = cache_hits + ?2, touched_us = max(touched_us, ?3) WHERE id = ?1")          \
+    X(WATCH, "watch", "UPDATE searches SET watched_until_us = max(watched_until_us, ?2) WHERE id = ?1")           \
+    X(GC_OLD, "retention by age",                                                                                  \
+      "DELETE FROM searches WHERE id IN (SELECT id FROM searches WHERE status IN (3, 4, 5) AND touched_us < ?1 "  \
+      "ORDER BY touched_us LIMIT ?2)")                                                                             \
+    X(GC_ALIASES, "retention of aliases", "DELETE FROM aliases WHERE created_us < ?1")                            \
+    X(LIVE_BYTES, "live size",                                                                                     \
+      "SELECT (page_count - freelist_count) * page_size FROM pragma_page_count(), pragma_freelist_count(), "      \
+      "pragma_page_size()")                                                                                        \
     X(HEARTBEAT, "heartbeat", "UPDATE searches SET lease_until_us = ?2 WHERE owner = ?1 AND status IN (1, 2)")    \
     X(ORPHANS, "find orphans",                                                                                     \
       "SELECT id, coalesce(owner, ''), lease_until_us, kind FROM searches WHERE status IN (1, 2) AND "            \
@@ -344,6 +368,8 @@ static void read_row(sqlite3_stmt *q, store_row *r)
     r->best_peak_memory = sqlite3_column_int64(q, 20);
     copy_text(r->error, sizeof r->error, sqlite3_column_text(q, 21));
     r->cache_hits = (uint64_t)sqlite3_column_int64(q, 22);
+    r->touched_us = sqlite3_column_int64(q, 23);
+    r->watched_until_us = sqlite3_column_int64(q, 24);
 }
 
 /* One row of statement id bound to an id or a key: 1 found, 0 none. */
@@ -432,6 +458,10 @@ int store_open(const char *path, const char *owner, int busy_ms, store **out, ap
     }
     sqlite3_busy_timeout(s->db, busy_ms);
     sqlite3_extended_result_codes(s->db, 0);
+    /* A new store gives the pages retention frees back to the file system
+     * (store_gc); on an old one this takes effect at its next VACUUM. */
+    if ((rc = exec_sql(s, "PRAGMA auto_vacuum = INCREMENTAL", "set auto_vacuum", err)) < 0)
+        goto fail;
     /* WAL: readers never wait for the writer, and commits need no fsync
      * with synchronous=NORMAL (a power loss may drop the last commits, never
      * corrupt the file). */
@@ -530,6 +560,29 @@ int store_begin(store *s, const store_new *n, int64_t now_us, int64_t lease_unti
     sqlite3_bind_blob64(q, 2, n->request ? n->request : "", n->request_len, SQLITE_STATIC);
     if ((rc = exec_stmt(s, S_INSERT_PAYLOAD, q, err)) < 0)
         goto done;
+    /* A search of this key that was given up (cancelled) left its
+     * checkpoint: the new row takes it over, to resume from it. */
+    q = stmt(s, S_INHERIT_FIND);
+    sqlite3_bind_blob(q, 1, n->module_hash, STORE_KEY_BYTES, SQLITE_STATIC);
+    sqlite3_bind_blob(q, 2, n->key, STORE_KEY_BYTES, SQLITE_STATIC);
+    rc = sqlite3_step(q);
+    int64_t from = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
+    sqlite3_reset(q);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        rc = db_error(s, err, stmt_text[S_INHERIT_FIND].what);
+        goto done;
+    }
+    if (from) {
+        q = stmt(s, S_INHERIT_MOVE);
+        sqlite3_bind_int64(q, 1, id);
+        sqlite3_bind_int64(q, 2, from);
+        if ((rc = exec_stmt(s, S_INHERIT_MOVE, q, err)) < 0)
+            goto done;
+        q = stmt(s, S_CKPT_DROP);
+        sqlite3_bind_int64(q, 1, from);
+        if ((rc = exec_stmt(s, S_CKPT_DROP, q, err)) < 0)
+            goto done;
+    }
     if ((rc = store_get(s, id, row, err)) < 0)
         goto done;
     *created = true;
@@ -674,10 +727,12 @@ int store_finish(store *s, int64_t id, int status, int64_t now_us, const void *r
             goto fail;
     }
     /* The request was kept to run it again after a crash: an ended row
-     * needs it no more, and modules are big. */
-    q = stmt(s, S_FINISH_DROP);
+     * needs it no more, and modules are big.  A cancelled search keeps its
+     * checkpoint, for the next request of its key to resume from. */
+    int drop = status == STORE_CANCELLED ? S_FINISH_KEEP : S_FINISH_DROP;
+    q = stmt(s, drop);
     sqlite3_bind_int64(q, 1, id);
-    if ((rc = exec_stmt(s, S_FINISH_DROP, q, err)) < 0)
+    if ((rc = exec_stmt(s, drop, q, err)) < 0)
         goto fail;
     if (status == STORE_DONE) {
         q = stmt(s, S_FINISH_RESULT);
@@ -692,7 +747,7 @@ fail:
     return rc;
 }
 
-int store_add_hits(store *s, const int64_t *ids, const uint64_t *n, int count, ap_error *err)
+int store_add_hits(store *s, const int64_t *ids, const uint64_t *n, int count, int64_t now_us, ap_error *err)
 {
     int rc;
     if (count == 0)
@@ -703,7 +758,27 @@ int store_add_hits(store *s, const int64_t *ids, const uint64_t *n, int count, a
         sqlite3_stmt *q = stmt(s, S_ADD_HITS);
         sqlite3_bind_int64(q, 1, ids[i]);
         sqlite3_bind_int64(q, 2, (int64_t)n[i]);
+        sqlite3_bind_int64(q, 3, now_us);
         if ((rc = exec_stmt(s, S_ADD_HITS, q, err)) < 0) {
+            rollback(s);
+            return rc;
+        }
+    }
+    return commit(s, err);
+}
+
+int store_watch(store *s, const int64_t *ids, int count, int64_t until_us, ap_error *err)
+{
+    int rc;
+    if (count == 0)
+        return 0;
+    if ((rc = begin(s, err)) < 0)
+        return rc;
+    for (int i = 0; i < count; i++) {
+        sqlite3_stmt *q = stmt(s, S_WATCH);
+        sqlite3_bind_int64(q, 1, ids[i]);
+        sqlite3_bind_int64(q, 2, until_us);
+        if ((rc = exec_stmt(s, S_WATCH, q, err)) < 0) {
             rollback(s);
             return rc;
         }
@@ -1188,4 +1263,92 @@ int store_unhex(const char *hex, uint8_t *out, int max)
         out[i] = (uint8_t)(hi << 4 | lo);
     }
     return (int)(len / 2);
+}
+
+/* ============================================================= retention */
+
+static int live_bytes(store *s, int64_t *out, ap_error *err)
+{
+    sqlite3_stmt *q = stmt(s, S_LIVE_BYTES);
+    int rc = sqlite3_step(q);
+    *out = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
+    sqlite3_reset(q);
+    return rc == SQLITE_ROW ? 0 : db_error(s, err, stmt_text[S_LIVE_BYTES].what);
+}
+
+/* Deletes up to `limit` ended rows touched before `before`, oldest first
+ * (their payloads and history go with them); *n: how many. */
+static int delete_old(store *s, int64_t before, int limit, int *n, ap_error *err)
+{
+    int rc;
+    if ((rc = begin(s, err)) < 0)
+        return rc;
+    sqlite3_stmt *q = stmt(s, S_GC_OLD);
+    sqlite3_bind_int64(q, 1, before);
+    sqlite3_bind_int(q, 2, limit);
+    if ((rc = exec_stmt(s, S_GC_OLD, q, err)) < 0) {
+        rollback(s);
+        return rc;
+    }
+    *n = sqlite3_changes(s->db);
+    q = stmt(s, S_GC_ALIASES);
+    sqlite3_bind_int64(q, 1, before);
+    if ((rc = exec_stmt(s, S_GC_ALIASES, q, err)) < 0) {
+        rollback(s);
+        return rc;
+    }
+    return commit(s, err);
+}
+
+int store_gc(store *s, const store_gc_policy *p, int64_t now_us, store_gc_result *out, ap_error *err)
+{
+    int rc, n;
+    memset(out, 0, sizeof *out);
+    if ((rc = live_bytes(s, &out->bytes_before, err)) < 0)
+        return rc;
+    int batch = p->max_rows > 0 ? p->max_rows : INT32_MAX;
+    int64_t protect = now_us - (p->protect_us > 0 ? p->protect_us : 0);
+    /* by age */
+    if (p->keep_us > 0) {
+        int64_t before = now_us - p->keep_us;
+        if (before > protect)
+            before = protect;
+        do {
+            int step = batch - out->rows < 500 ? batch - out->rows : 500;
+            if (step <= 0 || (rc = delete_old(s, before, step, &n, err)) < 0)
+                break;
+            out->rows += n;
+        } while (n > 0);
+        if (rc < 0)
+            return rc;
+    }
+    /* by size: the least recently used first, as many rows at a time as
+     * the bytes the last ones freed say are needed (at most 500) */
+    if (p->max_bytes > 0) {
+        int64_t live = out->bytes_before;
+        int step = 4;
+        while (live > p->max_bytes && out->rows < batch) {
+            if ((rc = delete_old(s, protect, batch - out->rows < step ? batch - out->rows : step, &n, err)) < 0)
+                return rc;
+            out->rows += n;
+            if (n == 0)
+                break; /* what is left is queued, running or used lately */
+            int64_t was = live;
+            if ((rc = live_bytes(s, &live, err)) < 0)
+                return rc;
+            int64_t per_row = (was - live) / n;
+            int64_t want = per_row > 0 ? (live - p->max_bytes + per_row - 1) / per_row : 1;
+            step = want < 1 ? 1 : want > 500 ? 500 : (int)want;
+        }
+    }
+    /* the freed pages back to the file system (an auto_vacuum store) */
+    if (out->rows && (rc = exec_sql(s, "PRAGMA incremental_vacuum", "give free pages back", err)) < 0)
+        return rc;
+    return live_bytes(s, &out->bytes_after, err);
+}
+
+int store_vacuum(store *s, ap_error *err)
+{
+    int rc = exec_sql(s, "PRAGMA auto_vacuum = INCREMENTAL", "set auto_vacuum", err);
+    return rc < 0 ? rc : exec_sql(s, "VACUUM", "vacuum", err);
 }

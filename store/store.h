@@ -38,7 +38,7 @@
 
 #include "ap.h"
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 #define STORE_KEY_BYTES 32
 
 /* The numbers are those of the wire's SearchStatus and RecordKind. */
@@ -80,6 +80,8 @@ typedef struct store_row {
     uint64_t cache_hits;
     uint32_t attempts;
     bool cancel_requested;
+    int64_t touched_us;       /* last made, ended or served from */
+    int64_t watched_until_us; /* calls of another daemon wait on it until then */
 } store_row;
 
 /* What a new row says of its request. */
@@ -92,7 +94,8 @@ typedef struct store_new {
 } store_new;
 
 /* In one transaction: the live row of the key, or else a new queued row
- * owned by this daemon with a lease until lease_until_us.  *created says
+ * owned by this daemon with a lease until lease_until_us (which takes over
+ * the checkpoint a cancelled row of the key left, if any).  *created says
  * which; *row is filled either way. */
 int store_begin(store *s, const store_new *n, int64_t now_us, int64_t lease_until_us, store_row *row, bool *created,
                 ap_error *err);
@@ -119,13 +122,17 @@ typedef struct store_progress {
 int store_set_progress(store *s, int64_t id, int64_t now_us, const store_progress *p, bool point, const void *ckpt,
                        size_t ckpt_len, ap_error *err);
 /* Ends a row owned by this daemon: DONE with its result bytes, or FAILED /
- * CANCELLED with a message.  A done row's best columns are set from
- * `summary` (may be NULL). */
+ * CANCELLED with a message (a cancelled row keeps its checkpoint, for a
+ * later request of its key to resume from).  A done row's best columns
+ * are set from `summary` (may be NULL). */
 int store_finish(store *s, int64_t id, int status, int64_t now_us, const void *result, size_t result_len,
                  const store_progress *summary, const char *error, ap_error *err);
 /* Adds n cache hits to each of rows ids[0..count-1] (n[i] each), in one
- * transaction. */
-int store_add_hits(store *s, const int64_t *ids, const uint64_t *n, int count, ap_error *err);
+ * transaction; they were used at now_us. */
+int store_add_hits(store *s, const int64_t *ids, const uint64_t *n, int count, int64_t now_us, ap_error *err);
+/* Calls of this daemon wait on rows ids[0..count-1] that others run, until
+ * until_us at least (renewed with the heartbeat). */
+int store_watch(store *s, const int64_t *ids, int count, int64_t until_us, ap_error *err);
 
 /* Renews the lease of every queued or running row this daemon owns. */
 int store_heartbeat(store *s, int64_t lease_until_us, ap_error *err);
@@ -218,6 +225,30 @@ typedef struct store_counts {
     int64_t db_bytes;
 } store_counts;
 int store_counts_get(store *s, store_counts *c, ap_error *err);
+
+/* ------------------------------------------------------------ retention */
+
+typedef struct store_gc_policy {
+    int64_t keep_us;   /* ended rows not used for this long go (0: no limit by age) */
+    int64_t max_bytes; /* past this size, the least recently used ended rows go (0: none) */
+    int64_t protect_us; /* rows used this recently stay whatever the size */
+    int max_rows;      /* at most this many rows in one call (0: no limit) */
+} store_gc_policy;
+
+typedef struct store_gc_result {
+    int rows;                       /* deleted (with their payloads and history) */
+    int64_t bytes_before, bytes_after; /* pages in use */
+} store_gc_result;
+
+/* Retention: deletes ended rows (done, failed, cancelled; never queued or
+ * running ones) by the policy, least recently used (made, ended, or served
+ * from) first, in short transactions, with the aliases as old; then gives
+ * the freed pages back to the file system when the store can (stores made
+ * by this version can; store_vacuum converts older ones). */
+int store_gc(store *s, const store_gc_policy *p, int64_t now_us, store_gc_result *out, ap_error *err);
+/* VACUUM: rewrites the file at its live size (takes the write lock for as
+ * long as it runs). */
+int store_vacuum(store *s, ap_error *err);
 
 /* Hex of n bytes into out (2n + 1 bytes). */
 void store_hex(const uint8_t *bytes, int n, char *out);

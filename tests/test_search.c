@@ -180,6 +180,117 @@ START_TEST(same_answer_for_any_thread_count)
 }
 END_TEST
 
+/* ========================================================= checkpoints */
+
+typedef struct ckpt_grab {
+    int64_t stop_at;
+    void *data;
+    size_t len;
+} ckpt_grab;
+
+static int grab_checkpoint(void *ctx, const search_progress *p)
+{
+    ckpt_grab *g = ctx;
+    ck_assert(p->checkpoint && p->checkpoint_len >= 48);
+    ap_free(g->data);
+    g->data = ap_malloc(p->checkpoint_len);
+    memcpy(g->data, p->checkpoint, p->checkpoint_len);
+    g->len = p->checkpoint_len;
+    return g->stop_at > 0 && p->episodes >= g->stop_at;
+}
+
+static void same_result(const search_result *a, const search_result *b)
+{
+    ck_assert_str_eq(a->schedule, b->schedule);
+    ck_assert(a->report.runtime_s == b->report.runtime_s);
+    ck_assert_int_eq(a->episodes, b->episodes);
+    ck_assert_int_eq(a->best_episode, b->best_episode);
+    ck_assert_uint_eq(a->tree_nodes, b->tree_nodes);
+    ck_assert_str_eq(a->explanation_text, b->explanation_text);
+}
+
+/* A search stopped midway and resumed from its checkpoint, at any thread
+ * count, ends with the answer of an uninterrupted run, replaying what was
+ * done instead of evaluating it again; a checkpoint of another search, cut
+ * short or gone astray costs only what it cannot give. */
+START_TEST(resumes_from_a_checkpoint)
+{
+    model md;
+    model_open(&md, tl_generate("transformer", "small", ""), "batch=2,model=2");
+    char *bp = tl_schedule("bp");
+    ir_partition *start = state(&md, bp);
+    search_options o;
+    search_options_init(&o);
+    o.max_episodes = 400;
+    o.memory_limit = -1;
+    o.seed = 2;
+    search_result ref;
+    run_search(start, &o, &ref);
+    ck_assert_int_eq(ref.replayed, 0);
+    /* interrupted at about 200 episodes (as a shutdown stops it) */
+    ckpt_grab g = {.stop_at = 200};
+    o.progress = grab_checkpoint;
+    o.progress_ctx = &g;
+    o.progress_interval_s = 1e-6; /* at every batch */
+    search_result cut;
+    run_search(start, &o, &cut);
+    ck_assert_str_eq(cut.stopped_by, "callback");
+    ck_assert_uint_eq((g.len - 48) % 33, 0);
+    int64_t saved = (int64_t)(g.len - 48) / 33;
+    ck_assert_int_ge(saved, 200);
+    ck_assert_int_lt(saved, 400);
+    search_result_free(&cut);
+    o.progress = NULL;
+    for (int t = 1; t <= 3; t += 2) {
+        search_result r;
+        o.threads = t;
+        o.resume = g.data;
+        o.resume_len = g.len;
+        run_search(start, &o, &r);
+        same_result(&r, &ref);
+        ck_assert_int_eq(r.replayed, saved);
+        search_result_free(&r);
+    }
+    o.threads = 1;
+    /* cut mid-record: not a checkpoint */
+    search_result r;
+    o.resume_len = g.len - 5;
+    run_search(start, &o, &r);
+    same_result(&r, &ref);
+    ck_assert_int_eq(r.replayed, 0);
+    search_result_free(&r);
+    /* astray after 100 episodes (a decision that differs): replayed so far */
+    uint8_t *bad = ap_malloc(g.len);
+    memcpy(bad, g.data, g.len);
+    bad[48 + 33 * 100 + 4] ^= 0x5a;
+    o.resume = bad;
+    o.resume_len = g.len;
+    run_search(start, &o, &r);
+    same_result(&r, &ref);
+    ck_assert_int_gt(r.replayed, 0);
+    ck_assert_int_le(r.replayed, 100);
+    search_result_free(&r);
+    ap_free(bad);
+    /* another seed's: ignored */
+    o.resume = g.data;
+    o.seed = 3;
+    search_result other, other_ref;
+    run_search(start, &o, &other);
+    ck_assert_int_eq(other.replayed, 0);
+    o.resume = NULL;
+    o.resume_len = 0;
+    run_search(start, &o, &other_ref);
+    same_result(&other, &other_ref);
+    search_result_free(&other);
+    search_result_free(&other_ref);
+    ap_free(g.data);
+    search_result_free(&ref);
+    ir_partition_free(start);
+    ap_free(bp);
+    model_close(&md);
+}
+END_TEST
+
 /* ============================================================== budgets */
 
 typedef struct prog_log {
@@ -588,6 +699,7 @@ static Suite *search_suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, finds_the_enumerated_optimum, 0, 2);
     tcase_add_test(tc, same_answer_for_any_thread_count);
+    tcase_add_test(tc, resumes_from_a_checkpoint);
     tcase_add_test(tc, budgets_are_honoured);
     tcase_add_test(tc, meets_a_limit_only_sharding_can_meet);
     tcase_add_test(tc, schedule_applies_back_to_the_same_cost);

@@ -22,6 +22,7 @@ static const struct command {
     {"show", cli_show, "show one stored search: its request, progress and result"},
     {"cancel", cli_cancel, "cancel a queued or running search"},
     {"stats", cli_stats, "what autopartd has done since it started, and its store"},
+    {"gc", cli_gc, "delete old searches from an autopartd store (retention, on demand)"},
 };
 
 static void usage(FILE *f)

@@ -21,6 +21,7 @@ int cli_list(int argc, char **argv);
 int cli_show(int argc, char **argv);
 int cli_cancel(int argc, char **argv);
 int cli_stats(int argc, char **argv);
+int cli_gc(int argc, char **argv);
 
 typedef struct cli_remote {
     const char *server;     /* host:port; NULL: not given */

@@ -7,7 +7,10 @@
  * 404s and 400s with their messages, the token, the address rules, HTTPS,
  * and a real search's page and downloads.
  */
+#include <arpa/inet.h>
 #include <inttypes.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -92,6 +95,8 @@ typedef struct req_opts {
     const char *method;     /* default GET */
     const char *ca_file;    /* HTTPS: trust this */
     const char *resolve;    /* curl's host:port:addr */
+    const char *source;     /* the local address to send from */
+    long timeout_s;         /* default 60 */
 } req_opts;
 
 /* GET (or o->method) url; the status, body (heap, free with resp_free)
@@ -113,7 +118,10 @@ static resp request(const char *url, const req_opts *o)
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, o && o->timeout_s ? o->timeout_s : 60L);
+    curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
+    if (o && o->source)
+        curl_easy_setopt(c, CURLOPT_INTERFACE, o->source);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     if (o && o->method)
         curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, o->method);
@@ -406,6 +414,77 @@ START_TEST(test_errors_say_why)
 }
 END_TEST
 
+/* The longest run of digits in s. */
+static size_t longest_digits(const char *s)
+{
+    size_t best = 0, run = 0;
+    for (; *s; s++) {
+        run = *s >= '0' && *s <= '9' ? run + 1 : 0;
+        best = run > best ? run : best;
+    }
+    return best;
+}
+
+/* What a hostile client sends: bytes that are not UTF-8 (once a 500 "out
+ * of memory"), a %00 in a value (which dropped the filter) or in a name
+ * (which was let through), and 256 connections that send half a request
+ * (which stopped the dashboard for about a minute). */
+START_TEST(test_hostile_requests)
+{
+    char db[256];
+    svc_temp_db(db, sizeof db);
+    fill_store(db);
+    http_daemon h;
+    http_start(&h, db, NULL);
+    expect_error(&h, "/api/searches?after=%ff%fe", 400, "after: the value holds a NUL or is not UTF-8");
+    expect_error(&h, "/%c0%ae%c0%ae/%c0%ae%c0%ae/etc/passwd", 400, "not UTF-8");
+    expect_error(&h, "/api/searches/1/%ff", 400, "not UTF-8");
+    expect_error(&h, "/api/searches?q=%00abc", 400, "q: the value holds a NUL");
+    expect_error(&h, "/api/searches?%00=1", 400, "name holds a NUL");
+    expect_error(&h, "/api/searches?status=done%00xyz", 400, "status: the value holds a NUL");
+    /* floats as a person reads them */
+    char url[200];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/api/stats", h.http_port);
+    resp r = request(url, NULL);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_msg(longest_digits(r.body) <= 15, "%s", r.body);
+    resp_free(&r);
+    /* half requests from one address hold at most its share of the
+     * connections, and each only for a while */
+    enum { N = 256 };
+    int fds[N];
+    for (int i = 0; i < N; i++) {
+        fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)h.http_port)};
+        inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+        ck_assert_int_ge(fds[i], 0);
+        if (connect(fds[i], (struct sockaddr *)&sa, sizeof sa) == 0) {
+            static const char half[] = "GET /api/stats HTTP/1.1\r\nHost: x\r\n";
+            ssize_t w = send(fds[i], half, sizeof half - 1, MSG_NOSIGNAL);
+            (void)w;
+        }
+    }
+    req_opts other = {.source = "127.0.0.2", .timeout_s = 10};
+    double t0 = svc_now();
+    r = request(url, &other);
+    ck_assert_msg(r.status == 200, "another address waited %.1f s for nothing (status %ld)", svc_now() - t0, r.status);
+    resp_free(&r);
+    /* and the same address, once the idle ones are closed (10 s) */
+    req_opts same = {.timeout_s = 5};
+    for (r = request(url, &same); r.status != 200 && svc_now() - t0 < 40; r = request(url, &same)) {
+        resp_free(&r);
+        usleep(500000);
+    }
+    ck_assert_msg(r.status == 200, "no answer after %.1f s", svc_now() - t0);
+    ck_assert_msg(svc_now() - t0 > 5, "the half requests did not hold their address's share");
+    resp_free(&r);
+    for (int i = 0; i < N; i++)
+        close(fds[i]);
+    http_stop(&h);
+    svc_remove_db(db);
+}
+END_TEST
+
 START_TEST(test_token)
 {
     char db[256], tok[300];
@@ -570,6 +649,7 @@ static Suite *http_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_list_filters_and_pages);
     tcase_add_test(tc, test_errors_say_why);
+    tcase_add_test(tc, test_hostile_requests);
     tcase_add_test(tc, test_token);
     tcase_add_test(tc, test_addresses_and_tls);
     tcase_add_test(tc, test_real_search);

@@ -359,6 +359,97 @@ START_TEST(test_bad_input)
 }
 END_TEST
 
+/* Packs m, replaces the first `mark` in its bytes with `with` (same
+ * length), and calls method: how strings protobuf-c would never write
+ * (invalid UTF-8, a NUL inside) reach the daemon. */
+static int call_patched(wire_conn *c, const char *method, const ProtobufCMessage *m, const char *mark,
+                        const char *with, size_t with_len, wire_status *st)
+{
+    size_t n = protobuf_c_message_get_packed_size(m);
+    uint8_t *buf = malloc(n + 1);
+    protobuf_c_message_pack(m, buf);
+    size_t ml = strlen(mark);
+    ck_assert_uint_eq(ml, with_len);
+    uint8_t *at = NULL;
+    for (size_t i = 0; i + ml <= n && !at; i++)
+        if (!memcmp(buf + i, mark, ml))
+            at = buf + i;
+    ck_assert_ptr_nonnull(at);
+    memcpy(at, with, with_len);
+    void *resp = NULL;
+    size_t rl;
+    int rc = wire_unary(c, method, buf, n, &resp, &rl, st);
+    ap_free(resp);
+    free(buf);
+    return rc;
+}
+
+/* What protobuf-c lets through is refused before anything is stored:
+ * strings that are not UTF-8 (a Python client could not read them back),
+ * strings with a NUL inside (silently cut short), unknown enum values, and
+ * bad hints (found only after `accepted`, leaving a FAILED row each). */
+START_TEST(test_hostile_strings)
+{
+    fx_start(NULL);
+    wire_conn *c = svc_conn(fx.d.port);
+    wire_status st;
+    svc_apply a;
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=2", bpmp, "LABEL-X");
+    int rc = call_patched(c, SVC_APPLY, &a.req.base, "LABEL-X", "\xff\xfe\xfd-X\xc0\xae", 7, &st);
+    expect_status(rc, &st, WIRE_INVALID_ARGUMENT, "client_label: is not valid UTF-8");
+    svc_apply_init(&a, tiny_text, "NAME-X", "batch=2,model=2", bpmp, "");
+    rc = call_patched(c, SVC_APPLY, &a.req.base, "NAME-X", "NA\xed\xa0\x80X", 6, &st); /* a surrogate */
+    expect_status(rc, &st, WIRE_INVALID_ARGUMENT, "module.name: is not valid UTF-8");
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=2", bpmp, "");
+    a.dev.name = (char *)"tpu_v3-junk";
+    rc = call_patched(c, SVC_APPLY, &a.req.base, "tpu_v3-junk", "tpu_v3\0junk", 11, &st);
+    expect_status(rc, &st, WIRE_INVALID_ARGUMENT, "device.name: holds a NUL byte");
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=2", bpmp, "");
+    a.mod.format = (Autopart__V1__ModuleFormat)99;
+    expect_status(apply_status(c, &a, &st), &st, WIRE_INVALID_ARGUMENT, "module.format: 99 is not a value");
+    Autopart__V1__GetSearchRequest g = AUTOPART__V1__GET_SEARCH_REQUEST__INIT;
+    g.search_id = (char *)"1X";
+    rc = call_patched(c, SVC_GET, &g.base, "1X", "1\0", 2, &st);
+    expect_status(rc, &st, WIRE_INVALID_ARGUMENT, "search_id: holds a NUL byte");
+    /* bad hints, three times: refused before `accepted`, no rows */
+    for (int i = 0; i < 3; i++) {
+        svc_apply base;
+        svc_apply_init(&base, tiny_text, "tiny.mlir", "batch=2,model=2", "", "hinted");
+        Autopart__V1__SearchRequest req = AUTOPART__V1__SEARCH_REQUEST__INIT;
+        char *ax[] = {(char *)"model"};
+        req.module = &base.mod;
+        req.mesh = &base.mesh;
+        req.device = &base.dev;
+        req.axes = ax;
+        req.n_axes = 1;
+        req.episodes = 10;
+        req.hints = (char *)"bogus line";
+        size_t len = autopart__v1__search_request__get_packed_size(&req);
+        uint8_t *buf = malloc(len + 1);
+        autopart__v1__search_request__pack(&req, buf);
+        wire_stream *ws;
+        ck_assert_int_eq(wire_stream_open(c, SVC_SEARCH, buf, len, &ws, &st), 0);
+        free(buf);
+        void *m;
+        size_t ml;
+        int events = 0;
+        while ((rc = wire_stream_next(ws, &m, &ml, &st)) == 1) {
+            events++;
+            ap_free(m);
+        }
+        wire_stream_close(ws);
+        ck_assert_int_eq(events, 0); /* not even `accepted` */
+        expect_status(-1, &st, WIRE_INVALID_ARGUMENT, "hints:1:");
+    }
+    Autopart__V1__StatsResponse *sr = svc_stats(c);
+    ck_assert_int_eq(sr->stored, 0);
+    autopart__v1__stats_response__free_unpacked(sr, NULL);
+    svc_assert_serving(fx.d.port);
+    wire_close(c);
+    fx_stop_clean();
+}
+END_TEST
+
 START_TEST(test_oversized_message)
 {
     static const char *const args[] = {"--max-message-mb", "1", NULL};
@@ -1254,36 +1345,74 @@ static void *bg_search_fn(void *arg)
     return NULL;
 }
 
+/* Episodes in a row's checkpoint (a header of 48 bytes, 33 bytes an
+ * episode: search/ckpt.c). */
+static int64_t checkpointed(const char *db, int64_t id)
+{
+    store *s;
+    ap_error err;
+    void *data = NULL;
+    size_t len = 0;
+    ck_assert(store_open(db, "test:0:0", 5000, &s, &err) == 0);
+    ck_assert_int_ge(store_payload(s, id, STORE_PAYLOAD_CHECKPOINT, &data, &len, &err), 0);
+    store_close(s);
+    ap_free(data);
+    return len >= 48 ? (int64_t)(len - 48) / 33 : 0;
+}
+
+/* Preempted twice (kill -9 mid-search): each run resumes from the last
+ * checkpoint, not from episode 0, and the search ends with the answer an
+ * uninterrupted run gives. */
 START_TEST(test_search_kill9_and_restart)
 {
     fx_start(NULL);
     bg_search b = {.port = fx.d.port};
-    svc_search_init(&b.q, t32_text, "t32.mlir", "batch=8,model=4", bp_manual, "model", 300, "preempted");
+    svc_search_init(&b.q, t32_text, "t32.mlir", "batch=8,model=4", bp_manual, "model", 1200, "preempted");
     b.q.req.no_memory_limit = true;
     pthread_t th;
     pthread_create(&th, NULL, bg_search_fn, &b);
     int64_t id = svc_wait_status(fx.db, STORE_RUNNING, 120);
     ck_assert(id > 0);
-    usleep(300000);
-    ck_assert_int_eq(svc_stop(&fx.d, SIGKILL, 10), 128 + SIGKILL);
-    pthread_join(th, NULL);
-    ck_assert_msg(b.run.rc != 0, "the search ended before the kill: give it more episodes");
-    free(b.run.result);
-    store *st;
-    ap_error err;
-    ck_assert(store_open(fx.db, "test:0:0", 5000, &st, &err) == 0);
-    ck_assert_msg(store_check(st, true, &err) == 0, "%s", err.msg);
-    store_close(st);
-    /* restarted: it takes the search up and ends as an uninterrupted run */
-    svc_start(&fx.d, fx.db, NULL);
+    int64_t before = 0;
+    for (int kill_no = 0; kill_no < 2; kill_no++) {
+        /* a checkpoint beyond the last one, then the kill */
+        int64_t ck = 0;
+        store_row row;
+        for (double t0 = svc_now(); (ck = checkpointed(fx.db, id)) <= before && svc_now() - t0 < 300;)
+            usleep(50000);
+        ck_assert_msg(ck > before, "no checkpoint beyond episode %lld", (long long)before);
+        ck_assert_int_eq(svc_row(fx.db, id, &row), 1);
+        ck_assert_msg(row.status == STORE_RUNNING, "the search ended before kill %d: give it more episodes", kill_no);
+        ck_assert_int_eq(svc_stop(&fx.d, SIGKILL, 10), 128 + SIGKILL);
+        before = ck;
+        if (kill_no == 0) {
+            pthread_join(th, NULL);
+            free(b.run.result);
+        }
+        store *st;
+        ap_error err;
+        ck_assert(store_open(fx.db, "test:0:0", 5000, &st, &err) == 0);
+        ck_assert_msg(store_check(st, true, &err) == 0, "%s", err.msg);
+        store_close(st);
+        svc_start(&fx.d, fx.db, NULL); /* it takes the search up at once */
+    }
     store_row row;
     double t0 = svc_now();
     while (svc_row(fx.db, id, &row) == 1 && row.status != STORE_DONE && svc_now() - t0 < 600)
         usleep(50000);
     ck_assert_msg(row.status == STORE_DONE, "status %d: %s", row.status, row.error);
-    ck_assert_int_eq(row.attempts, 2);
+    ck_assert_int_eq(row.attempts, 3);
     size_t n_stored;
     uint8_t *stored = stored_result(fx.db, id, &n_stored);
+    Autopart__V1__PartitionResult *res = autopart__v1__partition_result__unpack(NULL, n_stored, stored);
+    ck_assert(res && res->search);
+    /* the last run replayed what the second had checkpointed, at least */
+    ck_assert_msg(res->search->resumed_episodes >= before && res->search->resumed_episodes < 1200,
+                  "resumed %lld episodes; the last checkpoint had %lld", (long long)res->search->resumed_episodes,
+                  (long long)before);
+    ck_assert_int_eq(res->search->episodes, 1200);
+    autopart__v1__partition_result__free_unpacked(res, NULL);
+    ck_assert_int_eq(checkpointed(fx.db, id), 0); /* a done row keeps no checkpoint */
     /* an uninterrupted run on a fresh daemon and store */
     char db2[256];
     svc_daemon other;
@@ -1508,6 +1637,61 @@ START_TEST(test_takeover_beyond_the_queue)
 }
 END_TEST
 
+/* No bound on work, no more: a search asked for 2^63-1 episodes and no
+ * other budget is answered at the daemon's ceiling (--max-search-s) with
+ * its best so far; one whose every client went away stops after
+ * --abandon-after, resumable, and asking again continues it from its
+ * checkpoint. */
+START_TEST(test_search_ceiling_and_abandon)
+{
+    static const char *const args[] = {"--max-search-s", "6", "--abandon-after", "1", NULL};
+    fx_start(args);
+    svc_search q;
+    svc_search_init(&q, small_text, "small.mlir", "batch=4,model=2", bp_manual, "model", INT64_MAX, "forgetful");
+    /* asked, then forgotten */
+    wire_conn *c = svc_conn(fx.d.port);
+    size_t len = autopart__v1__search_request__get_packed_size(&q.req);
+    uint8_t *buf = malloc(len + 1);
+    autopart__v1__search_request__pack(&q.req, buf);
+    wire_stream *ws;
+    wire_status st;
+    ck_assert_int_eq(wire_stream_open(c, SVC_SEARCH, buf, len, &ws, &st), 0);
+    free(buf);
+    int64_t id = svc_wait_status(fx.db, STORE_RUNNING, 120);
+    ck_assert(id > 0);
+    store_row row;
+    for (double t0 = svc_now(); svc_row(fx.db, id, &row) == 1 && row.episodes == 0 && svc_now() - t0 < 60;)
+        usleep(50000);
+    ck_assert_int_gt(row.episodes, 0);
+    wire_stream_close(ws);
+    wire_close(c);
+    for (double t0 = svc_now(); svc_row(fx.db, id, &row) == 1 && row.status == STORE_RUNNING && svc_now() - t0 < 60;)
+        usleep(50000);
+    ck_assert_msg(row.status == STORE_CANCELLED && strstr(row.error, "asking again resumes it"), "%s: %s",
+                  store_status_name(row.status), row.error);
+    int64_t kept = checkpointed(fx.db, id);
+    ck_assert_int_gt(kept, 0);
+    /* asked again: a new row takes the checkpoint over and resumes; the
+     * ceiling (over both runs) answers it with its best so far */
+    c = svc_conn(fx.d.port);
+    search_run r;
+    search_call(c, &q, &r);
+    ck_assert_msg(r.rc == 0, "%s: %s", wire_code_name(r.st.code), r.st.msg);
+    ck_assert_int_eq(r.origin, AUTOPART__V1__ORIGIN__NEW);
+    ck_assert_int_ne(atoll(r.id), id);
+    Autopart__V1__PartitionResult *res = autopart__v1__partition_result__unpack(NULL, r.result_len, r.result);
+    ck_assert(res && res->search);
+    ck_assert_str_eq(res->search->stopped_by, "max_search_s");
+    ck_assert_int_ge(res->search->resumed_episodes, kept);
+    ck_assert(res->search->wall_s >= 6 && res->search->wall_s < 60);
+    autopart__v1__partition_result__free_unpacked(res, NULL);
+    ck_assert_int_eq(checkpointed(fx.db, id), 0); /* taken over */
+    free(r.result);
+    wire_close(c);
+    fx_stop_clean();
+}
+END_TEST
+
 START_TEST(test_search_cli)
 {
     fx_start(NULL);
@@ -1553,6 +1737,7 @@ static Suite *make_suite(void)
     ADD(requests, test_apply_twice_same_bytes);
     ADD(requests, test_eight_identical_start_one);
     ADD(requests, test_bad_input);
+    ADD(requests, test_hostile_strings);
     ADD(requests, test_oversized_message);
     ADD(requests, test_garbage_on_the_port);
     ADD(requests, test_deadline_and_vanishing_clients);
@@ -1574,6 +1759,7 @@ static Suite *make_suite(void)
     ADD(search, test_search_kill9_and_restart);
     ADD(search, test_search_checkpoint_and_cancel);
     ADD(search, test_search_that_does_not_listen);
+    ADD(search, test_search_ceiling_and_abandon);
     ADD(search, test_search_cli);
     TCase *cases[] = {requests, recovery, search};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

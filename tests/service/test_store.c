@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -345,7 +346,7 @@ START_TEST(test_listing)
     ck_assert_int_gt(cnt.db_bytes, 0);
     int64_t ids[2] = {1, 2};
     uint64_t hits[2] = {3, 4};
-    ck_assert_int_eq(store_add_hits(a, ids, hits, 2, &err), 0);
+    ck_assert_int_eq(store_add_hits(a, ids, hits, 2, 5000, &err), 0);
     ck_assert_int_eq(store_counts_get(a, &cnt, &err), 0);
     ck_assert_int_eq(cnt.cache_hits, 7);
     /* the counters the triggers keep agree with the table */
@@ -544,6 +545,8 @@ START_TEST(test_listing_text_and_orders)
                                   "DROP TRIGGER searches_text_delete; DROP TABLE searches_text;"
                                   "DROP INDEX searches_by_runtime; DROP INDEX searches_by_memory;"
                                   "DROP INDEX searches_by_episodes; DROP INDEX searches_by_duration;"
+                                  "DROP INDEX searches_touched; ALTER TABLE searches DROP COLUMN touched_us;"
+                                  "ALTER TABLE searches DROP COLUMN watched_until_us;"
                                   "PRAGMA user_version = 1",
                                   NULL, NULL, NULL),
                      SQLITE_OK);
@@ -551,6 +554,103 @@ START_TEST(test_listing_text_and_orders)
     s = open_as("hostA:1:aa");
     ck_assert_int_eq(list_ids(s, &few, 60, ids, N), N / 10);
     store_close(s);
+}
+END_TEST
+
+/* A search given up (cancelled) keeps its checkpoint, and the next row of
+ * its key takes it over; done and failed rows keep none. */
+START_TEST(test_checkpoint_passes_to_the_next_row)
+{
+    store *a = open_as("hostA:1:aa");
+    store_row r;
+    bool c;
+    ap_error err;
+    void *data;
+    size_t len;
+    int64_t id = begin_row(a, 11, 1000, "", &c, &r);
+    store_progress p = {.episodes = 40, .best_runtime_s = 1.5};
+    ck_assert_int_eq(store_set_progress(a, id, 2000, &p, false, "CKPT-1", 6, &err), 0);
+    ck_assert_int_eq(store_finish(a, id, STORE_CANCELLED, 3000, NULL, 0, NULL, "nobody waits", &err), 0);
+    ck_assert_int_eq(store_payload(a, id, STORE_PAYLOAD_CHECKPOINT, &data, &len, &err), 1);
+    ap_free(data);
+    ck_assert_int_eq(store_payload(a, id, STORE_PAYLOAD_REQUEST, &data, &len, &err), 0); /* not needed any more */
+    int64_t id2 = begin_row(a, 11, 4000, "", &c, &r);
+    ck_assert(c && id2 != id);
+    ck_assert_int_eq(store_payload(a, id2, STORE_PAYLOAD_CHECKPOINT, &data, &len, &err), 1);
+    ck_assert(len == 6 && !memcmp(data, "CKPT-1", 6));
+    ap_free(data);
+    ck_assert_int_eq(store_payload(a, id, STORE_PAYLOAD_CHECKPOINT, &data, &len, &err), 0); /* moved, not copied */
+    /* another key inherits nothing */
+    int64_t other = begin_row(a, 12, 4000, "", &c, &r);
+    ck_assert_int_eq(store_payload(a, other, STORE_PAYLOAD_CHECKPOINT, &data, &len, &err), 0);
+    /* failed: its checkpoint goes */
+    ck_assert_int_eq(store_set_progress(a, id2, 5000, &p, false, "CKPT-2", 6, &err), 0);
+    ck_assert_int_eq(store_finish(a, id2, STORE_FAILED, 6000, NULL, 0, NULL, "bad", &err), 0);
+    ck_assert_int_eq(store_payload(a, id2, STORE_PAYLOAD_CHECKPOINT, &data, &len, &err), 0);
+    store_close(a);
+}
+END_TEST
+
+/* Retention: ended rows not used lately go, least recently used first,
+ * with their payloads, history and old aliases; queued, running and
+ * recently used rows stay; the file gives the space back. */
+START_TEST(test_retention)
+{
+    store *a = open_as("hostA:1:aa");
+    store_row r;
+    bool c;
+    ap_error err;
+    enum { N = 40 };
+    static char big[200000];
+    memset(big, 'x', sizeof big);
+    int64_t ids[N];
+    for (int i = 0; i < N; i++) { /* made at i s, ended at i s + 1 ms */
+        ids[i] = begin_row(a, 100 + i, (int64_t)i * 1000000, "", &c, &r);
+        store_progress p = {.episodes = i, .best_runtime_s = 1};
+        ck_assert_int_eq(store_set_progress(a, ids[i], (int64_t)i * 1000000 + 500, &p, true, NULL, 0, &err), 0);
+        if (i == N - 1)
+            ck_assert_int_eq(store_start(a, ids[i], (int64_t)i * 1000000 + 1, &err), 0); /* running */
+        else if (i != N - 2) /* queued */
+            ck_assert_int_eq(store_finish(a, ids[i], i % 5 == 4 ? STORE_FAILED : STORE_DONE,
+                                          (int64_t)i * 1000000 + 1000, big, sizeof big, NULL, NULL, &err),
+                             0);
+    }
+    uint8_t raw[STORE_KEY_BYTES] = {7}, key[STORE_KEY_BYTES];
+    ck_assert_int_eq(store_alias_put(a, raw, raw, 5, &err), 0);
+    /* row 3 is asked for again at 35 s: used recently */
+    int64_t hit_id = ids[3];
+    uint64_t one = 1;
+    ck_assert_int_eq(store_add_hits(a, &hit_id, &one, 1, 35000000, &err), 0);
+    /* by age at 40 s, keeping 20 s: rows ended before 20 s go, but row 3 */
+    store_gc_policy pol = {.keep_us = 20000000};
+    store_gc_result res;
+    ck_assert_int_eq(store_gc(a, &pol, 40000000, &res, &err), 0);
+    ck_assert_int_eq(res.rows, 19);
+    ck_assert(res.bytes_after < res.bytes_before);
+    ck_assert_int_eq(store_get(a, ids[0], &r, &err), 0);
+    ck_assert_int_eq(store_get(a, ids[3], &r, &err), 1);
+    ck_assert_int_eq(store_get(a, ids[20], &r, &err), 1);
+    store_point pts[4];
+    ck_assert_int_eq(store_history(a, ids[0], pts, 4, &err), 0); /* its history went with it */
+    ck_assert_int_eq(store_alias_get(a, raw, key, &err), 0);
+    /* by size: down to 1.5 MiB, the least recently used first; row 3
+     * (used at 35 s) outlives rows that ended after it was made */
+    store_gc_policy size = {.max_bytes = 3 << 19, .protect_us = 3000000};
+    ck_assert_int_eq(store_gc(a, &size, 40000000, &res, &err), 0);
+    ck_assert_int_gt(res.rows, 0);
+    ck_assert_msg(res.bytes_after <= (3 << 19), "%lld bytes in use", (long long)res.bytes_after);
+    ck_assert_int_eq(store_get(a, ids[3], &r, &err), 1);
+    ck_assert_int_eq(store_get(a, ids[25], &r, &err), 0);
+    /* never queued or running ones, nor the protected last seconds */
+    ck_assert_int_eq(store_get(a, ids[N - 1], &r, &err), 1);
+    ck_assert_int_eq(store_get(a, ids[N - 2], &r, &err), 1);
+    ck_assert_int_eq(store_get(a, ids[N - 3], &r, &err), 1);
+    ck_assert_int_eq(store_check(a, true, &err), 0);
+    store_close(a);
+    /* the file gave the space back (8 MB of results were written) */
+    struct stat st1;
+    ck_assert_int_eq(stat(db_path, &st1), 0);
+    ck_assert_msg(st1.st_size < (3 << 20), "the file holds %lld bytes", (long long)st1.st_size);
 }
 END_TEST
 
@@ -570,6 +670,8 @@ static Suite *make_suite(void)
     tcase_add_test(tc, test_listing_text_and_orders);
     tcase_add_test(tc, test_schema_versions);
     tcase_add_test(tc, test_hex);
+    tcase_add_test(tc, test_checkpoint_passes_to_the_next_row);
+    tcase_add_test(tc, test_retention);
     suite_add_tcase(s, tc);
     return s;
 }
