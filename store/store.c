@@ -466,7 +466,9 @@ int store_open(const char *path, const char *owner, int busy_ms, store **out, ap
      * with synchronous=NORMAL (a power loss may drop the last commits, never
      * corrupt the file). */
     if ((rc = exec_sql(s, "PRAGMA journal_mode = WAL", "set WAL mode", err)) < 0 ||
-        (rc = exec_sql(s, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON", "set pragmas", err)) < 0 ||
+        (rc = exec_sql(s, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;"
+                          /* the WAL keeps its high-water mark unless told: back to 64 MiB after a checkpoint */
+                          "PRAGMA journal_size_limit = 67108864", "set pragmas", err)) < 0 ||
         (rc = migrate(s, err)) < 0)
         goto fail;
     for (int i = 0; i < S__COUNT; i++) {
