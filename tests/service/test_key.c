@@ -326,7 +326,7 @@ static void c_episodes(req *r) { r->search.episodes = 21; }
 static void c_time(req *r) { r->search.time_limit_s = 30; }
 static void c_patience(req *r) { r->search.patience_episodes = 5; }
 static void c_seed(req *r) { r->search.seed = 7; }
-static void c_hints(req *r) { r->search.hints = (char *)"group *"; }
+static void c_hints(req *r) { r->search.hints = (char *)"split *"; } /* hints that read (they are checked) */
 static void c_batch(req *r) { r->search.batch = 4; }
 static void c_core(req *r) { r->apply.want_core_view = r->search.want_core_view = true; }
 static void c_label(req *r) { r->apply.client_label = r->search.client_label = (char *)"someone"; }
