@@ -1,369 +1,19 @@
-"""models.py: the model zoo traced with shlo.
+"""models.py: the model zoo traced with shlo, and its registry.
 
 Each builder takes a config dict and returns a Built (graph, argument
 list in signature order, results with their result_info, module name).
-The training steps share train_step(): forward loss, reverse-mode
-gradients, Adam, the argument order params / opt_state.mu /
-opt_state.nu / batch / step and the donation (tf.aliasing_output) of
-every parameter, moment and the step to its updated result.
-
-Parameters are declared lazily by the forward pass (Params), so their
-order is the order of first use, which is the documented order.
+The transformer family lives in transformer.py, the shared layers and
+the training-step layout in nn.py; here are the U-Net, the GNS, the MLP,
+the registry of models and configs and the key=value overrides.
 """
 
 import math
-import sys
-import time
 
-from shlo import Graph, emit, prod, scan
-
-# ---------------------------------------------------------------- helpers
-
-
-def path(*keys):
-    return ''.join("['%s']" % k for k in keys)
-
-
-class Params:
-    """Parameter arguments, created on first use; order = first use."""
-
-    def __init__(self, g, requires_grad=True):
-        self.g = g
-        self.requires_grad = requires_grad
-        self.order = []          # (path, Value)
-        self.by_path = {}
-
-    def __call__(self, shape, *keys):
-        p = path(*keys)
-        v = self.by_path.get(p)
-        if v is None:
-            v = self.g.arg('params' + p, shape,
-                           requires_grad=self.requires_grad)
-            self.by_path[p] = v
-            self.order.append((p, v))
-        assert v.shape == tuple(shape), (p, v.shape, shape)
-        return v
-
-
-class LayerParams:
-    """The parameters of one layer inside a scan body: arguments of the
-    body graph, found by their path below the layer (the first key, e.g.
-    'block_0', dropped), in order of first use.  The scan stacks each as
-    params['blocks'][...] with a leading layer dim, as Flax's nn.scan
-    (variable_axes={'params': 0}) over a module named 'blocks' does."""
-
-    def __init__(self, g):
-        self.g = g
-        self.order = []          # (keys below the layer, Value)
-        self.by_path = {}
-
-    def __call__(self, shape, *keys):
-        keys = keys[1:]
-        p = path(*keys)
-        v = self.by_path.get(p)
-        if v is None:
-            v = self.g.arg('layer' + p, shape, requires_grad=True)
-            self.by_path[p] = v
-            self.order.append((keys, v))
-        assert v.shape == tuple(shape), (p, v.shape, shape)
-        return v
-
-
-class Progress:
-    """Progress lines on stderr, only once generation has taken >1 s."""
-
-    def __init__(self, label, quiet=False):
-        self.label = label
-        self.quiet = quiet
-        self.t0 = time.time()
-        self.last = 0.0
-
-    def __call__(self, msg, force=False):
-        if self.quiet:
-            return
-        now = time.time()
-        if now - self.t0 > 1.0 and (force or now - self.last > 0.5):
-            sys.stderr.write('modelgen: %s: %s\n' % (self.label, msg))
-            sys.stderr.flush()
-            self.last = now
-
-
-class Built:
-    def __init__(self, graph, args, results, module, params):
-        self.graph = graph
-        self.args = args          # arg Values in signature order
-        self.results = results    # [(Value, result_info)]
-        self.module = module
-        self.params = params      # [(path, Value)]
-
-    def text(self):
-        return emit(self.graph, self.args, self.results, self.module)
-
-
-def bcast_last(g, v, shape):
-    """Broadcast a vector over the last dim of shape."""
-    return g.broadcast_in_dim(v, shape, (len(shape) - 1,))
-
-
-def dense(g, P, x, n_out, *keys, bias=True):
-    """x [..., n_in] @ w [n_in, n_out] (+ b)."""
-    w = P((x.shape[-1], n_out), *keys, 'w')
-    y = g.dot_general(x, w, ((x.rank - 1,), (0,)))
-    if bias:
-        y = g.add(y, bcast_last(g, P((n_out,), *keys, 'b'), y.shape))
-    return y
-
-
-def normalize(g, x, dims, scale=None, bias=None, eps=1e-5):
-    """(x - mean) * rsqrt(var + eps) over dims, then * scale + bias
-    (scale/bias over the last dim)."""
-    n = float(prod(x.shape[d] for d in dims))
-    kept = [i for i in range(x.rank) if i not in dims]
-    mean = g.div(g.reduce_sum(x, dims), n)
-    xc = g.sub(x, g.broadcast_in_dim(mean, x.shape, kept))
-    var = g.div(g.reduce_sum(g.mul(xc, xc), dims), n)
-    inv = g.rsqrt(g.add(var, eps))
-    y = g.mul(xc, g.broadcast_in_dim(inv, x.shape, kept))
-    if scale is not None:
-        y = g.mul(y, bcast_last(g, scale, x.shape))
-    if bias is not None:
-        y = g.add(y, bcast_last(g, bias, x.shape))
-    return y
-
-
-def norm_params(g, P, x, dims, *keys):
-    c = x.shape[-1]
-    return normalize(g, x, dims, P((c,), *keys, 'scale'),
-                     P((c,), *keys, 'bias'))
-
-
-def gelu_tanh(g, x):
-    """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
-    x3 = g.mul(g.mul(x, x), x)
-    inner = g.mul(g.add(x, g.mul(x3, 0.044715)), math.sqrt(2.0 / math.pi))
-    return g.mul(g.mul(x, 0.5), g.add(g.tanh(inner), 1.0))
-
-
-def silu(g, x):
-    return g.mul(x, g.logistic(x))
-
-
-def relu(g, x):
-    return g.maximum(x, 0.0)
-
-
-def mse(g, pred, target):
-    d = g.sub(pred, target)
-    return g.div(g.reduce_sum(g.mul(d, d), range(d.rank)),
-                 float(prod(d.shape)))
-
-
-ADAM = {'lr': 3e-4, 'b1': 0.9, 'b2': 0.999, 'eps': 1e-8}
-
-
-def adam(g, params, grads, mus, nus, step, hp=ADAM):
-    """optax.adam: returns (new params, new mu, new nu, new step)."""
-    step1 = g.add(step, g.const(1, 'i32'))
-    t = g.convert(step1, g.dtype)
-    bc1 = g.sub(1.0, g.power(g.const(hp['b1']), t))
-    bc2 = g.sub(1.0, g.power(g.const(hp['b2']), t))
-    new_p, new_m, new_n = [], [], []
-    for p, gr, m, v in zip(params, grads, mus, nus):
-        m2 = g.add(g.mul(m, hp['b1']), g.mul(gr, 1.0 - hp['b1']))
-        v2 = g.add(g.mul(v, hp['b2']), g.mul(g.mul(gr, gr), 1.0 - hp['b2']))
-        mhat = g.div(m2, g.broadcast_in_dim(bc1, p.shape, ()))
-        vhat = g.div(v2, g.broadcast_in_dim(bc2, p.shape, ()))
-        upd = g.div(mhat, g.add(g.sqrt(vhat), hp['eps']))
-        new_p.append(g.sub(p, g.mul(upd, hp['lr'])))
-        new_m.append(m2)
-        new_n.append(v2)
-    return new_p, new_m, new_n, step1
-
-
-def train_step(g, P, loss, batch_args, progress, module='jit_train_step'):
-    """Gradients + Adam; assembles arguments and results as documented."""
-    progress('backward pass', force=True)
-    names = [p for p, _ in P.order]
-    params = [v for _, v in P.order]
-    grads = g.grad(loss, params)
-    mus = [g.arg('opt_state.mu' + p, v.shape, v.dtype) for p, v in P.order]
-    nus = [g.arg('opt_state.nu' + p, v.shape, v.dtype) for p, v in P.order]
-    step = g.arg('step', (), 'i32')
-    progress('optimizer', force=True)
-    new_p, new_m, new_n, new_step = adam(g, params, grads, mus, nus, step)
-    n = len(params)
-    results = [(loss, '[0]')]
-    results += [(v, 'grads' + p) for p, v in zip(names, grads)]
-    results += [(v, 'params' + p) for p, v in zip(names, new_p)]
-    results += [(v, 'opt_state.mu' + p) for p, v in zip(names, new_m)]
-    results += [(v, 'opt_state.nu' + p) for p, v in zip(names, new_n)]
-    results.append((new_step, 'step'))
-    for i in range(n):
-        params[i].attrs['alias'] = 1 + n + i
-        mus[i].attrs['alias'] = 1 + 2 * n + i
-        nus[i].attrs['alias'] = 1 + 3 * n + i
-    step.attrs['alias'] = 1 + 4 * n
-    args = params + mus + nus + list(batch_args) + [step]
-    return Built(g, args, results, module, list(P.order))
-
-
-# ------------------------------------------------------------ transformer
-
-
-def attention(g, P, keys, x, heads, head_dim, causal, kv=None):
-    """Multi-head attention of x [b, s, d]; w_qkv [d, 3, h, hd], w_out
-    [h, hd, d].  kv = (cache_k, cache_v, pos) for a decode step: the new
-    k, v are written at pos and the query attends to positions <= pos.
-    Returns (out [b, s, d], (new cache_k, new cache_v) or None)."""
-    b, s, d = x.shape
-    h, hd = heads, head_dim
-    w_qkv = P((d, 3, h, hd), *keys, 'w_qkv')
-    qkv = g.dot_general(x, w_qkv, ((2,), (0,)))             # [b,s,3,h,hd]
-
-    def part(j):
-        return g.reshape(g.slice(qkv, (0, 0, j, 0, 0), (b, s, j + 1, h, hd)),
-                         (b, s, h, hd))
-    q, k, v = part(0), part(1), part(2)
-    new_kv = None
-    if kv is not None:
-        cache_k, cache_v, pos = kv
-        zero = g.const(0, 'i32')
-        k = g.dynamic_update_slice(cache_k, k, (zero, pos, zero, zero))
-        v = g.dynamic_update_slice(cache_v, v, (zero, pos, zero, zero))
-        new_kv = (k, v)
-    t = k.shape[1]
-    scores = g.dot_general(q, k, ((3,), (3,)), ((0, 2), (0, 2)))  # [b,h,s,t]
-    scores = g.mul(scores, 1.0 / math.sqrt(hd))
-    mask = None
-    if kv is not None:
-        keypos = g.iota((t,), 0)
-        mask = g.compare(keypos, g.broadcast_in_dim(pos, (t,), ()), 'LE')
-        mask = g.broadcast_in_dim(mask, scores.shape, (3,))
-    elif causal:
-        mask = g.compare(g.iota((s, t), 0), g.iota((s, t), 1), 'GE')
-        mask = g.broadcast_in_dim(mask, scores.shape, (2, 3))
-    if mask is not None:
-        scores = g.select(mask, scores, g.full(scores.shape, float('-inf')))
-    m = g.stop_gradient(g.reduce_max(scores, (3,)))
-    e = g.exp(g.sub(scores, g.broadcast_in_dim(m, scores.shape, (0, 1, 2))))
-    den = g.reduce_sum(e, (3,))
-    p = g.div(e, g.broadcast_in_dim(den, scores.shape, (0, 1, 2)))
-    o = g.dot_general(p, v, ((3,), (1,)), ((0, 1), (0, 2)))  # [b,h,s,hd]
-    w_out = P((h, hd, d), *keys, 'w_out')
-    out = g.dot_general(o, w_out, ((1, 3), (0, 1)))          # [b,s,d]
-    return out, new_kv
-
-
-def transformer_block(g, P, i, x, cfg, kv=None):
-    blk = 'block_%d' % i
-    d = x.shape[2]
-    h = normalize(g, x, (2,), P((d,), blk, 'ln1', 'scale'),
-                  P((d,), blk, 'ln1', 'bias'))
-    a, new_kv = attention(g, P, (blk, 'attn'), h, cfg['heads'],
-                          cfg['head_dim'], causal=True, kv=kv)
-    x = g.add(x, a)
-    h = normalize(g, x, (2,), P((d,), blk, 'ln2', 'scale'),
-                  P((d,), blk, 'ln2', 'bias'))
-    w_up = P((d, cfg['d_ff']), blk, 'mlp', 'w_up')
-    u = g.dot_general(h, w_up, ((2,), (0,)))
-    u = g.add(u, bcast_last(g, P((cfg['d_ff'],), blk, 'mlp', 'b_up'),
-                            u.shape))
-    u = gelu_tanh(g, u)
-    w_down = P((cfg['d_ff'], d), blk, 'mlp', 'w_down')
-    x = g.add(x, g.dot_general(u, w_down, ((2,), (0,))))
-    return x, new_kv
-
-
-def scanned_blocks(g, P, x, cfg):
-    """The blocks as jax.lax.scan over stacked per-layer weights: the block
-    is traced once on one layer's weights, which become
-    params['blocks'][...] of shape [layers, ...]."""
-    body = Graph(g.dtype)
-    LP = LayerParams(body)
-    carry = body.arg('carry', x.shape, x.dtype, requires_grad=True)
-    out, _ = transformer_block(body, LP, 0, carry, cfg)
-    L = cfg['layers']
-    stacked = [P((L,) + v.shape, 'blocks', *keys) for keys, v in LP.order]
-    return scan(g, body, carry, [v for _, v in LP.order], out, x, stacked)
-
-
-def embed_tokens(g, P, tokens, cfg):
-    embed = P((cfg['vocab'], cfg['d_model']), 'embed')
-    idx = g.reshape(tokens, tokens.shape + (1,))
-    return g.gather_rows(embed, idx), embed
-
-
-def transformer_logits(g, P, tokens, cfg, progress=None, caches=None,
-                       pos=None):
-    """Logits [b, s, vocab] of tokens [b, s]; with caches (a list of
-    (k, v) per block) also returns the updated caches."""
-    x, embed = embed_tokens(g, P, tokens, cfg)
-    new_caches = []
-    if cfg.get('scan') and caches is None:
-        x = scanned_blocks(g, P, x, cfg)
-        if progress:
-            progress('scanned %d layers' % cfg['layers'])
-    for i in range(0 if cfg.get('scan') and caches is None
-                   else cfg['layers']):
-        kv = None if caches is None else (caches[i][0], caches[i][1], pos)
-        x, nk = transformer_block(g, P, i, x, cfg, kv)
-        new_caches.append(nk)
-        if progress:
-            progress('%d/%d layers' % (i + 1, cfg['layers']))
-    x = normalize(g, x, (2,))                 # final parameter-free norm
-    logits = g.dot_general(x, embed, ((2,), (1,)))
-    return logits, new_caches
-
-
-def softmax_xent(g, logits, targets):
-    """Mean over batch and sequence of -log softmax(logits)[target]."""
-    b, s, v = logits.shape
-    m = g.stop_gradient(g.reduce_max(logits, (2,)))
-    sh = g.sub(logits, g.broadcast_in_dim(m, logits.shape, (0, 1)))
-    lse = g.log(g.reduce_sum(g.exp(sh), (2,)))
-    logp = g.sub(sh, g.broadcast_in_dim(lse, logits.shape, (0, 1)))
-    onehot = g.compare(g.iota(logits.shape, 2),
-                       g.broadcast_in_dim(targets, logits.shape, (0, 1)),
-                       'EQ')
-    onehot = g.convert(onehot, logits.dtype)
-    nll = g.neg(g.reduce_sum(g.mul(onehot, logp), (0, 1, 2)))
-    return g.div(nll, float(b * s))
-
-
-def build_transformer(cfg, progress):
-    g = Graph(cfg['dtype'])
-    P = Params(g)
-    b, s = cfg['batch'], cfg['seq']
-    inputs = g.arg("batch['inputs']", (b, s), 'i32')
-    targets = g.arg("batch['targets']", (b, s), 'i32')
-    logits, _ = transformer_logits(g, P, inputs, cfg, progress)
-    loss = softmax_xent(g, logits, targets)
-    return train_step(g, P, loss, [inputs, targets], progress)
-
-
-def build_transformer_infer(cfg, progress):
-    g = Graph(cfg['dtype'])
-    P = Params(g, requires_grad=False)
-    b, t = cfg['batch'], cfg['max_seq']
-    h, hd = cfg['heads'], cfg['head_dim']
-    tokens = g.arg("batch['tokens']", (b, 1), 'i32')
-    pos = g.arg('pos', (), 'i32')
-    caches = []
-    for i in range(cfg['layers']):
-        caches.append((g.arg("cache['block_%d']['k']" % i, (b, t, h, hd)),
-                       g.arg("cache['block_%d']['v']" % i, (b, t, h, hd))))
-    logits, new = transformer_logits(g, P, tokens, cfg, progress, caches,
-                                     pos)
-    results = [(logits, 'logits')]
-    for i, (nk, nv) in enumerate(new):
-        caches[i][0].attrs['alias'] = len(results)
-        results.append((nk, "cache['block_%d']['k']" % i))
-        caches[i][1].attrs['alias'] = len(results)
-        results.append((nv, "cache['block_%d']['v']" % i))
-    args = [v for _, v in P.order] + [a for kv in caches for a in kv] + \
-        [tokens, pos]
-    return Built(g, args, results, 'jit_decode_step', list(P.order))
-
+import transformer
+from nn import Built, Params, Progress, bcast_last, dense, mse, norm_params, \
+    relu, silu, train_step
+from shlo import Graph
+from transformer import attention
 
 # ------------------------------------------------------------------- unet
 
@@ -537,9 +187,6 @@ def build_mlp(cfg, progress):
 
 # ---------------------------------------------------------------- registry
 
-_T = ('layers', 'd_model', 'heads', 'head_dim', 'd_ff', 'batch', 'seq',
-      'vocab')
-
 
 def _cfg(keys, vals, **extra):
     d = dict(zip(keys, vals))
@@ -555,16 +202,17 @@ _U = ('batch', 'height', 'width', 'in_channels', 'channels', 'levels',
 _G = ('nodes', 'edges', 'node_in', 'edge_in', 'out', 'latent', 'hidden',
       'mlp_layers', 'steps')
 _M = ('batch', 'inputs', 'hidden', 'layers', 'outputs')
+T = transformer.config
 
 MODELS = {
-    'transformer': (build_transformer, 'transformer training step '
-                    '(scan=1: layers stacked and run by a while loop)', {
-        't32': _cfg(_T, (32, 4096, 32, 128, 16384, 48, 2048, 32000), scan=0),
-        't48': _cfg(_T, (48, 8192, 64, 128, 32768, 64, 2048, 32000), scan=0),
-        'small': _cfg(_T, (4, 256, 4, 64, 1024, 8, 128, 1000), scan=0),
-        'tiny': _cfg(_T, (2, 16, 2, 8, 32, 2, 4, 11), scan=0),
+    'transformer': (transformer.build_transformer, 'transformer training '
+                    'step (scan=1: layers stacked and run by a while loop)', {
+        't32': T(32, 4096, 32, 128, 16384, 48, 2048, 32000),
+        't48': T(48, 8192, 64, 128, 32768, 64, 2048, 32000),
+        'small': T(4, 256, 4, 64, 1024, 8, 128, 1000),
+        'tiny': T(2, 16, 2, 8, 32, 2, 4, 11),
     }),
-    'transformer_infer': (build_transformer_infer,
+    'transformer_infer': (transformer.build_transformer_infer,
                           'transformer decode step with a key-value cache', {
         'it32': _cfg(_TI, (32, 4096, 32, 128, 16384, 48, 2048, 32000)),
         'small': _cfg(_TI, (4, 256, 4, 64, 1024, 8, 128, 1000)),
@@ -585,11 +233,49 @@ MODELS = {
 }
 
 DTYPES = ('f32', 'bf16', 'f16', 'f64')
-FLAGS = ('scan',)            # keys that take 0 or 1
+INT, FLAG = transformer.INT, transformer.FLAG
 
 
 class ConfigError(ValueError):
     pass
+
+
+def keys_of(model):
+    """{key: (kind or tuple of values, help)} of a model's overrides."""
+    if model == 'transformer':
+        return transformer.KEYS
+    first = next(iter(MODELS[model][2].values()))
+    return {k: ((DTYPES, 'element type of every float tensor')
+                if k == 'dtype' else (INT, '')) for k in first}
+
+
+def describe_key(kind):
+    if kind == INT:
+        return 'a positive integer'
+    if kind == FLAG:
+        return '0 or 1'
+    return '|'.join(kind)
+
+
+def parse_value(key, kind, v):
+    """The value of key=v; raises ConfigError naming the valid ones."""
+    if kind == INT:
+        try:
+            iv = int(v)
+        except ValueError:
+            iv = 0
+        if iv <= 0:
+            raise ConfigError('bad value %r for %s: expected a positive '
+                              'integer' % (v, key))
+        return iv
+    if kind == FLAG:
+        if v not in ('0', '1'):
+            raise ConfigError('bad value %r for %s: expected 0 or 1' % (v, key))
+        return int(v)
+    if v not in kind:
+        raise ConfigError('bad value %r for %s (choose from %s)' % (
+            v, key, ', '.join(kind)))
+    return v
 
 
 def make_config(model, config, overrides=()):
@@ -602,33 +288,21 @@ def make_config(model, config, overrides=()):
     if config not in configs:
         raise ConfigError('unknown config %r for %s (choose from %s)' % (
             config, model, ', '.join(configs)))
+    keys = keys_of(model)
     cfg = dict(configs[config])
     for ov in overrides:
         if '=' not in ov:
             raise ConfigError('bad override %r: expected key=value' % ov)
         k, v = ov.split('=', 1)
-        if k not in cfg:
+        if k not in keys:
             raise ConfigError('unknown override key %r for %s (keys: %s)' % (
-                k, model, ', '.join(cfg)))
-        if k == 'dtype':
-            if v not in DTYPES:
-                raise ConfigError('bad dtype %r (choose from %s)' % (
-                    v, ', '.join(DTYPES)))
-            cfg[k] = v
-        elif k in FLAGS:
-            if v not in ('0', '1'):
-                raise ConfigError('bad value %r for %s: expected 0 or 1' % (
-                    v, k))
-            cfg[k] = int(v)
-        else:
-            try:
-                iv = int(v)
-            except ValueError:
-                iv = 0
-            if iv <= 0:
-                raise ConfigError('bad value %r for %s: expected a positive '
-                                  'integer' % (v, k))
-            cfg[k] = iv
+                k, model, ', '.join(keys)))
+        cfg[k] = parse_value(k, keys[k][0], v)
+    if model == 'transformer':
+        try:
+            cfg = transformer.resolve(cfg)
+        except ValueError as e:
+            raise ConfigError('inconsistent config for %s: %s' % (model, e))
     return cfg
 
 

@@ -69,6 +69,8 @@ _UNARY = {
     'logistic': _logistic,
     'rsqrt': lambda x: 1.0 / math.sqrt(x),
     'sqrt': math.sqrt,
+    'sine': math.sin,
+    'cosine': math.cos,
 }
 
 _BINARY = {

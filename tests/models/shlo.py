@@ -181,6 +181,8 @@ class Graph:
     def logistic(self, x): return self._unary('logistic', x)
     def rsqrt(self, x): return self._unary('rsqrt', x)
     def sqrt(self, x): return self._unary('sqrt', x)
+    def sine(self, x): return self._unary('sine', x)
+    def cosine(self, x): return self._unary('cosine', x)
 
     def convert(self, x, dtype):
         if x.dtype == dtype:
@@ -542,6 +544,16 @@ def _(g, n, ct, need):
 @_vjp('sqrt')
 def _(g, n, ct, need):
     return [g.mul(ct, g.div(g.full(n.shape, 0.5, n.dtype), n))]
+
+
+@_vjp('sine')
+def _(g, n, ct, need):
+    return [g.mul(ct, g.cosine(n.operands[0]))]
+
+
+@_vjp('cosine')
+def _(g, n, ct, need):
+    return [g.neg(g.mul(ct, g.sine(n.operands[0])))]
 
 
 @_vjp('convert')
@@ -1003,7 +1015,7 @@ _FMT = {}
 for _op in ('add', 'subtract', 'multiply', 'divide', 'maximum', 'power'):
     _FMT[_op] = _fmt_binary_same(_op)
 for _op in ('negate', 'exponential', 'log', 'tanh', 'logistic', 'rsqrt',
-            'sqrt'):
+            'sqrt', 'sine', 'cosine'):
     _FMT[_op] = _fmt_unary_same(_op)
 
 

@@ -107,7 +107,7 @@ def infer(op, body, ins, res):
     E = _expect
     if op in ('add', 'subtract', 'multiply', 'divide', 'maximum', 'power',
               'negate', 'exponential', 'log', 'tanh', 'logistic', 'rsqrt',
-              'sqrt', 'reverse'):
+              'sqrt', 'sine', 'cosine', 'reverse'):
         for t in ins:
             E(t == res, '%s operand %s != result %s' % (op, t, res))
         if op not in ('add', 'subtract', 'multiply', 'maximum', 'reverse'):

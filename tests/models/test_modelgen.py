@@ -27,9 +27,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import models      # noqa: E402
+import nn          # noqa: E402
 import refeval     # noqa: E402
 import shlo        # noqa: E402
 import shlo_check  # noqa: E402
+import transformer  # noqa: E402
 
 MODELGEN = os.path.join(HERE, 'modelgen')
 
@@ -121,7 +123,7 @@ class GradientTest(unittest.TestCase):
 
     def test_adam(self):
         built, inputs, outs = self.check_model('mlp')
-        hp = models.ADAM
+        hp = nn.ADAM
         n = len(built.params)
         step = 3 + 1
         for i, (path, p) in enumerate(built.params):
@@ -150,9 +152,9 @@ class InferTest(unittest.TestCase):
         rng = random.Random(7)
         # full-sequence forward pass
         g = shlo.Graph('f64')
-        P = models.Params(g)
+        P = nn.Params(g)
         tokens = g.arg("batch['inputs']", (b, s), 'i32')
-        logits, _ = models.transformer_logits(g, P, tokens, cfg)
+        logits, _ = transformer.transformer_logits(g, P, tokens, cfg)
         pvals = {path: [rng.gauss(0.0, 0.5) for _ in range(shlo.prod(
             p.shape))] for path, p in P.order}
         toks = [rng.randrange(v) for _ in range(b * s)]
@@ -436,7 +438,7 @@ class ScanTest(unittest.TestCase):
             with self.subTest(layers=layers):
                 self.check_equivalent(['dtype=f64', 'layers=%d' % layers])
 
-    def check_equivalent(self, overrides):
+    def check_equivalent(self, overrides, n_stacked=9):
         cfg = models.make_config('transformer', 'tiny', overrides)
         unrolled = models.build('transformer', cfg)
         scanned = models.build('transformer', dict(cfg, scan=1))
@@ -458,7 +460,8 @@ class ScanTest(unittest.TestCase):
         ref = {info: o[1] for (_, info), o in zip(unrolled.results, outs)}
         souts = refeval.evaluate(scanned.graph, sins,
                                  [v for v, _ in scanned.results])
-        self.assertEqual(len(souts), 1 + 4 * (1 + 9) + 1)
+        if n_stacked is not None:
+            self.assertEqual(len(souts), 1 + 4 * (1 + n_stacked) + 1)
         checked = 0
         for (v, info), (_, got) in zip(scanned.results, souts):
             if "['blocks']" in info:
@@ -606,6 +609,112 @@ class ScanTest(unittest.TestCase):
                     shlo_check.check(b)
 
 
+LLAMA_KNOBS = ('norm=rms', 'mlp=swiglu', 'pos=rope', 'tied=0', 'bias=0',
+               'fused_qkv=0')
+
+
+class KnobTest(unittest.TestCase):
+    """The transformer's architectural knobs (key=value overrides)."""
+
+    def test_gradients(self):
+        # every knob's value in some config, gradients of every parameter
+        # against finite differences (f64)
+        for extra in (LLAMA_KNOBS + ('kv_heads=1', 'bias=1'),
+                      ('mlp=relu', 'pos=learned', 'bias=0'),
+                      ('bias=1', 'norm=layer', 'mlp=gelu', 'tied=0')):
+            with self.subTest(extra=extra):
+                GradientTest.check_model(self, 'transformer', extra)
+
+    def test_legacy_values_are_the_default(self):
+        # naming the original layout's values changes nothing
+        legacy = ('mlp=gelu', 'norm=layer', 'pos=none', 'tied=1', 'bias=mlp',
+                  'fused_qkv=1', 'kv_heads=2', 'rope_theta=10000')
+        self.assertEqual(generated('transformer', 'tiny', legacy)[2],
+                         generated('transformer', 'tiny')[2])
+
+    def test_llama_layout(self):
+        # grouped-query attention with split projections, SwiGLU, RMSNorm,
+        # rotary positions, an untied output projection, no biases
+        cfg, built, text, info = generated(
+            'transformer', 'small', LLAMA_KNOBS + ('kv_heads=2',))
+        shapes = dict((p, v.shape) for p, v in built.params)
+        blk = ["['attn']['w_q']", "['attn']['w_k']", "['attn']['w_v']",
+               "['attn']['w_out']", "['ln1']['scale']", "['ln2']['scale']",
+               "['mlp']['w_gate']", "['mlp']['w_up']", "['mlp']['w_down']"]
+        names = ["['embed']"]
+        for i in range(4):
+            b = "['block_%d']" % i
+            names += [b + "['ln1']['scale']", b + "['attn']['w_q']",
+                      b + "['attn']['w_k']", b + "['attn']['w_v']",
+                      b + "['attn']['w_out']", b + "['ln2']['scale']",
+                      b + "['mlp']['w_gate']", b + "['mlp']['w_up']",
+                      b + "['mlp']['w_down']"]
+        names += ["['final_norm']['scale']", "['unembed']"]
+        self.assertEqual([p for p, _ in built.params], names)
+        self.assertEqual(len(blk), 9)
+        self.assertEqual(shapes["['block_1']['attn']['w_q']"], (256, 4, 64))
+        self.assertEqual(shapes["['block_1']['attn']['w_k']"], (256, 2, 64))
+        self.assertEqual(shapes["['block_1']['attn']['w_out']"], (4, 64, 256))
+        self.assertEqual(shapes["['block_1']['mlp']['w_gate']"], (256, 1024))
+        self.assertEqual(shapes["['unembed']"], (256, 1000))
+        GenerateTest.check_train_layout(self, info, names, [
+            "batch['inputs']", "batch['targets']"])
+        ops = set(re.findall(r'(?:= |")stablehlo\.([a-z_]+)', text))
+        self.assertLessEqual(ops, ALLOWED_OPS | {'sine', 'cosine'})
+        self.assertIn('stablehlo.sine', text)
+        self.assertIn('stablehlo.logistic', text)      # silu
+        # queries grouped [b, s, kv_heads, group, hd] against 2 kv heads
+        self.assertIn('tensor<8x128x2x2x64xf32>', text)
+        self.assertNotIn('tanh', text)
+        self.assertEqual(text.count('"stablehlo.gather"'), 1)
+
+    def test_biases(self):
+        def params(*extra):
+            return [p for p, _ in generated('transformer', 'tiny', extra)[1]
+                    .params if "['block_0']" in p or 'block' not in p]
+        self.assertEqual(params('bias=1', 'mlp=swiglu', 'tied=0'), [
+            "['embed']", "['block_0']['ln1']['scale']",
+            "['block_0']['ln1']['bias']", "['block_0']['attn']['w_qkv']",
+            "['block_0']['attn']['b_qkv']", "['block_0']['attn']['w_out']",
+            "['block_0']['attn']['b_out']", "['block_0']['ln2']['scale']",
+            "['block_0']['ln2']['bias']", "['block_0']['mlp']['w_gate']",
+            "['block_0']['mlp']['b_gate']", "['block_0']['mlp']['w_up']",
+            "['block_0']['mlp']['b_up']", "['block_0']['mlp']['w_down']",
+            "['block_0']['mlp']['b_down']", "['final_norm']['scale']",
+            "['final_norm']['bias']", "['unembed']"])
+        self.assertEqual(params('bias=0', 'pos=learned'), [
+            "['embed']", "['pos_embed']", "['block_0']['ln1']['scale']",
+            "['block_0']['attn']['w_qkv']", "['block_0']['attn']['w_out']",
+            "['block_0']['ln2']['scale']", "['block_0']['mlp']['w_up']",
+            "['block_0']['mlp']['w_down']", "['final_norm']['scale']"])
+
+    def test_scanned_equals_unrolled(self):
+        ScanTest.check_equivalent(self, ['dtype=f64', 'layers=3', 'kv_heads=1',
+                                         'pos=learned', 'bias=1'] +
+                                  list(LLAMA_KNOBS[:-2]) + ['fused_qkv=0'],
+                                  n_stacked=None)
+
+    def test_refusals(self):
+        cases = {
+            ('kv_heads=3',): 'kv_heads=3 must divide heads=2',
+            ('kv_heads=1',): 'fused_qkv=1 needs kv_heads = heads',
+            ('mlp=geglu',): "bad value 'geglu' for mlp (choose from gelu, "
+                            "relu, swiglu)",
+            ('bias=2',): "(choose from 0, 1, mlp)",
+            ('tied=yes',): 'expected 0 or 1',
+            ('pos=rope', 'head_dim=3', 'fused_qkv=0'): 'even head_dim',
+            ('moe=1',): "unknown override key 'moe' for transformer (keys: "
+                        "layers, d_model, heads, kv_heads",
+        }
+        for extra, msg in cases.items():
+            with self.subTest(extra=extra):
+                r = run_cli('transformer', '--config', 'tiny', *extra)
+                self.assertEqual(r.returncode, 2)
+                err = r.stderr.decode()
+                self.assertEqual(err.count('\n'), 1, err)
+                self.assertIn(msg, err)
+
+
 class CliTest(unittest.TestCase):
     def test_deterministic(self):
         env = dict(os.environ)
@@ -680,9 +789,14 @@ class CliTest(unittest.TestCase):
             self.assertIn(config.encode(), r.stdout)
         lines = r.stdout.decode().split('\n')
         self.assertIn('scan=1', lines[0])     # transformer: what scan=1 does
-        for line in lines:
-            if line.startswith('  t32 ') and 'seq=2048' in line:
-                self.assertTrue(line.endswith('scan=0'), line)
+        t32 = [line for line in lines if line.startswith('  t32 ')]
+        self.assertEqual(len(t32), 1)
+        self.assertIn(' seq=2048 ', t32[0])
+        self.assertIn(' scan=0', t32[0])
+        # every override key of the transformer, with its values
+        for key, (kind, _) in transformer.KEYS.items():
+            self.assertTrue(any(line.startswith('    %-11s %s' % (
+                key, models.describe_key(kind))) for line in lines), key)
 
     def test_scan_cli(self):
         r = run_cli('transformer', '--config', 't32', 'scan=1', '--stats')

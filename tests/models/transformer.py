@@ -1,0 +1,371 @@
+"""transformer.py: the decoder-only transformer family of the zoo.
+
+One builder writes the training steps people run today from a config of
+architectural knobs (see KEYS and tests/models/README.md): LayerNorm or
+RMSNorm, GELU / ReLU / SwiGLU MLPs, learned, rotary or no positions, tied
+or separate output projection, biases, grouped-query attention with a
+fused or split q/k/v projection.  The zoo's original transformer (T32 of
+the PartIR paper) is the config with norm=layer bias=mlp mlp=gelu
+pos=none tied=1 fused_qkv=1, and its text is byte for byte what it was
+before these knobs existed.
+
+Names follow the zoo's layout: params['embed'], params['block_<i>'][...]
+(or stacked params['blocks'][...] with scan=1), params['final_norm'],
+params['unembed'].
+"""
+
+import math
+
+from nn import Built, Params, LayerParams, bcast_last, gelu_tanh, normalize, \
+    relu, silu, train_step
+from shlo import Graph, scan
+
+# ------------------------------------------------------------ the knobs
+
+INT, FLAG = 'int', 'flag'
+
+# key: (kind or the tuple of its values, what it means)
+KEYS = {
+    'layers': (INT, 'transformer blocks'),
+    'd_model': (INT, 'width of the residual stream'),
+    'heads': (INT, 'query heads'),
+    'kv_heads': (INT, 'key/value heads (grouped-query attention when '
+                 'fewer than heads; default: heads)'),
+    'head_dim': (INT, 'width of one head'),
+    'd_ff': (INT, 'hidden width of the MLP'),
+    'vocab': (INT, 'vocabulary size'),
+    'batch': (INT, 'sequences per step'),
+    'seq': (INT, 'tokens per sequence'),
+    'mlp': (('gelu', 'relu', 'swiglu'), 'MLP: tanh-GELU or ReLU of one '
+            'up-projection, or SwiGLU (silu(x w_gate) * x w_up)'),
+    'norm': (('layer', 'rms'), 'LayerNorm or RMSNorm, before attention '
+             'and MLP and at the end'),
+    'pos': (('none', 'learned', 'rope'), 'positions: none, a learned '
+            '[seq, d_model] table added to the embedding, or rotary '
+            'embeddings of q and k'),
+    'rope_theta': (INT, 'base of the rotary frequencies'),
+    'tied': (FLAG, '1: the logits use the embedding table; 0: a separate '
+             'params[\'unembed\'] [d_model, vocab]'),
+    'bias': (('0', '1', 'mlp'), '0: no biases (norms without bias too); '
+             '1: every projection and norm; mlp: the zoo\'s original '
+             'layout (norm biases and the MLP\'s up-projection bias only, '
+             'parameter-free final norm)'),
+    'fused_qkv': (FLAG, '1: one w_qkv [d_model, 3, heads, head_dim] '
+                  '(needs kv_heads = heads); 0: w_q, w_k, w_v'),
+    'dtype': (('f32', 'bf16', 'f16', 'f64'), 'element type of every '
+              'float tensor'),
+    'scan': (FLAG, '1: layers stacked [layers, ...] and run by while '
+             'loops, as jax.lax.scan'),
+}
+
+# The zoo's original layout: what a config says when it does not name a
+# knob (the decode step's configs use only this).
+LEGACY = {'mlp': 'gelu', 'norm': 'layer', 'pos': 'none', 'rope_theta': 10000,
+          'tied': 1, 'bias': 'mlp', 'fused_qkv': 1, 'scan': 0}
+
+
+def config(layers, d_model, heads, head_dim, d_ff, batch, seq, vocab,
+           **knobs):
+    """A transformer config: the sizes, then the knobs (LEGACY where not
+    given; kv_heads None means 'as heads')."""
+    c = {'layers': layers, 'd_model': d_model, 'heads': heads,
+         'kv_heads': None, 'head_dim': head_dim, 'd_ff': d_ff,
+         'vocab': vocab, 'batch': batch, 'seq': seq}
+    c.update(LEGACY)
+    c['dtype'] = 'f32'
+    for k, v in knobs.items():
+        assert k in c, k
+        c[k] = v
+    return c
+
+
+def resolve(cfg):
+    """cfg with its defaults filled in (kv_heads); raises ValueError with a
+    message when the knobs do not fit together."""
+    c = dict(LEGACY)
+    c.update(cfg)
+    if c.get('kv_heads') is None:
+        c['kv_heads'] = c['heads']
+    h, kv = c['heads'], c['kv_heads']
+    if h % kv:
+        raise ValueError('kv_heads=%d must divide heads=%d' % (kv, h))
+    if c['fused_qkv'] and kv != h:
+        raise ValueError('fused_qkv=1 needs kv_heads = heads (%d != %d); '
+                         'use fused_qkv=0' % (kv, h))
+    if c['pos'] == 'rope' and c['head_dim'] % 2:
+        raise ValueError('pos=rope needs an even head_dim (%d)'
+                         % c['head_dim'])
+    return c
+
+
+# --------------------------------------------------------------- layers
+
+
+def rms_normalize(g, x, scale, eps=1e-5):
+    """x * rsqrt(mean(x^2) + eps) over the last dim, times scale."""
+    d = x.shape[-1]
+    kept = list(range(x.rank - 1))
+    ms = g.div(g.reduce_sum(g.mul(x, x), (x.rank - 1,)), float(d))
+    inv = g.rsqrt(g.add(ms, eps))
+    y = g.mul(x, g.broadcast_in_dim(inv, x.shape, kept))
+    return g.mul(y, bcast_last(g, scale, x.shape))
+
+
+def norm(g, P, x, cfg, *keys):
+    """The config's norm of x [..., d] with params[keys]['scale'] (and
+    ['bias'] for a LayerNorm unless bias=0)."""
+    d = x.shape[-1]
+    if cfg['norm'] == 'rms':
+        return rms_normalize(g, x, P((d,), *keys, 'scale'))
+    scale = P((d,), *keys, 'scale')
+    bias = P((d,), *keys, 'bias') if cfg['bias'] != '0' else None
+    return normalize(g, x, (x.rank - 1,), scale, bias)
+
+
+def rope(g, x, theta):
+    """Rotary position embedding of x [b, s, n, hd] as MaxText's
+    RotaryEmbedding: timescale theta^(2j/hd), angles position / timescale
+    for positions 0..s-1, halves (x1, x2) -> (x1 cos - x2 sin,
+    x2 cos + x1 sin); the angles in f32 (f64 when x is)."""
+    b, s, n, hd = x.shape
+    half = hd // 2
+    ft = 'f64' if x.dtype == 'f64' else 'f32'
+    frac = g.div(g.mul(g.convert(g.iota((half,), 0), ft), 2.0), float(hd))
+    timescale = g.power(g.full((half,), float(theta), ft), frac)
+    pos = g.convert(g.iota((s,), 0), ft)
+    ang = g.div(g.broadcast_in_dim(pos, (s, half), (0,)),
+                g.broadcast_in_dim(timescale, (s, half), (1,)))
+    shape = (b, s, n, half)
+    sin = g.broadcast_in_dim(g.convert(g.sine(ang), x.dtype), shape, (1, 3))
+    cos = g.broadcast_in_dim(g.convert(g.cosine(ang), x.dtype), shape, (1, 3))
+    x1 = g.slice(x, (0, 0, 0, 0), shape)
+    x2 = g.slice(x, (0, 0, 0, half), (b, s, n, hd))
+    first = g.sub(g.mul(x1, cos), g.mul(x2, sin))
+    second = g.add(g.mul(x2, cos), g.mul(x1, sin))
+    return g.concatenate([first, second], 3)
+
+
+def _softmax_last(g, scores):
+    """softmax over the last dim with a stop-gradient max (jax.nn.softmax)."""
+    last = scores.rank - 1
+    kept = tuple(range(last))
+    m = g.stop_gradient(g.reduce_max(scores, (last,)))
+    e = g.exp(g.sub(scores, g.broadcast_in_dim(m, scores.shape, kept)))
+    den = g.reduce_sum(e, (last,))
+    return g.div(e, g.broadcast_in_dim(den, scores.shape, kept))
+
+
+def attention(g, P, keys, x, heads, head_dim, causal, kv=None, cfg=LEGACY,
+              kv_heads=None):
+    """Multi-head attention of x [b, s, d].  kv = (cache_k, cache_v, pos)
+    for a decode step: the new k, v are written at pos and the query
+    attends to positions <= pos.  cfg's fused_qkv, bias and pos choose
+    the projections (w_qkv [d, 3, h, hd] or w_q [d, h, hd], w_k and w_v
+    [d, kv_heads, hd]) and rotary positions; w_out [h, hd, d].  With
+    kv_heads < heads the query heads are grouped as [kv_heads, group] and
+    each group attends to its key/value head (MaxText's 'btkgd,bskd').
+    Returns (out [b, s, d], (new cache_k, new cache_v) or None)."""
+    b, s, d = x.shape
+    h, hd = heads, head_dim
+    nkv = kv_heads or h
+    biased = cfg['bias'] == '1'
+    if cfg['fused_qkv']:
+        w_qkv = P((d, 3, h, hd), *keys, 'w_qkv')
+        qkv = g.dot_general(x, w_qkv, ((2,), (0,)))             # [b,s,3,h,hd]
+        if biased:
+            qkv = g.add(qkv, g.broadcast_in_dim(
+                P((3, h, hd), *keys, 'b_qkv'), qkv.shape, (2, 3, 4)))
+
+        def part(j):
+            return g.reshape(g.slice(qkv, (0, 0, j, 0, 0),
+                                     (b, s, j + 1, h, hd)), (b, s, h, hd))
+        q, k, v = part(0), part(1), part(2)
+    else:
+        def proj(name, n):
+            y = g.dot_general(x, P((d, n, hd), *keys, 'w_' + name),
+                              ((2,), (0,)))                    # [b,s,n,hd]
+            if biased:
+                y = g.add(y, g.broadcast_in_dim(
+                    P((n, hd), *keys, 'b_' + name), y.shape, (2, 3)))
+            return y
+        q, k, v = proj('q', h), proj('k', nkv), proj('v', nkv)
+    if cfg['pos'] == 'rope':
+        q = rope(g, q, cfg['rope_theta'])
+        k = rope(g, k, cfg['rope_theta'])
+    new_kv = None
+    if kv is not None:
+        cache_k, cache_v, pos = kv
+        zero = g.const(0, 'i32')
+        k = g.dynamic_update_slice(cache_k, k, (zero, pos, zero, zero))
+        v = g.dynamic_update_slice(cache_v, v, (zero, pos, zero, zero))
+        new_kv = (k, v)
+    t = k.shape[1]
+    if nkv == h:
+        scores = g.dot_general(q, k, ((3,), (3,)), ((0, 2), (0, 2)))
+        smask = (2, 3)                                          # [b,h,s,t]
+    else:
+        grp = h // nkv
+        q = g.reshape(q, (b, s, nkv, grp, hd))
+        scores = g.dot_general(q, k, ((4,), (3,)), ((0, 2), (0, 2)))
+        smask = (2, 4)                                     # [b,kv,s,g,t]
+    scores = g.mul(scores, 1.0 / math.sqrt(hd))
+    mask = None
+    if kv is not None:
+        keypos = g.iota((t,), 0)
+        mask = g.compare(keypos, g.broadcast_in_dim(pos, (t,), ()), 'LE')
+        mask = g.broadcast_in_dim(mask, scores.shape, (smask[1],))
+    elif causal:
+        mask = g.compare(g.iota((s, t), 0), g.iota((s, t), 1), 'GE')
+        mask = g.broadcast_in_dim(mask, scores.shape, smask)
+    if mask is not None:
+        scores = g.select(mask, scores, g.full(scores.shape, float('-inf')))
+    p = _softmax_last(g, scores)
+    if nkv == h:
+        o = g.dot_general(p, v, ((3,), (1,)), ((0, 1), (0, 2)))  # [b,h,s,hd]
+        w_out = P((h, hd, d), *keys, 'w_out')
+        out = g.dot_general(o, w_out, ((1, 3), (0, 1)))          # [b,s,d]
+    else:
+        o = g.dot_general(p, v, ((4,), (1,)), ((0, 1), (0, 2)))  # [b,kv,s,g,hd]
+        w = g.reshape(P((h, hd, d), *keys, 'w_out'), (nkv, h // nkv, hd, d))
+        out = g.dot_general(o, w, ((1, 3, 4), (0, 1, 2)))         # [b,s,d]
+    if biased:
+        out = g.add(out, bcast_last(g, P((d,), *keys, 'b_out'), out.shape))
+    return out, new_kv
+
+
+def _project(g, P, h, n_out, blk, name, biased):
+    """h [b, s, n_in] @ params[blk]['mlp']['w_<name>'] (+ b_<name>)."""
+    w = P((h.shape[2], n_out), blk, 'mlp', 'w_' + name)
+    u = g.dot_general(h, w, ((2,), (0,)))
+    if biased:
+        u = g.add(u, bcast_last(g, P((n_out,), blk, 'mlp', 'b_' + name),
+                                u.shape))
+    return u
+
+
+def mlp(g, P, h, cfg, blk):
+    d, f = h.shape[2], cfg['d_ff']
+    all_b = cfg['bias'] == '1'
+    if cfg['mlp'] == 'swiglu':
+        gate = _project(g, P, h, f, blk, 'gate', all_b)
+        up = _project(g, P, h, f, blk, 'up', all_b)
+        u = g.mul(silu(g, gate), up)
+    else:
+        u = _project(g, P, h, f, blk, 'up', cfg['bias'] != '0')
+        u = gelu_tanh(g, u) if cfg['mlp'] == 'gelu' else relu(g, u)
+    return _project(g, P, u, d, blk, 'down', all_b)
+
+
+def transformer_block(g, P, i, x, cfg, kv=None):
+    blk = 'block_%d' % i
+    h = norm(g, P, x, cfg, blk, 'ln1')
+    a, new_kv = attention(g, P, (blk, 'attn'), h, cfg['heads'],
+                          cfg['head_dim'], causal=True, kv=kv, cfg=cfg,
+                          kv_heads=cfg.get('kv_heads'))
+    x = g.add(x, a)
+    h = norm(g, P, x, cfg, blk, 'ln2')
+    x = g.add(x, mlp(g, P, h, cfg, blk))
+    return x, new_kv
+
+
+def scanned_blocks(g, P, x, cfg):
+    """The blocks as jax.lax.scan over stacked per-layer weights: the block
+    is traced once on one layer's weights, which become
+    params['blocks'][...] of shape [layers, ...]."""
+    body = Graph(g.dtype)
+    LP = LayerParams(body, P.dtype, P.compute)
+    carry = body.arg('carry', x.shape, x.dtype, requires_grad=True)
+    out, _ = transformer_block(body, LP, 0, carry, cfg)
+    L = cfg['layers']
+    stacked = [P.arg((L,) + v.shape, 'blocks', *keys) for keys, v in LP.order]
+    return scan(g, body, carry, [v for _, v in LP.order], out, x, stacked)
+
+
+def embed_tokens(g, P, tokens, cfg):
+    embed = P((cfg['vocab'], cfg['d_model']), 'embed')
+    idx = g.reshape(tokens, tokens.shape + (1,))
+    x = g.gather_rows(embed, idx)
+    if cfg['pos'] == 'learned':
+        table = P((tokens.shape[1], cfg['d_model']), 'pos_embed')
+        x = g.add(x, g.broadcast_in_dim(table, x.shape, (1, 2)))
+    return x, embed
+
+
+def transformer_logits(g, P, tokens, cfg, progress=None, caches=None,
+                       pos=None):
+    """Logits [b, s, vocab] of tokens [b, s]; with caches (a list of
+    (k, v) per block) also returns the updated caches."""
+    cfg = resolve(cfg)
+    x, embed = embed_tokens(g, P, tokens, cfg)
+    new_caches = []
+    if cfg.get('scan') and caches is None:
+        x = scanned_blocks(g, P, x, cfg)
+        if progress:
+            progress('scanned %d layers' % cfg['layers'])
+    for i in range(0 if cfg.get('scan') and caches is None
+                   else cfg['layers']):
+        kv = None if caches is None else (caches[i][0], caches[i][1], pos)
+        x, nk = transformer_block(g, P, i, x, cfg, kv)
+        new_caches.append(nk)
+        if progress:
+            progress('%d/%d layers' % (i + 1, cfg['layers']))
+    if cfg['bias'] == 'mlp':
+        x = normalize(g, x, (2,))             # final parameter-free norm
+    else:
+        x = norm(g, P, x, cfg, 'final_norm')
+    if cfg['tied']:
+        logits = g.dot_general(x, embed, ((2,), (1,)))
+    else:
+        w = P((cfg['d_model'], cfg['vocab']), 'unembed')
+        logits = g.dot_general(x, w, ((2,), (0,)))
+    return logits, new_caches
+
+
+def softmax_xent(g, logits, targets):
+    """Mean over batch and sequence of -log softmax(logits)[target]."""
+    b, s, v = logits.shape
+    m = g.stop_gradient(g.reduce_max(logits, (2,)))
+    sh = g.sub(logits, g.broadcast_in_dim(m, logits.shape, (0, 1)))
+    lse = g.log(g.reduce_sum(g.exp(sh), (2,)))
+    logp = g.sub(sh, g.broadcast_in_dim(lse, logits.shape, (0, 1)))
+    onehot = g.compare(g.iota(logits.shape, 2),
+                       g.broadcast_in_dim(targets, logits.shape, (0, 1)),
+                       'EQ')
+    onehot = g.convert(onehot, logits.dtype)
+    nll = g.neg(g.reduce_sum(g.mul(onehot, logp), (0, 1, 2)))
+    return g.div(nll, float(b * s))
+
+
+def build_transformer(cfg, progress):
+    g = Graph(cfg['dtype'])
+    P = Params(g)
+    b, s = cfg['batch'], cfg['seq']
+    inputs = g.arg("batch['inputs']", (b, s), 'i32')
+    targets = g.arg("batch['targets']", (b, s), 'i32')
+    logits, _ = transformer_logits(g, P, inputs, cfg, progress)
+    loss = softmax_xent(g, logits, targets)
+    return train_step(g, P, loss, [inputs, targets], progress)
+
+
+def build_transformer_infer(cfg, progress):
+    g = Graph(cfg['dtype'])
+    P = Params(g, requires_grad=False)
+    b, t = cfg['batch'], cfg['max_seq']
+    h, hd = cfg['heads'], cfg['head_dim']
+    tokens = g.arg("batch['tokens']", (b, 1), 'i32')
+    pos = g.arg('pos', (), 'i32')
+    caches = []
+    for i in range(cfg['layers']):
+        caches.append((g.arg("cache['block_%d']['k']" % i, (b, t, h, hd)),
+                       g.arg("cache['block_%d']['v']" % i, (b, t, h, hd))))
+    logits, new = transformer_logits(g, P, tokens, cfg, progress, caches,
+                                     pos)
+    results = [(logits, 'logits')]
+    for i, (nk, nv) in enumerate(new):
+        caches[i][0].attrs['alias'] = len(results)
+        results.append((nk, "cache['block_%d']['k']" % i))
+        caches[i][1].attrs['alias'] = len(results)
+        results.append((nv, "cache['block_%d']['v']" % i))
+    args = [v for _, v in P.order] + [a for kv in caches for a in kv] + \
+        [tokens, pos]
+    return Built(g, args, results, 'jit_decode_step', list(P.order))
