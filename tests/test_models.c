@@ -258,6 +258,82 @@ START_TEST(scan_matches_unrolled)
 }
 END_TEST
 
+/* Random arguments for the entry function of m: tokens in [0, 8) (below
+ * every tiny vocabulary), second moments >= 0, step 3; the seed of
+ * argument i is 100 + i. */
+static ir_tensor **random_args(const ir_op *f)
+{
+    ap_error err;
+    uint32_t n = ir_func_num_args(f);
+    ir_tensor **a = calloc(n, sizeof *a);
+    ck_assert_ptr_nonnull(a);
+    for (uint32_t i = 0; i < n; i++) {
+        const char *name = ir_func_arg_name(f, i);
+        const ir_type *t = ir_func_arg(f, i)->type;
+        int rc;
+        if (!strcmp(name, "step")) {
+            int64_t v = 3;
+            rc = ir_tensor_from_i64((ir_elem)t->elem, t->rank, t->dims, &v, 1, &a[i], &err);
+        } else if (!strncmp(name, "opt_state.nu", 12)) {
+            rc = ir_tensor_random_range(t, 100 + i, 0.0, 1.0, &a[i], &err);
+        } else {
+            rc = ir_tensor_random(t, 100 + i, &a[i], &err);
+        }
+        ck_assert_msg(rc == 0, "%s: %s", name, err.msg);
+    }
+    return a;
+}
+
+/* dtype=bf16 param_dtype=f32 (bf16 compute over f32 master weights) takes
+ * the same arguments as the f32 step and computes the same loss, gradients
+ * and updates within what bf16 rounding allows: every result within 5e-2
+ * of max(1, its largest magnitude) of the f32 step's, the loss within 1%.
+ * A missing convert or a wrongly typed gradient would fail to run or be
+ * far off. */
+START_TEST(mixed_precision_matches_f32)
+{
+    const char *knobs = "norm=rms mlp=swiglu pos=rope tied=0 bias=0 fused_qkv=0 kv_heads=1";
+    char mixed[256];
+    snprintf(mixed, sizeof mixed, "%s dtype=bf16 param_dtype=f32", knobs);
+    ir_module *m32 = tl_generate("transformer", "tiny", knobs);
+    ir_module *mbf = tl_generate("transformer", "tiny", mixed);
+    ir_op *f32f = ir_module_entry(m32), *fbf = ir_module_entry(mbf);
+    ap_error err;
+    uint32_t n = ir_func_num_args(f32f);
+    ck_assert_uint_eq(ir_func_num_args(fbf), n);
+    for (uint32_t i = 0; i < n; i++)
+        ck_assert(ir_type_equal(ir_func_arg(f32f, i)->type, ir_func_arg(fbf, i)->type));
+    ir_tensor **args = random_args(f32f);
+    ir_tensor **r32 = NULL, **rbf = NULL;
+    uint32_t n32 = 0, nbf = 0;
+    ck_assert_msg(ir_interp_run(m32, f32f, (const ir_tensor *const *)args, n, &r32, &n32, NULL, &err) == 0, "f32: %s",
+                  err.msg);
+    ck_assert_msg(ir_interp_run(mbf, fbf, (const ir_tensor *const *)args, n, &rbf, &nbf, NULL, &err) == 0, "mixed: %s",
+                  err.msg);
+    ck_assert_uint_eq(n32, nbf);
+    double worst = 0;
+    for (uint32_t r = 0; r < n32; r++) {
+        ir_tensor_diff d;
+        ck_assert_msg(ir_tensor_compare(rbf[r], r32[r], &d, &err) == 0, "result %u: %s", r, err.msg);
+        double mag = 1;
+        for (int64_t k = 0; k < r32[r]->numel; k++)
+            mag = fmax(mag, fabs(ir_tensor_get_f64(r32[r], k)));
+        ck_assert_msg(d.max_abs <= (r == 0 ? 1e-2 : 5e-2) * mag, "result %u: mixed and f32 differ by %g (magnitude %g)",
+                      r, d.max_abs, mag);
+        worst = fmax(worst, d.max_abs / mag);
+    }
+    fprintf(stderr, "mixed_precision_matches_f32: loss %.6f (f32 %.6f), worst %g\n", ir_tensor_get_f64(rbf[0], 0),
+            ir_tensor_get_f64(r32[0], 0), worst);
+    ir_tensors_free(r32, n32);
+    ir_tensors_free(rbf, nbf);
+    for (uint32_t i = 0; i < n; i++)
+        ir_tensor_free(args[i]);
+    free(args);
+    ir_module_free(m32);
+    ir_module_free(mbf);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("models");
@@ -266,6 +342,7 @@ int main(void)
     tcase_add_loop_test(tc, model_parses_and_round_trips, 0, (int)(sizeof configs / sizeof configs[0]));
     tcase_add_test(tc, transformer_names);
     tcase_add_loop_test(tc, scan_matches_unrolled, 0, (int)(sizeof scan_variants / sizeof scan_variants[0]));
+    tcase_add_test(tc, mixed_precision_matches_f32);
     suite_add_tcase(s, tc);
     return tl_run(s);
 }

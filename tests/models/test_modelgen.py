@@ -694,6 +694,43 @@ class KnobTest(unittest.TestCase):
                                   list(LLAMA_KNOBS[:-2]) + ['fused_qkv=0'],
                                   n_stacked=None)
 
+    def test_mixed_precision(self):
+        # bf16 compute over f32 master weights, as Flax with dtype=bf16,
+        # param_dtype=f32: parameters, moments and gradients f32, each
+        # parameter converted to bf16 where it is used, every matmul in
+        # bf16, norm statistics and the loss in f32
+        extra = ('dtype=bf16', 'param_dtype=f32')
+        for knobs in ((), LLAMA_KNOBS + ('kv_heads=1', 'scan=1')):
+            with self.subTest(knobs=knobs):
+                cfg, built, text, info = generated('transformer', 'tiny',
+                                                   extra + knobs)
+                head = text.split('\n')[1]
+                self.assertNotIn('bf16', head)
+                self.assertIn('-> (tensor<f32> {jax.result_info = "[0]"}',
+                              head)
+                for _, v in built.params:
+                    self.assertEqual(v.dtype, 'f32')
+                dots = [ln for ln in text.split('\n')
+                        if 'stablehlo.dot_general' in ln]
+                self.assertTrue(dots)
+                for ln in dots:
+                    self.assertNotIn('f32', ln.split(' : ')[-1])
+                if 'scan=1' not in knobs:
+                    for i in range(len(built.params)):
+                        self.assertRegex(text, r'stablehlo\.convert %%arg%d '
+                                         r': \(tensor<[0-9x]*xf32>\) -> '
+                                         r'tensor<[0-9x]*xbf16>' % i)
+                # the norm statistics: reductions over d_model in f32
+                self.assertRegex(text, r'applies stablehlo\.add across '
+                                 r'dimensions = \[2\] : \(tensor<2x4x16xf32>')
+        # the same gradients as the f32 step in exact arithmetic
+        GradientTest.check_model(self, 'transformer', extra + LLAMA_KNOBS +
+                                 ('kv_heads=1',))
+        # param_dtype defaults to dtype: pure bf16 is the original form
+        self.assertEqual(generated('transformer', 'tiny',
+                                   ('dtype=bf16', 'param_dtype=bf16'))[2],
+                         generated('transformer', 'tiny', ('dtype=bf16',))[2])
+
     def test_refusals(self):
         cases = {
             ('kv_heads=3',): 'kv_heads=3 must divide heads=2',

@@ -52,8 +52,13 @@ KEYS = {
              'parameter-free final norm)'),
     'fused_qkv': (FLAG, '1: one w_qkv [d_model, 3, heads, head_dim] '
                   '(needs kv_heads = heads); 0: w_q, w_k, w_v'),
-    'dtype': (('f32', 'bf16', 'f16', 'f64'), 'element type of every '
-              'float tensor'),
+    'dtype': (('f32', 'bf16', 'f16', 'f64'), 'element type of the '
+              'activations and matmul inputs'),
+    'param_dtype': (('f32', 'bf16', 'f16', 'f64'), 'element type of the '
+                    'parameters, gradients and optimizer state (default: '
+                    'dtype); when it differs from dtype the step converts as '
+                    'JAX mixed precision does (params converted at each use, '
+                    'norm statistics and the loss in f32)'),
     'scan': (FLAG, '1: layers stacked [layers, ...] and run by while '
              'loops, as jax.lax.scan'),
 }
@@ -73,6 +78,7 @@ def config(layers, d_model, heads, head_dim, d_ff, batch, seq, vocab,
          'vocab': vocab, 'batch': batch, 'seq': seq}
     c.update(LEGACY)
     c['dtype'] = 'f32'
+    c['param_dtype'] = None
     for k, v in knobs.items():
         assert k in c, k
         c[k] = v
@@ -80,12 +86,14 @@ def config(layers, d_model, heads, head_dim, d_ff, batch, seq, vocab,
 
 
 def resolve(cfg):
-    """cfg with its defaults filled in (kv_heads); raises ValueError with a
-    message when the knobs do not fit together."""
+    """cfg with its defaults filled in (kv_heads, param_dtype); raises
+    ValueError with a message when the knobs do not fit together."""
     c = dict(LEGACY)
     c.update(cfg)
     if c.get('kv_heads') is None:
         c['kv_heads'] = c['heads']
+    if c.get('param_dtype') is None:
+        c['param_dtype'] = c['dtype']
     h, kv = c['heads'], c['kv_heads']
     if h % kv:
         raise ValueError('kv_heads=%d must divide heads=%d' % (kv, h))
@@ -101,25 +109,47 @@ def resolve(cfg):
 # --------------------------------------------------------------- layers
 
 
-def rms_normalize(g, x, scale, eps=1e-5):
-    """x * rsqrt(mean(x^2) + eps) over the last dim, times scale."""
+def rms_normalize(g, x, scale=None, eps=1e-5):
+    """x * rsqrt(mean(x^2) + eps) over the last dim (times scale)."""
     d = x.shape[-1]
     kept = list(range(x.rank - 1))
     ms = g.div(g.reduce_sum(g.mul(x, x), (x.rank - 1,)), float(d))
     inv = g.rsqrt(g.add(ms, eps))
     y = g.mul(x, g.broadcast_in_dim(inv, x.shape, kept))
-    return g.mul(y, bcast_last(g, scale, x.shape))
+    if scale is not None:
+        y = g.mul(y, bcast_last(g, scale, x.shape))
+    return y
+
+
+def mixed(cfg):
+    """Whether the step runs in dtype over parameters kept in param_dtype
+    (JAX mixed precision), and then the type of its norm statistics and
+    loss: f32, or the wider of the two when that is f64."""
+    if cfg['dtype'] == cfg['param_dtype']:
+        return None
+    return 'f64' if 'f64' in (cfg['dtype'], cfg['param_dtype']) else 'f32'
 
 
 def norm(g, P, x, cfg, *keys):
     """The config's norm of x [..., d] with params[keys]['scale'] (and
-    ['bias'] for a LayerNorm unless bias=0)."""
+    ['bias'] for a LayerNorm unless bias=0; no parameters with keys
+    empty).  Under mixed precision the statistics are computed in f32 and
+    the normalized value cast back before the scale, as MaxText's RMSNorm
+    does."""
     d = x.shape[-1]
+    wide = mixed(cfg)
+    h = g.convert(x, wide) if wide else x
     if cfg['norm'] == 'rms':
-        return rms_normalize(g, x, P((d,), *keys, 'scale'))
-    scale = P((d,), *keys, 'scale')
-    bias = P((d,), *keys, 'bias') if cfg['bias'] != '0' else None
-    return normalize(g, x, (x.rank - 1,), scale, bias)
+        h = rms_normalize(g, h)
+    else:
+        h = normalize(g, h, (x.rank - 1,))
+    h = g.convert(h, x.dtype)
+    if not keys:
+        return h
+    h = g.mul(h, bcast_last(g, P((d,), *keys, 'scale'), h.shape))
+    if cfg['norm'] == 'layer' and cfg['bias'] != '0':
+        h = g.add(h, bcast_last(g, P((d,), *keys, 'bias'), h.shape))
+    return h
 
 
 def rope(g, x, theta):
@@ -218,7 +248,8 @@ def attention(g, P, keys, x, heads, head_dim, causal, kv=None, cfg=LEGACY,
         mask = g.compare(g.iota((s, t), 0), g.iota((s, t), 1), 'GE')
         mask = g.broadcast_in_dim(mask, scores.shape, smask)
     if mask is not None:
-        scores = g.select(mask, scores, g.full(scores.shape, float('-inf')))
+        scores = g.select(mask, scores, g.full(scores.shape, float('-inf'),
+                                               scores.dtype))
     p = _softmax_last(g, scores)
     if nkv == h:
         o = g.dot_general(p, v, ((3,), (1,)), ((0, 1), (0, 2)))  # [b,h,s,hd]
@@ -310,7 +341,7 @@ def transformer_logits(g, P, tokens, cfg, progress=None, caches=None,
         if progress:
             progress('%d/%d layers' % (i + 1, cfg['layers']))
     if cfg['bias'] == 'mlp':
-        x = normalize(g, x, (2,))             # final parameter-free norm
+        x = norm(g, P, x, cfg)                # final parameter-free norm
     else:
         x = norm(g, P, x, cfg, 'final_norm')
     if cfg['tied']:
@@ -337,12 +368,16 @@ def softmax_xent(g, logits, targets):
 
 
 def build_transformer(cfg, progress):
-    g = Graph(cfg['dtype'])
-    P = Params(g)
+    cfg = resolve(cfg)
+    g = Graph(cfg['param_dtype'])
+    P = Params(g, dtype=cfg['param_dtype'], compute=cfg['dtype'])
     b, s = cfg['batch'], cfg['seq']
     inputs = g.arg("batch['inputs']", (b, s), 'i32')
     targets = g.arg("batch['targets']", (b, s), 'i32')
     logits, _ = transformer_logits(g, P, inputs, cfg, progress)
+    wide = mixed(cfg)
+    if wide:           # MaxText's cast_logits_to_fp32: the loss in f32
+        logits = g.convert(logits, wide)
     loss = softmax_xent(g, logits, targets)
     return train_step(g, P, loss, [inputs, targets], progress)
 
