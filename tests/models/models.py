@@ -202,16 +202,11 @@ _U = ('batch', 'height', 'width', 'in_channels', 'channels', 'levels',
 _G = ('nodes', 'edges', 'node_in', 'edge_in', 'out', 'latent', 'hidden',
       'mlp_layers', 'steps')
 _M = ('batch', 'inputs', 'hidden', 'layers', 'outputs')
-T = transformer.config
 
 MODELS = {
     'transformer': (transformer.build_transformer, 'transformer training '
                     'step (scan=1: layers stacked and run by a while loop)', {
-        't32': T(32, 4096, 32, 128, 16384, 48, 2048, 32000),
-        't48': T(48, 8192, 64, 128, 32768, 64, 2048, 32000),
-        'small': T(4, 256, 4, 64, 1024, 8, 128, 1000),
-        'tiny': T(2, 16, 2, 8, 32, 2, 4, 11),
-    }),
+        name: c for name, (c, _, _) in transformer.PRESETS.items()}),
     'transformer_infer': (transformer.build_transformer_infer,
                           'transformer decode step with a key-value cache', {
         'it32': _cfg(_TI, (32, 4096, 32, 128, 16384, 48, 2048, 32000)),
@@ -238,6 +233,13 @@ INT, FLAG = transformer.INT, transformer.FLAG
 
 class ConfigError(ValueError):
     pass
+
+
+def published(model, config):
+    """The published parameter count of a preset, or None."""
+    if model != 'transformer' or config not in transformer.PRESETS:
+        return None
+    return transformer.PRESETS[config][1]
 
 
 def keys_of(model):

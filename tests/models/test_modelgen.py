@@ -208,16 +208,23 @@ def generated(model, config, overrides=()):
     return _CACHE[key]
 
 
+ORIGINAL = ('t32', 't48', 'small', 'tiny')    # the zoo's first transformers
+
+
 class GenerateTest(unittest.TestCase):
     def test_every_config_checks(self):
+        # the presets of real models scanned (their blocks once: quick)
         for model, config in all_configs():
+            extra = () if model != 'transformer' or config in ORIGINAL else \
+                ('scan=1',)
             with self.subTest(model=model, config=config):
-                cfg, built, text, info = generated(model, config)
+                cfg, built, text, info = generated(model, config, extra)
                 self.assertEqual(info['ops'], shlo.count_ops(text))
                 self.assertEqual(info['args'], len(built.args))
                 self.assertEqual(info['unused_args'], [])
                 ops = set(re.findall(r'(?:= |")stablehlo\.([a-z_]+)', text))
-                self.assertLessEqual(ops, ALLOWED_OPS)
+                self.assertLessEqual(ops, ALLOWED_OPS | SCAN_OPS |
+                                     {'sine', 'cosine'})
                 self.assertNotIn('func.func private', text)
                 self.assertEqual(text.count('func.func'), 1)
 
@@ -270,10 +277,10 @@ class GenerateTest(unittest.TestCase):
                          (4096, 3, 32, 128))
         self.assertEqual(shapes["['block_3']['attn']['w_out']"],
                          (32, 128, 4096))
-        self.assertEqual(shapes["['block_3']['mlp']['w_up']"], (4096, 16384))
-        self.assertEqual(shapes["['block_3']['mlp']['b_up']"], (16384,))
+        self.assertEqual(shapes["['block_3']['mlp']['w_up']"], (4096, 10240))
+        self.assertEqual(shapes["['block_3']['mlp']['b_up']"], (10240,))
         self.assertEqual(shapes["['block_3']['mlp']['w_down']"],
-                         (16384, 4096))
+                         (10240, 4096))
         head = text.split('\n')[1]
         self.assertIn('%arg867: tensor<48x2048xi32> loc("batch[\'inputs\']")',
                       head)
@@ -382,12 +389,15 @@ class GenerateTest(unittest.TestCase):
 
 
 # sha256 of the text of every model/config (and one override) as printed
-# before scanned layers existed: without scan=1 the zoo's output must not
-# change by a byte.  A deliberate change to a model updates these.
+# before scanned layers and the transformer's knobs existed: the zoo's
+# original output must not change by a byte.  A deliberate change to a
+# model updates these.
 DIGESTS = {
-    ('transformer', 't32', ()):
+    # t32 and t48 were refitted to the paper's 5 B and 32 B by their FFN
+    # width alone: with the old width they print the old text
+    ('transformer', 't32', ('d_ff=16384',)):
     '8e7dd0b623218a26ae764e1c4b3a1978eac349738c40052ee987eae06b233a6b',
-    ('transformer', 't48', ()):
+    ('transformer', 't48', ('d_ff=32768',)):
     '9e867f38ee8be8f88bb131c8fc23537ddc92fd10a40ee9365f34010a736a4eb4',
     ('transformer', 'small', ()):
     '55835d5b12a32adf909d7c12523e77eff3e6ff817ca0e03bb71142aeae9c1101',
@@ -488,8 +498,8 @@ class ScanTest(unittest.TestCase):
         self.assertEqual(shapes["['blocks']['attn']['w_out']"],
                          (32, 32, 128, 4096))
         self.assertEqual(shapes["['blocks']['mlp']['w_up']"],
-                         (32, 4096, 16384))
-        self.assertEqual(shapes["['blocks']['mlp']['b_up']"], (32, 16384))
+                         (32, 4096, 10240))
+        self.assertEqual(shapes["['blocks']['mlp']['b_up']"], (32, 10240))
         self.assertEqual(shapes["['blocks']['ln1']['scale']"], (32, 4096))
         # the same parameters as the unrolled model, stacked
         _, unrolled, _, _ = generated('transformer', 't32')
@@ -516,7 +526,7 @@ class ScanTest(unittest.TestCase):
         body = bwd.split('} do {')[1].split('\n    }\n')[0]
         self.assertEqual(body.count('stablehlo.dynamic_update_slice'), 9)
         # Adam on the stacked parameters and moments
-        self.assertIn('tensor<32x4096x16384xf32> {jax.result_info = '
+        self.assertIn('tensor<32x4096x10240xf32> {jax.result_info = '
                       '"opt_state.nu[\'blocks\'][\'mlp\'][\'w_up\']"}', text)
 
     def check_stacked_layout(self, info, built, L):
@@ -527,10 +537,11 @@ class ScanTest(unittest.TestCase):
             self.assertEqual(v.shape[0], L, p)
 
     def test_configs(self):
-        # every transformer config (and bf16) generates, checks, parses the
-        # documented names, and its op count does not grow with the layers
+        # every original transformer config (and bf16) generates, checks,
+        # parses the documented names, and its op count does not grow with
+        # the layers (the presets of real models: GenerateTest)
         counts = set()
-        for config in models.MODELS['transformer'][2]:
+        for config in ORIGINAL:
             for extra in ((), ('dtype=bf16',)):
                 with self.subTest(config=config, extra=extra):
                     cfg, built, text, info = generated(
@@ -577,7 +588,7 @@ class ScanTest(unittest.TestCase):
                 text = generated(model, config, extra)[2]
                 self.assertEqual(hashlib.sha256(text.encode()).hexdigest(),
                                  digest)
-        for config in models.MODELS['transformer'][2]:
+        for config in ORIGINAL:
             self.assertEqual(generated('transformer', config, ('scan=0',))[2],
                              generated('transformer', config)[2])
 
@@ -752,6 +763,76 @@ class KnobTest(unittest.TestCase):
                 self.assertIn(msg, err)
 
 
+class PresetTest(unittest.TestCase):
+    """The named configurations of real models."""
+
+    def test_parameter_counts(self):
+        # every preset with a published count is within 1% of it (counted
+        # on the scanned form: the same parameters stacked, and quick)
+        for name, (cfg, published, source) in transformer.PRESETS.items():
+            if published is None:
+                continue
+            with self.subTest(preset=name):
+                self.assertTrue(source)
+                built = models.build('transformer', models.make_config(
+                    'transformer', name, ['scan=1']))
+                n = sum(shlo.prod(v.shape) for _, v in built.params)
+                self.assertLess(abs(n / published - 1), 0.01,
+                                '%s: %d vs %d' % (name, n, published))
+        # exact where the published figure is exact
+        for name in ('llama2_7b', 'llama3_8b', 'llama3_70b', 'llama3_405b',
+                     'mpt_7b'):
+            built = models.build('transformer', models.make_config(
+                'transformer', name, ['scan=1']))
+            self.assertEqual(sum(shlo.prod(v.shape) for _, v in built.params),
+                             transformer.PRESETS[name][1], name)
+        # Megatron's GPT: the paper's formula plus the final LayerNorm
+        for name, (l, d) in (('gpt_1_7b', (24, 2304)), ('gpt_3_6b', (30, 3072)),
+                             ('gpt_7_5b', (36, 4096))):
+            self.assertEqual(transformer.megatron_count(l, d, 51200, 2048),
+                             transformer.PRESETS[name][1])
+
+    def test_scanned_counts_equal_unrolled(self):
+        for name in ('llama3_8b', 'gpt3_5b', 'mpt_7b'):
+            counts = [sum(shlo.prod(v.shape) for _, v in models.build(
+                'transformer', models.make_config('transformer', name,
+                                                  [extra])).params)
+                      for extra in ('scan=0', 'scan=1')]
+            self.assertEqual(counts[0], counts[1], name)
+
+    def test_llama3_8b(self):
+        cfg, built, text, info = generated('transformer', 'llama3_8b',
+                                           ('scan=1',))
+        shapes = dict((p, v.shape) for p, v in built.params)
+        self.assertEqual(shapes["['blocks']['attn']['w_k']"], (32, 4096, 8, 128))
+        self.assertEqual(shapes["['blocks']['mlp']['w_gate']"],
+                         (32, 4096, 14336))
+        self.assertEqual(shapes["['unembed']"], (4096, 128256))
+        self.assertIn("tensor<16x8192xi32> loc(\"batch['inputs']\")", text)
+        self.assertIn('tensor<16x8192x4096xbf16>', text)
+        self.assertIn('dense<5.000000e+05>', text)              # rope_theta
+
+    def test_stats(self):
+        r = run_cli('transformer', '--config', 'llama2_7b', 'scan=1',
+                    '--stats')
+        self.assertEqual(r.returncode, 0, r.stderr)
+        line = r.stdout.decode()
+        self.assertEqual(line.count('\n'), 1)
+        self.assertRegex(line, r'^transformer llama2_7b: ops=\d+ args=39 '
+                         r'results=50 param_tensors=12 params=6738415616 '
+                         r'\(6.74 B\) param_bytes=26953662464 published='
+                         r'6.738 B \(\+0.00%\) time=[0-9.]+s rss=\d+MiB\n$')
+        # with -o the text is written as well
+        path = os.path.join(HERE, 'out', 'test_stats.mlir')
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        r = run_cli('transformer', '--config', 'tiny', '--stats', '-o', path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn(b'published', r.stdout)
+        with open(path) as f:
+            self.assertEqual(f.read(), generated('transformer', 'tiny')[2])
+        os.remove(path)
+
+
 class CliTest(unittest.TestCase):
     def test_deterministic(self):
         env = dict(os.environ)
@@ -838,7 +919,8 @@ class CliTest(unittest.TestCase):
     def test_scan_cli(self):
         r = run_cli('transformer', '--config', 't32', 'scan=1', '--stats')
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn(b'param_tensors=10 param_bytes=26298286080', r.stdout)
+        self.assertIn(b'param_tensors=10 params=4963762176 (4.96 B) param_bytes=19855048704 '
+                      b'published=5 B (-0.72%)', r.stdout)
         env = dict(os.environ)
         outs = []
         for seed in ('1', '2'):

@@ -85,6 +85,90 @@ def config(layers, d_model, heads, head_dim, d_ff, batch, seq, vocab,
     return c
 
 
+# ------------------------------------------------------------- presets
+
+_LLAMA = dict(norm='rms', mlp='swiglu', pos='rope', tied=0, bias='0',
+              fused_qkv=0, dtype='bf16', param_dtype='f32')
+_GPT = dict(norm='layer', mlp='gelu', pos='learned', tied=1, bias='1',
+            fused_qkv=1, dtype='bf16', param_dtype='f32')
+_MAXTEXT = dict(norm='rms', mlp='relu', pos='rope', tied=1, bias='0',
+                fused_qkv=0, dtype='bf16', param_dtype='f32')
+_MEGATRON = dict(_GPT, dtype='f16')
+
+
+def _preset(layers, d_model, heads, head_dim, d_ff, batch, seq, vocab,
+            published, source, **knobs):
+    return config(layers, d_model, heads, head_dim, d_ff, batch, seq, vocab,
+                  **knobs), published, source
+
+
+# name: (config, published parameter count or None, where it comes from).
+# Batch and sequence are those of the measured run the preset serves
+# (../shared/notes/measured-runs.md) or of its paper.
+PRESETS = {
+    # The PartIR paper's T32 and T48 (Table 1: "5B", "32B"), the zoo's
+    # original layout.  The paper gives neither the FFN width nor the
+    # sequence length: the FFN is the multiple of 512 nearest to the width
+    # that makes the stated count exact (10,378 -> 10,240 = 2.5 d for
+    # T32; 23,970 -> 24,064 for T48), the sequence stays 2048.
+    't32': _preset(32, 4096, 32, 128, 10240, 48, 2048, 32000, 5e9,
+                   'PartIR (Alabed et al.) Table 1: T32, 5B'),
+    't48': _preset(48, 8192, 64, 128, 24064, 64, 2048, 32000, 32e9,
+                   'PartIR (Alabed et al.) Table 1: T48, 32B'),
+    'small': _preset(4, 256, 4, 64, 1024, 8, 128, 1000, None, ''),
+    'tiny': _preset(2, 16, 2, 8, 32, 2, 4, 11, None, ''),
+    'llama2_7b': _preset(32, 4096, 32, 128, 11008, 16, 4096, 32000,
+                         6738415616, 'Llama 2 7B (Touvron et al. 2023; '
+                         'meta-llama/Llama-2-7b-hf)', **_LLAMA),
+    'llama3_8b': _preset(32, 4096, 32, 128, 14336, 16, 8192, 128256,
+                         8030261248, 'Llama 3 8B (meta-llama/Meta-Llama-3-'
+                         '8B)', kv_heads=8, rope_theta=500000, **_LLAMA),
+    'llama3_70b': _preset(80, 8192, 64, 128, 28672, 16, 8192, 128256,
+                          70553706496, 'Llama 3 70B (meta-llama/Meta-Llama-'
+                          '3-70B)', kv_heads=8, rope_theta=500000, **_LLAMA),
+    'llama3_405b': _preset(126, 16384, 128, 128, 53248, 16, 8192, 128256,
+                           405853388800, 'Llama 3.1 405B (meta-llama/'
+                           'Llama-3.1-405B)', kv_heads=8, rope_theta=500000,
+                           **_LLAMA),
+    'gpt3_5b': _preset(24, 4096, 32, 128, 16384, 2048, 2048, 50304, 5e9,
+                       'GPT-5B of PAXML (NVIDIA JAX-Toolbox), "5B"', **_GPT),
+    'gpt3_175b': _preset(96, 12288, 96, 128, 49152, 1536, 2048, 50257,
+                         175e9, 'GPT-3 175B (Brown et al. 2020, Table 2.1)',
+                         **_GPT),
+    # ALiBi positions are not modelled (pos=none); no biases anywhere.
+    'mpt_7b': _preset(32, 4096, 32, 128, 16384, 48, 2048, 50432, 6649286656,
+                      'MosaicML MPT-7B (mosaicml/mpt-7b)', norm='layer',
+                      mlp='gelu', pos='none', tied=1, bias='0', fused_qkv=1,
+                      dtype='bf16', param_dtype='f32'),
+    'maxtext_22b': _preset(48, 6144, 24, 256, 24576, 1024, 2048, 32768,
+                           21.9e9, 'MaxText 22B (measured-runs M1: 21.9 B)',
+                           **_MAXTEXT),
+    'maxtext_16b': _preset(32, 5120, 32, 256, 32768, 1536, 2048, 32768,
+                           16.3e9, 'MaxText 16B (measured-runs M4: 16.3 B)',
+                           **_MAXTEXT),
+    'maxtext_32b': _preset(32, 10240, 32, 256, 32768, 512, 2048, 32768,
+                           32.5e9, 'MaxText 32B (measured-runs M9: 32.5 B)',
+                           **_MAXTEXT),
+    # Megatron-LM's GPT (Narayanan et al. 2021, Table 1), counted by the
+    # paper's own formula 12 l h^2 (1 + 13 / 12h + (V + s) / 12 l h), which
+    # it prints rounded as 1.7, 3.6 and 7.5 B.
+    'gpt_1_7b': _preset(24, 2304, 24, 96, 9216, 512, 2048, 51200,
+                        1652226048, 'Megatron GPT 1.7B (Narayanan et al. '
+                        '2021 Table 1; 1.65 B by its formula)', **_MEGATRON),
+    'gpt_3_6b': _preset(30, 3072, 32, 96, 12288, 512, 2048, 51200,
+                        3562162176, 'Megatron GPT 3.6B (ibid.; 3.56 B by '
+                        'its formula)', **_MEGATRON),
+    'gpt_7_5b': _preset(36, 4096, 32, 128, 16384, 512, 2048, 51200,
+                        7467778048, 'Megatron GPT 7.5B (ibid.; 7.47 B by '
+                        'its formula)', **_MEGATRON),
+}
+
+
+def megatron_count(layers, d, vocab, seq):
+    """Narayanan et al.'s parameter count of a GPT model."""
+    return 12 * layers * d * d + 13 * layers * d + (vocab + seq) * d
+
+
 def resolve(cfg):
     """cfg with its defaults filled in (kv_heads, param_dtype); raises
     ValueError with a message when the knobs do not fit together."""
