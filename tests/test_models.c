@@ -334,6 +334,85 @@ START_TEST(mixed_precision_matches_f32)
 }
 END_TEST
 
+/* Runs the entry function of m on args; returns its results (heap). */
+static ir_tensor **run_step(ir_module *m, ir_tensor **args, uint32_t *n_res, const char *what)
+{
+    ap_error err;
+    ir_op *f = ir_module_entry(m);
+    ir_tensor **r = NULL;
+    ck_assert_msg(ir_interp_run(m, f, (const ir_tensor *const *)args, ir_func_num_args(f), &r, n_res, NULL, &err) == 0,
+                  "%s: %s", what, err.msg);
+    return r;
+}
+
+/* The largest |a - b| / max(1, max |b|) over the results of two runs of
+ * steps with the same results; counts the elements not bitwise equal. */
+static double compare_runs(ir_tensor **a, ir_tensor **b, uint32_t n, int64_t *n_diff)
+{
+    ap_error err;
+    double worst = 0;
+    *n_diff = 0;
+    for (uint32_t r = 0; r < n; r++) {
+        ir_tensor_diff d;
+        ck_assert_msg(ir_tensor_compare(a[r], b[r], &d, &err) == 0, "result %u: %s", r, err.msg);
+        double mag = 1;
+        for (int64_t k = 0; k < b[r]->numel; k++)
+            mag = fmax(mag, fabs(ir_tensor_get_f64(b[r], k)));
+        worst = fmax(worst, d.max_abs / mag);
+        *n_diff += d.n_diff;
+    }
+    return worst;
+}
+
+/* extra without its remat=... word. */
+static void without_remat(const char *extra, char *out, size_t size)
+{
+    out[0] = 0;
+    for (const char *p = extra; *p;) {
+        const char *sp = strchr(p, ' ');
+        size_t len = sp ? (size_t)(sp - p) : strlen(p);
+        if (strncmp(p, "remat=", 6))
+            snprintf(out + strlen(out), size - strlen(out), "%.*s ", (int)len, p);
+        p += len + (sp != NULL);
+    }
+}
+
+static const char *const remat_cases[] = {
+    "remat=full", "remat=dots", "remat=dots_no_batch", "remat=minimal_flash", "remat=attn",
+    "remat=full scan=1", "remat=dots scan=1", "remat=attn scan=1",
+    "remat=dots_no_batch norm=rms mlp=swiglu pos=rope tied=0 bias=0 fused_qkv=0 kv_heads=1",
+};
+
+/* jax.checkpoint recomputes, it does not change what is computed: every
+ * result of every remat policy equals remat=none's bit for bit in f32
+ * (the reference interpreter), unrolled and scanned. */
+START_TEST(remat_is_bit_identical)
+{
+    const char *extra = remat_cases[_i];
+    char base[256];
+    without_remat(extra, base, sizeof base);
+    ir_module *m0 = tl_generate("transformer", "tiny", base);
+    ir_module *m1 = tl_generate("transformer", "tiny", extra);
+    ir_op *f0 = ir_module_entry(m0);
+    ck_assert_uint_eq(ir_func_num_args(f0), ir_func_num_args(ir_module_entry(m1)));
+    ir_tensor **args = random_args(f0);
+    uint32_t n0 = 0, n1 = 0;
+    ir_tensor **r0 = run_step(m0, args, &n0, base), **r1 = run_step(m1, args, &n1, extra);
+    ck_assert_uint_eq(n0, n1);
+    int64_t differ;
+    double worst = compare_runs(r1, r0, n0, &differ);
+    ck_assert_msg(differ == 0, "%s: %lld elements differ from remat=none (worst %g)", extra, (long long)differ,
+                  worst);
+    ir_tensors_free(r0, n0);
+    ir_tensors_free(r1, n1);
+    for (uint32_t i = 0; i < ir_func_num_args(f0); i++)
+        ir_tensor_free(args[i]);
+    free(args);
+    ir_module_free(m0);
+    ir_module_free(m1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("models");
@@ -343,6 +422,7 @@ int main(void)
     tcase_add_test(tc, transformer_names);
     tcase_add_loop_test(tc, scan_matches_unrolled, 0, (int)(sizeof scan_variants / sizeof scan_variants[0]));
     tcase_add_test(tc, mixed_precision_matches_f32);
+    tcase_add_loop_test(tc, remat_is_bit_identical, 0, (int)(sizeof remat_cases / sizeof remat_cases[0]));
     suite_add_tcase(s, tc);
     return tl_run(s);
 }

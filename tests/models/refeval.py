@@ -169,7 +169,7 @@ def _eval_node(n, env):
     if op == 'select':
         return (n.shape, [a if p else b for p, a, b in
                           zip(ops[0][1], ops[1][1], ops[2][1])])
-    if op == 'stop_gradient' or op == 'reshape':
+    if op in ('stop_gradient', 'reshape', 'custom_vjp'):
         return (n.shape, ops[0][1])
     if op == 'iota':
         d = n.attrs['dim']
@@ -354,6 +354,9 @@ def evaluate(graph, inputs, outputs):
     for n in nodes:
         if n.op == 'while':
             env[n.id] = _eval_while(n, env)
+            continue
+        if n.op == 'optimization_barrier':
+            env[n.id] = [env[o.id] for o in n.operands]
             continue
         if n.op == 'result':
             r = env[n.operands[0].id][n.attrs['index']]

@@ -97,6 +97,7 @@ class Graph:
         self.args = []              # argument Values, in creation order
         self.consts = {}            # (dtype, key) -> scalar constant Value
         self.outputs = None         # as a region: the Values it returns
+        self.tag = None             # checkpoint name given to new ops
 
     # ---------------------------------------------------------------- core
 
@@ -105,6 +106,8 @@ class Graph:
                  any(o.needs_grad for o in operands))
         v = Value(next(_IDS), op, shape, dtype, tuple(operands),
                   attrs or {}, needs)
+        if self.tag and op not in ('arg', 'constant'):
+            v.attrs['ckpt_name'] = self.tag
         if op not in ('arg', 'constant'):
             self.nodes.append(v)
         return v
@@ -367,6 +370,35 @@ class Graph:
         return w, [self._new('result', v.shape, v.dtype, (w,), {'index': k})
                    for k, v in enumerate(inits)]
 
+    # ------------------------------------------------- multi-result ops
+
+    def _results(self, node, types):
+        return [self._new('result', shape, dtype, (node,), {'index': k})
+                for k, (shape, dtype) in enumerate(types)]
+
+    def optimization_barrier(self, xs):
+        """stablehlo.optimization_barrier of xs: the same values, across
+        which XLA moves no computation (JAX's remat emits one so that the
+        recomputation is not merged with the forward pass).  Returns its
+        results."""
+        xs = list(xs)
+        assert xs
+        b = self._new('optimization_barrier', (), 'tuple', xs)
+        return self._results(b, [(x.shape, x.dtype) for x in xs])
+
+    def custom_vjp(self, out, inputs, vjp):
+        """The value out, whose gradient is vjp(g, ct, need) -> one
+        cotangent (or None) per input instead of the transpose of the ops
+        from inputs to out (jax.custom_vjp; what jax.checkpoint does to
+        its function).  Prints as nothing: its name is out's."""
+        return self._new('custom_vjp', out.shape, out.dtype,
+                         (out,) + tuple(inputs), {'vjp': vjp})
+
+    def checkpoint_name(self, x, name):
+        """jax.ad_checkpoint.checkpoint_name: names x for remat policies."""
+        x.attrs['ckpt_name'] = name
+        return x
+
     # ---------------------------------------------- gather / scatter rows
 
     def gather_rows(self, table, idx):
@@ -384,6 +416,7 @@ class Graph:
         assert updates.dtype == operand.dtype
         return self._new('scatter', operand.shape, operand.dtype,
                          (operand, idx, updates))
+
 
     # ------------------------------------------------------- convolution
 
@@ -705,6 +738,11 @@ def _(g, n, ct, need):
     return [None]
 
 
+@_vjp('custom_vjp')
+def _(g, n, ct, need):
+    return [None] + list(n.attrs['vjp'](g, ct, need[1:]))
+
+
 @_vjp('gather')
 def _(g, n, ct, need):
     table, idx = n.operands
@@ -815,7 +853,121 @@ def _copy(r, n, look):
                   tuple(look(o) for o in n.operands), dict(n.attrs))
 
 
-def scan(g, body, carry, xs_in, out, init, xs):
+# ====================================================================
+# Rematerialization: jax.checkpoint with a policy, as JAX lowers it
+# ====================================================================
+
+# Remat policies by what they let the forward pass save (jax.checkpoint's
+# `policy`; 'none' is no checkpointing):
+#   full           nothing (jax.checkpoint without a policy; MaxText "full")
+#   dots           every dot_general result (checkpoint_dots)
+#   dots_no_batch  dot_generals without batch dims, i.e. the projections
+#                  by weights (dots_with_no_batch_dims_saveable; MaxText
+#                  "minimal", PAXML's "save dots with no batch dims")
+#   minimal_flash  those and the values named 'context' (the attention's
+#                  output; MaxText "minimal_flash")
+#   attn           everything but the values named 'attn_core' (scores
+#                  and softmax: Korthikanti et al.'s selective
+#                  recomputation)
+REMAT = ('none', 'full', 'dots', 'dots_no_batch', 'minimal_flash', 'attn')
+
+
+def _saveable(policy, v):
+    if v.dtype == 'tuple':              # a multi-result op itself
+        return False
+    name = v.attrs.get('ckpt_name')
+    if policy == 'full':
+        return False
+    if policy == 'attn':
+        return name != 'attn_core'
+    dot = v.op == 'dot_general'
+    if policy == 'dots':
+        return dot
+    no_batch = dot and not v.attrs['batch'][0]
+    if policy == 'dots_no_batch':
+        return no_batch
+    assert policy == 'minimal_flash', policy
+    return no_batch or name == 'context'
+
+
+def _backward_reads(body, fwd, ins, grads):
+    """The backward ops of a function traced into body (its forward ops
+    fwd, its inputs ins, the cotangents grads of ins computed by
+    body.vjp): (those ops, the forward values and inputs they read, the
+    ids of the values that depend on the inputs)."""
+    fwd_ids = set(n.id for n in fwd)
+    varying = set(v.id for v in ins)
+    for n in fwd:
+        if any(o.id in varying for o in n.operands):
+            varying.add(n.id)
+    bnodes, _ = live_nodes(body, grads)
+    bnodes = [n for n in bnodes if n.id not in fwd_ids]
+    read = {}
+    for v in [o for n in bnodes for o in n.operands] + list(grads):
+        if v.id in fwd_ids or v.id in varying:
+            read[v.id] = v
+    return bnodes, list(read.values()), varying
+
+
+def _remat_plan(read, varying, policy):
+    """What a checkpointed function's backward gets from its forward pass:
+    (the residuals, in creation order: the inputs and values it saves; the
+    ids of the values it recomputes).  read: the values the backward ops
+    read; varying: ids of the values that depend on the inputs.  Values
+    that depend on no input (masks, iotas) are recomputed, never saved
+    (JAX would save some); inputs are always residuals; policy None saves
+    every value read (no remat)."""
+    res, rec = {}, set()
+    stack = list(read)
+    while stack:
+        v = stack.pop()
+        if v.id in res or v.id in rec or v.op == 'constant':
+            continue
+        if v.op == 'arg':
+            res[v.id] = v
+        elif v.id not in varying or not (policy is None or
+                                         _saveable(policy, v)):
+            rec.add(v.id)
+            stack.extend(v.operands)
+        else:
+            res[v.id] = v
+    return sorted(res.values(), key=lambda v: v.id), rec
+
+
+def remat(g, body, ins, out, actual, policy):
+    """jax.checkpoint(f, policy=policy)(*actual) for f traced once into
+    the Graph body (its args ins, its result out): emits f's ops into g
+    and returns its result, whose gradient is what JAX emits for a
+    checkpointed function: a stablehlo.optimization_barrier over the
+    residuals the policy saves (the inputs among them) and the cotangent,
+    the recomputation from the barrier's results of the values the
+    backward needs and the policy did not save, then the backward ops."""
+    env = {b.id: v for b, v in zip(ins, actual)}
+    look = _copier(g, env)
+    fwd = body.nodes[:]
+    for n in fwd:
+        env[n.id] = _copy(g, n, look)
+
+    def vjp(g2, ct, need):
+        ct_in = body.arg('ct', out.shape, out.dtype)
+        grads = body.vjp([out], [ct_in], ins)
+        bnodes, read, varying = _backward_reads(body, fwd, ins, grads)
+        resid, recompute = _remat_plan(read, varying, policy)
+        bar = g2.optimization_barrier([look(v) for v in resid] + [ct])
+        env2 = {v.id: b for v, b in zip(resid, bar)}
+        env2[ct_in.id] = bar[-1]
+        look2 = _copier(g2, env2)
+        for n in fwd:
+            if n.id in recompute:
+                env2[n.id] = _copy(g2, n, look2)
+        for n in bnodes:
+            env2[n.id] = _copy(g2, n, look2)
+        return [look2(d) if nd else None for d, nd in zip(grads, need)]
+
+    return g.custom_vjp(look(out), actual, vjp)
+
+
+def scan(g, body, carry, xs_in, out, init, xs, policy=None):
     """y = jax.lax.scan(f, init, xs)[0] for a body f traced once into the
     Graph `body` on one step's shapes: its args `carry` (requires_grad)
     and xs_in (one slice of each stacked xs), its result `out` (same type
@@ -838,7 +990,13 @@ def scan(g, body, carry, xs_in, out, init, xs):
     gradients with dynamic_update_slice.  Values of f that depend on
     neither the carry nor the xs (masks, broadcast constants) are
     recomputed in the backward body rather than stacked.  Every traced
-    index goes through JAX's `i < 0 ? i + L : i`.  Returns y."""
+    index goes through JAX's `i < 0 ? i + L : i`.
+
+    policy: f is jax.checkpoint'ed with that remat policy (REMAT): the
+    forward loop stacks only what the policy saves, and the backward body
+    puts that step's residuals and the cotangent through an
+    optimization_barrier, recomputes the rest, then runs the backward
+    ops (see remat).  Returns y."""
     L = xs[0].shape[0]
     assert len(xs) == len(xs_in) and all(x.shape[0] == L for x in xs)
     for x, b in zip(xs, xs_in):
@@ -848,22 +1006,12 @@ def scan(g, body, carry, xs_in, out, init, xs):
     fwd = body.nodes[:]
     ct_in = body.arg('ct', out.shape, out.dtype)
     grads = body.vjp([out], [ct_in], [carry] + list(xs_in))
-    fwd_ids = set(n.id for n in fwd)
     xs_pos = {b.id: k for k, b in enumerate(xs_in)}
-    varying = {carry.id} | set(xs_pos)
-    for n in fwd:
-        if any(o.id in varying for o in n.operands):
-            varying.add(n.id)
-    # What the backward ops read of the forward pass.
-    bnodes, _ = live_nodes(body, grads)
-    bnodes = [n for n in bnodes if n.id not in fwd_ids]
-    read = {}
-    for v in [o for n in bnodes for o in n.operands] + grads:
-        if v.id in varying:
-            read[v.id] = v
-    used_xs = sorted(xs_pos[v] for v in read if v in xs_pos)
-    res = sorted((v for v in read.values() if v.id not in xs_pos),
-                 key=lambda v: v.id)      # the carry and forward values
+    bnodes, read, varying = _backward_reads(body, fwd, [carry] + xs_in,
+                                            grads)
+    resid, recompute = _remat_plan(read, varying, policy)
+    used_xs = sorted(xs_pos[v.id] for v in resid if v.id in xs_pos)
+    res = [v for v in resid if v.id not in xs_pos]  # the carry and values
 
     def iter_args(r, parts):
         return [[r.block_arg(v.shape, v.dtype) for v in part]
@@ -906,14 +1054,17 @@ def scan(g, body, carry, xs_in, out, init, xs):
         bb = Graph(g.dtype)
         (bi,), (bct,), bg, br, bw = iter_args(bb, parts)
         rev = bb.sub(bb.sub(bb.const(L, 'i32'), bi), bb.const(1, 'i32'))
-        env = {ct_in.id: bct}
-        for s, v in zip(br, res):
-            env[v.id] = index_in_dim(bb, s, rev)
-        for j, k in enumerate(used_xs):
-            env[xs_in[k].id] = index_in_dim(bb, bw[j], rev)
+        saved = [v for v in res] + [xs_in[k] for k in used_xs]
+        vals = [index_in_dim(bb, s, rev) for s in br] + \
+            [index_in_dim(bb, w, rev) for w in bw] + [bct]
+        if policy is not None:
+            vals = bb.optimization_barrier(vals)
+        env = {ct_in.id: vals[-1]}
+        for v, x in zip(saved, vals):
+            env[v.id] = x
         look = _copier(bb, env)
-        for n in fwd:                  # loop-invariant values: recompute
-            if n.id not in varying:
+        for n in fwd:           # what the policy (or invariance) recomputes
+            if n.id in recompute:
                 env[n.id] = _copy(bb, n, look)
         for n in bnodes:
             env[n.id] = _copy(bb, n, look)
@@ -931,6 +1082,8 @@ def scan(g, body, carry, xs_in, out, init, xs):
 
     w.attrs['vjp'] = vjp
     return y
+
+
 
 
 @_vjp('while')
@@ -1129,6 +1282,13 @@ def _(n, N):
         ', '.join(N(o) for o in n.operands), _lst(n.attrs['sizes']), _sig(n))
 
 
+@_f('optimization_barrier')
+def _(n, N):
+    return 'stablehlo.optimization_barrier %s : %s' % (
+        ', '.join(N(o) for o in n.operands),
+        ', '.join(o.type for o in n.operands))
+
+
 def _row_dims(table, idx):
     k = idx.rank - 1
     rest = table.rank - 1
@@ -1203,6 +1363,17 @@ def _(n, N):
                 _conv_dims(os_, 'bf'), ', '.join(win), _sig(n)))
 
 
+# Ops printed as nothing: their name is their first operand's.
+_ALIASES = ('stop_gradient', 'custom_vjp')
+
+
+def _n_results(n):
+    """How many results op n has (a single-result op: 1)."""
+    if n.op in ('while', 'optimization_barrier'):
+        return len(n.operands)
+    return 1
+
+
 def live_nodes(graph, outputs):
     """The op nodes that the outputs depend on, in creation order."""
     live = set(o.id for o in outputs)
@@ -1244,22 +1415,23 @@ def _emit_block(graph, outs, names, counters, num0, next_arg, ind):
             ind, nm, lit, c.type))
     num = num0
     for n in nodes:
-        if n.op in ('stop_gradient', 'result'):
+        if n.op in _ALIASES or n.op == 'result':
             continue
         names[n.id] = '%%%d' % num
         num += 1
     for n in nodes:
-        if n.op == 'stop_gradient':
+        if n.op in _ALIASES:
             names[n.id] = names[n.operands[0].id]
         elif n.op == 'result':
-            names[n.id] = '%s#%d' % (names[n.operands[0].id],
-                                     n.attrs['index'])
+            op = n.operands[0]
+            names[n.id] = names[op.id] if _n_results(op) == 1 else \
+                '%s#%d' % (names[op.id], n.attrs['index'])
 
     def NN(v):
         return names[v.id]
     region = ('%%arg%d' % next_arg, '%%arg%d' % (next_arg + 1), '%%%d' % num)
     for n in nodes:
-        if n.op in ('stop_gradient', 'result'):
+        if n.op in _ALIASES or n.op == 'result':
             continue
         if n.op == 'while':
             body = _fmt_while(n, names, counters, num, next_arg, ind)
@@ -1268,8 +1440,9 @@ def _emit_block(graph, outs, names, counters, num0, next_arg, ind):
         else:
             body = _FMT[n.op](n, NN)
         res = names[n.id]
-        if n.op == 'while':
-            res += ':%d' % len(n.operands)
+        k = _n_results(n)
+        if k != 1:
+            res += ':%d' % k
         lines.append('%s%s = %s' % (ind, res, body))
     return lines
 

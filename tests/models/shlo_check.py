@@ -416,11 +416,17 @@ def _check_block(lines, i, ind, env, st, is_main):
                 first = int(name[1:])
             E(int(name[1:]) == first + count, 'numbering: %s' % name)
             count += 1
-        E((nres is None) == (not rest.startswith('stablehlo.while(')),
+        multi = re.match(r'stablehlo\.(optimization_barrier) ', rest)
+        E(nres is None or rest.startswith('stablehlo.while(') or multi,
           '%s: result count' % name)
-        if nres is not None:
+        if rest.startswith('stablehlo.while('):
+            E(nres is not None, '%s: result count' % name)
             i = _check_while(lines, i, ind, env, st, name, int(nres), rest,
                              child_firsts)
+            continue
+        if multi:
+            _check_multi(multi.group(1), rest, env, st, name,
+                         int(nres) if nres else 1)
             continue
         if rest.startswith('"stablehlo.'):
             op = rest[len('"stablehlo.'):rest.index('"', 1)]
@@ -484,6 +490,30 @@ def _check_block(lines, i, ind, env, st, is_main):
         except CheckError as e:
             raise CheckError('%s (%s): %s' % (name, op, e))
         env[name] = res
+
+
+def _check_multi(op, rest, env, st, name, k):
+    """`%N:k = stablehlo.optimization_barrier %a, ... : T1, ...` (results
+    of the operands' types); defines %N#j (or %N when k is 1)."""
+    E = _expect
+    body, sig = rest.rsplit(' : ', 1)
+    operands = _NAME.findall(body[len('stablehlo.optimization_barrier'):])
+    ins = [parse_type(t) for t in split_top(sig)]
+    res = ins
+    E(len(operands) == len(ins), '%s: %d operands, %d types' % (
+        name, len(operands), len(ins)))
+    E(len(res) == k, '%s: %d results declared, %d types' % (name, k, len(res)))
+    for n, t in zip(operands, ins):
+        E(n in env and not isinstance(env[n], list) and env[n] == t,
+          '%s: operand %s has type %s, declared %s' % (name, n, env.get(n), t))
+        st['used'].add(n)
+    st['nops'] += 1
+    if k == 1:
+        env[name] = res[0]
+        return
+    env[name] = list(res)
+    for j, t in enumerate(res):
+        env['%s#%d' % (name, j)] = t
 
 
 def _check_while(lines, i, ind, env, st, name, k, rest, child_firsts):

@@ -833,6 +833,109 @@ class PresetTest(unittest.TestCase):
         os.remove(path)
 
 
+def run_step(extra, config='tiny', seed=5):
+    """{result_info: values} of one step in float64 (refeval)."""
+    cfg = models.make_config('transformer', config, ['dtype=f64'] + list(extra))
+    built = models.build('transformer', cfg)
+    ins = random_inputs(built, cfg, 'transformer', random.Random(seed))
+    outs = refeval.evaluate(built.graph, ins, [v for v, _ in built.results])
+    return {info: o[1] for (_, info), o in zip(built.results, outs)}
+
+
+class RematTest(unittest.TestCase):
+    """remat=POLICY: jax.checkpoint of each block."""
+
+    def test_same_step_as_without(self):
+        # recomputation gives the same numbers: every result bit for bit
+        # (float64, refeval), unrolled and scanned
+        for scan in ((), ('scan=1',)):
+            ref = run_step(scan)
+            for policy in shlo.REMAT[1:]:
+                with self.subTest(scan=scan, policy=policy):
+                    got = run_step(scan + ('remat=' + policy,))
+                    self.assertEqual(got, ref)
+
+    def barriers(self, text):
+        out = []
+        for line in text.split('\n'):
+            m = re.search(r'stablehlo\.optimization_barrier (.*) : (.*)$',
+                          line)
+            if m:
+                out.append((m.group(1).split(', '), split_types(m.group(2))))
+        return out
+
+    def test_full(self):
+        # one barrier per layer in the backward pass over the layer's input,
+        # its 9 weights and the cotangent; the forward ops run twice
+        cfg, built, text, info = generated('transformer', 'tiny',
+                                           ('remat=full',))
+        _, _, plain, _ = generated('transformer', 'tiny')
+        bars = self.barriers(text)
+        self.assertEqual(len(bars), 2)
+        for names, types in bars:
+            self.assertEqual(len(names), 1 + 9 + 1)
+            self.assertEqual(types[0], types[-1])       # x and its cotangent
+            self.assertEqual(sum(n.startswith('%arg') for n in names), 9)
+        # the second layer's barrier comes first (backward order)
+        self.assertEqual(bars[0][0][1], '%arg10')
+        # per layer 5 forward dots recomputed: all but the last one (its
+        # result only enters the residual sum, whose transpose reads
+        # nothing)
+        self.assertEqual(text.count('stablehlo.dot_general'),
+                         plain.count('stablehlo.dot_general') + 2 * 5)
+        self.assertEqual(info['args'], generated('transformer', 'tiny')[3]
+                         ['args'])
+
+    def test_policies_save_what_they_say(self):
+        def saved(policy, scan=False):
+            extra = ('remat=' + policy,) + (('scan=1',) if scan else ())
+            text = generated('transformer', 'tiny', extra)[2]
+            return text, self.barriers(text)
+        # dots: every dot result saved (6 per layer), none recomputed
+        text, bars = saved('dots')
+        _, _, plain, _ = generated('transformer', 'tiny')
+        self.assertEqual(text.count('stablehlo.dot_general'),
+                         plain.count('stablehlo.dot_general'))
+        # dots_no_batch: the scores and p.v dots (batch dims b, h) are
+        # recomputed, the four weight projections are not
+        text, bars = saved('dots_no_batch')
+        self.assertEqual(text.count('stablehlo.dot_general'),
+                         plain.count('stablehlo.dot_general') + 2 * 2)
+        # attn: only scores and softmax recomputed: one dot per layer
+        text, bars = saved('attn')
+        self.assertEqual(text.count('stablehlo.dot_general'),
+                         plain.count('stablehlo.dot_general') + 2)
+        for names, types in bars:
+            self.assertNotIn(((2, 2, 4, 4), 'f32'), types)   # no scores
+        # scanned: the forward loop stacks fewer residuals with remat
+        plain_s = generated('transformer', 'tiny', ('scan=1',))[2]
+        for policy, fewer in (('full', True), ('dots', True), ('attn', True)):
+            text, bars = saved(policy, scan=True)
+            self.assertEqual(len(bars), 1)
+            n_res = int(re.search(r'%\d+:(\d+) = stablehlo\.while', text)
+                        .group(1))
+            n_plain = int(re.search(r'%\d+:(\d+) = stablehlo\.while',
+                                    plain_s).group(1))
+            self.assertLess(n_res, n_plain, policy)
+        # full on the scanned model stacks the layer inputs alone
+        text, _ = saved('full', scan=True)
+        self.assertEqual(int(re.search(r'%\d+:(\d+) = stablehlo\.while',
+                                       text).group(1)), 1 + 1 + 1 + 9)
+
+    def test_checks_and_parses(self):
+        for extra in (('remat=dots_no_batch', 'dtype=bf16'),
+                      ('remat=full', 'scan=1', 'dtype=bf16', 'param_dtype=f32'),
+                      ('remat=attn',) + LLAMA_KNOBS + ('kv_heads=1',)):
+            with self.subTest(extra=extra):
+                cfg, built, text, info = generated('transformer', 'tiny',
+                                                   extra)
+                self.assertEqual(info['unused_args'], [])
+
+
+def split_types(s):
+    return [shlo_check.parse_type(t) for t in shlo_check.split_top(s)]
+
+
 class CliTest(unittest.TestCase):
     def test_deterministic(self):
         env = dict(os.environ)

@@ -18,7 +18,7 @@ import math
 
 from nn import Built, Params, LayerParams, bcast_last, gelu_tanh, normalize, \
     relu, silu, train_step
-from shlo import Graph, scan
+from shlo import REMAT, Graph, remat, scan
 
 # ------------------------------------------------------------ the knobs
 
@@ -61,12 +61,16 @@ KEYS = {
                     'norm statistics and the loss in f32)'),
     'scan': (FLAG, '1: layers stacked [layers, ...] and run by while '
              'loops, as jax.lax.scan'),
+    'remat': (REMAT, 'jax.checkpoint of each block with a policy: full '
+              'saves nothing, dots every dot, dots_no_batch the weight '
+              'projections (MaxText minimal), minimal_flash those and the '
+              'attention output, attn all but the scores and softmax'),
 }
 
 # The zoo's original layout: what a config says when it does not name a
 # knob (the decode step's configs use only this).
 LEGACY = {'mlp': 'gelu', 'norm': 'layer', 'pos': 'none', 'rope_theta': 10000,
-          'tied': 1, 'bias': 'mlp', 'fused_qkv': 1, 'scan': 0}
+          'tied': 1, 'bias': 'mlp', 'fused_qkv': 1, 'scan': 0, 'remat': 'none'}
 
 
 def config(layers, d_model, heads, head_dim, d_ff, batch, seq, vocab,
@@ -314,6 +318,7 @@ def attention(g, P, keys, x, heads, head_dim, causal, kv=None, cfg=LEGACY,
         v = g.dynamic_update_slice(cache_v, v, (zero, pos, zero, zero))
         new_kv = (k, v)
     t = k.shape[1]
+    g.tag = 'attn_core'                     # scores and softmax
     if nkv == h:
         scores = g.dot_general(q, k, ((3,), (3,)), ((0, 2), (0, 2)))
         smask = (2, 3)                                          # [b,h,s,t]
@@ -335,12 +340,15 @@ def attention(g, P, keys, x, heads, head_dim, causal, kv=None, cfg=LEGACY,
         scores = g.select(mask, scores, g.full(scores.shape, float('-inf'),
                                                scores.dtype))
     p = _softmax_last(g, scores)
+    g.tag = None
     if nkv == h:
         o = g.dot_general(p, v, ((3,), (1,)), ((0, 1), (0, 2)))  # [b,h,s,hd]
+        g.checkpoint_name(o, 'context')
         w_out = P((h, hd, d), *keys, 'w_out')
         out = g.dot_general(o, w_out, ((1, 3), (0, 1)))          # [b,s,d]
     else:
         o = g.dot_general(p, v, ((4,), (1,)), ((0, 1), (0, 2)))  # [b,kv,s,g,hd]
+        g.checkpoint_name(o, 'context')
         w = g.reshape(P((h, hd, d), *keys, 'w_out'), (nkv, h // nkv, hd, d))
         out = g.dot_general(o, w, ((1, 3, 4), (0, 1, 2)))         # [b,s,d]
     if biased:
@@ -383,17 +391,37 @@ def transformer_block(g, P, i, x, cfg, kv=None):
     return x, new_kv
 
 
-def scanned_blocks(g, P, x, cfg):
-    """The blocks as jax.lax.scan over stacked per-layer weights: the block
-    is traced once on one layer's weights, which become
-    params['blocks'][...] of shape [layers, ...]."""
+def _trace_block(g, P, x, cfg, i=0):
+    """Block i traced into a graph of its own on one layer's weights: (the
+    graph, its carry argument, its weight arguments in order of first use
+    with their keys below the block, its output)."""
     body = Graph(g.dtype)
     LP = LayerParams(body, P.dtype, P.compute)
     carry = body.arg('carry', x.shape, x.dtype, requires_grad=True)
-    out, _ = transformer_block(body, LP, 0, carry, cfg)
+    out, _ = transformer_block(body, LP, i, carry, cfg)
+    return body, carry, LP.order, out
+
+
+def scanned_blocks(g, P, x, cfg):
+    """The blocks as jax.lax.scan over stacked per-layer weights: the block
+    is traced once on one layer's weights, which become
+    params['blocks'][...] of shape [layers, ...]; with remat, the scanned
+    function is the checkpointed block (MaxText's scan of nn.remat)."""
+    body, carry, order, out = _trace_block(g, P, x, cfg)
     L = cfg['layers']
-    stacked = [P.arg((L,) + v.shape, 'blocks', *keys) for keys, v in LP.order]
-    return scan(g, body, carry, [v for _, v in LP.order], out, x, stacked)
+    stacked = [P.arg((L,) + v.shape, 'blocks', *keys) for keys, v in order]
+    policy = None if cfg['remat'] == 'none' else cfg['remat']
+    return scan(g, body, carry, [v for _, v in order], out, x, stacked,
+                policy)
+
+
+def remat_block(g, P, i, x, cfg):
+    """Block i under jax.checkpoint with the config's policy (MaxText's
+    nn.remat of each decoder layer)."""
+    body, carry, order, out = _trace_block(g, P, x, cfg, i)
+    weights = [P.arg(v.shape, 'block_%d' % i, *keys) for keys, v in order]
+    return remat(g, body, [carry] + [v for _, v in order], out,
+                 [x] + weights, cfg['remat'])
 
 
 def embed_tokens(g, P, tokens, cfg):
@@ -420,7 +448,10 @@ def transformer_logits(g, P, tokens, cfg, progress=None, caches=None,
     for i in range(0 if cfg.get('scan') and caches is None
                    else cfg['layers']):
         kv = None if caches is None else (caches[i][0], caches[i][1], pos)
-        x, nk = transformer_block(g, P, i, x, cfg, kv)
+        if cfg['remat'] != 'none' and caches is None:
+            x, nk = remat_block(g, P, i, x, cfg), None
+        else:
+            x, nk = transformer_block(g, P, i, x, cfg, kv)
         new_caches.append(nk)
         if progress:
             progress('%d/%d layers' % (i + 1, cfg['layers']))
