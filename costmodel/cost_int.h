@@ -232,6 +232,10 @@ double cost__elem_bytes(const ir_type *t);
 double cost__numel(const ir_type *t, unsigned *notes);
 double cost__type_bytes(const ir_type *t, unsigned *notes);
 cost_prec cost__prec_of(const ir_type *t);
+/* fmha.c: the flops (and of them the matmul flops) of a cuDNN fused
+ * attention custom call from its operand types; false when op is not one
+ * or they are unreadable. */
+bool cost__fmha_flops(const ir_op *op, const ir_type *const *ot, double *flops, double *matmul);
 bool cost__is_elementwise(ir_opcode opc);
 /* A reshape from type a to b that is a bitcast (free, an alias). */
 bool cost__is_bitcast_reshape(const ir_op *op, const ir_type *a, const ir_type *b);

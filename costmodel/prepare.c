@@ -1394,7 +1394,10 @@ bool cost__op_cost(const cost_opview *v, unsigned *notes, cost_opcost *c)
         plain_bytes(v, notes, c);
         break;
     case IR_OP_CUSTOM_CALL:
-        *notes |= COST_NOTE_CUSTOM_CALL;
+        if (cost__fmha_flops(op, ot, &flops, &matmul)) /* fused attention */
+            prec = cost__prec_of(o0);
+        else
+            *notes |= COST_NOTE_CUSTOM_CALL;
         plain_bytes(v, notes, c);
         break;
 

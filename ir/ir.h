@@ -520,6 +520,29 @@ const char *ir_compare_direction(const ir_op *op, char *buf, size_t size);
  * reduction of its two block arguments; IR_OP_UNKNOWN otherwise. */
 ir_opcode ir_region_reduction(const ir_region *r);
 
+/* cuDNN's fused attention as JAX emits it (jax.nn.dot_product_attention(
+ * implementation='cudnn'), layout BTNH):
+ *   __cudnn$fmhaSoftmax(q, k, v) -> (out, stats, workspace): q [b, s, h, d],
+ *     k and v [b, t, kv, d] (kv divides h: query heads grouped over the
+ *     key/value heads), out [b, h, s, d], stats [b, h, s] f32 (the
+ *     log-sum-exp of each row of scale * q k^T), workspace [0] ui8;
+ *   __cudnn$fmhaSoftmaxBackward(q, k, v, stats, d_out, out) -> (dq, dk, dv,
+ *     workspace): d_out and out [b, s, h, d], dq [b, h, s, d], dk and dv
+ *     [b, kv, t, d].
+ * The backend_config JSON holds the scale and the mask (CAUSAL: row i sees
+ * columns j <= i; NO_MASK). */
+enum { IR_FMHA_NONE = 0, IR_FMHA_FWD = 1, IR_FMHA_BWD = 2 };
+typedef struct ir_fmha {
+    int kind;    /* IR_FMHA_FWD or IR_FMHA_BWD */
+    double scale;
+    bool causal;
+} ir_fmha;
+/* IR_FMHA_FWD / _BWD by the custom call's target name, else IR_FMHA_NONE. */
+int ir_fmha_kind(const ir_op *op);
+/* Reads op's kind, scale and mask: 0, or AP_EINVALID (not one, no or bad
+ * backend_config) / AP_EUNSUPPORTED (dropout, other masks) with err. */
+int ir_fmha_get(const ir_op *op, ir_fmha *out, ap_error *err);
+
 /* ================================================================= meshes */
 
 /* A device mesh: ordered named axes with sizes.  Device ids are row-major

@@ -2018,6 +2018,77 @@ END_TEST
 
 /* ================================================================= suite */
 
+/* ================================================= cuDNN fused attention */
+
+/* The backend_config of a fused attention call with scale 1 and the given
+ * mask and dropout rate (what JAX writes, trimmed to what is read). */
+#define FMHA_CONFIG(mask, rate)                                                                                     \
+    "\"{\\22cudnn_fmha_backend_config\\22: {\\22fmha_scale\\22: 1.0, \\22dropout_rate\\22: " rate                  \
+    ", \\22mask_type\\22: \\22" mask "\\22}}\""
+
+static const char *fmha_fwd(const char *config, const char *ktype)
+{
+    static char buf[2048];
+    snprintf(buf, sizeof buf,
+             "func.func @main(%%q: tensor<1x2x1x1xf32>, %%k: %s, %%v: tensor<1x2x1x1xf32>) -> "
+             "(tensor<1x1x2x1xf32>, tensor<1x1x2xf32>) {\n"
+             "  %%0:3 = stablehlo.custom_call @__cudnn$fmhaSoftmax(%%q, %%k, %%v) {api_version = 2 : i32, "
+             "backend_config = %s} : (tensor<1x2x1x1xf32>, %s, tensor<1x2x1x1xf32>) -> (tensor<1x1x2x1xf32>, "
+             "tensor<1x1x2xf32>, tensor<0xui8>)\n"
+             "  return %%0#0, %%0#1 : tensor<1x1x2x1xf32>, tensor<1x1x2xf32>\n}\n",
+             ktype, config, ktype);
+    return buf;
+}
+
+/* Two positions, one head of width 1, q = (1, 2), k = (0, 1), v = (10,
+ * 20), scale 1.  Causal: row 0 sees key 0 alone (out 10, log-sum-exp 0);
+ * row 1 has scores (0, 2): out (10 + 20 e^2) / (1 + e^2), lse log(1 + e^2).
+ * Without a mask row 0 has scores (0, 1). */
+START_TEST(fmha_forward_values)
+{
+    double e2 = exp(2.0), e1 = exp(1.0);
+    for (int causal = 0; causal < 2; causal++) {
+        ir_tensor *a[3] = {tf(IR_E_F32, "1x2x1x1", DV(1, 2)), tf(IR_E_F32, "1x2x1x1", DV(0, 1)),
+                           tf(IR_E_F32, "1x2x1x1", DV(10, 20))};
+        uint32_t n;
+        ir_tensor **r = run(fmha_fwd(causal ? FMHA_CONFIG("CAUSAL", "0.0") : FMHA_CONFIG("NO_MASK", "0"),
+                                     "tensor<1x2x1x1xf32>"),
+                            a, 3, &n);
+        ck_assert_uint_eq(n, 2);
+        double row0 = causal ? 10 : (10 + 20 * e1) / (1 + e1), lse0 = causal ? 0 : log(1 + e1);
+        expect_f(r[0], "1x1x2x1", DV(row0, (10 + 20 * e2) / (1 + e2)), 1e-6);
+        expect_f(r[1], "1x1x2", DV(lse0, log(1 + e2)), 1e-6);
+        ir_tensors_free(r, n);
+    }
+}
+END_TEST
+
+/* What the kernel does not do is refused, naming why: dropout, other
+ * masks, unreadable configs, shapes that do not fit. */
+START_TEST(fmha_refusals)
+{
+    static const struct {
+        const char *config, *ktype, *want;
+        int code;
+    } cases[] = {
+        {FMHA_CONFIG("CAUSAL", "0.1"), "tensor<1x2x1x1xf32>", "dropout (rate 0.1) is not supported", AP_EUNSUPPORTED},
+        {FMHA_CONFIG("PADDING", "0"), "tensor<1x2x1x1xf32>", "mask_type PADDING is not supported", AP_EUNSUPPORTED},
+        {"\"not json\"", "tensor<1x2x1x1xf32>", "backend_config is not JSON", AP_EINVALID},
+        {"\"{}\"", "tensor<1x2x1x1xf32>", "no cudnn_fmha_backend_config.fmha_scale", AP_EINVALID},
+        {FMHA_CONFIG("CAUSAL", "0"), "tensor<1x2x1x2xf32>", "k and v must be", AP_ETYPE},
+    };
+    for (size_t i = 0; i < AP_ARRAY_LEN(cases); i++) {
+        ir_tensor *a[3] = {tf(IR_E_F32, "1x2x1x1", DV(1, 2)), NULL, tf(IR_E_F32, "1x2x1x1", DV(10, 20))};
+        a[1] = strstr(cases[i].ktype, "1x2x1x2") ? tf(IR_E_F32, "1x2x1x2", DV(0, 1, 2, 3))
+                                                  : tf(IR_E_F32, "1x2x1x1", DV(0, 1));
+        char msg[512];
+        int rc = run_fail(fmha_fwd(cases[i].config, cases[i].ktype), a, 3, NULL, msg, sizeof msg);
+        ck_assert_msg(rc == cases[i].code && strstr(msg, cases[i].want) && strstr(msg, "@__cudnn$fmhaSoftmax"),
+                      "case %zu: %d %s", i, rc, msg);
+    }
+}
+END_TEST
+
 static Suite *interp_suite(void)
 {
     Suite *s = suite_create("interp");
@@ -2065,6 +2136,8 @@ static Suite *interp_suite(void)
     tcase_add_test(tc, spmd_single_replica_groups);
     tcase_add_test(tc, spmd_errors);
     tcase_add_test(tc, spmd_per_device_inputs);
+    tcase_add_test(tc, fmha_forward_values);
+    tcase_add_test(tc, fmha_refusals);
     tcase_add_loop_test(tc, model_zoo_runs_finite, 0, (int)AP_ARRAY_LEN(zoo));
     tcase_add_test(tc, transformer_gradients_match_finite_differences);
     tcase_add_loop_test(tc, spmd_lowered_models_match_unpartitioned, 0, (int)AP_ARRAY_LEN(lowered));

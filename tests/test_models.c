@@ -381,11 +381,13 @@ static const char *const remat_cases[] = {
     "remat=full", "remat=dots", "remat=dots_no_batch", "remat=minimal_flash", "remat=attn",
     "remat=full scan=1", "remat=dots scan=1", "remat=attn scan=1",
     "remat=dots_no_batch norm=rms mlp=swiglu pos=rope tied=0 bias=0 fused_qkv=0 kv_heads=1",
+    "remat=dots attention=flash", "remat=full attention=flash scan=1",
 };
 
 /* jax.checkpoint recomputes, it does not change what is computed: every
  * result of every remat policy equals remat=none's bit for bit in f32
- * (the reference interpreter), unrolled and scanned. */
+ * (the reference interpreter), unrolled and scanned, with flash attention
+ * (its forward kernel run again in the backward pass) too. */
 START_TEST(remat_is_bit_identical)
 {
     const char *extra = remat_cases[_i];
@@ -413,6 +415,94 @@ START_TEST(remat_is_bit_identical)
 }
 END_TEST
 
+static const char *const flash_cases[] = {"", "scan=1", "kv_heads=1 fused_qkv=0 pos=rope", "dtype=bf16 param_dtype=f32"};
+
+/* attention=flash (cuDNN's fused attention custom calls, run by the
+ * interpreter's reference kernel) computes the step dot attention does:
+ * every result within 1e-5 of max(1, its magnitude) in f32 (2e-2 for bf16
+ * compute, whose roundings differ between the two forms). */
+START_TEST(flash_matches_dot_attention)
+{
+    const char *extra = flash_cases[_i];
+    char flash[256];
+    snprintf(flash, sizeof flash, "%s attention=flash", extra);
+    ir_module *m0 = tl_generate("transformer", "tiny", extra);
+    ir_module *m1 = tl_generate("transformer", "tiny", flash);
+    ir_op *f0 = ir_module_entry(m0);
+    ir_tensor **args = random_args(f0);
+    uint32_t n0 = 0, n1 = 0;
+    ir_tensor **r0 = run_step(m0, args, &n0, extra), **r1 = run_step(m1, args, &n1, flash);
+    ck_assert_uint_eq(n0, n1);
+    int64_t differ;
+    double worst = compare_runs(r1, r0, n0, &differ), tol = strstr(extra, "bf16") ? 2e-2 : 1e-5;
+    ck_assert_msg(worst <= tol, "%s: flash and dot attention differ by %g", flash, worst);
+    fprintf(stderr, "flash_matches_dot_attention %s: worst %g\n", extra, worst);
+    ir_tensors_free(r0, n0);
+    ir_tensors_free(r1, n1);
+    for (uint32_t i = 0; i < ir_func_num_args(f0); i++)
+        ir_tensor_free(args[i]);
+    free(args);
+    ir_module_free(m0);
+    ir_module_free(m1);
+}
+END_TEST
+
+/* Partitions text over mesh with schedule, lowers it (collective counts
+ * into count) and runs autopart's equivalence check, which must pass. */
+static void check_partitioned(const char *text, const char *mesh_text, const char *schedule,
+                              uint64_t count[IR_COLL__COUNT], const char *what)
+{
+    char msg[800];
+    ap_error err;
+    ir_module *m = tl_parse(text, what, msg, sizeof msg);
+    ck_assert_msg(m != NULL, "%s: %s", what, msg);
+    ir_mesh mesh;
+    ir_pctx *c;
+    ir_partition *p;
+    ck_assert_int_eq(ir_mesh_parse(mesh_text, &mesh, &err), 0);
+    ck_assert_int_eq(ir_pctx_new(m, ir_module_entry(m), &mesh, &c, &err), 0);
+    ck_assert_int_eq(ir_partition_new(c, &p, &err), 0);
+    ck_assert_msg(ir_schedule_apply(p, schedule, &err) == 0, "%s: %s", what, err.msg);
+    ir_lowered lw;
+    ck_assert_msg(ir_lower(p, &lw, &err) == 0, "%s: %s", what, err.msg);
+    memcpy(count, lw.count, sizeof lw.count);
+    ir_lowered_free(&lw);
+    ir_check_report r;
+    ir_check_opts o = IR_CHECK_OPTS_DEFAULT;
+    ck_assert_msg(ir_check(p, &o, &r, &err) == 0, "%s: %s", what, err.msg);
+    for (uint32_t j = 0; j < r.n_results; j++)
+        ck_assert_msg(r.results[j].ok, "%s: %s differs by %g (tolerance %g)", what, r.results[j].name,
+                      fmax(r.results[j].error[0], r.results[j].error[1]), r.results[j].tol);
+    ck_assert(r.ok);
+    ir_check_report_free(&r);
+    ir_partition_free(p);
+    ir_pctx_free(c);
+    ir_module_free(m);
+}
+
+/* The fused attention partitions as a map over batch and heads (its TMR
+ * entry): under BP+MP the flash step is equivalent to the unpartitioned
+ * one on every device and has the collectives of the dot-attention step:
+ * Megatron's all-reduces, nothing around the attention itself. */
+START_TEST(flash_partitions_over_batch_and_heads)
+{
+    char *schedule = tl_schedule("bp+mp");
+    uint64_t dot[IR_COLL__COUNT], flash[IR_COLL__COUNT];
+    char *t0 = tl_generate_text("transformer", "tiny", "batch=4");
+    char *t1 = tl_generate_text("transformer", "tiny", "batch=4 attention=flash");
+    check_partitioned(t0, "batch=2,model=2", schedule, dot, "dot attention");
+    check_partitioned(t1, "batch=2,model=2", schedule, flash, "flash attention");
+    for (int k = 0; k < IR_COLL__COUNT; k++)
+        ck_assert_msg(dot[k] == flash[k], "%s: %llu with flash, %llu with dot attention", ir_coll_name((ir_coll_kind)k),
+                      (unsigned long long)flash[k], (unsigned long long)dot[k]);
+    ck_assert_uint_eq(flash[IR_COLL_ALL_REDUCE], 20 + 4 * 2); /* BP's 20 and Megatron's 4 per layer */
+    ck_assert_uint_eq(flash[IR_COLL_ALL_GATHER], 0);
+    ap_free(t0);
+    ap_free(t1);
+    ap_free(schedule);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("models");
@@ -423,6 +513,8 @@ int main(void)
     tcase_add_loop_test(tc, scan_matches_unrolled, 0, (int)(sizeof scan_variants / sizeof scan_variants[0]));
     tcase_add_test(tc, mixed_precision_matches_f32);
     tcase_add_loop_test(tc, remat_is_bit_identical, 0, (int)(sizeof remat_cases / sizeof remat_cases[0]));
+    tcase_add_loop_test(tc, flash_matches_dot_attention, 0, (int)(sizeof flash_cases / sizeof flash_cases[0]));
+    tcase_add_test(tc, flash_partitions_over_batch_and_heads);
     suite_add_tcase(s, tc);
     return tl_run(s);
 }

@@ -404,6 +404,8 @@ static int k_device_id(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
 static int k_custom_call(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
 {
     const ir_interp_opts *o = &c->run->opts;
+    if (ir_fmha_kind(c->op))
+        return ir__ip_k_fmha(c, in, out);
     if (o->custom_call) {
         ap_error e2;
         ap_error_clear(&e2);

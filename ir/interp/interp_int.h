@@ -344,6 +344,9 @@ int ir__ip_k_triangular_solve(ip_ctx *c, const ir_tensor *const *in, ir_tensor *
 int ir__ip_k_cholesky(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 int ir__ip_k_fft(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 
+/* fmha.c: cuDNN's fused attention custom calls (ir_fmha_kind != 0). */
+int ir__ip_k_fmha(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+
 /* coll.c: a collective over every device of frame fr. */
 int ir__ip_collective(ip_run *r, ip_frame *fr, const ir_op *op);
 

@@ -673,6 +673,31 @@ bool ir_custom_call_is_identity(const ir_op *op)
     return false;
 }
 
+/* cuDNN's fused attention (ir_fmha_get): a map over batch and heads, so
+ * those tile (q, k, v, d_out and out [b, s, h, d] on dims 0 and 2, the
+ * stats [b, h, s] and the BNTH results on 0 and 1; a key/value head goes
+ * with its group of query heads, so heads tile only when the axis divides
+ * the key/value heads too).  The sequence does not: every query row reads
+ * every key.  Nothing is linear in one operand: no pending sums.  The empty
+ * workspace is replicated. */
+static void rule_fmha(rule *r)
+{
+    const ir_op *op = r->op;
+    int kind = ir_fmha_kind(op);
+    if ((kind == IR_FMHA_FWD && (op->n_operands != 3 || op->n_results != 3)) ||
+        (kind == IR_FMHA_BWD && (op->n_operands != 6 || op->n_results != 4)))
+        return;
+    for (int axis = 0; axis < 2; axis++) {   /* 0: batch, 1: heads */
+        int8_t btnh = axis ? 2 : 0, bnth = axis ? 1 : 0;
+        for (uint32_t i = 0; i < op->n_operands; i++)
+            r->s[i] = kind == IR_FMHA_BWD && i == 3 ? bnth : btnh; /* the stats are [b, h, s] */
+        for (uint32_t j = 0; j + 1 < op->n_results; j++)
+            r_result(r, j, bnth);
+        r_result(r, op->n_results - 1, SP_ANY);
+        r_emit(r, IR_RED_NONE);
+    }
+}
+
 /* An identity (one operand of an optimization_barrier): tiles pass, and a
  * pending sum passes as one. */
 static void rule_identity(tb *b, const ir_op *op)
@@ -718,6 +743,10 @@ static void instantiate(tb *b, const ir_op *op)
     case IR_OP_SCATTER: rule_scatter(&r); return;
     case IR_OP_BATCH_NORM_INFERENCE: rule_batch_norm_inference(&r); return;
     case IR_OP_CUSTOM_CALL:
+        if (ir_fmha_kind(op)) {
+            rule_fmha(&r);
+            return;
+        }
         if (ir_custom_call_is_identity(op)) {
             rule_elementwise(&r);
             if (float_value(&op->results[0]))

@@ -7,6 +7,7 @@ tiny configs.
 """
 
 import itertools
+import json
 import math
 import operator
 
@@ -324,6 +325,111 @@ def _eval_node(n, env):
     raise NotImplementedError(op)
 
 
+# ------------------------------------------------ cuDNN fused attention
+
+def _fmha_parse(n):
+    cfg = json.loads(_unescape(dict(n.attrs['attrs'])['backend_config']))
+    c = cfg['cudnn_fmha_backend_config']
+    return c['fmha_scale'], c['mask_type'] == 'CAUSAL'
+
+
+def _unescape(lit):
+    body = lit[1:-1]
+    out, i = bytearray(), 0
+    while i < len(body):
+        if body[i] == '\\':
+            out.append(int(body[i + 1:i + 3], 16))
+            i += 3
+        else:
+            out.append(ord(body[i]))
+            i += 1
+    return out.decode()
+
+
+def fmha_reference(q, k, v, scale, causal):
+    """(out [b, h, s, hd], logsumexp [b, h, s]) of BTNH q, k, v as flat
+    lists (refeval's tensors), in f64."""
+    (b, s, h, hd), qd = q
+    (_, t, nkv, _), kd = k
+    vd = v[1]
+    grp = h // nkv
+    out = [0.0] * (b * h * s * hd)
+    lse = [0.0] * (b * h * s)
+    for bi in range(b):
+        for n in range(h):
+            kn = n // grp
+            for i in range(s):
+                qo = ((bi * s + i) * h + n) * hd
+                qi = qd[qo:qo + hd]
+                sc = []
+                for j in range(t if not causal else min(i + 1, t)):
+                    ko = ((bi * t + j) * nkv + kn) * hd
+                    sc.append(scale * math.fsum(
+                        a * c for a, c in zip(qi, kd[ko:ko + hd])))
+                m = max(sc)
+                e = [math.exp(x - m) for x in sc]
+                tot = math.fsum(e)
+                lse[(bi * h + n) * s + i] = m + math.log(tot)
+                oo = ((bi * h + n) * s + i) * hd
+                for d in range(hd):
+                    out[oo + d] = math.fsum(
+                        e[j] * vd[((bi * t + j) * nkv + kn) * hd + d]
+                        for j in range(len(e))) / tot
+    return out, lse
+
+
+def _fmha_fwd_eval(n, ops):
+    q, k, v = ops
+    scale, causal = _fmha_parse(n)
+    out, lse = fmha_reference(q, k, v, scale, causal)
+    (shp_o, _), (shp_s, _), (shp_w, _) = n.attrs['results']
+    return [(shp_o, out), (shp_s, lse), (shp_w, [])]
+
+
+def _fmha_bwd_eval(n, ops):
+    """The gradients from the definition: P = exp(scores - lse), dV = P^T
+    dO, dS = P * (dO V^T - rowsum(dO * O)), dQ = scale dS K, dK = scale
+    dS^T Q (summed over the query heads of a group)."""
+    (q, k, v, st, do, o) = ops
+    scale, causal = _fmha_parse(n)
+    (b, s, h, hd), qd = q
+    (_, t, nkv, _), kd = k
+    vd, lse, dod, od = v[1], st[1], do[1], o[1]
+    grp = h // nkv
+    dq = [0.0] * (b * h * s * hd)
+    dk = [0.0] * (b * nkv * t * hd)
+    dv = [0.0] * (b * nkv * t * hd)
+    for bi in range(b):
+        for n_ in range(h):
+            kn = n_ // grp
+            for i in range(s):
+                qo = ((bi * s + i) * h + n_) * hd
+                qi, doi, oi = qd[qo:qo + hd], dod[qo:qo + hd], od[qo:qo + hd]
+                di = math.fsum(a * c for a, c in zip(doi, oi))
+                for j in range(t if not causal else min(i + 1, t)):
+                    ko = ((bi * t + j) * nkv + kn) * hd
+                    kj, vj = kd[ko:ko + hd], vd[ko:ko + hd]
+                    p = math.exp(scale * math.fsum(
+                        a * c for a, c in zip(qi, kj)) -
+                        lse[(bi * h + n_) * s + i])
+                    dp = math.fsum(a * c for a, c in zip(doi, vj))
+                    ds = p * (dp - di)
+                    go = ((bi * nkv + kn) * t + j) * hd
+                    qo2 = ((bi * h + n_) * s + i) * hd
+                    for d in range(hd):
+                        dv[go + d] += p * doi[d]
+                        dk[go + d] += scale * ds * qi[d]
+                        dq[qo2 + d] += scale * ds * kj[d]
+    shapes = [r[0] for r in n.attrs['results']]
+    return [(shapes[0], dq), (shapes[1], dk), (shapes[2], dv), (shapes[3], [])]
+
+
+# Reference kernels of custom calls: target -> f(node, operands) -> the
+# list of results.
+CUSTOM_CALLS = {'__cudnn$fmhaSoftmax': _fmha_fwd_eval,
+                '__cudnn$fmhaSoftmaxBackward': _fmha_bwd_eval}
+
+
 def _eval_while(n, env):
     """The results of a stablehlo.while: the body's outputs, run until the
     cond region gives false."""
@@ -357,6 +463,10 @@ def evaluate(graph, inputs, outputs):
             continue
         if n.op == 'optimization_barrier':
             env[n.id] = [env[o.id] for o in n.operands]
+            continue
+        if n.op == 'custom_call':
+            env[n.id] = CUSTOM_CALLS[n.attrs['target']](
+                n, [env[o.id] for o in n.operands])
             continue
         if n.op == 'result':
             r = env[n.operands[0].id][n.attrs['index']]

@@ -25,7 +25,8 @@ import math
 import struct
 
 FLOAT_TYPES = ('f32', 'bf16', 'f64', 'f16')
-DTYPE_BYTES = {'f32': 4, 'bf16': 2, 'f16': 2, 'f64': 8, 'i32': 4, 'i1': 1}
+DTYPE_BYTES = {'f32': 4, 'bf16': 2, 'f16': 2, 'f64': 8, 'i32': 4, 'i1': 1,
+               'ui8': 1}
 
 # Ops whose result never carries a gradient.
 _NONDIFF = frozenset(('compare', 'iota', 'stop_gradient', 'constant'))
@@ -385,6 +386,15 @@ class Graph:
         assert xs
         b = self._new('optimization_barrier', (), 'tuple', xs)
         return self._results(b, [(x.shape, x.dtype) for x in xs])
+
+    def custom_call(self, target, operands, results, attrs=()):
+        """stablehlo.custom_call @target(operands) with results of the
+        given (shape, dtype); attrs: (name, printed value) pairs, in the
+        order printed.  Returns its results."""
+        c = self._new('custom_call', (), 'tuple', list(operands),
+                      {'target': target, 'results': list(results),
+                       'attrs': list(attrs)})
+        return self._results(c, results)
 
     def custom_vjp(self, out, inputs, vjp):
         """The value out, whose gradient is vjp(g, ct, need) -> one
@@ -1289,6 +1299,31 @@ def _(n, N):
         ', '.join(o.type for o in n.operands))
 
 
+@_f('custom_call')
+def _(n, N):
+    res = [ttype(s, d) for s, d in n.attrs['results']]
+    attrs = ''
+    if n.attrs['attrs']:
+        attrs = ' {%s}' % ', '.join('%s = %s' % kv for kv in n.attrs['attrs'])
+    return 'stablehlo.custom_call @%s(%s)%s : (%s) -> %s' % (
+        n.attrs['target'], ', '.join(N(o) for o in n.operands), attrs,
+        ', '.join(o.type for o in n.operands),
+        res[0] if len(res) == 1 else '(%s)' % ', '.join(res))
+
+
+def mlir_string(s):
+    """s as an MLIR string literal: printable ASCII as is, '"', '\\' and
+    everything else as \\XX (two hex digits), as MLIR prints strings."""
+    out = []
+    for ch in s.encode():
+        c = chr(ch)
+        if 32 <= ch < 127 and c not in '"\\':
+            out.append(c)
+        else:
+            out.append('\\%02X' % ch)
+    return '"%s"' % ''.join(out)
+
+
 def _row_dims(table, idx):
     k = idx.rank - 1
     rest = table.rank - 1
@@ -1371,6 +1406,8 @@ def _n_results(n):
     """How many results op n has (a single-result op: 1)."""
     if n.op in ('while', 'optimization_barrier'):
         return len(n.operands)
+    if n.op == 'custom_call':
+        return len(n.attrs['results'])
     return 1
 
 

@@ -416,7 +416,8 @@ def _check_block(lines, i, ind, env, st, is_main):
                 first = int(name[1:])
             E(int(name[1:]) == first + count, 'numbering: %s' % name)
             count += 1
-        multi = re.match(r'stablehlo\.(optimization_barrier) ', rest)
+        multi = re.match(r'stablehlo\.(optimization_barrier|custom_call) ',
+                         rest)
         E(nres is None or rest.startswith('stablehlo.while(') or multi,
           '%s: result count' % name)
         if rest.startswith('stablehlo.while('):
@@ -494,12 +495,26 @@ def _check_block(lines, i, ind, env, st, is_main):
 
 def _check_multi(op, rest, env, st, name, k):
     """`%N:k = stablehlo.optimization_barrier %a, ... : T1, ...` (results
-    of the operands' types); defines %N#j (or %N when k is 1)."""
+    of the operands' types) or `%N:k = stablehlo.custom_call @target(%a,
+    ...) {attrs} : (T1, ...) -> (R1, ...)` (for cuDNN's fused attention,
+    result shapes re-derived from q, k, v); defines %N#j (or %N when k is
+    1)."""
     E = _expect
     body, sig = rest.rsplit(' : ', 1)
-    operands = _NAME.findall(body[len('stablehlo.optimization_barrier'):])
-    ins = [parse_type(t) for t in split_top(sig)]
-    res = ins
+    if op == 'optimization_barrier':
+        operands = _NAME.findall(body[len('stablehlo.optimization_barrier'):])
+        ins = [parse_type(t) for t in split_top(sig)]
+        res = ins
+    else:
+        m = re.match(r'stablehlo\.custom_call @([\w$.]+)\(([^)]*)\)', body)
+        E(m, '%s: custom_call syntax' % name)
+        target, operands = m.group(1), _NAME.findall(m.group(2))
+        ins, _ = parse_sig(sig.split(' -> ')[0] + ' -> tensor<i1>')
+        out = sig.split(' -> ', 1)[1].strip()
+        res = [parse_type(t) for t in split_top(
+            out[1:-1] if out.startswith('(') else out)]
+        if target.startswith('__cudnn$fmha'):
+            _check_fmha(target, ins, res, body)
     E(len(operands) == len(ins), '%s: %d operands, %d types' % (
         name, len(operands), len(ins)))
     E(len(res) == k, '%s: %d results declared, %d types' % (name, k, len(res)))
@@ -514,6 +529,26 @@ def _check_multi(op, rest, env, st, name, k):
     env[name] = list(res)
     for j, t in enumerate(res):
         env['%s#%d' % (name, j)] = t
+
+
+def _check_fmha(target, ins, res, body):
+    """cuDNN's fused attention as JAX emits it (layout BTNH)."""
+    E = _expect
+    E(len(ins) >= 3, 'fmha operands')
+    (b, s, h, d), dt = ins[0]
+    (_, t, kv, _), _ = ins[1]
+    E(ins[1] == ins[2] == ((b, t, kv, d), dt) and h % kv == 0, 'fmha q, k, v')
+    E('backend_config = "' in body and 'cudnn_fmha_backend_config' in body,
+      'fmha backend_config')
+    if target == '__cudnn$fmhaSoftmax':
+        E(len(ins) == 3 and res == [((b, h, s, d), dt), ((b, h, s), 'f32'),
+                                    ((0,), 'ui8')], 'fmha forward types')
+    else:
+        E(target == '__cudnn$fmhaSoftmaxBackward', 'fmha target')
+        E(ins[3:] == [((b, h, s), 'f32'), ((b, s, h, d), dt),
+                      ((b, s, h, d), dt)], 'fmha backward operands')
+        E(res == [((b, h, s, d), dt), ((b, kv, t, d), dt),
+                  ((b, kv, t, d), dt), ((0,), 'ui8')], 'fmha backward types')
 
 
 def _check_while(lines, i, ind, env, st, name, k, rest, child_firsts):

@@ -16,6 +16,7 @@ Run from the repository root:
 """
 
 import hashlib
+import json
 import os
 import random
 import re
@@ -923,7 +924,7 @@ class RematTest(unittest.TestCase):
                                        text).group(1)), 1 + 1 + 1 + 9)
 
     def test_checks_and_parses(self):
-        for extra in (('remat=dots_no_batch', 'dtype=bf16'),
+        for extra in (('remat=dots_no_batch', 'attention=flash'),
                       ('remat=full', 'scan=1', 'dtype=bf16', 'param_dtype=f32'),
                       ('remat=attn',) + LLAMA_KNOBS + ('kv_heads=1',)):
             with self.subTest(extra=extra):
@@ -934,6 +935,61 @@ class RematTest(unittest.TestCase):
 
 def split_types(s):
     return [shlo_check.parse_type(t) for t in shlo_check.split_top(s)]
+
+
+class FlashTest(unittest.TestCase):
+    """attention=flash: cuDNN's fused attention as JAX emits it."""
+
+    def test_same_step_as_dot_attention(self):
+        # the reference kernels (refeval) against the written-out softmax
+        for extra in ((), ('kv_heads=1', 'fused_qkv=0'), ('scan=1',),
+                      ('remat=dots',)):
+            with self.subTest(extra=extra):
+                ref = run_step(extra)
+                got = run_step(extra + ('attention=flash',))
+                for k in ref:
+                    scale = max([1.0] + [abs(x) for x in ref[k]])
+                    err = max(abs(a - b) for a, b in zip(got[k], ref[k]))
+                    self.assertLess(err, 1e-12 * scale, k)
+
+    def test_gradients(self):
+        GradientTest.check_model(self, 'transformer', (
+            'attention=flash', 'kv_heads=1', 'fused_qkv=0', 'pos=rope'))
+
+    def test_custom_calls(self):
+        cfg, built, text, info = generated(
+            'transformer', 'small', ('attention=flash', 'kv_heads=2',
+                                     'fused_qkv=0', 'dtype=bf16'))
+        fwd = [ln for ln in text.split('\n')
+               if 'custom_call @__cudnn$fmhaSoftmax(' in ln]
+        bwd = [ln for ln in text.split('\n')
+               if 'custom_call @__cudnn$fmhaSoftmaxBackward(' in ln]
+        self.assertEqual((len(fwd), len(bwd)), (4, 4))
+        self.assertTrue(fwd[0].endswith(
+            ': (tensor<8x128x4x64xbf16>, tensor<8x128x2x64xbf16>, '
+            'tensor<8x128x2x64xbf16>) -> (tensor<8x4x128x64xbf16>, '
+            'tensor<8x4x128xf32>, tensor<0xui8>)'), fwd[0][-200:])
+        self.assertTrue(bwd[0].endswith(
+            ': (tensor<8x128x4x64xbf16>, tensor<8x128x2x64xbf16>, '
+            'tensor<8x128x2x64xbf16>, tensor<8x4x128xf32>, '
+            'tensor<8x128x4x64xbf16>, tensor<8x128x4x64xbf16>) -> '
+            '(tensor<8x4x128x64xbf16>, tensor<8x2x128x64xbf16>, '
+            'tensor<8x2x128x64xbf16>, tensor<0xui8>)'), bwd[0][-300:])
+        self.assertIn('api_version = 2 : i32', fwd[0])
+        self.assertIn('result_layouts = [dense<[3, 1, 2, 0]> : '
+                      'tensor<4xindex>, dense<[2, 1, 0]> : tensor<3xindex>, '
+                      'dense<0> : tensor<1xindex>]', fwd[0])
+        conf = json.loads(refeval._unescape(
+            re.search(r'backend_config = ("[^"]*")', bwd[0]).group(1)))
+        c = conf['cudnn_fmha_backend_config']
+        self.assertEqual(c['mask_type'], 'CAUSAL')
+        self.assertAlmostEqual(c['fmha_scale'], 1 / 8)
+        self.assertEqual(c['intermediate_tensor_shape']['dimensions'],
+                         ['8', '4', '128', '128'])
+        self.assertIn('bmm2_grad_gemm2_dot_dimension_numbers', c)
+        # no [s, s] scores anywhere
+        self.assertNotIn('128x128x', text)
+        self.assertNotIn('x128x128x', text)
 
 
 class CliTest(unittest.TestCase):

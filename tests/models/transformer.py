@@ -14,11 +14,12 @@ Names follow the zoo's layout: params['embed'], params['block_<i>'][...]
 params['unembed'].
 """
 
+import json
 import math
 
 from nn import Built, Params, LayerParams, bcast_last, gelu_tanh, normalize, \
     relu, silu, train_step
-from shlo import REMAT, Graph, remat, scan
+from shlo import REMAT, Graph, mlir_string, remat, scan
 
 # ------------------------------------------------------------ the knobs
 
@@ -65,12 +66,16 @@ KEYS = {
               'saves nothing, dots every dot, dots_no_batch the weight '
               'projections (MaxText minimal), minimal_flash those and the '
               'attention output, attn all but the scores and softmax'),
+    'attention': (('dot', 'flash'), 'dot: scores and softmax written '
+                  'out; flash: the cuDNN fused attention custom call JAX '
+                  'emits (__cudnn$fmhaSoftmax and its backward)'),
 }
 
 # The zoo's original layout: what a config says when it does not name a
 # knob (the decode step's configs use only this).
 LEGACY = {'mlp': 'gelu', 'norm': 'layer', 'pos': 'none', 'rope_theta': 10000,
-          'tied': 1, 'bias': 'mlp', 'fused_qkv': 1, 'scan': 0, 'remat': 'none'}
+          'tied': 1, 'bias': 'mlp', 'fused_qkv': 1, 'scan': 0, 'remat': 'none',
+          'attention': 'dot'}
 
 
 def config(layers, d_model, heads, head_dim, d_ff, batch, seq, vocab,
@@ -263,6 +268,106 @@ def rope(g, x, theta):
     return g.concatenate([first, second], 3)
 
 
+# ------------------------------------------------------ fused attention
+
+FMHA_FWD = '__cudnn$fmhaSoftmax'
+FMHA_BWD = '__cudnn$fmhaSoftmaxBackward'
+_ELEM = {'bf16': 'BF16', 'f16': 'F16', 'f32': 'F32', 'f64': 'F64'}
+
+
+def _fmha_config(b, h, s, t, dtype, scale, causal, bwd):
+    """The backend_config JSON that JAX's cuDNN fused attention
+    (jax._src.cudnn.fused_attention_stablehlo, layout BTNH) writes."""
+    layout = {'dim_level_types': [], 'dim_unique': [], 'dim_ordered': [],
+              'minor_to_major': ['3', '2', '1', '0'], 'tiles': [],
+              'element_size_in_bits': '0', 'memory_space': '0',
+              'index_primitive_type': 'PRIMITIVE_TYPE_INVALID',
+              'pointer_primitive_type': 'PRIMITIVE_TYPE_INVALID',
+              'dynamic_shape_metadata_prefix_bytes': '0'}
+    c = {'algorithm': {'algo_id': '0', 'math_type': 'TENSOR_OP_MATH',
+                       'tuning_knobs': {'17': '1', '24': '0'},
+                       'is_cudnn_frontend': True, 'workspace_size': '0'},
+         'fmha_scale': scale, 'dropout_rate': 0.0,
+         'intermediate_tensor_shape': {
+             'element_type': _ELEM[dtype],
+             'dimensions': [str(b), str(h), str(s), str(t)],
+             'tuple_shapes': [], 'layout': layout,
+             'is_dynamic_dimension': [False] * 4},
+         'seed': 42, 'is_flash_attention': True,
+         'mask_type': 'CAUSAL' if causal else 'NO_MASK',
+         'sliding_window_length': 0}
+    dims = ([((3, 3), ((0, 2), (0, 2))), ((3, 1), ((0, 1), (0, 2)))] if not bwd
+            else [((2, 1), ((0, 1), (0, 2))), ((3, 1), ((0, 1), (0, 2))),
+                  ((2, 1), ((0, 1), (0, 2))), ((3, 3), ((0, 2), (0, 2)))])
+    names = (['bmm1_dot_dimension_numbers', 'bmm2_dot_dimension_numbers']
+             if not bwd else
+             ['bmm1_grad_gemm1_dot_dimension_numbers',
+              'bmm1_grad_gemm2_dot_dimension_numbers',
+              'bmm2_grad_gemm1_dot_dimension_numbers',
+              'bmm2_grad_gemm2_dot_dimension_numbers'])
+    for name, ((lc, rc), (lb, rb)) in zip(names, dims):
+        c[name] = {'lhs_contracting_dimensions': [str(lc)],
+                   'rhs_contracting_dimensions': [str(rc)],
+                   'lhs_batch_dimensions': [str(i) for i in lb],
+                   'rhs_batch_dimensions': [str(i) for i in rb]}
+    return json.dumps({'operation_queue_id': '0',
+                       'wait_on_operation_queues': [],
+                       'cudnn_fmha_backend_config': c})
+
+
+def _layouts(*ranks_or_layouts):
+    out = []
+    for x in ranks_or_layouts:
+        lay = list(range(x - 1, -1, -1)) if isinstance(x, int) else list(x)
+        out.append('dense<%s> : tensor<%dxindex>' % (
+            str(lay[0]) if len(lay) == 1 else '[%s]' % ', '.join(
+                map(str, lay)), len(lay)))
+    return '[%s]' % ', '.join(out)
+
+
+def flash_attention(g, q, k, v, scale, causal):
+    """Causal (or not) attention of q [b, s, h, hd] over k, v [b, t, kv,
+    hd] (kv divides h: grouped queries) as JAX emits cuDNN's fused flash
+    attention (jax.nn.dot_product_attention(implementation='cudnn'),
+    layout BTNH): stablehlo.custom_call @__cudnn$fmhaSoftmax(q, k, v) ->
+    (out [b, h, s, hd] laid out as BTNH, softmax stats [b, h, s] f32 (the
+    log-sum-exp of each row), an empty u8 workspace), then a transpose to
+    [b, s, h, hd].  Its gradient is @__cudnn$fmhaSoftmaxBackward(q, k, v,
+    stats, d_out, out) -> (dq [b, h, s, hd], dk, dv [b, kv, t, hd],
+    workspace), each transposed back.  The [s, t] scores are never an
+    array of the program."""
+    b, s, h, hd = q.shape
+    t, nkv = k.shape[1], k.shape[2]
+    dt = q.dtype
+    attrs = [('api_version', '2 : i32'),
+             ('backend_config', mlir_string(_fmha_config(
+                 b, h, s, t, dt, scale, causal, False))),
+             ('operand_layouts', _layouts(4, 4, 4)),
+             ('result_layouts', _layouts((3, 1, 2, 0), 3, 1))]
+    o_bnth, stats, _ = g.custom_call(
+        FMHA_FWD, (q, k, v),
+        [((b, h, s, hd), dt), ((b, h, s), 'f32'), ((0,), 'ui8')], attrs)
+    o = g.transpose(o_bnth, (0, 2, 1, 3))
+
+    def vjp(g2, ct, need):
+        battrs = [('api_version', '2 : i32'),
+                  ('backend_config', mlir_string(_fmha_config(
+                      b, h, s, t, dt, scale, causal, True))),
+                  ('operand_layouts', _layouts(4, 4, 4, 3, 4, 4)),
+                  ('result_layouts', _layouts((3, 1, 2, 0), (3, 1, 2, 0),
+                                              (3, 1, 2, 0), 1))]
+        dq, dk, dv, _ = g2.custom_call(
+            FMHA_BWD, (q, k, v, stats, ct, o),
+            [((b, h, s, hd), dt), ((b, nkv, t, hd), dt),
+             ((b, nkv, t, hd), dt), ((0,), 'ui8')], battrs)
+        return [g2.transpose(x, (0, 2, 1, 3)) if nd else None
+                for x, nd in zip((dq, dk, dv), need)]
+
+    return g.custom_vjp(o, (q, k, v), vjp)
+
+
+
+
 def _softmax_last(g, scores):
     """softmax over the last dim with a stop-gradient max (jax.nn.softmax)."""
     last = scores.rank - 1
@@ -318,6 +423,16 @@ def attention(g, P, keys, x, heads, head_dim, causal, kv=None, cfg=LEGACY,
         v = g.dynamic_update_slice(cache_v, v, (zero, pos, zero, zero))
         new_kv = (k, v)
     t = k.shape[1]
+    if cfg['attention'] == 'flash':
+        assert kv is None, 'attention=flash: training steps only'
+        o = flash_attention(g, q, k, v, 1.0 / math.sqrt(hd), causal)
+        o = g.checkpoint_name(o, 'context')
+        out = g.dot_general(o, P((h, hd, d), *keys, 'w_out'),
+                            ((2, 3), (0, 1)))                   # [b,s,d]
+        if biased:
+            out = g.add(out, bcast_last(g, P((d,), *keys, 'b_out'),
+                                        out.shape))
+        return out, None
     g.tag = 'attn_core'                     # scores and softmax
     if nkv == h:
         scores = g.dot_general(q, k, ((3,), (3,)), ((0, 2), (0, 2)))
