@@ -503,6 +503,44 @@ START_TEST(flash_partitions_over_batch_and_heads)
 }
 END_TEST
 
+static const char *const micro_cases[] = {"batch=4 microbatches=2", "batch=4 microbatches=4 scan=1",
+                                           "batch=4 microbatches=2 remat=full attention=flash"};
+
+/* microbatches=K (gradient accumulation in a scan) is one step on the
+ * whole batch: every result within 1e-5 of max(1, its magnitude) in f32
+ * (the sums are formed in another order). */
+START_TEST(microbatches_match_whole_batch)
+{
+    const char *extra = micro_cases[_i];
+    char whole[256] = "";
+    for (const char *p = extra; *p;) { /* extra without microbatches=K */
+        const char *sp = strchr(p, ' ');
+        size_t len = sp ? (size_t)(sp - p) : strlen(p);
+        if (strncmp(p, "microbatches=", 13))
+            snprintf(whole + strlen(whole), sizeof whole - strlen(whole), "%.*s ", (int)len, p);
+        p += len + (sp != NULL);
+    }
+    ir_module *m0 = tl_generate("transformer", "tiny", whole);
+    ir_module *m1 = tl_generate("transformer", "tiny", extra);
+    ir_op *f0 = ir_module_entry(m0);
+    ir_tensor **args = random_args(f0);
+    uint32_t n0 = 0, n1 = 0;
+    ir_tensor **r0 = run_step(m0, args, &n0, whole), **r1 = run_step(m1, args, &n1, extra);
+    ck_assert_uint_eq(n0, n1);
+    int64_t differ;
+    double worst = compare_runs(r1, r0, n0, &differ);
+    ck_assert_msg(worst <= 1e-5, "%s: differs from one whole-batch step by %g", extra, worst);
+    fprintf(stderr, "microbatches_match_whole_batch %s: worst %g\n", extra, worst);
+    ir_tensors_free(r0, n0);
+    ir_tensors_free(r1, n1);
+    for (uint32_t i = 0; i < ir_func_num_args(f0); i++)
+        ir_tensor_free(args[i]);
+    free(args);
+    ir_module_free(m0);
+    ir_module_free(m1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("models");
@@ -515,6 +553,7 @@ int main(void)
     tcase_add_loop_test(tc, remat_is_bit_identical, 0, (int)(sizeof remat_cases / sizeof remat_cases[0]));
     tcase_add_loop_test(tc, flash_matches_dot_attention, 0, (int)(sizeof flash_cases / sizeof flash_cases[0]));
     tcase_add_test(tc, flash_partitions_over_batch_and_heads);
+    tcase_add_loop_test(tc, microbatches_match_whole_batch, 0, (int)(sizeof micro_cases / sizeof micro_cases[0]));
     suite_add_tcase(s, tc);
     return tl_run(s);
 }

@@ -53,6 +53,18 @@ class Params:
     def __call__(self, shape, *keys):
         return self.g.convert(self.arg(shape, *keys), self.compute)
 
+    def like(self, other):
+        """The parameters of other (a Params of another graph) declared here
+        in the same order, names and shapes; returns them."""
+        out = []
+        for p, v in other.order:
+            a = self.g.arg('params' + p, v.shape, self.dtype,
+                           requires_grad=self.requires_grad)
+            self.by_path[p] = a
+            self.order.append((p, a))
+            out.append(a)
+        return out
+
 
 class LayerParams:
     """The parameters of one layer inside a scan body: arguments of the
@@ -62,15 +74,17 @@ class LayerParams:
     with a leading layer dim, as Flax's nn.scan (variable_axes={'params':
     0}) over a module named 'blocks' does."""
 
-    def __init__(self, g, dtype=None, compute=None):
+    def __init__(self, g, dtype=None, compute=None, drop=True):
         self.g = g
         self.dtype = dtype or g.dtype
         self.compute = compute or self.dtype
+        self.drop = drop         # the first key (the block's name) dropped
         self.order = []          # (keys below the layer, Value)
         self.by_path = {}
 
     def arg(self, shape, *keys):
-        keys = keys[1:]
+        if self.drop:
+            keys = keys[1:]
         p = path(*keys)
         v = self.by_path.get(p)
         if v is None:
@@ -195,12 +209,15 @@ def adam(g, params, grads, mus, nus, step, hp=ADAM):
     return new_p, new_m, new_n, step1
 
 
-def train_step(g, P, loss, batch_args, progress, module='jit_train_step'):
-    """Gradients + Adam; assembles arguments and results as documented."""
-    progress('backward pass', force=True)
+def train_step(g, P, loss, batch_args, progress, module='jit_train_step',
+               grads=None):
+    """Gradients (unless given, one per parameter of P) + Adam; assembles
+    arguments and results as documented."""
     names = [p for p, _ in P.order]
     params = [v for _, v in P.order]
-    grads = g.grad(loss, params)
+    if grads is None:
+        progress('backward pass', force=True)
+        grads = g.grad(loss, params)
     mus = [g.arg('opt_state.mu' + p, v.shape, v.dtype) for p, v in P.order]
     nus = [g.arg('opt_state.nu' + p, v.shape, v.dtype) for p, v in P.order]
     step = g.arg('step', (), 'i32')

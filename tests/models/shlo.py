@@ -1096,6 +1096,38 @@ def scan(g, body, carry, xs_in, out, init, xs, policy=None):
 
 
 
+def fold(g, tb, carry_args, carry_outs, inits, x_args, xs, const_args,
+         consts):
+    """The forward-only jax.lax.scan whose body was traced into the Graph
+    tb: its args carry_args (the carried values; carry_outs are their next
+    values), x_args (one slice of each stacked xs) and const_args (values
+    the body closes over: consts).  Emits one stablehlo.while carrying (i,
+    the carries, xs, consts), whose body reads each x[i] with dynamic_slice
+    + reshape and runs tb's ops; returns the final carries."""
+    L = xs[0].shape[0]
+    assert all(x.shape[0] == L and x.shape[1:] == a.shape
+               for x, a in zip(xs, x_args))
+    parts = [[_Aval((), 'i32')], inits, xs, consts]
+    fc = Graph(g.dtype)
+    ci = [fc.block_arg(v.shape, v.dtype) for part in parts for v in part][0]
+    fc.outputs = [fc.compare(ci, fc.const(L, 'i32'), 'LT')]
+    fb = Graph(g.dtype)
+    (bi,), bc, bx, bk = [[fb.block_arg(v.shape, v.dtype) for v in part]
+                         for part in parts]
+    env = {a.id: v for a, v in zip(carry_args, bc)}
+    env.update((a.id, v) for a, v in zip(const_args, bk))
+    for a, x in zip(x_args, bx):
+        env[a.id] = index_in_dim(fb, x, bi)
+    look = _copier(fb, env)
+    for n in tb.nodes:
+        env[n.id] = _copy(fb, n, look)
+    fb.outputs = [fb.add(bi, fb.const(1, 'i32'))] + \
+        [look(o) for o in carry_outs] + bx + bk
+    _, res = g.while_loop(fc, fb, [g.const(0, 'i32')] + list(inits) +
+                          list(xs) + list(consts))
+    return res[1:1 + len(inits)]
+
+
 @_vjp('while')
 def _(g, n, ct, need):
     assert 'vjp' in n.attrs, 'while: no gradient rule'

@@ -992,6 +992,54 @@ class FlashTest(unittest.TestCase):
         self.assertNotIn('x128x128x', text)
 
 
+class MicrobatchTest(unittest.TestCase):
+    """microbatches=K: gradient accumulation over K micro-batches."""
+
+    def test_same_step_as_whole_batch(self):
+        # the mean of the micro-batches' losses and gradients is the whole
+        # batch's: every result within 1e-12 of it (float64)
+        for extra in ((), ('scan=1',), ('scan=1', 'remat=full',
+                                         'attention=flash')):
+            ref = run_step(extra + ('batch=4',))
+            for k in (2, 4):
+                with self.subTest(extra=extra, microbatches=k):
+                    got = run_step(extra + ('batch=4',
+                                            'microbatches=%d' % k))
+                    self.assertEqual(set(got), set(ref))
+                    for name in ref:
+                        scale = max([1.0] + [abs(x) for x in ref[name]])
+                        err = max(abs(a - b) for a, b in
+                                  zip(got[name], ref[name]))
+                        self.assertLess(err, 1e-12 * scale, name)
+
+    def test_layout(self):
+        # the same arguments and results; one loop of K trips over the
+        # batch reshaped [K, batch / K, seq], forward and backward inside
+        # (with scan=1 the layer loops nested in it), Adam after it
+        for extra in ((), ('scan=1',)):
+            with self.subTest(extra=extra):
+                _, _, text, info = generated('transformer', 'tiny',
+                                             extra + ('batch=4',
+                                                      'microbatches=2'))
+                _, _, _, whole = generated('transformer', 'tiny',
+                                           extra + ('batch=4',))
+                for k in ('arg_locs', 'aliases', 'result_infos'):
+                    self.assertEqual(info[k], whole[k])
+                self.assertEqual(text.count(' = stablehlo.while('),
+                                 3 if extra else 1)
+                self.assertIn('stablehlo.reshape %arg' + str(
+                    len(info['arg_locs']) - 3) + ' : (tensor<4x4xi32>) -> '
+                    'tensor<2x2x4xi32>', text)
+                outer = text.index(' = stablehlo.while(')
+                self.assertNotIn('stablehlo.sqrt', text[outer:text.index(
+                    '\n    }\n', outer)])            # Adam is outside
+
+    def test_refused(self):
+        r = run_cli('transformer', '--config', 'tiny', 'microbatches=3')
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b'microbatches=3 must divide batch=2', r.stderr)
+
+
 class CliTest(unittest.TestCase):
     def test_deterministic(self):
         env = dict(os.environ)

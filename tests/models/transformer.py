@@ -19,7 +19,7 @@ import math
 
 from nn import Built, Params, LayerParams, bcast_last, gelu_tanh, normalize, \
     relu, silu, train_step
-from shlo import REMAT, Graph, mlir_string, remat, scan
+from shlo import REMAT, Graph, fold, mlir_string, remat, scan
 
 # ------------------------------------------------------------ the knobs
 
@@ -66,6 +66,9 @@ KEYS = {
               'saves nothing, dots every dot, dots_no_batch the weight '
               'projections (MaxText minimal), minimal_flash those and the '
               'attention output, attn all but the scores and softmax'),
+    'microbatches': (INT, 'gradient accumulation: the batch split into '
+                     'this many micro-batches, forward and backward run on '
+                     'each in a scan, the optimizer once on the mean'),
     'attention': (('dot', 'flash'), 'dot: scores and softmax written '
                   'out; flash: the cuDNN fused attention custom call JAX '
                   'emits (__cudnn$fmhaSoftmax and its backward)'),
@@ -75,7 +78,7 @@ KEYS = {
 # knob (the decode step's configs use only this).
 LEGACY = {'mlp': 'gelu', 'norm': 'layer', 'pos': 'none', 'rope_theta': 10000,
           'tied': 1, 'bias': 'mlp', 'fused_qkv': 1, 'scan': 0, 'remat': 'none',
-          'attention': 'dot'}
+          'attention': 'dot', 'microbatches': 1}
 
 
 def config(layers, d_model, heads, head_dim, d_ff, batch, seq, vocab,
@@ -193,6 +196,9 @@ def resolve(cfg):
     if c['fused_qkv'] and kv != h:
         raise ValueError('fused_qkv=1 needs kv_heads = heads (%d != %d); '
                          'use fused_qkv=0' % (kv, h))
+    if c['batch'] % c['microbatches']:
+        raise ValueError('microbatches=%d must divide batch=%d' % (
+            c['microbatches'], c['batch']))
     if c['pos'] == 'rope' and c['head_dim'] % 2:
         raise ValueError('pos=rope needs an even head_dim (%d)'
                          % c['head_dim'])
@@ -597,6 +603,44 @@ def softmax_xent(g, logits, targets):
     return g.div(nll, float(b * s))
 
 
+def step_loss(g, P, inputs, targets, cfg, progress):
+    """The loss of one (micro-)batch: forward pass and cross-entropy."""
+    logits, _ = transformer_logits(g, P, inputs, cfg, progress)
+    wide = mixed(cfg)
+    if wide:           # MaxText's cast_logits_to_fp32: the loss in f32
+        logits = g.convert(logits, wide)
+    return softmax_xent(g, logits, targets)
+
+
+def accumulate(g, P, inputs, targets, cfg, progress):
+    """Gradient accumulation as MaxText's gradient_accumulation_steps (and
+    optax.MultiSteps): the batch reshaped to [K, batch/K, seq], a
+    jax.lax.scan over the K micro-batches whose body runs the forward and
+    backward pass of one and adds its loss and gradients to the carried
+    sums (in param_dtype); returns (loss, gradients): the sums / K, i.e.
+    the mean loss and its gradient, as one step on the whole batch."""
+    K = cfg['microbatches']
+    b, s = inputs.shape
+    tb = Graph(g.dtype)
+    TP = Params(tb, dtype=P.dtype, compute=P.compute)
+    x_args = [tb.arg('micro' + n, (b // K, s), 'i32') for n in ('i', 't')]
+    loss = step_loss(tb, TP, x_args[0], x_args[1], cfg, progress)
+    tparams = [v for _, v in TP.order]
+    progress('backward pass', force=True)
+    grads = tb.grad(loss, tparams)
+    acc_loss = tb.arg('acc', (), loss.dtype)
+    acc = [tb.arg('acc', v.shape, v.dtype) for v in tparams]
+    outs = [tb.add(acc_loss, loss)] + [tb.add(a, d) for a, d in
+                                       zip(acc, grads)]
+    params = P.like(TP)
+    xs = [g.reshape(v, (K, b // K, s)) for v in (inputs, targets)]
+    inits = [g.zeros((), loss.dtype)] + [g.zeros_like(v) for v in params]
+    sums = fold(g, tb, [acc_loss] + acc, outs, inits, x_args, xs, tparams,
+                params)
+    return (g.div(sums[0], float(K)),
+            [g.div(v, float(K)) for v in sums[1:]])
+
+
 def build_transformer(cfg, progress):
     cfg = resolve(cfg)
     g = Graph(cfg['param_dtype'])
@@ -604,12 +648,11 @@ def build_transformer(cfg, progress):
     b, s = cfg['batch'], cfg['seq']
     inputs = g.arg("batch['inputs']", (b, s), 'i32')
     targets = g.arg("batch['targets']", (b, s), 'i32')
-    logits, _ = transformer_logits(g, P, inputs, cfg, progress)
-    wide = mixed(cfg)
-    if wide:           # MaxText's cast_logits_to_fp32: the loss in f32
-        logits = g.convert(logits, wide)
-    loss = softmax_xent(g, logits, targets)
-    return train_step(g, P, loss, [inputs, targets], progress)
+    if cfg['microbatches'] == 1:
+        loss = step_loss(g, P, inputs, targets, cfg, progress)
+        return train_step(g, P, loss, [inputs, targets], progress)
+    loss, grads = accumulate(g, P, inputs, targets, cfg, progress)
+    return train_step(g, P, loss, [inputs, targets], progress, grads=grads)
 
 
 def build_transformer_infer(cfg, progress):
