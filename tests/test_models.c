@@ -28,6 +28,11 @@ static const struct {
     {"transformer", "tiny", "norm=rms mlp=swiglu pos=rope tied=0 bias=0 fused_qkv=0 kv_heads=1", 1 + 9 * 2 + 2},
     {"transformer", "tiny", "norm=rms mlp=swiglu pos=rope tied=0 bias=0 fused_qkv=0 kv_heads=1 scan=1", 1 + 9 + 2},
     {"transformer", "small", "pos=learned bias=1 mlp=relu", 2 + 12 * 4 + 2},
+    /* every knob at once: routed experts every other block (scanned in
+     * units of two), flash attention, remat, micro-batches, mixed precision */
+    {"transformer", "tiny",
+     "experts=4 moe_every=2 scan=1 attention=flash remat=dots_no_batch microbatches=2 dtype=bf16 param_dtype=f32",
+     1 + 9 + 9},
     {"transformer_infer", "tiny", "", 0},
     {"transformer_infer", "it32", "", 0},
     {"unet", "tiny", "", 0},
@@ -168,6 +173,7 @@ static const struct {
     {"", 2},
     {"layers=3", 3},
     {"layers=3 norm=rms mlp=swiglu pos=rope tied=0 bias=1 fused_qkv=0 kv_heads=1", 3},
+    {"layers=3 experts=4 topk=2 mlp=swiglu capacity=0.5", 3},
 };
 
 /* transformer --config tiny with scan=1 against the unrolled model on the

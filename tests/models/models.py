@@ -228,7 +228,8 @@ MODELS = {
 }
 
 DTYPES = ('f32', 'bf16', 'f16', 'f64')
-INT, FLAG = transformer.INT, transformer.FLAG
+INT, INT0, FLAG, FLOAT = (transformer.INT, transformer.INT0, transformer.FLAG,
+                         transformer.FLOAT)
 
 
 class ConfigError(ValueError):
@@ -254,6 +255,10 @@ def keys_of(model):
 def describe_key(kind):
     if kind == INT:
         return 'a positive integer'
+    if kind == INT0:
+        return 'an integer >= 0'
+    if kind == FLOAT:
+        return 'a positive number'
     if kind == FLAG:
         return '0 or 1'
     return '|'.join(kind)
@@ -270,6 +275,24 @@ def parse_value(key, kind, v):
             raise ConfigError('bad value %r for %s: expected a positive '
                               'integer' % (v, key))
         return iv
+    if kind == INT0:
+        try:
+            iv = int(v)
+        except ValueError:
+            iv = -1
+        if iv < 0:
+            raise ConfigError('bad value %r for %s: expected an integer >= 0'
+                              % (v, key))
+        return iv
+    if kind == FLOAT:
+        try:
+            fv = float(v)
+        except ValueError:
+            fv = 0.0
+        if not fv > 0 or fv == float('inf'):
+            raise ConfigError('bad value %r for %s: expected a positive '
+                              'number' % (v, key))
+        return fv
     if kind == FLAG:
         if v not in ('0', '1'):
             raise ConfigError('bad value %r for %s: expected 0 or 1' % (v, key))

@@ -322,6 +322,20 @@ def _eval_node(n, env):
         return (n.shape, out)
     if op == 'convolution':
         return _conv(ops[0], ops[1], n)
+    if op == 'reduce_window':          # an add over a window (cumsum)
+        (xshape, xdata), init = ops[0], ops[1][1][0]
+        xst = strides_of(xshape)
+        out = []
+        for idx in itertools.product(*[range(m) for m in xshape]):
+            acc = init
+            for off in itertools.product(*[range(w) for w in
+                                           n.attrs['window']]):
+                src = [i + o - lo for i, o, (lo, _) in
+                       zip(idx, off, n.attrs['padding'])]
+                if all(0 <= p < m for p, m in zip(src, xshape)):
+                    acc += xdata[sum(p * t for p, t in zip(src, xst))]
+            out.append(acc)
+        return (n.shape, out)
     raise NotImplementedError(op)
 
 

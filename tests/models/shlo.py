@@ -428,6 +428,17 @@ class Graph:
                          (operand, idx, updates))
 
 
+    def cumsum(self, x, dim):
+        """jnp.cumsum(x, axis=dim) as JAX lowers it (its reduce_window
+        form): a stablehlo.reduce_window adding a window of the whole dim,
+        padded by its length - 1 before.  No gradient."""
+        n = x.shape[dim]
+        win = tuple(n if d == dim else 1 for d in range(x.rank))
+        pad = tuple((n - 1, 0) if d == dim else (0, 0) for d in range(x.rank))
+        init = self.const(0.0 if x.dtype in FLOAT_TYPES else 0, x.dtype)
+        return self._new('reduce_window', x.shape, x.dtype, (x, init),
+                         {'window': win, 'padding': pad})
+
     # ------------------------------------------------------- convolution
 
     def conv(self, x, w, dn, strides=None, padding=None, lhs_dilation=None,
@@ -1399,6 +1410,23 @@ def _(n, N, region=None, ind='    '):
                            ind, _sig(n)))
 
 
+@_f('reduce_window')
+def _(n, N, region=None, ind='    '):
+    x, init = n.operands
+    a0, a1, r = region
+    st = ttype((), n.dtype)
+    pad = '[%s]' % ', '.join('[%d, %d]' % p for p in n.attrs['padding'])
+    return ('"stablehlo.reduce_window"(%s, %s) <{padding = dense<%s> : '
+            'tensor<%dx2xi64>, window_dimensions = array<i64: %s>}> ({\n'
+            '%s^bb0(%s: %s, %s: %s):\n'
+            '%s  %s = stablehlo.add %s, %s : %s\n'
+            '%s  stablehlo.return %s : %s\n'
+            '%s}) : %s' % (N(x), N(init), pad, x.rank,
+                           ', '.join(map(str, n.attrs['window'])),
+                           ind, a0, st, a1, st, ind, r, a0, a1, st, ind, r, st,
+                           ind, _sig(n)))
+
+
 def _conv_dims(spec, letters):
     out = [''] * len(spec)
     out[spec[0]] = letters[0]
@@ -1504,7 +1532,7 @@ def _emit_block(graph, outs, names, counters, num0, next_arg, ind):
             continue
         if n.op == 'while':
             body = _fmt_while(n, names, counters, num, next_arg, ind)
-        elif n.op == 'scatter':
+        elif n.op in ('scatter', 'reduce_window'):
             body = _FMT[n.op](n, NN, region, ind)
         else:
             body = _FMT[n.op](n, NN)

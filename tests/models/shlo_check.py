@@ -255,6 +255,19 @@ def infer(op, body, ins, res):
                 bi += 1
         E(res == (tuple(shape), od), 'gather result %s' % (tuple(shape),))
         return
+    if op == 'reduce_window':         # an add over windows, stride 1
+        (xs, xd), init = ins
+        E(init == ((), xd) and res[1] == xd, 'reduce_window types')
+        win = [int(v) for v in re.search(
+            r'window_dimensions = array<i64: ([0-9, ]*)>', body).group(1)
+            .split(',')]
+        pads = [(int(a), int(b)) for a, b in re.findall(
+            r'\[(\d+), (\d+)\]', re.search(r'padding = dense<(.*?)> :',
+                                            body).group(1))]
+        E(len(win) == len(pads) == len(xs), 'reduce_window rank')
+        E(res[0] == tuple(n + lo + hi - w + 1 for n, w, (lo, hi) in
+                          zip(xs, win, pads)), 'reduce_window result')
+        return
     if op == 'scatter':
         (os_, od), (isz, idt), (us, ud) = ins
         uwd = attr(body, 'update_window_dims') or []
@@ -431,7 +444,7 @@ def _check_block(lines, i, ind, env, st, is_main):
             continue
         if rest.startswith('"stablehlo.'):
             op = rest[len('"stablehlo.'):rest.index('"', 1)]
-            if op == 'scatter':
+            if op in ('scatter', 'reduce_window'):
                 E(rest.endswith('({'), 'scatter region start')
                 # ^bb0 line, add, return, close
                 bb = lines[i].strip()
@@ -454,7 +467,7 @@ def _check_block(lines, i, ind, env, st, is_main):
                 E(close.startswith('}) : '), 'scatter close')
                 sig = close[len('}) : '):]
                 i += 4
-                st['nops'] += 3    # scatter, the add and stablehlo.return
+                st['nops'] += 3    # the op, the add and stablehlo.return
                 body = rest
                 ops_part = rest[rest.index('(') + 1:rest.index(')')]
                 scal = parse_type(mm.group(2))
@@ -484,8 +497,8 @@ def _check_block(lines, i, ind, env, st, is_main):
         for n, t in zip(operands, ins):
             E(env[n] == t, '%s: operand %s has type %s, declared %s' % (
                 name, n, env[n], t))
-        if op == 'scatter':
-            E(scal == ((), res[1]), 'scatter block arg type')
+        if op in ('scatter', 'reduce_window'):
+            E(scal == ((), res[1]), '%s block arg type' % op)
         try:
             infer(op, body, ins, res)
         except CheckError as e:

@@ -225,7 +225,8 @@ class GenerateTest(unittest.TestCase):
                 self.assertEqual(info['unused_args'], [])
                 ops = set(re.findall(r'(?:= |")stablehlo\.([a-z_]+)', text))
                 self.assertLessEqual(ops, ALLOWED_OPS | SCAN_OPS |
-                                     {'sine', 'cosine'})
+                                     {'sine', 'cosine', 'custom_call',
+                                      'reduce_window'})
                 self.assertNotIn('func.func private', text)
                 self.assertEqual(text.count('func.func'), 1)
 
@@ -782,7 +783,7 @@ class PresetTest(unittest.TestCase):
                                 '%s: %d vs %d' % (name, n, published))
         # exact where the published figure is exact
         for name in ('llama2_7b', 'llama3_8b', 'llama3_70b', 'llama3_405b',
-                     'mpt_7b'):
+                     'mpt_7b', 'mixtral_8x7b'):
             built = models.build('transformer', models.make_config(
                 'transformer', name, ['scan=1']))
             self.assertEqual(sum(shlo.prod(v.shape) for _, v in built.params),
@@ -1038,6 +1039,73 @@ class MicrobatchTest(unittest.TestCase):
         r = run_cli('transformer', '--config', 'tiny', 'microbatches=3')
         self.assertEqual(r.returncode, 2)
         self.assertIn(b'microbatches=3 must divide batch=2', r.stderr)
+
+
+MOE = ('experts=4', 'topk=2')
+
+
+class MoETest(unittest.TestCase):
+    """experts=E topk=K moe_every=N capacity=C: routed experts."""
+
+    def test_gradients(self):
+        # finite differences through routing, dropping (capacity 0.5 on 8
+        # tokens: 2 slots per expert) and the einsums
+        GradientTest.check_model(self, 'transformer', MOE)
+        GradientTest.check_model(self, 'transformer', MOE + (
+            'mlp=swiglu', 'capacity=0.5', 'seq=8', 'moe_every=2'))
+
+    def test_knobs_compose(self):
+        # remat is bit for bit, micro-batches the whole batch's numbers,
+        # scanned (units of moe_every blocks) the unrolled model's
+        extra = MOE + ('mlp=swiglu', 'capacity=0.5')
+        ref = run_step(extra)
+        self.assertEqual(run_step(extra + ('remat=dots',)), ref)
+        got = run_step(extra + ('microbatches=2',))
+        for k in ref:
+            self.assertLess(max(abs(a - b) for a, b in zip(got[k], ref[k])),
+                            1e-12 * max([1.0] + [abs(x) for x in ref[k]]))
+        ScanTest.check_equivalent(self, ['dtype=f64', 'layers=3'] +
+                                  list(MOE), n_stacked=None)
+
+    def test_layout(self):
+        cfg, built, text, info = generated('transformer', 'tiny', MOE + (
+            'mlp=swiglu', 'moe_every=2', 'layers=4'))
+        names = [p for p, _ in built.params]
+        shapes = dict((p, v.shape) for p, v in built.params)
+        # blocks 1 and 3 have experts, 0 and 2 a dense MLP
+        self.assertIn("['block_0']['mlp']['w_gate']", names)
+        self.assertNotIn("['block_1']['mlp']['w_up']", names)
+        self.assertEqual(shapes["['block_1']['moe']['router']"], (16, 4))
+        self.assertEqual(shapes["['block_3']['moe']['w_gate']"], (4, 16, 32))
+        self.assertEqual(shapes["['block_3']['moe']['w_up']"], (4, 16, 32))
+        self.assertEqual(shapes["['block_3']['moe']['w_down']"], (4, 32, 16))
+        # capacity int(4 * 2 / 4 * 1.25) = 2: dispatch [b, s, E, C] and
+        # the einsums; the per-sequence token count is a reduce_window
+        self.assertIn('tensor<2x4x4x2xf32>', text)
+        self.assertIn('-> tensor<4x2x2x32xf32>', text)           # EBCH
+        self.assertEqual(text.count('"stablehlo.reduce_window"'), 2)
+        self.assertIn('window_dimensions = array<i64: 1, 8, 1>', text)
+        # scanned: a unit of two blocks, stacked [layers / 2, ...]
+        cfg, built, text, info = generated('transformer', 'tiny', MOE + (
+            'moe_every=2', 'layers=4', 'scan=1'))
+        shapes = dict((p, v.shape) for p, v in built.params)
+        self.assertEqual(shapes["['blocks']['sub_1']['moe']['w_up']"],
+                         (2, 4, 16, 32))
+        self.assertEqual(shapes["['blocks']['sub_0']['mlp']['w_up']"],
+                         (2, 16, 32))
+
+    def test_refusals(self):
+        cases = {('experts=2', 'topk=3'): 'topk=3 is more than experts=2',
+                 ('experts=4', 'capacity=0.1'): 'gives experts no slot',
+                 ('experts=4', 'moe_every=3', 'scan=1'):
+                     'moe_every=3 to divide layers=2',
+                 ('experts=-1',): 'expected an integer >= 0',
+                 ('experts=4', 'capacity=x'): 'expected a positive number'}
+        for extra, msg in cases.items():
+            with self.subTest(extra=extra):
+                r = run_cli('transformer', '--config', 'tiny', *extra)
+                self.assertEqual(r.returncode, 2)
+                self.assertIn(msg, r.stderr.decode())
 
 
 class CliTest(unittest.TestCase):

@@ -4,7 +4,9 @@ One builder writes the training steps people run today from a config of
 architectural knobs (see KEYS and tests/models/README.md): LayerNorm or
 RMSNorm, GELU / ReLU / SwiGLU MLPs, learned, rotary or no positions, tied
 or separate output projection, biases, grouped-query attention with a
-fused or split q/k/v projection.  The zoo's original transformer (T32 of
+fused or split q/k/v projection, mixed precision, remat policies, cuDNN's
+fused attention, gradient accumulation and routed experts; and presets
+of real models (PRESETS).  The zoo's original transformer (T32 of
 the PartIR paper) is the config with norm=layer bias=mlp mlp=gelu
 pos=none tied=1 fused_qkv=1, and its text is byte for byte what it was
 before these knobs existed.
@@ -23,7 +25,7 @@ from shlo import REMAT, Graph, fold, mlir_string, remat, scan
 
 # ------------------------------------------------------------ the knobs
 
-INT, FLAG = 'int', 'flag'
+INT, INT0, FLAG, FLOAT = 'int', 'int0', 'flag', 'float'
 
 # key: (kind or the tuple of its values, what it means)
 KEYS = {
@@ -69,6 +71,14 @@ KEYS = {
     'microbatches': (INT, 'gradient accumulation: the batch split into '
                      'this many micro-batches, forward and backward run on '
                      'each in a scan, the optimizer once on the mean'),
+    'experts': (INT0, 'mixture of experts: experts per MoE layer (0: '
+                'dense MLPs only)'),
+    'topk': (INT, 'experts each token is routed to'),
+    'moe_every': (INT, 'every N-th block has the MoE layer (the others a '
+                  'dense MLP); with scan=1 the scanned unit is N blocks'),
+    'capacity': (FLOAT, 'capacity factor: each expert takes at most '
+                 'int(seq * topk / experts * capacity) tokens of a sequence, '
+                 'the rest are dropped (MaxText\'s dropping implementation)'),
     'attention': (('dot', 'flash'), 'dot: scores and softmax written '
                   'out; flash: the cuDNN fused attention custom call JAX '
                   'emits (__cudnn$fmhaSoftmax and its backward)'),
@@ -78,7 +88,8 @@ KEYS = {
 # knob (the decode step's configs use only this).
 LEGACY = {'mlp': 'gelu', 'norm': 'layer', 'pos': 'none', 'rope_theta': 10000,
           'tied': 1, 'bias': 'mlp', 'fused_qkv': 1, 'scan': 0, 'remat': 'none',
-          'attention': 'dot', 'microbatches': 1}
+          'attention': 'dot', 'microbatches': 1, 'experts': 0, 'topk': 2,
+          'moe_every': 1, 'capacity': 1.25}
 
 
 def config(layers, d_model, heads, head_dim, d_ff, batch, seq, vocab,
@@ -147,6 +158,13 @@ PRESETS = {
     'gpt3_175b': _preset(96, 12288, 96, 128, 49152, 1536, 2048, 50257,
                          175e9, 'GPT-3 175B (Brown et al. 2020, Table 2.1)',
                          **_GPT),
+    # A mixture of experts in every block; MaxText's dropping
+    # implementation with the default capacity factor 1.25 (Mixtral is
+    # trained dropless; the parameters are the same).
+    'mixtral_8x7b': _preset(32, 4096, 32, 128, 14336, 16, 4096, 32000,
+                            46702792704, 'Mixtral 8x7B (Jiang et al. 2024; '
+                            'mistralai/Mixtral-8x7B-v0.1)', kv_heads=8,
+                            rope_theta=1000000, experts=8, topk=2, **_LLAMA),
     # ALiBi positions are not modelled (pos=none); no biases anywhere.
     'mpt_7b': _preset(32, 4096, 32, 128, 16384, 48, 2048, 50432, 6649286656,
                       'MosaicML MPT-7B (mosaicml/mpt-7b)', norm='layer',
@@ -181,6 +199,12 @@ def megatron_count(layers, d, vocab, seq):
     return 12 * layers * d * d + 13 * layers * d + (vocab + seq) * d
 
 
+def capacity(cfg):
+    """Slots per expert and sequence: MaxText's expert_capacity_per_batch
+    = int(seq * topk / experts * capacity_factor)."""
+    return int(cfg['seq'] * cfg['topk'] / cfg['experts'] * cfg['capacity'])
+
+
 def resolve(cfg):
     """cfg with its defaults filled in (kv_heads, param_dtype); raises
     ValueError with a message when the knobs do not fit together."""
@@ -196,6 +220,16 @@ def resolve(cfg):
     if c['fused_qkv'] and kv != h:
         raise ValueError('fused_qkv=1 needs kv_heads = heads (%d != %d); '
                          'use fused_qkv=0' % (kv, h))
+    if c['experts']:
+        if c['topk'] > c['experts']:
+            raise ValueError('topk=%d is more than experts=%d' % (
+                c['topk'], c['experts']))
+        if capacity(c) < 1:
+            raise ValueError('capacity=%g gives experts no slot (seq * topk / '
+                             'experts * capacity < 1)' % c['capacity'])
+        if c['scan'] and c['layers'] % c['moe_every']:
+            raise ValueError('scan=1 needs moe_every=%d to divide layers=%d' %
+                             (c['moe_every'], c['layers']))
     if c['batch'] % c['microbatches']:
         raise ValueError('microbatches=%d must divide batch=%d' % (
             c['microbatches'], c['batch']))
@@ -500,36 +534,141 @@ def mlp(g, P, h, cfg, blk):
     return _project(g, P, u, d, blk, 'down', all_b)
 
 
-def transformer_block(g, P, i, x, cfg, kv=None):
-    blk = 'block_%d' % i
+def top_k(g, logits, k):
+    """jax.lax.top_k over the last dim of logits [b, s, E] as k rounds of
+    arg-max (the first index of the largest value; its logit selected by a
+    one-hot mask, so the gradient reaches the chosen logits only, as
+    top_k's does): (values [b, s, k], one-hot masks [b, s, k, E] as i1).
+    chlo.top_k itself is not in the op set the zoo prints."""
+    b, s, E = logits.shape
+    dt = logits.dtype
+    iota = g.convert(g.iota((b, s, E), 2), dt)
+    masked = logits
+    vals, hots = [], []
+    for _ in range(k):
+        m = g.stop_gradient(g.reduce_max(masked, (2,)))
+        top = g.compare(masked, g.broadcast_in_dim(m, (b, s, E), (0, 1)), 'EQ')
+        first = g.neg(g.reduce_max(g.neg(g.select(top, iota,
+                                                  g.full((b, s, E), E, dt))),
+                                   (2,)))
+        hot = g.compare(iota, g.broadcast_in_dim(first, (b, s, E), (0, 1)),
+                        'EQ')
+        vals.append(g.reduce_sum(g.select(hot, logits, g.zeros((b, s, E), dt)),
+                                 (2,)))
+        hots.append(hot)
+        masked = g.select(hot, g.full((b, s, E), float('-inf'), dt), masked)
+    val = g.concatenate([g.reshape(v, (b, s, 1)) for v in vals], 2)
+    hot = g.concatenate([g.reshape(h, (b, s, 1, E)) for h in hots], 2)
+    return val, hot
+
+
+def moe(g, P, h, cfg, blk):
+    """A routed mixture of experts as MaxText's RoutedMoE with a capacity
+    factor (its dropping 'dense_matmul' path): router logits h w_router
+    [d, E], top-k experts per token, their logits' softmax as weights (in
+    f32 under mixed precision); each expert's tokens of a sequence
+    counted in order (a cumsum over the flattened [s * k] choices) and
+    those beyond the capacity C dropped; the dispatch mask [b, s, E, C]
+    (one-hot of each kept token's slot) and the combine mask (it times the
+    token's weight for that expert); then the einsums 'BSM,BSEC->EBCM'
+    (dispatch), 'EBCM,EMH->EBCH' with the stacked expert weights w_up (and
+    w_gate for SwiGLU) [E, d, d_ff], the activation, 'EBCH,EHM->EBCM' with
+    w_down [E, d_ff, d], and 'EBCM,BSEC->BSM' (combine).  The expert dim
+    leads every expert weight: it is what expert parallelism tiles."""
+    b, s, d = h.shape
+    E, K, f = cfg['experts'], cfg['topk'], cfg['d_ff']
+    C = capacity(cfg)
+    dt = h.dtype
+    logits = g.dot_general(h, P((d, E), blk, 'moe', 'router'), ((2,), (0,)))
+    val, hot = top_k(g, logits, K)                   # [b,s,K], [b,s,K,E]
+    wide = mixed(cfg)
+    weights = _softmax_last(g, g.convert(val, wide) if wide else val)
+    weights = g.convert(weights, dt)
+    mask = g.convert(hot, 'i32')                                # [b,s,K,E]
+    fused = g.reshape(mask, (b, s * K, E))
+    count_fused = g.cumsum(fused, 1)
+    count = g.mul(g.reshape(count_fused, (b, s, K, E)), mask)
+    kept = g.mul(mask, g.convert(g.compare(count, g.full(count.shape, C,
+                                                          'i32'), 'LE'),
+                                 'i32'))
+    combined = g.reduce_sum(kept, (2,))                         # [b,s,E]
+    probs = g.reduce_sum(g.mul(g.broadcast_in_dim(weights, (b, s, K, E),
+                                                  (0, 1, 2)),
+                               g.convert(mask, dt)), (2,))      # [b,s,E]
+    probs = g.mul(probs, g.convert(combined, dt))
+    position = g.mul(g.reduce_sum(g.reshape(g.mul(fused, count_fused),
+                                            (b, s, K, E)), (2,)), combined)
+    slot = g.compare(g.iota((b, s, E, C + 1), 3),
+                     g.broadcast_in_dim(position, (b, s, E, C + 1), (0, 1, 2)),
+                     'EQ')
+    slot = g.slice(g.convert(slot, dt), (0, 0, 0, 1), (b, s, E, C + 1))
+    dispatch = slot                                            # [b,s,E,C]
+    combine = g.mul(g.broadcast_in_dim(probs, (b, s, E, C), (0, 1, 2)), slot)
+    x = g.transpose(g.dot_general(h, dispatch, ((1,), (1,)), ((0,), (0,))),
+                    (2, 0, 3, 1))                               # [E,b,C,d]
+
+    def expert(name, n_in, n_out):
+        return P((E, n_in, n_out), blk, 'moe', 'w_' + name)
+
+    def ein(a, w):                                   # EBCM,EMH->EBCH
+        return g.dot_general(a, w, ((3,), (1,)), ((0,), (0,)))
+    if cfg['mlp'] == 'swiglu':
+        gate = ein(x, expert('gate', d, f))
+        u = g.mul(silu(g, gate), ein(x, expert('up', d, f)))
+    else:
+        u = ein(x, expert('up', d, f))
+        u = gelu_tanh(g, u) if cfg['mlp'] == 'gelu' else relu(g, u)
+    y = ein(u, expert('down', f, d))                            # [E,b,C,d]
+    out = g.dot_general(y, combine, ((0, 2), (2, 3)), ((1,), (0,)))
+    return g.transpose(out, (0, 2, 1))                          # [b,s,d]
+
+
+def is_moe(cfg, i):
+    """Whether block i has the MoE layer: every moe_every-th block (the
+    last of each group), as MaxText interleaves them."""
+    return cfg['experts'] > 0 and (i + 1) % cfg['moe_every'] == 0
+
+
+def transformer_block(g, P, i, x, cfg, kv=None, name=None):
+    blk = name or 'block_%d' % i
     h = norm(g, P, x, cfg, blk, 'ln1')
     a, new_kv = attention(g, P, (blk, 'attn'), h, cfg['heads'],
                           cfg['head_dim'], causal=True, kv=kv, cfg=cfg,
                           kv_heads=cfg.get('kv_heads'))
     x = g.add(x, a)
     h = norm(g, P, x, cfg, blk, 'ln2')
-    x = g.add(x, mlp(g, P, h, cfg, blk))
+    if is_moe(cfg, i):
+        x = g.add(x, moe(g, P, h, cfg, blk))
+    else:
+        x = g.add(x, mlp(g, P, h, cfg, blk))
     return x, new_kv
 
 
-def _trace_block(g, P, x, cfg, i=0):
-    """Block i traced into a graph of its own on one layer's weights: (the
-    graph, its carry argument, its weight arguments in order of first use
-    with their keys below the block, its output)."""
+def _trace_block(g, P, x, cfg, i=0, n=1):
+    """Blocks i .. i+n-1 traced into a graph of their own on one unit's
+    weights: (the graph, its carry argument, its weight arguments in order
+    of first use with their keys below the unit, its output).  A unit of
+    one block drops the block's name (params['blocks'][...] once
+    stacked); a unit of n names its blocks sub_0 .. sub_<n-1>."""
     body = Graph(g.dtype)
-    LP = LayerParams(body, P.dtype, P.compute)
+    LP = LayerParams(body, P.dtype, P.compute, drop=n == 1)
     carry = body.arg('carry', x.shape, x.dtype, requires_grad=True)
-    out, _ = transformer_block(body, LP, i, carry, cfg)
+    out = carry
+    for j in range(n):
+        out, _ = transformer_block(body, LP, i + j, out, cfg,
+                                   name=None if n == 1 else 'sub_%d' % j)
     return body, carry, LP.order, out
 
 
 def scanned_blocks(g, P, x, cfg):
     """The blocks as jax.lax.scan over stacked per-layer weights: the block
-    is traced once on one layer's weights, which become
-    params['blocks'][...] of shape [layers, ...]; with remat, the scanned
-    function is the checkpointed block (MaxText's scan of nn.remat)."""
-    body, carry, order, out = _trace_block(g, P, x, cfg)
-    L = cfg['layers']
+    (with MoE every moe_every-th block, the unit of moe_every blocks) is
+    traced once on one unit's weights, which become params['blocks'][...]
+    of shape [layers / unit, ...]; with remat, the scanned function is the
+    checkpointed unit (MaxText's scan of nn.remat)."""
+    n = cfg['moe_every'] if cfg['experts'] else 1
+    body, carry, order, out = _trace_block(g, P, x, cfg, 0, n)
+    L = cfg['layers'] // n
     stacked = [P.arg((L,) + v.shape, 'blocks', *keys) for keys, v in order]
     policy = None if cfg['remat'] == 'none' else cfg['remat']
     return scan(g, body, carry, [v for _, v in order], out, x, stacked,
@@ -537,8 +676,7 @@ def scanned_blocks(g, P, x, cfg):
 
 
 def remat_block(g, P, i, x, cfg):
-    """Block i under jax.checkpoint with the config's policy (MaxText's
-    nn.remat of each decoder layer)."""
+    """Block i under jax.checkpoint with the config's policy."""
     body, carry, order, out = _trace_block(g, P, x, cfg, i)
     weights = [P.arg(v.shape, 'block_%d' % i, *keys) for keys, v in order]
     return remat(g, body, [carry] + [v for _, v in order], out,
