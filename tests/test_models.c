@@ -7,6 +7,8 @@
  */
 #include "testlib.h"
 
+#include "cost.h"
+
 #include <math.h>
 #include <unistd.h>
 
@@ -547,6 +549,153 @@ START_TEST(microbatches_match_whole_batch)
 }
 END_TEST
 
+/* ============================================ collectives per family */
+
+/* The standard schedules on the families of the zoo (tiny sizes), unrolled
+ * and scanned.  Per step (loop bodies counted by their trips, from the cost
+ * model's report of the lowered program) one expects:
+ *   BP     one all-reduce per parameter gradient and one for the loss;
+ *   FSDP   (fsdp.txt: every parameter and optimizer state on `batch` too)
+ *          one reduce-scatter per parameter gradient, one all-gather per
+ *          op of the step that uses a parameter (each use gathers afresh:
+ *          ZeRO-3; Adam's update runs on the shard), the loss's all-reduce
+ *          alone;
+ *   BP+MP  BP's and Megatron's four per layer (attention output and MLP
+ *          forward, the input gradients through w_q/k/v or w_qkv and
+ *          w_gate/w_up backward);
+ *   BP+EP  (ep.txt on an `expert` axis, experts only) BP's and, per MoE
+ *          layer, what splitting the experts makes partial along
+ *          `expert`: forward, for each of the K routing rounds the
+ *          maximum, the first index and the chosen logit over the expert
+ *          shards, and the combine's sum; backward, the router weights'
+ *          and the dispatched tokens' gradients: 3 K + 3 all-reduces.
+ *          No all-to-all: with PartIR's propagation the tokens stay split
+ *          by `batch` only (GShard's all-to-all needs the expert einsum to
+ *          take its loop over an axis from the weights while its input
+ *          arrives split by batch on that same axis, which blocks);
+ * and the scanned program has the unrolled one's per-step counts. */
+static const struct {
+    const char *family, *extra;
+    const char *mp, *mp_scan; /* BP+MP's schedules (unrolled, scanned), or NULL */
+} families[] = {
+    {"original", "", "bp+mp", "bp+mp_scan"},
+    {"llama", "norm=rms mlp=swiglu pos=rope tied=0 bias=0 fused_qkv=0", "bp+mp_split", "bp+mp_split_scan"},
+    {"maxtext", "norm=rms mlp=relu pos=rope tied=1 bias=0 fused_qkv=0", "bp+mp_split", "bp+mp_split_scan"},
+    {"gpt", "pos=learned bias=1", "bp+mp", "bp+mp_scan"},
+    {"mpt", "bias=0", NULL, NULL},
+    {"llama-moe", "norm=rms mlp=swiglu pos=rope tied=0 bias=0 fused_qkv=0 experts=4 topk=2", NULL, NULL},
+};
+
+/* Collectives per step of text partitioned over mesh by schedule. */
+static void per_step(const char *text, const char *mesh_text, const char *schedule, double out[COST_COLL_COUNT])
+{
+    char msg[800];
+    ap_error err;
+    ir_module *m = tl_parse(text, "model", msg, sizeof msg);
+    ck_assert_msg(m != NULL, "%s", msg);
+    ir_mesh mesh;
+    ir_pctx *c;
+    ir_partition *p;
+    ck_assert_int_eq(ir_mesh_parse(mesh_text, &mesh, &err), 0);
+    ck_assert_int_eq(ir_pctx_new(m, ir_module_entry(m), &mesh, &c, &err), 0);
+    ck_assert_int_eq(ir_partition_new(c, &p, &err), 0);
+    ck_assert_msg(ir_schedule_apply(p, schedule, &err) == 0, "%s", err.msg);
+    ir_lowered lw;
+    ck_assert_msg(ir_lower(p, &lw, &err) == 0, "%s", err.msg);
+    cost_device dev;
+    ck_assert_int_eq(cost_device_lookup("h100", &dev, &err), 0);
+    cost_report r;
+    ck_assert_msg(cost_estimate(lw.module, &dev, NULL, &r, &err) == 0, "%s", err.msg);
+    for (int k = 0; k < COST_COLL_COUNT; k++)
+        out[k] = r.coll[k].count;
+    ir_lowered_free(&lw);
+    ir_partition_free(p);
+    ir_pctx_free(c);
+    ir_module_free(m);
+}
+
+/* Whether a result of op is returned by the function (body's last op). */
+static bool returned(const ir_block *body, const ir_op *op)
+{
+    const ir_op *ret = body->last;
+    for (uint32_t i = 0; i < ret->n_operands; i++)
+        for (uint32_t j = 0; j < op->n_results; j++)
+            if (ret->operands[i] == &op->results[j])
+                return true;
+    return false;
+}
+
+/* Parameters and the ops of the step that use them in the unrolled
+ * program: all but Adam's update, which runs on the shard. */
+static void param_uses(const char *text, int *n_params, int *n_uses)
+{
+    ir_module *m = tl_parse(text, "model", NULL, 0);
+    ck_assert_ptr_nonnull(m);
+    ir_op *f = ir_module_entry(m);
+    ir_block *body = ir_func_entry(f);
+    *n_params = *n_uses = 0;
+    for (uint32_t a = 0; a < ir_func_num_args(f); a++) {
+        if (strncmp(ir_func_arg_name(f, a), "params[", 7))
+            continue;
+        ++*n_params;
+        for (ir_op *op = body->first; op; op = op->next) {
+            if (op == body->last || returned(body, op))
+                continue;
+            for (uint32_t i = 0; i < op->n_operands; i++)
+                if (op->operands[i] == &body->args[a]) {
+                    ++*n_uses;
+                    break;
+                }
+        }
+    }
+    ir_module_free(m);
+}
+
+START_TEST(collectives_per_family)
+{
+    const char *extra = families[_i].extra;
+    char scanned[256];
+    snprintf(scanned, sizeof scanned, "%s scan=1", extra);
+    char *tu = tl_generate_text("transformer", "tiny", extra);
+    char *ts = tl_generate_text("transformer", "tiny", scanned);
+    int n_params, n_uses;
+    param_uses(tu, &n_params, &n_uses);
+    int L = 2;
+    bool moe = strstr(extra, "experts=") != NULL;
+    struct {
+        const char *names, *mesh;
+    } scheds[4] = {{"bp", "batch=2"}, {"fsdp", "batch=2"}, {NULL, "batch=2,model=2"}, {NULL, "batch=2,expert=2"}};
+    if (moe)
+        scheds[3].names = "bp+ep";
+    scheds[2].names = families[_i].mp;
+    for (int k = 0; k < 4; k++) {
+        if (!scheds[k].names)
+            continue;
+        char *su = tl_schedule(scheds[k].names), *ss = tl_schedule(k == 2 ? families[_i].mp_scan : scheds[k].names);
+        double u[COST_COLL_COUNT], s[COST_COLL_COUNT];
+        per_step(tu, scheds[k].mesh, su, u);
+        per_step(ts, scheds[k].mesh, ss, s);
+        fprintf(stderr, "%-10s %-12s AG %4.0f AR %4.0f RS %4.0f A2A %2.0f (scanned: %4.0f %4.0f %4.0f %2.0f)\n",
+                families[_i].family, scheds[k].names, u[COST_ALL_GATHER], u[COST_ALL_REDUCE],
+                u[COST_REDUCE_SCATTER], u[COST_ALL_TO_ALL], s[COST_ALL_GATHER], s[COST_ALL_REDUCE],
+                s[COST_REDUCE_SCATTER], s[COST_ALL_TO_ALL]);
+        double want_ag = k == 1 ? n_uses : 0, want_rs = k == 1 ? n_params : 0;
+        double want_ar = k == 1 ? 1 : n_params + 1 + (k == 2 ? 4 * L : 0) + (k == 3 ? (3 * 2 + 3) * L : 0);
+        ck_assert_msg(u[COST_ALL_GATHER] == want_ag && u[COST_ALL_REDUCE] == want_ar &&
+                          u[COST_REDUCE_SCATTER] == want_rs && u[COST_ALL_TO_ALL] == 0,
+                      "%s %s: AG %g AR %g RS %g, expected %g %g %g", families[_i].family, scheds[k].names,
+                      u[COST_ALL_GATHER], u[COST_ALL_REDUCE], u[COST_REDUCE_SCATTER], want_ag, want_ar, want_rs);
+        for (int c = 0; c < COST_COLL_COUNT; c++)
+            ck_assert_msg(s[c] == u[c], "%s %s: %d per step scanned %g, unrolled %g", families[_i].family,
+                          scheds[k].names, c, s[c], u[c]);
+        ap_free(su);
+        ap_free(ss);
+    }
+    ap_free(tu);
+    ap_free(ts);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("models");
@@ -560,6 +709,7 @@ int main(void)
     tcase_add_loop_test(tc, flash_matches_dot_attention, 0, (int)(sizeof flash_cases / sizeof flash_cases[0]));
     tcase_add_test(tc, flash_partitions_over_batch_and_heads);
     tcase_add_loop_test(tc, microbatches_match_whole_batch, 0, (int)(sizeof micro_cases / sizeof micro_cases[0]));
+    tcase_add_loop_test(tc, collectives_per_family, 0, (int)(sizeof families / sizeof families[0]));
     suite_add_tcase(s, tc);
     return tl_run(s);
 }
