@@ -444,24 +444,33 @@ CUSTOM_CALLS = {'__cudnn$fmhaSoftmax': _fmha_fwd_eval,
                 '__cudnn$fmhaSoftmaxBackward': _fmha_bwd_eval}
 
 
-def _eval_while(n, env):
+def _eval_while(n, env, rounded):
     """The results of a stablehlo.while: the body's outputs, run until the
     cond region gives false."""
     cond, body = n.attrs['cond'], n.attrs['body']
     vals = [env[o.id] for o in n.operands]
     while True:
         (_, c), = evaluate(cond, {a.id: v for a, v in zip(cond.args, vals)},
-                           cond.outputs)
+                           cond.outputs, rounded)
         if not c[0]:
             return vals
         vals = evaluate(body, {a.id: v for a, v in zip(body.args, vals)},
-                        body.outputs)
+                        body.outputs, rounded)
 
 
-def evaluate(graph, inputs, outputs):
+def _round(t, dtype):
+    if dtype not in shlo.FLOAT_TYPES or dtype == 'f64':
+        return t
+    return (t[0], [shlo.round_to(x, dtype) for x in t[1]])
+
+
+def evaluate(graph, inputs, outputs, rounded=False):
     """Values of `outputs` given inputs {arg Value id: (shape, list)}.
     graph may be a region (a while's cond or body) with its block args
-    as inputs."""
+    as inputs.  rounded: every float result rounded to its element type
+    (f32, bf16, f16) once computed in float64 (sums of products too), as
+    the C interpreter does: the same arithmetic run twice gives the same
+    bits, which is what the remat tests compare."""
     nodes, live = shlo.live_nodes(graph, outputs)
     env = {}
     for a in graph.args:
@@ -471,9 +480,11 @@ def evaluate(graph, inputs, outputs):
             env[a.id] = (a.shape, list(t[1]))
     for c in graph.consts.values():
         env[c.id] = ((), [c.attrs['value']])
+        if rounded:
+            env[c.id] = _round(env[c.id], c.dtype)
     for n in nodes:
         if n.op == 'while':
-            env[n.id] = _eval_while(n, env)
+            env[n.id] = _eval_while(n, env, rounded)
             continue
         if n.op == 'optimization_barrier':
             env[n.id] = [env[o.id] for o in n.operands]
@@ -481,11 +492,16 @@ def evaluate(graph, inputs, outputs):
         if n.op == 'custom_call':
             env[n.id] = CUSTOM_CALLS[n.attrs['target']](
                 n, [env[o.id] for o in n.operands])
+            if rounded:
+                env[n.id] = [_round(t, dt) for t, (_, dt) in
+                             zip(env[n.id], n.attrs['results'])]
             continue
         if n.op == 'result':
             r = env[n.operands[0].id][n.attrs['index']]
         else:
             r = _eval_node(n, env)
+            if rounded:
+                r = _round(r, n.dtype)
         assert tuple(r[0]) == n.shape and len(r[1]) == shlo.prod(n.shape), \
             (n, r[0], len(r[1]))
         env[n.id] = r
