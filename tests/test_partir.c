@@ -227,6 +227,45 @@ START_TEST(transpose_atomic)
 }
 END_TEST
 
+/* Expert parallelism's exchange: a value made split on dim 0 along A (the
+ * tokens by batch), atomic along A, used split on dim 1 along A (by
+ * expert, from the weight).  Its use is redistributed straight from the
+ * value as made: one all_to_all, not an all_gather of the whole value and
+ * a dynslice (PartIR:HLO's fusion of all_slice(all_gather)).  A use that
+ * wants the atomic value whole still gets it gathered. */
+static const char *const exchange_src =
+    "func.func @main(%x: tensor<8x16xf32> loc(\"x\"), %w: tensor<8x16xf32> loc(\"w\")) -> tensor<8x16xf32> {\n"
+    "  %h = stablehlo.negate %x : tensor<8x16xf32> loc(\"dispatched\")\n"
+    "  %y = stablehlo.multiply %h, %w : tensor<8x16xf32>\n"
+    "  return %y : tensor<8x16xf32>\n"
+    "}\n";
+static const char *const exchange_whole_src =
+    "func.func @main(%x: tensor<8x16xf32> loc(\"x\"), %w: tensor<8x16xf32> loc(\"w\")) -> (tensor<8x16xf32>, "
+    "tensor<8x16xf32>) {\n"
+    "  %h = stablehlo.negate %x : tensor<8x16xf32> loc(\"dispatched\")\n"
+    "  %y = stablehlo.multiply %h, %w : tensor<8x16xf32>\n"
+    "  %z = stablehlo.sine %h : tensor<8x16xf32>\n"
+    "  return %y, %z : tensor<8x16xf32>, tensor<8x16xf32>\n"
+    "}\n";
+
+START_TEST(atomic_exchange_is_all_to_all)
+{
+    run r;
+    const char *sched = "atomic dispatched A; tile w 1 A; propagate; tile x 0 A; propagate";
+    ck_assert_msg(apply(&r, exchange_src, "A=4", sched), "%s", r.err);
+    assert_counts(&r, 0, 0, 0, 1, 0);
+    ck_assert_uint_eq(r.lw.n_dynslice, 0);
+    char *text = spmd(&r);
+    ck_assert_ptr_nonnull(strstr(text, "(tensor<2x16xf32>) -> tensor<8x4xf32>"));
+    ap_free(text);
+    run_free(&r);
+    /* z = sine(h) takes h whole (atomic): one all_gather, y slices it */
+    ck_assert_msg(apply(&r, exchange_whole_src, "A=4", sched), "%s", r.err);
+    assert_counts(&r, 1, 0, 0, 0, 0);
+    run_free(&r);
+}
+END_TEST
+
 /* ir_partition_copy into a state that had other tiling, identity ops,
  * blocked records and log (and into one that had fewer) gives the same
  * state as a clone: equal nests and layouts, the same schedule and blocked
@@ -1049,6 +1088,7 @@ int main(void)
     tcase_add_test(tc, listing5_zero3);
     tcase_add_test(tc, conflict_at_once_and_incrementally);
     tcase_add_test(tc, transpose_atomic);
+    tcase_add_test(tc, atomic_exchange_is_all_to_all);
     tcase_add_test(tc, talk_mlp_nested_sum);
     tcase_add_test(tc, sums_flow_through_linear_ops);
     tcase_add_test(tc, schedule_errors);

@@ -8,12 +8,14 @@
  *
  *   - per use, which copy of a value the user gets: one copy per distinct
  *     (value, needed layout), made at its first use, through the value's
- *     identity op when it has one; a sharded argument is gathered afresh
- *     for each op that needs more of it (ZeRO-3: holding the whole of a
- *     parameter from the forward to the backward pass would undo the
- *     sharding); a returned value leaves in its layout with pending sums
- *     reduced, reusing a reduced copy made for another use when there is
- *     one;
+ *     identity op when it has one (an atomic one only when some use takes
+ *     its replicated copy: otherwise straight from the value as made, so
+ *     that all_slice(all_gather) is one all_to_all); a sharded argument is
+ *     gathered afresh for each op that needs more of it (ZeRO-3: holding
+ *     the whole of a parameter from the forward to the backward pass would
+ *     undo the sharding); a returned value leaves in its layout with
+ *     pending sums reduced, reusing a reduced copy made for another use
+ *     when there is one;
  *   - per copy, the transfer: pending sums the target does not take are
  *     reduced (all_reduce, or reduce_scatter onto a dim the target tiles
  *     next along that axis), then the tiling is changed by a synthesized
@@ -851,6 +853,31 @@ static int32_t resolve_noop(const vplan *vp, int32_t m)
     return m;
 }
 
+/* The layout use (op, slot) of a value needs: an operand's, a return's
+ * (op = n_ops), or a captured value's (whole, sums reduced). */
+static void use_layout(const ir_lplan *pl, const ir_partition *p, const vplan *vp, uint32_t op, uint32_t slot,
+                       ir_layout *want)
+{
+    const ir_pctx *c = pl->c;
+    if (op == c->n_ops)
+        return_layout(pl, p, vp, slot, want);
+    else if (slot < c->opd0[op + 1] - c->opd0[op])
+        ir__needed_layout(p, op, slot, want);
+    else
+        ir_layout_init(want);
+}
+
+/* Whether identity op k is atomic along some axis (an `any` loop). */
+static bool vop_is_atomic(const ir_partition *p, uint32_t k)
+{
+    uint32_t op = vop_id(p, k);
+    const ir_loop *n = nest_of(p, op);
+    for (int i = 0; i < p->nlen[op]; i++)
+        if (n[i].entry == p->ctx->any_entry)
+            return true;
+    return false;
+}
+
 /* Plans every use of value v in state p. */
 static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *vb, ap_error *err)
 {
@@ -863,16 +890,29 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
     bool has_vop = p->vop_of[v] >= 0;
     if (has_vop)
         ir__needed_layout(p, vop_id(p, (uint32_t)p->vop_of[v]), 0, &vneed);
+    /* Uses go through the identity op's copy (vneed) when it makes one.  An
+     * atomic identity op's copy is the value replicated along its axes: a
+     * use that wants it sliced again along them (an expert-parallel layer's
+     * tokens, atomic between the dispatch tiled by batch and the experts
+     * tiled by expert) would get an all_gather and then a dynslice, which
+     * PartIR:HLO fuses into one all_to_all.  So when no use wants the
+     * replicated copy itself, each use is redistributed straight from the
+     * value as produced: the same data, by the synthesis's cheapest
+     * transfer (all_to_all there). */
+    bool via_vop = has_vop && !lay_eq(&vneed, &prod);
+    if (via_vop && vop_is_atomic(p, (uint32_t)p->vop_of[v])) {
+        via_vop = false;
+        for (uint32_t u = pl->u0[v]; u < pl->u0[v + 1] && !via_vop; u++) {
+            ir_layout want;
+            use_layout(pl, p, vp, pl->uses[u].op, pl->uses[u].slot, &want);
+            via_vop = lay_eq(&want, &vneed);
+        }
+    }
     for (uint32_t u = pl->u0[v]; u < pl->u0[v + 1]; u++) {
         uint32_t op = pl->uses[u].op, slot = pl->uses[u].slot;
         int32_t *dst = &pl->use_mat[pl->slot0[op] + slot];
         ir_layout want;
-        if (op == c->n_ops)
-            return_layout(pl, p, vp, slot, &want);
-        else if (slot < c->opd0[op + 1] - c->opd0[op])
-            ir__needed_layout(p, op, slot, &want);
-        else
-            ir_layout_init(&want); /* a captured value: whole, sums reduced */
+        use_layout(pl, p, vp, op, slot, &want);
         if (op == c->n_ops)
             pl->ret_layout[slot] = want;
         if (lay_eq(&prod, &want)) {
@@ -887,7 +927,7 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
         }
         ir_layout from = prod;
         int32_t src = -1;
-        if (has_vop && !lay_eq(&vneed, &prod)) {
+        if (via_vop) {
             /* through the value's identity op (atomic or tiling action) */
             int32_t s = mat_find(c, vp, &vneed, op, sc, vb);
             if (s < 0 && (s = mat_add(pl, vp, vb, g, &prod, &vneed, -1, ANY_OP, op, slot, err)) < 0)

@@ -555,6 +555,9 @@ class CliTest(unittest.TestCase):
         self.assertEqual(len(t32), 1)
         self.assertIn(' seq=2048 ', t32[0])
         self.assertIn(' scan=0', t32[0])
+        # defaults that follow another key say which
+        self.assertIn(' kv_heads=heads ', t32[0])
+        self.assertIn(' param_dtype=dtype', t32[0])
         # every override key of the transformer, with its values
         for key, (kind, _) in transformer.KEYS.items():
             self.assertTrue(any(line.startswith('    %-11s %s' % (
