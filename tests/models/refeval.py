@@ -170,7 +170,7 @@ def _eval_node(n, env):
     if op == 'select':
         return (n.shape, [a if p else b for p, a, b in
                           zip(ops[0][1], ops[1][1], ops[2][1])])
-    if op in ('stop_gradient', 'reshape', 'custom_vjp'):
+    if op in ('stop_gradient', 'reshape', 'custom_vjp', 'named'):
         return (n.shape, ops[0][1])
     if op == 'iota':
         d = n.attrs['dim']

@@ -404,6 +404,16 @@ class Graph:
         return self._new('custom_vjp', out.shape, out.dtype,
                          (out,) + tuple(inputs), {'vjp': vjp})
 
+    def named(self, x, name):
+        """x with its op located as loc("name"), and its cotangent's op as
+        loc("transpose(jvp(name))"): what jax.named_scope leaves in the
+        locations of the forward op and of the backward op that makes the
+        cotangent, for a schedule to name (PartIR's tag).  Prints as
+        nothing."""
+        if x.op not in ('arg', 'constant'):
+            x.attrs['loc'] = name
+        return self._new('named', x.shape, x.dtype, (x,), {'name': name})
+
     def checkpoint_name(self, x, name):
         """jax.ad_checkpoint.checkpoint_name: names x for remat policies."""
         x.attrs['ckpt_name'] = name
@@ -529,6 +539,13 @@ def _vjp(op):
         VJP[op] = f
         return f
     return deco
+
+
+@_vjp('named')
+def _(g, n, ct, need):
+    if ct.op not in ('arg', 'constant') and 'loc' not in ct.attrs:
+        ct.attrs['loc'] = 'transpose(jvp(%s))' % n.attrs['name']
+    return [ct]
 
 
 @_vjp('add')
@@ -1459,7 +1476,7 @@ def _(n, N):
 
 
 # Ops printed as nothing: their name is their first operand's.
-_ALIASES = ('stop_gradient', 'custom_vjp')
+_ALIASES = ('stop_gradient', 'custom_vjp', 'named')
 
 
 def _n_results(n):
@@ -1540,6 +1557,9 @@ def _emit_block(graph, outs, names, counters, num0, next_arg, ind):
         k = _n_results(n)
         if k != 1:
             res += ':%d' % k
+        loc = n.attrs.get('loc')
+        if loc:
+            body += ' loc(%s)' % mlir_string(loc)
         lines.append('%s%s = %s' % (ind, res, body))
     return lines
 

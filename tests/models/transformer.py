@@ -606,6 +606,10 @@ def moe(g, P, h, cfg, blk):
     combine = g.mul(g.broadcast_in_dim(probs, (b, s, E, C), (0, 1, 2)), slot)
     x = g.transpose(g.dot_general(h, dispatch, ((1,), (1,)), ((0,), (0,))),
                     (2, 0, 3, 1))                               # [E,b,C,d]
+    # The tokens as the experts take them and the experts' output, named
+    # (with their cotangents) for expert parallelism: schedules/ep.txt
+    # fences them so that they change hands by all_to_all (GShard).
+    x = g.named(x, '%s/moe/dispatched' % blk)
 
     def expert(name, n_in, n_out):
         return P((E, n_in, n_out), blk, 'moe', 'w_' + name)
@@ -618,7 +622,7 @@ def moe(g, P, h, cfg, blk):
     else:
         u = ein(x, expert('up', d, f))
         u = gelu_tanh(g, u) if cfg['mlp'] == 'gelu' else relu(g, u)
-    y = ein(u, expert('down', f, d))                            # [E,b,C,d]
+    y = g.named(ein(u, expert('down', f, d)), '%s/moe/expert_out' % blk)
     out = g.dot_general(y, combine, ((0, 2), (2, 3)), ((1,), (0,)))
     return g.transpose(out, (0, 2, 1))                          # [b,s,d]
 
