@@ -504,6 +504,7 @@ int srv_run(const srv_options *opt)
     rpc_config cfg = {
         .listen = opt->listen,
         .max_recv_bytes = opt->max_message_bytes,
+        .max_buffer_bytes = opt->rpc_memory_bytes,
         .tls_cert_pem = cert,
         .tls_key_pem = key,
         .tls_client_ca_pem = ca,

@@ -31,7 +31,10 @@ static void usage(FILE *f)
             "  --apply-threads N        threads reading requests and running Apply (default 2)\n"
             "  --max-queue N            requests waiting per queue before RESOURCE_EXHAUSTED (default 64)\n"
             "  --max-queued-mb M        and the bytes of the requests waiting, in all (default 1024)\n"
-            "  --max-message-mb M       largest request message in MiB (default 64)\n"
+            "  --max-message-mb M       largest request message in MiB, compressed or not (default 64)\n"
+            "  --rpc-memory-mb M        memory gRPC may hold for requests still arriving, MiB (default\n"
+            "                           4 x --max-message-mb, at least 64): past it, it resets streams\n"
+            "                           (ENHANCE_YOUR_CALM) until it holds less\n"
             "  --cache-mb M             answers kept packed in memory for repeated requests, MiB\n"
             "                           (default 64; 0: every hit reads the store)\n"
             "  --token-file PATH        every call must carry `authorization: Bearer TOKEN` (the file's\n"
@@ -82,7 +85,7 @@ static bool parse_int(const char *opt, const char *s, long lo, long hi, long *ou
 int main(int argc, char **argv)
 {
     enum { O_LISTEN = 256, O_DB, O_MAXC, O_TPS, O_APPLY, O_QUEUE, O_MSG, O_TOKEN, O_CERT, O_KEY, O_CA, O_INSECURE,
-           O_GRACE, O_QUIET, O_VERSION, O_CACHE, O_QUEUED, O_HTTP, O_HTTP_ROOT, O_MAX_SEARCH, O_ABANDON, O_KEEP_DAYS, O_KEEP_MB };
+           O_GRACE, O_QUIET, O_VERSION, O_CACHE, O_QUEUED, O_HTTP, O_HTTP_ROOT, O_MAX_SEARCH, O_ABANDON, O_KEEP_DAYS, O_KEEP_MB, O_RPC_MEM };
     static const struct option opts[] = {
         {"listen", required_argument, NULL, O_LISTEN},
         {"db", required_argument, NULL, O_DB},
@@ -91,6 +94,7 @@ int main(int argc, char **argv)
         {"apply-threads", required_argument, NULL, O_APPLY},
         {"max-queue", required_argument, NULL, O_QUEUE},
         {"max-message-mb", required_argument, NULL, O_MSG},
+        {"rpc-memory-mb", required_argument, NULL, O_RPC_MEM},
         {"cache-mb", required_argument, NULL, O_CACHE},
         {"max-queued-mb", required_argument, NULL, O_QUEUED},
         {"token-file", required_argument, NULL, O_TOKEN},
@@ -154,6 +158,11 @@ int main(int argc, char **argv)
                 return 2;
             o.max_message_bytes = (int64_t)v << 20;
             break;
+        case O_RPC_MEM:
+            if (!parse_int("--rpc-memory-mb", optarg, 16, 1 << 20, &v))
+                return 2;
+            o.rpc_memory_bytes = (int64_t)v << 20;
+            break;
         case O_CACHE:
             if (!parse_int("--cache-mb", optarg, 0, 1 << 20, &v))
                 return 2;
@@ -211,6 +220,13 @@ int main(int argc, char **argv)
     const char *stall = getenv("AUTOPARTD_TEST_STALL_S");
     if (stall && stall[0])
         o.test_stall_s = atof(stall);
+    if (!o.rpc_memory_bytes)
+        o.rpc_memory_bytes = o.max_message_bytes < (16 << 20) ? 64 << 20 : 4 * o.max_message_bytes;
+    if (o.rpc_memory_bytes < o.max_message_bytes) {
+        fprintf(stderr, "autopartd: error: --rpc-memory-mb must be at least --max-message-mb (a message that "
+                        "large must fit)\n");
+        return 2;
+    }
     if (!o.db_path) {
         fprintf(stderr, "autopartd: error: --db PATH is required (the store, created when absent)\n");
         return 2;

@@ -83,7 +83,10 @@ typedef struct rpc_handlers {
 
 typedef struct rpc_config {
     const char *listen;        /* host:port; port 0 picks a free one */
-    int64_t max_recv_bytes;    /* largest request message */
+    int64_t max_recv_bytes;    /* largest request message, compressed or inflated */
+    /* Memory gRPC may hold for requests still arriving (its resource
+     * quota); 0: no bound.  See rpc_grpc.c for what happens past it. */
+    int64_t max_buffer_bytes;
     /* TLS: PEM text of the certificate chain and key; NULL: plain text. */
     const char *tls_cert_pem, *tls_key_pem;
     const char *tls_client_ca_pem; /* require client certificates signed by it */

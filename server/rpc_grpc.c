@@ -11,6 +11,51 @@
  * Replies go out one SEND_MESSAGE at a time from a per-call queue; the
  * status goes with the last message.  A call is freed when the handler has
  * given back its references and no batch of it is in flight.
+ *
+ * What gRPC 1.51's core does with a request message, read in its sources
+ * (github.com/grpc/grpc, the 1.5x files) and checked against this daemon
+ * with a raw HTTP/2 client (tests/service/test_grpc_edges.py):
+ *  - The length prefix is never compared with a maximum.
+ *    chttp2/transport/frame_data.cc grpc_deframe_unprocessed_incoming_frames
+ *    returns Pending while fewer than length+5 bytes are stored, with
+ *    min_progress_size = what is missing; flow_control.cc
+ *    StreamFlowControl::DesiredAnnounceSize then opens the stream's window
+ *    to min(min_progress_size_, kMaxWindowDelta): the client is invited to
+ *    send all it claimed, and frame_storage keeps it.  Only the whole
+ *    message meets the limit (message_size_filter.cc recv_message_ready:
+ *    Length() > max_recv_size -> RESOURCE_EXHAUSTED "Received message
+ *    larger than max"); that error carries a grpc status, so the client
+ *    gets it in trailers, and the call never reaches on_new_call: there is
+ *    no status of ours to race it.  Measured: a 1 GiB prefix followed by 140 MB of
+ *    body took the daemon's RSS from 17 to 157 MB under a 64 MiB limit.
+ *    Later gRPC checks the prefix there (message_too_large_error); 1.51
+ *    has no knob for it.  What bounds it here is a resource quota
+ *    (max_buffer_bytes): past it the core's destructive reclaimer
+ *    (chttp2_transport.cc, "Buffers full") resets a stream with
+ *    ENHANCE_YOUR_CALM and frees its buffers (measured: reset after 100 MB
+ *    under a 100 MiB quota, RSS back to 21 MB).
+ *  - A message cut short by the end of the stream is dropped without a
+ *    word: chttp2_transport.cc grpc_chttp2_maybe_complete_recv_message, on
+ *    Pending with s->read_closed, resets frame_storage and recv_message.
+ *    The call reaches us exactly as one that sent no message (payload
+ *    NULL); nothing in the C API tells the two apart, so both are answered
+ *    INVALID_ARGUMENT "no complete request message", whatever the prefix
+ *    claimed (RESOURCE_EXHAUSTED would need the prefix, which only the
+ *    transport saw).
+ *  - Per-message decompression, left on, ends a call whose gzip body does
+ *    not inflate with a stream reset and no grpc-status: the filter
+ *    (http/message_compress/message_decompress_filter.cc OnRecvMessageReady)
+ *    fails it with an error that carries no StatusIntProperty::kRpcStatus,
+ *    and grpc_chttp2_cancel_stream writes trailers (close_from_api) only
+ *    for an error with a clear grpc status, RST_STREAM otherwise.  It also
+ *    inflates without an output bound (lib/compression/message_compress.cc
+ *    zlib_decompress), after checking only the compressed length.  So it
+ *    is off (GRPC_ARG_ENABLE_PER_MESSAGE_DECOMPRESSION 0): the byte buffer
+ *    then arrives still compressed, marked with the grpc-encoding's
+ *    algorithm (grpc_byte_buffer_reader_init no longer inflates: it hands
+ *    the compressed bytes on), and inflate_request below inflates gzip and
+ *    deflate to at most max_recv_bytes, answering RESOURCE_EXHAUSTED past
+ *    it and INVALID_ARGUMENT for bytes that do not inflate.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -25,6 +70,7 @@
 #include <grpc/slice.h>
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
+#include <zlib.h>
 
 #include "rpc.h"
 
@@ -79,6 +125,7 @@ struct rpc_server {
     rpc_method *methods;
     void **registered;
     int n_methods;
+    size_t max_recv;    /* the largest request, inflated */
     char *token_header; /* "Bearer TOKEN" */
     pthread_t thread;
     bool thread_started;
@@ -472,8 +519,10 @@ static void on_new_call(rpc_server *s, slot *sl)
         rpc_finish(c, RPC_UNIMPLEMENTED, msg, NULL, 0);
         return;
     }
-    if (!sl->payload) {
-        rpc_finish(c, RPC_INVALID_ARGUMENT, "the call carries no request message", NULL, 0);
+    if (!sl->payload) { /* none, or one cut short: see the head comment */
+        rpc_finish(c, RPC_INVALID_ARGUMENT,
+                   "the call carries no complete request message (none, or one shorter than its length prefix)",
+                   NULL, 0);
         return;
     }
     /* One request message per call, for every method here: the handler
@@ -490,6 +539,94 @@ static void on_new_call(rpc_server *s, slot *sl)
     }
 }
 
+/* Inflates a request the client compressed (grpc-encoding gzip or
+ * deflate; the core leaves it compressed, see the head comment) into *out
+ * (malloc'd, the caller frees it), to at most max bytes.  Returns RPC_OK,
+ * or the code to answer with a message in why. */
+static rpc_code inflate_request(grpc_compression_algorithm algo, const uint8_t *in, size_t len, size_t max,
+                                uint8_t **out, size_t *out_len, char *why, size_t why_size)
+{
+    *out = NULL;
+    *out_len = 0;
+    if (algo != GRPC_COMPRESS_GZIP && algo != GRPC_COMPRESS_DEFLATE) {
+        snprintf(why, why_size, "the request is compressed with an algorithm this daemon does not take (%d)",
+                 (int)algo);
+        return RPC_UNIMPLEMENTED;
+    }
+    const char *name = algo == GRPC_COMPRESS_GZIP ? "gzip" : "deflate";
+    if (len > UINT32_MAX || max >= UINT32_MAX) {
+        snprintf(why, why_size, "the compressed request is too large");
+        return RPC_RESOURCE_EXHAUSTED;
+    }
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    /* grpc's deflate is zlib's format (window bits 15); gzip adds 16 */
+    if (inflateInit2(&zs, algo == GRPC_COMPRESS_GZIP ? 15 + 16 : 15) != Z_OK) {
+        snprintf(why, why_size, "out of memory inflating the request");
+        return RPC_RESOURCE_EXHAUSTED;
+    }
+    /* Room grows by doubling up to max + 1: filling that much is too much. */
+    size_t cap = len < max / 4 ? 4 * len + 256 : max + 1;
+    uint8_t *buf = malloc(cap);
+    rpc_code code = RPC_OK;
+    if (!buf) {
+        snprintf(why, why_size, "out of memory inflating the request");
+        code = RPC_RESOURCE_EXHAUSTED;
+        goto done;
+    }
+    zs.next_in = (Bytef *)(uintptr_t)in;
+    zs.avail_in = (uInt)len;
+    zs.next_out = buf;
+    zs.avail_out = (uInt)cap;
+    for (;;) {
+        int r = inflate(&zs, Z_NO_FLUSH);
+        if (r == Z_STREAM_END) {
+            if (zs.avail_in) {
+                snprintf(why, why_size, "the request (%s) has %u bytes after its compressed data", name, zs.avail_in);
+                code = RPC_INVALID_ARGUMENT;
+            }
+            break;
+        }
+        if ((r == Z_OK || r == Z_BUF_ERROR) && zs.avail_out == 0) {
+            if (cap > max) {
+                snprintf(why, why_size, "the request inflates (%s) to more than the largest message, %zu bytes",
+                         name, max);
+                code = RPC_RESOURCE_EXHAUSTED;
+                break;
+            }
+            size_t ncap = cap > max / 2 ? max + 1 : 2 * cap;
+            uint8_t *nb = realloc(buf, ncap);
+            if (!nb) {
+                snprintf(why, why_size, "out of memory inflating the request");
+                code = RPC_RESOURCE_EXHAUSTED;
+                break;
+            }
+            buf = nb;
+            zs.next_out = buf + cap;
+            zs.avail_out = (uInt)(ncap - cap);
+            cap = ncap;
+            continue;
+        }
+        if (r == Z_OK)
+            continue;
+        if (r == Z_BUF_ERROR) /* no progress with room left: the input ended first */
+            snprintf(why, why_size, "the request is not valid %s data: cut short", name);
+        else
+            snprintf(why, why_size, "the request is not valid %s data: %s", name, zs.msg ? zs.msg : "bad data");
+        code = r == Z_MEM_ERROR ? RPC_RESOURCE_EXHAUSTED : RPC_INVALID_ARGUMENT;
+        break;
+    }
+done:
+    if (code == RPC_OK) {
+        *out = buf;
+        *out_len = zs.total_out;
+    } else {
+        free(buf);
+    }
+    inflateEnd(&zs);
+    return code;
+}
+
 /* The end of the client's stream (or more). */
 static void on_request_end(rpc_server *s, rpc_call *c, bool ok)
 {
@@ -501,17 +638,33 @@ static void on_request_end(rpc_server *s, rpc_call *c, bool ok)
         rpc_finish(c, RPC_INVALID_ARGUMENT, "the call carries more than one request message", NULL, 0);
         return;
     }
+    grpc_compression_algorithm algo = c->request->data.raw.compression;
     grpc_byte_buffer_reader rd;
     if (!grpc_byte_buffer_reader_init(&rd, c->request)) {
-        rpc_finish(c, RPC_INVALID_ARGUMENT, "the request message cannot be read (bad compression?)", NULL, 0);
+        rpc_finish(c, RPC_INTERNAL, "the request message cannot be read", NULL, 0);
         return;
     }
     grpc_slice all = grpc_byte_buffer_reader_readall(&rd);
     grpc_byte_buffer_reader_destroy(&rd);
     grpc_byte_buffer_destroy(c->request);
     c->request = NULL;
-    s->h.call(s->h.ud, c, c->method, GRPC_SLICE_START_PTR(all), GRPC_SLICE_LENGTH(all));
+    if (algo == GRPC_COMPRESS_NONE) {
+        s->h.call(s->h.ud, c, c->method, GRPC_SLICE_START_PTR(all), GRPC_SLICE_LENGTH(all));
+        grpc_slice_unref(all);
+        return;
+    }
+    uint8_t *msg;
+    size_t len;
+    char why[200];
+    rpc_code code = inflate_request(algo, GRPC_SLICE_START_PTR(all), GRPC_SLICE_LENGTH(all), s->max_recv, &msg, &len,
+                                    why, sizeof why);
     grpc_slice_unref(all);
+    if (code != RPC_OK) {
+        rpc_finish(c, code, why, NULL, 0);
+        return;
+    }
+    s->h.call(s->h.ud, c, c->method, msg, len);
+    free(msg);
 }
 
 /* ================================================================= loop */
@@ -625,6 +778,7 @@ int rpc_server_start(const rpc_config *cfg, const rpc_handlers *h, rpc_server **
     grpc_init();
     s->h = *h;
     s->n_methods = cfg->n_methods;
+    s->max_recv = cfg->max_recv_bytes > 0 && cfg->max_recv_bytes < INT32_MAX ? (size_t)cfg->max_recv_bytes : INT32_MAX;
     s->shutdown_tag.kind = TAG_SHUTDOWN;
     atomic_init(&s->live, 0);
     atomic_init(&s->stopping, false);
@@ -645,7 +799,7 @@ int rpc_server_start(const rpc_config *cfg, const rpc_handlers *h, rpc_server **
         snprintf(s->token_header, n, "Bearer %s", cfg->token);
     }
 
-    grpc_arg args[4];
+    grpc_arg args[6];
     memset(args, 0, sizeof args);
     /* On by default: a second daemon would bind the same port silently and
      * take half the clients.  Off, binding a taken port fails. */
@@ -658,9 +812,32 @@ int rpc_server_start(const rpc_config *cfg, const rpc_handlers *h, rpc_server **
     args[2].type = GRPC_ARG_INTEGER;
     args[2].key = GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
     args[2].value.integer = -1; /* answers (device-local modules) may exceed requests */
-    grpc_channel_args chargs = {3, args};
+    /* Compressed requests come up still compressed, for inflate_request
+     * (see the head comment: the core's inflation resets the stream on
+     * bad data and has no output bound). */
+    args[3].type = GRPC_ARG_INTEGER;
+    args[3].key = GRPC_ARG_ENABLE_PER_MESSAGE_DECOMPRESSION;
+    args[3].value.integer = 0;
+    /* Only what inflate_request knows: for any other grpc-encoding the core
+     * answers UNIMPLEMENTED itself, with a grpc-status. */
+    args[4].type = GRPC_ARG_INTEGER;
+    args[4].key = GRPC_COMPRESSION_CHANNEL_ENABLED_ALGORITHMS_BITSET;
+    args[4].value.integer = (1 << GRPC_COMPRESS_NONE) | (1 << GRPC_COMPRESS_DEFLATE) | (1 << GRPC_COMPRESS_GZIP);
+    grpc_channel_args chargs = {5, args};
+    grpc_resource_quota *quota = NULL;
+    if (cfg->max_buffer_bytes > 0) {
+        quota = grpc_resource_quota_create("autopartd");
+        grpc_resource_quota_resize(quota, (size_t)cfg->max_buffer_bytes);
+        args[5].type = GRPC_ARG_POINTER;
+        args[5].key = GRPC_ARG_RESOURCE_QUOTA;
+        args[5].value.pointer.p = quota;
+        args[5].value.pointer.vtable = grpc_resource_quota_arg_vtable();
+        chargs.num_args = 6;
+    }
     s->cq = grpc_completion_queue_create_for_next(NULL);
     s->server = grpc_server_create(&chargs, NULL);
+    if (quota)
+        grpc_resource_quota_unref(quota); /* the server holds its own reference */
     grpc_server_register_completion_queue(s->server, s->cq, NULL);
     for (int i = 0; i < cfg->n_methods; i++) {
         s->registered[i] = grpc_server_register_method(s->server, cfg->methods[i].path, NULL,

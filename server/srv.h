@@ -61,6 +61,7 @@ typedef struct srv_options {
     int apply_threads;      /* workers for parsing, validation and Apply */
     int max_queue;          /* jobs waiting per pool */
     int64_t max_message_bytes;
+    int64_t rpc_memory_bytes; /* gRPC's memory for requests still arriving (0: no bound) */
     int64_t cache_bytes;    /* answers kept packed in memory */
     int64_t max_queued_bytes; /* requests waiting in queues, in all */
     const char *token_file;
