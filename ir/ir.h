@@ -451,7 +451,10 @@ bool ir_module_equal(const ir_module *a, const ir_module *b, char *why, size_t w
 /* Inlines every func.call (and stablehlo.composite, a call of its
  * decomposition) of a function reachable from `func` (recursively), leaving
  * one flat function; callees that become unused are
- * kept (they print back).  Fails with AP_EUNSUPPORTED on recursion. */
+ * kept (they print back).  Fails with AP_EUNSUPPORTED on recursion, and
+ * with AP_ELIMIT (at the function's position, before anything changes) when
+ * the function would grow past a million ops, or twice the ops written in
+ * the module when that is more (nested calls grow exponentially). */
 int ir_inline_calls(ir_module *m, ir_op *func, ap_error *err);
 
 /* ============================================================ summaries */

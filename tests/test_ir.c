@@ -481,6 +481,42 @@ START_TEST(inline_private_calls)
 }
 END_TEST
 
+/* Nested calls grow exponentially: 20 functions that each call the next
+ * twice are 2^20 ops once inlined (4.5 KB of text; 1.2 GB and 8-30 s
+ * before the limit).  Refused at the function that grows past it, before
+ * the module changes. */
+START_TEST(inline_size_limit)
+{
+    char src[8192];
+    size_t n = (size_t)snprintf(src, sizeof src,
+                                "func.func @main(%%a: tensor<f32>) -> tensor<f32> {\n"
+                                "  %%0 = call @f0(%%a) : (tensor<f32>) -> tensor<f32>\n"
+                                "  return %%0 : tensor<f32>\n}\n");
+    for (int k = 0; k < 20; k++)
+        n += (size_t)snprintf(src + n, sizeof src - n,
+                              "func.func private @f%d(%%a: tensor<f32>) -> tensor<f32> {\n"
+                              "  %%0 = call @f%d(%%a) : (tensor<f32>) -> tensor<f32>\n"
+                              "  %%1 = call @f%d(%%0) : (tensor<f32>) -> tensor<f32>\n"
+                              "  return %%1 : tensor<f32>\n}\n",
+                              k, k + 1, k + 1);
+    n += (size_t)snprintf(src + n, sizeof src - n,
+                          "func.func private @f20(%%a: tensor<f32>) -> tensor<f32> {\n"
+                          "  %%0 = stablehlo.add %%a, %%a : tensor<f32>\n"
+                          "  return %%0 : tensor<f32>\n}\n");
+    ck_assert_uint_lt(n, sizeof src - 1);
+    ir_module *m = tl_parse(src, "bomb.mlir", NULL, 0);
+    ck_assert_ptr_nonnull(m);
+    ir_op *f = ir_module_func(m, "main");
+    ap_error err;
+    ck_assert_int_eq(ir_inline_calls(m, f, &err), AP_ELIMIT);
+    ck_assert_int_eq(err.line, 5);
+    ck_assert_str_eq(err.msg, "cannot inline the calls of @main: @f0 alone would expand to 1048576 "
+                              "ops, past the limit of 1000000 (the larger of 1000000 and twice the 86 ops written)");
+    ck_assert_int_eq(ir_func_entry(f)->first->opcode, IR_OP_FUNC_CALL); /* untouched */
+    ir_module_free(m);
+}
+END_TEST
+
 /* ------------------------------------------------------- typed accessors */
 
 START_TEST(typed_accessors)
@@ -892,6 +928,7 @@ int main(void)
     tcase_add_test(tc, opaque_ops_print_as_written);
     tcase_add_test(tc, no_module_wrapper_and_cfg);
     tcase_add_test(tc, inline_private_calls);
+    tcase_add_test(tc, inline_size_limit);
     tcase_add_test(tc, typed_accessors);
     tcase_add_test(tc, error_messages);
     tcase_add_test(tc, deep_nesting_is_an_error_not_a_crash);
