@@ -1418,7 +1418,8 @@ START_TEST(test_search_kill9_and_restart)
     svc_daemon other;
     svc_temp_db(db2, sizeof db2);
     svc_start(&other, db2, NULL);
-    wire_conn *c = svc_conn(other.port);
+    /* 1200 episodes from zero: past the usual 120 s on a loaded machine */
+    wire_conn *c = svc_conn_opts(other.port, NULL, 600);
     search_run fresh;
     search_call(c, &b.q, &fresh);
     ck_assert_msg(fresh.rc == 0, "%s", fresh.st.msg);
