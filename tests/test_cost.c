@@ -366,7 +366,7 @@ START_TEST(test_mesh_tiers)
     ck_assert_int_eq(cost_mesh_parse("batch", &m, &err), AP_ESYNTAX);
     ck_assert_int_eq(cost_mesh_parse("batch=0", &m, &err), AP_EINVALID);
     ck_assert_int_eq(cost_mesh_parse("x=2,x=2", &m, &err), AP_EINVALID);
-    ck_assert_str_eq(err.msg, "mesh \"x=2,x=2\": duplicate axis \"x\"");
+    ck_assert_str_eq(err.msg, "mesh 'x=2,x=2': axis 'x' is given twice");
 }
 END_TEST
 

@@ -875,6 +875,67 @@ START_TEST(real_world_forms)
 }
 END_TEST
 
+/* One mesh type, one parser, one set of limits: what is refused is refused
+ * where the mesh is read, with a message naming the limit, so a mesh that
+ * is accepted can be lowered (a 28-character axis name or a 131,072-device
+ * mesh used to pass --mesh and fail only at SPMD lowering). */
+START_TEST(mesh_limits_at_parse)
+{
+    ir_mesh m;
+    ap_error err;
+    ck_assert_int_eq(ir_mesh_parse("batch=4,model=2", &m, &err), 0);
+    ck_assert_int_eq(m.n_axes, 2);
+    ck_assert_int_eq(ir_mesh_devices(&m), 8);
+    ck_assert_int_eq(ir_mesh_parse("{x:4, y:6}", &m, &err), 0);
+    ck_assert_str_eq(m.names[1], "y");
+    ck_assert_int_eq(ir_mesh_parse("abcdefghijklmnopqrstuvwx=2", &m, &err), 0); /* 24 characters */
+    ck_assert_int_eq(ir_mesh_parse("x=256,y=256", &m, &err), 0);                /* 65,536 devices */
+
+    ck_assert_int_eq(ir_mesh_parse("abcdefghijklmnopqrstuvwxyz12=2", &m, &err), AP_EINVALID);
+    ck_assert_str_eq(err.msg, "mesh 'abcdefghijklmnopqrstuvwxyz12=2': axis name 'abcdefghijklmnopqrstuvwxyz12' has "
+                              "28 characters; at most 24 at column 1");
+    ck_assert_int_eq(ir_mesh_parse("x=512,y=256", &m, &err), AP_ELIMIT);
+    ck_assert_str_eq(err.msg, "mesh 'x=512,y=256': 131072 devices; a mesh has at most 65536");
+    ck_assert_int_eq(ir_mesh_parse("x=131072", &m, &err), AP_ELIMIT);
+    ck_assert_str_eq(err.msg, "mesh 'x=131072': axis 'x' has size 131072; a mesh has at most 65536 devices");
+    ck_assert_int_eq(ir_mesh_parse("x=99999999999999999999", &m, &err), AP_ELIMIT);
+    ck_assert_int_eq(ir_mesh_parse("a=1,b=1,c=1,d=1,e=1,f=1,g=1,h=1,i=1", &m, &err), AP_EINVALID);
+    ck_assert_str_eq(err.msg, "mesh 'a=1,b=1,c=1,d=1,e=1,f=1,g=1,h=1,i=1': more than 8 axes at column 33");
+    ck_assert_int_eq(ir_mesh_parse("batch=4,", &m, &err), AP_ESYNTAX);
+    ck_assert_str_eq(err.msg, "mesh 'batch=4,': expected AXIS=SIZE at column 9");
+    ck_assert_int_eq(ir_mesh_parse("batch", &m, &err), AP_ESYNTAX);
+    ck_assert_str_eq(err.msg, "mesh 'batch': expected '=' after axis 'batch' at column 6");
+    ck_assert_int_eq(ir_mesh_parse("B=0", &m, &err), AP_EINVALID);
+    ck_assert_str_eq(err.msg, "mesh 'B=0': axis 'B' has size 0; sizes are at least 1");
+    ck_assert_int_eq(ir_mesh_parse("B=2,B=2", &m, &err), AP_EINVALID);
+    ck_assert_str_eq(err.msg, "mesh 'B=2,B=2': axis 'B' is given twice");
+    ck_assert_int_eq(ir_mesh_parse("", &m, &err), AP_EINVALID);
+    ck_assert_int_eq(ir_mesh_parse("{}", &m, &err), AP_EINVALID);
+    ck_assert_int_eq(ir_mesh_parse("\"a\tb\"=2", &m, &err), AP_EINVALID);
+
+    /* names that need quotes print quoted and read back */
+    ck_assert_int_eq(ir_mesh_parse("\"data parallel\"=2, model=4", &m, &err), 0);
+    ap_buf b;
+    ap_buf_init(&b);
+    ir_mesh_format(&m, &b);
+    ck_assert_str_eq(b.data, "\"data parallel\"=2,model=4");
+    ir_mesh back;
+    ck_assert_int_eq(ir_mesh_parse(b.data, &back, &err), 0);
+    ck_assert_str_eq(back.names[0], "data parallel");
+    ap_buf_free(&b);
+
+    /* meshes made from parts (a request's) hold the same limits */
+    const char *names[2] = {"abcdefghijklmnopqrstuvwxyz12", "y"};
+    int64_t sizes[2] = {2, 2};
+    ck_assert_int_eq(ir_mesh_init(&m, 2, names, sizes, &err), AP_EINVALID);
+    ck_assert_str_eq(err.msg, "axis name 'abcdefghijklmnopqrstuvwxyz12' has 28 characters; at most 24");
+    names[0] = "x";
+    sizes[0] = 65536;
+    ck_assert_int_eq(ir_mesh_init(&m, 2, names, sizes, &err), AP_ELIMIT);
+    ck_assert_str_eq(err.msg, "131072 devices; a mesh has at most 65536");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ir");
@@ -899,6 +960,7 @@ int main(void)
     tcase_add_test(tc, fuzz_findings);
     tcase_add_test(tc, complex_forms);
     tcase_add_test(tc, real_world_forms);
+    tcase_add_test(tc, mesh_limits_at_parse);
     suite_add_tcase(s, tc);
     return tl_run(s);
 }

@@ -155,7 +155,6 @@ typedef struct memo_ent {
 
 typedef struct xfer_ctx {
     const ir_pctx *c;
-    ir_redist_mesh rmesh;
     ir_redist_ctx *rctx;
     memo_ent *memo;
     uint32_t n_memo, cap_memo; /* cap a power of two */
@@ -174,12 +173,6 @@ static int xctx_init(xfer_ctx *x, const ir_pctx *c, ap_error *err)
 {
     memset(x, 0, sizeof *x);
     x->c = c;
-    const char *names[IR_MAX_AXES];
-    for (int a = 0; a < c->mesh.n_axes; a++)
-        names[a] = c->mesh.names[a];
-    int rc = ir_redist_mesh_init(&x->rmesh, c->mesh.n_axes, names, c->mesh.sizes, err);
-    if (rc < 0)
-        return rc;
     return ir_redist_ctx_new(&x->rctx, err);
 }
 
@@ -276,7 +269,7 @@ static bool repeat_plan(ir_redist_plan *plan, const ir_mesh *m, const submesh *s
     plan->steps = steps;
     plan->identity_map = NULL;
     plan->ndevices *= sm->n_frozen_coords;
-    for (int f = 0; f < plan->factors.naxes; f++)
+    for (int f = 0; f < plan->factors.n_axes; f++)
         plan->factor_axis[f] = sm->axis[plan->factor_axis[f]];
     return true;
 }
@@ -365,8 +358,8 @@ static int retile_plan(xfer_ctx *x, const ir_type *g, const ir_layout *from, con
     ir_redist_type rf, rt;
     to_redist_type(c, &sm, g, from, &rf);
     to_redist_type(c, &sm, g, to, &rt);
-    ir_redist_mesh sub_mesh;
-    const ir_redist_mesh *rmesh = &x->rmesh;
+    ir_mesh sub_mesh;
+    const ir_mesh *rmesh = &c->mesh;
     ap_error e;
     int rc;
     if (sm.n < c->mesh.n_axes) {
@@ -376,7 +369,7 @@ static int retile_plan(xfer_ctx *x, const ir_type *g, const ir_layout *from, con
             names[k] = c->mesh.names[sm.axis[k]];
             sizes[k] = c->mesh.sizes[sm.axis[k]];
         }
-        if ((rc = ir_redist_mesh_init(&sub_mesh, sm.n, names, sizes, &e)) < 0)
+        if ((rc = ir_mesh_init(&sub_mesh, sm.n, names, sizes, &e)) < 0)
             return ap_error_set(err, rc, "redistribution failed: %s", e.msg);
         rmesh = &sub_mesh;
     }

@@ -297,6 +297,11 @@ START_TEST(test_bad_input)
     expect_status(apply_status(c, &a, &st), &st, WIRE_INVALID_ARGUMENT, "no mesh");
     a.mod.func = (char *)"nothere";
     expect_status(apply_status(c, &a, &st), &st, WIRE_INVALID_ARGUMENT, "nothere");
+    /* a request's mesh is held to the limits of every mesh (ir_mesh_init) */
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "abcdefghijklmnopqrstuvwxyz12=2", "propagate", NULL);
+    expect_status(apply_status(c, &a, &st), &st, WIRE_INVALID_ARGUMENT, "has 28 characters; at most 24");
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=512,model=256", "propagate", NULL);
+    expect_status(apply_status(c, &a, &st), &st, WIRE_INVALID_ARGUMENT, "131072 devices; a mesh has at most 65536");
 
     /* Search: its inputs are checked as Apply's, and its own */
     int ev;
