@@ -382,6 +382,10 @@ struct ir_module {
     ir_op *top;           /* the builtin.module op */
     const char *filename; /* for messages; arena copy */
     const char *file_metadata; /* `{-# ... #-}` section as written, or NULL */
+    /* `#name = ...` / `!name = ...` definitions as written, one per line,
+     * of the aliases that ops kept as text name (the printer writes them
+     * first); NULL when none */
+    const char *alias_defs;
     struct ir_module_impl *impl; /* intern tables: private */
 };
 

@@ -936,6 +936,65 @@ START_TEST(mesh_limits_at_parse)
 }
 END_TEST
 
+/* Ops of other dialects whose custom syntax goes on past the end of a line
+ * (a line ending in ',' or ':', linalg's `ins(...) outs(...)` on the next
+ * line, a region after a keyword's operands, `} -> type`), and the
+ * aliases their text names; several modules in one file are refused. */
+START_TEST(opaque_ops_across_lines)
+{
+    static const char src[] = "#map = affine_map<(d0) -> (d0)>\n"
+                              "module {\n"
+                              "  func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xf32> {\n"
+                              "    %0 = foo.bar %arg0,\n"
+                              "        %arg1 : tensor<4xf32>, tensor<4xf32>\n"
+                              "    %1 = tensor.empty() : tensor<4xf32>\n"
+                              "    %2 = linalg.generic {indexing_maps = [#map, #map], iterator_types = [\"parallel\"]}\n"
+                              "        ins(%0 : tensor<4xf32>) outs(%1 : tensor<4xf32>) {\n"
+                              "    ^bb0(%in: f32, %out: f32):\n"
+                              "      %n = arith.negf %in : f32\n"
+                              "      linalg.yield %n : f32\n"
+                              "    } -> tensor<4xf32>\n"
+                              "    %3 = foo.baz %2 :\n"
+                              "        tensor<4xf32>\n"
+                              "    return %3 : tensor<4xf32>\n"
+                              "  }\n"
+                              "}\n";
+    char msg[600];
+    ir_module *m = tl_parse(src, "lines.mlir", msg, sizeof msg);
+    ck_assert_msg(m != NULL, "%s", msg);
+    const ir_op *f = ir_module_entry(m);
+    const ir_op *bar = ir_func_entry(f)->first, *generic = bar->next->next;
+    ck_assert_str_eq(bar->name, "foo.bar");
+    ck_assert_int_eq(bar->n_operands, 2);
+    ck_assert_str_eq(generic->name, "linalg.generic");
+    ck_assert_int_eq(generic->n_operands, 2); /* %0 and %1, not region arguments */
+    ck_assert_int_eq(generic->n_regions, 1);
+    ck_assert_int_eq(generic->regions[0].first->n_args, 2);
+    ck_assert_int_eq(generic->results[0].type->kind, IR_T_TENSOR); /* from `} -> tensor<4xf32>` */
+    char *out = tl_print(m);
+    /* the alias the text names and the block header print, and read back */
+    ck_assert_msg(strncmp(out, "#map = affine_map<(d0) -> (d0)>\nmodule {", 40) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "    ^bb0(%arg2: f32, %arg3: f32):\n") != NULL, "%s", out);
+    ir_module *m2 = tl_parse(out, "printed.mlir", msg, sizeof msg);
+    ck_assert_msg(m2 != NULL, "%s\n%s", msg, out);
+    char why[400];
+    ck_assert_msg(ir_module_equal(m, m2, why, sizeof why), "%s", why);
+    char *out2 = tl_print(m2);
+    ck_assert_str_eq(out, out2);
+    free(out);
+    free(out2);
+    ir_module_free(m);
+    ir_module_free(m2);
+
+    static const char two[] = "module {\n  func.func @main() {\n    return\n  }\n}\nmodule {\n}\n";
+    ap_error err;
+    ck_assert_int_eq(ir_parse(two, strlen(two), "two.mlir", IR_FMT_AUTO, &m, &err), AP_EUNSUPPORTED);
+    ap_error_format(&err, msg, sizeof msg);
+    ck_assert_str_eq(msg, "two.mlir:6:1: error: a second top-level module: the file holds several modules and "
+                          "autopart reads one; split it into one file per module");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ir");
@@ -961,6 +1020,7 @@ int main(void)
     tcase_add_test(tc, complex_forms);
     tcase_add_test(tc, real_world_forms);
     tcase_add_test(tc, mesh_limits_at_parse);
+    tcase_add_test(tc, opaque_ops_across_lines);
     suite_add_tcase(s, tc);
     return tl_run(s);
 }

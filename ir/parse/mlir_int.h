@@ -70,6 +70,11 @@ typedef struct alias_ent {
     void *ptr; /* ir_loc *, ir_attr * or const ir_type * */
     const char *at;
     int32_t next; /* bucket chain */
+    /* attribute and type aliases: the end of the definition's text, and
+     * whether an op of unknown syntax names the alias in its text (the
+     * printer must then write the definition, as it cannot inline it) */
+    const char *def_end;
+    bool used_in_text;
 } alias_ent;
 
 typedef struct alias_table {
@@ -125,6 +130,10 @@ typedef bool (*ir__form_parser)(parser *p, op_state *st, int fmt);
 struct parser {
     ir_lexer lx;
     ir_tok tok;
+    /* the token before tok: its kind (ops of unknown syntax continue past
+     * a line that ends in ',' or ':') and where it ends */
+    uint8_t prev_kind;
+    const char *prev_end;
     ir_module *m;
     ap_error *err;
     bool failed;
@@ -157,7 +166,12 @@ bool ir__perr_expected(parser *p, const char *what);
 /* Tokens.  The small ones are inline: every file of the grammar calls them
  * for nearly every token, and inlined `ir__is_word(p, "cond")` compares
  * with a constant length. */
-static inline void ir__next(parser *p) { ir__lex_next(&p->lx, &p->tok); }
+static inline void ir__next(parser *p)
+{
+    p->prev_kind = p->tok.kind;
+    p->prev_end = p->lx.p;
+    ir__lex_next(&p->lx, &p->tok);
+}
 static inline bool ir__accept(parser *p, ir_tok_kind k)
 {
     if (p->tok.kind != k)
