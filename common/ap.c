@@ -132,7 +132,7 @@ void ap_free(void *p)
         allocator.free_fn(p);
 }
 
-char *ap_strndup(const char *s, size_t n)
+static char *dup_n(const char *s, size_t n)
 {
     char *d = ap_malloc(n + 1);
     if (!d)
@@ -142,7 +142,7 @@ char *ap_strndup(const char *s, size_t n)
     return d;
 }
 
-char *ap_strdup(const char *s) { return ap_strndup(s, strlen(s)); }
+char *ap_strdup(const char *s) { return dup_n(s, strlen(s)); }
 
 /* ================================================================= arena */
 
@@ -304,7 +304,7 @@ void ap_buf_putc(ap_buf *b, char c)
     ap_buf_put(b, &c, 1);
 }
 
-void ap_buf_vprintf(ap_buf *b, const char *fmt, va_list ap)
+static void buf_vprintf(ap_buf *b, const char *fmt, va_list ap)
 {
     va_list ap2;
     va_copy(ap2, ap);
@@ -327,7 +327,7 @@ void ap_buf_printf(ap_buf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    ap_buf_vprintf(b, fmt, ap);
+    buf_vprintf(b, fmt, ap);
     va_end(ap);
 }
 
@@ -335,7 +335,7 @@ char *ap_buf_take(ap_buf *b, size_t *len)
 {
     char *d = b->data;
     if (!d && !b->oom)
-        d = ap_strndup("", 0);
+        d = dup_n("", 0);
     if (len)
         *len = b->len;
     b->data = NULL;

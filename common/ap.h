@@ -76,7 +76,6 @@ void *ap_calloc(size_t count, size_t n);
 void *ap_realloc(void *p, size_t n);
 void ap_free(void *p);
 char *ap_strdup(const char *s);
-char *ap_strndup(const char *s, size_t n);
 
 /* ----------------------------------------------------------------- arena */
 
@@ -135,7 +134,6 @@ void ap_buf_put(ap_buf *b, const void *p, size_t n);
 void ap_buf_puts(ap_buf *b, const char *s);
 void ap_buf_putc(ap_buf *b, char c);
 void ap_buf_printf(ap_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void ap_buf_vprintf(ap_buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /* Hands the bytes to the caller (free with ap_free) and empties b. */
 char *ap_buf_take(ap_buf *b, size_t *len);
 

@@ -140,7 +140,6 @@ int64_t ir_type_numel(const ir_type *t);
 /* Bytes of a ranked static tensor (numel * elem bytes), -1 otherwise. */
 int64_t ir_type_bytes(const ir_type *t);
 bool ir_type_is_static(const ir_type *t);
-bool ir_type_is_tensor(const ir_type *t);
 /* Structural equality (for types of different modules). */
 bool ir_type_equal(const ir_type *a, const ir_type *b);
 /* Appends the MLIR spelling of t. */
@@ -583,7 +582,5 @@ int64_t ir_mesh_devices(const ir_mesh *m);
 /* "batch=4,model=2" (names quoted when they need it), read back by
  * ir_mesh_parse. */
 void ir_mesh_format(const ir_mesh *m, ap_buf *b);
-/* Appends an axis name as the mesh text writes it (quoted when needed). */
-void ir_mesh_put_name(ap_buf *b, const char *name);
 
 #endif /* IR_H */

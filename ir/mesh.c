@@ -208,7 +208,8 @@ int64_t ir_mesh_devices(const ir_mesh *m)
     return n;
 }
 
-void ir_mesh_put_name(ap_buf *b, const char *name)
+/* Appends an axis name as the mesh text writes it (quoted when needed). */
+static void put_name(ap_buf *b, const char *name)
 {
     if (name_is_bare(name) && *name) {
         ap_buf_puts(b, name);
@@ -224,7 +225,7 @@ void ir_mesh_format(const ir_mesh *m, ap_buf *b)
     for (int i = 0; i < m->n_axes; i++) {
         if (i)
             ap_buf_putc(b, ',');
-        ir_mesh_put_name(b, m->names[i]);
+        put_name(b, m->names[i]);
         ap_buf_printf(b, "=%lld", (long long)m->sizes[i]);
     }
 }

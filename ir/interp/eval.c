@@ -424,7 +424,7 @@ static int k_custom_call(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
 
 /* ---------------------------------------------------------- the kernels */
 
-ip_kernel ir__ip_kernel(ir_opcode opc)
+static ip_kernel kernel_of(ir_opcode opc)
 {
     /* Ops of one kind (the kind column of ir_ops.h) share a kernel, so an
      * element-wise op added to the registry needs no row here; the kernel
@@ -611,7 +611,7 @@ static int eval_op(ip_run *r, ip_frame *fr, const ir_op *op)
                                   "(reduce, sort, scatter, map bodies) cannot be evaluated");
         return ir__ip_collective(r, fr, op);
     }
-    ip_kernel k = ir__ip_kernel((ir_opcode)op->opcode);
+    ip_kernel k = kernel_of((ir_opcode)op->opcode);
     if (!k)
         return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED, "%s", refusal((ir_opcode)op->opcode));
     return eval_kernel(r, fr, op, k);

@@ -422,7 +422,7 @@ static uint64_t bin_i(ir_opcode opc, int64_t x, int64_t y, int bits, bool uns)
     }
 }
 
-bool ir__ip_ew2_ok(ir_opcode opc, ir_elem e)
+static bool ew2_ok(ir_opcode opc, ir_elem e)
 {
     switch (ir__ip_class(e)) {
     case IP_F:
@@ -443,7 +443,9 @@ bool ir__ip_ew2_ok(ir_opcode opc, ir_elem e)
     }
 }
 
-void ir__ip_ew2_elem(ir_opcode opc, ir_elem e, const uint8_t *a, const uint8_t *b, uint8_t *out)
+/* Element-wise binary op on one element of type e: out = a op b (out may
+ * alias a or b).  The op must be one ew2_ok accepts. */
+static void ew2_elem(ir_opcode opc, ir_elem e, const uint8_t *a, const uint8_t *b, uint8_t *out)
 {
     switch (ir__ip_class(e)) {
     case IP_F: ip_stf(e, out, bin_f(opc, ip_ldf(e, a), ip_ldf(e, b))); return;
@@ -474,9 +476,9 @@ int ir__ip_k_ew2(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
     if (!ir__tensor_same_type(a, b) || !ir__tensor_same_type(a, y))
         return ir__ip_fail(c, AP_ETYPE, "operands and result must have one type");
     ir_elem e = (ir_elem)a->elem;
-    if (!ir__ip_ew2_ok(opc, IR_E_F64) && !ir__ip_ew2_ok(opc, IR_E_I64))
+    if (!ew2_ok(opc, IR_E_F64) && !ew2_ok(opc, IR_E_I64))
         return ir__ip_fail(c, AP_EUNSUPPORTED, "the interpreter has no rule for this element-wise op");
-    if (!ir__ip_ew2_ok(opc, e))
+    if (!ew2_ok(opc, e))
         return ir__ip_fail(c, AP_ETYPE, "not defined on %s", ir_elem_name(e));
     size_t eb = ip_eb(e);
     bool basic = opc == IR_OP_ADD || opc == IR_OP_MULTIPLY || opc == IR_OP_SUBTRACT || opc == IR_OP_DIVIDE;
@@ -503,7 +505,7 @@ int ir__ip_k_ew2(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
         return 0;
     }
     for (int64_t i = 0; i < a->numel; i++)
-        ir__ip_ew2_elem(opc, e, a->data + (size_t)i * eb, b->data + (size_t)i * eb, y->data + (size_t)i * eb);
+        ew2_elem(opc, e, a->data + (size_t)i * eb, b->data + (size_t)i * eb, y->data + (size_t)i * eb);
     return 0;
 }
 
@@ -652,8 +654,8 @@ int ir__ip_k_clamp(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
     size_t eb = ip_eb(e);
     for (int64_t i = 0; i < x->numel; i++) {
         uint8_t *q = y->data + (size_t)i * eb;
-        ir__ip_ew2_elem(IR_OP_MAXIMUM, e, x->data + (size_t)i * eb, lo->data + (lo->rank ? (size_t)i * eb : 0), q);
-        ir__ip_ew2_elem(IR_OP_MINIMUM, e, q, hi->data + (hi->rank ? (size_t)i * eb : 0), q);
+        ew2_elem(IR_OP_MAXIMUM, e, x->data + (size_t)i * eb, lo->data + (lo->rank ? (size_t)i * eb : 0), q);
+        ew2_elem(IR_OP_MINIMUM, e, q, hi->data + (hi->rank ? (size_t)i * eb : 0), q);
     }
     return 0;
 }
@@ -788,7 +790,7 @@ int ir__ip_reducer_init(ip_reducer *rd, ip_ctx *c, const ir_region *reg, uint32_
          opc == IR_OP_AND || opc == IR_OP_OR || opc == IR_OP_XOR)) {
         const ir_type *t0 = b->args[0].type, *t1 = b->args[1].type, *tr = b->first->results[0].type;
         if (t0 && t1 && tr && t0->elem == elems[0] && t1->elem == elems[0] && tr->elem == elems[0] &&
-            ir_type_numel(t0) == 1 && ir_type_numel(tr) == 1 && ir__ip_ew2_ok(opc, elems[0])) {
+            ir_type_numel(t0) == 1 && ir_type_numel(tr) == 1 && ew2_ok(opc, elems[0])) {
             rd->fast = opc;
             return 0;
         }
@@ -821,7 +823,7 @@ int ir__ip_reducer_init(ip_reducer *rd, ip_ctx *c, const ir_region *reg, uint32_
 int ir__ip_reduce_step(ip_reducer *rd, uint8_t *const *acc, const uint8_t *const *x)
 {
     if (rd->fast != IR_OP_UNKNOWN) {
-        ir__ip_ew2_elem(rd->fast, rd->elems[0], acc[0], x[0], acc[0]);
+        ew2_elem(rd->fast, rd->elems[0], acc[0], x[0], acc[0]);
         return 0;
     }
     uint32_t n = rd->n;

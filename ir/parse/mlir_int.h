@@ -278,7 +278,6 @@ bool ir__apply_sig_functional(parser *p, op_state *st, const op_sig *sig, const 
 /* ============================================================ types.c */
 
 const ir_type *ir__parse_type(parser *p);
-bool ir__parse_type_list_paren(parser *p, const ir_type ***out, uint32_t *n);
 bool ir__parse_sig(parser *p, op_sig *sig);
 void ir__sig_free(op_sig *sig);
 
@@ -308,7 +307,5 @@ bool ir__parse_arg_decls(parser *p, arg_list *args, bool allow_attrs);
  * ir_forms.h), by form; NULL for the forms without one.  A form's parser
  * reads what follows the op name. */
 extern const ir__form_parser ir__form_parsers[IR_FMT__COUNT];
-/* builds `^bb0(%a: T, %b: T): %r = OP %a, %b : T; stablehlo.return %r` */
-ir_region *ir__reduction_region(parser *p, ir_opcode op, const ir_type *const *elem_types, uint32_t n);
 
 #endif /* MLIR_INT_H */

@@ -70,7 +70,6 @@ ir_op *ir_pctx_func(const ir_pctx *c);
 ir_module *ir_pctx_module(const ir_pctx *c);
 uint32_t ir_pctx_num_ops(const ir_pctx *c);
 ir_op *ir_pctx_op(const ir_pctx *c, uint32_t i);
-uint32_t ir_pctx_num_entries(const ir_pctx *c, uint32_t op);
 
 /* A fresh state (everything replicated) over ctx; free with
  * ir_partition_free.  ir_partition_clone copies a state. */
@@ -219,12 +218,6 @@ uint32_t ir_pctx_result_value(const ir_pctx *c, uint32_t k, uint32_t j);
 /* The returned values. */
 uint32_t ir_pctx_num_returns(const ir_pctx *c);
 uint32_t ir_pctx_return_value(const ir_pctx *c, uint32_t r);
-/* The value id of v, UINT32_MAX when v is not a value of the function. */
-uint32_t ir_pctx_value_id(const ir_pctx *c, const ir_value *v);
-/* Is dim `dim` of value v the dim a while loop steps through one slice per
- * iteration (the layer dim of a stacked weight)?  Tiling it is refused:
- * that would pipeline the loop. */
-bool ir_pctx_loop_dim(const ir_pctx *c, uint32_t v, int dim);
 
 /* Layout op k needs for operand i, and the layout of its result j. */
 void ir_partition_operand_layout(const ir_partition *p, uint32_t k, uint32_t i, ir_layout *out);
@@ -260,9 +253,6 @@ typedef struct ir_xfer {
 
 /* Whether a transfer inserts nothing: the value passes as it is. */
 bool ir_xfer_is_noop(const ir_xfer *x);
-/* Whether the first op a transfer inserts reads the value (an empty value
- * is replaced by a constant). */
-bool ir_xfer_uses_source(const ir_xfer *x);
 
 /* A materialization of a value: made at its first use, in segment `seg`
  * (the op being lowered, or the return: ir_pctx_num_ops), before the op's
@@ -454,11 +444,6 @@ bool ir_redist_type_equal(const ir_redist_type *a, const ir_redist_type *b);
 /* Elements of one device's tile: the product of the local sizes. */
 int64_t ir_redist_type_local_size(const ir_redist_type *type);
 
-/* Rewrites `type` (over a mesh) over that mesh's prime factors, given the
- * `factors` and `factor_axis` of ir_redist_mesh_factor: each axis becomes its
- * factors, major first.  `out` may be `type`. */
-void ir_redist_type_factor(const ir_mesh *factors, const int *factor_axis,
-                           const ir_redist_type *type, ir_redist_type *out);
 
 /* ------------------------------------------------------------------ plans */
 
@@ -582,17 +567,6 @@ int ir_redist_baseline_of(const ir_mesh *mesh, const ir_redist_type *from,
 
 /* --------------------------------------------------------------- checking */
 
-/* Independent of the search: checks that `step` turns the array of type `in`
- * (over `factors`, read through device map `in_map`) into its own `type` read
- * through its `device_map`.  It computes every device's tile from the types'
- * base offset maps (paper, Figure 7a), runs the collective on those tiles
- * with the step's replica groups or pairs (StableHLO semantics), and compares
- * with the tiles of the result type.  Also checks that the result type is well
- * formed with the same global shape, and that groups and pairs cover every
- * device once.  Returns 0, AP_ETYPE with a message naming the first problem,
- * or AP_ENOMEM. */
-int ir_redist_check_step(const ir_mesh *factors, const ir_redist_type *in,
-                         const int32_t *in_map, const ir_redist_step *step, ap_error *err);
 
 /* Checks a whole plan: every step with ir_redist_check_step from the previous
  * step's result (the first from `from` with the identity map), each step's

@@ -43,7 +43,6 @@ uint32_t ir_pctx_operand_value(const ir_pctx *c, uint32_t k, uint32_t i) { retur
 uint32_t ir_pctx_result_value(const ir_pctx *c, uint32_t k, uint32_t j) { return c->op_val0[k] + j; }
 uint32_t ir_pctx_num_returns(const ir_pctx *c) { return c->n_ret; }
 uint32_t ir_pctx_return_value(const ir_pctx *c, uint32_t r) { return c->ret_val[r]; }
-uint32_t ir_pctx_value_id(const ir_pctx *c, const ir_value *v) { return ir__value_id(c, v); }
 
 void ir_partition_operand_layout(const ir_partition *p, uint32_t k, uint32_t i, ir_layout *out)
 {
@@ -136,7 +135,9 @@ bool ir_partition_same(const ir_partition *a, const ir_partition *b)
 
 bool ir_xfer_is_noop(const ir_xfer *x) { return !x->n_ar && x->rs_axis < 0 && !x->empty && !x->redist; }
 
-bool ir_xfer_uses_source(const ir_xfer *x) { return x->n_ar || x->rs_axis >= 0 || (!x->empty && x->redist); }
+/* Whether the first op a transfer inserts reads the value (an empty value
+ * is replaced by a constant). */
+static bool xfer_uses_source(const ir_xfer *x) { return x->n_ar || x->rs_axis >= 0 || (!x->empty && x->redist); }
 
 /* Memo of synthesized redistributions, keyed by the problem: the tilings,
  * and in fdim the axes the value is a pending sum along (-2), which the
@@ -918,7 +919,7 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
         }
     for (uint32_t m = 0; m < vp->n_mats; m++) {
         const ir_mat *mt = &vp->mats[m];
-        if (mt->src == -1 && ir_xfer_uses_source(&mt->x)) {
+        if (mt->src == -1 && xfer_uses_source(&mt->x)) {
             vp->n_prod_uses++;
             vp->prod_op = -1;
         }

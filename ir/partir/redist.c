@@ -30,7 +30,7 @@
  *      search over concrete types (STRONG) takes a permutation-free plan
  *      that costs no more than the best plan with a permutation.
  *   5. build_plan copies the chosen steps into a plan owned by the caller.
- * ir_redist_check_step re-derives every step from the types' base offset maps
+ * check_step re-derives every step from the types' base offset maps
  * (Figure 7a) without using anything from the search, for tests and
  * verification between passes.
  */
@@ -278,7 +278,10 @@ int ir_redist_mesh_factor(const ir_mesh *mesh, ir_mesh *factors, int *factor_axi
                         "cannot give the prime factors of the mesh axes distinct names");
 }
 
-void ir_redist_type_factor(const ir_mesh *factors, const int *factor_axis,
+/* Rewrites `type` (over a mesh) over that mesh's prime factors, given the
+ * `factors` and `factor_axis` of ir_redist_mesh_factor: each axis becomes its
+ * factors, major first.  `out` may be `type`. */
+static void type_factor(const ir_mesh *factors, const int *factor_axis,
                            const ir_redist_type *type, ir_redist_type *out)
 {
     ir_redist_type t = *type;
@@ -639,8 +642,8 @@ static int setup_problem(problem *pb, const ir_mesh *mesh, const ir_redist_type 
             pb->vmax[d][k] = (uint8_t)v;
         }
     }
-    ir_redist_type_factor(&pb->factors, pb->factor_axis, from, &pb->from);
-    ir_redist_type_factor(&pb->factors, pb->factor_axis, to, &pb->to);
+    type_factor(&pb->factors, pb->factor_axis, from, &pb->from);
+    type_factor(&pb->factors, pb->factor_axis, to, &pb->to);
     pb->from_local = ir_redist_type_local_size(from);
     pb->to_local = ir_redist_type_local_size(to);
     pb->bound = pb->from_local > pb->to_local ? pb->from_local : pb->to_local;
@@ -2390,7 +2393,16 @@ static int check_step_shapes(const ir_mesh *factors, const ir_redist_step *step,
     return 0;
 }
 
-int ir_redist_check_step(const ir_mesh *factors, const ir_redist_type *in,
+/* Independent of the search: checks that `step` turns the array of type `in`
+ * (over `factors`, read through device map `in_map`) into its own `type` read
+ * through its `device_map`.  It computes every device's tile from the types'
+ * base offset maps (paper, Figure 7a), runs the collective on those tiles
+ * with the step's replica groups or pairs (StableHLO semantics), and compares
+ * with the tiles of the result type.  Also checks that the result type is well
+ * formed with the same global shape, and that groups and pairs cover every
+ * device once.  Returns 0, AP_ETYPE with a message naming the first problem,
+ * or AP_ENOMEM. */
+static int check_step(const ir_mesh *factors, const ir_redist_type *in,
                          const int32_t *in_map, const ir_redist_step *step, ap_error *err)
 {
     const ir_redist_type *out = &step->type;
@@ -2456,7 +2468,7 @@ int ir_redist_plan_check(const ir_redist_plan *plan, ap_error *err)
         return ap_error_set(err, AP_ETYPE, "the plan's identity map is not the identity");
     for (int s = 0; s < plan->nsteps; s++) {
         const ir_redist_step *step = &plan->steps[s];
-        int rc = ir_redist_check_step(&plan->factors, before, before_map, step, err);
+        int rc = check_step(&plan->factors, before, before_map, step, err);
         if (rc) {
             if (err) {
                 char msg[sizeof err->msg];
