@@ -84,6 +84,17 @@ void ap_error_format(const ap_error *err, char *buf, size_t size)
         snprintf(buf, size, "error: %s", msg);
 }
 
+const char *ap_grpc_code_name(int code)
+{
+    switch (code) {
+#define AP_GRPC_NAME(name, val) \
+    case val: return #name;
+        AP_GRPC_CODES(AP_GRPC_NAME)
+#undef AP_GRPC_NAME
+    default: return "UNKNOWN";
+    }
+}
+
 const char *ap_format_bytes(double bytes, char *buf, size_t size)
 {
     static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};

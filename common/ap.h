@@ -39,6 +39,30 @@ typedef enum ap_errno {
 /* Static description of an error code ("syntax error"). */
 const char *ap_strerror(int code);
 
+/* gRPC's status codes (the numbers are the protocol's), one table for the
+ * daemon's (RPC_*) and the clients' (WIRE_*) names of them. */
+#define AP_GRPC_CODES(X)                                                  \
+    X(OK, 0)                                                              \
+    X(CANCELLED, 1)                                                       \
+    X(UNKNOWN, 2)                                                         \
+    X(INVALID_ARGUMENT, 3)                                                \
+    X(DEADLINE_EXCEEDED, 4)                                               \
+    X(NOT_FOUND, 5)                                                       \
+    X(ALREADY_EXISTS, 6)                                                  \
+    X(PERMISSION_DENIED, 7)                                               \
+    X(RESOURCE_EXHAUSTED, 8)                                              \
+    X(FAILED_PRECONDITION, 9)                                             \
+    X(ABORTED, 10)                                                        \
+    X(OUT_OF_RANGE, 11)                                                   \
+    X(UNIMPLEMENTED, 12)                                                  \
+    X(INTERNAL, 13)                                                       \
+    X(UNAVAILABLE, 14)                                                    \
+    X(DATA_LOSS, 15)                                                      \
+    X(UNAUTHENTICATED, 16)
+
+/* "INVALID_ARGUMENT"; "UNKNOWN" for a number not in the table. */
+const char *ap_grpc_code_name(int code);
+
 /* The detail of a failure.  `line`/`col` are 1-based positions in `file`
  * when the error is about text, 0 otherwise. */
 typedef struct ap_error {

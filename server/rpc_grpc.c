@@ -88,28 +88,6 @@ struct rpc_server {
     tag shutdown_tag;
 };
 
-const char *rpc_code_name(int code)
-{
-    static const char *const names[] = {"OK",
-                                        "CANCELLED",
-                                        "UNKNOWN",
-                                        "INVALID_ARGUMENT",
-                                        "DEADLINE_EXCEEDED",
-                                        "NOT_FOUND",
-                                        "ALREADY_EXISTS",
-                                        "PERMISSION_DENIED",
-                                        "RESOURCE_EXHAUSTED",
-                                        "FAILED_PRECONDITION",
-                                        "ABORTED",
-                                        "OUT_OF_RANGE",
-                                        "UNIMPLEMENTED",
-                                        "INTERNAL",
-                                        "UNAVAILABLE",
-                                        "DATA_LOSS",
-                                        "UNAUTHENTICATED"};
-    return code >= 0 && code <= 16 ? names[code] : "UNKNOWN";
-}
-
 #define CONTAINER(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 /* ================================================================= calls */
