@@ -4,6 +4,8 @@
  */
 #include "ap.h"
 
+#include <jansson.h>
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -120,6 +122,8 @@ void ap_set_allocator(const ap_allocator *a)
         allocator = *a;
     else
         allocator = (ap_allocator){malloc, realloc, free};
+    /* jansson's objects and json_dumps' text too (free them with ap_free) */
+    json_set_alloc_funcs(ap_malloc, ap_free);
 }
 
 void *ap_malloc(size_t n) { return allocator.malloc_fn(n ? n : 1); }

@@ -86,8 +86,9 @@ void ap_error_format(const ap_error *err, char *buf, size_t size);
 /* ------------------------------------------------------------- allocator */
 
 /* All heap memory goes through these so tests can inject failures
- * (ap_set_allocator) and embedders can route memory elsewhere.  Set the
- * allocator once, before any other call. */
+ * (ap_set_allocator) and embedders can route memory elsewhere: ours, and
+ * jansson's (so the text json_dumps returns is freed with ap_free).  Set
+ * the allocator once, before any other call. */
 typedef struct ap_allocator {
     void *(*malloc_fn)(size_t);
     void *(*realloc_fn)(void *, size_t);

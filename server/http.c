@@ -52,7 +52,8 @@ struct srv_http {
 
 /* An answer being built: status, content type, body (heap), file name of
  * an attachment. */
-/* bodies are malloc'd (json_dumps, strdup): MHD frees them with free() */
+/* bodies come from ap_malloc (or json_dumps, which allocates through it):
+ * MHD frees them with ap_free */
 typedef struct reply {
     unsigned status;
     const char *type;
@@ -537,7 +538,7 @@ static void api_search(srv_http *h, struct MHD_Connection *c, const char *rest, 
         }
         r->status = 200;
         r->type = "text/plain; charset=utf-8";
-        r->body = strdup(text);
+        r->body = ap_strdup(text);
         r->len = r->body ? strlen(r->body) : 0;
         if (!r->body)
             reply_error(r, 500, "out of memory");
@@ -608,7 +609,7 @@ static void route(srv_http *h, struct MHD_Connection *c, const char *url, reply 
             if (!strcmp(url, h->files[i].url)) {
                 r->status = 200;
                 r->type = h->files[i].type;
-                r->body = malloc(h->files[i].len + 1);
+                r->body = ap_malloc(h->files[i].len + 1);
                 if (!r->body) {
                     reply_error(r, 500, "out of memory");
                     return;
@@ -655,7 +656,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     struct MHD_Response *resp;
     if (r.body) {
-        resp = MHD_create_response_from_buffer(r.len, r.body, MHD_RESPMEM_MUST_FREE);
+        resp = MHD_create_response_from_buffer_with_free_callback(r.len, r.body, ap_free);
     } else {
         static const char oom[] = "out of memory\n";
         r.status = 500;
@@ -664,7 +665,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (!resp) {
         if (r.body)
-            free(r.body);
+            ap_free(r.body);
         return MHD_NO;
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r.type);

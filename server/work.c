@@ -156,7 +156,7 @@ static bool device_from_wire(srv_work *w, const Autopart__V1__Device *d, cost_de
         return false;
     }
     int rc = cost_device_from_json(text, strlen(text), out, &err);
-    free(text);
+    ap_free(text);
     if (rc < 0) {
         work_fail(w, RPC_INVALID_ARGUMENT, "device.custom: %s", err.msg);
         return false;
@@ -577,7 +577,7 @@ out:
     ap_free(pk.dimp);
     ap_free(pk.axes);
     apply_shardings_free(sh, n_sh);
-    free(report);
+    ap_free(report);
     ap_free(schedule);
     ap_buf_free(&mod);
     ap_buf_free(&core);
@@ -748,8 +748,8 @@ static void run_search(srv_job *job)
         /* the schedule text of the answer is the search's, manual tactics
          * included (apply_schedule_text gives the same actions) */
     }
-    free(expl);
-    free(rtext);
+    ap_free(expl);
+    ap_free(rtext);
     search_result_free(&res);
 }
 

@@ -372,7 +372,7 @@ int cli_search(int argc, char **argv)
             goto out;
         }
         puts(text);
-        free(text);
+        ap_free(text);
     } else {
         print_text(&res);
     }

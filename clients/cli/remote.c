@@ -211,7 +211,7 @@ int cli_print_json(const char *cmd, json_t *j)
     if (!text)
         return cli_fail(cmd, "out of memory writing JSON");
     puts(text);
-    free(text);
+    ap_free(text);
     return fflush(stdout) == 0 ? CLI_OK : cli_fail(cmd, "cannot write the output");
 }
 
