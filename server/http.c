@@ -27,7 +27,6 @@
 #include "store.h"
 
 #define HTTP_MAX_STORES 16
-#define HTTP_MAX_PAGE 500
 #define HTTP_MAX_POINTS 5000
 #define HTTP_IDLE_S 10      /* a connection idle this long is closed */
 #define HTTP_PER_ADDRESS 32 /* connections one client address may hold */
@@ -378,10 +377,10 @@ static void api_list(srv_http *h, struct MHD_Connection *c, reply *r)
         return;
     store_filter f = {0};
     uint8_t hash[STORE_KEY_BYTES];
-    int64_t limit = 50, since = 0, until = 0;
+    int64_t limit = STORE_LIST_PAGE, since = 0, until = 0;
     const char *v;
     if ((v = arg(c, "status"))) {
-        for (int st = 1; st <= 5; st++)
+        for (int st = STORE_QUEUED; st <= STORE_CANCELLED; st++)
             if (!strcmp(v, store_status_name(st)))
                 f.status = st;
         if (!f.status) {
@@ -412,7 +411,7 @@ static void api_list(srv_http *h, struct MHD_Connection *c, reply *r)
         reply_error(r, 400, "q: at most 200 characters");
         return;
     }
-    if (!arg_int(c, "limit", 1, HTTP_MAX_PAGE, &limit, r) || !arg_int(c, "since", 0, INT64_MAX / 1000, &since, r) ||
+    if (!arg_int(c, "limit", 1, STORE_LIST_MAX, &limit, r) || !arg_int(c, "since", 0, INT64_MAX / 1000, &since, r) ||
         !arg_int(c, "until", 0, INT64_MAX / 1000, &until, r))
         return;
     f.created_after_us = since * 1000;
