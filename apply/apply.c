@@ -12,7 +12,8 @@
 static const char *const blocked_names[] = {"conflict", "axis already used", "indivisible",
                                             "atomic",   "dynamic dim",       "no TMR rule"};
 
-const char *apply_blocked_kind_name(ir_block_kind k)
+/* Why propagation stopped: "conflict", "axis already used", ... */
+static const char *blocked_kind_name(ir_block_kind k)
 {
     return (unsigned)k < AP_ARRAY_LEN(blocked_names) ? blocked_names[k] : "?";
 }
@@ -76,17 +77,6 @@ int apply_open_module(ir_module *m, const char *func_name, const ir_mesh *mesh, 
             return rc;
     }
     return 0;
-}
-
-int apply_open(const char *text, size_t len, const char *name, ir_format fmt, const char *func_name,
-               const ir_mesh *mesh, bool import, apply_state *st, ap_error *err)
-{
-    ir_module *m = NULL;
-    memset(st, 0, sizeof *st);
-    int rc = ir_parse(text, len, name, fmt, &m, err);
-    if (rc < 0)
-        return rc;
-    return apply_open_module(m, func_name, mesh, import, st, err);
 }
 
 void apply_state_free(apply_state *st)
@@ -372,7 +362,7 @@ json_t *apply_report_json(const apply_state *st)
     for (uint32_t i = 0; i < nb; i++) {
         ir_op *op = ir_pctx_op(st->ctx, bl[i].op);
         json_t *o = json_object();
-        json_object_set_new(o, "kind", json_string(apply_blocked_kind_name(bl[i].kind)));
+        json_object_set_new(o, "kind", json_string(blocked_kind_name(bl[i].kind)));
         json_object_set_new(o, "axis", json_string(mesh->names[bl[i].axis]));
         json_object_set_new(o, "op", json_string(op ? op->name : "(tiling of a value)"));
         if (op && op->src_line) {

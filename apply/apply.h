@@ -6,7 +6,7 @@
  * `autopart apply` and for autopartd's Apply and Search answers, so the
  * CLI and the daemon cannot drift apart.
  *
- * Use: apply_open (or apply_open_module) -> apply_schedule (any number of
+ * Use: apply_open_module -> apply_schedule (any number of
  * times) -> apply_lower (estimating with a device) -> the views below ->
  * apply_state_free.  A state is used by one thread at a time; nothing here
  * keeps global state.
@@ -65,10 +65,6 @@ bool apply_module_mesh(const ir_module *m, ir_mesh *mesh);
  * (also after a failure, and on a zeroed state). */
 int apply_open_module(ir_module *m, const char *func_name, const ir_mesh *mesh, bool import, apply_state *st,
                       ap_error *err);
-/* The same from text: parses it first (name: the file name of messages,
- * "NAME:LINE:COL: error: ..."). */
-int apply_open(const char *text, size_t len, const char *name, ir_format fmt, const char *func_name,
-               const ir_mesh *mesh, bool import, apply_state *st, ap_error *err);
 void apply_state_free(apply_state *st);
 /* Makes a state of parts opened elsewhere (the CLI opens modules with its
  * own messages); the state owns them from now on. */
@@ -130,7 +126,5 @@ json_t *apply_shardings_json(const apply_state *st);
  * Needs apply_lower.  New reference; NULL when out of memory. */
 json_t *apply_report_json(const apply_state *st);
 
-/* Why propagation stopped: "conflict", "axis already used", ... */
-const char *apply_blocked_kind_name(ir_block_kind k);
 
 #endif /* APPLY_H */

@@ -41,7 +41,7 @@ static int compare_double(const void *a, const void *b)
 static int print_example(const char *title, const char *mesh_text, const char *from_text,
                          const char *to_text, int elem_bytes)
 {
-    ir_redist_mesh mesh;
+    ir_mesh mesh;
     ir_redist_type from, to;
     ir_redist_plan *plan = NULL;
     ap_error err;
@@ -49,7 +49,7 @@ static int print_example(const char *title, const char *mesh_text, const char *f
     int rc;
     ap_error_clear(&err);
     ap_buf_init(&out);
-    if ((rc = ir_redist_mesh_parse(mesh_text, &mesh, &err)) ||
+    if ((rc = ir_mesh_parse(mesh_text, &mesh, &err)) ||
         (rc = ir_redist_parse_type(&mesh, from_text, &from, &err)) ||
         (rc = ir_redist_parse_type(&mesh, to_text, &to, &err)) ||
         (rc = ir_redist_plan_make(&mesh, &from, &to, elem_bytes, &plan, &err))) {
@@ -93,7 +93,7 @@ int main(int argc, char **argv)
         goto done;
 
     for (int i = 0; i < problems; i++) {
-        ir_redist_mesh mesh;
+        ir_mesh mesh;
         ir_redist_type from, to;
         ir_redist_plan *plan;
         ir_redist_random_problem(&seed, 6, &mesh, &from, &to);

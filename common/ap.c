@@ -4,6 +4,8 @@
  */
 #include "ap.h"
 
+#include <jansson.h>
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -84,6 +86,17 @@ void ap_error_format(const ap_error *err, char *buf, size_t size)
         snprintf(buf, size, "error: %s", msg);
 }
 
+const char *ap_grpc_code_name(int code)
+{
+    switch (code) {
+#define AP_GRPC_NAME(name, val) \
+    case val: return #name;
+        AP_GRPC_CODES(AP_GRPC_NAME)
+#undef AP_GRPC_NAME
+    default: return "UNKNOWN";
+    }
+}
+
 const char *ap_format_bytes(double bytes, char *buf, size_t size)
 {
     static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
@@ -109,6 +122,8 @@ void ap_set_allocator(const ap_allocator *a)
         allocator = *a;
     else
         allocator = (ap_allocator){malloc, realloc, free};
+    /* jansson's objects and json_dumps' text too (free them with ap_free) */
+    json_set_alloc_funcs(ap_malloc, ap_free);
 }
 
 void *ap_malloc(size_t n) { return allocator.malloc_fn(n ? n : 1); }
@@ -132,7 +147,7 @@ void ap_free(void *p)
         allocator.free_fn(p);
 }
 
-char *ap_strndup(const char *s, size_t n)
+static char *dup_n(const char *s, size_t n)
 {
     char *d = ap_malloc(n + 1);
     if (!d)
@@ -142,7 +157,7 @@ char *ap_strndup(const char *s, size_t n)
     return d;
 }
 
-char *ap_strdup(const char *s) { return ap_strndup(s, strlen(s)); }
+char *ap_strdup(const char *s) { return dup_n(s, strlen(s)); }
 
 /* ================================================================= arena */
 
@@ -304,7 +319,7 @@ void ap_buf_putc(ap_buf *b, char c)
     ap_buf_put(b, &c, 1);
 }
 
-void ap_buf_vprintf(ap_buf *b, const char *fmt, va_list ap)
+static void buf_vprintf(ap_buf *b, const char *fmt, va_list ap)
 {
     va_list ap2;
     va_copy(ap2, ap);
@@ -327,7 +342,7 @@ void ap_buf_printf(ap_buf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    ap_buf_vprintf(b, fmt, ap);
+    buf_vprintf(b, fmt, ap);
     va_end(ap);
 }
 
@@ -335,7 +350,7 @@ char *ap_buf_take(ap_buf *b, size_t *len)
 {
     char *d = b->data;
     if (!d && !b->oom)
-        d = ap_strndup("", 0);
+        d = dup_n("", 0);
     if (len)
         *len = b->len;
     b->data = NULL;

@@ -39,6 +39,30 @@ typedef enum ap_errno {
 /* Static description of an error code ("syntax error"). */
 const char *ap_strerror(int code);
 
+/* gRPC's status codes (the numbers are the protocol's), one table for the
+ * daemon's (RPC_*) and the clients' (WIRE_*) names of them. */
+#define AP_GRPC_CODES(X)                                                  \
+    X(OK, 0)                                                              \
+    X(CANCELLED, 1)                                                       \
+    X(UNKNOWN, 2)                                                         \
+    X(INVALID_ARGUMENT, 3)                                                \
+    X(DEADLINE_EXCEEDED, 4)                                               \
+    X(NOT_FOUND, 5)                                                       \
+    X(ALREADY_EXISTS, 6)                                                  \
+    X(PERMISSION_DENIED, 7)                                               \
+    X(RESOURCE_EXHAUSTED, 8)                                              \
+    X(FAILED_PRECONDITION, 9)                                             \
+    X(ABORTED, 10)                                                        \
+    X(OUT_OF_RANGE, 11)                                                   \
+    X(UNIMPLEMENTED, 12)                                                  \
+    X(INTERNAL, 13)                                                       \
+    X(UNAVAILABLE, 14)                                                    \
+    X(DATA_LOSS, 15)                                                      \
+    X(UNAUTHENTICATED, 16)
+
+/* "INVALID_ARGUMENT"; "UNKNOWN" for a number not in the table. */
+const char *ap_grpc_code_name(int code);
+
 /* The detail of a failure.  `line`/`col` are 1-based positions in `file`
  * when the error is about text, 0 otherwise. */
 typedef struct ap_error {
@@ -62,8 +86,9 @@ void ap_error_format(const ap_error *err, char *buf, size_t size);
 /* ------------------------------------------------------------- allocator */
 
 /* All heap memory goes through these so tests can inject failures
- * (ap_set_allocator) and embedders can route memory elsewhere.  Set the
- * allocator once, before any other call. */
+ * (ap_set_allocator) and embedders can route memory elsewhere: ours, and
+ * jansson's (so the text json_dumps returns is freed with ap_free).  Set
+ * the allocator once, before any other call. */
 typedef struct ap_allocator {
     void *(*malloc_fn)(size_t);
     void *(*realloc_fn)(void *, size_t);
@@ -76,7 +101,6 @@ void *ap_calloc(size_t count, size_t n);
 void *ap_realloc(void *p, size_t n);
 void ap_free(void *p);
 char *ap_strdup(const char *s);
-char *ap_strndup(const char *s, size_t n);
 
 /* ----------------------------------------------------------------- arena */
 
@@ -135,7 +159,6 @@ void ap_buf_put(ap_buf *b, const void *p, size_t n);
 void ap_buf_puts(ap_buf *b, const char *s);
 void ap_buf_putc(ap_buf *b, char c);
 void ap_buf_printf(ap_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void ap_buf_vprintf(ap_buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /* Hands the bytes to the caller (free with ap_free) and empties b. */
 char *ap_buf_take(ap_buf *b, size_t *len);
 

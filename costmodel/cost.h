@@ -93,7 +93,7 @@
 
 #define COST_NAME_SIZE 48 /* bytes of a stored name, with the NUL */
 #define COST_MAX_TIERS 4
-#define COST_MAX_AXES 8
+#define COST_MAX_AXES IR_MAX_AXES
 #define COST_TOP_MAX 32 /* most ops a report lists */
 
 /* ============================================================== devices */
@@ -198,9 +198,8 @@ typedef struct cost_mesh {
     int tier[COST_MAX_AXES];
 } cost_mesh;
 
-/* Parses `batch=4,model=2` (also `x:4`, spaces) into *out with every tier 0.
- * AP_ESYNTAX / AP_EINVALID (duplicate or empty name, size < 1, more than
- * COST_MAX_AXES axes, over 2^20 devices). */
+/* Reads a mesh as ir_mesh_parse does (its syntax and limits) into *out with
+ * every tier 0; empty text gives no mesh (flat groups). */
 int cost_mesh_parse(const char *text, cost_mesh *out, ap_error *err);
 
 /* The default tiers: walking from the innermost (last) axis outwards, axes

@@ -17,7 +17,6 @@
 #include "cost_int.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -416,60 +415,22 @@ int cost_device_load(const char *path, cost_device *out, ap_error *err)
 
 /* ================================================================= mesh */
 
-#define MAX_DEVICES (INT64_C(1) << 20)
-
 int cost_mesh_parse(const char *text, cost_mesh *out, ap_error *err)
 {
     memset(out, 0, sizeof *out);
     const char *p = text ? text : "";
-    int64_t total = 1;
-    while (*p == ' ' || *p == '{')
+    while (*p == ' ')
         p++;
-    while (*p && *p != '}') {
-        if (out->naxes == COST_MAX_AXES)
-            return ap_error_set(err, AP_EINVALID, "mesh \"%s\": more than %d axes", text, COST_MAX_AXES);
-        const char *name = p;
-        while (*p && *p != '=' && *p != ':' && *p != ' ' && *p != ',')
-            p++;
-        size_t nl = (size_t)(p - name);
-        while (*p == ' ')
-            p++;
-        if (nl == 0 || (*p != '=' && *p != ':'))
-            return ap_error_set(err, AP_ESYNTAX, "mesh \"%s\": expected `name=size` at column %d", text,
-                                (int)(name - text) + 1);
-        if (nl >= COST_NAME_SIZE)
-            return ap_error_set(err, AP_EINVALID, "mesh \"%s\": axis name longer than %d characters", text,
-                                COST_NAME_SIZE - 1);
-        p++;
-        while (*p == ' ')
-            p++;
-        char *end;
-        errno = 0;
-        long long size = strtoll(p, &end, 10);
-        if (end == p || errno)
-            return ap_error_set(err, AP_ESYNTAX, "mesh \"%s\": expected a size at column %d", text, (int)(p - text) + 1);
-        if (size < 1)
-            return ap_error_set(err, AP_EINVALID, "mesh \"%s\": axis \"%.*s\" has size %lld", text, (int)nl, name, size);
-        for (int i = 0; i < out->naxes; i++)
-            if (strlen(out->names[i]) == nl && memcmp(out->names[i], name, nl) == 0)
-                return ap_error_set(err, AP_EINVALID, "mesh \"%s\": duplicate axis \"%.*s\"", text, (int)nl, name);
-        memcpy(out->names[out->naxes], name, nl);
-        out->names[out->naxes][nl] = '\0';
-        out->sizes[out->naxes] = size;
-        out->naxes++;
-        total *= size;
-        if (total > MAX_DEVICES)
-            return ap_error_set(err, AP_EINVALID, "mesh \"%s\": more than %lld devices", text, (long long)MAX_DEVICES);
-        p = end;
-        while (*p == ' ')
-            p++;
-        if (*p == ',') {
-            p++;
-            while (*p == ' ')
-                p++;
-        } else if (*p && *p != '}') {
-            return ap_error_set(err, AP_ESYNTAX, "mesh \"%s\": expected ',' at column %d", text, (int)(p - text) + 1);
-        }
+    if (!*p)
+        return 0; /* no mesh: flat groups */
+    ir_mesh m;
+    int rc = ir_mesh_parse(p, &m, err);
+    if (rc < 0)
+        return rc;
+    out->naxes = m.n_axes;
+    for (int a = 0; a < m.n_axes; a++) {
+        snprintf(out->names[a], sizeof out->names[a], "%s", m.names[a]);
+        out->sizes[a] = m.sizes[a];
     }
     return 0;
 }

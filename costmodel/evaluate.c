@@ -603,6 +603,6 @@ int cost_report_json(const cost_report *r, ap_buf *out)
     if (!s)
         return AP_ENOMEM;
     ap_buf_puts(out, s);
-    free(s);
+    ap_free(s);
     return out->oom ? AP_ENOMEM : 0;
 }

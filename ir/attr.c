@@ -9,6 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* Float conversions (defined with dense storage, below), used by printing. */
+static uint16_t f32_to_f16(float f);
+static uint16_t f32_to_bf16(float f);
+static uint32_t minifloat_encode(ir_elem e, double v);
+static uint64_t float_bits(ir_elem e, const uint8_t *p);
+
 /* ============================================================ uniquing */
 
 /* Attributes are uniqued per module, as in MLIR: equal attributes are one
@@ -553,7 +559,9 @@ static void print_key(ap_buf *b, const char *name)
         ir__print_string(b, name, len);
 }
 
-void ir__print_float(ap_buf *b, double v, ir_elem e)
+/* Appends a float in the shortest form that reads back to the same value of
+ * element type e (finite values; callers print non-finite ones as hex). */
+static void print_float(ap_buf *b, double v, ir_elem e)
 {
     char num[40];
     int prec;
@@ -566,16 +574,16 @@ void ir__print_float(ap_buf *b, double v, ir_elem e)
             same = (float)back == (float)v;
             break;
         case IR_E_F16:
-            same = ir__f32_to_f16((float)back) == ir__f32_to_f16((float)v);
+            same = f32_to_f16((float)back) == f32_to_f16((float)v);
             break;
         case IR_E_BF16:
-            same = ir__f32_to_bf16((float)back) == ir__f32_to_bf16((float)v);
+            same = f32_to_bf16((float)back) == f32_to_bf16((float)v);
             break;
         case IR_E_F64:
         default:
             same = back == v;
             if (!same && ir_elem_is_float(e) && ir_elem_bytes(e) <= 1)
-                same = ir__minifloat_encode(e, back) == ir__minifloat_encode(e, v);
+                same = minifloat_encode(e, back) == minifloat_encode(e, v);
             break;
         }
         if (same)
@@ -601,10 +609,10 @@ static void print_dense_elem(ap_buf *b, ir_elem e, const uint8_t *p)
     if (ir_elem_is_float(e)) {
         double v = ir__float_load(e, p);
         if (isfinite(v)) {
-            ir__print_float(b, v, e);
+            print_float(b, v, e);
         } else {
             int n = snprintf(num, sizeof num, "0x%0*" PRIX64, ir_elem_bytes(e) * 2,
-                             ir__float_bits(e, p));
+                             float_bits(e, p));
             ap_buf_put(b, num, (size_t)n);
         }
     } else if (ir_elem_is_complex(e)) {
@@ -710,13 +718,13 @@ void ir_attr_print(ap_buf *b, const ir_attr *a)
     case IR_A_FLOAT: {
         ir_elem e = a->type ? (ir_elem)a->type->elem : IR_E_F64;
         if (isfinite(a->u.f)) {
-            ir__print_float(b, a->u.f, e);
+            print_float(b, a->u.f, e);
         } else {
             uint8_t raw[8];
             if (!ir__float_store(e, raw, a->u.f))
                 ir__float_store(e = IR_E_F64, raw, a->u.f);
             int n = snprintf(num, sizeof num, "0x%0*" PRIX64, ir_elem_bytes(e) * 2,
-                             ir__float_bits(e, raw));
+                             float_bits(e, raw));
             ap_buf_put(b, num, (size_t)n);
         }
         print_typed_suffix(b, a->type);
@@ -774,7 +782,7 @@ void ir_attr_print(ap_buf *b, const ir_attr *a)
                     ap_buf_put(b, num, (size_t)n);
                 }
             } else {
-                ir__print_float(b, a->u.darr.floats[i], e);
+                print_float(b, a->u.darr.floats[i], e);
             }
         }
         ap_buf_putc(b, '>');
@@ -1075,7 +1083,7 @@ static uint32_t f32_bits(float f)
     return u;
 }
 
-uint16_t ir__f32_to_bf16(float f)
+static uint16_t f32_to_bf16(float f)
 {
     uint32_t u = f32_bits(f);
     if ((u & 0x7fffffffu) > 0x7f800000u)
@@ -1084,9 +1092,9 @@ uint16_t ir__f32_to_bf16(float f)
     return (uint16_t)(u >> 16);
 }
 
-float ir__bf16_to_f32(uint16_t h) { return f32_from_bits((uint32_t)h << 16); }
+static float bf16_to_f32(uint16_t h) { return f32_from_bits((uint32_t)h << 16); }
 
-uint16_t ir__f32_to_f16(float f)
+static uint16_t f32_to_f16(float f)
 {
     uint32_t u = f32_bits(f);
     uint32_t sign = (u >> 16) & 0x8000u;
@@ -1114,7 +1122,7 @@ uint16_t ir__f32_to_f16(float f)
     return (uint16_t)(sign | h);
 }
 
-float ir__f16_to_f32(uint16_t h)
+static float f16_to_f32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1f;
@@ -1155,7 +1163,9 @@ static bool minifmt_of(ir_elem e, minifmt *f)
     }
 }
 
-double ir__minifloat_decode(ir_elem e, uint32_t bits)
+/* Small float formats (8 bits and below, tf32): decode raw bits, and encode
+ * the nearest representable value (ties to even). */
+static double minifloat_decode(ir_elem e, uint32_t bits)
 {
     minifmt f;
     if (!minifmt_of(e, &f))
@@ -1178,7 +1188,7 @@ double ir__minifloat_decode(ir_elem e, uint32_t bits)
     return sign ? -v : v;
 }
 
-uint32_t ir__minifloat_encode(ir_elem e, double v)
+static uint32_t minifloat_encode(ir_elem e, double v)
 {
     minifmt f;
     if (!minifmt_of(e, &f))
@@ -1199,7 +1209,7 @@ uint32_t ir__minifloat_encode(ir_elem e, double v)
     double best_err = INFINITY;
     bool found = false;
     for (uint32_t c = 0; c < n_codes; c++) {
-        double d = ir__minifloat_decode(e, c);
+        double d = minifloat_decode(e, c);
         if (isnan(v)) {
             if (isnan(d))
                 return c;
@@ -1237,12 +1247,12 @@ double ir__float_load(ir_elem e, const uint8_t *p)
     case IR_E_F16: {
         uint16_t h;
         memcpy(&h, p, 2);
-        return ir__f16_to_f32(h);
+        return f16_to_f32(h);
     }
     case IR_E_BF16: {
         uint16_t h;
         memcpy(&h, p, 2);
-        return ir__bf16_to_f32(h);
+        return bf16_to_f32(h);
     }
     case IR_E_TF32: {
         uint32_t u;
@@ -1250,7 +1260,7 @@ double ir__float_load(ir_elem e, const uint8_t *p)
         return f32_from_bits(u << 13);
     }
     default:
-        return ir__minifloat_decode(e, p[0]);
+        return minifloat_decode(e, p[0]);
     }
 }
 
@@ -1266,29 +1276,30 @@ bool ir__float_store(ir_elem e, uint8_t *p, double v)
         return true;
     }
     case IR_E_F16: {
-        uint16_t h = ir__f32_to_f16((float)v);
+        uint16_t h = f32_to_f16((float)v);
         memcpy(p, &h, 2);
         return true;
     }
     case IR_E_BF16: {
-        uint16_t h = ir__f32_to_bf16((float)v);
+        uint16_t h = f32_to_bf16((float)v);
         memcpy(p, &h, 2);
         return true;
     }
     case IR_E_TF32: {
-        uint32_t u = ir__minifloat_encode(e, v);
+        uint32_t u = minifloat_encode(e, v);
         memcpy(p, &u, 4);
         return true;
     }
     default:
         if (!ir_elem_is_float(e))
             return false;
-        p[0] = (uint8_t)ir__minifloat_encode(e, v);
+        p[0] = (uint8_t)minifloat_encode(e, v);
         return true;
     }
 }
 
-uint64_t ir__float_bits(ir_elem e, const uint8_t *p)
+/* Raw bits of a float element (for hex printing of NaN/inf). */
+static uint64_t float_bits(ir_elem e, const uint8_t *p)
 {
     uint64_t u = 0;
     int n = ir_elem_bytes(e);

@@ -19,7 +19,7 @@ void ir__cloner_free(ir_cloner *c)
     memset(c, 0, sizeof *c);
 }
 
-bool ir__cloner_map(ir_cloner *c, const ir_value *from, ir_value *to)
+static bool cloner_map(ir_cloner *c, const ir_value *from, ir_value *to)
 {
     if (c->n == c->cap) {
         uint32_t cap = c->cap ? c->cap * 2 : 256;
@@ -36,7 +36,7 @@ bool ir__cloner_map(ir_cloner *c, const ir_value *from, ir_value *to)
     return true;
 }
 
-ir_value *ir__cloner_get(ir_cloner *c, const ir_value *v)
+static ir_value *cloner_get(ir_cloner *c, const ir_value *v)
 {
     uint32_t k;
     if (ir__map_get(&c->map, v, &k))
@@ -44,7 +44,7 @@ ir_value *ir__cloner_get(ir_cloner *c, const ir_value *v)
     if (c->resolve) {
         ir_value *r = c->resolve(c->resolve_ctx, v);
         if (r)
-            ir__cloner_map(c, v, r);
+            cloner_map(c, v, r);
         return r;
     }
     return NULL;
@@ -76,7 +76,7 @@ static bool clone_region(ir_cloner *c, const ir_region *src, ir_region *dst)
         }
         for (uint32_t k = 0; k < b->n_args && ok; k++) {
             blocks[i]->args[k].loc = ir__loc_clone(m, b->args[k].loc);
-            ok = ir__cloner_map(c, &b->args[k], &blocks[i]->args[k]);
+            ok = cloner_map(c, &b->args[k], &blocks[i]->args[k]);
         }
     }
     i = 0;
@@ -118,7 +118,7 @@ ir_op *ir__clone_op(ir_cloner *c, const ir_op *src, ir_value *const *operands, c
     if (!op)
         goto oom;
     for (uint32_t i = 0; i < src->n_operands; i++) {
-        op->operands[i] = operands ? operands[i] : ir__cloner_get(c, src->operands[i]);
+        op->operands[i] = operands ? operands[i] : cloner_get(c, src->operands[i]);
         if (!op->operands[i]) {
             c->failed_value = src->operands[i];
             return NULL;
@@ -167,7 +167,7 @@ ir_op *ir__clone_op(ir_cloner *c, const ir_op *src, ir_value *const *operands, c
         if (!clone_region(c, &src->regions[r], &op->regions[r]))
             return NULL;
     for (uint32_t j = 0; j < src->n_results; j++)
-        if (!ir__cloner_map(c, &src->results[j], &op->results[j]))
+        if (!cloner_map(c, &src->results[j], &op->results[j]))
             goto oom;
     return op;
 oom:

@@ -187,6 +187,9 @@ bool ir_module_equal(const ir_module *a, const ir_module *b, char *why, size_t w
     if (eq && ((a->file_metadata == NULL) != (b->file_metadata == NULL) ||
                (a->file_metadata && strcmp(a->file_metadata, b->file_metadata) != 0)))
         eq = differ(&c, NULL, "file metadata sections differ");
+    if (eq && ((a->alias_defs == NULL) != (b->alias_defs == NULL) ||
+               (a->alias_defs && strcmp(a->alias_defs, b->alias_defs) != 0)))
+        eq = differ(&c, NULL, "the alias definitions kept for ops of unknown syntax differ");
     if (c.oom) {
         eq = false;
         if (why && why_size)

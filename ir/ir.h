@@ -140,7 +140,6 @@ int64_t ir_type_numel(const ir_type *t);
 /* Bytes of a ranked static tensor (numel * elem bytes), -1 otherwise. */
 int64_t ir_type_bytes(const ir_type *t);
 bool ir_type_is_static(const ir_type *t);
-bool ir_type_is_tensor(const ir_type *t);
 /* Structural equality (for types of different modules). */
 bool ir_type_equal(const ir_type *a, const ir_type *b);
 /* Appends the MLIR spelling of t. */
@@ -382,6 +381,10 @@ struct ir_module {
     ir_op *top;           /* the builtin.module op */
     const char *filename; /* for messages; arena copy */
     const char *file_metadata; /* `{-# ... #-}` section as written, or NULL */
+    /* `#name = ...` / `!name = ...` definitions as written, one per line,
+     * of the aliases that ops kept as text name (the printer writes them
+     * first); NULL when none */
+    const char *alias_defs;
     struct ir_module_impl *impl; /* intern tables: private */
 };
 
@@ -549,20 +552,38 @@ int ir_fmha_get(const ir_op *op, ir_fmha *out, ap_error *err);
 /* ================================================================= meshes */
 
 /* A device mesh: ordered named axes with sizes.  Device ids are row-major
- * over the axes (the last axis varies fastest). */
-#define IR_MAX_AXES 8
+ * over the axes (the last axis varies fastest).  Every mesh is held to one
+ * set of limits where it is made (ir_mesh_parse, ir_mesh_init), so one that
+ * is accepted can be partitioned and lowered. */
+#define IR_MAX_AXES 8              /* axes of a mesh */
+#define IR_MESH_NAME_MAX 24        /* characters of an axis name */
+#define IR_MESH_MAX_DEVICES 65536  /* devices of a mesh */
+/* The redistribution works on the prime factors of a mesh's axes, as a mesh
+ * of up to IR_MESH_MAX_FACTORS axes named after them ("x1", "x_2", ...);
+ * only such meshes exceed IR_MAX_AXES. */
+#define IR_MESH_MAX_FACTORS 32
+#define IR_MESH_NAME_SIZE 32       /* bytes of a stored name, factor suffix and NUL included */
 
 typedef struct ir_mesh {
     int n_axes;
-    char names[IR_MAX_AXES][32];
-    int64_t sizes[IR_MAX_AXES];
+    char names[IR_MESH_MAX_FACTORS][IR_MESH_NAME_SIZE];
+    int64_t sizes[IR_MESH_MAX_FACTORS];
 } ir_mesh;
 
-/* "batch=4,model=2" (also "batch:4, model:2" and "{batch:4, model:2}"). */
+/* Fills *out from n_axes names and sizes (copied; no axes: one device).
+ * AP_EINVALID for more than IR_MAX_AXES, an empty, too long or repeated
+ * name, a name
+ * holding '"' or a control character, a size below 1; AP_ELIMIT for more
+ * than IR_MESH_MAX_DEVICES devices.  The message names the axis. */
+int ir_mesh_init(ir_mesh *out, int n_axes, const char *const *names, const int64_t *sizes, ap_error *err);
+/* "batch=4,model=2", also "batch:4, model:2", "{x:4, y:6}" and quoted names
+ * ("\"data parallel\"=4"), with the checks of ir_mesh_init; AP_ESYNTAX
+ * naming the column on malformed text. */
 int ir_mesh_parse(const char *text, ir_mesh *out, ap_error *err);
 int ir_mesh_axis(const ir_mesh *m, const char *name, size_t len); /* -1 if absent */
 int64_t ir_mesh_devices(const ir_mesh *m);
-/* "batch=4,model=2" */
+/* "batch=4,model=2" (names quoted when they need it), read back by
+ * ir_mesh_parse. */
 void ir_mesh_format(const ir_mesh *m, ap_buf *b);
 
 #endif /* IR_H */

@@ -155,8 +155,6 @@ typedef struct ir_cloner {
 
 void ir__cloner_init(ir_cloner *c, ir_module *dst);
 void ir__cloner_free(ir_cloner *c);
-bool ir__cloner_map(ir_cloner *c, const ir_value *from, ir_value *to);
-ir_value *ir__cloner_get(ir_cloner *c, const ir_value *v);
 /* Copies src (and its regions) into c->dst, detached.  Operands come from
  * `operands` when given, else from the map; result types from
  * `result_types` when given, else copies of src's.  Its results are added to

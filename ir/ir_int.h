@@ -49,21 +49,8 @@ bool ir__is_bare_ident(const char *s, size_t len);
 void ir__print_string(ap_buf *b, const char *s, size_t len);
 /* Appends a location `loc(...)` body (without `loc(`) for inline printing. */
 void ir__print_loc_inline(ap_buf *b, const ir_loc *l);
-/* Appends a float in the shortest form that reads back to the same value of
- * element type e (finite values; callers print non-finite ones as hex). */
-void ir__print_float(ap_buf *b, double v, ir_elem e);
 
 /* ------------------------------------------------------ float conversion */
 
-uint16_t ir__f32_to_f16(float f);
-float ir__f16_to_f32(uint16_t h);
-uint16_t ir__f32_to_bf16(float f);
-float ir__bf16_to_f32(uint16_t h);
-/* Small float formats (8 bits and below, tf32): decode raw bits, and encode
- * the nearest representable value (ties to even). */
-double ir__minifloat_decode(ir_elem e, uint32_t bits);
-uint32_t ir__minifloat_encode(ir_elem e, double v);
-/* Raw bits of a float element (for hex printing of NaN/inf). */
-uint64_t ir__float_bits(ir_elem e, const uint8_t *p);
 
 #endif /* IR_INT_H */

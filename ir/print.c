@@ -744,6 +744,16 @@ static void print_generic(printer *pr, const ir_op *op, int level)
     print_functional(pr, op);
 }
 
+/* Does the template declare region r's entry arguments (`(%a: T) {`)?
+ * Otherwise the region's own ^bb0(...) header declares them. */
+static bool region_args_in_template(const ir_template *tp, uint32_t r)
+{
+    for (uint32_t i = 0; i < tp->n; i++)
+        if (tp->pieces[i].kind == IR_TP_REGION_ARG && tp->pieces[i].region == r)
+            return true;
+    return false;
+}
+
 static void print_template(printer *pr, const ir_op *op, int level)
 {
     ap_buf_puts(pr->b, op->name);
@@ -760,7 +770,7 @@ static void print_template(printer *pr, const ir_op *op, int level)
             print_label(pr, op->successors[t->index]);
             break;
         case IR_TP_REGION:
-            print_region(pr, &op->regions[t->index], level, true);
+            print_region(pr, &op->regions[t->index], level, region_args_in_template(op->tmpl, t->index));
             break;
         case IR_TP_LOC:
             ap_buf_puts(pr->b, "loc(");
@@ -1476,6 +1486,8 @@ int ir_print(const ir_module *m, ap_buf *b, const ir_print_opts *opts)
     }
     size_t reserve = m->arena.total / 2;
     ap_buf_reserve(b, reserve);
+    if (m->alias_defs)
+        ap_buf_puts(b, m->alias_defs);
     print_op(&pr, m->top, 0);
     print_alias_table(&pr);
     if (m->file_metadata) {

@@ -190,8 +190,6 @@ const ir_type *ir_type_opaque(ir_module *m, const char *text)
     return type_intern(m, &k);
 }
 
-bool ir_type_is_tensor(const ir_type *t) { return t && t->kind == IR_T_TENSOR; }
-
 bool ir_type_is_static(const ir_type *t)
 {
     if (!t || t->kind != IR_T_TENSOR || t->rank < 0)

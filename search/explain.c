@@ -34,18 +34,11 @@ static json_t *cost_pair(double runtime, int64_t peak)
     return o;
 }
 
-/* 1.5 GiB, 12.0 MiB, 512 B */
+/* 1.50 GiB, 12.00 MiB, 512 B */
 static void put_bytes(ap_buf *b, double v)
 {
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    double a = fabs(v);
-    while (a >= 1024 && u < 4) {
-        a /= 1024;
-        v /= 1024;
-        u++;
-    }
-    ap_buf_printf(b, u ? "%.2f %s" : "%.0f %s", v, units[u]);
+    char s[32];
+    ap_buf_puts(b, ap_format_bytes(v, s, sizeof s));
 }
 
 static void put_seconds(ap_buf *b, double s)

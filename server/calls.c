@@ -250,12 +250,15 @@ out:
 static void list_searches(srv *s, rpc_call *c, const Autopart__V1__ListSearchesRequest *r)
 {
     ap_error err;
-    int limit = r->page_size ? r->page_size : 50;
-    if (r->page_size < 0 || r->page_size > 1000) {
-        srv_fail(s, c, RPC_INVALID_ARGUMENT, "page_size %d: from 1 to 1000 (0: 50)", r->page_size);
+    int limit = r->page_size ? r->page_size : STORE_LIST_PAGE;
+    if (r->page_size < 0 || r->page_size > STORE_LIST_MAX) {
+        srv_fail(s, c, RPC_INVALID_ARGUMENT, "page_size %d: from 1 to %d (0: %d)", r->page_size, STORE_LIST_MAX,
+                 STORE_LIST_PAGE);
         return;
     }
-    if ((int)r->status < 0 || r->status > 5 || (int)r->kind < 0 || r->kind > 2) {
+    /* the wire's enums number their values as the store does (0: any) */
+    if ((int)r->status < 0 || r->status > AUTOPART__V1__SEARCH_STATUS__CANCELLED || (int)r->kind < 0 ||
+        r->kind > AUTOPART__V1__RECORD_KIND__APPLY) {
         srv_fail(s, c, RPC_INVALID_ARGUMENT, "unknown status %d or kind %d", (int)r->status, (int)r->kind);
         return;
     }

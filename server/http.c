@@ -27,7 +27,6 @@
 #include "store.h"
 
 #define HTTP_MAX_STORES 16
-#define HTTP_MAX_PAGE 500
 #define HTTP_MAX_POINTS 5000
 #define HTTP_IDLE_S 10      /* a connection idle this long is closed */
 #define HTTP_PER_ADDRESS 32 /* connections one client address may hold */
@@ -52,7 +51,8 @@ struct srv_http {
 
 /* An answer being built: status, content type, body (heap), file name of
  * an attachment. */
-/* bodies are malloc'd (json_dumps, strdup): MHD frees them with free() */
+/* bodies come from ap_malloc (or json_dumps, which allocates through it):
+ * MHD frees them with ap_free */
 typedef struct reply {
     unsigned status;
     const char *type;
@@ -377,10 +377,10 @@ static void api_list(srv_http *h, struct MHD_Connection *c, reply *r)
         return;
     store_filter f = {0};
     uint8_t hash[STORE_KEY_BYTES];
-    int64_t limit = 50, since = 0, until = 0;
+    int64_t limit = STORE_LIST_PAGE, since = 0, until = 0;
     const char *v;
     if ((v = arg(c, "status"))) {
-        for (int st = 1; st <= 5; st++)
+        for (int st = STORE_QUEUED; st <= STORE_CANCELLED; st++)
             if (!strcmp(v, store_status_name(st)))
                 f.status = st;
         if (!f.status) {
@@ -411,7 +411,7 @@ static void api_list(srv_http *h, struct MHD_Connection *c, reply *r)
         reply_error(r, 400, "q: at most 200 characters");
         return;
     }
-    if (!arg_int(c, "limit", 1, HTTP_MAX_PAGE, &limit, r) || !arg_int(c, "since", 0, INT64_MAX / 1000, &since, r) ||
+    if (!arg_int(c, "limit", 1, STORE_LIST_MAX, &limit, r) || !arg_int(c, "since", 0, INT64_MAX / 1000, &since, r) ||
         !arg_int(c, "until", 0, INT64_MAX / 1000, &until, r))
         return;
     f.created_after_us = since * 1000;
@@ -537,7 +537,7 @@ static void api_search(srv_http *h, struct MHD_Connection *c, const char *rest, 
         }
         r->status = 200;
         r->type = "text/plain; charset=utf-8";
-        r->body = strdup(text);
+        r->body = ap_strdup(text);
         r->len = r->body ? strlen(r->body) : 0;
         if (!r->body)
             reply_error(r, 500, "out of memory");
@@ -608,7 +608,7 @@ static void route(srv_http *h, struct MHD_Connection *c, const char *url, reply 
             if (!strcmp(url, h->files[i].url)) {
                 r->status = 200;
                 r->type = h->files[i].type;
-                r->body = malloc(h->files[i].len + 1);
+                r->body = ap_malloc(h->files[i].len + 1);
                 if (!r->body) {
                     reply_error(r, 500, "out of memory");
                     return;
@@ -655,7 +655,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     struct MHD_Response *resp;
     if (r.body) {
-        resp = MHD_create_response_from_buffer(r.len, r.body, MHD_RESPMEM_MUST_FREE);
+        resp = MHD_create_response_from_buffer_with_free_callback(r.len, r.body, ap_free);
     } else {
         static const char oom[] = "out of memory\n";
         r.status = 500;
@@ -664,7 +664,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (!resp) {
         if (r.body)
-            free(r.body);
+            ap_free(r.body);
         return MHD_NO;
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r.type);

@@ -33,28 +33,12 @@
 
 #include "ap.h"
 
-/* gRPC status codes (the numbers are the protocol's). */
+/* gRPC status codes (ap.h's table; ap_grpc_code_name names them). */
 typedef enum rpc_code {
-    RPC_OK = 0,
-    RPC_CANCELLED = 1,
-    RPC_UNKNOWN = 2,
-    RPC_INVALID_ARGUMENT = 3,
-    RPC_DEADLINE_EXCEEDED = 4,
-    RPC_NOT_FOUND = 5,
-    RPC_ALREADY_EXISTS = 6,
-    RPC_PERMISSION_DENIED = 7,
-    RPC_RESOURCE_EXHAUSTED = 8,
-    RPC_FAILED_PRECONDITION = 9,
-    RPC_ABORTED = 10,
-    RPC_OUT_OF_RANGE = 11,
-    RPC_UNIMPLEMENTED = 12,
-    RPC_INTERNAL = 13,
-    RPC_UNAVAILABLE = 14,
-    RPC_DATA_LOSS = 15,
-    RPC_UNAUTHENTICATED = 16,
+#define RPC_CODE_ENUM(name, val) RPC_##name = val,
+    AP_GRPC_CODES(RPC_CODE_ENUM)
+#undef RPC_CODE_ENUM
 } rpc_code;
-
-const char *rpc_code_name(int code); /* "INVALID_ARGUMENT" */
 
 typedef struct rpc_server rpc_server;
 typedef struct rpc_call rpc_call;

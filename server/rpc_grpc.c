@@ -135,28 +135,6 @@ struct rpc_server {
     tag shutdown_tag;
 };
 
-const char *rpc_code_name(int code)
-{
-    static const char *const names[] = {"OK",
-                                        "CANCELLED",
-                                        "UNKNOWN",
-                                        "INVALID_ARGUMENT",
-                                        "DEADLINE_EXCEEDED",
-                                        "NOT_FOUND",
-                                        "ALREADY_EXISTS",
-                                        "PERMISSION_DENIED",
-                                        "RESOURCE_EXHAUSTED",
-                                        "FAILED_PRECONDITION",
-                                        "ABORTED",
-                                        "OUT_OF_RANGE",
-                                        "UNIMPLEMENTED",
-                                        "INTERNAL",
-                                        "UNAVAILABLE",
-                                        "DATA_LOSS",
-                                        "UNAUTHENTICATED"};
-    return code >= 0 && code <= 16 ? names[code] : "UNKNOWN";
-}
-
 #define CONTAINER(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 /* ================================================================= calls */
@@ -177,7 +155,7 @@ struct rpc_shared {
 
 rpc_shared *rpc_shared_new(const void *bytes, size_t len)
 {
-    rpc_shared *m = malloc(sizeof *m + (len ? len : 1));
+    rpc_shared *m = ap_malloc(sizeof *m + (len ? len : 1));
     if (!m)
         return NULL;
     atomic_init(&m->refs, 1);
@@ -195,7 +173,7 @@ void rpc_shared_ref(rpc_shared *m)
 void rpc_shared_unref(rpc_shared *m)
 {
     if (m && atomic_fetch_sub(&m->refs, 1) == 1)
-        free(m);
+        ap_free(m);
 }
 
 size_t rpc_shared_size(const rpc_shared *m)
@@ -225,7 +203,7 @@ static void call_free(rpc_call *c)
     for (outmsg *m = c->head, *n; m; m = n) {
         n = m->next;
         grpc_byte_buffer_destroy(m->bb);
-        free(m);
+        ap_free(m);
     }
     if (c->in_flight)
         grpc_byte_buffer_destroy(c->in_flight);
@@ -238,7 +216,7 @@ static void call_free(rpc_call *c)
     grpc_slice_unref(c->fin_details);
     grpc_call_unref(c->call);
     pthread_mutex_destroy(&c->mu);
-    free(c);
+    ap_free(c);
     atomic_fetch_sub(&s->live, 1);
 }
 
@@ -267,7 +245,7 @@ static void start_next(rpc_call *c)
         for (outmsg *m = c->head, *n; m; m = n) {
             n = m->next;
             grpc_byte_buffer_destroy(m->bb);
-            free(m);
+            ap_free(m);
         }
         c->head = c->tail = NULL;
         c->backlog = 0;
@@ -283,7 +261,7 @@ static void start_next(rpc_call *c)
             c->tail = NULL;
         c->backlog--;
         c->in_flight = m->bb;
-        free(m);
+        ap_free(m);
     } else if (c->finishing && !c->final_sent) {
         c->in_flight = c->fin_msg;
         c->fin_msg = NULL;
@@ -331,7 +309,7 @@ static int send_bb(rpc_call *c, grpc_byte_buffer *bb)
         grpc_byte_buffer_destroy(bb);
         return -1;
     }
-    outmsg *m = malloc(sizeof *m);
+    outmsg *m = ap_malloc(sizeof *m);
     if (!m) {
         pthread_mutex_unlock(&c->mu);
         grpc_byte_buffer_destroy(bb);
@@ -483,7 +461,7 @@ static bool token_ok(rpc_server *s, const grpc_metadata_array *md)
 
 static void on_new_call(rpc_server *s, slot *sl)
 {
-    rpc_call *c = calloc(1, sizeof *c);
+    rpc_call *c = ap_calloc(1, sizeof *c);
     if (!c) {
         grpc_call_cancel_with_status(sl->call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory", NULL);
         grpc_call_unref(sl->call);
@@ -701,14 +679,14 @@ static void *cq_main(void *arg)
                         grpc_call_unref(sl->call);
                     }
                     slot_release(sl);
-                    free(sl);
+                    ap_free(sl);
                     break;
                 }
                 on_new_call(s, sl);
                 slot_release(sl);
                 if (post_slot(s, sl) < 0) {
                     slot_release(sl);
-                    free(sl);
+                    ap_free(sl);
                 }
                 break;
             }
@@ -772,7 +750,7 @@ int rpc_server_start(const rpc_config *cfg, const rpc_handlers *h, rpc_server **
 {
     int rc = 0;
     *out = NULL;
-    rpc_server *s = calloc(1, sizeof *s);
+    rpc_server *s = ap_calloc(1, sizeof *s);
     if (!s)
         return ap_error_set(err, AP_ENOMEM, "out of memory");
     grpc_init();
@@ -782,8 +760,8 @@ int rpc_server_start(const rpc_config *cfg, const rpc_handlers *h, rpc_server **
     s->shutdown_tag.kind = TAG_SHUTDOWN;
     atomic_init(&s->live, 0);
     atomic_init(&s->stopping, false);
-    s->methods = calloc((size_t)cfg->n_methods, sizeof *s->methods);
-    s->registered = calloc((size_t)cfg->n_methods, sizeof *s->registered);
+    s->methods = ap_calloc((size_t)cfg->n_methods, sizeof *s->methods);
+    s->registered = ap_calloc((size_t)cfg->n_methods, sizeof *s->registered);
     if (!s->methods || !s->registered) {
         rc = ap_error_set(err, AP_ENOMEM, "out of memory");
         goto fail;
@@ -791,7 +769,7 @@ int rpc_server_start(const rpc_config *cfg, const rpc_handlers *h, rpc_server **
     memcpy(s->methods, cfg->methods, sizeof *s->methods * (size_t)cfg->n_methods);
     if (cfg->token) {
         size_t n = strlen(cfg->token) + 8;
-        s->token_header = malloc(n);
+        s->token_header = ap_malloc(n);
         if (!s->token_header) {
             rc = ap_error_set(err, AP_ENOMEM, "out of memory");
             goto fail;
@@ -870,7 +848,7 @@ int rpc_server_start(const rpc_config *cfg, const rpc_handlers *h, rpc_server **
     int per = cfg->slots_per_method > 0 ? cfg->slots_per_method : 4;
     for (int i = -1; i < cfg->n_methods; i++) {
         for (int k = 0; k < (i < 0 ? 2 : per); k++) {
-            slot *sl = calloc(1, sizeof *sl);
+            slot *sl = ap_calloc(1, sizeof *sl);
             if (!sl) {
                 rc = ap_error_set(err, AP_ENOMEM, "out of memory");
                 break;
@@ -879,7 +857,7 @@ int rpc_server_start(const rpc_config *cfg, const rpc_handlers *h, rpc_server **
             sl->method = i;
             if (post_slot(s, sl) < 0) {
                 slot_release(sl);
-                free(sl);
+                ap_free(sl);
             }
         }
     }
@@ -911,10 +889,10 @@ fail_server:
     s->server = NULL;
     s->cq = NULL;
 fail:
-    free(s->methods);
-    free(s->registered);
-    free(s->token_header);
-    free(s);
+    ap_free(s->methods);
+    ap_free(s->registered);
+    ap_free(s->token_header);
+    ap_free(s);
     grpc_shutdown();
     return rc;
 }
@@ -939,9 +917,9 @@ void rpc_server_free(rpc_server *s)
         pthread_join(s->thread, NULL);
     grpc_server_destroy(s->server);
     grpc_completion_queue_destroy(s->cq);
-    free(s->methods);
-    free(s->registered);
-    free(s->token_header);
-    free(s);
+    ap_free(s->methods);
+    ap_free(s->registered);
+    ap_free(s->token_header);
+    ap_free(s);
     grpc_shutdown();
 }

@@ -123,15 +123,15 @@ static bool walk_message(walk *w, const ProtobufCMessageDescriptor *d, const uin
                 snprintf(w->path + at, sizeof w->path - at, "%s%s", at ? "." : "", f->name);
         }
         switch (wt) {
-        case 0:
+        case PROTOBUF_C_WIRE_TYPE_VARINT:
             if (!varint(p, len, &i, &v))
                 return true;
             if (f && f->type == PROTOBUF_C_TYPE_ENUM && !enum_ok(w, f, v))
                 return false;
             break;
-        case 1: i += 8; break;
-        case 5: i += 4; break;
-        case 2: {
+        case PROTOBUF_C_WIRE_TYPE_64BIT: i += 8; break;
+        case PROTOBUF_C_WIRE_TYPE_32BIT: i += 4; break;
+        case PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED: {
             if (!varint(p, len, &i, &v) || v > len - i)
                 return true;
             const uint8_t *b = p + i;

@@ -81,20 +81,8 @@ void srv_work_release(srv_work *w)
 
 /* ================================================================ inputs */
 
-static bool axis_name_ok(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n >= sizeof(((ir_mesh *)0)->names[0]))
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (i && c >= '0' && c <= '9')))
-            return false;
-    }
-    return true;
-}
-
-/* The mesh of the request; *given false when it names none. */
+/* The mesh of the request; *given false when it names none.  Held to the
+ * limits of every mesh (ir_mesh_init). */
 static bool mesh_from_wire(srv_work *w, const Autopart__V1__Mesh *m, ir_mesh *out, bool *given)
 {
     memset(out, 0, sizeof *out);
@@ -105,33 +93,17 @@ static bool mesh_from_wire(srv_work *w, const Autopart__V1__Mesh *m, ir_mesh *ou
         work_fail(w, RPC_INVALID_ARGUMENT, "mesh: %zu axes; at most %d", m->n_axes, IR_MAX_AXES);
         return false;
     }
-    int64_t devices = 1;
+    const char *names[IR_MAX_AXES];
+    int64_t sizes[IR_MAX_AXES];
     for (size_t i = 0; i < m->n_axes; i++) {
-        const Autopart__V1__MeshAxis *a = m->axes[i];
-        if (!axis_name_ok(a->name)) {
-            work_fail(w, RPC_INVALID_ARGUMENT,
-                      "mesh: axis %zu: name '%.40s' is not an identifier of at most 31 characters", i, a->name);
-            return false;
-        }
-        for (size_t k = 0; k < i; k++)
-            if (!strcmp(m->axes[k]->name, a->name)) {
-                work_fail(w, RPC_INVALID_ARGUMENT, "mesh: axis '%s' appears twice", a->name);
-                return false;
-            }
-        if (a->size < 1 || a->size > 65536) {
-            work_fail(w, RPC_INVALID_ARGUMENT, "mesh: axis '%s' has size %" PRId64 "; sizes are 1 to 65536", a->name,
-                      a->size);
-            return false;
-        }
-        devices *= a->size;
-        if (devices > (1 << 20)) {
-            work_fail(w, RPC_INVALID_ARGUMENT, "mesh: more than 2^20 devices");
-            return false;
-        }
-        snprintf(out->names[i], sizeof out->names[i], "%s", a->name);
-        out->sizes[i] = a->size;
+        names[i] = m->axes[i]->name ? m->axes[i]->name : "";
+        sizes[i] = m->axes[i]->size;
     }
-    out->n_axes = (int)m->n_axes;
+    ap_error err;
+    if (ir_mesh_init(out, (int)m->n_axes, names, sizes, &err) < 0) {
+        work_fail(w, RPC_INVALID_ARGUMENT, "mesh: %s", err.msg);
+        return false;
+    }
     return true;
 }
 
@@ -184,7 +156,7 @@ static bool device_from_wire(srv_work *w, const Autopart__V1__Device *d, cost_de
         return false;
     }
     int rc = cost_device_from_json(text, strlen(text), out, &err);
-    free(text);
+    ap_free(text);
     if (rc < 0) {
         work_fail(w, RPC_INVALID_ARGUMENT, "device.custom: %s", err.msg);
         return false;
@@ -605,7 +577,7 @@ out:
     ap_free(pk.dimp);
     ap_free(pk.axes);
     apply_shardings_free(sh, n_sh);
-    free(report);
+    ap_free(report);
     ap_free(schedule);
     ap_buf_free(&mod);
     ap_buf_free(&core);
@@ -776,8 +748,8 @@ static void run_search(srv_job *job)
         /* the schedule text of the answer is the search's, manual tactics
          * included (apply_schedule_text gives the same actions) */
     }
-    free(expl);
-    free(rtext);
+    ap_free(expl);
+    ap_free(rtext);
     search_result_free(&res);
 }
 

@@ -192,6 +192,11 @@ typedef struct store_filter {
 
 /* Orders of a listing.  Runtime and memory leave out rows with no cost
  * yet; duration leaves out rows not finished. */
+/* A page of the search list, over gRPC (ListSearches) and the dashboard's
+ * HTTP (/api/searches): rows when none is asked for, and at most. */
+#define STORE_LIST_PAGE 50
+#define STORE_LIST_MAX 1000
+
 typedef enum store_sort {
     STORE_SORT_CREATED = 0,
     STORE_SORT_RUNTIME,

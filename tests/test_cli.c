@@ -166,6 +166,25 @@ START_TEST(apply_errors_are_clear)
     r = RUN("apply", tiny_path, "--mesh", "batch=0", "--schedule", "propagate");
     ck_assert_int_eq(r.status, 2);
     cli_run_free(&r);
+
+    /* a mesh beyond the limits is refused where it is read, not at lowering */
+    r = RUN("apply", tiny_path, "--mesh", "abcdefghijklmnopqrstuvwxyz12=2", "--schedule",
+            "tile batch['inputs'] 0 abcdefghijklmnopqrstuvwxyz12", "--view", "spmd");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_str_eq(r.err, "autopart apply: error: --mesh: mesh 'abcdefghijklmnopqrstuvwxyz12=2': axis name "
+                            "'abcdefghijklmnopqrstuvwxyz12' has 28 characters; at most 24 at column 1\n");
+    cli_run_free(&r);
+    r = RUN("apply", tiny_path, "--mesh", "batch=512,model=256", "--schedule", "propagate", "--view", "spmd");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_str_eq(r.err, "autopart apply: error: --mesh: mesh 'batch=512,model=256': 131072 devices; a mesh has "
+                            "at most 65536\n");
+    cli_run_free(&r);
+    /* and one at the limit lowers */
+    r = RUN("apply", tiny_path, "--mesh", "abcdefghijklmnopqrstuvwx=2", "--schedule",
+            "tile batch['inputs'] 0 abcdefghijklmnopqrstuvwx", "--view", "spmd");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_msg(strstr(r.out, "abcdefghijklmnopqrstuvwx=2") != NULL, "%.400s", r.out);
+    cli_run_free(&r);
 }
 END_TEST
 

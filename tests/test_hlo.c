@@ -1602,6 +1602,64 @@ END_TEST
 
 /* =============================================================== suite */
 
+/* Forms of real files the parser used to refuse (issue 23): lit RUN lines
+ * before the header, `constant(1)` for a non-scalar shape, collectives
+ * with no replica_groups; and files that are not one module of HLO text,
+ * refused saying what they are and what to do. */
+START_TEST(real_file_gaps)
+{
+    /* `# RUN:` lines of lit tests, detected as HLO too */
+    static const char lit[] = "# RUN: hlo-opt %s --platform=cpu | FileCheck %s\n# CHECK: ROOT\n"
+                              "HloModule m\n\nENTRY main {\n  p = f32[4] parameter(0)\n  # a note\n"
+                              "  ROOT n = f32[4] negate(p)\n}\n";
+    ck_assert_int_eq(ir_detect_format(lit, strlen(lit)), IR_FMT_HLO);
+    same_as_mlir(lit, "module @m {\n  func.func public @main(%arg0: tensor<4xf32> loc(\"p\")) -> tensor<4xf32> "
+                      "attributes {hlo.computation_name = \"main\"} {\n    %0 = stablehlo.negate %arg0 : "
+                      "tensor<4xf32> loc(\"n\")\n    return %0 : tensor<4xf32> loc(\"n\")\n  }\n}\n");
+    /* an MLIR alias is not such a line */
+    static const char alias[] = "#map = affine_map<(d0) -> (d0)>\nmodule {}\n";
+    ck_assert_int_eq(ir_detect_format(alias, strlen(alias)), IR_FMT_STABLEHLO);
+
+    /* one value for a whole shape */
+    same_as_mlir("HloModule m\nENTRY main {\n  p = f32[2,3] parameter(0)\n  c = f32[2,3] constant(1)\n"
+                 "  ROOT a = f32[2,3] add(p, c)\n}\n",
+                 "module @m {\n  func.func public @main(%arg0: tensor<2x3xf32> loc(\"p\")) -> tensor<2x3xf32> "
+                 "attributes {hlo.computation_name = \"main\"} {\n    %0 = stablehlo.constant dense<1.0> : "
+                 "tensor<2x3xf32> loc(\"c\")\n    %1 = stablehlo.add %arg0, %0 : tensor<2x3xf32> loc(\"a\")\n"
+                 "    return %1 : tensor<2x3xf32> loc(\"a\")\n  }\n}\n");
+
+    /* no replica_groups: one group of every device, an empty table */
+    same_as_mlir("HloModule m, num_partitions=4\nENTRY main {\n  p = f32[2] parameter(0)\n"
+                 "  ROOT ag = f32[8] all-gather(p), dimensions={0}\n}\n",
+                 "module @m attributes {mhlo.num_partitions = 4 : i32} {\n  func.func public @main(%arg0: "
+                 "tensor<2xf32> loc(\"p\")) -> tensor<8xf32> attributes {hlo.computation_name = \"main\"} {\n"
+                 "    %0 = \"stablehlo.all_gather\"(%arg0) {all_gather_dim = 0 : i64, replica_groups = dense<> : "
+                 "tensor<0x0xi64>} : (tensor<2xf32>) -> tensor<8xf32> loc(\"ag\")\n    return %0 : tensor<8xf32> "
+                 "loc(\"ag\")\n  }\n}\n");
+
+    /* several modules in one file */
+    ERR("HloModule a\nENTRY main {\n  ROOT p = f32[4] parameter(0)\n}\n\nHloModule b\nENTRY main {\n"
+        "  ROOT p = f32[4] parameter(0)\n}\n",
+        "bad.hlo:6:1: error: a second HloModule: the file holds several modules and autopart reads one; split it "
+        "into one file per module");
+    /* XLA's protobuf text, whichever format is asked for */
+    ERR("# a dump\nname: \"jit_f\"\nentry_computation_name: \"main\"\ncomputations {\n  name: \"main\"\n}\n",
+        "bad.hlo:2:1: error: this is XLA's protobuf text format (an HloModuleProto, `name: ...`), not HLO or "
+        "StableHLO text; print the module as HLO text (HloModule::ToString(), or in JAX "
+        "jax.jit(f).lower(...).compile().as_text()) or as StableHLO (.lower(...).as_text())");
+    ERR("hlo_module {\n  name: \"m\"\n}\n",
+        "bad.hlo:1:1: error: this is XLA's protobuf text format (an HloModuleProto, `hlo_module { ...`), not HLO or "
+        "StableHLO text; print the module as HLO text (HloModule::ToString(), or in JAX "
+        "jax.jit(f).lower(...).compile().as_text()) or as StableHLO (.lower(...).as_text())");
+    {
+        static const char bytecode[] = "ML\xefR\x00\x05vhlo";
+        expect_error(bytecode, sizeof bytecode - 1,
+                     "bad.hlo:1:1: error: this is MLIR bytecode (a serialized StableHLO module, as jax.export writes "
+                     "it); autopart reads MLIR text: convert it with `stablehlo-translate --deserialize bad.hlo`");
+    }
+}
+END_TEST
+
 static Suite *hlo_suite(void)
 {
     Suite *s = suite_create("hlo");
@@ -1631,6 +1689,7 @@ static Suite *hlo_suite(void)
     tcase_add_test(tc, errors);
     tcase_add_test(tc, truncated_prefixes);
     tcase_add_test(tc, limits);
+    tcase_add_test(tc, real_file_gaps);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -911,6 +911,126 @@ START_TEST(real_world_forms)
 }
 END_TEST
 
+/* One mesh type, one parser, one set of limits: what is refused is refused
+ * where the mesh is read, with a message naming the limit, so a mesh that
+ * is accepted can be lowered (a 28-character axis name or a 131,072-device
+ * mesh used to pass --mesh and fail only at SPMD lowering). */
+START_TEST(mesh_limits_at_parse)
+{
+    ir_mesh m;
+    ap_error err;
+    ck_assert_int_eq(ir_mesh_parse("batch=4,model=2", &m, &err), 0);
+    ck_assert_int_eq(m.n_axes, 2);
+    ck_assert_int_eq(ir_mesh_devices(&m), 8);
+    ck_assert_int_eq(ir_mesh_parse("{x:4, y:6}", &m, &err), 0);
+    ck_assert_str_eq(m.names[1], "y");
+    ck_assert_int_eq(ir_mesh_parse("abcdefghijklmnopqrstuvwx=2", &m, &err), 0); /* 24 characters */
+    ck_assert_int_eq(ir_mesh_parse("x=256,y=256", &m, &err), 0);                /* 65,536 devices */
+
+    ck_assert_int_eq(ir_mesh_parse("abcdefghijklmnopqrstuvwxyz12=2", &m, &err), AP_EINVALID);
+    ck_assert_str_eq(err.msg, "mesh 'abcdefghijklmnopqrstuvwxyz12=2': axis name 'abcdefghijklmnopqrstuvwxyz12' has "
+                              "28 characters; at most 24 at column 1");
+    ck_assert_int_eq(ir_mesh_parse("x=512,y=256", &m, &err), AP_ELIMIT);
+    ck_assert_str_eq(err.msg, "mesh 'x=512,y=256': 131072 devices; a mesh has at most 65536");
+    ck_assert_int_eq(ir_mesh_parse("x=131072", &m, &err), AP_ELIMIT);
+    ck_assert_str_eq(err.msg, "mesh 'x=131072': axis 'x' has size 131072; a mesh has at most 65536 devices");
+    ck_assert_int_eq(ir_mesh_parse("x=99999999999999999999", &m, &err), AP_ELIMIT);
+    ck_assert_int_eq(ir_mesh_parse("a=1,b=1,c=1,d=1,e=1,f=1,g=1,h=1,i=1", &m, &err), AP_EINVALID);
+    ck_assert_str_eq(err.msg, "mesh 'a=1,b=1,c=1,d=1,e=1,f=1,g=1,h=1,i=1': more than 8 axes at column 33");
+    ck_assert_int_eq(ir_mesh_parse("batch=4,", &m, &err), AP_ESYNTAX);
+    ck_assert_str_eq(err.msg, "mesh 'batch=4,': expected AXIS=SIZE at column 9");
+    ck_assert_int_eq(ir_mesh_parse("batch", &m, &err), AP_ESYNTAX);
+    ck_assert_str_eq(err.msg, "mesh 'batch': expected '=' after axis 'batch' at column 6");
+    ck_assert_int_eq(ir_mesh_parse("B=0", &m, &err), AP_EINVALID);
+    ck_assert_str_eq(err.msg, "mesh 'B=0': axis 'B' has size 0; sizes are at least 1");
+    ck_assert_int_eq(ir_mesh_parse("B=2,B=2", &m, &err), AP_EINVALID);
+    ck_assert_str_eq(err.msg, "mesh 'B=2,B=2': axis 'B' is given twice");
+    ck_assert_int_eq(ir_mesh_parse("", &m, &err), AP_EINVALID);
+    ck_assert_int_eq(ir_mesh_parse("{}", &m, &err), AP_EINVALID);
+    ck_assert_int_eq(ir_mesh_parse("\"a\tb\"=2", &m, &err), AP_EINVALID);
+
+    /* names that need quotes print quoted and read back */
+    ck_assert_int_eq(ir_mesh_parse("\"data parallel\"=2, model=4", &m, &err), 0);
+    ap_buf b;
+    ap_buf_init(&b);
+    ir_mesh_format(&m, &b);
+    ck_assert_str_eq(b.data, "\"data parallel\"=2,model=4");
+    ir_mesh back;
+    ck_assert_int_eq(ir_mesh_parse(b.data, &back, &err), 0);
+    ck_assert_str_eq(back.names[0], "data parallel");
+    ap_buf_free(&b);
+
+    /* meshes made from parts (a request's) hold the same limits */
+    const char *names[2] = {"abcdefghijklmnopqrstuvwxyz12", "y"};
+    int64_t sizes[2] = {2, 2};
+    ck_assert_int_eq(ir_mesh_init(&m, 2, names, sizes, &err), AP_EINVALID);
+    ck_assert_str_eq(err.msg, "axis name 'abcdefghijklmnopqrstuvwxyz12' has 28 characters; at most 24");
+    names[0] = "x";
+    sizes[0] = 65536;
+    ck_assert_int_eq(ir_mesh_init(&m, 2, names, sizes, &err), AP_ELIMIT);
+    ck_assert_str_eq(err.msg, "131072 devices; a mesh has at most 65536");
+}
+END_TEST
+
+/* Ops of other dialects whose custom syntax goes on past the end of a line
+ * (a line ending in ',' or ':', linalg's `ins(...) outs(...)` on the next
+ * line, a region after a keyword's operands, `} -> type`), and the
+ * aliases their text names; several modules in one file are refused. */
+START_TEST(opaque_ops_across_lines)
+{
+    static const char src[] = "#map = affine_map<(d0) -> (d0)>\n"
+                              "module {\n"
+                              "  func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xf32> {\n"
+                              "    %0 = foo.bar %arg0,\n"
+                              "        %arg1 : tensor<4xf32>, tensor<4xf32>\n"
+                              "    %1 = tensor.empty() : tensor<4xf32>\n"
+                              "    %2 = linalg.generic {indexing_maps = [#map, #map], iterator_types = [\"parallel\"]}\n"
+                              "        ins(%0 : tensor<4xf32>) outs(%1 : tensor<4xf32>) {\n"
+                              "    ^bb0(%in: f32, %out: f32):\n"
+                              "      %n = arith.negf %in : f32\n"
+                              "      linalg.yield %n : f32\n"
+                              "    } -> tensor<4xf32>\n"
+                              "    %3 = foo.baz %2 :\n"
+                              "        tensor<4xf32>\n"
+                              "    return %3 : tensor<4xf32>\n"
+                              "  }\n"
+                              "}\n";
+    char msg[600];
+    ir_module *m = tl_parse(src, "lines.mlir", msg, sizeof msg);
+    ck_assert_msg(m != NULL, "%s", msg);
+    const ir_op *f = ir_module_entry(m);
+    const ir_op *bar = ir_func_entry(f)->first, *generic = bar->next->next;
+    ck_assert_str_eq(bar->name, "foo.bar");
+    ck_assert_int_eq(bar->n_operands, 2);
+    ck_assert_str_eq(generic->name, "linalg.generic");
+    ck_assert_int_eq(generic->n_operands, 2); /* %0 and %1, not region arguments */
+    ck_assert_int_eq(generic->n_regions, 1);
+    ck_assert_int_eq(generic->regions[0].first->n_args, 2);
+    ck_assert_int_eq(generic->results[0].type->kind, IR_T_TENSOR); /* from `} -> tensor<4xf32>` */
+    char *out = tl_print(m);
+    /* the alias the text names and the block header print, and read back */
+    ck_assert_msg(strncmp(out, "#map = affine_map<(d0) -> (d0)>\nmodule {", 40) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "    ^bb0(%arg2: f32, %arg3: f32):\n") != NULL, "%s", out);
+    ir_module *m2 = tl_parse(out, "printed.mlir", msg, sizeof msg);
+    ck_assert_msg(m2 != NULL, "%s\n%s", msg, out);
+    char why[400];
+    ck_assert_msg(ir_module_equal(m, m2, why, sizeof why), "%s", why);
+    char *out2 = tl_print(m2);
+    ck_assert_str_eq(out, out2);
+    free(out);
+    free(out2);
+    ir_module_free(m);
+    ir_module_free(m2);
+
+    static const char two[] = "module {\n  func.func @main() {\n    return\n  }\n}\nmodule {\n}\n";
+    ap_error err;
+    ck_assert_int_eq(ir_parse(two, strlen(two), "two.mlir", IR_FMT_AUTO, &m, &err), AP_EUNSUPPORTED);
+    ap_error_format(&err, msg, sizeof msg);
+    ck_assert_str_eq(msg, "two.mlir:6:1: error: a second top-level module: the file holds several modules and "
+                          "autopart reads one; split it into one file per module");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ir");
@@ -936,6 +1056,8 @@ int main(void)
     tcase_add_test(tc, fuzz_findings);
     tcase_add_test(tc, complex_forms);
     tcase_add_test(tc, real_world_forms);
+    tcase_add_test(tc, mesh_limits_at_parse);
+    tcase_add_test(tc, opaque_ops_across_lines);
     suite_add_tcase(s, tc);
     return tl_run(s);
 }

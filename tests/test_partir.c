@@ -439,7 +439,7 @@ START_TEST(schedule_errors)
     ir_mesh mesh;
     ap_error err;
     ck_assert_int_eq(ir_mesh_parse("B=0", &mesh, &err), AP_EINVALID);
-    ck_assert_str_eq(err.msg, "mesh 'B=0': axis 'B' needs a positive size");
+    ck_assert_str_eq(err.msg, "mesh 'B=0': axis 'B' has size 0; sizes are at least 1");
     ck_assert_int_eq(ir_mesh_parse("B=2,B=2", &mesh, &err), AP_EINVALID);
     ck_assert_str_eq(err.msg, "mesh 'B=2,B=2': axis 'B' is given twice");
 }

@@ -168,7 +168,7 @@ static int apply_once(wire_conn *c, const request *r, size_t *reply_len)
     size_t len;
     wire_status st;
     if (wire_unary(c, "/autopart.v1.Partitioner/Apply", r->bytes, r->len, &resp, &len, &st) < 0) {
-        fprintf(stderr, "bench_service: Apply: %s: %s\n", wire_code_name(st.code), st.msg);
+        fprintf(stderr, "bench_service: Apply: %s: %s\n", ap_grpc_code_name(st.code), st.msg);
         return 0;
     }
     Autopart__V1__ApplyResponse *a = autopart__v1__apply_response__unpack(NULL, len, resp);

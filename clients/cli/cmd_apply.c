@@ -84,7 +84,7 @@ static int print_json(json_t *j)
     if (!text)
         return cli_fail("apply", "out of memory writing JSON");
     puts(text);
-    free(text);
+    ap_free(text);
     return 0;
 }
 
@@ -219,7 +219,7 @@ static int apply_local(apply_args *a)
         json_t *rep = apply_report_json(&st);
         char *ct = cli_cost_text(&st.cost);
         print_report_text(rep, a->path, ct);
-        free(ct);
+        ap_free(ct);
         json_decref(rep);
     } else if (!strcmp(a->view, "shardings")) {
         json_t *sh = apply_shardings_json(&st);
@@ -323,7 +323,7 @@ static int apply_remote(apply_args *a, const cli_remote *remote)
         cli_cost_from_json(json_object_get(rep, "cost"), &cr);
         char *ct = json_object_get(rep, "cost") ? cli_cost_text(&cr) : NULL;
         print_report_text(rep, a->path, ct);
-        free(ct);
+        ap_free(ct);
     } else if (!strcmp(a->view, "shardings")) {
         json_t *sh = shardings_of(res);
         print_shardings(sh, "");

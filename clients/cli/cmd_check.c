@@ -81,7 +81,7 @@ static int print_json(const ir_check_report *r)
     if (!s)
         return cli_fail("check", "out of memory writing JSON");
     puts(s);
-    free(s);
+    ap_free(s);
     return 0;
 }
 

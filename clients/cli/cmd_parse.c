@@ -121,7 +121,7 @@ static int summarize(const ir_module *m, const char *path, bool json)
         char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         if (text) {
             puts(text);
-            free(text);
+            ap_free(text);
         } else {
             rc = 1;
         }

@@ -52,7 +52,7 @@ static int fail_type(const char *opt, const ap_error *err)
     return cli_fail_err(CMD, opt, err);
 }
 
-static char *type_string(const ir_redist_mesh *mesh, const ir_redist_type *type)
+static char *type_string(const ir_mesh *mesh, const ir_redist_type *type)
 {
     ap_buf buf;
     ap_buf_init(&buf);
@@ -62,7 +62,7 @@ static char *type_string(const ir_redist_mesh *mesh, const ir_redist_type *type)
 
 /* ------------------------------------------------------------------ text */
 
-static int print_text(const ir_redist_mesh *mesh, const ir_redist_plan *plan)
+static int print_text(const ir_mesh *mesh, const ir_redist_plan *plan)
 {
     ap_buf out;
     ap_buf_init(&out);
@@ -114,7 +114,7 @@ static void append(json_t *array, json_t *value, bool *ok)
         *ok = false;
 }
 
-static json_t *type_json(const ir_redist_mesh *mesh, const ir_redist_type *type, bool *ok)
+static json_t *type_json(const ir_mesh *mesh, const ir_redist_type *type, bool *ok)
 {
     char *text = type_string(mesh, type);
     json_t *value = text ? json_string(text) : NULL;
@@ -164,14 +164,14 @@ static json_t *step_json(const ir_redist_plan *plan, const ir_redist_step *step,
     return obj;
 }
 
-static int print_json(const ir_redist_mesh *mesh, const ir_redist_plan *plan)
+static int print_json(const ir_mesh *mesh, const ir_redist_plan *plan)
 {
     bool ok = true;
     json_t *root = json_object(), *axes = json_object(), *factors = json_array();
     json_t *steps = json_array(), *baseline = json_object();
-    for (int a = 0; a < mesh->naxes && axes; a++)
+    for (int a = 0; a < mesh->n_axes && axes; a++)
         put(axes, mesh->names[a], json_integer(mesh->sizes[a]), &ok);
-    for (int f = 0; f < plan->factors.naxes && factors; f++) {
+    for (int f = 0; f < plan->factors.n_axes && factors; f++) {
         json_t *factor = json_object();
         if (factor) {
             put(factor, "name", json_string(plan->factors.names[f]), &ok);
@@ -271,12 +271,12 @@ int cli_redistribute(int argc, char **argv)
         return cli_usage_hint(CMD, SYNOPSIS);
     }
 
-    ir_redist_mesh mesh;
+    ir_mesh mesh;
     ir_redist_type from, to;
     ir_redist_plan *plan = NULL;
     ap_error err;
     ap_error_clear(&err);
-    if (ir_redist_mesh_parse(mesh_text, &mesh, &err))
+    if (ir_mesh_parse(mesh_text, &mesh, &err))
         return cli_usage_fail(CMD, "--mesh: %s", err.msg[0] ? err.msg : ap_strerror(err.code));
     if (ir_redist_parse_type(&mesh, from_text, &from, &err))
         return fail_type("--from", &err);

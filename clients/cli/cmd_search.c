@@ -99,24 +99,13 @@ typedef struct prog_ctx {
     int width;
 } prog_ctx;
 
-static void fmt_bytes(char *buf, size_t n, double v)
-{
-    static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int k = 0;
-    while (v >= 1024 && k < 4) {
-        v /= 1024;
-        k++;
-    }
-    snprintf(buf, n, k ? "%.1f %s" : "%.0f %s", v, u[k]);
-}
-
 static int on_progress(void *vctx, const search_progress *p)
 {
     prog_ctx *ctx = vctx;
     if (!ctx->tty)
         return 0;
     char peak[32], line[256];
-    fmt_bytes(peak, sizeof peak, (double)p->best_peak_bytes);
+    ap_format_bytes((double)p->best_peak_bytes, peak, sizeof peak);
     int n = snprintf(line, sizeof line, "search: %lld episodes  %.0f/s  tree %zu  best %.4g s (start %.4g s)  peak %s%s",
                      (long long)p->episodes, p->episodes_per_s, p->tree_nodes, p->best_runtime_s, p->start_runtime_s,
                      peak, p->best_fits ? "" : " (over the limit)");
@@ -383,7 +372,7 @@ int cli_search(int argc, char **argv)
             goto out;
         }
         puts(text);
-        free(text);
+        ap_free(text);
     } else {
         print_text(&res);
     }

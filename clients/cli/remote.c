@@ -122,7 +122,7 @@ int cli_remote_fail(const char *cmd, const cli_remote *r, const wire_status *st,
     if (st->code == WIRE_UNAVAILABLE && strstr(st->msg, "failed to connect"))
         return cli_fail(cmd, "cannot reach autopartd at %s (is it running? autopartd --listen %s --db PATH)",
                         r->server, r->server);
-    return cli_fail(cmd, "%s from autopartd at %s: %s", wire_code_name(st->code), r->server, st->msg);
+    return cli_fail(cmd, "%s from autopartd at %s: %s", ap_grpc_code_name(st->code), r->server, st->msg);
 }
 
 int cli_remote_call(const char *cmd, const cli_remote *r, wire_conn *c, const char *method,
@@ -211,7 +211,7 @@ int cli_print_json(const char *cmd, json_t *j)
     if (!text)
         return cli_fail(cmd, "out of memory writing JSON");
     puts(text);
-    free(text);
+    ap_free(text);
     return fflush(stdout) == 0 ? CLI_OK : cli_fail(cmd, "cannot write the output");
 }
 

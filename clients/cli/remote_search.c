@@ -15,21 +15,10 @@
 #include "cli.h"
 #include "remote.h"
 
-static void fmt_bytes(char *buf, size_t n, double v)
-{
-    static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int k = 0;
-    while (v >= 1024 && k < 4) {
-        v /= 1024;
-        k++;
-    }
-    snprintf(buf, n, k ? "%.1f %s" : "%.0f %s", v, u[k]);
-}
-
 static void progress_line(const Autopart__V1__Progress *p)
 {
     char peak[32], line[256];
-    fmt_bytes(peak, sizeof peak, (double)p->best_peak_memory_bytes);
+    ap_format_bytes((double)p->best_peak_memory_bytes, peak, sizeof peak);
     int n = snprintf(line, sizeof line, "search: %lld episodes  %.0f/s  tree %lld  best %.4g s (start %.4g s)  peak %s%s",
                      (long long)p->episodes, p->episodes_per_s, (long long)p->tree_size, p->best_runtime_s,
                      p->start_runtime_s, peak, p->best_fits ? "" : " (over the limit)");

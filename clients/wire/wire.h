@@ -36,27 +36,12 @@ typedef struct wire_status {
     char msg[1200];
 } wire_status;
 
-/* gRPC's status codes. */
+/* gRPC's status codes (ap.h's table; ap_grpc_code_name names them). */
 enum {
-    WIRE_OK = 0,
-    WIRE_CANCELLED = 1,
-    WIRE_UNKNOWN = 2,
-    WIRE_INVALID_ARGUMENT = 3,
-    WIRE_DEADLINE_EXCEEDED = 4,
-    WIRE_NOT_FOUND = 5,
-    WIRE_ALREADY_EXISTS = 6,
-    WIRE_PERMISSION_DENIED = 7,
-    WIRE_RESOURCE_EXHAUSTED = 8,
-    WIRE_FAILED_PRECONDITION = 9,
-    WIRE_ABORTED = 10,
-    WIRE_OUT_OF_RANGE = 11,
-    WIRE_UNIMPLEMENTED = 12,
-    WIRE_INTERNAL = 13,
-    WIRE_UNAVAILABLE = 14,
-    WIRE_DATA_LOSS = 15,
-    WIRE_UNAUTHENTICATED = 16,
+#define WIRE_CODE_ENUM(name, val) WIRE_##name = val,
+    AP_GRPC_CODES(WIRE_CODE_ENUM)
+#undef WIRE_CODE_ENUM
 };
-const char *wire_code_name(int code); /* "INVALID_ARGUMENT" */
 
 /* Makes a channel (connecting lazily, at the first call). */
 int wire_connect(const wire_opts *o, wire_conn **out, ap_error *err);

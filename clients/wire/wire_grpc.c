@@ -32,15 +32,6 @@ struct wire_stream {
     grpc_metadata_array initial;
 };
 
-const char *wire_code_name(int code)
-{
-    static const char *const names[] = {"OK",        "CANCELLED",          "UNKNOWN",      "INVALID_ARGUMENT",
-                                        "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED",
-                                        "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-                                        "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
-    return code >= 0 && code <= 16 ? names[code] : "UNKNOWN";
-}
-
 int wire_connect(const wire_opts *o, wire_conn **out, ap_error *err)
 {
     wire_conn *c = ap_calloc(1, sizeof *c);

@@ -424,55 +424,24 @@ static int k_custom_call(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
 
 /* ---------------------------------------------------------- the kernels */
 
-ip_kernel ir__ip_kernel(ir_opcode opc)
+static ip_kernel kernel_of(ir_opcode opc)
 {
+    /* Ops of one kind (the kind column of ir_ops.h) share a kernel, so an
+     * element-wise op added to the registry needs no row here; the kernel
+     * refuses an op it has no rule for. */
+    static const ip_kernel by_kind[] = {
+        [IR_K_EW1] = ir__ip_k_ew1,
+        [IR_K_EW2] = ir__ip_k_ew2,
+        [IR_K_CMP] = ir__ip_k_compare,
+    };
+    /* The rest by opcode. */
     static const ip_kernel table[IR_OP__COUNT] = {
-        [IR_OP_ABS] = ir__ip_k_ew1,
-        [IR_OP_CBRT] = ir__ip_k_ew1,
-        [IR_OP_CEIL] = ir__ip_k_ew1,
-        [IR_OP_COSINE] = ir__ip_k_ew1,
-        [IR_OP_CLZ] = ir__ip_k_ew1,
-        [IR_OP_EXP] = ir__ip_k_ew1,
-        [IR_OP_EXPM1] = ir__ip_k_ew1,
-        [IR_OP_FLOOR] = ir__ip_k_ew1,
         [IR_OP_IMAG] = ir__ip_k_ew1,
         [IR_OP_IS_FINITE] = ir__ip_k_ew1,
-        [IR_OP_LOG] = ir__ip_k_ew1,
-        [IR_OP_LOG1P] = ir__ip_k_ew1,
-        [IR_OP_LOGISTIC] = ir__ip_k_ew1,
-        [IR_OP_NEGATE] = ir__ip_k_ew1,
-        [IR_OP_NOT] = ir__ip_k_ew1,
-        [IR_OP_POPCNT] = ir__ip_k_ew1,
         [IR_OP_REAL] = ir__ip_k_ew1,
-        [IR_OP_ROUND_AFZ] = ir__ip_k_ew1,
-        [IR_OP_ROUND_EVEN] = ir__ip_k_ew1,
-        [IR_OP_RSQRT] = ir__ip_k_ew1,
-        [IR_OP_SIGN] = ir__ip_k_ew1,
-        [IR_OP_SINE] = ir__ip_k_ew1,
-        [IR_OP_SQRT] = ir__ip_k_ew1,
-        [IR_OP_TAN] = ir__ip_k_ew1,
-        [IR_OP_TANH] = ir__ip_k_ew1,
-        [IR_OP_COPY] = ir__ip_k_ew1,
-        [IR_OP_REDUCE_PRECISION] = ir__ip_k_ew1,
         [IR_OP_CONVERT] = ir__ip_k_convert,
         [IR_OP_BITCAST_CONVERT] = ir__ip_k_bitcast,
-        [IR_OP_ADD] = ir__ip_k_ew2,
-        [IR_OP_ATAN2] = ir__ip_k_ew2,
-        [IR_OP_AND] = ir__ip_k_ew2,
-        [IR_OP_DIVIDE] = ir__ip_k_ew2,
-        [IR_OP_MAXIMUM] = ir__ip_k_ew2,
-        [IR_OP_MINIMUM] = ir__ip_k_ew2,
-        [IR_OP_MULTIPLY] = ir__ip_k_ew2,
-        [IR_OP_OR] = ir__ip_k_ew2,
-        [IR_OP_POWER] = ir__ip_k_ew2,
-        [IR_OP_REMAINDER] = ir__ip_k_ew2,
-        [IR_OP_SHIFT_LEFT] = ir__ip_k_ew2,
-        [IR_OP_SHIFT_RIGHT_ARITH] = ir__ip_k_ew2,
-        [IR_OP_SHIFT_RIGHT_LOGICAL] = ir__ip_k_ew2,
-        [IR_OP_SUBTRACT] = ir__ip_k_ew2,
-        [IR_OP_XOR] = ir__ip_k_ew2,
         [IR_OP_COMPLEX] = ir__ip_k_complex,
-        [IR_OP_COMPARE] = ir__ip_k_compare,
         [IR_OP_SELECT] = ir__ip_k_select,
         [IR_OP_CLAMP] = ir__ip_k_clamp,
         [IR_OP_MAP] = ir__ip_k_map,
@@ -520,7 +489,12 @@ ip_kernel ir__ip_kernel(ir_opcode opc)
         [IR_OP_REPLICA_ID] = k_device_id,
         [IR_OP_CUSTOM_CALL] = k_custom_call,
     };
-    return opc > IR_OP_UNKNOWN && opc < IR_OP__COUNT ? table[opc] : NULL;
+    if (opc <= IR_OP_UNKNOWN || opc >= IR_OP__COUNT)
+        return NULL;
+    if (table[opc])
+        return table[opc];
+    unsigned kind = (unsigned)ir_op_info_get(opc)->kind;
+    return kind < sizeof by_kind / sizeof *by_kind ? by_kind[kind] : NULL;
 }
 
 /* Why a registered op without a kernel cannot be evaluated. */
@@ -637,7 +611,7 @@ static int eval_op(ip_run *r, ip_frame *fr, const ir_op *op)
                                   "(reduce, sort, scatter, map bodies) cannot be evaluated");
         return ir__ip_collective(r, fr, op);
     }
-    ip_kernel k = ir__ip_kernel((ir_opcode)op->opcode);
+    ip_kernel k = kernel_of((ir_opcode)op->opcode);
     if (!k)
         return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED, "%s", refusal((ir_opcode)op->opcode));
     return eval_kernel(r, fr, op, k);

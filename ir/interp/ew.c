@@ -76,7 +76,36 @@ static double un_f(ir_opcode opc, double x)
     }
 }
 
-static bool un_f_ok(ir_opcode opc) { return opc != IR_OP_NOT && opc != IR_OP_POPCNT && opc != IR_OP_CLZ; }
+/* The ops un_f computes: an element-wise op it does not know (one added to
+ * the registry, whose kind sends it here) is refused, not copied. */
+static bool un_f_ok(ir_opcode opc)
+{
+    switch (opc) {
+    case IR_OP_ABS:
+    case IR_OP_CBRT:
+    case IR_OP_CEIL:
+    case IR_OP_COSINE:
+    case IR_OP_EXP:
+    case IR_OP_EXPM1:
+    case IR_OP_FLOOR:
+    case IR_OP_LOG:
+    case IR_OP_LOG1P:
+    case IR_OP_LOGISTIC:
+    case IR_OP_NEGATE:
+    case IR_OP_ROUND_AFZ:
+    case IR_OP_ROUND_EVEN:
+    case IR_OP_RSQRT:
+    case IR_OP_SIGN:
+    case IR_OP_SINE:
+    case IR_OP_SQRT:
+    case IR_OP_TAN:
+    case IR_OP_TANH:
+    case IR_OP_REAL:
+    case IR_OP_IMAG:
+    case IR_OP_COPY: return true;
+    default: return false;
+    }
+}
 
 static double complex un_c(ir_opcode opc, double complex x)
 {
@@ -208,6 +237,8 @@ int ir__ip_k_ew1(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
         return ir__ip_fail(c, AP_ETYPE, "operand and result shapes differ");
     ir_elem ie = (ir_elem)x->elem, oe = (ir_elem)y->elem;
     ip_class k = ir__ip_class(ie);
+    if (!un_f_ok(opc) && !un_c_ok(opc) && !un_i_ok(opc) && opc != IR_OP_IS_FINITE && opc != IR_OP_REDUCE_PRECISION)
+        return ir__ip_fail(c, AP_EUNSUPPORTED, "the interpreter has no rule for this element-wise op");
     /* the result element type each op must have */
     bool ok;
     if (opc == IR_OP_IS_FINITE)
@@ -391,7 +422,7 @@ static uint64_t bin_i(ir_opcode opc, int64_t x, int64_t y, int bits, bool uns)
     }
 }
 
-bool ir__ip_ew2_ok(ir_opcode opc, ir_elem e)
+static bool ew2_ok(ir_opcode opc, ir_elem e)
 {
     switch (ir__ip_class(e)) {
     case IP_F:
@@ -403,12 +434,18 @@ bool ir__ip_ew2_ok(ir_opcode opc, ir_elem e)
                opc == IR_OP_POWER;
     case IP_S:
     case IP_U:
-    case IP_B: return opc != IR_OP_ATAN2 && opc != IR_OP_COMPLEX;
+    case IP_B:
+        return opc == IR_OP_ADD || opc == IR_OP_SUBTRACT || opc == IR_OP_MULTIPLY || opc == IR_OP_DIVIDE ||
+               opc == IR_OP_REMAINDER || opc == IR_OP_MAXIMUM || opc == IR_OP_MINIMUM || opc == IR_OP_AND ||
+               opc == IR_OP_OR || opc == IR_OP_XOR || opc == IR_OP_POWER || opc == IR_OP_SHIFT_LEFT ||
+               opc == IR_OP_SHIFT_RIGHT_LOGICAL || opc == IR_OP_SHIFT_RIGHT_ARITH;
     default: return false;
     }
 }
 
-void ir__ip_ew2_elem(ir_opcode opc, ir_elem e, const uint8_t *a, const uint8_t *b, uint8_t *out)
+/* Element-wise binary op on one element of type e: out = a op b (out may
+ * alias a or b).  The op must be one ew2_ok accepts. */
+static void ew2_elem(ir_opcode opc, ir_elem e, const uint8_t *a, const uint8_t *b, uint8_t *out)
 {
     switch (ir__ip_class(e)) {
     case IP_F: ip_stf(e, out, bin_f(opc, ip_ldf(e, a), ip_ldf(e, b))); return;
@@ -439,7 +476,9 @@ int ir__ip_k_ew2(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
     if (!ir__tensor_same_type(a, b) || !ir__tensor_same_type(a, y))
         return ir__ip_fail(c, AP_ETYPE, "operands and result must have one type");
     ir_elem e = (ir_elem)a->elem;
-    if (!ir__ip_ew2_ok(opc, e))
+    if (!ew2_ok(opc, IR_E_F64) && !ew2_ok(opc, IR_E_I64))
+        return ir__ip_fail(c, AP_EUNSUPPORTED, "the interpreter has no rule for this element-wise op");
+    if (!ew2_ok(opc, e))
         return ir__ip_fail(c, AP_ETYPE, "not defined on %s", ir_elem_name(e));
     size_t eb = ip_eb(e);
     bool basic = opc == IR_OP_ADD || opc == IR_OP_MULTIPLY || opc == IR_OP_SUBTRACT || opc == IR_OP_DIVIDE;
@@ -466,7 +505,7 @@ int ir__ip_k_ew2(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
         return 0;
     }
     for (int64_t i = 0; i < a->numel; i++)
-        ir__ip_ew2_elem(opc, e, a->data + (size_t)i * eb, b->data + (size_t)i * eb, y->data + (size_t)i * eb);
+        ew2_elem(opc, e, a->data + (size_t)i * eb, b->data + (size_t)i * eb, y->data + (size_t)i * eb);
     return 0;
 }
 
@@ -615,8 +654,8 @@ int ir__ip_k_clamp(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
     size_t eb = ip_eb(e);
     for (int64_t i = 0; i < x->numel; i++) {
         uint8_t *q = y->data + (size_t)i * eb;
-        ir__ip_ew2_elem(IR_OP_MAXIMUM, e, x->data + (size_t)i * eb, lo->data + (lo->rank ? (size_t)i * eb : 0), q);
-        ir__ip_ew2_elem(IR_OP_MINIMUM, e, q, hi->data + (hi->rank ? (size_t)i * eb : 0), q);
+        ew2_elem(IR_OP_MAXIMUM, e, x->data + (size_t)i * eb, lo->data + (lo->rank ? (size_t)i * eb : 0), q);
+        ew2_elem(IR_OP_MINIMUM, e, q, hi->data + (hi->rank ? (size_t)i * eb : 0), q);
     }
     return 0;
 }
@@ -751,7 +790,7 @@ int ir__ip_reducer_init(ip_reducer *rd, ip_ctx *c, const ir_region *reg, uint32_
          opc == IR_OP_AND || opc == IR_OP_OR || opc == IR_OP_XOR)) {
         const ir_type *t0 = b->args[0].type, *t1 = b->args[1].type, *tr = b->first->results[0].type;
         if (t0 && t1 && tr && t0->elem == elems[0] && t1->elem == elems[0] && tr->elem == elems[0] &&
-            ir_type_numel(t0) == 1 && ir_type_numel(tr) == 1 && ir__ip_ew2_ok(opc, elems[0])) {
+            ir_type_numel(t0) == 1 && ir_type_numel(tr) == 1 && ew2_ok(opc, elems[0])) {
             rd->fast = opc;
             return 0;
         }
@@ -784,7 +823,7 @@ int ir__ip_reducer_init(ip_reducer *rd, ip_ctx *c, const ir_region *reg, uint32_
 int ir__ip_reduce_step(ip_reducer *rd, uint8_t *const *acc, const uint8_t *const *x)
 {
     if (rd->fast != IR_OP_UNKNOWN) {
-        ir__ip_ew2_elem(rd->fast, rd->elems[0], acc[0], x[0], acc[0]);
+        ew2_elem(rd->fast, rd->elems[0], acc[0], x[0], acc[0]);
         return 0;
     }
     uint32_t n = rd->n;

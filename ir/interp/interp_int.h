@@ -90,8 +90,6 @@ int ir__ip_relay(ip_run *r, const ir_op *op, int64_t dev, int rc, const ap_error
 
 /* ---------------------------------------------- tensors (kernel.c, tensor.c) */
 
-/* A new zero array for the kernel (limit checked, error at the op). */
-int ir__ip_new(ip_ctx *c, ir_elem e, int rank, const int64_t *dims, ir_tensor **out);
 /* A new zero value of result i's type of the kernel's op. */
 int ir__ip_new_result(ip_ctx *c, uint32_t i, ir_tensor **out);
 /* A copy of t for op on device dev (limit checked, error at the op). */
@@ -104,8 +102,6 @@ bool ir__tensor_same_type(const ir_tensor *a, const ir_tensor *b);
 /* "tensor<2x3xf32>" for messages. */
 void ir__tensor_type_str(const ir_tensor *t, char *buf, size_t size);
 
-/* Whether the interpreter can compute with element type e. */
-bool ir__ip_elem_ok(ir_elem e);
 
 /* ------------------------------------------------------ element access */
 
@@ -201,13 +197,6 @@ static inline void ip_sti(ir_elem e, uint8_t *p, int64_t v)
 /* Converts one element between any two computable types with the rules of
  * stablehlo.convert. */
 void ir__ip_convert_elem(ir_elem from, const uint8_t *src, ir_elem to, uint8_t *dst);
-/* Stores a double into a float type with one rounding (f64 -> bf16
- * directly, not through f32). */
-void ir__ip_store_f_exact(ir_elem e, uint8_t *p, double v);
-/* Element-wise binary op on one element of type e: out = a op b (out may
- * alias a or b).  The op must be one ir__ip_ew2_ok accepts. */
-void ir__ip_ew2_elem(ir_opcode opc, ir_elem e, const uint8_t *a, const uint8_t *b, uint8_t *out);
-bool ir__ip_ew2_ok(ir_opcode opc, ir_elem e);
 /* Integer of any integer or bool element as int64 (for indices). */
 static inline int64_t ip_index_at(const ir_tensor *t, int64_t i)
 {
@@ -292,8 +281,6 @@ void ir__ip_scall_free(ip_scalar_call *sc);
 
 /* ---------------------------------------------------------------- kernels */
 
-/* Every kernel by opcode (NULL: not a kernel). */
-ip_kernel ir__ip_kernel(ir_opcode opc);
 
 /* ew.c */
 int ir__ip_k_ew1(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);

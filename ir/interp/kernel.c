@@ -58,15 +58,6 @@ int ir__ip_relay(ip_run *r, const ir_op *op, int64_t dev, int rc, const ap_error
     return ir__ip_fail_op(r, op, dev, rc, "%s", e->msg);
 }
 
-/* ============================================================== tensors */
-
-int ir__ip_new(ip_ctx *c, ir_elem e, int rank, const int64_t *dims, ir_tensor **out)
-{
-    ap_error e2;
-    int rc = ir__tensor_alloc(e, rank, dims, c->run->opts.max_elems, out, &e2);
-    return rc < 0 ? ir__ip_relay(c->run, c->op, c->fr->dev_ids[c->dev], rc, &e2) : 0;
-}
-
 int ir__ip_new_result(ip_ctx *c, uint32_t i, ir_tensor **out)
 {
     ap_error e2;

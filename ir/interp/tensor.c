@@ -29,7 +29,8 @@ ip_class ir__ip_class(ir_elem e)
     return IP_X;
 }
 
-bool ir__ip_elem_ok(ir_elem e) { return e > IR_E_NONE && e < IR_E_OPAQUE && ir__ip_class(e) != IP_X; }
+/* Whether the interpreter can compute with element type e. */
+static bool elem_ok(ir_elem e) { return e > IR_E_NONE && e < IR_E_OPAQUE && ir__ip_class(e) != IP_X; }
 
 /* ============================================================ allocation */
 
@@ -38,7 +39,7 @@ bool ir__ip_elem_ok(ir_elem e) { return e > IR_E_NONE && e < IR_E_OPAQUE && ir__
 int ir__tensor_alloc(ir_elem e, int rank, const int64_t *dims, int64_t limit, ir_tensor **out, ap_error *err)
 {
     *out = NULL;
-    if (!ir__ip_elem_ok(e))
+    if (!elem_ok(e))
         return ap_error_set(err, AP_EINVALID, "element type %s cannot be computed with", ir_elem_name(e));
     if (rank < 0 || rank > IR_MAX_RANK)
         return ap_error_set(err, AP_EINVALID, "rank %d is not supported", rank);
@@ -110,7 +111,7 @@ int ir__tensor_alloc_type(const ir_type *t, int64_t limit, ir_tensor **out, ap_e
             ap_buf_free(&b);
             return ap_error_set(err, AP_EINVALID, "dynamic shape %s", buf);
         }
-        if (t->elem == IR_E_OPAQUE || !ir__ip_elem_ok((ir_elem)t->elem))
+        if (t->elem == IR_E_OPAQUE || !elem_ok((ir_elem)t->elem))
             return ap_error_set(err, AP_EINVALID, "element type %s cannot be computed with",
                                 t->text ? t->text : ir_elem_name((ir_elem)t->elem));
         return ir__tensor_alloc((ir_elem)t->elem, t->kind == IR_T_TENSOR ? t->rank : 0, t->dims, limit, out, err);
@@ -244,7 +245,9 @@ static float round_to_odd_f32(double v)
     return f;
 }
 
-void ir__ip_store_f_exact(ir_elem e, uint8_t *p, double v)
+/* Stores a double into a float type with one rounding (f64 -> bf16
+ * directly, not through f32). */
+static void store_f_exact(ir_elem e, uint8_t *p, double v)
 {
     switch (e) {
     case IR_E_F64: memcpy(p, &v, 8); return;
@@ -295,7 +298,7 @@ static void int_to_f(int64_t v, bool uns, ir_elem to, uint8_t *dst)
         return;
     }
     double d = uns ? (double)(uint64_t)v : (double)v;
-    ir__ip_store_f_exact(to, dst, d);
+    store_f_exact(to, dst, d);
 }
 
 void ir__ip_convert_elem(ir_elem from, const uint8_t *src, ir_elem to, uint8_t *dst)
@@ -323,7 +326,7 @@ void ir__ip_convert_elem(ir_elem from, const uint8_t *src, ir_elem to, uint8_t *
     case IP_F: {
         double v = ip_ldf(from, src);
         if (ct == IP_F)
-            ir__ip_store_f_exact(to, dst, v);
+            store_f_exact(to, dst, v);
         else if (ct == IP_C)
             ip_stc(to, dst, ip_cplx(v, 0.0));
         else if (ct == IP_B)
@@ -337,7 +340,7 @@ void ir__ip_convert_elem(ir_elem from, const uint8_t *src, ir_elem to, uint8_t *
         if (ct == IP_C)
             ip_stc(to, dst, v);
         else if (ct == IP_F)
-            ir__ip_store_f_exact(to, dst, creal(v));
+            store_f_exact(to, dst, creal(v));
         else if (ct == IP_B)
             dst[0] = creal(v) != 0 || cimag(v) != 0;
         else
@@ -526,7 +529,7 @@ static int fill_random(ir_tensor *t, uint64_t *s, double lo, double hi, bool def
     for (int64_t i = 0; i < t->numel; i++) {
         uint8_t *p = t->data + (size_t)i * eb;
         switch (k) {
-        case IP_F: ir__ip_store_f_exact(e, p, lo + (hi - lo) * rng_unit(s)); break;
+        case IP_F: store_f_exact(e, p, lo + (hi - lo) * rng_unit(s)); break;
         case IP_C: {
             double re = lo + (hi - lo) * rng_unit(s), im = lo + (hi - lo) * rng_unit(s);
             ip_stc(e, p, ip_cplx(re, im));

@@ -640,7 +640,7 @@ bool ir__alias_add(parser *p, alias_table *t, const char *s, uint32_t len, void 
         t->nbuckets = nb;
     }
     uint32_t h = (uint32_t)ap_hash_bytes(s, len, 3) & (t->nbuckets - 1);
-    t->ents[t->n] = (alias_ent){s, len, ptr, at, t->buckets[h]};
+    t->ents[t->n] = (alias_ent){s, len, ptr, at, t->buckets[h], NULL, false};
     t->buckets[h] = (int32_t)t->n;
     t->n++;
     return true;

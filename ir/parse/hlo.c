@@ -416,7 +416,16 @@ static void insts_clear(hp *p)
 
 static bool at_end(hp *p) { return p->p >= p->end; }
 
-/* Skips white space and comments (slash-star and slash-slash). */
+/* Is q the first character of its line but for blanks? */
+static bool at_line_start(const char *src, const char *q)
+{
+    while (q > src && (q[-1] == ' ' || q[-1] == '\t'))
+        q--;
+    return q == src || q[-1] == '\n';
+}
+
+/* Skips white space and comments (slash-star, slash-slash, and lines
+ * starting with '#'). */
 static void skip_ws(hp *p)
 {
     const char *q = p->p, *end = p->end;
@@ -429,7 +438,8 @@ static void skip_ws(hp *p)
             while (e + 1 < end && !(e[0] == '*' && e[1] == '/'))
                 e++;
             q = e + 1 < end ? e + 2 : end;
-        } else if (c == '/' && q + 1 < end && q[1] == '/') {
+        } else if ((c == '/' && q + 1 < end && q[1] == '/') || (c == '#' && at_line_start(p->src, q))) {
+            /* `# RUN: ...` lines of lit tests lead many HLO files */
             const char *nl = memchr(q, '\n', (size_t)(end - q));
             q = nl ? nl + 1 : end;
         } else {
@@ -1359,6 +1369,26 @@ static ir_attr *parse_literal(hp *p, const ir_type *t)
     if (numel < 0 || eb == 0) {
         perr(p, at, AP_EUNSUPPORTED, "constants need a static shape with a numeric element type");
         return NULL;
+    }
+    if (t->rank > 0 && numel > 0 && p->p < p->end && *p->p != '{') {
+        /* `f32[2,3] constant(1)`: one value for every element (a splat) */
+        uint8_t *one = ir__zalloc(m, (size_t)eb);
+        ir_attr *k = ir__zalloc(m, sizeof *k);
+        if (!one || !k) {
+            oom(p);
+            return NULL;
+        }
+        if (!parse_elem(p, (ir_elem)t->elem, one))
+            return NULL;
+        k->kind = IR_A_DENSE;
+        k->type = t;
+        k->u.dense.splat = true;
+        k->u.dense.nbytes = (size_t)eb;
+        k->u.dense.data = one;
+        ir_attr *a = ir__attr_intern(m, k, true);
+        if (!a)
+            oom(p);
+        return a;
     }
     if (numel > p->end - p->p) { /* every element takes at least a byte */
         perr(p, at, AP_ESYNTAX, "literal has fewer elements than its shape");
@@ -2451,6 +2481,15 @@ static bool op_attrs(hp *p, hbuild *b, ir_opcode opc)
     }
     if (!common_attrs(p, b))
         return false;
+    if ((opc == IR_OP_ALL_GATHER || opc == IR_OP_ALL_REDUCE || opc == IR_OP_REDUCE_SCATTER) &&
+        !find_attr(p, "replica_groups")) {
+        /* none given: one group of every device, which StableHLO writes
+         * as an empty table (as XLA's importer does, and as `{}` reads) */
+        int64_t empty[2] = {0, 0};
+        const ir_type *t = ir_type_tensor(p->m, IR_E_I64, 2, empty);
+        if (!put(p, b, "replica_groups", t ? ir_attr_dense_ints(p->m, t, 0, NULL) : NULL))
+            return false;
+    }
     for (uint32_t i = 0; i < p->n_attrs; i++) {
         hattr *a = &p->attrs[i];
         if (a->used || in_list(builder_keys, a->key, a->klen) || in_list(dropped_keys, a->key, a->klen))
@@ -3713,9 +3752,14 @@ static bool parse_module(hp *p)
         return false;
     if (!peek(p))
         return expected(p, "a computation");
-    while (peek(p))
+    while (peek(p)) {
+        if (is_word(p, "HloModule"))
+            return perr(p, p->p, AP_EUNSUPPORTED,
+                        "a second HloModule: the file holds several modules and autopart reads one; split it into "
+                        "one file per module");
         if (!parse_computation(p))
             return false;
+    }
     if (p->entry < 0) {
         p->entry = (int32_t)p->n_comps - 1;
         if (!make_func(p, (uint32_t)p->entry, "main", true))

@@ -28,7 +28,10 @@ static bool parse_alias_def(parser *p)
         if (ir__alias_find(&p->type_aliases, s, len))
             return ir__perr(p, at, AP_ESYNTAX, "redefinition of type alias '!%.*s'", (int)len, s);
         const ir_type *t = ir__parse_type(p);
-        return t && ir__alias_add(p, &p->type_aliases, s, len, (void *)t, at);
+        if (!t || !ir__alias_add(p, &p->type_aliases, s, len, (void *)t, at))
+            return false;
+        p->type_aliases.ents[p->type_aliases.n - 1].def_end = p->prev_end;
+        return true;
     }
     if (ir__is_word(p, "loc")) {
         bool ok;
@@ -55,7 +58,43 @@ static bool parse_alias_def(parser *p)
     if (ir__alias_find(&p->attr_aliases, s, len))
         return ir__perr(p, at, AP_ESYNTAX, "redefinition of attribute alias '#%.*s'", (int)len, s);
     ir_attr *a = ir__parse_attr(p, true);
-    return a && ir__alias_add(p, &p->attr_aliases, s, len, a, at);
+    if (!a || !ir__alias_add(p, &p->attr_aliases, s, len, a, at))
+        return false;
+    p->attr_aliases.ents[p->attr_aliases.n - 1].def_end = p->prev_end;
+    return true;
+}
+
+/* The definitions of the attribute and type aliases that ops of unknown
+ * syntax name in their text, in the order written, one per line; NULL when
+ * there are none. */
+static const char *used_alias_defs(parser *p)
+{
+    ap_buf b;
+    ap_buf_init(&b);
+    const alias_table *tabs[2] = {&p->attr_aliases, &p->type_aliases};
+    uint32_t next[2] = {0, 0};
+    for (;;) {
+        const alias_ent *e = NULL;
+        int from = -1;
+        for (int k = 0; k < 2; k++) {
+            while (next[k] < tabs[k]->n && !tabs[k]->ents[next[k]].used_in_text)
+                next[k]++;
+            if (next[k] < tabs[k]->n && (!e || tabs[k]->ents[next[k]].at < e->at)) {
+                e = &tabs[k]->ents[next[k]];
+                from = k;
+            }
+        }
+        if (!e)
+            break;
+        next[from]++;
+        ap_buf_put(&b, e->at, (size_t)(e->def_end - e->at));
+        ap_buf_putc(&b, '\n');
+    }
+    const char *text = b.len && !b.oom ? ap_arena_strndup(&p->m->arena, b.data, b.len) : NULL;
+    if (b.oom || (b.len && !text))
+        ir__perr(p, NULL, AP_ENOMEM, "out of memory");
+    ap_buf_free(&b);
+    return text;
 }
 
 /* Location aliases may be used before their definition; each must be
@@ -175,6 +214,12 @@ int ir_parse_mlir(const char *text, size_t len, const char *filename, ir_module 
             explicit_module = op;
             continue;
         }
+        if (explicit_module && op->opcode == IR_OP_MODULE) {
+            ir__perr(p, op_at, AP_EUNSUPPORTED,
+                     "a second top-level module: the file holds several modules and autopart reads one; split "
+                     "it into one file per module");
+            goto fail;
+        }
         if (explicit_module) {
             ir__perr(p, op_at, AP_ESYNTAX, "unexpected operation after the top-level module");
             goto fail;
@@ -204,6 +249,9 @@ int ir_parse_mlir(const char *text, size_t len, const char *filename, ir_module 
             goto fail;
         }
     p->m->file_metadata = p->file_metadata;
+    p->m->alias_defs = used_alias_defs(p);
+    if (p->failed)
+        goto fail;
     for (ir_op *f = ir_module_body(p->m)->first; f; f = f->next)
         if (f->opcode == IR_OP_FUNC)
             ir_func_renumber(f, NULL, NULL);

@@ -70,6 +70,11 @@ typedef struct alias_ent {
     void *ptr; /* ir_loc *, ir_attr * or const ir_type * */
     const char *at;
     int32_t next; /* bucket chain */
+    /* attribute and type aliases: the end of the definition's text, and
+     * whether an op of unknown syntax names the alias in its text (the
+     * printer must then write the definition, as it cannot inline it) */
+    const char *def_end;
+    bool used_in_text;
 } alias_ent;
 
 typedef struct alias_table {
@@ -125,6 +130,10 @@ typedef bool (*ir__form_parser)(parser *p, op_state *st, int fmt);
 struct parser {
     ir_lexer lx;
     ir_tok tok;
+    /* the token before tok: its kind (ops of unknown syntax continue past
+     * a line that ends in ',' or ':') and where it ends */
+    uint8_t prev_kind;
+    const char *prev_end;
     ir_module *m;
     ap_error *err;
     bool failed;
@@ -157,7 +166,12 @@ bool ir__perr_expected(parser *p, const char *what);
 /* Tokens.  The small ones are inline: every file of the grammar calls them
  * for nearly every token, and inlined `ir__is_word(p, "cond")` compares
  * with a constant length. */
-static inline void ir__next(parser *p) { ir__lex_next(&p->lx, &p->tok); }
+static inline void ir__next(parser *p)
+{
+    p->prev_kind = p->tok.kind;
+    p->prev_end = p->lx.p;
+    ir__lex_next(&p->lx, &p->tok);
+}
 static inline bool ir__accept(parser *p, ir_tok_kind k)
 {
     if (p->tok.kind != k)
@@ -264,7 +278,6 @@ bool ir__apply_sig_functional(parser *p, op_state *st, const op_sig *sig, const 
 /* ============================================================ types.c */
 
 const ir_type *ir__parse_type(parser *p);
-bool ir__parse_type_list_paren(parser *p, const ir_type ***out, uint32_t *n);
 bool ir__parse_sig(parser *p, op_sig *sig);
 void ir__sig_free(op_sig *sig);
 
@@ -294,7 +307,5 @@ bool ir__parse_arg_decls(parser *p, arg_list *args, bool allow_attrs);
  * ir_forms.h), by form; NULL for the forms without one.  A form's parser
  * reads what follows the op name. */
 extern const ir__form_parser ir__form_parsers[IR_FMT__COUNT];
-/* builds `^bb0(%a: T, %b: T): %r = OP %a, %b : T; stablehlo.return %r` */
-ir_region *ir__reduction_region(parser *p, ir_opcode op, const ir_type *const *elem_types, uint32_t n);
 
 #endif /* MLIR_INT_H */

@@ -5,6 +5,7 @@
  */
 #include "mlir_int.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -330,14 +331,23 @@ static bool text_piece(parser *p, ir_tmpl_piece **v, uint32_t *n, uint32_t *cap,
 }
 
 /* Does the token that starts a new line continue an op of unknown syntax?
- * Yes when no op can start with it: `key=` or `key =` (a clause, as
- * sdy.manual_computation writes `in_shardings=[...]` on its own line),
- * an opening bracket, ':' or '->' of a signature, '=', ',', '<', or a
- * location.  Ops start with %results, a "generic" name, a dotted name,
- * a bare word of the default dialect (`return`) or a ^label. */
+ * Yes when the line before ended in ',', ':', '=' or '->', which no op
+ * ends with; and when no op can start with the token: `key=` or `key =`
+ * (a clause, as sdy.manual_computation writes `in_shardings=[...]` on its
+ * own line), a keyword with its operands (`ins(`, `outs(`), an opening
+ * bracket, ':' or '->' of a signature, '=', ',', '<', or a location.  Ops
+ * start with %results, a "generic" name, a dotted name, a bare word of the
+ * default dialect (`return`, `module {`) or a ^label. */
 static bool continues_op(const parser *p)
 {
     const ir_tok *t = &p->tok;
+    /* a line cannot end an op with a separator: `foo.bar %a,\n %b : T` */
+    switch (p->prev_kind) {
+    case T_COMMA: case T_COLON: case T_EQUAL: case T_ARROW:
+        return true;
+    default:
+        break;
+    }
     switch (t->kind) {
     case T_LPAREN: case T_LBRACKET: case T_LBRACE: case T_COLON: case T_ARROW:
     case T_EQUAL: case T_COMMA: case T_LESS: case T_LESS_BRACE:
@@ -349,6 +359,9 @@ static bool continues_op(const parser *p)
         while (q < end && (*q == ' ' || *q == '\t'))
             q++;
         if (q < end && *q == '=' && !(q + 1 < end && q[1] == '='))
+            return true;
+        /* a keyword with its operands: linalg's `ins(%a : T) outs(%b : T)` */
+        if (q == t->s + t->len && q < end && *q == '(')
             return true;
         return t->len == 3 && memcmp(t->s, "loc", 3) == 0 && q < end && *q == '(' && q == t->s + 3;
     }
@@ -379,6 +392,10 @@ static const char *skip_blank_comments(const char *q, const char *end)
 static bool at_region_args(parser *p)
 {
     if (p->tok.kind != T_LPAREN)
+        return false;
+    /* `outs(%e : T) {`: a keyword's operands, not the region's arguments */
+    const char *b = p->tok.at;
+    if (b > p->lx.src && (isalnum((unsigned char)b[-1]) || b[-1] == '_'))
         return false;
     const char *q = p->tok.at + 1, *end = p->lx.end;
     q = skip_blank_comments(q, end);
@@ -429,7 +446,8 @@ static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected
      * from the next token (spaces, a line break, a comment) must stay a
      * separation when printed */
     const char *text_from = name_end;
-    const char *sig_colon = NULL, *loc_at = NULL, *last_end = p->tok.at;
+    const char *sig_colon = NULL; /* after the `:` (or `->`) of the trailing signature */
+    const char *loc_at = NULL, *last_end = p->tok.at;
     uint32_t sig_piece = 0; /* pieces made before the signature's ':' */
     int depth = 0;
     bool ok = true;
@@ -628,10 +646,26 @@ static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected
             break;
         case T_COLON:
             if (depth == 0) {
-                sig_colon = t->at;
+                sig_colon = t->at + 1;
                 sig_piece = n;
             }
             break;
+        case T_ARROW:
+            /* `} -> tensor<4xf32>` (linalg): the results' types when no
+             * `: signature` gives them */
+            if (depth == 0 && !sig_colon) {
+                sig_colon = t->at + 2;
+                sig_piece = n;
+            }
+            break;
+        case T_HASH:
+        case T_BANG: {
+            /* `#map` in the text: the printer keeps its definition */
+            alias_ent *e = ir__alias_find_ent(t->kind == T_HASH ? &p->attr_aliases : &p->type_aliases, t->s, t->len);
+            if (e)
+                e->used_in_text = true;
+            break;
+        }
         default:
             break;
         }
@@ -659,7 +693,7 @@ static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected
         ir_tok saved_tok = p->tok;
         ap_error scratch, *saved_err = p->err;
         p->err = &scratch;
-        ir__reset_to(p, sig_colon + 1);
+        ir__reset_to(p, sig_colon);
         op_sig sig;
         if (ir__parse_sig(p, &sig)) {
             if (sig.n_out == n_results_expected)

@@ -373,7 +373,8 @@ static bool form_parse_convolution(parser *p, op_state *st, int fmt)
     return opt_attr_dict(p, st) && sig_tail(p, st, false);
 }
 
-ir_region *ir__reduction_region(parser *p, ir_opcode opc, const ir_type *const *elem_types, uint32_t n)
+/* builds `^bb0(%a: T, %b: T): %r = OP %a, %b : T; stablehlo.return %r` */
+static ir_region *reduction_region(parser *p, ir_opcode opc, const ir_type *const *elem_types, uint32_t n)
 {
     ir_module *m = p->m;
     ir_region *r = ir__new_region(p);
@@ -461,7 +462,7 @@ static bool form_parse_reduce(parser *p, op_state *st, int fmt)
                 return ir__perr(p, applies_at, AP_ETYPE, "reduce init value has no known type");
             et[i] = t;
         }
-        ir_region *r = ir__reduction_region(p, applies, et, n);
+        ir_region *r = reduction_region(p, applies, et, n);
         return r && ir__st_add_region(p, st, r);
     }
     /* reducer(%a: T, %b: T) (%c: T, %d: T) { ... } : pairs (lhs_i, rhs_i) */

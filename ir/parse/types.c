@@ -256,7 +256,7 @@ out:
 }
 
 /* '(' type (, type)* ')' or '()' */
-bool ir__parse_type_list_paren(parser *p, const ir_type ***out, uint32_t *n)
+static bool parse_type_list_paren(parser *p, const ir_type ***out, uint32_t *n)
 {
     const ir_type **v = NULL;
     uint32_t cnt = 0, cap = 0;
@@ -288,13 +288,13 @@ static const ir_type *parse_function_type(parser *p)
     const ir_type **in = NULL, **out = NULL, *one;
     uint32_t n_in = 0, n_out = 0;
     const ir_type *t = NULL;
-    if (!ir__parse_type_list_paren(p, &in, &n_in))
+    if (!parse_type_list_paren(p, &in, &n_in))
         return NULL;
     if (!ir__expect(p, T_ARROW, "'->' in a function type"))
         goto out;
     if (p->tok.kind == T_LPAREN) {
         /* `-> (a, b)` or `-> (a) -> b` (a function result): try the list */
-        if (!ir__parse_type_list_paren(p, &out, &n_out))
+        if (!parse_type_list_paren(p, &out, &n_out))
             goto out;
         if (p->tok.kind == T_ARROW) { /* it was a function type result */
             const ir_type **r = NULL;
@@ -435,13 +435,13 @@ static bool parse_sig_in(parser *p, op_sig *sig)
     uint32_t cap = 0;
     if (p->tok.kind == T_LPAREN) {
         /* `(T, ...) -> R` functional, or a parenthesized... always functional */
-        if (!ir__parse_type_list_paren(p, &sig->in, &sig->n_in))
+        if (!parse_type_list_paren(p, &sig->in, &sig->n_in))
             return false;
         if (!ir__expect(p, T_ARROW, "'->' in the op's type"))
             return false;
         sig->functional = true;
         if (p->tok.kind == T_LPAREN)
-            return ir__parse_type_list_paren(p, &sig->out, &sig->n_out);
+            return parse_type_list_paren(p, &sig->out, &sig->n_out);
         const ir_type *t = ir__parse_type(p);
         if (!t || !GROW(p, sig->out, cap, 1))
             return false;
@@ -466,7 +466,7 @@ static bool parse_sig_in(parser *p, op_sig *sig)
         cap = 0;
         sig->functional = true;
         if (p->tok.kind == T_LPAREN)
-            return ir__parse_type_list_paren(p, &sig->out, &sig->n_out);
+            return parse_type_list_paren(p, &sig->out, &sig->n_out);
         const ir_type *t = ir__parse_type(p);
         if (!t || !GROW(p, sig->out, cap, 1))
             return false;

@@ -79,7 +79,6 @@ ir_op *ir_pctx_func(const ir_pctx *c) { return c->func; }
 ir_module *ir_pctx_module(const ir_pctx *c) { return c->m; }
 uint32_t ir_pctx_num_ops(const ir_pctx *c) { return c->n_ops; }
 ir_op *ir_pctx_op(const ir_pctx *c, uint32_t i) { return i < c->n_ops ? c->ops[i] : NULL; }
-uint32_t ir_pctx_num_entries(const ir_pctx *c, uint32_t op) { return c->tmr0[op + 1] - c->tmr0[op]; }
 
 /* Ops with results inside op's regions, at any depth: the printer numbers
  * those it shows between op's results and the next top-level op's. */
@@ -731,7 +730,3 @@ int32_t ir__loop_dim_op(const ir_pctx *c, uint32_t v, int dim)
     return -1;
 }
 
-bool ir_pctx_loop_dim(const ir_pctx *c, uint32_t v, int dim)
-{
-    return v < c->n_vals && ir__loop_dim_op(c, v, dim) >= 0;
-}

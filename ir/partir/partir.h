@@ -70,7 +70,6 @@ ir_op *ir_pctx_func(const ir_pctx *c);
 ir_module *ir_pctx_module(const ir_pctx *c);
 uint32_t ir_pctx_num_ops(const ir_pctx *c);
 ir_op *ir_pctx_op(const ir_pctx *c, uint32_t i);
-uint32_t ir_pctx_num_entries(const ir_pctx *c, uint32_t op);
 
 /* A fresh state (everything replicated) over ctx; free with
  * ir_partition_free.  ir_partition_clone copies a state. */
@@ -219,12 +218,6 @@ uint32_t ir_pctx_result_value(const ir_pctx *c, uint32_t k, uint32_t j);
 /* The returned values. */
 uint32_t ir_pctx_num_returns(const ir_pctx *c);
 uint32_t ir_pctx_return_value(const ir_pctx *c, uint32_t r);
-/* The value id of v, UINT32_MAX when v is not a value of the function. */
-uint32_t ir_pctx_value_id(const ir_pctx *c, const ir_value *v);
-/* Is dim `dim` of value v the dim a while loop steps through one slice per
- * iteration (the layer dim of a stacked weight)?  Tiling it is refused:
- * that would pipeline the loop. */
-bool ir_pctx_loop_dim(const ir_pctx *c, uint32_t v, int dim);
 
 /* Layout op k needs for operand i, and the layout of its result j. */
 void ir_partition_operand_layout(const ir_partition *p, uint32_t k, uint32_t i, ir_layout *out);
@@ -260,9 +253,6 @@ typedef struct ir_xfer {
 
 /* Whether a transfer inserts nothing: the value passes as it is. */
 bool ir_xfer_is_noop(const ir_xfer *x);
-/* Whether the first op a transfer inserts reads the value (an empty value
- * is replaced by a constant). */
-bool ir_xfer_uses_source(const ir_xfer *x);
 
 /* A materialization of a value: made at its first use, in segment `seg`
  * (the op being lowered, or the return: ir_pctx_num_ops), before the op's
@@ -387,45 +377,22 @@ bool ir_custom_call_is_identity(const ir_op *op);
  * used by one thread at a time, plans are immutable and may be shared.
  */
 
-#define IR_REDIST_MAX_MESH_AXES 8 /* axes of a user mesh */
-#define IR_REDIST_MAX_AXES 32     /* capacity: axes of a prime-factor mesh */
 #define IR_REDIST_MAX_RANK 8
-#define IR_REDIST_AXIS_NAME_MAX 24  /* characters of a user axis name */
-#define IR_REDIST_NAME_SIZE 32      /* bytes of a stored name (with NUL) */
-#define IR_REDIST_MAX_DEVICES 65536 /* product of the mesh axis sizes */
 
 /* ------------------------------------------------------------------ mesh */
 
-/* Named axes with sizes, in order.  A plain value: copy it freely. */
-typedef struct ir_redist_mesh {
-    int naxes;
-    char names[IR_REDIST_MAX_AXES][IR_REDIST_NAME_SIZE];
-    int64_t sizes[IR_REDIST_MAX_AXES];
-} ir_redist_mesh;
+/* The redistribution's meshes are ir_mesh (ir.h), made by ir_mesh_parse or
+ * ir_mesh_init, so they hold the one set of mesh limits. */
 
-/* Fills `mesh` from `naxes` names and sizes (copied).  Fails with AP_EINVALID
- * for more than 8 axes, an empty, too long (over 24 characters) or duplicate
- * name, a name holding '"' or a control character, a size below 1; AP_ELIMIT
- * when the mesh has more than IR_REDIST_MAX_DEVICES devices. */
-int ir_redist_mesh_init(ir_redist_mesh *mesh, int naxes, const char *const *names,
-                        const int64_t *sizes, ap_error *err);
-
-/* Parses `x=4,y=6` (also `x:4`, optional braces and spaces, quoted names)
- * into `mesh`, with the checks of ir_redist_mesh_init.  AP_ESYNTAX with the
- * column in err->col on malformed text. */
-int ir_redist_mesh_parse(const char *text, ir_redist_mesh *mesh, ap_error *err);
-
-/* Appends `{x:4, y:6}` to `out` (check out->oom once at the end). */
-void ir_redist_mesh_format(const ir_redist_mesh *mesh, ap_buf *out);
-
-/* Number of devices: the product of the axis sizes. */
-int64_t ir_redist_mesh_devices(const ir_redist_mesh *mesh);
+/* Appends `{x:4, y:6}`, the redistribution's spelling of a mesh, to `out`
+ * (check out->oom once at the end). */
+void ir_redist_mesh_format(const ir_mesh *mesh, ap_buf *out);
 
 /* Splits every axis of `mesh` into prime factors (see the top of this file)
  * and writes the factor mesh to `factors` and, for each factor, the index of
- * its mesh axis to `factor_axis` (IR_REDIST_MAX_AXES entries).  Cannot fail
- * for a mesh made by ir_redist_mesh_init/parse; AP_EINVALID otherwise. */
-int ir_redist_mesh_factor(const ir_redist_mesh *mesh, ir_redist_mesh *factors, int *factor_axis,
+ * its mesh axis to `factor_axis` (IR_MESH_MAX_FACTORS entries).  Cannot fail
+ * for a mesh made by ir_mesh_init/parse; AP_EINVALID otherwise. */
+int ir_redist_mesh_factor(const ir_mesh *mesh, ir_mesh *factors, int *factor_axis,
                           ap_error *err);
 
 /* ------------------------------------------------------------------ types */
@@ -434,7 +401,7 @@ typedef struct ir_redist_dim {
     int64_t global; /* size of the global array in this dim */
     int64_t local;  /* size of each device's tile: global / product of axes */
     int naxes;
-    uint8_t axes[IR_REDIST_MAX_AXES]; /* mesh axis indices, MAJOR to minor */
+    uint8_t axes[IR_MESH_MAX_FACTORS]; /* mesh axis indices, MAJOR to minor */
 } ir_redist_dim;
 
 /* A distributed type over some mesh (the axis indices refer to it).  A plain
@@ -453,13 +420,13 @@ typedef struct ir_redist_type {
  *                  `dim 0: global size 10 is not divisible by 4, the product of {x}`,
  *                  `dim 0: local size 3 times the product 4 of {x} is 12, not the global size 16`
  *   AP_ELIMIT      rank above IR_REDIST_MAX_RANK, a size above 2^53 */
-int ir_redist_parse_type(const ir_redist_mesh *mesh, const char *text, ir_redist_type *out,
+int ir_redist_parse_type(const ir_mesh *mesh, const char *text, ir_redist_type *out,
                          ap_error *err);
 
 /* Checks a type built by hand against `mesh`, with the messages of
  * ir_redist_parse_type (no column): axis indices in range, each axis used
  * at most once, sizes positive, local * product of axes == global. */
-int ir_redist_validate_type(const ir_redist_mesh *mesh, const ir_redist_type *type, ap_error *err);
+int ir_redist_validate_type(const ir_mesh *mesh, const ir_redist_type *type, ap_error *err);
 
 /* Checks that a redistribution from `from` to `to` is meaningful (section
  * 2.5): AP_ETYPE with `rank mismatch: from has rank 2, to has rank 3` or
@@ -469,7 +436,7 @@ int ir_redist_check_problem(const ir_redist_type *from, const ir_redist_type *to
 /* Appends the text form to `out`: replicated dims as `12`, names quoted only
  * when they are not C identifiers, `[]` for rank 0.  Parsing the result gives
  * back an equal type. */
-void ir_redist_format_type(const ir_redist_mesh *mesh, const ir_redist_type *type, ap_buf *out);
+void ir_redist_format_type(const ir_mesh *mesh, const ir_redist_type *type, ap_buf *out);
 
 /* Same rank, sizes and axis lists (order included). */
 bool ir_redist_type_equal(const ir_redist_type *a, const ir_redist_type *b);
@@ -477,11 +444,6 @@ bool ir_redist_type_equal(const ir_redist_type *a, const ir_redist_type *b);
 /* Elements of one device's tile: the product of the local sizes. */
 int64_t ir_redist_type_local_size(const ir_redist_type *type);
 
-/* Rewrites `type` (over a mesh) over that mesh's prime factors, given the
- * `factors` and `factor_axis` of ir_redist_mesh_factor: each axis becomes its
- * factors, major first.  `out` may be `type`. */
-void ir_redist_type_factor(const ir_redist_mesh *factors, const int *factor_axis,
-                           const ir_redist_type *type, ir_redist_type *out);
 
 /* ------------------------------------------------------------------ plans */
 
@@ -523,7 +485,7 @@ typedef struct ir_redist_step {
     int dim;    /* the dim acted on; for all_to_all the one giving up axes; -1 for the permute */
     int to_dim; /* all_to_all: the dim receiving axes; -1 otherwise */
     int naxes;  /* factor axes acted on, indices into plan->factors, in group order */
-    uint8_t axes[IR_REDIST_MAX_AXES];
+    uint8_t axes[IR_MESH_MAX_FACTORS];
     int64_t group_size;        /* product of the sizes of `axes`; 1 for the permute */
     int64_t ngroups;           /* ndevices / group_size; 0 for the permute */
     const int32_t *groups;     /* ngroups rows of group_size device ids, rows sorted by first id */
@@ -547,8 +509,8 @@ typedef struct ir_redist_baseline {
 /* A synthesized redistribution.  Read-only for callers; all of it lives in
  * `arena` and is freed by ir_redist_plan_free. */
 typedef struct ir_redist_plan {
-    ir_redist_mesh factors;              /* prime-factor mesh: axes of all types below */
-    int factor_axis[IR_REDIST_MAX_AXES]; /* mesh axis each factor comes from */
+    ir_mesh factors;              /* prime-factor mesh: axes of all types below */
+    int factor_axis[IR_MESH_MAX_FACTORS]; /* mesh axis each factor comes from */
     int64_t ndevices;
     int elem_bytes;
     ir_redist_type from, to;     /* the problem, over `factors` */
@@ -578,12 +540,12 @@ void ir_redist_ctx_free(ir_redist_ctx *ctx); /* NULL is a no-op */
  * for a negative elem_bytes, AP_ELIMIT when sizes in bytes overflow 64 bits or
  * the search space is too large, AP_ENOMEM.  `ctx` may be NULL (a temporary
  * one is made).  Identical inputs give identical plans. */
-int ir_redist_synthesize(ir_redist_ctx *ctx, const ir_redist_mesh *mesh, const ir_redist_type *from,
+int ir_redist_synthesize(ir_redist_ctx *ctx, const ir_mesh *mesh, const ir_redist_type *from,
                          const ir_redist_type *to, int elem_bytes, ir_redist_plan **out,
                          ap_error *err);
 
 /* ir_redist_synthesize with a temporary context. */
-int ir_redist_plan_make(const ir_redist_mesh *mesh, const ir_redist_type *from,
+int ir_redist_plan_make(const ir_mesh *mesh, const ir_redist_type *from,
                         const ir_redist_type *to, int elem_bytes, ir_redist_plan **out,
                         ap_error *err);
 
@@ -599,23 +561,12 @@ void ir_redist_step_format(const ir_redist_plan *plan, const ir_redist_step *ste
 
 /* Cost and height of the all-gather-then-dynslice baseline for the same
  * problem (validated as in ir_redist_synthesize). */
-int ir_redist_baseline_of(const ir_redist_mesh *mesh, const ir_redist_type *from,
+int ir_redist_baseline_of(const ir_mesh *mesh, const ir_redist_type *from,
                           const ir_redist_type *to, int elem_bytes, ir_redist_baseline *out,
                           ap_error *err);
 
 /* --------------------------------------------------------------- checking */
 
-/* Independent of the search: checks that `step` turns the array of type `in`
- * (over `factors`, read through device map `in_map`) into its own `type` read
- * through its `device_map`.  It computes every device's tile from the types'
- * base offset maps (paper, Figure 7a), runs the collective on those tiles
- * with the step's replica groups or pairs (StableHLO semantics), and compares
- * with the tiles of the result type.  Also checks that the result type is well
- * formed with the same global shape, and that groups and pairs cover every
- * device once.  Returns 0, AP_ETYPE with a message naming the first problem,
- * or AP_ENOMEM. */
-int ir_redist_check_step(const ir_redist_mesh *factors, const ir_redist_type *in,
-                         const int32_t *in_map, const ir_redist_step *step, ap_error *err);
 
 /* Checks a whole plan: every step with ir_redist_check_step from the previous
  * step's result (the first from `from` with the identity map), each step's
@@ -631,7 +582,7 @@ int ir_redist_plan_check(const ir_redist_plan *plan, ap_error *err);
  * `max_rank` (at most IR_REDIST_MAX_RANK), every axis either replicated or
  * partitioning a random dim in `from` and, independently, in `to`, global
  * sizes divisible by both.  Deterministic in *seed, which it advances. */
-void ir_redist_random_problem(uint64_t *seed, int max_rank, ir_redist_mesh *mesh,
+void ir_redist_random_problem(uint64_t *seed, int max_rank, ir_mesh *mesh,
                               ir_redist_type *from, ir_redist_type *to);
 
 #endif /* PARTIR_H */

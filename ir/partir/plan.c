@@ -45,7 +45,6 @@ uint32_t ir_pctx_operand_value(const ir_pctx *c, uint32_t k, uint32_t i) { retur
 uint32_t ir_pctx_result_value(const ir_pctx *c, uint32_t k, uint32_t j) { return c->op_val0[k] + j; }
 uint32_t ir_pctx_num_returns(const ir_pctx *c) { return c->n_ret; }
 uint32_t ir_pctx_return_value(const ir_pctx *c, uint32_t r) { return c->ret_val[r]; }
-uint32_t ir_pctx_value_id(const ir_pctx *c, const ir_value *v) { return ir__value_id(c, v); }
 
 void ir_partition_operand_layout(const ir_partition *p, uint32_t k, uint32_t i, ir_layout *out)
 {
@@ -138,7 +137,9 @@ bool ir_partition_same(const ir_partition *a, const ir_partition *b)
 
 bool ir_xfer_is_noop(const ir_xfer *x) { return !x->n_ar && x->rs_axis < 0 && !x->empty && !x->redist; }
 
-bool ir_xfer_uses_source(const ir_xfer *x) { return x->n_ar || x->rs_axis >= 0 || (!x->empty && x->redist); }
+/* Whether the first op a transfer inserts reads the value (an empty value
+ * is replaced by a constant). */
+static bool xfer_uses_source(const ir_xfer *x) { return x->n_ar || x->rs_axis >= 0 || (!x->empty && x->redist); }
 
 /* Memo of synthesized redistributions, keyed by the problem: the tilings,
  * and in fdim the axes the value is a pending sum along (-2), which the
@@ -157,7 +158,6 @@ typedef struct memo_ent {
 
 typedef struct xfer_ctx {
     const ir_pctx *c;
-    ir_redist_mesh rmesh;
     ir_redist_ctx *rctx;
     memo_ent *memo;
     uint32_t n_memo, cap_memo; /* cap a power of two */
@@ -176,12 +176,6 @@ static int xctx_init(xfer_ctx *x, const ir_pctx *c, ap_error *err)
 {
     memset(x, 0, sizeof *x);
     x->c = c;
-    const char *names[IR_MAX_AXES];
-    for (int a = 0; a < c->mesh.n_axes; a++)
-        names[a] = c->mesh.names[a];
-    int rc = ir_redist_mesh_init(&x->rmesh, c->mesh.n_axes, names, c->mesh.sizes, err);
-    if (rc < 0)
-        return rc;
     return ir_redist_ctx_new(&x->rctx, err);
 }
 
@@ -278,7 +272,7 @@ static bool repeat_plan(ir_redist_plan *plan, const ir_mesh *m, const submesh *s
     plan->steps = steps;
     plan->identity_map = NULL;
     plan->ndevices *= sm->n_frozen_coords;
-    for (int f = 0; f < plan->factors.naxes; f++)
+    for (int f = 0; f < plan->factors.n_axes; f++)
         plan->factor_axis[f] = sm->axis[plan->factor_axis[f]];
     return true;
 }
@@ -367,8 +361,8 @@ static int retile_plan(xfer_ctx *x, const ir_type *g, const ir_layout *from, con
     ir_redist_type rf, rt;
     to_redist_type(c, &sm, g, from, &rf);
     to_redist_type(c, &sm, g, to, &rt);
-    ir_redist_mesh sub_mesh;
-    const ir_redist_mesh *rmesh = &x->rmesh;
+    ir_mesh sub_mesh;
+    const ir_mesh *rmesh = &c->mesh;
     ap_error e;
     int rc;
     if (sm.n < c->mesh.n_axes) {
@@ -378,7 +372,7 @@ static int retile_plan(xfer_ctx *x, const ir_type *g, const ir_layout *from, con
             names[k] = c->mesh.names[sm.axis[k]];
             sizes[k] = c->mesh.sizes[sm.axis[k]];
         }
-        if ((rc = ir_redist_mesh_init(&sub_mesh, sm.n, names, sizes, &e)) < 0)
+        if ((rc = ir_mesh_init(&sub_mesh, sm.n, names, sizes, &e)) < 0)
             return ap_error_set(err, rc, "redistribution failed: %s", e.msg);
         rmesh = &sub_mesh;
     }
@@ -965,7 +959,7 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
         }
     for (uint32_t m = 0; m < vp->n_mats; m++) {
         const ir_mat *mt = &vp->mats[m];
-        if (mt->src == -1 && ir_xfer_uses_source(&mt->x)) {
+        if (mt->src == -1 && xfer_uses_source(&mt->x)) {
             vp->n_prod_uses++;
             vp->prod_op = -1;
         }

@@ -30,7 +30,7 @@
  *      search over concrete types (STRONG) takes a permutation-free plan
  *      that costs no more than the best plan with a permutation.
  *   5. build_plan copies the chosen steps into a plan owned by the caller.
- * ir_redist_check_step re-derives every step from the types' base offset maps
+ * check_step re-derives every step from the types' base offset maps
  * (Figure 7a) without using anything from the search, for tests and
  * verification between passes.
  */
@@ -67,24 +67,6 @@ static bool is_identifier(const char *s)
     return true;
 }
 
-/* Axis names are printed bare when they are identifiers, quoted otherwise;
- * refusing '"' and control characters keeps every name printable. */
-static int check_axis_name(const char *name, size_t len, ap_error *err)
-{
-    if (len == 0)
-        return ap_error_set(err, AP_EINVALID, "empty mesh axis name");
-    if (len > IR_REDIST_AXIS_NAME_MAX)
-        return ap_error_set(err, AP_EINVALID,
-                            "mesh axis name \"%.*s\" is longer than %d characters", (int)len, name,
-                            IR_REDIST_AXIS_NAME_MAX);
-    for (size_t i = 0; i < len; i++)
-        if (name[i] == '"' || (unsigned char)name[i] < 0x20 || name[i] == 0x7f)
-            return ap_error_set(err, AP_EINVALID,
-                                "mesh axis name \"%.*s\" holds a quote or control character",
-                                (int)len, name);
-    return 0;
-}
-
 static void put_name(ap_buf *out, const char *name)
 {
     if (is_identifier(name)) {
@@ -97,13 +79,13 @@ static void put_name(ap_buf *out, const char *name)
 }
 
 /* `{x,y}` */
-static void put_axes(ap_buf *out, const ir_redist_mesh *mesh, const uint8_t *axes, int naxes)
+static void put_axes(ap_buf *out, const ir_mesh *mesh, const uint8_t *axes, int naxes)
 {
     ap_buf_putc(out, '{');
     for (int k = 0; k < naxes; k++) {
         if (k)
             ap_buf_putc(out, ',');
-        if (axes[k] < mesh->naxes)
+        if (axes[k] < mesh->n_axes)
             put_name(out, mesh->names[axes[k]]);
         else
             ap_buf_printf(out, "#%d", axes[k]);
@@ -113,49 +95,10 @@ static void put_axes(ap_buf *out, const ir_redist_mesh *mesh, const uint8_t *axe
 
 /* ================================================================= mesh */
 
-int ir_redist_mesh_init(ir_redist_mesh *mesh, int naxes, const char *const *names,
-                        const int64_t *sizes, ap_error *err)
-{
-    if (naxes < 0 || naxes > IR_REDIST_MAX_MESH_AXES)
-        return ap_error_set(err, AP_EINVALID, "a mesh has 0 to %d axes, not %d",
-                            IR_REDIST_MAX_MESH_AXES, naxes);
-    memset(mesh, 0, sizeof *mesh);
-    int64_t devices = 1;
-    for (int a = 0; a < naxes; a++) {
-        size_t len = strlen(names[a]);
-        int rc = check_axis_name(names[a], len, err);
-        if (rc)
-            return rc;
-        for (int b = 0; b < a; b++)
-            if (strcmp(names[a], names[b]) == 0)
-                return ap_error_set(err, AP_EINVALID, "mesh axis \"%s\" appears twice", names[a]);
-        if (sizes[a] < 1)
-            return ap_error_set(err, AP_EINVALID,
-                                "mesh axis \"%s\" has size %lld; sizes are at least 1", names[a],
-                                (long long)sizes[a]);
-        if (sizes[a] > IR_REDIST_MAX_DEVICES || devices * sizes[a] > IR_REDIST_MAX_DEVICES)
-            return ap_error_set(err, AP_ELIMIT, "the mesh has more than %d devices",
-                                IR_REDIST_MAX_DEVICES);
-        devices *= sizes[a];
-        memcpy(mesh->names[a], names[a], len + 1);
-        mesh->sizes[a] = sizes[a];
-    }
-    mesh->naxes = naxes;
-    return 0;
-}
-
-int64_t ir_redist_mesh_devices(const ir_redist_mesh *mesh)
-{
-    int64_t n = 1;
-    for (int a = 0; a < mesh->naxes; a++)
-        n *= mesh->sizes[a];
-    return n;
-}
-
-void ir_redist_mesh_format(const ir_redist_mesh *mesh, ap_buf *out)
+void ir_redist_mesh_format(const ir_mesh *mesh, ap_buf *out)
 {
     ap_buf_putc(out, '{');
-    for (int a = 0; a < mesh->naxes; a++) {
+    for (int a = 0; a < mesh->n_axes; a++) {
         if (a)
             ap_buf_puts(out, ", ");
         put_name(out, mesh->names[a]);
@@ -166,7 +109,7 @@ void ir_redist_mesh_format(const ir_redist_mesh *mesh, ap_buf *out)
 
 /* ------------------------------------------------------------ scanning */
 
-/* The small lexer shared by the mesh and type parsers.  Errors carry the
+/* The small lexer of the type parser.  Errors carry the
  * 1-based column of the offending character (line 1: the texts are one
  * line). */
 typedef struct scanner {
@@ -232,7 +175,7 @@ static int scan_int(scanner *s, int64_t *out)
     return 0;
 }
 
-/* name -> IDENT | '"' CHAR+ '"'; copies into buf (IR_REDIST_NAME_SIZE) */
+/* name -> IDENT | '"' CHAR+ '"'; copies into buf (IR_MESH_NAME_SIZE) */
 static int scan_name(scanner *s, char *buf)
 {
     skip_space(s);
@@ -252,46 +195,12 @@ static int scan_name(scanner *s, char *buf)
         return scan_error_at(s, s->p, AP_ESYNTAX, "expected an axis name");
     }
     size_t len = (size_t)(end - start);
-    if (len == 0 || len > IR_REDIST_AXIS_NAME_MAX)
+    if (len == 0 || len > IR_MESH_NAME_MAX)
         return scan_error_at(s, start, AP_ESYNTAX, "axis names have 1 to %d characters",
-                             IR_REDIST_AXIS_NAME_MAX);
+                             IR_MESH_NAME_MAX);
     memcpy(buf, start, len);
     buf[len] = '\0';
     return 0;
-}
-
-/* mesh -> [ '{' ] [ entry { ',' entry } ] [ '}' ]
- * entry -> name ( '=' | ':' ) INT */
-int ir_redist_mesh_parse(const char *text, ir_redist_mesh *mesh, ap_error *err)
-{
-    scanner s = {text, text, err};
-    char names[IR_REDIST_MAX_MESH_AXES][IR_REDIST_NAME_SIZE];
-    const char *name_ptrs[IR_REDIST_MAX_MESH_AXES];
-    int64_t sizes[IR_REDIST_MAX_MESH_AXES];
-    int naxes = 0, rc;
-    bool braced = scan_char(&s, '{');
-    skip_space(&s);
-    if (*s.p && *s.p != '}') {
-        do {
-            if (naxes == IR_REDIST_MAX_MESH_AXES)
-                return scan_error_at(&s, s.p, AP_EINVALID, "a mesh has at most %d axes",
-                                     IR_REDIST_MAX_MESH_AXES);
-            if ((rc = scan_name(&s, names[naxes])))
-                return rc;
-            if (!scan_char(&s, '=') && !scan_char(&s, ':'))
-                return scan_error_at(&s, s.p, AP_ESYNTAX, "expected '=' after the axis name");
-            if ((rc = scan_int(&s, &sizes[naxes])))
-                return rc;
-            name_ptrs[naxes] = names[naxes];
-            naxes++;
-        } while (scan_char(&s, ','));
-    }
-    if (braced && !scan_char(&s, '}'))
-        return scan_error_at(&s, s.p, AP_ESYNTAX, "expected ',' or '}'");
-    skip_space(&s);
-    if (*s.p)
-        return scan_error_at(&s, s.p, AP_ESYNTAX, "expected ',' between mesh axes");
-    return ir_redist_mesh_init(mesh, naxes, name_ptrs, sizes, err);
 }
 
 /* ------------------------------------------------------- prime factors */
@@ -320,23 +229,23 @@ static int prime_factors(int64_t n, int64_t *out)
 static void factor_name(char *buf, const char *axis, int k, int scheme)
 {
     if (scheme == 0)
-        snprintf(buf, IR_REDIST_NAME_SIZE, "%s%d", axis, k);
+        snprintf(buf, IR_MESH_NAME_SIZE, "%s%d", axis, k);
     else if (scheme == 1)
-        snprintf(buf, IR_REDIST_NAME_SIZE, "%s_%d", axis, k);
+        snprintf(buf, IR_MESH_NAME_SIZE, "%s_%d", axis, k);
     else
-        snprintf(buf, IR_REDIST_NAME_SIZE, "%s%.*s%d", axis, scheme - 1, "#####", k);
+        snprintf(buf, IR_MESH_NAME_SIZE, "%s%.*s%d", axis, scheme - 1, "#####", k);
 }
 
-int ir_redist_mesh_factor(const ir_redist_mesh *mesh, ir_redist_mesh *factors, int *factor_axis,
+int ir_redist_mesh_factor(const ir_mesh *mesh, ir_mesh *factors, int *factor_axis,
                           ap_error *err)
 {
     int64_t devices = 1;
-    if (mesh->naxes < 0 || mesh->naxes > IR_REDIST_MAX_MESH_AXES)
+    if (mesh->n_axes < 0 || mesh->n_axes > IR_MAX_AXES)
         return ap_error_set(err, AP_EINVALID, "a mesh has 0 to %d axes, not %d",
-                            IR_REDIST_MAX_MESH_AXES, mesh->naxes);
-    for (int a = 0; a < mesh->naxes; a++) {
-        if (mesh->sizes[a] < 1 || mesh->sizes[a] > IR_REDIST_MAX_DEVICES ||
-            (devices *= mesh->sizes[a]) > IR_REDIST_MAX_DEVICES)
+                            IR_MAX_AXES, mesh->n_axes);
+    for (int a = 0; a < mesh->n_axes; a++) {
+        if (mesh->sizes[a] < 1 || mesh->sizes[a] > IR_MESH_MAX_DEVICES ||
+            (devices *= mesh->sizes[a]) > IR_MESH_MAX_DEVICES)
             return ap_error_set(err, AP_EINVALID,
                                 "not a mesh made by ir_redist_mesh_init: axis %d has size %lld", a,
                                 (long long)mesh->sizes[a]);
@@ -344,12 +253,12 @@ int ir_redist_mesh_factor(const ir_redist_mesh *mesh, ir_redist_mesh *factors, i
     for (int scheme = 0; scheme < 7; scheme++) {
         memset(factors, 0, sizeof *factors);
         int nf = 0;
-        for (int a = 0; a < mesh->naxes; a++) {
+        for (int a = 0; a < mesh->n_axes; a++) {
             int64_t primes[MAX_FACTORS];
             int count = prime_factors(mesh->sizes[a], primes);
             for (int k = 0; k < count; k++) {
                 if (count == 1)
-                    snprintf(factors->names[nf], IR_REDIST_NAME_SIZE, "%s", mesh->names[a]);
+                    snprintf(factors->names[nf], IR_MESH_NAME_SIZE, "%s", mesh->names[a]);
                 else
                     factor_name(factors->names[nf], mesh->names[a], k + 1, scheme);
                 factors->sizes[nf] = primes[k];
@@ -357,7 +266,7 @@ int ir_redist_mesh_factor(const ir_redist_mesh *mesh, ir_redist_mesh *factors, i
                 nf++;
             }
         }
-        factors->naxes = nf;
+        factors->n_axes = nf;
         bool clash = false;
         for (int f = 0; f < nf && !clash; f++)
             for (int g = 0; g < f && !clash; g++)
@@ -369,7 +278,10 @@ int ir_redist_mesh_factor(const ir_redist_mesh *mesh, ir_redist_mesh *factors, i
                         "cannot give the prime factors of the mesh axes distinct names");
 }
 
-void ir_redist_type_factor(const ir_redist_mesh *factors, const int *factor_axis,
+/* Rewrites `type` (over a mesh) over that mesh's prime factors, given the
+ * `factors` and `factor_axis` of ir_redist_mesh_factor: each axis becomes its
+ * factors, major first.  `out` may be `type`. */
+static void type_factor(const ir_mesh *factors, const int *factor_axis,
                            const ir_redist_type *type, ir_redist_type *out)
 {
     ir_redist_type t = *type;
@@ -378,7 +290,7 @@ void ir_redist_type_factor(const ir_redist_mesh *factors, const int *factor_axis
         const ir_redist_dim *src = &type->dims[d];
         dim->naxes = 0;
         for (int k = 0; k < src->naxes; k++)
-            for (int f = 0; f < factors->naxes; f++)
+            for (int f = 0; f < factors->n_axes; f++)
                 if (factor_axis[f] == src->axes[k])
                     dim->axes[dim->naxes++] = (uint8_t)f;
     }
@@ -404,26 +316,26 @@ static int type_error(ap_error *err, int code, int col, const char *fmt, ...)
 
 /* Well-formedness (paper, Figure 7b).  `dim_col` and `axis_col` give text
  * columns for messages when the type was parsed, NULL otherwise. */
-static int validate_type(const ir_redist_mesh *mesh, const ir_redist_type *t, const int *dim_col,
-                         const int (*axis_col)[IR_REDIST_MAX_AXES], ap_error *err)
+static int validate_type(const ir_mesh *mesh, const ir_redist_type *t, const int *dim_col,
+                         const int (*axis_col)[IR_MESH_MAX_FACTORS], ap_error *err)
 {
     if (t->rank < 0 || t->rank > IR_REDIST_MAX_RANK)
         return type_error(err, AP_ELIMIT, 0, "rank %d is above the limit of %d", t->rank,
                           IR_REDIST_MAX_RANK);
-    int used_in[IR_REDIST_MAX_AXES];
-    for (int a = 0; a < IR_REDIST_MAX_AXES; a++)
+    int used_in[IR_MESH_MAX_FACTORS];
+    for (int a = 0; a < IR_MESH_MAX_FACTORS; a++)
         used_in[a] = -1;
     for (int d = 0; d < t->rank; d++) {
         const ir_redist_dim *dim = &t->dims[d];
         int col = dim_col ? dim_col[d] : 0;
-        if (dim->naxes < 0 || dim->naxes > mesh->naxes)
+        if (dim->naxes < 0 || dim->naxes > mesh->n_axes)
             return type_error(err, AP_ETYPE, col, "dim %d: %d axes, the mesh has %d", d, dim->naxes,
-                              mesh->naxes);
+                              mesh->n_axes);
         int64_t product = 1;
         for (int k = 0; k < dim->naxes; k++) {
             int a = dim->axes[k];
             int acol = axis_col ? axis_col[d][k] : 0;
-            if (a >= mesh->naxes)
+            if (a >= mesh->n_axes)
                 return type_error(err, AP_EUNDEFINED, acol,
                                   "dim %d: axis index %d is not in the mesh", d, a);
             if (used_in[a] >= 0)
@@ -466,14 +378,14 @@ static int validate_type(const ir_redist_mesh *mesh, const ir_redist_type *t, co
     return 0;
 }
 
-int ir_redist_validate_type(const ir_redist_mesh *mesh, const ir_redist_type *type, ap_error *err)
+int ir_redist_validate_type(const ir_mesh *mesh, const ir_redist_type *type, ap_error *err)
 {
     return validate_type(mesh, type, NULL, NULL, err);
 }
 
 /* dim  -> INT [ '{' axes '}' INT ] | '{' axes '}' INT
  * axes -> [ name { ',' name } ] */
-static int parse_dim(scanner *s, const ir_redist_mesh *mesh, ir_redist_dim *dim, int *axis_col)
+static int parse_dim(scanner *s, const ir_mesh *mesh, ir_redist_dim *dim, int *axis_col)
 {
     int rc;
     int64_t first = 0;
@@ -489,15 +401,15 @@ static int parse_dim(scanner *s, const ir_redist_mesh *mesh, ir_redist_dim *dim,
     }
     if (!scan_char(s, '}')) {
         do {
-            char name[IR_REDIST_NAME_SIZE];
+            char name[IR_MESH_NAME_SIZE];
             skip_space(s);
             const char *at = s->p;
             if ((rc = scan_name(s, name)))
                 return rc;
             int a = 0;
-            while (a < mesh->naxes && strcmp(mesh->names[a], name) != 0)
+            while (a < mesh->n_axes && strcmp(mesh->names[a], name) != 0)
                 a++;
-            if (a == mesh->naxes)
+            if (a == mesh->n_axes)
                 return scan_error_at(s, at, AP_EUNDEFINED, "unknown mesh axis \"%s\"", name);
             for (int k = 0; k < dim->naxes; k++)
                 if (dim->axes[k] == a)
@@ -523,13 +435,13 @@ static int parse_dim(scanner *s, const ir_redist_mesh *mesh, ir_redist_dim *dim,
 }
 
 /* type -> '[' [ dim { ',' dim } ] ']' */
-int ir_redist_parse_type(const ir_redist_mesh *mesh, const char *text, ir_redist_type *out,
+int ir_redist_parse_type(const ir_mesh *mesh, const char *text, ir_redist_type *out,
                          ap_error *err)
 {
     scanner s = {text, text, err};
     ir_redist_type t;
     int dim_col[IR_REDIST_MAX_RANK];
-    int axis_col[IR_REDIST_MAX_RANK][IR_REDIST_MAX_AXES];
+    int axis_col[IR_REDIST_MAX_RANK][IR_MESH_MAX_FACTORS];
     int rc;
     memset(&t, 0, sizeof t);
     if (!scan_char(&s, '['))
@@ -551,13 +463,13 @@ int ir_redist_parse_type(const ir_redist_mesh *mesh, const char *text, ir_redist
     skip_space(&s);
     if (*s.p)
         return scan_error_at(&s, s.p, AP_ESYNTAX, "unexpected text after the type");
-    if ((rc = validate_type(mesh, &t, dim_col, (const int(*)[IR_REDIST_MAX_AXES])axis_col, err)))
+    if ((rc = validate_type(mesh, &t, dim_col, (const int(*)[IR_MESH_MAX_FACTORS])axis_col, err)))
         return rc;
     *out = t;
     return 0;
 }
 
-void ir_redist_format_type(const ir_redist_mesh *mesh, const ir_redist_type *type, ap_buf *out)
+void ir_redist_format_type(const ir_mesh *mesh, const ir_redist_type *type, ap_buf *out)
 {
     ap_buf_putc(out, '[');
     for (int d = 0; d < type->rank; d++) {
@@ -643,8 +555,8 @@ const char *ir_redist_kind_name(ir_redist_kind kind)
 /* A redistribution problem over the prime-factor mesh, with what the search
  * and the lowering precompute about it. */
 typedef struct problem {
-    ir_redist_mesh factors;
-    int factor_axis[IR_REDIST_MAX_AXES];
+    ir_mesh factors;
+    int factor_axis[IR_MESH_MAX_FACTORS];
     int nf;
     int64_t stride[MAX_FACTORS]; /* of each factor in a logical device index */
     int64_t ndev;
@@ -672,7 +584,7 @@ static void type_key(const problem *pb, const ir_redist_type *t, uint8_t *key)
             key[d * pb->np + pb->fprime[t->dims[d].axes[k]]]++;
 }
 
-static int setup_problem(problem *pb, const ir_redist_mesh *mesh, const ir_redist_type *from,
+static int setup_problem(problem *pb, const ir_mesh *mesh, const ir_redist_type *from,
                          const ir_redist_type *to, int elem_bytes, ap_error *err)
 {
     int rc;
@@ -684,7 +596,7 @@ static int setup_problem(problem *pb, const ir_redist_mesh *mesh, const ir_redis
         (rc = ir_redist_check_problem(from, to, err)))
         return rc;
     pb->elem_bytes = elem_bytes ? elem_bytes : 4;
-    pb->nf = pb->factors.naxes;
+    pb->nf = pb->factors.n_axes;
     pb->ndev = 1;
     for (int f = pb->nf - 1; f >= 0; f--) {
         pb->stride[f] = pb->ndev;
@@ -730,8 +642,8 @@ static int setup_problem(problem *pb, const ir_redist_mesh *mesh, const ir_redis
             pb->vmax[d][k] = (uint8_t)v;
         }
     }
-    ir_redist_type_factor(&pb->factors, pb->factor_axis, from, &pb->from);
-    ir_redist_type_factor(&pb->factors, pb->factor_axis, to, &pb->to);
+    type_factor(&pb->factors, pb->factor_axis, from, &pb->from);
+    type_factor(&pb->factors, pb->factor_axis, to, &pb->to);
     pb->from_local = ir_redist_type_local_size(from);
     pb->to_local = ir_redist_type_local_size(to);
     pb->bound = pb->from_local > pb->to_local ? pb->from_local : pb->to_local;
@@ -2242,7 +2154,7 @@ nomem:
     return ap_error_set(err, AP_ENOMEM, "out of memory building a redistribution plan");
 }
 
-int ir_redist_synthesize(ir_redist_ctx *ctx, const ir_redist_mesh *mesh, const ir_redist_type *from,
+int ir_redist_synthesize(ir_redist_ctx *ctx, const ir_mesh *mesh, const ir_redist_type *from,
                          const ir_redist_type *to, int elem_bytes, ir_redist_plan **out,
                          ap_error *err)
 {
@@ -2261,7 +2173,7 @@ int ir_redist_synthesize(ir_redist_ctx *ctx, const ir_redist_mesh *mesh, const i
     return rc;
 }
 
-int ir_redist_plan_make(const ir_redist_mesh *mesh, const ir_redist_type *from,
+int ir_redist_plan_make(const ir_mesh *mesh, const ir_redist_type *from,
                         const ir_redist_type *to, int elem_bytes, ir_redist_plan **out,
                         ap_error *err)
 {
@@ -2276,7 +2188,7 @@ void ir_redist_plan_free(ir_redist_plan *plan)
     ap_free(plan);
 }
 
-int ir_redist_baseline_of(const ir_redist_mesh *mesh, const ir_redist_type *from,
+int ir_redist_baseline_of(const ir_mesh *mesh, const ir_redist_type *from,
                           const ir_redist_type *to, int elem_bytes, ir_redist_baseline *out,
                           ap_error *err)
 {
@@ -2332,12 +2244,12 @@ void ir_redist_plan_format(const ir_redist_plan *plan, ap_buf *out)
 
 /* Offsets of every physical device's tile, rank numbers per device, from a
  * type over `factors` read through `map`. */
-static int device_offsets(const ir_redist_mesh *factors, const ir_redist_type *t,
+static int device_offsets(const ir_mesh *factors, const ir_redist_type *t,
                           const int32_t *map, int64_t ndev, int64_t *offsets, uint8_t *seen,
                           const char *what, ap_error *err)
 {
-    int64_t stride[IR_REDIST_MAX_AXES], s = 1;
-    for (int f = factors->naxes - 1; f >= 0; f--) {
+    int64_t stride[IR_MESH_MAX_FACTORS], s = 1;
+    for (int f = factors->n_axes - 1; f >= 0; f--) {
         stride[f] = s;
         s *= factors->sizes[f];
     }
@@ -2368,7 +2280,7 @@ static int simulate_step(const ir_redist_step *step, const ir_redist_type *in,
 {
     const char *name = ir_redist_kind_name(step->kind);
     const int rank = in->rank, i = step->dim, j = step->to_dim;
-    if (ndev < 1 || ndev > IR_REDIST_MAX_DEVICES)
+    if (ndev < 1 || ndev > IR_MESH_MAX_DEVICES)
         return ap_error_set(err, AP_ETYPE, "a mesh of %lld devices", (long long)ndev);
     memset(seen, 0, (size_t)ndev);
     if (step->kind == IR_REDIST_COLLECTIVE_PERMUTE) {
@@ -2442,7 +2354,7 @@ static int simulate_step(const ir_redist_step *step, const ir_redist_type *in,
 }
 
 /* The local sizes a step of this kind leaves. */
-static int check_step_shapes(const ir_redist_mesh *factors, const ir_redist_step *step,
+static int check_step_shapes(const ir_mesh *factors, const ir_redist_step *step,
                              const ir_redist_type *in, const ir_redist_type *out, ap_error *err)
 {
     const char *name = ir_redist_kind_name(step->kind);
@@ -2453,10 +2365,10 @@ static int check_step_shapes(const ir_redist_mesh *factors, const ir_redist_step
              (step->to_dim < 0 || step->to_dim >= in->rank || step->to_dim == step->dim)))
             return ap_error_set(err, AP_ETYPE, "%s: bad dims %d, %d", name, step->dim,
                                 step->to_dim);
-        if (step->naxes < 1 || step->naxes > factors->naxes)
+        if (step->naxes < 1 || step->naxes > factors->n_axes)
             return ap_error_set(err, AP_ETYPE, "%s: acts on %d axes", name, step->naxes);
         for (int k = 0; k < step->naxes; k++) {
-            if (step->axes[k] >= factors->naxes)
+            if (step->axes[k] >= factors->n_axes)
                 return ap_error_set(err, AP_ETYPE, "%s: axis %d is not in the mesh", name,
                                     step->axes[k]);
             n *= factors->sizes[step->axes[k]];
@@ -2481,12 +2393,21 @@ static int check_step_shapes(const ir_redist_mesh *factors, const ir_redist_step
     return 0;
 }
 
-int ir_redist_check_step(const ir_redist_mesh *factors, const ir_redist_type *in,
+/* Independent of the search: checks that `step` turns the array of type `in`
+ * (over `factors`, read through device map `in_map`) into its own `type` read
+ * through its `device_map`.  It computes every device's tile from the types'
+ * base offset maps (paper, Figure 7a), runs the collective on those tiles
+ * with the step's replica groups or pairs (StableHLO semantics), and compares
+ * with the tiles of the result type.  Also checks that the result type is well
+ * formed with the same global shape, and that groups and pairs cover every
+ * device once.  Returns 0, AP_ETYPE with a message naming the first problem,
+ * or AP_ENOMEM. */
+static int check_step(const ir_mesh *factors, const ir_redist_type *in,
                          const int32_t *in_map, const ir_redist_step *step, ap_error *err)
 {
     const ir_redist_type *out = &step->type;
-    int64_t ndev = ir_redist_mesh_devices(factors);
-    if (ndev < 1 || ndev > IR_REDIST_MAX_DEVICES || factors->naxes > IR_REDIST_MAX_AXES)
+    int64_t ndev = ir_mesh_devices(factors);
+    if (ndev < 1 || ndev > IR_MESH_MAX_DEVICES || factors->n_axes > IR_MESH_MAX_FACTORS)
         return ap_error_set(err, AP_ETYPE, "not a factor mesh: %lld devices", (long long)ndev);
     size_t cells = (size_t)ndev * (size_t)(in->rank ? in->rank : 1);
     int64_t *in_off = ap_malloc(cells * sizeof *in_off);
@@ -2547,7 +2468,7 @@ int ir_redist_plan_check(const ir_redist_plan *plan, ap_error *err)
         return ap_error_set(err, AP_ETYPE, "the plan's identity map is not the identity");
     for (int s = 0; s < plan->nsteps; s++) {
         const ir_redist_step *step = &plan->steps[s];
-        int rc = ir_redist_check_step(&plan->factors, before, before_map, step, err);
+        int rc = check_step(&plan->factors, before, before_map, step, err);
         if (rc) {
             if (err) {
                 char msg[sizeof err->msg];
@@ -2611,27 +2532,27 @@ static int64_t gcd64(int64_t a, int64_t b)
 }
 
 /* Each axis replicated or on a random dim, in a random order. */
-static void random_layout(uint64_t *seed, const ir_redist_mesh *mesh, int rank, ir_redist_type *t)
+static void random_layout(uint64_t *seed, const ir_mesh *mesh, int rank, ir_redist_type *t)
 {
-    int order[IR_REDIST_MAX_MESH_AXES];
+    int order[IR_MAX_AXES];
     memset(t, 0, sizeof *t);
     t->rank = rank;
-    for (int a = 0; a < mesh->naxes; a++)
+    for (int a = 0; a < mesh->n_axes; a++)
         order[a] = a;
-    for (int a = mesh->naxes - 1; a > 0; a--) {
+    for (int a = mesh->n_axes - 1; a > 0; a--) {
         int b = (int)(next_random(seed) % (uint64_t)(a + 1));
         int tmp = order[a];
         order[a] = order[b];
         order[b] = tmp;
     }
-    for (int a = 0; a < mesh->naxes; a++) {
+    for (int a = 0; a < mesh->n_axes; a++) {
         int d = (int)(next_random(seed) % (uint64_t)(rank + 1));
         if (d < rank)
             t->dims[d].axes[t->dims[d].naxes++] = (uint8_t)order[a];
     }
 }
 
-void ir_redist_random_problem(uint64_t *seed, int max_rank, ir_redist_mesh *mesh,
+void ir_redist_random_problem(uint64_t *seed, int max_rank, ir_mesh *mesh,
                               ir_redist_type *from, ir_redist_type *to)
 {
     static const int64_t axis_sizes[] = {2, 3, 4, 6, 8};
@@ -2640,7 +2561,7 @@ void ir_redist_random_problem(uint64_t *seed, int max_rank, ir_redist_mesh *mesh
     int64_t sizes[3];
     for (int a = 0; a < 3; a++)
         sizes[a] = axis_sizes[next_random(seed) % AP_ARRAY_LEN(axis_sizes)];
-    ir_redist_mesh_init(mesh, 3, names, sizes, NULL);
+    ir_mesh_init(mesh, 3, names, sizes, NULL);
     if (max_rank < 1)
         max_rank = 1;
     if (max_rank > IR_REDIST_MAX_RANK)

@@ -352,7 +352,7 @@ static inline Autopart__V1__StatsResponse *svc_stats(wire_conn *c)
     void *r;
     size_t len;
     wire_status st;
-    ck_assert_msg(svc_call(c, SVC_STATS, &req.base, &r, &len, &st) == 0, "Stats: %s %s", wire_code_name(st.code),
+    ck_assert_msg(svc_call(c, SVC_STATS, &req.base, &r, &len, &st) == 0, "Stats: %s %s", ap_grpc_code_name(st.code),
                   st.msg);
     Autopart__V1__StatsResponse *s = autopart__v1__stats_response__unpack(NULL, len, r);
     ap_free(r);
@@ -368,7 +368,7 @@ static inline void svc_assert_serving(int port)
     void *r;
     size_t len;
     wire_status st;
-    ck_assert_msg(svc_call(c, SVC_HEALTH, &req.base, &r, &len, &st) == 0, "health: %s %s", wire_code_name(st.code),
+    ck_assert_msg(svc_call(c, SVC_HEALTH, &req.base, &r, &len, &st) == 0, "health: %s %s", ap_grpc_code_name(st.code),
                   st.msg);
     Grpc__Health__V1__HealthCheckResponse *h = grpc__health__v1__health_check_response__unpack(NULL, len, r);
     ck_assert(h);

@@ -382,7 +382,7 @@ START_TEST(test_errors_say_why)
     expect_error(&h, "/api/searches/120/module", 404, "no partitioned module yet (running)");
     expect_error(&h, "/api/searches?limit=0", 400, "limit=0");
     expect_error(&h, "/api/searches?limit=abc", 400, "a whole number");
-    expect_error(&h, "/api/searches?limit=100000", 400, "from 1 to 500");
+    expect_error(&h, "/api/searches?limit=100000", 400, "from 1 to 1000");
     expect_error(&h, "/api/searches?status=finished", 400, "one of queued, running, done");
     expect_error(&h, "/api/searches?kind=x", 400, "search or apply");
     expect_error(&h, "/api/searches?after=garbage", 400, "malformed page token");

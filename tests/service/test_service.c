@@ -44,7 +44,7 @@ static void fx_stop_clean(void)
 
 static void expect_status(int rc, const wire_status *st, int code, const char *needle)
 {
-    ck_assert_msg(rc != 0 && st->code == code, "expected %s, got %s: %s", wire_code_name(code), wire_code_name(st->code),
+    ck_assert_msg(rc != 0 && st->code == code, "expected %s, got %s: %s", ap_grpc_code_name(code), ap_grpc_code_name(st->code),
                   st->msg);
     if (needle)
         ck_assert_msg(strstr(st->msg, needle), "status message '%s' does not mention '%s'", st->msg, needle);
@@ -189,7 +189,7 @@ START_TEST(test_eight_identical_start_one)
     int news = 0;
     for (int i = 0; i < 8; i++) {
         pthread_join(th[i], NULL);
-        ck_assert_msg(r[i].rc == 0, "racer %d: %s %s", i, wire_code_name(r[i].st.code), r[i].st.msg);
+        ck_assert_msg(r[i].rc == 0, "racer %d: %s %s", i, ap_grpc_code_name(r[i].st.code), r[i].st.msg);
         news += r[i].origin == AUTOPART__V1__ORIGIN__NEW;
         ck_assert_ptr_nonnull(r[i].result);
         ck_assert(r[i].result_len == r[0].result_len && !memcmp(r[i].result, r[0].result, r[0].result_len));
@@ -297,6 +297,11 @@ START_TEST(test_bad_input)
     expect_status(apply_status(c, &a, &st), &st, WIRE_INVALID_ARGUMENT, "no mesh");
     a.mod.func = (char *)"nothere";
     expect_status(apply_status(c, &a, &st), &st, WIRE_INVALID_ARGUMENT, "nothere");
+    /* a request's mesh is held to the limits of every mesh (ir_mesh_init) */
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "abcdefghijklmnopqrstuvwxyz12=2", "propagate", NULL);
+    expect_status(apply_status(c, &a, &st), &st, WIRE_INVALID_ARGUMENT, "has 28 characters; at most 24");
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=512,model=256", "propagate", NULL);
+    expect_status(apply_status(c, &a, &st), &st, WIRE_INVALID_ARGUMENT, "131072 devices; a mesh has at most 65536");
 
     /* Search: its inputs are checked as Apply's, and its own */
     int ev;
@@ -312,7 +317,7 @@ START_TEST(test_bad_input)
                   WIRE_INVALID_ARGUMENT, "negative");
     /* and a valid one is answered: accepted, then the result */
     ck_assert_msg(search_status(c, tiny_text, "batch=2,model=2", "model", 0, &st, &ev) == 0, "%s: %s",
-                  wire_code_name(st.code), st.msg);
+                  ap_grpc_code_name(st.code), st.msg);
     ck_assert_int_ge(ev, 2);
 
     /* bytes that are no message at all */
@@ -461,7 +466,7 @@ START_TEST(test_oversized_message)
     wire_status st;
     svc_apply_init(&a, t32_text, "t32.mlir", "batch=8,model=4", bpmp, NULL);
     int rc = apply_status(c, &a, &st);
-    ck_assert_msg(rc != 0 && st.code == WIRE_RESOURCE_EXHAUSTED, "got %s: %s", wire_code_name(st.code), st.msg);
+    ck_assert_msg(rc != 0 && st.code == WIRE_RESOURCE_EXHAUSTED, "got %s: %s", ap_grpc_code_name(st.code), st.msg);
     svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=2", bpmp, NULL);
     ck_assert_int_eq(apply_status(c, &a, &st), 0);
     wire_close(c);
@@ -532,7 +537,7 @@ START_TEST(test_deadline_and_vanishing_clients)
      * and the work goes on to the store for the next asker */
     wire_conn *hurried = svc_conn_opts(fx.d.port, NULL, 0.3);
     int rc = apply_status(hurried, &a, &st);
-    ck_assert_msg(rc != 0 && st.code == WIRE_DEADLINE_EXCEEDED, "got %s: %s", wire_code_name(st.code), st.msg);
+    ck_assert_msg(rc != 0 && st.code == WIRE_DEADLINE_EXCEEDED, "got %s: %s", ap_grpc_code_name(st.code), st.msg);
     wire_close(hurried);
     /* a client killed in the middle of its call */
     pid_t child = fork();
@@ -616,7 +621,7 @@ START_TEST(test_full_queue)
         else if (r[i].st.code == WIRE_RESOURCE_EXHAUSTED && strstr(r[i].st.msg, "queue"))
             full++;
         else
-            ck_abort_msg("request %d: %s: %s", i, wire_code_name(r[i].st.code), r[i].st.msg);
+            ck_abort_msg("request %d: %s: %s", i, ap_grpc_code_name(r[i].st.code), r[i].st.msg);
         free(r[i].result);
         free(sched[i]);
     }
@@ -659,7 +664,7 @@ START_TEST(test_queue_byte_bound)
     svc_apply_init(&a, t32_text, "t32.mlir", "batch=8,model=4", bpmp, "big-too");
     int rc = apply_status(c, &a, &st);
     ck_assert_msg(rc != 0 && st.code == WIRE_RESOURCE_EXHAUSTED && strstr(st.msg, "MiB"), "got %s: %s",
-                  wire_code_name(st.code), st.msg);
+                  ap_grpc_code_name(st.code), st.msg);
     /* a small one still fits */
     svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=2", bpmp, "small");
     ck_assert_msg(apply_status(c, &a, &st) == 0, "%s", st.msg);
@@ -756,7 +761,7 @@ START_TEST(test_tls)
     svc_apply a;
     wire_status st;
     svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=2", bpmp, NULL);
-    ck_assert_msg(apply_status(c, &a, &st) == 0, "over TLS: %s %s", wire_code_name(st.code), st.msg);
+    ck_assert_msg(apply_status(c, &a, &st) == 0, "over TLS: %s %s", ap_grpc_code_name(st.code), st.msg);
     wire_close(c);
     /* plain text to a TLS port gets nowhere */
     wire_conn *plain = svc_conn_opts(fx.d.port, NULL, 5);
@@ -941,7 +946,7 @@ START_TEST(test_two_daemons_one_store)
     ck_assert_int_eq(svc_call(cb, SVC_CANCEL, &cr.base, &r, &n, &st), 0);
     ap_free(r);
     pthread_join(th, NULL);
-    ck_assert_msg(b.rc != 0 && b.st.code == WIRE_CANCELLED, "got %s: %s", wire_code_name(b.st.code), b.st.msg);
+    ck_assert_msg(b.rc != 0 && b.st.code == WIRE_CANCELLED, "got %s: %s", ap_grpc_code_name(b.st.code), b.st.msg);
     store_row row;
     ck_assert_int_eq(svc_row(fx.db, 3, &row), 1);
     ck_assert_int_eq(row.status, STORE_CANCELLED);
@@ -990,7 +995,7 @@ START_TEST(test_sigterm_gives_work_back)
     wire_stream_close(ws);
     wire_close(wc);
     pthread_join(th, NULL);
-    ck_assert_msg(b.rc != 0 && b.st.code == WIRE_UNAVAILABLE, "got %s: %s", wire_code_name(b.st.code),
+    ck_assert_msg(b.rc != 0 && b.st.code == WIRE_UNAVAILABLE, "got %s: %s", ap_grpc_code_name(b.st.code),
                   b.st.msg);
     int rc = svc_stop(&fx.d, SIGTERM, 60);
     ck_assert_msg(rc == 0, "exit %d (see %s)", rc, fx.d.log);
@@ -1227,7 +1232,7 @@ START_TEST(test_search_stream_and_cache)
     svc_search_init(&q, small_text, "small.mlir", "batch=4,model=2", bp_manual, "model", 400, "searcher");
     search_run a, b;
     search_call(c, &q, &a);
-    ck_assert_msg(a.rc == 0, "%s: %s", wire_code_name(a.st.code), a.st.msg);
+    ck_assert_msg(a.rc == 0, "%s: %s", ap_grpc_code_name(a.st.code), a.st.msg);
     ck_assert_int_eq(a.origin, AUTOPART__V1__ORIGIN__NEW);
     ck_assert_int_ge(a.progress, 1);
     ck_assert_ptr_nonnull(a.result);
@@ -1477,7 +1482,7 @@ START_TEST(test_search_checkpoint_and_cancel)
     ck_assert_int_eq(svc_call(c, SVC_CANCEL, &cr.base, &r, &n, &st), 0);
     ap_free(r);
     pthread_join(th, NULL);
-    ck_assert_msg(b.run.rc != 0 && b.run.st.code == WIRE_CANCELLED, "got %s: %s", wire_code_name(b.run.st.code),
+    ck_assert_msg(b.run.rc != 0 && b.run.st.code == WIRE_CANCELLED, "got %s: %s", ap_grpc_code_name(b.run.st.code),
                   b.run.st.msg);
     ck_assert_int_eq(svc_row(fx.db, id, &row), 1);
     ck_assert_int_eq(row.status, STORE_CANCELLED);
@@ -1527,7 +1532,7 @@ START_TEST(test_search_that_does_not_listen)
     ck_assert_int_eq(svc_row(fx.db, id, &row), 1);
     ck_assert_msg(row.status == STORE_CANCELLED, "status %s after CancelSearch", store_status_name(row.status));
     pthread_join(th, NULL);
-    ck_assert_msg(b.run.rc != 0 && b.run.st.code == WIRE_CANCELLED, "got %s: %s", wire_code_name(b.run.st.code),
+    ck_assert_msg(b.run.rc != 0 && b.run.st.code == WIRE_CANCELLED, "got %s: %s", ap_grpc_code_name(b.run.st.code),
                   b.run.st.msg);
     /* another that does not listen, then SIGTERM */
     bg_search b2 = {.port = fx.d.port};
@@ -1677,7 +1682,7 @@ START_TEST(test_search_ceiling_and_abandon)
     c = svc_conn(fx.d.port);
     search_run r;
     search_call(c, &q, &r);
-    ck_assert_msg(r.rc == 0, "%s: %s", wire_code_name(r.st.code), r.st.msg);
+    ck_assert_msg(r.rc == 0, "%s: %s", ap_grpc_code_name(r.st.code), r.st.msg);
     ck_assert_int_eq(r.origin, AUTOPART__V1__ORIGIN__NEW);
     ck_assert_int_ne(atoll(r.id), id);
     Autopart__V1__PartitionResult *res = autopart__v1__partition_result__unpack(NULL, r.result_len, r.result);
