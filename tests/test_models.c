@@ -696,6 +696,37 @@ START_TEST(collectives_per_family)
 }
 END_TEST
 
+/* Micro-batches under BP and FSDP on {batch:2}: the batch splits inside
+ * every micro-batch (micro-batch k takes rows k, K + k, ...), so nothing
+ * of the batch is gathered and the step is split as without
+ * micro-batches; the gradients' reductions run once per micro-batch (a
+ * pending sum does not cross the loop's carried sums yet): K times the
+ * whole step's (FSDP's gathers: once per parameter and micro-batch, the
+ * loop body taking each parameter whole). */
+START_TEST(microbatches_split_by_data_parallel_schedules)
+{
+    char *one = tl_generate_text("transformer", "tiny", "batch=8");
+    char *acc = tl_generate_text("transformer", "tiny", "batch=8 microbatches=2");
+    char *bp = tl_schedule("bp"), *fsdp = tl_schedule("fsdp");
+    double w[COST_COLL_COUNT], m[COST_COLL_COUNT];
+    per_step(one, "batch=2", bp, w);
+    per_step(acc, "batch=2", bp, m);
+    ck_assert_msg(m[COST_ALL_GATHER] == 0 && w[COST_ALL_REDUCE] > 0 && m[COST_ALL_REDUCE] == 2 * w[COST_ALL_REDUCE],
+                  "bp with 2 micro-batches: AG %g AR %g (whole batch: AR %g)", m[COST_ALL_GATHER], m[COST_ALL_REDUCE],
+                  w[COST_ALL_REDUCE]);
+    per_step(one, "batch=2", fsdp, w);
+    per_step(acc, "batch=2", fsdp, m);
+    ck_assert_msg(w[COST_REDUCE_SCATTER] > 0 && m[COST_REDUCE_SCATTER] == 2 * w[COST_REDUCE_SCATTER] &&
+                      m[COST_ALL_REDUCE] == 2 * w[COST_ALL_REDUCE],
+                  "fsdp with 2 micro-batches: AR %g RS %g (whole batch: %g %g)", m[COST_ALL_REDUCE],
+                  m[COST_REDUCE_SCATTER], w[COST_ALL_REDUCE], w[COST_REDUCE_SCATTER]);
+    ap_free(bp);
+    ap_free(fsdp);
+    ap_free(one);
+    ap_free(acc);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("models");
@@ -710,6 +741,7 @@ int main(void)
     tcase_add_test(tc, flash_partitions_over_batch_and_heads);
     tcase_add_loop_test(tc, microbatches_match_whole_batch, 0, (int)(sizeof micro_cases / sizeof micro_cases[0]));
     tcase_add_loop_test(tc, collectives_per_family, 0, (int)(sizeof families / sizeof families[0]));
+    tcase_add_test(tc, microbatches_split_by_data_parallel_schedules);
     suite_add_tcase(s, tc);
     return tl_run(s);
 }

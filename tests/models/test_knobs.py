@@ -399,22 +399,28 @@ class MicrobatchTest(unittest.TestCase):
 
     def test_layout(self):
         # the same arguments and results; one loop of K trips over the
-        # batch reshaped [K, batch / K, seq], forward and backward inside
+        # batch reshaped [batch / K, K, seq] and transposed to [K, batch /
+        # K, seq] (micro-batch k: rows k, K + k, ...), forward and backward
+        # inside
         # (with scan=1 the layer loops nested in it), Adam after it
         for extra in ((), ('scan=1',)):
             with self.subTest(extra=extra):
                 _, _, text, info = generated('transformer', 'tiny',
-                                             extra + ('batch=4',
+                                             extra + ('batch=8',
                                                       'microbatches=2'))
                 _, _, _, whole = generated('transformer', 'tiny',
-                                           extra + ('batch=4',))
+                                           extra + ('batch=8',))
                 for k in ('arg_locs', 'aliases', 'result_infos'):
                     self.assertEqual(info[k], whole[k])
                 self.assertEqual(text.count(' = stablehlo.while('),
                                  3 if extra else 1)
-                self.assertIn('stablehlo.reshape %arg' + str(
-                    len(info['arg_locs']) - 3) + ' : (tensor<4x4xi32>) -> '
-                    'tensor<2x2x4xi32>', text)
+                m = re.search(r'(%\d+) = stablehlo.reshape %arg' + str(
+                    len(info['arg_locs']) - 3) + r' : \(tensor<8x4xi32>\) '
+                    r'-> tensor<4x2x4xi32>\n', text)
+                self.assertIsNotNone(m)
+                self.assertIn('stablehlo.transpose %s, dims = [1, 0, 2] : '
+                              '(tensor<4x2x4xi32>) -> tensor<2x4x4xi32>'
+                              % m.group(1), text)
                 outer = text.index(' = stablehlo.while(')
                 self.assertNotIn('stablehlo.sqrt', text[outer:text.index(
                     '\n    }\n', outer)])            # Adam is outside

@@ -756,8 +756,15 @@ def step_loss(g, P, inputs, targets, cfg, progress):
 
 def accumulate(g, P, inputs, targets, cfg, progress):
     """Gradient accumulation as MaxText's gradient_accumulation_steps (and
-    optax.MultiSteps): the batch reshaped to [K, batch/K, seq], a
-    jax.lax.scan over the K micro-batches whose body runs the forward and
+    optax.MultiSteps): the batch split into K micro-batches [K, batch/K,
+    seq], micro-batch k taking rows k, K + k, 2K + k, ... (reshaped to
+    [batch/K, K, seq] and transposed): a batch split across devices then
+    splits every micro-batch alike, so that each device accumulates over
+    its own rows as data-parallel gradient accumulation does (K
+    contiguous blocks would give each device whole micro-batches, i.e.
+    tile the loop's dim, and a data-parallel schedule could not split
+    the step); then a jax.lax.scan over the K micro-batches whose body
+    runs the forward and
     backward pass of one and adds its loss and gradients to the carried
     sums (in param_dtype); returns (loss, gradients): the sums / K, i.e.
     the mean loss and its gradient, as one step on the whole batch."""
@@ -775,7 +782,8 @@ def accumulate(g, P, inputs, targets, cfg, progress):
     outs = [tb.add(acc_loss, loss)] + [tb.add(a, d) for a, d in
                                        zip(acc, grads)]
     params = P.like(TP)
-    xs = [g.reshape(v, (K, b // K, s)) for v in (inputs, targets)]
+    xs = [g.transpose(g.reshape(v, (b // K, K, s)), (1, 0, 2))
+          for v in (inputs, targets)]
     inits = [g.zeros((), loss.dtype)] + [g.zeros_like(v) for v in params]
     sums = fold(g, tb, [acc_loss] + acc, outs, inits, x_args, xs, tparams,
                 params)
