@@ -174,10 +174,15 @@ int apply_lower(apply_state *st, const cost_device *dev, const cost_options *opt
     return 0;
 }
 
-void apply_take_lowered(apply_state *st, ir_partition *p, ir_lowered *lw, const cost_report *cost)
+void apply_take_lowered(apply_state *st, ir_pctx *ctx, ir_partition *p, ir_lowered *lw, const cost_report *cost)
 {
     ir_partition_free(st->p);
     ir_lowered_free(&st->lw);
+    if (ctx) {
+        ir_pctx_free(st->ctx);
+        st->ctx = ctx;
+        st->mesh = *ir_pctx_mesh(ctx);
+    }
     st->p = p;
     st->lw = *lw;
     memset(lw, 0, sizeof *lw);

@@ -90,8 +90,9 @@ int apply_after_tactic(void *costing, ir_partition *p, const char *tactic, size_
 int apply_lower(apply_state *st, const cost_device *dev, const cost_options *opts, ap_error *err);
 /* The state becomes p, already lowered to *lw and estimated as *cost (a
  * search's best: search_result's best, lowered and report); takes p and
- * the lowered program (*lw is zeroed). */
-void apply_take_lowered(apply_state *st, ir_partition *p, ir_lowered *lw, const cost_report *cost);
+ * the lowered program (*lw is zeroed), and ctx, p's context, when it is
+ * not the state's (a search that chose the mesh; NULL: the state's). */
+void apply_take_lowered(apply_state *st, ir_pctx *ctx, ir_partition *p, ir_lowered *lw, const cost_report *cost);
 
 /* The schedule of the state as text (one action per line).  Heap, ap_free;
  * NULL when out of memory. */

@@ -414,7 +414,42 @@ json_t *search_result_json(const search_result *r)
         put(d, "after", json_integer(r->decisions_after));
         put(o, "decisions", d);
     }
+    if (r->ctx) {
+        ap_buf b;
+        ap_buf_init(&b);
+        ir_mesh_format(ir_pctx_mesh(r->ctx), &b);
+        put(o, "mesh", json_string(b.data ? b.data : ""));
+        ap_buf_free(&b);
+        put(o, "meshes", search__meshes_json(r));
+    }
     if (r->explanation)
         put(o, "explanation", json_incref(r->explanation));
     return o;
+}
+
+json_t *search__meshes_json(const search_result *r)
+{
+    json_t *a = json_array();
+    for (int i = 0; a && i < r->n_meshes; i++) {
+        const search_mesh_row *m = &r->meshes[i];
+        json_t *o = json_object();
+        if (!o)
+            break;
+        ap_buf b;
+        ap_buf_init(&b);
+        ir_mesh_format(&m->mesh, &b);
+        put(o, "mesh", json_string(b.data ? b.data : ""));
+        ap_buf_free(&b);
+        json_t *sizes = json_array();
+        for (int k = 0; sizes && k < m->mesh.n_axes; k++)
+            json_array_append_new(sizes, json_integer(m->mesh.sizes[k]));
+        put(o, "shape", sizes);
+        put(o, "runtime_s", json_real(m->runtime_s));
+        put(o, "peak_memory_bytes", json_integer(m->peak_bytes));
+        put(o, "fits", json_boolean(m->fits));
+        put(o, "episodes", json_integer(m->episodes));
+        put(o, "chosen", json_boolean(m->chosen));
+        json_array_append_new(a, o);
+    }
+    return a;
 }

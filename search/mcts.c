@@ -42,6 +42,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,7 +106,7 @@ typedef struct cache_ent {
     bool building;
 } cache_ent;
 
-typedef struct engine engine;
+typedef struct search_engine engine;
 
 static int search__progress(engine *e);
 static uint32_t tt_find(const engine *e, uint64_t h);
@@ -125,7 +126,7 @@ typedef struct worker {
     double t_state, t_apply, t_score, t_busy, t_wait, cpu_s;
 } worker;
 
-struct engine {
+struct search_engine {
     const ir_partition *start;
     ir_partition *base;  /* a copy of start that records nothing blocked: candidates derive from it */
     const ir_pctx *c;
@@ -187,6 +188,10 @@ struct engine {
     bool fallback;       /* scored through the full lowering */
     ap_error scorer_why;
     uint64_t rng;        /* UCT's noise, from the seed */
+    uint32_t root_next;  /* the root pass's next decision */
+    int stop;            /* the progress callback asked to stop */
+    atomic_int *halt;    /* NULL, or set by another thread to stop this search */
+    double deadline;     /* now_s() at which the time budget ends; 0 none */
     const char *stopped_by;
     double wall_s;       /* of the search, without the result's lowering */
     /* progress */
@@ -1117,6 +1122,37 @@ static void engine_free(engine *e)
     search__units_free(&e->units);
 }
 
+/* A fast scorer per worker that has none (after engine_pause too), or
+ * none at all when the function needs the full path (e->fallback, with
+ * the scorer's reason). */
+static int make_scorers(engine *e, ap_error *err)
+{
+    for (int i = 0; i < e->n_workers && !e->fallback; i++) {
+        worker *w = &e->w[i];
+        if (w->scorer)
+            continue;
+        ap_error se;
+        /* candidates need the step time and the peak, not the slowest ops */
+        cost_options co = e->o.cost;
+        co.top_k = -1;
+        int rc = cost_scorer_new(e->c, &e->o.device, e->o.tiers, &co, &w->scorer, &se);
+        if (rc == AP_EUNSUPPORTED) {
+            e->fallback = true;
+            e->scorer_why = se;
+        } else if (rc < 0) {
+            if (err)
+                *err = se;
+            return rc;
+        }
+    }
+    if (e->fallback)
+        for (int i = 0; i < e->n_workers; i++) {
+            cost_scorer_free(e->w[i].scorer);
+            e->w[i].scorer = NULL;
+        }
+    return 0;
+}
+
 static int start_workers(engine *e, ap_error *err)
 {
     int n = e->o.threads;
@@ -1146,31 +1182,12 @@ static int start_workers(engine *e, ap_error *err)
     e->pool = ap_calloc((size_t)e->cap_pool, sizeof *e->pool);
     if (!e->cache || !e->pool)
         return ap_error_set(err, AP_ENOMEM, "out of memory");
-    for (int i = 0; i < n; i++) {
-        worker *w = &e->w[i];
-        w->e = e;
-        if (!e->fallback) {
-            ap_error se;
-            /* candidates need the step time and the peak, not the slowest ops */
-            cost_options co = e->o.cost;
-            co.top_k = -1;
-            int rc = cost_scorer_new(e->c, &e->o.device, e->o.tiers, &co, &w->scorer, &se);
-            if (rc == AP_EUNSUPPORTED) {
-                e->fallback = true;
-                e->scorer_why = se;
-            } else if (rc < 0) {
-                if (err)
-                    *err = se;
-                return rc;
-            }
-        }
-    }
-    if (e->fallback)
-        for (int i = 0; i < n; i++) {
-            cost_scorer_free(e->w[i].scorer);
-            e->w[i].scorer = NULL;
-        }
+    for (int i = 0; i < n; i++)
+        e->w[i].e = e;
     e->n_workers = n;
+    int rc = make_scorers(e, err);
+    if (rc < 0)
+        return rc;
     for (int i = 1; i < n; i++)
         if (pthread_create(&e->w[i].thread, NULL, worker_main, &e->w[i]) != 0) {
             e->w[i].thread = 0;
@@ -1181,11 +1198,15 @@ static int start_workers(engine *e, ap_error *err)
 
 static bool out_of_budget(engine *e, const char **why)
 {
+    if (e->halt && atomic_load(e->halt)) {
+        e->stop = 1;
+        return true;
+    }
     if (e->o.max_episodes > 0 && e->episodes >= e->o.max_episodes) {
         *why = "episodes";
         return true;
     }
-    if (e->o.time_limit_s > 0 && now_s() - e->t0 >= e->o.time_limit_s) {
+    if (e->deadline > 0 && now_s() >= e->deadline) {
         *why = "time";
         return true;
     }
@@ -1197,8 +1218,8 @@ static bool out_of_budget(engine *e, const char **why)
 }
 
 /* The decisions at the start: every unit on every dim along every allowed
- * axis, and atomic along it, evaluated as the root's children. */
-static int root_pass(engine *e, int *stop, const char **why, ap_error *err)
+ * axis, and atomic along it. */
+static int decisions(engine *e, ap_error *err)
 {
     const ir_mesh *mesh = ir_pctx_mesh(e->c);
     uint32_t cap = 0;
@@ -1228,51 +1249,18 @@ static int root_pass(engine *e, int *stop, const char **why, ap_error *err)
                 sd->same_as = SEARCH_NONE;
             }
         }
-    /* evaluate them as children of the root, in batches */
-    uint32_t path[1] = {0};
-    uint32_t i = 0;
-    e->nodes[0].next_try = e->n_dec; /* the root's children are this pass */
-    while (i < e->n_dec && !*stop) {
-        if (out_of_budget(e, why))
-            break;
-        e->n_tasks = e->n_chain = e->n_paths = 0;
-        uint32_t room = e->o.max_episodes > 0 ? (uint32_t)(e->o.max_episodes - e->episodes) : UINT32_MAX;
-        for (uint32_t b = 0; b < (uint32_t)e->o.batch * 4 && i < e->n_dec && b < room; b++, i++) {
-            e->nodes[0].visits++;
-            e->pending[0]++;
-            int rc = task_add(e, 0, i, path, 1);
-            if (rc < 0)
-                return ap_error_set(err, rc, "out of memory");
-        }
-        int brc = run_batch(e, stop);
-        if (brc < 0)
-            return ap_error_set(err, brc, "out of memory");
-        for (uint32_t k = 0; k < e->n_tasks; k++) {
-            task *t = &e->tasks[k];
-            search_decision *sd = &e->dec[t->decision];
-            if (t->status == 0) {
-                uint32_t same = tt_find(e, t->hash);
-                if (same != SEARCH_NONE && same != 0)
-                    sd->same_as = e->nodes[same].decision;
-                sd->runtime_s = t->runtime_s;
-                sd->peak = t->peak;
-                sd->prior = e->j0 / objective(e, t->runtime_s, t->peak);
-            } else {
-                sd->prior = -1; /* refused or unchanged */
-            }
-            int rc = backup(e, t);
-            if (rc < 0) {
-                if (err)
-                    *err = t->err;
-                return rc;
-            }
-        }
-    }
-    /* decisions never evaluated (out of budget) keep no prior */
-    for (; i < e->n_dec; i++)
+    e->nodes[0].next_try = e->n_dec; /* the root's children are the root pass */
+    return 0;
+}
+
+/* The order of expansion: distinct, valid decisions by prior, with the
+ * seed's small perturbation (a few percent) breaking near-ties.
+ * Decisions the root pass did not reach (out of budget) have no prior and
+ * are left out. */
+static int order_decisions(engine *e, ap_error *err)
+{
+    for (uint32_t i = e->root_next; i < e->n_dec; i++)
         e->dec[i].prior = -2;
-    /* the order of expansion: distinct, valid decisions by prior, with the
-     * seed's small perturbation (a few percent) breaking near-ties */
     e->order = ap_malloc(sizeof *e->order * (e->n_dec + 1));
     double *key = ap_malloc(sizeof *key * (e->n_dec + 1));
     if (!e->order || !key) {
@@ -1300,15 +1288,64 @@ static int root_pass(engine *e, int *stop, const char **why, ap_error *err)
     return 0;
 }
 
+/* The root pass: the decisions evaluated as the root's children, in
+ * batches, from where a search out of budget left it; the order of
+ * expansion once every decision is in. */
+static int root_pass(engine *e, const char **why, ap_error *err)
+{
+    if (e->order)
+        return 0;
+    uint32_t path[1] = {0};
+    uint32_t i = e->root_next;
+    while (i < e->n_dec && !e->stop) {
+        if (out_of_budget(e, why))
+            break;
+        e->n_tasks = e->n_chain = e->n_paths = 0;
+        uint32_t room = e->o.max_episodes > 0 ? (uint32_t)(e->o.max_episodes - e->episodes) : UINT32_MAX;
+        for (uint32_t b = 0; b < (uint32_t)e->o.batch * 4 && i < e->n_dec && b < room; b++, i++) {
+            e->nodes[0].visits++;
+            e->pending[0]++;
+            int rc = task_add(e, 0, i, path, 1);
+            if (rc < 0)
+                return ap_error_set(err, rc, "out of memory");
+        }
+        e->root_next = i;
+        int brc = run_batch(e, &e->stop);
+        if (brc < 0)
+            return ap_error_set(err, brc, "out of memory");
+        for (uint32_t k = 0; k < e->n_tasks; k++) {
+            task *t = &e->tasks[k];
+            search_decision *sd = &e->dec[t->decision];
+            if (t->status == 0) {
+                uint32_t same = tt_find(e, t->hash);
+                if (same != SEARCH_NONE && same != 0)
+                    sd->same_as = e->nodes[same].decision;
+                sd->runtime_s = t->runtime_s;
+                sd->peak = t->peak;
+                sd->prior = e->j0 / objective(e, t->runtime_s, t->peak);
+            } else {
+                sd->prior = -1; /* refused or unchanged */
+            }
+            int rc = backup(e, t);
+            if (rc < 0) {
+                if (err)
+                    *err = t->err;
+                return rc;
+            }
+        }
+    }
+    return i == e->n_dec ? order_decisions(e, err) : 0;
+}
+
 /* ----------------------------------------------------- the batch loop */
 
 /* Episodes in batches of leaves chosen by UCT, until a budget, the
  * callback or the tree's end stops them (*why says which). */
-static int search_loop(engine *e, int *stop, const char **why, ap_error *err)
+static int search_loop(engine *e, const char **why, ap_error *err)
 {
     uint32_t path[80];
     uint64_t *rng = &e->rng;
-    while (!*stop && !out_of_budget(e, why)) {
+    while (!e->stop && !out_of_budget(e, why)) {
         e->n_tasks = e->n_chain = e->n_paths = 0;
         int64_t room = e->o.max_episodes > 0 ? e->o.max_episodes - e->episodes : INT64_MAX;
         for (int b = 0; b < e->o.batch && b < room; b++) {
@@ -1323,7 +1360,7 @@ static int search_loop(engine *e, int *stop, const char **why, ap_error *err)
             e->exhausted = true;
             break;
         }
-        if (run_batch(e, stop) < 0)
+        if (run_batch(e, &e->stop) < 0)
             return ap_error_set(err, AP_ENOMEM, "out of memory in the search");
         for (uint32_t k = 0; k < e->n_tasks; k++) {
             int rc = backup(e, &e->tasks[k]);
@@ -1334,7 +1371,7 @@ static int search_loop(engine *e, int *stop, const char **why, ap_error *err)
             }
         }
         if (progress_due(e) && search__progress(e))
-            *stop = 1;
+            e->stop = 1;
     }
     return 0;
 }
@@ -1437,17 +1474,20 @@ static int engine_open(engine *e, const ir_partition *start, const search_option
                          e->nodes[root].hash, &elapsed) < 0)
         return ap_error_set(err, AP_ENOMEM, "out of memory in the search");
     e->t0 -= elapsed;
+    if (e->o.time_limit_s > 0)
+        e->deadline = e->t0 + e->o.time_limit_s;
     return 0;
 }
 
 /* The decisions at the start, then the batch loop. */
 static int engine_search(engine *e, ap_error *err)
 {
-    int stop = 0, rc;
+    int rc;
     const char *why = "exhausted";
-    if ((rc = root_pass(e, &stop, &why, err)) < 0 || (rc = search_loop(e, &stop, &why, err)) < 0)
+    if ((!e->dec && (rc = decisions(e, err)) < 0) || (rc = root_pass(e, &why, err)) < 0 ||
+        (e->order && (rc = search_loop(e, &why, err)) < 0))
         return rc;
-    e->stopped_by = stop ? "callback" : why;
+    e->stopped_by = e->stop ? "callback" : why;
     e->final = true;
     if (e->o.progress)
         search__progress(e);
@@ -1460,6 +1500,9 @@ static int engine_search(engine *e, ap_error *err)
  * start's report; the schedules and the explanation. */
 static int engine_result(engine *e, search_result *out, ap_error *err)
 {
+    int rc;
+    if (!e->order && (rc = order_decisions(e, err)) < 0)
+        return rc;
     uint32_t depth = e->nodes[e->best].depth;
     e->n_chain = 0;
     for (uint32_t i = 0; i < depth; i++)
@@ -1467,7 +1510,6 @@ static int engine_result(engine *e, search_result *out, ap_error *err)
             return ap_error_set(err, AP_ENOMEM, "out of memory in the search");
     for (uint32_t i = depth, n = e->best; i-- > 0; n = e->nodes[n].parent)
         e->chain[i] = n;
-    int rc;
     if ((rc = replay(&e->w[0], e->chain, 0, depth, e->start, NULL, &out->best, err)) < 0 ||
         (rc = cost_state_estimate(out->best, &e->o.device, e->o.tiers, &e->o.cost, &out->lowered, &out->report,
                                   err)) < 0 ||
@@ -1548,7 +1590,8 @@ int search_run(const ir_partition *start, const search_options *opts, search_res
     memset(out, 0, sizeof *out);
     engine e;
     int rc;
-    if ((rc = engine_open(&e, start, opts, err)) < 0 || (rc = engine_search(&e, err)) < 0)
+    if ((rc = engine_open(&e, start, opts, err)) < 0 || (rc = engine_search(&e, err)) < 0 ||
+        (!e.order && (rc = order_decisions(&e, err)) < 0))
         goto fail;
     e.wall_s = now_s() - e.t0;
     engine_stats(&e, out);
@@ -1562,12 +1605,108 @@ fail:
     return rc;
 }
 
+/* ------------------------------------------------ engines, for mesh.c */
+
+int search__engine_new(const ir_partition *start, const search_options *o, atomic_int *halt, search_engine **out,
+                       ap_error *err)
+{
+    *out = NULL;
+    engine *e = ap_malloc(sizeof *e);
+    if (!e)
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
+    int rc = engine_open(e, start, o, err);
+    if (rc < 0) {
+        engine_free(e);
+        ap_free(e);
+        return rc;
+    }
+    e->halt = halt;
+    *out = e;
+    return 0;
+}
+
+int search__engine_run(search_engine *e, int64_t max_episodes, double deadline, ap_error *err)
+{
+    if (e->exhausted || e->stop || (e->o.patience > 0 && e->episodes - e->best_episode >= e->o.patience))
+        return 0;
+    double t0 = now_s();
+    e->o.max_episodes = max_episodes;
+    e->deadline = deadline;
+    int rc = make_scorers(e, err);
+    if (rc == 0)
+        rc = engine_search(e, err);
+    e->wall_s += now_s() - t0;
+    return rc;
+}
+
+void search__engine_pause(search_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    for (int k = 0; k < e->cap_cache; k++) {
+        ir_partition_free(e->cache[k].p);
+        memset(&e->cache[k], 0, sizeof e->cache[k]);
+    }
+    for (int k = 0; k < e->n_pool; k++)
+        ir_partition_free(e->pool[k]);
+    e->n_pool = 0;
+    pthread_mutex_unlock(&e->mu);
+    for (int i = 0; i < e->n_workers; i++) {
+        cost_scorer_free(e->w[i].scorer);
+        e->w[i].scorer = NULL;
+    }
+}
+
+void search__engine_best(const search_engine *e, search_best *b)
+{
+    const search_node *n = &e->nodes[e->best];
+    b->runtime_s = n->runtime_s;
+    b->peak = n->peak;
+    b->fits = fits(e, n->peak);
+    b->episodes = e->episodes;
+    b->done = e->exhausted || e->stop || (e->o.patience > 0 && e->episodes - e->best_episode >= e->o.patience);
+}
+
+int search__engine_best_state(search_engine *e, ir_partition **out, ap_error *err)
+{
+    uint32_t depth = e->nodes[e->best].depth;
+    e->n_chain = 0;
+    for (uint32_t i = 0; i < depth; i++)
+        if (push_u32(&e->chain, &e->n_chain, &e->cap_chain, 0) < 0)
+            return ap_error_set(err, AP_ENOMEM, "out of memory in the search");
+    for (uint32_t i = depth, n = e->best; i-- > 0; n = e->nodes[n].parent)
+        e->chain[i] = n;
+    return replay(&e->w[0], e->chain, 0, depth, NULL, NULL, out, err);
+}
+
+int search__engine_result(search_engine *e, search_result *out, ap_error *err)
+{
+    memset(out, 0, sizeof *out);
+    int rc = e->order ? 0 : order_decisions(e, err);
+    if (rc < 0)
+        return rc;
+    engine_stats(e, out);
+    rc = engine_result(e, out, err);
+    if (rc < 0)
+        search_result_free(out);
+    return rc;
+}
+
+void search__engine_free(search_engine *e)
+{
+    if (!e)
+        return;
+    engine_free(e);
+    ap_free(e);
+}
+
 void search_result_free(search_result *r)
 {
     if (!r)
         return;
     ir_partition_free(r->best);
     ir_lowered_free(&r->lowered);
+    ir_pctx_free(r->ctx);
+    ap_free(r->meshes);
     ap_free(r->schedule);
     ap_free(r->actions);
     json_decref(r->explanation);

@@ -105,7 +105,23 @@ void search_options_init(search_options *o);
  * mesh, negative budgets, too many threads or actions on a path). */
 int search_options_resolve(const search_options *in, int n_axes, search_options *out, ap_error *err);
 
+/* One mesh a search over meshes (search_run_devices) tried. */
+typedef struct search_mesh_row {
+    ir_mesh mesh;             /* named by the roles its best schedule gives the axes, or as asked */
+    double runtime_s;         /* its best schedule's step time */
+    int64_t peak_bytes;       /* and peak memory per device */
+    bool fits;                /* within the memory limit */
+    int64_t episodes;         /* spent on it */
+    bool chosen;
+} search_mesh_row;
+
 typedef struct search_result {
+    ir_pctx *ctx;              /* search_run_devices: the chosen mesh's context, which best and
+                                  lowered are of (owned; the module must outlive it); NULL from
+                                  search_run (best is of the start's context) */
+    search_mesh_row *meshes;   /* search_run_devices: every mesh tried, in the order tried (owned) */
+    int n_meshes;
+    int meshes_considered;     /* factorizations the program can use (some may be left untried) */
     ir_partition *best;        /* the best state (owned); its log is the schedule */
     ir_lowered lowered;        /* its SPMD program (owned), which `report` estimates */
     char *schedule;            /* the whole schedule from a fresh state (manual
@@ -161,6 +177,41 @@ int search_check_hints(const ir_pctx *c, uint32_t axes, const char *hints, ap_er
  * lowered. */
 int search_run(const ir_partition *start, const search_options *opts, search_result *out, ap_error *err);
 void search_result_free(search_result *r);
+
+/* ------------------------------------------------------ choosing the mesh */
+
+/* A search that also chooses the mesh: N devices, as 1 to 4 axes. */
+typedef struct search_devices {
+    int64_t devices;
+    /* "data,model": exactly these axes, in this order (device ids
+     * row-major), each size chosen by the search (1 allowed).  NULL: 1 to
+     * 4 axes of sizes >= 2, named afterwards by the role the best schedule
+     * gives each (data: batch inputs tiled; fsdp: inputs and parameters;
+     * model: parameters only; expert: experts' parameters on their leading
+     * dim; replica: nothing). */
+    const char *axes_names;
+    const char *manual; /* tactics applied first (they name axes_names' axes), or NULL */
+} search_devices;
+
+/* Checks the devices and names alone: N from 2 to 2^20, 1 to 4 distinct
+ * identifiers of at most 31 characters, manual tactics only with names.
+ * AP_EINVALID with a message naming the value. */
+int search_devices_check(const search_devices *d, ap_error *err);
+
+/* Searches function func of m (calls inlined) over every arrangement of
+ * d->devices into axes whose every axis can tile a dimension the search
+ * decides on (arrangements that only permute axes the device links treat
+ * alike are tried once): each mesh gets its own tree, the first look a
+ * share of the budget, the best few the rest (halved at each round), and
+ * the best schedule of the best mesh is the result, with out->ctx its
+ * context and out->meshes every mesh tried.  The options are search_run's
+ * (o->axes: bits over axes_names; none without names); with no budget,
+ * 1000 episodes per mesh.  Under an episode budget the answer depends on
+ * the seed alone: meshes are searched in parallel by o->threads threads,
+ * each tree by one.  AP_EINVALID when no mesh of N devices can be used,
+ * with the reason. */
+int search_run_devices(ir_module *m, ir_op *func, const search_devices *d, const search_options *o,
+                       search_result *out, ap_error *err);
 
 /* The result as JSON: {"schedule", "actions", "cost" (the report's cost
  * object), "collectives", "start_cost", "episodes", "episodes_per_s",

@@ -11,6 +11,8 @@
 
 #include "search.h"
 
+#include <stdatomic.h>
+
 /* ------------------------------------------------------------ units */
 
 /* A decision unit: arguments that are tiled (or made atomic) together.
@@ -103,6 +105,44 @@ typedef struct search_tree_view {
 
 /* Fills r->explanation and r->explanation_text. */
 int search__explain(const search_tree_view *t, search_result *r, ap_error *err);
+/* r->meshes as JSON: [{"mesh", "shape", "runtime_s", "peak_memory_bytes",
+ * "fits", "episodes", "chosen"}].  A new reference; NULL when out of
+ * memory. */
+json_t *search__meshes_json(const search_result *r);
+
+/* ------------------------------------------------ engines (mcts.c) */
+
+/* One tree search, run in steps: what search_run does at once, for the
+ * search over meshes (mesh.c), which grows several and keeps the best. */
+typedef struct search_engine search_engine;
+
+/* An engine searching from start (which must outlive it) with options o
+ * (resolved by it); halt (may be NULL) stops it when another thread sets
+ * it.  Scores the start.  Free with search__engine_free. */
+int search__engine_new(const ir_partition *start, const search_options *o, atomic_int *halt, search_engine **out,
+                       ap_error *err);
+/* Searches on until max_episodes episodes in all (0: no episode budget),
+ * now_s() reaching deadline (0: none), the options' patience, the tree's
+ * end or the halt.  Under an episode budget the tree depends on the seed
+ * and the budgets of the calls alone. */
+int search__engine_run(search_engine *e, int64_t max_episodes, double deadline, ap_error *err);
+/* Frees the states and scorers it keeps between runs (the next run makes
+ * them again); the tree stays. */
+void search__engine_pause(search_engine *e);
+
+typedef struct search_best {
+    double runtime_s;
+    int64_t peak;
+    bool fits;
+    int64_t episodes; /* the engine's, in all */
+    bool done;        /* nothing more to find: exhausted, patience, halted */
+} search_best;
+void search__engine_best(const search_engine *e, search_best *b);
+/* The best state found (owned by the caller), replayed from the start. */
+int search__engine_best_state(search_engine *e, ir_partition **out, ap_error *err);
+/* The result as search_run gives it (search_result_free). */
+int search__engine_result(search_engine *e, search_result *out, ap_error *err);
+void search__engine_free(search_engine *e);
 
 /* ------------------------------------------------------- checkpoint */
 

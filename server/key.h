@@ -51,7 +51,8 @@
     X("seed", "", "seed", srv_sha_i64(h, n, (int64_t)s->seed))                                                        \
     X("hints", "", "hints", srv_sha_str(h, n, s->hints))                                                              \
     X("batch", "", "batch", srv_sha_i64(h, n, s->batch))                                                              \
-    X("core_view", "want_core_view", "want_core_view", srv_sha_i64(h, n, c->core_view))
+    X("core_view", "want_core_view", "want_core_view", srv_sha_i64(h, n, c->core_view))                              \
+    X("devices", "", "devices axes_names", srv_key_hash_devices(h, n, s))
 
 #define SRV_KEY_IGNORED(X)                                                                                            \
     X("client_label", "client_label", "a label for listings and fairness")                                            \

@@ -199,6 +199,17 @@ static void srv_key_hash_axes(srv_sha *h, const char *n, const srv_work *w)
         srv_sha_str(h, n, w->st.mesh.names[w->axes[i]]);
 }
 
+/* A search that chooses the mesh: its devices and axes names; nothing for
+ * the others, whose keys stay as they were (key.h). */
+static void srv_key_hash_devices(srv_sha *h, const char *n, const Autopart__V1__SearchRequest *s)
+{
+    if (!s->devices)
+        return;
+    srv_sha_i64(h, n, s->devices);
+    for (size_t i = 0; i < s->n_axes_names; i++)
+        srv_sha_str(h, "axes_name", s->axes_names[i]);
+}
+
 static ir_format format_of(Autopart__V1__ModuleFormat f)
 {
     return f == AUTOPART__V1__MODULE_FORMAT__MODULE_FORMAT_STABLEHLO ? IR_FMT_STABLEHLO
@@ -217,6 +228,10 @@ typedef struct common_req {
     double overlap;
     bool core_view;
     const char *func; /* set by prepare_common: NULL for the entry function */
+    /* a search with devices: the mesh the request is opened on (its axes
+     * names, or one axis, all of size 1) and its text in listings */
+    const ir_mesh *devices_mesh;
+    const char *devices_text;
 } common_req;
 
 /* The key of a prepared request (w->key): SRV_KEY_FIELDS expanded; s is
@@ -267,6 +282,10 @@ static bool prepare_common(srv_work *w, common_req *r)
     bool mesh_given;
     if (!mesh_from_wire(w, r->mesh, &mesh, &mesh_given) || !device_from_wire(w, r->device, &w->dev))
         return false;
+    if (r->devices_mesh) {
+        mesh = *r->devices_mesh;
+        mesh_given = true;
+    }
 
     ir_module *raw = NULL, *m = NULL;
     size_t len = strlen(mod->text);
@@ -308,7 +327,7 @@ static bool prepare_common(srv_work *w, common_req *r)
     ap_buf mb;
     ap_buf_init(&mb);
     ir_mesh_format(&w->st.mesh, &mb);
-    snprintf(w->mesh_text, sizeof w->mesh_text, "%s", mb.data ? mb.data : "");
+    snprintf(w->mesh_text, sizeof w->mesh_text, "%s", r->devices_text ? r->devices_text : mb.data ? mb.data : "");
     ap_buf_free(&mb);
     snprintf(w->device_name, sizeof w->device_name, "%s", w->dev.name);
     return true;
@@ -369,6 +388,51 @@ static void prepare_search(srv_work *w)
                   "episodes, patience_episodes, threads and time_limit_s must be >= 0, batch from 0 to 1024");
         return;
     }
+    /* devices: the search chooses the mesh; the request is checked on one
+     * of its axes names (or a placeholder), every size 1 */
+    ir_mesh dmesh;
+    char dtext[300];
+    char names[IR_MAX_AXES * 33] = "";
+    if (r->devices) {
+        if (r->mesh && r->mesh->n_axes) {
+            work_fail(w, RPC_INVALID_ARGUMENT, "devices and mesh are exclusive: with devices the search chooses the mesh");
+            return;
+        }
+        if (r->import_shardings) {
+            work_fail(w, RPC_INVALID_ARGUMENT, "import_shardings reads shardings over a mesh: give mesh, not devices");
+            return;
+        }
+        size_t at = 0;
+        for (size_t i = 0; i < r->n_axes_names && i < IR_MAX_AXES; i++)
+            at += (size_t)snprintf(names + at, sizeof names - at, "%s%.32s", i ? "," : "", r->axes_names[i]);
+        if (r->n_axes_names > 4) {
+            work_fail(w, RPC_INVALID_ARGUMENT, "axes_names: %zu names; at most 4 axes", r->n_axes_names);
+            return;
+        }
+        search_devices sd = {.devices = r->devices, .axes_names = r->n_axes_names ? names : NULL,
+                             .manual = r->manual_schedule[0] ? r->manual_schedule : NULL};
+        ap_error err;
+        if (search_devices_check(&sd, &err) < 0) {
+            work_fail(w, RPC_INVALID_ARGUMENT, "%s", err.msg);
+            return;
+        }
+        if (r->n_axes && !r->n_axes_names) {
+            work_fail(w, RPC_INVALID_ARGUMENT, "axes with devices need axes_names (the axes are named after the search)");
+            return;
+        }
+        memset(&dmesh, 0, sizeof dmesh);
+        dmesh.n_axes = r->n_axes_names ? (int)r->n_axes_names : 1;
+        for (int i = 0; i < dmesh.n_axes; i++) {
+            snprintf(dmesh.names[i], sizeof dmesh.names[i], "%s", r->n_axes_names ? r->axes_names[i] : "devices");
+            dmesh.sizes[i] = 1;
+        }
+        snprintf(dtext, sizeof dtext, "%lld devices%s%s", (long long)r->devices, names[0] ? " as " : "", names);
+        c.devices_mesh = &dmesh;
+        c.devices_text = dtext;
+    } else if (r->n_axes_names) {
+        work_fail(w, RPC_INVALID_ARGUMENT, "axes_names go with devices");
+        return;
+    }
     if (!prepare_common(w, &c))
         return;
     const ir_mesh *mesh = &w->st.mesh;
@@ -397,9 +461,10 @@ static void prepare_search(srv_work *w)
     ir_partition *after;
     if (!check_schedule(w, r->manual_schedule, &after))
         return;
-    /* A mesh axis that divides no argument's dims leaves nothing to search. */
+    /* A mesh axis that divides no argument's dims leaves nothing to search
+     * (with devices, the search finds which meshes it can use). */
     ir_op *f = ir_pctx_func(w->st.ctx);
-    for (int i = 0; i < w->n_axes; i++) {
+    for (int i = 0; i < w->n_axes && !r->devices; i++) {
         int ax = w->axes[i];
         bool any = false;
         for (uint32_t a = 0; a < ir_func_num_args(f) && !any; a++)
@@ -447,6 +512,26 @@ void srv_work_prepare(srv_job *job)
 }
 
 /* ================================================================ answers */
+
+/* A mesh in wire form; its strings point into `in`, which must outlive it. */
+typedef struct srv_wire_mesh {
+    Autopart__V1__Mesh m;
+    Autopart__V1__MeshAxis a[IR_MAX_AXES];
+    Autopart__V1__MeshAxis *ap[IR_MAX_AXES];
+} srv_wire_mesh;
+
+static void srv_wire_mesh_of(const ir_mesh *in, srv_wire_mesh *out)
+{
+    autopart__v1__mesh__init(&out->m);
+    for (int i = 0; i < in->n_axes; i++) {
+        autopart__v1__mesh_axis__init(&out->a[i]);
+        out->a[i].name = (char *)in->names[i];
+        out->a[i].size = in->sizes[i];
+        out->ap[i] = &out->a[i];
+    }
+    out->m.axes = out->ap;
+    out->m.n_axes = (size_t)in->n_axes;
+}
 
 typedef struct packer {
     Autopart__V1__PartitionResult res;
@@ -526,6 +611,9 @@ static bool pack_result(srv_work *w, bool core_view, const Autopart__V1__SearchS
             pk.axes[ai++] = st->mesh.names[sh[i].partial[k]];
         pk.shp[i] = m;
     }
+    srv_wire_mesh wmesh;
+    srv_wire_mesh_of(&st->mesh, &wmesh);
+    pk.res.mesh = &wmesh.m;
     pk.res.schedule = schedule;
     pk.res.shardings = pk.shp;
     pk.res.n_shardings = (size_t)n_sh;
@@ -674,7 +762,7 @@ static void run_search(srv_job *job)
     search_result res;
     memset(&res, 0, sizeof res);
     ap_error_clear(&err);
-    if (r->manual_schedule[0] && ir_schedule_apply(w->st.p, r->manual_schedule, &err) < 0) {
+    if (!r->devices && r->manual_schedule[0] && ir_schedule_apply(w->st.p, r->manual_schedule, &err) < 0) {
         work_fail_err(w, NULL, &err); /* checked when prepared: cannot happen */
         return;
     }
@@ -703,7 +791,21 @@ static void run_search(srv_job *job)
     if (capped)
         o.time_limit_s = ceiling;
     job->ckpt_copied_s = 0;
-    int rc = search_run(w->st.p, &o, &res, &err);
+    int rc;
+    if (r->devices) {
+        /* the axes searched are bits over the names, as over a mesh */
+        char names[IR_MAX_AXES * 33] = "";
+        size_t at = 0;
+        for (size_t i = 0; i < r->n_axes_names && i < IR_MAX_AXES; i++)
+            at += (size_t)snprintf(names + at, sizeof names - at, "%s%.32s", i ? "," : "", r->axes_names[i]);
+        if (!r->n_axes_names)
+            o.axes = 0;
+        search_devices sd = {.devices = r->devices, .axes_names = r->n_axes_names ? names : NULL,
+                             .manual = r->manual_schedule[0] ? r->manual_schedule : NULL};
+        rc = search_run_devices(w->st.m, ir_pctx_func(w->st.ctx), &sd, &o, &res, &err);
+    } else {
+        rc = search_run(w->st.p, &o, &res, &err);
+    }
     if (atomic_load(&job->cancel) != CANCEL_NONE) {
         search_result_free(&res);
         work_fail(w, RPC_CANCELLED, "cancelled");
@@ -717,11 +819,16 @@ static void run_search(srv_job *job)
         search_result_free(&res);
         return;
     }
+    char *expl = res.explanation ? json_dumps(res.explanation, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    json_t *rj = search_result_json(&res);
+    char *rtext = rj ? json_dumps(rj, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(rj);
     /* The best state becomes the state of the answer, with the lowering
      * and report the search made of it (cost_state_estimate, as Apply's),
      * so both answers read alike. */
-    apply_take_lowered(&w->st, res.best, &res.lowered, &res.report);
+    apply_take_lowered(&w->st, res.ctx, res.best, &res.lowered, &res.report);
     res.best = NULL;
+    res.ctx = NULL;
     Autopart__V1__SearchStats st = AUTOPART__V1__SEARCH_STATS__INIT;
     st.episodes = res.episodes;
     st.best_episode = res.best_episode;
@@ -738,10 +845,33 @@ static void run_search(srv_job *job)
     st.resumed_episodes = res.replayed;
     st.start_runtime_s = res.start.runtime_s;
     st.tree_nodes = (int64_t)res.tree_nodes;
-    char *expl = res.explanation ? json_dumps(res.explanation, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
-    json_t *rj = search_result_json(&res);
-    char *rtext = rj ? json_dumps(rj, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
-    json_decref(rj);
+    /* with devices: the meshes tried */
+    Autopart__V1__MeshTried *mt = ap_calloc((size_t)res.n_meshes + 1, sizeof *mt);
+    Autopart__V1__MeshTried **mtp = ap_calloc((size_t)res.n_meshes + 1, sizeof *mtp);
+    srv_wire_mesh *wm = ap_calloc((size_t)res.n_meshes + 1, sizeof *wm);
+    if (!mt || !mtp || !wm) {
+        ap_free(mt);
+        ap_free(mtp);
+        ap_free(wm);
+        ap_free(expl);
+        ap_free(rtext);
+        search_result_free(&res);
+        work_fail(w, RPC_RESOURCE_EXHAUSTED, "out of memory packing the answer");
+        return;
+    }
+    for (int i = 0; i < res.n_meshes; i++) {
+        autopart__v1__mesh_tried__init(&mt[i]);
+        srv_wire_mesh_of(&res.meshes[i].mesh, &wm[i]);
+        mt[i].mesh = &wm[i].m;
+        mt[i].runtime_s = res.meshes[i].runtime_s;
+        mt[i].peak_memory_bytes = res.meshes[i].peak_bytes;
+        mt[i].fits = res.meshes[i].fits;
+        mt[i].episodes = res.meshes[i].episodes;
+        mt[i].chosen = res.meshes[i].chosen;
+        mtp[i] = &mt[i];
+    }
+    st.meshes = mtp;
+    st.n_meshes = (size_t)res.n_meshes;
     if (pack_result(w, r->want_core_view, &st, expl, res.explanation_text, rtext)) {
         w->summary.episodes = res.episodes;
         w->replayed = res.replayed;
@@ -750,6 +880,9 @@ static void run_search(srv_job *job)
     }
     ap_free(expl);
     ap_free(rtext);
+    ap_free(mt);
+    ap_free(mtp);
+    ap_free(wm);
     search_result_free(&res);
 }
 

@@ -447,6 +447,50 @@ START_TEST(search_round_trip)
 }
 END_TEST
 
+/* --devices: the search chooses the mesh; bad counts and combinations are
+ * refused with the reason */
+START_TEST(search_devices)
+{
+    static const struct {
+        const char *a, *b, *c, *d;
+        int status;
+        const char *want;
+    } bad[] = {{"--devices", "0", NULL, NULL, 2, "--devices: 0; a mesh has at least one device"},
+               {"--devices", "1", NULL, NULL, 2, "--devices: 1 device leaves nothing to partition"},
+               {"--devices", "2147483648", NULL, NULL, 2, "--devices: 2147483648 is more than 2^20"},
+               {"--devices", "four", NULL, NULL, 2, "--devices wants a number of devices, not 'four'"},
+               {"--devices", "4", "--mesh", "batch=2", 2, "--devices and --mesh are exclusive"},
+               {"--devices", "4", "--import", NULL, 2, "--import reads shardings over a mesh"},
+               {"--devices", "4", "--axes", "model", 2, "--axes with --devices needs --axes-names"},
+               {"--axes-names", "data", "--mesh", "batch=2", 2, "--axes-names goes with --devices"},
+               {"--devices", "4", "--axes-names", "a,a", 2, "'a' is given twice"},
+               {"--devices", "7919", NULL, NULL, 1, "no mesh of 7919 devices"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *args[] = {"search", tiny_path, bad[i].a, bad[i].b, bad[i].c, bad[i].d, NULL};
+        cli_run r = run_cli(args);
+        ck_assert_msg(r.status == bad[i].status, "%s: exit %d, want %d: %s", bad[i].b, r.status, bad[i].status, r.err);
+        ck_assert_msg(starts(r.err, "autopart search: error: ") && strstr(r.err, bad[i].want), "want '%s' in '%s'",
+                      bad[i].want, r.err);
+        cli_run_free(&r);
+    }
+    cli_run r = RUN("search", tiny_path, "--devices", "4", "--episodes", "60", "--device", "tpu_v3");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_msg(strstr(r.out, "\nmesh: ") && strstr(r.out, "meshes of 4 devices tried"), "%s", r.out);
+    cli_run_free(&r);
+    r = RUN("search", tiny_path, "--devices", "4", "--axes-names", "data,model", "--manual",
+            "manual data batch['inputs']=0", "--episodes", "40", "--json");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    json_error_t je;
+    json_t *j = json_loads(r.out, 0, &je);
+    ck_assert_msg(j != NULL, "%s", je.text);
+    const char *mesh = json_string_value(json_object_get(j, "mesh"));
+    ck_assert_msg(mesh && !strncmp(mesh, "data=", 5) && strstr(mesh, ",model="), "%s", mesh ? mesh : "(none)");
+    ck_assert(json_array_size(json_object_get(j, "meshes")) >= 2);
+    json_decref(j);
+    cli_run_free(&r);
+}
+END_TEST
+
 START_TEST(redistribute_example)
 {
     cli_run r = RUN("redistribute", "--mesh", "x=4,y=6", "--from", "[3{x}12, 2{y}12]", "--to", "[2{y}12, 3{x}12]");
@@ -470,6 +514,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, redistribute_example);
     tcase_add_test(tc, every_command_one_voice);
     tcase_add_test(tc, search_round_trip);
+    tcase_add_test(tc, search_devices);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -136,6 +136,192 @@ START_TEST(finds_the_enumerated_optimum)
 }
 END_TEST
 
+/* ==================================================== choosing the mesh */
+
+/* Every ordered factorization of n into 1 to 4 factors of at least 2. */
+static void factorizations(int64_t n, int k, int at, int64_t *cur, ir_mesh *out, int *count)
+{
+    if (at == k - 1) {
+        if (n < 2)
+            return;
+        cur[at] = n;
+        ir_mesh *m = &out[(*count)++];
+        memset(m, 0, sizeof *m);
+        m->n_axes = k;
+        for (int a = 0; a < k; a++) {
+            snprintf(m->names[a], sizeof m->names[a], "x%d", a);
+            m->sizes[a] = cur[a];
+        }
+        return;
+    }
+    for (int64_t f = 2; f <= n; f++)
+        if (n % f == 0) {
+            cur[at] = f;
+            factorizations(n / f, k, at + 1, cur, out, count);
+        }
+}
+
+/* The search over meshes finds the best schedule of the best mesh: the
+ * optimum over every factorization of the devices and every schedule of
+ * up to two actions, enumerated, on a device whose links make the order
+ * of the axes matter (a100: 8 GPUs to an NVLink node). */
+START_TEST(chooses_the_enumerated_best_mesh)
+{
+    static const int64_t devices[] = {4, 16};
+    char msg[256];
+    ap_error err;
+    ir_module *m = tl_parse(mlp2, "mlp2.mlir", msg, sizeof msg);
+    ck_assert_msg(m, "%s", msg);
+    ir_op *f = ir_module_entry(m);
+    search_options o;
+    search_options_init(&o);
+    ck_assert(cost_device_lookup("a100_80gb", &o.device, &err) == 0);
+    o.memory_limit = -1;
+    o.max_depth = 2;
+    o.max_episodes = 200000; /* more than every mesh's space: each ends exhausted */
+    int64_t n = devices[_i];
+    ir_mesh meshes[64];
+    int count = 0;
+    int64_t cur[4];
+    for (int k = 1; k <= 4; k++)
+        factorizations(n, k, 0, cur, meshes, &count);
+    double best = INFINITY;
+    for (int i = 0; i < count; i++) {
+        model md = {.m = m};
+        ck_assert(ir_pctx_new(m, f, &meshes[i], &md.ctx, &err) == 0);
+        ir_partition *start = state(&md, NULL);
+        double b = brute_force(&md, start, 2, &o.device);
+        best = b < best ? b : best;
+        ir_partition_free(start);
+        ir_pctx_free(md.ctx);
+    }
+    search_devices d = {.devices = n};
+    search_result r;
+    ck_assert_msg(search_run_devices(m, f, &d, &o, &r, &err) == 0, "%s", err.msg);
+    ck_assert_msg(fabs(r.report.runtime_s - best) <= 1e-12 * best, "%lld devices: search %.17g, enumerated optimum %.17g",
+                  (long long)n, r.report.runtime_s, best);
+    ck_assert(r.ctx && ir_mesh_devices(ir_pctx_mesh(r.ctx)) == n);
+    ck_assert(ir_partition_ctx(r.best) == r.ctx);
+    int chosen = 0;
+    for (int i = 0; i < r.n_meshes; i++) {
+        chosen += r.meshes[i].chosen;
+        ck_assert(ir_mesh_devices(&r.meshes[i].mesh) == n);
+        if (r.meshes[i].chosen)
+            ck_assert(r.meshes[i].runtime_s == r.report.runtime_s);
+    }
+    ck_assert_int_eq(chosen, 1);
+    ck_assert(r.n_meshes >= 2 && r.n_meshes <= count);
+    /* the answer's schedule applies back on its mesh to the same cost */
+    model back = {.m = m, .ctx = r.ctx};
+    ir_partition *p = state(&back, r.schedule);
+    ck_assert(ir_partition_same(p, r.best));
+    ir_partition_free(p);
+    /* and the explanation lists the meshes */
+    json_t *j = search_result_json(&r);
+    ck_assert_int_eq((int)json_array_size(json_object_get(j, "meshes")), r.n_meshes);
+    ck_assert(json_is_string(json_object_get(j, "mesh")));
+    ck_assert(strstr(r.explanation_text, "meshes of"));
+    json_decref(j);
+    search_result_free(&r);
+    ir_module_free(m);
+}
+END_TEST
+
+START_TEST(same_mesh_for_any_thread_count)
+{
+    ap_error err;
+    ir_module *m = tl_generate("transformer", "small", "");
+    ir_op *f = ir_module_entry(m);
+    search_options o;
+    search_options_init(&o);
+    o.max_episodes = 300;
+    o.seed = 3;
+    search_devices d = {.devices = 8};
+    search_result ref;
+    o.threads = 1;
+    ck_assert_msg(search_run_devices(m, f, &d, &o, &ref, &err) == 0, "%s", err.msg);
+    ck_assert(ref.n_meshes >= 2);
+    ck_assert(ref.episodes <= 300);
+    ap_buf a;
+    ap_buf_init(&a);
+    ir_mesh_format(ir_pctx_mesh(ref.ctx), &a);
+    for (int t = 2; t <= 3; t++) {
+        search_result r;
+        o.threads = t;
+        ck_assert_msg(search_run_devices(m, f, &d, &o, &r, &err) == 0, "%s", err.msg);
+        ap_buf b;
+        ap_buf_init(&b);
+        ir_mesh_format(ir_pctx_mesh(r.ctx), &b);
+        ck_assert_str_eq(b.data, a.data);
+        ck_assert_str_eq(r.schedule, ref.schedule);
+        ck_assert(r.report.runtime_s == ref.report.runtime_s);
+        ck_assert_int_eq(r.episodes, ref.episodes);
+        ck_assert_int_eq(r.n_meshes, ref.n_meshes);
+        for (int i = 0; i < r.n_meshes; i++) {
+            ck_assert(r.meshes[i].runtime_s == ref.meshes[i].runtime_s);
+            ck_assert_int_eq(r.meshes[i].episodes, ref.meshes[i].episodes);
+        }
+        ap_buf_free(&b);
+        search_result_free(&r);
+    }
+    ap_buf_free(&a);
+    search_result_free(&ref);
+    ir_module_free(m);
+}
+END_TEST
+
+/* Bad device counts get clear errors; names given are the mesh's. */
+START_TEST(bad_devices_and_names)
+{
+    char msg[256];
+    ap_error err;
+    ir_module *m = tl_parse(mlp2, "mlp2.mlir", msg, sizeof msg);
+    ck_assert_msg(m, "%s", msg);
+    ir_op *f = ir_module_entry(m);
+    search_options o;
+    search_options_init(&o);
+    o.max_episodes = 50;
+    static const struct {
+        int64_t devices;
+        const char *names, *want;
+    } bad[] = {{0, NULL, "at least one device"},
+               {1, NULL, "nothing to partition"},
+               {-4, NULL, "at least one device"},
+               {(int64_t)1 << 31, NULL, "more than 2^20"},
+               {8191, NULL, "no mesh of 8191 devices"}, /* a prime larger than every dim */
+               {3, NULL, "no mesh of 3 devices"},       /* divides no dim */
+               {4, "a,a", "given twice"},
+               {4, "a,b,c,d,e", "at most 4 axes"},
+               {4, "1x", "is not a name"},
+               {12, "data,model", "the largest factor of 12 that divides one: 4"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        search_devices d = {.devices = bad[i].devices, .axes_names = bad[i].names};
+        search_result r;
+        ap_error_clear(&err);
+        ck_assert_int_eq(search_run_devices(m, f, &d, &o, &r, &err), AP_EINVALID);
+        ck_assert_msg(strstr(err.msg, bad[i].want), "devices %lld: '%s' does not say '%s'", (long long)bad[i].devices,
+                      err.msg, bad[i].want);
+        ck_assert(!r.best && !r.ctx);
+    }
+    /* manual tactics need names; with them they apply */
+    search_devices d = {.devices = 4, .manual = "tile %arg0 0 data\npropagate"};
+    search_result r;
+    ck_assert_int_eq(search_run_devices(m, f, &d, &o, &r, &err), AP_EINVALID);
+    ck_assert(strstr(err.msg, "need axes names"));
+    d.axes_names = "data,model";
+    ck_assert_msg(search_run_devices(m, f, &d, &o, &r, &err) == 0, "%s", err.msg);
+    const ir_mesh *mesh = ir_pctx_mesh(r.ctx);
+    ck_assert_int_eq(mesh->n_axes, 2);
+    ck_assert_str_eq(mesh->names[0], "data");
+    ck_assert_str_eq(mesh->names[1], "model");
+    ck_assert_int_eq(ir_mesh_devices(mesh), 4);
+    ck_assert(mesh->sizes[0] >= 2); /* the manual tactic tiles along data */
+    ck_assert(strstr(r.schedule, "tile %arg0 0 data"));
+    search_result_free(&r);
+    ir_module_free(m);
+}
+END_TEST
+
 /* ========================================================== determinism */
 
 START_TEST(same_answer_for_any_thread_count)
@@ -318,6 +504,61 @@ static int on_progress(void *ctx, const search_progress *p)
     ck_assert(p->best_runtime_s > 0 && p->start_runtime_s > 0);
     return l->stop_at > 0 && p->episodes >= l->stop_at;
 }
+
+/* A checkpoint is one tree's: a search over meshes neither offers one
+ * nor takes one back, even the checkpoint of a search on the very mesh
+ * it chooses (its engine there would replay it and start its clock late). */
+static int no_checkpoint(void *ctx, const search_progress *p)
+{
+    (void)ctx;
+    ck_assert(p->checkpoint == NULL && p->checkpoint_len == 0);
+    return 0;
+}
+
+START_TEST(devices_take_no_checkpoint)
+{
+    ap_error err;
+    ir_module *m = tl_generate("transformer", "small", "");
+    ir_op *f = ir_module_entry(m);
+    search_options o;
+    search_options_init(&o);
+    o.max_episodes = 200;
+    o.seed = 3;
+    o.progress = no_checkpoint;
+    o.progress_interval_s = 1e-6;
+    search_devices d = {.devices = 4, .axes_names = "a0,a1"};
+    search_result ref;
+    ck_assert_msg(search_run_devices(m, f, &d, &o, &ref, &err) == 0, "%s", err.msg);
+    /* the checkpoint of a search on the chosen mesh, from the same start */
+    ir_partition *start;
+    ck_assert_msg(ir_partition_new(ref.ctx, &start, &err) == 0, "%s", err.msg);
+    ckpt_grab g = {0};
+    search_options po = o;
+    po.progress = grab_checkpoint;
+    po.progress_ctx = &g;
+    search_result one;
+    run_search(start, &po, &one);
+    search_result_free(&one);
+    po.progress = NULL;
+    po.resume = g.data;
+    po.resume_len = g.len;
+    run_search(start, &po, &one);
+    ck_assert_int_gt(one.replayed, 0); /* it is a checkpoint of that search */
+    search_result_free(&one);
+    o.resume = g.data;
+    o.resume_len = g.len;
+    search_result r;
+    ck_assert_msg(search_run_devices(m, f, &d, &o, &r, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(r.replayed, 0);
+    ck_assert_str_eq(r.schedule, ref.schedule);
+    ck_assert(r.report.runtime_s == ref.report.runtime_s);
+    search_result_free(&r);
+    search_result_free(&ref);
+    ir_partition_free(start);
+    ap_free(g.data);
+    ir_module_free(m);
+}
+END_TEST
 
 START_TEST(budgets_are_honoured)
 {
@@ -707,6 +948,10 @@ static Suite *search_suite(void)
     tcase_add_loop_test(tc, found_schedules_pass_the_check, 0, (int)(sizeof check_cases / sizeof check_cases[0]));
     tcase_add_test(tc, hints_group_split_fix);
     tcase_add_test(tc, full_path_when_the_scorer_refuses);
+    tcase_add_loop_test(tc, chooses_the_enumerated_best_mesh, 0, 2);
+    tcase_add_test(tc, same_mesh_for_any_thread_count);
+    tcase_add_test(tc, bad_devices_and_names);
+    tcase_add_test(tc, devices_take_no_checkpoint);
     suite_add_tcase(s, tc);
     /* its own timeout: a hang fails here in a minute, not in ten */
     TCase *load = tcase_create("under load");

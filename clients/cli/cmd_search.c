@@ -19,7 +19,7 @@
 #include "remote.h"
 #include "search.h"
 
-#define SEARCH_SYNOPSIS "autopart search FILE --mesh AXES [--axes A[,B]] [options]"
+#define SEARCH_SYNOPSIS "autopart search FILE (--mesh AXES [--axes A[,B]] | --devices N) [options]"
 
 static void search_usage(FILE *f)
 {
@@ -31,6 +31,12 @@ static void search_usage(FILE *f)
             "model), starting after the manual tactics.\n"
             "\n"
             "  --mesh AXES        e.g. batch=8,model=4 (default: the module's sdy.mesh)\n"
+            "  --devices N        instead of --mesh: the search also chooses the mesh, every\n"
+            "                     way to arrange N devices in 1 to 4 axes the program can\n"
+            "                     use, and names each axis by its role (data, fsdp, model,\n"
+            "                     expert); the explanation lists the best of each mesh\n"
+            "  --axes-names A,B   with --devices: exactly these axes, in this order (sizes\n"
+            "                     chosen, 1 allowed); --manual and --axes may then name them\n"
             "  --axes A[,B]       mesh axes the search may use (default: all)\n"
             "  --manual S         manual tactics first: schedule text, or @FILE\n"
             "  --import           start from the sharding annotations the arguments carry\n"
@@ -39,11 +45,13 @@ static void search_usage(FILE *f)
     fprintf(f,
             "  --memory-limit B   per-device memory limit: bytes (240GiB, 16e9, 80GB) or\n"
             "                     none (default: the device's HBM)\n"
-            "  --episodes N       budget: candidates evaluated (default 1000 with no budget)\n"
+            "  --episodes N       budget: candidates evaluated (default 1000 with no budget;\n"
+            "                     with --devices, in all, or 1000 per mesh)\n"
             "  --time-limit S     budget: seconds\n"
             "  --patience N       budget: stop after N episodes without improvement\n"
-            "  --threads T        workers sharing one tree (default 1); under an episode\n"
-            "                     budget the result does not depend on T\n"
+            "  --threads T        workers sharing one tree (default 1; with --devices, meshes\n"
+            "                     searched side by side); under an episode budget the result\n"
+            "                     does not depend on T\n"
             "  --seed S           (default 1)\n"
             "  --batch N          leaves chosen per round (default 16; part of the result)\n"
             "  --hints S          decision groups, text or @FILE: lines `group GLOB...`,\n"
@@ -153,6 +161,12 @@ static int print_text(const search_result *r)
            r->stopped_by);
     printf("step time: %.6g s (start %.6g s, %.2fx)\n", r->report.runtime_s, r->start.runtime_s,
            r->report.runtime_s > 0 ? r->start.runtime_s / r->report.runtime_s : 0);
+    if (r->ctx) {
+        ir_mesh_format(ir_pctx_mesh(r->ctx), &b);
+        printf("mesh: %s (the best of %d meshes tried: see why this answer)\n", b.data ? b.data : "?", r->n_meshes);
+        ap_buf_free(&b);
+        ap_buf_init(&b);
+    }
     if (r->none_fits)
         printf("NOTHING FOUND FITS the memory limit: this is the lowest-memory schedule found\n");
     printf("\nactions found:\n%s", r->actions && r->actions[0] ? r->actions : "  (none: the start state is best)\n");
@@ -164,6 +178,86 @@ static int print_text(const search_result *r)
     printf("\nwhy this answer:\n%s", r->explanation_text ? r->explanation_text : "");
     ap_buf_free(&b);
     return 0;
+}
+
+/* The result on stdout, as text or JSON; returns the exit status. */
+static int print_result(const search_result *res, bool json)
+{
+    int rc = CLI_OK;
+    if (json) {
+        json_t *j = search_result_json(res);
+        char *text = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
+        json_decref(j);
+        if (!text)
+            return cli_fail("search", "out of memory writing JSON");
+        puts(text);
+        ap_free(text);
+    } else {
+        print_text(res);
+    }
+    if (fflush(stdout) != 0)
+        rc = cli_fail("search", "cannot write the output");
+    return rc;
+}
+
+/* `--devices N`: the search chooses the mesh too (search_run_devices). */
+static int search_devices_local(const cli_search_request *a, search_options *so, const cli_schedule *hints)
+{
+    ap_error err;
+    ap_error_clear(&err);
+    ir_module *m = cli_load_module("search", a->path, a->fmt);
+    if (!m)
+        return CLI_FAIL;
+    search_result res;
+    memset(&res, 0, sizeof res);
+    int rc = CLI_FAIL;
+    ir_op *f = a->func_name ? ir_module_func(m, a->func_name) : ir_module_entry(m);
+    if (!f) {
+        cli_fail("search", "%s: no function %s%s to partition", a->path, a->func_name ? "@" : "",
+                 a->func_name ? a->func_name : "@main (and no single public function)");
+        goto out;
+    }
+    if (a->axes_text) {
+        /* bits over the names, as over a mesh's axes */
+        const char *names = a->axes_names;
+        for (const char *s = a->axes_text; *s;) {
+            size_t len = strcspn(s, ",");
+            int at = 0, found = -1;
+            for (const char *t = names; *t; at++) {
+                size_t tl = strcspn(t, ",");
+                if (tl == len && !strncmp(t, s, len))
+                    found = at;
+                t += tl + (t[tl] == ',');
+            }
+            if (found < 0) {
+                rc = cli_usage_fail("search", "--axes: '%.*s' is not one of --axes-names %s", (int)len, s, names);
+                goto out;
+            }
+            so->axes |= 1u << found;
+            s += len + (s[len] == ',');
+        }
+    }
+    prog_ctx pc = {isatty(STDERR_FILENO) != 0, 100};
+    so->progress = on_progress;
+    so->progress_ctx = &pc;
+    search_devices sd = {.devices = a->devices, .axes_names = a->axes_names, .manual = a->manual};
+    if (search_run_devices(m, f, &sd, so, &res, &err) < 0) {
+        if (pc.tty)
+            fputc('\n', stderr);
+        if (hints->text && !strcmp(err.file, "hints"))
+            snprintf(err.file, sizeof err.file, "%s", hints->name);
+        else if (a->manual_name && !strcmp(err.file, "schedule"))
+            snprintf(err.file, sizeof err.file, "%s", a->manual_name);
+        rc = cli_fail_err("search", NULL, &err);
+        goto out;
+    }
+    if (pc.tty)
+        fputc('\n', stderr);
+    rc = print_result(&res, a->json);
+out:
+    search_result_free(&res);
+    ir_module_free(m);
+    return rc;
 }
 
 int cli_search(int argc, char **argv)
@@ -178,10 +272,13 @@ int cli_search(int argc, char **argv)
         {"hints", required_argument, NULL, 'H'},    {"overlap", required_argument, NULL, 'o'},
         {"json", no_argument, NULL, 'j'},           {"format", required_argument, NULL, 'f'},
         {"func", required_argument, NULL, 'F'},     {"help", no_argument, NULL, 'h'},
+        {"devices", required_argument, NULL, 'D'},  {"axes-names", required_argument, NULL, 'N'},
         CLI_REMOTE_OPTIONS,                         {NULL, 0, NULL, 0}};
     cli_remote remote = {0};
     const char *mesh_text = NULL, *axes_text = NULL, *manual_arg = NULL, *device = "h100", *func_name = NULL,
-               *hints_arg = NULL;
+               *hints_arg = NULL, *axes_names = NULL;
+    int64_t devices = 0;
+    ap_error err;
     bool json = false, import = false;
     ir_format fmt = IR_FMT_AUTO;
     search_options so;
@@ -201,6 +298,18 @@ int cli_search(int argc, char **argv)
         case 'H': hints_arg = optarg; break;
         case 'F': func_name = optarg; break;
         case 'j': json = true; break;
+        case 'N': axes_names = optarg; break;
+        case 'D': {
+            char *end;
+            long long v = strtoll(optarg, &end, 10);
+            if (!*optarg || *end)
+                return cli_usage_fail("search", "--devices wants a number of devices, not '%s'", optarg);
+            search_devices sd = {.devices = v};
+            if (search_devices_check(&sd, &err) < 0)
+                return cli_usage_fail("search", "--%s", err.msg);
+            devices = v;
+            break;
+        }
         case 'L':
             if (!strcmp(optarg, "none"))
                 limit = -1;
@@ -276,10 +385,23 @@ int cli_search(int argc, char **argv)
     cli_partitioned st = {0};
     search_result res;
     memset(&res, 0, sizeof res);
-    ap_error err;
     ap_error_clear(&err);
     if (!remote.server && (remote.token_file || remote.tls_ca || remote.tls_name || remote.timeout_s))
         return cli_usage_fail("search", "--token-file, --tls-ca, --tls-name and --timeout go with --server");
+    if (devices) {
+        search_devices sd = {.devices = devices, .axes_names = axes_names, .manual = manual_arg};
+        if (mesh_text)
+            return cli_usage_fail("search", "--devices and --mesh are exclusive: --devices chooses the mesh");
+        if (import)
+            return cli_usage_fail("search", "--import reads shardings over a mesh: give --mesh, not --devices");
+        if (axes_text && !axes_names)
+            return cli_usage_fail("search", "--axes with --devices needs --axes-names (the axes are named after "
+                                            "the search otherwise)");
+        if (search_devices_check(&sd, &err) < 0)
+            return cli_usage_fail("search", "--%s", err.msg);
+    } else if (axes_names) {
+        return cli_usage_fail("search", "--axes-names goes with --devices");
+    }
     if (!remote.server && (rc = cli_device("search", device, &so.device)) != 0)
         return rc;
     so.memory_limit = limit;
@@ -299,6 +421,7 @@ int cli_search(int argc, char **argv)
             hint_text = hints_arg;
         }
         cli_search_request req = {.path = path, .fmt = fmt, .func_name = func_name, .mesh_text = mesh_text,
+                                  .devices = devices, .axes_names = axes_names,
                                   .axes_text = axes_text, .device = device, .manual = manual.text,
                                   .manual_name = manual.name, .import = import, .json = json,
                                   .memory_limit = limit, .episodes = so.max_episodes, .patience = so.patience,
@@ -322,6 +445,14 @@ int cli_search(int argc, char **argv)
             hints.name = "hints";
         }
         so.hints = hints.text;
+    }
+    if (devices) {
+        rc = search_devices_local(&(cli_search_request){.path = path, .fmt = fmt, .func_name = func_name,
+                                                        .devices = devices, .axes_names = axes_names,
+                                                        .axes_text = axes_text, .manual = manual.text,
+                                                        .manual_name = manual.name, .json = json},
+                                  &so, &hints);
+        goto out;
     }
     rc = cli_partition_open(&(cli_partition_args){.cmd = "search", .path = path, .fmt = fmt, .func_name = func_name,
                                                   .mesh_text = mesh_text, .import = import},
@@ -362,22 +493,7 @@ int cli_search(int argc, char **argv)
     }
     if (pc.tty)
         fputc('\n', stderr);
-    rc = CLI_OK;
-    if (json) {
-        json_t *j = search_result_json(&res);
-        char *text = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
-        json_decref(j);
-        if (!text) {
-            rc = cli_fail("search", "out of memory writing JSON");
-            goto out;
-        }
-        puts(text);
-        ap_free(text);
-    } else {
-        print_text(&res);
-    }
-    if (fflush(stdout) != 0)
-        rc = cli_fail("search", "cannot write the output");
+    rc = print_result(&res, json);
 out:
     search_result_free(&res);
     cli_schedule_free(&manual);

@@ -94,6 +94,8 @@ typedef struct cli_search_request {
     const char *path;
     ir_format fmt;
     const char *func_name, *mesh_text, *axes_text, *device;
+    int64_t devices;                  /* > 0: instead of a mesh, the search chooses one */
+    const char *axes_names;           /* with devices: the axes' names, or NULL */
     const char *manual, *manual_name; /* schedule text, and what the user calls it */
     bool import, json;
     double memory_limit;              /* bytes; 0 the device's; < 0 none */

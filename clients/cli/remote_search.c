@@ -41,6 +41,12 @@ static void print_text(const Autopart__V1__PartitionResult *r, json_t *rj)
                (long long)s->tree_nodes, s->stopped_by);
     double rt = r->cost ? r->cost->runtime_s : 0, st = s ? s->start_runtime_s : 0;
     printf("step time: %.6g s (start %.6g s, %.2fx)\n", rt, st, rt > 0 ? st / rt : 0);
+    if (s && s->n_meshes && r->mesh) {
+        printf("mesh: ");
+        for (size_t i = 0; i < r->mesh->n_axes; i++)
+            printf("%s%s=%lld", i ? "," : "", r->mesh->axes[i]->name, (long long)r->mesh->axes[i]->size);
+        printf(" (the best of %zu meshes tried: see why this answer)\n", s->n_meshes);
+    }
     if (s && s->none_fits)
         printf("NOTHING FOUND FITS the memory limit: this is the lowest-memory schedule found\n");
     const char *actions = json_string_value(json_object_get(rj, "actions"));
@@ -71,7 +77,7 @@ int cli_search_remote(const cli_remote *remote, const cli_search_request *a)
     const char *name = strcmp(a->path, "-") == 0 ? "<stdin>" : a->path;
     cli_wire_target t;
     Autopart__V1__SearchRequest req = AUTOPART__V1__SEARCH_REQUEST__INIT;
-    char *axes_buf = NULL, *ax_names[IR_MAX_AXES];
+    char *axes_buf = NULL, *ax_names[IR_MAX_AXES], *names_buf = NULL, *dev_names[IR_MAX_AXES];
     wire_conn *conn = NULL;
     wire_stream *ws = NULL;
     Autopart__V1__PartitionResult *res = NULL;
@@ -86,6 +92,13 @@ int cli_search_remote(const cli_remote *remote, const cli_search_request *a)
             ax_names[req.n_axes++] = p;
         req.axes = ax_names;
     } /* none: every axis of the mesh, as in-process */
+    if (a->axes_names) {
+        names_buf = ap_strdup(a->axes_names);
+        for (char *p = strtok(names_buf, ","); p && req.n_axes_names < IR_MAX_AXES; p = strtok(NULL, ","))
+            dev_names[req.n_axes_names++] = p;
+        req.axes_names = dev_names;
+    }
+    req.devices = a->devices;
     req.module = &t.mod;
     req.mesh = &t.wmesh;
     req.device = &t.dev;
@@ -177,6 +190,7 @@ out:
     wire_close(conn);
     ap_free(buf);
     ap_free(axes_buf);
+    ap_free(names_buf);
     ap_free(text);
     return rc;
 }

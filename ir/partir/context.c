@@ -75,6 +75,24 @@ void ir_pctx_free(ir_pctx *c)
 }
 
 const ir_mesh *ir_pctx_mesh(const ir_pctx *c) { return &c->mesh; }
+
+int ir_pctx_rename_axes(ir_pctx *c, const ir_mesh *names, ap_error *err)
+{
+    if (names->n_axes != c->mesh.n_axes)
+        return ap_error_set(err, AP_EINVALID, "renaming the mesh's axes: %d names for %d axes", names->n_axes,
+                            c->mesh.n_axes);
+    for (int a = 0; a < names->n_axes; a++) {
+        if (names->sizes[a] != c->mesh.sizes[a])
+            return ap_error_set(err, AP_EINVALID, "renaming the mesh's axes: axis %d has size %lld, not %lld", a,
+                                (long long)c->mesh.sizes[a], (long long)names->sizes[a]);
+        for (int b = 0; b < a; b++)
+            if (!strcmp(names->names[a], names->names[b]))
+                return ap_error_set(err, AP_EINVALID, "renaming the mesh's axes: '%s' twice", names->names[a]);
+    }
+    for (int a = 0; a < names->n_axes; a++)
+        memcpy(c->mesh.names[a], names->names[a], sizeof c->mesh.names[a]);
+    return 0;
+}
 ir_op *ir_pctx_func(const ir_pctx *c) { return c->func; }
 ir_module *ir_pctx_module(const ir_pctx *c) { return c->m; }
 uint32_t ir_pctx_num_ops(const ir_pctx *c) { return c->n_ops; }
@@ -730,3 +748,7 @@ int32_t ir__loop_dim_op(const ir_pctx *c, uint32_t v, int dim)
     return -1;
 }
 
+bool ir_pctx_loop_dim(const ir_pctx *c, uint32_t v, int dim)
+{
+    return v < c->n_vals && ir__loop_dim_op(c, v, dim) >= 0;
+}

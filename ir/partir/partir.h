@@ -66,10 +66,19 @@ typedef struct ir_partition ir_partition; /* one partition state */
 int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, ap_error *err);
 void ir_pctx_free(ir_pctx *c);
 const ir_mesh *ir_pctx_mesh(const ir_pctx *c);
+/* Gives the mesh's axes the names of `names` (the same axes and sizes):
+ * what was found on placeholder names is then printed with the names it
+ * earned.  Fails with AP_EINVALID when the axes or sizes differ. */
+int ir_pctx_rename_axes(ir_pctx *c, const ir_mesh *names, ap_error *err);
 ir_op *ir_pctx_func(const ir_pctx *c);
 ir_module *ir_pctx_module(const ir_pctx *c);
 uint32_t ir_pctx_num_ops(const ir_pctx *c);
 ir_op *ir_pctx_op(const ir_pctx *c, uint32_t i);
+/* Is dim `dim` of value v the dim a while loop steps through one slice per
+ * iteration (the layer dim of a stacked weight)?  Tiling it is refused:
+ * that would pipeline the loop (the search over meshes leaves such dims
+ * out of the axis sizes it tries). */
+bool ir_pctx_loop_dim(const ir_pctx *c, uint32_t v, int dim);
 
 /* A fresh state (everything replicated) over ctx; free with
  * ir_partition_free.  ir_partition_clone copies a state. */

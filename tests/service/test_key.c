@@ -328,6 +328,15 @@ static void c_patience(req *r) { r->search.patience_episodes = 5; }
 static void c_seed(req *r) { r->search.seed = 7; }
 static void c_hints(req *r) { r->search.hints = (char *)"split *"; } /* hints that read (they are checked) */
 static void c_batch(req *r) { r->search.batch = 4; }
+/* the search chooses the mesh of 4 devices, over the axes the manual tactic names */
+static void c_devices(req *r)
+{
+    static char *names[] = {"batch", "model"};
+    r->mesh.n_axes = 0;
+    r->search.devices = 4;
+    r->search.axes_names = names;
+    r->search.n_axes_names = 2;
+}
 static void c_core(req *r) { r->apply.want_core_view = r->search.want_core_view = true; }
 static void c_label(req *r) { r->apply.client_label = r->search.client_label = (char *)"someone"; }
 static void c_threads(req *r) { r->search.threads = 2; }
@@ -358,6 +367,7 @@ static const change changes[] = {
     {"hints", false, true, c_hints},
     {"batch", false, true, c_batch},
     {"core_view", true, true, c_core},
+    {"devices", false, true, c_devices},
     {NULL, true, true, c_label},
     {NULL, false, true, c_threads},
     {NULL, true, true, c_name},

@@ -224,6 +224,43 @@ class PythonClientTest(unittest.TestCase):
         self.assertEqual(again.origin, "cache_hit")
         self.assertEqual(again.raw.SerializeToString(), first.raw.SerializeToString())
 
+    def test_devices(self):
+        # the search chooses the mesh of 4 devices, names its axes by role
+        small = generate("small")
+        res = autopart.partition(small, None, autopart.AutomaticPartition(episodes=200, seed=1),
+                                 server=self.daemon.server, module_name="small.mlir", device="tpu_v3", devices=4)
+        names = [n for n, _ in res.mesh_axes]
+        sizes = [k for _, k in res.mesh_axes]
+        self.assertEqual(eval("*".join(map(str, sizes))), 4, res.mesh_axes)
+        self.assertTrue(all(n in ("data", "fsdp", "model", "expert", "replica") or n[:-1] in ("data", "fsdp", "model")
+                            for n in names), names)
+        self.assertGreaterEqual(len(res.meshes), 2)
+        chosen = [m for m in res.meshes if m["chosen"]]
+        self.assertEqual(len(chosen), 1)
+        self.assertEqual(chosen[0]["mesh"], res.mesh_axes)
+        self.assertEqual(chosen[0]["runtime_s"], res.cost["runtime_s"])
+        # every spec names axes of that mesh
+        for spec in res.in_specs:
+            for d in spec:
+                for ax in (d if isinstance(d, tuple) else (d,)):
+                    self.assertIn(ax, names + [None])
+        # named axes, and a manual tactic over them
+        named = autopart.partition(small, None, [autopart.ManualPartition(axis="data", inputs={"batch['inputs']": 0}),
+                                                 autopart.AutomaticPartition(episodes=100)],
+                                   server=self.daemon.server, device="tpu_v3", devices=4, axes_names=["data", "model"])
+        self.assertEqual([n for n, _ in named.mesh_axes], ["data", "model"])
+        self.assertEqual(named.shardings["batch['inputs']"][0], "data")
+        # bad counts: the daemon's reasons
+        for n, want in ((1, "nothing to partition"), (7, "no mesh of 7 devices"), (1 << 31, "more than 2^20")):
+            with self.assertRaises((autopart.AutopartError, ValueError)) as e:
+                autopart.partition(small, None, autopart.AutomaticPartition(episodes=10), server=self.daemon.server,
+                                   devices=n)
+            if isinstance(e.exception, autopart.AutopartError):
+                self.assertEqual(e.exception.code, "INVALID_ARGUMENT")
+                self.assertIn(want, e.exception.message)
+        with self.assertRaises(ValueError):
+            autopart.partition(small, {"batch": 2}, autopart.AutomaticPartition(), devices=4)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -70,7 +70,8 @@ class ManualPartition:
 
 class AutomaticPartition:
     """The automatic tactic: autopartd searches how to partition over `axes`
-    (mesh axis names) after the manual tactics before it.  Budgets:
+    (mesh axis names; None: every axis) after the manual tactics before it.
+    Budgets:
     `episodes` (0: the search's default; only an episode budget makes the
     answer depend on nothing but the request), `time_limit_s`, `patience`
     (episodes without improvement).  `memory_limit`: bytes per device,
@@ -79,12 +80,14 @@ class AutomaticPartition:
     takes (group / split / fix GLOB...).  `threads`: search threads (the
     answer does not depend on it)."""
 
-    def __init__(self, axes, episodes=0, time_limit_s=0.0, patience=0, seed=0, memory_limit=None, groups=None,
+    def __init__(self, axes=None, episodes=0, time_limit_s=0.0, patience=0, seed=0, memory_limit=None, groups=None,
                  hints="", threads=0, batch=0):
         if isinstance(axes, str):
             axes = [axes]
-        if not axes or not all(isinstance(a, str) and a for a in axes):
-            raise ValueError("AutomaticPartition: axes must be a non-empty list of mesh axis names")
+        if axes is None:
+            axes = []
+        elif not axes or not all(isinstance(a, str) and a for a in axes):
+            raise ValueError("AutomaticPartition: axes must be a non-empty list of mesh axis names, or None (all)")
         if memory_limit not in (None, "none") and (not isinstance(memory_limit, int) or memory_limit <= 0):
             raise ValueError("AutomaticPartition: memory_limit is a positive number of bytes, 'none' or None")
         for name, value in (("episodes", episodes), ("patience", patience), ("threads", threads), ("seed", seed),
@@ -143,6 +146,12 @@ class PartitionResult:
     search_id, origin ("new", "joined" or "cache_hit")
     mesh         the mesh object given to partition() when it was a JAX
                  Mesh (or Mesh-like), else None
+    mesh_axes    the mesh of the answer: ((name, size), ...), major first -
+                 with devices=N, the mesh the search chose (make a JAX mesh
+                 of it: jax.make_mesh(sizes, names))
+    meshes       with devices=N: each mesh tried, the chosen first, as
+                 {"mesh": ((name, size), ...), "runtime_s",
+                 "peak_memory_bytes", "fits", "episodes", "chosen"}; else []
 
     The specs are plain tuples, as jax.sharding.PartitionSpec takes them
     (PartitionSpec(*spec)); partition_specs() and named_shardings() build
@@ -171,11 +180,16 @@ class PartitionResult:
                      "peak_memory_bytes": c.peak_memory_bytes, "hbm_bytes": c.hbm_bytes, "fits": c.fits,
                      "flops_per_device": c.flops_per_device} if result.HasField("cost") else {}
         self.collectives = {x.kind: x.count for x in result.collectives}
+        self.mesh_axes = tuple((a.name, a.size) for a in result.mesh.axes)
         self.search_stats = None
+        self.meshes = []
         if result.HasField("search"):
             s = result.search
             self.search_stats = {"episodes": s.episodes, "best_episode": s.best_episode,
                                  "episodes_per_s": s.episodes_per_s, "wall_s": s.wall_s}
+            self.meshes = [{"mesh": tuple((a.name, a.size) for a in m.mesh.axes), "runtime_s": m.runtime_s,
+                            "peak_memory_bytes": m.peak_memory_bytes, "fits": m.fits, "episodes": m.episodes,
+                            "chosen": m.chosen} for m in s.meshes]
         self.raw = result
 
     def partition_specs(self):
@@ -365,13 +379,21 @@ def _summary(s):
 
 def partition(module_text, mesh, schedule, *, device="h100", server="127.0.0.1:50051", client=None,
               client_label="", module_name="module", func="", overlap=0.0, want_core_view=False, timeout=None,
-              on_progress=None, token=None):
+              on_progress=None, token=None, devices=0, axes_names=None):
     """Partitions module_text (StableHLO or XLA HLO text) over mesh ({"batch":
     8, "model": 4}, [("batch", 8), ...], "batch=8,model=4", or a
     jax.sharding.Mesh: anything with `axis_names` and `devices.shape`) with
     schedule: a list of ManualPartition tactics, optionally followed by one
     AutomaticPartition.  Returns a PartitionResult (with a Mesh, its
-    named_shardings() are ready for jax.jit); raises AutopartError."""
+    named_shardings() are ready for jax.jit); raises AutopartError.
+
+    devices=N instead of a mesh (mesh=None): the search also chooses the
+    mesh, every way to arrange N devices in 1 to 4 axes the program can use,
+    its axes named by their role (data, fsdp, model, expert), or exactly the
+    axes of axes_names (["data", "model"]), sizes chosen; the schedule then
+    ends with an AutomaticPartition, and ManualPartition tactics need
+    axes_names.  The answer's mesh_axes say which mesh, meshes what each
+    mesh tried came to."""
     if isinstance(schedule, (ManualPartition, AutomaticPartition)):
         schedule = [schedule]
     schedule = list(schedule)
@@ -383,14 +405,27 @@ def partition(module_text, mesh, schedule, *, device="h100", server="127.0.0.1:5
         raise ValueError("schedule: one AutomaticPartition at most, and last (manual tactics go before it)")
     manual = "".join(t.schedule_text() for t in schedule if isinstance(t, ManualPartition))
     module = pb.Module(text=module_text, name=module_name, func=func)
-    wire_mesh = _mesh(mesh)
+    if devices:
+        if mesh is not None:
+            raise ValueError("partition: mesh and devices are exclusive (with devices the search chooses the mesh)")
+        if not isinstance(devices, int) or devices < 2:
+            raise ValueError("partition: devices is a number of devices, at least 2")
+        if not autos:
+            raise ValueError("partition: devices needs an AutomaticPartition (the search chooses the mesh)")
+        if isinstance(axes_names, str):
+            axes_names = [axes_names]
+        wire_mesh = pb.Mesh()
+    else:
+        if axes_names:
+            raise ValueError("partition: axes_names go with devices")
+        wire_mesh = _mesh(mesh)
     if not autos and not manual:
         raise ValueError("schedule: no tactic")
     own = client is None
     c = client or Client(server, token=token)
     try:
         res = _request(c, schedule, autos, manual, module, wire_mesh, device, overlap, want_core_view,
-                       client_label, timeout, on_progress)
+                       client_label, timeout, on_progress, devices, list(axes_names or []))
     finally:
         if own:
             c.close()
@@ -399,7 +434,7 @@ def partition(module_text, mesh, schedule, *, device="h100", server="127.0.0.1:5
 
 
 def _request(c, schedule, autos, manual, module, mesh, device, overlap, want_core_view, client_label, timeout,
-             on_progress):
+             on_progress, devices=0, axes_names=()):
     if not autos:
         req = pb.ApplyRequest(module=module, mesh=mesh, device=_device(device), schedule=manual,
                               overlap=overlap, want_core_view=want_core_view, client_label=client_label)
@@ -409,7 +444,7 @@ def _request(c, schedule, autos, manual, module, mesh, device, overlap, want_cor
                            axes=a.axes, episodes=a.episodes, time_limit_s=a.time_limit_s,
                            patience_episodes=a.patience, threads=a.threads, seed=a.seed, hints=a.hints,
                            batch=a.batch, client_label=client_label, want_core_view=want_core_view,
-                           overlap=overlap)
+                           overlap=overlap, devices=devices, axes_names=axes_names)
     if a.memory_limit == "none":
         req.no_memory_limit = True
     elif a.memory_limit:
