@@ -392,11 +392,15 @@ static void bound_address(const char *addr, int port, char *out, size_t size)
         snprintf(out, size, "%.*s:%d", (int)(colon - addr), addr, port);
 }
 
-/* host:pid:nonce, the daemon's name in the store's rows. */
-static void make_owner(char *out, size_t size)
+/* host:pid:nonce, the daemon's name in the store's rows (host: the node
+ * name when given). */
+static void make_owner(const char *node, char *out, size_t size)
 {
     char host[200] = "localhost";
-    gethostname(host, sizeof host - 1);
+    if (node)
+        snprintf(host, sizeof host, "%s", node);
+    else
+        gethostname(host, sizeof host - 1);
     uint8_t nonce[6] = {0};
     int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
@@ -460,7 +464,8 @@ int srv_run(const srv_options *opt)
                           !(key = read_text("--tls-key", opt->tls_key, &err)) ||
                           (opt->tls_client_ca && !(ca = read_text("--tls-client-ca", opt->tls_client_ca, &err)))))
         goto fail;
-    make_owner(s->owner, sizeof s->owner);
+    make_owner(opt->node_name, s->owner, sizeof s->owner);
+    store_describe(opt->db_path, s->store_name, sizeof s->store_name);
     if (store_open(opt->db_path, s->owner, 5000, &s->db, &err) < 0)
         goto fail;
     if (!(s->cache = srv_cache_new((size_t)opt->cache_bytes))) {
@@ -522,7 +527,7 @@ int srv_run(const srv_options *opt)
      * bound (port 0 asks for any free port). */
     char bound[300], http_bound[300];
     bound_address(opt->listen, s->port, bound, sizeof bound);
-    printf("autopartd: listening on %s, port %d, store %s\n", bound, s->port, opt->db_path);
+    printf("autopartd: listening on %s, port %d, store %s\n", bound, s->port, s->store_name);
     if (s->http) {
         bound_address(opt->http, s->http_port, http_bound, sizeof http_bound);
         printf("autopartd: dashboard (%s) on %s, port %d\n", cert ? "https" : "http", http_bound, s->http_port);

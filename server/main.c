@@ -17,15 +17,21 @@ static void usage(FILE *f)
             "usage: autopartd --db PATH [options]\n"
             "\n"
             "Serves automatic partitioning of ML programs over gRPC (autopart.v1.Partitioner and\n"
-            "grpc.health.v1.Health).  Every answer is kept in the store at --db (SQLite), which\n"
-            "several daemons of one host may share: an identical request is answered from it at\n"
-            "once, a request being worked on is joined, and work interrupted by a crash is taken\n"
-            "up again by the next daemon that runs.\n"
+            "grpc.health.v1.Health).  Every answer is kept in the store at --db, which several\n"
+            "daemons share (an SQLite file: the daemons of one host; PostgreSQL: a fleet on many\n"
+            "hosts): an identical request is answered from it at once, a request being worked on\n"
+            "is joined, and work interrupted by a crash is taken up by another daemon.\n"
             "\n"
             "  --listen ADDR            host:port (default 127.0.0.1:50051; port 0: any free port,\n"
             "                           printed on stdout).  An address other than loopback needs\n"
             "                           TLS or --insecure.\n"
-            "  --db PATH                the store (created when absent)\n"
+            "  --db PATH|URL            the store: an SQLite file (created when absent), or a\n"
+            "                           PostgreSQL database, postgresql://USER@HOST[:PORT]/DB or libpq's\n"
+            "                           'host=... dbname=...' (TLS and passwords as libpq takes them:\n"
+            "                           sslmode=..., PGPASSWORD, ~/.pgpass; a password is never printed)\n"
+            "  --node-name NAME         this daemon's host in the store's rows (default: the host name);\n"
+            "                           give daemons that share a host name but not a process table\n"
+            "                           (containers) each their own\n"
             "  --max-concurrent N       searches running at once (default 2)\n"
             "  --threads-per-search T   threads of one search (default 2); a request may ask fewer\n"
             "  --apply-threads N        threads reading requests and running Apply (default 2)\n"
@@ -85,10 +91,12 @@ static bool parse_int(const char *opt, const char *s, long lo, long hi, long *ou
 int main(int argc, char **argv)
 {
     enum { O_LISTEN = 256, O_DB, O_MAXC, O_TPS, O_APPLY, O_QUEUE, O_MSG, O_TOKEN, O_CERT, O_KEY, O_CA, O_INSECURE,
-           O_GRACE, O_QUIET, O_VERSION, O_CACHE, O_QUEUED, O_HTTP, O_HTTP_ROOT, O_MAX_SEARCH, O_ABANDON, O_KEEP_DAYS, O_KEEP_MB, O_RPC_MEM };
+           O_GRACE, O_QUIET, O_VERSION, O_CACHE, O_QUEUED, O_HTTP, O_HTTP_ROOT, O_MAX_SEARCH, O_ABANDON, O_KEEP_DAYS,
+           O_KEEP_MB, O_RPC_MEM, O_NODE };
     static const struct option opts[] = {
         {"listen", required_argument, NULL, O_LISTEN},
         {"db", required_argument, NULL, O_DB},
+        {"node-name", required_argument, NULL, O_NODE},
         {"max-concurrent", required_argument, NULL, O_MAXC},
         {"threads-per-search", required_argument, NULL, O_TPS},
         {"apply-threads", required_argument, NULL, O_APPLY},
@@ -133,6 +141,15 @@ int main(int argc, char **argv)
         switch (ch) {
         case O_LISTEN: o.listen = optarg; break;
         case O_DB: o.db_path = optarg; break;
+        case O_NODE:
+            if (!optarg[0] || strlen(optarg) > 60 || strpbrk(optarg, ": \t\n")) {
+                fprintf(stderr, "autopartd: error: --node-name wants a name of 1 to 60 characters without ':' or "
+                                "blanks, not '%s'\n",
+                        optarg);
+                return 2;
+            }
+            o.node_name = optarg;
+            break;
         case O_MAXC:
             if (!parse_int("--max-concurrent", optarg, 1, 256, &v))
                 return 2;
@@ -228,7 +245,8 @@ int main(int argc, char **argv)
         return 2;
     }
     if (!o.db_path) {
-        fprintf(stderr, "autopartd: error: --db PATH is required (the store, created when absent)\n");
+        fprintf(stderr, "autopartd: error: --db PATH is required (the store: an SQLite file, created when absent, "
+                        "or a PostgreSQL URL)\n");
         return 2;
     }
     if (!o.tls_cert != !o.tls_key) {

@@ -55,7 +55,8 @@ enum { M_SEARCH, M_APPLY, M_GET, M_LIST, M_CANCEL, M_STATS, M_HEALTH_CHECK, M_HE
 
 typedef struct srv_options {
     const char *listen;
-    const char *db_path;
+    const char *db_path;    /* an SQLite file or a PostgreSQL connection string (store.h) */
+    const char *node_name;  /* this host in owner names; NULL: the host name */
     int max_concurrent;     /* searches running at once */
     int threads_per_search;
     int apply_threads;      /* workers for parsing, validation and Apply */
@@ -261,6 +262,7 @@ struct srv {
     store *db;
     srv_cache *cache;
     char owner[128];
+    char store_name[300];   /* the store's address as it may be printed (no password) */
     char *token;
     srv_pool pools[POOL__COUNT];
     int64_t queued_bytes;
