@@ -102,6 +102,7 @@ void srv_on_call(void *ud, rpc_call *c, int method, const uint8_t *req, size_t l
         srv_cached hit;
         if (srv_cache_get(s->cache, method, ev->raw, &hit)) {
             atomic_fetch_add(&s->stats.cache_hits, 1);
+            atomic_fetch_add(&s->metrics.hits_memory, 1);
             if (hit.first)
                 rpc_send_shared(c, hit.first);
             rpc_finish_shared(c, RPC_OK, NULL, hit.last);

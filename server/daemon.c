@@ -106,6 +106,9 @@ static void hand_to_worker(srv *s, srv_pool *p, srv_job *job)
 {
     ap_error err;
     p->busy++;
+    atomic_store(&s->metrics.busy[p->id], p->busy);
+    if (job->task == TASK_RUN && job->kind == STORE_SEARCH)
+        atomic_fetch_add(&s->metrics.searches_running, 1);
     job->stage = job->task == TASK_PREPARE ? JOB_PREPARING : JOB_RUNNING;
     if (job->task == TASK_RUN) {
         job->started_us = srv_now_us();
@@ -137,6 +140,8 @@ bool srv_submit(srv *s, srv_job *job, int task, int pool)
     if (s->queued_bytes + job->req_bytes > s->opt.max_queued_bytes || !srv_fq_push(&p->queue, job))
         return false;
     s->queued_bytes += job->req_bytes;
+    job->queued_us = srv_now_us();
+    atomic_store(&s->metrics.queued[pool], p->queue.count);
     job->stage = task == TASK_PREPARE ? JOB_PREPARE_WAIT : JOB_RUN_WAIT;
     return true;
 }
@@ -152,6 +157,7 @@ bool srv_unqueue(srv *s, srv_job *job)
     if (!srv_fq_remove(&s->pools[job->pool].queue, job))
         return false;
     s->queued_bytes -= job->req_bytes;
+    atomic_store(&s->metrics.queued[job->pool], s->pools[job->pool].queue.count);
     return true;
 }
 
@@ -302,6 +308,9 @@ static void on_wake(uv_async_t *a)
         case EV_TASK_DONE: {
             srv_pool *p = &s->pools[ev->job->pool];
             p->busy--;
+            atomic_store(&s->metrics.busy[p->id], p->busy);
+            if (ev->job->task == TASK_RUN && ev->job->kind == STORE_SEARCH)
+                atomic_fetch_sub(&s->metrics.searches_running, 1);
             bool big = ev->job->req_bytes >= SRV_TRIM_BYTES;
             srv_job_task_done(s, ev->job);
             if (big) /* a big module's pages go back to the system, not to the heap's free lists */
@@ -309,6 +318,8 @@ static void on_wake(uv_async_t *a)
             srv_job *j;
             while (p->busy < p->n && (j = srv_fq_pop(&p->queue))) {
                 s->queued_bytes -= j->req_bytes;
+                atomic_store(&s->metrics.queued[p->id], p->queue.count);
+                srv_hist_observe(&s->metrics.queue_wait[p->id], (double)(srv_now_us() - j->queued_us) / 1e6);
                 hand_to_worker(s, p, j);
             }
             if (p->busy < p->n)
@@ -335,6 +346,27 @@ static void on_tick(uv_timer_t *t)
 {
     srv *s = t->data;
     srv_jobs_tick(s, srv_now_us());
+}
+
+static void on_call_finished(void *ud, int method, rpc_code code, double seconds)
+{
+    srv *s = ud;
+    srv_metrics_call(&s->metrics, method, code, seconds);
+}
+
+static void on_store_op(void *ud, double seconds, bool failed)
+{
+    srv *s = ud;
+    srv_hist_observe(&s->metrics.store_seconds, seconds);
+    if (failed)
+        atomic_fetch_add(&s->metrics.store_errors, 1);
+    atomic_store(&s->metrics.store_up, !failed);
+}
+
+static void render_metrics(void *ud, ap_buf *out)
+{
+    srv *s = ud;
+    srv_metrics_render(&s->metrics, SRV_VERSION, out);
 }
 
 static void on_rpc_stopped(void *ud)
@@ -466,13 +498,20 @@ int srv_run(const srv_options *opt)
         goto fail;
     make_owner(opt->node_name, s->owner, sizeof s->owner);
     store_describe(opt->db_path, s->store_name, sizeof s->store_name);
+    s->start_us = srv_now_us();
+    {
+        const char *paths[M__COUNT];
+        for (int i = 0; i < M__COUNT; i++)
+            paths[i] = srv_methods[i].path;
+        srv_metrics_init(&s->metrics, paths, M__COUNT, s->start_us);
+    }
     if (store_open(opt->db_path, s->owner, 5000, &s->db, &err) < 0)
         goto fail;
+    store_observe(s->db, on_store_op, s);
     if (!(s->cache = srv_cache_new((size_t)opt->cache_bytes))) {
         ap_error_set(&err, AP_ENOMEM, "out of memory");
         goto fail;
     }
-    s->start_us = srv_now_us();
     uv_loop_init(&s->loop);
     uv_mutex_init(&s->inbox_mu);
     loop_ready = true;
@@ -489,6 +528,8 @@ int srv_run(const srv_options *opt)
     if (pool_start(s, &s->pools[POOL_INTAKE], POOL_INTAKE, opt->apply_threads, opt->max_queue, &err) < 0 ||
         pool_start(s, &s->pools[POOL_SEARCH], POOL_SEARCH, opt->max_concurrent, opt->max_queue, &err) < 0)
         goto fail_loop;
+    for (int i = 0; i < POOL__COUNT; i++)
+        atomic_store(&s->metrics.workers[i], s->pools[i].n);
     if (opt->http) {
         srv_http_config hc = {
             .listen = opt->http,
@@ -500,6 +541,8 @@ int srv_run(const srv_options *opt)
             .version = SRV_VERSION,
             .threads = 2,
             .start_us = s->start_us,
+            .metrics = render_metrics,
+            .metrics_ud = s,
         };
         if (srv_http_start(&hc, &s->http, &s->http_port, &err) < 0)
             goto fail_loop;
@@ -518,7 +561,11 @@ int srv_run(const srv_options *opt)
         .n_methods = M__COUNT,
         .slots_per_method = 8,
     };
-    rpc_handlers h = {.ud = s, .call = srv_on_call, .cancelled = srv_on_cancelled, .stopped = on_rpc_stopped};
+    rpc_handlers h = {.ud = s,
+                      .call = srv_on_call,
+                      .cancelled = srv_on_cancelled,
+                      .stopped = on_rpc_stopped,
+                      .finished = on_call_finished};
     if (rpc_server_start(&cfg, &h, &s->rpc, &s->port, &err) < 0)
         goto fail_loop;
     if (!is_loopback(opt->listen) && s->token && !opt->tls_cert)

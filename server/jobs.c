@@ -80,6 +80,12 @@ int srv_jobs_count(srv *s, int stage)
     return n;
 }
 
+static void srv_count_join(srv *s)
+{
+    s->stats.joined++;
+    atomic_fetch_add(&s->metrics.joins, 1);
+}
+
 static void add_hits(srv *s, int64_t id, uint64_t n)
 {
     for (int i = 0; i < s->n_hits; i++)
@@ -256,7 +262,7 @@ static void attach(srv *s, srv_job *job, rpc_call *call, int method, int origin)
     job->alone_us = 0;
     rpc_call_set_user(call, w);
     if (origin == AUTOPART__V1__ORIGIN__JOINED)
-        s->stats.joined++;
+        srv_count_join(s);
     send_accepted(s, w);
 }
 
@@ -309,6 +315,7 @@ static void answer_from_store(srv *s, rpc_call *call, int method, const store_ro
         return;
     }
     count_hit(s, row->id);
+    atomic_fetch_add(&s->metrics.hits_store, 1);
     if (first)
         rpc_send_shared(call, first);
     rpc_finish_shared(call, RPC_OK, NULL, last);
@@ -347,7 +354,7 @@ static void wait_remote(srv *s, srv_job *job)
     for (srv_waiter *w = job->waiters; w; w = w->next) {
         if (w->origin == AUTOPART__V1__ORIGIN__NEW) {
             w->origin = AUTOPART__V1__ORIGIN__JOINED;
-            s->stats.joined++;
+            srv_count_join(s);
         }
         send_accepted(s, w);
     }
@@ -390,6 +397,7 @@ void srv_job_request(srv *s, srv_event *ev)
     srv_cached hit;
     if (srv_cache_get(s->cache, ev->method, ev->raw, &hit)) {
         atomic_fetch_add(&s->stats.cache_hits, 1);
+        atomic_fetch_add(&s->metrics.hits_memory, 1);
         if (hit.first)
             rpc_send_shared(ev->call, hit.first);
         rpc_finish_shared(ev->call, RPC_OK, NULL, hit.last);
@@ -525,7 +533,7 @@ static void prepare_done(srv *s, srv_job *job)
             wt->job = other;
             if (wt->origin == AUTOPART__V1__ORIGIN__NEW) {
                 wt->origin = AUTOPART__V1__ORIGIN__JOINED;
-                s->stats.joined++;
+                srv_count_join(s);
             }
             wt->next = other->waiters;
             other->waiters = wt;
@@ -635,6 +643,13 @@ static void run_done(srv *s, srv_job *job)
         return;
     }
     if (w->code == RPC_OK) {
+        if (job->kind == STORE_SEARCH) {
+            double secs = (double)(now - job->started_us) / 1e6;
+            atomic_fetch_add(&s->metrics.searches_done, 1);
+            srv_hist_observe(&s->metrics.search_seconds, secs);
+            if (secs > 0)
+                srv_hist_observe(&s->metrics.search_eps, (double)w->summary.episodes / secs);
+        }
         if (store_finish(s->db, job->row_id, STORE_DONE, now, w->result, w->result_len, &w->summary, NULL, &err) < 0) {
             srv_log(s, "search %" PRId64 ": %s", job->row_id, err.msg);
             fail_all(s, job, RPC_UNAVAILABLE, err.msg);
@@ -645,6 +660,8 @@ static void run_done(srv *s, srv_job *job)
             answer_all(s, job, w->result, w->result_len);
         }
     } else {
+        if (job->kind == STORE_SEARCH)
+            atomic_fetch_add(&s->metrics.searches_failed, 1);
         if (store_finish(s->db, job->row_id, STORE_FAILED, now, NULL, 0, NULL, w->msg, &err) < 0)
             srv_log(s, "search %" PRId64 ": %s", job->row_id, err.msg);
         fail_all(s, job, w->code, w->msg);
@@ -827,6 +844,7 @@ static void take_over(srv *s, const store_claim *cl, int64_t now)
                  row.episodes);
     else
         snprintf(before, sizeof before, "never started");
+    atomic_fetch_add(&s->metrics.taken_over, 1);
     srv_log(s, "taking over %s %" PRId64 " (%s) from %s: %s", row.kind == STORE_SEARCH ? "search" : "apply",
             row.id, row.module_name, cl->prev_owner[0] ? cl->prev_owner : "the store (given back at a shutdown)",
             before);

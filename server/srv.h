@@ -25,6 +25,7 @@
 #include "autopart/v1/partitioner.pb-c.h"
 #include "grpc/health/v1/health.pb-c.h"
 #include "http.h"
+#include "metrics.h"
 #include "rpc.h"
 #include "store.h"
 
@@ -168,6 +169,7 @@ struct srv_job {
     enum job_stage stage;
     int task, pool;           /* the task waiting or running */
     int64_t req_bytes;        /* the request's size, for the queues' byte bound */
+    int64_t queued_us;        /* when it entered its pool's queue */
     char client[SRV_MAX_LABEL + 64];  /* fairness group */
     bool have_raw, have_key;
     uint8_t raw[STORE_KEY_BYTES], key[STORE_KEY_BYTES];
@@ -275,6 +277,7 @@ struct srv {
     srv_hit *hits;
     int n_hits, cap_hits;
     srv_stats stats;
+    srv_metrics metrics;    /* Prometheus's (/metrics): any thread */
     int64_t start_us, last_heartbeat, last_sweep, last_flush, last_remote, last_ckpt, last_gc;
     bool stopping, rpc_stopped, closed;
     int exit_code;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store_int.h"
@@ -73,122 +74,154 @@ void store_describe(const char *address, char *out, size_t size)
 
 /* ============================================================== dispatch */
 
+void store_observe(store *s, store_observer fn, void *ud)
+{
+    s->observe = fn;
+    s->observe_ud = ud;
+}
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Runs an operation, telling the observer how long it took and whether
+ * the store failed it (a conflict or a bad argument is an answer, not a
+ * failure). */
+#define OBSERVED(s, call)                                                                                          \
+    do {                                                                                                           \
+        double t0_ = (s)->observe ? mono_s() : 0;                                                                  \
+        int rc_ = (call);                                                                                          \
+        if ((s)->observe)                                                                                          \
+            (s)->observe((s)->observe_ud, mono_s() - t0_,                                                          \
+                         rc_ < 0 && rc_ != AP_ECONFLICT && rc_ != AP_EINVALID && rc_ != AP_ENOTFOUND);               \
+        return rc_;                                                                                                \
+    } while (0)
+
 int store_check(store *s, bool full, ap_error *err)
 {
-    return s->ops->check(s, full, err);
+    OBSERVED(s, s->ops->check(s, full, err));
 }
 
 int store_begin(store *s, const store_new *n, int64_t now_us, int64_t lease_until_us, store_row *row, bool *created,
                 ap_error *err)
 {
-    return s->ops->begin(s, n, now_us, lease_until_us, row, created, err);
+    OBSERVED(s, s->ops->begin(s, n, now_us, lease_until_us, row, created, err));
 }
 
 int store_find_live(store *s, const uint8_t *key, store_row *row, ap_error *err)
 {
-    return s->ops->find_live(s, key, row, err);
+    OBSERVED(s, s->ops->find_live(s, key, row, err));
 }
 
 int store_get(store *s, int64_t id, store_row *row, ap_error *err)
 {
-    return s->ops->get(s, id, row, err);
+    OBSERVED(s, s->ops->get(s, id, row, err));
 }
 
 int store_payload(store *s, int64_t id, int which, void **data, size_t *len, ap_error *err)
 {
-    return s->ops->payload(s, id, which, data, len, err);
+    OBSERVED(s, s->ops->payload(s, id, which, data, len, err));
 }
 
 int store_start(store *s, int64_t id, int64_t now_us, ap_error *err)
 {
-    return s->ops->start(s, id, now_us, err);
+    OBSERVED(s, s->ops->start(s, id, now_us, err));
 }
 
 int store_set_progress(store *s, int64_t id, int64_t now_us, const store_progress *p, bool point, const void *ckpt,
                        size_t ckpt_len, ap_error *err)
 {
-    return s->ops->set_progress(s, id, now_us, p, point, ckpt, ckpt_len, err);
+    OBSERVED(s, s->ops->set_progress(s, id, now_us, p, point, ckpt, ckpt_len, err));
 }
 
 int store_finish(store *s, int64_t id, int status, int64_t now_us, const void *result, size_t result_len,
                  const store_progress *summary, const char *error, ap_error *err)
 {
-    return s->ops->finish(s, id, status, now_us, result, result_len, summary, error, err);
+    OBSERVED(s, s->ops->finish(s, id, status, now_us, result, result_len, summary, error, err));
 }
 
 int store_add_hits(store *s, const int64_t *ids, const uint64_t *n, int count, int64_t now_us, ap_error *err)
 {
-    return count ? s->ops->add_hits(s, ids, n, count, now_us, err) : 0;
+    if (!count)
+        return 0;
+    OBSERVED(s, s->ops->add_hits(s, ids, n, count, now_us, err));
 }
 
 int store_watch(store *s, const int64_t *ids, int count, int64_t until_us, ap_error *err)
 {
-    return count ? s->ops->watch(s, ids, count, until_us, err) : 0;
+    if (!count)
+        return 0;
+    OBSERVED(s, s->ops->watch(s, ids, count, until_us, err));
 }
 
 int store_heartbeat(store *s, int64_t lease_until_us, ap_error *err)
 {
-    return s->ops->heartbeat(s, lease_until_us, err);
+    OBSERVED(s, s->ops->heartbeat(s, lease_until_us, err));
 }
 
 int store_claim_orphans(store *s, int kind, int64_t now_us, int64_t lease_until_us, store_claim *out, int max,
                         ap_error *err)
 {
-    return max > 0 ? s->ops->claim_orphans(s, kind, now_us, lease_until_us, out, max, err) : 0;
+    if (max <= 0)
+        return 0;
+    OBSERVED(s, s->ops->claim_orphans(s, kind, now_us, lease_until_us, out, max, err));
 }
 
 int store_release_all(store *s, ap_error *err)
 {
-    return s->ops->release_all(s, err);
+    OBSERVED(s, s->ops->release_all(s, err));
 }
 
 int store_release(store *s, int64_t id, ap_error *err)
 {
-    return s->ops->release(s, id, err);
+    OBSERVED(s, s->ops->release(s, id, err));
 }
 
 int store_request_cancel(store *s, int64_t id, int64_t now_us, int *status, ap_error *err)
 {
-    return s->ops->request_cancel(s, id, now_us, status, err);
+    OBSERVED(s, s->ops->request_cancel(s, id, now_us, status, err));
 }
 
 int store_cancel_requests(store *s, int64_t *ids, int max, ap_error *err)
 {
-    return s->ops->cancel_requests(s, ids, max, err);
+    OBSERVED(s, s->ops->cancel_requests(s, ids, max, err));
 }
 
 int store_alias_get(store *s, const uint8_t *raw, uint8_t *key, ap_error *err)
 {
-    return s->ops->alias_get(s, raw, key, err);
+    OBSERVED(s, s->ops->alias_get(s, raw, key, err));
 }
 
 int store_alias_put(store *s, const uint8_t *raw, const uint8_t *key, int64_t now_us, ap_error *err)
 {
-    return s->ops->alias_put(s, raw, key, now_us, err);
+    OBSERVED(s, s->ops->alias_put(s, raw, key, now_us, err));
 }
 
 int store_list(store *s, const store_filter *f, int limit, const char *after, store_row *rows, char *next,
                ap_error *err)
 {
     next[0] = '\0';
-    return s->ops->list(s, f, limit, after, rows, next, err);
+    OBSERVED(s, s->ops->list(s, f, limit, after, rows, next, err));
 }
 
 int store_history(store *s, int64_t id, store_point *pts, int max, ap_error *err)
 {
-    return s->ops->history(s, id, pts, max, err);
+    OBSERVED(s, s->ops->history(s, id, pts, max, err));
 }
 
 int store_best_schedule(store *s, int64_t id, char **text, ap_error *err)
 {
     *text = NULL;
-    return s->ops->best_schedule(s, id, text, err);
+    OBSERVED(s, s->ops->best_schedule(s, id, text, err));
 }
 
 int store_counts_get(store *s, store_counts *c, ap_error *err)
 {
     memset(c, 0, sizeof *c);
-    return s->ops->counts_get(s, c, err);
+    OBSERVED(s, s->ops->counts_get(s, c, err));
 }
 
 int store_gc(store *s, const store_gc_policy *p, int64_t now_us, store_gc_result *out, ap_error *err)

@@ -72,6 +72,10 @@ typedef struct store store;
 int store_open(const char *address, const char *owner, int busy_ms, store **out, ap_error *err);
 void store_close(store *s);
 const char *store_owner(const store *s);
+/* Called after every operation on s, on the caller's thread, with its
+ * time and whether the store failed it (unreachable, locked, I/O). */
+typedef void (*store_observer)(void *ud, double seconds, bool failed);
+void store_observe(store *s, store_observer fn, void *ud);
 /* "sqlite" or "postgresql". */
 const char *store_backend(const store *s);
 /* Whether an address names a PostgreSQL database. */

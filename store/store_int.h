@@ -48,6 +48,8 @@ typedef struct store_ops {
 struct store {
     const store_ops *ops;
     char owner[128];
+    store_observer observe;
+    void *observe_ud;
 };
 
 /* Each backend's open: *out gets a handle whose owner store.c fills in. */
