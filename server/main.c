@@ -32,6 +32,9 @@ static void usage(FILE *f)
             "  --node-name NAME         this daemon's host in the store's rows (default: the host name);\n"
             "                           give daemons that share a host name but not a process table\n"
             "                           (containers) each their own\n"
+            "  --lease-s S              a daemon's hold on the rows it runs, renewed every S/5 seconds:\n"
+            "                           another daemon takes the rows of one that died (kill -9, a lost\n"
+            "                           host) within S seconds (default 10; the same node: at once)\n"
             "  --max-concurrent N       searches running at once (default 2)\n"
             "  --threads-per-search T   threads of one search (default 2); a request may ask fewer\n"
             "  --apply-threads N        threads reading requests and running Apply (default 2)\n"
@@ -92,11 +95,12 @@ int main(int argc, char **argv)
 {
     enum { O_LISTEN = 256, O_DB, O_MAXC, O_TPS, O_APPLY, O_QUEUE, O_MSG, O_TOKEN, O_CERT, O_KEY, O_CA, O_INSECURE,
            O_GRACE, O_QUIET, O_VERSION, O_CACHE, O_QUEUED, O_HTTP, O_HTTP_ROOT, O_MAX_SEARCH, O_ABANDON, O_KEEP_DAYS,
-           O_KEEP_MB, O_RPC_MEM, O_NODE };
+           O_KEEP_MB, O_RPC_MEM, O_NODE, O_LEASE };
     static const struct option opts[] = {
         {"listen", required_argument, NULL, O_LISTEN},
         {"db", required_argument, NULL, O_DB},
         {"node-name", required_argument, NULL, O_NODE},
+        {"lease-s", required_argument, NULL, O_LEASE},
         {"max-concurrent", required_argument, NULL, O_MAXC},
         {"threads-per-search", required_argument, NULL, O_TPS},
         {"apply-threads", required_argument, NULL, O_APPLY},
@@ -134,6 +138,7 @@ int main(int argc, char **argv)
         .grace_s = 5,
         .max_search_s = 600,
         .abandon_s = 30,
+        .lease_us = SRV_LEASE_US,
     };
     long v;
     int ch;
@@ -197,6 +202,11 @@ int main(int argc, char **argv)
         case O_INSECURE: o.insecure = true; break;
         case O_HTTP: o.http = optarg; break;
         case O_HTTP_ROOT: o.http_root = optarg; break;
+        case O_LEASE:
+            if (!parse_int("--lease-s", optarg, 1, 3600, &v))
+                return 2;
+            o.lease_us = (int64_t)v * 1000000;
+            break;
         case O_GRACE:
             if (!parse_int("--grace", optarg, 0, 3600, &v))
                 return 2;

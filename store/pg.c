@@ -206,10 +206,14 @@ static const char *const migrations[] = {
     X(HEARTBEAT, "heartbeat", "UPDATE searches SET lease_until_us = $2 WHERE owner = $1 AND status IN (1, 2)", 0) \
     X(ORPHANS, "find orphans",                                                                                     \
       "SELECT id, coalesce(owner, ''), lease_until_us, kind FROM searches WHERE status IN (1, 2) AND "            \
-      "(owner IS NULL OR (owner <> $1 AND (lease_until_us < $2 OR owner LIKE $3))) AND ($5 = 0 OR kind = $5) "    \
+      "((owner IS NULL AND $6) OR (owner <> $1 AND (lease_until_us < $2 OR owner LIKE $3))) AND "             \
+      "($5 = 0 OR kind = $5) "                                                                                     \
       "ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED",                                                               \
       0)                                                                                                           \
     X(CLAIM, "claim", "UPDATE searches SET owner = $2, lease_until_us = $3, status = 1 WHERE id = $1", 0)          \
+    X(CLAIM_ONE, "claim one",                                                                                      \
+      "UPDATE searches SET owner = $2, lease_until_us = $3 WHERE id = $1 AND status = 1 AND "                    \
+      "coalesce(owner, $2) = $2", 0)                                                                               \
     X(RELEASE, "release",                                                                                          \
       "UPDATE searches SET owner = NULL, lease_until_us = 0, status = 1 WHERE owner = $1 AND status IN (1, 2)",   \
       0)                                                                                                           \
@@ -920,8 +924,8 @@ static int pg_heartbeat(store *base, int64_t lease_until_us, ap_error *err)
     RETRYING(s, heartbeat_once(s, lease_until_us, err));
 }
 
-static int claim_orphans_once(pg *s, int kind, int64_t now_us, int64_t lease_until_us, store_claim *out, int max,
-                              ap_error *err)
+static int claim_orphans_once(pg *s, int kind, int64_t now_us, int64_t lease_until_us, bool queued_too,
+                              store_claim *out, int max, ap_error *err)
 {
     int rc, n = 0;
     if ((rc = begin(s, err)) < 0)
@@ -945,6 +949,7 @@ static int claim_orphans_once(pg *s, int kind, int64_t now_us, int64_t lease_unt
     p_text(&p, hl ? host : "\x01"); /* no host: matches nothing */
     p_i64(&p, 4 * (int64_t)max);
     p_i64(&p, kind);
+    p_text(&p, queued_too ? "true" : "false");
     PGresult *r;
     int nc = run(s, S_ORPHANS, &p, &r, err);
     if (nc < 0) {
@@ -980,11 +985,27 @@ fail:
     return rc;
 }
 
-static int pg_claim_orphans(store *base, int kind, int64_t now_us, int64_t lease_until_us, store_claim *out, int max,
-                            ap_error *err)
+static int pg_claim_orphans(store *base, int kind, int64_t now_us, int64_t lease_until_us, bool queued_too,
+                            store_claim *out, int max, ap_error *err)
 {
     pg *s = (pg *)base;
-    RETRYING(s, claim_orphans_once(s, kind, now_us, lease_until_us, out, max, err));
+    RETRYING(s, claim_orphans_once(s, kind, now_us, lease_until_us, queued_too, out, max, err));
+}
+
+static int take_once(pg *s, int64_t id, int64_t lease_until_us, ap_error *err)
+{
+    params p = {0};
+    p_i64(&p, id);
+    p_text(&p, s->base.owner);
+    p_i64(&p, lease_until_us);
+    int rc = run(s, S_CLAIM_ONE, &p, NULL, err);
+    return rc < 0 ? rc : rc == 1;
+}
+
+static int pg_take(store *base, int64_t id, int64_t lease_until_us, ap_error *err)
+{
+    pg *s = (pg *)base;
+    RETRYING(s, take_once(s, id, lease_until_us, err));
 }
 
 static int release_all_once(pg *s, ap_error *err)
@@ -1522,6 +1543,7 @@ static const store_ops pg_ops = {
     .vacuum = pg_vacuum,
     .heartbeat = pg_heartbeat,
     .claim_orphans = pg_claim_orphans,
+    .take = pg_take,
     .release_all = pg_release_all,
     .release = pg_release,
     .request_cancel = pg_request_cancel,

@@ -204,6 +204,9 @@ static const char *const migrations[] = {
     X(CLAIM, "claim",                                                                                              \
       "UPDATE searches SET owner = ?2, lease_until_us = ?3, status = 1 WHERE id = ?1 AND status IN (1, 2) AND "   \
       "coalesce(owner, '') = ?4 AND lease_until_us = ?5")                                                          \
+    X(CLAIM_ONE, "claim one",                                                                                      \
+      "UPDATE searches SET owner = ?2, lease_until_us = ?3 WHERE id = ?1 AND status = 1 AND "                    \
+      "coalesce(owner, ?2) = ?2")                                                                                  \
     X(RELEASE, "release",                                                                                          \
       "UPDATE searches SET owner = NULL, lease_until_us = 0, status = 1 WHERE owner = ?1 AND status IN (1, 2)")   \
     X(RELEASE_ONE, "release one",                                                                                  \
@@ -794,8 +797,8 @@ static int sq_heartbeat(store *base, int64_t lease_until_us, ap_error *err)
     return exec_stmt(s, S_HEARTBEAT, q, err);
 }
 
-static int sq_claim_orphans(store *base, int kind, int64_t now_us, int64_t lease_until_us, store_claim *out, int max,
-                            ap_error *err)
+static int sq_claim_orphans(store *base, int kind, int64_t now_us, int64_t lease_until_us, bool queued_too,
+                            store_claim *out, int max, ap_error *err)
 {
     sq *s = (sq *)base;
     int rc, n = 0;
@@ -814,8 +817,8 @@ static int sq_claim_orphans(store *base, int kind, int64_t now_us, int64_t lease
     while ((rc = sqlite3_step(q)) == SQLITE_ROW && nc < 4 * max) {
         const char *owner = (const char *)sqlite3_column_text(q, 1);
         int64_t lease = sqlite3_column_int64(q, 2);
-        if (owner[0] && lease >= now_us && !store__owner_dead(s->base.owner, owner))
-            continue; /* alive and leased */
+        if (owner[0] ? lease >= now_us && !store__owner_dead(s->base.owner, owner) : !queued_too)
+            continue; /* alive and leased; or queued for any daemon, not asked for */
         if (nc == cap) {
             cap = cap ? cap * 2 : 16;
             struct cand *nw = ap_realloc(c, sizeof *c * (size_t)cap);
@@ -861,6 +864,17 @@ fail:
     ap_free(c);
     rollback(s);
     return rc;
+}
+
+static int sq_take(store *base, int64_t id, int64_t lease_until_us, ap_error *err)
+{
+    sq *s = (sq *)base;
+    sqlite3_stmt *q = stmt(s, S_CLAIM_ONE);
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_text(q, 2, s->base.owner, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 3, lease_until_us);
+    int rc = exec_stmt(s, S_CLAIM_ONE, q, err);
+    return rc < 0 ? rc : sqlite3_changes(s->db) == 1;
 }
 
 static int sq_release_all(store *base, ap_error *err)
@@ -1259,6 +1273,7 @@ static const store_ops sq_ops = {
     .vacuum = sq_vacuum,
     .heartbeat = sq_heartbeat,
     .claim_orphans = sq_claim_orphans,
+    .take = sq_take,
     .release_all = sq_release_all,
     .release = sq_release,
     .request_cancel = sq_request_cancel,

@@ -162,12 +162,17 @@ int store_heartbeat(store *s, int64_t lease_until_us, ap_error *err)
     OBSERVED(s, s->ops->heartbeat(s, lease_until_us, err));
 }
 
-int store_claim_orphans(store *s, int kind, int64_t now_us, int64_t lease_until_us, store_claim *out, int max,
-                        ap_error *err)
+int store_claim_orphans(store *s, int kind, int64_t now_us, int64_t lease_until_us, bool queued_too,
+                        store_claim *out, int max, ap_error *err)
 {
     if (max <= 0)
         return 0;
-    OBSERVED(s, s->ops->claim_orphans(s, kind, now_us, lease_until_us, out, max, err));
+    OBSERVED(s, s->ops->claim_orphans(s, kind, now_us, lease_until_us, queued_too, out, max, err));
+}
+
+int store_claim_one(store *s, int64_t id, int64_t lease_until_us, ap_error *err)
+{
+    OBSERVED(s, s->ops->take(s, id, lease_until_us, err));
 }
 
 int store_release_all(store *s, ap_error *err)

@@ -165,12 +165,19 @@ typedef struct store_claim {
     char prev_owner[128]; /* who had it: "" when nobody (given back at a clean shutdown) */
 } store_claim;
 /* Claims up to max rows of `kind` (0: any) that are queued or running but
- * whose owner's lease ran out before now_us, whose owner is a dead process
- * of this host, or that have no owner: they become this daemon's, queued,
- * leased until lease_until_us.  Fills out[] (oldest first); returns the
+ * whose owner's lease ran out before now_us or whose owner is a dead
+ * process of this node (orphans), and with queued_too rows that have no
+ * owner (queued for any daemon): they become this daemon's, queued, leased
+ * until lease_until_us.  Rows another daemon is claiming at the same moment
+ * are skipped, not waited for.  Fills out[] (oldest first); returns the
  * count (>= 0) or an error. */
-int store_claim_orphans(store *s, int kind, int64_t now_us, int64_t lease_until_us, store_claim *out, int max,
-                        ap_error *err);
+int store_claim_orphans(store *s, int kind, int64_t now_us, int64_t lease_until_us, bool queued_too,
+                        store_claim *out, int max, ap_error *err);
+/* Claims one queued row that has no owner (released to whichever daemon
+ * has room): it becomes this daemon's, leased until lease_until_us.
+ * Returns 1 taken (or this daemon's already), 0 when another daemon took
+ * it first or it is no longer queued. */
+int store_claim_one(store *s, int64_t id, int64_t lease_until_us, ap_error *err);
 /* At a clean shutdown: every queued or running row of this daemon goes back
  * to queued without an owner, for the next daemon to take at once. */
 int store_release_all(store *s, ap_error *err);

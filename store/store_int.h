@@ -27,8 +27,9 @@ typedef struct store_ops {
     int (*add_hits)(store *s, const int64_t *ids, const uint64_t *n, int count, int64_t now_us, ap_error *err);
     int (*watch)(store *s, const int64_t *ids, int count, int64_t until_us, ap_error *err);
     int (*heartbeat)(store *s, int64_t lease_until_us, ap_error *err);
-    int (*claim_orphans)(store *s, int kind, int64_t now_us, int64_t lease_until_us, store_claim *out, int max,
-                         ap_error *err);
+    int (*claim_orphans)(store *s, int kind, int64_t now_us, int64_t lease_until_us, bool queued_too,
+                         store_claim *out, int max, ap_error *err);
+    int (*take)(store *s, int64_t id, int64_t lease_until_us, ap_error *err);
     int (*release_all)(store *s, ap_error *err);
     int (*release)(store *s, int64_t id, ap_error *err);
     int (*request_cancel)(store *s, int64_t id, int64_t now_us, int *status, ap_error *err);

@@ -197,17 +197,17 @@ START_TEST(test_orphans_are_taken_over)
     int64_t id = begin_row(a, 1, 1000, "", &c, &r); /* lease until 1000 + 10 s */
     ck_assert_int_eq(store_start(a, id, 1500, &err), 0);
     /* alive and leased: nobody takes it */
-    ck_assert_int_eq(store_claim_orphans(b, 0, 2000, 99999999, ids, 8, &err), 0);
+    ck_assert_int_eq(store_claim_orphans(b, 0, 2000, 99999999, true, ids, 8, &err), 0);
     /* the heartbeat keeps it */
     ck_assert_int_eq(store_heartbeat(a, 50000000, &err), 0);
-    ck_assert_int_eq(store_claim_orphans(b, 0, 20000000, 99999999, ids, 8, &err), 0);
+    ck_assert_int_eq(store_claim_orphans(b, 0, 20000000, 99999999, true, ids, 8, &err), 0);
     /* the lease runs out: b takes it, queued again, once */
-    ck_assert_int_eq(store_claim_orphans(b, STORE_APPLY, 60000000, 99999999, ids, 8, &err), 0); /* a search */
-    ck_assert_int_eq(store_claim_orphans(b, STORE_SEARCH, 60000000, 99999999, ids, 8, &err), 1);
+    ck_assert_int_eq(store_claim_orphans(b, STORE_APPLY, 60000000, 99999999, true, ids, 8, &err), 0); /* a search */
+    ck_assert_int_eq(store_claim_orphans(b, STORE_SEARCH, 60000000, 99999999, false, ids, 8, &err), 1); /* an orphan */
     ck_assert_int_eq(ids[0].id, id);
     ck_assert_int_eq(ids[0].kind, STORE_SEARCH);
     ck_assert_str_eq(ids[0].prev_owner, "hostA:1:aa"); /* who had it, for the log */
-    ck_assert_int_eq(store_claim_orphans(a, 0, 60000000, 99999999, ids, 8, &err), 0);
+    ck_assert_int_eq(store_claim_orphans(a, 0, 60000000, 99999999, true, ids, 8, &err), 0);
     ck_assert_int_eq(store_get(a, id, &r, &err), 1);
     ck_assert_str_eq(r.owner, "hostB:2:bb");
     ck_assert_int_eq(r.status, STORE_QUEUED);
@@ -216,10 +216,22 @@ START_TEST(test_orphans_are_taken_over)
     ck_assert_int_eq(store_start(b, id, 60000001, &err), 0);
     ck_assert_int_eq(store_get(a, id, &r, &err), 1);
     ck_assert_int_eq(r.attempts, 2);
-    /* a clean shutdown gives rows back without waiting for the lease */
+    /* a clean shutdown gives rows back without waiting for the lease: they
+     * are queued for any daemon, not orphans */
     ck_assert_int_eq(store_release_all(b, &err), 0);
-    ck_assert_int_eq(store_claim_orphans(a, 0, 60000002, 99999999, ids, 8, &err), 1);
+    ck_assert_int_eq(store_claim_orphans(a, 0, 60000002, 99999999, false, ids, 8, &err), 0);
+    ck_assert_int_eq(store_claim_orphans(a, 0, 60000002, 99999999, true, ids, 8, &err), 1);
     ck_assert_str_eq(ids[0].prev_owner, "");
+    /* a released row is taken by one daemon: the first to claim it */
+    ck_assert_int_eq(store_release(a, id, &err), 0);
+    ck_assert_int_eq(store_claim_one(b, id, 99999999, &err), 1);
+    ck_assert_int_eq(store_claim_one(a, id, 99999999, &err), 0);
+    ck_assert_int_eq(store_get(a, id, &r, &err), 1);
+    ck_assert_str_eq(r.owner, "hostB:2:bb");
+    ck_assert_int_eq(store_start(b, id, 60000003, &err), 0);
+    ck_assert_int_eq(store_release(b, id, &err), 0); /* running: back to queued */
+    ck_assert_int_eq(store_finish(a, id, STORE_DONE, 60000004, "r", 1, NULL, NULL, &err), 0);
+    ck_assert_int_eq(store_claim_one(a, id, 99999999, &err), 0); /* done: not queued */
     store_close(a);
     store_close(b);
 }
@@ -253,9 +265,9 @@ START_TEST(test_dead_owner_on_this_host)
     store_claim ids[4];
     int64_t id = begin_row(dead, 3, 1000, "", &c, &r);
     ck_assert_int_eq(store_heartbeat(dead, INT64_MAX / 2, &err), 0);
-    ck_assert_int_eq(store_claim_orphans(other, 0, 2000, 999999, ids, 4, &err), 0);
+    ck_assert_int_eq(store_claim_orphans(other, 0, 2000, 999999, true, ids, 4, &err), 0);
     /* leased for long, but its owner is a dead process here: taken at once */
-    ck_assert_int_eq(store_claim_orphans(me, 0, 2000, 999999, ids, 4, &err), 1);
+    ck_assert_int_eq(store_claim_orphans(me, 0, 2000, 999999, true, ids, 4, &err), 1);
     ck_assert_int_eq(ids[0].id, id);
     store_close(dead);
     store_close(me);
