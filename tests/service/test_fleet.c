@@ -1,7 +1,8 @@
 /*
  * test_fleet.c - daemons sharing a store, with the store under stress:
  *
- * - contended: another process holds the SQLite store's write lock for 3 s;
+ * - contended: another process holds the store's write lock for 3 s (the
+ *   SQLite file's; on PostgreSQL, an exclusive lock on the searches table);
  *   health checks and answers kept in memory go on (the store is not on
  *   the loop), and a request that needs the store completes afterwards;
  * - away: the PostgreSQL server stops under a running search; calls that
@@ -70,10 +71,72 @@ static int cmp_double(const void *a, const void *b)
 
 /* ============================================================ contended */
 
-START_TEST(test_contended_store)
+/* In a child process: takes the store's write lock, says so on `ready`,
+ * keeps it 3 s.  SQLite: the file's write lock (readers go on, in WAL
+ * mode); PostgreSQL: LOCK TABLE searches IN EXCLUSIVE MODE, which blocks
+ * every write of a row and lets reads through, the same thing. */
+static void hold_write_lock(const char *db, int ready)
 {
-    char db[256];
-    svc_temp_db(db, sizeof db);
+    if (store_is_postgres(db)) {
+        PGconn *h = PQconnectdb(db);
+        PGresult *r = PQexec(h, "BEGIN");
+        PQclear(r);
+        r = PQexec(h, "LOCK TABLE searches IN EXCLUSIVE MODE");
+        bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+        if (!ok || write(ready, "x", 1) != 1)
+            _exit(1);
+        usleep(3000000);
+        PQclear(PQexec(h, "COMMIT"));
+        PQfinish(h);
+        _exit(0);
+    }
+    sqlite3 *h;
+    if (sqlite3_open(db, &h) != SQLITE_OK || sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_exec(h, "UPDATE counters SET rows = rows", NULL, NULL, NULL) != SQLITE_OK)
+        _exit(1);
+    if (write(ready, "x", 1) != 1)
+        _exit(1);
+    usleep(3000000);
+    sqlite3_exec(h, "COMMIT", NULL, NULL, NULL);
+    sqlite3_close(h);
+    _exit(0);
+}
+
+/* Health checks and cache hits from memory, one of each every 20 ms for
+ * `seconds`: their times, sorted, into hl and cl (MAX_SAMPLES each). */
+enum { MAX_SAMPLES = 400 };
+typedef struct samples {
+    double hl[MAX_SAMPLES], cl[MAX_SAMPLES];
+    int n;
+} samples;
+
+static void sample(int port, wire_conn *c, const svc_apply *a, double seconds, samples *out)
+{
+    wire_status st;
+    int origin;
+    out->n = 0;
+    for (double t0 = svc_now(); svc_now() - t0 < seconds && out->n < MAX_SAMPLES; out->n++) {
+        ck_assert_int_eq(health(port, &out->hl[out->n]), 0);
+        ck_assert_msg(apply_on(c, a, &origin, &st, &out->cl[out->n]) == 0, "%s", st.msg);
+        ck_assert_int_eq(origin, AUTOPART__V1__ORIGIN__CACHE_HIT);
+        usleep(20000);
+    }
+    qsort(out->hl, (size_t)out->n, sizeof *out->hl, cmp_double);
+    qsort(out->cl, (size_t)out->n, sizeof *out->cl, cmp_double);
+}
+
+static void print_samples(const char *what, const samples *m)
+{
+    int n = m->n;
+    printf("  %s: %d health checks p50 %.2f ms p99 %.2f ms max %.2f ms; %d cache hits from memory p50 %.2f ms p99 "
+           "%.2f ms max %.2f ms\n",
+           what, n, m->hl[n / 2] * 1e3, m->hl[n * 99 / 100] * 1e3, m->hl[n - 1] * 1e3, n, m->cl[n / 2] * 1e3,
+           m->cl[n * 99 / 100] * 1e3, m->cl[n - 1] * 1e3);
+}
+
+static void contended(const char *db)
+{
     svc_daemon d;
     svc_start(&d, db, NULL);
     wire_conn *c = svc_conn(d.port);
@@ -87,63 +150,63 @@ START_TEST(test_contended_store)
         ck_assert_msg(apply_on(c, &a, &origin, &st, &t) == 0, "%s", st.msg);
     ck_assert_int_eq(origin, AUTOPART__V1__ORIGIN__CACHE_HIT);
 
+    /* The same calls without the lock, to compare with. */
+    samples idle, locked;
+    sample(d.port, c, &a, 1.0, &idle);
+
     /* Another process takes the write lock and keeps it 3 s. */
     int ready[2];
     ck_assert_int_eq(pipe(ready), 0);
     pid_t holder = fork();
-    if (holder == 0) {
-        sqlite3 *h;
-        if (sqlite3_open(db, &h) != SQLITE_OK || sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK ||
-            sqlite3_exec(h, "UPDATE counters SET rows = rows", NULL, NULL, NULL) != SQLITE_OK)
-            _exit(1);
-        if (write(ready[1], "x", 1) != 1)
-            _exit(1);
-        usleep(3000000);
-        sqlite3_exec(h, "COMMIT", NULL, NULL, NULL);
-        sqlite3_close(h);
-        _exit(0);
-    }
+    if (holder == 0)
+        hold_write_lock(db, ready[1]);
+    close(ready[1]); /* a holder that fails closes its end: the read sees it */
     char x;
-    ck_assert_int_eq(read(ready[0], &x, 1), 1);
+    ssize_t got = read(ready[0], &x, 1);
+    close(ready[0]);
+    ck_assert_msg(got == 1, "the other process could not take the lock");
     double t_lock = svc_now();
     /* A request that must write waits for the lock; meanwhile health checks
      * and answers from memory do not. */
+    sample(d.port, c, &a, 2.8, &locked);
     svc_apply fresh;
     svc_apply_init(&fresh, tiny_text, "tiny.mlir", "batch=2", bp_manual, "must-write");
-    enum { MAX = 400 };
-    double hl[MAX], cl[MAX];
-    int nh = 0, nc = 0;
-    while (svc_now() - t_lock < 2.8 && nh < MAX) {
-        ck_assert_int_eq(health(d.port, &hl[nh]), 0);
-        nh++;
-        ck_assert_msg(apply_on(c, &a, &origin, &st, &cl[nc]) == 0, "%s", st.msg);
-        ck_assert_int_eq(origin, AUTOPART__V1__ORIGIN__CACHE_HIT);
-        nc++;
-        usleep(20000);
-    }
     wire_conn *c2 = svc_conn(d.port);
     ck_assert_msg(apply_on(c2, &fresh, &origin, &st, &t) == 0, "%s: %s", ap_grpc_code_name(st.code), st.msg);
     double t_fresh = svc_now() - t_lock;
     int hst;
     waitpid(holder, &hst, 0);
     ck_assert(WIFEXITED(hst) && WEXITSTATUS(hst) == 0);
-    qsort(hl, (size_t)nh, sizeof *hl, cmp_double);
-    qsort(cl, (size_t)nc, sizeof *cl, cmp_double);
-    printf("contended store (write lock held 3 s by another process): %d health checks p50 %.2f ms p99 %.2f ms max "
-           "%.2f ms; %d cache hits from memory p50 %.2f ms p99 %.2f ms max %.2f ms; a request that writes: answered "
-           "%.2f s after the lock was taken\n",
-           nh, hl[nh / 2] * 1e3, hl[nh * 99 / 100] * 1e3, hl[nh - 1] * 1e3, nc, cl[nc / 2] * 1e3, cl[nc * 99 / 100] * 1e3,
-           cl[nc - 1] * 1e3, t_fresh);
+    printf("contended %s store (write lock held 3 s by another process); a request that writes: answered %.2f s "
+           "after the lock was taken\n",
+           store_is_postgres(db) ? "PostgreSQL" : "SQLite", t_fresh);
+    print_samples("the lock held", &locked);
+    print_samples("no lock, just before", &idle);
     /* The loop never waited on the lock (it did for up to 3 s before the
      * store had its own thread).  Generous bounds: sanitizers, a busy
      * machine. */
-    ck_assert_msg(hl[nh - 1] < 1.0, "a health check took %.3f s", hl[nh - 1]);
-    ck_assert_msg(cl[nc - 1] < 1.0, "a cache hit took %.3f s", cl[nc - 1]);
+    ck_assert_msg(locked.hl[locked.n - 1] < 1.0, "a health check took %.3f s", locked.hl[locked.n - 1]);
+    ck_assert_msg(locked.cl[locked.n - 1] < 1.0, "a cache hit took %.3f s", locked.cl[locked.n - 1]);
     ck_assert_msg(t_fresh >= 2.5, "the write did not wait for the lock (%.2f s)", t_fresh);
     wire_close(c);
     wire_close(c2);
     ck_assert_int_eq(svc_stop(&d, SIGTERM, 60), 0);
+}
+
+START_TEST(test_contended_sqlite)
+{
+    char db[256];
+    svc_temp_db(db, sizeof db);
+    contended(db);
     svc_remove_db(db);
+}
+END_TEST
+
+START_TEST(test_contended_pg)
+{
+    char url[256];
+    fresh_pg(url, sizeof url);
+    contended(url);
 }
 END_TEST
 
@@ -573,7 +636,8 @@ int main(void)
     Suite *s = suite_create("fleet");
     TCase *tc = tcase_create("fleet");
     tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, test_contended_store);
+    tcase_add_test(tc, test_contended_sqlite);
+    tcase_add_test(tc, test_contended_pg);
     tcase_add_test(tc, test_store_goes_away);
     tcase_add_test(tc, test_fleet);
     suite_add_tcase(s, tc);
