@@ -388,13 +388,22 @@ static void store_failed(srv *s, srv_job *job, const ap_error *err)
     remove_job(s, job);
 }
 
+static void cancel_reply(srv *s, rpc_call *c, int status)
+{
+    Autopart__V1__CancelSearchResponse resp = AUTOPART__V1__CANCEL_SEARCH_RESPONSE__INIT;
+    resp.status = (Autopart__V1__SearchStatus)status;
+    srv_reply(s, c, &resp.base);
+}
+
 /* Ends a row in the store, answering nobody (a job gone, a row that cannot
- * run). */
+ * run); or, a cancellation (op.job set), then answering the job's callers
+ * and the CancelSearch call. */
 typedef struct op_finish {
     srv_dbop op;
     int64_t id, now;
     int status;
     bool alone; /* given up for want of callers: say so */
+    rpc_call *cancel_call; /* a cancellation: the CancelSearch call, or NULL */
     char msg[1024];
 } op_finish;
 
@@ -411,6 +420,11 @@ static void finish_cb(srv *s, srv_dbop *op)
         srv_log(s, "search %" PRId64 ": %s", o->id, op->err.msg);
     else if (op->rc == 0 && o->alone)
         srv_log(s, "search %" PRId64 " stopped: every client went away; it resumes when asked again", o->id);
+    if (op->job) { /* a cancellation: the search stopped here whatever the store said */
+        fail_all(s, op->job, RPC_CANCELLED, "the search was cancelled");
+        if (o->cancel_call)
+            cancel_reply(s, o->cancel_call, STORE_CANCELLED);
+    }
 }
 
 /* Gives a row of this daemon back to the store, queued for any daemon. */
@@ -459,6 +473,28 @@ static void end_row_as(srv *s, int64_t id, int status, const char *msg, bool alo
 static void end_row(srv *s, int64_t id, int status, const char *msg)
 {
     end_row_as(s, id, status, msg, false);
+}
+
+/* A job cancelled (by CancelSearch `c`, or NULL: by another daemon's): its
+ * row ends CANCELLED, and only then are its callers and c told, so that
+ * whoever reads the store after hearing it (a dashboard, another daemon,
+ * the client itself) reads it cancelled.  The operation holds the job:
+ * the caller may remove it meanwhile. */
+static void end_cancelled(srv *s, srv_job *job, rpc_call *c)
+{
+    op_finish *o = job->row_id ? srv_db_new(s, sizeof *o, finish_fn, finish_cb, job) : NULL;
+    if (!o) { /* no row yet; or out of memory (then its lease runs out) */
+        fail_all(s, job, RPC_CANCELLED, "the search was cancelled");
+        if (c)
+            cancel_reply(s, c, STORE_CANCELLED);
+        return;
+    }
+    o->id = job->row_id;
+    o->now = srv_now_us();
+    o->status = STORE_CANCELLED;
+    o->cancel_call = c;
+    snprintf(o->msg, sizeof o->msg, "cancelled");
+    srv_db_submit(s, &o->op);
 }
 
 /* A search nobody waits for any more stops, resumable: its row ends
@@ -678,8 +714,7 @@ static void begin_cb(srv *s, srv_dbop *op)
     if (!job->waiters && job->kind == STORE_SEARCH) /* its client left while it was read */
         job->alone_us = srv_now_us();
     if (atomic_load(&job->cancel) == CANCEL_USER) {
-        end_row(s, job->row_id, STORE_CANCELLED, "cancelled");
-        fail_all(s, job, RPC_CANCELLED, "the search was cancelled");
+        end_cancelled(s, job, NULL);
         remove_job(s, job);
         return;
     }
@@ -721,8 +756,7 @@ static void prepare_done(srv *s, srv_job *job)
     job->have_key = true;
     memcpy(job->key, w->key, STORE_KEY_BYTES);
     if (atomic_load(&job->cancel) == CANCEL_USER && job->row_id) {
-        end_row(s, job->row_id, STORE_CANCELLED, "cancelled");
-        fail_all(s, job, RPC_CANCELLED, "the search was cancelled");
+        end_cancelled(s, job, NULL);
         remove_job(s, job);
         return;
     }
@@ -861,8 +895,7 @@ static void start_cb(srv *s, srv_dbop *op)
     if (atomic_load(&job->cancel) != CANCEL_NONE) {
         srv_unkeep(s, pool);
         if (atomic_load(&job->cancel) == CANCEL_USER) {
-            end_row(s, job->row_id, STORE_CANCELLED, "cancelled");
-            fail_all(s, job, RPC_CANCELLED, "the search was cancelled");
+            end_cancelled(s, job, NULL);
         }
         remove_job(s, job);
         return;
@@ -1529,7 +1562,7 @@ static void cancels_fn(store *db, srv_dbop *op)
     op->rc = o->n < 0 ? o->n : 0;
 }
 
-static void cancel_local(srv *s, srv_job *job);
+static void cancel_local(srv *s, srv_job *job, rpc_call *c);
 
 static void cancels_cb(srv *s, srv_dbop *op)
 {
@@ -1538,7 +1571,7 @@ static void cancels_cb(srv *s, srv_dbop *op)
     for (int i = 0; i < o->n; i++) {
         srv_job *job = find_job(s, NULL, NULL, o->ids[i], 0, NULL);
         if (job && job->stage != JOB_REMOTE && atomic_load(&job->cancel) == CANCEL_NONE)
-            cancel_local(s, job);
+            cancel_local(s, job, NULL);
     }
 }
 
@@ -1812,12 +1845,10 @@ void srv_jobs_tick(srv *s, int64_t now)
  * a task slow to notice (a long parse, a lowering, a bug) must not leave it
  * running.  A job with a task or a store operation out waits for it, out
  * of sight (ended). */
-static void cancel_local(srv *s, srv_job *job)
+static void cancel_local(srv *s, srv_job *job, rpc_call *c)
 {
     atomic_store(&job->cancel, CANCEL_USER);
-    if (job->row_id)
-        end_row(s, job->row_id, STORE_CANCELLED, "cancelled");
-    fail_all(s, job, RPC_CANCELLED, "the search was cancelled");
+    end_cancelled(s, job, c);
     if (job->stage == JOB_RUN_WAIT || job->stage == JOB_PREPARE_WAIT) {
         srv_unqueue(s, job);
         remove_job(s, job);
@@ -1839,13 +1870,6 @@ static void cancel_fn(store *db, srv_dbop *op)
     op->rc = store_request_cancel(db, o->id, o->now, &o->status, &op->err);
 }
 
-static void cancel_reply(srv *s, rpc_call *c, int status)
-{
-    Autopart__V1__CancelSearchResponse resp = AUTOPART__V1__CANCEL_SEARCH_RESPONSE__INIT;
-    resp.status = (Autopart__V1__SearchStatus)status;
-    srv_reply(s, c, &resp.base);
-}
-
 static void cancel_cb(srv *s, srv_dbop *op)
 {
     op_cancel *o = (op_cancel *)op;
@@ -1861,8 +1885,7 @@ void srv_job_cancel_call(srv *s, rpc_call *c, int64_t id)
 {
     srv_job *job = find_job(s, NULL, NULL, id, 0, NULL);
     if (job && job->stage != JOB_REMOTE) {
-        cancel_local(s, job);
-        cancel_reply(s, c, STORE_CANCELLED);
+        cancel_local(s, job, c);
         return;
     }
     op_cancel *o = srv_db_new(s, sizeof *o, cancel_fn, cancel_cb, NULL);
