@@ -227,6 +227,68 @@ static void *bg_search_fn(void *arg)
     return NULL;
 }
 
+/* CancelSearch while another process holds the store's write lock: the
+ * answer waits for the row's end, so a client reading the store after
+ * hearing CANCELLED reads the row cancelled (it read it running when the
+ * answer went out first). */
+START_TEST(test_cancel_waits_for_the_row)
+{
+    char db[256];
+    svc_temp_db(db, sizeof db);
+    svc_daemon d;
+    svc_start(&d, db, NULL);
+    bg_search b = {.port = d.port};
+    svc_search_init(&b.q, tiny_text, "tiny.mlir", "batch=2,model=2", bp_manual, "model", 1000000, "cancel-locked");
+    pthread_t th;
+    pthread_create(&th, NULL, bg_search_fn, &b);
+    int64_t id = svc_wait_status(db, STORE_RUNNING, 120);
+    ck_assert(id > 0);
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    pid_t holder = fork();
+    if (holder == 0)
+        hold_write_lock(db, ready[1]);
+    close(ready[1]);
+    char x;
+    ssize_t got = read(ready[0], &x, 1);
+    close(ready[0]);
+    ck_assert_msg(got == 1, "the other process could not take the lock");
+    wire_conn *c = svc_conn(d.port);
+    Autopart__V1__CancelSearchRequest cr = AUTOPART__V1__CANCEL_SEARCH_REQUEST__INIT;
+    char idt[24];
+    snprintf(idt, sizeof idt, "%" PRId64, id);
+    cr.search_id = idt;
+    void *r = NULL;
+    size_t n;
+    wire_status st;
+    double t0 = svc_now();
+    ck_assert_msg(svc_call(c, SVC_CANCEL, &cr.base, &r, &n, &st) == 0, "%s", st.msg);
+    double t_cancel = svc_now() - t0;
+    ap_free(r);
+    /* read as a dashboard would, without waiting for the lock (WAL) */
+    sqlite3 *h;
+    sqlite3_stmt *q;
+    ck_assert_int_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(h, "SELECT status FROM searches WHERE id = ?1", -1, &q, NULL), SQLITE_OK);
+    sqlite3_bind_int64(q, 1, id);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    int status = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(h);
+    ck_assert_msg(status == STORE_CANCELLED, "CancelSearch answered after %.2f s with the row still %s", t_cancel,
+                  store_status_name(status));
+    pthread_join(th, NULL);
+    ck_assert_msg(b.run.rc != 0 && b.run.st.code == WIRE_CANCELLED, "%s: %s", ap_grpc_code_name(b.run.st.code),
+                  b.run.st.msg);
+    int hst;
+    waitpid(holder, &hst, 0);
+    ck_assert(WIFEXITED(hst) && WEXITSTATUS(hst) == 0);
+    wire_close(c);
+    ck_assert_int_eq(svc_stop(&d, SIGTERM, 60), 0);
+    svc_remove_db(db);
+}
+END_TEST
+
 START_TEST(test_store_goes_away)
 {
     char url[256];
@@ -638,6 +700,7 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_contended_sqlite);
     tcase_add_test(tc, test_contended_pg);
+    tcase_add_test(tc, test_cancel_waits_for_the_row);
     tcase_add_test(tc, test_store_goes_away);
     tcase_add_test(tc, test_fleet);
     suite_add_tcase(s, tc);
