@@ -2,12 +2,12 @@
  * calls.c - autopartd's methods: the table the gRPC layer serves, the
  * intake on the gRPC thread (unpack, hash, hand to the loop), and the
  * handlers that run on the loop: Search and Apply go to jobs.c; GetSearch,
- * ListSearches, CancelSearch and Stats read the store; the standard health
- * service says whether the daemon is serving.
+ * ListSearches, CancelSearch and Stats read the store (an operation on the
+ * store's thread, db.c, whose callback answers); the standard health
+ * service says whether the daemon is serving, without the store.
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,30 +36,6 @@ static const ProtobufCMessageDescriptor *const request_type[M__COUNT] = {
     [M_HEALTH_CHECK] = &grpc__health__v1__health_check_request__descriptor,
     [M_HEALTH_WATCH] = &grpc__health__v1__health_check_request__descriptor,
 };
-
-void srv_fail(srv *s, rpc_call *c, rpc_code code, const char *fmt, ...)
-{
-    char msg[1200];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    atomic_fetch_add(&s->stats.errors, 1);
-    rpc_finish(c, code, msg, NULL, 0);
-}
-
-void srv_reply(srv *s, rpc_call *c, const ProtobufCMessage *m)
-{
-    size_t len = protobuf_c_message_get_packed_size(m);
-    uint8_t *buf = ap_malloc(len ? len : 1);
-    if (!buf) {
-        srv_fail(s, c, RPC_RESOURCE_EXHAUSTED, "out of memory");
-        return;
-    }
-    protobuf_c_message_pack(m, buf);
-    rpc_finish(c, RPC_OK, NULL, buf, len);
-    ap_free(buf);
-}
 
 /* ============================================================ intake */
 
@@ -102,6 +78,7 @@ void srv_on_call(void *ud, rpc_call *c, int method, const uint8_t *req, size_t l
         srv_cached hit;
         if (srv_cache_get(s->cache, method, ev->raw, &hit)) {
             atomic_fetch_add(&s->stats.cache_hits, 1);
+            atomic_fetch_add(&s->metrics.hits_memory, 1);
             if (hit.first)
                 rpc_send_shared(c, hit.first);
             rpc_finish_shared(c, RPC_OK, NULL, hit.last);
@@ -175,61 +152,81 @@ static bool parse_id(const char *text, int64_t *id)
     return true;
 }
 
-static void get_search(srv *s, rpc_call *c, const Autopart__V1__GetSearchRequest *r)
-{
+/* GetSearch: the row, its history, best schedule and (asked for, done)
+ * result, read on the store's thread. */
+enum { MAX_POINTS = 2000 };
+typedef struct op_get {
+    srv_dbop op;
+    rpc_call *call;
     int64_t id;
-    ap_error err;
+    bool want_result;
+    int found;
     store_row row;
-    if (!parse_id(r->search_id, &id)) {
-        srv_fail(s, c, RPC_INVALID_ARGUMENT, "search_id '%.40s' is not a search id (a positive number)", r->search_id);
+    store_point *pts;
+    int n;
+    char *sched;
+    void *res;
+    size_t res_len;
+} op_get;
+
+static void get_fn(store *db, srv_dbop *op)
+{
+    op_get *o = (op_get *)op;
+    int rc = o->found = store_get(db, o->id, &o->row, &op->err);
+    if (rc > 0 && (o->n = store_history(db, o->id, o->pts, MAX_POINTS, &op->err)) < 0)
+        rc = o->n;
+    if (rc > 0)
+        rc = store_best_schedule(db, o->id, &o->sched, &op->err);
+    if (rc >= 0 && o->found > 0 && o->want_result && o->row.status == STORE_DONE)
+        rc = store_payload(db, o->id, STORE_PAYLOAD_RESULT, &o->res, &o->res_len, &op->err);
+    op->rc = rc < 0 ? rc : 0;
+}
+
+static void get_cleanup(srv_dbop *op)
+{
+    op_get *o = (op_get *)op;
+    ap_free(o->pts);
+    ap_free(o->sched);
+    ap_free(o->res);
+}
+
+static void get_cb(srv *s, srv_dbop *op)
+{
+    op_get *o = (op_get *)op;
+    rpc_call *c = o->call;
+    if (op->rc < 0) {
+        srv_fail(s, c, RPC_UNAVAILABLE, "%s", op->err.msg);
         return;
     }
-    srv_flush_hits(s); /* the counts a reader sees are current */
-    int rc = store_get(s->db, id, &row, &err);
-    if (rc <= 0) {
-        if (rc < 0)
-            srv_fail(s, c, RPC_UNAVAILABLE, "%s", err.msg);
-        else
-            srv_fail(s, c, RPC_NOT_FOUND, "no search %" PRId64 " in the store", id);
+    if (!o->found) {
+        srv_fail(s, c, RPC_NOT_FOUND, "no search %" PRId64 " in the store", o->id);
         return;
     }
-    enum { MAX_POINTS = 2000 };
-    store_point *pts = ap_malloc(sizeof *pts * MAX_POINTS);
     Autopart__V1__ProgressPoint *pp = ap_malloc(sizeof *pp * MAX_POINTS);
     Autopart__V1__ProgressPoint **ppp = ap_malloc(sizeof *ppp * MAX_POINTS);
-    char *sched = NULL;
-    void *res = NULL;
-    size_t res_len = 0;
-    if (!pts || !pp || !ppp) {
+    if (!pp || !ppp) {
         srv_fail(s, c, RPC_RESOURCE_EXHAUSTED, "out of memory");
-        goto out;
-    }
-    int n = store_history(s->db, id, pts, MAX_POINTS, &err);
-    if (n < 0 || store_best_schedule(s->db, id, &sched, &err) < 0 ||
-        (r->include_result && row.status == STORE_DONE &&
-         store_payload(s->db, id, STORE_PAYLOAD_RESULT, &res, &res_len, &err) < 0)) {
-        srv_fail(s, c, RPC_UNAVAILABLE, "%s", err.msg);
         goto out;
     }
     Autopart__V1__SearchRecord rec = AUTOPART__V1__SEARCH_RECORD__INIT;
     Autopart__V1__SearchSummary sum;
     char key[65], hash[65], idt[24], axes_buf[256], *axes[IR_MAX_AXES];
-    srv_row_summary(&row, &sum, key, hash, idt, axes, IR_MAX_AXES, axes_buf);
+    srv_row_summary(&o->row, &sum, key, hash, idt, axes, IR_MAX_AXES, axes_buf);
     rec.summary = &sum;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < o->n; i++) {
         autopart__v1__progress_point__init(&pp[i]);
-        pp[i].unix_ms = pts[i].t_us / 1000;
-        pp[i].episodes = pts[i].episodes;
-        pp[i].best_runtime_s = pts[i].best_runtime_s;
-        pp[i].best_peak_memory_bytes = pts[i].best_peak_memory;
+        pp[i].unix_ms = o->pts[i].t_us / 1000;
+        pp[i].episodes = o->pts[i].episodes;
+        pp[i].best_runtime_s = o->pts[i].best_runtime_s;
+        pp[i].best_peak_memory_bytes = o->pts[i].best_peak_memory;
         ppp[i] = &pp[i];
     }
     rec.history = ppp;
-    rec.n_history = (size_t)n;
-    rec.best_schedule = sched ? sched : (char *)"";
-    if (res) { /* the stored answer, byte for byte, as field 4 */
+    rec.n_history = (size_t)o->n;
+    rec.best_schedule = o->sched ? o->sched : (char *)"";
+    if (o->res) { /* the stored answer, byte for byte, as field 4 */
         size_t len;
-        uint8_t *buf = srv_pack_with(&rec.base, 4, res, res_len, &len);
+        uint8_t *buf = srv_pack_with(&rec.base, 4, o->res, o->res_len, &len);
         if (!buf) {
             srv_fail(s, c, RPC_RESOURCE_EXHAUSTED, "out of memory");
         } else {
@@ -240,16 +237,95 @@ static void get_search(srv *s, rpc_call *c, const Autopart__V1__GetSearchRequest
         srv_reply(s, c, &rec.base);
     }
 out:
-    ap_free(pts);
     ap_free(pp);
     ap_free(ppp);
-    ap_free(sched);
-    ap_free(res);
+}
+
+static void get_search(srv *s, rpc_call *c, const Autopart__V1__GetSearchRequest *r)
+{
+    int64_t id;
+    if (!parse_id(r->search_id, &id)) {
+        srv_fail(s, c, RPC_INVALID_ARGUMENT, "search_id '%.40s' is not a search id (a positive number)", r->search_id);
+        return;
+    }
+    srv_flush_hits(s); /* the counts a reader sees are current (written first: operations run in order) */
+    op_get *o = srv_db_new(s, sizeof *o, get_fn, get_cb, NULL);
+    if (o && !(o->pts = ap_malloc(sizeof *o->pts * MAX_POINTS))) {
+        ap_free(o);
+        o = NULL;
+    }
+    if (!o) {
+        srv_fail(s, c, RPC_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    o->op.cleanup = get_cleanup;
+    o->call = c;
+    o->id = id;
+    o->want_result = r->include_result;
+    srv_db_submit(s, &o->op);
+}
+
+/* ListSearches: a page of rows. */
+typedef struct op_list {
+    srv_dbop op;
+    rpc_call *call;
+    store_filter f;
+    uint8_t hash[STORE_KEY_BYTES];
+    char label[SRV_MAX_LABEL + 1], token[64];
+    bool token_too_long;
+    int limit, n;
+    store_row *rows;
+    char next[48];
+} op_list;
+
+static void list_fn(store *db, srv_dbop *op)
+{
+    op_list *o = (op_list *)op;
+    o->n = store_list(db, &o->f, o->limit, o->token, o->rows, o->next, &op->err);
+    op->rc = o->n < 0 ? o->n : 0;
+}
+
+static void list_cleanup(srv_dbop *op)
+{
+    ap_free(((op_list *)op)->rows);
+}
+
+static void list_cb(srv *s, srv_dbop *op)
+{
+    op_list *o = (op_list *)op;
+    rpc_call *c = o->call;
+    if (op->rc < 0) {
+        srv_fail(s, c, op->err.code == AP_EINVALID ? RPC_INVALID_ARGUMENT : RPC_UNAVAILABLE, "%s", op->err.msg);
+        return;
+    }
+    int n = o->n;
+    Autopart__V1__SearchSummary *sum = ap_malloc(sizeof *sum * (size_t)(n ? n : 1));
+    Autopart__V1__SearchSummary **sump = ap_malloc(sizeof *sump * (size_t)(n ? n : 1));
+    struct strs {
+        char key[65], hash[65], id[24], axes_buf[256], *axes[IR_MAX_AXES];
+    } *st = ap_malloc(sizeof *st * (size_t)(n ? n : 1));
+    if (!sum || !sump || !st) {
+        srv_fail(s, c, RPC_RESOURCE_EXHAUSTED, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        srv_row_summary(&o->rows[i], &sum[i], st[i].key, st[i].hash, st[i].id, st[i].axes, IR_MAX_AXES,
+                        st[i].axes_buf);
+        sump[i] = &sum[i];
+    }
+    Autopart__V1__ListSearchesResponse resp = AUTOPART__V1__LIST_SEARCHES_RESPONSE__INIT;
+    resp.searches = sump;
+    resp.n_searches = (size_t)n;
+    resp.next_page_token = o->next;
+    srv_reply(s, c, &resp.base);
+out:
+    ap_free(sum);
+    ap_free(sump);
+    ap_free(st);
 }
 
 static void list_searches(srv *s, rpc_call *c, const Autopart__V1__ListSearchesRequest *r)
 {
-    ap_error err;
     int limit = r->page_size ? r->page_size : STORE_LIST_PAGE;
     if (r->page_size < 0 || r->page_size > STORE_LIST_MAX) {
         srv_fail(s, c, RPC_INVALID_ARGUMENT, "page_size %d: from 1 to %d (0: %d)", r->page_size, STORE_LIST_MAX,
@@ -262,81 +338,63 @@ static void list_searches(srv *s, rpc_call *c, const Autopart__V1__ListSearchesR
         srv_fail(s, c, RPC_INVALID_ARGUMENT, "unknown status %d or kind %d", (int)r->status, (int)r->kind);
         return;
     }
-    store_filter f = {.status = (int)r->status, .kind = (int)r->kind, .client_label = r->client_label};
-    uint8_t hash[STORE_KEY_BYTES];
+    if (strlen(r->client_label) > SRV_MAX_LABEL) {
+        srv_fail(s, c, RPC_INVALID_ARGUMENT, "client_label is longer than %d bytes", SRV_MAX_LABEL);
+        return;
+    }
+    if (strlen(r->page_token) >= 64) {
+        srv_fail(s, c, RPC_INVALID_ARGUMENT, "malformed page token '%.40s'", r->page_token);
+        return;
+    }
+    op_list *o = srv_db_new(s, sizeof *o, list_fn, list_cb, NULL);
+    if (o && !(o->rows = ap_malloc(sizeof *o->rows * (size_t)limit))) {
+        ap_free(o);
+        o = NULL;
+    }
+    if (!o) {
+        srv_fail(s, c, RPC_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    o->op.cleanup = list_cleanup;
+    o->call = c;
+    o->limit = limit;
+    snprintf(o->label, sizeof o->label, "%s", r->client_label);
+    snprintf(o->token, sizeof o->token, "%s", r->page_token);
+    o->f = (store_filter){.status = (int)r->status, .kind = (int)r->kind, .client_label = o->label};
     if (r->module_hash[0]) {
         size_t n = strlen(r->module_hash);
-        int got = n >= 8 ? store_unhex(r->module_hash, hash, STORE_KEY_BYTES) : -1;
+        int got = n >= 8 ? store_unhex(r->module_hash, o->hash, STORE_KEY_BYTES) : -1;
         if (got < 0) {
             srv_fail(s, c, RPC_INVALID_ARGUMENT,
                      "module_hash '%.70s': an even number of hex digits, at least 8 (a prefix of the hash)",
                      r->module_hash);
+            list_cleanup(&o->op);
+            ap_free(o);
             return;
         }
-        f.module_hash = hash;
-        f.module_hash_len = got;
+        o->f.module_hash = o->hash;
+        o->f.module_hash_len = got;
     }
     if (r->created_after_unix_ms < 0 || r->created_before_unix_ms < 0) {
         srv_fail(s, c, RPC_INVALID_ARGUMENT, "created_after_unix_ms and created_before_unix_ms are >= 0");
+        list_cleanup(&o->op);
+        ap_free(o);
         return;
     }
-    f.created_after_us = r->created_after_unix_ms * 1000;
+    o->f.created_after_us = r->created_after_unix_ms * 1000;
+    o->f.created_before_us = r->created_before_unix_ms * 1000;
     srv_flush_hits(s);
-    f.created_before_us = r->created_before_unix_ms * 1000;
-    store_row *rows = ap_malloc(sizeof *rows * (size_t)limit);
-    Autopart__V1__SearchSummary *sum = ap_malloc(sizeof *sum * (size_t)limit);
-    Autopart__V1__SearchSummary **sump = ap_malloc(sizeof *sump * (size_t)limit);
-    struct strs {
-        char key[65], hash[65], id[24], axes_buf[256], *axes[IR_MAX_AXES];
-    } *st = ap_malloc(sizeof *st * (size_t)limit);
-    char next[48];
-    if (!rows || !sum || !sump || !st) {
-        srv_fail(s, c, RPC_RESOURCE_EXHAUSTED, "out of memory");
-        goto out;
-    }
-    int n = store_list(s->db, &f, limit, r->page_token, rows, next, &err);
-    if (n < 0) {
-        srv_fail(s, c, err.code == AP_EINVALID ? RPC_INVALID_ARGUMENT : RPC_UNAVAILABLE, "%s", err.msg);
-        goto out;
-    }
-    for (int i = 0; i < n; i++) {
-        srv_row_summary(&rows[i], &sum[i], st[i].key, st[i].hash, st[i].id, st[i].axes, IR_MAX_AXES,
-                        st[i].axes_buf);
-        sump[i] = &sum[i];
-    }
-    Autopart__V1__ListSearchesResponse resp = AUTOPART__V1__LIST_SEARCHES_RESPONSE__INIT;
-    resp.searches = sump;
-    resp.n_searches = (size_t)n;
-    resp.next_page_token = next;
-    srv_reply(s, c, &resp.base);
-out:
-    ap_free(rows);
-    ap_free(sum);
-    ap_free(sump);
-    ap_free(st);
+    srv_db_submit(s, &o->op);
 }
 
 static void cancel_search(srv *s, rpc_call *c, const Autopart__V1__CancelSearchRequest *r)
 {
     int64_t id;
-    ap_error err;
-    int status = 0;
     if (!parse_id(r->search_id, &id)) {
         srv_fail(s, c, RPC_INVALID_ARGUMENT, "search_id '%.40s' is not a search id (a positive number)", r->search_id);
         return;
     }
-    int rc = srv_job_cancel(s, id, &status, &err);
-    if (rc < 0) {
-        srv_fail(s, c, RPC_UNAVAILABLE, "%s", err.msg);
-        return;
-    }
-    if (rc == 0) {
-        srv_fail(s, c, RPC_NOT_FOUND, "no search %" PRId64 " in the store", id);
-        return;
-    }
-    Autopart__V1__CancelSearchResponse resp = AUTOPART__V1__CANCEL_SEARCH_RESPONSE__INIT;
-    resp.status = (Autopart__V1__SearchStatus)status;
-    srv_reply(s, c, &resp.base);
+    srv_job_cancel_call(s, c, id);
 }
 
 static int64_t rss_bytes(void)
@@ -351,13 +409,24 @@ static int64_t rss_bytes(void)
     return (int64_t)resident * sysconf(_SC_PAGESIZE);
 }
 
-static void stats(srv *s, rpc_call *c)
-{
-    ap_error err;
+/* Stats: the daemon's counts now, the store's once read. */
+typedef struct op_stats {
+    srv_dbop op;
+    rpc_call *call;
     store_counts cnt;
-    srv_flush_hits(s);
-    if (store_counts_get(s->db, &cnt, &err) < 0) {
-        srv_fail(s, c, RPC_UNAVAILABLE, "%s", err.msg);
+} op_stats;
+
+static void stats_fn(store *db, srv_dbop *op)
+{
+    op->rc = store_counts_get(db, &((op_stats *)op)->cnt, &op->err);
+}
+
+static void stats_cb(srv *s, srv_dbop *op)
+{
+    op_stats *o = (op_stats *)op;
+    rpc_call *c = o->call;
+    if (op->rc < 0) {
+        srv_fail(s, c, RPC_UNAVAILABLE, "%s", op->err.msg);
         return;
     }
     Autopart__V1__StatsResponse r = AUTOPART__V1__STATS_RESPONSE__INIT;
@@ -371,11 +440,11 @@ static void stats(srv *s, rpc_call *c)
     r.running = (uint32_t)srv_jobs_count(s, JOB_RUNNING);
     r.queued = (uint32_t)(srv_jobs_count(s, JOB_RUN_WAIT) + srv_jobs_count(s, JOB_PREPARE_WAIT));
     r.max_concurrent = (uint32_t)s->opt.max_concurrent;
-    r.stored = cnt.rows;
-    r.stored_done = cnt.by_status[STORE_DONE];
-    r.stored_cache_hits = cnt.cache_hits;
+    r.stored = o->cnt.rows;
+    r.stored_done = o->cnt.by_status[STORE_DONE];
+    r.stored_cache_hits = o->cnt.cache_hits;
     r.rss_bytes = rss_bytes();
-    r.db_bytes = cnt.db_bytes;
+    r.db_bytes = o->cnt.db_bytes;
     r.owner = s->owner;
     r.active_calls = (uint32_t)rpc_server_active_calls(s->rpc);
     size_t entries, bytes;
@@ -383,6 +452,18 @@ static void stats(srv *s, rpc_call *c)
     r.memory_cache_entries = entries;
     r.memory_cache_bytes = (int64_t)bytes;
     srv_reply(s, c, &r.base);
+}
+
+static void stats(srv *s, rpc_call *c)
+{
+    srv_flush_hits(s);
+    op_stats *o = srv_db_new(s, sizeof *o, stats_fn, stats_cb, NULL);
+    if (!o) {
+        srv_fail(s, c, RPC_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    o->call = c;
+    srv_db_submit(s, &o->op);
 }
 
 /* ================================================================ health */

@@ -3,48 +3,24 @@
  * daemon's state and handles signals (SIGTERM/SIGINT: stop taking calls,
  * checkpoint, give running rows back to the store, exit 0), a timer
  * (heartbeats, checkpoints, orphan sweeps, joined searches of other
- * daemons) and the inbox where the gRPC thread and the workers hand it
- * events.  Two pools of worker threads: one reads requests and runs
- * Applies, one runs searches; each with a bounded queue that serves client
- * groups round-robin, so one client's burst does not starve the others.
+ * daemons), the inbox where the gRPC thread hands it calls, and the tasks
+ * that threads hand back.  Two pools of worker
+ * threads (pool.c): one reads requests and runs Applies, one runs searches;
+ * each with a bounded queue that serves client groups round-robin, so one
+ * client's burst does not starve the others.  The store has a thread of its
+ * own (db.c).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "srv.h"
-
-int64_t srv_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-void srv_log(srv *s, const char *fmt, ...)
-{
-    if (s->opt.quiet)
-        return;
-    char when[32];
-    time_t t = time(NULL);
-    struct tm tm;
-    localtime_r(&t, &tm);
-    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "%s autopartd: ", when);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
 
 /* ================================================================= inbox */
 
@@ -70,58 +46,46 @@ static void event_free(srv_event *ev)
 
 /* ================================================================= pools */
 
-static void worker_main(void *arg)
+bool srv_keep_worker(srv *s, int pool)
 {
-    srv_pool *p = arg;
-    for (;;) {
-        uv_mutex_lock(&p->mu);
-        while (!p->ready && !p->quit)
-            uv_cond_wait(&p->cv, &p->mu);
-        srv_job *job = p->ready;
-        if (!job) {
-            uv_mutex_unlock(&p->mu);
-            break;
-        }
-        p->ready = job->qnext;
-        if (!p->ready)
-            p->ready_tail = NULL;
-        uv_mutex_unlock(&p->mu);
-        if (job->task == TASK_PREPARE)
-            srv_work_prepare(job);
-        else
-            srv_work_run(p->s, job);
-        srv_event *ev = ap_calloc(1, sizeof *ev);
-        if (!ev) {
-            fprintf(stderr, "autopartd: out of memory handing back a finished task\n");
-            abort();
-        }
-        ev->kind = EV_TASK_DONE;
-        ev->job = job;
-        srv_post(p->s, ev);
-    }
+    srv_pool *p = &s->pools[pool];
+    if (p->busy >= p->n)
+        return false;
+    p->busy++;
+    atomic_store(&s->metrics.busy[pool], p->busy);
+    return true;
 }
 
-/* Gives a job to an idle worker of its pool (the loop keeps count). */
-static void hand_to_worker(srv *s, srv_pool *p, srv_job *job)
+void srv_unkeep(srv *s, int pool)
 {
-    ap_error err;
-    p->busy++;
-    job->stage = job->task == TASK_PREPARE ? JOB_PREPARING : JOB_RUNNING;
-    if (job->task == TASK_RUN) {
+    srv_pool *p = &s->pools[pool];
+    p->busy--;
+    atomic_store(&s->metrics.busy[pool], p->busy);
+    srv_pump(s, pool);
+}
+
+/* Hands a job's task to a worker kept for it. */
+void srv_hand_over(srv *s, srv_job *job, int task, int pool)
+{
+    job->task = task;
+    job->pool = pool;
+    job->stage = task == TASK_PREPARE ? JOB_PREPARING : JOB_RUNNING;
+    if (task == TASK_RUN) {
         job->started_us = srv_now_us();
-        if (store_start(s->db, job->row_id, job->started_us, &err) < 0)
-            srv_log(s, "search %" PRId64 ": %s", job->row_id, err.msg);
-        srv_job_load_checkpoint(s, job);
+        if (job->kind == STORE_SEARCH)
+            atomic_fetch_add(&s->metrics.searches_running, 1);
     }
-    job->qnext = NULL;
-    uv_mutex_lock(&p->mu);
-    if (p->ready_tail)
-        p->ready_tail->qnext = job;
+    srv_pool_push(&s->pools[pool], &job->worker_task);
+}
+
+/* A job's turn: a prepare goes to the worker; a run first takes and
+ * starts its row in the store (jobs.c), then goes. */
+static void give_worker(srv *s, srv_job *job, int task, int pool)
+{
+    if (task == TASK_PREPARE)
+        srv_hand_over(s, job, task, pool);
     else
-        p->ready = job;
-    p->ready_tail = job;
-    uv_cond_signal(&p->cv);
-    uv_mutex_unlock(&p->mu);
+        srv_job_start(s, job);
 }
 
 bool srv_submit(srv *s, srv_job *job, int task, int pool)
@@ -129,15 +93,18 @@ bool srv_submit(srv *s, srv_job *job, int task, int pool)
     srv_pool *p = &s->pools[pool];
     job->task = task;
     job->pool = pool;
-    if (p->busy < p->n) {
-        hand_to_worker(s, p, job);
+    if (srv_now_us() >= p->paused_until && srv_keep_worker(s, pool)) {
+        give_worker(s, job, task, pool);
         return true;
     }
     /* Waiting requests hold their modules in memory: bounded in bytes too. */
-    if (s->queued_bytes + job->req_bytes > s->opt.max_queued_bytes || !srv_fq_push(&p->queue, job))
+    if (s->queued_bytes + job->req_bytes > s->opt.max_queued_bytes ||
+        !(job->urgent ? srv_fq_push_first : srv_fq_push)(&p->queue, job))
         return false;
     s->queued_bytes += job->req_bytes;
+    job->queued_us = srv_now_us();
     job->stage = task == TASK_PREPARE ? JOB_PREPARE_WAIT : JOB_RUN_WAIT;
+    atomic_store(&s->metrics.queued[pool], p->queue.count);
     return true;
 }
 
@@ -147,48 +114,28 @@ bool srv_can_submit(srv *s, int pool, int64_t bytes)
     return p->busy < p->n || (p->queue.count < p->queue.max && s->queued_bytes + bytes <= s->opt.max_queued_bytes);
 }
 
+void srv_pump(srv *s, int pool)
+{
+    srv_pool *p = &s->pools[pool];
+    srv_job *j;
+    if (srv_now_us() < p->paused_until)
+        return; /* the timer pumps again */
+    while (p->busy < p->n && (j = srv_fq_pop(&p->queue))) {
+        s->queued_bytes -= j->req_bytes;
+        atomic_store(&s->metrics.queued[pool], p->queue.count);
+        srv_hist_observe(&s->metrics.queue_wait[pool], (double)(srv_now_us() - j->queued_us) / 1e6);
+        srv_keep_worker(s, pool);
+        give_worker(s, j, j->task, pool);
+    }
+}
+
 bool srv_unqueue(srv *s, srv_job *job)
 {
     if (!srv_fq_remove(&s->pools[job->pool].queue, job))
         return false;
     s->queued_bytes -= job->req_bytes;
+    atomic_store(&s->metrics.queued[job->pool], s->pools[job->pool].queue.count);
     return true;
-}
-
-static int pool_start(srv *s, srv_pool *p, int id, int n, int max_queue, ap_error *err)
-{
-    p->s = s;
-    p->id = id;
-    p->queue.max = max_queue;
-    uv_mutex_init(&p->mu);
-    uv_cond_init(&p->cv);
-    p->threads = ap_calloc((size_t)n, sizeof *p->threads);
-    if (!p->threads)
-        return ap_error_set(err, AP_ENOMEM, "out of memory");
-    for (int i = 0; i < n; i++) {
-        if (uv_thread_create(&p->threads[i], worker_main, p) != 0)
-            return ap_error_set(err, AP_EINTERNAL, "cannot start worker threads");
-        p->n++;
-    }
-    return 0;
-}
-
-static void pool_stop(srv_pool *p)
-{
-    if (!p->threads)
-        return;
-    uv_mutex_lock(&p->mu);
-    p->quit = true;
-    uv_cond_broadcast(&p->cv);
-    uv_mutex_unlock(&p->mu);
-    for (int i = 0; i < p->n; i++)
-        uv_thread_join(&p->threads[i]);
-    ap_free(p->threads);
-    p->threads = NULL;
-    uv_cond_destroy(&p->cv);
-    uv_mutex_destroy(&p->mu);
-    while (srv_fq_pop(&p->queue))
-        ;
 }
 
 /* ============================================================== shutdown */
@@ -198,10 +145,6 @@ static void close_all(srv *s)
     if (s->closed)
         return;
     s->closed = true;
-    ap_error err;
-    srv_flush_hits(s);
-    if (store_release_all(s->db, &err) < 0)
-        srv_log(s, "giving rows back: %s", err.msg);
     /* Stopping the watchers gives SIGTERM back its default action, which
      * would kill the process mid-way if a second one came now: we are
      * already stopping, so ignore them. */
@@ -216,23 +159,78 @@ static void close_all(srv *s)
     uv_close((uv_handle_t *)&s->grace, NULL);
 }
 
+/* The last operation: counted hits written, this daemon's rows given back
+ * to the store for the next daemon. */
+static void release_fn(store *db, srv_dbop *op)
+{
+    op->rc = store_release_all(db, &op->err);
+}
+
+static void release_cb(srv *s, srv_dbop *op)
+{
+    if (op->rc < 0)
+        srv_log(s, "giving rows back: %s", op->err.msg);
+}
+
 static void maybe_done(srv *s)
 {
-    if (!s->stopping || !s->rpc_stopped)
+    if (!s->stopping || !s->rpc_stopped || s->closed)
         return;
     for (int i = 0; i < POOL__COUNT; i++)
         if (s->pools[i].busy)
             return;
+    for (srv_job *j = s->jobs; j; j = j->next)
+        if (j->stage == JOB_FINISHING && !j->dead)
+            return; /* its outcome is being stored */
+    if (!s->released) {
+        s->released = true;
+        srv_flush_hits(s);
+        srv_dbop *op = srv_db_new(s, sizeof *op, release_fn, release_cb, NULL);
+        if (op)
+            srv_db_submit(s, op);
+        else
+            srv_log(s, "out of memory giving rows back: their leases will run out");
+    }
+    if (s->db_inflight)
+        return;
     close_all(s);
 }
 
 static void on_wake(uv_async_t *a);
 
+/* The very last: the store did not answer either. */
+static void on_stop_last(uv_timer_t *t)
+{
+    srv *s = t->data;
+    srv_log(s, "the store did not answer within %.0f s either: exiting (the rows' leases will run out)",
+            SRV_STOP_WAIT_US / 1e6);
+    fflush(NULL);
+    _exit(0);
+}
+
+/* On the store's thread, after every operation handed over before it: the
+ * rows given back, and the process ends there. */
+static void exit_fn(store *db, srv_dbop *op)
+{
+    ap_error err;
+    if (store_release_all(db, &err) < 0)
+        srv_log(op->srv, "giving rows back: %s", err.msg);
+    fflush(NULL);
+    _exit(0); /* the stuck threads cannot be joined, nor what they hold freed */
+}
+
+static void exit_cb(srv *s, srv_dbop *op)
+{
+    (void)s;
+    (void)op;
+}
+
 /* SRV_STOP_WAIT_US after the grace period and tasks still out: a task slow
  * to notice that it should stop (a long parse, a lowering, a bug) must not
  * keep the daemon from exiting.  What came back is handled first (its
  * results are stored); the rest give their rows back to the store, with
- * their last checkpoint, and the process exits without them. */
+ * their last checkpoint, and the process exits without them (on the
+ * store's thread, once those operations are done). */
 static void on_stop_wait(uv_timer_t *t)
 {
     srv *s = t->data;
@@ -243,15 +241,17 @@ static void on_stop_wait(uv_timer_t *t)
     for (int i = 0; i < POOL__COUNT; i++)
         out += s->pools[i].busy;
     srv_jobs_abandon(s);
-    ap_error err;
     srv_flush_hits(s);
-    if (store_release_all(s->db, &err) < 0)
-        srv_log(s, "giving rows back: %s", err.msg);
     srv_log(s, "%d task%s did not stop within %.0f s of the grace period's end%s; exiting without %s (the rows "
                "go back to the store)", out, out == 1 ? "" : "s", SRV_STOP_WAIT_US / 1e6,
             s->rpc_stopped ? "" : " and calls are still open", out == 1 ? "it" : "them");
-    fflush(NULL);
-    _exit(0); /* the stuck threads cannot be joined, nor what they hold freed */
+    srv_dbop *op = srv_db_new(s, sizeof *op, exit_fn, exit_cb, NULL);
+    if (!op) {
+        fflush(NULL);
+        _exit(0);
+    }
+    srv_db_submit(s, op);
+    uv_timer_start(&s->grace, on_stop_last, SRV_STOP_WAIT_US / 1000, 0);
 }
 
 static void on_grace(uv_timer_t *t)
@@ -285,68 +285,71 @@ static void on_signal(uv_signal_t *h, int signum)
 static void on_wake(uv_async_t *a)
 {
     srv *s = a->data;
-    bool trim = false;
     uv_mutex_lock(&s->inbox_mu);
     srv_event *ev = s->inbox;
     s->inbox = s->inbox_tail = NULL;
     uv_mutex_unlock(&s->inbox_mu);
     while (ev) {
         srv_event *next = ev->next;
-        switch (ev->kind) {
-        case EV_CALL:
+        if (ev->kind == EV_CALL)
             srv_handle_call(s, ev);
-            break;
-        case EV_CANCEL:
+        else
             srv_handle_cancel(s, ev->call);
-            break;
-        case EV_TASK_DONE: {
-            srv_pool *p = &s->pools[ev->job->pool];
-            p->busy--;
-            bool big = ev->job->req_bytes >= SRV_TRIM_BYTES;
-            srv_job_task_done(s, ev->job);
-            if (big) /* a big module's pages go back to the system, not to the heap's free lists */
-                trim = true;
-            srv_job *j;
-            while (p->busy < p->n && (j = srv_fq_pop(&p->queue))) {
-                s->queued_bytes -= j->req_bytes;
-                hand_to_worker(s, p, j);
-            }
-            if (p->busy < p->n)
-                s->last_sweep = 0; /* a worker is free: orphans waiting in the store, at the next tick */
-            break;
-        }
-        case EV_PROGRESS:
-            atomic_store(&ev->job->prog_posted, false);
-            srv_job_progress(s, ev->job);
-            break;
-        case EV_RPC_STOPPED:
-            s->rpc_stopped = true;
-            break;
-        }
         event_free(ev);
         ev = next;
     }
-    if (trim)
+    srv_run_completions(s);
+    if (s->trim) { /* a big module's pages go back to the system, not to the heap's free lists */
+        s->trim = false;
         malloc_trim(0);
+    }
     maybe_done(s);
 }
 
 static void on_tick(uv_timer_t *t)
 {
     srv *s = t->data;
-    srv_jobs_tick(s, srv_now_us());
+    int64_t now = srv_now_us();
+    srv_jobs_tick(s, now);
+    for (int i = 0; i < POOL__COUNT; i++)
+        if (s->pools[i].paused_until && now >= s->pools[i].paused_until) {
+            s->pools[i].paused_until = 0;
+            srv_pump(s, i);
+        }
+}
+
+static void on_call_finished(void *ud, int method, rpc_code code, double seconds)
+{
+    srv *s = ud;
+    srv_metrics_call(&s->metrics, method, code, seconds);
+}
+
+static void on_store_op(void *ud, double seconds, bool failed)
+{
+    srv *s = ud;
+    srv_hist_observe(&s->metrics.store_seconds, seconds);
+    if (failed)
+        atomic_fetch_add(&s->metrics.store_errors, 1);
+    atomic_store(&s->metrics.store_up, !failed);
+}
+
+static void render_metrics(void *ud, ap_buf *out)
+{
+    srv *s = ud;
+    srv_metrics_render(&s->metrics, SRV_VERSION, out);
+}
+
+static void rpc_stopped_done(srv *s, srv_task *t)
+{
+    (void)t;
+    s->rpc_stopped = true;
 }
 
 static void on_rpc_stopped(void *ud)
 {
     srv *s = ud;
-    srv_event *ev = ap_calloc(1, sizeof *ev);
-    if (!ev) {
-        fprintf(stderr, "autopartd: out of memory at shutdown\n");
-        abort();
-    }
-    ev->kind = EV_RPC_STOPPED;
-    srv_post(s, ev);
+    s->stopped_task.done = rpc_stopped_done;
+    srv_complete(s, &s->stopped_task);
 }
 
 /* ================================================================ start */
@@ -392,11 +395,15 @@ static void bound_address(const char *addr, int port, char *out, size_t size)
         snprintf(out, size, "%.*s:%d", (int)(colon - addr), addr, port);
 }
 
-/* host:pid:nonce, the daemon's name in the store's rows. */
-static void make_owner(char *out, size_t size)
+/* host:pid:nonce, the daemon's name in the store's rows (host: the node
+ * name when given). */
+static void make_owner(const char *node, char *out, size_t size)
 {
     char host[200] = "localhost";
-    gethostname(host, sizeof host - 1);
+    if (node)
+        snprintf(host, sizeof host, "%s", node);
+    else
+        gethostname(host, sizeof host - 1);
     uint8_t nonce[6] = {0};
     int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
@@ -460,16 +467,25 @@ int srv_run(const srv_options *opt)
                           !(key = read_text("--tls-key", opt->tls_key, &err)) ||
                           (opt->tls_client_ca && !(ca = read_text("--tls-client-ca", opt->tls_client_ca, &err)))))
         goto fail;
-    make_owner(s->owner, sizeof s->owner);
-    if (store_open(opt->db_path, s->owner, 5000, &s->db, &err) < 0)
+    make_owner(opt->node_name, s->owner, sizeof s->owner);
+    store_describe(opt->db_path, s->store_name, sizeof s->store_name);
+    s->start_us = srv_now_us();
+    {
+        const char *paths[M__COUNT];
+        for (int i = 0; i < M__COUNT; i++)
+            paths[i] = srv_methods[i].path;
+        srv_metrics_init(&s->metrics, paths, M__COUNT, s->start_us);
+    }
+    if (store_open(opt->db_path, s->owner, 5000, &s->db_conn, &err) < 0)
         goto fail;
+    store_observe(s->db_conn, on_store_op, s);
     if (!(s->cache = srv_cache_new((size_t)opt->cache_bytes))) {
         ap_error_set(&err, AP_ENOMEM, "out of memory");
         goto fail;
     }
-    s->start_us = srv_now_us();
     uv_loop_init(&s->loop);
     uv_mutex_init(&s->inbox_mu);
+    uv_mutex_init(&s->done_mu);
     loop_ready = true;
     uv_async_init(&s->loop, &s->wake, on_wake);
     s->wake.data = s;
@@ -481,9 +497,13 @@ int srv_run(const srv_options *opt)
     uv_timer_init(&s->loop, &s->tick);
     uv_timer_init(&s->loop, &s->grace);
     s->tick.data = s->grace.data = s;
-    if (pool_start(s, &s->pools[POOL_INTAKE], POOL_INTAKE, opt->apply_threads, opt->max_queue, &err) < 0 ||
-        pool_start(s, &s->pools[POOL_SEARCH], POOL_SEARCH, opt->max_concurrent, opt->max_queue, &err) < 0)
+    s->pools[POOL_INTAKE].queue.max = s->pools[POOL_SEARCH].queue.max = opt->max_queue;
+    if (srv_db_start(s, on_store_op, &err) < 0 ||
+        srv_pool_start(s, &s->pools[POOL_INTAKE], POOL_INTAKE, opt->apply_threads, NULL, &err) < 0 ||
+        srv_pool_start(s, &s->pools[POOL_SEARCH], POOL_SEARCH, opt->max_concurrent, NULL, &err) < 0)
         goto fail_loop;
+    for (int i = 0; i < POOL__COUNT; i++)
+        atomic_store(&s->metrics.workers[i], s->pools[i].n);
     if (opt->http) {
         srv_http_config hc = {
             .listen = opt->http,
@@ -495,6 +515,8 @@ int srv_run(const srv_options *opt)
             .version = SRV_VERSION,
             .threads = 2,
             .start_us = s->start_us,
+            .metrics = render_metrics,
+            .metrics_ud = s,
         };
         if (srv_http_start(&hc, &s->http, &s->http_port, &err) < 0)
             goto fail_loop;
@@ -513,7 +535,11 @@ int srv_run(const srv_options *opt)
         .n_methods = M__COUNT,
         .slots_per_method = 8,
     };
-    rpc_handlers h = {.ud = s, .call = srv_on_call, .cancelled = srv_on_cancelled, .stopped = on_rpc_stopped};
+    rpc_handlers h = {.ud = s,
+                      .call = srv_on_call,
+                      .cancelled = srv_on_cancelled,
+                      .stopped = on_rpc_stopped,
+                      .finished = on_call_finished};
     if (rpc_server_start(&cfg, &h, &s->rpc, &s->port, &err) < 0)
         goto fail_loop;
     if (!is_loopback(opt->listen) && s->token && !opt->tls_cert)
@@ -522,14 +548,15 @@ int srv_run(const srv_options *opt)
      * bound (port 0 asks for any free port). */
     char bound[300], http_bound[300];
     bound_address(opt->listen, s->port, bound, sizeof bound);
-    printf("autopartd: listening on %s, port %d, store %s\n", bound, s->port, opt->db_path);
+    printf("autopartd: listening on %s, port %d, store %s\n", bound, s->port, s->store_name);
     if (s->http) {
         bound_address(opt->http, s->http_port, http_bound, sizeof http_bound);
         printf("autopartd: dashboard (%s) on %s, port %d\n", cert ? "https" : "http", http_bound, s->http_port);
     }
     fflush(stdout);
-    srv_log(s, "%s serving as %s (%d search workers, %d threads each, %d intake workers)", SRV_VERSION, s->owner,
-            opt->max_concurrent, opt->threads_per_search, opt->apply_threads);
+    srv_log(s, "%s serving as %s (%d search workers, %d threads each, %d intake workers; store %s, leases of %.0f s)",
+            SRV_VERSION, s->owner, opt->max_concurrent, opt->threads_per_search, opt->apply_threads,
+            store_backend(s->db_conn), (double)opt->lease_us / 1e6);
     srv_jobs_tick(s, srv_now_us()); /* take over what a crash left at once */
     uv_timer_start(&s->tick, on_tick, 100, 100);
     uv_run(&s->loop, UV_RUN_DEFAULT);
@@ -550,23 +577,29 @@ cleanup:
     srv_http_stop(s->http); /* joins its threads, closes its store connections */
     rpc_server_free(s->rpc);
     for (int i = 0; i < POOL__COUNT; i++)
-        pool_stop(&s->pools[i]);
-    while (s->jobs) { /* tasks that ended after the loop (none normally) */
+        srv_pool_stop(&s->pools[i]);
+    srv_db_stop(s);
+    if (loop_ready) {
+        /* what was handed back after the loop (none normally: it waits for
+         * every task and store operation): freed, nothing more started */
+        s->stopping = true;
+        srv_run_completions(s);
+    }
+    while (s->jobs) {
         srv_job *j = s->jobs;
         s->jobs = j->next;
         srv_job_free(j);
     }
     for (srv_event *ev = s->inbox, *n; ev; ev = n) {
         n = ev->next;
-        if (ev->kind == EV_TASK_DONE && ev->job)
-            srv_job_free(ev->job);
         event_free(ev);
     }
     if (loop_ready) {
         uv_loop_close(&s->loop);
         uv_mutex_destroy(&s->inbox_mu);
+        uv_mutex_destroy(&s->done_mu);
     }
-    store_close(s->db);
+    store_close(s->db_conn);
     srv_cache_free(s->cache);
     ap_free(s->hits);
     ap_free(s->token);

@@ -9,7 +9,9 @@
 
 #include "srv.h"
 
-bool srv_fq_push(srv_fq *q, srv_job *job)
+/* Appends a job to its client's FIFO, or (first) puts it before the
+ * others and makes its client the next served. */
+static bool push(srv_fq *q, srv_job *job, bool first)
 {
     if (q->count >= q->max)
         return false;
@@ -36,14 +38,32 @@ bool srv_fq_push(srv_fq *q, srv_job *job)
             q->ring = c;
         }
     }
-    job->qnext = NULL;
-    if (c->tail)
-        c->tail->qnext = job;
-    else
+    if (first) {
+        job->qnext = c->head;
         c->head = job;
-    c->tail = job;
+        if (!c->tail)
+            c->tail = job;
+        q->ring = c;
+    } else {
+        job->qnext = NULL;
+        if (c->tail)
+            c->tail->qnext = job;
+        else
+            c->head = job;
+        c->tail = job;
+    }
     q->count++;
     return true;
+}
+
+bool srv_fq_push(srv_fq *q, srv_job *job)
+{
+    return push(q, job, false);
+}
+
+bool srv_fq_push_first(srv_fq *q, srv_job *job)
+{
+    return push(q, job, true);
 }
 
 static void drop_client(srv_fq *q, srv_fq_client *c)

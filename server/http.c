@@ -43,6 +43,8 @@ struct srv_http {
     char *db_path, *token, *cert, *key, *version;
     int64_t start_us;
     web_file files[4];
+    void (*metrics)(void *ud, ap_buf *out);
+    void *metrics_ud;
     int n_files;
     pthread_mutex_t mu; /* the pool of store connections */
     store *free_stores[HTTP_MAX_STORES];
@@ -597,10 +599,37 @@ static bool authorized(srv_http *h, struct MHD_Connection *c)
     return strlen(v) == n && CRYPTO_memcmp(v, h->token, n) == 0;
 }
 
+/* The Prometheus text of the daemon. */
+static void metrics(srv_http *h, reply *r)
+{
+    ap_buf b;
+    ap_buf_init(&b);
+    h->metrics(h->metrics_ud, &b);
+    /* MHD frees the body with free(): a copy from our allocator's buffer */
+    r->body = b.oom ? NULL : malloc(b.len + 1);
+    if (!r->body) {
+        ap_buf_free(&b);
+        reply_error(r, 500, "out of memory");
+        return;
+    }
+    memcpy(r->body, b.data, b.len);
+    r->len = b.len;
+    r->status = 200;
+    r->type = "text/plain; version=0.0.4; charset=utf-8";
+    ap_buf_free(&b);
+}
+
 static void route(srv_http *h, struct MHD_Connection *c, const char *url, reply *r)
 {
     if (!text_ok(url, strlen(url))) {
         reply_error(r, 400, "the path is not UTF-8");
+        return;
+    }
+    if (!strcmp(url, "/metrics") && h->metrics) {
+        if (!authorized(h, c))
+            reply_error(r, 401, "this daemon wants `Authorization: Bearer TOKEN` (its --token-file)");
+        else
+            metrics(h, r);
         return;
     }
     if (strncmp(url, "/api/", 5) != 0) {
@@ -778,6 +807,8 @@ int srv_http_start(const srv_http_config *cfg, srv_http **out, int *port, ap_err
         return ap_error_set(err, AP_ENOMEM, "out of memory");
     pthread_mutex_init(&h->mu, NULL);
     h->start_us = cfg->start_us;
+    h->metrics = cfg->metrics;
+    h->metrics_ud = cfg->metrics_ud;
     h->db_path = ap_strdup(cfg->db_path);
     h->version = ap_strdup(cfg->version ? cfg->version : "");
     h->token = cfg->token ? ap_strdup(cfg->token) : NULL;

@@ -18,6 +18,8 @@
  *   /api/searches/ID/schedule    the schedule, text (attachment)
  *   /api/searches/ID/module      the partitioned module, text (attachment)
  *   /api/stats                   counts of the store
+ *   /metrics                     the daemon's figures for Prometheus (text
+ *                                format 0.0.4; the token, as /api/ wants it)
  *   /, /app.js, /style.css       the page (no token needed: no data in it)
  */
 #ifndef SRV_HTTP_H
@@ -38,6 +40,9 @@ typedef struct srv_http_config {
     const char *version;
     int threads;              /* MHD worker threads (and store connections at most) */
     int64_t start_us;         /* the daemon's start, for uptime */
+    /* /metrics: appends the Prometheus text (any thread); NULL: none */
+    void (*metrics)(void *ud, ap_buf *out);
+    void *metrics_ud;
 } srv_http_config;
 
 /* Reads the page's files, opens the first store connection and starts

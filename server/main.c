@@ -17,15 +17,24 @@ static void usage(FILE *f)
             "usage: autopartd --db PATH [options]\n"
             "\n"
             "Serves automatic partitioning of ML programs over gRPC (autopart.v1.Partitioner and\n"
-            "grpc.health.v1.Health).  Every answer is kept in the store at --db (SQLite), which\n"
-            "several daemons of one host may share: an identical request is answered from it at\n"
-            "once, a request being worked on is joined, and work interrupted by a crash is taken\n"
-            "up again by the next daemon that runs.\n"
+            "grpc.health.v1.Health).  Every answer is kept in the store at --db, which several\n"
+            "daemons share (an SQLite file: the daemons of one host; PostgreSQL: a fleet on many\n"
+            "hosts): an identical request is answered from it at once, a request being worked on\n"
+            "is joined, and work interrupted by a crash is taken up by another daemon.\n"
             "\n"
             "  --listen ADDR            host:port (default 127.0.0.1:50051; port 0: any free port,\n"
             "                           printed on stdout).  An address other than loopback needs\n"
             "                           TLS or --insecure.\n"
-            "  --db PATH                the store (created when absent)\n"
+            "  --db PATH|URL            the store: an SQLite file (created when absent), or a\n"
+            "                           PostgreSQL database, postgresql://USER@HOST[:PORT]/DB or libpq's\n"
+            "                           'host=... dbname=...' (TLS and passwords as libpq takes them:\n"
+            "                           sslmode=..., PGPASSWORD, ~/.pgpass; a password is never printed)\n"
+            "  --node-name NAME         this daemon's host in the store's rows (default: the host name);\n"
+            "                           give daemons that share a host name but not a process table\n"
+            "                           (containers) each their own\n"
+            "  --lease-s S              a daemon's hold on the rows it runs, renewed every S/5 seconds:\n"
+            "                           another daemon takes the rows of one that died (kill -9, a lost\n"
+            "                           host) within S seconds (default 10; the same node: at once)\n"
             "  --max-concurrent N       searches running at once (default 2)\n"
             "  --threads-per-search T   threads of one search (default 2); a request may ask fewer\n"
             "  --apply-threads N        threads reading requests and running Apply (default 2)\n"
@@ -85,10 +94,13 @@ static bool parse_int(const char *opt, const char *s, long lo, long hi, long *ou
 int main(int argc, char **argv)
 {
     enum { O_LISTEN = 256, O_DB, O_MAXC, O_TPS, O_APPLY, O_QUEUE, O_MSG, O_TOKEN, O_CERT, O_KEY, O_CA, O_INSECURE,
-           O_GRACE, O_QUIET, O_VERSION, O_CACHE, O_QUEUED, O_HTTP, O_HTTP_ROOT, O_MAX_SEARCH, O_ABANDON, O_KEEP_DAYS, O_KEEP_MB, O_RPC_MEM };
+           O_GRACE, O_QUIET, O_VERSION, O_CACHE, O_QUEUED, O_HTTP, O_HTTP_ROOT, O_MAX_SEARCH, O_ABANDON, O_KEEP_DAYS,
+           O_KEEP_MB, O_RPC_MEM, O_NODE, O_LEASE };
     static const struct option opts[] = {
         {"listen", required_argument, NULL, O_LISTEN},
         {"db", required_argument, NULL, O_DB},
+        {"node-name", required_argument, NULL, O_NODE},
+        {"lease-s", required_argument, NULL, O_LEASE},
         {"max-concurrent", required_argument, NULL, O_MAXC},
         {"threads-per-search", required_argument, NULL, O_TPS},
         {"apply-threads", required_argument, NULL, O_APPLY},
@@ -126,6 +138,7 @@ int main(int argc, char **argv)
         .grace_s = 5,
         .max_search_s = 600,
         .abandon_s = 30,
+        .lease_us = SRV_LEASE_US,
     };
     long v;
     int ch;
@@ -133,6 +146,15 @@ int main(int argc, char **argv)
         switch (ch) {
         case O_LISTEN: o.listen = optarg; break;
         case O_DB: o.db_path = optarg; break;
+        case O_NODE:
+            if (!optarg[0] || strlen(optarg) > 60 || strpbrk(optarg, ": \t\n")) {
+                fprintf(stderr, "autopartd: error: --node-name wants a name of 1 to 60 characters without ':' or "
+                                "blanks, not '%s'\n",
+                        optarg);
+                return 2;
+            }
+            o.node_name = optarg;
+            break;
         case O_MAXC:
             if (!parse_int("--max-concurrent", optarg, 1, 256, &v))
                 return 2;
@@ -180,6 +202,11 @@ int main(int argc, char **argv)
         case O_INSECURE: o.insecure = true; break;
         case O_HTTP: o.http = optarg; break;
         case O_HTTP_ROOT: o.http_root = optarg; break;
+        case O_LEASE:
+            if (!parse_int("--lease-s", optarg, 1, 3600, &v))
+                return 2;
+            o.lease_us = (int64_t)v * 1000000;
+            break;
         case O_GRACE:
             if (!parse_int("--grace", optarg, 0, 3600, &v))
                 return 2;
@@ -228,7 +255,8 @@ int main(int argc, char **argv)
         return 2;
     }
     if (!o.db_path) {
-        fprintf(stderr, "autopartd: error: --db PATH is required (the store, created when absent)\n");
+        fprintf(stderr, "autopartd: error: --db PATH is required (the store: an SQLite file, created when absent, "
+                        "or a PostgreSQL URL)\n");
         return 2;
     }
     if (!o.tls_cert != !o.tls_key) {

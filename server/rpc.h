@@ -63,6 +63,9 @@ typedef struct rpc_handlers {
     /* After rpc_server_shutdown: no call remains and the polling thread is
      * about to end; rpc_server_free may follow.  Runs on the layer's thread. */
     void (*stopped)(void *ud);
+    /* Optional: a call's status is set (method -1: a method not in the
+     * table), `seconds` after it arrived.  Any thread; must not block. */
+    void (*finished)(void *ud, int method, rpc_code code, double seconds);
 } rpc_handlers;
 
 typedef struct rpc_config {

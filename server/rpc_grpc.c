@@ -116,6 +116,7 @@ struct rpc_call {
     grpc_slice fin_details;
     grpc_byte_buffer *fin_msg;
     void *user;
+    gpr_timespec arrived; /* monotonic */
 };
 
 struct rpc_server {
@@ -356,6 +357,10 @@ static void finish_bb(rpc_call *c, rpc_code code, const char *status_message, gr
     }
     c->finishing = true;
     c->fin_code = code;
+    if (c->s->h.finished) {
+        gpr_timespec d = gpr_time_sub(gpr_now(GPR_CLOCK_MONOTONIC), c->arrived);
+        c->s->h.finished(c->s->h.ud, c->method, code, (double)d.tv_sec + (double)d.tv_nsec / 1e9);
+    }
     grpc_slice_unref(c->fin_details);
     c->fin_details = grpc_slice_from_copied_string(status_message ? status_message : "");
     if (bb && !c->cancelled)
@@ -471,6 +476,7 @@ static void on_new_call(rpc_server *s, slot *sl)
     c->s = s;
     c->call = sl->call;
     c->method = sl->method;
+    c->arrived = gpr_now(GPR_CLOCK_MONOTONIC);
     c->deadline = sl->method >= 0 ? sl->deadline : sl->details.deadline;
     c->close_tag.kind = TAG_CLOSE;
     c->send_tag.kind = TAG_SEND;

@@ -1,15 +1,20 @@
 /*
  * srv.h - what the files of autopartd share: the daemon's context, jobs,
- * the inbox through which other threads hand events to the loop, and the
- * work that runs on worker threads.
+ * the pools of worker threads and the store's thread, and what each file
+ * exports to the others.
  *
  * Threads and ownership.  The libuv loop (the main thread) owns the daemon
- * state: jobs, queues, waiting calls, the store connection.  The gRPC
- * thread (rpc_grpc.c) unpacks requests and posts them to the inbox; worker
- * threads run one job's task at a time and post it back when done.  A job's
- * `work` belongs to the worker while its task runs and to the loop
+ * state: jobs, queues, waiting calls.  It never waits on anything: the
+ * gRPC thread (rpc_grpc.c) unpacks requests and posts them to the inbox;
+ * worker threads run one job's task at a time (prepare, run); the store's
+ * thread (db.c) runs every store operation on its own connection.  Each
+ * hands its finished task back through the loop's completion list, linked
+ * through the task itself (libuv's threadpool: work on the thread, done on
+ * the loop; nothing allocated on the way back, so nothing can fail there).
+ * A job's `work` belongs to the worker while its task runs and to the loop
  * otherwise; only `cancel` and the progress snapshot are shared, the first
- * atomic, the second under its mutex.
+ * atomic, the second under its mutex.  An operation on the store that
+ * names a job holds it (job->dbops) until its `done` ran.
  */
 #ifndef SRV_H
 #define SRV_H
@@ -25,6 +30,7 @@
 #include "autopart/v1/partitioner.pb-c.h"
 #include "grpc/health/v1/health.pb-c.h"
 #include "http.h"
+#include "metrics.h"
 #include "rpc.h"
 #include "store.h"
 
@@ -35,27 +41,28 @@
  * `costmodel` when the cost model does, `search` when the search does. */
 #define SRV_KEY_VERSIONS "key=1;engine=0.2.0;costmodel=3;search=2"
 
-#define SRV_LEASE_US (10 * 1000000LL)     /* a claim on a row lasts this long */
-#define SRV_HEARTBEAT_US (2 * 1000000LL)  /* renewed this often */
+#define SRV_LEASE_US (10 * 1000000LL)     /* a claim on a row lasts this long (--lease-s) */
 #define SRV_CHECKPOINT_US (2 * 1000000LL) /* best-so-far written this often */
 #define SRV_POINT_US (250 * 1000LL)        /* and when it improves, at most this often */
 #define SRV_CKPT_S 2.0                    /* a search's checkpoint: copied at most this often, */
 #define SRV_CKPT_BYTES_PER_S (4 << 20)    /* and less often as it grows (about 4 MiB/s at most) */
-#define SRV_SWEEP_US (2 * 1000000LL)      /* orphans and cancellations looked for */
 #define SRV_HITS_FLUSH_US (1 * 1000000LL)
-#define SRV_REMOTE_POLL_US 250000LL       /* joined searches of other daemons */
+#define SRV_REMOTE_POLL_US 250000LL       /* rows of this daemon's jobs that others run */
+#define SRV_RETRY_US (1 * 1000000LL)      /* results to store again while the store is away */
 #define SRV_STOP_WAIT_US (2 * 1000000LL)  /* after the grace period, for tasks to come back */
 #define SRV_TRIM_BYTES (4 << 20)          /* after a request this big, memory goes back to the system */
 #define SRV_GC_US (60 * 1000000LL)        /* retention runs this often */
 #define SRV_GC_PROTECT_US (60 * 1000000LL) /* rows used this recently are never deleted */
 #define SRV_MAX_LABEL 200
+#define SRV_DB_READERS 2                  /* store threads that only look up new requests */
 
 /* The methods, in the order of the table in calls.c. */
 enum { M_SEARCH, M_APPLY, M_GET, M_LIST, M_CANCEL, M_STATS, M_HEALTH_CHECK, M_HEALTH_WATCH, M__COUNT };
 
 typedef struct srv_options {
     const char *listen;
-    const char *db_path;
+    const char *db_path;    /* an SQLite file or a PostgreSQL connection string (store.h) */
+    const char *node_name;  /* this host in owner names; NULL: the host name */
     int max_concurrent;     /* searches running at once */
     int threads_per_search;
     int apply_threads;      /* workers for parsing, validation and Apply */
@@ -76,12 +83,23 @@ typedef struct srv_options {
                                sleeps this long, deaf to cancellation, as a task stuck
                                in a long lowering or a bug would be */
     bool quiet;
+    int64_t lease_us;       /* a row's lease; heartbeats and sweeps at a fifth of it */
     const char *http;       /* the dashboard's host:port (http.h); NULL: none */
     const char *http_root;  /* its files; NULL: beside the binary */
 } srv_options;
 
 typedef struct srv srv;
 typedef struct srv_job srv_job;
+
+/* A unit of work for a pool (pool.c), embedded in what it works on: `work`
+ * runs on one of the pool's threads (with that thread's context: the
+ * store's connection for the store's pool), then `done` on the loop. */
+typedef struct srv_task srv_task;
+struct srv_task {
+    srv_task *next;
+    void (*work)(srv_task *t, void *thread_ctx);
+    void (*done)(srv *s, srv_task *t);
+};
 
 /* A cache hit not yet counted in the store. */
 typedef struct srv_hit {
@@ -121,11 +139,15 @@ typedef struct srv_waiter {
 } srv_waiter;
 
 enum job_stage {
+    JOB_LOOKUP,       /* the store is asked whether the request was seen before */
     JOB_PREPARE_WAIT, /* in an intake queue for parsing and validation */
     JOB_PREPARING,
+    JOB_BEGIN,        /* its row is being made */
     JOB_RUN_WAIT,     /* prepared, row made, in a queue to run */
+    JOB_STARTING,     /* a worker kept for it; its row being taken and started */
     JOB_RUNNING,
-    JOB_REMOTE,       /* another daemon runs the row: polled */
+    JOB_FINISHING,    /* its outcome being stored (again, while the store is away) */
+    JOB_REMOTE,       /* another daemon runs the row, or may: polled */
 };
 
 enum { TASK_PREPARE, TASK_RUN };
@@ -161,20 +183,28 @@ typedef struct srv_work {
 
 struct srv_job {
     srv *srv;                 /* for the worker's progress events */
+    srv_task worker_task;     /* the prepare or run task (pool.c) */
+    srv_task progress_task;   /* the worker's progress, handed to the loop */
+    int dbops;                /* store operations holding it */
+    bool dead;                /* removed: freed when the last one is done */
+    bool row_owned;           /* its row is this daemon's (else: queued for any daemon) */
+    bool urgent;              /* queued first: an orphan taken over, a start the store refused */
     srv_job *next;            /* srv.jobs */
     srv_job *qnext;           /* in a fair queue */
     int kind;
     enum job_stage stage;
     int task, pool;           /* the task waiting or running */
     int64_t req_bytes;        /* the request's size, for the queues' byte bound */
+    int64_t queued_us;        /* when it entered its pool's queue */
     char client[SRV_MAX_LABEL + 64];  /* fairness group */
     bool have_raw, have_key;
     uint8_t raw[STORE_KEY_BYTES], key[STORE_KEY_BYTES];
     int64_t row_id;           /* 0 until a row exists */
     srv_waiter *waiters;
     atomic_int cancel;        /* CANCEL_* */
-    bool ended;               /* its row ended and its calls were answered while its
-                                 task ran (cancelled): it only waits for the task */
+    bool ended;               /* its row ended and its calls were answered while it
+                                 waited on a task or the store (cancelled): it only
+                                 waits for them, out of sight */
     srv_work work;
     /* progress, written by the worker, read by the loop */
     uv_mutex_t pmu;
@@ -196,10 +226,12 @@ struct srv_job {
     int64_t alone_us;         /* Search: since when no call waits on it (0: one does) */
     /* JOB_REMOTE: what the row said when last polled */
     int64_t remote_progress_us;
+    int64_t retry_us;         /* JOB_FINISHING: when to store the outcome again */
 };
 
-/* Events handed to the loop. */
-enum { EV_CALL, EV_CANCEL, EV_TASK_DONE, EV_PROGRESS, EV_RPC_STOPPED };
+/* Calls handed to the loop by the gRPC thread (allocated there: a failure
+ * there fails the call). */
+enum { EV_CALL, EV_CANCEL };
 typedef struct srv_event {
     struct srv_event *next;
     int kind;
@@ -210,7 +242,6 @@ typedef struct srv_event {
     uint8_t raw[STORE_KEY_BYTES];
     size_t req_bytes;
     char client[SRV_MAX_LABEL + 64];
-    srv_job *job;
 } srv_event;
 
 /* A fair queue: one FIFO per client group, served round-robin. */
@@ -229,19 +260,43 @@ typedef struct srv_fq {
  * pop: the next job, round-robin over clients, NULL when empty; remove:
  * takes a job out wherever it is. */
 bool srv_fq_push(srv_fq *q, srv_job *job);
+/* The same, served next (a job that waited long already). */
+bool srv_fq_push_first(srv_fq *q, srv_job *job);
 srv_job *srv_fq_pop(srv_fq *q);
 bool srv_fq_remove(srv_fq *q, srv_job *job);
 
+/* Threads that run tasks (pool.c).  The job pools (intake, search) keep
+ * at most n tasks handed over, counted by the loop (busy), and a fair
+ * queue of jobs waiting for one; the store's pool takes every operation
+ * in order. */
+typedef struct srv_pool_thread {
+    struct srv_pool *pool;
+    uv_thread_t thread;
+    void *ctx;                /* given to each task's work */
+} srv_pool_thread;
+
 typedef struct srv_pool {
     srv *s;
-    int id, n, busy;     /* busy: loop's count */
-    uv_thread_t *threads;
+    int id, n, busy;          /* busy: loop's count */
+    srv_pool_thread *threads;
+    int started;
     uv_mutex_t mu;
     uv_cond_t cv;
-    srv_job *ready, *ready_tail; /* handed to the workers */
+    srv_task *ready, *ready_tail; /* handed to the threads */
     bool quit;
-    srv_fq queue;        /* loop's: waiting for a free worker */
+    srv_fq queue;             /* loop's: jobs waiting for a free worker */
+    int64_t paused_until;     /* loop's: no job taken from the queue before (the store is away) */
 } srv_pool;
+
+/* pool.c.  ctx: one per thread (NULL: none).  Tasks handed over before
+ * srv_pool_stop all run. */
+int srv_pool_start(srv *s, srv_pool *p, int id, int n, void **ctx, ap_error *err);
+void srv_pool_push(srv_pool *p, srv_task *t);
+void srv_pool_stop(srv_pool *p);
+/* From any thread: t's `done` runs on the loop soon (never fails). */
+void srv_complete(srv *s, srv_task *t);
+/* On the loop: runs the `done` of every task handed back so far. */
+void srv_run_completions(srv *s);
 
 typedef struct srv_stats {
     atomic_uint_fast64_t requests, errors, cache_hits; /* also counted on the gRPC thread */
@@ -252,15 +307,25 @@ struct srv {
     srv_options opt;
     uv_loop_t loop;
     uv_async_t wake;
+    /* tasks handed back to the loop (srv_complete) */
+    uv_mutex_t done_mu;
+    srv_task *done_head, *done_tail;
+    srv_task stopped_task;  /* the gRPC layer's end, handed back like a task */
     uv_signal_t sigterm, sigint;
     uv_timer_t tick, grace;   /* grace: the grace period, then the wait for tasks */
     rpc_server *rpc;
     int port;
     srv_http *http;         /* the dashboard; its own threads and store connections */
     int http_port;
-    store *db;
+    srv_pool db;            /* the store's thread (db.c) */
+    store *db_conn;         /* its connection */
+    srv_pool db_read;       /* readers: the lookups of new requests (db.c) */
+    store *db_read_conn[SRV_DB_READERS];
+    int db_inflight;        /* operations handed to it and not yet done */
+    bool released;          /* at shutdown: the rows given back */
     srv_cache *cache;
     char owner[128];
+    char store_name[300];   /* the store's address as it may be printed (no password) */
     char *token;
     srv_pool pools[POOL__COUNT];
     int64_t queued_bytes;
@@ -272,23 +337,39 @@ struct srv {
     srv_waiter *watchers; /* Health.Watch streams */
     srv_hit *hits;
     int n_hits, cap_hits;
+    bool hits_busy, heartbeat_busy, sweep_busy, poll_busy, cancels_busy, gc_busy, alone_busy; /* one at a time */
+    bool trim;              /* a big request ended: memory back to the system */
     srv_stats stats;
+    srv_metrics metrics;    /* Prometheus's (/metrics): any thread */
     int64_t start_us, last_heartbeat, last_sweep, last_flush, last_remote, last_ckpt, last_gc;
     bool stopping, rpc_stopped, closed;
     int exit_code;
 };
 
+/* util.c: what every file of the daemon uses (a leaf: it calls none of them) */
+int64_t srv_now_us(void);
+void srv_log(srv *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Ends a call with an error status (counted). */
+void srv_fail(srv *s, rpc_call *c, rpc_code code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void srv_reply(srv *s, rpc_call *c, const ProtobufCMessage *m);
+
 /* daemon.c */
 int srv_run(const srv_options *opt);
-int64_t srv_now_us(void);
 void srv_post(srv *s, srv_event *ev);
-void srv_log(srv *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Queues a job's task in its pool; false when the queue is full. */
+/* Queues a job's task in its pool (run at once when a worker is free);
+ * false when the queue is full. */
 bool srv_submit(srv *s, srv_job *job, int task, int pool);
 /* Whether srv_submit would take a job of `bytes` into the pool now. */
 bool srv_can_submit(srv *s, int pool, int64_t bytes);
 /* Takes a job out of its pool's queue (cancel); false if it was not there. */
 bool srv_unqueue(srv *s, srv_job *job);
+/* A worker of the pool kept for a job whose task will be handed over with
+ * srv_hand_over (after the store said yes), or given back (srv_unkeep). */
+bool srv_keep_worker(srv *s, int pool);
+void srv_hand_over(srv *s, srv_job *job, int task, int pool);
+void srv_unkeep(srv *s, int pool);
+/* The next queued jobs of a pool, for its free workers. */
+void srv_pump(srv *s, int pool);
 
 /* calls.c: the methods */
 extern const rpc_method srv_methods[M__COUNT];
@@ -297,26 +378,57 @@ void srv_on_cancelled(void *ud, rpc_call *c);
 void srv_handle_call(srv *s, srv_event *ev);
 void srv_handle_cancel(srv *s, rpc_call *c);
 void srv_health_broadcast(srv *s);
-/* Ends a call with an error status (counted). */
-void srv_fail(srv *s, rpc_call *c, rpc_code code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-void srv_reply(srv *s, rpc_call *c, const ProtobufCMessage *m);
 
 /* jobs.c: the life of a search or an Apply */
 void srv_job_request(srv *s, srv_event *ev);
-void srv_job_task_done(srv *s, srv_job *job);
-void srv_job_progress(srv *s, srv_job *job);
+void srv_job_start(srv *s, srv_job *job);
 void srv_job_detach(srv *s, srv_waiter *w);
-int srv_job_cancel(srv *s, int64_t id, int *status, ap_error *err);
+/* CancelSearch of row id: the call is answered (here, or once the store
+ * said). */
+void srv_job_cancel_call(srv *s, rpc_call *c, int64_t id);
 void srv_jobs_tick(srv *s, int64_t now);
 void srv_jobs_shutdown(srv *s);
 /* The daemon exits without the tasks still out: their searches' last
- * snapshots become their checkpoints. */
+ * snapshots become their checkpoints (store operations). */
 void srv_jobs_abandon(srv *s);
 void srv_job_free(srv_job *job);
-/* Before a search runs: the checkpoint its row holds, for it to resume. */
-void srv_job_load_checkpoint(srv *s, srv_job *job);
+/* A store operation is done with the job (db.c): a removed job is freed
+ * when nothing holds it any more. */
+void srv_job_release_hold(srv *s, srv_job *job);
+/* Hands the cache hits counted so far to the store (in order before any
+ * later operation). */
 void srv_flush_hits(srv *s);
 int srv_jobs_count(srv *s, int stage);
+
+/* db.c: the store's thread.  An operation is a struct that starts with a
+ * srv_dbop, allocated by srv_db_new (NULL: out of memory) and handed over
+ * with srv_db_submit; `fn` runs on the store's thread with its connection
+ * and sets rc (and err), `cb` on the loop; then the operation is freed (with
+ * `job`'s hold given back).  Operations run one at a time, in the order
+ * submitted. */
+typedef struct srv_dbop srv_dbop;
+typedef void (*srv_db_fn)(store *db, srv_dbop *op);
+typedef void (*srv_db_cb)(srv *s, srv_dbop *op);
+struct srv_dbop {
+    srv_task task;
+    srv *srv;
+    srv_db_fn fn;
+    srv_db_cb cb;
+    void (*cleanup)(srv_dbop *op); /* frees what the operation owns; NULL: nothing */
+    srv_job *job;           /* held while the operation is out; NULL: none */
+    int rc;
+    ap_error err;
+};
+void *srv_db_new(srv *s, size_t size, srv_db_fn fn, srv_db_cb cb, srv_job *job);
+void srv_db_submit(srv *s, srv_dbop *op);
+/* An operation that only reads, and needs no order with the others (the
+ * lookup of a new request): on one of the reader threads, each with its
+ * own connection, beside the store's thread. */
+void srv_db_submit_read(srv *s, srv_dbop *op);
+/* Opens the readers' connections (observed by `observe`) and starts the
+ * threads; s->db_conn is the store's thread's. */
+int srv_db_start(srv *s, store_observer observe, ap_error *err);
+void srv_db_stop(srv *s);
 
 /* work.c: what runs on the workers */
 void srv_work_prepare(srv_job *job);

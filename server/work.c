@@ -741,16 +741,8 @@ static int on_progress(void *ctx, const search_progress *p)
         }
     }
     uv_mutex_unlock(&job->pmu);
-    if (!atomic_exchange(&job->prog_posted, true)) { /* one event in the inbox at most */
-        srv_event *ev = ap_calloc(1, sizeof *ev);
-        if (ev) {
-            ev->kind = EV_PROGRESS;
-            ev->job = job;
-            srv_post(job->srv, ev);
-        } else {
-            atomic_store(&job->prog_posted, false);
-        }
-    }
+    if (!atomic_exchange(&job->prog_posted, true)) /* handed to the loop once at a time */
+        srv_complete(job->srv, &job->progress_task);
     return atomic_load(&job->cancel) != CANCEL_NONE;
 }
 

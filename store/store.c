@@ -1,8 +1,8 @@
 /*
- * store.c - the SQLite side of autopartd's store: schema and its numbered
- * migrations, the statements (prepared once per connection), and the
- * transactions that keep one live row per key across daemons sharing the
- * file.  See store.h for what the rows mean.
+ * store.c - autopartd's store behind one interface: the backend is chosen
+ * by the address (a PostgreSQL connection string, or else an SQLite file),
+ * and every operation of store.h goes to it.  Also what the backends share:
+ * owners, the listing's cursors and bounds, hex.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -10,270 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
-
-#include "store.h"
-
-/* ================================================================ schema */
-
-/* Migration k takes a database from user_version k to k + 1.  Append only:
- * a released schema step is never edited. */
-static const char *const migrations[] = {
-    /* 0 -> 1 */
-    "CREATE TABLE searches ("
-    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"  /* ids are never reused */
-    "  key BLOB NOT NULL,"
-    "  kind INTEGER NOT NULL,"
-    "  status INTEGER NOT NULL,"
-    "  module_hash BLOB NOT NULL,"
-    "  module_name TEXT NOT NULL DEFAULT '',"
-    "  client_label TEXT NOT NULL DEFAULT '',"
-    "  mesh TEXT NOT NULL DEFAULT '',"
-    "  device TEXT NOT NULL DEFAULT '',"
-    "  axes TEXT NOT NULL DEFAULT '',"
-    "  created_us INTEGER NOT NULL,"
-    "  started_us INTEGER NOT NULL DEFAULT 0,"
-    "  finished_us INTEGER NOT NULL DEFAULT 0,"
-    "  owner TEXT,"
-    "  lease_until_us INTEGER NOT NULL DEFAULT 0,"
-    "  attempts INTEGER NOT NULL DEFAULT 0,"
-    "  cancel_requested INTEGER NOT NULL DEFAULT 0,"
-    "  progress_us INTEGER NOT NULL DEFAULT 0,"
-    "  episodes INTEGER NOT NULL DEFAULT 0,"
-    "  best_runtime_s REAL NOT NULL DEFAULT 0,"
-    "  best_peak_memory INTEGER NOT NULL DEFAULT 0,"
-    "  error TEXT NOT NULL DEFAULT '',"
-    "  cache_hits INTEGER NOT NULL DEFAULT 0"
-    ");"
-    /* One live row per key: failed and cancelled rows leave the index, so
-     * asking again makes a new row; two daemons racing to insert the same
-     * key cannot both win. */
-    "CREATE UNIQUE INDEX searches_live_key ON searches(key) WHERE status IN (1, 2, 3);"
-    /* Listings: newest first, keyset paging on (created_us, id). */
-    "CREATE INDEX searches_created ON searches(created_us, id);"
-    "CREATE INDEX searches_status ON searches(status, created_us, id);"
-    "CREATE INDEX searches_client ON searches(client_label, created_us, id);"
-    "CREATE INDEX searches_module ON searches(module_hash, created_us, id);"
-    /* The orphan sweep and the heartbeat look only at unfinished rows. */
-    "CREATE INDEX searches_unfinished ON searches(owner, lease_until_us) WHERE status IN (1, 2);"
-    /* Big payloads apart, so that listing pages stay small. */
-    "CREATE TABLE payloads ("
-    "  id INTEGER PRIMARY KEY REFERENCES searches(id) ON DELETE CASCADE,"
-    "  request BLOB,"
-    "  result BLOB,"
-    "  checkpoint BLOB,"
-    "  best_schedule TEXT"
-    ");"
-    /* Best cost over time, for the dashboard's plots. */
-    "CREATE TABLE progress ("
-    "  search_id INTEGER NOT NULL REFERENCES searches(id) ON DELETE CASCADE,"
-    "  t_us INTEGER NOT NULL,"
-    "  episodes INTEGER NOT NULL,"
-    "  best_runtime_s REAL NOT NULL,"
-    "  best_peak_memory INTEGER NOT NULL,"
-    "  PRIMARY KEY (search_id, t_us)"
-    ") WITHOUT ROWID;"
-    /* Rows and cache hits by status, kept by triggers: Stats (which a
-     * dashboard polls) reads five rows, not the whole table. */
-    "CREATE TABLE counters ("
-    "  status INTEGER PRIMARY KEY,"
-    "  rows INTEGER NOT NULL,"
-    "  cache_hits INTEGER NOT NULL"
-    ");"
-    "CREATE TRIGGER searches_count_insert AFTER INSERT ON searches BEGIN"
-    "  INSERT INTO counters (status, rows, cache_hits) VALUES (NEW.status, 1, NEW.cache_hits)"
-    "    ON CONFLICT (status) DO UPDATE SET rows = rows + 1, cache_hits = cache_hits + NEW.cache_hits;"
-    "END;"
-    "CREATE TRIGGER searches_count_update AFTER UPDATE OF status, cache_hits ON searches BEGIN"
-    "  UPDATE counters SET rows = rows - 1, cache_hits = cache_hits - OLD.cache_hits WHERE status = OLD.status;"
-    "  INSERT INTO counters (status, rows, cache_hits) VALUES (NEW.status, 1, NEW.cache_hits)"
-    "    ON CONFLICT (status) DO UPDATE SET rows = rows + 1, cache_hits = cache_hits + NEW.cache_hits;"
-    "END;"
-    "CREATE TRIGGER searches_count_delete AFTER DELETE ON searches BEGIN"
-    "  UPDATE counters SET rows = rows - 1, cache_hits = cache_hits - OLD.cache_hits WHERE status = OLD.status;"
-    "END;"
-    /* Hash of a request as written -> key of its canonical form. */
-    "CREATE TABLE aliases ("
-    "  raw BLOB PRIMARY KEY,"
-    "  key BLOB NOT NULL,"
-    "  created_us INTEGER NOT NULL"
-    ") WITHOUT ROWID;",
-    /* 1 -> 2: the dashboard's sort orders, keyset-paged on (column, id).
-     * Rows without the column's value (no cost yet, not finished) are left
-     * out of those orders, hence the partial indexes. */
-    "CREATE INDEX searches_by_runtime ON searches(best_runtime_s, id) WHERE best_runtime_s > 0;"
-    "CREATE INDEX searches_by_memory ON searches(best_peak_memory, id) WHERE best_peak_memory > 0;"
-    "CREATE INDEX searches_by_episodes ON searches(episodes, id);"
-    "CREATE INDEX searches_by_duration ON searches((finished_us - started_us), id) WHERE finished_us > 0 AND "
-    "started_us > 0;"
-    /* Free text: a trigram index (substrings, any case) over the columns a
-     * person searches, kept by triggers; it holds no copy of the text. */
-    "CREATE VIRTUAL TABLE searches_text USING fts5(module_name, client_label, mesh, device, error, "
-    "  content = 'searches', content_rowid = 'id', tokenize = 'trigram');"
-    "INSERT INTO searches_text (searches_text) VALUES ('rebuild');"
-    "CREATE TRIGGER searches_text_insert AFTER INSERT ON searches BEGIN"
-    "  INSERT INTO searches_text (rowid, module_name, client_label, mesh, device, error)"
-    "    VALUES (NEW.id, NEW.module_name, NEW.client_label, NEW.mesh, NEW.device, NEW.error);"
-    "END;"
-    "CREATE TRIGGER searches_text_update AFTER UPDATE OF module_name, client_label, mesh, device, error ON searches"
-    "  WHEN OLD.error IS NOT NEW.error OR OLD.module_name IS NOT NEW.module_name OR OLD.client_label IS NOT"
-    "  NEW.client_label OR OLD.mesh IS NOT NEW.mesh OR OLD.device IS NOT NEW.device BEGIN"
-    "  INSERT INTO searches_text (searches_text, rowid, module_name, client_label, mesh, device, error)"
-    "    VALUES ('delete', OLD.id, OLD.module_name, OLD.client_label, OLD.mesh, OLD.device, OLD.error);"
-    "  INSERT INTO searches_text (rowid, module_name, client_label, mesh, device, error)"
-    "    VALUES (NEW.id, NEW.module_name, NEW.client_label, NEW.mesh, NEW.device, NEW.error);"
-    "END;"
-    "CREATE TRIGGER searches_text_delete AFTER DELETE ON searches BEGIN"
-    "  INSERT INTO searches_text (searches_text, rowid, module_name, client_label, mesh, device, error)"
-    "    VALUES ('delete', OLD.id, OLD.module_name, OLD.client_label, OLD.mesh, OLD.device, OLD.error);"
-    "END;",
-    /* 2 -> 3: when a row was last used (made, ended, or served from: what
-     * retention goes by, oldest first), and until when a daemon's calls
-     * wait on a row another daemon runs (which then does not give it up
-     * for want of clients). */
-    "ALTER TABLE searches ADD COLUMN touched_us INTEGER NOT NULL DEFAULT 0;"
-    "ALTER TABLE searches ADD COLUMN watched_until_us INTEGER NOT NULL DEFAULT 0;"
-    "UPDATE searches SET touched_us = max(created_us, finished_us);"
-    "CREATE INDEX searches_touched ON searches(touched_us) WHERE status IN (3, 4, 5);",
-};
-
-#define ROW_COLS                                                                                             \
-    "id, kind, status, key, module_hash, module_name, client_label, mesh, device, axes, created_us, "       \
-    "started_us, finished_us, coalesce(owner, ''), lease_until_us, attempts, cancel_requested, progress_us, " \
-    "episodes, best_runtime_s, best_peak_memory, error, cache_hits, touched_us, watched_until_us"
-
-/* The statements, prepared once per connection. */
-#define STMTS(X)                                                                                                   \
-    X(BEGIN_IMM, "begin", "BEGIN IMMEDIATE")                                                                       \
-    X(COMMIT, "commit", "COMMIT")                                                                                  \
-    X(ROLLBACK, "rollback", "ROLLBACK")                                                                            \
-    X(FIND_LIVE, "find by key", "SELECT " ROW_COLS " FROM searches WHERE key = ?1 AND status IN (1, 2, 3)")        \
-    X(GET, "get", "SELECT " ROW_COLS " FROM searches WHERE id = ?1")                                               \
-    X(INSERT, "insert",                                                                                            \
-      "INSERT INTO searches (key, kind, status, module_hash, module_name, client_label, mesh, device, axes, "     \
-      "created_us, owner, lease_until_us, touched_us) VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?9)") \
-    X(INSERT_PAYLOAD, "insert payload", "INSERT INTO payloads (id, request) VALUES (?1, ?2)")                      \
-    X(INHERIT_FIND, "find a checkpoint to resume",                                                                 \
-      "SELECT s.id FROM searches s JOIN payloads p ON p.id = s.id WHERE s.module_hash = ?1 AND s.key = ?2 AND "   \
-      "s.status = 5 AND p.checkpoint IS NOT NULL ORDER BY s.id DESC LIMIT 1")                                      \
-    X(INHERIT_MOVE, "take a checkpoint over",                                                                      \
-      "UPDATE payloads SET checkpoint = (SELECT checkpoint FROM payloads WHERE id = ?2) WHERE id = ?1")             \
-    X(CKPT_DROP, "drop a checkpoint", "UPDATE payloads SET checkpoint = NULL WHERE id = ?1")                      \
-    X(PAYLOAD_REQUEST, "read request", "SELECT request FROM payloads WHERE id = ?1")                               \
-    X(PAYLOAD_RESULT, "read result", "SELECT result FROM payloads WHERE id = ?1")                                  \
-    X(PAYLOAD_CHECKPOINT, "read checkpoint", "SELECT checkpoint FROM payloads WHERE id = ?1")                      \
-    X(BEST_SCHEDULE, "read best schedule", "SELECT best_schedule FROM payloads WHERE id = ?1")                     \
-    X(START, "start",                                                                                              \
-      "UPDATE searches SET status = 2, started_us = ?2, attempts = attempts + 1 WHERE id = ?1 AND owner = ?3 "     \
-      "AND status IN (1, 2)")                                                                                      \
-    X(PROGRESS, "progress",                                                                                        \
-      "UPDATE searches SET progress_us = ?2, episodes = ?3, best_runtime_s = ?4, best_peak_memory = ?5 "          \
-      "WHERE id = ?1")                                                                                             \
-    X(PROGRESS_SCHEDULE, "progress schedule", "UPDATE payloads SET best_schedule = ?2 WHERE id = ?1")              \
-    X(PROGRESS_CKPT, "checkpoint", "UPDATE payloads SET checkpoint = ?2 WHERE id = ?1")                            \
-    X(PROGRESS_POINT, "progress point",                                                                            \
-      "INSERT OR REPLACE INTO progress (search_id, t_us, episodes, best_runtime_s, best_peak_memory) "            \
-      "VALUES (?1, ?2, ?3, ?4, ?5)")                                                                               \
-    X(FINISH, "finish",                                                                                            \
-      "UPDATE searches SET status = ?2, finished_us = ?3, touched_us = ?3, error = ?4, owner = NULL, "             \
-      "lease_until_us = 0 WHERE id = ?1 AND status IN (1, 2)")                                                     \
-    X(FINISH_SUMMARY, "finish summary",                                                                            \
-      "UPDATE searches SET episodes = ?2, best_runtime_s = ?3, best_peak_memory = ?4, progress_us = ?5 "          \
-      "WHERE id = ?1")                                                                                             \
-    X(FINISH_RESULT, "store result", "UPDATE payloads SET result = ?2, checkpoint = NULL WHERE id = ?1")             \
-    X(FINISH_DROP, "drop the request", "UPDATE payloads SET request = NULL, checkpoint = NULL WHERE id = ?1")           \
-    X(FINISH_KEEP, "drop the request", "UPDATE payloads SET request = NULL WHERE id = ?1")                         \
-    X(ADD_HITS, "count hits",                                                                                      \
-      "UPDATE searches SET cache_hits = cache_hits + ?2, touched_us = max(touched_us, ?3) WHERE id = ?1")          \
-    X(WATCH, "watch", "UPDATE searches SET watched_until_us = max(watched_until_us, ?2) WHERE id = ?1")           \
-    X(GC_OLD, "retention by age",                                                                                  \
-      "DELETE FROM searches WHERE id IN (SELECT id FROM searches WHERE status IN (3, 4, 5) AND touched_us < ?1 "  \
-      "ORDER BY touched_us LIMIT ?2)")                                                                             \
-    X(GC_ALIASES, "retention of aliases", "DELETE FROM aliases WHERE created_us < ?1")                            \
-    X(LIVE_BYTES, "live size",                                                                                     \
-      "SELECT (page_count - freelist_count) * page_size FROM pragma_page_count(), pragma_freelist_count(), "      \
-      "pragma_page_size()")                                                                                        \
-    X(HEARTBEAT, "heartbeat", "UPDATE searches SET lease_until_us = ?2 WHERE owner = ?1 AND status IN (1, 2)")    \
-    X(ORPHANS, "find orphans",                                                                                     \
-      "SELECT id, coalesce(owner, ''), lease_until_us, kind FROM searches WHERE status IN (1, 2) AND "            \
-      "(owner IS NULL OR owner != ?1) AND (?2 = 0 OR kind = ?2) ORDER BY id")                                     \
-    X(CLAIM, "claim",                                                                                              \
-      "UPDATE searches SET owner = ?2, lease_until_us = ?3, status = 1 WHERE id = ?1 AND status IN (1, 2) AND "   \
-      "coalesce(owner, '') = ?4 AND lease_until_us = ?5")                                                          \
-    X(RELEASE, "release",                                                                                          \
-      "UPDATE searches SET owner = NULL, lease_until_us = 0, status = 1 WHERE owner = ?1 AND status IN (1, 2)")   \
-    X(RELEASE_ONE, "release one",                                                                                  \
-      "UPDATE searches SET owner = NULL, lease_until_us = 0, status = 1 WHERE id = ?2 AND owner = ?1 AND "        \
-      "status IN (1, 2)")                                                                                          \
-    X(CANCEL_NOW, "cancel",                                                                                        \
-      "UPDATE searches SET status = 5, finished_us = ?2, error = 'cancelled', cancel_requested = 1 WHERE id = ?1 " \
-      "AND status = 1 AND owner IS NULL")                                                                          \
-    X(CANCEL_ASK, "ask to cancel",                                                                                 \
-      "UPDATE searches SET cancel_requested = 1 WHERE id = ?1 AND status IN (1, 2)")                               \
-    X(CANCEL_REQS, "cancel requests",                                                                              \
-      "SELECT id FROM searches WHERE owner = ?1 AND status IN (1, 2) AND cancel_requested = 1")                    \
-    X(STATUS_OF, "status", "SELECT status FROM searches WHERE id = ?1")                                            \
-    X(ALIAS_GET, "read alias", "SELECT key FROM aliases WHERE raw = ?1")                                           \
-    X(ALIAS_PUT, "write alias", "INSERT OR IGNORE INTO aliases (raw, key, created_us) VALUES (?1, ?2, ?3)")        \
-    X(HISTORY, "history",                                                                                          \
-      "SELECT t_us, episodes, best_runtime_s, best_peak_memory FROM (SELECT * FROM progress WHERE search_id = ?1 " \
-      "ORDER BY t_us DESC LIMIT ?2) ORDER BY t_us")                                                                \
-    X(COUNTS, "counts", "SELECT status, rows, cache_hits FROM counters")                                          \
-    X(TEXT_COUNT, "count text matches",                                                                            \
-      "SELECT count(*) FROM (SELECT 1 FROM searches_text WHERE searches_text MATCH ?1 LIMIT ?2)")                  \
-    X(PAGES, "size", "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()")
-
-enum {
-#define STMT_ENUM(id, what, sql) S_##id,
-    STMTS(STMT_ENUM)
-#undef STMT_ENUM
-        S__COUNT
-};
-
-static const struct {
-    const char *what, *sql;
-} stmt_text[] = {
-#define STMT_TEXT(id, what, sql) {what, sql},
-    STMTS(STMT_TEXT)
-#undef STMT_TEXT
-};
-
-/* Listing statements, one per combination of filters and order, prepared
- * on first use. */
-enum {
-    LF_STATUS = 1,
-    LF_KIND = 2,
-    LF_CLIENT = 4,
-    LF_MODULE = 8,
-    LF_AFTER = 16,
-    LF_TEXT = 32,      /* a common text: walk the order's index, keep rows the text index matched */
-    LF_TEXT_RARE = 64, /* a rare one: the matched rows first, sorted (at most TEXT_RARE of them) */
-    LF__COUNT = 128
-};
-/* Matches of a text below which a listing starts from them. */
-#define TEXT_RARE 2000
-#define LIST_STMTS (LF__COUNT * STORE_SORT__COUNT * 2)
-
-/* The orders other than newest first: the sort key, and what a row needs
- * to have one (matching the partial index of migration 2). */
-static const struct {
-    const char *expr, *has;
-    bool real;
-} sort_cols[STORE_SORT__COUNT] = {
-    [STORE_SORT_RUNTIME] = {"best_runtime_s", "best_runtime_s > 0", true},
-    [STORE_SORT_MEMORY] = {"best_peak_memory", "best_peak_memory > 0", false},
-    [STORE_SORT_EPISODES] = {"episodes", NULL, false},
-    [STORE_SORT_DURATION] = {"(finished_us - started_us)", "finished_us > 0 AND started_us > 0", false},
-};
-
-struct store {
-    sqlite3 *db;
-    char owner[128];
-    sqlite3_stmt *st[S__COUNT];
-    sqlite3_stmt *list[LIST_STMTS];
-};
+#include "store_int.h"
 
 const char *store_status_name(int status)
 {
@@ -281,221 +21,37 @@ const char *store_status_name(int status)
     return status >= 0 && status <= 5 ? names[status] : "unknown";
 }
 
-/* ================================================================ helpers */
+/* ================================================================ choose */
 
-static int db_error(store *s, ap_error *err, const char *what)
+bool store_is_postgres(const char *address)
 {
-    int code = sqlite3_errcode(s->db);
-    return ap_error_set(err, code == SQLITE_BUSY || code == SQLITE_LOCKED ? AP_ELIMIT : AP_EIO, "store: %s: %s",
-                        what, sqlite3_errmsg(s->db));
-}
-
-static sqlite3_stmt *stmt(store *s, int id)
-{
-    sqlite3_stmt *q = s->st[id];
-    sqlite3_reset(q);
-    sqlite3_clear_bindings(q);
-    return q;
-}
-
-/* Runs a statement that returns no rows. */
-static int exec_stmt(store *s, int id, sqlite3_stmt *q, ap_error *err)
-{
-    int rc = sqlite3_step(q);
-    sqlite3_reset(q);
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-        return db_error(s, err, stmt_text[id].what);
-    return 0;
-}
-
-static int begin(store *s, ap_error *err)
-{
-    return exec_stmt(s, S_BEGIN_IMM, stmt(s, S_BEGIN_IMM), err);
-}
-
-static int commit(store *s, ap_error *err)
-{
-    return exec_stmt(s, S_COMMIT, stmt(s, S_COMMIT), err);
-}
-
-static void rollback(store *s)
-{
-    if (!sqlite3_get_autocommit(s->db)) {
-        sqlite3_stmt *q = stmt(s, S_ROLLBACK);
-        sqlite3_step(q);
-        sqlite3_reset(q);
+    if (!strncmp(address, "postgresql://", 13) || !strncmp(address, "postgres://", 11))
+        return true;
+    /* libpq's keyword=value form: "host=db1 dbname=autopart user=..." */
+    static const char *const keys[] = {"host=", "hostaddr=", "dbname=", "service=", "user=", "port="};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const char *p = strstr(address, keys[i]);
+        if (p && (p == address || p[-1] == ' '))
+            return true;
     }
+    return false;
 }
 
-static void copy_text(char *dst, size_t size, const unsigned char *src)
+int store_open(const char *address, const char *owner, int busy_ms, store **out, ap_error *err)
 {
-    snprintf(dst, size, "%s", src ? (const char *)src : "");
-}
-
-static void copy_blob(uint8_t *dst, size_t size, sqlite3_stmt *q, int col)
-{
-    const void *p = sqlite3_column_blob(q, col);
-    size_t n = (size_t)sqlite3_column_bytes(q, col);
-    memset(dst, 0, size);
-    if (p)
-        memcpy(dst, p, n < size ? n : size);
-}
-
-/* Reads the columns of ROW_COLS. */
-static void read_row(sqlite3_stmt *q, store_row *r)
-{
-    memset(r, 0, sizeof *r);
-    r->id = sqlite3_column_int64(q, 0);
-    r->kind = sqlite3_column_int(q, 1);
-    r->status = sqlite3_column_int(q, 2);
-    copy_blob(r->key, sizeof r->key, q, 3);
-    copy_blob(r->module_hash, sizeof r->module_hash, q, 4);
-    copy_text(r->module_name, sizeof r->module_name, sqlite3_column_text(q, 5));
-    copy_text(r->client_label, sizeof r->client_label, sqlite3_column_text(q, 6));
-    copy_text(r->mesh, sizeof r->mesh, sqlite3_column_text(q, 7));
-    copy_text(r->device, sizeof r->device, sqlite3_column_text(q, 8));
-    copy_text(r->axes, sizeof r->axes, sqlite3_column_text(q, 9));
-    r->created_us = sqlite3_column_int64(q, 10);
-    r->started_us = sqlite3_column_int64(q, 11);
-    r->finished_us = sqlite3_column_int64(q, 12);
-    copy_text(r->owner, sizeof r->owner, sqlite3_column_text(q, 13));
-    r->lease_until_us = sqlite3_column_int64(q, 14);
-    r->attempts = (uint32_t)sqlite3_column_int64(q, 15);
-    r->cancel_requested = sqlite3_column_int(q, 16) != 0;
-    r->progress_us = sqlite3_column_int64(q, 17);
-    r->episodes = sqlite3_column_int64(q, 18);
-    r->best_runtime_s = sqlite3_column_double(q, 19);
-    r->best_peak_memory = sqlite3_column_int64(q, 20);
-    copy_text(r->error, sizeof r->error, sqlite3_column_text(q, 21));
-    r->cache_hits = (uint64_t)sqlite3_column_int64(q, 22);
-    r->touched_us = sqlite3_column_int64(q, 23);
-    r->watched_until_us = sqlite3_column_int64(q, 24);
-}
-
-/* One row of statement id bound to an id or a key: 1 found, 0 none. */
-static int one_row(store *s, int id, sqlite3_stmt *q, store_row *row, ap_error *err)
-{
-    int rc = sqlite3_step(q);
-    if (rc == SQLITE_ROW) {
-        read_row(q, row);
-        sqlite3_reset(q);
-        return 1;
-    }
-    sqlite3_reset(q);
-    if (rc != SQLITE_DONE)
-        return db_error(s, err, stmt_text[id].what);
-    return 0;
-}
-
-/* ================================================================== open */
-
-static int exec_sql(store *s, const char *sql, const char *what, ap_error *err)
-{
-    char *msg = NULL;
-    if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        int rc = ap_error_set(err, AP_EIO, "store: %s: %s", what, msg ? msg : sqlite3_errmsg(s->db));
-        sqlite3_free(msg);
-        return rc;
-    }
-    return 0;
-}
-
-static int user_version(store *s, int *v, ap_error *err)
-{
-    sqlite3_stmt *q;
-    if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &q, NULL) != SQLITE_OK)
-        return db_error(s, err, "read schema version");
-    int rc = sqlite3_step(q);
-    *v = rc == SQLITE_ROW ? sqlite3_column_int(q, 0) : 0;
-    sqlite3_finalize(q);
-    return rc == SQLITE_ROW ? 0 : db_error(s, err, "read schema version");
-}
-
-/* Brings the schema to STORE_SCHEMA_VERSION, one migration per transaction;
- * concurrent openers serialize on the write lock and re-read the version
- * inside it, so each step runs once. */
-static int migrate(store *s, ap_error *err)
-{
-    int rc, v = 0;
-    for (;;) {
-        if ((rc = exec_sql(s, "BEGIN IMMEDIATE", "begin migration", err)) < 0)
-            return rc;
-        if ((rc = user_version(s, &v, err)) < 0)
-            goto fail;
-        if (v > STORE_SCHEMA_VERSION) {
-            rc = ap_error_set(err, AP_EIO,
-                              "store: the database has schema version %d, newer than this autopartd knows (%d)", v,
-                              STORE_SCHEMA_VERSION);
-            goto fail;
-        }
-        if (v == STORE_SCHEMA_VERSION)
-            return exec_sql(s, "COMMIT", "commit", err);
-        if ((rc = exec_sql(s, migrations[v], "migrate the schema", err)) < 0)
-            goto fail;
-        char sql[64];
-        snprintf(sql, sizeof sql, "PRAGMA user_version = %d", v + 1);
-        if ((rc = exec_sql(s, sql, "set schema version", err)) < 0 || (rc = exec_sql(s, "COMMIT", "commit", err)) < 0)
-            goto fail;
-    }
-fail:
-    exec_sql(s, "ROLLBACK", "rollback", NULL);
-    return rc;
-}
-
-int store_open(const char *path, const char *owner, int busy_ms, store **out, ap_error *err)
-{
-    int rc;
-    store *s = ap_calloc(1, sizeof *s);
     *out = NULL;
-    if (!s)
-        return ap_error_set(err, AP_ENOMEM, "out of memory");
-    snprintf(s->owner, sizeof s->owner, "%s", owner ? owner : "");
-    if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=
-        SQLITE_OK) {
-        rc = ap_error_set(err, AP_EIO, "store: cannot open %s: %s", path,
-                          s->db ? sqlite3_errmsg(s->db) : "out of memory");
-        goto fail;
-    }
-    sqlite3_busy_timeout(s->db, busy_ms);
-    sqlite3_extended_result_codes(s->db, 0);
-    /* A new store gives the pages retention frees back to the file system
-     * (store_gc); on an old one this takes effect at its next VACUUM. */
-    if ((rc = exec_sql(s, "PRAGMA auto_vacuum = INCREMENTAL", "set auto_vacuum", err)) < 0)
-        goto fail;
-    /* WAL: readers never wait for the writer, and commits need no fsync
-     * with synchronous=NORMAL (a power loss may drop the last commits, never
-     * corrupt the file). */
-    if ((rc = exec_sql(s, "PRAGMA journal_mode = WAL", "set WAL mode", err)) < 0 ||
-        (rc = exec_sql(s, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;"
-                          /* the WAL keeps its high-water mark unless told: back to 64 MiB after a checkpoint */
-                          "PRAGMA journal_size_limit = 67108864", "set pragmas", err)) < 0 ||
-        (rc = migrate(s, err)) < 0)
-        goto fail;
-    for (int i = 0; i < S__COUNT; i++) {
-        if (sqlite3_prepare_v3(s->db, stmt_text[i].sql, -1, SQLITE_PREPARE_PERSISTENT, &s->st[i], NULL) != SQLITE_OK) {
-            rc = db_error(s, err, stmt_text[i].what);
-            goto fail;
-        }
-    }
-    *out = s;
+    int rc = store_is_postgres(address) ? store__pg_open(address, busy_ms, out, err)
+                                        : store__sqlite_open(address, busy_ms, out, err);
+    if (rc < 0)
+        return rc;
+    snprintf((*out)->owner, sizeof (*out)->owner, "%s", owner ? owner : "");
     return 0;
-fail:
-    if (err && err->code == AP_EIO && strstr(err->msg, "not a database"))
-        snprintf(err->msg, sizeof err->msg, "store: %s is not an SQLite database", path);
-    store_close(s);
-    return rc;
 }
 
 void store_close(store *s)
 {
-    if (!s)
-        return;
-    for (int i = 0; i < S__COUNT; i++)
-        sqlite3_finalize(s->st[i]);
-    for (int i = 0; i < LIST_STMTS; i++)
-        sqlite3_finalize(s->list[i]);
-    sqlite3_close(s->db);
-    ap_free(s);
+    if (s)
+        s->ops->close(s);
 }
 
 const char *store_owner(const store *s)
@@ -503,308 +59,193 @@ const char *store_owner(const store *s)
     return s->owner;
 }
 
+const char *store_backend(const store *s)
+{
+    return s->ops->name;
+}
+
+void store_describe(const char *address, char *out, size_t size)
+{
+    if (store_is_postgres(address))
+        store__pg_describe(address, out, size);
+    else
+        snprintf(out, size, "%s", address);
+}
+
+/* ============================================================== dispatch */
+
+void store_observe(store *s, store_observer fn, void *ud)
+{
+    s->observe = fn;
+    s->observe_ud = ud;
+}
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Runs an operation, telling the observer how long it took and whether
+ * the store failed it (a conflict or a bad argument is an answer, not a
+ * failure). */
+#define OBSERVED(s, call)                                                                                          \
+    do {                                                                                                           \
+        double t0_ = (s)->observe ? mono_s() : 0;                                                                  \
+        int rc_ = (call);                                                                                          \
+        if ((s)->observe)                                                                                          \
+            (s)->observe((s)->observe_ud, mono_s() - t0_,                                                          \
+                         rc_ < 0 && rc_ != AP_ECONFLICT && rc_ != AP_EINVALID && rc_ != AP_ENOTFOUND);               \
+        return rc_;                                                                                                \
+    } while (0)
+
 int store_check(store *s, bool full, ap_error *err)
 {
-    sqlite3_stmt *q;
-    if (sqlite3_prepare_v2(s->db, full ? "PRAGMA integrity_check" : "PRAGMA quick_check", -1, &q, NULL) != SQLITE_OK)
-        return db_error(s, err, "integrity check");
-    int rc = sqlite3_step(q);
-    const unsigned char *t = rc == SQLITE_ROW ? sqlite3_column_text(q, 0) : NULL;
-    int out = t && !strcmp((const char *)t, "ok") ? 0
-                                                  : ap_error_set(err, AP_EIO, "store: integrity check: %s",
-                                                                 t ? (const char *)t : sqlite3_errmsg(s->db));
-    sqlite3_finalize(q);
-    return out;
-}
-
-/* ================================================================== rows */
-
-int store_find_live(store *s, const uint8_t *key, store_row *row, ap_error *err)
-{
-    sqlite3_stmt *q = stmt(s, S_FIND_LIVE);
-    sqlite3_bind_blob(q, 1, key, STORE_KEY_BYTES, SQLITE_STATIC);
-    return one_row(s, S_FIND_LIVE, q, row, err);
-}
-
-int store_get(store *s, int64_t id, store_row *row, ap_error *err)
-{
-    sqlite3_stmt *q = stmt(s, S_GET);
-    sqlite3_bind_int64(q, 1, id);
-    return one_row(s, S_GET, q, row, err);
+    OBSERVED(s, s->ops->check(s, full, err));
 }
 
 int store_begin(store *s, const store_new *n, int64_t now_us, int64_t lease_until_us, store_row *row, bool *created,
                 ap_error *err)
 {
-    int rc;
-    *created = false;
-    if ((rc = begin(s, err)) < 0)
-        return rc;
-    if ((rc = store_find_live(s, n->key, row, err)) != 0)
-        goto done; /* found (1) or failed */
-    sqlite3_stmt *q = stmt(s, S_INSERT);
-    sqlite3_bind_blob(q, 1, n->key, STORE_KEY_BYTES, SQLITE_STATIC);
-    sqlite3_bind_int(q, 2, n->kind);
-    sqlite3_bind_blob(q, 3, n->module_hash, STORE_KEY_BYTES, SQLITE_STATIC);
-    sqlite3_bind_text(q, 4, n->module_name ? n->module_name : "", -1, SQLITE_STATIC);
-    sqlite3_bind_text(q, 5, n->client_label ? n->client_label : "", -1, SQLITE_STATIC);
-    sqlite3_bind_text(q, 6, n->mesh ? n->mesh : "", -1, SQLITE_STATIC);
-    sqlite3_bind_text(q, 7, n->device ? n->device : "", -1, SQLITE_STATIC);
-    sqlite3_bind_text(q, 8, n->axes ? n->axes : "", -1, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 9, now_us);
-    sqlite3_bind_text(q, 10, s->owner, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 11, lease_until_us);
-    if ((rc = exec_stmt(s, S_INSERT, q, err)) < 0)
-        goto done;
-    int64_t id = sqlite3_last_insert_rowid(s->db);
-    q = stmt(s, S_INSERT_PAYLOAD);
-    sqlite3_bind_int64(q, 1, id);
-    sqlite3_bind_blob64(q, 2, n->request ? n->request : "", n->request_len, SQLITE_STATIC);
-    if ((rc = exec_stmt(s, S_INSERT_PAYLOAD, q, err)) < 0)
-        goto done;
-    /* A search of this key that was given up (cancelled) left its
-     * checkpoint: the new row takes it over, to resume from it. */
-    q = stmt(s, S_INHERIT_FIND);
-    sqlite3_bind_blob(q, 1, n->module_hash, STORE_KEY_BYTES, SQLITE_STATIC);
-    sqlite3_bind_blob(q, 2, n->key, STORE_KEY_BYTES, SQLITE_STATIC);
-    rc = sqlite3_step(q);
-    int64_t from = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
-    sqlite3_reset(q);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        rc = db_error(s, err, stmt_text[S_INHERIT_FIND].what);
-        goto done;
-    }
-    if (from) {
-        q = stmt(s, S_INHERIT_MOVE);
-        sqlite3_bind_int64(q, 1, id);
-        sqlite3_bind_int64(q, 2, from);
-        if ((rc = exec_stmt(s, S_INHERIT_MOVE, q, err)) < 0)
-            goto done;
-        q = stmt(s, S_CKPT_DROP);
-        sqlite3_bind_int64(q, 1, from);
-        if ((rc = exec_stmt(s, S_CKPT_DROP, q, err)) < 0)
-            goto done;
-    }
-    if ((rc = store_get(s, id, row, err)) < 0)
-        goto done;
-    *created = true;
-    rc = 0;
-done:
-    if (rc < 0) {
-        rollback(s);
-        *created = false;
-        return rc;
-    }
-    return commit(s, err);
+    OBSERVED(s, s->ops->begin(s, n, now_us, lease_until_us, row, created, err));
+}
+
+int store_find_live(store *s, const uint8_t *key, store_row *row, ap_error *err)
+{
+    OBSERVED(s, s->ops->find_live(s, key, row, err));
+}
+
+int store_get(store *s, int64_t id, store_row *row, ap_error *err)
+{
+    OBSERVED(s, s->ops->get(s, id, row, err));
 }
 
 int store_payload(store *s, int64_t id, int which, void **data, size_t *len, ap_error *err)
 {
-    int sid = which == STORE_PAYLOAD_REQUEST ? S_PAYLOAD_REQUEST
-              : which == STORE_PAYLOAD_RESULT ? S_PAYLOAD_RESULT
-                                              : S_PAYLOAD_CHECKPOINT;
-    sqlite3_stmt *q = stmt(s, sid);
-    *data = NULL;
-    *len = 0;
-    sqlite3_bind_int64(q, 1, id);
-    int rc = sqlite3_step(q);
-    if (rc == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL) {
-        const void *p = sqlite3_column_blob(q, 0);
-        size_t n = (size_t)sqlite3_column_bytes(q, 0);
-        *data = ap_malloc(n ? n : 1);
-        if (!*data) {
-            sqlite3_reset(q);
-            return ap_error_set(err, AP_ENOMEM, "out of memory");
-        }
-        if (n)
-            memcpy(*data, p, n);
-        *len = n;
-        sqlite3_reset(q);
-        return 1;
-    }
-    sqlite3_reset(q);
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-        return db_error(s, err, stmt_text[sid].what);
-    return 0;
-}
-
-int store_best_schedule(store *s, int64_t id, char **text, ap_error *err)
-{
-    sqlite3_stmt *q = stmt(s, S_BEST_SCHEDULE);
-    *text = NULL;
-    sqlite3_bind_int64(q, 1, id);
-    int rc = sqlite3_step(q);
-    if (rc == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL) {
-        *text = ap_strdup((const char *)sqlite3_column_text(q, 0));
-        sqlite3_reset(q);
-        return *text ? 1 : ap_error_set(err, AP_ENOMEM, "out of memory");
-    }
-    sqlite3_reset(q);
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-        return db_error(s, err, stmt_text[S_BEST_SCHEDULE].what);
-    return 0;
+    OBSERVED(s, s->ops->payload(s, id, which, data, len, err));
 }
 
 int store_start(store *s, int64_t id, int64_t now_us, ap_error *err)
 {
-    sqlite3_stmt *q = stmt(s, S_START);
-    sqlite3_bind_int64(q, 1, id);
-    sqlite3_bind_int64(q, 2, now_us);
-    sqlite3_bind_text(q, 3, s->owner, -1, SQLITE_STATIC);
-    int rc = exec_stmt(s, S_START, q, err);
-    if (rc == 0 && sqlite3_changes(s->db) == 0)
-        return ap_error_set(err, AP_ECONFLICT, "store: search %" PRId64 " is no longer this daemon's", id);
-    return rc;
+    OBSERVED(s, s->ops->start(s, id, now_us, err));
 }
 
 int store_set_progress(store *s, int64_t id, int64_t now_us, const store_progress *p, bool point, const void *ckpt,
                        size_t ckpt_len, ap_error *err)
 {
-    int rc;
-    if ((rc = begin(s, err)) < 0)
-        return rc;
-    sqlite3_stmt *q = stmt(s, S_PROGRESS);
-    sqlite3_bind_int64(q, 1, id);
-    sqlite3_bind_int64(q, 2, now_us);
-    sqlite3_bind_int64(q, 3, p->episodes);
-    sqlite3_bind_double(q, 4, p->best_runtime_s);
-    sqlite3_bind_int64(q, 5, p->best_peak_memory);
-    if ((rc = exec_stmt(s, S_PROGRESS, q, err)) < 0)
-        goto fail;
-    if (p->best_schedule) {
-        q = stmt(s, S_PROGRESS_SCHEDULE);
-        sqlite3_bind_int64(q, 1, id);
-        sqlite3_bind_text(q, 2, p->best_schedule, -1, SQLITE_STATIC);
-        if ((rc = exec_stmt(s, S_PROGRESS_SCHEDULE, q, err)) < 0)
-            goto fail;
-    }
-    if (ckpt) {
-        q = stmt(s, S_PROGRESS_CKPT);
-        sqlite3_bind_int64(q, 1, id);
-        sqlite3_bind_blob64(q, 2, ckpt, ckpt_len, SQLITE_STATIC);
-        if ((rc = exec_stmt(s, S_PROGRESS_CKPT, q, err)) < 0)
-            goto fail;
-    }
-    if (point) {
-        q = stmt(s, S_PROGRESS_POINT);
-        sqlite3_bind_int64(q, 1, id);
-        sqlite3_bind_int64(q, 2, now_us);
-        sqlite3_bind_int64(q, 3, p->episodes);
-        sqlite3_bind_double(q, 4, p->best_runtime_s);
-        sqlite3_bind_int64(q, 5, p->best_peak_memory);
-        if ((rc = exec_stmt(s, S_PROGRESS_POINT, q, err)) < 0)
-            goto fail;
-    }
-    return commit(s, err);
-fail:
-    rollback(s);
-    return rc;
+    OBSERVED(s, s->ops->set_progress(s, id, now_us, p, point, ckpt, ckpt_len, err));
 }
 
 int store_finish(store *s, int64_t id, int status, int64_t now_us, const void *result, size_t result_len,
                  const store_progress *summary, const char *error, ap_error *err)
 {
-    int rc;
-    if ((rc = begin(s, err)) < 0)
-        return rc;
-    sqlite3_stmt *q = stmt(s, S_FINISH);
-    sqlite3_bind_int64(q, 1, id);
-    sqlite3_bind_int(q, 2, status);
-    sqlite3_bind_int64(q, 3, now_us);
-    sqlite3_bind_text(q, 4, error ? error : "", -1, SQLITE_STATIC);
-    if ((rc = exec_stmt(s, S_FINISH, q, err)) < 0)
-        goto fail;
-    if (sqlite3_changes(s->db) == 0) {
-        rc = ap_error_set(err, AP_ECONFLICT, "store: search %" PRId64 " had already ended", id);
-        goto fail;
-    }
-    if (summary) {
-        q = stmt(s, S_FINISH_SUMMARY);
-        sqlite3_bind_int64(q, 1, id);
-        sqlite3_bind_int64(q, 2, summary->episodes);
-        sqlite3_bind_double(q, 3, summary->best_runtime_s);
-        sqlite3_bind_int64(q, 4, summary->best_peak_memory);
-        sqlite3_bind_int64(q, 5, now_us);
-        if ((rc = exec_stmt(s, S_FINISH_SUMMARY, q, err)) < 0)
-            goto fail;
-    }
-    /* The request was kept to run it again after a crash: an ended row
-     * needs it no more, and modules are big.  A cancelled search keeps its
-     * checkpoint, for the next request of its key to resume from. */
-    int drop = status == STORE_CANCELLED ? S_FINISH_KEEP : S_FINISH_DROP;
-    q = stmt(s, drop);
-    sqlite3_bind_int64(q, 1, id);
-    if ((rc = exec_stmt(s, drop, q, err)) < 0)
-        goto fail;
-    if (status == STORE_DONE) {
-        q = stmt(s, S_FINISH_RESULT);
-        sqlite3_bind_int64(q, 1, id);
-        sqlite3_bind_blob64(q, 2, result ? result : "", result_len, SQLITE_STATIC);
-        if ((rc = exec_stmt(s, S_FINISH_RESULT, q, err)) < 0)
-            goto fail;
-    }
-    return commit(s, err);
-fail:
-    rollback(s);
-    return rc;
+    OBSERVED(s, s->ops->finish(s, id, status, now_us, result, result_len, summary, error, err));
 }
 
 int store_add_hits(store *s, const int64_t *ids, const uint64_t *n, int count, int64_t now_us, ap_error *err)
 {
-    int rc;
-    if (count == 0)
+    if (!count)
         return 0;
-    if ((rc = begin(s, err)) < 0)
-        return rc;
-    for (int i = 0; i < count; i++) {
-        sqlite3_stmt *q = stmt(s, S_ADD_HITS);
-        sqlite3_bind_int64(q, 1, ids[i]);
-        sqlite3_bind_int64(q, 2, (int64_t)n[i]);
-        sqlite3_bind_int64(q, 3, now_us);
-        if ((rc = exec_stmt(s, S_ADD_HITS, q, err)) < 0) {
-            rollback(s);
-            return rc;
-        }
-    }
-    return commit(s, err);
+    OBSERVED(s, s->ops->add_hits(s, ids, n, count, now_us, err));
 }
 
 int store_watch(store *s, const int64_t *ids, int count, int64_t until_us, ap_error *err)
 {
-    int rc;
-    if (count == 0)
+    if (!count)
         return 0;
-    if ((rc = begin(s, err)) < 0)
-        return rc;
-    for (int i = 0; i < count; i++) {
-        sqlite3_stmt *q = stmt(s, S_WATCH);
-        sqlite3_bind_int64(q, 1, ids[i]);
-        sqlite3_bind_int64(q, 2, until_us);
-        if ((rc = exec_stmt(s, S_WATCH, q, err)) < 0) {
-            rollback(s);
-            return rc;
-        }
-    }
-    return commit(s, err);
+    OBSERVED(s, s->ops->watch(s, ids, count, until_us, err));
 }
-
-/* ============================================================ ownership */
 
 int store_heartbeat(store *s, int64_t lease_until_us, ap_error *err)
 {
-    sqlite3_stmt *q = stmt(s, S_HEARTBEAT);
-    sqlite3_bind_text(q, 1, s->owner, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 2, lease_until_us);
-    return exec_stmt(s, S_HEARTBEAT, q, err);
+    OBSERVED(s, s->ops->heartbeat(s, lease_until_us, err));
 }
 
-bool store_owner_dead(const char *owner)
+int store_claim_orphans(store *s, int kind, int64_t now_us, int64_t lease_until_us, bool queued_too,
+                        store_claim *out, int max, ap_error *err)
 {
-    char host[256] = "";
-    const char *c1 = strchr(owner, ':');
-    if (!c1 || gethostname(host, sizeof host - 1) != 0)
-        return false;
-    if ((size_t)(c1 - owner) != strlen(host) || strncmp(owner, host, (size_t)(c1 - owner)) != 0)
+    if (max <= 0)
+        return 0;
+    OBSERVED(s, s->ops->claim_orphans(s, kind, now_us, lease_until_us, queued_too, out, max, err));
+}
+
+int store_claim_one(store *s, int64_t id, int64_t lease_until_us, ap_error *err)
+{
+    OBSERVED(s, s->ops->take(s, id, lease_until_us, err));
+}
+
+int store_release_all(store *s, ap_error *err)
+{
+    OBSERVED(s, s->ops->release_all(s, err));
+}
+
+int store_release(store *s, int64_t id, ap_error *err)
+{
+    OBSERVED(s, s->ops->release(s, id, err));
+}
+
+int store_request_cancel(store *s, int64_t id, int64_t now_us, int *status, ap_error *err)
+{
+    OBSERVED(s, s->ops->request_cancel(s, id, now_us, status, err));
+}
+
+int store_cancel_requests(store *s, int64_t *ids, int max, ap_error *err)
+{
+    OBSERVED(s, s->ops->cancel_requests(s, ids, max, err));
+}
+
+int store_alias_get(store *s, const uint8_t *raw, uint8_t *key, ap_error *err)
+{
+    OBSERVED(s, s->ops->alias_get(s, raw, key, err));
+}
+
+int store_alias_put(store *s, const uint8_t *raw, const uint8_t *key, int64_t now_us, ap_error *err)
+{
+    OBSERVED(s, s->ops->alias_put(s, raw, key, now_us, err));
+}
+
+int store_list(store *s, const store_filter *f, int limit, const char *after, store_row *rows, char *next,
+               ap_error *err)
+{
+    next[0] = '\0';
+    OBSERVED(s, s->ops->list(s, f, limit, after, rows, next, err));
+}
+
+int store_history(store *s, int64_t id, store_point *pts, int max, ap_error *err)
+{
+    OBSERVED(s, s->ops->history(s, id, pts, max, err));
+}
+
+int store_best_schedule(store *s, int64_t id, char **text, ap_error *err)
+{
+    *text = NULL;
+    OBSERVED(s, s->ops->best_schedule(s, id, text, err));
+}
+
+int store_counts_get(store *s, store_counts *c, ap_error *err)
+{
+    memset(c, 0, sizeof *c);
+    OBSERVED(s, s->ops->counts_get(s, c, err));
+}
+
+int store_gc(store *s, const store_gc_policy *p, int64_t now_us, store_gc_result *out, ap_error *err)
+{
+    memset(out, 0, sizeof *out);
+    return s->ops->gc(s, p, now_us, out, err);
+}
+
+int store_vacuum(store *s, ap_error *err)
+{
+    return s->ops->vacuum(s, err);
+}
+
+/* ================================================================ owners */
+
+bool store__owner_dead(const char *self, const char *owner)
+{
+    const char *c1 = strchr(owner, ':'), *s1 = strchr(self, ':');
+    if (!c1 || !s1 || c1 - owner != s1 - self || strncmp(owner, self, (size_t)(c1 - owner)) != 0)
         return false; /* another host: only its lease tells */
     char *end;
     long pid = strtol(c1 + 1, &end, 10);
@@ -813,427 +254,111 @@ bool store_owner_dead(const char *owner)
     return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
-int store_claim_orphans(store *s, int kind, int64_t now_us, int64_t lease_until_us, store_claim *out, int max,
-                        ap_error *err)
+bool store_owner_dead(const char *owner)
 {
-    int rc, n = 0;
-    if (max <= 0)
-        return 0;
-    if ((rc = begin(s, err)) < 0)
-        return rc;
-    sqlite3_stmt *q = stmt(s, S_ORPHANS);
-    sqlite3_bind_text(q, 1, s->owner, -1, SQLITE_STATIC);
-    sqlite3_bind_int(q, 2, kind);
-    /* Collect first: the claims below reuse the connection. */
-    struct cand {
-        int64_t id, lease;
-        int kind;
-        char owner[128];
-    } *c = NULL;
-    int nc = 0, cap = 0;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW && nc < 4 * max) {
-        const char *owner = (const char *)sqlite3_column_text(q, 1);
-        int64_t lease = sqlite3_column_int64(q, 2);
-        if (owner[0] && lease >= now_us && !store_owner_dead(owner))
-            continue; /* alive and leased */
-        if (nc == cap) {
-            cap = cap ? cap * 2 : 16;
-            struct cand *nw = ap_realloc(c, sizeof *c * (size_t)cap);
-            if (!nw) {
-                sqlite3_reset(q);
-                rc = ap_error_set(err, AP_ENOMEM, "out of memory");
-                goto fail;
-            }
-            c = nw;
-        }
-        c[nc].id = sqlite3_column_int64(q, 0);
-        c[nc].lease = lease;
-        c[nc].kind = sqlite3_column_int(q, 3);
-        snprintf(c[nc].owner, sizeof c[nc].owner, "%s", owner);
-        nc++;
-    }
-    sqlite3_reset(q);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        rc = db_error(s, err, stmt_text[S_ORPHANS].what);
-        goto fail;
-    }
-    for (int i = 0; i < nc && n < max; i++) {
-        q = stmt(s, S_CLAIM);
-        sqlite3_bind_int64(q, 1, c[i].id);
-        sqlite3_bind_text(q, 2, s->owner, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(q, 3, lease_until_us);
-        sqlite3_bind_text(q, 4, c[i].owner, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(q, 5, c[i].lease);
-        if ((rc = exec_stmt(s, S_CLAIM, q, err)) < 0)
-            goto fail;
-        if (sqlite3_changes(s->db) == 1) {
-            out[n].id = c[i].id;
-            out[n].kind = c[i].kind;
-            snprintf(out[n].prev_owner, sizeof out[n].prev_owner, "%s", c[i].owner);
-            n++;
-        }
-    }
-    ap_free(c);
-    if ((rc = commit(s, err)) < 0)
-        return rc;
-    return n;
-fail:
-    ap_free(c);
-    rollback(s);
-    return rc;
-}
-
-int store_release_all(store *s, ap_error *err)
-{
-    sqlite3_stmt *q = stmt(s, S_RELEASE);
-    sqlite3_bind_text(q, 1, s->owner, -1, SQLITE_STATIC);
-    return exec_stmt(s, S_RELEASE, q, err);
-}
-
-int store_release(store *s, int64_t id, ap_error *err)
-{
-    sqlite3_stmt *q = stmt(s, S_RELEASE_ONE);
-    sqlite3_bind_text(q, 1, s->owner, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 2, id);
-    return exec_stmt(s, S_RELEASE_ONE, q, err);
-}
-
-int store_request_cancel(store *s, int64_t id, int64_t now_us, int *status, ap_error *err)
-{
-    int rc;
-    if ((rc = begin(s, err)) < 0)
-        return rc;
-    sqlite3_stmt *q = stmt(s, S_CANCEL_NOW);
-    sqlite3_bind_int64(q, 1, id);
-    sqlite3_bind_int64(q, 2, now_us);
-    if ((rc = exec_stmt(s, S_CANCEL_NOW, q, err)) < 0)
-        goto fail;
-    q = stmt(s, S_CANCEL_ASK);
-    sqlite3_bind_int64(q, 1, id);
-    if ((rc = exec_stmt(s, S_CANCEL_ASK, q, err)) < 0)
-        goto fail;
-    q = stmt(s, S_STATUS_OF);
-    sqlite3_bind_int64(q, 1, id);
-    rc = sqlite3_step(q);
-    int found = rc == SQLITE_ROW;
-    *status = found ? sqlite3_column_int(q, 0) : 0;
-    sqlite3_reset(q);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        rc = db_error(s, err, stmt_text[S_STATUS_OF].what);
-        goto fail;
-    }
-    if ((rc = commit(s, err)) < 0)
-        return rc;
-    return found;
-fail:
-    rollback(s);
-    return rc;
-}
-
-int store_cancel_requests(store *s, int64_t *ids, int max, ap_error *err)
-{
-    sqlite3_stmt *q = stmt(s, S_CANCEL_REQS);
-    sqlite3_bind_text(q, 1, s->owner, -1, SQLITE_STATIC);
-    int rc, n = 0;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW && n < max)
-        ids[n++] = sqlite3_column_int64(q, 0);
-    sqlite3_reset(q);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        return db_error(s, err, stmt_text[S_CANCEL_REQS].what);
-    return n;
-}
-
-/* =============================================================== aliases */
-
-int store_alias_get(store *s, const uint8_t *raw, uint8_t *key, ap_error *err)
-{
-    sqlite3_stmt *q = stmt(s, S_ALIAS_GET);
-    sqlite3_bind_blob(q, 1, raw, STORE_KEY_BYTES, SQLITE_STATIC);
-    int rc = sqlite3_step(q);
-    if (rc == SQLITE_ROW && sqlite3_column_bytes(q, 0) == STORE_KEY_BYTES) {
-        memcpy(key, sqlite3_column_blob(q, 0), STORE_KEY_BYTES);
-        sqlite3_reset(q);
-        return 1;
-    }
-    sqlite3_reset(q);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        return db_error(s, err, stmt_text[S_ALIAS_GET].what);
-    return 0;
-}
-
-int store_alias_put(store *s, const uint8_t *raw, const uint8_t *key, int64_t now_us, ap_error *err)
-{
-    sqlite3_stmt *q = stmt(s, S_ALIAS_PUT);
-    sqlite3_bind_blob(q, 1, raw, STORE_KEY_BYTES, SQLITE_STATIC);
-    sqlite3_bind_blob(q, 2, key, STORE_KEY_BYTES, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 3, now_us);
-    return exec_stmt(s, S_ALIAS_PUT, q, err);
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 2) != 0)
+        return false;
+    strcat(host, ":");
+    return store__owner_dead(host, owner);
 }
 
 /* ============================================================== listings */
 
-static sqlite3_stmt *list_stmt(store *s, unsigned mask, int sort, bool asc, ap_error *err)
-{
-    int slot = ((int)mask * STORE_SORT__COUNT + sort) * 2 + (asc ? 1 : 0);
-    if (s->list[slot]) {
-        sqlite3_reset(s->list[slot]);
-        sqlite3_clear_bindings(s->list[slot]);
-        return s->list[slot];
-    }
-    ap_buf b;
-    ap_buf_init(&b);
-    /* A rare text: its matches are the outer loop (CROSS JOIN keeps that
-     * order), each row looked up by id, the few of them sorted. */
-    const char *from = mask & LF_TEXT_RARE ? "WITH m(fid) AS (SELECT rowid FROM searches_text WHERE searches_text "
-                                             "MATCH ?12) SELECT " ROW_COLS " FROM m CROSS JOIN searches ON id = fid"
-                                           : "SELECT " ROW_COLS " FROM searches";
-    ap_buf_puts(&b, from);
-    if (sort == STORE_SORT_CREATED) {
-        ap_buf_puts(&b, " WHERE (created_us, id) < (?1, ?2)");
-    } else {
-        ap_buf_printf(&b, " WHERE (%s, id) %s (?11, ?2) AND +created_us < ?1", sort_cols[sort].expr, asc ? ">" : "<");
-        if (sort_cols[sort].has)
-            ap_buf_printf(&b, " AND %s", sort_cols[sort].has);
-    }
-    /* In the other orders the filters only filter (unary +): the planner,
-     * without statistics, would otherwise pick a filter's index and sort
-     * every row it matches; walking the order's index stops at a page. */
-    const char *plus = sort == STORE_SORT_CREATED ? "" : "+";
-    if (mask & LF_STATUS)
-        ap_buf_printf(&b, " AND %sstatus = ?3", plus);
-    if (mask & LF_KIND)
-        ap_buf_printf(&b, " AND %skind = ?4", plus);
-    if (mask & LF_CLIENT)
-        ap_buf_printf(&b, " AND %sclient_label = ?5", plus);
-    if (mask & LF_MODULE)
-        ap_buf_printf(&b, " AND %smodule_hash >= ?6 AND %smodule_hash < ?7", plus, plus);
-    if (mask & LF_AFTER)
-        ap_buf_printf(&b, " AND %screated_us >= ?8", plus);
-    /* A common text filters the order's walk (+id: not the rows to start
-     * from, which would sort them all). */
-    if (mask & LF_TEXT)
-        ap_buf_puts(&b, " AND +id IN (SELECT rowid FROM searches_text WHERE searches_text MATCH ?12)");
-    if (sort == STORE_SORT_CREATED)
-        ap_buf_puts(&b, " ORDER BY created_us DESC, id DESC LIMIT ?10");
-    else
-        ap_buf_printf(&b, " ORDER BY %s %s, id %s LIMIT ?10", sort_cols[sort].expr, asc ? "ASC" : "DESC",
-                      asc ? "ASC" : "DESC");
-    if (b.oom) {
-        ap_buf_free(&b);
-        ap_error_set(err, AP_ENOMEM, "out of memory");
-        return NULL;
-    }
-    if (sqlite3_prepare_v3(s->db, b.data, -1, SQLITE_PREPARE_PERSISTENT, &s->list[slot], NULL) != SQLITE_OK) {
-        db_error(s, err, "prepare listing");
-        s->list[slot] = NULL;
-    }
-    ap_buf_free(&b);
-    return s->list[slot];
-}
+const store_sort_col store__sort_cols[STORE_SORT__COUNT] = {
+    [STORE_SORT_RUNTIME] = {"best_runtime_s", "best_runtime_s > 0", true},
+    [STORE_SORT_MEMORY] = {"best_peak_memory", "best_peak_memory > 0", false},
+    [STORE_SORT_EPISODES] = {"episodes", NULL, false},
+    [STORE_SORT_DURATION] = {"(finished_us - started_us)", "finished_us > 0 AND started_us > 0", false},
+};
 
 /* A cursor "T.ID" (newest first) or "V~ID" (the other orders: V the sort
  * key, a real for runtime). */
-static int parse_cursor(const char *after, int sort, int64_t *t, double *v_real, int64_t *v_int, int64_t *id,
-                        ap_error *err)
+static int parse_cursor(const char *after, store_list_args *a, ap_error *err)
 {
     char *end;
     errno = 0;
-    if (sort == STORE_SORT_CREATED) {
-        *t = strtoll(after, &end, 10);
-        if (errno || *end != '.' || *t < 0)
+    if (a->sort == STORE_SORT_CREATED) {
+        a->t = strtoll(after, &end, 10);
+        if (errno || *end != '.' || a->t < 0)
             goto bad;
-    } else if (sort_cols[sort].real) {
-        *v_real = strtod(after, &end);
-        if (errno || *end != '~' || end == after || *v_real != *v_real)
+    } else if (store__sort_cols[a->sort].real) {
+        a->v_real = strtod(after, &end);
+        if (errno || *end != '~' || end == after || a->v_real != a->v_real)
             goto bad;
     } else {
-        *v_int = strtoll(after, &end, 10);
+        a->v_int = strtoll(after, &end, 10);
         if (errno || *end != '~' || end == after)
             goto bad;
     }
     const char *p = end + 1;
-    *id = strtoll(p, &end, 10);
-    if (errno || *end || end == p || *id < 0)
+    a->id = strtoll(p, &end, 10);
+    if (errno || *end || end == p || a->id < 0)
         goto bad;
     return 0;
 bad:
     return ap_error_set(err, AP_EINVALID, "malformed page token '%.40s'", after);
 }
 
-int store_list(store *s, const store_filter *f, int limit, const char *after, store_row *rows, char *next,
-               ap_error *err)
+int store__list_args(const store_filter *f, const char *after, store_list_args *a, ap_error *err)
 {
-    int sort = f->sort;
-    bool asc = sort != STORE_SORT_CREATED && f->ascending;
-    int64_t cur_t = INT64_MAX, cur_id = asc ? -1 : INT64_MAX, cur_int = asc ? INT64_MIN : INT64_MAX;
-    double cur_real = asc ? -1e308 : 1e308;
-    next[0] = '\0';
-    if (sort < 0 || sort >= STORE_SORT__COUNT)
-        return ap_error_set(err, AP_EINVALID, "unknown listing order %d", sort);
+    memset(a, 0, sizeof *a);
+    a->sort = f->sort;
+    a->asc = a->sort != STORE_SORT_CREATED && f->ascending;
+    a->t = INT64_MAX;
+    a->id = a->asc ? -1 : INT64_MAX;
+    a->v_int = a->asc ? INT64_MIN : INT64_MAX;
+    a->v_real = a->asc ? -1e308 : 1e308;
+    if (a->sort < 0 || a->sort >= STORE_SORT__COUNT)
+        return ap_error_set(err, AP_EINVALID, "unknown listing order %d", a->sort);
     if (after && after[0]) {
-        int rc = parse_cursor(after, sort, &cur_t, &cur_real, &cur_int, &cur_id, err);
+        int rc = parse_cursor(after, a, err);
         if (rc < 0)
             return rc;
-        if (sort != STORE_SORT_CREATED)
-            cur_t = INT64_MAX;
+        if (a->sort != STORE_SORT_CREATED)
+            a->t = INT64_MAX;
     }
-    unsigned mask = 0;
-    if (f->status)
-        mask |= LF_STATUS;
-    if (f->kind)
-        mask |= LF_KIND;
-    if (f->client_label && f->client_label[0])
-        mask |= LF_CLIENT;
-    if (f->module_hash && f->module_hash_len > 0)
-        mask |= LF_MODULE;
-    if (f->created_after_us)
-        mask |= LF_AFTER;
-    ap_buf pat;
-    ap_buf_init(&pat);
     if (f->text && f->text[0]) {
-        /* One FTS5 string: a substring of a column (trigrams in a row). */
         if (strlen(f->text) < 3)
             return ap_error_set(err, AP_EINVALID, "free text '%s': at least 3 characters", f->text);
-        ap_buf_putc(&pat, '"');
-        for (const char *c = f->text; *c; c++) {
-            if (*c == '"')
-                ap_buf_putc(&pat, '"');
-            ap_buf_putc(&pat, *c);
-        }
-        ap_buf_putc(&pat, '"');
-        if (pat.oom) {
-            ap_buf_free(&pat);
-            return ap_error_set(err, AP_ENOMEM, "out of memory");
-        }
-        sqlite3_stmt *cq = stmt(s, S_TEXT_COUNT);
-        sqlite3_bind_text(cq, 1, pat.data, (int)pat.len, SQLITE_STATIC);
-        sqlite3_bind_int(cq, 2, TEXT_RARE);
-        int crc = sqlite3_step(cq);
-        int matches = crc == SQLITE_ROW ? sqlite3_column_int(cq, 0) : 0;
-        sqlite3_reset(cq);
-        if (crc != SQLITE_ROW) {
-            ap_buf_free(&pat);
-            return db_error(s, err, stmt_text[S_TEXT_COUNT].what);
-        }
-        mask |= matches < TEXT_RARE ? LF_TEXT_RARE : LF_TEXT;
+        a->text = true;
     }
     /* `created before T` is the cursor (T, 0): one upper bound on the
      * index, not two for the planner to choose between.  The other orders
      * bound created_us apart. */
-    if (f->created_before_us > 0 && f->created_before_us <= cur_t) {
-        cur_t = f->created_before_us;
-        if (sort == STORE_SORT_CREATED)
-            cur_id = 0;
+    if (f->created_before_us > 0 && f->created_before_us <= a->t) {
+        a->t = f->created_before_us;
+        if (a->sort == STORE_SORT_CREATED)
+            a->id = 0;
     }
-    sqlite3_stmt *q = list_stmt(s, mask, sort, asc, err);
-    if (!q) {
-        ap_buf_free(&pat);
-        return err ? err->code : AP_EIO;
-    }
-    uint8_t lo[STORE_KEY_BYTES], hi[STORE_KEY_BYTES + 1];
-    int hi_len = 0;
-    sqlite3_bind_int64(q, 1, cur_t);
-    sqlite3_bind_int64(q, 2, cur_id);
-    if (sort != STORE_SORT_CREATED) {
-        if (sort_cols[sort].real)
-            sqlite3_bind_double(q, 11, cur_real);
-        else
-            sqlite3_bind_int64(q, 11, cur_int);
-    }
-    if (mask & LF_STATUS)
-        sqlite3_bind_int(q, 3, f->status);
-    if (mask & LF_KIND)
-        sqlite3_bind_int(q, 4, f->kind);
-    if (mask & LF_CLIENT)
-        sqlite3_bind_text(q, 5, f->client_label, -1, SQLITE_STATIC);
-    if (mask & LF_MODULE) {
+    if (f->module_hash && f->module_hash_len > 0) {
         /* [prefix, prefix + 1): the prefix incremented as a big number;
          * all-0xff prefixes have no upper bound below 0xff..ff + 1 byte. */
         int n = f->module_hash_len > STORE_KEY_BYTES ? STORE_KEY_BYTES : f->module_hash_len;
-        memcpy(lo, f->module_hash, (size_t)n);
-        memcpy(hi, f->module_hash, (size_t)n);
-        hi_len = n;
-        while (hi_len > 0 && hi[hi_len - 1] == 0xff)
-            hi_len--;
-        if (hi_len > 0) {
-            hi[hi_len - 1]++;
+        memcpy(a->lo, f->module_hash, (size_t)n);
+        memcpy(a->hi, f->module_hash, (size_t)n);
+        a->lo_len = a->hi_len = n;
+        while (a->hi_len > 0 && a->hi[a->hi_len - 1] == 0xff)
+            a->hi_len--;
+        if (a->hi_len > 0) {
+            a->hi[a->hi_len - 1]++;
         } else {
-            memset(hi, 0xff, STORE_KEY_BYTES + 1);
-            hi_len = STORE_KEY_BYTES + 1;
+            memset(a->hi, 0xff, STORE_KEY_BYTES + 1);
+            a->hi_len = STORE_KEY_BYTES + 1;
         }
-        sqlite3_bind_blob(q, 6, lo, n, SQLITE_STATIC);
-        sqlite3_bind_blob(q, 7, hi, hi_len, SQLITE_STATIC);
     }
-    if (mask & LF_AFTER)
-        sqlite3_bind_int64(q, 8, f->created_after_us);
-    if (mask & (LF_TEXT | LF_TEXT_RARE))
-        sqlite3_bind_text(q, 12, pat.data, (int)pat.len, SQLITE_STATIC);
-    sqlite3_bind_int(q, 10, limit + 1); /* one more: is there a next page? */
-    int rc, n = 0;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        if (n == limit) {
-            const store_row *r = &rows[n - 1];
-            switch (sort) {
-            case STORE_SORT_CREATED: snprintf(next, 48, "%" PRId64 ".%" PRId64, r->created_us, r->id); break;
-            case STORE_SORT_RUNTIME: snprintf(next, 48, "%.17g~%" PRId64, r->best_runtime_s, r->id); break;
-            case STORE_SORT_MEMORY: snprintf(next, 48, "%" PRId64 "~%" PRId64, r->best_peak_memory, r->id); break;
-            case STORE_SORT_EPISODES: snprintf(next, 48, "%" PRId64 "~%" PRId64, r->episodes, r->id); break;
-            default:
-                snprintf(next, 48, "%" PRId64 "~%" PRId64, r->finished_us - r->started_us, r->id);
-                break;
-            }
-            break;
-        }
-        read_row(q, &rows[n++]);
-    }
-    sqlite3_reset(q);
-    /* the statement keeps a pointer to the pattern until reset */
-    ap_buf_free(&pat);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        return db_error(s, err, "list");
-    return n;
-}
-
-int store_history(store *s, int64_t id, store_point *pts, int max, ap_error *err)
-{
-    sqlite3_stmt *q = stmt(s, S_HISTORY);
-    sqlite3_bind_int64(q, 1, id);
-    sqlite3_bind_int(q, 2, max);
-    int rc, n = 0;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW && n < max) {
-        pts[n].t_us = sqlite3_column_int64(q, 0);
-        pts[n].episodes = sqlite3_column_int64(q, 1);
-        pts[n].best_runtime_s = sqlite3_column_double(q, 2);
-        pts[n].best_peak_memory = sqlite3_column_int64(q, 3);
-        n++;
-    }
-    sqlite3_reset(q);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        return db_error(s, err, stmt_text[S_HISTORY].what);
-    return n;
-}
-
-int store_counts_get(store *s, store_counts *c, ap_error *err)
-{
-    memset(c, 0, sizeof *c);
-    sqlite3_stmt *q = stmt(s, S_COUNTS);
-    int rc;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        int st = sqlite3_column_int(q, 0);
-        uint64_t n = (uint64_t)sqlite3_column_int64(q, 1);
-        if (st >= 0 && st < 6)
-            c->by_status[st] += n;
-        c->rows += n;
-        c->cache_hits += (uint64_t)sqlite3_column_int64(q, 2);
-    }
-    sqlite3_reset(q);
-    if (rc != SQLITE_DONE)
-        return db_error(s, err, stmt_text[S_COUNTS].what);
-    q = stmt(s, S_PAGES);
-    if (sqlite3_step(q) == SQLITE_ROW)
-        c->db_bytes = sqlite3_column_int64(q, 0);
-    sqlite3_reset(q);
     return 0;
+}
+
+void store__list_cursor(int sort, const store_row *r, char *next)
+{
+    switch (sort) {
+    case STORE_SORT_CREATED: snprintf(next, 48, "%" PRId64 ".%" PRId64, r->created_us, r->id); break;
+    case STORE_SORT_RUNTIME: snprintf(next, 48, "%.17g~%" PRId64, r->best_runtime_s, r->id); break;
+    case STORE_SORT_MEMORY: snprintf(next, 48, "%" PRId64 "~%" PRId64, r->best_peak_memory, r->id); break;
+    case STORE_SORT_EPISODES: snprintf(next, 48, "%" PRId64 "~%" PRId64, r->episodes, r->id); break;
+    default: snprintf(next, 48, "%" PRId64 "~%" PRId64, r->finished_us - r->started_us, r->id); break;
+    }
 }
 
 /* ================================================================== hex */
@@ -1265,92 +390,4 @@ int store_unhex(const char *hex, uint8_t *out, int max)
         out[i] = (uint8_t)(hi << 4 | lo);
     }
     return (int)(len / 2);
-}
-
-/* ============================================================= retention */
-
-static int live_bytes(store *s, int64_t *out, ap_error *err)
-{
-    sqlite3_stmt *q = stmt(s, S_LIVE_BYTES);
-    int rc = sqlite3_step(q);
-    *out = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
-    sqlite3_reset(q);
-    return rc == SQLITE_ROW ? 0 : db_error(s, err, stmt_text[S_LIVE_BYTES].what);
-}
-
-/* Deletes up to `limit` ended rows touched before `before`, oldest first
- * (their payloads and history go with them); *n: how many. */
-static int delete_old(store *s, int64_t before, int limit, int *n, ap_error *err)
-{
-    int rc;
-    if ((rc = begin(s, err)) < 0)
-        return rc;
-    sqlite3_stmt *q = stmt(s, S_GC_OLD);
-    sqlite3_bind_int64(q, 1, before);
-    sqlite3_bind_int(q, 2, limit);
-    if ((rc = exec_stmt(s, S_GC_OLD, q, err)) < 0) {
-        rollback(s);
-        return rc;
-    }
-    *n = sqlite3_changes(s->db);
-    q = stmt(s, S_GC_ALIASES);
-    sqlite3_bind_int64(q, 1, before);
-    if ((rc = exec_stmt(s, S_GC_ALIASES, q, err)) < 0) {
-        rollback(s);
-        return rc;
-    }
-    return commit(s, err);
-}
-
-int store_gc(store *s, const store_gc_policy *p, int64_t now_us, store_gc_result *out, ap_error *err)
-{
-    int rc, n;
-    memset(out, 0, sizeof *out);
-    if ((rc = live_bytes(s, &out->bytes_before, err)) < 0)
-        return rc;
-    int batch = p->max_rows > 0 ? p->max_rows : INT32_MAX;
-    int64_t protect = now_us - (p->protect_us > 0 ? p->protect_us : 0);
-    /* by age */
-    if (p->keep_us > 0) {
-        int64_t before = now_us - p->keep_us;
-        if (before > protect)
-            before = protect;
-        do {
-            int step = batch - out->rows < 500 ? batch - out->rows : 500;
-            if (step <= 0 || (rc = delete_old(s, before, step, &n, err)) < 0)
-                break;
-            out->rows += n;
-        } while (n > 0);
-        if (rc < 0)
-            return rc;
-    }
-    /* by size: the least recently used first, as many rows at a time as
-     * the bytes the last ones freed say are needed (at most 500) */
-    if (p->max_bytes > 0) {
-        int64_t live = out->bytes_before;
-        int step = 4;
-        while (live > p->max_bytes && out->rows < batch) {
-            if ((rc = delete_old(s, protect, batch - out->rows < step ? batch - out->rows : step, &n, err)) < 0)
-                return rc;
-            out->rows += n;
-            if (n == 0)
-                break; /* what is left is queued, running or used lately */
-            int64_t was = live;
-            if ((rc = live_bytes(s, &live, err)) < 0)
-                return rc;
-            int64_t per_row = (was - live) / n;
-            int64_t want = per_row > 0 ? (live - p->max_bytes + per_row - 1) / per_row : 1;
-            step = want < 1 ? 1 : want > 500 ? 500 : (int)want;
-        }
-    }
-    /* the freed pages back to the file system (an auto_vacuum store) */
-    if (out->rows && (rc = exec_sql(s, "PRAGMA incremental_vacuum", "give free pages back", err)) < 0)
-        return rc;
-    return live_bytes(s, &out->bytes_after, err);
-}
-
-int store_vacuum(store *s, ap_error *err)
-{
-    int rc = exec_sql(s, "PRAGMA auto_vacuum = INCREMENTAL", "set auto_vacuum", err);
-    return rc < 0 ? rc : exec_sql(s, "VACUUM", "vacuum", err);
 }

@@ -1,6 +1,9 @@
 /*
  * store.h - autopartd's store: one row per search (and per Apply), kept in
- * one SQLite file that several daemons on a host may share.
+ * SQLite (one file the daemons of a host share; the default) or in
+ * PostgreSQL (a fleet of daemons on many hosts).  The backend is chosen by
+ * the address given to store_open; every function below means the same
+ * for both (test_store runs its cases against each).
  *
  * A row is found by its key (a SHA-256 of the canonical request, computed
  * by the daemon): at most one row per key is live (queued, running or
@@ -10,11 +13,11 @@
  *
  * Daemons coordinate through the rows themselves: the daemon running a row
  * is its `owner` and holds a lease it renews with a heartbeat.  A row whose
- * owner stopped renewing (a crash, kill -9) or whose owner is a dead process
- * on this host is claimed by another daemon, or by the restarted one, and
- * run again from its stored request.  Every state change is one short
- * explicit transaction; statements are prepared once per connection and
- * kept for its life.
+ * owner stopped renewing (a crash, kill -9), whose owner is a dead process
+ * on this host, or that has no owner (queued for whichever daemon has room)
+ * is claimed by a daemon with a free worker and run from its stored
+ * request.  Every state change is one short explicit transaction;
+ * statements are prepared once per connection and kept for its life.
  *
  * Queries for listings (newest first or by step time, memory, episodes or
  * duration; keyset paging; filters on status, client label, module hash,
@@ -23,11 +26,12 @@
  * rows (a text matching half the rows: tens of ms), and a progress history
  * per search for plots.
  *
- * A store handle is one SQLite connection: use it from one thread at a time
- * (open one handle per thread that needs one).  Every function returns 0 or
- * a negative AP_E* code and fills err (AP_EIO for SQLite errors, naming the
- * statement's purpose and SQLite's message; AP_ELIMIT when the database
- * stayed locked past the busy timeout).
+ * A store handle is one connection: use it from one thread at a time (open
+ * one handle per thread that needs one).  Every function returns 0 or a
+ * negative AP_E* code and fills err (AP_EIO for database errors, naming
+ * the statement's purpose and the database's message, "store unavailable"
+ * when the server cannot be reached -- the next call connects again;
+ * AP_ELIMIT when the database stayed locked past the busy timeout).
  */
 #ifndef STORE_H
 #define STORE_H
@@ -56,15 +60,31 @@ const char *store_status_name(int status); /* "queued", ... */
 
 typedef struct store store;
 
-/* Opens (creating when absent) the database at path: WAL mode, a busy
- * timeout of busy_ms, the schema migrated up to STORE_SCHEMA_VERSION.
- * `owner` names this daemon in the rows it runs (host:pid:nonce).  Fails
- * with AP_EIO (cannot open, not a database, a schema newer than this
- * program's).  Free with store_close. */
-int store_open(const char *path, const char *owner, int busy_ms, store **out, ap_error *err);
+/* Opens the store at `address`: a PostgreSQL connection string
+ * ("postgresql://user@host/db", or libpq's "host=... dbname=..."; TLS and
+ * passwords as libpq takes them: sslmode, PGPASSWORD, ~/.pgpass), or else
+ * the path of an SQLite file (created when absent; WAL mode).  The schema
+ * is migrated up to STORE_SCHEMA_VERSION; a lock held by another
+ * connection is waited for busy_ms.  `owner` names this daemon in the rows
+ * it runs (host:pid:nonce).  Fails with AP_EIO (cannot open or connect,
+ * not a database, a schema newer than this program's), AP_EINVALID (a
+ * connection string libpq cannot read).  Free with store_close. */
+int store_open(const char *address, const char *owner, int busy_ms, store **out, ap_error *err);
 void store_close(store *s);
 const char *store_owner(const store *s);
-/* `PRAGMA quick_check` (full: integrity_check) says ok. */
+/* Called after every operation on s, on the caller's thread, with its
+ * time and whether the store failed it (unreachable, locked, I/O). */
+typedef void (*store_observer)(void *ud, double seconds, bool failed);
+void store_observe(store *s, store_observer fn, void *ud);
+/* "sqlite" or "postgresql". */
+const char *store_backend(const store *s);
+/* Whether an address names a PostgreSQL database. */
+bool store_is_postgres(const char *address);
+/* The address as it may be printed: a PostgreSQL connection string as
+ * postgresql://user@host:port/db (never its password or other options). */
+void store_describe(const char *address, char *out, size_t size);
+/* SQLite: `PRAGMA quick_check` (full: integrity_check) says ok;
+ * PostgreSQL: the database answers (it checks itself). */
 int store_check(store *s, bool full, ap_error *err);
 
 /* A row without its payloads.  Text fields are cut to their size. */
@@ -145,12 +165,19 @@ typedef struct store_claim {
     char prev_owner[128]; /* who had it: "" when nobody (given back at a clean shutdown) */
 } store_claim;
 /* Claims up to max rows of `kind` (0: any) that are queued or running but
- * whose owner's lease ran out before now_us, whose owner is a dead process
- * of this host, or that have no owner: they become this daemon's, queued,
- * leased until lease_until_us.  Fills out[] (oldest first); returns the
+ * whose owner's lease ran out before now_us or whose owner is a dead
+ * process of this node (orphans), and with queued_too rows that have no
+ * owner (queued for any daemon): they become this daemon's, queued, leased
+ * until lease_until_us.  Rows another daemon is claiming at the same moment
+ * are skipped, not waited for.  Fills out[] (oldest first); returns the
  * count (>= 0) or an error. */
-int store_claim_orphans(store *s, int kind, int64_t now_us, int64_t lease_until_us, store_claim *out, int max,
-                        ap_error *err);
+int store_claim_orphans(store *s, int kind, int64_t now_us, int64_t lease_until_us, bool queued_too,
+                        store_claim *out, int max, ap_error *err);
+/* Claims one queued row that has no owner (released to whichever daemon
+ * has room): it becomes this daemon's, leased until lease_until_us.
+ * Returns 1 taken (or this daemon's already), 0 when another daemon took
+ * it first or it is no longer queued. */
+int store_claim_one(store *s, int64_t id, int64_t lease_until_us, ap_error *err);
 /* At a clean shutdown: every queued or running row of this daemon goes back
  * to queued without an owner, for the next daemon to take at once. */
 int store_release_all(store *s, ap_error *err);

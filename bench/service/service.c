@@ -12,7 +12,11 @@
  * The clients run on the same machine as the daemon: the figures are for
  * both together.
  *
- *   bench_service [--seconds S] [--requests N] [--daemon-arg ARG]...
+ * With --db ADDR the daemon's store is ADDR (a PostgreSQL URL, say) instead
+ * of a temporary SQLite file; --daemon-arg --cache-mb --daemon-arg 0 makes
+ * every cache hit read the store.
+ *
+ *   bench_service [--seconds S] [--requests N] [--db ADDR] [--daemon-arg ARG]...
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -37,9 +41,13 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static pid_t daemon_pid;
+
 static void die(const char *what)
 {
     fprintf(stderr, "bench_service: %s\n", what);
+    if (daemon_pid > 0) /* not left running */
+        kill(daemon_pid, SIGKILL);
     exit(1);
 }
 
@@ -219,7 +227,6 @@ static int cmp_double(const void *a, const void *b)
 
 /* N clients for `seconds` (or until max_requests in all): requests per
  * second and latency percentiles.  Returns the requests made. */
-static pid_t daemon_pid;
 
 static int64_t measure(int port, const request *req, int clients, double seconds, int64_t max_requests,
                        const char *label)
@@ -286,6 +293,7 @@ int main(int argc, char **argv)
 {
     double seconds = 5;
     int64_t total_requests = 100000;
+    const char *store_addr = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
             seconds = atof(argv[++i]);
@@ -293,16 +301,20 @@ int main(int argc, char **argv)
             total_requests = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--daemon-arg") && i + 1 < argc && n_daemon_extra < 8)
             daemon_extra[n_daemon_extra++] = argv[++i];
+        else if (!strcmp(argv[i], "--db") && i + 1 < argc)
+            store_addr = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_service [--seconds S] [--requests N] [--daemon-arg ARG]...\n");
+            fprintf(stderr,
+                    "usage: bench_service [--seconds S] [--requests N] [--db ADDR] [--daemon-arg ARG]...\n");
             return 2;
         }
     }
     signal(SIGPIPE, SIG_IGN);
-    char db[] = "/tmp/autopart-bench-XXXXXX";
-    int fd = mkstemp(db);
+    char tmp[] = "/tmp/autopart-bench-XXXXXX";
+    int fd = mkstemp(tmp);
     close(fd);
-    unlink(db);
+    unlink(tmp);
+    const char *db = store_addr ? store_addr : tmp;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     double load[3] = {0};
     if (getloadavg(load, 3) < 0)
@@ -341,7 +353,9 @@ int main(int argc, char **argv)
     printf("requests: one dot_general (%zu B in, %zu B out); tiny transformer BP+MP (%zu B in, %zu B out)\n",
            small.len, small_reply, tiny.len, tiny_reply);
 
-    printf("cache hits (Apply answered from the store), %.0f s each:\n", seconds);
+    printf("cache hits (Apply answered before: from memory, or from the store with --cache-mb 0), %.0f s each, "
+           "store %s:\n",
+           seconds, store_addr ? "as given" : "a temporary SQLite file");
     int64_t done = 0;
     static const int clients[] = {1, 8, 32};
     for (int i = 0; i < 3; i++)
@@ -376,6 +390,7 @@ int main(int argc, char **argv)
     waitpid(d.pid, NULL, 0);
     double k0 = now();
     start_daemon(&d, db);
+    daemon_pid = d.pid;
     double listening = now() - k0;
     c = connect_to(d.port);
     int origin = apply_once(c, &small, NULL);
@@ -386,10 +401,10 @@ int main(int argc, char **argv)
     kill(d.pid, SIGTERM);
     waitpid(d.pid, NULL, 0);
     char p[300];
-    unlink(db);
-    snprintf(p, sizeof p, "%s-wal", db);
+    unlink(tmp);
+    snprintf(p, sizeof p, "%s-wal", tmp);
     unlink(p);
-    snprintf(p, sizeof p, "%s-shm", db);
+    snprintf(p, sizeof p, "%s-shm", tmp);
     unlink(p);
     free(small.bytes);
     free(tiny.bytes);

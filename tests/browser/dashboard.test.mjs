@@ -6,7 +6,9 @@
 // that throws fails the test.  Screenshots go to $ARTIFACTS.
 //
 // Run by ctest (tests/CMakeLists.txt) with AUTOPARTD, AUTOPART_CLI,
-// MODELGEN, ARTIFACTS and PLAYWRIGHT_CHROMIUM (default /usr/bin/chromium).
+// MODELGEN, ARTIFACTS and PLAYWRIGHT_CHROMIUM (default /usr/bin/chromium);
+// with PGCLUSTER (tests/service/pgcluster) the store is a PostgreSQL server
+// of the test's own instead of an SQLite file.
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
@@ -32,6 +34,8 @@ const CLI = env('AUTOPART_CLI');
 const MODELGEN = env('MODELGEN');
 const ARTIFACTS = env('ARTIFACTS');
 const CHROMIUM = process.env.PLAYWRIGHT_CHROMIUM || '/usr/bin/chromium';
+const PGCLUSTER = process.env.PGCLUSTER;
+let pgDir, storeAddr;
 
 let dir, daemon, grpcPort, httpPort, base, browser, t32, small;
 let errors = [];   // page errors and console errors of the current test
@@ -92,7 +96,13 @@ before(async () => {
   small = join(dir, 'small.mlir');
   execFileSync(MODELGEN, ['transformer', '--config', 't32', '-q', '-o', t32]);
   execFileSync(MODELGEN, ['transformer', '--config', 'small', '-q', '-o', small]);
-  const s = await startDaemon(join(dir, 'store.db'));
+  let db = join(dir, 'store.db');
+  if (PGCLUSTER) {
+    pgDir = mkdtempSync(join(tmpdir(), 'autopart-dash-pg-'));
+    db = execFileSync(PGCLUSTER, ['start', pgDir]).toString().trim();
+  }
+  storeAddr = db;
+  const s = await startDaemon(db);
   daemon = s.d;
   grpcPort = s.grpc;
   httpPort = s.http;
@@ -109,6 +119,7 @@ after(async () => {
     assert.equal(code, 0, 'autopartd exits 0 after SIGTERM');
   }
   if (dir) rmSync(dir, { recursive: true, force: true });
+  if (pgDir) execFileSync(PGCLUSTER, ['destroy', pgDir]);
 });
 
 afterEach(() => {
@@ -213,7 +224,7 @@ test('with --token-file: the page takes ?token= once (and drops it from the addr
   const tokenFile = join(dir, 'token');
   writeFileSync(tokenFile, 'dash-s3cret\n');
   // the same store, so the rows of the tests above are there
-  const s = await startDaemon(join(dir, 'store.db'), ['--token-file', tokenFile]);
+  const s = await startDaemon(storeAddr, ['--token-file', tokenFile]);
   try {
     const tbase = `http://127.0.0.1:${s.http}/`;
     let page = await newPage();

@@ -83,7 +83,13 @@ static inline int svc_start_until(svc_daemon *d, const char *db, const char *lis
     int out[2];
     memset(d, 0, sizeof *d);
     snprintf(d->db, sizeof d->db, "%s", db);
-    snprintf(d->log, sizeof d->log, "%s.log", db);
+    if (store_is_postgres(db)) { /* a file of its own beside the others */
+        static int n;
+        snprintf(d->log, sizeof d->log, "/tmp/autopart-svc-pg-%d-%d.log", (int)getpid(), n++);
+        unlink(d->log);
+    } else {
+        snprintf(d->log, sizeof d->log, "%s.log", db);
+    }
     ck_assert_int_eq(pipe(out), 0);
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
@@ -376,6 +382,115 @@ static inline void svc_assert_serving(int port)
     grpc__health__v1__health_check_response__free_unpacked(h, NULL);
     ap_free(r);
     wire_close(c);
+}
+
+/* A Search request on one axis (pointing into the caller's strings). */
+typedef struct svc_search {
+    svc_apply base;
+    Autopart__V1__SearchRequest req;
+    char *axes[4];
+} svc_search;
+
+static inline void svc_search_init(svc_search *q, const char *text, const char *name, const char *mesh, const char *manual,
+                            const char *axis, int64_t episodes, const char *label)
+{
+    svc_apply_init(&q->base, text, name, mesh, "", label);
+    autopart__v1__search_request__init(&q->req);
+    q->req.module = &q->base.mod;
+    q->req.mesh = &q->base.mesh;
+    q->req.device = &q->base.dev;
+    q->req.manual_schedule = (char *)manual;
+    q->axes[0] = (char *)axis;
+    q->req.axes = q->axes;
+    q->req.n_axes = 1;
+    q->req.episodes = episodes;
+    q->req.seed = 1;
+    q->req.threads = 1;
+    q->req.client_label = (char *)label;
+}
+
+/* A search's events: origin of `accepted`, progress events seen, the
+ * result's bytes (heap) and the status. */
+typedef struct search_run {
+    int origin, progress, rc;
+    double t_accepted, t_first_progress, t_end; /* svc_now() at each */
+    int64_t last_episodes;                       /* of the last progress event */
+    /* progress events relayed from the store (another daemon runs the
+     * search: no speed in them): when they came (wall clock, us) and their
+     * episodes */
+    int n_relayed;
+    int64_t relayed_us[64], relayed_episodes[64];
+    char id[24];
+    uint8_t *result;
+    size_t result_len;
+    wire_status st;
+} search_run;
+
+static inline void search_call(wire_conn *c, const svc_search *q, search_run *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t len = autopart__v1__search_request__get_packed_size(&q->req);
+    uint8_t *buf = malloc(len + 1);
+    autopart__v1__search_request__pack(&q->req, buf);
+    wire_stream *ws;
+    ck_assert_int_eq(wire_stream_open(c, SVC_SEARCH, buf, len, &ws, &out->st), 0);
+    free(buf);
+    void *m;
+    size_t ml;
+    int got, n = 0;
+    while ((got = wire_stream_next(ws, &m, &ml, &out->st)) == 1) {
+        Autopart__V1__SearchEvent *ev = autopart__v1__search_event__unpack(NULL, ml, m);
+        ck_assert_ptr_nonnull(ev);
+        if (ev->event_case == AUTOPART__V1__SEARCH_EVENT__EVENT_ACCEPTED) {
+            ck_assert_int_eq(n, 0); /* accepted comes first */
+            out->origin = ev->accepted->origin;
+            out->t_accepted = svc_now();
+            snprintf(out->id, sizeof out->id, "%s", ev->accepted->search_id);
+        } else if (ev->event_case == AUTOPART__V1__SEARCH_EVENT__EVENT_PROGRESS) {
+            if (!out->progress++)
+                out->t_first_progress = svc_now();
+            out->last_episodes = ev->progress->episodes;
+            if (ev->progress->episodes_per_s == 0 && ev->progress->tree_size == 0 && out->n_relayed < 64) {
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                out->relayed_us[out->n_relayed] = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+                out->relayed_episodes[out->n_relayed++] = ev->progress->episodes;
+            }
+        } else if (ev->event_case == AUTOPART__V1__SEARCH_EVENT__EVENT_RESULT) {
+            const uint8_t *f;
+            ck_assert(svc_field(m, ml, 3, &f, &out->result_len));
+            out->result = malloc(out->result_len + 1);
+            memcpy(out->result, f, out->result_len);
+        }
+        autopart__v1__search_event__free_unpacked(ev, NULL);
+        ap_free(m);
+        n++;
+    }
+    out->rc = got == 0 && out->st.code == 0 ? 0 : -1;
+    out->t_end = svc_now();
+    wire_stream_close(ws);
+}
+
+
+/* What must agree between two runs of one search: everything but timings. */
+static inline void same_answer(const uint8_t *a, size_t na, const uint8_t *b, size_t nb)
+{
+    Autopart__V1__PartitionResult *x = autopart__v1__partition_result__unpack(NULL, na, a);
+    Autopart__V1__PartitionResult *y = autopart__v1__partition_result__unpack(NULL, nb, b);
+    ck_assert(x && y);
+    ck_assert_msg(!strcmp(x->schedule, y->schedule), "schedules differ:\n%.1500s\n--- and ---\n%.1500s", x->schedule,
+                  y->schedule);
+    ck_assert_msg(!strcmp(x->module, y->module), "the modules differ");
+    ck_assert_msg(!strcmp(x->report_json, y->report_json), "the reports differ");
+    ck_assert_msg(!strcmp(x->explanation_json, y->explanation_json), "the explanations differ");
+    ck_assert_int_eq(x->n_shardings, y->n_shardings);
+    for (size_t i = 0; i < x->n_shardings; i++)
+        ck_assert_str_eq(x->shardings[i]->spec_text, y->shardings[i]->spec_text);
+    ck_assert(x->cost->runtime_s == y->cost->runtime_s);
+    ck_assert_int_eq(x->search->episodes, y->search->episodes);
+    ck_assert_int_eq(x->search->best_episode, y->search->best_episode);
+    autopart__v1__partition_result__free_unpacked(x, NULL);
+    autopart__v1__partition_result__free_unpacked(y, NULL);
 }
 
 #endif /* SVC_H */

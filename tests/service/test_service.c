@@ -1152,75 +1152,6 @@ END_TEST
 /* ============================================================= search */
 
 /* A search request (pointing into the caller's strings). */
-typedef struct svc_search {
-    svc_apply base;
-    Autopart__V1__SearchRequest req;
-    char *axes[4];
-} svc_search;
-
-static void svc_search_init(svc_search *q, const char *text, const char *name, const char *mesh, const char *manual,
-                            const char *axis, int64_t episodes, const char *label)
-{
-    svc_apply_init(&q->base, text, name, mesh, "", label);
-    autopart__v1__search_request__init(&q->req);
-    q->req.module = &q->base.mod;
-    q->req.mesh = &q->base.mesh;
-    q->req.device = &q->base.dev;
-    q->req.manual_schedule = (char *)manual;
-    q->axes[0] = (char *)axis;
-    q->req.axes = q->axes;
-    q->req.n_axes = 1;
-    q->req.episodes = episodes;
-    q->req.seed = 1;
-    q->req.threads = 1;
-    q->req.client_label = (char *)label;
-}
-
-/* A search's events: origin of `accepted`, progress events seen, the
- * result's bytes (heap) and the status. */
-typedef struct search_run {
-    int origin, progress, rc;
-    char id[24];
-    uint8_t *result;
-    size_t result_len;
-    wire_status st;
-} search_run;
-
-static void search_call(wire_conn *c, const svc_search *q, search_run *out)
-{
-    memset(out, 0, sizeof *out);
-    size_t len = autopart__v1__search_request__get_packed_size(&q->req);
-    uint8_t *buf = malloc(len + 1);
-    autopart__v1__search_request__pack(&q->req, buf);
-    wire_stream *ws;
-    ck_assert_int_eq(wire_stream_open(c, SVC_SEARCH, buf, len, &ws, &out->st), 0);
-    free(buf);
-    void *m;
-    size_t ml;
-    int got, n = 0;
-    while ((got = wire_stream_next(ws, &m, &ml, &out->st)) == 1) {
-        Autopart__V1__SearchEvent *ev = autopart__v1__search_event__unpack(NULL, ml, m);
-        ck_assert_ptr_nonnull(ev);
-        if (ev->event_case == AUTOPART__V1__SEARCH_EVENT__EVENT_ACCEPTED) {
-            ck_assert_int_eq(n, 0); /* accepted comes first */
-            out->origin = ev->accepted->origin;
-            snprintf(out->id, sizeof out->id, "%s", ev->accepted->search_id);
-        } else if (ev->event_case == AUTOPART__V1__SEARCH_EVENT__EVENT_PROGRESS) {
-            out->progress++;
-        } else if (ev->event_case == AUTOPART__V1__SEARCH_EVENT__EVENT_RESULT) {
-            const uint8_t *f;
-            ck_assert(svc_field(m, ml, 3, &f, &out->result_len));
-            out->result = malloc(out->result_len + 1);
-            memcpy(out->result, f, out->result_len);
-        }
-        autopart__v1__search_event__free_unpacked(ev, NULL);
-        ap_free(m);
-        n++;
-    }
-    out->rc = got == 0 && out->st.code == 0 ? 0 : -1;
-    wire_stream_close(ws);
-}
-
 static char *small_text;
 static const char bp_manual[] = "manual batch batch['inputs']=0 batch['targets']=0\n";
 
@@ -1313,27 +1244,6 @@ START_TEST(test_search_eight_identical_start_one)
     fx_stop_clean();
 }
 END_TEST
-
-/* What must agree between two runs of one search: everything but timings. */
-static void same_answer(const uint8_t *a, size_t na, const uint8_t *b, size_t nb)
-{
-    Autopart__V1__PartitionResult *x = autopart__v1__partition_result__unpack(NULL, na, a);
-    Autopart__V1__PartitionResult *y = autopart__v1__partition_result__unpack(NULL, nb, b);
-    ck_assert(x && y);
-    ck_assert_msg(!strcmp(x->schedule, y->schedule), "schedules differ:\n%.1500s\n--- and ---\n%.1500s", x->schedule,
-                  y->schedule);
-    ck_assert_msg(!strcmp(x->module, y->module), "the modules differ");
-    ck_assert_msg(!strcmp(x->report_json, y->report_json), "the reports differ");
-    ck_assert_msg(!strcmp(x->explanation_json, y->explanation_json), "the explanations differ");
-    ck_assert_int_eq(x->n_shardings, y->n_shardings);
-    for (size_t i = 0; i < x->n_shardings; i++)
-        ck_assert_str_eq(x->shardings[i]->spec_text, y->shardings[i]->spec_text);
-    ck_assert(x->cost->runtime_s == y->cost->runtime_s);
-    ck_assert_int_eq(x->search->episodes, y->search->episodes);
-    ck_assert_int_eq(x->search->best_episode, y->search->best_episode);
-    autopart__v1__partition_result__free_unpacked(x, NULL);
-    autopart__v1__partition_result__free_unpacked(y, NULL);
-}
 
 typedef struct bg_search {
     int port;
