@@ -174,6 +174,21 @@ static inline int tl_sequences(int fallback)
     return n > 0 ? n : fallback;
 }
 
+/* The same, but a quarter of `fallback` in the ASan+UBSan build
+ * (AP_SANITIZED: unoptimized and instrumented, about ten times slower): the
+ * sanitizers look for memory and undefined-behaviour errors on the paths
+ * those cases take, while the normal build holds the property over all of
+ * them.  For tests whose assertions hold case by case; a test that counts
+ * how often something happens among its cases scales what it asks for. */
+static inline int tl_sequences_lean(int fallback)
+{
+#if AP_SANITIZED
+    if (fallback > 4 && !getenv("AP_TEST_SEQUENCES"))
+        return (fallback + 3) / 4;
+#endif
+    return tl_sequences(fallback);
+}
+
 /* The first random case a property test runs: 0, or AP_TEST_FIRST from the
  * environment, to run again the case a long run reported (with
  * AP_TEST_SEQUENCES=1). */
