@@ -407,9 +407,10 @@ function breakdownCard(res) {
     : [{ label: 'arguments', value: args, color: '#49b37a' }, { label: 'temporaries', value: Math.max(peak - args, 0), color: '#b469d6' }];
   mem.push({ label: 'peak', value: peak, color: '#1d2330' });
   const where = w => w ? `${w.op}${w.line ? ` at ${w.line}:${w.col}` : ''}${w.name ? ` "${w.name}"` : ''}` : '';
-  const order = m && m.order !== 'program'
-    ? `in the order of XLA's ${m.order === 'dfs' ? 'DFS' : 'list'} scheduler (${fmtBytes(m.program_order_peak_bytes)} in the order written)`
-    : 'in the order written';
+  const order = !m || m.order === 'program' ? 'in the order written'
+    : m.order === 'placed'
+      ? `in the order written with the collectives where XLA places them (${fmtBytes(m.program_order_peak_bytes)} as written)`
+      : `in the order of XLA's ${m.order === 'dfs' ? 'DFS' : 'list'} scheduler (${fmtBytes(m.program_order_peak_bytes)} in the order written)`;
   return el('div', { class: 'grid2' },
     el('div', { class: 'card' }, el('h2', {}, 'Step time per device'), barChart('time-breakdown', time, fmtTime),
       el('p', { class: 'muted' }, `start (before the search): ${fmtTime(res.search ? res.search.start_runtime_s : 0)}; ${c.fits ? 'fits in memory' : 'does NOT fit in memory'}`)),
