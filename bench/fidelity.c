@@ -71,7 +71,7 @@ static const row ROWS[] = {
     {"M4", "tpu_v5e", FAM_TPU, true, "transformer --config maxtext_16b attention=flash remat=full", "batch=256",
      "fsdp", 10.3, 0, "MaxText 16B FSDP 256, GBS 1536"},
     {"M9", "tpu_v5p", FAM_TPU, false, "transformer --config maxtext_32b attention=flash remat=dots_no_batch",
-     "batch=16,model=4", "fsdp+mp_split", 9.9, 0, "MaxText 32B FSDP 16 x TP 4, GBS 512"},
+     "batch=16,model=4", "mp_split+fsdp", 9.9, 0, "MaxText 32B FSDP 16 x TP 4, GBS 512"},
     {"Y1", "a100_80gb", FAM_GPU, false,
      "transformer --config mpt_7b vocab=50368 batch=96 microbatches=2 attention=flash", "batch=8", "fsdp", 5.30, 0,
      "MPT-7B FSDP 8, 2 micro-batches of 48"},
