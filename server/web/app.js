@@ -394,7 +394,13 @@ function collectivesCard(res) {
 function breakdownCard(res) {
   const c = res.cost || {};
   const rc = (res.report && res.report.cost) || {};
-  const time = [{ label: 'compute', value: c.compute_s || 0, color: '#4c8bf5' }, { label: 'communication', value: c.comm_s || 0, color: '#f59f4c' },
+  // Communication split into what runs under independent compute and what
+  // the step waits for (the cost report's overlap of the two streams).
+  const comm = rc.comm_exposed_s !== undefined
+    ? [{ label: 'communication hidden under compute', value: rc.comm_hidden_s || 0, color: '#f5c99a' },
+      { label: 'communication exposed', value: rc.comm_exposed_s || 0, color: '#f59f4c' }]
+    : [{ label: 'communication', value: c.comm_s || 0, color: '#f59f4c' }];
+  const time = [{ label: 'compute', value: c.compute_s || 0, color: '#4c8bf5' }, ...comm,
     { label: 'step (total)', value: c.runtime_s || 0, color: '#1d2330' }];
   const args = rc.argument_bytes || 0, peak = c.peak_memory_bytes || 0;
   // What is live at the peak, by category (the cost report's memory), else
