@@ -39,12 +39,30 @@
  *     flops and the bytes it touches (a slice or dynamic_slice only its
  *     result, dynamic_update_slice and scatter only their updates: in
  *     place).
- *   - collective time from the ring formulas on the slowest interconnect tier
- *     among the mesh axes the group spans: all_reduce 2(n-1)/n * bytes / bw +
- *     2(n-1) * latency; all_gather (n-1)/n * gathered bytes / bw; reduce_scatter
- *     (n-1)/n * full bytes / bw; all_to_all (n-1)/n * bytes / bw (each plus
- *     (n-1) * latency); collective_permute bytes / bw + latency.
- *   - runtime = compute + comm - overlap * min(compute, comm).
+ *   - kernels reach the device's matmul_efficiency of the peak on large
+ *     matmuls, less for small ones (M and N are computed in matmul_tile
+ *     tiles, the last one paid in full), and hbm_efficiency of the HBM
+ *     bandwidth; each run of a kernel costs kernel_overhead on top.
+ *   - collective time from the ring formulas over the tiers the group spans:
+ *     all_reduce 2(n-1)/n * bytes / bw + 2(n-1) * latency (or NCCL's tree,
+ *     2 * bytes / bw + 2 log2(n) * latency, when faster: small messages);
+ *     all_gather (n-1)/n * gathered bytes / bw; reduce_scatter (n-1)/n * full
+ *     bytes / bw; all_to_all (n-1)/n * bytes / bw (each plus (n-1) *
+ *     latency); collective_permute bytes / bw + latency.  bw is the least
+ *     over the tiers the group spans of k * the tier's bus bandwidth, k the
+ *     group's devices on the faster tiers (the GPUs of a group in one node
+ *     send over as many NICs); an all_reduce inside one node takes the
+ *     switch's reduction bandwidth when it has one (NVLink SHARP); a torus
+ *     tier gives a group the share of its dims it spans; the latency is the
+ *     slowest tier's; plus collective_overhead each.
+ *   - runtime: kernels run one after another, collectives on their own
+ *     stream beside them, each starting once what it reads is written (in
+ *     the order written, as XLA's latency-hiding scheduler starts a
+ *     collective early and waits for it where it is used): communication
+ *     is hidden under the compute that does not depend on it, and the
+ *     report says how much was (comm_hidden_s) and how much was not
+ *     (comm_exposed_s).  A loop or branch is one event of the block holding
+ *     it, its own time its blocks' (trips included).
  *   - while loops run their body once per trip when the trip count can be read:
  *     XLA's `known_trip_count` backend config, or a counter loop (`compare
  *     LT, %i, N` with N a constant or an unchanged carried constant, %i
@@ -64,14 +82,16 @@
  *     XLA lets them share (in place: dynamic_update_slice, scatter,
  *     all_reduce, a loop's carried values; elementwise kernels: any operand
  *     of the same size); a region's temporaries count at the op holding
- *     it.  The peak is counted in the order written and in the orders of
- *     XLA's list and DFS memory schedulers, and the lowest kept (so the
- *     order never raises it); the report says which, and what is live at
- *     the peak by category (cost_memory).
+ *     it.  The peak is counted in the order written, in that order with
+ *     the collectives where XLA's SPMD partitioner puts them, and in the
+ *     orders of XLA's list and DFS memory schedulers, and the lowest kept
+ *     (so the order never raises it); the report says which, and what is
+ *     live at the peak by category (cost_memory).
  *
  * USE: cost_prepare() once per program (one walk over the IR into flat
  * arrays), then cost_evaluate() per device / tier assignment / option set (a
- * loop over those arrays: microseconds).  A prepared program is immutable:
+ * loop over those arrays and one temporary array of their size:
+ * microseconds).  A prepared program is immutable:
  * any number of threads may evaluate it at once.  It keeps pointers into the
  * module to name ops in reports, so free it before the module.
  *
@@ -121,9 +141,17 @@ typedef struct cost_tier {
     char name[COST_NAME_SIZE]; /* "nvlink", "ici", "infiniband", "dcn" */
     int64_t devices;  /* devices one group of this tier joins (a node, a pod);
                          0 = unbounded (the last tier) */
-    double bandwidth; /* bytes/s one device sends while receiving as much
-                         (the `bw` of the ring formulas) */
+    double bandwidth; /* bytes/s one device sends while receiving as much, as
+                         collectives reach it (NCCL's bus bandwidth): the
+                         `bw` of the ring formulas */
     double latency;   /* seconds per ring step */
+    double allreduce_bandwidth; /* bus bandwidth of an all_reduce inside one
+                                   group of this tier when the switch reduces
+                                   (NVLink SHARP); 0: `bandwidth` */
+    int torus_dims;   /* a torus (TPU ICI) of this many dims, `bandwidth` over
+                         all of them: a group spanning a share of the tier's
+                         devices gets that share of its dims' links; 0: a
+                         switch (any group gets all of it) */
 } cost_tier;
 
 /* A device: plain data, copy it freely. */
@@ -137,10 +165,22 @@ typedef struct cost_device {
     double hbm_bandwidth; /* bytes/s */
     int n_tiers;          /* 1..COST_MAX_TIERS, fastest first */
     cost_tier tiers[COST_MAX_TIERS];
-    char source[256];     /* where the figures come from */
+    /* What kernels reach of those peaks (0 where unset: the peak itself, no
+     * overhead): */
+    double matmul_efficiency; /* share of the peak a large matmul reaches */
+    int64_t matmul_tile;      /* a matmul's M and N are computed in tiles of
+                                 this many rows/columns (tensor-core or MXU
+                                 tiles): the last tile is paid in full */
+    double hbm_efficiency;    /* share of the HBM bandwidth a kernel streaming
+                                 memory reaches */
+    double kernel_overhead;   /* seconds each kernel costs beyond its
+                                 roofline (launch, ramp) */
+    double collective_overhead; /* seconds each collective costs beyond its
+                                   formula (launch, synchronization) */
+    char source[512];     /* where the figures come from */
 } cost_device;
 
-/* The registry: tpu_v3, tpu_v4, tpu_v5e, a100_40gb, a100_80gb, h100_sxm,
+/* The registry: tpu_v3, tpu_v4, tpu_v5e, tpu_v5p, a100_40gb, a100_80gb, h100_sxm,
  * h200_sxm, b200.  Index 0 .. cost_device_count() - 1; NULL outside. */
 int cost_device_count(void);
 const cost_device *cost_device_at(int i);
@@ -170,10 +210,16 @@ double cost_device_peak(const cost_device *d, cost_prec p);
  *     "hbm_bandwidth": 3.35e12,                bytes/s, > 0
  *     "tiers": [                               1..4, fastest first
  *       {"name": "nvlink", "devices": 8,       devices: integer >= 0, growing;
- *        "bandwidth": 450e9, "latency": 1e-6},  0 (unbounded) only last
- *       {"name": "infiniband", "devices": 0,   bandwidth > 0 bytes/s,
- *        "bandwidth": 50e9, "latency": 5e-6}   latency >= 0 s
- *     ],
+ *        "bandwidth": 370e9, "latency": 1e-6,   0 (unbounded) only last
+ *        "allreduce_bandwidth": 480e9},        bandwidth > 0 bytes/s,
+ *       {"name": "infiniband", "devices": 0,   latency >= 0 s; optional:
+ *        "bandwidth": 45e9, "latency": 5e-6}   allreduce_bandwidth >= 0,
+ *     ],                                         torus_dims integer 0..8
+ *     "matmul_efficiency": 0.75,               optional, (0, 1]
+ *     "matmul_tile": 128,                      optional, integer 0..65536
+ *     "hbm_efficiency": 0.9,                   optional, (0, 1]
+ *     "kernel_overhead": 2e-6,                 optional, >= 0 s
+ *     "collective_overhead": 1e-5,             optional, >= 0 s
  *     "source": "where the figures come from"  optional string
  *   }
  *
@@ -250,8 +296,9 @@ typedef enum cost_coll_kind {
 const char *cost_coll_name(cost_coll_kind k);
 
 typedef struct cost_options {
-    /* Share of the shorter of compute and communication hidden under the
-     * other: 0 = runtime is their sum (default), 1 = their max. */
+    /* At least this share of the shorter of compute and communication is
+     * hidden under the other: 0 (default) = what the schedule of the two
+     * streams hides, no more; 1 = their max. */
     double overlap;
     /* Ops to list by time, at most COST_TOP_MAX; 0 = 10, negative = none. */
     int top_k;
@@ -339,7 +386,11 @@ typedef struct cost_mem_value {
 typedef enum cost_mem_order {
     COST_ORDER_PROGRAM, /* as the program is written */
     COST_ORDER_LIST,    /* XLA's list scheduler: the op freeing the most bytes first */
-    COST_ORDER_DFS      /* XLA's DFS scheduler: post-order, heaviest operands first */
+    COST_ORDER_DFS,     /* XLA's DFS scheduler: post-order, heaviest operands first */
+    COST_ORDER_PLACED   /* as written, with the collectives where XLA's SPMD
+                           partitioner emits them: reductions (fewer bytes
+                           out than in) just after their producers, gathers
+                           just before their first reader */
 } cost_mem_order;
 
 /* The peak as XLA's buffer assignment counts it, and what is live there. */
@@ -360,6 +411,7 @@ typedef struct cost_memory {
 typedef struct cost_report {
     char device[COST_NAME_SIZE];
     double runtime_s, compute_s, comm_s;
+    double comm_hidden_s, comm_exposed_s; /* of comm_s: under compute, and not */
     double flops_per_device;  /* loop trips included */
     double matmul_flops;      /* the dot_general and convolution part */
     double bytes_per_device;  /* HBM traffic of compute ops after fusion */
@@ -402,6 +454,7 @@ int cost_state_estimate(const ir_partition *p, const cost_device *dev, const cos
 int cost_report_text(const cost_report *r, ap_buf *out);
 
 /* The report as `{"cost": {"runtime_s", "compute_s", "comm_s",
+ * "comm_hidden_s", "comm_exposed_s",
  * "peak_memory_bytes", "flops_per_device", "fits", "device", "matmul_flops",
  * "bytes_per_device", "argument_bytes", "hbm_bytes", "collectives":
  * {"all_gather": {"count", "bytes", "seconds", "written", "bytes_written"},

@@ -62,7 +62,10 @@ struct cost_program {
 
     size_t n_items, cap_items;
     double *flops;
+    double *mm;           /* the matmul part of flops */
     double *bytes;
+    double *mdim, *ndim;  /* a matmul's M and N (the tiles it fills), 0 for others */
+    double *runs;         /* executions (loop trips): overheads are paid per run */
     uint8_t *prec;        /* cost_prec */
     const ir_op **ops;    /* for naming the slowest ops */
 
@@ -72,6 +75,21 @@ struct cost_program {
     size_t n_loops, cap_loops;
     cost_loop_item *loops;
 
+    /* The events of each block in program order, for the overlap of
+     * collectives with compute (evaluate.c): a kernel (an item), a
+     * collective, a nested block, or nothing (an op that only orders
+     * others), each with the events of its block it waits for.  A block's
+     * events are contiguous; blocks are listed inner first, the entry
+     * function's last. */
+    size_t n_ev, cap_ev;
+    uint8_t *ev_kind;  /* CE_* */
+    uint32_t *ev_ref;  /* item, collective or block index */
+    uint32_t *ev_dep0; /* its waits: ev_dep[ev_dep0[e] .. ev_dep0[e + 1]) (n_ev + 1 entries) */
+    size_t n_dep, cap_dep;
+    uint32_t *ev_dep;
+    size_t n_blk, cap_blk;
+    uint32_t *blk_ev0, *blk_nev;
+
     double flops_total, matmul_flops, bytes_total;
     int64_t peak_memory, argument_bytes;
     cost_peak_info peak;
@@ -80,12 +98,33 @@ struct cost_program {
     size_t n_ops_walked;
 };
 
-/* Append one item (skipped when it has neither flops nor bytes) or one
- * collective to p, growing its arrays; false when out of memory.  The
- * preparation of a module and the scorer of states both build programs
- * through these. */
-bool cost__push_item(cost_program *p, const ir_op *op, double flops, double bytes, uint8_t prec);
+enum { CE_KERNEL, CE_COLL, CE_BLOCK, CE_NONE };
+
+/* One kernel as the evaluation costs it. */
+typedef struct cost_item {
+    const ir_op *op;
+    double flops, matmul, bytes; /* executions included */
+    double m, n;                 /* its matmul's M and N, 0 when none */
+    double runs;                 /* executions */
+    uint8_t prec;
+} cost_item;
+
+/* Append one item or one collective to p, growing its arrays (an item
+ * with neither flops nor bytes is not kept: *index gets SIZE_MAX); false
+ * when out of memory.  graph.c appends through these. */
+bool cost__push_item(cost_program *p, const cost_item *it, size_t *index);
 bool cost__push_coll(cost_program *p, const cost_coll_item *it);
+/* An event of the block being registered (kind CE_*), and one event of
+ * that block it waits for (after the event: its waits follow it); a
+ * block of the events ev0 .. ev0 + nev - 1, its index in *id.  False when
+ * out of memory. */
+bool cost__push_event(cost_program *p, uint8_t kind, uint32_t ref);
+bool cost__push_dep(cost_program *p, uint32_t ev);
+bool cost__push_block(cost_program *p, uint32_t ev0, uint32_t nev, uint32_t *id);
+/* Empties p's items, collectives, events and sums (the scorer reuses one). */
+void cost__program_clear(cost_program *p);
+/* Frees p's arrays (not p). */
+void cost__program_free_arrays(cost_program *p);
 
 /* ============================================================ graph.c
  *
@@ -121,7 +160,9 @@ typedef struct cost_gnode {
     const ir_op *op;        /* names it in reports */
     uint32_t opd0, nopd;    /* edges opd0 .. opd0 + nopd - 1 */
     uint32_t res0, nres;    /* values res0 .. res0 + nres - 1 */
+    uint32_t kid0, nkid;    /* the blocks of its regions (program block indices): g->kids[kid0 ..) */
     double flops, matmul;   /* one execution */
+    double mm_m, mm_n;      /* a matmul's M and N */
     double write;           /* HBM bytes its results take to write when it is a kernel */
     int64_t nested;         /* its regions' temporaries at their peak */
     int32_t coll;           /* index into the graph's collectives, -1 */
@@ -149,6 +190,8 @@ typedef struct cost_graph {
     cost_coll_item *colls;
     uint32_t n_peaks, cap_peaks;
     cost_peak_info *peaks; /* regions' peaks, for the breakdown */
+    uint32_t n_kids, cap_kids;
+    uint32_t *kids;        /* regions' blocks */
     uint8_t *v_feeds;      /* after a run with a peak: inputs read by a matmul, a collective or a custom call */
     uint32_t cap_feeds;
     uint32_t *out_alias;   /* per output (return operand): the input whose buffer it takes, CG_NONE */
@@ -181,14 +224,18 @@ uint32_t cost__graph_result(cost_graph *g, double bytes, uint32_t alias_of, uint
 void cost__graph_coll(cost_graph *g, const cost_coll_item *it);
 /* The peak of the regions of the node being built. */
 void cost__graph_nested(cost_graph *g, const cost_peak_info *pk, int64_t bytes);
+/* The blocks of the regions of the node being built, in the order they run
+ * (program block indices: cost__graph_run registers each block it runs). */
+void cost__graph_kids(cost_graph *g, const uint32_t *blocks, uint32_t n);
 /* Output j (operand j of the return node) lives in input `in`'s buffer
  * (donation, input_output_alias). */
 void cost__graph_out_alias(cost_graph *g, uint32_t j, uint32_t in);
 
 /* Runs the model over g, executed `mult` times: pushes its kernels' items
- * and its collectives onto p (scaled by mult) and gives the peak of its
- * buffers (counted inputs included) with what is live there in *peak
- * (may be NULL: time only).  AP_ENOMEM. */
+ * and its collectives onto p (scaled by mult), registers its events as the
+ * next block of p, and gives the peak of its buffers (counted inputs
+ * included) with what is live there in *peak (may be NULL: time only).
+ * AP_ENOMEM. */
 int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info *peak, int64_t *peak_bytes,
                     ap_error *err);
 
@@ -224,6 +271,7 @@ typedef struct cost_opcost {
     double flops, matmul, write;
     cost_prec prec;
     double *read;
+    double mm_m, mm_n; /* a matmul's M and N (rows of the left, columns of the right), else 0 */
 } cost_opcost;
 bool cost__op_cost(const cost_opview *v, unsigned *notes, cost_opcost *c);
 /* Ops that cost nothing: structure, ids, aliases (constants included). */

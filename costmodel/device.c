@@ -9,10 +9,12 @@
  * latency): the usual order of magnitude of a small-message ring step.
  *
  * Tier bandwidth is what one device sends while receiving as much, the `bw`
- * of the ring formulas: half the bidirectional NVLink figure NVIDIA quotes;
- * for TPUs the sum over a chip's ICI links of one direction (Google's
- * "all-reduce bandwidth per pod" divided by the chips of the pod gives the
- * same figure for v4 and v5e), divided by the devices per chip.
+ * of the ring formulas: for GPUs the bus bandwidth NCCL reaches over half
+ * the bidirectional NVLink figure NVIDIA quotes (below); for TPUs the sum
+ * over a chip's ICI links of one direction (Google's "all-reduce bandwidth
+ * per pod" divided by the chips of the pod gives the same figure for v4 and
+ * v5e), divided by the devices per chip, of which a group gets the share of
+ * the torus's dims it spans (cost_tier.torus_dims).
  */
 #include "cost_int.h"
 
@@ -33,6 +35,35 @@ typedef struct device_entry {
     cost_device dev;
 } device_entry;
 
+/*
+ * What kernels and collectives reach of the peaks (the second half of each
+ * entry).  matmul_efficiency is fitted: bench/fidelity fits it per device
+ * on that device's calibration rows of ../shared/notes/measured-runs.md
+ * (the value of 0.10, 0.11, ..., 1.00 minimizing the squared log ratios of
+ * predicted to measured step time) and reports the other rows as
+ * validation.  Fitted 2026-11-26: tpu_v4 0.75 (M1), tpu_v5e 0.84 (M4),
+ * a100_80gb 0.62 (J3, N1), h100_sxm 0.68 (J1), b200 0.25 (X1: XLA's
+ * 1-GPU MaxText step reaches 20% of the B200's bf16 peak; one row, so
+ * treat it as that program's figure); a device with no row takes its
+ * die's (a100_40gb, h200_sxm) or the TPU rows' joint fit, FIT_TPU (tpu_v3,
+ * tpu_v5p).  Priors, not fitted: hbm_efficiency 0.9 (STREAM-like copies
+ * reach about 90% of HBM bandwidth), kernel_overhead 2 us on GPUs (launch
+ * and tail) and 0.5 us on TPUs, collective_overhead 10 us / 5 us.
+ *
+ * Collective bandwidths are bus bandwidths as NCCL reaches them, not line
+ * rates: NVLink carries about 80% of its line rate after protocol overhead
+ * (S. Jeaugey, NCCL maintainer, in NVIDIA/nccl-tests issue #212: "450GB/s is
+ * the line rate. With the protocol overhead (~20%) NCCL can get an
+ * effective NVLink bandwidth of 370GB/s ... On 8 GPUs, you should reach a
+ * peak busBw of ~480GB/s" for an all_reduce with NVLink SHARP on H100).
+ * InfiniBand: assumed 90% of the NIC's line rate.
+ */
+#define GPU_TILE 128      /* cuBLAS / CUTLASS thread-block tiles of Ampere and Hopper: 128 x 128 (or 128 x 256) */
+#define TPU_TILE 128      /* the MXU is 128 x 128 (Jouppi et al., ISCA 2023) */
+#define NCCL_SHARE 0.822  /* 370 / 450: NVLink bus bandwidth over line rate (nccl-tests issue #212) */
+#define IB_SHARE 0.9      /* assumed */
+#define FIT_TPU 0.79      /* matmul_efficiency fitted on M1 and M4 together (bench/fidelity) */
+
 static const device_entry registry[] = {
     /* TPU v3, one TensorCore (what JAX calls a device; 2 per chip).
      * Compute and capacity as the PartIR paper states them (appendix A.2):
@@ -43,9 +74,9 @@ static const device_entry registry[] = {
      * so estimates line up with its Table 3.  The MXU multiplies bf16, so f16
      * runs at the bf16 rate; no int8/f8 units.  HBM bandwidth: 900 GB/s per
      * chip (Cloud TPU v3 page), 450 GB/s per core.  ICI: 4 links x 70 GB/s per
-     * chip (paper A.2) / 2 cores = 140 GB/s; a pod is 1024 chips = 2048 cores
-     * (Cloud TPU v3 page).  DCN across pods: assumed 100 Gbit/s per host of 4
-     * chips (8 cores), 1.5625 GB/s per core. */
+     * chip (paper A.2) / 2 cores = 140 GB/s, a 2-D torus; a pod is 1024 chips
+     * = 2048 cores (Cloud TPU v3 page).  DCN across pods: assumed 100 Gbit/s
+     * per host of 4 chips (8 cores), 1.5625 GB/s per core. */
     {"tpuv3|v3|tpuv3core",
      NULL,
      {"tpu_v3",
@@ -53,15 +84,16 @@ static const device_entry registry[] = {
       16 * GIB,
       450e9,
       2,
-      {{"ici", 2048, 140e9, 1e-6}, {"dcn", 0, 1.5625e9, 10e-6}},
+      {{"ici", 2048, 140e9, 1e-6, 0, 2}, {"dcn", 0, 1.5625e9, 10e-6, 0, 0}},
+      FIT_TPU, TPU_TILE, 0.9, 0.5e-6, 5e-6,
       "PartIR paper (Alabed et al. 2024) appendix A.2; Google Cloud TPU v3 "
-      "docs (cloud.google.com/tpu/docs/v3, 2018)"}},
+      "docs (cloud.google.com/tpu/docs/v3, 2018); matmul efficiency fitted by bench/fidelity"}},
     /* TPU v4, one chip (megacore: one JAX device).  Cloud TPU v4 page
      * (cloud.google.com/tpu/docs/v4, 2022): 275 TFLOP/s bf16 or int8, 32 GiB
-     * HBM2 at 1200 GB/s, pods of 4096 chips, all-reduce bandwidth per pod 1.1
-     * PB/s = 268.6 GB/s per chip.  f32 matmuls: no vendor figure; assumed
-     * half the bf16 rate (the paper's v3 ratio).  DCN: assumed as v5e's
-     * documented share, 3.125 GB/s per chip. */
+     * HBM2 at 1200 GB/s, pods of 4096 chips in a 3-D torus, all-reduce
+     * bandwidth per pod 1.1 PB/s = 268.6 GB/s per chip.  f32 matmuls: no
+     * vendor figure; assumed half the bf16 rate (the paper's v3 ratio).  DCN:
+     * assumed as v5e's documented share, 3.125 GB/s per chip. */
     {"tpuv4|v4",
      NULL,
      {"tpu_v4",
@@ -69,15 +101,16 @@ static const device_entry registry[] = {
       32 * GIB,
       1200e9,
       2,
-      {{"ici", 4096, 268.6e9, 1e-6}, {"dcn", 0, 3.125e9, 10e-6}},
+      {{"ici", 4096, 268.6e9, 1e-6, 0, 3}, {"dcn", 0, 3.125e9, 10e-6, 0, 0}},
+      0.75, TPU_TILE, 0.9, 0.5e-6, 5e-6,
       "Google Cloud TPU v4 docs (cloud.google.com/tpu/docs/v4, 2022); "
-      "Jouppi et al., ISCA 2023"}},
+      "Jouppi et al., ISCA 2023; matmul efficiency fitted by bench/fidelity"}},
     /* TPU v5e, one chip.  Cloud TPU v5e page (cloud.google.com/tpu/docs/v5e,
      * 2023): 197 TFLOP/s bf16, 393 TOP/s int8, 16 GB HBM2 at 819 GB/s, ICI
      * 400 GB/s bidirectional per chip (200 GB/s each way; all-reduce
-     * bandwidth per pod 51.2 TB/s / 256 chips agrees), pods of 256 chips, 2 x
-     * 100 Gbit/s NICs per host of 8 chips = 3.125 GB/s DCN per chip.  f32:
-     * assumed half the bf16 rate; no f16/f8 units. */
+     * bandwidth per pod 51.2 TB/s / 256 chips agrees), a 2-D torus, pods of
+     * 256 chips, 2 x 100 Gbit/s NICs per host of 8 chips = 3.125 GB/s DCN
+     * per chip.  f32: assumed half the bf16 rate; no f16/f8 units. */
     {"tpuv5e|v5e|tpuv5lite|v5litepod",
      NULL,
      {"tpu_v5e",
@@ -85,14 +118,35 @@ static const device_entry registry[] = {
       16e9,
       819e9,
       2,
-      {{"ici", 256, 200e9, 1e-6}, {"dcn", 0, 3.125e9, 10e-6}},
-      "Google Cloud TPU v5e docs (cloud.google.com/tpu/docs/v5e, 2023)"}},
+      {{"ici", 256, 200e9, 1e-6, 0, 2}, {"dcn", 0, 3.125e9, 10e-6, 0, 0}},
+      0.84, TPU_TILE, 0.9, 0.5e-6, 5e-6,
+      "Google Cloud TPU v5e docs (cloud.google.com/tpu/docs/v5e, 2023); "
+      "matmul efficiency fitted by bench/fidelity"}},
+    /* TPU v5p, one chip.  Cloud TPU v5p page (cloud.google.com/tpu/docs/v5p,
+     * 2023): 459 TFLOP/s bf16, 918 TOP/s int8, 95 GiB HBM2e at 2765 GB/s,
+     * ICI 4800 Gbit/s per chip (600 GB/s each way, as v5e's 1600 Gbit/s is
+     * its 200), a 3-D torus, pods of 8960 chips.  f32: assumed half the bf16
+     * rate.  DCN: assumed 200 Gbit/s per host of 4 chips = 6.25 GB/s per
+     * chip. */
+    {"tpuv5p|v5p",
+     NULL,
+     {"tpu_v5p",
+      {229.5e12, 459e12, 0, 0, 918e12, 0},
+      95 * GIB,
+      2765e9,
+      2,
+      {{"ici", 8960, 600e9, 1e-6, 0, 3}, {"dcn", 0, 6.25e9, 10e-6, 0, 0}},
+      FIT_TPU, TPU_TILE, 0.9, 0.5e-6, 5e-6,
+      "Google Cloud TPU v5p docs (cloud.google.com/tpu/docs/v5p, 2023); "
+      "matmul efficiency fitted by bench/fidelity"}},
     /* A100 SXM4 40 GB.  NVIDIA A100 Tensor Core GPU datasheet (2020,
      * nvidia.com/en-us/data-center/a100): TF32 156 TFLOP/s (the paper's "156
      * TFLOPS on float32", A.2), bf16/f16 312, int8 624 TOP/s, FP32 CUDA cores
      * 19.5 (vector); HBM2 40 GB at 1555 GB/s; NVLink 3 600 GB/s total = 300
-     * GB/s each way; 8 GPUs per DGX A100, one 200 Gbit/s HDR InfiniBand
-     * ConnectX-6 per GPU = 25 GB/s (DGX A100 datasheet, 2020).  No f8. */
+     * GB/s each way, 82% of it as NCCL bus bandwidth (above; nccl-tests issue
+     * #149 reports about 200 GB/s on one 8 x A100 machine), no NVLink SHARP;
+     * 8 GPUs per DGX A100, one 200 Gbit/s HDR InfiniBand ConnectX-6 per GPU
+     * = 25 GB/s (DGX A100 datasheet, 2020).  No f8. */
     {"a10040gb|a100|a10040g|a100sxm40gb|a100sxm440gb|a100sxm",
      "a100",
      {"a100_40gb",
@@ -100,9 +154,11 @@ static const device_entry registry[] = {
       40e9,
       1555e9,
       2,
-      {{"nvlink", 8, 300e9, 1e-6}, {"infiniband", 0, 25e9, 5e-6}},
+      {{"nvlink", 8, 300e9 * NCCL_SHARE, 1e-6, 0, 0}, {"infiniband", 0, 25e9 * IB_SHARE, 5e-6, 0, 0}},
+      0.62, GPU_TILE, 0.9, 2e-6, 10e-6,
       "NVIDIA A100 Tensor Core GPU datasheet (2020); NVIDIA DGX A100 datasheet "
-      "(2020); PartIR paper appendix A.2"}},
+      "(2020); PartIR paper appendix A.2; NCCL bus bandwidth: NVIDIA/nccl-tests "
+      "#212, #149; matmul efficiency fitted by bench/fidelity"}},
     /* A100 SXM4 80 GB: as the 40 GB part with HBM2e 80 GB at 2039 GB/s (same
      * datasheet, 2021 revision). */
     {"a10080gb|a10080g|a100sxm80gb|a100sxm480gb",
@@ -112,15 +168,19 @@ static const device_entry registry[] = {
       80e9,
       2039e9,
       2,
-      {{"nvlink", 8, 300e9, 1e-6}, {"infiniband", 0, 25e9, 5e-6}},
+      {{"nvlink", 8, 300e9 * NCCL_SHARE, 1e-6, 0, 0}, {"infiniband", 0, 25e9 * IB_SHARE, 5e-6, 0, 0}},
+      0.62, GPU_TILE, 0.9, 2e-6, 10e-6,
       "NVIDIA A100 Tensor Core GPU datasheet (2021); NVIDIA DGX A100 "
-      "datasheet"}},
+      "datasheet; NCCL bus bandwidth: NVIDIA/nccl-tests #212, #149; matmul efficiency "
+      "fitted by bench/fidelity"}},
     /* H100 SXM5.  NVIDIA H100 Tensor Core GPU datasheet (2022-2023,
      * nvidia.com/en-us/data-center/h100), dense = half the sparse figures
      * listed: TF32 494.7, bf16/f16 989.4, fp8 1978.9, int8 1978.9 TOP/s,
      * FP32 CUDA cores 66.9 (vector); HBM3 80 GB at 3.35 TB/s; NVLink 4 900
-     * GB/s total = 450 each way; 8 GPUs per DGX H100, one 400 Gbit/s NDR
-     * ConnectX-7 per GPU = 50 GB/s (DGX H100 datasheet, 2023). */
+     * GB/s total = 450 each way, 370 GB/s of it as NCCL bus bandwidth and 480
+     * GB/s for an all_reduce with NVLink SHARP (nccl-tests issue #212); 8
+     * GPUs per DGX H100, one 400 Gbit/s NDR ConnectX-7 per GPU = 50 GB/s
+     * (DGX H100 datasheet, 2023). */
     {"h100sxm|h100|h100sxm5|h10080gb|h100sxm80gb",
      "h100",
      {"h100_sxm",
@@ -128,13 +188,15 @@ static const device_entry registry[] = {
       80e9,
       3.35e12,
       2,
-      {{"nvlink", 8, 450e9, 1e-6}, {"infiniband", 0, 50e9, 5e-6}},
+      {{"nvlink", 8, 450e9 * NCCL_SHARE, 1e-6, 480e9, 0}, {"infiniband", 0, 50e9 * IB_SHARE, 5e-6, 0, 0}},
+      0.68, GPU_TILE, 0.9, 2e-6, 10e-6,
       "NVIDIA H100 Tensor Core GPU datasheet (2023); NVIDIA DGX H100 "
-      "datasheet (2023)"}},
+      "datasheet (2023); NCCL bus bandwidth: NVIDIA/nccl-tests #212; "
+      "matmul efficiency fitted by bench/fidelity"}},
     /* H200 SXM.  NVIDIA H200 Tensor Core GPU datasheet (2024,
      * nvidia.com/en-us/data-center/h200): H100 SXM compute, HBM3e 141 GB at
-     * 4.8 TB/s, NVLink 900 GB/s total; HGX H200 nodes of 8 with 400 Gbit/s
-     * per GPU (as DGX H100). */
+     * 4.8 TB/s, NVLink 900 GB/s total (as H100, SHARP included); HGX H200
+     * nodes of 8 with 400 Gbit/s per GPU (as DGX H100). */
     {"h200sxm|h200|h200141gb|h200sxm141gb",
      "h200",
      {"h200_sxm",
@@ -142,14 +204,17 @@ static const device_entry registry[] = {
       141e9,
       4.8e12,
       2,
-      {{"nvlink", 8, 450e9, 1e-6}, {"infiniband", 0, 50e9, 5e-6}},
-      "NVIDIA H200 Tensor Core GPU datasheet (2024)"}},
+      {{"nvlink", 8, 450e9 * NCCL_SHARE, 1e-6, 480e9, 0}, {"infiniband", 0, 50e9 * IB_SHARE, 5e-6, 0, 0}},
+      0.68, GPU_TILE, 0.9, 2e-6, 10e-6,
+      "NVIDIA H200 Tensor Core GPU datasheet (2024); NCCL bus bandwidth: "
+      "NVIDIA/nccl-tests #212; matmul efficiency fitted by bench/fidelity"}},
     /* B200 (HGX/DGX, 1000 W).  NVIDIA DGX B200 datasheet (2024,
      * nvidia.com/en-us/data-center/dgx-b200) and HGX B200 specifications,
      * per GPU, dense = half the sparse figures: TF32 1.1 PFLOP/s, bf16/f16
      * 2.25, fp8 4.5, int8 4.5 POP/s, FP32 80 TFLOP/s (vector); 1440 GB HBM3e
      * per 8 GPUs = 180 GB at 64/8 = 8 TB/s; NVLink 5 1.8 TB/s total = 900 GB/s
-     * each way; 8x 400 Gbit/s ConnectX-7 per DGX = 50 GB/s per GPU. */
+     * each way (82% of it as NCCL bus bandwidth, as on H100; no published
+     * SHARP figure); 8x 400 Gbit/s ConnectX-7 per DGX = 50 GB/s per GPU. */
     {"b200|b200sxm|hgxb200|dgxb200",
      NULL,
      {"b200",
@@ -157,8 +222,11 @@ static const device_entry registry[] = {
       180e9,
       8e12,
       2,
-      {{"nvlink", 8, 900e9, 1e-6}, {"infiniband", 0, 50e9, 5e-6}},
-      "NVIDIA DGX B200 datasheet (2024); NVIDIA HGX B200 specifications"}},
+      {{"nvlink", 8, 900e9 * NCCL_SHARE, 1e-6, 0, 0}, {"infiniband", 0, 50e9 * IB_SHARE, 5e-6, 0, 0}},
+      0.25, GPU_TILE, 0.9, 2e-6, 10e-6,
+      "NVIDIA DGX B200 datasheet (2024); NVIDIA HGX B200 specifications; NCCL "
+      "bus bandwidth: NVIDIA/nccl-tests #212 (as H100); matmul efficiency fitted by "
+      "bench/fidelity"}},
 };
 
 int cost_device_count(void) { return (int)AP_ARRAY_LEN(registry); }
@@ -300,6 +368,32 @@ static int get_number(const json_t *obj, const char *key, bool required, bool po
     return 0;
 }
 
+/* An optional share in (0, 1]. */
+static int get_share(const json_t *obj, const char *key, double *out, const char *where, ap_error *err)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v)
+        return 0;
+    double d = json_is_number(v) ? json_number_value(v) : NAN;
+    if (!(d > 0 && d <= 1))
+        return json_fail(err, where, "\"%s\" must be a number above 0 and at most 1", key);
+    *out = d;
+    return 0;
+}
+
+/* An optional integer in [lo, hi]. */
+static int get_count(const json_t *obj, const char *key, int64_t lo, int64_t hi, int64_t *out, const char *where,
+                     ap_error *err)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v)
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+        return json_fail(err, where, "\"%s\" must be an integer from %lld to %lld", key, (long long)lo, (long long)hi);
+    *out = (int64_t)json_integer_value(v);
+    return 0;
+}
+
 static int get_name(const json_t *obj, const char *key, char *out, size_t size, const char *where,
                     ap_error *err)
 {
@@ -315,9 +409,12 @@ static int get_name(const json_t *obj, const char *key, char *out, size_t size, 
 
 static int device_from_obj(const json_t *root, cost_device *d, ap_error *err)
 {
-    static const char *const top_keys[] = {"name", "peak_flops", "hbm_bytes", "hbm_bandwidth", "tiers", "source", NULL};
+    static const char *const top_keys[] = {"name",         "peak_flops",       "hbm_bytes",           "hbm_bandwidth",
+                                           "tiers",        "matmul_efficiency", "matmul_tile",        "hbm_efficiency",
+                                           "kernel_overhead", "collective_overhead", "source",         NULL};
     static const char *const flop_keys[] = {"f32", "bf16", "f16", "f8", "int8", "vector", NULL};
-    static const char *const tier_keys[] = {"name", "devices", "bandwidth", "latency", NULL};
+    static const char *const tier_keys[] = {"name", "devices", "bandwidth", "latency", "allreduce_bandwidth", "torus_dims",
+                                            NULL};
     int rc;
     memset(d, 0, sizeof *d);
     if (!json_is_object(root))
@@ -342,6 +439,12 @@ static int device_from_obj(const json_t *root, cost_device *d, ap_error *err)
     if ((rc = get_number(root, "hbm_bytes", true, true, &d->hbm_bytes, "", err)) < 0 ||
         (rc = get_number(root, "hbm_bandwidth", true, true, &d->hbm_bandwidth, "", err)) < 0)
         return rc;
+    if ((rc = get_share(root, "matmul_efficiency", &d->matmul_efficiency, "", err)) < 0 ||
+        (rc = get_share(root, "hbm_efficiency", &d->hbm_efficiency, "", err)) < 0 ||
+        (rc = get_count(root, "matmul_tile", 0, 1 << 16, &d->matmul_tile, "", err)) < 0 ||
+        (rc = get_number(root, "kernel_overhead", false, false, &d->kernel_overhead, "", err)) < 0 ||
+        (rc = get_number(root, "collective_overhead", false, false, &d->collective_overhead, "", err)) < 0)
+        return rc;
 
     json_t *tiers = json_object_get(root, "tiers");
     if (!tiers)
@@ -365,9 +468,13 @@ static int device_from_obj(const json_t *root, cost_device *d, ap_error *err)
         if (!json_is_integer(dv) || json_integer_value(dv) < 0)
             return json_fail(err, where, "\"devices\" must be a non-negative integer");
         ct->devices = (int64_t)json_integer_value(dv);
+        int64_t dims = 0;
         if ((rc = get_number(t, "bandwidth", true, true, &ct->bandwidth, where, err)) < 0 ||
-            (rc = get_number(t, "latency", true, false, &ct->latency, where, err)) < 0)
+            (rc = get_number(t, "latency", true, false, &ct->latency, where, err)) < 0 ||
+            (rc = get_number(t, "allreduce_bandwidth", false, false, &ct->allreduce_bandwidth, where, err)) < 0 ||
+            (rc = get_count(t, "torus_dims", 0, 8, &dims, where, err)) < 0)
             return rc;
+        ct->torus_dims = (int)dims;
         if (i > 0 && (d->tiers[i - 1].devices == 0 || (ct->devices != 0 && ct->devices <= d->tiers[i - 1].devices)))
             return json_fail(err, where, "\"devices\" must grow from tier to tier, 0 (unbounded) only on the last");
         for (int j = 0; j < i; j++)

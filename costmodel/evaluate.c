@@ -1,8 +1,8 @@
 /*
  * evaluate.c - the per-device estimate of a prepared program (one loop over
  * its compute ops, one over its collectives) and the report's text and JSON
- * forms.  This is what the search calls once per episode, so it allocates
- * nothing and touches only the prepared arrays.
+ * forms.  This is what the search calls once per episode, so it touches
+ * only the prepared arrays and allocates one scratch array of their size.
  */
 #include "cost_int.h"
 
@@ -116,6 +116,139 @@ static int flat_tier(const cost_device *dev, int64_t group)
     return dev->n_tiers - 1;
 }
 
+/* The share of a torus tier's links a group of g of its D devices gets:
+ * the dims it spans (log g / log D of them), at least one. */
+static double torus_share(const cost_tier *t, double g, double D)
+{
+    if (t->torus_dims <= 0 || D <= 1 || g >= D)
+        return 1;
+    double share = log(g) / log(D), least = 1.0 / t->torus_dims;
+    return share > least ? share : least;
+}
+
+/*
+ * One collective's time on dev.  The ring (and, for all_reduce, NCCL's
+ * tree) over the tiers its group spans: in each tier the group's part
+ * inside one unit of it (a node) shares the tier's bandwidth with as many
+ * links (rail-optimized NICs: the k GPUs of a group in one node use k NICs
+ * at once), so the bandwidth is the least over the tiers of k_t * bw_t,
+ * k_t the group's devices on the faster tiers; the latency the slowest
+ * tier's per step.  An all_reduce inside one node uses the switch's
+ * reduction bandwidth when the tier has one (NVLink SHARP).  A torus tier
+ * gives a group the share of its dims the group spans.  Plus the device's
+ * per-collective overhead.
+ */
+static double coll_time(const cost_coll_item *c, const cost_device *dev, const cost_mesh *tiers)
+{
+    double g_t[COST_MAX_TIERS] = {0}, all_t[COST_MAX_TIERS] = {0};
+    for (int t = 0; t < COST_MAX_TIERS; t++)
+        g_t[t] = all_t[t] = 1;
+    if (c->flat) {
+        /* no mesh: whole units of the faster tiers, the rest on the first tier big enough */
+        double left = (double)c->group;
+        int top = flat_tier(dev, c->group);
+        for (int t = 0; t < top && left > 1; t++) {
+            double d = (double)dev->tiers[t].devices;
+            g_t[t] = d > 0 && d < left ? d : left;
+            left /= g_t[t];
+        }
+        g_t[top] *= left > 1 ? left : 1;
+        memcpy(all_t, g_t, sizeof all_t);
+    } else {
+        /* devices are row-major over the mesh (the last axis fastest), packed
+         * into the tiers' units (nodes): the part of an axis inside one unit
+         * of tier t is unit / (the axes after it), and the group's members in
+         * one unit the product of its axes' parts.  An axis put on a slower
+         * tier than fits (cost_mesh_set_tier) crosses units whole. */
+        double in_unit[COST_MAX_TIERS], all_unit[COST_MAX_TIERS];
+        for (int t = 0; t < dev->n_tiers; t++) {
+            double unit = (double)dev->tiers[t].devices, inner = 1;
+            in_unit[t] = all_unit[t] = 1;
+            for (int a = tiers->naxes - 1; a >= 0; a--) {
+                double size = (double)tiers->sizes[a], part;
+                if (unit <= 0)
+                    part = size;
+                else if (tiers->tier[a] > t && inner * size <= unit)
+                    part = 1;
+                else
+                    part = fmin(size, fmax(1, floor(unit / inner)));
+                all_unit[t] *= part;
+                if (c->axes >> a & 1u)
+                    in_unit[t] *= part;
+                inner *= size;
+            }
+        }
+        for (int t = 0; t < dev->n_tiers; t++) {
+            g_t[t] = t ? in_unit[t] / in_unit[t - 1] : in_unit[t];
+            all_t[t] = t ? all_unit[t] / all_unit[t - 1] : all_unit[t];
+        }
+    }
+    double bw = INFINITY, lat = 0, k = 1;
+    int used = 0, last = 0;
+    for (int t = 0; t < dev->n_tiers; t++) {
+        if (g_t[t] <= 1)
+            continue;
+        const cost_tier *ct = &dev->tiers[t];
+        double b = ct->bandwidth * torus_share(ct, g_t[t], all_t[t]) * k;
+        bw = b < bw ? b : bw;
+        lat = ct->latency > lat ? ct->latency : lat;
+        k *= g_t[t];
+        used++;
+        last = t;
+    }
+    if (!used) { /* a group of one: nothing moves */
+        bw = dev->tiers[0].bandwidth;
+        lat = 0;
+    }
+    double t = c->payload / bw + c->steps * lat;
+    if (c->kind == COST_ALL_REDUCE && c->count > 0 && c->group > 1) {
+        const cost_tier *t0 = &dev->tiers[last];
+        if (used == 1 && t0->allreduce_bandwidth > 0) /* in-switch reduction */
+            t = c->payload / (t0->allreduce_bandwidth * torus_share(t0, g_t[last], all_t[last])) + c->steps * lat;
+        /* NCCL's tree: twice the bytes over the bandwidth, 2 log2 n steps */
+        double tree = 2 * c->bytes / bw + 2 * ceil(log2((double)c->group)) * lat * c->count;
+        t = tree < t ? tree : t;
+    }
+    return t + dev->collective_overhead * c->count;
+}
+
+/* The time of block b: its kernels (and nested blocks) one after another on
+ * the compute stream, its collectives one after another on their own
+ * stream, each event starting once what it waits for has finished (the
+ * order written: XLA's latency-hiding scheduler starts a collective as
+ * soon as its operand is ready and waits for it where it is used). */
+static double simulate_block(const cost_program *p, size_t b, const double *t_item, const double *t_coll,
+                             const double *t_blk, double *fin)
+{
+    double compute = 0, comm = 0, end = 0;
+    uint32_t e0 = p->blk_ev0[b], e1 = e0 + p->blk_nev[b];
+    for (uint32_t e = e0; e < e1; e++) {
+        double ready = 0;
+        for (uint32_t d = p->ev_dep0[e]; d < p->ev_dep0[e + 1]; d++)
+            if (fin[p->ev_dep[d]] > ready)
+                ready = fin[p->ev_dep[d]];
+        uint32_t r = p->ev_ref[e];
+        switch (p->ev_kind[e]) {
+        case CE_COLL: {
+            double start = comm > ready ? comm : ready;
+            fin[e] = comm = start + t_coll[r];
+            break;
+        }
+        case CE_KERNEL:
+        case CE_BLOCK:
+        default: {
+            double dt = p->ev_kind[e] == CE_KERNEL ? t_item[r] : p->ev_kind[e] == CE_BLOCK ? t_blk[r] : 0;
+            double start = compute > ready ? compute : ready;
+            fin[e] = compute = start + dt;
+            break;
+        }
+        }
+        if (fin[e] > end)
+            end = fin[e];
+    }
+    return end;
+}
+
 static int check_device(const cost_device *dev, ap_error *err)
 {
     for (int p = 0; p < COST_PREC_COUNT; p++)
@@ -127,9 +260,14 @@ static int check_device(const cost_device *dev, ap_error *err)
     if (dev->n_tiers < 1 || dev->n_tiers > COST_MAX_TIERS)
         return ap_error_set(err, AP_EINVALID, "device %s: needs 1 to %d interconnect tiers", dev->name, COST_MAX_TIERS);
     for (int t = 0; t < dev->n_tiers; t++)
-        if (!(dev->tiers[t].bandwidth > 0) || !(dev->tiers[t].latency >= 0))
+        if (!(dev->tiers[t].bandwidth > 0) || !(dev->tiers[t].latency >= 0) || !(dev->tiers[t].allreduce_bandwidth >= 0))
             return ap_error_set(err, AP_EINVALID, "device %s: tier %s needs a positive bandwidth and a latency >= 0",
                                 dev->name, dev->tiers[t].name);
+    if (!(dev->matmul_efficiency >= 0 && dev->matmul_efficiency <= 1) ||
+        !(dev->hbm_efficiency >= 0 && dev->hbm_efficiency <= 1) || dev->matmul_tile < 0 ||
+        !(dev->kernel_overhead >= 0) || !(dev->collective_overhead >= 0))
+        return ap_error_set(err, AP_EINVALID, "device %s: efficiencies must be in [0, 1], tiles and overheads >= 0",
+                            dev->name);
     return 0;
 }
 
@@ -176,20 +314,39 @@ int cost_evaluate(const cost_program *p, const cost_device *dev, const cost_mesh
     double inv_peak[COST_PREC_COUNT];
     for (int i = 0; i < COST_PREC_COUNT; i++)
         inv_peak[i] = 1.0 / cost_device_peak(dev, (cost_prec)i);
-    const double inv_bw = 1.0 / dev->hbm_bandwidth;
+    const double eff_mm = dev->matmul_efficiency > 0 ? dev->matmul_efficiency : 1;
+    const double inv_bw = 1.0 / (dev->hbm_bandwidth * (dev->hbm_efficiency > 0 ? dev->hbm_efficiency : 1));
+    const double tile = (double)dev->matmul_tile;
+
+    /* each kernel's and each collective's time, then the blocks' */
+    double *t_item = NULL, *t_coll = NULL, *fin = NULL, *t_blk = NULL;
+    size_t n_scratch = p->n_items + p->n_colls + p->n_ev + p->n_blk;
+    double *scratch = n_scratch ? ap_malloc(sizeof *scratch * n_scratch) : NULL;
+    if (n_scratch && !scratch)
+        return ap_error_set(err, AP_ENOMEM, "out of memory evaluating the cost model");
+    if (scratch) {
+        t_item = scratch;
+        t_coll = t_item + p->n_items;
+        fin = t_coll + p->n_colls;
+        t_blk = fin + p->n_ev;
+    }
 
     top_entry top[COST_TOP_MAX];
     int n_top = 0;
     double threshold = 0;
 
-    /* the hot loop: one roofline per compute op */
+    /* the hot loop: one roofline per kernel */
     double compute = 0;
-    const double *flops = p->flops, *bytes = p->bytes;
+    const double *flops = p->flops, *mm = p->mm, *bytes = p->bytes;
     const uint8_t *prec = p->prec;
     for (size_t i = 0; i < p->n_items; i++) {
-        double tf = flops[i] * inv_peak[prec[i]];
+        double eff = eff_mm;
+        if (tile > 0 && p->mdim[i] > 0 && p->ndim[i] > 0) /* the last tile of M and of N is paid in full */
+            eff *= p->mdim[i] / (ceil(p->mdim[i] / tile) * tile) * (p->ndim[i] / (ceil(p->ndim[i] / tile) * tile));
+        double tf = mm[i] * inv_peak[prec[i]] / eff + (flops[i] - mm[i]) * inv_peak[COST_PREC_VECTOR];
         double tb = bytes[i] * inv_bw;
-        double t = tf > tb ? tf : tb;
+        double t = (tf > tb ? tf : tb) + dev->kernel_overhead * p->runs[i];
+        t_item[i] = t;
         compute += t;
         if (t > threshold && k > 0)
             threshold = top_insert(top, &n_top, k, t, p->ops[i], false);
@@ -198,17 +355,8 @@ int cost_evaluate(const cost_program *p, const cost_device *dev, const cost_mesh
     double comm = 0;
     for (size_t i = 0; i < p->n_colls; i++) {
         const cost_coll_item *c = &p->colls[i];
-        int tier = 0;
-        if (c->flat) {
-            tier = flat_tier(dev, c->group);
-        } else {
-            /* the slowest tier among the axes the group spans */
-            for (int a = 0; a < tiers.naxes; a++)
-                if ((c->axes >> a & 1u) && tiers.tier[a] > tier)
-                    tier = tiers.tier[a];
-        }
-        const cost_tier *ct = &dev->tiers[tier];
-        double t = c->payload / ct->bandwidth + c->steps * ct->latency;
+        double t = coll_time(c, dev, &tiers);
+        t_coll[i] = t;
         comm += t;
         out->coll[c->kind].count += c->count;
         out->coll[c->kind].bytes += c->bytes;
@@ -219,12 +367,29 @@ int cost_evaluate(const cost_program *p, const cost_device *dev, const cost_mesh
             threshold = top_insert(top, &n_top, k, t, c->op, true);
     }
 
+    /* collectives run on their own stream beside the kernels: the step is
+     * the two streams' schedule (inner blocks first: a loop is one event of
+     * the block holding it) */
+    double step = compute + comm;
+    for (size_t b = 0; b < p->n_blk; b++)
+        t_blk[b] = simulate_block(p, b, t_item, t_coll, t_blk, fin);
+    if (p->n_blk)
+        step = t_blk[p->n_blk - 1];
+    ap_free(scratch);
     out->compute_s = compute;
     out->comm_s = comm;
-    /* = compute + comm - overlap * min, written so that rounding keeps it
-     * monotone in both (faster links never give a larger estimate) */
+    /* `overlap`: at least that share of the shorter hidden (written so that
+     * rounding keeps it monotone in both: faster links never give a larger
+     * estimate) */
     double hi = compute > comm ? compute : comm, lo = compute > comm ? comm : compute;
-    out->runtime_s = hi + (1 - overlap) * lo;
+    double assumed = hi + (1 - overlap) * lo;
+    out->runtime_s = step < assumed ? step : assumed;
+    if (out->runtime_s < hi)
+        out->runtime_s = hi;
+    out->comm_exposed_s = out->runtime_s > compute ? out->runtime_s - compute : 0;
+    if (out->comm_exposed_s > comm)
+        out->comm_exposed_s = comm;
+    out->comm_hidden_s = comm - out->comm_exposed_s;
     out->flops_per_device = p->flops_total;
     out->matmul_flops = p->matmul_flops;
     out->bytes_per_device = p->bytes_total;
@@ -339,7 +504,12 @@ static void memory_text(const cost_report *r, ap_buf *out)
         ap_buf_puts(out, ", inside it ");
         put_at(out, m->in_op, m->in_name, m->in_line, m->in_col);
     }
-    if (m->order != COST_ORDER_PROGRAM) {
+    if (m->order == COST_ORDER_PLACED) {
+        ap_buf_puts(out, "\n  order           as written, collectives next to their producers (reductions) or "
+                         "readers (gathers) as XLA places them (");
+        put_bytes(out, (double)m->program_order_peak);
+        ap_buf_puts(out, " in the order written)");
+    } else if (m->order != COST_ORDER_PROGRAM) {
         ap_buf_printf(out, "\n  order           XLA's %s scheduler (", m->order == COST_ORDER_LIST ? "list" : "DFS");
         put_bytes(out, (double)m->program_order_peak);
         ap_buf_puts(out, " in the order written)");
@@ -372,6 +542,13 @@ int cost_report_text(const cost_report *r, ap_buf *out)
     put_seconds(out, r->compute_s);
     ap_buf_puts(out, ", communication ");
     put_seconds(out, r->comm_s);
+    if (r->comm_s > 0) {
+        ap_buf_puts(out, ": ");
+        put_seconds(out, r->comm_hidden_s);
+        ap_buf_puts(out, " hidden under compute, ");
+        put_seconds(out, r->comm_exposed_s);
+        ap_buf_puts(out, " exposed");
+    }
     ap_buf_puts(out, ")\npeak memory       ");
     put_bytes(out, (double)r->peak_memory_bytes);
     ap_buf_puts(out, r->fits ? " per device, fits in " : " per device, DOES NOT FIT in ");
@@ -456,7 +633,7 @@ static json_t *at_json(const char *op, const char *name, uint32_t line, uint32_t
                      "col", (json_int_t)col);
 }
 
-/* {"kinds": {"parameters": B, ...}, "order": "program"|"list"|"dfs",
+/* {"kinds": {"parameters": B, ...}, "order": "program"|"placed"|"list"|"dfs",
  *  "program_order_peak_bytes", "at": {op, name, line, col}, "inside":
  *  {...}|null, "largest": [{bytes, kind, op, name, line, col}]}; order
  *  "list" or "dfs" when one of XLA's memory schedulers gave the peak */
@@ -479,7 +656,8 @@ static json_t *memory_json(const cost_memory *m)
                 *c = '_';
         put(kinds, key, json_integer(m->kinds[k]), &ok);
     }
-    put(o, "order", json_string(m->order == COST_ORDER_LIST ? "list" : m->order == COST_ORDER_DFS ? "dfs" : "program"), &ok);
+    static const char *const orders[] = {"program", "list", "dfs", "placed"};
+    put(o, "order", json_string(orders[m->order >= 0 && m->order <= COST_ORDER_PLACED ? m->order : 0]), &ok);
     put(o, "program_order_peak_bytes", json_integer(m->program_order_peak), &ok);
     put(o, "at", m->at_op[0] ? at_json(m->at_op, m->at_name, m->at_line, m->at_col) : json_null(), &ok);
     put(o, "inside", m->in_op[0] ? at_json(m->in_op, m->in_name, m->in_line, m->in_col) : json_null(), &ok);
@@ -518,6 +696,8 @@ json_t *cost_report_to_json(const cost_report *r)
     put(cost, "runtime_s", json_real(r->runtime_s), &ok);
     put(cost, "compute_s", json_real(r->compute_s), &ok);
     put(cost, "comm_s", json_real(r->comm_s), &ok);
+    put(cost, "comm_hidden_s", json_real(r->comm_hidden_s), &ok);
+    put(cost, "comm_exposed_s", json_real(r->comm_exposed_s), &ok);
     put(cost, "peak_memory_bytes", json_integer(r->peak_memory_bytes), &ok);
     put(cost, "flops_per_device", json_real(r->flops_per_device), &ok);
     put(cost, "fits", json_boolean(r->fits), &ok);

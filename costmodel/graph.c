@@ -102,7 +102,7 @@ static bool grow_vals(cost_graph *g)
 
 void cost__graph_reset(cost_graph *g)
 {
-    g->n_nodes = g->n_edges = g->n_vals = g->n_colls = g->n_peaks = 0;
+    g->n_nodes = g->n_edges = g->n_vals = g->n_colls = g->n_peaks = g->n_kids = 0;
     for (uint32_t i = 0; i < g->cap_out; i++)
         g->out_alias[i] = CG_NONE;
     g->oom = false;
@@ -128,6 +128,7 @@ void cost__graph_free(cost_graph *g)
     ap_free(g->v_name);
     ap_free(g->colls);
     ap_free(g->peaks);
+    ap_free(g->kids);
     ap_free(g->out_alias);
     scratch_free(g->scratch);
     memset(g, 0, sizeof *g);
@@ -243,6 +244,21 @@ void cost__graph_nested(cost_graph *g, const cost_peak_info *pk, int64_t bytes)
         n->peak = (int32_t)g->n_peaks++;
     }
     g->peaks[n->peak] = *pk;
+}
+
+void cost__graph_kids(cost_graph *g, const uint32_t *blocks, uint32_t n)
+{
+    if (!g->n_nodes || !n)
+        return;
+    if (!grow_mem(&g->kids, &g->cap_kids, g->n_kids + n, sizeof *g->kids, 64)) {
+        g->oom = true;
+        return;
+    }
+    cost_gnode *nd = &g->nodes[g->n_nodes - 1];
+    nd->kid0 = g->n_kids;
+    nd->nkid = n;
+    memcpy(g->kids + g->n_kids, blocks, sizeof *blocks * n);
+    g->n_kids += n;
 }
 
 void cost__graph_out_alias(cost_graph *g, uint32_t j, uint32_t in)
@@ -415,6 +431,8 @@ typedef struct gs {
     /* per node */
     uint8_t *fused, *sched, *nstate;
     uint32_t *nstamp, *k0, *order, *lorder, *npred, *ver, *stack;
+    uint32_t *ev, *evlast; /* per node: its event (kind << 28 | item or collective), its last event */
+    uint64_t *key;         /* per node: its place in the issue order */
     /* kernel inputs (klist) */
     uint32_t *klist;
     hentry *heap;
@@ -423,6 +441,9 @@ typedef struct gs {
     uint64_t *extra;
     double *tsize;
     uint32_t *dorder, *dstack, *dkids;
+    /* the placed order */
+    uint32_t *porder;
+    uint8_t *move;
     uint32_t cap_dfs, cap_dkids;
     /* parameters' dims hashes, sorted */
     uint64_t *pdims;
@@ -457,6 +478,9 @@ static void scratch_free(void *scratch)
     ap_free(s->lorder);
     ap_free(s->npred);
     ap_free(s->ver);
+    ap_free(s->ev);
+    ap_free(s->evlast);
+    ap_free(s->key);
     ap_free(s->stack);
     ap_free(s->klist);
     ap_free(s->heap);
@@ -464,6 +488,8 @@ static void scratch_free(void *scratch)
     ap_free(s->extra);
     ap_free(s->tsize);
     ap_free(s->dorder);
+    ap_free(s->porder);
+    ap_free(s->move);
     ap_free(s->dstack);
     ap_free(s->dkids);
     ap_free(s);
@@ -503,7 +529,8 @@ static bool scratch_fit(cost_graph *g, gs **out)
         uint32_t c = nn + nn / 2;
         if (!REALLOC(s->fused, c) || !REALLOC(s->sched, c) || !REALLOC(s->nstate, c) || !REALLOC(s->nstamp, c) ||
             !REALLOC(s->k0, c + 1) || !REALLOC(s->order, c) || !REALLOC(s->lorder, c) || !REALLOC(s->npred, c) ||
-            !REALLOC(s->ver, c))
+            !REALLOC(s->ver, c) || !REALLOC(s->ev, c) || !REALLOC(s->evlast, c) || !REALLOC(s->key, c) ||
+            !REALLOC(s->porder, c) || !REALLOC(s->move, c))
             return false;
         s->cap_n = c;
     }
@@ -642,6 +669,101 @@ static bool form_kernel(const cost_graph *g, gs *s, uint32_t n, uint32_t *nk, do
     *matmul = mm;
     *bytes = rd + nd->write;
     return true;
+}
+
+/* ============================================================ events */
+
+/* The order events are issued in: the program's, except that a kernel
+ * whose results only collectives read (the convert of a weight that an
+ * all_gather then gathers) is issued as soon as what it reads is written,
+ * so that the collective can start early: what XLA's latency-hiding
+ * scheduler does when it moves a collective's start up, its operand with
+ * it.  Into s->order, n_sched nodes. */
+static _Thread_local const gs *key_sort_s; /* qsort has no context argument: one per thread */
+
+static int key_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    uint64_t kx = key_sort_s->key[x], ky = key_sort_s->key[y];
+    if (kx != ky)
+        return kx < ky ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+static uint32_t issue_order(const cost_graph *g, gs *s)
+{
+    uint32_t nn = g->n_nodes;
+    /* a feeder: a kernel whose every reader is a collective */
+    for (uint32_t n = 0; n < nn; n++)
+        s->nstate[n] = 0; /* bit 0: read by a collective, bit 1: read by something else */
+    for (uint32_t u = 0; u < nn; u++) {
+        if (!s->sched[u])
+            continue;
+        uint8_t bit = (g->nodes[u].flags & CG_COLL) ? 1 : 2;
+        for (uint32_t i = s->k0[u]; i < s->k0[u + 1]; i++) {
+            uint32_t d = g->v_def[s->klist[i]];
+            if (d != CG_NONE)
+                s->nstate[d] |= bit;
+        }
+    }
+    /* keys: a node at its program position; a feeder just after the last
+     * writer of what it reads (a feeder's writer's key when that is one) */
+    uint32_t k = 0;
+    for (uint32_t n = 0; n < nn; n++) {
+        if (!s->sched[n])
+            continue;
+        const cost_gnode *nd = &g->nodes[n];
+        bool feeder = s->nstate[n] == 1 && (s->ev[n] >> 28) == CE_KERNEL && !(nd->flags & (CG_COLL | CG_REGION));
+        uint64_t key = (uint64_t)(n + 1) << 1; /* 0: before every node (a feeder of inputs only) */
+        if (feeder) {
+            key = 0;
+            for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++) {
+                uint32_t d = g->v_def[s->klist[i]];
+                if (d != CG_NONE && s->sched[d] && (s->key[d] | 1) > key)
+                    key = s->key[d] | 1;
+            }
+        }
+        s->key[n] = key;
+        s->order[k++] = n;
+    }
+    /* equal keys keep program order */
+    key_sort_s = s;
+    if (k > 1)
+        qsort(s->order, k, sizeof *s->order, key_cmp);
+    return k;
+}
+
+/* The block's events for the overlap of collectives with compute, in the
+ * issue order: each scheduled node an event (its kernel, collective, the
+ * blocks of its regions one after another, or nothing), waiting for the
+ * events of the nodes that wrote what it reads.  Registered as the next
+ * block of p. */
+static bool register_block(const cost_graph *g, gs *s, cost_program *p)
+{
+    uint32_t n_order = issue_order(g, s);
+    uint32_t ev0 = (uint32_t)p->n_ev;
+    for (uint32_t q = 0; q < n_order; q++) {
+        uint32_t n = s->order[q];
+        const cost_gnode *nd = &g->nodes[n];
+        bool ok = nd->nkid ? cost__push_event(p, CE_BLOCK, g->kids[nd->kid0])
+                           : cost__push_event(p, (uint8_t)(s->ev[n] >> 28), s->ev[n] & 0x0fffffffu);
+        /* it waits for the writers of what the node reads (each once) */
+        for (uint32_t i = s->k0[n]; ok && i < s->k0[n + 1]; i++) {
+            uint32_t d = g->v_def[s->klist[i]];
+            if (d == CG_NONE || !s->sched[d] || s->nstamp[d] == UINT32_MAX - n)
+                continue;
+            s->nstamp[d] = UINT32_MAX - n;
+            ok = cost__push_dep(p, s->evlast[d]);
+        }
+        /* a loop's condition and body, or branches, one after another */
+        for (uint32_t k = 1; ok && k < nd->nkid; k++)
+            ok = cost__push_event(p, CE_BLOCK, g->kids[nd->kid0 + k]) && cost__push_dep(p, (uint32_t)p->n_ev - 2);
+        if (!ok)
+            return false;
+        s->evlast[n] = (uint32_t)p->n_ev - 1;
+    }
+    uint32_t id;
+    return cost__push_block(p, ev0, (uint32_t)p->n_ev - ev0, &id);
 }
 
 /* ============================================================ memory */
@@ -866,14 +988,13 @@ static hentry priority(const cost_graph *g, const gs *s, uint32_t n)
 
 enum { NS_WAIT, NS_READY, NS_DONE };
 
-/* The list scheduler's order of the scheduled nodes into s->lorder; the
- * return stays last.  -1 when out of memory, 1 when it does not cover
- * every node (a graph this cannot order: the program's order stands). */
-static int list_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret)
+/* Each buffer's kernel readers (CSR in ku0/kulist, duplicates kept), each
+ * node's count of inputs some node writes (npred), s->rem the readers
+ * left.  False when out of memory. */
+static bool kernel_users(const cost_graph *g, gs *s)
 {
     uint32_t nv = g->n_vals;
     count_uses(g, s);
-    /* buffer -> kernel users (CSR in ku0/kulist) */
     uint32_t total = 0;
     for (uint32_t v = 0; v < nv; v++) {
         s->ku0[v] = total;
@@ -882,7 +1003,7 @@ static int list_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret
     s->ku0[nv] = total;
     if (total + 1 > s->cap_ku) {
         if (!REALLOC(s->kulist, total + 1))
-            return -1;
+            return false;
         s->cap_ku = total + 1;
     }
     uint32_t *kul = s->kulist;
@@ -890,8 +1011,6 @@ static int list_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret
         s->kfill[v] = 0;
     for (uint32_t n = 0; n < g->n_nodes; n++) {
         s->npred[n] = 0;
-        s->nstate[n] = NS_WAIT;
-        s->ver[n] = 0;
         if (!s->sched[n])
             continue;
         for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++) {
@@ -900,6 +1019,115 @@ static int list_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret
             if (g->v_def[b] != CG_NONE)
                 s->npred[n]++;
         }
+    }
+    return true;
+}
+
+/* ---------------------------------------------------- the placed order */
+
+/*
+ * The order written with its collectives where XLA's SPMD partitioner puts
+ * them: it emits the collectives of a resharding next to the op whose
+ * result is resharded (spmd_partitioner.cc, ReshardNoCache: the partial sum
+ * of a dot is reduce-scattered where the dot is partitioned; a gather is
+ * made where its user needs the replicated value), and its latency-hiding
+ * scheduler starts a reduction as soon as its operand is ready and a
+ * gather one step ahead of its reader (latency_hiding_scheduler.cc).  A
+ * lowering that writes every gradient's reduce-scatter at the optimizer
+ * (or every weight's gather at the step's start) would otherwise hold each
+ * full-size value from its producer to there.  Collectives that write
+ * fewer bytes than they read move up to just after their last producer;
+ * those that write more move down to just before their first reader.
+ */
+enum { MV_NONE, MV_UP, MV_DOWN };
+
+static void place_emit(const cost_graph *g, gs *s, uint32_t n, uint32_t *k);
+
+/* Emits what node n waits for (what moved, as nothing else can wait: the
+ * order written puts producers first), then n. */
+static void place_node(const cost_graph *g, gs *s, uint32_t n, uint32_t *k)
+{
+    for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++) {
+        uint32_t d = g->v_def[s->klist[i]];
+        if (d != CG_NONE && s->nstate[d] != NS_DONE)
+            place_node(g, s, d, k);
+    }
+    if (s->nstate[n] != NS_DONE)
+        place_emit(g, s, n, k);
+}
+
+/* Emits n, then every moved-up reader of its results that waits for
+ * nothing else. */
+static void place_emit(const cost_graph *g, gs *s, uint32_t n, uint32_t *k)
+{
+    s->nstate[n] = NS_DONE;
+    s->porder[(*k)++] = n;
+    const cost_gnode *nd = &g->nodes[n];
+    for (uint32_t j = 0; j < nd->nres; j++) {
+        uint32_t r = nd->res0 + j;
+        if (g->v_root[r] != r)
+            continue;
+        for (uint32_t q = s->ku0[r]; q < s->ku0[r + 1]; q++) {
+            uint32_t u = s->kulist[q];
+            if (--s->npred[u] == 0 && s->move[u] == MV_UP && s->nstate[u] != NS_DONE)
+                place_node(g, s, u, k);
+        }
+    }
+}
+
+/* The placed order into s->porder: 0, or 1 when no collective moves (the
+ * order written stands), -1 when out of memory. */
+static int placed_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret)
+{
+    if (!kernel_users(g, s))
+        return -1;
+    int moved = 0;
+    for (uint32_t n = 0; n < g->n_nodes; n++) {
+        s->nstate[n] = NS_WAIT;
+        s->move[n] = MV_NONE;
+        const cost_gnode *nd = &g->nodes[n];
+        if (!s->sched[n] || n == ret || !(nd->flags & CG_COLL))
+            continue;
+        double rd = 0, wr = 0;
+        for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++)
+            rd += g->v_bytes[s->klist[i]];
+        for (uint32_t j = 0; j < nd->nres; j++)
+            if (g->v_root[nd->res0 + j] == nd->res0 + j)
+                wr += g->v_bytes[nd->res0 + j];
+        s->move[n] = wr < rd ? MV_UP : wr > rd ? MV_DOWN : MV_NONE;
+        moved |= s->move[n] != MV_NONE;
+    }
+    if (!moved)
+        return 1;
+    uint32_t k = 0;
+    /* what moves up and reads only inputs goes first */
+    for (uint32_t n = 0; n < g->n_nodes; n++)
+        if (s->move[n] == MV_UP && s->npred[n] == 0)
+            place_node(g, s, n, &k);
+    for (uint32_t i = 0; i < n_sched; i++) {
+        uint32_t n = s->order[i];
+        if (s->nstate[n] == NS_DONE || (s->move[n] != MV_NONE && n != ret))
+            continue;
+        if (n == ret) /* what nothing read: before the return */
+            for (uint32_t j = 0; j < n_sched; j++)
+                if (s->order[j] != ret && s->nstate[s->order[j]] != NS_DONE)
+                    place_node(g, s, s->order[j], &k);
+        place_node(g, s, n, &k);
+    }
+    return k == n_sched ? 0 : 1;
+}
+
+/* The list scheduler's order of the scheduled nodes into s->lorder; the
+ * return stays last.  -1 when out of memory, 1 when it does not cover
+ * every node (a graph this cannot order: the program's order stands). */
+static int list_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret)
+{
+    if (!kernel_users(g, s))
+        return -1;
+    const uint32_t *kul = s->kulist;
+    for (uint32_t n = 0; n < g->n_nodes; n++) {
+        s->nstate[n] = NS_WAIT;
+        s->ver[n] = 0;
     }
     s->n_heap = 0;
     for (uint32_t n = 0; n < g->n_nodes; n++)
@@ -1286,6 +1514,7 @@ int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info 
     uint32_t nk = 0, n_sched = 0, ret = CG_NONE;
     for (uint32_t n = 0; n < nn; n++) {
         s->k0[n] = nk;
+        s->ev[n] = (uint32_t)CE_NONE << 28; /* kind << 28 | index (item, collective) */
         if (!s->sched[n])
             continue;
         n_sched++;
@@ -1304,16 +1533,23 @@ int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info 
                 it.steps *= mult;
                 it.bytes *= mult;
                 it.count = mult;
+                s->ev[n] = (uint32_t)CE_COLL << 28 | (uint32_t)p->n_colls;
                 if (!cost__push_coll(p, &it))
                     return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
             }
         } else if (!(nd->flags & (CG_REGION | CG_NOCOST))) {
             p->matmul_flops += mm * mult;
-            if (!cost__push_item(p, nd->op, f * mult, bytes * mult, nd->prec))
+            cost_item it = {nd->op, f * mult, mm * mult, bytes * mult, nd->mm_m, nd->mm_n, mult, nd->prec};
+            size_t idx;
+            if (!cost__push_item(p, &it, &idx))
                 return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
+            if (idx != SIZE_MAX)
+                s->ev[n] = (uint32_t)CE_KERNEL << 28 | (uint32_t)idx;
         }
     }
     s->k0[nn] = nk;
+    if (!register_block(g, s, p))
+        return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
     if (!peak_bytes)
         return 0;
 
@@ -1357,6 +1593,15 @@ int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info 
         /* XLA's default memory scheduler keeps the lowest of its list, DFS
          * and post-order schedules; the program's order stands for the
          * post-order (JAX and XLA print in post-order) */
+        int prc = placed_order(g, s, n_sched, ret);
+        if (prc < 0)
+            return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
+        sim plc = prc == 0 ? simulate(g, s, s->porder, n_sched, UINT32_MAX) : prog;
+        if (prc == 0 && plc.peak < use.peak) {
+            use = plc;
+            best = s->porder;
+            order = COST_ORDER_PLACED;
+        }
         int lrc = list_order(g, s, n_sched, ret);
         int drc = lrc == 0 ? dfs_order(g, s, n_sched, ret) : 1;
         if (lrc < 0 || drc < 0)

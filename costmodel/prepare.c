@@ -131,6 +131,9 @@ typedef struct prep {
     /* captured values of the nested blocks of the op being walked */
     const ir_value **acc;
     uint32_t n_acc, cap_acc;
+    /* and their blocks (program block indices), in the order they run */
+    uint32_t *kidv;
+    uint32_t n_kidv, cap_kidv;
 } prep;
 
 #define NO_INDEX UINT32_MAX
@@ -374,54 +377,6 @@ static int64_t dim(const ir_type *t, int64_t i)
     return t->dims[i];
 }
 
-/* ============================================================= appending */
-
-bool cost__push_item(cost_program *p, const ir_op *op, double flops, double bytes, uint8_t prec)
-{
-    if (flops <= 0 && bytes <= 0)
-        return true;
-    if (p->n_items == p->cap_items) {
-        size_t cap = p->cap_items ? 2 * p->cap_items : 1024;
-        double *f = ap_realloc(p->flops, cap * sizeof *f);
-        if (f)
-            p->flops = f;
-        double *b = ap_realloc(p->bytes, cap * sizeof *b);
-        if (b)
-            p->bytes = b;
-        uint8_t *pr = ap_realloc(p->prec, cap * sizeof *pr);
-        if (pr)
-            p->prec = pr;
-        const ir_op **o = ap_realloc(p->ops, cap * sizeof *o);
-        if (o)
-            p->ops = o;
-        if (!f || !b || !pr || !o)
-            return false;
-        p->cap_items = cap;
-    }
-    p->flops[p->n_items] = flops;
-    p->bytes[p->n_items] = bytes;
-    p->prec[p->n_items] = prec;
-    p->ops[p->n_items] = op;
-    p->n_items++;
-    p->flops_total += flops;
-    p->bytes_total += bytes;
-    return true;
-}
-
-bool cost__push_coll(cost_program *p, const cost_coll_item *it)
-{
-    if (p->n_colls == p->cap_colls) {
-        size_t cap = p->cap_colls ? 2 * p->cap_colls : 64;
-        cost_coll_item *v = ap_realloc(p->colls, cap * sizeof *v);
-        if (!v)
-            return false;
-        p->colls = v;
-        p->cap_colls = cap;
-    }
-    p->colls[p->n_colls++] = *it;
-    return true;
-}
-
 /* A reshape that only regroups major dims (the minor-most dim is unchanged)
  * or only adds or drops unit dims: a bitcast on every backend, so free, and
  * its result lives in its operand's buffer. */
@@ -494,6 +449,10 @@ bool cost__is_alias_op(const ir_op *op, const ir_type *a, const ir_type *b)
 {
     if (op->opcode == IR_OP_GET_TUPLE_ELEMENT || op->opcode == IR_OP_OPTIMIZATION_BARRIER ||
         cost__is_bitcast_reshape(op, a, b) || cost__is_bitcast_broadcast(op, a, b))
+        return true;
+    /* custom calls that annotate (Sharding, SPMDFullToShardShape, ...): XLA's
+     * SPMD partitioner, or its sharding remover on one device, deletes them */
+    if (op->opcode == IR_OP_CUSTOM_CALL && ir_custom_call_is_identity(op))
         return true;
     return op->opcode == IR_OP_UNKNOWN && op->n_operands == op->n_results &&
            (strcmp(op->name, "sdy.sharding_constraint") == 0 || strcmp(op->name, "sdy.propagation_barrier") == 0);
@@ -1141,10 +1100,21 @@ static bool results_of(prep *c, glevel *lv, const ir_value *r, const uint32_t *a
     return ok;
 }
 
-/* Records the values the nested block just walked captured, for the op
- * holding it. */
+/* Records the values the nested block just walked captured, and the block
+ * itself (the last registered), for the op holding it. */
 static bool collect_caps(prep *c, const glevel *inner)
 {
+    if (c->p->n_blk) {
+        if (c->n_kidv == c->cap_kidv) {
+            uint32_t cap = c->cap_kidv ? 2 * c->cap_kidv : 16;
+            uint32_t *k = ap_realloc(c->kidv, sizeof *k * cap);
+            if (!k)
+                return false;
+            c->kidv = k;
+            c->cap_kidv = cap;
+        }
+        c->kidv[c->n_kidv++] = (uint32_t)(c->p->n_blk - 1);
+    }
     for (uint32_t i = 0; i < inner->n_caps; i++) {
         if (c->n_acc == c->cap_acc) {
             uint32_t cap = c->cap_acc ? 2 * c->cap_acc : 64;
@@ -1214,7 +1184,25 @@ static int walk_call(prep *c, const ir_op *op, double mult, int64_t *nested, cos
     c->depth++;
     int rc = walk_block(c, cf, entry, mult, false, npk, nested);
     c->depth--;
+    if (rc == 0 && !collect_caps(c, c->levels[c->level]))
+        rc = oom_prep(c);
     return rc;
+}
+
+/* Elements of t over its dims that are neither batch nor contracting. */
+static double free_size(const ir_type *t, const int64_t *batch, int nb, const int64_t *contract, int nc)
+{
+    double n = 1;
+    for (int i = 0; i < rank_of(t); i++) {
+        bool skip = false;
+        for (int j = 0; j < nb && !skip; j++)
+            skip = batch[j] == i;
+        for (int j = 0; j < nc && !skip; j++)
+            skip = contract[j] == i;
+        if (!skip)
+            n *= (double)dim(t, i);
+    }
+    return n;
 }
 
 /*
@@ -1232,6 +1220,7 @@ bool cost__op_cost(const cost_opview *v, unsigned *notes, cost_opcost *c)
     double flops = 0, matmul = 0;
     cost_prec prec = COST_PREC_VECTOR;
     c->write = 0;
+    c->mm_m = c->mm_n = 0;
     for (uint32_t i = 0; i < op->n_operands; i++)
         c->read[i] = 0;
 #define NUMEL(t) cost__numel((t), notes)
@@ -1241,9 +1230,13 @@ bool cost__op_cost(const cost_opview *v, unsigned *notes, cost_opcost *c)
     case IR_OP_DOT_GENERAL: {
         ir_dot_dims d;
         double k = 1;
-        if (op->n_operands >= 2 && ir_dot_dims_get(op, &d) == 0)
+        if (op->n_operands >= 2 && ir_dot_dims_get(op, &d) == 0) {
             for (int i = 0; i < d.n_contract; i++)
                 k *= (double)dim(o0, d.lhs_contract[i]);
+            /* M: the left's free dims, N: the right's (what tiles cover) */
+            c->mm_m = free_size(o0, d.lhs_batch, d.n_batch, d.lhs_contract, d.n_contract);
+            c->mm_n = free_size(ot[1], d.rhs_batch, d.n_batch, d.rhs_contract, d.n_contract);
+        }
         flops = 2 * NUMEL(rt[0]) * k;
         prec = cost__prec_of(o0);
         if (o0 && ir_elem_is_complex((ir_elem)o0->elem))
@@ -1259,6 +1252,10 @@ bool cost__op_cost(const cost_opview *v, unsigned *notes, cost_opcost *c)
             for (int i = 0; i < d.n_spatial; i++)
                 window *= (double)dim(ot[1], d.kernel_spatial[i]);
             kin = (double)dim(ot[1], d.kernel_in); /* input features / feature groups */
+            /* an implicit GEMM: M the output positions, N the output features */
+            double nf = (double)dim(rt[0], d.out_feature);
+            c->mm_n = nf;
+            c->mm_m = nf > 0 ? NUMEL(rt[0]) / nf : 0;
         }
         flops = 2 * NUMEL(rt[0]) * window * kin;
         prec = cost__prec_of(o0);
@@ -1394,6 +1391,8 @@ bool cost__op_cost(const cost_opview *v, unsigned *notes, cost_opcost *c)
         plain_bytes(v, notes, c);
         break;
     case IR_OP_CUSTOM_CALL:
+        if (ir_custom_call_is_identity(op))
+            return false; /* an annotation: deleted by XLA */
         if (cost__fmha_flops(op, ot, &flops, &matmul)) /* fused attention */
             prec = cost__prec_of(o0);
         else
@@ -1522,13 +1521,15 @@ static bool operand_leaves(prep *c, glevel *lv, const ir_op *op, uint32_t **out,
  * the regions read is costed inside them) and the values its regions
  * captured (c->acc from acc0), writes its results (leaf i taking over
  * alias[i] when that is not CG_NONE). */
-static int region_node(prep *c, glevel *lv, const ir_op *op, uint16_t flags, uint32_t acc0, int64_t nested,
-                       const cost_peak_info *npk, const uint32_t *alias, uint32_t n_alias, const uint8_t *feeds,
-                       uint32_t n_feeds)
+static int region_node(prep *c, glevel *lv, const ir_op *op, uint16_t flags, uint32_t acc0, uint32_t kid0,
+                       int64_t nested, const cost_peak_info *npk, const uint32_t *alias, uint32_t n_alias,
+                       const uint8_t *feeds, uint32_t n_feeds)
 {
     cost_gnode *nd = cost__graph_node(&lv->g, op, flags, COST_PREC_VECTOR);
     if (!nd)
         return oom_prep(c);
+    cost__graph_kids(&lv->g, c->kidv + kid0, c->n_kidv - kid0);
+    c->n_kidv = kid0;
     uint32_t e0 = lv->g.n_edges;
     for (uint32_t i = 0; i < op->n_operands; i++)
         if (!edge_to(c, lv, op->operands[i], 0))
@@ -1566,7 +1567,7 @@ static int walk_while(prep *c, fn_info *f, glevel *lv, const ir_op *op, double m
         p->while_once++;
         p->notes |= COST_NOTE_WHILE_ONCE;
     }
-    uint32_t acc0 = c->n_acc, *pass = NULL, n_pass = 0, *opl = NULL, n_opl = 0, n_feeds = 0;
+    uint32_t acc0 = c->n_acc, kid0 = c->n_kidv, *pass = NULL, n_pass = 0, *opl = NULL, n_opl = 0, n_feeds = 0;
     uint8_t *feeds = NULL;
     int64_t nested = 0;
     cost_peak_info npk;
@@ -1616,7 +1617,8 @@ static int walk_while(prep *c, fn_info *f, glevel *lv, const ir_op *op, double m
          * a scan) stays its operand's buffer */
         for (uint32_t i = 0; i < n_opl; i++)
             opl[i] = i < n_pass && pass[i] == i ? opl[i] : CG_NONE;
-        rc = region_node(c, lv, op, cost__node_flags(op, NULL, NULL), acc0, nested, &npk, opl, n_opl, feeds, n_feeds);
+        rc = region_node(c, lv, op, cost__node_flags(op, NULL, NULL), acc0, kid0, nested, &npk, opl, n_opl, feeds,
+                         n_feeds);
     }
     ap_free(pass);
     ap_free(opl);
@@ -1688,7 +1690,7 @@ static int walk_op(prep *c, fn_info *f, glevel *lv, const ir_op *op, double mult
             break;
         if ((opc == IR_OP_IF || opc == IR_OP_CASE) && op->n_regions > 1)
             p->notes |= COST_NOTE_BRANCHES_SUMMED;
-        uint32_t acc0 = c->n_acc;
+        uint32_t acc0 = c->n_acc, kid0 = c->n_kidv;
         int64_t nested = 0;
         cost_peak_info npk;
         memset(&npk, 0, sizeof npk);
@@ -1706,7 +1708,7 @@ static int walk_op(prep *c, fn_info *f, glevel *lv, const ir_op *op, double mult
             memcpy(feeds, inner->g.v_feeds, inner->n_arg_leaves);
             n_feeds = inner->n_arg_leaves;
         }
-        rc = region_node(c, lv, op, CG_REGION, acc0, nested, &npk, NULL, 0, feeds, n_feeds);
+        rc = region_node(c, lv, op, CG_REGION, acc0, kid0, nested, &npk, NULL, 0, feeds, n_feeds);
         ap_free(feeds);
         return rc;
     }
@@ -1755,7 +1757,7 @@ static int walk_op(prep *c, fn_info *f, glevel *lv, const ir_op *op, double mult
     uint16_t flags = opc == IR_OP_GET_TUPLE_ELEMENT || (carried && opc == IR_OP_DYNAMIC_SLICE)
                          ? CG_ALIAS
                          : cost__node_flags(op, t0, r0);
-    cost_opcost oc = {0, 0, 0, COST_PREC_VECTOR, reads};
+    cost_opcost oc = {0, 0, 0, COST_PREC_VECTOR, reads, 0, 0};
     bool costed = false;
     if (!(flags & CG_ALIAS) && !cost__free_op(opc)) {
         cost_opview view = {op, types, types + op->n_operands, carried};
@@ -1770,6 +1772,8 @@ static int walk_op(prep *c, fn_info *f, glevel *lv, const ir_op *op, double mult
         nd->flops = oc.flops;
         nd->matmul = oc.matmul;
         nd->write = oc.write;
+        nd->mm_m = oc.mm_m;
+        nd->mm_n = oc.mm_n;
     }
     for (uint32_t i = 0; i < op->n_operands; i++)
         if (!edge_to(c, lv, op->operands[i], costed ? reads[i] : 0)) {
@@ -1967,12 +1971,7 @@ void cost_program_free(cost_program *p)
 {
     if (!p)
         return;
-    ap_free(p->flops);
-    ap_free(p->bytes);
-    ap_free(p->prec);
-    ap_free(p->ops);
-    ap_free(p->colls);
-    ap_free(p->loops);
+    cost__program_free_arrays(p);
     ap_free(p);
 }
 
@@ -2023,6 +2022,7 @@ out:
     }
     ap_free(c.levels);
     ap_free(c.acc);
+    ap_free(c.kidv);
     return rc;
 }
 

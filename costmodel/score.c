@@ -63,6 +63,7 @@ typedef struct val_rec {
  * tiled dim adds the offset of the device's tile (lower.c, iota_offset). */
 typedef struct op_rec {
     double flops, matmul, write;
+    double mm_m, mm_n; /* a matmul's M and N */
     uint8_t prec;
     uint16_t flags;  /* CG_* */
     bool iota_off;
@@ -230,7 +231,7 @@ static int op_record(cost_scorer *s, const ir_partition *p, uint32_t k, ap_error
     const ir_type *t0 = no ? s->tptr[0] : NULL, *r0 = nr ? s->tptr[no] : NULL;
     r->flags = cost__node_flags(op, t0, r0);
     double *reads = &s->rd[s->opd0[k]];
-    cost_opcost oc = {0, 0, 0, COST_PREC_VECTOR, reads};
+    cost_opcost oc = {0, 0, 0, COST_PREC_VECTOR, reads, 0, 0};
     bool costed = false;
     if (!(r->flags & CG_ALIAS) && !cost__free_op((ir_opcode)op->opcode)) {
         /* no loop-carried stacks: the scorer refuses while loops */
@@ -245,6 +246,8 @@ static int op_record(cost_scorer *s, const ir_partition *p, uint32_t k, ap_error
     r->flops = oc.flops;
     r->matmul = oc.matmul;
     r->write = oc.write;
+    r->mm_m = costed ? oc.mm_m : 0;
+    r->mm_n = costed ? oc.mm_n : 0;
     r->prec = (uint8_t)oc.prec;
     return 0;
 }
@@ -629,6 +632,8 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
             nd->flops = r->flops;
             nd->matmul = r->matmul;
             nd->write = r->write;
+            nd->mm_m = r->mm_m;
+            nd->mm_n = r->mm_n;
         }
         for (uint32_t i = 0; i < no; i++)
             cost__graph_edge(&s->g, h[i], rd[i]);
@@ -719,11 +724,7 @@ void cost_scorer_free(cost_scorer *s)
     ap_free(s->arg_name);
     ap_free(s->vm);
     ap_free(s->vn);
-    ap_free(s->prog.flops);
-    ap_free(s->prog.bytes);
-    ap_free(s->prog.prec);
-    ap_free(s->prog.ops);
-    ap_free(s->prog.colls);
+    cost__program_free_arrays(&s->prog);
     cost__graph_free(&s->g);
     ap_free(s->prod_h);
     ap_free(s->mat_h);
@@ -945,9 +946,7 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
     if ((rc = build_graph(s, p, err)) < 0)
         return rc;
     cost_program *pg = &s->prog;
-    pg->n_items = pg->n_colls = 0;
-    pg->flops_total = pg->bytes_total = pg->matmul_flops = 0;
-    pg->notes = 0;
+    cost__program_clear(pg);
     for (uint32_t k = 0; k < s->n_ops; k++)
         pg->notes |= s->ops[k].notes;
     int64_t peak = 0;

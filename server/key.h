@@ -32,7 +32,10 @@
     "device.name device.custom.name device.custom.peak_flops_f32 device.custom.peak_flops_bf16 "                      \
     "device.custom.peak_flops_f16 device.custom.peak_flops_f8 device.custom.peak_flops_int8 "                         \
     "device.custom.peak_flops_vector device.custom.hbm_bytes device.custom.hbm_bandwidth device.custom.tiers.name "   \
-    "device.custom.tiers.devices device.custom.tiers.bandwidth device.custom.tiers.latency"
+    "device.custom.tiers.devices device.custom.tiers.bandwidth device.custom.tiers.latency "                          \
+    "device.custom.tiers.allreduce_bandwidth device.custom.tiers.torus_dims device.custom.matmul_efficiency "        \
+    "device.custom.matmul_tile device.custom.hbm_efficiency device.custom.kernel_overhead "                          \
+    "device.custom.collective_overhead"
 
 #define SRV_KEY_FIELDS(X)                                                                                             \
     X("module", "module.text module.format", "module.text module.format",                                             \

@@ -144,9 +144,24 @@ static bool device_from_wire(srv_work *w, const Autopart__V1__Device *d, cost_de
         json_object_set_new(t, "devices", json_integer(c->tiers[i]->devices));
         json_object_set_new(t, "bandwidth", json_real(c->tiers[i]->bandwidth));
         json_object_set_new(t, "latency", json_real(c->tiers[i]->latency));
+        if (c->tiers[i]->allreduce_bandwidth != 0)
+            json_object_set_new(t, "allreduce_bandwidth", json_real(c->tiers[i]->allreduce_bandwidth));
+        if (c->tiers[i]->torus_dims != 0)
+            json_object_set_new(t, "torus_dims", json_integer(c->tiers[i]->torus_dims));
         json_array_append_new(tiers, t);
     }
     json_object_set_new(j, "tiers", tiers);
+    /* the efficiencies: unset (0) is the JSON's absent key */
+    if (c->matmul_efficiency != 0)
+        json_object_set_new(j, "matmul_efficiency", json_real(c->matmul_efficiency));
+    if (c->matmul_tile != 0)
+        json_object_set_new(j, "matmul_tile", json_integer(c->matmul_tile));
+    if (c->hbm_efficiency != 0)
+        json_object_set_new(j, "hbm_efficiency", json_real(c->hbm_efficiency));
+    if (c->kernel_overhead != 0)
+        json_object_set_new(j, "kernel_overhead", json_real(c->kernel_overhead));
+    if (c->collective_overhead != 0)
+        json_object_set_new(j, "collective_overhead", json_real(c->collective_overhead));
     if (c->source[0])
         json_object_set_new(j, "source", json_string(c->source));
     char *text = json_dumps(j, JSON_COMPACT);
@@ -178,7 +193,14 @@ static void srv_key_hash_device(srv_sha *h, const cost_device *d)
         srv_sha_i64(h, "tier.devices", d->tiers[i].devices);
         srv_sha_f64(h, "tier.bandwidth", d->tiers[i].bandwidth);
         srv_sha_f64(h, "tier.latency", d->tiers[i].latency);
+        srv_sha_f64(h, "tier.allreduce_bandwidth", d->tiers[i].allreduce_bandwidth);
+        srv_sha_i64(h, "tier.torus_dims", d->tiers[i].torus_dims);
     }
+    srv_sha_f64(h, "device.matmul_efficiency", d->matmul_efficiency);
+    srv_sha_i64(h, "device.matmul_tile", d->matmul_tile);
+    srv_sha_f64(h, "device.hbm_efficiency", d->hbm_efficiency);
+    srv_sha_f64(h, "device.kernel_overhead", d->kernel_overhead);
+    srv_sha_f64(h, "device.collective_overhead", d->collective_overhead);
 }
 
 /* A search's memory limit, the device's HBM when the request says 0

@@ -399,7 +399,8 @@ END_TEST
 
 START_TEST(test_z3_divides_param_memory)
 {
-    cost_device h100 = device("h100");
+    /* an A100: no in-switch reduction, so an all_reduce is a ring too */
+    cost_device h100 = device("a100_80gb");
     double param_bytes = 2.0 * MD * MH * 4, x_bytes = (double)MB * MD * 4;
     for (int n = 2; n <= 8; n *= 2) {
         cost_report bp = mlp_report(BP, n, &h100), z3 = mlp_report(Z3, n, &h100);
@@ -412,9 +413,12 @@ START_TEST(test_z3_divides_param_memory)
         ck_assert(close_rel(z3.coll[COST_REDUCE_SCATTER].count, 2, 0));
         ck_assert(close_rel(z3.coll[COST_REDUCE_SCATTER].bytes, param_bytes, 0));
         ck_assert(z3.coll[COST_ALL_REDUCE].count == 0);
-        /* all_gather + reduce_scatter move what one all_reduce moves */
-        ck_assert(close_rel(z3.coll[COST_ALL_GATHER].seconds + z3.coll[COST_REDUCE_SCATTER].seconds,
-                            bp.coll[COST_ALL_REDUCE].seconds, 1e-9));
+        /* all_gather + reduce_scatter move what one all_reduce moves as a
+         * ring (less the overhead of the collectives: four against two);
+         * an all_reduce this small may take NCCL's tree, faster */
+        double co = h100.collective_overhead;
+        ck_assert(z3.coll[COST_ALL_GATHER].seconds + z3.coll[COST_REDUCE_SCATTER].seconds - 4 * co >=
+                  (bp.coll[COST_ALL_REDUCE].seconds - 2 * co) * (1 - 1e-9));
     }
 }
 END_TEST
@@ -430,8 +434,12 @@ START_TEST(test_megatron_halves_matmuls)
     for (int k = 0; k < COST_COLL_COUNT; k++)
         if (k != COST_ALL_REDUCE)
             ck_assert(mp.coll[k].count == 0);
-    /* ring all-reduce over 2 NVLink devices: 2 * 1/2 * bytes / bw + 2 steps */
-    double want = 2.0 * MB * MD * 4 / 450e9 + 2 * 2 * 1e-6;
+    /* two all_reduces over 2 NVLink devices, each 2 * 1/2 * bytes over the
+     * switch's reduction bandwidth (NVLink SHARP) + 2 steps, + the
+     * collective's overhead */
+    const cost_tier *nv = &h100.tiers[0];
+    ck_assert(nv->allreduce_bandwidth > nv->bandwidth);
+    double want = 2.0 * MB * MD * 4 / nv->allreduce_bandwidth + 2 * (2 * nv->latency + h100.collective_overhead);
     ck_assert_msg(close_rel(mp.comm_s, want, 1e-9), "%g vs %g", mp.comm_s, want);
     ck_assert(mp.argument_bytes < one.argument_bytes);
 }
@@ -512,7 +520,9 @@ START_TEST(test_ring_formulas_and_tiers)
     double ag = 1.0 / 2 * 8000 / slow + 1 * ls;      /* x: slow, gathered bytes */
     double cp = 4000 / fast + lf;                    /* within y */
     double aa = 3.0 / 4 * 4000 / fast + 3 * lf;
-    double rs = 7.0 / 8 * 4000 / slow + 7 * ls;      /* x and y: the slowest */
+    /* x and y: the slow tier, over 4 links from each 4-device unit (the
+     * group's part in one unit sends over as many), the slow latency */
+    double rs = 7.0 / 8 * 4000 / fmin(fast, 4 * slow) + 7 * ls;
     ck_assert(close_rel(r.coll[COST_ALL_REDUCE].seconds, ar, 1e-12));
     ck_assert(close_rel(r.coll[COST_ALL_GATHER].seconds, ag, 1e-12));
     ck_assert(close_rel(r.coll[COST_COLLECTIVE_PERMUTE].seconds, cp, 1e-12));
@@ -977,7 +987,11 @@ START_TEST(test_scan_matches_unrolled)
         const char *config, *extra;
         int layers;
     } cases[] = {{"tiny", "", 2}, {"tiny", "layers=3", 3}, {"small", "", 4}};
+    /* the arithmetic and the traffic, not the kernels' launch overhead: the
+     * scan adds loop counters and slicing kernels, which on a model this
+     * small would be most of the time */
     cost_device h100 = device("h100");
+    h100.kernel_overhead = 0;
     for (size_t i = 0; i < AP_ARRAY_LEN(cases); i++) {
         char scan[64];
         snprintf(scan, sizeof scan, "%s scan=1", cases[i].extra);

@@ -49,7 +49,8 @@ static void apply_usage(FILE *f)
             "                     a JSON file describing one, or one of:\n");
     cli_print_device_names(f, "                       ");
     fprintf(f,
-            "  --overlap X        share of communication hidden under compute, 0..1 (default 0)\n"
+            "  --overlap X        assume at least this share of communication hidden under\n"
+            "                     compute, 0..1 (default 0: what the schedule hides)\n"
             "  --format F         stablehlo | hlo (default: detected)\n"
             "  --func NAME        the function to partition (default: main)\n"
             "  -h, --help         this help\n"

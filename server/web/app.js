@@ -394,7 +394,13 @@ function collectivesCard(res) {
 function breakdownCard(res) {
   const c = res.cost || {};
   const rc = (res.report && res.report.cost) || {};
-  const time = [{ label: 'compute', value: c.compute_s || 0, color: '#4c8bf5' }, { label: 'communication', value: c.comm_s || 0, color: '#f59f4c' },
+  // Communication split into what runs under independent compute and what
+  // the step waits for (the cost report's overlap of the two streams).
+  const comm = rc.comm_exposed_s !== undefined
+    ? [{ label: 'communication hidden under compute', value: rc.comm_hidden_s || 0, color: '#f5c99a' },
+      { label: 'communication exposed', value: rc.comm_exposed_s || 0, color: '#f59f4c' }]
+    : [{ label: 'communication', value: c.comm_s || 0, color: '#f59f4c' }];
+  const time = [{ label: 'compute', value: c.compute_s || 0, color: '#4c8bf5' }, ...comm,
     { label: 'step (total)', value: c.runtime_s || 0, color: '#1d2330' }];
   const args = rc.argument_bytes || 0, peak = c.peak_memory_bytes || 0;
   // What is live at the peak, by category (the cost report's memory), else
@@ -407,9 +413,10 @@ function breakdownCard(res) {
     : [{ label: 'arguments', value: args, color: '#49b37a' }, { label: 'temporaries', value: Math.max(peak - args, 0), color: '#b469d6' }];
   mem.push({ label: 'peak', value: peak, color: '#1d2330' });
   const where = w => w ? `${w.op}${w.line ? ` at ${w.line}:${w.col}` : ''}${w.name ? ` "${w.name}"` : ''}` : '';
-  const order = m && m.order !== 'program'
-    ? `in the order of XLA's ${m.order === 'dfs' ? 'DFS' : 'list'} scheduler (${fmtBytes(m.program_order_peak_bytes)} in the order written)`
-    : 'in the order written';
+  const order = !m || m.order === 'program' ? 'in the order written'
+    : m.order === 'placed'
+      ? `in the order written with the collectives where XLA places them (${fmtBytes(m.program_order_peak_bytes)} as written)`
+      : `in the order of XLA's ${m.order === 'dfs' ? 'DFS' : 'list'} scheduler (${fmtBytes(m.program_order_peak_bytes)} in the order written)`;
   return el('div', { class: 'grid2' },
     el('div', { class: 'card' }, el('h2', {}, 'Step time per device'), barChart('time-breakdown', time, fmtTime),
       el('p', { class: 'muted' }, `start (before the search): ${fmtTime(res.search ? res.search.start_runtime_s : 0)}; ${c.fits ? 'fits in memory' : 'does NOT fit in memory'}`)),

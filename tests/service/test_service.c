@@ -290,6 +290,22 @@ START_TEST(test_bad_input)
     a.dev.kind_case = AUTOPART__V1__DEVICE__KIND_CUSTOM;
     a.dev.custom = &spec;
     expect_status(apply_status(c, &a, &st), &st, WIRE_INVALID_ARGUMENT, "device.custom");
+    /* the efficiencies travel with a custom device, checked as its JSON is */
+    Autopart__V1__Tier tier = AUTOPART__V1__TIER__INIT, *tiers[1] = {&tier};
+    tier.name = (char *)"nvlink";
+    tier.bandwidth = 370e9;
+    tier.allreduce_bandwidth = 480e9;
+    spec.peak_flops_f32 = 4e14;
+    spec.peak_flops_bf16 = 8e14;
+    spec.hbm_bytes = 96e9;
+    spec.hbm_bandwidth = 2.4e12;
+    spec.n_tiers = 1;
+    spec.tiers = tiers;
+    spec.matmul_efficiency = 1.5;
+    expect_status(apply_status(c, &a, &st), &st, WIRE_INVALID_ARGUMENT, "matmul_efficiency");
+    spec.matmul_efficiency = 0.7;
+    tier.torus_dims = 12;
+    expect_status(apply_status(c, &a, &st), &st, WIRE_INVALID_ARGUMENT, "torus_dims");
     svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=2", bpmp, NULL);
     a.req.overlap = 3;
     expect_status(apply_status(c, &a, &st), &st, WIRE_INVALID_ARGUMENT, "overlap");

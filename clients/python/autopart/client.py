@@ -279,7 +279,12 @@ def _device(device):
         for k, v in device["peak_flops"].items():
             setattr(spec, "peak_flops_" + k, v)
         for t in device["tiers"]:
-            spec.tiers.add(name=t["name"], devices=t["devices"], bandwidth=t["bandwidth"], latency=t["latency"])
+            spec.tiers.add(name=t["name"], devices=t["devices"], bandwidth=t["bandwidth"], latency=t["latency"],
+                           allreduce_bandwidth=t.get("allreduce_bandwidth", 0), torus_dims=t.get("torus_dims", 0))
+        # what kernels and collectives reach (cost.h's device JSON keys)
+        for k in ("matmul_efficiency", "matmul_tile", "hbm_efficiency", "kernel_overhead", "collective_overhead"):
+            if k in device:
+                setattr(spec, k, device[k])
         return pb.Device(custom=spec)
     return pb.Device(name=device)
 
