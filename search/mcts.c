@@ -1430,8 +1430,14 @@ int search_options_resolve(const search_options *in, int n_axes, search_options 
         o.cache_bytes = DEFAULT_CACHE_BYTES;
     if (o.progress_interval_s <= 0)
         o.progress_interval_s = DEFAULT_PROGRESS_S;
+    if (!(o.memory_margin >= 0 && o.memory_margin < 1))
+        return ap_error_set(err, AP_EINVALID, "search: the memory margin must be at least 0 and below 1, not %g",
+                            o.memory_margin);
     if (o.memory_limit == 0)
         o.memory_limit = o.device.hbm_bytes;
+    if (o.memory_limit > 0) /* headroom the user keeps free */
+        o.memory_limit *= 1 - o.memory_margin;
+    o.memory_margin = 0;
     *out = o;
     return 0;
 }

@@ -70,6 +70,8 @@ typedef struct search_options {
     const cost_mesh *tiers;     /* NULL: the default tiers */
     cost_options cost;          /* overlap; top_k of the reports */
     double memory_limit;        /* bytes; 0 = the device's HBM; negative = none */
+    double memory_margin;       /* share of the limit kept free, [0, 1): the search
+                                   aims at memory_limit x (1 - margin) (0 = none) */
     uint64_t seed;
     int64_t max_episodes;       /* budgets: 0 = none of that kind; with none, 1000 episodes */
     double time_limit_s;

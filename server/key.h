@@ -47,7 +47,8 @@
     X("import", "import_shardings", "import_shardings", srv_sha_i64(h, n, c->import))                                 \
     X("overlap", "overlap", "overlap", srv_sha_f64(h, n, c->overlap))                                                 \
     X("axis", "", "axes", srv_key_hash_axes(h, n, w))                                                                 \
-    X("memory_limit", "", "memory_limit_bytes no_memory_limit", srv_key_hash_memory_limit(h, n, s, &w->dev))          \
+    X("memory_limit", "", "memory_limit_bytes no_memory_limit memory_margin",                                         \
+      srv_key_hash_memory_limit(h, n, s, &w->dev))                                                                    \
     X("episodes", "", "episodes", srv_sha_i64(h, n, s->episodes))                                                     \
     X("time_limit", "", "time_limit_s", srv_sha_f64(h, n, s->time_limit_s))                                           \
     X("patience", "", "patience_episodes", srv_sha_i64(h, n, s->patience_episodes))                                   \

@@ -203,15 +203,16 @@ static void srv_key_hash_device(srv_sha *h, const cost_device *d)
     srv_sha_f64(h, "device.collective_overhead", d->collective_overhead);
 }
 
-/* A search's memory limit, the device's HBM when the request says 0
- * (key.h). */
+/* A search's memory limit, the device's HBM when the request says 0, less
+ * its margin: the limit the search aims at (key.h). */
 static void srv_key_hash_memory_limit(srv_sha *h, const char *n, const Autopart__V1__SearchRequest *s,
                                       const cost_device *dev)
 {
     if (s->no_memory_limit)
         srv_sha_str(h, n, "none");
     else
-        srv_sha_f64(h, n, s->memory_limit_bytes ? (double)s->memory_limit_bytes : dev->hbm_bytes);
+        srv_sha_f64(h, n, (s->memory_limit_bytes ? (double)s->memory_limit_bytes : dev->hbm_bytes) *
+                              (1 - s->memory_margin));
 }
 
 /* The mesh axes a search explores, in the order asked (key.h). */
@@ -402,6 +403,10 @@ static void prepare_search(srv_work *w)
         work_fail(w, RPC_INVALID_ARGUMENT,
                   r->memory_limit_bytes < 0 ? "memory_limit_bytes is negative"
                                             : "memory_limit_bytes and no_memory_limit are both set");
+        return;
+    }
+    if (!(r->memory_margin >= 0 && r->memory_margin < 1)) {
+        work_fail(w, RPC_INVALID_ARGUMENT, "memory_margin must be at least 0 and below 1");
         return;
     }
     if (r->episodes < 0 || r->patience_episodes < 0 || r->threads < 0 || r->batch < 0 || r->batch > 1024 ||
@@ -787,6 +792,7 @@ static void run_search(srv_job *job)
     o.device = w->dev;
     o.cost.overlap = r->overlap;
     o.memory_limit = r->no_memory_limit ? -1 : (double)r->memory_limit_bytes;
+    o.memory_margin = r->memory_margin;
     o.seed = r->seed;
     o.max_episodes = r->episodes;
     o.time_limit_s = r->time_limit_s;

@@ -389,6 +389,9 @@ START_TEST(search_round_trip)
     r = RUN("search", tiny_path, "--mesh", "batch=2", "--memory-limit", "lots");
     ASSERT_RUN(r, 2, err, "autopart search: error: --memory-limit wants bytes");
     cli_run_free(&r);
+    r = RUN("search", tiny_path, "--mesh", "batch=2", "--memory-margin", "1");
+    ASSERT_RUN(r, 2, err, "autopart search: error: --memory-margin wants a share");
+    cli_run_free(&r);
     r = RUN("search", tiny_path, "--mesh", "batch=2", "--episodes", "0");
     ASSERT_RUN(r, 2, err, "autopart search: error: --episodes wants a positive count, not '0'");
     cli_run_free(&r);

@@ -637,6 +637,21 @@ START_TEST(meets_a_limit_only_sharding_can_meet)
                   o.memory_limit);
     ck_assert((double)r.report.peak_memory_bytes <= o.memory_limit);
     search_result_free(&r);
+    /* the same limit as a margin kept free of a larger one (--memory-margin):
+     * the search aims at limit x (1 - margin) */
+    double aim = o.memory_limit;
+    o.memory_limit = 2 * aim;
+    o.memory_margin = 0.5;
+    run_search(start, &o, &r);
+    ck_assert_msg(r.fits && fabs(r.memory_limit - aim) < 1, "aimed at %.0f, want %.0f", r.memory_limit, aim);
+    ck_assert((double)r.report.peak_memory_bytes <= aim);
+    search_result_free(&r);
+    o.memory_margin = 1;
+    search_options ro;
+    ap_error err;
+    ck_assert_int_eq(search_options_resolve(&o, 2, &ro, &err), AP_EINVALID);
+    ck_assert(strstr(err.msg, "memory margin"));
+    o.memory_margin = 0;
     /* a limit nothing can meet: the lowest-memory schedule, said so */
     o.memory_limit = 1024;
     run_search(start, &o, &r);

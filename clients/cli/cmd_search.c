@@ -1,6 +1,7 @@
 /*
  * cmd_search.c - `autopart search FILE --mesh batch=8,model=4 --axes model
- * [--manual TEXT|@FILE] [--device D] [--memory-limit B|none] [--episodes N]
+ * [--manual TEXT|@FILE] [--device D] [--memory-limit B|none] [--memory-margin X]
+ * [--episodes N]
  * [--time-limit S] [--threads T] [--seed S] [--json]`: the automatic
  * partitioning search (search/search.h) in this process, no daemon.  One
  * updating progress line on stderr when it is a terminal; at the end the
@@ -45,6 +46,8 @@ static void search_usage(FILE *f)
     fprintf(f,
             "  --memory-limit B   per-device memory limit: bytes (240GiB, 16e9, 80GB) or\n"
             "                     none (default: the device's HBM)\n"
+            "  --memory-margin X  keep this share of the limit free, 0..0.99 (default 0: the\n"
+            "                     cost model's peak may reach the limit)\n"
             "  --episodes N       budget: candidates evaluated (default 1000 with no budget;\n"
             "                     with --devices, in all, or 1000 per mesh)\n"
             "  --time-limit S     budget: seconds\n"
@@ -274,6 +277,7 @@ int cli_search(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},           {"format", required_argument, NULL, 'f'},
         {"func", required_argument, NULL, 'F'},     {"help", no_argument, NULL, 'h'},
         {"devices", required_argument, NULL, 'D'},  {"axes-names", required_argument, NULL, 'N'},
+        {"memory-margin", required_argument, NULL, 'G'},
         CLI_REMOTE_OPTIONS,                         {NULL, 0, NULL, 0}};
     cli_remote remote = {0};
     const char *mesh_text = NULL, *axes_text = NULL, *manual_arg = NULL, *device = "h100", *func_name = NULL,
@@ -362,6 +366,15 @@ int cli_search(int argc, char **argv)
             so.cost.overlap = v;
             break;
         }
+        case 'G': {
+            char *end;
+            double v = strtod(optarg, &end);
+            if (!*optarg || *end || !(v >= 0 && v < 1))
+                return cli_usage_fail("search", "--memory-margin wants a share at least 0 and below 1, not '%s'",
+                                      optarg);
+            so.memory_margin = v;
+            break;
+        }
         case 'f':
             if (!cli_parse_format(optarg, &fmt))
                 return cli_usage_fail("search", "unknown format '%s' (stablehlo, hlo or auto)", optarg);
@@ -425,7 +438,7 @@ int cli_search(int argc, char **argv)
                                   .devices = devices, .axes_names = axes_names,
                                   .axes_text = axes_text, .device = device, .manual = manual.text,
                                   .manual_name = manual.name, .import = import, .json = json,
-                                  .memory_limit = limit, .episodes = so.max_episodes, .patience = so.patience,
+                                  .memory_limit = limit, .memory_margin = so.memory_margin, .episodes = so.max_episodes, .patience = so.patience,
                                   .time_limit_s = so.time_limit_s, .overlap = so.cost.overlap,
                                   .threads = so.threads, .batch = so.batch, .seed = so.seed, .hints = hint_text};
         rc = cli_search_remote(&remote, &req);

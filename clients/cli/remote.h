@@ -99,6 +99,7 @@ typedef struct cli_search_request {
     const char *manual, *manual_name; /* schedule text, and what the user calls it */
     bool import, json;
     double memory_limit;              /* bytes; 0 the device's; < 0 none */
+    double memory_margin;             /* share of the limit kept free */
     int64_t episodes, patience;
     double time_limit_s, overlap;
     int threads, batch;

@@ -108,6 +108,7 @@ int cli_search_remote(const cli_remote *remote, const cli_search_request *a)
         req.no_memory_limit = true;
     else
         req.memory_limit_bytes = (int64_t)a->memory_limit;
+    req.memory_margin = a->memory_margin;
     req.episodes = a->episodes;
     req.time_limit_s = a->time_limit_s;
     req.patience_episodes = a->patience;

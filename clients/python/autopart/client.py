@@ -75,13 +75,14 @@ class AutomaticPartition:
     `episodes` (0: the search's default; only an episode budget makes the
     answer depend on nothing but the request), `time_limit_s`, `patience`
     (episodes without improvement).  `memory_limit`: bytes per device,
-    "none", or None for the device's memory.  `groups`: lists of argument
+    "none", or None for the device's memory; `memory_margin`: the share of
+    it kept free, 0 <= m < 1 (the search aims at limit x (1 - m)).  `groups`: lists of argument
     globs decided together; `hints`: hint lines as `autopart search --hints`
     takes (group / split / fix GLOB...).  `threads`: search threads (the
     answer does not depend on it)."""
 
     def __init__(self, axes=None, episodes=0, time_limit_s=0.0, patience=0, seed=0, memory_limit=None, groups=None,
-                 hints="", threads=0, batch=0):
+                 hints="", threads=0, batch=0, memory_margin=0.0):
         if isinstance(axes, str):
             axes = [axes]
         if axes is None:
@@ -96,12 +97,15 @@ class AutomaticPartition:
                 raise ValueError(f"AutomaticPartition: {name} must be an int >= 0")
         if time_limit_s < 0:
             raise ValueError("AutomaticPartition: time_limit_s must be >= 0")
+        if not isinstance(memory_margin, (int, float)) or not 0 <= memory_margin < 1:
+            raise ValueError("AutomaticPartition: memory_margin is a share, 0 <= m < 1")
         self.axes = list(axes)
         self.episodes = episodes
         self.time_limit_s = float(time_limit_s)
         self.patience = patience
         self.seed = seed
         self.memory_limit = memory_limit
+        self.memory_margin = float(memory_margin)
         lines = [hints.rstrip("\n")] if hints else []
         for g in groups or []:
             if isinstance(g, str) or not g or not all(isinstance(x, str) and x and not any(c.isspace() for c in x)
@@ -449,7 +453,8 @@ def _request(c, schedule, autos, manual, module, mesh, device, overlap, want_cor
                            axes=a.axes, episodes=a.episodes, time_limit_s=a.time_limit_s,
                            patience_episodes=a.patience, threads=a.threads, seed=a.seed, hints=a.hints,
                            batch=a.batch, client_label=client_label, want_core_view=want_core_view,
-                           overlap=overlap, devices=devices, axes_names=axes_names)
+                           overlap=overlap, devices=devices, axes_names=axes_names,
+                           memory_margin=a.memory_margin)
     if a.memory_limit == "none":
         req.no_memory_limit = True
     elif a.memory_limit:
