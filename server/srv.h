@@ -51,8 +51,10 @@
 #define SRV_RETRY_US (1 * 1000000LL)      /* results to store again while the store is away */
 #define SRV_STOP_WAIT_US (2 * 1000000LL)  /* after the grace period, for tasks to come back */
 #define SRV_TRIM_BYTES (4 << 20)          /* after a request this big, memory goes back to the system */
-#define SRV_GC_US (60 * 1000000LL)        /* retention runs this often */
-#define SRV_GC_PROTECT_US (60 * 1000000LL) /* rows used this recently are never deleted */
+#define SRV_GC_US (60 * 1000000LL)        /* retention by age runs this often, */
+#define SRV_GC_SIZE_US (1 * 1000000LL)    /* the bound on size is checked this often */
+#define SRV_GC_ROWS 500                   /* rows deleted at most in one run (short transactions) */
+#define SRV_GC_PROTECT_US (5 * 1000000LL) /* rows used this recently are never deleted */
 #define SRV_MAX_LABEL 200
 #define SRV_DB_READERS 2                  /* store threads that only look up new requests */
 
@@ -341,7 +343,8 @@ struct srv {
     bool trim;              /* a big request ended: memory back to the system */
     srv_stats stats;
     srv_metrics metrics;    /* Prometheus's (/metrics): any thread */
-    int64_t start_us, last_heartbeat, last_sweep, last_flush, last_remote, last_ckpt, last_gc;
+    int64_t start_us, last_heartbeat, last_sweep, last_flush, last_remote, last_ckpt, last_gc, last_gc_size;
+    int64_t last_gc_log, gc_rows, gc_bytes_before; /* retention's log line: rows deleted since */
     bool stopping, rpc_stopped, closed;
     int exit_code;
 };
