@@ -494,6 +494,75 @@ START_TEST(search_devices)
 }
 END_TEST
 
+/* What people read: a schedule with one action per value prints one line
+ * per run of one action, over a glob that names exactly those values (the
+ * folded text applies as the original does), and the shardings one row per
+ * pattern; --verbose keeps every value. */
+START_TEST(listings_fold)
+{
+    char *text = tl_generate_text("transformer", "tiny", "layers=4");
+    char *path = write_temp(text, ".mlir");
+    ap_free(text);
+    ap_buf b;
+    ap_buf_init(&b);
+    ap_buf_puts(&b, "tile batch['inputs'] 0 batch\npropagate\n");
+    static const char *const heads[] = {"params", "opt_state.mu", "opt_state.nu"};
+    for (int h = 0; h < 3; h++)
+        for (int l = 0; l < 4; l++)
+            ap_buf_printf(&b, "tile %s['block_%d']['mlp']['w_up'] 1 model\n", heads[h], l);
+    ap_buf_puts(&b, "tile params['block_0']['attn']['w_out'] 0 model\n"   /* a run of one layer: */
+                    "tile params['block_1']['attn']['w_out'] 0 model\n"); /* too short to fold */
+    ap_buf_puts(&b, "propagate\n");
+    char *sched = write_temp(b.data, ".txt"), at[80];
+    snprintf(at, sizeof at, "@%s", sched);
+
+    cli_run r = RUN("apply", path, "--mesh", "batch=2,model=2", "--schedule", at, "--view", "shardings");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    const char *want[] = {"tile *['block_*']['mlp']['w_up'] 1 model", "# 12 values\n",
+                          "\ntile params['block_0']['attn']['w_out'] 0 model\n",
+                          "{params,opt_state.mu,opt_state.nu}['block_{0..3}']['mlp']['w_up']", " x12 "};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(strstr(r.out, want[i]), "no '%s' in:\n%s", want[i], r.out);
+    ck_assert_msg(!strstr(r.out, "opt_state.mu['block_2']"), "%s", r.out);
+    char *folded = write_temp(strstr(r.out, "\nschedule:\n") + strlen("\nschedule:\n"), ".txt");
+    cli_run_free(&r);
+
+    r = RUN("apply", path, "--mesh", "batch=2,model=2", "--schedule", at, "--view", "shardings", "--verbose");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_msg(strstr(r.out, "opt_state.mu['block_2']['mlp']['w_up']") && strstr(r.out, b.data), "%s", r.out);
+    cli_run_free(&r);
+
+    /* The folded schedule gives the same shardings as the original. */
+    snprintf(at, sizeof at, "@%s", folded);
+    r = RUN("apply", path, "--mesh", "batch=2,model=2", "--schedule", at, "--view", "shardings", "--json");
+    cli_run s = RUN("apply", path, "--mesh", "batch=2,model=2", "--schedule", b.data, "--view", "shardings", "--json");
+    ck_assert_msg(r.status == 0 && s.status == 0, "%s%s", r.err, s.err);
+    ck_assert_str_eq(r.out, s.out);
+    cli_run_free(&r);
+    cli_run_free(&s);
+
+    /* search: the schedule with the search's part marked, one section. */
+    r = RUN("search", path, "--mesh", "batch=2,model=2", "--manual", "tile batch['inputs'] 0 batch; propagate",
+            "--axes", "model", "--episodes", "30");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    const char *head = "schedule (for autopart apply --schedule):\ntile batch['inputs'] 0 batch\npropagate\n# ",
+               *at_head = strstr(r.out, head);
+    ck_assert_msg(at_head, "%s", r.out);
+    at_head += strlen(head);
+    const char *found = "found by the search:\n", *none = "the search found nothing better than the start\n";
+    ck_assert_msg(!strncmp(at_head, found, strlen(found)) || !strncmp(at_head, none, strlen(none)), "%s", r.out);
+    ck_assert_msg(!strstr(r.out, "actions found:"), "%s", r.out);
+    cli_run_free(&r);
+    ap_buf_free(&b);
+    unlink(path);
+    unlink(sched);
+    unlink(folded);
+    free(path);
+    free(sched);
+    free(folded);
+}
+END_TEST
+
 START_TEST(redistribute_example)
 {
     cli_run r = RUN("redistribute", "--mesh", "x=4,y=6", "--from", "[3{x}12, 2{y}12]", "--to", "[2{y}12, 3{x}12]");
@@ -518,6 +587,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, every_command_one_voice);
     tcase_add_test(tc, search_round_trip);
     tcase_add_test(tc, search_devices);
+    tcase_add_test(tc, listings_fold);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -100,4 +100,40 @@ int cli_device(const char *cmd, const char *arg, cost_device *out);
 /* The device help line: registry names and aliases, for --help texts. */
 void cli_print_device_names(FILE *f, const char *indent);
 
+/* output.c: listings for people.  A row of the shardings: kind
+ * ("argument", "result", or NULL to leave the column out), name, global
+ * type and partition spec. */
+typedef struct cli_sharding {
+    const char *kind, *name, *type, *spec;
+} cli_sharding;
+
+/* Prints a schedule with one line per decision: a run of three or more
+ * `tile VALUE DIM AXIS` (or `atomic VALUE AXIS`) lines with one DIM and
+ * AXIS as one line over a glob of the values, `# N values` after it, when
+ * that glob selects exactly those of args[].name, in order (the text then
+ * applies as the original does).  verbose: the text as it is. */
+void cli_print_schedule(FILE *f, const char *text, const cli_sharding *args, size_t n_args, bool verbose);
+/* Prints the rows one per pattern: rows of one kind, type and spec whose
+ * names differ in one number (the layer) as one row, the number written as
+ * the set of its values (params['block_{0..31}']['mlp']['w_up'] x32);
+ * verbose: one row each. */
+void cli_print_shardings(FILE *f, const cli_sharding *rows, size_t n, const char *indent, bool verbose);
+
+/* What `autopart search` prints, made from a local or a remote result. */
+typedef struct cli_search_text {
+    long long decisions_before, units, decisions_after;
+    bool have_stats;
+    long long episodes, best_episode, tree_nodes;
+    double wall_s, episodes_per_s;
+    const char *stopped_by;
+    double runtime_s, start_runtime_s;
+    bool none_fits;
+    const char *mesh; /* --devices: the mesh the search chose, else NULL */
+    long long n_meshes;
+    const char *actions, *schedule, *cost_text, *explanation;
+    const cli_sharding *args; /* the arguments' shardings */
+    size_t n_args;
+} cli_search_text;
+void cli_print_search(FILE *f, const cli_search_text *t, bool verbose);
+
 #endif

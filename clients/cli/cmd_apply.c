@@ -45,6 +45,9 @@ static void apply_usage(FILE *f)
             "                     shardings: per-argument and result partition specs\n"
             "                     report: collectives, shardings, what blocked propagation\n"
             "  --json             report (or shardings) as JSON\n"
+            "  --verbose          the shardings one row per argument and result, the schedule\n"
+            "                     one action per line (by default arguments alike share a row\n"
+            "                     and a run of one action folds into a glob over its values)\n"
             "  --device D         device for the cost estimate of the report (default h100),\n"
             "                     a JSON file describing one, or one of:\n");
     cli_print_device_names(f, "                       ");
@@ -65,17 +68,44 @@ static void apply_usage(FILE *f)
 }
 
 
-/* One line per argument and result: kind, name, global type, partition
- * spec ([{"kind", "name", "type", "spec"}]). */
-static void print_shardings(json_t *sh, const char *indent)
+/* The rows of shardings JSON ([{"kind", "name", "type", "spec"}]), pointing
+ * into it (heap array; NULL when empty or out of memory). */
+static cli_sharding *sharding_rows(json_t *sh, size_t *n)
 {
+    *n = json_array_size(sh);
+    cli_sharding *rows = *n ? ap_calloc(*n, sizeof *rows) : NULL;
+    if (!rows) {
+        *n = 0;
+        return NULL;
+    }
     size_t i;
     json_t *o;
     json_array_foreach(sh, i, o) {
-        printf("%s%-9s %-48s %-32s %s\n", indent, json_string_value(json_object_get(o, "kind")),
-               json_string_value(json_object_get(o, "name")), json_string_value(json_object_get(o, "type")),
-               json_string_value(json_object_get(o, "spec")));
+        rows[i] = (cli_sharding){json_string_value(json_object_get(o, "kind")),
+                                 json_string_value(json_object_get(o, "name")),
+                                 json_string_value(json_object_get(o, "type")),
+                                 json_string_value(json_object_get(o, "spec"))};
+        rows[i].name = rows[i].name ? rows[i].name : "?";
+        rows[i].type = rows[i].type ? rows[i].type : "?";
+        rows[i].spec = rows[i].spec ? rows[i].spec : "?";
     }
+    return rows;
+}
+
+/* The shardings, one row per pattern (verbose: per argument and result),
+ * then the schedule when there is one, folded alike. */
+static void print_shardings(json_t *sh, const char *indent, const char *schedule, bool verbose)
+{
+    size_t n, n_args = 0;
+    cli_sharding *rows = sharding_rows(sh, &n);
+    cli_print_shardings(stdout, rows, n, indent, verbose);
+    if (schedule) {
+        while (n_args < n && rows[n_args].kind && !strcmp(rows[n_args].kind, "argument"))
+            n_args++;
+        printf("\nschedule:\n");
+        cli_print_schedule(stdout, schedule, rows, n_args, verbose);
+    }
+    ap_free(rows);
 }
 
 static int print_json(json_t *j)
@@ -97,7 +127,7 @@ static uint64_t juint(json_t *o, const char *key)
 
 /* The text report, from the report JSON (apply_report_json's, made here or
  * by autopartd) and the cost estimate as text. */
-static void print_report_text(json_t *rep, const char *path, const char *cost_text)
+static void print_report_text(json_t *rep, const char *path, const char *cost_text, bool verbose)
 {
     ir_mesh mesh;
     ap_error err;
@@ -119,7 +149,7 @@ static void print_report_text(json_t *rep, const char *path, const char *cost_te
     }
     printf("  %-20s %6" PRIu64 "   (local slicing, no communication)\n", "dynslice", juint(rep, "dynslices"));
     printf("shardings:\n");
-    print_shardings(json_object_get(rep, "shardings"), "  ");
+    print_shardings(json_object_get(rep, "shardings"), "  ", NULL, verbose);
     json_t *tac = json_object_get(rep, "tactics"), *cost = json_object_get(rep, "cost");
     if (json_array_size(tac)) {
         const char *dev = json_string_value(json_object_get(cost, "device"));
@@ -155,17 +185,11 @@ static void print_report_text(json_t *rep, const char *path, const char *cost_te
         printf("  ... %zu more (see --json)\n", nb - 50);
 }
 
-/* The schedule after the shardings, as `--view shardings` shows it. */
-static void print_schedule(const char *sched)
-{
-    printf("\nschedule:\n%s", sched ? sched : "");
-}
-
 /* ================================================================= local */
 
 typedef struct apply_args {
     const char *path, *mesh_text, *view, *func_name, *device;
-    bool json, import;
+    bool json, import, verbose;
     ir_format fmt;
     cost_options copts;
     cli_schedule sched;
@@ -219,15 +243,14 @@ static int apply_local(apply_args *a)
     } else if (!strcmp(a->view, "report")) {
         json_t *rep = apply_report_json(&st);
         char *ct = cli_cost_text(&st.cost);
-        print_report_text(rep, a->path, ct);
+        print_report_text(rep, a->path, ct, a->verbose);
         ap_free(ct);
         json_decref(rep);
     } else if (!strcmp(a->view, "shardings")) {
         json_t *sh = apply_shardings_json(&st);
-        print_shardings(sh, "");
-        json_decref(sh);
         char *sched = apply_schedule_text(&st);
-        print_schedule(sched);
+        print_shardings(sh, "", sched ? sched : "", a->verbose);
+        json_decref(sh);
         ap_free(sched);
     } else {
         if (ir_print(st.lw.module, &b, NULL) < 0)
@@ -303,8 +326,8 @@ static int apply_remote(apply_args *a, const cli_remote *remote)
         rc = cli_fail("apply", "autopartd at %s answered without a result", remote->server);
         goto out;
     }
-    fprintf(stderr, "autopart apply: search %s at %s (%s)\n", resp->search_id, remote->server,
-            cli_origin_name(resp->origin));
+    fprintf(stderr, "autopart apply: answered by %s (%s), stored as %s (autopart show %s)\n", remote->server,
+            cli_origin_name(resp->origin), resp->search_id, resp->search_id);
     if (a->json || !strcmp(a->view, "report")) {
         json_error_t jerr;
         rep = json_loads(res->report_json, 0, &jerr);
@@ -323,13 +346,12 @@ static int apply_remote(apply_args *a, const cli_remote *remote)
         cost_report cr;
         cli_cost_from_json(json_object_get(rep, "cost"), &cr);
         char *ct = json_object_get(rep, "cost") ? cli_cost_text(&cr) : NULL;
-        print_report_text(rep, a->path, ct);
+        print_report_text(rep, a->path, ct, a->verbose);
         ap_free(ct);
     } else if (!strcmp(a->view, "shardings")) {
         json_t *sh = shardings_of(res);
-        print_shardings(sh, "");
+        print_shardings(sh, "", res->schedule, a->verbose);
         json_decref(sh);
-        print_schedule(res->schedule);
     } else {
         fputs(res->module, stdout);
     }
@@ -351,7 +373,8 @@ int cli_apply(int argc, char **argv)
                                          {"format", required_argument, NULL, 'f'}, {"func", required_argument, NULL, 'F'},
                                          {"import", no_argument, NULL, 'i'},       {"help", no_argument, NULL, 'h'},
                                          {"device", required_argument, NULL, 'd'}, {"overlap", required_argument, NULL, 'o'},
-                                         CLI_REMOTE_OPTIONS,                       {NULL, 0, NULL, 0}};
+                                         {"verbose", no_argument, NULL, 'V'},      CLI_REMOTE_OPTIONS,
+                                         {NULL, 0, NULL, 0}};
     apply_args a = {.view = "spmd", .device = "h100", .fmt = IR_FMT_AUTO};
     cli_remote remote = {0};
     const char *sched_arg = NULL;
@@ -364,6 +387,7 @@ int cli_apply(int argc, char **argv)
         case 's': sched_arg = optarg; break;
         case 'v': a.view = optarg; break;
         case 'j': a.json = true; break;
+        case 'V': a.verbose = true; break;
         case 'i': a.import = true; break;
         case 'F': a.func_name = optarg; break;
         case 'd': a.device = optarg; break;

@@ -62,6 +62,9 @@ static void search_usage(FILE *f)
             "  --overlap X        assume at least this share of communication hidden under\n"
             "                     compute, 0..1 (default 0: what the schedule hides)\n"
             "  --json             the result as JSON\n"
+            "  --verbose          every value: the schedule one action per line, the shardings\n"
+            "                     one argument per row (by default a run of one action folds\n"
+            "                     into a glob over its values, arguments alike into one row)\n"
             "  --format F         stablehlo | hlo (default: detected)\n"
             "  --func NAME        the function to partition (default: main)\n"
             "  -h, --help         this help\n"
@@ -131,12 +134,19 @@ static int on_progress(void *vctx, const search_progress *p)
 
 /* ------------------------------------------------------------- output */
 
-static void print_shardings(const ir_partition *p)
+/* The arguments' shardings in a state (strings heap; cli_sharding_rows_free). */
+static cli_sharding *sharding_rows(const ir_partition *p, size_t *n)
 {
     const ir_pctx *c = ir_partition_ctx(p);
     const ir_mesh *mesh = ir_pctx_mesh(c);
     ir_op *f = ir_pctx_func(c);
-    for (uint32_t a = 0; a < ir_func_num_args(f); a++) {
+    *n = ir_func_num_args(f);
+    cli_sharding *rows = ap_calloc(*n ? *n : 1, sizeof *rows);
+    if (!rows) {
+        *n = 0;
+        return NULL;
+    }
+    for (uint32_t a = 0; a < *n; a++) {
         const ir_value *v = ir_func_arg(f, a);
         ir_layout l;
         ir_partition_value_layout(p, v, &l);
@@ -148,44 +158,58 @@ static void print_shardings(const ir_partition *p)
         ap_buf_init(&s);
         ir_type_print(&t, v->type);
         ir_layout_pspec(&l, mesh, v->type && v->type->kind == IR_T_TENSOR ? v->type->rank : 0, &s);
-        printf("  %-48s %-32s %s\n", name ? name : ref, t.data ? t.data : "?", s.data ? s.data : "?");
-        ap_buf_free(&t);
-        ap_buf_free(&s);
+        rows[a].name = ap_strdup(name ? name : ref);
+        rows[a].type = ap_buf_take(&t, NULL);
+        rows[a].spec = ap_buf_take(&s, NULL);
     }
+    return rows;
 }
 
-static int print_text(const search_result *r)
+static void sharding_rows_free(cli_sharding *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        ap_free((char *)rows[i].name);
+        ap_free((char *)rows[i].type);
+        ap_free((char *)rows[i].spec);
+    }
+    ap_free(rows);
+}
+
+static int print_text(const search_result *r, bool verbose)
 {
     ap_buf b;
     ap_buf_init(&b);
-    printf("decisions: %d before grouping, %d units, %d after ties and pruning\n", r->decisions_before, r->units,
-           r->decisions_after);
-    printf("search: %lld episodes in %.2f s (%.0f/s), best at episode %lld, %zu states; stopped by %s\n",
-           (long long)r->episodes, r->wall_s, r->episodes_per_s, (long long)r->best_episode, r->tree_nodes,
-           r->stopped_by);
-    printf("step time: %.6g s (start %.6g s, %.2fx)\n", r->report.runtime_s, r->start.runtime_s,
-           r->report.runtime_s > 0 ? r->start.runtime_s / r->report.runtime_s : 0);
-    if (r->ctx) {
-        ir_mesh_format(ir_pctx_mesh(r->ctx), &b);
-        printf("mesh: %s (the best of %d meshes tried: see why this answer)\n", b.data ? b.data : "?", r->n_meshes);
-        ap_buf_free(&b);
-        ap_buf_init(&b);
-    }
-    if (r->none_fits)
-        printf("NOTHING FOUND FITS the memory limit: this is the lowest-memory schedule found\n");
-    printf("\nactions found:\n%s", r->actions && r->actions[0] ? r->actions : "  (none: the start state is best)\n");
-    printf("\nschedule (for autopart apply --schedule):\n%s", r->schedule ? r->schedule : "");
-    printf("\nshardings:\n");
-    print_shardings(r->best);
+    ap_buf mesh;
+    ap_buf_init(&mesh);
+    if (r->ctx)
+        ir_mesh_format(ir_pctx_mesh(r->ctx), &mesh);
     cost_report_text(&r->report, &b);
-    printf("\ncost estimate:\n%s", b.data ? b.data : "");
-    printf("\nwhy this answer:\n%s", r->explanation_text ? r->explanation_text : "");
+    size_t n = 0;
+    cli_sharding *rows = sharding_rows(r->best, &n);
+    for (size_t i = 0; i < n; i++)
+        if (!rows[i].name || !rows[i].type || !rows[i].spec) {
+            sharding_rows_free(rows, n);
+            ap_buf_free(&b);
+            ap_buf_free(&mesh);
+            return cli_fail("search", "out of memory writing the result");
+        }
+    cli_search_text t = {.decisions_before = r->decisions_before, .units = r->units,
+                         .decisions_after = r->decisions_after, .have_stats = true, .episodes = r->episodes,
+                         .best_episode = r->best_episode, .tree_nodes = (long long)r->tree_nodes,
+                         .wall_s = r->wall_s, .episodes_per_s = r->episodes_per_s, .stopped_by = r->stopped_by,
+                         .runtime_s = r->report.runtime_s, .start_runtime_s = r->start.runtime_s,
+                         .none_fits = r->none_fits, .mesh = r->ctx ? (mesh.data ? mesh.data : "?") : NULL,
+                         .n_meshes = r->n_meshes, .actions = r->actions, .schedule = r->schedule,
+                         .cost_text = b.data, .explanation = r->explanation_text, .args = rows, .n_args = n};
+    cli_print_search(stdout, &t, verbose);
+    sharding_rows_free(rows, n);
     ap_buf_free(&b);
-    return 0;
+    ap_buf_free(&mesh);
+    return CLI_OK;
 }
 
 /* The result on stdout, as text or JSON; returns the exit status. */
-static int print_result(const search_result *res, bool json)
+static int print_result(const search_result *res, bool json, bool verbose)
 {
     int rc = CLI_OK;
     if (json) {
@@ -197,7 +221,7 @@ static int print_result(const search_result *res, bool json)
         puts(text);
         ap_free(text);
     } else {
-        print_text(res);
+        rc = print_text(res, verbose);
     }
     if (fflush(stdout) != 0)
         rc = cli_fail("search", "cannot write the output");
@@ -257,7 +281,7 @@ static int search_devices_local(const cli_search_request *a, search_options *so,
     }
     if (pc.tty)
         fputc('\n', stderr);
-    rc = print_result(&res, a->json);
+    rc = print_result(&res, a->json, a->verbose);
 out:
     search_result_free(&res);
     ir_module_free(m);
@@ -278,13 +302,14 @@ int cli_search(int argc, char **argv)
         {"func", required_argument, NULL, 'F'},     {"help", no_argument, NULL, 'h'},
         {"devices", required_argument, NULL, 'D'},  {"axes-names", required_argument, NULL, 'N'},
         {"memory-margin", required_argument, NULL, 'G'},
-        CLI_REMOTE_OPTIONS,                         {NULL, 0, NULL, 0}};
+        {"verbose", no_argument, NULL, 'V'},        CLI_REMOTE_OPTIONS,
+        {NULL, 0, NULL, 0}};
     cli_remote remote = {0};
     const char *mesh_text = NULL, *axes_text = NULL, *manual_arg = NULL, *device = "h100", *func_name = NULL,
                *hints_arg = NULL, *axes_names = NULL;
     int64_t devices = 0;
     ap_error err;
-    bool json = false, import = false;
+    bool json = false, import = false, verbose = false;
     ir_format fmt = IR_FMT_AUTO;
     search_options so;
     search_options_init(&so);
@@ -315,6 +340,7 @@ int cli_search(int argc, char **argv)
             devices = v;
             break;
         }
+        case 'V': verbose = true; break;
         case 'L':
             if (!strcmp(optarg, "none"))
                 limit = -1;
@@ -440,7 +466,8 @@ int cli_search(int argc, char **argv)
                                   .manual_name = manual.name, .import = import, .json = json,
                                   .memory_limit = limit, .memory_margin = so.memory_margin, .episodes = so.max_episodes, .patience = so.patience,
                                   .time_limit_s = so.time_limit_s, .overlap = so.cost.overlap,
-                                  .threads = so.threads, .batch = so.batch, .seed = so.seed, .hints = hint_text};
+                                  .threads = so.threads, .batch = so.batch, .seed = so.seed, .hints = hint_text,
+                                  .verbose = verbose};
         rc = cli_search_remote(&remote, &req);
         ap_free(hint_file);
         cli_schedule_free(&manual);
@@ -464,7 +491,8 @@ int cli_search(int argc, char **argv)
         rc = search_devices_local(&(cli_search_request){.path = path, .fmt = fmt, .func_name = func_name,
                                                         .devices = devices, .axes_names = axes_names,
                                                         .axes_text = axes_text, .manual = manual.text,
-                                                        .manual_name = manual.name, .json = json},
+                                                        .manual_name = manual.name, .json = json,
+                                                        .verbose = verbose},
                                   &so, &hints);
         goto out;
     }
@@ -507,7 +535,7 @@ int cli_search(int argc, char **argv)
     }
     if (pc.tty)
         fputc('\n', stderr);
-    rc = print_result(&res, json);
+    rc = print_result(&res, json, verbose);
 out:
     search_result_free(&res);
     cli_schedule_free(&manual);

@@ -10,7 +10,7 @@
 #include "cli.h"
 #include "remote.h"
 
-#define SHOW_SYNOPSIS "autopart show ID [--module] [--json] [options]"
+#define SHOW_SYNOPSIS "autopart show ID [--module] [--json] [--verbose] [options]"
 
 static void show_usage(FILE *f)
 {
@@ -21,7 +21,9 @@ static void show_usage(FILE *f)
             "and, once done, the shardings and the estimated cost.\n"
             "\n"
             "  --module           print only the device-local module of the answer\n"
-            "  --json             as JSON (the answer without its module text)\n");
+            "  --json             as JSON (the answer without its module text)\n"
+            "  --verbose          the shardings one row per argument, the schedule one action\n"
+            "                     per line (by default folded as `autopart search` prints them)\n");
     cli_remote_help(f);
     fprintf(f, "  (default server: $AUTOPART_SERVER, else 127.0.0.1:50051)\n"
                "  -h, --help         this help\n");
@@ -70,7 +72,7 @@ static json_t *result_json(const Autopart__V1__PartitionResult *r)
     return o;
 }
 
-static void print_record(const Autopart__V1__SearchRecord *rec)
+static void print_record(const Autopart__V1__SearchRecord *rec, bool verbose)
 {
     const Autopart__V1__SearchSummary *s = rec->summary;
     char c[32], st[32], fi[32];
@@ -112,32 +114,40 @@ static void print_record(const Autopart__V1__SearchRecord *rec)
         }
     }
     const Autopart__V1__PartitionResult *r = rec->result;
+    cli_sharding *rows = r && r->n_shardings ? ap_calloc(r->n_shardings, sizeof *rows) : NULL;
+    size_t n = 0, n_args = 0;
+    for (size_t i = 0; rows && i < r->n_shardings; i++) {
+        const Autopart__V1__Sharding *sh = r->shardings[i];
+        bool arg = sh->kind != AUTOPART__V1__SHARDING__KIND__RESULT;
+        rows[n++] = (cli_sharding){arg ? "argument" : "result", sh->name, sh->type, sh->spec_text};
+        n_args += arg && n_args == i;
+    }
     if (r) {
         printf("shardings:\n");
-        for (size_t i = 0; i < r->n_shardings; i++) {
-            const Autopart__V1__Sharding *sh = r->shardings[i];
-            printf("  %-9s %-48s %-32s %s\n", sh->kind == AUTOPART__V1__SHARDING__KIND__RESULT ? "result" : "argument",
-                   sh->name, sh->type, sh->spec_text);
-        }
+        cli_print_shardings(stdout, rows, n, "  ", verbose);
         if (r->cost)
             printf("cost on %s: %.3f ms per step, %.3f GiB peak per device (%s)\n", r->cost->device,
                    r->cost->runtime_s * 1e3, (double)r->cost->peak_memory_bytes / (1024.0 * 1024 * 1024),
                    r->cost->fits ? "fits" : "does not fit");
-        printf("schedule:\n%s", r->schedule);
+        printf("schedule:\n");
+        cli_print_schedule(stdout, r->schedule, rows, n_args, verbose);
     } else if (rec->best_schedule[0]) {
-        printf("best schedule so far:\n%s", rec->best_schedule);
+        printf("best schedule so far:\n");
+        cli_print_schedule(stdout, rec->best_schedule, NULL, 0, verbose);
     }
+    ap_free(rows);
 }
 
 int cli_show(int argc, char **argv)
 {
     static const struct option opts[] = {{"module", no_argument, NULL, 'm'},
                                          {"json", no_argument, NULL, 'j'},
+                                         {"verbose", no_argument, NULL, 'V'},
                                          {"help", no_argument, NULL, 'h'},
                                          CLI_REMOTE_OPTIONS,
                                          {NULL, 0, NULL, 0}};
     cli_remote remote = {0};
-    bool json = false, module = false;
+    bool json = false, module = false, verbose = false;
     int ch, rc;
     optind = 1;
     opterr = 0;
@@ -145,6 +155,7 @@ int cli_show(int argc, char **argv)
         switch (ch) {
         case 'm': module = true; break;
         case 'j': json = true; break;
+        case 'V': verbose = true; break;
         case 'h': show_usage(stdout); return CLI_OK;
         default:
             if ((rc = cli_remote_option("show", &remote, ch, optarg)) >= 0) {
@@ -194,7 +205,7 @@ int cli_show(int argc, char **argv)
         json_object_set_new(o, "result", rec->result ? result_json(rec->result) : json_null());
         rc = cli_print_json("show", o);
     } else if (rec->summary) {
-        print_record(rec);
+        print_record(rec, verbose);
     }
     if (rc == 0 && fflush(stdout) != 0)
         rc = cli_fail("show", "cannot write the output");

@@ -97,7 +97,7 @@ typedef struct cli_search_request {
     int64_t devices;                  /* > 0: instead of a mesh, the search chooses one */
     const char *axes_names;           /* with devices: the axes' names, or NULL */
     const char *manual, *manual_name; /* schedule text, and what the user calls it */
-    bool import, json;
+    bool import, json, verbose;
     double memory_limit;              /* bytes; 0 the device's; < 0 none */
     double memory_margin;             /* share of the limit kept free */
     int64_t episodes, patience;

@@ -27,41 +27,54 @@ static void progress_line(const Autopart__V1__Progress *p)
 }
 
 /* The result as `autopart search` prints it, from the answer. */
-static void print_text(const Autopart__V1__PartitionResult *r, json_t *rj)
+static int print_text(const Autopart__V1__PartitionResult *r, json_t *rj, bool verbose)
 {
     json_t *dec = json_object_get(rj, "decisions");
     const Autopart__V1__SearchStats *s = r->search;
-    printf("decisions: %lld before grouping, %lld units, %lld after ties and pruning\n",
-           (long long)json_integer_value(json_object_get(dec, "before")),
-           (long long)json_integer_value(json_object_get(dec, "units")),
-           (long long)json_integer_value(json_object_get(dec, "after")));
-    if (s)
-        printf("search: %lld episodes in %.2f s (%.0f/s), best at episode %lld, %lld states; stopped by %s\n",
-               (long long)s->episodes, s->wall_s, s->episodes_per_s, (long long)s->best_episode,
-               (long long)s->tree_nodes, s->stopped_by);
-    double rt = r->cost ? r->cost->runtime_s : 0, st = s ? s->start_runtime_s : 0;
-    printf("step time: %.6g s (start %.6g s, %.2fx)\n", rt, st, rt > 0 ? st / rt : 0);
-    if (s && s->n_meshes && r->mesh) {
-        printf("mesh: ");
+    cli_sharding *rows = ap_calloc(r->n_shardings ? r->n_shardings : 1, sizeof *rows);
+    if (!rows)
+        return cli_fail("search", "out of memory writing the result");
+    size_t n = 0;
+    ap_buf mesh;
+    ap_buf_init(&mesh);
+    if (s && s->n_meshes && r->mesh)
         for (size_t i = 0; i < r->mesh->n_axes; i++)
-            printf("%s%s=%lld", i ? "," : "", r->mesh->axes[i]->name, (long long)r->mesh->axes[i]->size);
-        printf(" (the best of %zu meshes tried: see why this answer)\n", s->n_meshes);
-    }
-    if (s && s->none_fits)
-        printf("NOTHING FOUND FITS the memory limit: this is the lowest-memory schedule found\n");
-    const char *actions = json_string_value(json_object_get(rj, "actions"));
-    printf("\nactions found:\n%s", actions && actions[0] ? actions : "  (none: the start state is best)\n");
-    printf("\nschedule (for autopart apply --schedule):\n%s", r->schedule);
-    printf("\nshardings:\n");
+            ap_buf_printf(&mesh, "%s%s=%lld", i ? "," : "", r->mesh->axes[i]->name,
+                          (long long)r->mesh->axes[i]->size);
     for (size_t i = 0; i < r->n_shardings; i++)
         if (r->shardings[i]->kind == AUTOPART__V1__SHARDING__KIND__ARGUMENT)
-            printf("  %-48s %-32s %s\n", r->shardings[i]->name, r->shardings[i]->type, r->shardings[i]->spec_text);
+            rows[n++] = (cli_sharding){NULL, r->shardings[i]->name, r->shardings[i]->type, r->shardings[i]->spec_text};
     cost_report cr;
     cli_cost_from_json(json_object_get(rj, "cost"), &cr);
     char *ct = cli_cost_text(&cr);
-    printf("\ncost estimate:\n%s", ct ? ct : "");
-    free(ct);
-    printf("\nwhy this answer:\n%s", r->explanation_text);
+    cli_search_text t = {.decisions_before = json_integer_value(json_object_get(dec, "before")),
+                         .units = json_integer_value(json_object_get(dec, "units")),
+                         .decisions_after = json_integer_value(json_object_get(dec, "after")),
+                         .have_stats = s != NULL,
+                         .runtime_s = r->cost ? r->cost->runtime_s : 0,
+                         .start_runtime_s = s ? s->start_runtime_s : 0,
+                         .none_fits = s && s->none_fits,
+                         .mesh = mesh.data,
+                         .n_meshes = s ? (long long)s->n_meshes : 0,
+                         .actions = json_string_value(json_object_get(rj, "actions")),
+                         .schedule = r->schedule,
+                         .cost_text = ct,
+                         .explanation = r->explanation_text,
+                         .args = rows,
+                         .n_args = n};
+    if (s) {
+        t.episodes = s->episodes;
+        t.best_episode = s->best_episode;
+        t.tree_nodes = s->tree_nodes;
+        t.wall_s = s->wall_s;
+        t.episodes_per_s = s->episodes_per_s;
+        t.stopped_by = s->stopped_by;
+    }
+    cli_print_search(stdout, &t, verbose);
+    ap_free(ct);
+    ap_free(rows);
+    ap_buf_free(&mesh);
+    return CLI_OK;
 }
 
 int cli_search_remote(const cli_remote *remote, const cli_search_request *a)
@@ -180,7 +193,7 @@ int cli_search_remote(const cli_remote *remote, const cli_search_request *a)
     if (a->json)
         puts(res->result_json);
     else
-        print_text(res, rj);
+        rc = print_text(res, rj, a->verbose);
     if (fflush(stdout) != 0)
         rc = cli_fail("search", "cannot write the output");
 out:

@@ -159,6 +159,10 @@ int ir_schedule_apply(ir_partition *p, const char *text, ap_error *err);
  * fn stops the schedule with that code. */
 typedef int (*ir_tactic_fn)(void *ctx, ir_partition *p, const char *tactic, size_t len, ap_error *err);
 int ir_schedule_apply_cb(ir_partition *p, const char *text, ir_tactic_fn fn, void *ctx, ap_error *err);
+/* Whether the schedule glob pat[0..len) matches all of s: '*' any run, '?'
+ * one character, anything else itself (how a VALUE of a schedule selects
+ * arguments by name). */
+bool ir_schedule_glob_match(const char *pat, size_t len, const char *s);
 /* The schedule of a state as text (one action per line), as applied. */
 void ir_partition_schedule(const ir_partition *p, ap_buf *b);
 /* Reads the sharding annotations on the function's arguments

@@ -80,7 +80,7 @@ static bool word_is(const char *w, size_t len, const char *lit)
 
 /* '*' any run, '?' one character; everything else literal (JAX paths are
  * full of brackets, so no character classes). */
-static bool glob_match(const char *pat, size_t pl, const char *s)
+bool ir_schedule_glob_match(const char *pat, size_t pl, const char *s)
 {
     size_t pi = 0, si = 0, star_p = (size_t)-1, star_s = 0, sl = strlen(s);
     while (si < sl) {
@@ -138,7 +138,7 @@ static int resolve(sched *s, const char *w, size_t len, bool quoted, const ir_va
         const char *name = ir_func_arg_name(c->func, a);
         if (!name)
             continue;
-        bool hit = glob ? glob_match(w, len, name) : (strlen(name) == len && memcmp(name, w, len) == 0);
+        bool hit = glob ? ir_schedule_glob_match(w, len, name) : (strlen(name) == len && memcmp(name, w, len) == 0);
         if (hit && n < cap)
             vals[n++] = &body->args[a];
     }
@@ -147,7 +147,7 @@ static int resolve(sched *s, const char *w, size_t len, bool quoted, const ir_va
             const char *name = c->ops[i]->loc ? ir_loc_name(c->ops[i]->loc) : NULL;
             if (!name || !c->ops[i]->n_results)
                 continue;
-            bool hit = glob ? glob_match(w, len, name) : (strlen(name) == len && memcmp(name, w, len) == 0);
+            bool hit = glob ? ir_schedule_glob_match(w, len, name) : (strlen(name) == len && memcmp(name, w, len) == 0);
             if (hit)
                 vals[n++] = &c->ops[i]->results[0];
         }
