@@ -2,7 +2,10 @@
  * test_ir.c - the IR and its MLIR text forms: types and attributes parse and
  * print back exactly; pretty and generic forms of an op give one IR;
  * locations, opaque ops of other dialects, the inliner and the typed
- * attribute accessors; and bad input gets its exact error message.
+ * attribute accessors.  The printer's golden tests (input, RUN line,
+ * expected text) and the parser's error messages are in tests/lit/mlir;
+ * the tests here that check more of a program than its text read it from
+ * there (tl_lit).
  */
 #include "testlib.h"
 
@@ -28,14 +31,6 @@ static char *roundtrip(const char *src, const char *want)
     return out;
 }
 
-static void expect_error(const char *src, const char *want)
-{
-    char msg[800];
-    ir_module *m = tl_parse(src, "bad.mlir", msg, sizeof msg);
-    ck_assert_msg(m == NULL, "expected an error for:\n%s", src);
-    ck_assert_str_eq(msg, want);
-}
-
 /* Two texts must give equal modules. */
 static void same_ir(const char *a, const char *b)
 {
@@ -53,16 +48,8 @@ static void same_ir(const char *a, const char *b)
 
 START_TEST(types_parse_and_print)
 {
-    const char *src =
-        "module {\n"
-        "  func.func @f(%arg0: tensor<2x?x4xf32>, %arg1: tensor<bf16>, %arg2: tensor<3xcomplex<f64>>, "
-        "%arg3: tensor<4x!quant.uniform<i8:f32, 5.000000e-01:-3>>, %arg4: tensor<*xf32>, %arg5: tensor<2xf8E4M3FN>, "
-        "%arg6: tuple<tensor<f32>, tensor<i1>>, %arg7: !stablehlo.token, %arg8: tensor<4xui8>, "
-        "%arg9: tensor<?xi64, #stablehlo.bounds<8>>, %arg10: tensor<0x3xf16>) {\n"
-        "    return\n"
-        "  }\n"
-        "}\n";
-    char *out = roundtrip(src, src);
+    /* printed back: tests/lit/mlir/types-parse-and-print.mlir */
+    char *src = tl_lit("mlir/types-parse-and-print.mlir");
     ir_module *m = tl_parse(src, "t", NULL, 0);
     ir_op *f = ir_module_func(m, "f");
     ck_assert_ptr_nonnull(f);
@@ -90,7 +77,7 @@ START_TEST(types_parse_and_print)
     int64_t dims[3] = {2, IR_DYN, 4};
     ck_assert_ptr_eq(ir_type_tensor(m, IR_E_F32, 3, dims), t);
     ir_module_free(m);
-    ap_free(out);
+    ap_free(src);
 }
 END_TEST
 
@@ -109,43 +96,11 @@ END_TEST
 
 /* ------------------------------------------------------- attributes */
 
-static const char *const consts_src =
-    "module {\n"
-    "  func.func @c() {\n"
-    "    %0 = stablehlo.constant dense<1.500000e+00> : tensor<2x3xf32>\n"
-    "    %1 = stablehlo.constant dense<[[1, -2], [3, 4]]> : tensor<2x2xi32>\n"
-    "    %2 = stablehlo.constant dense<0xFF800000> : tensor<f32>\n"
-    "    %3 = stablehlo.constant dense<[(1.0, -2.0), (0.5, 0.25)]> : tensor<2xcomplex<f32>>\n"
-    "    %4 = stablehlo.constant dense<[true, false, true]> : tensor<3xi1>\n"
-    "    %5 = stablehlo.constant dense<\"0x0000803F00000040\"> : tensor<2xf32>\n"
-    "    %6 = stablehlo.constant dense<4294967295> : tensor<ui32>\n"
-    "    %7 = stablehlo.constant dense<> : tensor<0xf32>\n"
-    "    %8 = stablehlo.constant dense<1.0e-01> : tensor<bf16>\n"
-    "    %9 = stablehlo.constant dense_resource<__elided__> : tensor<3xf32>\n"
-    "    return\n"
-    "  }\n"
-    "}\n";
-
 START_TEST(dense_constants)
 {
-    const char *want =
-        "module {\n"
-        "  func.func @c() {\n"
-        "    %0 = stablehlo.constant dense<1.5> : tensor<2x3xf32>\n"
-        "    %1 = stablehlo.constant dense<[[1, -2], [3, 4]]> : tensor<2x2xi32>\n"
-        "    %2 = stablehlo.constant dense<0xFF800000> : tensor<f32>\n"
-        "    %3 = stablehlo.constant dense<[(1.0, -2.0), (0.5, 0.25)]> : tensor<2xcomplex<f32>>\n"
-        "    %4 = stablehlo.constant dense<[true, false, true]> : tensor<3xi1>\n"
-        "    %5 = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>\n"
-        "    %6 = stablehlo.constant dense<4294967295> : tensor<ui32>\n"
-        "    %7 = stablehlo.constant dense<> : tensor<0xf32>\n"
-        "    %8 = stablehlo.constant dense<0.1> : tensor<bf16>\n"
-        "    %9 = stablehlo.constant dense_resource<__elided__> : tensor<3xf32>\n"
-        "    return\n"
-        "  }\n"
-        "}\n";
-    ap_free(roundtrip(consts_src, want));
-    ir_module *m = tl_parse(consts_src, "c", NULL, 0);
+    /* printed back: tests/lit/mlir/dense-constants.mlir */
+    char *src = tl_lit("mlir/dense-constants.mlir");
+    ir_module *m = tl_parse(src, "c", NULL, 0);
     ir_block *b = ir_func_entry(ir_module_func(m, "c"));
     ir_op *op = b->first;
     ir_attr *v = ir_op_attr(op, "value");
@@ -158,6 +113,7 @@ START_TEST(dense_constants)
     op = op->next->next->next->next; /* %5 hex */
     ck_assert(ir_dense_float_at(ir_op_attr(op, "value"), 1) == 2.0);
     ir_module_free(m);
+    ap_free(src);
 }
 END_TEST
 
@@ -176,24 +132,8 @@ END_TEST
 
 START_TEST(attribute_forms)
 {
-    const char *src =
-        "module @m attributes {mhlo.num_partitions = 2 : i32, z.unit, a.str = \"q\\22uote\\0A\", "
-        "b.arr = [1, 2.5 : f32, \"s\", @sym, [true]], c.dense_arr = array<i64: 1, -2>, c.bools = array<i1: true, false>, "
-        "c.empty = array<i64>, d.dict = {y = 2 : i64, x = 1 : i64}, e.type = tensor<2xf32>, "
-        "f.dot = #stablehlo.dot<lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>, "
-        "g.cmp = #stablehlo<comparison_direction GT>, h.shard = #sdy.sharding<@mesh, [{\"x\"}, {}]>, "
-        "i.float = 1.000000e-03 : f32, j.neg = -7 : i64, k.fn = (tensor<f32>) -> tensor<i1>} {\n"
-        "}\n";
-    const char *want =
-        "module @m attributes {a.str = \"q\\22uote\\0A\", b.arr = [1, 2.5 : f32, \"s\", @sym, [true]], "
-        "c.bools = array<i1: true, false>, c.dense_arr = array<i64: 1, -2>, c.empty = array<i64>, "
-        "d.dict = {x = 1 : i64, y = 2 : i64}, e.type = tensor<2xf32>, "
-        "f.dot = #stablehlo.dot<lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>, "
-        "g.cmp = #stablehlo<comparison_direction GT>, h.shard = #sdy.sharding<@mesh, [{\"x\"}, {}]>, "
-        "i.float = 0.001 : f32, j.neg = -7 : i64, k.fn = (tensor<f32>) -> tensor<i1>, "
-        "mhlo.num_partitions = 2 : i32, z.unit} {\n"
-        "}\n";
-    char *out = roundtrip(src, want);
+    /* printed back: tests/lit/mlir/attribute-forms.mlir */
+    char *src = tl_lit("mlir/attribute-forms.mlir");
     ir_module *m = tl_parse(src, "m", NULL, 0);
     ir_attr *s = ir_op_attr(m->top, "a.str");
     ck_assert_int_eq((int)s->u.str.len, 7);
@@ -205,7 +145,7 @@ START_TEST(attribute_forms)
     ck_assert_int_eq(ir_attr_int_list(ir_dialect_param(dot, "lhs_contracting_dimensions"), v, 4), 1);
     ck_assert_int_eq(v[0], 1);
     ir_module_free(m);
-    ap_free(out);
+    ap_free(src);
 }
 END_TEST
 
@@ -267,101 +207,20 @@ START_TEST(pretty_equals_generic)
 }
 END_TEST
 
-START_TEST(pretty_forms_print)
-{
-    const char *src =
-        "module {\n"
-        "  func.func public @main(%arg0: tensor<4x8xf32> {mhlo.sharding = \"{replicated}\"} loc(\"params['w']\"), "
-        "%arg1: tensor<8xi32>) -> (tensor<8x4xf32> {jax.result_info = \"result\"}) {\n"
-        "    %0 = stablehlo.iota dim = 0 : tensor<8xi32>\n"
-        "    %1 = stablehlo.compare  EQ, %0, %arg1,  SIGNED : (tensor<8xi32>, tensor<8xi32>) -> tensor<8xi1>\n"
-        "    %2 = stablehlo.transpose %arg0, dims = [1, 0] : (tensor<4x8xf32>) -> tensor<8x4xf32>\n"
-        "    %3 = stablehlo.broadcast_in_dim %1, dims = [0] : (tensor<8xi1>) -> tensor<8x4xi1>\n"
-        "    %4 = stablehlo.select %3, %2, %2 : tensor<8x4xi1>, tensor<8x4xf32>\n"
-        "    %5 = stablehlo.add %4, %2 : tensor<8x4xf32>\n"
-        "    %6 = stablehlo.convert %0 : (tensor<8xi32>) -> tensor<8xf32>\n"
-        "    %7 = stablehlo.reshape %6 : (tensor<8xf32>) -> tensor<2x4xf32>\n"
-        "    %8 = stablehlo.concatenate %7, %7, dim = 0 : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<4x4xf32>\n"
-        "    %9 = stablehlo.dynamic_slice %8, %arg1, %arg1, sizes = [1, 4] : (tensor<4x4xf32>, tensor<8xi32>, tensor<8xi32>) -> tensor<1x4xf32>\n"
-        "    %10 = stablehlo.custom_call @my.target(%9) {has_side_effect = true} : (tensor<1x4xf32>) -> tensor<1x4xf32>\n"
-        "    %11 = stablehlo.tuple %10, %9 : tuple<tensor<1x4xf32>, tensor<1x4xf32>>\n"
-        "    %12 = stablehlo.get_tuple_element %11[1] : (tuple<tensor<1x4xf32>, tensor<1x4xf32>>) -> tensor<1x4xf32>\n"
-        "    %13 = stablehlo.reverse %12, dims = [1] : tensor<1x4xf32>\n"
-        "    %14 = stablehlo.partition_id : tensor<ui32>\n"
-        "    return %5 : tensor<8x4xf32>\n"
-        "  }\n"
-        "}\n";
-    /* dynamic_slice with vector indices is ill-typed for stablehlo-opt but the
-     * form is what matters here; the verifier only checks index counts */
-    char msg[500];
-    ir_module *m = tl_parse(src, "p.mlir", msg, sizeof msg);
-    if (!m) {
-        ck_assert_msg(strstr(msg, "dynamic_slice") != NULL, "%s", msg);
-        return;
-    }
-    ir_module_free(m);
-    ap_free(roundtrip(src, src));
-}
-END_TEST
 
-START_TEST(while_and_reducer_forms)
-{
-    const char *src =
-        "module {\n"
-        "  func.func @w(%arg0: tensor<i64>, %arg1: tensor<4xf32>) -> tensor<4xf32> {\n"
-        "    %0:2 = stablehlo.while(%arg2 = %arg0, %arg3 = %arg1) : tensor<i64>, tensor<4xf32>\n"
-        "     cond {\n"
-        "      %1 = stablehlo.compare  LT, %arg2, %arg2,  SIGNED : (tensor<i64>, tensor<i64>) -> tensor<i1>\n"
-        "      stablehlo.return %1 : tensor<i1>\n"
-        "    } do {\n"
-        "      %2 = stablehlo.add %arg3, %arg3 : tensor<4xf32>\n"
-        "      stablehlo.return %arg2, %2 : tensor<i64>, tensor<4xf32>\n"
-        "    }\n"
-        "    %3 = stablehlo.constant dense<0.0> : tensor<f32>\n"
-        "    %4 = stablehlo.reduce(%0#1 init: %3) across dimensions = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32>\n"
-        "     reducer(%arg4: tensor<f32>, %arg5: tensor<f32>) {\n"
-        "      %5 = stablehlo.maximum %arg5, %arg4 : tensor<f32>\n"
-        "      stablehlo.return %5 : tensor<f32>\n"
-        "    }\n"
-        "    return %0#1 : tensor<4xf32>\n"
-        "  }\n"
-        "}\n";
-    ap_free(roundtrip(src, src));
-}
-END_TEST
 
 /* ------------------------------------------------------------ locations */
 
 START_TEST(locations)
 {
-    const char *src =
-        "#loc1 = loc(\"model.py\":12:3)\n"
-        "module {\n"
-        "  func.func @f(%arg0: tensor<f32> loc(\"params['w']\")) -> tensor<f32> {\n"
-        "    %0 = stablehlo.negate %arg0 : tensor<f32> loc(#loc3)\n"
-        "    %1 = stablehlo.abs %0 : tensor<f32> loc(fused[\"a\", #loc1])\n"
-        "    return %1 : tensor<f32> loc(unknown)\n"
-        "  }\n"
-        "}\n"
-        "#loc2 = loc(\"jit(f)/neg\"(#loc1))\n"
-        "#loc3 = loc(callsite(#loc2 at \"caller.py\":7:1 to :9))\n";
-    const char *want =
-        "module {\n"
-        "  func.func @f(%arg0: tensor<f32> loc(\"params['w']\")) -> tensor<f32> {\n"
-        "    %0 = stablehlo.negate %arg0 : tensor<f32> loc(#loc1)\n"
-        "    %1 = stablehlo.abs %0 : tensor<f32> loc(#loc2)\n"
-        "    return %1 : tensor<f32>\n"
-        "  }\n"
-        "}\n"
-        "#loc1 = loc(callsite(#loc3 at \"caller.py\":7:1 to :9))\n"
-        "#loc2 = loc(fused[\"a\", \"model.py\":12:3])\n"
-        "#loc3 = loc(\"jit(f)/neg\"(\"model.py\":12:3))\n";
-    ap_free(roundtrip(src, want));
+    /* printed back: tests/lit/mlir/locations.mlir */
+    char *src = tl_lit("mlir/locations.mlir");
     ir_module *m = tl_parse(src, "l", NULL, 0);
     ir_op *f = ir_module_func(m, "f");
     ck_assert_str_eq(ir_func_arg_name(f, 0), "params['w']");
     ck_assert_str_eq(ir_loc_name(ir_func_entry(f)->first->loc), "jit(f)/neg");
     ir_module_free(m);
+    ap_free(src);
 }
 END_TEST
 
@@ -369,37 +228,8 @@ END_TEST
 
 START_TEST(opaque_ops_print_as_written)
 {
-    const char *src =
-        "module @jit_f attributes {mhlo.num_partitions = 2 : i32} {\n"
-        "  sdy.mesh @mesh = <[\"a\"=2]>\n"
-        "  func.func public @main(%arg0: tensor<2x4xf32>) -> tensor<2x4xf32> {\n"
-        "    %0 = sdy.sharding_constraint %arg0 <@mesh, [{\"a\"}, {}]> : tensor<2x4xf32>\n"
-        "    %1 = sdy.manual_computation(%0) in_shardings=[<@mesh, [{\"a\"}, {}]>] out_shardings=[<@mesh, [{\"a\"}, {}]>] "
-        "manual_axes={\"a\"} (%arg1: tensor<1x4xf32> loc(\"shard\")) {\n"
-        "      %3 = stablehlo.negate %arg1 : tensor<1x4xf32>\n"
-        "      sdy.return %3 : tensor<1x4xf32>\n"
-        "    } : (tensor<2x4xf32>) -> tensor<2x4xf32>\n"
-        "    %2:2 = chlo.top_k(%1, k = 2) : tensor<2x4xf32> -> (tensor<2x2xf32>, tensor<2x2xi32>)\n"
-        "    %4 = \"foo.bar\"(%1) <{p = 1 : i64}> {q = 2 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf32>\n"
-        "    return %4 : tensor<2x4xf32>\n"
-        "  }\n"
-        "}\n";
-    const char *want =
-        "module @jit_f attributes {mhlo.num_partitions = 2 : i32} {\n"
-        "  sdy.mesh @mesh = <[\"a\"=2]>\n"
-        "  func.func public @main(%arg0: tensor<2x4xf32>) -> tensor<2x4xf32> {\n"
-        "    %0 = sdy.sharding_constraint %arg0 <@mesh, [{\"a\"}, {}]> : tensor<2x4xf32>\n"
-        "    %1 = sdy.manual_computation(%0) in_shardings=[<@mesh, [{\"a\"}, {}]>] out_shardings=[<@mesh, [{\"a\"}, {}]>] "
-        "manual_axes={\"a\"} (%arg1: tensor<1x4xf32> loc(\"shard\")) {\n"
-        "      %2 = stablehlo.negate %arg1 : tensor<1x4xf32>\n"
-        "      sdy.return %2 : tensor<1x4xf32>\n"
-        "    } : (tensor<2x4xf32>) -> tensor<2x4xf32>\n"
-        "    %3:2 = chlo.top_k(%1, k = 2) : tensor<2x4xf32> -> (tensor<2x2xf32>, tensor<2x2xi32>)\n"
-        "    %4 = \"foo.bar\"(%1) <{p = 1 : i64}> {q = 2 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf32>\n"
-        "    return %4 : tensor<2x4xf32>\n"
-        "  }\n"
-        "}\n";
-    ap_free(roundtrip(src, want));
+    /* printed back: tests/lit/mlir/opaque-ops-print-as-written.mlir */
+    char *src = tl_lit("mlir/opaque-ops-print-as-written.mlir");
     ir_module *m = tl_parse(src, "o", NULL, 0);
     ir_block *b = ir_func_entry(ir_module_func(m, "main"));
     ir_op *mc = b->first->next;
@@ -412,6 +242,7 @@ START_TEST(opaque_ops_print_as_written)
     ck_assert_int_eq(topk->n_results, 2);
     ck_assert_int_eq(topk->results[1].type->elem, IR_E_I32);
     ir_module_free(m);
+    ap_free(src);
 }
 END_TEST
 
@@ -552,67 +383,6 @@ END_TEST
 
 /* ---------------------------------------------------------------- errors */
 
-START_TEST(error_messages)
-{
-    expect_error("func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
-                 "  %0 = stablehlo.add %a, %b : tensor<2xf32>\n"
-                 "  return %0 : tensor<2xf32>\n}\n",
-                 "bad.mlir:2:26: error: use of undefined value '%b'");
-    expect_error("func.func @main(%a: tensor<2xf32>, %b: tensor<3xf32>) -> tensor<2xf32> {\n"
-                 "  %0 = stablehlo.add %a, %b : (tensor<2xf32>, tensor<3xf32>) -> tensor<2xf32>\n"
-                 "  return %0 : tensor<2xf32>\n}\n",
-                 "bad.mlir:2:3: error: 'stablehlo.add' operand #1 has type tensor<3xf32> but the result is "
-                 "tensor<2xf32>: shapes differ");
-    expect_error("func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
-                 "  %0 = stablehlo.add %a, %a : tensor<3xf32>\n"
-                 "  return %0 : tensor<2xf32>\n}\n",
-                 "bad.mlir:2:29: error: operand #0 of 'stablehlo.add' has type tensor<2xf32> but the op's type says tensor<3xf32>");
-    expect_error("func.func @main(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {\n"
-                 "  %0 = stablehlo.transpose %a, dims = [1, 0] : (tensor<2x3xf32>) -> tensor<2x3xf32>\n"
-                 "  return %0 : tensor<2x3xf32>\n}\n",
-                 "bad.mlir:2:3: error: 'stablehlo.transpose' result type tensor<2x3xf32> does not match the type its "
-                 "operands give, tensor<3x2xf32>");
-    expect_error("func.func @main(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) -> tensor<2x5xf32> {\n"
-                 "  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<2x3xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>\n"
-                 "  return %0 : tensor<2x5xf32>\n}\n",
-                 "bad.mlir:2:3: error: 'stablehlo.dot_general' contracting dimension sizes differ: lhs dim 1 is 3, rhs dim 0 is 4");
-    expect_error("func.func @main(%a: tensor<2xf32>) -> tensor<3xf32> {\n"
-                 "  return %a : tensor<2xf32>\n}\n",
-                 "bad.mlir:2:3: error: 'func.return' returns tensor<2xf32> as result #0 but @main declares tensor<3xf32>");
-    expect_error("func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
-                 "  %0 = stablehlo.add %a, %a : tensor<2xf32>\n",
-                 "bad.mlir:1:53: error: region opened here is not closed (missing '}')");
-    expect_error("module { func.func @main(%a: tensor<2xf32) { } }",
-                 "bad.mlir:1:42: error: expected '>' to close the tensor type, found ')'");
-    expect_error("func.func @m\xff() {}", "bad.mlir:1:13: error: invalid UTF-8 byte 0xFF");
-    expect_error("func.func @main() {\n  %0 = stablehlo.constant dense<[1.0, 2.0]> : tensor<3xf32>\n}\n",
-                 "bad.mlir:2:33: error: dense literal has 2 elements in dimension 0 but its type has 3");
-    expect_error("func.func @main() {\n  %0 = stablehlo.constant dense<300> : tensor<i8>\n}\n",
-                 "bad.mlir:2:33: error: value 300 does not fit in i8");
-    expect_error("func.func @main(%a: tensor<2xf32>) {\n  %0 = stablehlo.add %a, %a : tensor<2xf32>\n"
-                 "  %0 = stablehlo.add %a, %a : tensor<2xf32>\n}\n",
-                 "bad.mlir:3:3: error: redefinition of value '%0'");
-    expect_error("func.func @main() {\n  %0 = stablehlo.iota : tensor<2xf32>\n}\n",
-                 "bad.mlir:2:23: error: expected 'dim', found ':'");
-    expect_error("func.func @main(%a: tensor<2xf32>) {\n  %0 = stablehlo.transpose %a : (tensor<2xf32>) -> tensor<2xf32>\n}\n",
-                 "bad.mlir:2:31: error: expected ',', found ':'");
-    expect_error("func.func @main(%a: tensor<2xfoo>) {}", "bad.mlir:1:30: error: unknown element type 'foo'");
-    expect_error("func.func @main() {\n  %0 = \"stablehlo.transpose\"() : () -> tensor<2xf32>\n}\n",
-                 "bad.mlir:2:3: error: 'stablehlo.transpose' is missing its required attribute 'permutation'");
-    expect_error("func.func @main() -> tensor<f32> {\n  %0 = stablehlo.constant dense<1.0> : tensor<f32> loc(#nope)\n"
-                 "  return %0 : tensor<f32>\n}\n",
-                 "bad.mlir:2:56: error: undefined location alias '#nope'");
-    expect_error("func.func @main() {\n  %0:2 = stablehlo.constant dense<1.0> : tensor<f32>\n}\n",
-                 "bad.mlir:2:3: error: 'stablehlo.constant' produces 1 result but 2 names are given");
-    expect_error("func.func @main() {\n  \"x.y\"() : () -> ()\n  %0 = \"x.z\"(%0) : (tensor<f32>) -> tensor<f32>\n}\n",
-                 "bad.mlir:3:14: error: use of value '%0' before its definition");
-    expect_error("func.func @main() { %0 = stablehlo.constant dense<\"0xABC\"> : tensor<f32> }",
-                 "bad.mlir:1:51: error: hex constant has an odd number of digits");
-    expect_error("func.func @main() { %0 = stablehlo.constant dense<1> : tensor<4294967296000000000000xf32> }",
-                 "bad.mlir:1:63: error: dimension size is too large");
-}
-END_TEST
-
 START_TEST(deep_nesting_is_an_error_not_a_crash)
 {
     size_t n = 100000;
@@ -670,9 +440,6 @@ START_TEST(complex_forms)
     ap_error err;
     ck_assert_msg(ir_verify(m, &err) == 0, "%s", err.msg);
     ir_module_free(m);
-    expect_error("func.func @main(%re: tensor<2xf32>) -> () {\n"
-                 "  %0 = stablehlo.complex %re, %re : tensor<2xf32>\n  return\n}\n",
-                 "bad.mlir:2:35: error: 'stablehlo.complex' must have a complex result type");
 }
 END_TEST
 
@@ -771,9 +538,6 @@ START_TEST(real_world_forms)
                   "  %1 = \"stablehlo.cholesky\"(%arg0) : (tensor<2x2xf32>) -> tensor<2x2xf32>\n"
                   "  %2 = \"stablehlo.get_dimension_size\"(%arg1) {dimension = 1 : i64} : (tensor<4x?xf32>) -> tensor<i32>\n"
                   "  return %0, %1, %2 : tensor<2x2xf32>, tensor<2x2xf32>, tensor<i32>\n}\n");
-    expect_error("func.func @f(%a: tensor<2x2xf32>) -> tensor<2x2xf32> {\n"
-                 "  %0 = stablehlo.cholesky %a, lower = 1 : tensor<2x2xf32>\n  return %0 : tensor<2x2xf32>\n}\n",
-                 "bad.mlir:2:39: error: expected true or false, found '1'");
 
     /* dot_general with an algorithm, as JAX writes it under
      * jax.default_matmul_precision("F32_F32_F32") */
@@ -846,18 +610,12 @@ START_TEST(real_world_forms)
                     "kernel_output_feature_dimension = 3, kernel_spatial_dimensions = [0, 1], output_batch_dimension = 99, "
                     "output_feature_dimension = 3, output_spatial_dimensions = [2, 1]>} {\n}\n");
     ap_free(out);
-    expect_error("module attributes {c = #stablehlo.conv<raw input_batch_dimension = 0>} {}\n",
-                 "bad.mlir:1:40: error: convolution dimension numbers lack 'input_feature_dimension'");
 
     /* bounded dims: the bounds are canonical and checked */
     same_ir("func.func @f(%a: tensor<2x?x2xi32, #stablehlo.bounds<?,2,?>>) -> tensor<2x?x2xi32, #stablehlo.bounds<?,2,?>> {\n"
             "  return %a : tensor<2x?x2xi32, #stablehlo.bounds<?, 2, ?>>\n}\n",
             "func.func @f(%a: tensor<2x?x2xi32, #stablehlo.bounds<?, 2, ?>>) -> tensor<2x?x2xi32, #stablehlo.bounds<?, 2, ?>> {\n"
             "  return %a : tensor<2x?x2xi32, #stablehlo.bounds<?, 2, ?>>\n}\n");
-    expect_error("func.func @f(%a: tensor<2x?xi32, #stablehlo.bounds<2, 4>>) {\n  return\n}\n",
-                 "bad.mlir:1:52: error: invalid #stablehlo.bounds: a static dimension cannot have a bound");
-    expect_error("func.func @f(%a: tensor<?x?xi32, #stablehlo.bounds<4>>) {\n  return\n}\n",
-                 "bad.mlir:1:34: error: invalid #stablehlo.bounds: bounds must have one entry per dimension");
 
     /* sdy.manual_computation with its clauses on several lines and comments
      * between them (as Shardy's tests write it), kept as written; a
@@ -1042,15 +800,12 @@ int main(void)
     tcase_add_test(tc, dense_large_prints_hex);
     tcase_add_test(tc, attribute_forms);
     tcase_add_test(tc, pretty_equals_generic);
-    tcase_add_test(tc, pretty_forms_print);
-    tcase_add_test(tc, while_and_reducer_forms);
     tcase_add_test(tc, locations);
     tcase_add_test(tc, opaque_ops_print_as_written);
     tcase_add_test(tc, no_module_wrapper_and_cfg);
     tcase_add_test(tc, inline_private_calls);
     tcase_add_test(tc, inline_size_limit);
     tcase_add_test(tc, typed_accessors);
-    tcase_add_test(tc, error_messages);
     tcase_add_test(tc, deep_nesting_is_an_error_not_a_crash);
     tcase_add_test(tc, truncated_inputs_never_crash);
     tcase_add_test(tc, fuzz_findings);

@@ -33,6 +33,15 @@ static inline char *tl_read(const char *path, size_t *len)
     return text;
 }
 
+/* A file of the golden tests, tests/lit/NAME (free with ap_free): the C
+ * tests that check more of the same program read it from there. */
+static inline char *tl_lit(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/tests/lit/%s", AP_SOURCE_DIR, name);
+    return tl_read(path, NULL);
+}
+
 /* Parses text; on failure returns NULL and leaves the formatted error in
  * msg (which may be NULL). */
 static inline ir_module *tl_parse(const char *text, const char *name, char *msg, size_t msg_size)

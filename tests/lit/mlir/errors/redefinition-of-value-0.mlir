@@ -1,0 +1,6 @@
+func.func @main(%a: tensor<2xf32>) {
+  %0 = stablehlo.add %a, %a : tensor<2xf32>
+  %0 = stablehlo.add %a, %a : tensor<2xf32>
+}
+// RUN: not autopart parse - < %s 2>&1 | filecheck %s --match-full-lines
+// CHECK: <stdin>:3:3: error: redefinition of value '%0'
