@@ -4,7 +4,7 @@
  * schedules as text, the PartIR:Core loop view and PartIR:Temporal, the
  * SPMD lowering to device-local StableHLO with collectives, and the
  * redistribution synthesis the lowering uses.  See DESIGN.md and
- * notes/partir-semantics.md for what a state means.
+ * docs/partir-semantics.md for what a state means.
  */
 #ifndef PARTIR_H
 #define PARTIR_H
@@ -19,7 +19,7 @@
 
 /*
  * The partition state of PartIR:Core kept as data (see DESIGN.md and
- * notes/partir-semantics.md): for every op of the partitioned function its
+ * docs/partir-semantics.md): for every op of the partitioned function its
  * loop nest, an ordered list of (mesh axis, TMR entry); for every argument
  * its value tiling; tiling and atomic identity ops on intermediate values.
  * Actions (tile, atomic, propagate) only ever add loops.

@@ -1,6 +1,6 @@
 /*
  * partition.c - the PartIR:Core partition state and its actions: tile and
- * atomic (notes/partir-semantics.md); propagate is in propagate.c, the
+ * atomic (docs/partir-semantics.md); propagate is in propagate.c, the
  * context the state refers to in context.c.
  *
  * The state is data, not rewritten IR: each top-level op of the function

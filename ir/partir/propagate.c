@@ -1,6 +1,6 @@
 /*
  * propagate.c - PartIR's propagate: loops added to ops, one axis at a
- * time, to a fixpoint (notes/partir-semantics.md).
+ * time, to a fixpoint (docs/partir-semantics.md).
  *
  * Ops are visited in program order through a priority queue so long
  * forward and backward chains cost one visit per change.  The axes go in
@@ -113,7 +113,7 @@ static bool entry_divisible(const ir_partition *p, uint32_t op, uint32_t e, int 
  * A value tiled [a, b] on a dim is "tiled along a" for an op that slices
  * nothing of it yet, and "along b" for one that slices it along a: the same
  * answers as when the value was tiled along a, propagated, then along b
- * (notes/partir-semantics.md).  The axes after `axis` only mean that the
+ * (docs/partir-semantics.md).  The axes after `axis` only mean that the
  * op takes a larger piece until they propagate too. */
 static bool axes_follow(const ir_layout *longer, const ir_layout *shorter, int d, int axis)
 {
