@@ -580,8 +580,8 @@ int cost_report_text(const cost_report *r, ap_buf *out)
         ap_buf_printf(out, "  %2d. ", i + 1);
         put_seconds(out, t->seconds);
         ap_buf_printf(out, "  %s", t->op);
-        if (t->line)
-            ap_buf_printf(out, " at %u:%u", t->line, t->col);
+        if (t->line) /* a collective: where the op it was inserted for is written */
+            ap_buf_printf(out, t->collective ? " for the op at %u:%u" : " at %u:%u", t->line, t->col);
         if (t->name[0])
             ap_buf_printf(out, "  \"%s\"", t->name);
         ap_buf_putc(out, '\n');

@@ -945,6 +945,7 @@ typedef struct op_outcome {
     const void *result; /* the job's: it stays while the operation holds it */
     size_t len;
     store_progress summary;
+    bool last_point; /* a search's history gets a point where it ended */
     char msg[1024];
     /* the row ended otherwise (another daemon's run, a cancellation): it */
     store_row row;
@@ -955,6 +956,16 @@ typedef struct op_outcome {
 static void outcome_fn(store *db, srv_dbop *op)
 {
     op_outcome *o = (op_outcome *)op;
+    if (o->last_point) {
+        /* The last point of a search's history: where it ended (the
+         * checkpoints before it may be long past, or none).  Only a
+         * picture: a store that fails it fails the finish below too, and
+         * that error is the one reported. */
+        store_progress last = o->summary;
+        last.best_schedule = NULL;
+        ap_error ignored;
+        (void)store_set_progress(db, o->id, o->now, &last, true, NULL, 0, &ignored);
+    }
     op->rc = store_finish(db, o->id, o->status, o->now, o->result, o->len,
                           o->status == STORE_DONE ? &o->summary : NULL, o->msg, &op->err);
     if (op->rc == AP_ECONFLICT && store_get(db, o->id, &o->row, &op->err) == 1 && o->row.status == STORE_DONE &&
@@ -1033,6 +1044,7 @@ static void store_outcome(srv *s, srv_job *job)
         o->result = w->result;
         o->len = w->result_len;
         o->summary = w->summary;
+        o->last_point = job->kind == STORE_SEARCH && w->summary.best_runtime_s > 0;
     } else {
         o->status = STORE_FAILED;
         snprintf(o->msg, sizeof o->msg, "%s", w->msg);

@@ -69,6 +69,7 @@
 #include <grpc/grpc_security.h>
 #include <grpc/slice.h>
 #include <grpc/support/alloc.h>
+#include <grpc/support/log.h>
 #include <grpc/support/time.h>
 #include <zlib.h>
 
@@ -752,6 +753,14 @@ int rpc_server_active_calls(rpc_server *s)
     return atomic_load(&s->live);
 }
 
+/* gRPC's own log lines (a failed bind is logged before the call returns)
+ * would come before autopartd's one-line error: dropped, unless
+ * GRPC_VERBOSITY asks for them. */
+static void drop_grpc_log(gpr_log_func_args *args)
+{
+    (void)args;
+}
+
 int rpc_server_start(const rpc_config *cfg, const rpc_handlers *h, rpc_server **out, int *port, ap_error *err)
 {
     int rc = 0;
@@ -759,6 +768,8 @@ int rpc_server_start(const rpc_config *cfg, const rpc_handlers *h, rpc_server **
     rpc_server *s = ap_calloc(1, sizeof *s);
     if (!s)
         return ap_error_set(err, AP_ENOMEM, "out of memory");
+    if (!getenv("GRPC_VERBOSITY"))
+        gpr_set_log_function(drop_grpc_log);
     grpc_init();
     s->h = *h;
     s->n_methods = cfg->n_methods;

@@ -210,7 +210,16 @@ START_TEST(apply_json_report)
     for (int i = 0; i < 6; i++)
         ck_assert_msg(json_object_get(cost, ckeys[i]) != NULL, "cost.%s", ckeys[i]);
     ck_assert_int_eq(json_array_size(json_object_get(j, "tactics")), 2);
+    /* a collective among the slowest ops says where: at the op of the
+     * module it was inserted for (the lowering's own ops have no place) */
+    json_t *top = json_array_get(json_object_get(cost, "top_ops"), 0);
+    ck_assert(json_is_true(json_object_get(top, "collective")));
+    ck_assert_int_gt(json_integer_value(json_object_get(top, "line")), 0);
     json_decref(j);
+    cli_run_free(&r);
+    r = RUN("apply", tiny_path, "--mesh", "batch=2,model=2", "--schedule", MEGATRON, "--view", "report");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_msg(strstr(r.out, "   1. ") && strstr(r.out, "stablehlo.all_reduce for the op at "), "%s", r.out);
     cli_run_free(&r);
 }
 END_TEST
@@ -225,6 +234,9 @@ START_TEST(check_passes_and_fails)
     /* each tolerance says what it follows: here an f32 computation */
     ck_assert_ptr_nonnull(strstr(r.out, "tol follows"));
     ck_assert_ptr_nonnull(strstr(r.out, "0.0001    f32 "));
+    /* and which difference is held to it: err, beside abs and rel */
+    ck_assert_ptr_nonnull(strstr(r.out, "held to tol: err = largest |difference| / max(1, largest |value|"));
+    ck_assert_ptr_nonnull(strstr(r.out, "loops abs rel       err"));
     cli_run_free(&r);
 
     /* no float sum is exact once reordered: a tolerance of 1e-30 fails */

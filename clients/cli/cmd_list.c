@@ -75,7 +75,26 @@ static int status_of(const char *s)
     return -1;
 }
 
-static void print_row(const Autopart__V1__SearchSummary *s)
+/* Column widths of a listing: as wide as the widest value (nothing is cut);
+ * the module, often a long path, is the last column. */
+typedef struct list_widths {
+    int label, mesh, device;
+} list_widths;
+
+static void widen(int *w, const char *s)
+{
+    int n = (int)strlen(s);
+    if (n > *w)
+        *w = n;
+}
+
+static void print_header(const list_widths *w)
+{
+    printf("%-8s %-9s %-6s %-19s %-*s %-*s %-*s %10s %9s %6s  %s\n", "ID", "STATUS", "KIND", "CREATED", w->label,
+           "LABEL", w->mesh, "MESH", w->device, "DEVICE", "STEP ms", "PEAK GiB", "HITS", "MODULE");
+}
+
+static void print_row(const Autopart__V1__SearchSummary *s, const list_widths *w)
 {
     char when[32], ms[32] = "-", gib[32] = "-";
     cli_format_time(s->created_unix_ms, when, sizeof when);
@@ -83,9 +102,9 @@ static void print_row(const Autopart__V1__SearchSummary *s)
         snprintf(ms, sizeof ms, "%.3f", s->best_runtime_s * 1e3);
     if (s->best_peak_memory_bytes > 0)
         snprintf(gib, sizeof gib, "%.3f", (double)s->best_peak_memory_bytes / (1024.0 * 1024 * 1024));
-    printf("%-8s %-9s %-6s %-19s %-16.16s %-24.24s %-18.18s %-10.10s %10s %9s %6" PRIu64 "\n", s->search_id,
-           cli_status_name(s->status), cli_kind_name(s->kind), when, s->client_label[0] ? s->client_label : "-",
-           s->module_name, s->mesh, s->device, ms, gib, s->cache_hits);
+    printf("%-8s %-9s %-6s %-19s %-*s %-*s %-*s %10s %9s %6" PRIu64 "  %s\n", s->search_id, cli_status_name(s->status),
+           cli_kind_name(s->kind), when, w->label, s->client_label[0] ? s->client_label : "-", w->mesh, s->mesh,
+           w->device, s->device, ms, gib, s->cache_hits, s->module_name);
 }
 
 int cli_list(int argc, char **argv)
@@ -165,32 +184,48 @@ int cli_list(int argc, char **argv)
         return rc;
     json_t *arr = json ? json_array() : NULL;
     char *token = NULL;
-    bool header = false;
+    /* the pages, kept until printed: the columns fit the widest value */
+    Autopart__V1__ListSearchesResponse **pages = NULL;
+    size_t n_pages = 0, rows = 0;
+    list_widths w = {5, 4, 6};
     for (;;) {
         Autopart__V1__ListSearchesResponse *resp;
         rc = cli_remote_call("list", &remote, conn, "/autopart.v1.Partitioner/ListSearches", &req.base,
                              &autopart__v1__list_searches_response__descriptor, (ProtobufCMessage **)&resp, NULL, NULL);
         if (rc)
             break;
+        Autopart__V1__ListSearchesResponse **more = ap_realloc(pages, (n_pages + 1) * sizeof *pages);
+        if (!more) {
+            protobuf_c_message_free_unpacked(&resp->base, NULL);
+            rc = cli_fail("list", "out of memory");
+            break;
+        }
+        pages = more;
+        pages[n_pages++] = resp;
         for (size_t i = 0; i < resp->n_searches; i++) {
-            if (json) {
-                json_array_append_new(arr, cli_summary_json(resp->searches[i]));
-                continue;
-            }
-            if (!header) {
-                printf("%-8s %-9s %-6s %-19s %-16s %-24s %-18s %-10s %10s %9s %6s\n", "ID", "STATUS", "KIND",
-                       "CREATED", "LABEL", "MODULE", "MESH", "DEVICE", "STEP ms", "PEAK GiB", "HITS");
-                header = true;
-            }
-            print_row(resp->searches[i]);
+            const Autopart__V1__SearchSummary *x = resp->searches[i];
+            if (json)
+                json_array_append_new(arr, cli_summary_json(x));
+            widen(&w.label, x->client_label);
+            widen(&w.mesh, x->mesh);
+            widen(&w.device, x->device);
+            rows++;
         }
         ap_free(token);
         token = ap_strdup(resp->next_page_token);
-        protobuf_c_message_free_unpacked(&resp->base, NULL);
         if (!token || !token[0] || !all)
             break;
         req.page_token = token;
     }
+    if (rc == 0 && !json && rows) {
+        print_header(&w);
+        for (size_t k = 0; k < n_pages; k++)
+            for (size_t i = 0; i < pages[k]->n_searches; i++)
+                print_row(pages[k]->searches[i], &w);
+    }
+    for (size_t k = 0; k < n_pages; k++)
+        protobuf_c_message_free_unpacked(&pages[k]->base, NULL);
+    ap_free(pages);
     if (rc == 0) {
         if (json) {
             json_t *o = json_object();
@@ -199,7 +234,7 @@ int cli_list(int argc, char **argv)
             arr = NULL;
             rc = cli_print_json("list", o);
         } else {
-            if (!header)
+            if (!rows)
                 printf("no searches%s\n", req.page_token[0] ? " on this page" : "");
             if (token && token[0])
                 fprintf(stderr, "more: autopart list --page %s (or --all)\n", token);

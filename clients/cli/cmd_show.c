@@ -113,6 +113,11 @@ static void print_record(const Autopart__V1__SearchRecord *rec, bool verbose)
                    (double)p->best_peak_memory_bytes / (1024.0 * 1024 * 1024));
         }
     }
+    const Autopart__V1__SearchStats *ss = rec->result ? rec->result->search : NULL;
+    if (ss)
+        printf("  search:     %.3f ms per step at the start, best found at episode %" PRId64 " of %" PRId64
+               " (%.2f s), stopped by %s\n",
+               ss->start_runtime_s * 1e3, ss->best_episode, ss->episodes, ss->wall_s, ss->stopped_by);
     const Autopart__V1__PartitionResult *r = rec->result;
     cli_sharding *rows = r && r->n_shardings ? ap_calloc(r->n_shardings, sizeof *rows) : NULL;
     size_t n = 0, n_args = 0;

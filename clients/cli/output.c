@@ -540,7 +540,8 @@ void cli_print_shardings(FILE *f, const cli_sharding *rows, size_t n, const char
     /* The rows' names, then the rows with the name column as wide as the
      * widest (up to a point). */
     char **names = ap_calloc((size_t)groups + 1, sizeof *names);
-    size_t *firsts = ap_calloc((size_t)groups + 1, sizeof *firsts), *counts = ap_calloc((size_t)groups + 1, sizeof *counts);
+    size_t *firsts = ap_calloc((size_t)groups + 1, sizeof *firsts);
+    size_t *counts = ap_calloc((size_t)groups + 1, sizeof *counts);
     ok = ok && names && firsts && counts;
     int out = 0, width = 0;
     for (int g = 0; g < groups && ok; g++) {

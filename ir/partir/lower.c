@@ -1092,6 +1092,11 @@ int ir_lower_ex(const ir_partition *p, const ir_lower_opts *opts, ir_lowered *ou
     l.line = c->ret->src_line, l.col = c->ret->src_col;
     l.cur_op = c->n_ops; /* the return is one user */
     for (uint32_t r = 0; r < c->n_ret && !l.rc; r++) {
+        /* what a result needs (a pending sum reduced) is reported where the
+         * value is made, rather than at the one return of them all */
+        int32_t prod = c->val_op[c->ret_val[r]];
+        const ir_op *at = prod >= 0 && (uint32_t)prod < c->n_ops && c->ops[prod] ? c->ops[prod] : c->ret;
+        l.line = at->src_line, l.col = at->src_col;
         res_l[r] = *ir_lplan_result_layout(l.plan, r);
         rets[r] = materialize(&l, c->ret_val[r], r);
         if (rets[r])

@@ -163,7 +163,10 @@ function listRow(r) {
   const tr = el('tr', { 'data-id': r.id, 'data-status': r.status },
     el('td', {}, fmtWhen(r.created_ms)),
     el('td', {}, r.client_label || el('span', { class: 'muted' }, '—')),
-    el('td', {}, r.module_name || '(unnamed)', ' ', el('span', { class: 'hash', title: r.module_hash }, r.module_hash.slice(0, 10))),
+    // the file's name, its path in the tooltip: a long path would widen the
+    // list past the window
+    el('td', { class: 'model', title: r.module_name }, (r.module_name || '(unnamed)').replace(/^.*\//, ''), ' ',
+      el('span', { class: 'hash', title: r.module_hash }, r.module_hash.slice(0, 10))),
     el('td', {}, r.mesh),
     el('td', {}, r.device),
     el('td', {}, badge(r.status), r.kind === 'apply' ? el('span', { class: 'muted' }, ' apply') : null),
@@ -355,6 +358,14 @@ function curves(hist, row, result) {
   if (result && row.status === 'done' && row.best_runtime_s > 0) {
     byTime.push({ x: (row.finished_ms - t0) / 1000, y: row.best_runtime_s });
     byEp.push({ x: row.episodes, y: row.best_runtime_s });
+    // the best was found at an episode (and time) between two points of the
+    // history: a point there, so that the curve drops where the explanation
+    // says "found at episode N"
+    const sr = result.search_result || {};
+    if (st && st.best_episode >= 0) byEp.push({ x: st.best_episode, y: row.best_runtime_s });
+    if (sr.best_wall_s > 0 && row.started_ms) byTime.push({ x: sr.best_wall_s, y: row.best_runtime_s });
+    byEp.sort((a, b) => a.x - b.x || b.y - a.y);
+    byTime.sort((a, b) => a.x - b.x || b.y - a.y);
   }
   return el('div', { class: 'grid2', id: 'curves' },
     el('div', { class: 'card' }, el('h2', {}, 'Best step time over time'), stepPlot('plot-time', byTime, 'seconds since start', x => x.toFixed(1) + 's', fmtTime)),

@@ -93,7 +93,9 @@ before(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   dir = mkdtempSync(join(tmpdir(), 'autopart-dash-'));
   t32 = join(dir, 't32.mlir');
-  small = join(dir, 'small.mlir');
+  // a long path, as a user's models have: the list must still fit the window
+  mkdirSync(join(dir, 'exported-from-jax-by-the-training-team-nightly-2024-11-26'));
+  small = join(dir, 'exported-from-jax-by-the-training-team-nightly-2024-11-26', 'transformer_small_train_step.mlir');
   execFileSync(MODELGEN, ['transformer', '--config', 't32', '-q', '-o', t32]);
   execFileSync(MODELGEN, ['transformer', '--config', 'small', '-q', '-o', small]);
   let db = join(dir, 'store.db');
@@ -165,6 +167,11 @@ test('a running search appears in the list, its curve grows, its schedule shows,
   assert.ok(await page.locator('#memory-breakdown rect').count() >= 4, 'memory by category');
   assert.match(await page.locator('#memory-at').innerText(), /^at stablehlo\.\S+ at \d+:\d+/);
   assert.ok(await page.locator('#explanation details').count() >= 1);
+  // the curve over episodes drops where the best was found (a point there)
+  const id = page.url().match(/search\/(\d+)$/)[1];
+  const best = (await (await page.request.get(`${base}api/searches/${id}`)).json()).result.search.best_episode;
+  const dots = await page.locator('#plot-episodes circle title').allInnerTexts();
+  assert.ok(dots.some((t) => t.startsWith(`${best}: `)), `no point at episode ${best}: ${dots.join(' | ')}`);
   await shot(page, '3-search-done.png');
   await shot(page, '4-search-done-full.png', true);
 
@@ -181,10 +188,14 @@ test('filters: free text, status, and sorting narrow the list', async () => {
   const page = await newPage();
   await page.goto(base);
   await page.waitForFunction(() => document.querySelectorAll('#rows tr').length >= 2, null, { timeout: 30000 });
-  await page.fill('input[name=q]', 'small.mlir');
+  // no wider than the window (1400 px), the long path included (in the tooltip)
+  const [wide, win] = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+  assert.ok(wide <= win, `the list is ${wide} px wide in a ${win} px window`);
+  assert.match(await page.locator('#rows tr td.model').first().getAttribute('title'), /exported-from-jax.*small_train_step\.mlir/);
+  await page.fill('input[name=q]', 'small_train_step.mlir');
   await page.waitForFunction(() => {
     const rows = [...document.querySelectorAll('#rows tr')];
-    return rows.length === 1 && /small\.mlir/.test(rows[0].textContent);
+    return rows.length === 1 && /small_train_step\.mlir/.test(rows[0].textContent);
   }, null, { timeout: 10000 });
   await shot(page, '5-filter-text.png');
   await page.fill('input[name=q]', '');
@@ -196,7 +207,7 @@ test('filters: free text, status, and sorting narrow the list', async () => {
   await page.selectOption('select[name=order]', 'asc');
   await page.waitForFunction(() => document.querySelectorAll('#rows tr').length === 2, null, { timeout: 10000 });
   // the small model's step time is far below t32's: first when ascending
-  assert.match(await page.locator('#rows tr').first().innerText(), /small\.mlir/);
+  assert.match(await page.locator('#rows tr').first().innerText(), /small_train_step\.mlir/);
   await shot(page, '6-filter-status-sort.png');
   await page.close();
 });

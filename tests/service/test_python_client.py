@@ -107,6 +107,16 @@ class PythonClientTest(unittest.TestCase):
             self.assertEqual(token, "")
             self.assertGreaterEqual(c.stats()["cache_hits"], 1)
 
+    def test_defaults_name_the_module_and_the_client(self):
+        # Without module_name and client_label: listed under the module's own
+        # @name and as "python" (not as "module", unlabelled).
+        res = autopart.partition(self.tiny, {"batch": 2, "model": 2}, self.manual_schedule()[:1],
+                                 server=self.daemon.server, device="a100")
+        with autopart.Client(self.daemon.server) as c:
+            rec = c.get(res.search_id)
+        self.assertEqual(rec["module_name"], "jit_train_step")
+        self.assertEqual(rec["client_label"], "python")
+
     def test_jax_mesh(self):
         # A JAX Mesh as the mesh: anything with axis_names and devices.shape.
         # JAX is not installed here (nor needed): a stand-in of its shape.

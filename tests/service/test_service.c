@@ -1179,11 +1179,19 @@ START_TEST(test_cli)
     snprintf(cmd, sizeof cmd, "%s list --server %s 2>&1", AP_CLI, srv);
     char *list = run(cmd, &rc);
     ck_assert_int_eq(rc, 0);
-    ck_assert_msg(strstr(list, "done") && strstr(list, "autopart-cli"), "%s", list);
+    /* the module's whole path (25 characters here; it was cut at 24) */
+    ck_assert_msg(strstr(list, "done") && strstr(list, "autopart-cli") && strstr(list, tiny_path), "%s", list);
     snprintf(cmd, sizeof cmd, "%s show 1 --server %s 2>&1", AP_CLI, srv);
     char *show = run(cmd, &rc);
     ck_assert_int_eq(rc, 0);
-    ck_assert_msg(strstr(show, "cache hits: 1") && strstr(show, "params['block_0']['mlp']['w_up']"), "%s", show);
+    ck_assert_msg(strstr(show, "cache hits: 1") &&
+                      strstr(show, "{params,opt_state.mu,opt_state.nu}['block_{0,1}']['mlp']['w_up']"),
+                  "%s", show);
+    snprintf(cmd, sizeof cmd, "%s show 1 --verbose --server %s 2>&1", AP_CLI, srv);
+    char *verbose = run(cmd, &rc);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_msg(strstr(verbose, "params['block_0']['mlp']['w_up']"), "%s", verbose);
+    ap_free(verbose);
     snprintf(cmd, sizeof cmd, "%s stats --server %s --json 2>&1", AP_CLI, srv);
     char *stats = run(cmd, &rc);
     ck_assert_int_eq(rc, 0);

@@ -387,7 +387,7 @@ def _summary(s):
 
 
 def partition(module_text, mesh, schedule, *, device="h100", server="127.0.0.1:50051", client=None,
-              client_label="", module_name="module", func="", overlap=0.0, want_core_view=False, timeout=None,
+              client_label="python", module_name="", func="", overlap=0.0, want_core_view=False, timeout=None,
               on_progress=None, token=None, devices=0, axes_names=None):
     """Partitions module_text (StableHLO or XLA HLO text) over mesh ({"batch":
     8, "model": 4}, [("batch", 8), ...], "batch=8,model=4", or a
@@ -402,7 +402,11 @@ def partition(module_text, mesh, schedule, *, device="h100", server="127.0.0.1:5
     axes of axes_names (["data", "model"]), sizes chosen; the schedule then
     ends with an AutomaticPartition, and ManualPartition tactics need
     axes_names.  The answer's mesh_axes say which mesh, meshes what each
-    mesh tried came to."""
+    mesh tried came to.
+
+    `module_name` names the module in listings and messages (default: the
+    module's own @name, as JAX exports it: jit_train_step); `client_label`
+    groups requests in listings and in the daemon's fair queues."""
     if isinstance(schedule, (ManualPartition, AutomaticPartition)):
         schedule = [schedule]
     schedule = list(schedule)
