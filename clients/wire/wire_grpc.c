@@ -32,6 +32,25 @@ struct wire_stream {
     grpc_metadata_array initial;
 };
 
+/* A daemon started a moment before (`autopartd ... &`, then at once a
+ * call) may not listen yet, and the first call would fail at once: wait for
+ * the channel to connect, at most 3 s (or the call timeout), first. */
+static void wait_connected(wire_conn *c)
+{
+    double wait_s = c->timeout_s > 0 && c->timeout_s < 3 ? c->timeout_s : 3;
+    gpr_timespec until = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                      gpr_time_from_millis((int64_t)(wait_s * 1000), GPR_TIMESPAN));
+    grpc_connectivity_state st = grpc_channel_check_connectivity_state(c->ch, 1);
+    while (st != GRPC_CHANNEL_READY && st != GRPC_CHANNEL_SHUTDOWN) {
+        int tag;
+        grpc_channel_watch_connectivity_state(c->ch, st, until, c->cq, &tag);
+        grpc_event ev = grpc_completion_queue_pluck(c->cq, &tag, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+        if (ev.type != GRPC_OP_COMPLETE || !ev.success)
+            break; /* the time is up: the call says what is wrong */
+        st = grpc_channel_check_connectivity_state(c->ch, 0);
+    }
+}
+
 int wire_connect(const wire_opts *o, wire_conn **out, ap_error *err)
 {
     wire_conn *c = ap_calloc(1, sizeof *c);
@@ -74,6 +93,7 @@ int wire_connect(const wire_opts *o, wire_conn **out, ap_error *err)
         wire_close(c);
         return ap_error_set(err, AP_EIO, "cannot make a channel to %s", o->target);
     }
+    wait_connected(c);
     *out = c;
     return 0;
 }

@@ -21,7 +21,7 @@ let chromium;
 try {
   ({ chromium } = await import('playwright-core'));
 } catch (e) {
-  throw new Error('playwright-core is missing: run scripts/setup (it runs `npm ci` in tests/browser)');
+  throw new Error('playwright-core is missing: run scripts/setup --test (it runs `npm ci` in tests/browser)');
 }
 
 const env = (name) => {
