@@ -11,6 +11,7 @@
 #include <math.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@ typedef struct web_file {
 
 struct srv_http {
     struct MHD_Daemon *d;
+    atomic_bool serving; /* started: libmicrohttpd's own log lines count */
     char *db_path, *token, *cert, *key, *version;
     int64_t start_us;
     web_file files[4];
@@ -791,9 +793,14 @@ static int parse_listen(const char *listen, struct sockaddr_storage *sa, bool *v
     return 0;
 }
 
+/* libmicrohttpd's log, once serving; while it starts, what fails is said in
+ * one line by srv_http_start (its own "Failed to bind to port 0" named the
+ * port it was passed, not the address asked for). */
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
-    (void)cls;
+    srv_http *h = cls;
+    if (!atomic_load(&h->serving))
+        return;
     fprintf(stderr, "autopartd: http: ");
     vfprintf(stderr, fmt, ap);
 }
@@ -846,7 +853,8 @@ int srv_http_start(const srv_http_config *cfg, srv_http **out, int *port, ap_err
         {MHD_OPTION_HTTPS_MEM_KEY, 0, h->key},
         {MHD_OPTION_END, 0, NULL},
     };
-    h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+    h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
+                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
                             MHD_OPTION_THREAD_POOL_SIZE, threads,
                             /* against slow clients: a connection that sends nothing for 10 s
                              * is closed, and one address holds at most 32 of the 256 */
@@ -859,6 +867,7 @@ int srv_http_start(const srv_http_config *cfg, srv_http **out, int *port, ap_err
                           cfg->listen);
         goto fail;
     }
+    atomic_store(&h->serving, true);
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
     *port = info ? (int)info->port : 0;
     *out = h;

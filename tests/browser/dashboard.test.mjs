@@ -170,7 +170,7 @@ test('a running search appears in the list, its curve grows, its schedule shows,
   // the curve over episodes drops where the best was found (a point there)
   const id = page.url().match(/search\/(\d+)$/)[1];
   const best = (await (await page.request.get(`${base}api/searches/${id}`)).json()).result.search.best_episode;
-  const dots = await page.locator('#plot-episodes circle title').allInnerTexts();
+  const dots = await page.locator('#plot-episodes circle title').evaluateAll((ts) => ts.map((t) => t.textContent));
   assert.ok(dots.some((t) => t.startsWith(`${best}: `)), `no point at episode ${best}: ${dots.join(' | ')}`);
   await shot(page, '3-search-done.png');
   await shot(page, '4-search-done-full.png', true);
