@@ -1500,6 +1500,20 @@ static int engine_search(engine *e, ap_error *err)
     return 0;
 }
 
+/* e->chain = the nodes from the root to the best, in order; returns its
+ * length or AP_ENOMEM. */
+static int best_chain(engine *e, ap_error *err)
+{
+    uint32_t depth = e->nodes[e->best].depth;
+    e->n_chain = 0;
+    for (uint32_t i = 0; i < depth; i++)
+        if (push_u32(&e->chain, &e->n_chain, &e->cap_chain, 0) < 0)
+            return ap_error_set(err, AP_ENOMEM, "out of memory in the search");
+    for (uint32_t i = depth, n = e->best; i-- > 0; n = e->nodes[n].parent)
+        e->chain[i] = n;
+    return (int)depth;
+}
+
 /* The result: the best node's state replayed from the start itself,
  * recording what blocked propagation on the way (the candidates recorded
  * nothing: the explanation reads it), lowered and estimated once; the
@@ -1509,14 +1523,10 @@ static int engine_result(engine *e, search_result *out, ap_error *err)
     int rc;
     if (!e->order && (rc = order_decisions(e, err)) < 0)
         return rc;
-    uint32_t depth = e->nodes[e->best].depth;
-    e->n_chain = 0;
-    for (uint32_t i = 0; i < depth; i++)
-        if (push_u32(&e->chain, &e->n_chain, &e->cap_chain, 0) < 0)
-            return ap_error_set(err, AP_ENOMEM, "out of memory in the search");
-    for (uint32_t i = depth, n = e->best; i-- > 0; n = e->nodes[n].parent)
-        e->chain[i] = n;
-    if ((rc = replay(&e->w[0], e->chain, 0, depth, e->start, NULL, &out->best, err)) < 0 ||
+    int depth = best_chain(e, err);
+    if (depth < 0)
+        return depth;
+    if ((rc = replay(&e->w[0], e->chain, 0, (uint32_t)depth, e->start, NULL, &out->best, err)) < 0 ||
         (rc = cost_state_estimate(out->best, &e->o.device, e->o.tiers, &e->o.cost, &out->lowered, &out->report,
                                   err)) < 0 ||
         (rc = cost_state_estimate(e->start, &e->o.device, e->o.tiers, &e->o.cost, NULL, &out->start, err)) < 0)
@@ -1674,14 +1684,10 @@ void search__engine_best(const search_engine *e, search_best *b)
 
 int search__engine_best_state(search_engine *e, ir_partition **out, ap_error *err)
 {
-    uint32_t depth = e->nodes[e->best].depth;
-    e->n_chain = 0;
-    for (uint32_t i = 0; i < depth; i++)
-        if (push_u32(&e->chain, &e->n_chain, &e->cap_chain, 0) < 0)
-            return ap_error_set(err, AP_ENOMEM, "out of memory in the search");
-    for (uint32_t i = depth, n = e->best; i-- > 0; n = e->nodes[n].parent)
-        e->chain[i] = n;
-    return replay(&e->w[0], e->chain, 0, depth, NULL, NULL, out, err);
+    int depth = best_chain(e, err);
+    if (depth < 0)
+        return depth;
+    return replay(&e->w[0], e->chain, 0, (uint32_t)depth, NULL, NULL, out, err);
 }
 
 int search__engine_result(search_engine *e, search_result *out, ap_error *err)

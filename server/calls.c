@@ -397,18 +397,6 @@ static void cancel_search(srv *s, rpc_call *c, const Autopart__V1__CancelSearchR
     srv_job_cancel_call(s, c, id);
 }
 
-static int64_t rss_bytes(void)
-{
-    long pages = 0, resident = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (!f)
-        return 0;
-    if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
-        resident = 0;
-    fclose(f);
-    return (int64_t)resident * sysconf(_SC_PAGESIZE);
-}
-
 /* Stats: the daemon's counts now, the store's once read. */
 typedef struct op_stats {
     srv_dbop op;
@@ -443,7 +431,7 @@ static void stats_cb(srv *s, srv_dbop *op)
     r.stored = o->cnt.rows;
     r.stored_done = o->cnt.by_status[STORE_DONE];
     r.stored_cache_hits = o->cnt.cache_hits;
-    r.rss_bytes = rss_bytes();
+    r.rss_bytes = srv_rss_bytes();
     r.db_bytes = o->cnt.db_bytes;
     r.owner = s->owner;
     r.active_calls = (uint32_t)rpc_server_active_calls(s->rpc);

@@ -98,7 +98,7 @@ static void hist_lines(ap_buf *b, const char *name, const char *labels, srv_hist
     ap_buf_printf(b, "%s_count%s%s%s %" PRIu64 "\n", name, lo, bare, lc, cum);
 }
 
-static int64_t rss_bytes(void)
+int64_t srv_rss_bytes(void)
 {
     long pages = 0, resident = 0;
     FILE *f = fopen("/proc/self/statm", "r");
@@ -118,7 +118,7 @@ void srv_metrics_render(srv_metrics *m, const char *version, ap_buf *b)
     head(b, "process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch in seconds.");
     ap_buf_printf(b, "process_start_time_seconds %.3f\n", (double)m->start_us / 1e6);
     head(b, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
-    ap_buf_printf(b, "process_resident_memory_bytes %" PRId64 "\n", rss_bytes());
+    ap_buf_printf(b, "process_resident_memory_bytes %" PRId64 "\n", srv_rss_bytes());
 
     head(b, "autopartd_grpc_server_handled_total", "counter",
          "gRPC calls answered, by method and status (every method with OK, other statuses once seen).");

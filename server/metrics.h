@@ -58,6 +58,8 @@ typedef struct srv_metrics {
 void srv_metrics_init(srv_metrics *m, const char *const *paths, int n, int64_t start_us);
 /* A call ended with a status (method -1: unknown). */
 void srv_metrics_call(srv_metrics *m, int method, int code, double seconds);
+/* The process's resident memory in bytes (0 where /proc cannot say). */
+int64_t srv_rss_bytes(void);
 /* The text exposition of everything, appended to out. */
 void srv_metrics_render(srv_metrics *m, const char *version, ap_buf *out);
 
