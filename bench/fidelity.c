@@ -18,7 +18,8 @@
  * row's step time with the registry's constants and with the fitted ones,
  * the ratio, and per set the median and worst |log ratio|; the memory rows
  * (the measured peaks the notes give); and each *_spmd.hlo corpus program's
- * peak against its device's HBM.
+ * peak against its device's HBM, and the DeepSeek 4-device program partitioned
+ * by its own annotations (--import --mesh x=4).
  *
  * Usage: bench_fidelity [--zoo DIR] [--only ID,ID] [--no-corpus] [--report]
  *   --zoo DIR   the zoo's directory (modelgen and schedules/); default
@@ -37,10 +38,14 @@
  * assumed (and printed). */
 static const struct {
     const char *file, *device, *why;
+    const char *import_mesh; /* partitioned here from its own annotations over this mesh, or NULL */
 } SPMD[] = {
-    {"xla_maxtext_llama31_8b_train_step_1x8_spmd.hlo", "h100_sxm", "assumed"},
-    {"xla_maxtext_llama31_70b_train_step_16x8_spmd.hlo", "h100_sxm", "assumed"},
-    {"xla_maxtext_llama3_8b_cp_train_step_4dev_spmd.hlo", "h100_sxm", "assumed"},
+    {"xla_maxtext_llama31_8b_train_step_1x8_spmd.hlo", "h100_sxm", "assumed", NULL},
+    {"xla_maxtext_llama31_70b_train_step_16x8_spmd.hlo", "h100_sxm", "assumed", NULL},
+    {"xla_maxtext_llama3_8b_cp_train_step_4dev_spmd.hlo", "h100_sxm", "assumed", NULL},
+    /* not partitioned yet: its arguments' shardings imported over x=4 (the
+     * CLI's --import --mesh x=4); XLA's benchmark suite runs it on 4 GPUs */
+    {"xla_maxtext_deepseek_train_step_4dev_preopt.hlo", "h100_sxm", "assumed", "x=4"},
 };
 
 typedef struct result {
@@ -200,7 +205,8 @@ static void summary(const char *label, const result *res, bool calib, bool fitte
 
 static void corpus_memory(void)
 {
-    printf("\nCorpus programs already partitioned: peak per device against the device's HBM\n");
+    printf("\nCorpus programs (partitioned, or partitioned here by their own annotations): peak per device against the "
+           "device's HBM\n");
     printf("%-52s %-10s %9s %9s %5s  %s\n", "program", "device", "peak GiB", "HBM GiB", "fits", "at the peak");
     for (size_t i = 0; i < sizeof SPMD / sizeof SPMD[0]; i++) {
         char why[512];
@@ -208,13 +214,39 @@ static void corpus_memory(void)
         cost_device dev;
         cost_report r;
         ap_error err;
-        if (!m || cost_device_lookup(SPMD[i].device, &dev, &err) < 0 ||
-            ir_inline_calls(m, ir_module_entry(m), &err) < 0 || cost_estimate(m, &dev, NULL, &r, &err) < 0) {
+        cost_options o = {0, verbose ? 12 : -1};
+        ir_pctx *ctx = NULL;
+        ir_partition *p = NULL;
+        ap_buf sched;
+        ap_buf_init(&sched);
+        int rc = -1;
+        if (m && cost_device_lookup(SPMD[i].device, &dev, &err) == 0 &&
+            ir_inline_calls(m, ir_module_entry(m), &err) == 0) {
+            ir_mesh mesh;
+            if (!SPMD[i].import_mesh)
+                rc = cost_estimate(m, &dev, &o, &r, &err);
+            else if (ir_mesh_parse(SPMD[i].import_mesh, &mesh, &err) == 0 &&
+                     ir_pctx_new(m, ir_module_entry(m), &mesh, &ctx, &err) == 0 &&
+                     ir_schedule_import(m, ir_pctx_func(ctx), ir_pctx_mesh(ctx), &sched, &err) >= 0 &&
+                     ir_partition_new(ctx, &p, &err) == 0 && ir_schedule_apply(p, sched.data, &err) == 0)
+                rc = cost_state_estimate(p, &dev, NULL, &o, NULL, &r, &err);
+        }
+        ap_buf_free(&sched);
+        ir_partition_free(p);
+        ir_pctx_free(ctx);
+        if (rc < 0) {
             if (m)
                 ap_error_format(&err, why, sizeof why);
             printf("%-52s %s\n", SPMD[i].file, why);
             ir_module_free(m);
             continue;
+        }
+        if (verbose) {
+            ap_buf b;
+            ap_buf_init(&b);
+            cost_report_text(&r, &b);
+            printf("%.*s\n", (int)b.len, b.data);
+            ap_buf_free(&b);
         }
         char kinds[512] = "";
         size_t k = 0;

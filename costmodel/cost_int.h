@@ -153,7 +153,8 @@ enum {
     CG_RETURN = 1 << 10,    /* the terminator: its operands are the block's outputs */
     CG_NOCOST = 1 << 11,    /* no kernel time (constants, ids, tokens) */
     CG_OPAQUE = 1 << 12,    /* custom calls and ops of other dialects */
-    CG_BARRIER = 1 << 13,   /* with CG_ALIAS: an optimization barrier, whose operands must exist as buffers */
+    CG_BARRIER = 1 << 13,   /* with CG_ALIAS: an optimization barrier, whose operands must exist as buffers;
+                               ordered: its readers wait for it (its first result, a 0-byte gate) */
 };
 
 typedef struct cost_gnode {
@@ -186,6 +187,8 @@ typedef struct cost_graph {
     uint64_t *v_dims; /* a hash of its dims (no element type): gradients have their parameter's */
     uint8_t *v_in;    /* inputs: CG_IN_* */
     const char **v_name; /* inputs: a name for reports, or NULL */
+    uint32_t *v_gate;    /* read through an optimization barrier: the barrier's gate value (its
+                            first result, 0 bytes), which its readers wait for; else CG_NONE */
     uint32_t n_colls, cap_colls;
     cost_coll_item *colls;
     uint32_t n_peaks, cap_peaks;

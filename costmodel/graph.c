@@ -12,7 +12,8 @@
  * gathers, transposes, reshapes that move data) is computed inside the
  * kernel of each of its users when every user is a fusible consumer (the
  * same ops, reduces, scatters, dynamic_update_slice) and, for an expensive
- * producer (transcendentals), there is one user.  A transpose read only by
+ * producer (transcendentals; not divide, sqrt, rsqrt or exp of f32 or f16,
+ * which XLA's GPU fusion takes for cheap), there is one user.  A transpose read only by
  * dots is folded into their operand layout (TransposeFolding).  Dead
  * producers are removed (DCE).  Dots, convolutions, custom calls,
  * collectives, sorts and control flow are kernels of their own and read
@@ -34,7 +35,12 @@
  * buffer that dies there when XLA lets them share
  * (HloDataflowAnalysis::CanShareOperandBufferWithUser): in place for
  * dynamic_update_slice, scatter, all_reduce and a while's carried values,
- * any same-size operand for elementwise kernels.  Regions' temporaries
+ * any same-size operand for elementwise kernels.  An optimization barrier
+ * is no kernel, but it is scheduled like one: its results are its
+ * operands' buffers (HloDataflowAnalysis::UpdateOptimizationBarrierValueSet
+ * forwards them) and what reads them runs after it; JAX's remat holds a
+ * layer's residuals behind one together with the cotangent from above, so
+ * that the recomputation waits for the backward.  Regions' temporaries
  * count at the op holding them.  Live bytes are summed (a heap that never
  * fragments), so the figure is the peak of what must coexist.
  *
@@ -94,7 +100,10 @@ static bool grow_vals(cost_graph *g)
     const char **nm = ap_realloc(g->v_name, sizeof *nm * c);
     if (nm)
         g->v_name = nm;
-    if (!b || !d || !r || !w || !h || !in || !nm)
+    uint32_t *gt = ap_realloc(g->v_gate, sizeof *gt * c);
+    if (gt)
+        g->v_gate = gt;
+    if (!b || !d || !r || !w || !h || !in || !nm || !gt)
         return false;
     g->cap_vals = c;
     return true;
@@ -126,6 +135,7 @@ void cost__graph_free(cost_graph *g)
     ap_free(g->v_dims);
     ap_free(g->v_in);
     ap_free(g->v_name);
+    ap_free(g->v_gate);
     ap_free(g->colls);
     ap_free(g->peaks);
     ap_free(g->kids);
@@ -149,6 +159,7 @@ static uint32_t new_value(cost_graph *g, double bytes, uint32_t def, uint8_t in,
     g->v_dims[v] = dims;
     g->v_in[v] = in;
     g->v_name[v] = name;
+    g->v_gate[v] = CG_NONE;
     return v;
 }
 
@@ -172,6 +183,12 @@ cost_gnode *cost__graph_node(cost_graph *g, const ir_op *op, uint16_t flags, uin
     n->peak = -1;
     n->flags = flags;
     n->prec = prec;
+    if (flags & CG_BARRIER) {
+        /* its gate: what every reader of its results waits for */
+        if (new_value(g, 0, g->n_nodes - 1, 0, 0, 0, NULL) == CG_NONE)
+            return NULL;
+        n->nres = 1;
+    }
     return n;
 }
 
@@ -210,9 +227,12 @@ uint32_t cost__graph_result(cost_graph *g, double bytes, uint32_t alias_of, uint
     uint32_t v = new_value(g, bytes, g->n_nodes - 1, 0, dims, what, NULL);
     if (v == CG_NONE)
         return v;
-    if (alias_of != CG_NONE && alias_of < v)
+    cost_gnode *nd = &g->nodes[g->n_nodes - 1];
+    if (alias_of != CG_NONE && alias_of < v) {
         g->v_root[v] = g->v_root[alias_of];
-    g->nodes[g->n_nodes - 1].nres++;
+        g->v_gate[v] = nd->flags & CG_BARRIER ? nd->res0 : g->v_gate[alias_of];
+    }
+    nd->nres++;
     return v;
 }
 
@@ -332,6 +352,19 @@ static bool expensive(ir_opcode opc)
     }
 }
 
+/* XLA's GPU fusion takes divide, sqrt, rsqrt and exp of f32 or f16 for
+ * cheap (one hardware instruction): it duplicates them into every
+ * consumer like any elementwise op (GpuInstructionFusion::IsExpensive and
+ * GpuPriorityFusion::IsExpensive, xla/service/gpu: "Some floating-point
+ * math ops are cheap on the GPU"); of other types they stay expensive. */
+static bool cheap_on_gpu(ir_opcode opc, const ir_type *res)
+{
+    if (opc != IR_OP_DIVIDE && opc != IR_OP_SQRT && opc != IR_OP_RSQRT && opc != IR_OP_EXP)
+        return false;
+    return res && (res->kind == IR_T_TENSOR || res->kind == IR_T_SCALAR) &&
+           (res->elem == IR_E_F32 || res->elem == IR_E_F16);
+}
+
 uint16_t cost__node_flags(const ir_op *op, const ir_type *a, const ir_type *b)
 {
     ir_opcode opc = (ir_opcode)op->opcode;
@@ -341,7 +374,10 @@ uint16_t cost__node_flags(const ir_op *op, const ir_type *a, const ir_type *b)
         return CG_ALIAS;
     if (opc == IR_OP_UNKNOWN)
         return op->n_regions ? CG_REGION : CG_OPAQUE;
-    return cost__node_flags_of(opc);
+    uint16_t f = cost__node_flags_of(opc);
+    if ((f & CG_EXPENSIVE) && cheap_on_gpu(opc, b))
+        f &= (uint16_t)~CG_EXPENSIVE;
+    return f;
 }
 
 uint16_t cost__node_flags_of(ir_opcode opc)
@@ -636,7 +672,14 @@ static bool form_kernel(const cost_graph *g, gs *s, uint32_t n, uint32_t *nk, do
     s->nstamp[n] = mark;
     while (top) {
         uint32_t e = s->stack[--top];
-        uint32_t r = g->v_root[g->e_val[e]], d = g->v_def[r];
+        uint32_t r = g->v_root[g->e_val[e]], d = g->v_def[r], gate = g->v_gate[g->e_val[e]];
+        if (gate != CG_NONE && s->vstamp[gate] != mark) {
+            /* read through an optimization barrier: after the barrier */
+            s->vstamp[gate] = mark;
+            s->vread[gate] = 0;
+            if (!klist_push(s, (*nk)++, gate))
+                return false;
+        }
         if (d != CG_NONE && s->fused[d]) {
             if (s->nstamp[d] == mark)
                 continue;
@@ -1506,7 +1549,7 @@ int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info 
     build_users(g, s);
     for (uint32_t n = 0; n < nn; n++) {
         s->fused[n] = fuses(g, s, n);
-        s->sched[n] = !s->fused[n] && !(g->nodes[n].flags & CG_ALIAS);
+        s->sched[n] = !s->fused[n] && (g->nodes[n].flags & (CG_ALIAS | CG_BARRIER)) != CG_ALIAS;
     }
     /* kernels: their inputs, time items, collectives */
     memset(s->vstamp, 0, sizeof *s->vstamp * nv);

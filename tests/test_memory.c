@@ -5,7 +5,7 @@
  * tensor peaks at 2 GiB (argument and result), an in-place
  * dynamic_update_slice into a buffer that dies adds nothing (and copies
  * when the old value is read later), an optimization barrier keeps what it
- * holds, the fusion rules on small programs (what becomes one kernel and
+ * holds and its readers wait for it, the fusion rules on small programs (what becomes one kernel and
  * what HBM traffic it has), the order the peak is counted in (XLA's list
  * and DFS schedulers), never above the order written, on random programs,
  * and the breakdown at the peak summing to the peak on random programs,
@@ -198,6 +198,40 @@ START_TEST(test_barrier_keeps_what_it_holds)
 }
 END_TEST
 
+/* JAX's remat puts a layer's residuals behind an optimization barrier
+ * together with the cotangent from above, so that XLA cannot recompute
+ * the layer before its backward is due: the barrier's results exist only
+ * once everything it holds does (an instruction the schedulers order like
+ * any other; its outputs are its operands' buffers).  Here y (1 GiB) waits
+ * behind the barrier for the loss, which needs t (1 GiB, made after the
+ * forward read y): the two coexist in every legal order.  Reading y before
+ * the barrier runs (the backward's reduce first, freeing y before t is
+ * made) would peak 1 GiB lower. */
+START_TEST(test_barrier_orders_its_readers)
+{
+    const char *text =
+        "func.func public @main(%x: tensor<256x1024x1024xf32>) -> tensor<f32> {\n"
+        "  %y = stablehlo.tanh %x : tensor<256x1024x1024xf32>\n"
+        "  %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
+        "  %s = stablehlo.reduce(%y init: %z) applies stablehlo.add across dimensions = [0, 1, 2] : "
+        "(tensor<256x1024x1024xf32>, tensor<f32>) -> tensor<f32>\n"
+        "  %t = stablehlo.custom_call @f(%x, %s) : (tensor<256x1024x1024xf32>, tensor<f32>) -> "
+        "tensor<256x1024x1024xf32>\n"
+        "  %l = stablehlo.reduce(%t init: %z) applies stablehlo.add across dimensions = [0, 1, 2] : "
+        "(tensor<256x1024x1024xf32>, tensor<f32>) -> tensor<f32>\n"
+        "  %b:2 = stablehlo.optimization_barrier %y, %l : tensor<256x1024x1024xf32>, tensor<f32>\n"
+        "  %r = stablehlo.reduce(%b#0 init: %z) applies stablehlo.add across dimensions = [0, 1, 2] : "
+        "(tensor<256x1024x1024xf32>, tensor<f32>) -> tensor<f32>\n"
+        "  %o = stablehlo.add %r, %b#1 : tensor<f32>\n"
+        "  return %o : tensor<f32>\n}\n";
+    cost_report r = report_of(text);
+    ck_assert_msg(r.peak_memory_bytes >= (int64_t)(3 * GiB), "peak %lld: y freed before the barrier ran",
+                  (long long)r.peak_memory_bytes);
+    ck_assert_msg(r.peak_memory_bytes < (int64_t)(3 * GiB) + 4096, "peak %lld", (long long)r.peak_memory_bytes);
+    ck_assert_int_eq(kinds_sum(&r), r.peak_memory_bytes);
+}
+END_TEST
+
 /* ------------------------------------------------------------- fusion */
 
 typedef struct fcase {
@@ -221,11 +255,24 @@ START_TEST(test_fusion_rules)
          "  %r = stablehlo.custom_call @f(%a, %m) : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>\n",
          3, 2 * (2 * 16384 + 16384) + 3 * 16384},
         {"an expensive producer with two users is written once",
-         "  %n = stablehlo.exponential %x : tensor<64x64xf32>\n"
+         "  %n = stablehlo.tanh %x : tensor<64x64xf32>\n"
          "  %a = stablehlo.add %n, %y : tensor<64x64xf32>\n"
          "  %m = stablehlo.multiply %n, %y : tensor<64x64xf32>\n"
          "  %r = stablehlo.custom_call @f(%a, %m) : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>\n",
          4, 2 * 16384 + 2 * (3 * 16384) + 3 * 16384},
+        {"an f32 exponential is cheap on a GPU: duplicated into both users",
+         "  %n = stablehlo.exponential %x : tensor<64x64xf32>\n"
+         "  %a = stablehlo.add %n, %y : tensor<64x64xf32>\n"
+         "  %m = stablehlo.divide %n, %y : tensor<64x64xf32>\n"
+         "  %r = stablehlo.custom_call @f(%a, %m) : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>\n",
+         3, 2 * (2 * 16384 + 16384) + 3 * 16384},
+        {"a bf16 exponential stays expensive: written once",
+         "  %h = stablehlo.convert %x : (tensor<64x64xf32>) -> tensor<64x64xbf16>\n"
+         "  %n = stablehlo.exponential %h : tensor<64x64xbf16>\n"
+         "  %a = stablehlo.convert %n : (tensor<64x64xbf16>) -> tensor<64x64xf32>\n"
+         "  %m = stablehlo.convert %n : (tensor<64x64xbf16>) -> tensor<64x64xf32>\n"
+         "  %r = stablehlo.custom_call @f(%a, %m) : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>\n",
+         4, (16384 + 8192) + 2 * (8192 + 16384) + 3 * 16384},
         {"a reduce takes its elementwise producer",
          "  %e = stablehlo.exponential %x : tensor<64x64xf32>\n"
          "  %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
@@ -429,6 +476,7 @@ int main(void)
     tcase_add_test(tc, test_elementwise_chain_peaks_at_two);
     tcase_add_test(tc, test_in_place_update);
     tcase_add_test(tc, test_barrier_keeps_what_it_holds);
+    tcase_add_test(tc, test_barrier_orders_its_readers);
     tcase_add_test(tc, test_fusion_rules);
     tcase_add_test(tc, test_order_lowers_a_bad_written_order);
     tcase_add_test(tc, test_order_never_raises_and_breakdown_sums);
