@@ -12,8 +12,9 @@
  * gathers, transposes, reshapes that move data) is computed inside the
  * kernel of each of its users when every user is a fusible consumer (the
  * same ops, reduces, scatters, dynamic_update_slice) and, for an expensive
- * producer (transcendentals; not divide, sqrt, rsqrt or exp of f32 or f16,
- * which XLA's GPU fusion takes for cheap), there is one user.  A transpose read only by
+ * producer (transcendentals, gathers; not divide, sqrt, rsqrt or exp of f32
+ * or f16, which XLA's GPU fusion takes for cheap), it ends up in one kernel
+ * (one user, not itself duplicated into several).  A transpose read only by
  * dots is folded into their operand layout (TransposeFolding).  Dead
  * producers are removed (DCE).  Dots, convolutions, custom calls,
  * collectives, sorts and control flow are kernels of their own and read
@@ -396,9 +397,10 @@ uint16_t cost__node_flags_of(ir_opcode opc)
     case IR_OP_PAD:
     case IR_OP_CONCATENATE:
     case IR_OP_REVERSE:
-    case IR_OP_GATHER:
-    case IR_OP_TORCH_INDEX_SELECT:
         return CG_PRODUCER | CG_CONSUMER;
+    case IR_OP_GATHER: /* InstructionFusion::IsExpensive: kGather */
+    case IR_OP_TORCH_INDEX_SELECT:
+        return CG_PRODUCER | CG_CONSUMER | CG_EXPENSIVE;
     case IR_OP_TRANSPOSE:
         return CG_PRODUCER | CG_CONSUMER | CG_FOLD;
     case IR_OP_IOTA:
@@ -466,6 +468,7 @@ typedef struct gs {
     uint8_t *vflag;
     /* per node */
     uint8_t *fused, *sched, *nstate;
+    uint32_t *nkern; /* per node: the kernels a fused node is computed in */
     uint32_t *nstamp, *k0, *order, *lorder, *npred, *ver, *stack;
     uint32_t *ev, *evlast; /* per node: its event (kind << 28 | item or collective), its last event */
     uint64_t *key;         /* per node: its place in the issue order */
@@ -506,6 +509,7 @@ static void scratch_free(void *scratch)
     ap_free(s->alloc);
     ap_free(s->vflag);
     ap_free(s->fused);
+    ap_free(s->nkern);
     ap_free(s->sched);
     ap_free(s->nstate);
     ap_free(s->nstamp);
@@ -563,7 +567,7 @@ static bool scratch_fit(cost_graph *g, gs **out)
     }
     if (nn > s->cap_n) {
         uint32_t c = nn + nn / 2;
-        if (!REALLOC(s->fused, c) || !REALLOC(s->sched, c) || !REALLOC(s->nstate, c) || !REALLOC(s->nstamp, c) ||
+        if (!REALLOC(s->fused, c) || !REALLOC(s->nkern, c) || !REALLOC(s->sched, c) || !REALLOC(s->nstate, c) || !REALLOC(s->nstamp, c) ||
             !REALLOC(s->k0, c + 1) || !REALLOC(s->order, c) || !REALLOC(s->lorder, c) || !REALLOC(s->npred, c) ||
             !REALLOC(s->ver, c) || !REALLOC(s->ev, c) || !REALLOC(s->evlast, c) || !REALLOC(s->key, c) ||
             !REALLOC(s->porder, c) || !REALLOC(s->move, c))
@@ -637,7 +641,13 @@ static void build_users(const cost_graph *g, gs *s)
 }
 
 /* Whether node n's single result is computed inside its users' kernels
- * (or n is dead and removed). */
+ * (or n is dead and removed), its users decided (s->fused, and
+ * s->nkern: the kernels each fused node is computed in).  An expensive
+ * producer is computed in one kernel only: not fused into a user that is
+ * itself duplicated into several (XLA fuses consumers first, and
+ * InstructionFusion::ShouldFuse refuses an expensive producer whose
+ * fusion would duplicate it: a gather read by a widening convert that
+ * every consumer takes stays a buffer of its own). */
 static bool fuses(const cost_graph *g, const gs *s, uint32_t n)
 {
     const cost_gnode *nd = &g->nodes[n];
@@ -647,6 +657,8 @@ static bool fuses(const cost_graph *g, const gs *s, uint32_t n)
     if (nu == 0)
         return true; /* dead: DCE */
     if ((nd->flags & CG_EXPENSIVE) && nu > 1)
+        return false;
+    if ((nd->flags & CG_EXPENSIVE) && s->fused[s->ulist[s->u0[v]]] && s->nkern[s->ulist[s->u0[v]]] > 1)
         return false;
     for (uint32_t i = s->u0[v]; i < s->u0[v] + nu; i++) {
         uint16_t uf = g->nodes[s->ulist[i]].flags;
@@ -1547,9 +1559,17 @@ int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info 
         return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
     uint32_t nv = g->n_vals, nn = g->n_nodes;
     build_users(g, s);
-    for (uint32_t n = 0; n < nn; n++) {
+    /* users first (they come later) */
+    for (uint32_t n = nn; n-- > 0;) {
         s->fused[n] = fuses(g, s, n);
         s->sched[n] = !s->fused[n] && (g->nodes[n].flags & (CG_ALIAS | CG_BARRIER)) != CG_ALIAS;
+        uint32_t k = 0;
+        if (s->fused[n] && g->nodes[n].nres == 1) {
+            uint32_t v = g->nodes[n].res0;
+            for (uint32_t i = s->u0[v]; i < s->u0[v + 1]; i++)
+                k += s->fused[s->ulist[i]] ? s->nkern[s->ulist[i]] : 1;
+        }
+        s->nkern[n] = k;
     }
     /* kernels: their inputs, time items, collectives */
     memset(s->vstamp, 0, sizeof *s->vstamp * nv);

@@ -273,6 +273,17 @@ START_TEST(test_fusion_rules)
          "  %m = stablehlo.convert %n : (tensor<64x64xbf16>) -> tensor<64x64xf32>\n"
          "  %r = stablehlo.custom_call @f(%a, %m) : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>\n",
          4, (16384 + 8192) + 2 * (8192 + 16384) + 3 * 16384},
+        {"a gather stays one kernel's: not duplicated through the widening convert both users take",
+         "  %h = stablehlo.convert %x : (tensor<64x64xf32>) -> tensor<64x64xbf16>\n"
+         "  %i = stablehlo.iota dim = 0 : tensor<64x1xi32>\n"
+         "  %g = \"stablehlo.gather\"(%h, %i) <{dimension_numbers = #stablehlo.gather<offset_dims = [1], "
+         "collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, slice_sizes = array<i64: 1, 64>}> "
+         ": (tensor<64x64xbf16>, tensor<64x1xi32>) -> tensor<64x64xbf16>\n"
+         "  %w = stablehlo.convert %g : (tensor<64x64xbf16>) -> tensor<64x64xf32>\n"
+         "  %a = stablehlo.add %w, %y : tensor<64x64xf32>\n"
+         "  %m = stablehlo.multiply %w, %y : tensor<64x64xf32>\n"
+         "  %r = stablehlo.custom_call @f(%a, %m) : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>\n",
+         4, (16384 + 8192) + 2 * (8192 + 16384 + 16384) + 3 * 16384},
         {"a reduce takes its elementwise producer",
          "  %e = stablehlo.exponential %x : tensor<64x64xf32>\n"
          "  %z = stablehlo.constant dense<0.0> : tensor<f32>\n"

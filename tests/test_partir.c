@@ -160,6 +160,58 @@ START_TEST(listing5_zero3)
 }
 END_TEST
 
+/* Mixed precision under ZeRO-3: the weight is sharded in f32 and cast to
+ * bf16 shard by shard; the forward's dot and the backward's (here: a
+ * second dot reading the same cast) each gather the bf16 copy afresh, as
+ * an argument's own uses are (FSDP's reshard_after_forward; JAX's remat
+ * converts and gathers again in the backward): holding the gathered copy
+ * from one to the other would undo the sharding.  Also through a loop
+ * carrying the weight unchanged (micro-batches). */
+START_TEST(zero3_gathers_a_cast_weight_per_use)
+{
+    static const char *const cast =
+        "func.func @main(%x: tensor<64x16xbf16> loc(\"x\"), %w: tensor<16x16xf32> loc(\"w\")) -> tensor<64x16xbf16> {\n"
+        "  %b = stablehlo.convert %w : (tensor<16x16xf32>) -> tensor<16x16xbf16>\n"
+        "  %0 = stablehlo.dot_general %x, %b, contracting_dims = [1] x [0] : (tensor<64x16xbf16>, tensor<16x16xbf16>) "
+        "-> tensor<64x16xbf16>\n"
+        "  %1 = stablehlo.tanh %0 : tensor<64x16xbf16>\n"
+        "  %2 = stablehlo.dot_general %1, %b, contracting_dims = [1] x [1] : (tensor<64x16xbf16>, tensor<16x16xbf16>) "
+        "-> tensor<64x16xbf16>\n"
+        "  return %2 : tensor<64x16xbf16>\n"
+        "}\n";
+    run r;
+    ck_assert_msg(apply(&r, cast, "B=4", "tile x 0 B; propagate; tile w 0 B; propagate"), "%s", r.err);
+    assert_counts(&r, 2, 0, 0, 0, 0);
+    assert_dims(spmd_arg_type(&r, 1), 4, 16);
+    run_free(&r);
+    /* the same in a loop of two micro-batches carrying w */
+    static const char *const loop =
+        "func.func @main(%x: tensor<64x16xbf16> loc(\"x\"), %w: tensor<16x16xf32> loc(\"w\")) -> tensor<64x16xbf16> {\n"
+        "  %c0 = stablehlo.constant dense<0> : tensor<i32>\n"
+        "  %0:3 = stablehlo.while(%i = %c0, %a = %x, %v = %w) : tensor<i32>, tensor<64x16xbf16>, tensor<16x16xf32>\n"
+        "   cond {\n"
+        "    %c2 = stablehlo.constant dense<2> : tensor<i32>\n"
+        "    %p = stablehlo.compare LT, %i, %c2, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+        "    stablehlo.return %p : tensor<i1>\n"
+        "  } do {\n"
+        "    %c1 = stablehlo.constant dense<1> : tensor<i32>\n"
+        "    %n = stablehlo.add %i, %c1 : tensor<i32>\n"
+        "    %b = stablehlo.convert %v : (tensor<16x16xf32>) -> tensor<16x16xbf16>\n"
+        "    %d = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<64x16xbf16>, "
+        "tensor<16x16xbf16>) -> tensor<64x16xbf16>\n"
+        "    %t = stablehlo.tanh %d : tensor<64x16xbf16>\n"
+        "    %e = stablehlo.dot_general %t, %b, contracting_dims = [1] x [1] : (tensor<64x16xbf16>, "
+        "tensor<16x16xbf16>) -> tensor<64x16xbf16>\n"
+        "    stablehlo.return %n, %e, %v : tensor<i32>, tensor<64x16xbf16>, tensor<16x16xf32>\n"
+        "  }\n"
+        "  return %0#1 : tensor<64x16xbf16>\n"
+        "}\n";
+    ck_assert_msg(apply(&r, loop, "B=4", "tile x 0 B; propagate; tile w 0 B; propagate"), "%s", r.err);
+    assert_counts(&r, 2, 0, 0, 0, 0);
+    run_free(&r);
+}
+END_TEST
+
 /* Section 5.2.3: x tiled on 0 and w1 on 1 along the same axis. */
 START_TEST(conflict_at_once_and_incrementally)
 {
@@ -1038,6 +1090,7 @@ int main(void)
     tcase_add_test(tc, listing3_batch_parallel);
     tcase_add_test(tc, listing4_megatron);
     tcase_add_test(tc, listing5_zero3);
+    tcase_add_test(tc, zero3_gathers_a_cast_weight_per_use);
     tcase_add_test(tc, conflict_at_once_and_incrementally);
     tcase_add_test(tc, transpose_atomic);
     tcase_add_test(tc, atomic_exchange_is_all_to_all);

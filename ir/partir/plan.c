@@ -13,7 +13,8 @@
  *     that all_slice(all_gather) is one all_to_all); a sharded argument is
  *     gathered afresh for each op that needs more of it (ZeRO-3: holding
  *     the whole of a parameter from the forward to the backward pass would
- *     undo the sharding); a returned value leaves in its layout with
+ *     undo the sharding), and so is its cast to another element type (the
+ *     bf16 copy a mixed-precision step computes with); a returned value leaves in its layout with
  *     pending sums reduced, reusing a reduced copy made for another use
  *     when there is one;
  *   - per copy, the transfer: pending sums the target does not take are
@@ -872,6 +873,35 @@ static bool vop_is_atomic(const ir_partition *p, uint32_t k)
     return false;
 }
 
+/* Whether v is an argument, or an argument cast to another element type
+ * (mixed precision: the bf16 copy of an f32 parameter, converted shard by
+ * shard), or either carried unchanged through a loop (micro-batches).  Its sharded source is held all along, so a gather of it is
+ * made afresh for each op that needs more of it, as ZeRO-3 does: PyTorch's
+ * FSDP casts and gathers a layer's shard before its forward and again
+ * before its backward (reshard_after_forward), and JAX's remat gives the
+ * backward its own convert and all_gather of the parameter (behind the
+ * optimization barrier, so XLA cannot merge it with the forward's). */
+static bool from_argument(const ir_pctx *c, uint32_t v)
+{
+    for (int depth = 0; depth < 4; depth++) {
+        int32_t k = c->val_op[v];
+        if (k < 0)
+            return true;
+        if (c->op_kind[k] == PK_CARRY) {
+            /* a loop (micro-batches) carrying it through unchanged */
+            if (c->opd0[k + 1] - c->opd0[k] != 2 || c->opd_val[c->opd0[k] + 1] != c->op_val0[k])
+                return false;
+            v = c->opd_val[c->opd0[k]];
+            continue;
+        }
+        const ir_op *op = c->ops[k];
+        if (c->op_kind[k] != PK_OP || op->opcode != IR_OP_CONVERT || c->opd0[k + 1] - c->opd0[k] != 1)
+            return false;
+        v = c->opd_val[c->opd0[k]];
+    }
+    return false;
+}
+
 /* Plans every use of value v in state p. */
 static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *vb, ap_error *err)
 {
@@ -933,7 +963,7 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
             from = vneed;
             src = s;
         }
-        bool per_use = c->val_op[v] < 0 && tile_count(c, &want) < tile_count(c, &from);
+        bool per_use = from_argument(c, v) && tile_count(c, &want) < tile_count(c, &from);
         int32_t m = mat_add(pl, vp, vb, g, &from, &want, src, per_use ? op : ANY_OP, op, slot, err);
         if (m < 0)
             return m;
