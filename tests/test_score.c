@@ -296,6 +296,8 @@ static const model_case cases[] = {
     {"transformer", "tiny", "", "a=2,b=2,c=2", 120, 10, true, 5, NULL},
     {"dots", "", "", "a=2,b=2,c=2", 1000, 8, true, 10, dots_src},
     {"dots", "", "", "a=2,b=4", 1000, 8, true, 10, dots_src},
+    /* mixed precision: a sharded weight's bf16 cast is gathered per use (plan.c) */
+    {"transformer", "tiny", "dtype=bf16 param_dtype=f32", "x=2,y=2", 30, 8, false, 0, NULL},
 };
 
 START_TEST(scorer_equals_full_path)

@@ -14,7 +14,8 @@
  *     gathered afresh for each op that needs more of it (ZeRO-3: holding
  *     the whole of a parameter from the forward to the backward pass would
  *     undo the sharding), and so is its cast to another element type (the
- *     bf16 copy a mixed-precision step computes with); a returned value leaves in its layout with
+ *     bf16 copy a mixed-precision step computes with), or either carried
+ *     unchanged through a loop; a returned value leaves in its layout with
  *     pending sums reduced, reusing a reduced copy made for another use
  *     when there is one;
  *   - per copy, the transfer: pending sums the target does not take are
