@@ -101,7 +101,7 @@ static void run_row(const row *rw, result *res)
     memset(res, 0, sizeof *res);
     cost_device dev;
     ap_error err;
-    if (device_for(rw->device, &dev, &err) < 0) {
+    if (cost_device_lookup(rw->device, &dev, &err) < 0) {
         ap_error_format(&err, res->why, sizeof res->why);
         return;
     }
@@ -147,13 +147,6 @@ static double runtime_at(const result *r, double eff)
     return r->grid[i < 0 ? 0 : i >= NGRID ? NGRID - 1 : i];
 }
 
-/* The registry device whose efficiency row i shares (T1/T3's H100 is an
- * h100_sxm with other memory). */
-static const char *fit_device(int i)
-{
-    return strcmp(ROWS[i].device, "h100_96gb") ? ROWS[i].device : "h100_sxm";
-}
-
 /* The grid efficiency minimizing the squared log ratios of the calibration
  * rows of device dev (or, dev NULL, of all of family f); -1 when there are
  * none.  *n: how many. */
@@ -165,7 +158,7 @@ static double fit(const result *res, const char *dev, family f, int *n_out)
         double s = 0;
         n = 0;
         for (int i = 0; i < NROWS; i++)
-            if (ROWS[i].calib && res[i].ok && (dev ? !strcmp(fit_device(i), dev) : ROWS[i].fam == f)) {
+            if (ROWS[i].calib && res[i].ok && (dev ? !strcmp(ROWS[i].device, dev) : ROWS[i].fam == f)) {
                 double l = log(res[i].grid[g] / ROWS[i].time_s);
                 s += l * l;
                 n++;
@@ -312,8 +305,8 @@ int main(int argc, char **argv)
             continue;
         int n, seen = 0;
         for (int j = 0; j < i; j++)
-            seen |= res[j].ok && !strcmp(fit_device(i), fit_device(j));
-        eff[i] = fit(res, fit_device(i), ROWS[i].fam, &n);
+            seen |= res[j].ok && !strcmp(ROWS[i].device, ROWS[j].device);
+        eff[i] = fit(res, ROWS[i].device, ROWS[i].fam, &n);
         const char *how = "its calibration rows";
         if (eff[i] < 0) {
             eff[i] = fam[ROWS[i].fam];
@@ -321,9 +314,9 @@ int main(int argc, char **argv)
             n = nf[ROWS[i].fam];
         }
         cost_device d;
-        device_for(fit_device(i), &d, NULL);
+        cost_device_lookup(ROWS[i].device, &d, NULL);
         if (!seen)
-            printf("  %-10s %5.2f  [%4.2f]  %s (%d)\n", fit_device(i), eff[i] < 0 ? d.matmul_efficiency : eff[i],
+            printf("  %-10s %5.2f  [%4.2f]  %s (%d)\n", ROWS[i].device, eff[i] < 0 ? d.matmul_efficiency : eff[i],
                    d.matmul_efficiency, how, n);
     }
     for (int i = 0; i < NROWS; i++)
@@ -351,6 +344,10 @@ int main(int argc, char **argv)
     summary("calibration, fitted", res, true, true);
     summary("validation, registry", res, false, false);
     summary("validation, fitted", res, false, true);
+    int ncal = 0;
+    for (int i = 0; i < NROWS; i++)
+        ncal += ROWS[i].calib;
+    printf("  (%d of %d rows fit the efficiencies; h100_96gb's on T1 alone, which T3 validates)\n", ncal, NROWS);
 
     printf("\nMemory rows (the peak the sources measured, per device)\n");
     printf("%-3s %-15s %12s %12s %7s %9s  %s\n", "id", "device", "measured GiB", "peak GiB", "ratio", "HBM GiB",
@@ -367,7 +364,7 @@ int main(int argc, char **argv)
                 k += (size_t)snprintf(kinds + k, sizeof kinds - k, "%s%s %.1f", k ? ", " : "",
                                       cost_mem_kind_name((cost_mem_kind)c), (double)r->memory.kinds[c] / 1073741824.0);
         cost_device dev;
-        device_for(ROWS[i].device, &dev, NULL);
+        cost_device_lookup(ROWS[i].device, &dev, NULL);
         if (ROWS[i].mem_gib > 0)
             printf("%-3s %-15s %12.1f %12.1f %7.2f %9.1f  %s\n", ROWS[i].id, ROWS[i].device, ROWS[i].mem_gib, peak,
                    peak / ROWS[i].mem_gib, dev.hbm_bytes / 1073741824.0, kinds);
@@ -375,6 +372,9 @@ int main(int argc, char **argv)
             printf("%-3s %-15s %12s %12.1f %7s %9.1f  %s%s\n", ROWS[i].id, ROWS[i].device, "-", peak, "",
                    dev.hbm_bytes / 1073741824.0, kinds, r->fits ? "" : " (DOES NOT FIT, yet it ran)");
     }
+    printf("  T1, T3: torchtitan's figure is PyTorch's caching allocator at its peak reservation (max_reserved) in\n"
+           "  eager mode, which holds the loss's f32 logits as separate tensors (16384 x 128256 x 4 B = 7.8 GiB each);\n"
+           "  the estimate is XLA's buffer assignment of the same step, fused.\n");
     if (corpus)
         corpus_memory();
     return 0;

@@ -198,8 +198,8 @@ static cost_report mlp_report(form f, int n, const cost_device *dev)
 
 START_TEST(test_registry_and_aliases)
 {
-    static const char *const want[] = {"tpu_v3", "tpu_v4", "tpu_v5e", "a100_40gb", "a100_80gb", "h100_sxm", "h200_sxm", "b200"};
-    ck_assert_int_ge(cost_device_count(), 8);
+    static const char *const want[] = {"tpu_v3", "tpu_v4", "tpu_v5e", "a100_40gb", "a100_80gb", "h100_sxm", "h100_96gb", "h200_sxm", "b200"};
+    ck_assert_int_ge(cost_device_count(), 9);
     for (size_t i = 0; i < AP_ARRAY_LEN(want); i++) {
         cost_device d = device(want[i]);
         ck_assert_str_eq(d.name, want[i]);
@@ -215,7 +215,8 @@ START_TEST(test_registry_and_aliases)
     } cases[] = {{"h100", "h100_sxm"},      {"H100-SXM", "h100_sxm"}, {"a100-80gb", "a100_80gb"},
                  {"A100", "a100_40gb"},     {"tpu_v3", "tpu_v3"},     {"TPU v3", "tpu_v3"},
                  {"tpu-v4", "tpu_v4"},      {"v5e", "tpu_v5e"},       {"H200", "h200_sxm"},
-                 {"b200", "b200"},          {"a100_40gb", "a100_40gb"}};
+                 {"b200", "b200"},          {"a100_40gb", "a100_40gb"},
+                 {"H100-96GB", "h100_96gb"}};
     for (size_t i = 0; i < AP_ARRAY_LEN(cases); i++)
         ck_assert_str_eq(device(cases[i].alias).name, cases[i].name);
     cost_device d;
