@@ -124,7 +124,7 @@ static outcome run_row(const row *rw, const search_options *base, bool meshes)
         printf("%-3s %-15s %5s  one device: nothing to search\n", rw->id, rw->device, "1");
         return oc;
     }
-    if (device_for(rw->device, &dev, &err) < 0)
+    if (cost_device_lookup(rw->device, &dev, &err) < 0)
         bench_die(rw->device, &err);
     int64_t n = mesh_devices(rw->mesh);
     run_program rp;

@@ -21,7 +21,10 @@
  * peak against its device's HBM, and the DeepSeek 4-device program partitioned
  * by its own annotations (--import --mesh x=4).
  *
- * Usage: bench_fidelity [--zoo DIR] [--only ID,ID] [--no-corpus] [--report]
+ * Then the PartIR paper's Table 1 rows (P1-P3: peak HBM and MFU; see
+ * partir_rows for what is assumed).
+ *
+ * Usage: bench_fidelity [--zoo DIR] [--only ID,ID] [--no-corpus] [--no-partir] [--report]
  *   --zoo DIR   the zoo's directory (modelgen and schedules/); default
  *               tests/models of this tree
  *   --report    each row's whole report (cost_report_text)
@@ -61,8 +64,9 @@ typedef struct result {
 
 static bool verbose; /* --report: each row's full report */
 
-/* Evaluates prog on dev (tiers by default) at every grid efficiency. */
-static bool evaluate_row(const cost_program *prog, const cost_device *dev, result *res)
+/* Evaluates prog on dev (tiers by default), and with grid at every grid
+ * efficiency. */
+static bool evaluate_row(const cost_program *prog, const cost_device *dev, bool grid, result *res)
 {
     ap_error err;
     cost_mesh mesh = *cost_program_mesh(prog);
@@ -83,7 +87,7 @@ static bool evaluate_row(const cost_program *prog, const cost_device *dev, resul
     }
     o.top_k = -1;
     res->prior_s = res->prior.runtime_s;
-    for (int i = 0; i < NGRID; i++) {
+    for (int i = 0; grid && i < NGRID; i++) {
         cost_device d = *dev;
         cost_report r;
         d.matmul_efficiency = GRID(i);
@@ -96,12 +100,12 @@ static bool evaluate_row(const cost_program *prog, const cost_device *dev, resul
     return true;
 }
 
-static void run_row(const row *rw, result *res)
+static void run_row(const row *rw, bool grid, result *res)
 {
     memset(res, 0, sizeof *res);
     cost_device dev;
     ap_error err;
-    if (device_for(rw->device, &dev, &err) < 0) {
+    if (cost_device_lookup(rw->device, &dev, &err) < 0) {
         ap_error_format(&err, res->why, sizeof res->why);
         return;
     }
@@ -125,7 +129,7 @@ static void run_row(const row *rw, result *res)
     }
     res->lower_s = bench_now() - a - res->gen_s;
     res->ops = cost_program_num_ops(prog);
-    res->ok = evaluate_row(prog, &dev, res);
+    res->ok = evaluate_row(prog, &dev, grid, res);
     goto out;
 fail:
     ap_error_format(&err, res->why, sizeof res->why);
@@ -147,13 +151,6 @@ static double runtime_at(const result *r, double eff)
     return r->grid[i < 0 ? 0 : i >= NGRID ? NGRID - 1 : i];
 }
 
-/* The registry device whose efficiency row i shares (T1/T3's H100 is an
- * h100_sxm with other memory). */
-static const char *fit_device(int i)
-{
-    return strcmp(ROWS[i].device, "h100_96gb") ? ROWS[i].device : "h100_sxm";
-}
-
 /* The grid efficiency minimizing the squared log ratios of the calibration
  * rows of device dev (or, dev NULL, of all of family f); -1 when there are
  * none.  *n: how many. */
@@ -165,7 +162,7 @@ static double fit(const result *res, const char *dev, family f, int *n_out)
         double s = 0;
         n = 0;
         for (int i = 0; i < NROWS; i++)
-            if (ROWS[i].calib && res[i].ok && (dev ? !strcmp(fit_device(i), dev) : ROWS[i].fam == f)) {
+            if (ROWS[i].calib && res[i].ok && (dev ? !strcmp(ROWS[i].device, dev) : ROWS[i].fam == f)) {
                 double l = log(res[i].grid[g] / ROWS[i].time_s);
                 s += l * l;
                 n++;
@@ -261,10 +258,100 @@ static void corpus_memory(void)
     }
 }
 
+/* The PartIR paper's Table 1 (measured-runs.md, context rows: a
+ * consistency check, not a target): T32 and T48 under BP+MP+Z3+EMB, the
+ * peak HBM as XLA's compiler reported it (taken as GiB: XLA prints its
+ * buffer sizes in binary units) and the MFU.  The paper states neither the
+ * sequence length nor the precision, so the length is chosen on P1 alone,
+ * among 512, 1024, 2048 with the zoo's two precisions (f32 throughout, and
+ * bf16 with f32 parameters): the one whose estimated peak is nearest P1's
+ * figure.  P2 and P3 are then the check, at that length in both precisions
+ * (P1's peak hardly depends on it: its parameters and optimizer state are
+ * f32 either way).  The MFU printed is
+ * the estimate's flops per device over its step time and the device's peak
+ * of that precision (the paper's appendix A.2 figures: TPU v3 core 61.5
+ * TFLOP/s f32, 123 bf16; A100 156 and 312). */
+static const struct prow {
+    const char *id, *config, *mesh, *device;
+    double hbm_gib, mfu;
+    const char *what;
+} PROWS[] = {
+    {"P1", "t32", "batch=16,model=2", "tpu_v3", 14.38, 0.585, "T32 (5B), 16x2 TPU v3 cores, batch 48"},
+    {"P2", "t48", "batch=32,model=4", "tpu_v3", 14.48, 0.523, "T48 (32B), 32x4 TPU v3 cores, batch 64"},
+    {"P3", "t32", "batch=8,model=2", "a100_40gb", 27.02, 0.422, "T32 (5B), 8x2 A100-40GB, batch 48"},
+};
+static const struct {
+    const char *knobs, *name;
+    cost_prec prec;
+} PREC[] = {{"", "f32", COST_PREC_F32}, {"dtype=bf16 param_dtype=f32", "bf16/f32", COST_PREC_BF16}};
+
+/* Row p of PROWS at sequence length seq and precision k: false with the
+ * reason printed when it cannot be estimated. */
+static bool partir_row(int p, int seq, int k, result *res, double *mfu)
+{
+    char model[256];
+    snprintf(model, sizeof model, "transformer --config %s seq=%d %s", PROWS[p].config, seq, PREC[k].knobs);
+    row rw = {PROWS[p].id, PROWS[p].device, FAM_GPU, false, model, PROWS[p].mesh, "bp+mp+z3+emb", 0, 0, ""};
+    run_row(&rw, false, res);
+    if (!res->ok) {
+        printf("%-3s %5d %-9s not estimated: %s\n", PROWS[p].id, seq, PREC[k].name, res->why);
+        return false;
+    }
+    cost_device dev;
+    cost_device_lookup(PROWS[p].device, &dev, NULL);
+    *mfu = res->prior.flops_per_device / (res->prior.runtime_s * cost_device_peak(&dev, PREC[k].prec));
+    return true;
+}
+
+static void partir_print(int p, int seq, int k, const result *res, double mfu)
+{
+    double peak = (double)res->prior.peak_memory_bytes / 1073741824.0;
+    printf("%-3s %5d %-9s %-10s %-17s %8.2f %8.2f %6.2f %6.1f%% %6.1f%%  %s\n", PROWS[p].id, seq, PREC[k].name,
+           PROWS[p].device, PROWS[p].mesh, PROWS[p].hbm_gib, peak, peak / PROWS[p].hbm_gib, 100 * PROWS[p].mfu,
+           100 * mfu, PROWS[p].what);
+}
+
+static void partir_rows(void)
+{
+    static const int SEQ[] = {512, 1024, 2048};
+    printf("\nThe PartIR paper's Table 1 (context rows: sequence length and precision not stated), BP+MP+Z3+EMB\n");
+    printf("%-3s %5s %-9s %-10s %-17s %8s %8s %6s %7s %7s\n", "id", "seq", "precision", "device", "mesh", "HBM GiB",
+           "peak GiB", "ratio", "MFU", "est MFU");
+    int best_s = -1;
+    double best = 0;
+    for (int si = 0; si < (int)(sizeof SEQ / sizeof SEQ[0]); si++)
+        for (int k = 0; k < (int)(sizeof PREC / sizeof PREC[0]); k++) {
+            static result res;
+            double mfu;
+            if (!partir_row(0, SEQ[si], k, &res, &mfu))
+                continue;
+            partir_print(0, SEQ[si], k, &res, mfu);
+            double l = lr((double)res.prior.peak_memory_bytes / 1073741824.0, PROWS[0].hbm_gib);
+            if (best_s < 0 || l < best) {
+                best = l;
+                best_s = SEQ[si];
+            }
+            fflush(stdout);
+        }
+    if (best_s < 0)
+        return;
+    printf("  assumed from here: seq %d (the nearest to P1's figure: chosen on P1, which is no check)\n", best_s);
+    for (int p = 1; p < (int)(sizeof PROWS / sizeof PROWS[0]); p++)
+        for (int k = 0; k < (int)(sizeof PREC / sizeof PREC[0]); k++) {
+            static result res;
+            double mfu;
+            if (partir_row(p, best_s, k, &res, &mfu))
+                partir_print(p, best_s, k, &res, mfu);
+            fflush(stdout);
+        }
+    printf("  EMB here splits the embedding's d_model on `model`; its collectives differ from the paper's Table 2\n"
+           "  (tests/models/schedules/emb.txt), so the activations it shards may too.\n");
+}
+
 int main(int argc, char **argv)
 {
     const char *only = NULL;
-    bool corpus = true;
+    bool corpus = true, partir = true;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--zoo") && i + 1 < argc)
             zoo_dir = argv[++i];
@@ -272,10 +359,13 @@ int main(int argc, char **argv)
             only = argv[++i];
         else if (!strcmp(argv[i], "--no-corpus"))
             corpus = false;
+        else if (!strcmp(argv[i], "--no-partir"))
+            partir = false;
         else if (!strcmp(argv[i], "--report"))
             verbose = true;
         else {
-            fprintf(stderr, "usage: bench_fidelity [--zoo DIR] [--only ID,ID] [--no-corpus] [--report]\n");
+            fprintf(stderr,
+                    "usage: bench_fidelity [--zoo DIR] [--only ID,ID] [--no-corpus] [--no-partir] [--report]\n");
             return 2;
         }
     }
@@ -288,7 +378,7 @@ int main(int argc, char **argv)
             snprintf(res[i].why, sizeof res[i].why, "skipped (--only)");
             continue;
         }
-        run_row(&ROWS[i], &res[i]);
+        run_row(&ROWS[i], true, &res[i]);
         if (!res[i].ok) {
             printf("%-3s %-2s %-15s not yet writable: %s\n", ROWS[i].id, ROWS[i].calib ? "C" : "V", ROWS[i].device,
                    res[i].why);
@@ -312,8 +402,8 @@ int main(int argc, char **argv)
             continue;
         int n, seen = 0;
         for (int j = 0; j < i; j++)
-            seen |= res[j].ok && !strcmp(fit_device(i), fit_device(j));
-        eff[i] = fit(res, fit_device(i), ROWS[i].fam, &n);
+            seen |= res[j].ok && !strcmp(ROWS[i].device, ROWS[j].device);
+        eff[i] = fit(res, ROWS[i].device, ROWS[i].fam, &n);
         const char *how = "its calibration rows";
         if (eff[i] < 0) {
             eff[i] = fam[ROWS[i].fam];
@@ -321,9 +411,9 @@ int main(int argc, char **argv)
             n = nf[ROWS[i].fam];
         }
         cost_device d;
-        device_for(fit_device(i), &d, NULL);
+        cost_device_lookup(ROWS[i].device, &d, NULL);
         if (!seen)
-            printf("  %-10s %5.2f  [%4.2f]  %s (%d)\n", fit_device(i), eff[i] < 0 ? d.matmul_efficiency : eff[i],
+            printf("  %-10s %5.2f  [%4.2f]  %s (%d)\n", ROWS[i].device, eff[i] < 0 ? d.matmul_efficiency : eff[i],
                    d.matmul_efficiency, how, n);
     }
     for (int i = 0; i < NROWS; i++)
@@ -351,6 +441,10 @@ int main(int argc, char **argv)
     summary("calibration, fitted", res, true, true);
     summary("validation, registry", res, false, false);
     summary("validation, fitted", res, false, true);
+    int ncal = 0;
+    for (int i = 0; i < NROWS; i++)
+        ncal += ROWS[i].calib;
+    printf("  (%d of %d rows fit the efficiencies; h100_96gb's on T1 alone, which T3 validates)\n", ncal, NROWS);
 
     printf("\nMemory rows (the peak the sources measured, per device)\n");
     printf("%-3s %-15s %12s %12s %7s %9s  %s\n", "id", "device", "measured GiB", "peak GiB", "ratio", "HBM GiB",
@@ -367,7 +461,7 @@ int main(int argc, char **argv)
                 k += (size_t)snprintf(kinds + k, sizeof kinds - k, "%s%s %.1f", k ? ", " : "",
                                       cost_mem_kind_name((cost_mem_kind)c), (double)r->memory.kinds[c] / 1073741824.0);
         cost_device dev;
-        device_for(ROWS[i].device, &dev, NULL);
+        cost_device_lookup(ROWS[i].device, &dev, NULL);
         if (ROWS[i].mem_gib > 0)
             printf("%-3s %-15s %12.1f %12.1f %7.2f %9.1f  %s\n", ROWS[i].id, ROWS[i].device, ROWS[i].mem_gib, peak,
                    peak / ROWS[i].mem_gib, dev.hbm_bytes / 1073741824.0, kinds);
@@ -375,6 +469,11 @@ int main(int argc, char **argv)
             printf("%-3s %-15s %12s %12.1f %7s %9.1f  %s%s\n", ROWS[i].id, ROWS[i].device, "-", peak, "",
                    dev.hbm_bytes / 1073741824.0, kinds, r->fits ? "" : " (DOES NOT FIT, yet it ran)");
     }
+    printf("  T1, T3: torchtitan's figure is PyTorch's caching allocator at its peak reservation\n"
+           "  (max_reserved) in eager mode, which holds the loss's f32 logits as separate tensors\n"
+           "  (16384 x 128256 x 4 B = 7.8 GiB each); the estimate is XLA's buffer assignment of the step, fused.\n");
+    if (partir && !only)
+        partir_rows();
     if (corpus)
         corpus_memory();
     return 0;

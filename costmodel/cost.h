@@ -180,7 +180,7 @@ typedef struct cost_device {
     char source[512];     /* where the figures come from */
 } cost_device;
 
-/* The registry: tpu_v3, tpu_v4, tpu_v5e, tpu_v5p, a100_40gb, a100_80gb, h100_sxm,
+/* The registry: tpu_v3, tpu_v4, tpu_v5e, tpu_v5p, a100_40gb, a100_80gb, h100_sxm, h100_96gb,
  * h200_sxm, b200.  Index 0 .. cost_device_count() - 1; NULL outside. */
 int cost_device_count(void);
 const cost_device *cost_device_at(int i);

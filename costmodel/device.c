@@ -42,9 +42,10 @@ typedef struct device_entry {
  * (the value of 0.10, 0.11, ..., 1.00 minimizing the squared log ratios of
  * predicted to measured step time) and reports the other rows as
  * validation.  Fitted 2026-11-26: tpu_v4 0.75 (M1), tpu_v5e 0.84 (M4),
- * a100_80gb 0.62 (J3, N1), h100_sxm 0.68 (J1), b200 0.25 (X1: XLA's
+ * a100_80gb 0.61 (J3, N1), h100_sxm 0.67 (J1), b200 0.25 (X1: XLA's
  * 1-GPU MaxText step reaches 20% of the B200's bf16 peak; one row, so
- * treat it as that program's figure); a device with no row takes its
+ * treat it as that program's figure), h100_96gb 0.42 (T1: torchtitan's
+ * eager PyTorch on the 500 W part; T3 validates it); a device with no row takes its
  * die's (a100_40gb, h200_sxm) or the TPU rows' joint fit, FIT_TPU (tpu_v3,
  * tpu_v5p).  Priors, not fitted: hbm_efficiency 0.9 (STREAM-like copies
  * reach about 90% of HBM bandwidth), kernel_overhead 2 us on GPUs (launch
@@ -63,6 +64,7 @@ typedef struct device_entry {
 #define NCCL_SHARE 0.822  /* 370 / 450: NVLink bus bandwidth over line rate (nccl-tests issue #212) */
 #define IB_SHARE 0.9      /* assumed */
 #define FIT_TPU 0.79      /* matmul_efficiency fitted on M1 and M4 together (bench/fidelity) */
+#define FIT_H100_96GB 0.42 /* matmul_efficiency fitted on T1 alone (bench/fidelity) */
 
 static const device_entry registry[] = {
     /* TPU v3, one TensorCore (what JAX calls a device; 2 per chip).
@@ -155,7 +157,7 @@ static const device_entry registry[] = {
       1555e9,
       2,
       {{"nvlink", 8, 300e9 * NCCL_SHARE, 1e-6, 0, 0}, {"infiniband", 0, 25e9 * IB_SHARE, 5e-6, 0, 0}},
-      0.62, GPU_TILE, 0.9, 2e-6, 10e-6,
+      0.61, GPU_TILE, 0.9, 2e-6, 10e-6,
       "NVIDIA A100 Tensor Core GPU datasheet (2020); NVIDIA DGX A100 datasheet "
       "(2020); PartIR paper appendix A.2; NCCL bus bandwidth: NVIDIA/nccl-tests "
       "#212, #149; matmul efficiency fitted by bench/fidelity"}},
@@ -169,7 +171,7 @@ static const device_entry registry[] = {
       2039e9,
       2,
       {{"nvlink", 8, 300e9 * NCCL_SHARE, 1e-6, 0, 0}, {"infiniband", 0, 25e9 * IB_SHARE, 5e-6, 0, 0}},
-      0.62, GPU_TILE, 0.9, 2e-6, 10e-6,
+      0.61, GPU_TILE, 0.9, 2e-6, 10e-6,
       "NVIDIA A100 Tensor Core GPU datasheet (2021); NVIDIA DGX A100 "
       "datasheet; NCCL bus bandwidth: NVIDIA/nccl-tests #212, #149; matmul efficiency "
       "fitted by bench/fidelity"}},
@@ -189,10 +191,42 @@ static const device_entry registry[] = {
       3.35e12,
       2,
       {{"nvlink", 8, 450e9 * NCCL_SHARE, 1e-6, 480e9, 0}, {"infiniband", 0, 50e9 * IB_SHARE, 5e-6, 0, 0}},
-      0.68, GPU_TILE, 0.9, 2e-6, 10e-6,
+      0.67, GPU_TILE, 0.9, 2e-6, 10e-6,
       "NVIDIA H100 Tensor Core GPU datasheet (2023); NVIDIA DGX H100 "
       "datasheet (2023); NCCL bus bandwidth: NVIDIA/nccl-tests #212; "
       "matmul efficiency fitted by bench/fidelity"}},
+    /* H100 SXM with 96 GB of HBM2e at 500 W: the part of Meta's Grand Teton
+     * hosts torchtitan's benchmarks ran on (pytorch/torchtitan,
+     * benchmarks/llama3_h100_202412_torchtitan.md, "Hardware": "96GB HBM2e
+     * with 2.4 TB/sec peak memory bandwidth", 8 per host "fully connected
+     * with NVLink", "400 Gb/s per GPU" RDMA between hosts, "the default 500W
+     * power limit").  The same die as h100_sxm (132 SMs, 4 tensor cores
+     * each, 4096 dense bf16 flops per SM per clock: 989.4 TFLOP/s is 1830
+     * MHz), held to 500 W instead of 700 W, so its tensor clock under a
+     * matmul is lower; no vendor publishes it.  Its bounds: the H100 SXM
+     * datasheet's 989.4 TFLOP/s bf16 dense (700 W) and the H100 NVL's 835.5
+     * (NVIDIA H100 datasheet, NVL column, 2024: 1,671 sparse at 350-400 W,
+     * i.e. the same 132 SMs at about 1545 MHz); torchtitan's note on its MFU
+     * says the "actual peak TFLOPs number is between SXM and NVL, and we
+     * don't know its exact value".  Assumed: the geometric middle of those
+     * bounds, 909.2 TFLOP/s (about 1680 MHz), every precision scaled by the
+     * same clock ratio 0.919 from h100_sxm's.  What the clock really is at
+     * 500 W, and eager PyTorch's unfused kernels on top of it, are left to
+     * matmul_efficiency, fitted on torchtitan's 8-GPU row (T1) alone, the
+     * 128-GPU row (T3) kept for validation. */
+    {"h10096gb|h100sxm96gb|h100hbm2e|h100hbm2e500w|h10096gb500w",
+     NULL,
+     {"h100_96gb",
+      {454.6e12, 909.2e12, 909.2e12, 1818.4e12, 1818.4e12, 61.5e12},
+      96e9,
+      2.4e12,
+      2,
+      {{"nvlink", 8, 450e9 * NCCL_SHARE, 1e-6, 480e9, 0}, {"infiniband", 0, 50e9 * IB_SHARE, 5e-6, 0, 0}},
+      FIT_H100_96GB, GPU_TILE, 0.9, 2e-6, 10e-6,
+      "pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md (96 GB HBM2e, "
+      "2.4 TB/s, 500 W, NVLink, 400 Gb/s RDMA); peak assumed between the NVIDIA H100 "
+      "datasheet's SXM and NVL figures; NCCL bus bandwidth: NVIDIA/nccl-tests #212; "
+      "matmul efficiency fitted by bench/fidelity on T1"}},
     /* H200 SXM.  NVIDIA H200 Tensor Core GPU datasheet (2024,
      * nvidia.com/en-us/data-center/h200): H100 SXM compute, HBM3e 141 GB at
      * 4.8 TB/s, NVLink 900 GB/s total (as H100, SHARP included); HGX H200
@@ -205,7 +239,7 @@ static const device_entry registry[] = {
       4.8e12,
       2,
       {{"nvlink", 8, 450e9 * NCCL_SHARE, 1e-6, 480e9, 0}, {"infiniband", 0, 50e9 * IB_SHARE, 5e-6, 0, 0}},
-      0.68, GPU_TILE, 0.9, 2e-6, 10e-6,
+      0.67, GPU_TILE, 0.9, 2e-6, 10e-6,
       "NVIDIA H200 Tensor Core GPU datasheet (2024); NCCL bus bandwidth: "
       "NVIDIA/nccl-tests #212; matmul efficiency fitted by bench/fidelity"}},
     /* B200 (HGX/DGX, 1000 W).  NVIDIA DGX B200 datasheet (2024,

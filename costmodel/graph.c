@@ -229,11 +229,12 @@ uint32_t cost__graph_result(cost_graph *g, double bytes, uint32_t alias_of, uint
     if (v == CG_NONE)
         return v;
     cost_gnode *nd = &g->nodes[g->n_nodes - 1];
+    if (!nd->nres++) /* an input captured while its edges were added came after cost__graph_node */
+        nd->res0 = v;
     if (alias_of != CG_NONE && alias_of < v) {
         g->v_root[v] = g->v_root[alias_of];
         g->v_gate[v] = nd->flags & CG_BARRIER ? nd->res0 : g->v_gate[alias_of];
     }
-    nd->nres++;
     return v;
 }
 
@@ -468,7 +469,8 @@ typedef struct gs {
     uint8_t *vflag;
     /* per node */
     uint8_t *fused, *sched, *nstate;
-    uint32_t *nkern; /* per node: the kernels a fused node is computed in */
+    uint32_t *nkern; /* per node: how many kernels a fused node is computed in */
+    uint32_t *kern;  /* per node: the kernel computing it (a node), KERN_MANY when several, CG_NONE when dead */
     uint32_t *nstamp, *k0, *order, *lorder, *npred, *ver, *stack;
     uint32_t *ev, *evlast; /* per node: its event (kind << 28 | item or collective), its last event */
     uint64_t *key;         /* per node: its place in the issue order */
@@ -510,6 +512,7 @@ static void scratch_free(void *scratch)
     ap_free(s->vflag);
     ap_free(s->fused);
     ap_free(s->nkern);
+    ap_free(s->kern);
     ap_free(s->sched);
     ap_free(s->nstate);
     ap_free(s->nstamp);
@@ -567,10 +570,10 @@ static bool scratch_fit(cost_graph *g, gs **out)
     }
     if (nn > s->cap_n) {
         uint32_t c = nn + nn / 2;
-        if (!REALLOC(s->fused, c) || !REALLOC(s->nkern, c) || !REALLOC(s->sched, c) || !REALLOC(s->nstate, c) || !REALLOC(s->nstamp, c) ||
-            !REALLOC(s->k0, c + 1) || !REALLOC(s->order, c) || !REALLOC(s->lorder, c) || !REALLOC(s->npred, c) ||
-            !REALLOC(s->ver, c) || !REALLOC(s->ev, c) || !REALLOC(s->evlast, c) || !REALLOC(s->key, c) ||
-            !REALLOC(s->porder, c) || !REALLOC(s->move, c))
+        if (!REALLOC(s->fused, c) || !REALLOC(s->nkern, c) || !REALLOC(s->kern, c) || !REALLOC(s->sched, c) ||
+            !REALLOC(s->nstate, c) || !REALLOC(s->nstamp, c) || !REALLOC(s->k0, c + 1) || !REALLOC(s->order, c) ||
+            !REALLOC(s->lorder, c) || !REALLOC(s->npred, c) || !REALLOC(s->ver, c) || !REALLOC(s->ev, c) ||
+            !REALLOC(s->evlast, c) || !REALLOC(s->key, c) || !REALLOC(s->porder, c) || !REALLOC(s->move, c))
             return false;
         s->cap_n = c;
     }
@@ -666,6 +669,99 @@ static bool fuses(const cost_graph *g, const gs *s, uint32_t n)
             return false;
     }
     return true;
+}
+
+/* The HBM bytes node n's kernel would read: the buffers it and its fused
+ * producers read, each once (at the most any edge reads of it), as
+ * form_kernel counts them.  Uses s->stack, s->nstamp, s->vstamp and
+ * s->vread with mark n + 1. */
+static double kernel_reads(const cost_graph *g, gs *s, uint32_t n)
+{
+    const cost_gnode *nd = &g->nodes[n];
+    uint32_t top = 0, mark = n + 1;
+    double rd = 0;
+    for (uint32_t e = nd->opd0; e < nd->opd0 + nd->nopd; e++)
+        s->stack[top++] = e;
+    s->nstamp[n] = mark;
+    while (top) {
+        uint32_t e = s->stack[--top];
+        uint32_t r = g->v_root[g->e_val[e]], d = g->v_def[r];
+        if (d != CG_NONE && s->fused[d]) {
+            const cost_gnode *m = &g->nodes[d];
+            if (s->nstamp[d] == mark || top + m->nopd > s->cap_e) /* each node once: its edges fit */
+                continue;
+            s->nstamp[d] = mark;
+            for (uint32_t k = m->opd0; k < m->opd0 + m->nopd; k++)
+                s->stack[top++] = k;
+        } else if (s->vstamp[r] != mark) {
+            s->vstamp[r] = mark;
+            s->vread[r] = g->e_read[e];
+            rd += g->e_read[e];
+        } else if (g->e_read[e] > s->vread[r]) {
+            rd += g->e_read[e] - s->vread[r];
+            s->vread[r] = g->e_read[e];
+        }
+    }
+    return rd;
+}
+
+#define KERN_MANY (UINT32_MAX - 1)
+
+/* The kernels fused node n is computed in, its users decided: s->kern[n]
+ * (the one, or KERN_MANY) and s->nkern[n] how many, a kernel reached
+ * through several users counted once (s->nstamp with mark n + 1, zeroed
+ * before the pass). */
+static void count_kernels(const cost_graph *g, gs *s, uint32_t n)
+{
+    s->nkern[n] = 0;
+    if (!s->fused[n]) {
+        s->kern[n] = n;
+        return;
+    }
+    uint32_t v = g->nodes[n].res0, first = CG_NONE, k = 0, mark = n + 1;
+    for (uint32_t i = s->u0[v]; i < s->u0[v] + s->nusers[v]; i++) {
+        uint32_t u = s->ulist[i], ku = s->kern[u];
+        if (ku == CG_NONE)
+            continue;
+        if (ku == KERN_MANY) {
+            k += s->nkern[u];
+        } else if (s->nstamp[ku] != mark) {
+            s->nstamp[ku] = mark;
+            k++;
+        }
+        if (first == CG_NONE)
+            first = ku;
+    }
+    s->kern[n] = k > 1 ? KERN_MANY : first;
+    s->nkern[n] = k;
+}
+
+/* A fused producer that ends up in several kernels is computed again in
+ * each; XLA's GPU priority fusion does that only where it saves time
+ * (GpuPerformanceModel: the fused consumers' run time against the
+ * producer's kernel plus the unfused consumers'), which for kernels bound
+ * by memory is: each of the k kernels reads the producer's inputs R
+ * instead of its result W, so fusing costs k R against R + W + k W.  The
+ * producers that lose are written out instead, weighed from the first to
+ * the last, so that R counts what their own producers, once decided, leave
+ * them to read (k, s->nkern, from the pass over the users before).
+ * Without this a chain of residual adds (x + attn + mlp, layer after
+ * layer) was fused into every reader, each layer's kernels reading every
+ * earlier layer's outputs again (MPT-7B on 8 H100s: 1.86 TiB of HBM
+ * traffic per device and step, 0.55 TiB with it). */
+static void unfuse_costly(const cost_graph *g, gs *s)
+{
+    memset(s->vstamp, 0, sizeof *s->vstamp * g->n_vals);
+    memset(s->nstamp, 0, sizeof *s->nstamp * g->n_nodes);
+    for (uint32_t n = 0; n < g->n_nodes; n++) {
+        if (!s->fused[n] || s->nkern[n] < 2)
+            continue;
+        double k = s->nkern[n], r = kernel_reads(g, s, n);
+        if (r > 0 && k * r >= r + (k + 1) * g->nodes[n].write) {
+            s->fused[n] = 0;
+            s->sched[n] = 1;
+        }
+    }
 }
 
 /* ============================================================ kernels */
@@ -1560,17 +1656,13 @@ int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info 
     uint32_t nv = g->n_vals, nn = g->n_nodes;
     build_users(g, s);
     /* users first (they come later) */
+    memset(s->nstamp, 0, sizeof *s->nstamp * nn);
     for (uint32_t n = nn; n-- > 0;) {
         s->fused[n] = fuses(g, s, n);
         s->sched[n] = !s->fused[n] && (g->nodes[n].flags & (CG_ALIAS | CG_BARRIER)) != CG_ALIAS;
-        uint32_t k = 0;
-        if (s->fused[n] && g->nodes[n].nres == 1) {
-            uint32_t v = g->nodes[n].res0;
-            for (uint32_t i = s->u0[v]; i < s->u0[v + 1]; i++)
-                k += s->fused[s->ulist[i]] ? s->nkern[s->ulist[i]] : 1;
-        }
-        s->nkern[n] = k;
+        count_kernels(g, s, n);
     }
+    unfuse_costly(g, s);
     /* kernels: their inputs, time items, collectives */
     memset(s->vstamp, 0, sizeof *s->vstamp * nv);
     memset(s->nstamp, 0, sizeof *s->nstamp * nn);

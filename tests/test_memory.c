@@ -297,6 +297,22 @@ START_TEST(test_fusion_rules)
          "  %r = stablehlo.dot_general %n, %t, contracting_dims = [1] x [0] : (tensor<64x64xf32>, "
          "tensor<64x64xf32>) -> tensor<64x64xf32>\n",
          2, 2 * 16384 + 3 * 16384},
+        {"a binary producer read by two kernels is computed in both",
+         "  %n = stablehlo.add %x, %y : tensor<64x64xf32>\n"
+         "  %a = stablehlo.negate %n : tensor<64x64xf32>\n"
+         "  %m = stablehlo.abs %n : tensor<64x64xf32>\n"
+         "  %r = stablehlo.custom_call @f(%a, %m) : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>\n",
+         3, 2 * (2 * 16384 + 16384) + 3 * 16384},
+        /* in three it would read 3 x 2 tensors where written once it
+         * costs 1 + 2 + 3 (XLA's priority fusion weighs the same bytes) */
+        {"a binary producer read by three kernels is written once",
+         "  %n = stablehlo.add %x, %y : tensor<64x64xf32>\n"
+         "  %a = stablehlo.negate %n : tensor<64x64xf32>\n"
+         "  %m = stablehlo.abs %n : tensor<64x64xf32>\n"
+         "  %c = stablehlo.sine %n : tensor<64x64xf32>\n"
+         "  %r = stablehlo.custom_call @f(%a, %m, %c) : (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) "
+         "-> tensor<64x64xf32>\n",
+         5, 3 * 16384 + 3 * (2 * 16384) + 4 * 16384},
         {"a dead producer is removed",
          "  %d = stablehlo.exponential %y : tensor<64x64xf32>\n"
          "  %r = stablehlo.negate %x : tensor<64x64xf32>\n",
@@ -313,6 +329,37 @@ START_TEST(test_fusion_rules)
         ck_assert_msg(r.bytes_per_device == cases[i].bytes, "%s: %.0f bytes, want %.0f", cases[i].what,
                       r.bytes_per_device, cases[i].bytes);
     }
+}
+END_TEST
+
+/* A residual stream: h_i = h_(i-1) + y_i, y_i a kernel's output (a
+ * layer's last matmul), each h_i also normalized (a reduce over it).  Fusing every add into both readers would make layer i's
+ * kernels read all i earlier tensors again; XLA writes the stream out, so
+ * the HBM bytes grow with the layers, not with their square. */
+START_TEST(test_residual_chain_is_written)
+{
+    enum { L = 16 };
+    char text[16384];
+    int k = snprintf(text, sizeof text,
+                     "func.func public @main(%%x: tensor<64x64xf32>, %%y: tensor<64x64xf32>) -> tensor<64xf32> {\n"
+                     "  %%z = stablehlo.constant dense<0.0> : tensor<f32>\n"
+                     "  %%h0 = stablehlo.add %%x, %%y : tensor<64x64xf32>\n"
+                     "  %%s0 = stablehlo.reduce(%%h0 init: %%z) applies stablehlo.add across dimensions = [1] : "
+                     "(tensor<64x64xf32>, tensor<f32>) -> tensor<64xf32>\n");
+    for (int i = 1; i < L; i++)
+        k += snprintf(text + k, sizeof text - (size_t)k,
+                      "  %%y%d = stablehlo.custom_call @layer(%%x) : (tensor<64x64xf32>) -> tensor<64x64xf32>\n"
+                      "  %%h%d = stablehlo.add %%h%d, %%y%d : tensor<64x64xf32>\n"
+                      "  %%q%d = stablehlo.reduce(%%h%d init: %%z) applies stablehlo.add across dimensions = [1] : "
+                      "(tensor<64x64xf32>, tensor<f32>) -> tensor<64xf32>\n"
+                      "  %%s%d = stablehlo.add %%s%d, %%q%d : tensor<64xf32>\n",
+                      i, i, i - 1, i, i, i, i, i - 1, i);
+    snprintf(text + k, sizeof text - (size_t)k, "  return %%s%d : tensor<64xf32>\n}\n", L - 1);
+    cost_report r = report_of(text);
+    /* per layer: the custom call reads x and writes y_i, the add reads two
+     * tensors and writes one, the reduce reads one: 6 tensors of 16 KiB
+     * (fused into both readers, layer i's reduce would read i + 1) */
+    ck_assert_msg(r.bytes_per_device <= 6.5 * 16384 * L, "%.0f bytes for %d layers", r.bytes_per_device, L);
 }
 END_TEST
 
@@ -489,6 +536,7 @@ int main(void)
     tcase_add_test(tc, test_barrier_keeps_what_it_holds);
     tcase_add_test(tc, test_barrier_orders_its_readers);
     tcase_add_test(tc, test_fusion_rules);
+    tcase_add_test(tc, test_residual_chain_is_written);
     tcase_add_test(tc, test_order_lowers_a_bad_written_order);
     tcase_add_test(tc, test_order_never_raises_and_breakdown_sums);
     tcase_add_test(tc, test_breakdown_sums_on_models_and_corpus);

@@ -907,15 +907,40 @@ def _copy(r, n, look):
 #   attn           everything but the values named 'attn_core' (scores
 #                  and softmax: Korthikanti et al.'s selective
 #                  recomputation)
-REMAT = ('none', 'full', 'dots', 'dots_no_batch', 'minimal_flash', 'attn')
+#   sac            torchtitan's per-op selective activation checkpointing
+#                  (selective_ac_option = 'op'): the fused attention's
+#                  results and every other projection by a weight, the
+#                  1st, 3rd, ... in forward order (its policy counts the
+#                  block's aten.mm calls and recomputes the even ones)
+REMAT = ('none', 'full', 'dots', 'dots_no_batch', 'minimal_flash', 'attn',
+         'sac')
 
 
-def _saveable(policy, v):
+def _sac_saved(fwd):
+    """The ids of the values torchtitan's per-op policy saves among a
+    block's forward ops fwd: the results of a fused attention (cuDNN's
+    fmha custom_call: torchtitan saves SDPA's outputs) and the odd-numbered projections by weights (dots
+    without batch dims), counted in forward order from 1."""
+    saved, mm = set(), 0
+    for n in fwd:
+        if n.op == 'result' and n.operands[0].op == 'custom_call' and \
+                'fmha' in n.operands[0].attrs['target']:
+            saved.add(n.id)
+        elif n.op == 'dot_general' and not n.attrs['batch'][0]:
+            mm += 1
+            if mm % 2:
+                saved.add(n.id)
+    return saved
+
+
+def _saveable(policy, v, sac=None):
     if v.dtype == 'tuple':              # a multi-result op itself
         return False
     name = v.attrs.get('ckpt_name')
     if policy == 'full':
         return False
+    if policy == 'sac':
+        return v.id in sac
     if policy == 'attn':
         return name != 'attn_core'
     dot = v.op == 'dot_general'
@@ -947,14 +972,16 @@ def _backward_reads(body, fwd, ins, grads):
     return bnodes, list(read.values()), varying
 
 
-def _remat_plan(read, varying, policy):
+def _remat_plan(read, varying, policy, fwd):
     """What a checkpointed function's backward gets from its forward pass:
     (the residuals, in creation order: the inputs and values it saves; the
     ids of the values it recomputes).  read: the values the backward ops
     read; varying: ids of the values that depend on the inputs.  Values
     that depend on no input (masks, iotas) are recomputed, never saved
     (JAX would save some); inputs are always residuals; policy None saves
-    every value read (no remat)."""
+    every value read (no remat).  fwd: the function's forward ops (the
+    order that policy 'sac' counts in)."""
+    sac = _sac_saved(fwd) if policy == 'sac' else None
     res, rec = {}, set()
     stack = list(read)
     while stack:
@@ -964,7 +991,7 @@ def _remat_plan(read, varying, policy):
         if v.op == 'arg':
             res[v.id] = v
         elif v.id not in varying or not (policy is None or
-                                         _saveable(policy, v)):
+                                         _saveable(policy, v, sac)):
             rec.add(v.id)
             stack.extend(v.operands)
         else:
@@ -990,7 +1017,7 @@ def remat(g, body, ins, out, actual, policy):
         ct_in = body.arg('ct', out.shape, out.dtype)
         grads = body.vjp([out], [ct_in], ins)
         bnodes, read, varying = _backward_reads(body, fwd, ins, grads)
-        resid, recompute = _remat_plan(read, varying, policy)
+        resid, recompute = _remat_plan(read, varying, policy, fwd)
         bar = g2.optimization_barrier([look(v) for v in resid] + [ct])
         env2 = {v.id: b for v, b in zip(resid, bar)}
         env2[ct_in.id] = bar[-1]
@@ -1047,7 +1074,7 @@ def scan(g, body, carry, xs_in, out, init, xs, policy=None):
     xs_pos = {b.id: k for k, b in enumerate(xs_in)}
     bnodes, read, varying = _backward_reads(body, fwd, [carry] + xs_in,
                                             grads)
-    resid, recompute = _remat_plan(read, varying, policy)
+    resid, recompute = _remat_plan(read, varying, policy, fwd)
     used_xs = sorted(xs_pos[v.id] for v in resid if v.id in xs_pos)
     res = [v for v in resid if v.id not in xs_pos]  # the carry and values
 

@@ -297,6 +297,24 @@ class RematTest(unittest.TestCase):
                          plain.count('stablehlo.dot_general') + 2)
         for names, types in bars:
             self.assertNotIn(((2, 2, 4, 4), 'f32'), types)   # no scores
+        # sac (torchtitan's per-op policy) on a llama block with fused
+        # attention: of the 7 projections q, k, v, out, gate, up, down the
+        # 2nd, 4th and 6th (k, out, up) are recomputed; the attention's
+        # results are saved, so its forward runs once per layer (dots
+        # saves no custom_call result and runs it again)
+        llama = LLAMA_KNOBS + ('attention=flash',)
+        fwd = 'custom_call @__cudnn$fmhaSoftmax('
+        plain = generated('transformer', 'tiny', llama)[2]
+        text = generated('transformer', 'tiny', llama + ('remat=sac',))[2]
+        self.assertEqual(text.count('stablehlo.dot_general'),
+                         plain.count('stablehlo.dot_general') + 2 * 3)
+        self.assertEqual((plain.count(fwd), text.count(fwd)), (2, 2))
+        text = generated('transformer', 'tiny', llama + ('remat=dots',))[2]
+        self.assertEqual(text.count(fwd), 4)
+        for names, types in self.barriers(
+                generated('transformer', 'tiny', llama + ('remat=sac',))[2]):
+            self.assertIn(((2, 4, 2, 8), 'f32'), types)   # q and v
+            self.assertIn(((2, 2, 4), 'f32'), types)      # softmax stats
         # scanned: the forward loop stacks fewer residuals with remat
         plain_s = generated('transformer', 'tiny', ('scan=1',))[2]
         for policy, fewer in (('full', True), ('dots', True), ('attn', True)):

@@ -67,7 +67,9 @@ KEYS = {
     'remat': (REMAT, 'jax.checkpoint of each block with a policy: full '
               'saves nothing, dots every dot, dots_no_batch the weight '
               'projections (MaxText minimal), minimal_flash those and the '
-              'attention output, attn all but the scores and softmax'),
+              'attention output, attn all but the scores and softmax, sac '
+              'torchtitan\'s per-op selective checkpointing (the fused '
+              'attention and every other projection)'),
     'microbatches': (INT, 'gradient accumulation: the batch split into '
                      'this many micro-batches, forward and backward run on '
                      'each in a scan, the optimizer once on the mean'),
