@@ -12,9 +12,12 @@
  * tried; on a TPU torus they are one mesh).
  *
  * The budget: each mesh gets its own tree (mcts.c's engine, one thread
- * each) and a first look at a share of the budget; the best KEEP go on,
- * halved at each round (successive halving), the last one alone taking
- * what is left.  Meshes are searched side by side by the option's
+ * each) and a first look at a share of the budget (under a time budget
+ * alone: its root pass and one batch, meshes in order while the first
+ * half of the time lasts, so that a large program is looked at on fewer
+ * meshes rather than on none properly); the best KEEP go on, halved at
+ * each round (successive halving), the last one alone taking what is
+ * left.  Meshes are searched side by side by the option's
  * threads; every budget is a function of the total, the number of meshes
  * and what the searches found, so under an episode budget the answer
  * depends on the seed alone, as search_run's does.
@@ -344,6 +347,7 @@ typedef struct slot {
     search_engine *eng;
     bool unusable;      /* the manual tactics do not apply on it */
     /* the next run */
+    bool first_look;    /* to its root pass and one batch (target set when it opens) */
     int64_t target;     /* episodes in all; 0 none */
     double share_s;     /* wall seconds; 0 none */
     /* what it came to */
@@ -456,6 +460,10 @@ static void slot_step(slot *s)
         return;
     if (s->unusable)
         return;
+    if (s->first_look) {
+        s->target = search__engine_first_look(s->eng);
+        s->first_look = false;
+    }
     double deadline = s->share_s > 0 ? now_s() + s->share_s : 0;
     s->rc = search__engine_run(s->eng, s->target, deadline, &s->err);
     pthread_mutex_lock(&s->d->mu);
@@ -689,12 +697,27 @@ int search_run_devices(ir_module *m, ir_op *func, const search_devices *req, con
     int stages = 2;
     for (int n = sh.n < KEEP ? sh.n : KEEP; n > 1; n = (n + 1) / 2)
         stages++;
+    /* Under a time budget alone, a first look is a mesh's root pass and
+     * one batch, meshes taken in order (fewer axes first) while the first
+     * half of the budget lasts: a fixed share each left a large program
+     * (Llama-3-8B on 128 devices, 29 meshes) without a finished root pass
+     * on any mesh, and overran 60 s by two minutes.  A small program looks
+     * at every mesh in a second and leaves the time to the rounds. */
+    bool timed = total == 0 && end > 0 && sh.n > 1;
+    double look_end = d.t0 + opts->time_limit_s / 2;
     for (int i = 0; i < sh.n;) {
+        if (timed && i > 0 && now_s() >= look_end)
+            break; /* the rest untried: meshes_considered counts them */
         int n = 0;
         for (; i < sh.n && n < threads; i++, n++) {
             slot *s = &d.slots[i];
             s->target = sh.n == 1 ? total : total > 0 ? (total / (2 * sh.n) > 0 ? total / (2 * sh.n) : 1) : 0;
             s->share_s = end > 0 ? (sh.n == 1 ? end - now_s() : opts->time_limit_s * threads / (2.0 * sh.n)) : 0;
+            if (timed) {
+                double left = look_end - now_s(), least = opts->time_limit_s / 10;
+                s->first_look = true;
+                s->share_s = left > least ? left : least;
+            }
             batch[n] = s;
         }
         run_slots(batch, n, threads);

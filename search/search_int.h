@@ -126,6 +126,10 @@ int search__engine_new(const ir_partition *start, const search_options *o, atomi
  * end or the halt.  Under an episode budget the tree depends on the seed
  * and the budgets of the calls alone. */
 int search__engine_run(search_engine *e, int64_t max_episodes, double deadline, ap_error *err);
+/* Episodes of a first look at the engine's mesh: its root pass (every
+ * decision once, which gives the order the tree grows in) and one batch
+ * of the tree. */
+int64_t search__engine_first_look(const search_engine *e);
 /* Frees the states and scorers it keeps between runs (the next run makes
  * them again); the tree stays. */
 void search__engine_pause(search_engine *e);

@@ -464,10 +464,12 @@ static bool backward(ir_partition *p, uint32_t op, int axis, bool record, uint32
 /* ---------------------------------------------------- the work queue */
 
 typedef struct workq {
-    uint32_t *heap; /* op ids ordered by program position */
+    /* ops ordered by program position: each entry its key (position, a real
+     * op before an identity op at the same place) above its op id, so the
+     * heap compares entries without looking anything up */
+    uint64_t *heap;
     uint32_t n, cap;
     uint8_t *queued;
-    uint64_t *key; /* per op: its position, computed once */
     uint32_t n_ops;
 } workq;
 
@@ -484,12 +486,11 @@ static uint64_t position(const ir_partition *p, uint32_t op)
 
 static bool wq_push(const ir_partition *p, workq *q, uint32_t op)
 {
-    (void)p;
     if (op >= q->n_ops || q->queued[op])
         return true;
     if (q->n == q->cap) {
         uint32_t cap = q->cap ? q->cap * 2 : 256;
-        uint32_t *h = ap_realloc(q->heap, sizeof *h * cap);
+        uint64_t *h = ap_realloc(q->heap, sizeof *h * cap);
         if (!h)
             return false;
         q->heap = h;
@@ -497,33 +498,33 @@ static bool wq_push(const ir_partition *p, workq *q, uint32_t op)
     }
     q->queued[op] = 1;
     uint32_t i = q->n++;
-    uint64_t key = q->key[op];
+    /* ties: a real op first; the key stays below 2^32 (ops < 2^29) */
+    uint64_t ent = (position(p, op) * 2 + (op >= p->ctx->n_ops)) << 32 | op;
     while (i > 0) {
         uint32_t parent = (i - 1) / 2;
-        if (q->key[q->heap[parent]] <= key)
+        if (q->heap[parent] <= ent)
             break;
         q->heap[i] = q->heap[parent];
         i = parent;
     }
-    q->heap[i] = op;
+    q->heap[i] = ent;
     return true;
 }
 
 static uint32_t wq_pop(workq *q)
 {
-    uint32_t top = q->heap[0];
+    uint32_t top = (uint32_t)q->heap[0];
     q->queued[top] = 0;
-    uint32_t last = q->heap[--q->n];
-    uint64_t key = q->key[last];
+    uint64_t last = q->heap[--q->n];
     uint32_t i = 0;
     for (;;) {
         uint32_t l = 2 * i + 1, r = l + 1, m = i;
-        uint64_t mk = key;
-        if (l < q->n && q->key[q->heap[l]] < mk) {
+        uint64_t mk = last;
+        if (l < q->n && q->heap[l] < mk) {
             m = l;
-            mk = q->key[q->heap[l]];
+            mk = q->heap[l];
         }
-        if (r < q->n && q->key[q->heap[r]] < mk)
+        if (r < q->n && q->heap[r] < mk)
             m = r;
         if (m == i)
             break;
@@ -617,14 +618,11 @@ static int propagate_axis(ir_partition *p, int axis, const uint8_t *start, uint8
     int rc = 0;
     q.n_ops = n;
     q.queued = ap_calloc(n + 1, 1);
-    q.key = ap_malloc(sizeof *q.key * (n + 1));
     inferable = ap_malloc(sizeof *inferable * (n + 1));
-    if (!q.queued || !inferable || !q.key) {
+    if (!q.queued || !inferable) {
         rc = ap_error_set(err, AP_ENOMEM, "out of memory in propagation");
         goto out;
     }
-    for (uint32_t op = 0; op < n; op++)
-        q.key[op] = position(p, op) * 2 + (op >= p->ctx->n_ops); /* ties: a real op first */
     for (uint32_t op = 0; op < n; op++)
         if (start[op] && !wq_push(p, &q, op))
             goto oom;
@@ -681,7 +679,6 @@ oom:
 out:
     ap_free(q.heap);
     ap_free(q.queued);
-    ap_free(q.key);
     ap_free(inferable);
     return rc;
 }
