@@ -53,8 +53,16 @@ static const row ROWS[] = {
      "fsdp", 28.4, 0, "MaxText 22B FSDP 64, GBS 1024"},
     {"M4", "tpu_v5e", FAM_TPU, true, "transformer --config maxtext_16b attention=flash remat=full", "batch=256",
      "fsdp", 10.3, 0, "MaxText 16B FSDP 256, GBS 1536"},
-    {"M9", "tpu_v5p", FAM_TPU, false, "transformer --config maxtext_32b attention=flash remat=dots_no_batch",
-     "batch=16,model=4", "mp_split+fsdp", 9.9, 0, "MaxText 32B FSDP 16 x TP 4, GBS 512"},
+    /* MaxText shards the activations' embed dim over its tensor axis
+     * (rule `activation_embed -> tensor`, src/maxtext/configs/base.yml
+     * line 598 at e591f30; the DecoderLayer's constraints,
+     * src/maxtext/layers/decoders.py lines 113-115): mp_embed.txt, on the
+     * values names=1 locates.  Megatron's replicated residual stream
+     * (mp_split alone) keeps 4x the saved activations. */
+    {"M9", "tpu_v5p", FAM_TPU, false,
+     "transformer --config maxtext_32b attention=flash remat=dots_no_batch names=1", "batch=16,model=4",
+     "mp_split+mp_embed+fsdp", 9.9, 0,
+     "MaxText 32B FSDP 16 x TP 4, GBS 512, activation_embed on TP (MaxText configs/base.yml:598)"},
     {"Y1", "a100_80gb", FAM_GPU, false,
      "transformer --config mpt_7b vocab=50368 batch=96 microbatches=2 attention=flash", "batch=8", "fsdp", 5.30, 0,
      "MPT-7B FSDP 8, 2 micro-batches of 48"},

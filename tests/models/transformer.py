@@ -84,6 +84,12 @@ KEYS = {
     'attention': (('dot', 'flash'), 'dot: scores and softmax written '
                   'out; flash: the cuDNN fused attention custom call JAX '
                   'emits (__cudnn$fmhaSoftmax and its backward)'),
+    'names': (FLAG, '1: the residual stream\'s values of each block '
+              'located by name, as MaxText\'s decoder layer constrains '
+              'them (block_<i>/lnx, attention_lnx, intermediate, '
+              'lnx_mlp, mlp_lnx, layer_output), and the logits, for a '
+              'schedule to name '
+              '(schedules/mp_embed.txt)'),
 }
 
 # The zoo's original layout: what a config says when it does not name a
@@ -91,7 +97,7 @@ KEYS = {
 LEGACY = {'mlp': 'gelu', 'norm': 'layer', 'pos': 'none', 'rope_theta': 10000,
           'tied': 1, 'bias': 'mlp', 'fused_qkv': 1, 'scan': 0, 'remat': 'none',
           'attention': 'dot', 'microbatches': 1, 'experts': 0, 'topk': 2,
-          'moe_every': 1, 'capacity': 1.25}
+          'moe_every': 1, 'capacity': 1.25, 'names': 0}
 
 
 def config(layers, d_model, heads, head_dim, d_ff, batch, seq, vocab,
@@ -637,16 +643,22 @@ def is_moe(cfg, i):
 
 def transformer_block(g, P, i, x, cfg, kv=None, name=None):
     blk = name or 'block_%d' % i
-    h = norm(g, P, x, cfg, blk, 'ln1')
+
+    def named(v, what):
+        # names=1: the [b, s, d] values MaxText's DecoderLayer constrains
+        # to (activation_batch, activation_length, activation_embed)
+        return g.named(v, '%s/%s' % (blk, what)) if cfg['names'] else v
+    h = named(norm(g, P, x, cfg, blk, 'ln1'), 'lnx')
     a, new_kv = attention(g, P, (blk, 'attn'), h, cfg['heads'],
                           cfg['head_dim'], causal=True, kv=kv, cfg=cfg,
                           kv_heads=cfg.get('kv_heads'))
-    x = g.add(x, a)
-    h = norm(g, P, x, cfg, blk, 'ln2')
+    x = named(g.add(x, named(a, 'attention_lnx')), 'intermediate')
+    h = named(norm(g, P, x, cfg, blk, 'ln2'), 'lnx_mlp')
     if is_moe(cfg, i):
-        x = g.add(x, moe(g, P, h, cfg, blk))
+        y = moe(g, P, h, cfg, blk)
     else:
-        x = g.add(x, mlp(g, P, h, cfg, blk))
+        y = mlp(g, P, h, cfg, blk)
+    x = named(g.add(x, named(y, 'mlp_lnx')), 'layer_output')
     return x, new_kv
 
 
@@ -729,15 +741,21 @@ def transformer_logits(g, P, tokens, cfg, progress=None, caches=None,
     else:
         w = P((cfg['d_model'], cfg['vocab']), 'unembed')
         logits = g.dot_general(x, w, ((2,), (0,)))
+    if cfg.get('names'):  # MaxText: (batch, length, activation_vocab)
+        logits = g.named(logits, 'logits')
     return logits, new_caches
 
 
-def softmax_xent(g, logits, targets):
-    """Mean over batch and sequence of -log softmax(logits)[target]."""
+def softmax_xent(g, logits, targets, names=False):
+    """Mean over batch and sequence of -log softmax(logits)[target]; with
+    names, the log-sum-exp [b, s] located 'xent/lse' (its cotangent, a sum
+    over the vocabulary, 'transpose(jvp(xent/lse))')."""
     b, s, v = logits.shape
     m = g.stop_gradient(g.reduce_max(logits, (2,)))
     sh = g.sub(logits, g.broadcast_in_dim(m, logits.shape, (0, 1)))
     lse = g.log(g.reduce_sum(g.exp(sh), (2,)))
+    if names:
+        lse = g.named(lse, 'xent/lse')
     logp = g.sub(sh, g.broadcast_in_dim(lse, logits.shape, (0, 1)))
     onehot = g.compare(g.iota(logits.shape, 2),
                        g.broadcast_in_dim(targets, logits.shape, (0, 1)),
@@ -753,7 +771,7 @@ def step_loss(g, P, inputs, targets, cfg, progress):
     wide = mixed(cfg)
     if wide:           # MaxText's cast_logits_to_fp32: the loss in f32
         logits = g.convert(logits, wide)
-    return softmax_xent(g, logits, targets)
+    return softmax_xent(g, logits, targets, cfg.get('names'))
 
 
 def accumulate(g, P, inputs, targets, cfg, progress):
