@@ -1,6 +1,6 @@
 /*
  * calls.c - autopartd's methods: the table the gRPC layer serves, the
- * intake on the gRPC thread (unpack, hash, hand to the loop), and the
+ * intake on the gRPC thread (unpack, hash, post to the loop's inbox), and the
  * handlers that run on the loop: Search and Apply go to jobs.c; GetSearch,
  * ListSearches, CancelSearch and Stats read the store (an operation on the
  * store's thread, db.c, whose callback answers); the standard health
@@ -36,6 +36,29 @@ static const ProtobufCMessageDescriptor *const request_type[M__COUNT] = {
     [M_HEALTH_CHECK] = &grpc__health__v1__health_check_request__descriptor,
     [M_HEALTH_WATCH] = &grpc__health__v1__health_check_request__descriptor,
 };
+
+/* ================================================================= inbox */
+
+/* From the gRPC thread: the loop handles ev soon (srv_run_inbox). */
+static void post(srv *s, srv_event *ev)
+{
+    ev->next = NULL;
+    uv_mutex_lock(&s->inbox_mu);
+    if (s->inbox_tail)
+        s->inbox_tail->next = ev;
+    else
+        s->inbox = ev;
+    s->inbox_tail = ev;
+    uv_mutex_unlock(&s->inbox_mu);
+    uv_async_send(&s->wake); /* coalesced: one wake-up may carry many events */
+}
+
+static void event_free(srv_event *ev)
+{
+    if (ev->msg)
+        protobuf_c_message_free_unpacked(ev->msg, NULL);
+    ap_free(ev);
+}
 
 /* ============================================================ intake */
 
@@ -102,7 +125,7 @@ void srv_on_call(void *ud, rpc_call *c, int method, const uint8_t *req, size_t l
             snprintf(ev->client, sizeof ev->client, "peer:%s", peer);
         }
     }
-    srv_post(s, ev);
+    post(s, ev);
 }
 
 void srv_on_cancelled(void *ud, rpc_call *c)
@@ -115,11 +138,11 @@ void srv_on_cancelled(void *ud, rpc_call *c)
     }
     ev->kind = EV_CANCEL;
     ev->call = c;
-    srv_post(s, ev);
+    post(s, ev);
 }
 
 /* On the loop: a client gone or past its deadline. */
-void srv_handle_cancel(srv *s, rpc_call *c)
+static void handle_cancel(srv *s, rpc_call *c)
 {
     srv_waiter *w = rpc_call_user(c);
     if (w) {
@@ -527,7 +550,7 @@ static void health(srv *s, srv_event *ev)
 
 /* ================================================================ dispatch */
 
-void srv_handle_call(srv *s, srv_event *ev)
+static void handle_call(srv *s, srv_event *ev)
 {
     if (s->stopping && ev->method != M_HEALTH_CHECK && ev->method != M_HEALTH_WATCH) {
         srv_fail(s, ev->call, RPC_UNAVAILABLE, "autopartd is shutting down; ask again when it is back");
@@ -543,5 +566,30 @@ void srv_handle_call(srv *s, srv_event *ev)
     case M_HEALTH_CHECK:
     case M_HEALTH_WATCH: health(s, ev); break;
     default: srv_fail(s, ev->call, RPC_UNIMPLEMENTED, "method %d", ev->method); break;
+    }
+}
+
+void srv_run_inbox(srv *s)
+{
+    uv_mutex_lock(&s->inbox_mu);
+    srv_event *ev = s->inbox;
+    s->inbox = s->inbox_tail = NULL;
+    uv_mutex_unlock(&s->inbox_mu);
+    while (ev) {
+        srv_event *next = ev->next;
+        if (ev->kind == EV_CALL)
+            handle_call(s, ev);
+        else
+            handle_cancel(s, ev->call);
+        event_free(ev);
+        ev = next;
+    }
+}
+
+void srv_inbox_free(srv *s)
+{
+    for (srv_event *ev = s->inbox, *n; ev; ev = n) {
+        n = ev->next;
+        event_free(ev);
     }
 }

@@ -3,12 +3,12 @@
  * daemon's state and handles signals (SIGTERM/SIGINT: stop taking calls,
  * checkpoint, give running rows back to the store, exit 0), a timer
  * (heartbeats, checkpoints, orphan sweeps, joined searches of other
- * daemons), the inbox where the gRPC thread hands it calls, and the tasks
- * that threads hand back.  Two pools of worker
- * threads (pool.c): one reads requests and runs Applies, one runs searches;
- * each with a bounded queue that serves client groups round-robin, so one
- * client's burst does not starve the others.  The store has a thread of its
- * own (db.c).
+ * daemons), the inbox where the gRPC thread hands it calls (calls.c), and
+ * the tasks that threads hand back.  Two pools of worker threads (pool.c):
+ * one reads requests and runs Applies, one runs searches; each with a
+ * bounded queue that serves client groups round-robin, so one client's
+ * burst does not starve the others (jobs.c queues the jobs).  The store has
+ * a thread of its own (db.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,122 +21,6 @@
 #include <unistd.h>
 
 #include "srv.h"
-
-/* ================================================================= inbox */
-
-void srv_post(srv *s, srv_event *ev)
-{
-    ev->next = NULL;
-    uv_mutex_lock(&s->inbox_mu);
-    if (s->inbox_tail)
-        s->inbox_tail->next = ev;
-    else
-        s->inbox = ev;
-    s->inbox_tail = ev;
-    uv_mutex_unlock(&s->inbox_mu);
-    uv_async_send(&s->wake); /* coalesced: one wake-up may carry many events */
-}
-
-static void event_free(srv_event *ev)
-{
-    if (ev->msg)
-        protobuf_c_message_free_unpacked(ev->msg, NULL);
-    ap_free(ev);
-}
-
-/* ================================================================= pools */
-
-bool srv_keep_worker(srv *s, int pool)
-{
-    srv_pool *p = &s->pools[pool];
-    if (p->busy >= p->n)
-        return false;
-    p->busy++;
-    atomic_store(&s->metrics.busy[pool], p->busy);
-    return true;
-}
-
-void srv_unkeep(srv *s, int pool)
-{
-    srv_pool *p = &s->pools[pool];
-    p->busy--;
-    atomic_store(&s->metrics.busy[pool], p->busy);
-    srv_pump(s, pool);
-}
-
-/* Hands a job's task to a worker kept for it. */
-void srv_hand_over(srv *s, srv_job *job, int task, int pool)
-{
-    job->task = task;
-    job->pool = pool;
-    job->stage = task == TASK_PREPARE ? JOB_PREPARING : JOB_RUNNING;
-    if (task == TASK_RUN) {
-        job->started_us = srv_now_us();
-        if (job->kind == STORE_SEARCH)
-            atomic_fetch_add(&s->metrics.searches_running, 1);
-    }
-    srv_pool_push(&s->pools[pool], &job->worker_task);
-}
-
-/* A job's turn: a prepare goes to the worker; a run first takes and
- * starts its row in the store (jobs.c), then goes. */
-static void give_worker(srv *s, srv_job *job, int task, int pool)
-{
-    if (task == TASK_PREPARE)
-        srv_hand_over(s, job, task, pool);
-    else
-        srv_job_start(s, job);
-}
-
-bool srv_submit(srv *s, srv_job *job, int task, int pool)
-{
-    srv_pool *p = &s->pools[pool];
-    job->task = task;
-    job->pool = pool;
-    if (srv_now_us() >= p->paused_until && srv_keep_worker(s, pool)) {
-        give_worker(s, job, task, pool);
-        return true;
-    }
-    /* Waiting requests hold their modules in memory: bounded in bytes too. */
-    if (s->queued_bytes + job->req_bytes > s->opt.max_queued_bytes ||
-        !(job->urgent ? srv_fq_push_first : srv_fq_push)(&p->queue, job))
-        return false;
-    s->queued_bytes += job->req_bytes;
-    job->queued_us = srv_now_us();
-    job->stage = task == TASK_PREPARE ? JOB_PREPARE_WAIT : JOB_RUN_WAIT;
-    atomic_store(&s->metrics.queued[pool], p->queue.count);
-    return true;
-}
-
-bool srv_can_submit(srv *s, int pool, int64_t bytes)
-{
-    srv_pool *p = &s->pools[pool];
-    return p->busy < p->n || (p->queue.count < p->queue.max && s->queued_bytes + bytes <= s->opt.max_queued_bytes);
-}
-
-void srv_pump(srv *s, int pool)
-{
-    srv_pool *p = &s->pools[pool];
-    srv_job *j;
-    if (srv_now_us() < p->paused_until)
-        return; /* the timer pumps again */
-    while (p->busy < p->n && (j = srv_fq_pop(&p->queue))) {
-        s->queued_bytes -= j->req_bytes;
-        atomic_store(&s->metrics.queued[pool], p->queue.count);
-        srv_hist_observe(&s->metrics.queue_wait[pool], (double)(srv_now_us() - j->queued_us) / 1e6);
-        srv_keep_worker(s, pool);
-        give_worker(s, j, j->task, pool);
-    }
-}
-
-bool srv_unqueue(srv *s, srv_job *job)
-{
-    if (!srv_fq_remove(&s->pools[job->pool].queue, job))
-        return false;
-    s->queued_bytes -= job->req_bytes;
-    atomic_store(&s->metrics.queued[job->pool], s->pools[job->pool].queue.count);
-    return true;
-}
 
 /* ============================================================== shutdown */
 
@@ -285,19 +169,7 @@ static void on_signal(uv_signal_t *h, int signum)
 static void on_wake(uv_async_t *a)
 {
     srv *s = a->data;
-    uv_mutex_lock(&s->inbox_mu);
-    srv_event *ev = s->inbox;
-    s->inbox = s->inbox_tail = NULL;
-    uv_mutex_unlock(&s->inbox_mu);
-    while (ev) {
-        srv_event *next = ev->next;
-        if (ev->kind == EV_CALL)
-            srv_handle_call(s, ev);
-        else
-            srv_handle_cancel(s, ev->call);
-        event_free(ev);
-        ev = next;
-    }
+    srv_run_inbox(s);
     srv_run_completions(s);
     if (s->trim) { /* a big module's pages go back to the system, not to the heap's free lists */
         s->trim = false;
@@ -576,8 +448,11 @@ fail:
 cleanup:
     srv_http_stop(s->http); /* joins its threads, closes its store connections */
     rpc_server_free(s->rpc);
-    for (int i = 0; i < POOL__COUNT; i++)
+    for (int i = 0; i < POOL__COUNT; i++) {
         srv_pool_stop(&s->pools[i]);
+        while (srv_fq_pop(&s->pools[i].queue)) /* the jobs are freed below */
+            ;
+    }
     srv_db_stop(s);
     if (loop_ready) {
         /* what was handed back after the loop (none normally: it waits for
@@ -590,10 +465,7 @@ cleanup:
         s->jobs = j->next;
         srv_job_free(j);
     }
-    for (srv_event *ev = s->inbox, *n; ev; ev = n) {
-        n = ev->next;
-        event_free(ev);
-    }
+    srv_inbox_free(s);
     if (loop_ready) {
         uv_loop_close(&s->loop);
         uv_mutex_destroy(&s->inbox_mu);

@@ -54,6 +54,7 @@ static void job_task_work(srv_task *t, void *ctx);
 static void checkpoint_one(srv *s, srv_job *job, int64_t now);
 static void job_task_done(srv *s, srv_task *t);
 static void job_progress_done(srv *s, srv_task *t);
+static void job_start(srv *s, srv_job *job);
 
 static srv_job *job_new(srv *s, int kind, const char *client)
 {
@@ -75,15 +76,6 @@ static srv_job *job_new(srv *s, int kind, const char *client)
     return j;
 }
 
-void srv_job_free(srv_job *job)
-{
-    srv_work_release(&job->work);
-    ap_free(job->prog_schedule);
-    ap_free(job->ckpt);
-    uv_mutex_destroy(&job->pmu);
-    ap_free(job);
-}
-
 static void job_unlink(srv *s, srv_job *job)
 {
     for (srv_job **p = &s->jobs; *p; p = &(*p)->next)
@@ -100,13 +92,6 @@ static void remove_job(srv *s, srv_job *job)
     job_unlink(s, job);
     job->dead = true;
     if (!job->dbops)
-        srv_job_free(job);
-}
-
-void srv_job_release_hold(srv *s, srv_job *job)
-{
-    (void)s;
-    if (--job->dbops == 0 && job->dead)
         srv_job_free(job);
 }
 
@@ -156,6 +141,107 @@ static int search_threads(const srv *s, int kind, const ProtobufCMessage *req)
 static int pool_of(const srv_job *job)
 {
     return job->kind == STORE_SEARCH ? POOL_SEARCH : POOL_INTAKE;
+}
+
+/* ========================================================= pools' queues */
+
+/* A worker of the pool kept for a job whose task will be handed over with
+ * hand_over (after the store said yes), or given back (unkeep). */
+static bool keep_worker(srv *s, int pool)
+{
+    srv_pool *p = &s->pools[pool];
+    if (p->busy >= p->n)
+        return false;
+    p->busy++;
+    atomic_store(&s->metrics.busy[pool], p->busy);
+    return true;
+}
+
+static void unkeep(srv *s, int pool)
+{
+    srv_pool *p = &s->pools[pool];
+    p->busy--;
+    atomic_store(&s->metrics.busy[pool], p->busy);
+    srv_pump(s, pool);
+}
+
+/* Hands a job's task to a worker kept for it. */
+static void hand_over(srv *s, srv_job *job, int task, int pool)
+{
+    job->task = task;
+    job->pool = pool;
+    job->stage = task == TASK_PREPARE ? JOB_PREPARING : JOB_RUNNING;
+    if (task == TASK_RUN) {
+        job->started_us = srv_now_us();
+        if (job->kind == STORE_SEARCH)
+            atomic_fetch_add(&s->metrics.searches_running, 1);
+    }
+    srv_pool_push(&s->pools[pool], &job->worker_task);
+}
+
+/* A job's turn: a prepare goes to the worker; a run first takes and
+ * starts its row in the store (job_start), then goes. */
+static void give_worker(srv *s, srv_job *job, int task, int pool)
+{
+    if (task == TASK_PREPARE)
+        hand_over(s, job, task, pool);
+    else
+        job_start(s, job);
+}
+
+/* Queues a job's task in its pool (run at once when a worker is free);
+ * false when the queue is full. */
+static bool submit(srv *s, srv_job *job, int task, int pool)
+{
+    srv_pool *p = &s->pools[pool];
+    job->task = task;
+    job->pool = pool;
+    if (srv_now_us() >= p->paused_until && keep_worker(s, pool)) {
+        give_worker(s, job, task, pool);
+        return true;
+    }
+    /* Waiting requests hold their modules in memory: bounded in bytes too. */
+    if (s->queued_bytes + job->req_bytes > s->opt.max_queued_bytes ||
+        !(job->urgent ? srv_fq_push_first : srv_fq_push)(&p->queue, job))
+        return false;
+    s->queued_bytes += job->req_bytes;
+    job->queued_us = srv_now_us();
+    job->stage = task == TASK_PREPARE ? JOB_PREPARE_WAIT : JOB_RUN_WAIT;
+    atomic_store(&s->metrics.queued[pool], p->queue.count);
+    return true;
+}
+
+/* Whether submit would take a job of `bytes` into the pool now. */
+static bool can_submit(srv *s, int pool, int64_t bytes)
+{
+    srv_pool *p = &s->pools[pool];
+    return p->busy < p->n || (p->queue.count < p->queue.max && s->queued_bytes + bytes <= s->opt.max_queued_bytes);
+}
+
+/* The next queued jobs of a pool, for its free workers. */
+void srv_pump(srv *s, int pool)
+{
+    srv_pool *p = &s->pools[pool];
+    srv_job *j;
+    if (srv_now_us() < p->paused_until)
+        return; /* the timer pumps again */
+    while (p->busy < p->n && (j = srv_fq_pop(&p->queue))) {
+        s->queued_bytes -= j->req_bytes;
+        atomic_store(&s->metrics.queued[pool], p->queue.count);
+        srv_hist_observe(&s->metrics.queue_wait[pool], (double)(srv_now_us() - j->queued_us) / 1e6);
+        keep_worker(s, pool);
+        give_worker(s, j, j->task, pool);
+    }
+}
+
+/* Takes a job out of its pool's queue (cancel); false if it was not there. */
+static bool unqueue(srv *s, srv_job *job)
+{
+    if (!srv_fq_remove(&s->pools[job->pool].queue, job))
+        return false;
+    s->queued_bytes -= job->req_bytes;
+    atomic_store(&s->metrics.queued[job->pool], s->pools[job->pool].queue.count);
+    return true;
 }
 
 /* =============================================================== answers */
@@ -583,7 +669,7 @@ static void lookup_cb(srv *s, srv_dbop *op)
 
 static void prepare(srv *s, srv_job *job)
 {
-    if (!srv_submit(s, job, TASK_PREPARE, POOL_INTAKE)) {
+    if (!submit(s, job, TASK_PREPARE, POOL_INTAKE)) {
         char msg[200];
         snprintf(msg, sizeof msg, "the queue of requests being read is full (%d waiting, %.0f MiB); try again shortly",
                  s->pools[POOL_INTAKE].queue.count, (double)s->queued_bytes / (1 << 20));
@@ -786,7 +872,7 @@ static void prepare_done(srv *s, srv_job *job)
         return;
     }
     srv_pool *p = &s->pools[pool_of(job)];
-    if (!srv_can_submit(s, pool_of(job), job->req_bytes)) { /* before a row exists: not accepted yet */
+    if (!can_submit(s, pool_of(job), job->req_bytes)) { /* before a row exists: not accepted yet */
         fail_all(s, job, RPC_RESOURCE_EXHAUSTED, "the queue is full; try again later");
         remove_job(s, job);
         return;
@@ -822,7 +908,7 @@ static void prepare_done(srv *s, srv_job *job)
  * queue leaves the row to the store (and the callers waiting on it). */
 static void enqueue_run(srv *s, srv_job *job)
 {
-    if (srv_submit(s, job, TASK_RUN, pool_of(job)))
+    if (submit(s, job, TASK_RUN, pool_of(job)))
         return;
     store_row row = {.id = job->row_id};
     memcpy(row.key, job->key, STORE_KEY_BYTES);
@@ -867,7 +953,7 @@ static void start_cb(srv *s, srv_dbop *op)
     srv_job *job = op->job;
     int pool = pool_of(job);
     if (job->dead || job->ended) { /* shut down, or cancelled (its row ended), meanwhile */
-        srv_unkeep(s, pool);
+        unkeep(s, pool);
         if (!job->dead)
             remove_job(s, job);
         return;
@@ -878,14 +964,14 @@ static void start_cb(srv *s, srv_dbop *op)
         srv_log(s, "search %" PRId64 ": cannot start it now: %s", job->row_id, op->err.msg);
         s->pools[pool].paused_until = srv_now_us() + SRV_RETRY_US;
         job->urgent = true;
-        srv_unkeep(s, pool);
-        if (!srv_submit(s, job, TASK_RUN, pool))
+        unkeep(s, pool);
+        if (!submit(s, job, TASK_RUN, pool))
             enqueue_run(s, job);
         return;
     }
     if (op->rc < 0) {
         /* Another daemon took the row first, or it ended: wait for its end. */
-        srv_unkeep(s, pool);
+        unkeep(s, pool);
         store_row row = {.id = job->row_id};
         memcpy(row.key, job->key, STORE_KEY_BYTES);
         make_remote(s, job, &row);
@@ -893,7 +979,7 @@ static void start_cb(srv *s, srv_dbop *op)
     }
     job->row_owned = true;
     if (atomic_load(&job->cancel) != CANCEL_NONE) {
-        srv_unkeep(s, pool);
+        unkeep(s, pool);
         if (atomic_load(&job->cancel) == CANCEL_USER) {
             end_cancelled(s, job, NULL);
         }
@@ -912,15 +998,15 @@ static void start_cb(srv *s, srv_dbop *op)
                 o->ckpt_err.msg);
     else if (w->resume)
         srv_log(s, "search %" PRId64 " resumes from its checkpoint (%zu KiB)", job->row_id, w->resume_len >> 10);
-    srv_hand_over(s, job, TASK_RUN, pool);
+    hand_over(s, job, TASK_RUN, pool);
 }
 
-/* daemon.c kept a worker of the job's pool: take and start its row. */
-void srv_job_start(srv *s, srv_job *job)
+/* A worker of the job's pool is kept for it: take and start its row. */
+static void job_start(srv *s, srv_job *job)
 {
     op_start *o = srv_db_new(s, sizeof *o, start_fn, start_cb, job);
     if (!o) {
-        srv_unkeep(s, pool_of(job));
+        unkeep(s, pool_of(job));
         fail_all(s, job, RPC_RESOURCE_EXHAUSTED, "out of memory");
         if (job->row_owned)
             release_row(s, job->row_id);
@@ -1317,7 +1403,7 @@ static void poll_cb(srv *s, srv_dbop *op)
              * or it ended (cancelled through another daemon). */
             if (it->rc == 1 && !job->row_owned &&
                 (it->row.status != STORE_QUEUED || (it->row.owner[0] && strcmp(it->row.owner, s->owner) != 0))) {
-                srv_unqueue(s, job);
+                unqueue(s, job);
                 make_remote(s, job, &it->row);
             } else {
                 continue;
@@ -1441,7 +1527,7 @@ static void take_over(srv *s, claimed *c)
     /* A job of ours may wait on it (queued here, or polled). */
     srv_job *job = find_job(s, NULL, NULL, id, 0, NULL);
     if (job && job->stage == JOB_RUN_WAIT)
-        srv_unqueue(s, job);
+        unqueue(s, job);
     if (job && job->stage != JOB_RUN_WAIT && job->stage != JOB_REMOTE) {
         protobuf_c_message_free_unpacked(msg, NULL);
         return; /* under way here already */
@@ -1480,7 +1566,7 @@ static void take_over(srv *s, claimed *c)
     job->have_key = true;
     memcpy(job->key, row->key, STORE_KEY_BYTES);
     job->req_bytes = (int64_t)c->len;
-    if (!srv_submit(s, job, TASK_PREPARE, POOL_INTAKE)) {
+    if (!submit(s, job, TASK_PREPARE, POOL_INTAKE)) {
         /* no room after all: back to the store for whoever has some; an
          * accepted request is never failed for want of room */
         release_row(s, id);
@@ -1723,7 +1809,7 @@ static void alone_cb(srv *s, srv_dbop *op)
             continue;
         }
         if (job->stage == JOB_RUN_WAIT) {
-            srv_unqueue(s, job);
+            unqueue(s, job);
             end_alone(s, job);
         } else if (job->stage == JOB_RUNNING || job->stage == JOB_PREPARING) {
             atomic_store(&job->cancel, CANCEL_ALONE); /* its task stops; run_done ends it */
@@ -1878,7 +1964,7 @@ static void cancel_local(srv *s, srv_job *job, rpc_call *c)
     atomic_store(&job->cancel, CANCEL_USER);
     end_cancelled(s, job, c);
     if (job->stage == JOB_RUN_WAIT || job->stage == JOB_PREPARE_WAIT) {
-        srv_unqueue(s, job);
+        unqueue(s, job);
         remove_job(s, job);
     } else {
         job->ended = true;
@@ -1939,7 +2025,7 @@ void srv_jobs_shutdown(srv *s)
             /* its outcome is being stored (or will be, once more, at the end) */
         } else {
             if (job->stage == JOB_PREPARE_WAIT || job->stage == JOB_RUN_WAIT)
-                srv_unqueue(s, job);
+                unqueue(s, job);
             remove_job(s, job);
         }
     }

@@ -77,8 +77,6 @@ void srv_pool_stop(srv_pool *p)
     p->threads = NULL;
     uv_cond_destroy(&p->cv);
     uv_mutex_destroy(&p->mu);
-    while (srv_fq_pop(&p->queue))
-        ;
 }
 
 void srv_complete(srv *s, srv_task *t)

@@ -358,50 +358,41 @@ void srv_reply(srv *s, rpc_call *c, const ProtobufCMessage *m);
 
 /* daemon.c */
 int srv_run(const srv_options *opt);
-void srv_post(srv *s, srv_event *ev);
-/* Queues a job's task in its pool (run at once when a worker is free);
- * false when the queue is full. */
-bool srv_submit(srv *s, srv_job *job, int task, int pool);
-/* Whether srv_submit would take a job of `bytes` into the pool now. */
-bool srv_can_submit(srv *s, int pool, int64_t bytes);
-/* Takes a job out of its pool's queue (cancel); false if it was not there. */
-bool srv_unqueue(srv *s, srv_job *job);
-/* A worker of the pool kept for a job whose task will be handed over with
- * srv_hand_over (after the store said yes), or given back (srv_unkeep). */
-bool srv_keep_worker(srv *s, int pool);
-void srv_hand_over(srv *s, srv_job *job, int task, int pool);
-void srv_unkeep(srv *s, int pool);
-/* The next queued jobs of a pool, for its free workers. */
-void srv_pump(srv *s, int pool);
-
 /* calls.c: the methods */
 extern const rpc_method srv_methods[M__COUNT];
 void srv_on_call(void *ud, rpc_call *c, int method, const uint8_t *req, size_t len);
 void srv_on_cancelled(void *ud, rpc_call *c);
-void srv_handle_call(srv *s, srv_event *ev);
-void srv_handle_cancel(srv *s, rpc_call *c);
+/* On the loop: handles the calls and cancellations the gRPC thread posted
+ * to the inbox. */
+void srv_run_inbox(srv *s);
+/* At exit: frees what the inbox still holds. */
+void srv_inbox_free(srv *s);
 void srv_health_broadcast(srv *s);
 
 /* jobs.c: the life of a search or an Apply */
 void srv_job_request(srv *s, srv_event *ev);
-void srv_job_start(srv *s, srv_job *job);
 void srv_job_detach(srv *s, srv_waiter *w);
 /* CancelSearch of row id: the call is answered (here, or once the store
  * said). */
 void srv_job_cancel_call(srv *s, rpc_call *c, int64_t id);
 void srv_jobs_tick(srv *s, int64_t now);
+/* The next queued jobs of a pool, for its free workers (a paused pool's,
+ * when its pause is over). */
+void srv_pump(srv *s, int pool);
 void srv_jobs_shutdown(srv *s);
 /* The daemon exits without the tasks still out: their searches' last
  * snapshots become their checkpoints (store operations). */
 void srv_jobs_abandon(srv *s);
-void srv_job_free(srv_job *job);
-/* A store operation is done with the job (db.c): a removed job is freed
- * when nothing holds it any more. */
-void srv_job_release_hold(srv *s, srv_job *job);
 /* Hands the cache hits counted so far to the store (in order before any
  * later operation). */
 void srv_flush_hits(srv *s);
 int srv_jobs_count(srv *s, int stage);
+
+/* job.c: a job's memory */
+void srv_job_free(srv_job *job);
+/* A store operation is done with the job (db.c): a removed job is freed
+ * when nothing holds it any more. */
+void srv_job_release_hold(srv *s, srv_job *job);
 
 /* db.c: the store's thread.  An operation is a struct that starts with a
  * srv_dbop, allocated by srv_db_new (NULL: out of memory) and handed over
