@@ -13,7 +13,7 @@
  * moment ago only costs a parse, and the row's unique key does the rest)
  * run on reader threads beside it, so that answers read from the store do
  * not queue behind writes.  An operation that names a job holds it until
- * the operation's callback ran (jobs.c frees a removed job once nothing
+ * the operation's callback ran (job.c frees a removed job once nothing
  * holds it).
  */
 #include "srv.h"

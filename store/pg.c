@@ -138,17 +138,12 @@ static const char *const migrations[] = {
     "CREATE INDEX searches_touched ON searches(touched_us) WHERE status IN (3, 4, 5);",
 };
 
-#define ROW_COLS                                                                                             \
-    "id, kind, status, key, module_hash, module_name, client_label, mesh, device, axes, created_us, "       \
-    "started_us, finished_us, coalesce(owner, ''), lease_until_us, attempts, cancel_requested, progress_us, " \
-    "episodes, best_runtime_s, best_peak_memory, error, cache_hits, touched_us, watched_until_us"
-
 /* The statements, prepared on a connection at their first use: name, what
  * (for messages), SQL, and whether the result comes back binary (payloads:
  * no hex doubling of megabytes). */
 #define STMTS(X)                                                                                                   \
-    X(FIND_LIVE, "find by key", "SELECT " ROW_COLS " FROM searches WHERE key = $1 AND status IN (1, 2, 3)", 0)     \
-    X(GET, "get", "SELECT " ROW_COLS " FROM searches WHERE id = $1", 0)                                            \
+    X(FIND_LIVE, "find by key", "SELECT " STORE_ROW_COLS " FROM searches WHERE key = $1 AND status IN (1, 2, 3)", 0) \
+    X(GET, "get", "SELECT " STORE_ROW_COLS " FROM searches WHERE id = $1", 0)                                      \
     X(INSERT, "insert",                                                                                            \
       "INSERT INTO searches (key, kind, status, module_hash, module_name, client_label, mesh, device, axes, "     \
       "created_us, owner, lease_until_us, touched_us) VALUES ($1, $2, 1, $3, $4, $5, $6, $7, $8, $9, $10, $11, $9) " \
@@ -530,15 +525,35 @@ static int64_t get_i64(const PGresult *r, int row, int col)
     return strtoll(PQgetvalue(r, row, col), NULL, 10);
 }
 
-static void copy_text(char *dst, size_t size, const PGresult *r, int row, int col)
+/* The columns of row `row` of a result, for store__read_row. */
+typedef struct pg_cells {
+    const PGresult *r;
+    int row;
+} pg_cells;
+
+static int64_t col_i64(void *ctx, int col)
 {
-    snprintf(dst, size, "%s", PQgetvalue(r, row, col));
+    pg_cells *c = ctx;
+    return get_i64(c->r, c->row, col);
+}
+
+static double col_f64(void *ctx, int col)
+{
+    pg_cells *c = ctx;
+    return strtod(PQgetvalue(c->r, c->row, col), NULL);
+}
+
+static void col_text(void *ctx, int col, char *dst, size_t size)
+{
+    pg_cells *c = ctx;
+    snprintf(dst, size, "%s", PQgetvalue(c->r, c->row, col));
 }
 
 /* A BYTEA column in text form ("\x0a1b..."). */
-static void copy_bytea(uint8_t *dst, size_t size, const PGresult *r, int row, int col)
+static void col_bytes(void *ctx, int col, uint8_t *dst, size_t size)
 {
-    const char *v = PQgetvalue(r, row, col);
+    pg_cells *c = ctx;
+    const char *v = PQgetvalue(c->r, c->row, col);
     memset(dst, 0, size);
     if (v[0] == '\\' && v[1] == 'x') {
         char hex[2 * STORE_KEY_BYTES + 1];
@@ -550,32 +565,9 @@ static void copy_bytea(uint8_t *dst, size_t size, const PGresult *r, int row, in
 
 static void read_row(const PGresult *r, int i, store_row *row)
 {
-    memset(row, 0, sizeof *row);
-    row->id = get_i64(r, i, 0);
-    row->kind = (int)get_i64(r, i, 1);
-    row->status = (int)get_i64(r, i, 2);
-    copy_bytea(row->key, sizeof row->key, r, i, 3);
-    copy_bytea(row->module_hash, sizeof row->module_hash, r, i, 4);
-    copy_text(row->module_name, sizeof row->module_name, r, i, 5);
-    copy_text(row->client_label, sizeof row->client_label, r, i, 6);
-    copy_text(row->mesh, sizeof row->mesh, r, i, 7);
-    copy_text(row->device, sizeof row->device, r, i, 8);
-    copy_text(row->axes, sizeof row->axes, r, i, 9);
-    row->created_us = get_i64(r, i, 10);
-    row->started_us = get_i64(r, i, 11);
-    row->finished_us = get_i64(r, i, 12);
-    copy_text(row->owner, sizeof row->owner, r, i, 13);
-    row->lease_until_us = get_i64(r, i, 14);
-    row->attempts = (uint32_t)get_i64(r, i, 15);
-    row->cancel_requested = get_i64(r, i, 16) != 0;
-    row->progress_us = get_i64(r, i, 17);
-    row->episodes = get_i64(r, i, 18);
-    row->best_runtime_s = strtod(PQgetvalue(r, i, 19), NULL);
-    row->best_peak_memory = get_i64(r, i, 20);
-    copy_text(row->error, sizeof row->error, r, i, 21);
-    row->cache_hits = (uint64_t)get_i64(r, i, 22);
-    row->touched_us = get_i64(r, i, 23);
-    row->watched_until_us = get_i64(r, i, 24);
+    static const store_col_reader rd = {col_i64, col_f64, col_text, col_bytes};
+    pg_cells c = {r, i};
+    store__read_row(&rd, &c, row);
 }
 
 /* One row of a statement: 1 found, 0 none. */
@@ -1157,7 +1149,7 @@ static int list_once(pg *s, const store_filter *f, int limit, const char *after,
     ap_buf_init(&pat);
     params p = {0};
     const store_sort_col *sc = &store__sort_cols[a.sort];
-    ap_buf_puts(&sql, "SELECT " ROW_COLS " FROM searches WHERE ");
+    ap_buf_puts(&sql, "SELECT " STORE_ROW_COLS " FROM searches WHERE ");
     if (a.sort == STORE_SORT_CREATED) {
         ap_buf_puts(&sql, "(created_us, id) < (");
         p_i64(&p, a.t);

@@ -141,18 +141,13 @@ static const char *const migrations[] = {
     "CREATE INDEX searches_touched ON searches(touched_us) WHERE status IN (3, 4, 5);",
 };
 
-#define ROW_COLS                                                                                             \
-    "id, kind, status, key, module_hash, module_name, client_label, mesh, device, axes, created_us, "       \
-    "started_us, finished_us, coalesce(owner, ''), lease_until_us, attempts, cancel_requested, progress_us, " \
-    "episodes, best_runtime_s, best_peak_memory, error, cache_hits, touched_us, watched_until_us"
-
 /* The statements, prepared once per connection. */
 #define STMTS(X)                                                                                                   \
     X(BEGIN_IMM, "begin", "BEGIN IMMEDIATE")                                                                       \
     X(COMMIT, "commit", "COMMIT")                                                                                  \
     X(ROLLBACK, "rollback", "ROLLBACK")                                                                            \
-    X(FIND_LIVE, "find by key", "SELECT " ROW_COLS " FROM searches WHERE key = ?1 AND status IN (1, 2, 3)")        \
-    X(GET, "get", "SELECT " ROW_COLS " FROM searches WHERE id = ?1")                                               \
+    X(FIND_LIVE, "find by key", "SELECT " STORE_ROW_COLS " FROM searches WHERE key = ?1 AND status IN (1, 2, 3)")  \
+    X(GET, "get", "SELECT " STORE_ROW_COLS " FROM searches WHERE id = ?1")                                         \
     X(INSERT, "insert",                                                                                            \
       "INSERT INTO searches (key, kind, status, module_hash, module_name, client_label, mesh, device, axes, "     \
       "created_us, owner, lease_until_us, touched_us) VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?9)") \
@@ -314,12 +309,24 @@ static void rollback(sq *s)
     }
 }
 
-static void copy_text(char *dst, size_t size, const unsigned char *src)
+/* The columns of a statement's current row, for store__read_row. */
+static int64_t col_i64(void *q, int col)
 {
+    return sqlite3_column_int64(q, col);
+}
+
+static double col_f64(void *q, int col)
+{
+    return sqlite3_column_double(q, col);
+}
+
+static void col_text(void *q, int col, char *dst, size_t size)
+{
+    const unsigned char *src = sqlite3_column_text(q, col);
     snprintf(dst, size, "%s", src ? (const char *)src : "");
 }
 
-static void copy_blob(uint8_t *dst, size_t size, sqlite3_stmt *q, int col)
+static void col_bytes(void *q, int col, uint8_t *dst, size_t size)
 {
     const void *p = sqlite3_column_blob(q, col);
     size_t n = (size_t)sqlite3_column_bytes(q, col);
@@ -328,35 +335,11 @@ static void copy_blob(uint8_t *dst, size_t size, sqlite3_stmt *q, int col)
         memcpy(dst, p, n < size ? n : size);
 }
 
-/* Reads the columns of ROW_COLS. */
+/* Reads the columns of STORE_ROW_COLS. */
 static void read_row(sqlite3_stmt *q, store_row *r)
 {
-    memset(r, 0, sizeof *r);
-    r->id = sqlite3_column_int64(q, 0);
-    r->kind = sqlite3_column_int(q, 1);
-    r->status = sqlite3_column_int(q, 2);
-    copy_blob(r->key, sizeof r->key, q, 3);
-    copy_blob(r->module_hash, sizeof r->module_hash, q, 4);
-    copy_text(r->module_name, sizeof r->module_name, sqlite3_column_text(q, 5));
-    copy_text(r->client_label, sizeof r->client_label, sqlite3_column_text(q, 6));
-    copy_text(r->mesh, sizeof r->mesh, sqlite3_column_text(q, 7));
-    copy_text(r->device, sizeof r->device, sqlite3_column_text(q, 8));
-    copy_text(r->axes, sizeof r->axes, sqlite3_column_text(q, 9));
-    r->created_us = sqlite3_column_int64(q, 10);
-    r->started_us = sqlite3_column_int64(q, 11);
-    r->finished_us = sqlite3_column_int64(q, 12);
-    copy_text(r->owner, sizeof r->owner, sqlite3_column_text(q, 13));
-    r->lease_until_us = sqlite3_column_int64(q, 14);
-    r->attempts = (uint32_t)sqlite3_column_int64(q, 15);
-    r->cancel_requested = sqlite3_column_int(q, 16) != 0;
-    r->progress_us = sqlite3_column_int64(q, 17);
-    r->episodes = sqlite3_column_int64(q, 18);
-    r->best_runtime_s = sqlite3_column_double(q, 19);
-    r->best_peak_memory = sqlite3_column_int64(q, 20);
-    copy_text(r->error, sizeof r->error, sqlite3_column_text(q, 21));
-    r->cache_hits = (uint64_t)sqlite3_column_int64(q, 22);
-    r->touched_us = sqlite3_column_int64(q, 23);
-    r->watched_until_us = sqlite3_column_int64(q, 24);
+    static const store_col_reader rd = {col_i64, col_f64, col_text, col_bytes};
+    store__read_row(&rd, q, r);
 }
 
 /* One row of statement id bound to an id or a key: 1 found, 0 none. */
@@ -985,8 +968,8 @@ static sqlite3_stmt *list_stmt(sq *s, unsigned mask, int sort, bool asc, ap_erro
     /* A rare text: its matches are the outer loop (CROSS JOIN keeps that
      * order), each row looked up by id, the few of them sorted. */
     const char *from = mask & LF_TEXT_RARE ? "WITH m(fid) AS (SELECT rowid FROM searches_text WHERE searches_text "
-                                             "MATCH ?12) SELECT " ROW_COLS " FROM m CROSS JOIN searches ON id = fid"
-                                           : "SELECT " ROW_COLS " FROM searches";
+                                             "MATCH ?12) SELECT " STORE_ROW_COLS " FROM m CROSS JOIN searches ON id = fid"
+                                           : "SELECT " STORE_ROW_COLS " FROM searches";
     ap_buf_puts(&b, from);
     if (sort == STORE_SORT_CREATED) {
         ap_buf_puts(&b, " WHERE (created_us, id) < (?1, ?2)");

@@ -1,9 +1,10 @@
 /*
  * store_int.h - private to store/: the interface a backend implements
- * (sqlite.c, pg.c) and what the backends share (the listing's cursor and
- * bounds, the owner checks).  store.c dispatches store.h's functions to
- * the backend of a handle; each operation has the meaning store.h gives
- * it, for every backend, and test_store checks that on both.
+ * (sqlite.c, pg.c) and what the backends share (core.c: a row's columns,
+ * the listing's cursor and bounds, the owner checks).  store.c dispatches
+ * store.h's functions to the backend of a handle; each operation has the
+ * meaning store.h gives it, for every backend, and test_store checks that
+ * on both.
  */
 #ifndef STORE_INT_H
 #define STORE_INT_H
@@ -59,6 +60,26 @@ int store__pg_open(const char *conninfo, int busy_ms, store **out, ap_error *err
 /* "postgresql://user@host:port/db" of a connection string: no password,
  * no other option. */
 void store__pg_describe(const char *conninfo, char *out, size_t size);
+
+/* The columns of a store_row, in the order store__read_row reads them
+ * (the same SQL for both engines). */
+#define STORE_ROW_COLS                                                                                       \
+    "id, kind, status, key, module_hash, module_name, client_label, mesh, device, axes, created_us, "       \
+    "started_us, finished_us, coalesce(owner, ''), lease_until_us, attempts, cancel_requested, progress_us, " \
+    "episodes, best_runtime_s, best_peak_memory, error, cache_hits, touched_us, watched_until_us"
+
+/* How a backend reads column `col` of its current result row (ctx): an
+ * integer, a real, a text (NUL-terminated, cut to size) and the bytes of a
+ * BLOB/BYTEA (zero-filled to size). */
+typedef struct store_col_reader {
+    int64_t (*i64)(void *ctx, int col);
+    double (*f64)(void *ctx, int col);
+    void (*text)(void *ctx, int col, char *dst, size_t size);
+    void (*bytes)(void *ctx, int col, uint8_t *dst, size_t size);
+} store_col_reader;
+
+/* A row of STORE_ROW_COLS, whichever engine it came from. */
+void store__read_row(const store_col_reader *rd, void *ctx, store_row *row);
 
 /* Whether `owner` is a process of the host (node) named in `self` that is
  * gone: the same first field, a pid that no longer exists. */
