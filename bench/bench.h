@@ -21,9 +21,7 @@
 
 static inline double bench_now(void)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+    return ap_mono_s();
 }
 
 static inline int bench_cmp_double(const void *a, const void *b)

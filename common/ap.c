@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ================================================================ errors */
 
@@ -420,4 +421,20 @@ int ap_read_file(const char *path, char **data, size_t *len, ap_error *err)
     if (!*data)
         return ap_error_set(err, AP_ENOMEM, "%s: out of memory", path);
     return 0;
+}
+
+/* ================================================================ clocks */
+
+int64_t ap_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+double ap_mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }

@@ -1,7 +1,7 @@
 /*
  * ap.h - what every autopart library shares: the project-wide error list,
- * the replaceable allocator, arenas, growable string buffers, hashing and
- * whole-file reading.  Nothing here knows about IR or partitioning.
+ * the replaceable allocator, arenas, growable string buffers, hashing,
+ * clocks and whole-file reading.  Nothing here knows about IR or partitioning.
  */
 #ifndef AP_H
 #define AP_H
@@ -177,6 +177,14 @@ static inline uint64_t ap_hash_mix(uint64_t h, uint64_t v)
     h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
     return h;
 }
+
+/* ----------------------------------------------------------------- clocks */
+
+/* Microseconds since the epoch: the wall clock, for times that are stored
+ * or shown (the store's rows). */
+int64_t ap_now_us(void);
+/* Seconds on the monotonic clock: for durations and deadlines. */
+double ap_mono_s(void);
 
 /* ------------------------------------------------------------------ files */
 

@@ -4,7 +4,8 @@
  * lowering and the loop view (ir/partir), the interpreter and the check
  * (ir/interp, ir/check).  The constructors of types, attributes, ops and
  * blocks; copying ops, attributes, types and locations into a module; the
- * element codecs of dense data; a pointer map.
+ * element codecs of dense data; a pointer map; a cursor for one-line
+ * texts.
  *
  * Code above ir/ (the cost model, the search, the service, the tools)
  * reads IR through ir.h and never builds it.  What the files of the core
@@ -169,5 +170,30 @@ double ir__float_load(ir_elem e, const uint8_t *p);
 bool ir__float_store(ir_elem e, uint8_t *p, double v);
 int64_t ir__int_load(ir_elem e, const uint8_t *p);
 void ir__int_store(ir_elem e, uint8_t *p, int64_t v);
+
+/* ============================================= one-line text scanning */
+
+/* A cursor over a one-line text, for the small parsers of the core and
+ * partir (meshes, distributions); each reports its own errors. */
+typedef struct ir__scanner {
+    const char *text, *p;
+    ap_error *err;
+} ir__scanner;
+
+static inline void ir__skip_space(ir__scanner *s)
+{
+    while (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r')
+        s->p++;
+}
+
+/* Skips spaces, then consumes `c` if it comes next. */
+static inline bool ir__scan_char(ir__scanner *s, char c)
+{
+    ir__skip_space(s);
+    if (*s->p != c)
+        return false;
+    s->p++;
+    return true;
+}
 
 #endif /* IR_BUILD_H */

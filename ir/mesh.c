@@ -73,10 +73,7 @@ int ir_mesh_init(ir_mesh *out, int n_axes, const char *const *names, const int64
 
 /* ------------------------------------------------------------- the text */
 
-typedef struct scanner {
-    const char *text, *p;
-    ap_error *err;
-} scanner;
+typedef ir__scanner scanner;
 
 static int scan_error(scanner *s, const char *at, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -92,25 +89,10 @@ static int scan_error(scanner *s, const char *at, int code, const char *fmt, ...
     return code;
 }
 
-static void skip_space(scanner *s)
-{
-    while (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r')
-        s->p++;
-}
-
-static bool scan_char(scanner *s, char c)
-{
-    skip_space(s);
-    if (*s->p != c)
-        return false;
-    s->p++;
-    return true;
-}
-
 /* name -> BARE+ | '"' CHAR+ '"'; copies into buf (IR_MESH_NAME_SIZE) */
 static int scan_name(scanner *s, char *buf)
 {
-    skip_space(s);
+    ir__skip_space(s);
     const char *start = s->p, *end;
     if (*s->p == '"') {
         start = ++s->p;
@@ -138,7 +120,7 @@ static int scan_name(scanner *s, char *buf)
 /* size -> [0-9]+ */
 static int scan_size(scanner *s, const char *name, int64_t *out)
 {
-    skip_space(s);
+    ir__skip_space(s);
     const char *start = s->p;
     if (*s->p < '0' || *s->p > '9')
         return scan_error(s, start, AP_ESYNTAX, "axis '%s' needs a positive size", name);
@@ -164,8 +146,8 @@ int ir_mesh_parse(const char *text, ir_mesh *out, ap_error *err)
     const char *name_ptrs[IR_MAX_AXES];
     int64_t sizes[IR_MAX_AXES];
     int n = 0, rc;
-    bool braced = scan_char(&s, '{');
-    skip_space(&s);
+    bool braced = ir__scan_char(&s, '{');
+    ir__skip_space(&s);
     if (!*s.p || (braced && *s.p == '}'))
         return ap_error_set(err, AP_EINVALID, "mesh '%.80s' has no axes (expected e.g. batch=4,model=2)", text);
     do {
@@ -173,16 +155,16 @@ int ir_mesh_parse(const char *text, ir_mesh *out, ap_error *err)
             return scan_error(&s, s.p, AP_EINVALID, "more than %d axes", IR_MAX_AXES);
         if ((rc = scan_name(&s, names[n])))
             return rc;
-        if (!scan_char(&s, '=') && !scan_char(&s, ':'))
+        if (!ir__scan_char(&s, '=') && !ir__scan_char(&s, ':'))
             return scan_error(&s, s.p, AP_ESYNTAX, "expected '=' after axis '%s'", names[n]);
         if ((rc = scan_size(&s, names[n], &sizes[n])))
             return rc;
         name_ptrs[n] = names[n];
         n++;
-    } while (scan_char(&s, ','));
-    if (braced && !scan_char(&s, '}'))
+    } while (ir__scan_char(&s, ','));
+    if (braced && !ir__scan_char(&s, '}'))
         return scan_error(&s, s.p, AP_ESYNTAX, "expected ',' or '}'");
-    skip_space(&s);
+    ir__skip_space(&s);
     if (*s.p)
         return scan_error(&s, s.p, AP_ESYNTAX, "expected ',' between mesh axes");
     ap_error e;

@@ -19,12 +19,18 @@
 
 #include "srv.h"
 
+typedef struct cached {
+    int64_t row_id;
+    rpc_shared *first; /* Search: the accepted event; Apply: NULL */
+    rpc_shared *last;  /* the answer (Apply) or the result event (Search) */
+} cached;
+
 typedef struct entry {
     struct entry *hnext;       /* hash chain */
     struct entry *prev, *next; /* LRU: head most recent */
     int method;
     uint8_t raw[STORE_KEY_BYTES];
-    srv_cached c;
+    cached c;
     size_t bytes;
     uint64_t pending; /* hits not yet handed to the store */
 } entry;
@@ -113,7 +119,9 @@ static void drop(srv_cache *c, entry *e)
     ap_free(e);
 }
 
-bool srv_cache_get(srv_cache *c, int method, const uint8_t *raw, srv_cached *out)
+/* A hit: fills *out with references the caller gives back
+ * (rpc_shared_unref), and counts the hit for the store. */
+static bool cache_get(srv_cache *c, int method, const uint8_t *raw, cached *out)
 {
     if (!c)
         return false;
@@ -132,6 +140,21 @@ bool srv_cache_get(srv_cache *c, int method, const uint8_t *raw, srv_cached *out
         }
     uv_mutex_unlock(&c->mu);
     return false;
+}
+
+bool srv_cache_answer(srv *s, rpc_call *c, int method, const uint8_t *raw)
+{
+    cached hit;
+    if (!cache_get(s->cache, method, raw, &hit))
+        return false;
+    atomic_fetch_add(&s->stats.cache_hits, 1);
+    atomic_fetch_add(&s->metrics.hits_memory, 1);
+    if (hit.first)
+        rpc_send_shared(c, hit.first);
+    rpc_finish_shared(c, RPC_OK, NULL, hit.last);
+    rpc_shared_unref(hit.first);
+    rpc_shared_unref(hit.last);
+    return true;
 }
 
 void srv_cache_put(srv_cache *c, int method, const uint8_t *raw, int64_t row_id, rpc_shared *first, rpc_shared *last)

@@ -98,15 +98,7 @@ void srv_on_call(void *ud, rpc_call *c, int method, const uint8_t *req, size_t l
         }
         ev->have_raw = true;
         /* Answered before: straight from memory, without waking the loop. */
-        srv_cached hit;
-        if (srv_cache_get(s->cache, method, ev->raw, &hit)) {
-            atomic_fetch_add(&s->stats.cache_hits, 1);
-            atomic_fetch_add(&s->metrics.hits_memory, 1);
-            if (hit.first)
-                rpc_send_shared(c, hit.first);
-            rpc_finish_shared(c, RPC_OK, NULL, hit.last);
-            rpc_shared_unref(hit.first);
-            rpc_shared_unref(hit.last);
+        if (srv_cache_answer(s, c, method, ev->raw)) {
             protobuf_c_message_free_unpacked(msg, NULL);
             ap_free(ev);
             return;
@@ -442,7 +434,7 @@ static void stats_cb(srv *s, srv_dbop *op)
     }
     Autopart__V1__StatsResponse r = AUTOPART__V1__STATS_RESPONSE__INIT;
     r.version = (char *)SRV_VERSION;
-    r.uptime_s = (double)(srv_now_us() - s->start_us) / 1e6;
+    r.uptime_s = (double)(ap_now_us() - s->start_us) / 1e6;
     r.requests = atomic_load(&s->stats.requests);
     r.errors = atomic_load(&s->stats.errors);
     r.cache_hits = atomic_load(&s->stats.cache_hits);

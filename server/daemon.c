@@ -181,7 +181,7 @@ static void on_wake(uv_async_t *a)
 static void on_tick(uv_timer_t *t)
 {
     srv *s = t->data;
-    int64_t now = srv_now_us();
+    int64_t now = ap_now_us();
     srv_jobs_tick(s, now);
     for (int i = 0; i < POOL__COUNT; i++)
         if (s->pools[i].paused_until && now >= s->pools[i].paused_until) {
@@ -341,7 +341,7 @@ int srv_run(const srv_options *opt)
         goto fail;
     make_owner(opt->node_name, s->owner, sizeof s->owner);
     store_describe(opt->db_path, s->store_name, sizeof s->store_name);
-    s->start_us = srv_now_us();
+    s->start_us = ap_now_us();
     {
         const char *paths[M__COUNT];
         for (int i = 0; i < M__COUNT; i++)
@@ -429,7 +429,7 @@ int srv_run(const srv_options *opt)
     srv_log(s, "%s serving as %s (%d search workers, %d threads each, %d intake workers; store %s, leases of %.0f s)",
             SRV_VERSION, s->owner, opt->max_concurrent, opt->threads_per_search, opt->apply_threads,
             store_backend(s->db_conn), (double)opt->lease_us / 1e6);
-    srv_jobs_tick(s, srv_now_us()); /* take over what a crash left at once */
+    srv_jobs_tick(s, ap_now_us()); /* take over what a crash left at once */
     uv_timer_start(&s->tick, on_tick, 100, 100);
     uv_run(&s->loop, UV_RUN_DEFAULT);
     rc = s->exit_code;

@@ -65,13 +65,6 @@ typedef struct reply {
     char attachment[96];
 } reply;
 
-static int64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* ========================================================== store pool */
 
 /* A connection for this request: a free one, or a new one (at most one per
@@ -163,7 +156,7 @@ static json_t *row_json(const store_row *row)
     for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
         json_array_append_new(axes, json_string(t));
     /* a running row's duration so far; 0 before it starts */
-    int64_t end = row->finished_us ? row->finished_us : row->started_us ? now_us() : 0;
+    int64_t end = row->finished_us ? row->finished_us : row->started_us ? ap_now_us() : 0;
     json_t *o = json_object();
     json_object_set_new(o, "id", json_integer(row->id));
     json_object_set_new(o, "kind", json_string(row->kind == STORE_APPLY ? "apply" : "search"));
@@ -584,7 +577,7 @@ static void api_stats(srv_http *h, struct MHD_Connection *c, reply *r)
         json_object_set_new(by, store_status_name(st), json_integer((json_int_t)cnt.by_status[st]));
     reply_json(r, 200,
                json_pack("{s:s,s:f,s:I,s:o,s:I,s:I}", "version", h->version, "uptime_s",
-                         (double)(now_us() - h->start_us) / 1e6, "stored", (json_int_t)cnt.rows, "by_status", by,
+                         (double)(ap_now_us() - h->start_us) / 1e6, "stored", (json_int_t)cnt.rows, "by_status", by,
                          "cache_hits", (json_int_t)cnt.cache_hits, "db_bytes", (json_int_t)cnt.db_bytes));
 }
 

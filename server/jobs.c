@@ -172,7 +172,7 @@ static void hand_over(srv *s, srv_job *job, int task, int pool)
     job->pool = pool;
     job->stage = task == TASK_PREPARE ? JOB_PREPARING : JOB_RUNNING;
     if (task == TASK_RUN) {
-        job->started_us = srv_now_us();
+        job->started_us = ap_now_us();
         if (job->kind == STORE_SEARCH)
             atomic_fetch_add(&s->metrics.searches_running, 1);
     }
@@ -196,7 +196,7 @@ static bool submit(srv *s, srv_job *job, int task, int pool)
     srv_pool *p = &s->pools[pool];
     job->task = task;
     job->pool = pool;
-    if (srv_now_us() >= p->paused_until && keep_worker(s, pool)) {
+    if (ap_now_us() >= p->paused_until && keep_worker(s, pool)) {
         give_worker(s, job, task, pool);
         return true;
     }
@@ -205,7 +205,7 @@ static bool submit(srv *s, srv_job *job, int task, int pool)
         !(job->urgent ? srv_fq_push_first : srv_fq_push)(&p->queue, job))
         return false;
     s->queued_bytes += job->req_bytes;
-    job->queued_us = srv_now_us();
+    job->queued_us = ap_now_us();
     job->stage = task == TASK_PREPARE ? JOB_PREPARE_WAIT : JOB_RUN_WAIT;
     atomic_store(&s->metrics.queued[pool], p->queue.count);
     return true;
@@ -223,12 +223,12 @@ void srv_pump(srv *s, int pool)
 {
     srv_pool *p = &s->pools[pool];
     srv_job *j;
-    if (srv_now_us() < p->paused_until)
+    if (ap_now_us() < p->paused_until)
         return; /* the timer pumps again */
     while (p->busy < p->n && (j = srv_fq_pop(&p->queue))) {
         s->queued_bytes -= j->req_bytes;
         atomic_store(&s->metrics.queued[pool], p->queue.count);
-        srv_hist_observe(&s->metrics.queue_wait[pool], (double)(srv_now_us() - j->queued_us) / 1e6);
+        srv_hist_observe(&s->metrics.queue_wait[pool], (double)(ap_now_us() - j->queued_us) / 1e6);
         keep_worker(s, pool);
         give_worker(s, j, j->task, pool);
     }
@@ -390,7 +390,7 @@ void srv_job_detach(srv *s, srv_waiter *w)
     if (w->job) {
         waiter_unlink(w->job, w);
         if (!w->job->waiters && w->job->kind == STORE_SEARCH)
-            w->job->alone_us = srv_now_us(); /* srv_jobs_tick gives it up if nobody comes back */
+            w->job->alone_us = ap_now_us(); /* srv_jobs_tick gives it up if nobody comes back */
     }
     rpc_call *call = w->call;
     waiter_free(w);
@@ -549,7 +549,7 @@ static void end_row_as(srv *s, int64_t id, int status, const char *msg, bool alo
         return;
     }
     o->id = id;
-    o->now = srv_now_us();
+    o->now = ap_now_us();
     o->status = status;
     o->alone = alone;
     snprintf(o->msg, sizeof o->msg, "%s", msg);
@@ -576,7 +576,7 @@ static void end_cancelled(srv *s, srv_job *job, rpc_call *c)
         return;
     }
     o->id = job->row_id;
-    o->now = srv_now_us();
+    o->now = ap_now_us();
     o->status = STORE_CANCELLED;
     o->cancel_call = c;
     snprintf(o->msg, sizeof o->msg, "cancelled");
@@ -688,17 +688,8 @@ void srv_job_request(srv *s, srv_event *ev)
     }
     /* Answered before, and the packed answer is in memory (the gRPC thread
      * looks first; the answer may have arrived since). */
-    srv_cached hit;
-    if (srv_cache_get(s->cache, ev->method, ev->raw, &hit)) {
-        atomic_fetch_add(&s->stats.cache_hits, 1);
-        atomic_fetch_add(&s->metrics.hits_memory, 1);
-        if (hit.first)
-            rpc_send_shared(ev->call, hit.first);
-        rpc_finish_shared(ev->call, RPC_OK, NULL, hit.last);
-        rpc_shared_unref(hit.first);
-        rpc_shared_unref(hit.last);
+    if (srv_cache_answer(s, ev->call, ev->method, ev->raw))
         return;
-    }
     /* The same request, as written, is being worked on here. */
     if ((job = find_job(s, ev->raw, NULL, 0, kind, NULL))) {
         attach(s, job, ev->call, ev->method, AUTOPART__V1__ORIGIN__JOINED);
@@ -798,7 +789,7 @@ static void begin_cb(srv *s, srv_dbop *op)
     for (srv_waiter *w = job->waiters; w; w = w->next)
         send_accepted(w);
     if (!job->waiters && job->kind == STORE_SEARCH) /* its client left while it was read */
-        job->alone_us = srv_now_us();
+        job->alone_us = ap_now_us();
     if (atomic_load(&job->cancel) == CANCEL_USER) {
         end_cancelled(s, job, NULL);
         remove_job(s, job);
@@ -894,7 +885,7 @@ static void prepare_done(srv *s, srv_job *job)
     o->op.cleanup = begin_cleanup;
     o->alias = job->have_raw;
     memcpy(o->raw, job->raw, STORE_KEY_BYTES);
-    o->now = srv_now_us();
+    o->now = ap_now_us();
     o->lease_until = o->now + s->opt.lease_us;
     /* No worker free now: the row waits in the store for any daemon's. */
     o->release = p->busy >= p->n;
@@ -962,7 +953,7 @@ static void start_cb(srv *s, srv_dbop *op)
         /* The store is away: the job waits first in the queue, which
          * rests a moment (no worker is taken meanwhile). */
         srv_log(s, "search %" PRId64 ": cannot start it now: %s", job->row_id, op->err.msg);
-        s->pools[pool].paused_until = srv_now_us() + SRV_RETRY_US;
+        s->pools[pool].paused_until = ap_now_us() + SRV_RETRY_US;
         job->urgent = true;
         unkeep(s, pool);
         if (!submit(s, job, TASK_RUN, pool))
@@ -1017,7 +1008,7 @@ static void job_start(srv *s, srv_job *job)
     o->op.cleanup = start_cleanup;
     o->search = job->kind == STORE_SEARCH;
     o->id = job->row_id;
-    o->now = srv_now_us();
+    o->now = ap_now_us();
     o->lease_until = o->now + s->opt.lease_us;
     o->take = !job->row_owned;
     srv_db_submit(s, &o->op);
@@ -1095,7 +1086,7 @@ static void outcome_cb(srv *s, srv_dbop *op)
          * next asker gets). */
         srv_log(s, "search %" PRId64 ": storing its outcome: %s (trying again)", job->row_id, op->err.msg);
         job->stage = JOB_FINISHING;
-        job->retry_us = srv_now_us() + SRV_RETRY_US;
+        job->retry_us = ap_now_us() + SRV_RETRY_US;
         return;
     }
     if (o->status == STORE_DONE)
@@ -1114,14 +1105,14 @@ static void store_outcome(srv *s, srv_job *job)
     op_outcome *o = srv_db_new(s, sizeof *o, outcome_fn, outcome_cb, job);
     if (!o) { /* try again at the next tick */
         job->stage = JOB_FINISHING;
-        job->retry_us = srv_now_us() + SRV_RETRY_US;
+        job->retry_us = ap_now_us() + SRV_RETRY_US;
         return;
     }
     o->op.cleanup = outcome_cleanup;
     job->stage = JOB_FINISHING;
     job->retry_us = INT64_MAX; /* out now */
     o->id = job->row_id;
-    o->now = srv_now_us();
+    o->now = ap_now_us();
     if (cancel == CANCEL_USER) {
         o->status = STORE_CANCELLED;
         snprintf(o->msg, sizeof o->msg, "cancelled");
@@ -1148,7 +1139,7 @@ static void run_done(srv *s, srv_job *job)
     }
     if (cancel == CANCEL_ALONE && w->code != RPC_OK) {
         if (job->prog_dirty || job->ckpt) /* written before the row ends or goes back (in order) */
-            checkpoint_one(s, job, srv_now_us());
+            checkpoint_one(s, job, ap_now_us());
         if (job->waiters) { /* someone asked again meanwhile: on from the checkpoint, by any daemon */
             atomic_store(&job->cancel, CANCEL_NONE);
             release_row(s, job->row_id);
@@ -1165,7 +1156,7 @@ static void run_done(srv *s, srv_job *job)
                 job->row_id, w->summary.episodes, w->replayed);
     if (cancel == CANCEL_NONE && job->kind == STORE_SEARCH) {
         if (w->code == RPC_OK) {
-            double secs = (double)(srv_now_us() - job->started_us) / 1e6;
+            double secs = (double)(ap_now_us() - job->started_us) / 1e6;
             atomic_fetch_add(&s->metrics.searches_done, 1);
             srv_hist_observe(&s->metrics.search_seconds, secs);
             if (secs > 0)
@@ -1204,7 +1195,7 @@ static void job_task_done(srv *s, srv_task *t)
         remove_job(s, job);
     } else if (atomic_load(&job->cancel) == CANCEL_SHUTDOWN) {
         if (job->task == TASK_RUN && (job->prog_dirty || job->ckpt)) /* for the next run to resume from */
-            checkpoint_one(s, job, srv_now_us());
+            checkpoint_one(s, job, ap_now_us());
         remove_job(s, job);
     } else if (job->task == TASK_PREPARE) {
         prepare_done(s, job);
@@ -1324,7 +1315,7 @@ static void job_progress_done(srv *s, srv_task *t)
      * SRV_POINT_US), so that the dashboard's curve shows short searches
      * and each step of long ones, and daemons whose callers joined this
      * search see it soon. */
-    int64_t now = srv_now_us();
+    int64_t now = ap_now_us();
     if (job->stage == JOB_RUNNING && !job->ended && best > 0 && (job->ckpt_best == 0 || best < job->ckpt_best) &&
         now - job->ckpt_us >= SRV_POINT_US)
         checkpoint_one(s, job, now);
@@ -1385,7 +1376,7 @@ static void remote_progress(srv_job *job, const poll_item *it)
     p.best_runtime_s = it->row.best_runtime_s;
     p.best_peak_memory_bytes = it->row.best_peak_memory;
     p.best_schedule = it->schedule ? it->schedule : (char *)"";
-    p.elapsed_s = it->row.started_us ? (double)(srv_now_us() - it->row.started_us) / 1e6 : 0;
+    p.elapsed_s = it->row.started_us ? (double)(ap_now_us() - it->row.started_us) / 1e6 : 0;
     send_progress(job, &p);
 }
 
@@ -1636,7 +1627,7 @@ static void sweep(srv *s, int64_t now)
 static void heartbeat_fn(store *db, srv_dbop *op)
 {
     srv_dbop *o = op;
-    op->rc = store_heartbeat(db, srv_now_us() + o->srv->opt.lease_us, &op->err);
+    op->rc = store_heartbeat(db, ap_now_us() + o->srv->opt.lease_us, &op->err);
 }
 
 static void heartbeat_cb(srv *s, srv_dbop *op)
@@ -1684,7 +1675,7 @@ typedef struct op_hits {
 static void hits_fn(store *db, srv_dbop *op)
 {
     op_hits *o = (op_hits *)op;
-    op->rc = store_add_hits(db, o->ids, o->counts, o->n, srv_now_us(), &op->err);
+    op->rc = store_add_hits(db, o->ids, o->counts, o->n, ap_now_us(), &op->err);
 }
 
 static void hits_cb(srv *s, srv_dbop *op)
@@ -1798,7 +1789,7 @@ static void alone_fn(store *db, srv_dbop *op)
 static void alone_cb(srv *s, srv_dbop *op)
 {
     op_alone *o = (op_alone *)op;
-    int64_t now = srv_now_us();
+    int64_t now = ap_now_us();
     s->alone_busy = false;
     for (int i = 0; i < o->n; i++) {
         srv_job *job = find_job(s, NULL, NULL, o->ids[i], STORE_SEARCH, NULL);
@@ -2009,7 +2000,7 @@ void srv_job_cancel_call(srv *s, rpc_call *c, int64_t id)
     }
     o->call = c;
     o->id = id;
-    o->now = srv_now_us();
+    o->now = ap_now_us();
     srv_db_submit(s, &o->op);
 }
 
@@ -2033,7 +2024,7 @@ void srv_jobs_shutdown(srv *s)
 
 void srv_jobs_abandon(srv *s)
 {
-    int64_t now = srv_now_us();
+    int64_t now = ap_now_us();
     for (srv_job *job = s->jobs; job; job = job->next)
         if (job->stage == JOB_RUNNING && !job->ended && (job->prog_dirty || job->ckpt))
             checkpoint_one(s, job, now);

@@ -112,16 +112,12 @@ typedef struct srv_hit {
 /* cache.c: packed cache-hit answers by the hash of the request as written;
  * any thread. */
 typedef struct srv_cache srv_cache;
-typedef struct srv_cached {
-    int64_t row_id;
-    rpc_shared *first; /* Search: the accepted event; Apply: NULL */
-    rpc_shared *last;  /* the answer (Apply) or the result event (Search) */
-} srv_cached;
 srv_cache *srv_cache_new(size_t max_bytes);
 void srv_cache_free(srv_cache *c);
-/* A hit: fills *out with references the caller gives back
- * (rpc_shared_unref), and counts the hit for the store. */
-bool srv_cache_get(srv_cache *c, int method, const uint8_t *raw, srv_cached *out);
+/* Answers call c from s's cache when the request (method, raw hash) is
+ * there: the accepted event (Search) and the answer sent, the hit counted
+ * (for Stats, /metrics and the store).  false: not in memory. */
+bool srv_cache_answer(srv *s, rpc_call *c, int method, const uint8_t *raw);
 /* Adds an entry (references first and last; first may be NULL). */
 void srv_cache_put(srv_cache *c, int method, const uint8_t *raw, int64_t row_id, rpc_shared *first,
                    rpc_shared *last);
@@ -350,7 +346,6 @@ struct srv {
 };
 
 /* util.c: what every file of the daemon uses (a leaf: it calls none of them) */
-int64_t srv_now_us(void);
 void srv_log(srv *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Ends a call with an error status (counted). */
 void srv_fail(srv *s, rpc_call *c, rpc_code code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));

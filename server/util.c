@@ -1,6 +1,6 @@
 /*
- * util.c - what every file of autopartd uses: the clock of the store's
- * rows, log lines, and ending a call with a reply or an error.  A leaf:
+ * util.c - what every file of autopartd uses: log lines, and ending a call
+ * with a reply or an error (the clock of the store's rows is ap_now_us).  A leaf:
  * it calls no other file of the daemon.
  */
 #include <stdarg.h>
@@ -8,13 +8,6 @@
 #include <time.h>
 
 #include "srv.h"
-
-int64_t srv_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 void srv_log(srv *s, const char *fmt, ...)
 {

@@ -265,13 +265,6 @@ typedef struct pg {
     bool lost;
 } pg;
 
-static int64_t mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* ============================================================ addresses */
 
 void store__pg_describe(const char *conninfo, char *out, size_t size)
@@ -362,7 +355,7 @@ static int connect_now(pg *s, ap_error *err)
 {
     if (s->conn && PQstatus(s->conn) == CONNECTION_OK)
         return 0;
-    int64_t now = mono_us();
+    int64_t now = (int64_t)(ap_mono_s() * 1e6);
     if (now < s->next_connect_us)
         return lost(s, err, "connect", "the last attempt failed a moment ago");
     if (s->conn) {

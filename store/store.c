@@ -7,7 +7,6 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "store_int.h"
 
@@ -70,22 +69,15 @@ void store_observe(store *s, store_observer fn, void *ud)
     s->observe_ud = ud;
 }
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Runs an operation, telling the observer how long it took and whether
  * the store failed it (a conflict or a bad argument is an answer, not a
  * failure). */
 #define OBSERVED(s, call)                                                                                          \
     do {                                                                                                           \
-        double t0_ = (s)->observe ? mono_s() : 0;                                                                  \
+        double t0_ = (s)->observe ? ap_mono_s() : 0;                                                               \
         int rc_ = (call);                                                                                          \
         if ((s)->observe)                                                                                          \
-            (s)->observe((s)->observe_ud, mono_s() - t0_,                                                          \
+            (s)->observe((s)->observe_ud, ap_mono_s() - t0_,                                                       \
                          rc_ < 0 && rc_ != AP_ECONFLICT && rc_ != AP_EINVALID && rc_ != AP_ENOTFOUND);               \
         return rc_;                                                                                                \
     } while (0)

@@ -24,13 +24,6 @@
 
 #include "store.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void check(int rc, const ap_error *err)
 {
     if (rc < 0) {
@@ -50,7 +43,7 @@ static void fill(const char *db, int rows)
     static const char *const labels[] = {"trainer-llama", "trainer-t32", "sweep-a", "sweep-b", "notebook",
                                          "ci",            "eval",        "",        "bench",   "gns"};
     uint64_t seed = 42;
-    double t0 = now();
+    double t0 = ap_mono_s();
     for (int i = 0; i < rows; i++) {
         uint8_t key[STORE_KEY_BYTES], mh[STORE_KEY_BYTES] = {0};
         for (int k = 0; k < STORE_KEY_BYTES; k++) {
@@ -72,7 +65,7 @@ static void fill(const char *db, int rows)
                            &sum, i % 40 == 0 ? "it broke" : NULL, &err),
               &err);
     }
-    printf("bench_http: %d searches stored in %.1f s\n", rows, now() - t0);
+    printf("bench_http: %d searches stored in %.1f s\n", rows, ap_mono_s() - t0);
     store_close(s);
 }
 
@@ -106,9 +99,9 @@ static double get(const char *path, body *b)
     curl_easy_setopt(curl, CURLOPT_URL, url);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, b);
-    double t0 = now();
+    double t0 = ap_mono_s();
     CURLcode rc = curl_easy_perform(curl);
-    double t = now() - t0;
+    double t = ap_mono_s() - t0;
     long status = 0;
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
     if (rc != CURLE_OK || status != 200) {

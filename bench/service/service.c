@@ -34,13 +34,6 @@
 #include "autopart/v1/partitioner.pb-c.h"
 #include "wire.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static pid_t daemon_pid;
 
 static void die(const char *what)
@@ -204,11 +197,11 @@ static void *work(void *arg)
 {
     worker *w = arg;
     wire_conn *c = connect_to(w->port);
-    while (now() < w->until && atomic_fetch_add(w->total, 1) < w->max_requests) {
-        double t0 = now();
+    while (ap_mono_s() < w->until && atomic_fetch_add(w->total, 1) < w->max_requests) {
+        double t0 = ap_mono_s();
         if (apply_once(c, w->req, NULL) != AUTOPART__V1__ORIGIN__CACHE_HIT)
             w->failures++;
-        double dt = now() - t0;
+        double dt = ap_mono_s() - t0;
         if (w->n_lat == w->cap_lat) {
             w->cap_lat = w->cap_lat ? w->cap_lat * 2 : 4096;
             w->lat = realloc(w->lat, sizeof *w->lat * w->cap_lat);
@@ -236,7 +229,7 @@ static int64_t measure(int port, const request *req, int clients, double seconds
     pthread_t *th = calloc((size_t)clients, sizeof *th);
     atomic_llong total;
     atomic_init(&total, 0);
-    double t0 = now();
+    double t0 = ap_mono_s();
     for (int i = 0; i < clients; i++) {
         w[i] = (worker){.port = port, .req = req, .until = t0 + seconds, .max_requests = max_requests,
                         .total = &total};
@@ -249,7 +242,7 @@ static int64_t measure(int port, const request *req, int clients, double seconds
         n += w[i].n_lat;
         failures += w[i].failures;
     }
-    double wall = now() - t0;
+    double wall = ap_mono_s() - t0;
     double cpu = cpu_s(daemon_pid) - cpu0;
     double *all = malloc(sizeof *all * (n ? n : 1));
     size_t k = 0;
@@ -375,9 +368,9 @@ int main(int argc, char **argv)
         wire_close(conns[i]);
     long before = rss_kb(d.pid);
     int64_t more = total_requests;
-    double t0 = now();
+    double t0 = ap_mono_s();
     done += measure(d.port, &small, 8, 1e9, more, NULL);
-    double t_more = now() - t0;
+    double t_more = ap_mono_s() - t0;
     usleep(300000);
     long after = rss_kb(d.pid);
     printf("daemon RSS: idle %.1f MiB; with 100 open connections %.1f MiB; %.1f MiB before and %.1f MiB after "
@@ -388,13 +381,13 @@ int main(int argc, char **argv)
     /* kill -9, then a new daemon on the same store until it answers */
     kill(d.pid, SIGKILL);
     waitpid(d.pid, NULL, 0);
-    double k0 = now();
+    double k0 = ap_mono_s();
     start_daemon(&d, db);
     daemon_pid = d.pid;
-    double listening = now() - k0;
+    double listening = ap_mono_s() - k0;
     c = connect_to(d.port);
     int origin = apply_once(c, &small, NULL);
-    double serving = now() - k0;
+    double serving = ap_mono_s() - k0;
     wire_close(c);
     printf("kill -9 to serving: listening after %.1f ms, first cache hit answered after %.1f ms (%s)\n",
            listening * 1e3, serving * 1e3, origin == AUTOPART__V1__ORIGIN__CACHE_HIT ? "a cache hit" : "NOT a hit");

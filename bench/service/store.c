@@ -20,13 +20,6 @@
 
 #include "store.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void check(int rc, const ap_error *err)
 {
     if (rc < 0) {
@@ -44,9 +37,9 @@ static double time_list(store *s, const store_filter *f, const char *after, int 
     char next[48];
     ap_error err;
     for (int r = 0; r < REPS; r++) {
-        double t0 = now();
+        double t0 = ap_mono_s();
         int n = store_list(s, f, 50, after, rows, next, &err);
-        t[r] = now() - t0;
+        t[r] = ap_mono_s() - t0;
         check(n, &err);
         *n_out = n;
     }
@@ -80,7 +73,7 @@ int main(int argc, char **argv)
     const int64_t t_start = 1700000000LL * 1000000, month = 30LL * 86400 * 1000000;
     static const char *const labels[] = {"trainer-llama", "trainer-t32", "sweep-a", "sweep-b", "notebook",
                                          "ci",            "eval",        "",        "bench",   "gns"};
-    double t0 = now();
+    double t0 = ap_mono_s();
     char request[512];
     memset(request, 'r', sizeof request);
     uint64_t seed = 42;
@@ -114,7 +107,7 @@ int main(int argc, char **argv)
                   &err);
         }
     }
-    double fill = now() - t0;
+    double fill = ap_mono_s() - t0;
     store_counts cnt;
     check(store_counts_get(s, &cnt, &err), &err);
     printf("bench_store: %d searches stored in %.1f s (%.0f/s, each in its own transactions); %.1f MiB on disk\n",
@@ -153,14 +146,14 @@ int main(int argc, char **argv)
         }
     store_filter sf = {.sort = STORE_SORT_RUNTIME, .ascending = true, .status = STORE_DONE, .client_label = "eval"};
     { double ms = time_list(s, &sf, NULL, &n); printf("  by runtime, done, label eval    %7.3f ms (%d rows)\n", ms, n); }
-    t0 = now();
+    t0 = ap_mono_s();
     store_point pts[2000];
     for (int r = 0; r < 1000; r++)
         check(store_history(s, 1 + (r % (rows / 50)) * 50, pts, 2000, &err), &err);
-    printf("  a search's progress history     %7.3f ms (mean of 1000)\n", (now() - t0) / 1000 * 1e3);
-    t0 = now();
+    printf("  a search's progress history     %7.3f ms (mean of 1000)\n", (ap_mono_s() - t0) / 1000 * 1e3);
+    t0 = ap_mono_s();
     check(store_counts_get(s, &cnt, &err), &err);
-    printf("  counts by status (Stats)        %7.3f ms\n", (now() - t0) * 1e3);
+    printf("  counts by status (Stats)        %7.3f ms\n", (ap_mono_s() - t0) * 1e3);
     store_close(s);
     char p[300];
     unlink(db);

@@ -91,9 +91,7 @@ int cli_gc(int argc, char **argv)
     ap_error err;
     if (store_open(db, "autopart-gc", 10000, &s, &err) < 0)
         return cli_fail("gc", "%s", err.msg);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    int64_t now = ap_now_us();
     store_gc_policy p = {.keep_us = (int64_t)(days * 86400e6), .max_bytes = (int64_t)(mb * 1048576),
                          .protect_us = 60 * 1000000LL};
     store_gc_result r = {0};

@@ -44,13 +44,6 @@ static double unit_roundoff(ir_elem e)
     return ldexp(1.0, -(mantissa + 1));
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Prefixes err's message with what was being done, keeping its code and
  * source position. */
 static int in_run(ap_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -477,12 +470,12 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
             goto out;
         io.ops_evaluated = &r->ops[IR_CHECK_REF];
         r->ops[IR_CHECK_REF] = 0;
-        double t0 = now();
+        double t0 = ap_mono_s();
         if (ir_interp_run(ir_pctx_module(c), f, (const ir_tensor *const *)args, n_args, &ref, &n_ref, &io, err) < 0) {
             rc = in_run(err, "unpartitioned run");
             goto out;
         }
-        r->seconds[IR_CHECK_REF] = now() - t0;
+        r->seconds[IR_CHECK_REF] = ap_mono_s() - t0;
         if (all_finite(ref, n_ref))
             break;
         if (r->input_lo > 0) {
@@ -506,17 +499,17 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
         goto out;
 
     /* The loop view, as a program of its own. */
-    double t0 = now();
+    double t0 = ap_mono_s();
     io.ops_evaluated = &r->ops[IR_CHECK_LOOPS];
     if (ir_temporal(p, &tm, err) < 0 ||
         ir_interp_run(tm, ir_module_entry(tm), (const ir_tensor *const *)args, n_args, &loops, &n_loops, &io, err) < 0) {
         rc = in_run(err, "loop view");
         goto out;
     }
-    r->seconds[IR_CHECK_LOOPS] = now() - t0;
+    r->seconds[IR_CHECK_LOOPS] = ap_mono_s() - t0;
 
     /* The SPMD program on every device. */
-    t0 = now();
+    t0 = ap_mono_s();
     ir_lower_opts lo = IR_LOWER_OPTS_DEFAULT;
     lo.drop_all_reduce = o.drop_all_reduce;
     if (ir_lower_ex(p, &lo, &low, err) < 0) {
@@ -529,7 +522,7 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
         rc = in_run(err, "SPMD run");
         goto out;
     }
-    r->seconds[IR_CHECK_SPMD] = now() - t0;
+    r->seconds[IR_CHECK_SPMD] = ap_mono_s() - t0;
     if (n_loops != n_ref || n_spmd != n_ref) {
         rc = ap_error_set(err, AP_EINVALID, "the partitioned programs return %u and %u results, the function %u",
                           n_loops, n_spmd, n_ref);

@@ -34,6 +34,7 @@
  * (Figure 7a) without using anything from the search, for tests and
  * verification between passes.
  */
+#include "ir_build.h"
 #include "partir.h"
 
 #include <stdio.h>
@@ -112,11 +113,7 @@ void ir_redist_mesh_format(const ir_mesh *mesh, ap_buf *out)
 /* The small lexer of the type parser.  Errors carry the
  * 1-based column of the offending character (line 1: the texts are one
  * line). */
-typedef struct scanner {
-    const char *text;
-    const char *p;
-    ap_error *err;
-} scanner;
+typedef ir__scanner scanner;
 
 static int scanner_col(const scanner *s, const char *at) { return (int)(at - s->text) + 1; }
 
@@ -135,32 +132,16 @@ static int scan_error_at(scanner *s, const char *at, int code, const char *fmt, 
     return code;
 }
 
-static void skip_space(scanner *s)
-{
-    while (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r')
-        s->p++;
-}
-
-/* Skips spaces, then consumes `c` if it comes next. */
-static bool scan_char(scanner *s, char c)
-{
-    skip_space(s);
-    if (*s->p != c)
-        return false;
-    s->p++;
-    return true;
-}
-
 static bool at_digit(scanner *s)
 {
-    skip_space(s);
+    ir__skip_space(s);
     return *s->p >= '0' && *s->p <= '9';
 }
 
 /* INT -> [0-9]+, at most MAX_SIZE */
 static int scan_int(scanner *s, int64_t *out)
 {
-    skip_space(s);
+    ir__skip_space(s);
     const char *start = s->p;
     if (!at_digit(s))
         return scan_error_at(s, s->p, AP_ESYNTAX, "expected a size");
@@ -178,7 +159,7 @@ static int scan_int(scanner *s, int64_t *out)
 /* name -> IDENT | '"' CHAR+ '"'; copies into buf (IR_MESH_NAME_SIZE) */
 static int scan_name(scanner *s, char *buf)
 {
-    skip_space(s);
+    ir__skip_space(s);
     const char *start = s->p, *end;
     if (*s->p == '"') {
         start = ++s->p;
@@ -393,16 +374,16 @@ static int parse_dim(scanner *s, const ir_mesh *mesh, ir_redist_dim *dim, int *a
     if (has_local && (rc = scan_int(s, &first)))
         return rc;
     memset(dim, 0, sizeof *dim);
-    if (!scan_char(s, '{')) {
+    if (!ir__scan_char(s, '{')) {
         if (!has_local)
             return scan_error_at(s, s->p, AP_ESYNTAX, "expected a dimension size");
         dim->global = dim->local = first;
         return 0;
     }
-    if (!scan_char(s, '}')) {
+    if (!ir__scan_char(s, '}')) {
         do {
             char name[IR_MESH_NAME_SIZE];
-            skip_space(s);
+            ir__skip_space(s);
             const char *at = s->p;
             if ((rc = scan_name(s, name)))
                 return rc;
@@ -416,8 +397,8 @@ static int parse_dim(scanner *s, const ir_mesh *mesh, ir_redist_dim *dim, int *a
                     return scan_error_at(s, at, AP_ETYPE, "mesh axis \"%s\" used twice", name);
             axis_col[dim->naxes] = scanner_col(s, at);
             dim->axes[dim->naxes++] = (uint8_t)a;
-        } while (scan_char(s, ','));
-        if (!scan_char(s, '}'))
+        } while (ir__scan_char(s, ','));
+        if (!ir__scan_char(s, '}'))
             return scan_error_at(s, s->p, AP_ESYNTAX, "expected ',' or '}'");
     }
     if ((rc = scan_int(s, &dim->global)))
@@ -444,11 +425,11 @@ int ir_redist_parse_type(const ir_mesh *mesh, const char *text, ir_redist_type *
     int axis_col[IR_REDIST_MAX_RANK][IR_MESH_MAX_FACTORS];
     int rc;
     memset(&t, 0, sizeof t);
-    if (!scan_char(&s, '['))
+    if (!ir__scan_char(&s, '['))
         return scan_error_at(&s, s.p, AP_ESYNTAX, "expected '[' to start a type");
-    if (!scan_char(&s, ']')) {
+    if (!ir__scan_char(&s, ']')) {
         do {
-            skip_space(&s);
+            ir__skip_space(&s);
             if (t.rank == IR_REDIST_MAX_RANK)
                 return scan_error_at(&s, s.p, AP_ELIMIT, "rank above the limit of %d",
                                      IR_REDIST_MAX_RANK);
@@ -456,11 +437,11 @@ int ir_redist_parse_type(const ir_mesh *mesh, const char *text, ir_redist_type *
             if ((rc = parse_dim(&s, mesh, &t.dims[t.rank], axis_col[t.rank])))
                 return rc;
             t.rank++;
-        } while (scan_char(&s, ','));
-        if (!scan_char(&s, ']'))
+        } while (ir__scan_char(&s, ','));
+        if (!ir__scan_char(&s, ']'))
             return scan_error_at(&s, s.p, AP_ESYNTAX, "expected ',' or ']'");
     }
-    skip_space(&s);
+    ir__skip_space(&s);
     if (*s.p)
         return scan_error_at(&s, s.p, AP_ESYNTAX, "unexpected text after the type");
     if ((rc = validate_type(mesh, &t, dim_col, (const int(*)[IR_MESH_MAX_FACTORS])axis_col, err)))

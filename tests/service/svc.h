@@ -42,13 +42,6 @@ typedef struct svc_daemon {
     char log[300];
 } svc_daemon;
 
-static inline double svc_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* A fresh temporary store path (the file does not exist yet). */
 static inline void svc_temp_db(char *path, size_t size)
 {
@@ -117,9 +110,9 @@ static inline int svc_start_until(svc_daemon *d, const char *db, const char *lis
     close(out[1]);
     char buf[1024];
     size_t n = 0;
-    double t0 = svc_now();
+    double t0 = ap_mono_s();
     bool done = false;
-    while (!done && n < sizeof buf - 1 && svc_now() - t0 < 60) {
+    while (!done && n < sizeof buf - 1 && ap_mono_s() - t0 < 60) {
         struct pollfd p = {out[0], POLLIN, 0};
         if (poll(&p, 1, 200) <= 0)
             continue;
@@ -166,10 +159,10 @@ static inline int svc_stop(svc_daemon *d, int sig, double wait_s)
     if (!d->pid)
         return -1;
     kill(d->pid, sig);
-    double t0 = svc_now();
+    double t0 = ap_mono_s();
     int st = 0;
     pid_t r;
-    while ((r = waitpid(d->pid, &st, WNOHANG)) == 0 && svc_now() - t0 < wait_s)
+    while ((r = waitpid(d->pid, &st, WNOHANG)) == 0 && ap_mono_s() - t0 < wait_s)
         usleep(20000);
     if (r == 0) {
         kill(d->pid, SIGKILL);
@@ -335,7 +328,7 @@ static inline int64_t svc_wait_status(const char *db, int status, double wait_s)
 {
     store *s;
     ap_error err;
-    double t0 = svc_now();
+    double t0 = ap_mono_s();
     for (;;) {
         if (store_open(db, "test:0:0", 5000, &s, &err) == 0) {
             store_row rows[16];
@@ -346,7 +339,7 @@ static inline int64_t svc_wait_status(const char *db, int status, double wait_s)
             if (n > 0)
                 return rows[0].id;
         }
-        if (svc_now() - t0 > wait_s)
+        if (ap_mono_s() - t0 > wait_s)
             return 0;
         usleep(5000);
     }
@@ -413,7 +406,7 @@ static inline void svc_search_init(svc_search *q, const char *text, const char *
  * result's bytes (heap) and the status. */
 typedef struct search_run {
     int origin, progress, rc;
-    double t_accepted, t_first_progress, t_end; /* svc_now() at each */
+    double t_accepted, t_first_progress, t_end; /* ap_mono_s() at each */
     int64_t last_episodes;                       /* of the last progress event */
     /* progress events relayed from the store (another daemon runs the
      * search: no speed in them): when they came (wall clock, us) and their
@@ -444,16 +437,14 @@ static inline void search_call(wire_conn *c, const svc_search *q, search_run *ou
         if (ev->event_case == AUTOPART__V1__SEARCH_EVENT__EVENT_ACCEPTED) {
             ck_assert_int_eq(n, 0); /* accepted comes first */
             out->origin = ev->accepted->origin;
-            out->t_accepted = svc_now();
+            out->t_accepted = ap_mono_s();
             snprintf(out->id, sizeof out->id, "%s", ev->accepted->search_id);
         } else if (ev->event_case == AUTOPART__V1__SEARCH_EVENT__EVENT_PROGRESS) {
             if (!out->progress++)
-                out->t_first_progress = svc_now();
+                out->t_first_progress = ap_mono_s();
             out->last_episodes = ev->progress->episodes;
             if (ev->progress->episodes_per_s == 0 && ev->progress->tree_size == 0 && out->n_relayed < 64) {
-                struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
-                out->relayed_us[out->n_relayed] = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+                out->relayed_us[out->n_relayed] = ap_now_us();
                 out->relayed_episodes[out->n_relayed++] = ev->progress->episodes;
             }
         } else if (ev->event_case == AUTOPART__V1__SEARCH_EVENT__EVENT_RESULT) {
@@ -467,10 +458,26 @@ static inline void search_call(wire_conn *c, const svc_search *q, search_run *ou
         n++;
     }
     out->rc = got == 0 && out->st.code == 0 ? 0 : -1;
-    out->t_end = svc_now();
+    out->t_end = ap_mono_s();
     wire_stream_close(ws);
 }
 
+/* A search on a thread of its own: pthread_create(..., svc_bg_search_fn, &b)
+ * with b.port and b.q set; the run is in b.run once joined. */
+typedef struct svc_bg_search {
+    int port;
+    svc_search q;
+    search_run run;
+} svc_bg_search;
+
+static inline void *svc_bg_search_fn(void *arg)
+{
+    svc_bg_search *b = arg;
+    wire_conn *c = svc_conn(b->port);
+    search_call(c, &b->q, &b->run);
+    wire_close(c);
+    return NULL;
+}
 
 /* What must agree between two runs of one search: everything but timings. */
 static inline void same_answer(const uint8_t *a, size_t na, const uint8_t *b, size_t nb)
@@ -491,6 +498,53 @@ static inline void same_answer(const uint8_t *a, size_t na, const uint8_t *b, si
     ck_assert_int_eq(x->search->best_episode, y->search->best_episode);
     autopart__v1__partition_result__free_unpacked(x, NULL);
     autopart__v1__partition_result__free_unpacked(y, NULL);
+}
+
+/* ============================================= what main() reads first */
+
+/* The searches' manual part: batch parallelism, the rest left to the search. */
+#define SVC_BP_MANUAL "manual batch batch['inputs']=0 batch['targets']=0\n"
+
+/* modelgen's transformer of `config` (heap, ap_free).  For main(), outside
+ * a test: it exits on failure (no ck_assert there). */
+static inline char *svc_generate(const char *config)
+{
+    char path[] = "/tmp/autopart-model-XXXXXX", cmd[600];
+    int fd = mkstemp(path);
+    char *text = NULL;
+    size_t len;
+    ap_error err;
+    close(fd);
+    snprintf(cmd, sizeof cmd, "'%s' transformer --config %s -q -o '%s'", TL_MODELGEN, config, path);
+    if (system(cmd) != 0 || ap_read_file(path, &text, &len, &err) < 0) {
+        fprintf(stderr, "cannot generate the %s transformer: %s\n", config, cmd);
+        exit(1);
+    }
+    unlink(path);
+    return text;
+}
+
+/* The paper's BP and MP schedules, one after the other (heap, ap_free);
+ * NULL when they cannot be read.  For main(), like svc_generate. */
+static inline char *svc_bpmp(void)
+{
+    char *bp, *mp, path[512];
+    size_t len;
+    ap_error err;
+    snprintf(path, sizeof path, "%s/tests/models/schedules/bp.txt", AP_SOURCE_DIR);
+    if (ap_read_file(path, &bp, &len, &err) < 0)
+        return NULL;
+    snprintf(path, sizeof path, "%s/tests/models/schedules/mp.txt", AP_SOURCE_DIR);
+    if (ap_read_file(path, &mp, &len, &err) < 0) {
+        ap_free(bp);
+        return NULL;
+    }
+    ap_buf sb;
+    ap_buf_init(&sb);
+    ap_buf_printf(&sb, "%s\n%s\n", bp, mp);
+    ap_free(bp);
+    ap_free(mp);
+    return ap_buf_take(&sb, NULL);
 }
 
 #endif /* SVC_H */

@@ -26,7 +26,6 @@
 
 static pg_cluster cluster;
 static char *tiny_text, *bpmp;
-static const char bp_manual[] = "manual batch batch['inputs']=0 batch['targets']=0\n";
 
 /* An empty database on the test's server (the store migrates it). */
 static void fresh_pg(char *url, size_t size)
@@ -42,9 +41,9 @@ static int health(int port, double *seconds)
     void *r = NULL;
     size_t len;
     wire_status st;
-    double t0 = svc_now();
+    double t0 = ap_mono_s();
     int rc = svc_call(c, SVC_HEALTH, &req.base, &r, &len, &st);
-    *seconds = svc_now() - t0;
+    *seconds = ap_mono_s() - t0;
     ap_free(r);
     wire_close(c);
     return rc;
@@ -53,9 +52,9 @@ static int health(int port, double *seconds)
 static int apply_on(wire_conn *c, const svc_apply *a, int *origin, wire_status *st, double *seconds)
 {
     Autopart__V1__ApplyResponse *r;
-    double t0 = svc_now();
+    double t0 = ap_mono_s();
     int rc = svc_apply_call(c, a, &r, NULL, NULL, st);
-    *seconds = svc_now() - t0;
+    *seconds = ap_mono_s() - t0;
     if (rc == 0) {
         *origin = r->origin;
         autopart__v1__apply_response__free_unpacked(r, NULL);
@@ -116,7 +115,7 @@ static void sample(int port, wire_conn *c, const svc_apply *a, double seconds, s
     wire_status st;
     int origin;
     out->n = 0;
-    for (double t0 = svc_now(); svc_now() - t0 < seconds && out->n < MAX_SAMPLES; out->n++) {
+    for (double t0 = ap_mono_s(); ap_mono_s() - t0 < seconds && out->n < MAX_SAMPLES; out->n++) {
         ck_assert_int_eq(health(port, &out->hl[out->n]), 0);
         ck_assert_msg(apply_on(c, a, &origin, &st, &out->cl[out->n]) == 0, "%s", st.msg);
         ck_assert_int_eq(origin, AUTOPART__V1__ORIGIN__CACHE_HIT);
@@ -165,15 +164,15 @@ static void contended(const char *db)
     ssize_t got = read(ready[0], &x, 1);
     close(ready[0]);
     ck_assert_msg(got == 1, "the other process could not take the lock");
-    double t_lock = svc_now();
+    double t_lock = ap_mono_s();
     /* A request that must write waits for the lock; meanwhile health checks
      * and answers from memory do not. */
     sample(d.port, c, &a, 2.8, &locked);
     svc_apply fresh;
-    svc_apply_init(&fresh, tiny_text, "tiny.mlir", "batch=2", bp_manual, "must-write");
+    svc_apply_init(&fresh, tiny_text, "tiny.mlir", "batch=2", SVC_BP_MANUAL, "must-write");
     wire_conn *c2 = svc_conn(d.port);
     ck_assert_msg(apply_on(c2, &fresh, &origin, &st, &t) == 0, "%s: %s", ap_grpc_code_name(st.code), st.msg);
-    double t_fresh = svc_now() - t_lock;
+    double t_fresh = ap_mono_s() - t_lock;
     int hst;
     waitpid(holder, &hst, 0);
     ck_assert(WIFEXITED(hst) && WEXITSTATUS(hst) == 0);
@@ -212,21 +211,6 @@ END_TEST
 
 /* ================================================================= away */
 
-typedef struct bg_search {
-    int port;
-    svc_search q;
-    search_run run;
-} bg_search;
-
-static void *bg_search_fn(void *arg)
-{
-    bg_search *b = arg;
-    wire_conn *c = svc_conn(b->port);
-    search_call(c, &b->q, &b->run);
-    wire_close(c);
-    return NULL;
-}
-
 /* CancelSearch while another process holds the store's write lock: the
  * answer waits for the row's end, so a client reading the store after
  * hearing CANCELLED reads the row cancelled (it read it running when the
@@ -237,10 +221,10 @@ START_TEST(test_cancel_waits_for_the_row)
     svc_temp_db(db, sizeof db);
     svc_daemon d;
     svc_start(&d, db, NULL);
-    bg_search b = {.port = d.port};
-    svc_search_init(&b.q, tiny_text, "tiny.mlir", "batch=2,model=2", bp_manual, "model", 1000000, "cancel-locked");
+    svc_bg_search b = {.port = d.port};
+    svc_search_init(&b.q, tiny_text, "tiny.mlir", "batch=2,model=2", SVC_BP_MANUAL, "model", 1000000, "cancel-locked");
     pthread_t th;
-    pthread_create(&th, NULL, bg_search_fn, &b);
+    pthread_create(&th, NULL, svc_bg_search_fn, &b);
     int64_t id = svc_wait_status(db, STORE_RUNNING, 120);
     ck_assert(id > 0);
     int ready[2];
@@ -261,9 +245,9 @@ START_TEST(test_cancel_waits_for_the_row)
     void *r = NULL;
     size_t n;
     wire_status st;
-    double t0 = svc_now();
+    double t0 = ap_mono_s();
     ck_assert_msg(svc_call(c, SVC_CANCEL, &cr.base, &r, &n, &st) == 0, "%s", st.msg);
-    double t_cancel = svc_now() - t0;
+    double t_cancel = ap_mono_s() - t0;
     ap_free(r);
     /* read as a dashboard would, without waiting for the lock (WAL) */
     sqlite3 *h;
@@ -304,14 +288,14 @@ START_TEST(test_store_goes_away)
     svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=2", bpmp, "kept");
     for (int i = 0; i < 3; i++)
         ck_assert_msg(apply_on(c, &a, &origin, &st, &t) == 0, "%s", st.msg);
-    bg_search b = {.port = d.port};
-    svc_search_init(&b.q, tiny_text, "tiny.mlir", "batch=2,model=2", bp_manual, "model", 3000, "outlives");
+    svc_bg_search b = {.port = d.port};
+    svc_search_init(&b.q, tiny_text, "tiny.mlir", "batch=2,model=2", SVC_BP_MANUAL, "model", 3000, "outlives");
     pthread_t th;
-    pthread_create(&th, NULL, bg_search_fn, &b);
+    pthread_create(&th, NULL, svc_bg_search_fn, &b);
     int64_t id = svc_wait_status(url, STORE_RUNNING, 120);
     ck_assert(id > 0);
     ck_assert_int_eq(pg_control(&cluster, "stop"), 0);
-    double t_down = svc_now();
+    double t_down = ap_mono_s();
 
     /* What needs the store says so; the rest goes on. */
     ck_assert_int_eq(health(d.port, &t), 0);
@@ -329,13 +313,13 @@ START_TEST(test_store_goes_away)
                   ap_grpc_code_name(st.code), st.msg);
     ck_assert_msg(!strstr(st.msg, "autopart:"), "a password-less URL, printed as such: %s", st.msg);
     svc_apply other;
-    svc_apply_init(&other, tiny_text, "tiny.mlir", "batch=2", bp_manual, "needs-the-store");
+    svc_apply_init(&other, tiny_text, "tiny.mlir", "batch=2", SVC_BP_MANUAL, "needs-the-store");
     rc = apply_on(c, &other, &origin, &st, &t);
     ck_assert_msg(rc != 0 && st.code == WIRE_UNAVAILABLE, "%s: %s", ap_grpc_code_name(st.code), st.msg);
     /* The search ends while the server is down: it keeps its answer and
      * says so; its caller waits. */
     bool held = false;
-    for (double t0 = svc_now(); !held && svc_now() - t0 < 300; usleep(100000)) {
+    for (double t0 = ap_mono_s(); !held && ap_mono_s() - t0 < 300; usleep(100000)) {
         char *log = NULL;
         size_t n;
         ap_error e;
@@ -346,7 +330,7 @@ START_TEST(test_store_goes_away)
     ck_assert_msg(held, "the search never finished while the store was away (see %s)", d.log);
     usleep(500000);
     ck_assert_msg(!b.run.t_end, "the search was answered while its result could not be stored");
-    double t_held = svc_now();
+    double t_held = ap_mono_s();
     ck_assert_int_eq(pg_control(&cluster, "resume"), 0);
     pthread_join(th, NULL);
     ck_assert_msg(b.run.rc == 0, "%s: %s", ap_grpc_code_name(b.run.st.code), b.run.st.msg);
@@ -399,7 +383,7 @@ static void *client_fn(void *arg)
     client *cl = arg;
     fleet *f = cl->f;
     int k = cl->first;
-    double t0 = svc_now();
+    double t0 = ap_mono_s();
     for (;;) {
         while (atomic_load(&f->dead[k]))
             k = (k + 1) % N_DAEMONS;
@@ -412,7 +396,7 @@ static void *client_fn(void *arg)
         ck_assert_msg(cl->run.st.code == WIRE_UNAVAILABLE || atomic_load(&f->dead[k]),
                       "request %d through daemon %d: %s: %s", cl->req, k, ap_grpc_code_name(cl->run.st.code),
                       cl->run.st.msg);
-        ck_assert_msg(svc_now() - t0 < 400, "request %d never answered", cl->req);
+        ck_assert_msg(ap_mono_s() - t0 < 400, "request %d never answered", cl->req);
         free(cl->run.result);
         k = (k + 1) % N_DAEMONS;
         usleep(200000);
@@ -444,9 +428,9 @@ static void *watch_fn(void *arg)
                     continue;
                 bool elsewhere = row.owner[0] && strncmp(row.owner, "node-b:", 7) != 0;
                 if (!w->claimed[i] && (elsewhere || row.status == STORE_DONE))
-                    w->claimed[i] = svc_now() - w->t_kill;
+                    w->claimed[i] = ap_mono_s() - w->t_kill;
                 if ((elsewhere && row.status == STORE_RUNNING) || row.status == STORE_DONE)
-                    w->taken[i] = svc_now() - w->t_kill;
+                    w->taken[i] = ap_mono_s() - w->t_kill;
             }
             store_close(s);
         }
@@ -470,13 +454,13 @@ START_TEST(test_fleet)
      * the second time through another daemon. */
     for (int i = 0; i < N_DISTINCT; i++) {
         snprintf(f.label[i], sizeof f.label[i], "job-%d", i);
-        svc_search_init(&f.q[i], tiny_text, "tiny.mlir", "batch=2,model=2", bp_manual, "model",
+        svc_search_init(&f.q[i], tiny_text, "tiny.mlir", "batch=2,model=2", SVC_BP_MANUAL, "model",
                         200 + 200 * (i % 3), f.label[i]);
         f.q[i].req.seed = (uint64_t)(i + 1);
     }
     static client cl[N_REQUESTS];
     pthread_t th[N_REQUESTS];
-    double t0 = svc_now();
+    double t0 = ap_mono_s();
     for (int i = 0; i < N_REQUESTS; i++) {
         cl[i] = (client){.f = &f, .req = i < N_DISTINCT ? i : i - N_DISTINCT, .first = i % N_DAEMONS};
         if (i >= N_DISTINCT)
@@ -490,7 +474,7 @@ START_TEST(test_fleet)
     static watch w;
     w.f = &f;
     atomic_init(&w.stop, false);
-    while (atomic_load(&f.answered) < 6 && svc_now() - t0 < 300)
+    while (atomic_load(&f.answered) < 6 && ap_mono_s() - t0 < 300)
         usleep(20000);
     for (;;) {
         store *s;
@@ -504,7 +488,7 @@ START_TEST(test_fleet)
         for (int i = 0; i < n && w.n < 8; i++)
             if (!strncmp(rows[i].owner, "node-b:", 7))
                 w.ids[w.n++] = rows[i].id;
-        if (w.n || svc_now() - t0 > 300)
+        if (w.n || ap_mono_s() - t0 > 300)
             break;
         usleep(20000);
     }
@@ -513,22 +497,22 @@ START_TEST(test_fleet)
     kill(f.d[1].pid, SIGKILL);
     waitpid(f.d[1].pid, NULL, 0);
     f.d[1].pid = 0;
-    w.t_kill = svc_now();
+    w.t_kill = ap_mono_s();
     int answered_at_kill = atomic_load(&f.answered);
     pthread_t wt;
     pthread_create(&wt, NULL, watch_fn, &w);
 
     /* Restart the PostgreSQL server once, mid-run. */
-    while (atomic_load(&f.answered) < 20 && svc_now() - t0 < 300)
+    while (atomic_load(&f.answered) < 20 && ap_mono_s() - t0 < 300)
         usleep(20000);
     int answered_at_restart = atomic_load(&f.answered);
-    double tr = svc_now();
+    double tr = ap_mono_s();
     ck_assert_int_eq(pg_control(&cluster, "restart"), 0);
-    double restart_s = svc_now() - tr;
+    double restart_s = ap_mono_s() - tr;
 
     for (int i = 0; i < N_REQUESTS; i++)
         pthread_join(th[i], NULL);
-    double wall = svc_now() - t0;
+    double wall = ap_mono_s() - t0;
     atomic_store(&w.stop, true);
     pthread_join(wt, NULL);
 
@@ -655,44 +639,13 @@ START_TEST(test_fleet)
 }
 END_TEST
 
-/* modelgen's output (outside a test: no ck_assert here). */
-static char *generate(const char *config)
-{
-    char path[] = "/tmp/autopart-model-XXXXXX", cmd[600];
-    int fd = mkstemp(path);
-    char *text = NULL;
-    size_t len;
-    ap_error err;
-    close(fd);
-    snprintf(cmd, sizeof cmd, "'%s' transformer --config %s -q -o '%s'", TL_MODELGEN, config, path);
-    if (system(cmd) != 0 || ap_read_file(path, &text, &len, &err) < 0) {
-        fprintf(stderr, "cannot generate the %s transformer: %s\n", config, cmd);
-        exit(1);
-    }
-    unlink(path);
-    return text;
-}
-
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     setvbuf(stdout, NULL, _IOLBF, 0);
-    tiny_text = generate("tiny");
-    char *bp, *mp, path[512];
-    size_t len;
-    ap_error err;
-    snprintf(path, sizeof path, "%s/tests/models/schedules/bp.txt", AP_SOURCE_DIR);
-    if (ap_read_file(path, &bp, &len, &err) < 0)
+    tiny_text = svc_generate("tiny");
+    if (!(bpmp = svc_bpmp()))
         return 1;
-    snprintf(path, sizeof path, "%s/tests/models/schedules/mp.txt", AP_SOURCE_DIR);
-    if (ap_read_file(path, &mp, &len, &err) < 0)
-        return 1;
-    ap_buf sb;
-    ap_buf_init(&sb);
-    ap_buf_printf(&sb, "%s\n%s\n", bp, mp);
-    bpmp = ap_buf_take(&sb, NULL);
-    ap_free(bp);
-    ap_free(mp);
     if (!pg_start(&cluster, NULL))
         return 1;
     Suite *s = suite_create("fleet");

@@ -601,7 +601,7 @@ START_TEST(test_deadline_and_vanishing_clients)
     autopart__v1__stats_response__free_unpacked(s, NULL);
     /* the vanished clients' calls are gone: only this Stats call is open */
     unsigned open_calls = 99;
-    for (double t0 = svc_now(); open_calls > 1 && svc_now() - t0 < 10; usleep(50000)) {
+    for (double t0 = ap_mono_s(); open_calls > 1 && ap_mono_s() - t0 < 10; usleep(50000)) {
         s = svc_stats(c);
         open_calls = s->active_calls;
         autopart__v1__stats_response__free_unpacked(s, NULL);
@@ -727,17 +727,17 @@ START_TEST(test_retention_bound)
         wire_status st;
         ck_assert_msg(svc_apply_call(c, &a, &r, NULL, NULL, &st) == 0, "%s", st.msg);
         autopart__v1__apply_response__free_unpacked(r, NULL);
-        t_last = svc_now();
+        t_last = ap_mono_s();
         if (i % 8 == 7)
             bytes = store_bytes(fx.d.port);
     }
     wire_close(c);
     ck_assert_msg(bytes > (3 << 20), "the Applies made only %lld bytes of store", (long long)bytes);
     /* protected 5 s, then a run a second: back under 1 MiB by 8 s */
-    while ((bytes = store_bytes(fx.d.port)) > (1 << 20) && svc_now() - t_last < 8)
+    while ((bytes = store_bytes(fx.d.port)) > (1 << 20) && ap_mono_s() - t_last < 8)
         usleep(100000);
     ck_assert_msg(bytes <= (1 << 20), "%lld bytes of store %.1f s after the last write, over --keep-max-mb 1",
-                  (long long)bytes, svc_now() - t_last);
+                  (long long)bytes, ap_mono_s() - t_last);
     svc_assert_serving(fx.d.port);
     fx_stop_clean();
 }
@@ -928,8 +928,8 @@ START_TEST(test_kill9_and_restart)
     /* the restarted daemon takes the row up at once (its owner is a dead
      * process of this host) and ends it as an uninterrupted run would */
     svc_start(&fx.d, fx.db, NULL);
-    double t0 = svc_now();
-    while (svc_row(fx.db, id, &row) == 1 && row.status != STORE_DONE && svc_now() - t0 < SLOW_DEADLINE_S)
+    double t0 = ap_mono_s();
+    while (svc_row(fx.db, id, &row) == 1 && row.status != STORE_DONE && ap_mono_s() - t0 < SLOW_DEADLINE_S)
         usleep(20000);
     ck_assert_msg(row.status == STORE_DONE, "status %d after restart: %s", row.status, row.error);
     ck_assert_int_eq(row.attempts, 2);
@@ -1007,7 +1007,7 @@ START_TEST(test_two_daemons_one_store)
     b.a.req.overlap = 0.5; /* another key */
     pthread_create(&th, NULL, bg, &b);
     id = 0;
-    for (double t0 = svc_now(); !id && svc_now() - t0 < 60; usleep(5000)) {
+    for (double t0 = ap_mono_s(); !id && ap_mono_s() - t0 < 60; usleep(5000)) {
         store_row row;
         if (svc_row(fx.db, 3, &row) == 1 && row.status == STORE_RUNNING)
             id = 3;
@@ -1080,8 +1080,8 @@ START_TEST(test_sigterm_gives_work_back)
     ck_assert_str_eq(row.owner, "");
     /* the next daemon finishes it */
     svc_start(&fx.d, fx.db, NULL);
-    double t0 = svc_now();
-    while (svc_row(fx.db, id, &row) == 1 && row.status != STORE_DONE && svc_now() - t0 < SLOW_DEADLINE_S)
+    double t0 = ap_mono_s();
+    while (svc_row(fx.db, id, &row) == 1 && row.status != STORE_DONE && ap_mono_s() - t0 < SLOW_DEADLINE_S)
         usleep(20000);
     ck_assert_int_eq(row.status, STORE_DONE);
     fx_stop_clean();
@@ -1235,14 +1235,13 @@ END_TEST
 
 /* A search request (pointing into the caller's strings). */
 static char *small_text;
-static const char bp_manual[] = "manual batch batch['inputs']=0 batch['targets']=0\n";
 
 START_TEST(test_search_stream_and_cache)
 {
     fx_start(NULL);
     wire_conn *c = svc_conn(fx.d.port);
     svc_search q;
-    svc_search_init(&q, small_text, "small.mlir", "batch=4,model=2", bp_manual, "model", 400, "searcher");
+    svc_search_init(&q, small_text, "small.mlir", "batch=4,model=2", SVC_BP_MANUAL, "model", 400, "searcher");
     search_run a, b;
     search_call(c, &q, &a);
     ck_assert_msg(a.rc == 0, "%s: %s", ap_grpc_code_name(a.st.code), a.st.msg);
@@ -1297,7 +1296,7 @@ START_TEST(test_search_eight_identical_start_one)
 {
     fx_start(NULL);
     svc_search q;
-    svc_search_init(&q, small_text, "small.mlir", "batch=4,model=2", bp_manual, "model", 2000, "racer");
+    svc_search_init(&q, small_text, "small.mlir", "batch=4,model=2", SVC_BP_MANUAL, "model", 2000, "racer");
     search_racer r[8];
     pthread_t th[8];
     for (int i = 0; i < 8; i++) {
@@ -1327,21 +1326,6 @@ START_TEST(test_search_eight_identical_start_one)
 }
 END_TEST
 
-typedef struct bg_search {
-    int port;
-    svc_search q;
-    search_run run;
-} bg_search;
-
-static void *bg_search_fn(void *arg)
-{
-    bg_search *b = arg;
-    wire_conn *c = svc_conn(b->port);
-    search_call(c, &b->q, &b->run);
-    wire_close(c);
-    return NULL;
-}
-
 /* Episodes in a row's checkpoint (a header of 48 bytes, 33 bytes an
  * episode: search/ckpt.c). */
 static int64_t checkpointed(const char *db, int64_t id)
@@ -1363,11 +1347,11 @@ static int64_t checkpointed(const char *db, int64_t id)
 START_TEST(test_search_kill9_and_restart)
 {
     fx_start(NULL);
-    bg_search b = {.port = fx.d.port};
-    svc_search_init(&b.q, t32_text, "t32.mlir", "batch=8,model=4", bp_manual, "model", 1200, "preempted");
+    svc_bg_search b = {.port = fx.d.port};
+    svc_search_init(&b.q, t32_text, "t32.mlir", "batch=8,model=4", SVC_BP_MANUAL, "model", 1200, "preempted");
     b.q.req.no_memory_limit = true;
     pthread_t th;
-    pthread_create(&th, NULL, bg_search_fn, &b);
+    pthread_create(&th, NULL, svc_bg_search_fn, &b);
     int64_t id = svc_wait_status(fx.db, STORE_RUNNING, 120);
     ck_assert(id > 0);
     int64_t before = 0;
@@ -1375,7 +1359,7 @@ START_TEST(test_search_kill9_and_restart)
         /* a checkpoint beyond the last one, then the kill */
         int64_t ck = 0;
         store_row row;
-        for (double t0 = svc_now(); (ck = checkpointed(fx.db, id)) <= before && svc_now() - t0 < 300;)
+        for (double t0 = ap_mono_s(); (ck = checkpointed(fx.db, id)) <= before && ap_mono_s() - t0 < 300;)
             usleep(50000);
         ck_assert_msg(ck > before, "no checkpoint beyond episode %lld", (long long)before);
         ck_assert_int_eq(svc_row(fx.db, id, &row), 1);
@@ -1394,8 +1378,8 @@ START_TEST(test_search_kill9_and_restart)
         svc_start(&fx.d, fx.db, NULL); /* it takes the search up at once */
     }
     store_row row;
-    double t0 = svc_now();
-    while (svc_row(fx.db, id, &row) == 1 && row.status != STORE_DONE && svc_now() - t0 < 600)
+    double t0 = ap_mono_s();
+    while (svc_row(fx.db, id, &row) == 1 && row.status != STORE_DONE && ap_mono_s() - t0 < 600)
         usleep(50000);
     ck_assert_msg(row.status == STORE_DONE, "status %d: %s", row.status, row.error);
     ck_assert_int_eq(row.attempts, 3);
@@ -1441,17 +1425,17 @@ END_TEST
 START_TEST(test_search_checkpoint_and_cancel)
 {
     fx_start(NULL);
-    bg_search b = {.port = fx.d.port};
-    svc_search_init(&b.q, t32_text, "t32.mlir", "batch=8,model=4", bp_manual, "model", 1000000, "long");
+    svc_bg_search b = {.port = fx.d.port};
+    svc_search_init(&b.q, t32_text, "t32.mlir", "batch=8,model=4", SVC_BP_MANUAL, "model", 1000000, "long");
     b.q.req.no_memory_limit = true;
     pthread_t th;
-    pthread_create(&th, NULL, bg_search_fn, &b);
+    pthread_create(&th, NULL, svc_bg_search_fn, &b);
     int64_t id = svc_wait_status(fx.db, STORE_RUNNING, 120);
     ck_assert(id > 0);
     /* the best so far reaches the store every few seconds */
     store_row row;
-    double t0 = svc_now();
-    while (svc_row(fx.db, id, &row) == 1 && row.episodes == 0 && svc_now() - t0 < 120)
+    double t0 = ap_mono_s();
+    while (svc_row(fx.db, id, &row) == 1 && row.episodes == 0 && ap_mono_s() - t0 < 120)
         usleep(100000);
     ck_assert_int_gt(row.episodes, 0);
     ck_assert(row.best_runtime_s > 0);
@@ -1506,10 +1490,10 @@ START_TEST(test_search_that_does_not_listen)
     size_t n_done;
     uint8_t *done = stored_result(fx.db, done_id, &n_done);
     /* cancelled while it does not listen: the row says so at once */
-    bg_search b = {.port = fx.d.port};
-    svc_search_init(&b.q, small_text, "small.mlir", "batch=4,model=2", bp_manual, "model", 300, "deaf");
+    svc_bg_search b = {.port = fx.d.port};
+    svc_search_init(&b.q, small_text, "small.mlir", "batch=4,model=2", SVC_BP_MANUAL, "model", 300, "deaf");
     pthread_t th;
-    pthread_create(&th, NULL, bg_search_fn, &b);
+    pthread_create(&th, NULL, svc_bg_search_fn, &b);
     int64_t id = svc_wait_status(fx.db, STORE_RUNNING, 120);
     ck_assert(id > 0);
     Autopart__V1__CancelSearchRequest cr = AUTOPART__V1__CANCEL_SEARCH_REQUEST__INIT;
@@ -1527,19 +1511,19 @@ START_TEST(test_search_that_does_not_listen)
     ck_assert_msg(b.run.rc != 0 && b.run.st.code == WIRE_CANCELLED, "got %s: %s", ap_grpc_code_name(b.run.st.code),
                   b.run.st.msg);
     /* another that does not listen, then SIGTERM */
-    bg_search b2 = {.port = fx.d.port};
-    svc_search_init(&b2.q, small_text, "small.mlir", "batch=4,model=2", bp_manual, "model", 301, "deaf");
-    pthread_create(&th, NULL, bg_search_fn, &b2);
+    svc_bg_search b2 = {.port = fx.d.port};
+    svc_search_init(&b2.q, small_text, "small.mlir", "batch=4,model=2", SVC_BP_MANUAL, "model", 301, "deaf");
+    pthread_create(&th, NULL, svc_bg_search_fn, &b2);
     int64_t id2 = 0;
-    for (double t0 = svc_now(); svc_now() - t0 < 120 && !id2; usleep(20000))
+    for (double t0 = ap_mono_s(); ap_mono_s() - t0 < 120 && !id2; usleep(20000))
         if (svc_row(fx.db, id + 1, &row) == 1 && row.status == STORE_RUNNING)
             id2 = id + 1;
     ck_assert(id2 > 0);
     wire_close(c);
-    double t0 = svc_now();
+    double t0 = ap_mono_s();
     int rc = svc_stop(&fx.d, SIGTERM, 60);
     ck_assert_msg(rc == 0, "exit %d after SIGTERM (see %s)", rc, fx.d.log);
-    ck_assert_msg(svc_now() - t0 < 30, "exit after %.1f s", svc_now() - t0);
+    ck_assert_msg(ap_mono_s() - t0 < 30, "exit after %.1f s", ap_mono_s() - t0);
     pthread_join(th, NULL);
     ck_assert_int_eq(svc_row(fx.db, id2, &row), 1);
     ck_assert_int_eq(row.status, STORE_QUEUED);
@@ -1597,7 +1581,7 @@ START_TEST(test_takeover_beyond_the_queue)
         pthread_create(&th[i], NULL, many_searches, &bs[i]);
     }
     store_row row;
-    for (double t0 = svc_now(); svc_row(fx.db, N, &row) != 1 && svc_now() - t0 < 120;)
+    for (double t0 = ap_mono_s(); svc_row(fx.db, N, &row) != 1 && ap_mono_s() - t0 < 120;)
         usleep(20000);
     ck_assert_msg(svc_row(fx.db, N, &row) == 1, "the %d searches were not all accepted", N);
     int a_pid = fx.d.pid;
@@ -1610,7 +1594,7 @@ START_TEST(test_takeover_beyond_the_queue)
     svc_start(&fx.d, fx.db, b_args);
     unsetenv("AUTOPARTD_TEST_STALL_S");
     int done = 0;
-    for (double t0 = svc_now(); done < N && svc_now() - t0 < 300; usleep(100000)) {
+    for (double t0 = ap_mono_s(); done < N && ap_mono_s() - t0 < 300; usleep(100000)) {
         done = 0;
         for (int64_t id = 1; id <= N; id++) {
             ck_assert_int_eq(svc_row(fx.db, id, &row), 1);
@@ -1645,7 +1629,7 @@ START_TEST(test_search_ceiling_and_abandon)
     static const char *const args[] = {"--max-search-s", "15", "--abandon-after", "1", NULL};
     fx_start(args);
     svc_search q;
-    svc_search_init(&q, small_text, "small.mlir", "batch=4,model=2", bp_manual, "model", INT64_MAX, "forgetful");
+    svc_search_init(&q, small_text, "small.mlir", "batch=4,model=2", SVC_BP_MANUAL, "model", INT64_MAX, "forgetful");
     /* asked, then forgotten */
     wire_conn *c = svc_conn(fx.d.port);
     size_t len = autopart__v1__search_request__get_packed_size(&q.req);
@@ -1658,12 +1642,12 @@ START_TEST(test_search_ceiling_and_abandon)
     int64_t id = svc_wait_status(fx.db, STORE_RUNNING, 120);
     ck_assert(id > 0);
     store_row row;
-    for (double t0 = svc_now(); svc_row(fx.db, id, &row) == 1 && row.episodes == 0 && svc_now() - t0 < 60;)
+    for (double t0 = ap_mono_s(); svc_row(fx.db, id, &row) == 1 && row.episodes == 0 && ap_mono_s() - t0 < 60;)
         usleep(50000);
     ck_assert_int_gt(row.episodes, 0);
     wire_stream_close(ws);
     wire_close(c);
-    for (double t0 = svc_now(); svc_row(fx.db, id, &row) == 1 && row.status == STORE_RUNNING && svc_now() - t0 < 60;)
+    for (double t0 = ap_mono_s(); svc_row(fx.db, id, &row) == 1 && row.status == STORE_RUNNING && ap_mono_s() - t0 < 60;)
         usleep(50000);
     ck_assert_msg(row.status == STORE_CANCELLED && strstr(row.error, "asking again resumes it"), "%s: %s",
                   store_status_name(row.status), row.error);
@@ -1768,45 +1752,14 @@ static Suite *make_suite(void)
     return s;
 }
 
-/* modelgen's output (outside a test: no ck_assert here). */
-static char *generate(const char *config)
-{
-    char path[] = "/tmp/autopart-model-XXXXXX", cmd[600];
-    int fd = mkstemp(path);
-    char *text = NULL;
-    size_t len;
-    ap_error err;
-    close(fd);
-    snprintf(cmd, sizeof cmd, "'%s' transformer --config %s -q -o '%s'", TL_MODELGEN, config, path);
-    if (system(cmd) != 0 || ap_read_file(path, &text, &len, &err) < 0) {
-        fprintf(stderr, "cannot generate the %s transformer: %s\n", config, cmd);
-        exit(1);
-    }
-    unlink(path);
-    return text;
-}
-
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    tiny_text = generate("tiny");
-    small_text = generate("small");
-    t32_text = generate("t32");
-    char *bp, *mp, path[512];
-    size_t len;
-    ap_error err;
-    snprintf(path, sizeof path, "%s/tests/models/schedules/bp.txt", AP_SOURCE_DIR);
-    if (ap_read_file(path, &bp, &len, &err) < 0)
+    tiny_text = svc_generate("tiny");
+    small_text = svc_generate("small");
+    t32_text = svc_generate("t32");
+    if (!(bpmp = svc_bpmp()))
         return 1;
-    snprintf(path, sizeof path, "%s/tests/models/schedules/mp.txt", AP_SOURCE_DIR);
-    if (ap_read_file(path, &mp, &len, &err) < 0)
-        return 1;
-    ap_buf sb;
-    ap_buf_init(&sb);
-    ap_buf_printf(&sb, "%s\n%s\n", bp, mp);
-    bpmp = ap_buf_take(&sb, NULL);
-    ap_free(bp);
-    ap_free(mp);
     /* A request that takes seconds: BP+MP, then many tactics, each of which
      * the daemon lowers and costs (to catch it running). */
     ap_buf b;
