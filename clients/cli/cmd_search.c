@@ -288,7 +288,22 @@ out:
     return rc;
 }
 
-int cli_search(int argc, char **argv)
+/* ---------------------------------------------------- the command line */
+
+typedef struct search_args {
+    cli_remote remote;
+    const char *path, *mesh_text, *axes_text, *manual_arg, *device, *func_name, *hints_arg, *axes_names;
+    int64_t devices;
+    bool json, import, verbose;
+    bool help; /* --help: printed, nothing more to do */
+    ir_format fmt;
+    double limit;
+    search_options so;
+} search_args;
+
+/* Reads and checks the command line into *a: CLI_OK, or the status of the
+ * usage error it printed. */
+static int parse_args(int argc, char **argv, search_args *a)
 {
     static const struct option opts[] = {
         {"mesh", required_argument, NULL, 'm'},     {"axes", required_argument, NULL, 'a'},
@@ -304,31 +319,26 @@ int cli_search(int argc, char **argv)
         {"memory-margin", required_argument, NULL, 'G'},
         {"verbose", no_argument, NULL, 'V'},        CLI_REMOTE_OPTIONS,
         {NULL, 0, NULL, 0}};
-    cli_remote remote = {0};
-    const char *mesh_text = NULL, *axes_text = NULL, *manual_arg = NULL, *device = "h100", *func_name = NULL,
-               *hints_arg = NULL, *axes_names = NULL;
-    int64_t devices = 0;
+    memset(a, 0, sizeof *a);
+    a->device = "h100";
+    a->fmt = IR_FMT_AUTO;
+    search_options_init(&a->so);
     ap_error err;
-    bool json = false, import = false, verbose = false;
-    ir_format fmt = IR_FMT_AUTO;
-    search_options so;
-    search_options_init(&so);
-    double limit = 0;
     int64_t n;
     int ch;
     optind = 1;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (ch) {
-        case 'm': mesh_text = optarg; break;
-        case 'a': axes_text = optarg; break;
-        case 'M': manual_arg = optarg; break;
-        case 'i': import = true; break;
-        case 'd': device = optarg; break;
-        case 'H': hints_arg = optarg; break;
-        case 'F': func_name = optarg; break;
-        case 'j': json = true; break;
-        case 'N': axes_names = optarg; break;
+        case 'm': a->mesh_text = optarg; break;
+        case 'a': a->axes_text = optarg; break;
+        case 'M': a->manual_arg = optarg; break;
+        case 'i': a->import = true; break;
+        case 'd': a->device = optarg; break;
+        case 'H': a->hints_arg = optarg; break;
+        case 'F': a->func_name = optarg; break;
+        case 'j': a->json = true; break;
+        case 'N': a->axes_names = optarg; break;
         case 'D': {
             char *end;
             long long v = strtoll(optarg, &end, 10);
@@ -337,43 +347,43 @@ int cli_search(int argc, char **argv)
             search_devices sd = {.devices = v};
             if (search_devices_check(&sd, &err) < 0)
                 return cli_usage_fail("search", "--%s", err.msg);
-            devices = v;
+            a->devices = v;
             break;
         }
-        case 'V': verbose = true; break;
+        case 'V': a->verbose = true; break;
         case 'L':
             if (!strcmp(optarg, "none"))
-                limit = -1;
-            else if (!parse_bytes(optarg, &limit))
+                a->limit = -1;
+            else if (!parse_bytes(optarg, &a->limit))
                 return cli_usage_fail("search", "--memory-limit wants bytes (240GiB, 16e9, 80GB) or none, not '%s'",
                                       optarg);
             break;
         case 'e':
             if (!parse_count(optarg, &n) || n == 0)
                 return cli_usage_fail("search", "--episodes wants a positive count, not '%s'", optarg);
-            so.max_episodes = n;
+            a->so.max_episodes = n;
             break;
         case 'P':
             if (!parse_count(optarg, &n) || n == 0)
                 return cli_usage_fail("search", "--patience wants a positive count, not '%s'", optarg);
-            so.patience = n;
+            a->so.patience = n;
             break;
         case 'T':
             if (!parse_count(optarg, &n) || n == 0 || n > 256)
                 return cli_usage_fail("search", "--threads wants 1 to 256, not '%s'", optarg);
-            so.threads = (int)n;
+            a->so.threads = (int)n;
             break;
         case 'b':
             if (!parse_count(optarg, &n) || n == 0 || n > 1024)
                 return cli_usage_fail("search", "--batch wants 1 to 1024, not '%s'", optarg);
-            so.batch = (int)n;
+            a->so.batch = (int)n;
             break;
         case 's': {
             char *end;
             unsigned long long v = strtoull(optarg, &end, 10);
             if (!*optarg || *end || optarg[0] == '-')
                 return cli_usage_fail("search", "--seed wants a non-negative integer, not '%s'", optarg);
-            so.seed = v;
+            a->so.seed = v;
             break;
         }
         case 't': {
@@ -381,7 +391,7 @@ int cli_search(int argc, char **argv)
             double v = strtod(optarg, &end);
             if (!*optarg || *end || !(v > 0) || isinf(v))
                 return cli_usage_fail("search", "--time-limit wants a positive number of seconds, not '%s'", optarg);
-            so.time_limit_s = v;
+            a->so.time_limit_s = v;
             break;
         }
         case 'o': {
@@ -389,7 +399,7 @@ int cli_search(int argc, char **argv)
             double v = strtod(optarg, &end);
             if (!*optarg || *end || !(v >= 0 && v <= 1))
                 return cli_usage_fail("search", "--overlap wants a number from 0 to 1, not '%s'", optarg);
-            so.cost.overlap = v;
+            a->so.cost.overlap = v;
             break;
         }
         case 'G': {
@@ -398,16 +408,19 @@ int cli_search(int argc, char **argv)
             if (!*optarg || *end || !(v >= 0 && v < 1))
                 return cli_usage_fail("search", "--memory-margin wants a share at least 0 and below 1, not '%s'",
                                       optarg);
-            so.memory_margin = v;
+            a->so.memory_margin = v;
             break;
         }
         case 'f':
-            if (!cli_parse_format(optarg, &fmt))
+            if (!cli_parse_format(optarg, &a->fmt))
                 return cli_usage_fail("search", "unknown format '%s' (stablehlo, hlo or auto)", optarg);
             break;
-        case 'h': search_usage(stdout); return CLI_OK;
+        case 'h':
+            search_usage(stdout);
+            a->help = true;
+            return CLI_OK;
         default: {
-            int r = cli_remote_option("search", &remote, ch, optarg);
+            int r = cli_remote_option("search", &a->remote, ch, optarg);
             if (r > 0)
                 return r;
             if (r < 0)
@@ -419,91 +432,77 @@ int cli_search(int argc, char **argv)
         cli_usage_fail("search", optind < argc ? "expected one FILE, not %d" : "expected a FILE", argc - optind);
         return cli_usage_hint("search", SEARCH_SYNOPSIS);
     }
-    const char *path = argv[optind];
-    int rc;
-    cli_schedule manual = {0}, hints = {0};
-    cli_partitioned st = {0};
-    search_result res;
-    memset(&res, 0, sizeof res);
-    ap_error_clear(&err);
-    if (!remote.server && (remote.token_file || remote.tls_ca || remote.tls_name || remote.timeout_s))
+    a->path = argv[optind];
+    const cli_remote *remote = &a->remote;
+    if (!remote->server && (remote->token_file || remote->tls_ca || remote->tls_name || remote->timeout_s))
         return cli_usage_fail("search", "--token-file, --tls-ca, --tls-name and --timeout go with --server");
-    if (devices) {
-        search_devices sd = {.devices = devices, .axes_names = axes_names, .manual = manual_arg};
-        if (mesh_text)
+    if (a->devices) {
+        search_devices sd = {.devices = a->devices, .axes_names = a->axes_names, .manual = a->manual_arg};
+        if (a->mesh_text)
             return cli_usage_fail("search", "--devices and --mesh are exclusive: --devices chooses the mesh");
-        if (import)
+        if (a->import)
             return cli_usage_fail("search", "--import reads shardings over a mesh: give --mesh, not --devices");
-        if (axes_text && !axes_names)
+        if (a->axes_text && !a->axes_names)
             return cli_usage_fail("search", "--axes with --devices needs --axes-names (the axes are named after "
                                             "the search otherwise)");
         if (search_devices_check(&sd, &err) < 0)
             return cli_usage_fail("search", "--%s", err.msg);
-    } else if (axes_names) {
+    } else if (a->axes_names) {
         return cli_usage_fail("search", "--axes-names goes with --devices");
     }
-    if (!remote.server && (rc = cli_device("search", device, &so.device)) != 0)
-        return rc;
-    so.memory_limit = limit;
-    if (manual_arg && (rc = cli_schedule_read("search", "--manual", manual_arg, &manual)) != 0)
-        return rc;
-    if (remote.server) {
-        const char *hint_text = NULL;
-        char *hint_file = NULL;
-        if (hints_arg && hints_arg[0] == '@') {
-            size_t len;
-            if (ap_read_file(hints_arg + 1, &hint_file, &len, &err) < 0) {
-                cli_schedule_free(&manual);
-                return cli_fail("search", "--hints %s: %s", hints_arg, err.msg);
-            }
-            hint_text = hint_file;
-        } else {
-            hint_text = hints_arg;
-        }
-        cli_search_request req = {.path = path, .fmt = fmt, .func_name = func_name, .mesh_text = mesh_text,
-                                  .devices = devices, .axes_names = axes_names,
-                                  .axes_text = axes_text, .device = device, .manual = manual.text,
-                                  .manual_name = manual.name, .import = import, .json = json,
-                                  .memory_limit = limit, .memory_margin = so.memory_margin, .episodes = so.max_episodes, .patience = so.patience,
-                                  .time_limit_s = so.time_limit_s, .overlap = so.cost.overlap,
-                                  .threads = so.threads, .batch = so.batch, .seed = so.seed, .hints = hint_text,
-                                  .verbose = verbose};
-        rc = cli_search_remote(&remote, &req);
-        ap_free(hint_file);
-        cli_schedule_free(&manual);
-        return rc;
+    return CLI_OK;
+}
+
+/* --hints TEXT or @FILE: the text into hints (heap, ap_free), named as the
+ * user would call it. */
+static int read_hints(const char *arg, cli_schedule *hints)
+{
+    if (arg[0] == '@') {
+        size_t len;
+        ap_error err;
+        if (ap_read_file(arg + 1, &hints->text, &len, &err) < 0)
+            return cli_fail("search", "--hints %s: %s", arg, err.msg);
+        hints->name = arg + 1;
+    } else {
+        hints->text = ap_strdup(arg);
+        hints->name = "hints";
     }
-    if (hints_arg) {
-        if (hints_arg[0] == '@') {
-            size_t len;
-            if (ap_read_file(hints_arg + 1, &hints.text, &len, &err) < 0) {
-                cli_schedule_free(&manual);
-                return cli_fail("search", "--hints %s: %s", hints_arg, err.msg);
-            }
-            hints.name = hints_arg + 1;
-        } else {
-            hints.text = ap_strdup(hints_arg);
-            hints.name = "hints";
-        }
-        so.hints = hints.text;
-    }
-    if (devices) {
-        rc = search_devices_local(&(cli_search_request){.path = path, .fmt = fmt, .func_name = func_name,
-                                                        .devices = devices, .axes_names = axes_names,
-                                                        .axes_text = axes_text, .manual = manual.text,
-                                                        .manual_name = manual.name, .json = json,
-                                                        .verbose = verbose},
-                                  &so, &hints);
-        goto out;
-    }
-    rc = cli_partition_open(&(cli_partition_args){.cmd = "search", .path = path, .fmt = fmt, .func_name = func_name,
-                                                  .mesh_text = mesh_text, .import = import},
-                            &st);
+    return CLI_OK;
+}
+
+/* --server: the daemon searches. */
+static int search_on_server(const search_args *a, const cli_schedule *manual, const cli_schedule *hints)
+{
+    const search_options *so = &a->so;
+    cli_search_request req = {.path = a->path, .fmt = a->fmt, .func_name = a->func_name, .mesh_text = a->mesh_text,
+                              .devices = a->devices, .axes_names = a->axes_names, .axes_text = a->axes_text,
+                              .device = a->device, .manual = manual->text, .manual_name = manual->name,
+                              .import = a->import, .json = a->json, .memory_limit = a->limit,
+                              .memory_margin = so->memory_margin, .episodes = so->max_episodes,
+                              .patience = so->patience, .time_limit_s = so->time_limit_s,
+                              .overlap = so->cost.overlap, .threads = so->threads, .batch = so->batch,
+                              .seed = so->seed, .hints = hints->text, .verbose = a->verbose};
+    return cli_search_remote(&a->remote, &req);
+}
+
+/* --mesh: the search over that mesh, in this process. */
+static int search_mesh_local(const search_args *a, search_options *so, const cli_schedule *manual,
+                             const cli_schedule *hints)
+{
+    cli_partitioned st = {0};
+    search_result res;
+    memset(&res, 0, sizeof res);
+    ap_error err;
+    ap_error_clear(&err);
+    int rc = cli_partition_open(&(cli_partition_args){.cmd = "search", .path = a->path, .fmt = a->fmt,
+                                                      .func_name = a->func_name, .mesh_text = a->mesh_text,
+                                                      .import = a->import},
+                                &st);
     if (rc != 0)
         goto out;
     const ir_mesh *mesh = ir_pctx_mesh(st.ctx);
-    if (axes_text) {
-        const char *s = axes_text;
+    if (a->axes_text) {
+        const char *s = a->axes_text;
         while (*s) {
             size_t len = strcspn(s, ",");
             int ax = ir_mesh_axis(mesh, s, len);
@@ -511,35 +510,67 @@ int cli_search(int argc, char **argv)
                 rc = cli_usage_fail("search", "--axes: the mesh has no axis '%.*s'", (int)len, s);
                 goto out;
             }
-            so.axes |= 1u << ax;
+            so->axes |= 1u << ax;
             s += len + (s[len] == ',');
         }
-        if (!so.axes) {
+        if (!so->axes) {
             rc = cli_usage_fail("search", "--axes names no axis");
             goto out;
         }
     }
     rc = CLI_FAIL;
-    if (manual_arg && cli_schedule_apply("search", &manual, st.p, NULL, NULL) != 0)
+    if (a->manual_arg && cli_schedule_apply("search", manual, st.p, NULL, NULL) != 0)
         goto out;
     prog_ctx pc = {isatty(STDERR_FILENO) != 0, 100};
-    so.progress = on_progress;
-    so.progress_ctx = &pc;
-    if (search_run(st.p, &so, &res, &err) < 0) {
+    so->progress = on_progress;
+    so->progress_ctx = &pc;
+    if (search_run(st.p, so, &res, &err) < 0) {
         if (pc.tty)
             fputc('\n', stderr);
-        if (hints.text && !strcmp(err.file, "hints"))
-            snprintf(err.file, sizeof err.file, "%s", hints.name);
+        if (hints->text && !strcmp(err.file, "hints"))
+            snprintf(err.file, sizeof err.file, "%s", hints->name);
         rc = cli_fail_err("search", NULL, &err);
         goto out;
     }
     if (pc.tty)
         fputc('\n', stderr);
-    rc = print_result(&res, json, verbose);
+    rc = print_result(&res, a->json, a->verbose);
 out:
     search_result_free(&res);
+    cli_partitioned_free(&st);
+    return rc;
+}
+
+int cli_search(int argc, char **argv)
+{
+    search_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc != CLI_OK || a.help)
+        return rc;
+    if (!a.remote.server && (rc = cli_device("search", a.device, &a.so.device)) != 0)
+        return rc;
+    a.so.memory_limit = a.limit;
+    cli_schedule manual = {0}, hints = {0};
+    if (a.manual_arg && (rc = cli_schedule_read("search", "--manual", a.manual_arg, &manual)) != 0)
+        return rc;
+    if (a.hints_arg && (rc = read_hints(a.hints_arg, &hints)) != 0)
+        goto out;
+    if (a.remote.server) {
+        rc = search_on_server(&a, &manual, &hints);
+        goto out;
+    }
+    a.so.hints = hints.text;
+    if (a.devices)
+        rc = search_devices_local(&(cli_search_request){.path = a.path, .fmt = a.fmt, .func_name = a.func_name,
+                                                        .devices = a.devices, .axes_names = a.axes_names,
+                                                        .axes_text = a.axes_text, .manual = manual.text,
+                                                        .manual_name = manual.name, .json = a.json,
+                                                        .verbose = a.verbose},
+                                  &a.so, &hints);
+    else
+        rc = search_mesh_local(&a, &a.so, &manual, &hints);
+out:
     cli_schedule_free(&manual);
     ap_free(hints.text);
-    cli_partitioned_free(&st);
     return rc;
 }
