@@ -1687,51 +1687,23 @@ static bool mesh_axis_name(hp *p, const char **s, uint32_t *len)
     return true;
 }
 
-/* replica_groups=mesh['x'=2,'y'=4](, device_ids=(...))? {'y', 'x':(1)2}
- * (MeshAxesReplicaGroupList, as newer XLA prints SPMD collectives): the
- * groups run over the listed axes (sub-axes `:(pre)size` included) in the
- * order listed, one group per position on the other axes; the devices are
- * numbered row-major over the mesh unless device_ids= lists them, as an
- * iota [r0,..]T(perm) or one by one.  maximal_mesh[device_id=N] {} is the
- * one group {N}.  Fills iv with the groups row by row. */
-static bool parse_mesh_groups(hp *p, ivec *iv, int64_t *rows, int64_t *cols)
-{
-    const char *at = p->p;
-    if (accept_word(p, "maximal_mesh")) {
-        int64_t dev;
-        if (!expect(p, '[', "'['") || !accept_word(p, "device_id") || !expect(p, '=', "'='") || !lex_int(p, &dev) ||
-            !expect(p, ']', "']'") || !expect(p, '{', "'{' and the axes") || !expect(p, '}', "'}': a maximal mesh has no axes"))
-            return false;
-        if (dev < 0)
-            return perr(p, at, AP_ESYNTAX, "device_id must not be negative");
-        *rows = *cols = 1;
-        return ivec_push(p, iv, dev);
-    }
-    if (!accept_word(p, "mesh") || !expect(p, '[', "'[' and the mesh axes"))
-        return false;
+/* A mesh of replica groups as written: its axes, and the axes (or
+ * sub-axes) its groups run over. */
+typedef struct hmesh {
     const char *names[HLO_MESH_AXES];
     uint32_t lens[HLO_MESH_AXES];
-    int64_t sizes[HLO_MESH_AXES], total = 1;
-    int na = 0;
-    do {
-        if (na == HLO_MESH_AXES)
-            return perr(p, p->p, AP_ELIMIT, "a mesh of more than %d axes", HLO_MESH_AXES);
-        const char *ax = (skip_ws(p), p->p);
-        if (!mesh_axis_name(p, &names[na], &lens[na]) || !expect(p, '=', "'=' and the axis size") ||
-            !lex_int(p, &sizes[na]))
-            return false;
-        for (int i = 0; i < na; i++)
-            if (lens[i] == lens[na] && memcmp(names[i], names[na], lens[na]) == 0)
-                return perr(p, ax, AP_ESYNTAX, "mesh axis '%.*s' appears twice", (int)lens[na], names[na]);
-        if (sizes[na] < 1 || total > HLO_MAX_GROUP_ELEMS / sizes[na])
-            return perr(p, ax, AP_ELIMIT, "mesh axis sizes must be positive and multiply to at most %" PRId64,
-                        HLO_MAX_GROUP_ELEMS);
-        total *= sizes[na++];
-    } while (accept(p, ','));
-    if (!expect(p, ']', "',' or ']' after the mesh axes"))
-        return false;
-    /* the device of each mesh position, row-major */
-    ivec dev = {0};
+    int64_t sizes[HLO_MESH_AXES], total;
+    int na;
+    int ref_axis[HLO_MESH_AXES * 2];
+    int64_t ref_pre[HLO_MESH_AXES * 2], ref_size[HLO_MESH_AXES * 2]; /* pre 0: the whole axis */
+    int nref;
+} hmesh;
+
+/* (, device_ids=(...))? after a mesh's axes: the device of each of its
+ * positions, row-major, into dev: an iota [r0,..]T(perm), the devices one by
+ * one (a permutation of 0..N-1), or without device_ids 0..N-1. */
+static bool mesh_device_ids(hp *p, const hmesh *m, ivec *dev)
+{
     bool ok = true;
     const char *dev_at = p->p;
     if (accept(p, ',')) {
@@ -1772,101 +1744,114 @@ static bool parse_mesh_groups(hp *p, ivec *iv, int64_t *rows, int64_t *cols)
                 else
                     seen[perm[i]] = true;
             }
-            if (ok && n != total)
-                ok = perr(p, dev_at, AP_ESYNTAX, "device_ids list %" PRId64 " devices for a mesh of %" PRId64, n, total);
-            for (int64_t k = 0; ok && k < total; k++)
-                ok = ivec_push(p, &dev, transposed_source(rd, nr, perm, k));
+            if (ok && n != m->total)
+                ok = perr(p, dev_at, AP_ESYNTAX, "device_ids list %" PRId64 " devices for a mesh of %" PRId64, n,
+                          m->total);
+            for (int64_t k = 0; ok && k < m->total; k++)
+                ok = ivec_push(p, dev, transposed_source(rd, nr, perm, k));
         } else if (ok) { /* the devices one by one: a permutation of 0..N-1 */
             do {
                 int64_t d;
-                if ((ok = lex_int(p, &d)) && (d < 0 || d >= total || dev.n >= total))
+                if ((ok = lex_int(p, &d)) && (d < 0 || d >= m->total || dev->n >= m->total))
                     ok = perr(p, dev_at, AP_ESYNTAX, "device_ids must be a permutation of the mesh's devices");
-                ok = ok && ivec_push(p, &dev, d);
+                ok = ok && ivec_push(p, dev, d);
             } while (ok && accept(p, ','));
-            bool *seen = ok ? ap_calloc((size_t)total, sizeof *seen) : NULL;
+            bool *seen = ok ? ap_calloc((size_t)m->total, sizeof *seen) : NULL;
             if (ok && !seen)
                 ok = oom(p);
-            for (uint32_t i = 0; ok && i < dev.n; i++) {
-                if (seen[dev.v[i]])
+            for (uint32_t i = 0; ok && i < dev->n; i++) {
+                if (seen[dev->v[i]])
                     ok = perr(p, dev_at, AP_ESYNTAX, "device_ids must be a permutation of the mesh's devices");
                 else
-                    seen[dev.v[i]] = true;
+                    seen[dev->v[i]] = true;
             }
             ap_free(seen);
-            if (ok && dev.n != total)
-                ok = perr(p, dev_at, AP_ESYNTAX, "device_ids list %u devices for a mesh of %" PRId64, dev.n, total);
+            if (ok && dev->n != m->total)
+                ok = perr(p, dev_at, AP_ESYNTAX, "device_ids list %u devices for a mesh of %" PRId64, dev->n,
+                          m->total);
         }
         ok = ok && expect(p, ')', "')' after the device ids");
     } else {
-        for (int64_t k = 0; ok && k < total; k++)
-            ok = ivec_push(p, &dev, k);
+        for (int64_t k = 0; ok && k < m->total; k++)
+            ok = ivec_push(p, dev, k);
     }
-    /* the axes the groups run over */
-    int ref_axis[HLO_MESH_AXES * 2];
-    int64_t ref_pre[HLO_MESH_AXES * 2], ref_size[HLO_MESH_AXES * 2]; /* pre 0: the whole axis */
-    int nref = 0;
-    ok = ok && expect(p, '{', "'{' and the axes of the groups");
+    return ok;
+}
+
+/* {'y', 'x':(1)2}: the axes the groups of mesh m run over, in order, each
+ * a whole axis or a sub-axis :(pre)size, into m's refs. */
+static bool mesh_group_axes(hp *p, hmesh *m)
+{
+    bool ok = expect(p, '{', "'{' and the axes of the groups");
     if (ok && peek(p) != '}') {
         do {
             const char *ra = (skip_ws(p), p->p), *n;
             uint32_t nl;
-            if (nref == HLO_MESH_AXES * 2) {
+            if (m->nref == HLO_MESH_AXES * 2) {
                 ok = perr(p, ra, AP_ELIMIT, "too many axes in replica groups");
                 break;
             }
             if (!(ok = mesh_axis_name(p, &n, &nl)))
                 break;
             int a = 0;
-            while (a < na && !(lens[a] == nl && memcmp(names[a], n, nl) == 0))
+            while (a < m->na && !(m->lens[a] == nl && memcmp(m->names[a], n, nl) == 0))
                 a++;
-            if (a == na) {
+            if (a == m->na) {
                 ok = perr(p, ra, AP_EUNDEFINED, "replica groups name axis '%.*s', which the mesh does not have", (int)nl, n);
                 break;
             }
-            ref_axis[nref] = a;
-            ref_pre[nref] = 0;
-            ref_size[nref] = sizes[a];
+            int64_t *pre = &m->ref_pre[m->nref], *size = &m->ref_size[m->nref];
+            m->ref_axis[m->nref] = a;
+            *pre = 0;
+            *size = m->sizes[a];
             if (accept(p, ':')) { /* a sub-axis :(pre)size */
-                ok = expect(p, '(', "'(' of a sub-axis") && lex_int(p, &ref_pre[nref]) && expect(p, ')', "')'") &&
-                     lex_int(p, &ref_size[nref]);
-                if (ok && (ref_pre[nref] < 1 || ref_size[nref] < 2 || ref_size[nref] >= sizes[a] ||
-                           ref_pre[nref] > sizes[a] / ref_size[nref] || sizes[a] % (ref_pre[nref] * ref_size[nref])))
+                ok = expect(p, '(', "'(' of a sub-axis") && lex_int(p, pre) && expect(p, ')', "')'") &&
+                     lex_int(p, size);
+                if (ok && (*pre < 1 || *size < 2 || *size >= m->sizes[a] || *pre > m->sizes[a] / *size ||
+                           m->sizes[a] % (*pre * *size)))
                     ok = perr(p, ra, AP_ESYNTAX, "sub-axis %.*s:(%" PRId64 ")%" PRId64 " does not divide its axis",
-                              (int)nl, n, ref_pre[nref], ref_size[nref]);
+                              (int)nl, n, *pre, *size);
             }
-            nref += ok;
+            m->nref += ok;
         } while (ok && accept(p, ','));
         ok = ok && expect(p, '}', "',' or '}' after the axes");
     } else if (ok) {
         p->p++; /* '}': no axes, groups of one device */
     }
-    /* split each mesh axis into the dims its refs need (XLA's reshape),
-     * then move the listed dims last, in the listed order */
+    return ok;
+}
+
+/* The groups of mesh m over the devices dev, row by row, into iv: each
+ * mesh axis split into the dims its refs need (XLA's reshape), the listed
+ * dims moved last, in the listed order.  *group: the devices in a group. */
+static bool mesh_groups_fill(hp *p, const char *at, const hmesh *m, const ivec *dev, ivec *iv, int64_t *group_out)
+{
+    bool ok = true;
     int64_t rd[HLO_MESH_DIMS], perm[HLO_MESH_DIMS];
     int64_t agg[HLO_MESH_AXES * 2];
     int nr = 0;
-    for (int a = 0; ok && a < na; a++) {
+    for (int a = 0; ok && a < m->na; a++) {
         int idx[HLO_MESH_AXES * 2], k = 0;
-        for (int r = 0; r < nref; r++)
-            if (ref_axis[r] == a)
+        for (int r = 0; r < m->nref; r++)
+            if (m->ref_axis[r] == a)
                 idx[k++] = r;
         if (k == 0) {
-            rd[nr++] = sizes[a];
+            rd[nr++] = m->sizes[a];
             continue;
         }
         for (int i = 0; i < k && ok; i++)
-            if (ref_pre[idx[i]] == 0 && k > 1)
-                ok = perr(p, at, AP_ESYNTAX, "replica groups use axis '%.*s' twice", (int)lens[a], names[a]);
+            if (m->ref_pre[idx[i]] == 0 && k > 1)
+                ok = perr(p, at, AP_ESYNTAX, "replica groups use axis '%.*s' twice", (int)m->lens[a], m->names[a]);
         if (!ok)
             break;
-        if (k == 1 && ref_pre[idx[0]] == 0) {
+        if (k == 1 && m->ref_pre[idx[0]] == 0) {
             agg[idx[0]] = nr;
-            rd[nr++] = sizes[a];
+            rd[nr++] = m->sizes[a];
             continue;
         }
         /* sub-axes, by position along the axis */
         for (int i = 1; i < k; i++)
-            for (int j = i; j > 0 && ref_pre[idx[j]] < ref_pre[idx[j - 1]]; j--) {
+            for (int j = i; j > 0 && m->ref_pre[idx[j]] < m->ref_pre[idx[j - 1]]; j--) {
                 int t = idx[j];
                 idx[j] = idx[j - 1];
                 idx[j - 1] = t;
@@ -1874,41 +1859,90 @@ static bool parse_mesh_groups(hp *p, ivec *iv, int64_t *rows, int64_t *cols)
         int64_t prefix = 1;
         for (int i = 0; i < k && ok; i++) {
             int r = idx[i];
-            if (ref_pre[r] % prefix) {
-                ok = perr(p, at, AP_ESYNTAX, "sub-axes of '%.*s' overlap", (int)lens[a], names[a]);
+            if (m->ref_pre[r] % prefix) {
+                ok = perr(p, at, AP_ESYNTAX, "sub-axes of '%.*s' overlap", (int)m->lens[a], m->names[a]);
                 break;
             }
-            if (ref_pre[r] != prefix) {
-                rd[nr++] = ref_pre[r] / prefix;
-                prefix = ref_pre[r];
+            if (m->ref_pre[r] != prefix) {
+                rd[nr++] = m->ref_pre[r] / prefix;
+                prefix = m->ref_pre[r];
             }
             agg[r] = nr;
-            rd[nr++] = ref_size[r];
-            prefix *= ref_size[r];
+            rd[nr++] = m->ref_size[r];
+            prefix *= m->ref_size[r];
         }
-        if (ok && prefix != sizes[a])
-            rd[nr++] = sizes[a] / prefix;
+        if (ok && prefix != m->sizes[a])
+            rd[nr++] = m->sizes[a] / prefix;
     }
     int64_t group = 1;
     if (ok) {
         int np = 0;
         bool grouped[HLO_MESH_DIMS] = {0};
-        for (int r = 0; r < nref; r++) {
+        for (int r = 0; r < m->nref; r++) {
             grouped[agg[r]] = true;
             group *= rd[agg[r]];
         }
         for (int i = 0; i < nr; i++)
             if (!grouped[i])
                 perm[np++] = i;
-        for (int r = 0; r < nref; r++)
+        for (int r = 0; r < m->nref; r++)
             perm[np++] = agg[r];
         iv->n = 0;
-        for (int64_t k = 0; ok && k < total; k++)
-            ok = ivec_push(p, iv, dev.v[transposed_source(rd, nr, perm, k)]);
+        for (int64_t k = 0; ok && k < m->total; k++)
+            ok = ivec_push(p, iv, dev->v[transposed_source(rd, nr, perm, k)]);
     }
+    *group_out = group;
+    return ok;
+}
+
+/* replica_groups=mesh['x'=2,'y'=4](, device_ids=(...))? {'y', 'x':(1)2}
+ * (MeshAxesReplicaGroupList, as newer XLA prints SPMD collectives): the
+ * groups run over the listed axes (sub-axes `:(pre)size` included) in the
+ * order listed, one group per position on the other axes; the devices are
+ * numbered row-major over the mesh unless device_ids= lists them, as an
+ * iota [r0,..]T(perm) or one by one.  maximal_mesh[device_id=N] {} is the
+ * one group {N}.  Fills iv with the groups row by row. */
+static bool parse_mesh_groups(hp *p, ivec *iv, int64_t *rows, int64_t *cols)
+{
+    const char *at = p->p;
+    if (accept_word(p, "maximal_mesh")) {
+        int64_t dev;
+        if (!expect(p, '[', "'['") || !accept_word(p, "device_id") || !expect(p, '=', "'='") || !lex_int(p, &dev) ||
+            !expect(p, ']', "']'") || !expect(p, '{', "'{' and the axes") || !expect(p, '}', "'}': a maximal mesh has no axes"))
+            return false;
+        if (dev < 0)
+            return perr(p, at, AP_ESYNTAX, "device_id must not be negative");
+        *rows = *cols = 1;
+        return ivec_push(p, iv, dev);
+    }
+    if (!accept_word(p, "mesh") || !expect(p, '[', "'[' and the mesh axes"))
+        return false;
+    hmesh mesh = {.total = 1}, *m = &mesh;
+    do {
+        if (m->na == HLO_MESH_AXES)
+            return perr(p, p->p, AP_ELIMIT, "a mesh of more than %d axes", HLO_MESH_AXES);
+        const char *ax = (skip_ws(p), p->p);
+        if (!mesh_axis_name(p, &m->names[m->na], &m->lens[m->na]) || !expect(p, '=', "'=' and the axis size") ||
+            !lex_int(p, &m->sizes[m->na]))
+            return false;
+        for (int i = 0; i < m->na; i++)
+            if (m->lens[i] == m->lens[m->na] && memcmp(m->names[i], m->names[m->na], m->lens[m->na]) == 0)
+                return perr(p, ax, AP_ESYNTAX, "mesh axis '%.*s' appears twice", (int)m->lens[m->na],
+                            m->names[m->na]);
+        if (m->sizes[m->na] < 1 || m->total > HLO_MAX_GROUP_ELEMS / m->sizes[m->na])
+            return perr(p, ax, AP_ELIMIT, "mesh axis sizes must be positive and multiply to at most %" PRId64,
+                        HLO_MAX_GROUP_ELEMS);
+        m->total *= m->sizes[m->na++];
+    } while (accept(p, ','));
+    if (!expect(p, ']', "',' or ']' after the mesh axes"))
+        return false;
+    ivec dev = {0};
+    bool ok = mesh_device_ids(p, m, &dev) && mesh_group_axes(p, m);
+    int64_t group = 1;
+    ok = ok && mesh_groups_fill(p, at, m, &dev, iv, &group);
     ap_free(dev.v);
     *cols = group;
-    *rows = total / group;
+    *rows = m->total / group;
     return ok;
 }
 
@@ -2028,6 +2062,133 @@ static ir_attr *parse_groups(hp *p, ivec *iv)
 }
 
 /* Reads one mapped attribute value into b. */
+/* window={size=3x3 stride=2x2 pad=0_1x0_1 lhs_dilate=.. rhs_dilate=..
+ * rhs_reversal=..}: the window's fields as the attributes of a convolution
+ * or a (reduce_)window op.  Fields, in v: size, stride, pad low, pad high
+ * (v[6]), lhs_dilate, rhs_dilate, reversal. */
+static bool read_window(hp *p, hbuild *b, ir_opcode opc)
+{
+    ir_module *m = p->m;
+    static const char *const keys[] = {"size", "stride", "pad", "lhs_dilate", "rhs_dilate", "rhs_reversal"};
+    int64_t v[7][IR_MAX_RANK];
+    int cnt[6] = {0}, n = -1;
+    if (!expect(p, '{', "'{' of the window"))
+        return false;
+    while (peek(p) != '}') {
+        const char *k;
+        uint32_t kl;
+        int which = -1;
+        if (!expect_name(p, &k, &kl, "a window field") || !expect(p, '=', "'='"))
+            return false;
+        for (int i = 0; i < 6; i++)
+            if (text_is(k, kl, keys[i]))
+                which = i;
+        if (which < 0)
+            return perr(p, k, AP_ESYNTAX, "unknown window field '%.*s'", (int)kl, k);
+        if (which == 2) {
+            int64_t lh[2];
+            int k2;
+            do {
+                if (cnt[2] == IR_MAX_RANK)
+                    return perr(p, p->p, AP_ELIMIT, "too many window dimensions");
+                if (!parse_sep_ints(p, '_', lh, &k2, 2))
+                    return false;
+                if (k2 != 2)
+                    return expected(p, "'_' and the high padding");
+                v[2][cnt[2]] = lh[0];
+                v[6][cnt[2]++] = lh[1];
+            } while (p->p < p->end && *p->p == 'x' && p->p++);
+        } else if (!parse_sep_ints(p, 'x', v[which == 5 ? 5 : which], &cnt[which], IR_MAX_RANK)) {
+            return false;
+        }
+        if (n >= 0 && cnt[which] != n)
+            return perr(p, k, AP_ESYNTAX, "window fields have different numbers of dimensions");
+        n = cnt[which];
+    }
+    if (!expect(p, '}', "'}' of the window"))
+        return false;
+    if (n < 0)
+        n = 0;
+    for (int f = 0; f < 6; f++)
+        if (!cnt[f])
+            for (int i = 0; i < n; i++)
+                v[f][i] = f == 0 ? 1 : f == 2 ? 0 : f == 5 ? 0 : 1;
+    if (!cnt[2])
+        for (int i = 0; i < n; i++)
+            v[6][i] = 0;
+    int64_t pads[2 * IR_MAX_RANK], pshape[2] = {n, 2};
+    for (int i = 0; i < n; i++) {
+        pads[2 * i] = v[2][i];
+        pads[2 * i + 1] = v[6][i];
+    }
+    const ir_type *pt = ir_type_tensor(m, IR_E_I64, 2, pshape);
+    ir_attr *pad = pt ? ir_attr_dense_ints(m, pt, (size_t)(2 * n), pads) : NULL;
+    if (opc == IR_OP_CONVOLUTION) {
+        bool rev[IR_MAX_RANK];
+        for (int i = 0; i < n; i++)
+            rev[i] = v[5][i] != 0;
+        return put(p, b, "window_strides", i64s(p, n, v[1])) &&
+               put(p, b, "padding", pad) &&
+               put(p, b, "lhs_dilation", i64s(p, n, v[3])) &&
+               put(p, b, "rhs_dilation", i64s(p, n, v[4])) &&
+               (!cnt[5] || put(p, b, "window_reversal", ir_attr_bool_array(m, n, rev)));
+    }
+    if (!put(p, b, "window_dimensions", i64s(p, n, v[0])) ||
+        !put(p, b, "window_strides", i64s(p, n, v[1])) || !put(p, b, "padding", pad))
+        return false;
+    return opc != IR_OP_REDUCE_WINDOW || (put(p, b, "base_dilations", i64s(p, n, v[3])) &&
+                                          put(p, b, "window_dilations", i64s(p, n, v[4])));
+}
+
+/* dim_labels=b01f_01io->b01f: three groups of labels (input, kernel,
+ * output), as the convolution's dimension numbers. */
+static bool read_dim_labels(hp *p, hbuild *b, const struct hmap *mp)
+{
+    ir_module *m = p->m;
+    char canon[3 * (4 * IR_MAX_RANK + 8)];
+    int n = 0;
+    skip_ws(p);
+    int rank = -1;
+    for (int g = 0; g < 3; g++) {
+        static const char *const seps[] = {"_", "->", ""};
+        const char *letters = g == 1 ? "io" : "bf", *start = p->p;
+        bool seen[12] = {false};
+        canon[n++] = '[';
+        int k = 0;
+        while (p->p < p->end && (isalnum((unsigned char)*p->p))) {
+            /* each letter once, digits 0..rank-3 once each */
+            char c = *p->p;
+            int slot = c == letters[0] ? 10 : c == letters[1] ? 11 : c >= '0' && c <= '9' ? c - '0' : -1;
+            if (slot < 0 || seen[slot])
+                return perr(p, p->p, AP_ESYNTAX, "bad convolution dimension label '%c'", c);
+            seen[slot] = true;
+            if (k++)
+                n += snprintf(canon + n, sizeof canon - (size_t)n, ", ");
+            canon[n++] = *p->p++;
+        }
+        canon[n++] = ']';
+        if (!k)
+            return expected(p, "convolution dimension labels like b01f_01io->b01f");
+        for (int d = 0; d < k - 2; d++)
+            if (!seen[d] || !seen[10] || !seen[11])
+                return perr(p, start, AP_ESYNTAX, "convolution dimension labels need %c, %c and 0..%d",
+                            letters[0], letters[1], k - 3);
+        if (k < 2 || !seen[10] || !seen[11] || (rank >= 0 && k != rank))
+            return perr(p, start, AP_ESYNTAX, "convolution dimension labels need %c, %c and %s", letters[0],
+                        letters[1], rank >= 0 ? "as many dimensions in each part" : "the spatial dimensions");
+        rank = k;
+        size_t sl = strlen(seps[g]);
+        if (g < 2) {
+            if ((size_t)(p->end - p->p) < sl || memcmp(p->p, seps[g], sl) != 0)
+                return expected(p, g == 0 ? "'_' in the dimension labels" : "'->' in the dimension labels");
+            p->p += sl;
+            n += snprintf(canon + n, sizeof canon - (size_t)n, g == 0 ? "x" : "->");
+        }
+    }
+    canon[n] = '\0';
+    return put(p, b, mp->attr, ir_attr_dialect_raw(m, "stablehlo.conv", canon));
+}
+
 static bool read_mapped(hp *p, hbuild *b, const struct hmap *mp, ir_opcode opc, ivec *iv)
 {
     ir_module *m = p->m;
@@ -2143,123 +2304,10 @@ static bool read_mapped(hp *p, hbuild *b, const struct hmap *mp, ir_opcode opc, 
                put(p, b, "edge_padding_high", i64s(p, n, v[1])) &&
                put(p, b, "interior_padding", i64s(p, n, v[2]));
     }
-    case C_WINDOW: {
-        /* size, stride, pad low, pad high, lhs_dilate, rhs_dilate, reversal */
-        static const char *const keys[] = {"size", "stride", "pad", "lhs_dilate", "rhs_dilate", "rhs_reversal"};
-        int64_t v[7][IR_MAX_RANK];
-        int cnt[6] = {0}, n = -1;
-        if (!expect(p, '{', "'{' of the window"))
-            return false;
-        while (peek(p) != '}') {
-            const char *k;
-            uint32_t kl;
-            int which = -1;
-            if (!expect_name(p, &k, &kl, "a window field") || !expect(p, '=', "'='"))
-                return false;
-            for (int i = 0; i < 6; i++)
-                if (text_is(k, kl, keys[i]))
-                    which = i;
-            if (which < 0)
-                return perr(p, k, AP_ESYNTAX, "unknown window field '%.*s'", (int)kl, k);
-            if (which == 2) {
-                int64_t lh[2];
-                int k2;
-                do {
-                    if (cnt[2] == IR_MAX_RANK)
-                        return perr(p, p->p, AP_ELIMIT, "too many window dimensions");
-                    if (!parse_sep_ints(p, '_', lh, &k2, 2))
-                        return false;
-                    if (k2 != 2)
-                        return expected(p, "'_' and the high padding");
-                    v[2][cnt[2]] = lh[0];
-                    v[6][cnt[2]++] = lh[1];
-                } while (p->p < p->end && *p->p == 'x' && p->p++);
-            } else if (!parse_sep_ints(p, 'x', v[which == 5 ? 5 : which], &cnt[which], IR_MAX_RANK)) {
-                return false;
-            }
-            if (n >= 0 && cnt[which] != n)
-                return perr(p, k, AP_ESYNTAX, "window fields have different numbers of dimensions");
-            n = cnt[which];
-        }
-        if (!expect(p, '}', "'}' of the window"))
-            return false;
-        if (n < 0)
-            n = 0;
-        for (int f = 0; f < 6; f++)
-            if (!cnt[f])
-                for (int i = 0; i < n; i++)
-                    v[f][i] = f == 0 ? 1 : f == 2 ? 0 : f == 5 ? 0 : 1;
-        if (!cnt[2])
-            for (int i = 0; i < n; i++)
-                v[6][i] = 0;
-        int64_t pads[2 * IR_MAX_RANK], pshape[2] = {n, 2};
-        for (int i = 0; i < n; i++) {
-            pads[2 * i] = v[2][i];
-            pads[2 * i + 1] = v[6][i];
-        }
-        const ir_type *pt = ir_type_tensor(m, IR_E_I64, 2, pshape);
-        ir_attr *pad = pt ? ir_attr_dense_ints(m, pt, (size_t)(2 * n), pads) : NULL;
-        if (opc == IR_OP_CONVOLUTION) {
-            bool rev[IR_MAX_RANK];
-            for (int i = 0; i < n; i++)
-                rev[i] = v[5][i] != 0;
-            return put(p, b, "window_strides", i64s(p, n, v[1])) &&
-                   put(p, b, "padding", pad) &&
-                   put(p, b, "lhs_dilation", i64s(p, n, v[3])) &&
-                   put(p, b, "rhs_dilation", i64s(p, n, v[4])) &&
-                   (!cnt[5] || put(p, b, "window_reversal", ir_attr_bool_array(m, n, rev)));
-        }
-        if (!put(p, b, "window_dimensions", i64s(p, n, v[0])) ||
-            !put(p, b, "window_strides", i64s(p, n, v[1])) || !put(p, b, "padding", pad))
-            return false;
-        return opc != IR_OP_REDUCE_WINDOW || (put(p, b, "base_dilations", i64s(p, n, v[3])) &&
-                                              put(p, b, "window_dilations", i64s(p, n, v[4])));
-    }
-    case C_DIMLABELS: {
-        /* three groups of labels: input, kernel, output */
-        char canon[3 * (4 * IR_MAX_RANK + 8)];
-        int n = 0;
-        skip_ws(p);
-        int rank = -1;
-        for (int g = 0; g < 3; g++) {
-            static const char *const seps[] = {"_", "->", ""};
-            const char *letters = g == 1 ? "io" : "bf", *start = p->p;
-            bool seen[12] = {false};
-            canon[n++] = '[';
-            int k = 0;
-            while (p->p < p->end && (isalnum((unsigned char)*p->p))) {
-                /* each letter once, digits 0..rank-3 once each */
-                char c = *p->p;
-                int slot = c == letters[0] ? 10 : c == letters[1] ? 11 : c >= '0' && c <= '9' ? c - '0' : -1;
-                if (slot < 0 || seen[slot])
-                    return perr(p, p->p, AP_ESYNTAX, "bad convolution dimension label '%c'", c);
-                seen[slot] = true;
-                if (k++)
-                    n += snprintf(canon + n, sizeof canon - (size_t)n, ", ");
-                canon[n++] = *p->p++;
-            }
-            canon[n++] = ']';
-            if (!k)
-                return expected(p, "convolution dimension labels like b01f_01io->b01f");
-            for (int d = 0; d < k - 2; d++)
-                if (!seen[d] || !seen[10] || !seen[11])
-                    return perr(p, start, AP_ESYNTAX, "convolution dimension labels need %c, %c and 0..%d",
-                                letters[0], letters[1], k - 3);
-            if (k < 2 || !seen[10] || !seen[11] || (rank >= 0 && k != rank))
-                return perr(p, start, AP_ESYNTAX, "convolution dimension labels need %c, %c and %s", letters[0],
-                            letters[1], rank >= 0 ? "as many dimensions in each part" : "the spatial dimensions");
-            rank = k;
-            size_t sl = strlen(seps[g]);
-            if (g < 2) {
-                if ((size_t)(p->end - p->p) < sl || memcmp(p->p, seps[g], sl) != 0)
-                    return expected(p, g == 0 ? "'_' in the dimension labels" : "'->' in the dimension labels");
-                p->p += sl;
-                n += snprintf(canon + n, sizeof canon - (size_t)n, g == 0 ? "x" : "->");
-            }
-        }
-        canon[n] = '\0';
-        return put(p, b, mp->attr, ir_attr_dialect_raw(m, "stablehlo.conv", canon));
-    }
+    case C_WINDOW:
+        return read_window(p, b, opc);
+    case C_DIMLABELS:
+        return read_dim_labels(p, b, mp);
     case C_PAIRS:
     case C_GROUPS: {
         ir_attr *a = parse_groups(p, iv);
@@ -2749,6 +2797,61 @@ static const char *func_name(hp *p, uint32_t ci)
     return s;
 }
 
+/* conditional: branch_computations={%a, %b, ..} (an index picks one) or
+ * true_computation= and false_computation= (a predicate), each branch
+ * taking its own operand; the op made into *op. */
+static bool build_case(hp *p, hbuild *b, const ir_type *t, uint32_t n_out, const ir_type *const *out, const char *at,
+                       ir_op **op)
+{
+    bool ok = true;
+    uint32_t br[256], n = 0;
+    hattr *a = find_attr(p, "branch_computations");
+    bool if_form = !a;
+    if (a) {
+        hsave sv = enter_value(p, a);
+        bool lok = expect(p, '{', "'{' of the branch computations");
+        while (lok && peek(p) != '}') {
+            const char *s;
+            uint32_t sl;
+            const char *cat = (skip_ws(p), p->p);
+            if (n == AP_ARRAY_LEN(br))
+                lok = perr(p, cat, AP_ELIMIT, "too many branches");
+            else
+                lok = expect_name(p, &s, &sl, "a computation") && comp_ref(p, s, sl, cat, &br[n++]);
+            if (!accept(p, ','))
+                break;
+        }
+        lok = lok && expect(p, '}', "'}' of the branch computations");
+        if (!(ok = leave_value(p, sv, lok)))
+            return false;
+    } else {
+        static const char *const keys[] = {"true_computation", "false_computation"};
+        for (int k = 0; ok && k < 2; k++) {
+            hattr *ka = find_attr(p, keys[k]);
+            if (!ka) {
+                ok = perr(p, at, AP_ESYNTAX, "conditional needs branch_computations= or %s=", keys[k]);
+                break;
+            }
+            ka->used = true;
+            ok = comp_ref(p, ka->val, ka->vlen, ka->val, &br[n++]);
+        }
+        if (!ok)
+            return false;
+    }
+    if (p->n_opnds != n + 1)
+        return perr(p, at, AP_ESYNTAX, "conditional with %u branches needs %u operands", n, n + 1);
+    for (uint32_t k = 0; ok && k < n; k++) {
+        hcomp *bc = &p->comps[br[k]];
+        if (bc->n_params != 1 || bc->param_types[0] != p->insts[p->opnds[k + 1]].type || bc->root_type != t)
+            ok = perr(p, at, AP_ETYPE, "branch computation '%%%s' does not match the conditional", bc->name);
+    }
+    ok = ok && op_attrs(p, b, IR_OP_CASE) && operand_values(p) &&
+         (*op = emit(p, b, if_form ? IR_OP_IF : IR_OP_CASE, NULL, 1, p->vals, n_out, out, n)) != NULL;
+    for (uint32_t k = 0; ok && k < n; k++)
+        ok = add_fill(p, *op, k, br[k], FILL_FLAT, p->vals[k + 1]);
+    return ok;
+}
+
 /* Builds the ops of an instruction of a registered (or unknown) opcode. */
 static bool build(hp *p, const struct hop *info, hinst *h, const char *opname, uint32_t oplen, const char *at)
 {
@@ -2800,56 +2903,9 @@ static bool build(hp *p, const struct hop *info, hinst *h, const char *opname, u
              (op = emit(p, b, opc, NULL, p->n_opnds, p->vals, 1, &t, 2)) != NULL &&
              region_from(p, op, 0, "condition", FILL_TUPLE) && region_from(p, op, 1, "body", FILL_TUPLE);
         break;
-    case IR_OP_CASE: {
-        uint32_t br[256], n = 0;
-        hattr *a = find_attr(p, "branch_computations");
-        bool if_form = !a;
-        if (a) {
-            hsave sv = enter_value(p, a);
-            bool lok = expect(p, '{', "'{' of the branch computations");
-            while (lok && peek(p) != '}') {
-                const char *s;
-                uint32_t sl;
-                const char *cat = (skip_ws(p), p->p);
-                if (n == AP_ARRAY_LEN(br))
-                    lok = perr(p, cat, AP_ELIMIT, "too many branches");
-                else
-                    lok = expect_name(p, &s, &sl, "a computation") && comp_ref(p, s, sl, cat, &br[n++]);
-                if (!accept(p, ','))
-                    break;
-            }
-            lok = lok && expect(p, '}', "'}' of the branch computations");
-            if (!(ok = leave_value(p, sv, lok)))
-                break;
-        } else {
-            static const char *const keys[] = {"true_computation", "false_computation"};
-            for (int k = 0; ok && k < 2; k++) {
-                hattr *ka = find_attr(p, keys[k]);
-                if (!ka) {
-                    ok = perr(p, at, AP_ESYNTAX, "conditional needs branch_computations= or %s=", keys[k]);
-                    break;
-                }
-                ka->used = true;
-                ok = comp_ref(p, ka->val, ka->vlen, ka->val, &br[n++]);
-            }
-            if (!ok)
-                break;
-        }
-        if (p->n_opnds != n + 1) {
-            ok = perr(p, at, AP_ESYNTAX, "conditional with %u branches needs %u operands", n, n + 1);
-            break;
-        }
-        for (uint32_t k = 0; ok && k < n; k++) {
-            hcomp *bc = &p->comps[br[k]];
-            if (bc->n_params != 1 || bc->param_types[0] != p->insts[p->opnds[k + 1]].type || bc->root_type != t)
-                ok = perr(p, at, AP_ETYPE, "branch computation '%%%s' does not match the conditional", bc->name);
-        }
-        ok = ok && op_attrs(p, b, opc) && operand_values(p) &&
-             (op = emit(p, b, if_form ? IR_OP_IF : IR_OP_CASE, NULL, 1, p->vals, n_out, out, n)) != NULL;
-        for (uint32_t k = 0; ok && k < n; k++)
-            ok = add_fill(p, op, k, br[k], FILL_FLAT, p->vals[k + 1]);
+    case IR_OP_CASE:
+        ok = build_case(p, b, t, n_out, out, at, &op);
         break;
-    }
     case IR_OP_FUNC_CALL: {
         hattr *a = find_attr(p, "to_apply");
         uint32_t ci;

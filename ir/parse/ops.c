@@ -433,6 +433,131 @@ static bool at_region_args(parser *p)
     return q < end && *q == '{';
 }
 
+/* `(%a: T loc(..), ...)` in an opaque op's text, declaring the next
+ * region's arguments: into pending, each a piece of the template; the text
+ * resumes at the ')'. */
+static bool opaque_region_args(parser *p, op_state *st, arg_list *pending, ir_tmpl_piece **pieces, uint32_t *n,
+                               uint32_t *cap, const char **text_from)
+{
+    bool ok = true;
+    ir__arg_list_free(pending);
+    ir__next(p); /* '(' */
+    if (!text_piece(p, pieces, n, cap, *text_from, p->tok.at))
+        return false;
+    uint32_t region = st->n_regions;
+    for (;;) {
+        if (p->tok.kind != T_PERCENT) {
+            ok = ir__perr_expected(p, "an argument name");
+            break;
+        }
+        if (!GROW(p, pending->v, pending->cap, pending->n + 1)) {
+            ok = false;
+            break;
+        }
+        arg_decl *d = &pending->v[pending->n++];
+        memset(d, 0, sizeof *d);
+        d->name = p->tok.s;
+        d->len = p->tok.len;
+        d->at = p->tok.at;
+        ok = tmpl_add(p, pieces, n, cap,
+                      (ir_tmpl_piece){.kind = IR_TP_REGION_ARG, .index = pending->n - 1,
+                                      .region = region});
+        ir__next(p);
+        /* the printer writes `%name: type loc(...)` itself */
+        if (!ok || !ir__expect(p, T_COLON, "':'") || !(d->type = ir__parse_type(p))) {
+            ok = false;
+            break;
+        }
+        bool lok;
+        d->loc = ir__parse_opt_loc(p, &lok);
+        if (!lok) {
+            ok = false;
+            break;
+        }
+        if (p->tok.kind == T_COMMA) {
+            const char *cs = p->tok.at;
+            ir__next(p);
+            if (!text_piece(p, pieces, n, cap, cs, p->tok.at)) {
+                ok = false;
+                break;
+            }
+            continue;
+        }
+        break;
+    }
+    if (!ok)
+        return false;
+    *text_from = p->tok.at;
+    return ir__expect(p, T_RPAREN, "')'");
+}
+
+/* A region in an opaque op's text (at its '{'), with the arguments pending
+ * declared before it: parsed into st, a piece of the template; the text
+ * resumes after its '}'. */
+static bool opaque_region(parser *p, op_state *st, arg_list *pending, ir_tmpl_piece **pieces, uint32_t *n,
+                          uint32_t *cap, const char **text_from)
+{
+    if (!text_piece(p, pieces, n, cap, *text_from, p->tok.at))
+        return false;
+    ir_region *r = ir__new_region(p);
+    if (!r || !ir__parse_region(p, r, pending) || !ir__st_add_region(p, st, r))
+        return false;
+    ir__arg_list_free(pending);
+    bool ok = tmpl_add(p, pieces, n, cap, (ir_tmpl_piece){.kind = IR_TP_REGION, .index = st->n_regions - 1});
+    *text_from = p->tok.at;
+    {
+        const char *q2 = p->tok.at;
+        while (q2 > p->lx.src && (q2[-1] == ' ' || q2[-1] == '\t' || q2[-1] == '\r'))
+            q2--;
+        *text_from = q2;
+    }
+    return ok;
+}
+
+/* Result types from an opaque op's trailing `: ...` (sig_at: just after
+ * its ':' or '->') when that parses as types, on a scratch error: text
+ * that is not a signature leaves them unknown.  false: out of memory. */
+static bool opaque_sig_types(parser *p, op_state *st, uint32_t n_results_expected, const char *sig_at)
+{
+    bool ok = true;
+    const char *saved = p->lx.p;
+    ir_tok saved_tok = p->tok;
+    ap_error scratch, *saved_err = p->err;
+    p->err = &scratch;
+    ir__reset_to(p, sig_at);
+    op_sig sig;
+    if (ir__parse_sig(p, &sig)) {
+        if (sig.n_out == n_results_expected)
+            for (uint32_t i = 0; i < sig.n_out; i++)
+                ir__st_add_result_type(p, st, sig.out[i]);
+        else if (n_results_expected == 1 && sig.n_out > 1 && !sig.functional)
+            ir__st_add_result_type(p, st, sig.out[sig.n_out - 1]);
+    }
+    ir__sig_free(&sig);
+    bool oom = p->failed && scratch.code == AP_ENOMEM;
+    p->failed = false;
+    p->err = saved_err;
+    p->lx.p = saved;
+    p->tok = saved_tok;
+    if (oom)
+        ok = ir__perr(p, st->at, AP_ENOMEM, "out of memory");
+    if (st->n_results != n_results_expected)
+        st->n_results = 0;
+    return ok;
+}
+
+/* An opaque op's template: its pieces copied into the module's arena. */
+static bool store_template(parser *p, op_state *st, const ir_tmpl_piece *pieces, uint32_t n)
+{
+    ir_template *tp = ir__alloc(p->m, sizeof *tp);
+    if (!tp)
+        return ir__perr(p, st->at, AP_ENOMEM, "out of memory");
+    tp->n = n;
+    tp->pieces = n ? ap_arena_memdup(&p->m->arena, pieces, sizeof *pieces * n) : NULL;
+    st->tmpl = tp;
+    return true;
+}
+
 /* An op of an unknown dialect in its own syntax: everything up to the end
  * of its line (regions may span lines) is kept as a template; %values,
  * ^successors and regions inside it are parsed so they take part in the
@@ -534,60 +659,8 @@ static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected
         case T_LPAREN:
             if (at_region_args(p)) {
                 /* `(%a: T loc(..), ...)` declaring the next region's arguments */
-                ir__arg_list_free(&pending);
-                ir__next(p); /* '(' */
-                if (!text_piece(p, &pieces, &n, &cap, text_from, t->at)) {
-                    ok = false;
+                if (!(ok = opaque_region_args(p, st, &pending, &pieces, &n, &cap, &text_from)))
                     break;
-                }
-                uint32_t region = st->n_regions;
-                for (;;) {
-                    if (p->tok.kind != T_PERCENT) {
-                        ok = ir__perr_expected(p, "an argument name");
-                        break;
-                    }
-                    if (!GROW(p, pending.v, pending.cap, pending.n + 1)) {
-                        ok = false;
-                        break;
-                    }
-                    arg_decl *d = &pending.v[pending.n++];
-                    memset(d, 0, sizeof *d);
-                    d->name = p->tok.s;
-                    d->len = p->tok.len;
-                    d->at = p->tok.at;
-                    ok = tmpl_add(p, &pieces, &n, &cap,
-                                  (ir_tmpl_piece){.kind = IR_TP_REGION_ARG, .index = pending.n - 1,
-                                                  .region = region});
-                    ir__next(p);
-                    /* the printer writes `%name: type loc(...)` itself */
-                    if (!ok || !ir__expect(p, T_COLON, "':'") || !(d->type = ir__parse_type(p))) {
-                        ok = false;
-                        break;
-                    }
-                    bool lok;
-                    d->loc = ir__parse_opt_loc(p, &lok);
-                    if (!lok) {
-                        ok = false;
-                        break;
-                    }
-                    if (p->tok.kind == T_COMMA) {
-                        const char *cs = p->tok.at;
-                        ir__next(p);
-                        if (!text_piece(p, &pieces, &n, &cap, cs, p->tok.at)) {
-                            ok = false;
-                            break;
-                        }
-                        continue;
-                    }
-                    break;
-                }
-                if (!ok)
-                    break;
-                text_from = p->tok.at;
-                if (!ir__expect(p, T_RPAREN, "')'")) {
-                    ok = false;
-                    break;
-                }
                 continue;
             }
             depth++;
@@ -619,25 +692,8 @@ static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected
                 depth++;
                 break;
             }
-            if (!text_piece(p, &pieces, &n, &cap, text_from, t->at)) {
-                ok = false;
+            if (!(ok = opaque_region(p, st, &pending, &pieces, &n, &cap, &text_from)))
                 break;
-            }
-            ir_region *r = ir__new_region(p);
-            if (!r || !ir__parse_region(p, r, &pending) || !ir__st_add_region(p, st, r)) {
-                ok = false;
-                break;
-            }
-            ir__arg_list_free(&pending);
-            ok = tmpl_add(p, &pieces, &n, &cap,
-                          (ir_tmpl_piece){.kind = IR_TP_REGION, .index = st->n_regions - 1});
-            text_from = p->tok.at;
-            {
-                const char *q2 = p->tok.at;
-                while (q2 > p->lx.src && (q2[-1] == ' ' || q2[-1] == '\t' || q2[-1] == '\r'))
-                    q2--;
-                text_from = q2;
-            }
             sig_colon = NULL;
             continue;
         }
@@ -688,31 +744,8 @@ static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected
     for (uint32_t i = sig_piece; sig_colon && i < n; i++)
         if (pieces[i].kind != IR_TP_TEXT)
             sig_colon = NULL;
-    if (ok && sig_colon) {
-        const char *saved = p->lx.p;
-        ir_tok saved_tok = p->tok;
-        ap_error scratch, *saved_err = p->err;
-        p->err = &scratch;
-        ir__reset_to(p, sig_colon);
-        op_sig sig;
-        if (ir__parse_sig(p, &sig)) {
-            if (sig.n_out == n_results_expected)
-                for (uint32_t i = 0; i < sig.n_out; i++)
-                    ir__st_add_result_type(p, st, sig.out[i]);
-            else if (n_results_expected == 1 && sig.n_out > 1 && !sig.functional)
-                ir__st_add_result_type(p, st, sig.out[sig.n_out - 1]);
-        }
-        ir__sig_free(&sig);
-        bool oom = p->failed && scratch.code == AP_ENOMEM;
-        p->failed = false;
-        p->err = saved_err;
-        p->lx.p = saved;
-        p->tok = saved_tok;
-        if (oom)
-            ok = ir__perr(p, st->at, AP_ENOMEM, "out of memory");
-        if (st->n_results != n_results_expected)
-            st->n_results = 0;
-    }
+    if (ok && sig_colon)
+        ok = opaque_sig_types(p, st, n_results_expected, sig_colon);
     if (ok && st->n_results != n_results_expected) {
         /* types unknown: results get an opaque placeholder type */
         const ir_type *unk = ir_type_opaque(p->m, "?");
@@ -721,16 +754,7 @@ static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected
             ok = unk && ir__st_add_result_type(p, st, unk);
     }
     ir__arg_list_free(&pending);
-    if (ok) {
-        ir_template *tp = ir__alloc(p->m, sizeof *tp);
-        if (!tp) {
-            ok = ir__perr(p, st->at, AP_ENOMEM, "out of memory");
-        } else {
-            tp->n = n;
-            tp->pieces = n ? ap_arena_memdup(&p->m->arena, pieces, sizeof *pieces * n) : NULL;
-            st->tmpl = tp;
-        }
-    }
+    ok = ok && store_template(p, st, pieces, n);
     ap_free(pieces);
     return ok;
 }
