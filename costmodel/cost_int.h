@@ -287,6 +287,7 @@ cost_prec cost__prec_of(const ir_type *t);
  * attention custom call from its operand types; false when op is not one
  * or they are unreadable. */
 bool cost__fmha_flops(const ir_op *op, const ir_type *const *ot, double *flops, double *matmul);
+/* opkind.c: elementwise ops (fusible). */
 bool cost__is_elementwise(ir_opcode opc);
 /* A reshape from type a to b that is a bitcast (free, an alias). */
 bool cost__is_bitcast_reshape(const ir_op *op, const ir_type *a, const ir_type *b);
