@@ -54,13 +54,6 @@
 #define PENALTY_POWER 4.0
 #define SEED_NOISE 0.02 /* of a child's normalized score: seeds grow different trees */
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 static uint64_t splitmix(uint64_t *s)
 {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
@@ -195,7 +188,7 @@ struct search_engine {
     uint32_t root_next;  /* the root pass's next decision */
     int stop;            /* the progress callback asked to stop */
     atomic_int *halt;    /* NULL, or set by another thread to stop this search */
-    double deadline;     /* now_s() at which the time budget ends; 0 none */
+    double deadline;     /* ap_mono_s() at which the time budget ends; 0 none */
     const char *stopped_by;
     double wall_s;       /* of the search, without the result's lowering */
     /* progress */
@@ -446,11 +439,11 @@ static void evaluate(worker *w, task *t)
     const ir_partition *parent = NULL;
     ir_partition *own = NULL, *p = NULL;
     int slot = -1;
-    double t0 = now_s();
+    double t0 = ap_mono_s();
     int rc = parent_state(w, t, &parent, &slot, &own, &t->err);
     ir_partition *spare = rc == 0 ? pool_take(e) : NULL;
     pthread_mutex_unlock(&e->mu);
-    double t1 = now_s();
+    double t1 = ap_mono_s();
     w->t_state += t1 - t0;
     if (rc == 0)
         rc = copy_state(spare, parent, &p, &t->err);
@@ -461,9 +454,9 @@ static void evaluate(worker *w, task *t)
     pthread_mutex_unlock(&e->mu);
     if (rc == 0)
         rc = search__apply(p, &e->units, e->dec[t->decision].a, &t->err);
-    w->t_apply += now_s() - t1;
+    w->t_apply += ap_mono_s() - t1;
     rc = finish(w, t, p, rc);
-    double dt = now_s() - t1;
+    double dt = ap_mono_s() - t1;
     pthread_mutex_lock(&e->mu);
     if (e->est)
         e->est[t->decision] = e->est[t->decision] > 0 ? 0.75 * e->est[t->decision] + 0.25 * dt : dt;
@@ -506,9 +499,9 @@ static int finish(worker *w, task *t, ir_partition *p, int rc)
         return 1;
     }
     w->scored++;
-    double t2 = now_s();
+    double t2 = ap_mono_s();
     rc = score_state(w, p, &t->runtime_s, &t->peak, &t->err);
-    w->t_score += now_s() - t2;
+    w->t_score += ap_mono_s() - t2;
     if (rc < 0) {
         /* a state the lowering refuses is no candidate */
         t->status = 1;
@@ -582,14 +575,14 @@ static void work(worker *w, int *stop)
         if (i < 0) {
             /* what is left waits on states others derive (or on the
              * batch's end, which wakes this wait too) */
-            double t0 = now_s();
+            double t0 = ap_mono_s();
             pthread_cond_wait(&e->built, &e->mu);
-            w->t_wait += now_s() - t0;
+            w->t_wait += ap_mono_s() - t0;
             continue;
         }
-        double t0 = now_s(), c0 = thread_cpu();
+        double t0 = ap_mono_s(), c0 = thread_cpu();
         evaluate(w, &e->tasks[i]);
-        double dt = now_s() - t0;
+        double dt = ap_mono_s() - t0;
         w->t_busy += dt;
         e->eval_s = e->eval_s > 0 ? 0.9 * e->eval_s + 0.1 * dt : dt;
         e->tasks[i].worker = (int)(w - e->w);
@@ -948,7 +941,7 @@ static int backup(engine *e, task *t)
         if (better_result(e, e->best, child)) {
             e->best = child;
             e->best_episode = e->episodes;
-            e->best_time = now_s() - e->t0;
+            e->best_time = ap_mono_s() - e->t0;
         }
     }
     e->nodes[child].visits++;
@@ -962,7 +955,7 @@ static int backup(engine *e, task *t)
 
 static bool progress_due(const engine *e)
 {
-    return e->o.progress && now_s() - e->last_progress >= e->o.progress_interval_s;
+    return e->o.progress && ap_mono_s() - e->last_progress >= e->o.progress_interval_s;
 }
 
 /* Runs the tasks: the coordinating thread works as worker 0 beside the
@@ -1000,7 +993,7 @@ static int run_batch(engine *e, int *stop)
 {
     if (e->log.pos < e->log.end && e->n_tasks && replay_batch(e))
         return 0;
-    double t0 = now_s();
+    double t0 = ap_mono_s();
     pthread_mutex_lock(&e->mu);
     e->next_task = 0;
     e->n_done = 0;
@@ -1032,7 +1025,7 @@ static int run_batch(engine *e, int *stop)
     /* a worker still waiting for a state leaves the batch now */
     pthread_cond_broadcast(&e->built);
     pthread_mutex_unlock(&e->mu);
-    e->batch_s += now_s() - t0;
+    e->batch_s += ap_mono_s() - t0;
     /* the wait the batch's split of work implies, by CPU time: what the
      * barrier costs apart from the machine's load */
     if (e->n_workers > 1 && e->load) {
@@ -1087,7 +1080,7 @@ static void path_text(const engine *e, uint32_t node, ap_buf *b)
 
 static int search__progress(engine *e)
 {
-    double t = now_s();
+    double t = ap_mono_s();
     e->last_progress = t;
     if (e->best_text_node != e->best || !e->best_text) {
         ap_buf b;
@@ -1245,7 +1238,7 @@ static bool out_of_budget(engine *e, const char **why)
         *why = "episodes";
         return true;
     }
-    if (e->deadline > 0 && now_s() >= e->deadline) {
+    if (e->deadline > 0 && ap_mono_s() >= e->deadline) {
         *why = "time";
         return true;
     }
@@ -1337,7 +1330,7 @@ static uint32_t batch_room(const engine *e, uint32_t want)
 {
     if (e->deadline <= 0 || e->eval_s <= 0)
         return want;
-    double n = (e->deadline - now_s()) / e->eval_s * e->n_workers;
+    double n = (e->deadline - ap_mono_s()) / e->eval_s * e->n_workers;
     return n < 1 ? 1 : n < want ? (uint32_t)n : want;
 }
 
@@ -1509,7 +1502,7 @@ static int engine_open(engine *e, const ir_partition *start, const search_option
     memset(e, 0, sizeof *e);
     e->start = start;
     e->c = ir_partition_ctx(start);
-    e->t0 = now_s();
+    e->t0 = ap_mono_s();
     e->last_progress = e->t0;
     int rc = search_options_resolve(opts, ir_pctx_mesh(e->c)->n_axes, &e->o, err);
     if (rc < 0)
@@ -1522,12 +1515,12 @@ static int engine_open(engine *e, const ir_partition *start, const search_option
     ir_partition_set_diagnostics(e->base, false);
     if ((rc = start_workers(e, err)) < 0)
         return rc;
-    double rt, t_score = now_s();
+    double rt, t_score = ap_mono_s();
     int64_t pk;
     if ((rc = score_state(&e->w[0], start, &rt, &pk, err)) < 0)
         return rc;
     /* a first estimate of an evaluation (a whole score: on the high side) */
-    e->eval_s = now_s() - t_score;
+    e->eval_s = ap_mono_s() - t_score;
     e->j0 = objective(e, rt, pk);
     uint32_t root;
     if (node_new(e, ir_partition_hash(start), SEARCH_NONE, 0, rt, pk, &root) < 0)
@@ -1670,7 +1663,7 @@ int search_run(const ir_partition *start, const search_options *opts, search_res
     if ((rc = engine_open(&e, start, opts, err)) < 0 || (rc = engine_search(&e, err)) < 0 ||
         (!e.order && (rc = order_decisions(&e, err)) < 0))
         goto fail;
-    e.wall_s = now_s() - e.t0;
+    e.wall_s = ap_mono_s() - e.t0;
     engine_stats(&e, out);
     if ((rc = engine_result(&e, out, err)) < 0)
         goto fail;
@@ -1711,13 +1704,13 @@ int search__engine_run(search_engine *e, int64_t max_episodes, double deadline, 
 {
     if (e->exhausted || e->stop || (e->o.patience > 0 && e->episodes - e->best_episode >= e->o.patience))
         return 0;
-    double t0 = now_s();
+    double t0 = ap_mono_s();
     e->o.max_episodes = max_episodes;
     e->deadline = deadline;
     int rc = make_scorers(e, err);
     if (rc == 0)
         rc = engine_search(e, err);
-    e->wall_s += now_s() - t0;
+    e->wall_s += ap_mono_s() - t0;
     return rc;
 }
 

@@ -42,13 +42,6 @@
 #define KEEP 4              /* meshes searched on after the first look */
 #define PER_MESH 1000       /* episodes per mesh when no budget is given */
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* ============================================================== requests */
 
 typedef struct names {
@@ -408,7 +401,7 @@ static int driver_progress(void *ctx, const search_progress *p)
         }
         d->best_slot = s->index;
     }
-    double t = now_s();
+    double t = ap_mono_s();
     if (d->user->progress && t - d->last_progress >= d->o.progress_interval_s) {
         d->last_progress = t;
         search_progress q;
@@ -464,7 +457,7 @@ static void slot_step(slot *s)
         s->target = search__engine_first_look(s->eng);
         s->first_look = false;
     }
-    double deadline = s->share_s > 0 ? now_s() + s->share_s : 0;
+    double deadline = s->share_s > 0 ? ap_mono_s() + s->share_s : 0;
     s->rc = search__engine_run(s->eng, s->target, deadline, &s->err);
     pthread_mutex_lock(&s->d->mu);
     search__engine_best(s->eng, &s->best);
@@ -625,7 +618,7 @@ int search_run_devices(ir_module *m, ir_op *func, const search_devices *req, con
     d.func = func;
     d.req = req;
     d.user = opts;
-    d.t0 = d.last_progress = now_s();
+    d.t0 = d.last_progress = ap_mono_s();
     d.best_slot = -1;
     atomic_init(&d.halt, 0);
     pthread_mutex_init(&d.mu, NULL);
@@ -706,15 +699,15 @@ int search_run_devices(ir_module *m, ir_op *func, const search_devices *req, con
     bool timed = total == 0 && end > 0 && sh.n > 1;
     double look_end = d.t0 + opts->time_limit_s / 2;
     for (int i = 0; i < sh.n;) {
-        if (timed && i > 0 && now_s() >= look_end)
+        if (timed && i > 0 && ap_mono_s() >= look_end)
             break; /* the rest untried: meshes_considered counts them */
         int n = 0;
         for (; i < sh.n && n < threads; i++, n++) {
             slot *s = &d.slots[i];
             s->target = sh.n == 1 ? total : total > 0 ? (total / (2 * sh.n) > 0 ? total / (2 * sh.n) : 1) : 0;
-            s->share_s = end > 0 ? (sh.n == 1 ? end - now_s() : opts->time_limit_s * threads / (2.0 * sh.n)) : 0;
+            s->share_s = end > 0 ? (sh.n == 1 ? end - ap_mono_s() : opts->time_limit_s * threads / (2.0 * sh.n)) : 0;
             if (timed) {
-                double left = look_end - now_s(), least = opts->time_limit_s / 10;
+                double left = look_end - ap_mono_s(), least = opts->time_limit_s / 10;
                 s->first_look = true;
                 s->share_s = left > least ? left : least;
             }
@@ -752,7 +745,7 @@ int search_run_devices(ir_module *m, ir_op *func, const search_devices *req, con
      * share among the meshes in it, the better half going on */
     for (int stage = 1; stage < stages && sh.n > 1 && !atomic_load(&d.halt); stage++) {
         int64_t left = total > 0 ? total - spent(&d) : 0;
-        double tleft = end > 0 ? end - now_s() : 0;
+        double tleft = end > 0 ? end - ap_mono_s() : 0;
         if ((total > 0 && left <= 0) || (end > 0 && tleft <= 0) || (total == 0 && end == 0))
             break;
         int runs = stages - stage;
@@ -804,7 +797,7 @@ int search_run_devices(ir_module *m, ir_op *func, const search_devices *req, con
     out->meshes_considered = considered;
     d.rows = NULL;
     out->episodes = spent(&d);
-    out->wall_s = now_s() - d.t0;
+    out->wall_s = ap_mono_s() - d.t0;
     out->episodes_per_s = out->wall_s > 0 ? (double)out->episodes / out->wall_s : 0;
     if (atomic_load(&d.halt))
         out->stopped_by = "callback";
