@@ -138,6 +138,19 @@ static bool want(const char *only, const char *name)
 
 static double gib(int64_t b) { return (double)b / (1024.0 * 1024 * 1024); }
 
+/* One schedule the t32-mem section knows: printed with its estimate, and
+ * the best known that fits when it is (name: what the summary calls it). */
+static void known_schedule(const char *label, const char *name, cost_report r, double limit_gib, double *best_s,
+                           const char **best_name)
+{
+    bool fit = gib(r.peak_memory_bytes) <= limit_gib;
+    printf("%s: %.4f s, %.1f GiB%s\n", label, r.runtime_s, gib(r.peak_memory_bytes), fit ? "" : " (does not fit)");
+    if (fit && r.runtime_s < *best_s) {
+        *best_s = r.runtime_s;
+        *best_name = name;
+    }
+}
+
 /* T32 acceptance rows over seeds. */
 static void t32_rows(const model *t32, int seeds, int threads, const cost_device *tpu, double bpmp, const char *only)
 {
@@ -207,14 +220,7 @@ static void t32_rows(const model *t32, int seeds, int threads, const cost_device
         for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
             char *text = bench_schedule(known[k]);
             ir_partition *p = state(t32, text);
-            cost_report r = full_cost(p, tpu);
-            bool fit = gib(r.peak_memory_bytes) <= mem_limit_gib;
-            printf("%s: %.4f s, %.1f GiB%s\n", known[k], r.runtime_s, gib(r.peak_memory_bytes),
-                   fit ? "" : " (does not fit)");
-            if (fit && r.runtime_s < best_known) {
-                best_known = r.runtime_s;
-                best_name = known[k];
-            }
+            known_schedule(known[k], known[k], full_cost(p, tpu), mem_limit_gib, &best_known, &best_name);
             ir_partition_free(p);
             ap_free(text);
         }
@@ -243,14 +249,11 @@ static void t32_rows(const model *t32, int seeds, int threads, const cost_device
                 if (ir_schedule_apply(p, b.data, &err) < 0) {
                     printf("  + %s: does not apply (%s)\n", zs[k], err.msg);
                 } else {
-                    cost_report c = full_cost(p, tpu);
-                    bool ok = gib(c.peak_memory_bytes) <= mem_limit_gib;
-                    printf("  + %s: %.4f s, %.1f GiB%s\n", zs[k], c.runtime_s, gib(c.peak_memory_bytes),
-                           ok ? "" : " (does not fit)");
-                    if (ok && c.runtime_s < best_known) {
-                        best_known = c.runtime_s;
-                        best_name = zs[k][1] == '3' ? "the search with no limit + z3" : "the search with no limit + z2";
-                    }
+                    char label[16];
+                    snprintf(label, sizeof label, "  + %s", zs[k]);
+                    known_schedule(label,
+                                   zs[k][1] == '3' ? "the search with no limit + z3" : "the search with no limit + z2",
+                                   full_cost(p, tpu), mem_limit_gib, &best_known, &best_name);
                 }
                 ir_partition_free(p);
                 ap_buf_free(&b);
