@@ -35,15 +35,18 @@ typedef struct row {
  * FSDP on TPU v4 and v5e) and T1, the only 8-GPU row of torchtitan's
  * 500 W H100s (h100_96gb: its clock at 500 W is published nowhere, and
  * the run is eager PyTorch); validation: the rest, among them the whole of
- * v5p and T3, the same software on 128 of those GPUs. */
+ * v5p and T3, the same software on 128 of those GPUs.  The PyTorch rows
+ * (torchtitan T1/T3, llm-foundry Y1/Y7, Megatron N1-N3) differentiate the
+ * MLP's activation as PyTorch does (act_grad=torch: its input saved, tanh
+ * or the sigmoid recomputed in the backward). */
 static const row ROWS[] = {
     {"X1", "b200", FAM_GPU, true, "hlo:xla_maxtext_train_step_1gpu_preopt.hlo", "", "", 0.3022, 0,
      "MaxText 0.67B, 1 GPU, the corpus program as it is"},
     {"J1", "h100_sxm", FAM_GPU, true, "transformer --config llama2_7b attention=flash remat=minimal_flash",
      "batch=8", "fsdp", 0.721, 0, "Llama2-7B FSDP 8, GBS 16 x 4096"},
-    {"T1", "h100_96gb", FAM_GPU, true, "transformer --config llama3_8b attention=flash remat=sac", "batch=8",
+    {"T1", "h100_96gb", FAM_GPU, true, "transformer --config llama3_8b attention=flash remat=sac act_grad=torch", "batch=8",
      "fsdp", 2.84, 82.4, "Llama-3.1-8B FSDP 8, GBS 16 x 8192 (torchtitan)"},
-    {"T3", "h100_96gb", FAM_GPU, false, "transformer --config llama3_8b batch=256 attention=flash remat=sac",
+    {"T3", "h100_96gb", FAM_GPU, false, "transformer --config llama3_8b batch=256 attention=flash remat=sac act_grad=torch",
      "batch=128", "fsdp", 2.92, 67.0, "as T1, FSDP 128 over 16 nodes"},
     {"J3", "a100_80gb", FAM_GPU, true, "transformer --config gpt3_5b attention=flash remat=dots_no_batch",
      "batch=256", "fsdp", 3.447, 0, "GPT-5B FSDP 256, GBS 2048 (PAXML)"},
@@ -64,15 +67,15 @@ static const row ROWS[] = {
      "mp_split+mp_embed+fsdp", 9.9, 0,
      "MaxText 32B FSDP 16 x TP 4, GBS 512, activation_embed on TP (MaxText configs/base.yml:598)"},
     {"Y1", "a100_80gb", FAM_GPU, false,
-     "transformer --config mpt_7b vocab=50368 batch=96 microbatches=2 attention=flash", "batch=8", "fsdp", 5.30, 0,
+     "transformer --config mpt_7b vocab=50368 batch=96 microbatches=2 attention=flash act_grad=torch", "batch=8", "fsdp", 5.30, 0,
      "MPT-7B FSDP 8, 2 micro-batches of 48"},
-    {"Y7", "h100_sxm", FAM_GPU, false, "transformer --config mpt_7b vocab=50368 attention=flash", "batch=8", "fsdp",
+    {"Y7", "h100_sxm", FAM_GPU, false, "transformer --config mpt_7b vocab=50368 attention=flash act_grad=torch", "batch=8", "fsdp",
      1.15, 0, "MPT-7B FSDP 8, GBS 48"},
-    {"N1", "a100_80gb", FAM_GPU, true, "transformer --config gpt_1_7b remat=full", "batch=32", "bp", 3.53, 0,
+    {"N1", "a100_80gb", FAM_GPU, true, "transformer --config gpt_1_7b remat=full act_grad=torch", "batch=32", "bp", 3.53, 0,
      "GPT 1.7B DP 32 (Megatron)"},
-    {"N2", "a100_80gb", FAM_GPU, false, "transformer --config gpt_3_6b remat=full", "batch=32,model=2", "bp+mp",
+    {"N2", "a100_80gb", FAM_GPU, false, "transformer --config gpt_3_6b remat=full act_grad=torch", "batch=32,model=2", "bp+mp",
      3.70, 0, "GPT 3.6B DP 32 x TP 2"},
-    {"N3", "a100_80gb", FAM_GPU, false, "transformer --config gpt_7_5b remat=full", "batch=32,model=4", "bp+mp",
+    {"N3", "a100_80gb", FAM_GPU, false, "transformer --config gpt_7_5b remat=full act_grad=torch", "batch=32,model=4", "bp+mp",
      3.70, 0, "GPT 7.5B DP 32 x TP 4"},
 };
 #define NROWS (int)(sizeof ROWS / sizeof ROWS[0])

@@ -166,15 +166,53 @@ def norm_params(g, P, x, dims, *keys):
                      P((c,), *keys, 'bias'))
 
 
-def gelu_tanh(g, x):
-    """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
-    x3 = g.mul(g.mul(x, x), x)
-    inner = g.mul(g.add(x, g.mul(x3, 0.044715)), math.sqrt(2.0 / math.pi))
-    return g.mul(g.mul(x, 0.5), g.add(g.tanh(inner), 1.0))
+GELU_K = math.sqrt(2.0 / math.pi)
 
 
-def silu(g, x):
-    return g.mul(x, g.logistic(x))
+def gelu_tanh(g, x, torch=False):
+    """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+
+    Differentiated op by op (as JAX does: the backward reads tanh's
+    output, so it is saved), or with torch=True as PyTorch's
+    GeluBackward (approximate='tanh', aten gelu_backward) and Megatron's
+    fused bias_gelu_back do: the backward reads only x and recomputes
+    tanh, so x is all the forward leaves for it."""
+    def fwd(g, x):
+        x3 = g.mul(g.mul(x, x), x)
+        inner = g.mul(g.add(x, g.mul(x3, 0.044715)), GELU_K)
+        half = g.mul(x, 0.5)
+        t = g.tanh(inner)
+        return t, g.mul(half, g.add(t, 1.0))
+    t, y = fwd(g, x)
+    if not torch:
+        return y
+
+    def vjp(g2, ct, need):
+        # d/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 * 0.044715 x^2)
+        t2, _ = fwd(g2, x)
+        left = g2.mul(g2.add(t2, 1.0), 0.5)
+        dinner = g2.mul(g2.add(g2.mul(g2.mul(x, x), 3 * 0.044715), 1.0),
+                        GELU_K)
+        right = g2.mul(g2.mul(g2.mul(x, 0.5), g2.sub(1.0, g2.mul(t2, t2))),
+                       dinner)
+        return [g2.mul(ct, g2.add(left, right))]
+    return g.custom_vjp(y, (x,), vjp)
+
+
+def silu(g, x, torch=False):
+    """x sigmoid(x); with torch=True differentiated as PyTorch's
+    SiluBackward (aten silu_backward): the backward reads only x and
+    recomputes the sigmoid, where JAX's product rule saves it."""
+    y = g.mul(x, g.logistic(x))
+    if not torch:
+        return y
+
+    def vjp(g2, ct, need):
+        # d/dx = s (1 + x (1 - s))
+        s = g2.logistic(x)
+        return [g2.mul(ct, g2.mul(s, g2.add(g2.mul(x, g2.sub(1.0, s)),
+                                            1.0)))]
+    return g.custom_vjp(y, (x,), vjp)
 
 
 def relu(g, x):

@@ -395,6 +395,45 @@ class FlashTest(unittest.TestCase):
         self.assertNotIn('x128x128x', text)
 
 
+class ActGradTest(unittest.TestCase):
+    """act_grad=torch: the MLP's GELU / SiLU differentiated as PyTorch's
+    GeluBackward / SiluBackward (the backward reads the input only)."""
+
+    CASES = (('mlp=gelu',), ('mlp=swiglu',), ('mlp=gelu', 'experts=2'),
+             ('mlp=swiglu', 'remat=sac'), ('mlp=gelu', 'scan=1'))
+
+    def test_same_step_as_jax(self):
+        # the same numbers as the op-by-op derivative (float64, refeval)
+        for extra in self.CASES:
+            with self.subTest(extra=extra):
+                ref = run_step(extra)
+                got = run_step(extra + ('act_grad=torch',))
+                for k in ref:
+                    scale = max([1.0] + [abs(x) for x in ref[k]])
+                    err = max(abs(a - b) for a, b in zip(got[k], ref[k]))
+                    self.assertLess(err, 1e-12 * scale, k)
+
+    def test_gradients(self):
+        for extra in self.CASES[:3]:
+            with self.subTest(extra=extra):
+                check_gradients(self, 'transformer',
+                                extra + ('act_grad=torch',))
+
+    def test_backward_recomputes(self):
+        # the forward is unchanged; the backward computes the activation
+        # again from its input (tanh or logistic once more per layer), and
+        # act_grad=jax is the default, byte for byte
+        for act, op in (('gelu', 'tanh'), ('swiglu', 'logistic')):
+            with self.subTest(act=act):
+                jax = generated('transformer', 'tiny', ('mlp=' + act,))[2]
+                self.assertEqual(generated('transformer', 'tiny', (
+                    'mlp=' + act, 'act_grad=jax'))[2], jax)
+                torch = generated('transformer', 'tiny', (
+                    'mlp=' + act, 'act_grad=torch'))[2]
+                n = 'stablehlo.' + op + ' '
+                self.assertEqual((jax.count(n), torch.count(n)), (2, 4))
+
+
 class MicrobatchTest(unittest.TestCase):
     """microbatches=K: gradient accumulation over K micro-batches."""
 

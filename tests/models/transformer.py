@@ -90,6 +90,12 @@ KEYS = {
               'lnx_mlp, mlp_lnx, layer_output), and the logits, for a '
               'schedule to name '
               '(schedules/mp_embed.txt)'),
+    'act_grad': (('jax', 'torch'), 'how the MLP\'s GELU or SiLU is '
+                 'differentiated: jax op by op (tanh\'s or the sigmoid\'s '
+                 'output saved for the backward), torch as PyTorch\'s '
+                 'GeluBackward / SiluBackward and Megatron\'s bias_gelu '
+                 '(only the input saved, the rest recomputed in the '
+                 'backward); the forward is the same'),
 }
 
 # The zoo's original layout: what a config says when it does not name a
@@ -97,7 +103,7 @@ KEYS = {
 LEGACY = {'mlp': 'gelu', 'norm': 'layer', 'pos': 'none', 'rope_theta': 10000,
           'tied': 1, 'bias': 'mlp', 'fused_qkv': 1, 'scan': 0, 'remat': 'none',
           'attention': 'dot', 'microbatches': 1, 'experts': 0, 'topk': 2,
-          'moe_every': 1, 'capacity': 1.25, 'names': 0}
+          'moe_every': 1, 'capacity': 1.25, 'names': 0, 'act_grad': 'jax'}
 
 
 def config(layers, d_model, heads, head_dim, d_ff, batch, seq, vocab,
@@ -531,14 +537,15 @@ def _project(g, P, h, n_out, blk, name, biased):
 
 def mlp(g, P, h, cfg, blk):
     d, f = h.shape[2], cfg['d_ff']
+    torch = cfg['act_grad'] == 'torch'
     all_b = cfg['bias'] == '1'
     if cfg['mlp'] == 'swiglu':
         gate = _project(g, P, h, f, blk, 'gate', all_b)
         up = _project(g, P, h, f, blk, 'up', all_b)
-        u = g.mul(silu(g, gate), up)
+        u = g.mul(silu(g, gate, torch), up)
     else:
         u = _project(g, P, h, f, blk, 'up', cfg['bias'] != '0')
-        u = gelu_tanh(g, u) if cfg['mlp'] == 'gelu' else relu(g, u)
+        u = gelu_tanh(g, u, torch) if cfg['mlp'] == 'gelu' else relu(g, u)
     return _project(g, P, u, d, blk, 'down', all_b)
 
 
@@ -585,6 +592,7 @@ def moe(g, P, h, cfg, blk):
     leads every expert weight: it is what expert parallelism tiles."""
     b, s, d = h.shape
     E, K, f = cfg['experts'], cfg['topk'], cfg['d_ff']
+    torch = cfg['act_grad'] == 'torch'
     C = capacity(cfg)
     dt = h.dtype
     logits = g.dot_general(h, P((d, E), blk, 'moe', 'router'), ((2,), (0,)))
@@ -626,10 +634,10 @@ def moe(g, P, h, cfg, blk):
         return g.dot_general(a, w, ((3,), (1,)), ((0,), (0,)))
     if cfg['mlp'] == 'swiglu':
         gate = ein(x, expert('gate', d, f))
-        u = g.mul(silu(g, gate), ein(x, expert('up', d, f)))
+        u = g.mul(silu(g, gate, torch), ein(x, expert('up', d, f)))
     else:
         u = ein(x, expert('up', d, f))
-        u = gelu_tanh(g, u) if cfg['mlp'] == 'gelu' else relu(g, u)
+        u = gelu_tanh(g, u, torch) if cfg['mlp'] == 'gelu' else relu(g, u)
     y = g.named(ein(u, expert('down', f, d)), '%s/moe/expert_out' % blk)
     out = g.dot_general(y, combine, ((0, 2), (2, 3)), ((1,), (0,)))
     return g.transpose(out, (0, 2, 1))                          # [b,s,d]
