@@ -113,6 +113,44 @@ const char *ap_format_bytes(double bytes, char *buf, size_t size)
     return buf;
 }
 
+void ap_buf_put_places(ap_buf *b, const uint32_t *lines, const uint32_t *cols, size_t n)
+{
+    size_t m = 0, first = 0, last = 0, second = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!lines[i])
+            continue;
+        if (m == 0)
+            first = i;
+        else if (m == 1)
+            second = i;
+        last = i;
+        m++;
+    }
+    if (m <= 4) {
+        const char *sep = "";
+        for (size_t i = 0; i < n; i++)
+            if (lines[i]) {
+                ap_buf_printf(b, "%s%u:%u", sep, lines[i], cols[i]);
+                sep = ", ";
+            }
+        return;
+    }
+    ap_buf_printf(b, "%u:%u, %u:%u, ... %u:%u", lines[first], cols[first], lines[second], cols[second], lines[last],
+                  cols[last]);
+    /* one stride from each to the next: the same op in each layer */
+    int64_t stride = (int64_t)lines[second] - lines[first];
+    uint32_t prev = 0;
+    bool even = stride > 0;
+    for (size_t i = 0; i < n && even; i++) {
+        if (!lines[i])
+            continue;
+        even = cols[i] == cols[first] && (!prev || (int64_t)lines[i] - prev == stride);
+        prev = lines[i];
+    }
+    if (even)
+        ap_buf_printf(b, " (every %lld lines)", (long long)stride);
+}
+
 /* ============================================================= allocator */
 
 static ap_allocator allocator = {malloc, realloc, free};

@@ -167,6 +167,12 @@ char *ap_buf_take(ap_buf *b, size_t *len);
  * it. */
 const char *ap_format_bytes(double bytes, char *buf, size_t size);
 
+/* Where the entries of a folded line are written, for people: up to four
+ * places in full ("48:5, 128:5, 208:5"), more as the first two and the last
+ * ("6054:5, 6252:5, ... 7638:5"), with " (every 198 lines)" when they repeat
+ * at one stride, as a model's layers do.  Places with no line are left out. */
+void ap_buf_put_places(ap_buf *b, const uint32_t *lines, const uint32_t *cols, size_t n);
+
 /* --------------------------------------------------------------- hashing */
 
 /* Fast non-cryptographic hash for in-memory tables (not for cache keys:

@@ -450,8 +450,14 @@ int cost_estimate(const ir_module *m, const cost_device *dev, const cost_options
 int cost_state_estimate(const ir_partition *p, const cost_device *dev, const cost_mesh *mesh,
                         const cost_options *opts, ir_lowered *lw, cost_report *out, ap_error *err);
 
-/* Human-readable report appended to out.  Returns 0 or AP_ENOMEM. */
+/* The report for people, appended to out.  Repeats fold: the values live
+ * at the peak of one size, kind and op (one per layer) are one line with a
+ * count and their places, a run of slowest ops of one time and op one line
+ * with its ranks, and collective kinds the program does not use are left
+ * out.  cost_report_text_verbose lists each on its own line (the JSON,
+ * cost_report_to_json, always has every one).  Returns 0 or AP_ENOMEM. */
 int cost_report_text(const cost_report *r, ap_buf *out);
+int cost_report_text_verbose(const cost_report *r, ap_buf *out);
 
 /* The report as `{"cost": {"runtime_s", "compute_s", "comm_s",
  * "comm_hidden_s", "comm_exposed_s",
@@ -469,6 +475,10 @@ int cost_report_text(const cost_report *r, ap_buf *out);
  * cost_report_json appends compact text to out (0 or AP_ENOMEM). */
 json_t *cost_report_to_json(const cost_report *r);
 int cost_report_json(const cost_report *r, ap_buf *out);
+/* The report read back from cost_report_to_json's "cost" (a client's copy of
+ * a daemon's answer), so that it prints as the report that wrote it; what
+ * the JSON lacks is left zero. */
+void cost_report_from_json(const json_t *cost, cost_report *r);
 
 /* The text of one note bit ("no autopart.mesh: ..."). */
 const char *cost_note_text(unsigned note);

@@ -473,14 +473,21 @@ static void put_bytes_w(ap_buf *b, double v, int width)
 }
 
 /* 12.3 ms, 4.56 us, 1.20 s */
-static void put_seconds(ap_buf *b, double s)
+static const char *seconds_text(double s, char *buf, size_t n)
 {
     if (s >= 1)
-        ap_buf_printf(b, "%.3f s", s);
+        snprintf(buf, n, "%.3f s", s);
     else if (s >= 1e-3)
-        ap_buf_printf(b, "%.3f ms", s * 1e3);
+        snprintf(buf, n, "%.3f ms", s * 1e3);
     else
-        ap_buf_printf(b, "%.3f us", s * 1e6);
+        snprintf(buf, n, "%.3f us", s * 1e6);
+    return buf;
+}
+
+static void put_seconds(ap_buf *b, double s)
+{
+    char text[32];
+    ap_buf_puts(b, seconds_text(s, text, sizeof text));
 }
 
 static void put_at(ap_buf *b, const char *op, const char *name, uint32_t line, uint32_t col)
@@ -492,8 +499,25 @@ static void put_at(ap_buf *b, const char *op, const char *name, uint32_t line, u
         ap_buf_printf(b, " \"%s\"", name);
 }
 
-/* The peak's breakdown: where, in which order, by category, the largest. */
-static void memory_text(const cost_report *r, ap_buf *out)
+/* "<lead>48:5, 128:5" when any of them has a place */
+static void put_places(ap_buf *b, const char *lead, const uint32_t *lines, const uint32_t *cols, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (lines[i]) {
+            ap_buf_puts(b, lead);
+            ap_buf_put_places(b, lines, cols, n);
+            return;
+        }
+}
+
+static int rank_label(char *buf, size_t size, int first, int n)
+{
+    return n > 1 ? snprintf(buf, size, "%d-%d.", first + 1, first + n) : snprintf(buf, size, "%d.", first + 1);
+}
+
+/* The peak's breakdown: where, in which order, by category, the largest
+ * (verbose: one line each; else values of one pattern folded). */
+static void memory_text(const cost_report *r, bool verbose, ap_buf *out)
 {
     const cost_memory *m = &r->memory;
     if (!m->at_op[0])
@@ -516,24 +540,95 @@ static void memory_text(const cost_report *r, ap_buf *out)
     } else {
         ap_buf_puts(out, "\n  order           as written (XLA's list and DFS orders peak no lower)");
     }
-    for (int k = 0; k < COST_MEM_COUNT; k++) {
+    /* by kind, two to a line (verbose: one) */
+    for (int k = 0, col = 0; k < COST_MEM_COUNT; k++) {
         if (!m->kinds[k])
             continue;
-        ap_buf_printf(out, "\n  %-18s", cost_mem_kind_name((cost_mem_kind)k));
+        ap_buf_printf(out, col ? "    %-18s" : "\n  %-18s", cost_mem_kind_name((cost_mem_kind)k));
         put_bytes_w(out, (double)m->kinds[k], 12);
+        col = !verbose && !col;
     }
     if (m->n_values)
         ap_buf_puts(out, "\n  largest live at the peak");
+    /* folded: values of one size, kind and op (one per layer) are one line
+     * with their count and places, in the order of the first */
+    int group[COST_MEM_TOP], count[COST_MEM_TOP] = {0};
+    bool folded = false;
     for (int i = 0; i < m->n_values; i++) {
         const cost_mem_value *v = &m->values[i];
+        group[i] = i;
+        for (int j = 0; j < i && !verbose && group[i] == i; j++) {
+            const cost_mem_value *w = &m->values[j];
+            if (group[j] == j && w->bytes == v->bytes && w->kind == v->kind && !strcmp(w->op, v->op) &&
+                !strcmp(w->name, v->name))
+                group[i] = j;
+        }
+        folded |= ++count[group[i]] > 1;
+    }
+    for (int i = 0; i < m->n_values; i++) {
+        const cost_mem_value *v = &m->values[i];
+        if (group[i] != i)
+            continue;
+        uint32_t lines[COST_MEM_TOP], cols[COST_MEM_TOP];
+        size_t n = 0;
+        for (int j = i; j < m->n_values; j++)
+            if (group[j] == i) {
+                lines[n] = m->values[j].line;
+                cols[n++] = m->values[j].col;
+            }
         ap_buf_puts(out, "\n    ");
         put_bytes_w(out, (double)v->bytes, 12);
-        ap_buf_printf(out, "  %-18s  ", cost_mem_kind_name((cost_mem_kind)v->kind));
-        put_at(out, v->op, v->name, v->line, v->col);
+        if (n > 1)
+            ap_buf_printf(out, " x%-3zu", n);
+        else if (folded) /* in the column of the counts */
+            ap_buf_puts(out, "     ");
+        ap_buf_printf(out, "  %-18s  %s", cost_mem_kind_name((cost_mem_kind)v->kind), v->op[0] ? v->op : "?");
+        put_places(out, " at ", lines, cols, n);
+        if (v->name[0])
+            ap_buf_printf(out, " \"%s\"", v->name);
     }
 }
 
-int cost_report_text(const cost_report *r, ap_buf *out)
+/* The slowest ops, slowest first; a run of one time, op and name (the same
+ * collective in each layer) is one line with its ranks and places. */
+static void top_text(const cost_report *r, bool verbose, ap_buf *out)
+{
+    if (r->n_top > 0)
+        ap_buf_puts(out, "slowest ops\n");
+    char tt[COST_TOP_MAX][32], rank[32];
+    for (int i = 0; i < r->n_top; i++)
+        seconds_text(r->top[i].seconds, tt[i], sizeof tt[i]);
+    int runs[COST_TOP_MAX], n_runs = 0, width = 3;
+    for (int i = 0; i < r->n_top; i += runs[n_runs++]) {
+        const cost_top_op *t = &r->top[i];
+        int n = 1;
+        while (!verbose && i + n < r->n_top && !strcmp(tt[i + n], tt[i]) && !strcmp(r->top[i + n].op, t->op) &&
+               r->top[i + n].collective == t->collective && !strcmp(r->top[i + n].name, t->name))
+            n++;
+        runs[n_runs] = n;
+        int len = rank_label(rank, sizeof rank, i, n);
+        width = len > width ? len : width;
+    }
+    for (int k = 0, i = 0; k < n_runs; i += runs[k++]) {
+        const cost_top_op *t = &r->top[i];
+        int n = runs[k];
+        rank_label(rank, sizeof rank, i, n);
+        ap_buf_printf(out, "  %*s %s  %s", width, rank, tt[i], t->op);
+        uint32_t lines[COST_TOP_MAX], cols[COST_TOP_MAX];
+        for (int j = 0; j < n; j++) {
+            lines[j] = r->top[i + j].line;
+            cols[j] = r->top[i + j].col;
+        }
+        /* a collective: where the op it was inserted for is written */
+        put_places(out, !t->collective ? " at " : n > 1 ? " for the ops at " : " for the op at ", lines, cols,
+                   (size_t)n);
+        if (t->name[0])
+            ap_buf_printf(out, "  \"%s\"", t->name);
+        ap_buf_putc(out, '\n');
+    }
+}
+
+static int report_text(const cost_report *r, bool verbose, ap_buf *out)
 {
     ap_buf_printf(out, "device            %s\n", r->device);
     ap_buf_puts(out, "step time         ");
@@ -553,7 +648,7 @@ int cost_report_text(const cost_report *r, ap_buf *out)
     put_bytes(out, (double)r->peak_memory_bytes);
     ap_buf_puts(out, r->fits ? " per device, fits in " : " per device, DOES NOT FIT in ");
     put_bytes(out, r->hbm_bytes);
-    memory_text(r, out);
+    memory_text(r, verbose, out);
     ap_buf_puts(out, "\narguments         ");
     put_bytes(out, (double)r->argument_bytes);
     ap_buf_printf(out, "\nflops             %.4g per device (matmul %.4g)\nHBM traffic       ", r->flops_per_device,
@@ -563,7 +658,9 @@ int cost_report_text(const cost_report *r, ap_buf *out)
     ap_buf_puts(out, " per device\ncollectives        written  per step   bytes written  bytes per step        time\n");
     for (int k = 0; k < COST_COLL_COUNT; k++) {
         const cost_coll_stats *c = &r->coll[k];
-        if (k == COST_COLLECTIVE_BROADCAST && c->count == 0 && c->written == 0)
+        /* a kind the program does not use says nothing (verbose: all but
+         * broadcast, which StableHLO programs do not have) */
+        if ((k == COST_COLLECTIVE_BROADCAST || !verbose) && c->count == 0 && c->written == 0)
             continue;
         ap_buf_printf(out, "  %-18s %6.0f  %8.0f  ", cost_coll_name((cost_coll_kind)k), c->written, c->count);
         put_bytes_w(out, c->bytes_written, 14);
@@ -573,19 +670,7 @@ int cost_report_text(const cost_report *r, ap_buf *out)
         put_seconds(out, c->seconds);
         ap_buf_putc(out, '\n');
     }
-    if (r->n_top > 0)
-        ap_buf_puts(out, "slowest ops\n");
-    for (int i = 0; i < r->n_top; i++) {
-        const cost_top_op *t = &r->top[i];
-        ap_buf_printf(out, "  %2d. ", i + 1);
-        put_seconds(out, t->seconds);
-        ap_buf_printf(out, "  %s", t->op);
-        if (t->line) /* a collective: where the op it was inserted for is written */
-            ap_buf_printf(out, t->collective ? " for the op at %u:%u" : " at %u:%u", t->line, t->col);
-        if (t->name[0])
-            ap_buf_printf(out, "  \"%s\"", t->name);
-        ap_buf_putc(out, '\n');
-    }
+    top_text(r, verbose, out);
     if (r->while_loops)
         ap_buf_printf(out, "while loops       %u (%u counted once)\n", r->while_loops, r->while_loops_counted_once);
     for (int i = 0; i < r->n_loops; i++) {
@@ -608,6 +693,16 @@ int cost_report_text(const cost_report *r, ap_buf *out)
         if (r->notes & bit)
             ap_buf_printf(out, "note: %s\n", cost_note_text(bit));
     return out->oom ? AP_ENOMEM : 0;
+}
+
+int cost_report_text(const cost_report *r, ap_buf *out)
+{
+    return report_text(r, false, out);
+}
+
+int cost_report_text_verbose(const cost_report *r, ap_buf *out)
+{
+    return report_text(r, true, out);
 }
 
 /* A count or byte total: an integer when it is one (loop trips make them
@@ -771,6 +866,130 @@ json_t *cost_report_to_json(const cost_report *r)
         return NULL;
     }
     return root;
+}
+
+/* ================================================= reports read back */
+
+static const char *jstr(const json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "";
+}
+
+/* The kind named `name` ("saved activations", or as a JSON key
+ * "saved_activations"); -1 when none is. */
+static int mem_kind(const char *name)
+{
+    for (int k = 0; name && k < COST_MEM_COUNT; k++) {
+        const char *a = cost_mem_kind_name((cost_mem_kind)k), *b = name;
+        while (*a && (*a == *b || (*a == ' ' && *b == '_'))) {
+            a++;
+            b++;
+        }
+        if (!*a && !*b)
+            return k;
+    }
+    return -1;
+}
+
+static void at_from_json(const json_t *o, char *op, size_t on, char *name, size_t nn, uint32_t *line, uint32_t *col)
+{
+    snprintf(op, on, "%s", jstr(o, "op"));
+    snprintf(name, nn, "%s", jstr(o, "name"));
+    *line = (uint32_t)json_number_value(json_object_get(o, "line"));
+    *col = (uint32_t)json_number_value(json_object_get(o, "col"));
+}
+
+/* cost_report_to_json's "memory": the peak's breakdown */
+static void memory_from_json(const json_t *m, cost_memory *r)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)json_object_get(m, "kinds"), key, v) {
+        int k = mem_kind(key);
+        if (k >= 0)
+            r->kinds[k] = json_integer_value(v);
+    }
+    static const char *const orders[] = {"program", "list", "dfs", "placed"};
+    for (int k = 0; k < (int)AP_ARRAY_LEN(orders); k++)
+        if (!strcmp(jstr(m, "order"), orders[k]))
+            r->order = k;
+    r->program_order_peak = json_integer_value(json_object_get(m, "program_order_peak_bytes"));
+    json_t *at = json_object_get(m, "at"), *in = json_object_get(m, "inside");
+    if (json_is_object(at))
+        at_from_json(at, r->at_op, sizeof r->at_op, r->at_name, sizeof r->at_name, &r->at_line, &r->at_col);
+    if (json_is_object(in))
+        at_from_json(in, r->in_op, sizeof r->in_op, r->in_name, sizeof r->in_name, &r->in_line, &r->in_col);
+    size_t i;
+    json_array_foreach(json_object_get(m, "largest"), i, v) {
+        if (r->n_values == COST_MEM_TOP)
+            break;
+        cost_mem_value *e = &r->values[r->n_values++];
+        at_from_json(v, e->op, sizeof e->op, e->name, sizeof e->name, &e->line, &e->col);
+        e->bytes = json_integer_value(json_object_get(v, "bytes"));
+        int k = mem_kind(jstr(v, "kind"));
+        e->kind = (uint8_t)(k >= 0 ? k : 0);
+    }
+}
+
+void cost_report_from_json(const json_t *c, cost_report *r)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->device, sizeof r->device, "%s", jstr(c, "device"));
+    r->runtime_s = json_number_value(json_object_get(c, "runtime_s"));
+    r->compute_s = json_number_value(json_object_get(c, "compute_s"));
+    r->comm_s = json_number_value(json_object_get(c, "comm_s"));
+    r->flops_per_device = json_number_value(json_object_get(c, "flops_per_device"));
+    r->matmul_flops = json_number_value(json_object_get(c, "matmul_flops"));
+    r->bytes_per_device = json_number_value(json_object_get(c, "bytes_per_device"));
+    r->peak_memory_bytes = (int64_t)json_number_value(json_object_get(c, "peak_memory_bytes"));
+    r->argument_bytes = (int64_t)json_number_value(json_object_get(c, "argument_bytes"));
+    r->hbm_bytes = json_number_value(json_object_get(c, "hbm_bytes"));
+    r->fits = json_is_true(json_object_get(c, "fits"));
+    json_t *coll = json_object_get(c, "collectives");
+    for (int k = 0; k < COST_COLL_COUNT; k++) {
+        json_t *o = json_object_get(coll, cost_coll_name((cost_coll_kind)k));
+        r->coll[k].count = json_number_value(json_object_get(o, "count"));
+        r->coll[k].bytes = json_number_value(json_object_get(o, "bytes"));
+        r->coll[k].seconds = json_number_value(json_object_get(o, "seconds"));
+        r->coll[k].written = json_number_value(json_object_get(o, "written"));
+        r->coll[k].bytes_written = json_number_value(json_object_get(o, "bytes_written"));
+    }
+    r->comm_hidden_s = json_number_value(json_object_get(c, "comm_hidden_s"));
+    r->comm_exposed_s = json_number_value(json_object_get(c, "comm_exposed_s"));
+    memory_from_json(json_object_get(c, "memory"), &r->memory);
+    r->while_loops = (uint32_t)json_number_value(json_object_get(c, "while_loops"));
+    r->while_loops_counted_once = (uint32_t)json_number_value(json_object_get(c, "while_loops_counted_once"));
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(c, "notes"), i, v) {
+        for (unsigned bit = 1; bit && bit <= COST_NOTE_GROUP_OFF_MESH; bit <<= 1)
+            if (json_string_value(v) && !strcmp(json_string_value(v), cost_note_text(bit)))
+                r->notes |= bit;
+    }
+    json_array_foreach(json_object_get(c, "top_ops"), i, v) {
+        if (r->n_top == COST_TOP_MAX)
+            break;
+        cost_top_op *t = &r->top[r->n_top++];
+        snprintf(t->op, sizeof t->op, "%s", jstr(v, "op"));
+        snprintf(t->name, sizeof t->name, "%s", jstr(v, "name"));
+        t->line = (uint32_t)json_number_value(json_object_get(v, "line"));
+        t->col = (uint32_t)json_number_value(json_object_get(v, "col"));
+        t->seconds = json_number_value(json_object_get(v, "seconds"));
+        t->collective = json_is_true(json_object_get(v, "collective"));
+    }
+    json_array_foreach(json_object_get(c, "loops"), i, v) {
+        if (r->n_loops == COST_LOOPS_MAX)
+            break;
+        cost_loop *l = &r->loops[r->n_loops++];
+        snprintf(l->name, sizeof l->name, "%s", jstr(v, "name"));
+        l->line = (uint32_t)json_number_value(json_object_get(v, "line"));
+        l->col = (uint32_t)json_number_value(json_object_get(v, "col"));
+        l->trips = json_is_integer(json_object_get(v, "trips")) ? json_integer_value(json_object_get(v, "trips")) : -1;
+        l->runs = json_number_value(json_object_get(v, "runs"));
+        l->depth = (uint32_t)json_number_value(json_object_get(v, "depth"));
+        l->collectives = (uint32_t)json_number_value(json_object_get(v, "collectives"));
+    }
 }
 
 int cost_report_json(const cost_report *r, ap_buf *out)

@@ -4,8 +4,10 @@
  * each would have changed (step time, peak memory), what blocked
  * propagation in the result, what fills memory at the best state's peak
  * by category (parameters, optimizer state, activations, ...) and, when
- * the memory limit binds, the values that make up the peak.  As JSON and
- * as text for a terminal.
+ * the memory limit binds, the values that make up the peak.  Built as
+ * JSON with every value (search__explain); the text for people is made from
+ * that JSON (search_explanation_text), so that a client holding a stored
+ * answer prints it as the search does, folded or --verbose.
  */
 #include "search_int.h"
 
@@ -14,8 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_ALTERNATIVES 8
-#define MAX_BLOCKED 8
+#define EXPLAIN_FORMAT 2      /* the JSON's "format": what search_explanation_text reads */
+#define SHOWN_ALTERNATIVES 3  /* per decision, unless verbose */
+#define SHOWN_BLOCKED 3       /* patterns of blocked propagation, unless verbose */
 #define MAX_PEAK_VALUES 10
 
 static void put(json_t *o, const char *k, json_t *v)
@@ -52,15 +55,6 @@ static void put_seconds(ap_buf *b, double s)
         ap_buf_printf(b, "%.3f us", s * 1e6);
 }
 
-static void put_delta(ap_buf *b, double dt, double dm)
-{
-    ap_buf_puts(b, dt > 0 ? "+" : "");
-    put_seconds(b, dt);
-    ap_buf_puts(b, ", memory ");
-    ap_buf_puts(b, dm > 0 ? "+" : "");
-    put_bytes(b, dm);
-}
-
 typedef struct alt {
     uint32_t decision;
     uint32_t child; /* SEARCH_NONE: refused or unchanged */
@@ -91,174 +85,124 @@ static const char *block_kind_name(ir_block_kind k)
     return "?";
 }
 
-/* "stablehlo.dot_general at 85:5 "name"" */
-static void op_desc(const ir_op *op, char *buf, size_t n)
-{
-    const char *name = op->loc ? ir_loc_name(op->loc) : NULL;
-    if (op->src_line)
-        snprintf(buf, n, "%s at %u:%u%s%s%s", op->name, op->src_line, op->src_col, name ? " \"" : "",
-                 name ? name : "", name ? "\"" : "");
-    else
-        snprintf(buf, n, "%s%s%s%s", op->name, name ? " \"" : "", name ? name : "", name ? "\"" : "");
-}
+/* ========================================================= the JSON */
 
-static void value_desc(const ir_pctx *c, uint32_t v, char *buf, size_t n)
+/* One decision on the path: what it changed, and every alternative tried
+ * at its parent, best first.  *alts grows to the parent's edges. */
+static int explain_decision(const search_tree_view *t, uint32_t node, alt **alts, uint32_t *cap, json_t *decs)
 {
-    int32_t k = ir_pctx_value_op(c, v);
-    if (k < 0) {
-        const char *s = ir_func_arg_name(ir_pctx_func(c), v);
-        if (s)
-            snprintf(buf, n, "argument %s", s);
-        else
-            snprintf(buf, n, "argument %%arg%u", v);
-        return;
+    const search_node *nodes = t->nodes, *ch = &nodes[node], *pa = &nodes[ch->parent];
+    json_t *d = json_object(), *ja = json_array();
+    if (!d || !ja || json_array_append_new(decs, d) < 0) {
+        json_decref(ja);
+        return AP_ENOMEM;
     }
-    char d[256];
-    op_desc(ir_pctx_op(c, (uint32_t)k), d, sizeof d);
-    snprintf(buf, n, "result of %s", d);
+    ap_buf ab;
+    ap_buf_init(&ab);
+    search__action_text(t->units, t->mesh, t->decisions[ch->decision].a, &ab);
+    put(d, "depth", json_integer(ch->depth));
+    put(d, "action", json_string(ab.data ? ab.data : ""));
+    ap_buf_free(&ab);
+    put(d, "before", cost_pair(pa->runtime_s, pa->peak));
+    put(d, "after", cost_pair(ch->runtime_s, ch->peak));
+    put(d, "delta", cost_pair(ch->runtime_s - pa->runtime_s, ch->peak - pa->peak));
+    put(d, "found_at_episode", json_integer(ch->episode));
+    if (pa->n_edges > *cap) {
+        alt *na = ap_realloc(*alts, sizeof *na * pa->n_edges);
+        if (!na) {
+            json_decref(ja);
+            return AP_ENOMEM;
+        }
+        *alts = na;
+        *cap = pa->n_edges;
+    }
+    uint32_t n_alt = 0, evaluated = 0;
+    for (uint32_t k = 0; k < pa->n_edges; k++) {
+        const search_edge *e = &pa->edges[k];
+        if (e->child == node && e->decision == ch->decision)
+            continue;
+        (*alts)[n_alt++] = (alt){e->decision, e->child, e->child != SEARCH_NONE ? nodes[e->child].runtime_s : 0};
+        evaluated += e->child != SEARCH_NONE;
+    }
+    qsort(*alts, n_alt, sizeof **alts, cmp_alt);
+    put(d, "alternatives_tried", json_integer(evaluated));
+    put(d, "alternatives_pruned", json_integer(n_alt - evaluated));
+    put(d, "alternatives", ja);
+    for (uint32_t k = 0; k < evaluated; k++) {
+        const search_node *an = &nodes[(*alts)[k].child];
+        ap_buf ob;
+        ap_buf_init(&ob);
+        search__action_text(t->units, t->mesh, t->decisions[(*alts)[k].decision].a, &ob);
+        json_t *o = json_pack("{s:s, s:o, s:f}", "action", ob.data ? ob.data : "", "delta",
+                              cost_pair(an->runtime_s - pa->runtime_s, an->peak - pa->peak), "best_below", an->best);
+        ap_buf_free(&ob);
+        if (!o || json_array_append_new(ja, o) < 0)
+            return AP_ENOMEM;
+    }
+    return 0;
 }
 
-int search__explain(const search_tree_view *t, search_result *r, ap_error *err)
+/* What blocked propagation at the best state: the count by kind, and one
+ * group per pattern (op, kind, axis, reason, location name) with every op's
+ * place, in the order of each pattern's first. */
+static int explain_blocked(const search_tree_view *t, json_t *root)
 {
     const ir_pctx *c = ir_partition_ctx(t->best_state);
-    json_t *root = json_object(), *decs = json_array();
-    ap_buf tx;
-    ap_buf_init(&tx);
-    if (!root || !decs) {
-        json_decref(root);
-        json_decref(decs);
-        return ap_error_set(err, AP_ENOMEM, "out of memory");
-    }
-    const search_node *nodes = t->nodes;
-    put(root, "start", cost_pair(nodes[0].runtime_s, nodes[0].peak));
-    put(root, "decisions", decs);
-    ap_buf_puts(&tx, "start: ");
-    put_seconds(&tx, nodes[0].runtime_s);
-    ap_buf_puts(&tx, ", peak ");
-    put_bytes(&tx, (double)nodes[0].peak);
-    ap_buf_putc(&tx, '\n');
-    /* the path to the best state, top down */
-    uint32_t chain[256], depth = 0;
-    for (uint32_t x = t->best; x != 0 && x != SEARCH_NONE && depth < 256; x = nodes[x].parent)
-        chain[depth++] = x;
-    if (depth == 0)
-        ap_buf_puts(&tx, "no action improves on the start state\n");
-    alt *alts = NULL;
-    uint32_t cap_alts = 0;
-    for (uint32_t i = depth; i-- > 0;) {
-        const search_node *ch = &nodes[chain[i]], *pa = &nodes[ch->parent];
-        ap_buf ab;
-        ap_buf_init(&ab);
-        search__action_text(t->units, t->mesh, t->decisions[ch->decision].a, &ab);
-        json_t *d = json_object();
-        if (!d)
-            break;
-        json_array_append_new(decs, d);
-        put(d, "depth", json_integer(ch->depth));
-        put(d, "action", json_string(ab.data ? ab.data : ""));
-        put(d, "before", cost_pair(pa->runtime_s, pa->peak));
-        put(d, "after", cost_pair(ch->runtime_s, ch->peak));
-        put(d, "delta", cost_pair(ch->runtime_s - pa->runtime_s, ch->peak - pa->peak));
-        put(d, "found_at_episode", json_integer(ch->episode));
-        ap_buf_printf(&tx, "%u. %s\n   ", ch->depth, ab.data ? ab.data : "");
-        put_delta(&tx, ch->runtime_s - pa->runtime_s, (double)(ch->peak - pa->peak));
-        ap_buf_puts(&tx, "  -> ");
-        put_seconds(&tx, ch->runtime_s);
-        ap_buf_puts(&tx, ", peak ");
-        put_bytes(&tx, (double)ch->peak);
-        ap_buf_putc(&tx, '\n');
-        ap_buf_free(&ab);
-        /* the alternatives tried at the parent */
-        if (pa->n_edges > cap_alts) {
-            alt *na = ap_realloc(alts, sizeof *na * pa->n_edges);
-            if (!na)
-                break;
-            alts = na;
-            cap_alts = pa->n_edges;
-        }
-        uint32_t n_alt = 0, evaluated = 0, pruned = 0;
-        for (uint32_t k = 0; k < pa->n_edges; k++) {
-            const search_edge *e = &pa->edges[k];
-            if (e->child == chain[i] && e->decision == ch->decision)
-                continue;
-            alts[n_alt++] = (alt){e->decision, e->child, e->child != SEARCH_NONE ? nodes[e->child].runtime_s : 0};
-            evaluated += e->child != SEARCH_NONE;
-            pruned += e->child == SEARCH_NONE;
-        }
-        qsort(alts, n_alt, sizeof *alts, cmp_alt);
-        json_t *ja = json_array();
-        put(d, "alternatives_tried", json_integer(evaluated));
-        put(d, "alternatives_pruned", json_integer(pruned));
-        put(d, "alternatives", ja);
-        if (evaluated)
-            ap_buf_printf(&tx, "   %u alternative%s tried here%s:\n", evaluated, evaluated > 1 ? "s" : "",
-                          evaluated > MAX_ALTERNATIVES ? " (the best shown)" : "");
-        for (uint32_t k = 0; k < n_alt && k < MAX_ALTERNATIVES && ja; k++) {
-            if (alts[k].child == SEARCH_NONE)
-                break;
-            const search_node *an = &nodes[alts[k].child];
-            ap_buf ob;
-            ap_buf_init(&ob);
-            search__action_text(t->units, t->mesh, t->decisions[alts[k].decision].a, &ob);
-            json_t *o = json_object();
-            if (o) {
-                put(o, "action", json_string(ob.data ? ob.data : ""));
-                put(o, "delta", cost_pair(an->runtime_s - pa->runtime_s, an->peak - pa->peak));
-                put(o, "best_below", json_real(an->best));
-                json_array_append_new(ja, o);
-            }
-            ap_buf_printf(&tx, "     %-64s ", ob.data ? ob.data : "");
-            put_delta(&tx, an->runtime_s - pa->runtime_s, (double)(an->peak - pa->peak));
-            ap_buf_putc(&tx, '\n');
-            ap_buf_free(&ob);
-        }
-        if (pruned)
-            ap_buf_printf(&tx, "   %u refused or changing nothing\n", pruned);
-    }
-    ap_free(alts);
-    /* what blocked propagation */
     uint32_t nb;
     const ir_blocked *bl = ir_partition_blocked(t->best_state, &nb);
-    json_t *jb = json_object(), *kinds = json_object(), *ex = json_array();
+    json_t *jb = json_object(), *kinds = json_object(), *groups = json_array();
     put(root, "blocked", jb);
-    if (jb) {
-        put(jb, "count", json_integer(nb));
-        put(jb, "by_kind", kinds);
-        put(jb, "examples", ex);
+    if (!jb || !kinds || !groups) {
+        json_decref(kinds);
+        json_decref(groups);
+        return AP_ENOMEM;
     }
+    put(jb, "count", json_integer(nb));
+    put(jb, "by_kind", kinds);
+    put(jb, "groups", groups);
     int by_kind[IR_BLK_NO_RULE + 1] = {0};
     for (uint32_t i = 0; i < nb; i++)
         by_kind[bl[i].kind]++;
-    for (int k = 0; k <= IR_BLK_NO_RULE && kinds; k++)
+    for (int k = 0; k <= IR_BLK_NO_RULE; k++)
         if (by_kind[k])
             put(kinds, block_kind_name((ir_block_kind)k), json_integer(by_kind[k]));
-    ap_buf_printf(&tx, "blocked propagation: %u", nb);
-    const char *sep = " (";
-    for (int k = 0; k <= IR_BLK_NO_RULE; k++)
-        if (by_kind[k]) {
-            ap_buf_printf(&tx, "%s%s %d", sep, block_kind_name((ir_block_kind)k), by_kind[k]);
-            sep = ", ";
-        }
-    ap_buf_puts(&tx, nb ? ")\n" : "\n");
-    for (uint32_t i = 0; i < nb && i < MAX_BLOCKED && ex; i++) {
-        char d[300];
+    for (uint32_t i = 0; i < nb; i++) {
         const ir_op *op = bl[i].op < ir_pctx_num_ops(c) ? ir_pctx_op(c, bl[i].op) : NULL;
-        if (op)
-            op_desc(op, d, sizeof d);
-        else
-            snprintf(d, sizeof d, "a tiling or atomic action");
-        json_t *o = json_object();
-        if (o) {
-            put(o, "op", json_string(d));
-            put(o, "kind", json_string(block_kind_name(bl[i].kind)));
-            put(o, "axis", json_string(t->mesh->names[bl[i].axis]));
-            put(o, "why", json_string(bl[i].why));
-            json_array_append_new(ex, o);
+        const char *name = op && op->loc ? ir_loc_name(op->loc) : NULL;
+        const char *opn = op ? op->name : "a tiling or atomic action", *axis = t->mesh->names[bl[i].axis];
+        const char *kind = block_kind_name(bl[i].kind);
+        json_t *g = NULL;
+        for (size_t k = json_array_size(groups); k-- > 0 && !g;) {
+            json_t *h = json_array_get(groups, k);
+            if (!strcmp(json_string_value(json_object_get(h, "op")), opn) &&
+                !strcmp(json_string_value(json_object_get(h, "kind")), kind) &&
+                !strcmp(json_string_value(json_object_get(h, "axis")), axis) &&
+                !strcmp(json_string_value(json_object_get(h, "why")), bl[i].why) &&
+                !strcmp(json_string_value(json_object_get(h, "name")), name ? name : ""))
+                g = h;
         }
-        ap_buf_printf(&tx, "  %s (along %s): %s\n", d, t->mesh->names[bl[i].axis], bl[i].why);
+        if (!g) {
+            g = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:[]}", "op", opn, "kind", kind, "axis", axis, "why",
+                          bl[i].why, "name", name ? name : "", "count", (json_int_t)0, "places");
+            if (!g || json_array_append_new(groups, g) < 0)
+                return AP_ENOMEM;
+        }
+        json_object_set_new(g, "count", json_integer(json_integer_value(json_object_get(g, "count")) + 1));
+        if (op && op->src_line &&
+            json_array_append_new(json_object_get(g, "places"),
+                                  json_pack("{s:i, s:i}", "line", (json_int_t)op->src_line, "col",
+                                            (json_int_t)op->src_col)) < 0)
+            return AP_ENOMEM;
     }
-    /* memory */
-    const search_node *best = &nodes[t->best];
+    return 0;
+}
+
+/* The memory at the best state: the limit, whether it binds, what fills
+ * the peak by category (when the report's peak is the search's), and when
+ * it binds the values live there. */
+static int explain_memory(const search_tree_view *t, const search_result *r, json_t *root)
+{
+    const search_node *nodes = t->nodes, *best = &nodes[t->best];
     bool binds = false;
     if (t->memory_limit >= 0) {
         binds = t->none_fits;
@@ -267,31 +211,17 @@ int search__explain(const search_tree_view *t, search_result *r, ap_error *err)
     }
     json_t *jm = json_object();
     put(root, "memory", jm);
-    if (jm) {
-        put(jm, "limit_bytes", t->memory_limit >= 0 ? json_integer((json_int_t)t->memory_limit) : json_null());
-        put(jm, "peak_bytes", json_integer(best->peak));
-        put(jm, "binds", json_boolean(binds));
-    }
-    if (t->memory_limit >= 0) {
-        ap_buf_puts(&tx, "memory: peak ");
-        put_bytes(&tx, (double)best->peak);
-        ap_buf_puts(&tx, " of a ");
-        put_bytes(&tx, t->memory_limit);
-        ap_buf_printf(&tx, " limit%s\n", t->none_fits        ? ": nothing found fits; this is the lowest-memory schedule"
-                                         : binds ? ": it binds (faster schedules found need more)"
-                                                 : "");
-    }
-    /* what fills memory at the best state's peak, by category */
+    if (!jm)
+        return AP_ENOMEM;
+    put(jm, "limit_bytes", t->memory_limit >= 0 ? json_integer((json_int_t)t->memory_limit) : json_null());
+    put(jm, "peak_bytes", json_integer(best->peak));
+    put(jm, "binds", json_boolean(binds));
+    put(jm, "none_fits", json_boolean(t->none_fits));
     const cost_memory *mm = &r->report.memory;
     if (mm->at_op[0] && r->report.peak_memory_bytes == best->peak) {
         json_t *jk = json_object();
         put(jm, "kinds", jk);
-        ap_buf_printf(&tx, "  at the peak (%s", mm->at_op);
-        if (mm->at_line)
-            ap_buf_printf(&tx, " at %u:%u", mm->at_line, mm->at_col);
-        ap_buf_puts(&tx, "):");
-        bool first = true;
-        for (int k = 0; k < COST_MEM_COUNT; k++) {
+        for (int k = 0; jk && k < COST_MEM_COUNT; k++) {
             if (!mm->kinds[k])
                 continue;
             char key[32];
@@ -299,51 +229,75 @@ int search__explain(const search_tree_view *t, search_result *r, ap_error *err)
             for (char *q = key; *q; q++)
                 if (*q == ' ')
                     *q = '_';
-            if (jk)
-                put(jk, key, json_integer(mm->kinds[k]));
-            ap_buf_printf(&tx, "%s %s ", first ? "" : ",", cost_mem_kind_name((cost_mem_kind)k));
-            put_bytes(&tx, (double)mm->kinds[k]);
-            first = false;
+            put(jk, key, json_integer(mm->kinds[k]));
         }
-        ap_buf_putc(&tx, '\n');
-        if (jm)
-            put(jm, "at", json_pack("{s:s, s:i, s:i}", "op", mm->at_op, "line", (json_int_t)mm->at_line, "col",
-                                    (json_int_t)mm->at_col));
+        put(jm, "at", json_pack("{s:s, s:i, s:i}", "op", mm->at_op, "line", (json_int_t)mm->at_line, "col",
+                                (json_int_t)mm->at_col));
     }
-    if (binds && t->scorer) {
-        cost_peak_value pv[MAX_PEAK_VALUES];
-        int64_t other = 0;
-        int n = cost_scorer_peak_values(t->scorer, pv, MAX_PEAK_VALUES, &other);
-        json_t *jv = json_array();
-        put(jm, "peak_values", jv);
-        put(jm, "other_bytes", json_integer(other));
-        ap_buf_puts(&tx, "  live at the peak:\n");
-        for (int i = 0; i < n; i++) {
-            char d[400];
-            if (pv[i].kind == COST_PEAK_OTHER) {
-                snprintf(d, sizeof d, "per-device offset tables");
-            } else {
-                char vd[320];
-                value_desc(c, pv[i].value, vd, sizeof vd);
-                snprintf(d, sizeof d, "%s%s", pv[i].kind == COST_PEAK_COPY ? "a redistributed copy of " : "", vd);
-            }
-            json_t *o = json_object();
-            if (o && jv) {
-                put(o, "value", json_string(d));
-                put(o, "bytes", json_integer(pv[i].bytes));
-                json_array_append_new(jv, o);
-            }
-            ap_buf_puts(&tx, "    ");
-            put_bytes(&tx, (double)pv[i].bytes);
-            ap_buf_printf(&tx, "  %s\n", d);
-        }
-        if (other) {
-            ap_buf_puts(&tx, "    ");
-            put_bytes(&tx, (double)other);
-            ap_buf_puts(&tx, "  everything else\n");
+    if (!binds || !t->scorer)
+        return 0;
+    const ir_pctx *c = ir_partition_ctx(t->best_state);
+    cost_peak_value pv[MAX_PEAK_VALUES];
+    int64_t other = 0;
+    int n = cost_scorer_peak_values(t->scorer, pv, MAX_PEAK_VALUES, &other);
+    json_t *jv = json_array();
+    put(jm, "peak_values", jv);
+    put(jm, "other_bytes", json_integer(other));
+    for (int i = 0; jv && i < n; i++) {
+        /* {"bytes", "what": result|copy|argument|other, "op" or "argument", line, col, name} */
+        static const char *const what[] = {"argument", "result", "copy", "other"};
+        json_t *o = json_pack("{s:I, s:s}", "bytes", (json_int_t)pv[i].bytes, "what", what[pv[i].kind & 3]);
+        if (!o || json_array_append_new(jv, o) < 0)
+            return AP_ENOMEM;
+        int32_t k = pv[i].kind == COST_PEAK_OTHER ? -1 : ir_pctx_value_op(c, pv[i].value);
+        if (k >= 0) {
+            const ir_op *op = ir_pctx_op(c, (uint32_t)k);
+            const char *name = op->loc ? ir_loc_name(op->loc) : NULL;
+            put(o, "op", json_string(op->name));
+            put(o, "line", json_integer(op->src_line));
+            put(o, "col", json_integer(op->src_col));
+            put(o, "name", json_string(name ? name : ""));
+        } else if (pv[i].kind != COST_PEAK_OTHER) {
+            const char *a = ir_func_arg_name(ir_pctx_func(c), pv[i].value);
+            char an[32];
+            snprintf(an, sizeof an, "%%arg%u", pv[i].value);
+            put(o, "argument", json_string(a ? a : an));
         }
     }
-    if (tx.oom) {
+    return 0;
+}
+
+int search__explain(const search_tree_view *t, search_result *r, ap_error *err)
+{
+    json_t *root = json_object(), *decs = json_array();
+    const search_node *nodes = t->nodes;
+    alt *alts = NULL;
+    uint32_t cap = 0;
+    int rc = root && decs ? 0 : AP_ENOMEM;
+    if (rc == 0) {
+        put(root, "format", json_integer(EXPLAIN_FORMAT));
+        put(root, "start", cost_pair(nodes[0].runtime_s, nodes[0].peak));
+        put(root, "decisions", decs);
+        decs = NULL;
+        /* the path to the best state, top down */
+        uint32_t chain[256], depth = 0;
+        for (uint32_t x = t->best; x != 0 && x != SEARCH_NONE && depth < 256; x = nodes[x].parent)
+            chain[depth++] = x;
+        json_t *d = json_object_get(root, "decisions");
+        for (uint32_t i = depth; i-- > 0 && rc == 0;)
+            rc = explain_decision(t, chain[i], &alts, &cap, d);
+    }
+    ap_free(alts);
+    if (rc == 0)
+        rc = explain_blocked(t, root);
+    if (rc == 0)
+        rc = explain_memory(t, r, root);
+    ap_buf tx;
+    ap_buf_init(&tx);
+    if (rc == 0)
+        rc = search_explanation_text(root, 0, &tx);
+    json_decref(decs);
+    if (rc < 0) {
         ap_buf_free(&tx);
         json_decref(root);
         return ap_error_set(err, AP_ENOMEM, "out of memory");
@@ -351,6 +305,257 @@ int search__explain(const search_tree_view *t, search_result *r, ap_error *err)
     r->explanation = root;
     r->explanation_text = ap_buf_take(&tx, NULL);
     return 0;
+}
+
+/* ========================================================= the text */
+
+static double num(const json_t *o, const char *k)
+{
+    return json_number_value(json_object_get(o, k));
+}
+
+static const char *str(const json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+/* "-1.419 s, memory -214.42 GiB" of a {"runtime_s", "peak_memory_bytes"} */
+static void put_delta(ap_buf *b, const json_t *delta)
+{
+    double dt = num(delta, "runtime_s"), dm = num(delta, "peak_memory_bytes");
+    ap_buf_puts(b, dt > 0 ? "+" : "");
+    put_seconds(b, dt);
+    ap_buf_puts(b, ", memory ");
+    ap_buf_puts(b, dm > 0 ? "+" : "");
+    put_bytes(b, dm);
+}
+
+/* The places of a JSON array of {"line", "col"}: every one when verbose,
+ * else ap_buf_put_places's short form. */
+static void put_places(ap_buf *b, const json_t *places, bool verbose)
+{
+    size_t n = json_array_size(places);
+    uint32_t *lines = ap_malloc(sizeof *lines * (n ? n : 1)), *cols = ap_malloc(sizeof *cols * (n ? n : 1));
+    if (!lines || !cols) {
+        b->oom = true;
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            lines[i] = (uint32_t)num(json_array_get(places, i), "line");
+            cols[i] = (uint32_t)num(json_array_get(places, i), "col");
+        }
+        if (verbose)
+            for (size_t i = 0; i < n; i++)
+                ap_buf_printf(b, "%s%u:%u", i ? ", " : "", lines[i], cols[i]);
+        else
+            ap_buf_put_places(b, lines, cols, n);
+    }
+    ap_free(lines);
+    ap_free(cols);
+}
+
+static void meshes_text(const json_t *ex, ap_buf *b)
+{
+    const json_t *rows = json_object_get(ex, "meshes");
+    ap_buf_printf(b, "meshes of %lld devices tried (%zu of the %lld the program can use), best first:\n",
+                  (long long)num(ex, "devices"), json_array_size(rows), (long long)num(ex, "meshes_considered"));
+    size_t i;
+    const json_t *m;
+    json_array_foreach(rows, i, m) {
+        char peak[32];
+        ap_buf_printf(b, "  %s %-32s %.6g s  %s per device%s  (%lld episodes)\n",
+                      json_is_true(json_object_get(m, "chosen")) ? "*" : " ", str(m, "mesh"), num(m, "runtime_s"),
+                      ap_format_bytes(num(m, "peak_memory_bytes"), peak, sizeof peak),
+                      json_is_true(json_object_get(m, "fits")) ? "" : ", over the limit", (long long)num(m, "episodes"));
+    }
+    ap_buf_puts(b, "\n");
+}
+
+static void decisions_text(const json_t *ex, bool verbose, ap_buf *b)
+{
+    const json_t *decs = json_object_get(ex, "decisions"), *d;
+    if (json_array_size(decs) == 0)
+        ap_buf_puts(b, "no action improves on the start state\n");
+    size_t i;
+    json_array_foreach(decs, i, d) {
+        const json_t *after = json_object_get(d, "after"), *alts = json_object_get(d, "alternatives");
+        ap_buf_printf(b, "%lld. %s\n   ", (long long)num(d, "depth"), str(d, "action"));
+        put_delta(b, json_object_get(d, "delta"));
+        ap_buf_puts(b, "  -> ");
+        put_seconds(b, num(after, "runtime_s"));
+        ap_buf_puts(b, ", peak ");
+        put_bytes(b, num(after, "peak_memory_bytes"));
+        ap_buf_putc(b, '\n');
+        long long tried = (long long)num(d, "alternatives_tried"), pruned = (long long)num(d, "alternatives_pruned");
+        size_t shown = json_array_size(alts);
+        if (!verbose && shown > SHOWN_ALTERNATIVES)
+            shown = SHOWN_ALTERNATIVES;
+        if (tried) {
+            ap_buf_printf(b, "   %lld alternative%s tried here", tried, tried > 1 ? "s" : "");
+            if (pruned)
+                ap_buf_printf(b, ", %lld refused or changing nothing", pruned);
+            if ((long long)shown < tried)
+                ap_buf_printf(b, "; the best %zu:\n", shown);
+            else
+                ap_buf_puts(b, ":\n");
+        } else if (pruned) {
+            ap_buf_printf(b, "   %lld refused or changing nothing\n", pruned);
+        }
+        for (size_t k = 0; k < shown; k++) {
+            const json_t *a = json_array_get(alts, k);
+            ap_buf_printf(b, "     %-64s ", str(a, "action"));
+            put_delta(b, json_object_get(a, "delta"));
+            ap_buf_putc(b, '\n');
+        }
+    }
+}
+
+static void blocked_text(const json_t *ex, bool verbose, ap_buf *b)
+{
+    const json_t *jb = json_object_get(ex, "blocked"), *groups = json_object_get(jb, "groups"), *v;
+    ap_buf_printf(b, "blocked propagation: %lld", (long long)num(jb, "count"));
+    const char *sep = " (", *k;
+    json_object_foreach((json_t *)json_object_get(jb, "by_kind"), k, v) {
+        ap_buf_printf(b, "%s%s %lld", sep, k, (long long)json_integer_value(v));
+        sep = ", ";
+    }
+    ap_buf_puts(b, *sep == ',' ? ")\n" : "\n");
+    size_t n = json_array_size(groups), shown = verbose || n <= SHOWN_BLOCKED + 1 ? n : SHOWN_BLOCKED;
+    for (size_t i = 0; i < shown; i++) {
+        const json_t *g = json_array_get(groups, i), *places = json_object_get(g, "places");
+        long long count = (long long)num(g, "count");
+        ap_buf_printf(b, "  %s", str(g, "op"));
+        if (count > 1)
+            ap_buf_printf(b, " x%lld", count);
+        if (json_array_size(places)) {
+            ap_buf_puts(b, " at ");
+            put_places(b, places, verbose);
+        }
+        if (*str(g, "name"))
+            ap_buf_printf(b, " \"%s\"", str(g, "name"));
+        ap_buf_printf(b, "%salong %s: %s\n", json_array_size(places) || *str(g, "name") ? ", " : " ", str(g, "axis"),
+                      str(g, "why"));
+    }
+    if (shown < n)
+        ap_buf_printf(b, "  ... %zu more patterns (--verbose lists them)\n", n - shown);
+}
+
+/* "result of stablehlo.dot_general", "argument %arg3", ... of a peak value */
+static void peak_value_text(const json_t *v, ap_buf *b)
+{
+    const char *what = str(v, "what");
+    if (!strcmp(what, "other"))
+        ap_buf_puts(b, "per-device offset tables");
+    else if (!strcmp(what, "argument"))
+        ap_buf_printf(b, "argument %s", str(v, "argument"));
+    else
+        ap_buf_printf(b, "%sresult of %s", !strcmp(what, "copy") ? "a redistributed copy of " : "", str(v, "op"));
+}
+
+static bool same_value(const json_t *x, const json_t *y)
+{
+    return num(x, "bytes") == num(y, "bytes") && !strcmp(str(x, "what"), str(y, "what")) &&
+           !strcmp(str(x, "op"), str(y, "op")) && !strcmp(str(x, "argument"), str(y, "argument")) &&
+           !strcmp(str(x, "name"), str(y, "name"));
+}
+
+static void memory_text(const json_t *ex, unsigned flags, ap_buf *b)
+{
+    const json_t *jm = json_object_get(ex, "memory"), *at = json_object_get(jm, "at");
+    bool above = (flags & SEARCH_TEXT_COST_ABOVE) && at, verbose = flags & SEARCH_TEXT_VERBOSE;
+    bool none_fits = json_is_true(json_object_get(jm, "none_fits"));
+    if (json_is_number(json_object_get(jm, "limit_bytes"))) {
+        ap_buf_puts(b, "memory: peak ");
+        put_bytes(b, num(jm, "peak_bytes"));
+        ap_buf_puts(b, " of a ");
+        put_bytes(b, num(jm, "limit_bytes"));
+        ap_buf_printf(b, " limit%s%s\n",
+                      none_fits ? ": nothing found fits; this is the lowest-memory schedule"
+                      : json_is_true(json_object_get(jm, "binds"))   ? ": it binds (faster schedules found need more)"
+                                                                      : "",
+                      above ? " (what fills it: the cost estimate above)" : "");
+    }
+    if (above) /* the cost estimate's breakdown is this one, and lists the largest values */
+        return;
+    if (at) {
+        ap_buf_printf(b, "  at the peak (%s", str(at, "op"));
+        if (num(at, "line"))
+            ap_buf_printf(b, " at %lld:%lld", (long long)num(at, "line"), (long long)num(at, "col"));
+        ap_buf_puts(b, "):");
+        const char *k;
+        const json_t *v;
+        bool first = true;
+        json_object_foreach((json_t *)json_object_get(jm, "kinds"), k, v) {
+            ap_buf_printf(b, "%s ", first ? "" : ",");
+            for (const char *q = k; *q; q++) /* saved_activations: saved activations */
+                ap_buf_putc(b, *q == '_' ? ' ' : *q);
+            ap_buf_putc(b, ' ');
+            put_bytes(b, (double)json_integer_value(v));
+            first = false;
+        }
+        ap_buf_putc(b, '\n');
+    }
+    const json_t *pv = json_object_get(jm, "peak_values");
+    if (!pv)
+        return;
+    ap_buf_puts(b, "  live at the peak:\n");
+    /* folded: values of one size and op (one per layer) are one line */
+    size_t n = json_array_size(pv);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *v = json_array_get(pv, i);
+        bool seen = false;
+        for (size_t j = 0; j < i && !verbose && !seen; j++)
+            seen = same_value(json_array_get(pv, j), v);
+        if (seen)
+            continue;
+        json_t *places = json_array();
+        for (size_t j = i; j < n && places; j++) {
+            const json_t *w = json_array_get(pv, j);
+            if ((j == i || (!verbose && same_value(w, v))) && num(w, "line"))
+                json_array_append(places, (json_t *)w);
+        }
+        size_t count = 1;
+        for (size_t j = i + 1; j < n && !verbose; j++)
+            count += same_value(json_array_get(pv, j), v);
+        ap_buf_puts(b, "    ");
+        put_bytes(b, num(v, "bytes"));
+        if (count > 1)
+            ap_buf_printf(b, " x%zu", count);
+        ap_buf_puts(b, "  ");
+        peak_value_text(v, b);
+        if (json_array_size(places)) {
+            ap_buf_puts(b, " at ");
+            put_places(b, places, verbose);
+        }
+        if (*str(v, "name"))
+            ap_buf_printf(b, " \"%s\"", str(v, "name"));
+        ap_buf_putc(b, '\n');
+        json_decref(places);
+    }
+    if (num(jm, "other_bytes")) {
+        ap_buf_puts(b, "    ");
+        put_bytes(b, num(jm, "other_bytes"));
+        ap_buf_puts(b, "  everything else\n");
+    }
+}
+
+int search_explanation_text(const json_t *ex, unsigned flags, ap_buf *out)
+{
+    if (num(ex, "format") != EXPLAIN_FORMAT)
+        return AP_EINVALID;
+    bool verbose = flags & SEARCH_TEXT_VERBOSE;
+    if (json_object_get(ex, "meshes"))
+        meshes_text(ex, out);
+    const json_t *start = json_object_get(ex, "start");
+    ap_buf_puts(out, "start: ");
+    put_seconds(out, num(start, "runtime_s"));
+    ap_buf_puts(out, ", peak ");
+    put_bytes(out, num(start, "peak_memory_bytes"));
+    ap_buf_putc(out, '\n');
+    decisions_text(ex, verbose, out);
+    blocked_text(ex, verbose, out);
+    memory_text(ex, flags, out);
+    return out->oom ? AP_ENOMEM : 0;
 }
 
 json_t *search_result_json(const search_result *r)

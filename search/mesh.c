@@ -562,24 +562,10 @@ static int explain_meshes(const driver *d, search_result *out, ap_error *err)
     json_object_set_new(ex, "devices", json_integer(d->req->devices));
     json_object_set_new(ex, "meshes_considered", json_integer(out->meshes_considered));
     json_object_set_new(ex, "meshes", rows);
+    /* the text again, from the JSON, now with the meshes */
     ap_buf b;
     ap_buf_init(&b);
-    ap_buf_printf(&b, "meshes of %lld devices tried (%d of the %d the program can use), best first:\n",
-                  (long long)d->req->devices, out->n_meshes, out->meshes_considered);
-    for (int i = 0; i < out->n_meshes; i++) {
-        const search_mesh_row *r = &out->meshes[i];
-        ap_buf mt;
-        ap_buf_init(&mt);
-        ir_mesh_format(&r->mesh, &mt);
-        char peak[32];
-        ap_buf_printf(&b, "  %s %-32s %.6g s  %s per device%s  (%lld episodes)\n", r->chosen ? "*" : " ",
-                      mt.data ? mt.data : "?", r->runtime_s, ap_format_bytes((double)r->peak_bytes, peak, sizeof peak),
-                      r->fits ? "" : ", over the limit", (long long)r->episodes);
-        ap_buf_free(&mt);
-    }
-    ap_buf_puts(&b, "\n");
-    if (out->explanation_text)
-        ap_buf_puts(&b, out->explanation_text);
+    search_explanation_text(ex, 0, &b);
     if (b.oom) {
         ap_buf_free(&b);
         return ap_error_set(err, AP_ENOMEM, "out of memory");

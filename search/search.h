@@ -225,4 +225,19 @@ int search_run_devices(ir_module *m, ir_op *func, const search_devices *d, const
  * "after"}, "explanation"}.  A new reference, NULL when out of memory. */
 json_t *search_result_json(const search_result *r);
 
+/* The explanation (search_result.explanation, or the "explanation" of
+ * search_result_json as a client reads it from a stored answer) as text for
+ * people, appended to out; search_result.explanation_text is this with
+ * flags 0.  Repeats fold: each decision shows its best three alternatives,
+ * what blocked propagation one line per pattern (op, axis, reason) with a
+ * count and places, the values live at the peak one line per size and op.
+ * SEARCH_TEXT_VERBOSE lists every alternative and place; the JSON always
+ * has every one.  SEARCH_TEXT_COST_ABOVE: the text follows the cost
+ * estimate (cost_report_text), whose breakdown of the peak is this one's,
+ * so it is referred to rather than repeated.  Returns 0, AP_ENOMEM, or
+ * AP_EINVALID when ex is not an explanation of this form (an older
+ * answer's: print its explanation_text). */
+enum { SEARCH_TEXT_VERBOSE = 1u, SEARCH_TEXT_COST_ABOVE = 2u };
+int search_explanation_text(const json_t *ex, unsigned flags, ap_buf *out);
+
 #endif /* SEARCH_H */

@@ -217,9 +217,21 @@ START_TEST(apply_json_report)
     ck_assert_int_gt(json_integer_value(json_object_get(top, "line")), 0);
     json_decref(j);
     cli_run_free(&r);
+    /* for people, the same collective of each layer (one time) is one line
+     * with its ranks and places; --verbose lists each */
     r = RUN("apply", tiny_path, "--mesh", "batch=2,model=2", "--schedule", MEGATRON, "--view", "report");
     ck_assert_msg(r.status == 0, "%s", r.err);
-    ck_assert_msg(strstr(r.out, "   1. ") && strstr(r.out, "stablehlo.all_reduce for the op at "), "%s", r.out);
+    const char *slow = strstr(r.out, "slowest ops\n");
+    ck_assert_ptr_nonnull(slow);
+    ck_assert_msg(strstr(slow, "-2. ") && strstr(slow, "stablehlo.all_reduce for the ops at "), "%s", slow);
+    cli_run_free(&r);
+    r = RUN("apply", tiny_path, "--mesh", "batch=2,model=2", "--schedule", MEGATRON, "--view", "report", "--verbose");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    slow = strstr(r.out, "slowest ops\n");
+    ck_assert_ptr_nonnull(slow);
+    ck_assert_msg(strstr(slow, "\n   1. ") && strstr(slow, "\n   2. ") && !strstr(slow, "-2. ") &&
+                      strstr(slow, "stablehlo.all_reduce for the op at ") && !strstr(slow, "for the ops at"),
+                  "%s", slow);
     cli_run_free(&r);
 }
 END_TEST

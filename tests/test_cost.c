@@ -1174,6 +1174,82 @@ END_TEST
 
 /* ---------------------------------------------------------------- corpus */
 
+/* A client prints a daemon's answer from its JSON: the report read back
+ * (cost_report_from_json) prints as the one that wrote it, folded and
+ * verbose, for a program with collectives, values of every layer live at
+ * the peak and while loops.  (The CLI's reader once dropped the peak's
+ * breakdown, the hidden share of communication and the counts as written.) */
+START_TEST(test_report_read_back)
+{
+    cost_device h100 = device("h100");
+    cost_report rs[3];
+    rs[0] = mlp_report(Z3, 4, &h100);
+    ir_module *m = tl_generate("transformer", "tiny", "layers=4 seq=64 batch=8");
+    ir_module *ms = tl_generate("transformer", "tiny", "layers=4 scan=1");
+    ap_error err;
+    ck_assert(cost_estimate(m, &h100, NULL, &rs[1], &err) == 0);
+    ck_assert(cost_estimate(ms, &h100, NULL, &rs[2], &err) == 0);
+    ir_module_free(m);
+    ir_module_free(ms);
+    ck_assert_int_gt(rs[1].memory.n_values, 1);
+    ck_assert_int_gt(rs[2].n_loops, 0);
+    for (int i = 0; i < 3; i++) {
+        json_t *j = cost_report_to_json(&rs[i]);
+        ck_assert_ptr_nonnull(j);
+        cost_report back;
+        cost_report_from_json(json_object_get(j, "cost"), &back);
+        json_decref(j);
+        for (int verbose = 0; verbose < 2; verbose++) {
+            ap_buf a, b;
+            ap_buf_init(&a);
+            ap_buf_init(&b);
+            int (*text)(const cost_report *, ap_buf *) = verbose ? cost_report_text_verbose : cost_report_text;
+            ck_assert_int_eq(text(&rs[i], &a), 0);
+            ck_assert_int_eq(text(&back, &b), 0);
+            ck_assert_str_eq(b.data, a.data);
+            ap_buf_free(&a);
+            ap_buf_free(&b);
+        }
+    }
+}
+END_TEST
+
+/* The cost report for people folds what repeats per layer (the values live
+ * at the peak, a run of slowest ops of one time); verbose lists each. */
+START_TEST(test_report_text_folds)
+{
+    cost_device h100 = device("h100");
+    ir_module *m = tl_generate("transformer", "tiny", "layers=4 seq=64 batch=8");
+    cost_report r;
+    ap_error err;
+    ck_assert(cost_estimate(m, &h100, NULL, &r, &err) == 0);
+    ir_module_free(m);
+    ap_buf a, b;
+    ap_buf_init(&a);
+    ap_buf_init(&b);
+    ck_assert_int_eq(cost_report_text(&r, &a), 0);
+    ck_assert_int_eq(cost_report_text_verbose(&r, &b), 0);
+    /* the four layers' values of one size and op: one line, " x4", four places */
+    const char *x4 = strstr(a.data, " x4 ");
+    ck_assert_msg(x4, "%s", a.data);
+    const char *eol = strchr(x4, '\n');
+    int commas = 0;
+    for (const char *q = x4; q < eol; q++)
+        commas += *q == ',';
+    ck_assert_msg(commas == 3, "%.*s", (int)(eol - x4), x4);
+    ck_assert_ptr_null(strstr(b.data, " x4 "));
+    /* every value on its own line when verbose */
+    const char *lv = strstr(b.data, "largest live at the peak\n");
+    ck_assert_ptr_nonnull(lv);
+    int lines = 0;
+    for (const char *q = strchr(lv, '\n') + 1; !strncmp(q, "    ", 4); q = strchr(q, '\n') + 1)
+        lines++;
+    ck_assert_int_eq(lines, r.memory.n_values);
+    ap_buf_free(&a);
+    ap_buf_free(&b);
+}
+END_TEST
+
 START_TEST(test_corpus_collectives)
 {
     static const char *const files[] = {"tt_gpt_oss_20b_2d_sharded.mlir", "tt_qwen3_32b_tp8_manual.mlir",
@@ -1259,6 +1335,8 @@ static Suite *cost_suite(void)
     tcase_add_test(tc, test_calls_and_stale_ids);
     tcase_add_test(tc, test_out_of_memory);
     tcase_add_test(tc, test_json_keys);
+    tcase_add_test(tc, test_report_read_back);
+    tcase_add_test(tc, test_report_text_folds);
     tcase_add_test(tc, test_corpus_collectives);
     tcase_add_test(tc, test_corpus_all_files);
     suite_add_tcase(s, tc);

@@ -761,6 +761,45 @@ START_TEST(schedule_applies_back_to_the_same_cost)
     json_t *decs = json_object_get(json_object_get(j, "explanation"), "decisions");
     ck_assert(json_array_size(decs) > 0);
     ck_assert(json_is_array(json_object_get(json_array_get(decs, 0), "alternatives")));
+    /* the JSON has every alternative tried (it kept eight); the text for
+     * people shows each decision's best three, verbose all of them */
+    size_t i, most = 0;
+    json_t *d;
+    json_array_foreach(decs, i, d) {
+        size_t n = json_array_size(json_object_get(d, "alternatives"));
+        ck_assert_int_eq(n, json_integer_value(json_object_get(d, "alternatives_tried")));
+        most = n > most ? n : most;
+    }
+    ck_assert_uint_gt(most, 8);
+    ap_buf folded, all;
+    ap_buf_init(&folded);
+    ap_buf_init(&all);
+    ck_assert_int_eq(search_explanation_text(r.explanation, 0, &folded), 0);
+    ck_assert_int_eq(search_explanation_text(r.explanation, SEARCH_TEXT_VERBOSE, &all), 0);
+    ck_assert_str_eq(folded.data, r.explanation_text);
+    size_t shown[2] = {0, 0};
+    const char *texts[2] = {folded.data, all.data};
+    for (int k = 0; k < 2; k++)
+        for (const char *q = texts[k]; (q = strstr(q, "\n     ")) != NULL; q++)
+            shown[k]++;
+    size_t want = 0;
+    json_array_foreach(decs, i, d) {
+        size_t n = json_array_size(json_object_get(d, "alternatives"));
+        want += n < 3 ? n : 3;
+    }
+    ck_assert_uint_eq(shown[0], want);
+    ck_assert_uint_gt(shown[1], shown[0]);
+    ck_assert_ptr_nonnull(strstr(folded.data, "; the best 3:\n"));
+    ap_buf_free(&folded);
+    ap_buf_free(&all);
+    /* an explanation of another form (an older stored answer) is refused,
+     * so that a client prints the text the answer carries */
+    json_t *old = json_pack("{s:[]}", "decisions");
+    ap_buf b;
+    ap_buf_init(&b);
+    ck_assert_int_eq(search_explanation_text(old, 0, &b), AP_EINVALID);
+    ap_buf_free(&b);
+    json_decref(old);
     json_decref(j);
     search_result_free(&r);
     ir_partition_free(back);
@@ -797,6 +836,31 @@ START_TEST(explanation_has_what_blocked_the_best)
     }
     json_t *bl = json_object_get(r.explanation, "blocked");
     ck_assert_int_eq(json_integer_value(json_object_get(bl, "count")), (json_int_t)nb_back);
+    /* one group per pattern (op, axis, reason), each holding its ops'
+     * places: together every blocked op, each once */
+    json_int_t in_groups = 0;
+    size_t places = 0, i;
+    json_t *g;
+    json_array_foreach(json_object_get(bl, "groups"), i, g) {
+        json_int_t n = json_integer_value(json_object_get(g, "count"));
+        ck_assert_int_ge(n, 1);
+        ck_assert_int_le(json_array_size(json_object_get(g, "places")), n);
+        in_groups += n;
+        places += json_array_size(json_object_get(g, "places"));
+        for (size_t k = 0; k < i; k++) {
+            json_t *h = json_array_get(json_object_get(bl, "groups"), k);
+            ck_assert(strcmp(json_string_value(json_object_get(h, "op")), json_string_value(json_object_get(g, "op"))) ||
+                      strcmp(json_string_value(json_object_get(h, "why")), json_string_value(json_object_get(g, "why"))) ||
+                      strcmp(json_string_value(json_object_get(h, "axis")), json_string_value(json_object_get(g, "axis"))) ||
+                      strcmp(json_string_value(json_object_get(h, "name")), json_string_value(json_object_get(g, "name"))));
+        }
+    }
+    ck_assert_int_eq(in_groups, (json_int_t)nb_back);
+    uint32_t placed = 0;
+    for (uint32_t k = 0; k < nb_back; k++)
+        placed += bb[k].op < ir_pctx_num_ops(ir_partition_ctx(back)) &&
+                  ir_pctx_op(ir_partition_ctx(back), bb[k].op)->src_line != 0;
+    ck_assert_uint_eq(places, placed);
     search_result_free(&r);
     ir_partition_free(back);
     ir_partition_free(start);

@@ -242,7 +242,7 @@ static int apply_local(apply_args *a)
         rc = print_json(apply_report_json(&st));
     } else if (!strcmp(a->view, "report")) {
         json_t *rep = apply_report_json(&st);
-        char *ct = cli_cost_text(&st.cost);
+        char *ct = cli_cost_text(&st.cost, a->verbose);
         print_report_text(rep, a->path, ct, a->verbose);
         ap_free(ct);
         json_decref(rep);
@@ -344,8 +344,8 @@ static int apply_remote(apply_args *a, const cli_remote *remote)
         rc = print_json(json_incref(rep));
     } else if (!strcmp(a->view, "report")) {
         cost_report cr;
-        cli_cost_from_json(json_object_get(rep, "cost"), &cr);
-        char *ct = json_object_get(rep, "cost") ? cli_cost_text(&cr) : NULL;
+        cost_report_from_json(json_object_get(rep, "cost"), &cr);
+        char *ct = json_object_get(rep, "cost") ? cli_cost_text(&cr, a->verbose) : NULL;
         print_report_text(rep, a->path, ct, a->verbose);
         ap_free(ct);
     } else if (!strcmp(a->view, "shardings")) {

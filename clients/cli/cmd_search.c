@@ -183,7 +183,8 @@ static int print_text(const search_result *r, bool verbose)
     ap_buf_init(&mesh);
     if (r->ctx)
         ir_mesh_format(ir_pctx_mesh(r->ctx), &mesh);
-    cost_report_text(&r->report, &b);
+    (verbose ? cost_report_text_verbose : cost_report_text)(&r->report, &b);
+    char *et = cli_explanation_text(r->explanation, r->explanation_text, verbose);
     size_t n = 0;
     cli_sharding *rows = sharding_rows(r->best, &n);
     for (size_t i = 0; i < n; i++)
@@ -191,6 +192,7 @@ static int print_text(const search_result *r, bool verbose)
             sharding_rows_free(rows, n);
             ap_buf_free(&b);
             ap_buf_free(&mesh);
+            ap_free(et);
             return cli_fail("search", "out of memory writing the result");
         }
     cli_search_text t = {.decisions_before = r->decisions_before, .units = r->units,
@@ -200,8 +202,9 @@ static int print_text(const search_result *r, bool verbose)
                          .runtime_s = r->report.runtime_s, .start_runtime_s = r->start.runtime_s,
                          .none_fits = r->none_fits, .mesh = r->ctx ? (mesh.data ? mesh.data : "?") : NULL,
                          .n_meshes = r->n_meshes, .actions = r->actions, .schedule = r->schedule,
-                         .cost_text = b.data, .explanation = r->explanation_text, .args = rows, .n_args = n};
+                         .cost_text = b.data, .explanation = et, .args = rows, .n_args = n};
     cli_print_search(stdout, &t, verbose);
+    ap_free(et);
     sharding_rows_free(rows, n);
     ap_buf_free(&b);
     ap_buf_free(&mesh);

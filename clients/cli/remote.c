@@ -9,12 +9,7 @@
 
 #include "cli.h"
 #include "remote.h"
-
-static const char *jstr(json_t *o, const char *key)
-{
-    const char *s = json_string_value(json_object_get(o, key));
-    return s ? s : "";
-}
+#include "search.h"
 
 int cli_remote_option(const char *cmd, cli_remote *r, int ch, const char *arg)
 {
@@ -215,56 +210,20 @@ int cli_print_json(const char *cmd, json_t *j)
     return fflush(stdout) == 0 ? CLI_OK : cli_fail(cmd, "cannot write the output");
 }
 
-/* A cost report read back from its JSON (cost_report_to_json's "cost"),
- * so that autopartd's answer prints as a local one does. */
-void cli_cost_from_json(json_t *c, cost_report *r)
-{
-    memset(r, 0, sizeof *r);
-    snprintf(r->device, sizeof r->device, "%s", jstr(c, "device"));
-    r->runtime_s = json_number_value(json_object_get(c, "runtime_s"));
-    r->compute_s = json_number_value(json_object_get(c, "compute_s"));
-    r->comm_s = json_number_value(json_object_get(c, "comm_s"));
-    r->flops_per_device = json_number_value(json_object_get(c, "flops_per_device"));
-    r->matmul_flops = json_number_value(json_object_get(c, "matmul_flops"));
-    r->bytes_per_device = json_number_value(json_object_get(c, "bytes_per_device"));
-    r->peak_memory_bytes = (int64_t)json_number_value(json_object_get(c, "peak_memory_bytes"));
-    r->argument_bytes = (int64_t)json_number_value(json_object_get(c, "argument_bytes"));
-    r->hbm_bytes = json_number_value(json_object_get(c, "hbm_bytes"));
-    r->fits = json_is_true(json_object_get(c, "fits"));
-    json_t *coll = json_object_get(c, "collectives");
-    for (int k = 0; k < COST_COLL_COUNT; k++) {
-        json_t *o = json_object_get(coll, cost_coll_name((cost_coll_kind)k));
-        r->coll[k].count = json_number_value(json_object_get(o, "count"));
-        r->coll[k].bytes = json_number_value(json_object_get(o, "bytes"));
-        r->coll[k].seconds = json_number_value(json_object_get(o, "seconds"));
-    }
-    r->while_loops = (uint32_t)json_number_value(json_object_get(c, "while_loops"));
-    r->while_loops_counted_once = (uint32_t)json_number_value(json_object_get(c, "while_loops_counted_once"));
-    size_t i;
-    json_t *v;
-    json_array_foreach(json_object_get(c, "notes"), i, v) {
-        for (unsigned bit = 1; bit && bit <= COST_NOTE_GROUP_OFF_MESH; bit <<= 1)
-            if (json_string_value(v) && !strcmp(json_string_value(v), cost_note_text(bit)))
-                r->notes |= bit;
-    }
-    json_array_foreach(json_object_get(c, "top_ops"), i, v) {
-        if (r->n_top == COST_TOP_MAX)
-            break;
-        cost_top_op *t = &r->top[r->n_top++];
-        snprintf(t->op, sizeof t->op, "%s", jstr(v, "op"));
-        snprintf(t->name, sizeof t->name, "%s", jstr(v, "name"));
-        t->line = (uint32_t)json_number_value(json_object_get(v, "line"));
-        t->col = (uint32_t)json_number_value(json_object_get(v, "col"));
-        t->seconds = json_number_value(json_object_get(v, "seconds"));
-        t->collective = json_is_true(json_object_get(v, "collective"));
-    }
-}
-
-char *cli_cost_text(const cost_report *r)
+char *cli_cost_text(const cost_report *r, bool verbose)
 {
     ap_buf b;
     ap_buf_init(&b);
-    cost_report_text(r, &b);
+    (verbose ? cost_report_text_verbose : cost_report_text)(r, &b);
+    return b.data && !b.oom ? ap_buf_take(&b, NULL) : (ap_buf_free(&b), NULL);
+}
+
+char *cli_explanation_text(const json_t *ex, const char *stored, bool verbose)
+{
+    ap_buf b;
+    ap_buf_init(&b);
+    if (search_explanation_text(ex, SEARCH_TEXT_COST_ABOVE | (verbose ? SEARCH_TEXT_VERBOSE : 0), &b) == AP_EINVALID)
+        ap_buf_puts(&b, stored ? stored : "");
     return b.data && !b.oom ? ap_buf_take(&b, NULL) : (ap_buf_free(&b), NULL);
 }
 

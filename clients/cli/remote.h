@@ -110,11 +110,14 @@ int cli_search_remote(const cli_remote *remote, const cli_search_request *a);
 
 /* A search's summary as JSON (the wire's field names). New reference. */
 json_t *cli_summary_json(const Autopart__V1__SearchSummary *s);
-/* A cost report read back from its JSON (cost_report_to_json's "cost"), so
- * that the daemon's answers print as local ones do. */
-void cli_cost_from_json(json_t *c, cost_report *r);
-/* cost_report_text as a heap string (free); NULL when out of memory. */
-char *cli_cost_text(const cost_report *r);
+/* cost_report_text (verbose: cost_report_text_verbose) as a heap string
+ * (free); NULL when out of memory. */
+char *cli_cost_text(const cost_report *r, bool verbose);
+/* A search's explanation for people, printed after the cost estimate:
+ * search_explanation_text of `ex` (the answer's JSON), or `stored` (the
+ * text the answer carries) when ex is of an older form.  A heap string
+ * (free); NULL when out of memory. */
+char *cli_explanation_text(const json_t *ex, const char *stored, bool verbose);
 /* Prints JSON, indented; returns the exit status. */
 int cli_print_json(const char *cmd, json_t *j);
 

@@ -45,8 +45,9 @@ static int print_text(const Autopart__V1__PartitionResult *r, json_t *rj, bool v
         if (r->shardings[i]->kind == AUTOPART__V1__SHARDING__KIND__ARGUMENT)
             rows[n++] = (cli_sharding){NULL, r->shardings[i]->name, r->shardings[i]->type, r->shardings[i]->spec_text};
     cost_report cr;
-    cli_cost_from_json(json_object_get(rj, "cost"), &cr);
-    char *ct = cli_cost_text(&cr);
+    cost_report_from_json(json_object_get(rj, "cost"), &cr);
+    char *ct = cli_cost_text(&cr, verbose);
+    char *et = cli_explanation_text(json_object_get(rj, "explanation"), r->explanation_text, verbose);
     cli_search_text t = {.decisions_before = json_integer_value(json_object_get(dec, "before")),
                          .units = json_integer_value(json_object_get(dec, "units")),
                          .decisions_after = json_integer_value(json_object_get(dec, "after")),
@@ -59,7 +60,7 @@ static int print_text(const Autopart__V1__PartitionResult *r, json_t *rj, bool v
                          .actions = json_string_value(json_object_get(rj, "actions")),
                          .schedule = r->schedule,
                          .cost_text = ct,
-                         .explanation = r->explanation_text,
+                         .explanation = et,
                          .args = rows,
                          .n_args = n};
     if (s) {
@@ -72,6 +73,7 @@ static int print_text(const Autopart__V1__PartitionResult *r, json_t *rj, bool v
     }
     cli_print_search(stdout, &t, verbose);
     ap_free(ct);
+    ap_free(et);
     ap_free(rows);
     ap_buf_free(&mesh);
     return CLI_OK;
