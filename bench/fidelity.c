@@ -46,7 +46,8 @@ static const struct {
     {"xla_maxtext_llama31_8b_train_step_1x8_spmd.hlo", "h100_sxm", "assumed", NULL},
     {"xla_maxtext_llama31_70b_train_step_16x8_spmd.hlo", "h100_sxm", "assumed", NULL},
     {"xla_maxtext_llama3_8b_cp_train_step_4dev_spmd.hlo", "h100_sxm", "assumed", NULL},
-    /* not partitioned yet: its arguments' shardings imported over x=4 (the
+    /* not partitioned yet: its arguments' shardings and the sharding
+     * constraints of its body (the logits', line 12441) imported over x=4 (the
      * CLI's --import --mesh x=4); XLA's benchmark suite runs it on 4 GPUs */
     {"xla_maxtext_deepseek_train_step_4dev_preopt.hlo", "h100_sxm", "assumed", "x=4"},
 };

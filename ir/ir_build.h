@@ -119,6 +119,10 @@ void ir_region_append(ir_region *r, ir_block *b);
 
 /* The value the canonical printer names %N (result k) in func, or NULL. */
 const ir_value *ir__printed_value(const ir_op *func, uint32_t n, uint32_t k);
+/* The number N the canonical printer names the results of each of ops[0..n)
+ * in func (%N, or %N#k for result k), -1 for an op it does not number;
+ * one printing for all.  AP_ENOMEM when out of memory. */
+int ir__printed_numbers(const ir_op *func, const ir_op *const *ops, uint32_t n, int64_t *out);
 
 /* ================================================================ copying */
 

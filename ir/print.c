@@ -1500,26 +1500,54 @@ int ir_print(const ir_module *m, ap_buf *b, const ir_print_opts *opts)
     return pr.oom || b->oom ? AP_ENOMEM : 0;
 }
 
+/* The canonical printer's numbering of func's body (pr->names), printed
+ * into a scratch buffer; free with numbering_free. */
+static void numbering(printer *pr, ap_buf *scratch, const ir_op *func)
+{
+    ap_buf_init(scratch);
+    memset(pr, 0, sizeof *pr);
+    pr->b = scratch;
+    pr->no_locs = true;
+    /* print_op resets the names after a function: print its body instead */
+    if (func->n_regions)
+        print_region(pr, &func->regions[0], 1, true);
+}
+
+static void numbering_free(printer *pr, ap_buf *scratch)
+{
+    ir__map_free(&pr->names);
+    ir__map_free(&pr->loc_alias);
+    ap_free(pr->aliases);
+    ap_buf_free(scratch);
+}
+
 const ir_value *ir__printed_value(const ir_op *func, uint32_t n, uint32_t k)
 {
     printer pr;
     ap_buf scratch;
-    ap_buf_init(&scratch);
-    memset(&pr, 0, sizeof pr);
-    pr.b = &scratch;
-    pr.no_locs = true;
-    /* print_op resets the names after a function: print its body instead */
+    numbering(&pr, &scratch, func);
     const ir_value *found = NULL;
-    if (func->n_regions)
-        print_region(&pr, &func->regions[0], 1, true);
     for (uint32_t i = 0; i < pr.names.cap && !found; i++) {
         const ir_value *v = pr.names.keys[i];
         if (v && pr.names.vals[i] == n && v->def && k < v->def->n_results)
             found = &v->def->results[k];
     }
-    ir__map_free(&pr.names);
-    ir__map_free(&pr.loc_alias);
-    ap_free(pr.aliases);
-    ap_buf_free(&scratch);
+    numbering_free(&pr, &scratch);
     return found;
+}
+
+int ir__printed_numbers(const ir_op *func, const ir_op *const *ops, uint32_t n, int64_t *out)
+{
+    printer pr;
+    ap_buf scratch;
+    numbering(&pr, &scratch, func);
+    int rc = pr.oom ? AP_ENOMEM : 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t code;
+        out[i] = ops[i]->n_results && ir__map_get(&pr.names, &ops[i]->results[0], &code) && !(code & ARG_BIT)
+                     ? (int64_t)code
+                     : -1;
+    }
+    numbering_free(&pr, &scratch);
+    return rc;
 }

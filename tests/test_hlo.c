@@ -860,6 +860,59 @@ START_TEST(sharding_to_schedule)
 }
 END_TEST
 
+/* Sharding constraints in the body (jax.lax.with_sharding_constraint:
+ * custom-call "Sharding") become tile actions on their values, as PartIR
+ * takes a constraint; propagation then carries the tiling back to the
+ * producer (here a dot that nothing else tiles: the arguments are
+ * replicated) and forward to the readers.  The corpus's DeepSeek step
+ * constrains its logits so (line 12441). */
+START_TEST(sharding_constraints_to_schedule)
+{
+    char msg[800];
+    ap_error err;
+    const char *src = "HloModule c\n"
+                      "ENTRY %main.7 (Arg_0.1: f32[8,16], Arg_1.2: f32[16,32]) -> f32[8,32] {\n"
+                      "  %Arg_0.1 = f32[8,16]{1,0} parameter(0)\n"
+                      "  %Arg_1.2 = f32[16,32]{1,0} parameter(1)\n"
+                      "  %dot.3 = f32[8,32]{1,0} dot(%Arg_0.1, %Arg_1.2), lhs_contracting_dims={1}, "
+                      "rhs_contracting_dims={0}\n"
+                      "  %sharding_constraint.4 = f32[8,32]{1,0} custom-call(%dot.3), custom_call_target=\"Sharding\", "
+                      "sharding={devices=[4,1]<=[4]}\n"
+                      "  %replicated.5 = f32[8,32]{1,0} custom-call(%sharding_constraint.4), "
+                      "custom_call_target=\"Sharding\", sharding={replicated}\n"
+                      "  ROOT %tanh.6 = f32[8,32]{1,0} tanh(%replicated.5)\n"
+                      "}\n";
+    ir_module *m = hlo_parse(src, "c.hlo", msg, sizeof msg);
+    ck_assert_msg(m != NULL, "%s", msg);
+    ir_op *f = ir_module_entry(m);
+    ir_mesh mesh;
+    ck_assert_int_eq(ir_mesh_parse("x=4", &mesh, &err), 0);
+    ap_buf b;
+    ap_buf_init(&b);
+    ck_assert_int_eq(ir_schedule_import(m, f, &mesh, &b, &err), 1);
+    ck_assert_str_eq(b.data, "# sharding_constraint.4\ntile %1 0 x\n# replicated.5\npropagate\n");
+    ir_pctx *ctx = NULL;
+    ir_partition *part = NULL;
+    ck_assert_int_eq(ir_pctx_new(m, f, &mesh, &ctx, &err), 0);
+    ck_assert_int_eq(ir_partition_new(ctx, &part, &err), 0);
+    ck_assert_msg(ir_schedule_apply(part, b.data, &err) >= 0, "%s", err.msg);
+    /* the dot's rows, and the first argument's, are split over x */
+    const ir_op *dot = ir_func_entry(f)->first;
+    ck_assert_int_eq(dot->opcode, IR_OP_DOT_GENERAL);
+    ir_layout l;
+    int axes[IR_MAX_AXES];
+    ir_partition_value_layout(part, &dot->results[0], &l);
+    ck_assert_int_eq(ir_layout_dim_axes(&l, 0, axes), 1);
+    ck_assert_int_eq(axes[0], 0);
+    ir_partition_value_layout(part, ir_func_arg(f, 0), &l);
+    ck_assert_int_eq(ir_layout_dim_axes(&l, 0, axes), 1);
+    ir_partition_free(part);
+    ir_pctx_free(ctx);
+    ap_buf_free(&b);
+    ir_module_free(m);
+}
+END_TEST
+
 /* Two HLO texts give the same module. */
 static void same_hlo(const char *a, const char *b)
 {
@@ -1193,6 +1246,7 @@ static Suite *hlo_suite(void)
     tcase_add_test(tc, windows_sort_misc);
     tcase_add_test(tc, rare_opcodes);
     tcase_add_test(tc, sharding_to_schedule);
+    tcase_add_test(tc, sharding_constraints_to_schedule);
     tcase_add_test(tc, real_world_hlo_forms);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");

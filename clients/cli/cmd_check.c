@@ -40,6 +40,7 @@ static void check_usage(FILE *f)
             "  --mesh AXES        e.g. batch=4,model=2 (default: the module's sdy.mesh)\n"
             "  --schedule S       PartIR actions, as for `autopart apply`; @FILE reads a file\n"
             "  --import           start from the sharding annotations the arguments carry\n"
+            "                     and the sharding constraints in the function's body\n"
             "  --seed N           seed of the random inputs (default 0)\n"
             "  --tol X            tolerance for every result (default: by precision)\n"
             "  --max-arg-bytes N  refuse modules whose arguments take more (K, M, G suffixes;\n"

@@ -41,6 +41,7 @@ static void search_usage(FILE *f)
             "  --axes A[,B]       mesh axes the search may use (default: all)\n"
             "  --manual S         manual tactics first: schedule text, or @FILE\n"
             "  --import           start from the sharding annotations the arguments carry\n"
+            "                     and the sharding constraints in the function's body\n"
             "  --device D         device to estimate on (default h100), a JSON file, or:\n");
     cli_print_device_names(f, "                       ");
     fprintf(f,

@@ -166,8 +166,12 @@ bool ir_schedule_glob_match(const char *pat, size_t len, const char *s);
 /* The schedule of a state as text (one action per line), as applied. */
 void ir_partition_schedule(const ir_partition *p, ap_buf *b);
 /* Reads the sharding annotations on the function's arguments
- * (sdy.sharding, mhlo.sharding) into a schedule of tile actions over mesh
- * (appended to b); returns the number of actions. */
+ * (sdy.sharding, mhlo.sharding) and the sharding constraints in its body
+ * (custom calls @Sharding with an mhlo.sharding, as XLA writes
+ * jax.lax.with_sharding_constraint; those in loop bodies are not read) into
+ * a schedule of tile actions over mesh, a constraint's value named %N as
+ * `autopart parse` numbers it (appended to b); returns the number of
+ * actions. */
 int ir_schedule_import(const ir_module *m, const ir_op *func, const ir_mesh *mesh, ap_buf *b, ap_error *err);
 
 /* --------------------------------------------------------- SPMD lowering */

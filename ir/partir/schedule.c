@@ -579,6 +579,16 @@ static bool arg_name_is_ref(const ir_op *func, uint32_t a, const char *name)
     return true;
 }
 
+/* A custom call @Sharding (a sharding constraint) with an mhlo.sharding
+ * on a tensor. */
+static bool is_sharding_constraint(const ir_op *o)
+{
+    if (!ir_custom_call_is_identity(o) || o->results[0].type->kind != IR_T_TENSOR)
+        return false;
+    ir_attr *t = ir_op_attr(o, "call_target_name"), *sh = ir_op_attr(o, "mhlo.sharding");
+    return !strcmp(t->u.str.s, "Sharding") && sh && sh->kind == IR_A_STRING;
+}
+
 int ir_schedule_import(const ir_module *m, const ir_op *func, const ir_mesh *mesh, ap_buf *b, ap_error *err)
 {
     (void)m;
@@ -613,6 +623,43 @@ int ir_schedule_import(const ir_module *m, const ir_op *func, const ir_mesh *mes
                 return n;
             total += n;
         }
+    }
+    /* XLA's sharding constraints in the body (jax.lax.with_sharding_constraint
+     * becomes a custom call @Sharding): the value is tiled as annotated, as
+     * PartIR takes a constraint (a tile of the value, then propagation).
+     * Only the function's own ops: a loop body's run inside its loop, which
+     * the partitioning tiles as a whole. */
+    const ir_block *body = ir_func_entry(func);
+    uint32_t n = 0;
+    for (const ir_op *o = body ? body->first : NULL; o; o = o->next)
+        n += is_sharding_constraint(o);
+    if (n) {
+        const ir_op **ops = ap_malloc(sizeof *ops * n);
+        int64_t *num = ap_malloc(sizeof *num * n);
+        uint32_t k = 0;
+        int rc = ops && num ? 0 : ap_error_set(err, AP_ENOMEM, "out of memory");
+        for (const ir_op *o = body->first; o && !rc; o = o->next)
+            if (is_sharding_constraint(o))
+                ops[k++] = o;
+        if (!rc && ir__printed_numbers(func, ops, n, num) < 0)
+            rc = ap_error_set(err, AP_ENOMEM, "out of memory");
+        for (uint32_t i = 0; i < n && !rc; i++) {
+            const ir_type *t = ops[i]->results[0].type;
+            char ref[32];
+            snprintf(ref, sizeof ref, "%%%lld", (long long)num[i]);
+            const char *name = ops[i]->loc ? ir_loc_name(ops[i]->loc) : NULL;
+            if (name && *name && !strpbrk(name, "\r\n"))
+                ap_buf_printf(b, "# %s\n", name);
+            int t_rc = mhlo_sharding(ir_op_attr(ops[i], "mhlo.sharding")->u.str.s, mesh, t->rank, b, ref, err);
+            if (t_rc < 0)
+                rc = t_rc;
+            else
+                total += t_rc;
+        }
+        ap_free(ops);
+        ap_free(num);
+        if (rc < 0)
+            return rc;
     }
     if (total)
         ap_buf_puts(b, "propagate\n");
