@@ -67,12 +67,12 @@ static bool verbose; /* --report: each row's full report */
 
 /* Evaluates prog on dev (tiers by default), and with grid at every grid
  * efficiency. */
-static bool evaluate_row(const cost_program *prog, const cost_device *dev, bool grid, result *res)
+static bool evaluate_row(const cost_program *prog, const cost_device *dev, cost_framework fw, bool grid, result *res)
 {
     ap_error err;
     cost_mesh mesh = *cost_program_mesh(prog);
     cost_mesh_default_tiers(&mesh, dev);
-    cost_options o = {0, verbose ? 12 : -1};
+    cost_options o = {0, verbose ? 12 : -1, fw};
     double a = bench_now();
     if (cost_evaluate(prog, dev, &mesh, &o, &res->prior, &err) < 0) {
         ap_error_format(&err, res->why, sizeof res->why);
@@ -119,18 +119,18 @@ static void run_row(const row *rw, bool grid, result *res)
     ir_lowered lw;
     bool lowered = false;
     if (!rp.p) {
-        if (cost_prepare(rp.m, &prog, &err) < 0)
+        if (cost_prepare_framework(rp.m, rw->fw, &prog, &err) < 0)
             goto fail;
     } else {
         if (ir_lower(rp.p, &lw, &err) < 0)
             goto fail;
         lowered = true;
-        if (cost_prepare(lw.module, &prog, &err) < 0)
+        if (cost_prepare_framework(lw.module, rw->fw, &prog, &err) < 0)
             goto fail;
     }
     res->lower_s = bench_now() - a - res->gen_s;
     res->ops = cost_program_num_ops(prog);
-    res->ok = evaluate_row(prog, &dev, grid, res);
+    res->ok = evaluate_row(prog, &dev, rw->fw, grid, res);
     goto out;
 fail:
     ap_error_format(&err, res->why, sizeof res->why);
@@ -212,7 +212,7 @@ static void corpus_memory(void)
         cost_device dev;
         cost_report r;
         ap_error err;
-        cost_options o = {0, verbose ? 12 : -1};
+        cost_options o = {0, verbose ? 12 : -1, COST_FW_XLA};
         ir_pctx *ctx = NULL;
         ir_partition *p = NULL;
         ap_buf sched;
@@ -292,7 +292,7 @@ static bool partir_row(int p, int seq, int k, result *res, double *mfu)
 {
     char model[256];
     snprintf(model, sizeof model, "transformer --config %s seq=%d %s", PROWS[p].config, seq, PREC[k].knobs);
-    row rw = {PROWS[p].id, PROWS[p].device, FAM_GPU, false, model, PROWS[p].mesh, "bp+mp+z3+emb", 0, 0, ""};
+    row rw = {PROWS[p].id, PROWS[p].device, FAM_GPU, false, model, PROWS[p].mesh, "bp+mp+z3+emb", 0, 0, "", COST_FW_XLA};
     run_row(&rw, false, res);
     if (!res->ok) {
         printf("%-3s %5d %-9s not estimated: %s\n", PROWS[p].id, seq, PREC[k].name, res->why);
@@ -448,8 +448,8 @@ int main(int argc, char **argv)
     printf("  (%d of %d rows fit the efficiencies; h100_96gb's on T1 alone, which T3 validates)\n", ncal, NROWS);
 
     printf("\nMemory rows (the peak the sources measured, per device)\n");
-    printf("%-3s %-15s %12s %12s %7s %9s  %s\n", "id", "device", "measured GiB", "peak GiB", "ratio", "HBM GiB",
-           "at the peak");
+    printf("%-3s %-15s %-13s %12s %12s %7s %9s  %s\n", "id", "device", "memory as", "measured GiB", "peak GiB",
+           "ratio", "HBM GiB", "at the peak");
     for (int i = 0; i < NROWS; i++) {
         if (!res[i].ok)
             continue;
@@ -463,16 +463,20 @@ int main(int argc, char **argv)
                                       cost_mem_kind_name((cost_mem_kind)c), (double)r->memory.kinds[c] / 1073741824.0);
         cost_device dev;
         cost_device_lookup(ROWS[i].device, &dev, NULL);
+        const char *fw = cost_framework_name(ROWS[i].fw);
         if (ROWS[i].mem_gib > 0)
-            printf("%-3s %-15s %12.1f %12.1f %7.2f %9.1f  %s\n", ROWS[i].id, ROWS[i].device, ROWS[i].mem_gib, peak,
-                   peak / ROWS[i].mem_gib, dev.hbm_bytes / 1073741824.0, kinds);
+            printf("%-3s %-15s %-13s %12.1f %12.1f %7.2f %9.1f  %s\n", ROWS[i].id, ROWS[i].device, fw, ROWS[i].mem_gib,
+                   peak, peak / ROWS[i].mem_gib, dev.hbm_bytes / 1073741824.0, kinds);
         else
-            printf("%-3s %-15s %12s %12.1f %7s %9.1f  %s%s\n", ROWS[i].id, ROWS[i].device, "-", peak, "",
+            printf("%-3s %-15s %-13s %12s %12.1f %7s %9.1f  %s%s\n", ROWS[i].id, ROWS[i].device, fw, "-", peak, "",
                    dev.hbm_bytes / 1073741824.0, kinds, r->fits ? "" : " (DOES NOT FIT, yet it ran)");
     }
-    printf("  T1, T3: torchtitan's figure is PyTorch's caching allocator at its peak reservation\n"
-           "  (max_reserved) in eager mode, which holds the loss's f32 logits as separate tensors\n"
-           "  (16384 x 128256 x 4 B = 7.8 GiB each); the estimate is XLA's buffer assignment of the step, fused.\n");
+    printf("  memory as: xla = XLA's buffer assignment of the fused step; pytorch_eager = every op's output a\n"
+           "  tensor from the op to its last reader, ops as written (autopart --framework pytorch-eager), what\n"
+           "  PyTorch's caching allocator holds allocated.  T1, T3: torchtitan without torch.compile; its figure\n"
+           "  is the allocator's peak reservation, which also holds what it caches: nothing is fitted to it\n"
+           "  (T1 and T3 are both checks of the mode).  Y1/Y7 and N1-N3 run eager too, but with fused LayerNorm\n"
+           "  kernels the zoo writes op by op: counted as XLA's step (bench/runs.h).\n");
     if (partir && !only)
         partir_rows();
     if (corpus)

@@ -27,6 +27,7 @@ typedef struct row {
     double time_s;      /* measured step time */
     double mem_gib;     /* measured peak per device, 0 when not given */
     const char *what;
+    cost_framework fw;  /* what ran it, for memory: XLA (0) or eager PyTorch */
 } row;
 
 /* The rows of measured-runs.md, as tests/models/README.md writes them.
@@ -38,24 +39,33 @@ typedef struct row {
  * v5p and T3, the same software on 128 of those GPUs.  The PyTorch rows
  * (torchtitan T1/T3, llm-foundry Y1/Y7, Megatron N1-N3) differentiate the
  * MLP's activation as PyTorch does (act_grad=torch: its input saved, tanh
- * or the sigmoid recomputed in the backward). */
+ * or the sigmoid recomputed in the backward).  T1/T3's memory is counted
+ * as eager PyTorch holds it (COST_FW_EAGER: torchtitan's figures are
+ * without torch.compile, docs/performance.md Table 1, and its RMSNorm is
+ * written op by op in Python, as the zoo writes it).  llm-foundry (Y1/Y7)
+ * and Megatron (N1-N3) run eager too, but their LayerNorm is one fused
+ * kernel (F.layer_norm, apex's FusedLayerNorm) that saves its input, mean
+ * and rstd, where the zoo's op-by-op norm, each op a tensor, keeps its f32
+ * centred input and output per norm (Y1 counted eager: 83.6 GiB, over its
+ * 74.5): until the zoo writes the fused norm's backward, as act_grad=torch
+ * writes the GELU's, they are counted as XLA's fused step. */
 static const row ROWS[] = {
     {"X1", "b200", FAM_GPU, true, "hlo:xla_maxtext_train_step_1gpu_preopt.hlo", "", "", 0.3022, 0,
-     "MaxText 0.67B, 1 GPU, the corpus program as it is"},
+     "MaxText 0.67B, 1 GPU, the corpus program as it is", COST_FW_XLA},
     {"J1", "h100_sxm", FAM_GPU, true, "transformer --config llama2_7b attention=flash remat=minimal_flash",
-     "batch=8", "fsdp", 0.721, 0, "Llama2-7B FSDP 8, GBS 16 x 4096"},
+     "batch=8", "fsdp", 0.721, 0, "Llama2-7B FSDP 8, GBS 16 x 4096", COST_FW_XLA},
     {"T1", "h100_96gb", FAM_GPU, true, "transformer --config llama3_8b attention=flash remat=sac act_grad=torch", "batch=8",
-     "fsdp", 2.84, 82.4, "Llama-3.1-8B FSDP 8, GBS 16 x 8192 (torchtitan)"},
+     "fsdp", 2.84, 82.4, "Llama-3.1-8B FSDP 8, GBS 16 x 8192 (torchtitan)", COST_FW_EAGER},
     {"T3", "h100_96gb", FAM_GPU, false, "transformer --config llama3_8b batch=256 attention=flash remat=sac act_grad=torch",
-     "batch=128", "fsdp", 2.92, 67.0, "as T1, FSDP 128 over 16 nodes"},
+     "batch=128", "fsdp", 2.92, 67.0, "as T1, FSDP 128 over 16 nodes", COST_FW_EAGER},
     {"J3", "a100_80gb", FAM_GPU, true, "transformer --config gpt3_5b attention=flash remat=dots_no_batch",
-     "batch=256", "fsdp", 3.447, 0, "GPT-5B FSDP 256, GBS 2048 (PAXML)"},
+     "batch=256", "fsdp", 3.447, 0, "GPT-5B FSDP 256, GBS 2048 (PAXML)", COST_FW_XLA},
     {"J4", "h100_sxm", FAM_GPU, false, "transformer --config gpt3_5b attention=flash remat=dots_no_batch",
-     "batch=256", "fsdp", 1.236, 0, "as J3 on H100"},
+     "batch=256", "fsdp", 1.236, 0, "as J3 on H100", COST_FW_XLA},
     {"M1", "tpu_v4", FAM_TPU, true, "transformer --config maxtext_22b attention=flash remat=full", "batch=64",
-     "fsdp", 28.4, 0, "MaxText 22B FSDP 64, GBS 1024"},
+     "fsdp", 28.4, 0, "MaxText 22B FSDP 64, GBS 1024", COST_FW_XLA},
     {"M4", "tpu_v5e", FAM_TPU, true, "transformer --config maxtext_16b attention=flash remat=full", "batch=256",
-     "fsdp", 10.3, 0, "MaxText 16B FSDP 256, GBS 1536"},
+     "fsdp", 10.3, 0, "MaxText 16B FSDP 256, GBS 1536", COST_FW_XLA},
     /* MaxText shards the activations' embed dim over its tensor axis
      * (rule `activation_embed -> tensor`, src/maxtext/configs/base.yml
      * line 598 at e591f30; the DecoderLayer's constraints,
@@ -65,18 +75,18 @@ static const row ROWS[] = {
     {"M9", "tpu_v5p", FAM_TPU, false,
      "transformer --config maxtext_32b attention=flash remat=dots_no_batch names=1", "batch=16,model=4",
      "mp_split+mp_embed+fsdp", 9.9, 0,
-     "MaxText 32B FSDP 16 x TP 4, GBS 512, activation_embed on TP (MaxText configs/base.yml:598)"},
+     "MaxText 32B FSDP 16 x TP 4, GBS 512, activation_embed on TP (MaxText configs/base.yml:598)", COST_FW_XLA},
     {"Y1", "a100_80gb", FAM_GPU, false,
      "transformer --config mpt_7b vocab=50368 batch=96 microbatches=2 attention=flash act_grad=torch", "batch=8", "fsdp", 5.30, 0,
-     "MPT-7B FSDP 8, 2 micro-batches of 48"},
+     "MPT-7B FSDP 8, 2 micro-batches of 48", COST_FW_XLA},
     {"Y7", "h100_sxm", FAM_GPU, false, "transformer --config mpt_7b vocab=50368 attention=flash act_grad=torch", "batch=8", "fsdp",
-     1.15, 0, "MPT-7B FSDP 8, GBS 48"},
+     1.15, 0, "MPT-7B FSDP 8, GBS 48", COST_FW_XLA},
     {"N1", "a100_80gb", FAM_GPU, true, "transformer --config gpt_1_7b remat=full act_grad=torch", "batch=32", "bp", 3.53, 0,
-     "GPT 1.7B DP 32 (Megatron)"},
+     "GPT 1.7B DP 32 (Megatron)", COST_FW_XLA},
     {"N2", "a100_80gb", FAM_GPU, false, "transformer --config gpt_3_6b remat=full act_grad=torch", "batch=32,model=2", "bp+mp",
-     3.70, 0, "GPT 3.6B DP 32 x TP 2"},
+     3.70, 0, "GPT 3.6B DP 32 x TP 2", COST_FW_XLA},
     {"N3", "a100_80gb", FAM_GPU, false, "transformer --config gpt_7_5b remat=full act_grad=torch", "batch=32,model=4", "bp+mp",
-     3.70, 0, "GPT 7.5B DP 32 x TP 4"},
+     3.70, 0, "GPT 7.5B DP 32 x TP 4", COST_FW_XLA},
 };
 #define NROWS (int)(sizeof ROWS / sizeof ROWS[0])
 

@@ -86,7 +86,9 @@
  *     the collectives where XLA's SPMD partitioner puts them, and in the
  *     orders of XLA's list and DFS memory schedulers, and the lowest kept
  *     (so the order never raises it); the report says which, and what is
- *     live at the peak by category (cost_memory).
+ *     live at the peak by category (cost_memory).  Or, with the option
+ *     framework = COST_FW_EAGER, as eager PyTorch holds it: nothing fused,
+ *     nothing shared, the order written (cost_framework).
  *
  * USE: cost_prepare() once per program (one walk over the IR into flat
  * arrays), then cost_evaluate() per device / tier assignment / option set (a
@@ -261,6 +263,29 @@ int cost_mesh_set_tier(cost_mesh *mesh, const cost_device *dev, const char *axis
 
 /* ============================================================== programs */
 
+/* What runs the program, which decides how its memory is held (time is
+ * modelled the same way for both: XLA's fused kernels). */
+typedef enum cost_framework {
+    COST_FW_XLA,   /* XLA (JAX, TensorFlow, PyTorch/XLA): the default.  Fused
+                      values never exist as buffers, buffer assignment shares
+                      an elementwise kernel's operand with its result, the
+                      memory-aware schedulers may reorder (graph.c) */
+    COST_FW_EAGER, /* an eager framework, PyTorch without torch.compile: every
+                      op's output is a tensor of its own (views aside:
+                      broadcasts, reshapes, transposes read by matmuls), from
+                      the op to its last reader; x + y is a new tensor; the ops
+                      run in the order written (the autograd engine does not
+                      reorder).  The peak is what the caching allocator holds
+                      allocated (torch.cuda.max_memory_allocated), not what it
+                      reserves */
+} cost_framework;
+
+/* "xla", "pytorch_eager". */
+const char *cost_framework_name(cost_framework f);
+/* Reads a framework name ("xla", "pytorch_eager" or "pytorch-eager", any
+ * case); AP_EINVALID naming the choices otherwise. */
+int cost_framework_parse(const char *name, cost_framework *out, ap_error *err);
+
 typedef struct cost_program cost_program;
 
 /* Walks the entry function of m (ir_module_entry) into the flat arrays the
@@ -270,6 +295,9 @@ typedef struct cost_program cost_program;
  * `autopart.mesh`, a mesh that disagrees with `mhlo.num_partitions`, a
  * collective without readable replica groups), AP_ENOMEM. */
 int cost_prepare(const ir_module *m, cost_program **out, ap_error *err);
+/* The same, the peak memory counted as framework fw holds it (cost_prepare:
+ * COST_FW_XLA). */
+int cost_prepare_framework(const ir_module *m, cost_framework fw, cost_program **out, ap_error *err);
 void cost_program_free(cost_program *p);
 
 /* The mesh read from the module (naxes 0 when it has none), tiers 0.  Copy
@@ -302,6 +330,10 @@ typedef struct cost_options {
     double overlap;
     /* Ops to list by time, at most COST_TOP_MAX; 0 = 10, negative = none. */
     int top_k;
+    /* How memory is held (0: XLA).  The peak is counted when the program is
+     * prepared: cost_evaluate refuses a program prepared for another
+     * framework. */
+    cost_framework framework;
 } cost_options;
 
 typedef struct cost_coll_stats {

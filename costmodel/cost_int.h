@@ -58,6 +58,7 @@ typedef struct cost_peak_info {
  * one max() per op. */
 struct cost_program {
     cost_mesh mesh;
+    cost_framework framework; /* what the peak memory was counted for */
     int64_t num_partitions; /* 0 when the module does not say */
 
     size_t n_items, cap_items;
@@ -155,6 +156,8 @@ enum {
     CG_OPAQUE = 1 << 12,    /* custom calls and ops of other dialects */
     CG_BARRIER = 1 << 13,   /* with CG_ALIAS: an optimization barrier, whose operands must exist as buffers;
                                ordered: its readers wait for it (its first result, a 0-byte gate) */
+    CG_VIEW = 1 << 14,      /* a broadcast, iota or constant: an eager framework reads it as a view
+                               (stride 0) or a scalar, never a tensor of its own */
 };
 
 typedef struct cost_gnode {
@@ -200,6 +203,7 @@ typedef struct cost_graph {
     uint32_t *out_alias;   /* per output (return operand): the input whose buffer it takes, CG_NONE */
     uint32_t cap_out;
     bool oom;
+    bool eager;            /* memory as an eager framework holds it (cost_framework): set by the caller */
     void *scratch;         /* graph.c's working arrays, kept between runs */
 } cost_graph;
 

@@ -621,3 +621,18 @@ int cost_mesh_set_tier(cost_mesh *mesh, const cost_device *dev, const char *axis
     mesh->tier[a] = t;
     return 0;
 }
+
+const char *cost_framework_name(cost_framework f) { return f == COST_FW_EAGER ? "pytorch_eager" : "xla"; }
+
+int cost_framework_parse(const char *name, cost_framework *out, ap_error *err)
+{
+    if (!strcasecmp(name, "xla")) {
+        *out = COST_FW_XLA;
+        return 0;
+    }
+    if (!strcasecmp(name, "pytorch_eager") || !strcasecmp(name, "pytorch-eager")) {
+        *out = COST_FW_EAGER;
+        return 0;
+    }
+    return ap_error_set(err, AP_EINVALID, "unknown framework '%s' (xla or pytorch_eager)", name);
+}

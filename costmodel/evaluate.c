@@ -302,6 +302,10 @@ int cost_evaluate(const cost_program *p, const cost_device *dev, const cost_mesh
         tiers = p->mesh;
         cost_mesh_default_tiers(&tiers, dev);
     }
+    cost_framework fw = opts ? opts->framework : COST_FW_XLA;
+    if (fw != p->framework)
+        return ap_error_set(err, AP_EINVALID, "the program's memory was counted for %s, not %s (cost_prepare_framework)",
+                            cost_framework_name(p->framework), cost_framework_name(fw));
     double overlap = opts ? opts->overlap : 0;
     if (!(overlap >= 0 && overlap <= 1))
         return ap_error_set(err, AP_EINVALID, "overlap must be between 0 and 1, not %g", overlap);
@@ -432,7 +436,7 @@ int cost_estimate(const ir_module *m, const cost_device *dev, const cost_options
                   ap_error *err)
 {
     cost_program *p = NULL;
-    int rc = cost_prepare(m, &p, err);
+    int rc = cost_prepare_framework(m, opts ? opts->framework : COST_FW_XLA, &p, err);
     if (rc < 0)
         return rc;
     rc = cost_evaluate(p, dev, NULL, opts, out, err);
@@ -449,7 +453,7 @@ int cost_state_estimate(const ir_partition *p, const cost_device *dev, const cos
     int rc = ir_lower(p, l, err);
     if (rc < 0)
         return rc;
-    if ((rc = cost_prepare(l->module, &prog, err)) == 0)
+    if ((rc = cost_prepare_framework(l->module, opts ? opts->framework : COST_FW_XLA, &prog, err)) == 0)
         rc = cost_evaluate(prog, dev, mesh, opts, out, err);
     cost_program_free(prog);
     if (rc < 0 || !lw)

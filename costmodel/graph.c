@@ -45,6 +45,15 @@
  * count at the op holding them.  Live bytes are summed (a heap that never
  * fragments), so the figure is the peak of what must coexist.
  *
+ * EAGER (cost_graph.eager, COST_FW_EAGER): the memory of PyTorch without
+ * compilation.  The kernels' time is the fused program's; but every op's
+ * result is a tensor of its own from the op to its last reader (only dead
+ * ops, broadcasts, iotas, constants and transposes read by matmuls are
+ * views, eager_fuses), no result takes an operand's buffer but in place
+ * (dynamic_update_slice, scatter, all_reduce: x + y is a new tensor), and
+ * the ops run as written (the autograd engine runs the backward in the
+ * order the program writes it; nothing reorders).
+ *
  * ORDER: the peak is counted in the program's order and in the order of
  * XLA's list scheduler (hlo_memory_scheduler.cc, ListScheduler: among the
  * ops whose inputs are ready, the one freeing the most bytes net of what
@@ -391,6 +400,7 @@ uint16_t cost__node_flags_of(ir_opcode opc)
     switch (opc) {
     case IR_OP_BROADCAST_IN_DIM:
     case IR_OP_BROADCAST:
+        return CG_PRODUCER | CG_CONSUMER | CG_VIEW;
     case IR_OP_RESHAPE:
     case IR_OP_SLICE:
     case IR_OP_DYNAMIC_SLICE:
@@ -405,9 +415,9 @@ uint16_t cost__node_flags_of(ir_opcode opc)
     case IR_OP_TRANSPOSE:
         return CG_PRODUCER | CG_CONSUMER | CG_FOLD;
     case IR_OP_IOTA:
-        return CG_PRODUCER;
+        return CG_PRODUCER | CG_VIEW;
     case IR_OP_CONSTANT:
-        return CG_PRODUCER | CG_NOCOST;
+        return CG_PRODUCER | CG_NOCOST | CG_VIEW;
     case IR_OP_REDUCE:
     case IR_OP_REDUCE_WINDOW:
         return CG_CONSUMER;
@@ -764,6 +774,27 @@ static void unfuse_costly(const cost_graph *g, gs *s)
     }
 }
 
+/* Whether node n holds no tensor of its own in an eager framework
+ * (PyTorch without compilation): only a dead op, a view (broadcast,
+ * iota, constant: expand() and scalars) or a transpose read only by
+ * matmuls (a transposed view the matmul takes as it is); every other op's
+ * result is a tensor, from the op to its last reader. */
+static bool eager_fuses(const cost_graph *g, const gs *s, uint32_t n)
+{
+    const cost_gnode *nd = &g->nodes[n];
+    if (!(nd->flags & CG_PRODUCER) || nd->nres != 1 || g->v_root[nd->res0] != nd->res0)
+        return false;
+    uint32_t v = nd->res0, nu = s->nusers[v];
+    if (nu == 0 || (nd->flags & CG_VIEW))
+        return true;
+    if (!(nd->flags & CG_FOLD))
+        return false;
+    for (uint32_t i = s->u0[v]; i < s->u0[v] + nu; i++)
+        if (!(g->nodes[s->ulist[i]].flags & CG_DOT))
+            return false;
+    return true;
+}
+
 /* ============================================================ kernels */
 
 /* Forms the kernel of scheduled node n: its fused members' flops, the
@@ -957,7 +988,7 @@ static uint32_t share_source(const cost_graph *g, const gs *s, uint32_t n, uint3
             return b;
         return CG_NONE;
     }
-    if (nd->flags & CG_SHARE_EW)
+    if ((nd->flags & CG_SHARE_EW) && !g->eager) /* eager: x + y is a new tensor */
         for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++) {
             uint32_t b = s->klist[i];
             if (can_give(g, s, b) && g->v_bytes[b] == need)
@@ -1707,6 +1738,28 @@ int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info 
         return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
     if (!peak_bytes)
         return 0;
+    if (g->eager) {
+        /* the same kernels' time; the memory of an eager framework: every
+         * op's result a tensor (eager_fuses), the ops run as written */
+        for (uint32_t n = 0; n < nn; n++) {
+            s->fused[n] = eager_fuses(g, s, n);
+            s->sched[n] = !s->fused[n] && (g->nodes[n].flags & (CG_ALIAS | CG_BARRIER)) != CG_ALIAS;
+        }
+        memset(s->vstamp, 0, sizeof *s->vstamp * nv);
+        memset(s->nstamp, 0, sizeof *s->nstamp * nn);
+        nk = 0;
+        n_sched = 0;
+        for (uint32_t n = 0; n < nn; n++) {
+            s->k0[n] = nk;
+            if (!s->sched[n])
+                continue;
+            n_sched++;
+            double f, mm, bytes;
+            if (!form_kernel(g, s, n, &nk, &f, &mm, &bytes))
+                return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
+        }
+        s->k0[nn] = nk;
+    }
 
     /* memory: flags of the values */
     int64_t base = 0;
@@ -1744,7 +1797,7 @@ int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info 
     const uint32_t *best = s->order;
     sim use = prog;
     int order = COST_ORDER_PROGRAM;
-    if (n_sched > 2) {
+    if (n_sched > 2 && !g->eager) {
         /* XLA's default memory scheduler keeps the lowest of its list, DFS
          * and post-order schedules; the program's order stands for the
          * post-order (JAX and XLA print in post-order) */

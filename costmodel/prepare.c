@@ -878,6 +878,7 @@ static glevel *level_enter(prep *c, const fn_info *f)
     }
     lv->fn = f;
     cost__graph_reset(&lv->g);
+    lv->g.eager = c->p->framework == COST_FW_EAGER;
     lv->n_leaves = lv->n_caps = lv->n_ret = lv->n_arg_leaves = 0;
     c->level++;
     return lv;
@@ -1893,6 +1894,11 @@ void cost_program_free(cost_program *p)
 
 int cost_prepare(const ir_module *m, cost_program **out, ap_error *err)
 {
+    return cost_prepare_framework(m, COST_FW_XLA, out, err);
+}
+
+int cost_prepare_framework(const ir_module *m, cost_framework fw, cost_program **out, ap_error *err)
+{
     int rc = 0;
     prep c;
     memset(&c, 0, sizeof c);
@@ -1906,6 +1912,7 @@ int cost_prepare(const ir_module *m, cost_program **out, ap_error *err)
     c.p = ap_calloc(1, sizeof *c.p);
     if (!c.p)
         return ap_error_set(err, AP_ENOMEM, "out of memory preparing the cost model");
+    c.p->framework = fw;
     if ((rc = read_mesh(&c, m->top)) < 0 || (rc = collect_names(&c)) < 0)
         goto out;
     fn_info *f = fn_get(&c, entry);

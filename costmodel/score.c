@@ -585,6 +585,7 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
     w.s = s;
     w.g = &s->g;
     cost__graph_reset(&s->g);
+    s->g.eager = s->opts.framework == COST_FW_EAGER;
     /* graph values of copies, numbered per value */
     uint32_t total = 0;
     for (uint32_t v = 0; v < s->n_vals; v++) {
@@ -799,6 +800,7 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
         goto fail;
     s->ndev = ir_mesh_devices(ir_pctx_mesh(ctx));
     s->prog.num_partitions = s->ndev;
+    s->prog.framework = s->opts.framework;
     if (mesh) {
         s->tiers = *mesh;
     } else {

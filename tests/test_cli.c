@@ -236,6 +236,43 @@ START_TEST(apply_json_report)
 }
 END_TEST
 
+/* --framework pytorch-eager counts memory as eager PyTorch holds it (every
+ * op's output a tensor): more than XLA's fused step; the same step time. */
+static json_t *apply_cost(const char *framework)
+{
+    cli_run r = RUN("apply", tiny_path, "--mesh", "batch=2,model=2", "--schedule", MEGATRON, "--json", "--framework",
+                    framework);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    json_error_t je;
+    json_t *j = json_loads(r.out, 0, &je);
+    ck_assert_msg(j != NULL, "%s", je.text);
+    json_t *cost = json_incref(json_object_get(j, "cost"));
+    json_decref(j);
+    cli_run_free(&r);
+    return cost;
+}
+
+START_TEST(apply_framework)
+{
+    json_t *x = apply_cost("xla"), *e = apply_cost("pytorch-eager");
+    json_int_t px = json_integer_value(json_object_get(x, "peak_memory_bytes"));
+    json_int_t pe = json_integer_value(json_object_get(e, "peak_memory_bytes"));
+    ck_assert_msg(pe > px, "eager %lld, xla %lld", (long long)pe, (long long)px);
+    ck_assert(json_real_value(json_object_get(e, "runtime_s")) == json_real_value(json_object_get(x, "runtime_s")));
+    json_decref(x);
+    json_decref(e);
+    cli_run r = RUN("apply", tiny_path, "--mesh", "batch=2", "--schedule", "propagate", "--framework", "jax");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "--framework: unknown framework 'jax' (xla or pytorch_eager)"), "%s", r.err);
+    cli_run_free(&r);
+    r = RUN("apply", tiny_path, "--mesh", "batch=2", "--schedule", "propagate", "--framework", "pytorch_eager",
+            "--server", "127.0.0.1:1");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "is local only"), "%s", r.err);
+    cli_run_free(&r);
+}
+END_TEST
+
 START_TEST(check_passes_and_fails)
 {
     cli_run r = RUN("check", tiny_path, "--mesh", "batch=2,model=2", "--schedule", MEGATRON);
@@ -606,6 +643,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, bad_module_names_line_and_column);
     tcase_add_test(tc, apply_errors_are_clear);
     tcase_add_test(tc, apply_json_report);
+    tcase_add_test(tc, apply_framework);
     tcase_add_test(tc, check_passes_and_fails);
     tcase_add_test(tc, redistribute_example);
     tcase_add_test(tc, every_command_one_voice);

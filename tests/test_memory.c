@@ -39,17 +39,19 @@ static cost_device h100(void)
     return d;
 }
 
-static cost_report report_of(const char *text)
+static cost_report report_as(const char *text, cost_framework fw)
 {
     ir_module *m = parse_ok(text);
     cost_report r;
     ap_error err;
     cost_device d = h100();
-    cost_options o = {0, COST_TOP_MAX};
+    cost_options o = {0, COST_TOP_MAX, fw};
     ck_assert_msg(cost_estimate(m, &d, &o, &r, &err) == 0, "estimate: %s", err.msg);
     ir_module_free(m);
     return r;
 }
+
+static cost_report report_of(const char *text) { return report_as(text, COST_FW_XLA); }
 
 static int64_t kinds_sum(const cost_report *r)
 {
@@ -482,6 +484,65 @@ START_TEST(test_order_never_raises_and_breakdown_sums)
 }
 END_TEST
 
+/* Eager PyTorch (COST_FW_EAGER) holds every op's output as a tensor from
+ * the op to its last reader, a broadcast a view: n = -x, m = n * n,
+ * a = m + n, r = a + broadcast(1) on 1 GiB peak at a with x, n, m and a
+ * live (4 GiB), where XLA fuses them into one kernel (x and r: 2 GiB).
+ * The ops run as written: the order is the program's. */
+#define EAGER_SRC                                                                                   \
+    "func.func public @main(%x: tensor<256x1024x1024xf32>) -> tensor<256x1024x1024xf32> {\n"       \
+    "  %n = stablehlo.negate %x : tensor<256x1024x1024xf32>\n"                                    \
+    "  %m = stablehlo.multiply %n, %n : tensor<256x1024x1024xf32>\n"                              \
+    "  %a = stablehlo.add %m, %n : tensor<256x1024x1024xf32>\n"                                   \
+    "  %c = stablehlo.constant dense<1.0> : tensor<f32>\n"                                        \
+    "  %b = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<f32>) -> tensor<256x1024x1024xf32>\n" \
+    "  %r = stablehlo.add %a, %b : tensor<256x1024x1024xf32>\n"                                   \
+    "  return %r : tensor<256x1024x1024xf32>\n}\n"
+
+START_TEST(test_eager_holds_every_output)
+{
+    cost_report x = report_of(EAGER_SRC), e = report_as(EAGER_SRC, COST_FW_EAGER);
+    ck_assert_msg(x.peak_memory_bytes == (int64_t)(2 * GiB), "xla: peak %lld", (long long)x.peak_memory_bytes);
+    ck_assert_msg(e.peak_memory_bytes == (int64_t)(4 * GiB), "eager: peak %lld", (long long)e.peak_memory_bytes);
+    ck_assert_int_eq(e.memory.order, COST_ORDER_PROGRAM);
+    ck_assert_int_eq(kinds_sum(&e), e.peak_memory_bytes);
+    ck_assert_str_eq(e.memory.at_op, "stablehlo.add");
+    /* the step time is the same fused kernels' */
+    ck_assert(e.runtime_s == x.runtime_s);
+    /* a program prepared for one framework is not evaluated as the other */
+    ir_module *m = parse_ok(EAGER_SRC);
+    cost_program *p;
+    ap_error err;
+    ck_assert_int_eq(cost_prepare_framework(m, COST_FW_EAGER, &p, &err), 0);
+    cost_device d = h100();
+    cost_report r;
+    ck_assert_int_eq(cost_evaluate(p, &d, NULL, NULL, &r, &err), AP_EINVALID);
+    ck_assert_str_eq(err.msg, "the program's memory was counted for pytorch_eager, not xla (cost_prepare_framework)");
+    cost_program_free(p);
+    ir_module_free(m);
+    cost_framework fw;
+    ck_assert_int_eq(cost_framework_parse("PyTorch-Eager", &fw, &err), 0);
+    ck_assert_int_eq(fw, COST_FW_EAGER);
+    ck_assert_int_eq(cost_framework_parse("jax", &fw, &err), AP_EINVALID);
+    ck_assert_str_eq(err.msg, "unknown framework 'jax' (xla or pytorch_eager)");
+}
+END_TEST
+
+/* Eager on random programs: the order written, the breakdown sums. */
+START_TEST(test_eager_breakdown_sums)
+{
+    for (uint64_t seed = 1; seed <= 150; seed++) {
+        char *text = random_program(seed, 4 + (int)(seed % 40));
+        cost_report r = report_as(text, COST_FW_EAGER);
+        ck_assert_msg(r.peak_memory_bytes == r.memory.program_order_peak, "seed %llu", (unsigned long long)seed);
+        ck_assert_msg(kinds_sum(&r) == r.peak_memory_bytes, "seed %llu: breakdown %lld, peak %lld\n%s",
+                      (unsigned long long)seed, (long long)kinds_sum(&r), (long long)r.peak_memory_bytes, text);
+        ck_assert(r.peak_memory_bytes >= r.argument_bytes);
+        ap_free(text);
+    }
+}
+END_TEST
+
 START_TEST(test_breakdown_sums_on_models_and_corpus)
 {
     static const struct {
@@ -540,6 +601,8 @@ int main(void)
     tcase_add_test(tc, test_order_lowers_a_bad_written_order);
     tcase_add_test(tc, test_order_never_raises_and_breakdown_sums);
     tcase_add_test(tc, test_breakdown_sums_on_models_and_corpus);
+    tcase_add_test(tc, test_eager_holds_every_output);
+    tcase_add_test(tc, test_eager_breakdown_sums);
     suite_add_tcase(s, tc);
     return tl_run(s);
 }

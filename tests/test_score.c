@@ -69,7 +69,8 @@ static void assert_same_report(const cost_report *full, const cost_report *fast,
 }
 
 /* The full path: lower, prepare, evaluate.  Returns the lowering's code. */
-static int full_report(const ir_partition *p, const cost_device *dev, cost_report *out, char *msg, size_t n)
+static int full_report(const ir_partition *p, const cost_device *dev, const cost_options *o, cost_report *out,
+                       char *msg, size_t n)
 {
     ir_lowered lw;
     ap_error err;
@@ -78,7 +79,7 @@ static int full_report(const ir_partition *p, const cost_device *dev, cost_repor
         snprintf(msg, n, "%s", err.msg);
         return rc;
     }
-    rc = cost_estimate(lw.module, dev, NULL, out, &err);
+    rc = cost_estimate(lw.module, dev, o, out, &err);
     ck_assert_msg(rc == 0, "cost_estimate: %s", err.msg);
     ir_lowered_free(&lw);
     return 0;
@@ -176,6 +177,7 @@ typedef struct model_case {
     bool retile;
     int min_summand;
     const char *src;
+    cost_framework fw; /* how memory is held: both paths count it so */
 } model_case;
 
 /* The dot chain of test_check's property test: pending sums that flow
@@ -213,8 +215,9 @@ static void check_model(const model_case *mc, uint64_t seed)
     ck_assert_msg(ir_pctx_new(m, f, &mesh, &ctx, &err) == 0, "%s", err.msg);
     cost_device dev;
     ck_assert(cost_device_lookup("tpu_v3", &dev, &err) == 0);
+    cost_options o = {0, 0, mc->fw};
     cost_scorer *inc;
-    ck_assert_msg(cost_scorer_new(ctx, &dev, NULL, NULL, &inc, &err) == 0, "%s", err.msg);
+    ck_assert_msg(cost_scorer_new(ctx, &dev, NULL, &o, &inc, &err) == 0, "%s", err.msg);
     ir_lplan *plan;
     ck_assert(ir_lplan_new(ctx, &plan, &err) == 0);
     int summand = 0;
@@ -243,7 +246,7 @@ static void check_model(const model_case *mc, uint64_t seed)
                  sb.data ? sb.data : "");
         ap_buf_free(&sb);
         cost_report full, fast, fresh;
-        int rc_full = full_report(p, &dev, &full, msg, sizeof msg);
+        int rc_full = full_report(p, &dev, &o, &full, msg, sizeof msg);
         int rc_fast = cost_scorer_score(inc, p, &fast, &err);
         if (rc_full < 0) {
             ck_assert_msg(rc_fast < 0, "%s: the lowering refuses (%s) but the scorer does not", what, msg);
@@ -253,7 +256,7 @@ static void check_model(const model_case *mc, uint64_t seed)
             assert_same_report(&full, &fast, what);
             /* history does not matter: a fresh scorer gives the same bits */
             cost_scorer *one;
-            ck_assert(cost_scorer_new(ctx, &dev, NULL, NULL, &one, &err) == 0);
+            ck_assert(cost_scorer_new(ctx, &dev, NULL, &o, &one, &err) == 0);
             ck_assert(cost_scorer_score(one, p, &fresh, &err) == 0);
             ck_assert_msg(fresh.runtime_s == fast.runtime_s && fresh.peak_memory_bytes == fast.peak_memory_bytes,
                           "%s: fresh and incremental scores differ", what);
@@ -283,21 +286,25 @@ static void check_model(const model_case *mc, uint64_t seed)
 }
 
 static const model_case cases[] = {
-    {"transformer", "tiny", "", "batch=2,model=2", 60, 8, false, 0, NULL},
-    {"transformer", "tiny", "", "a=2,b=2,c=2", 60, 10, false, 0, NULL},
-    {"transformer", "small", "", "batch=4,model=2", 30, 6, false, 0, NULL},
-    {"transformer", "tiny", "dtype=bf16", "x=2,y=3", 30, 8, false, 0, NULL},
-    {"unet", "tiny", "", "batch=2,model=2", 30, 8, false, 0, NULL},
-    {"gns", "tiny", "", "batch=2,model=2", 30, 8, false, 0, NULL},
-    {"mlp", "tiny", "", "x=2,y=2", 40, 8, false, 0, NULL},
-    {"transformer_infer", "tiny", "", "batch=2,model=2", 30, 8, false, 0, NULL},
+    {"transformer", "tiny", "", "batch=2,model=2", 60, 8, false, 0, NULL, COST_FW_XLA},
+    {"transformer", "tiny", "", "a=2,b=2,c=2", 60, 10, false, 0, NULL, COST_FW_XLA},
+    {"transformer", "small", "", "batch=4,model=2", 30, 6, false, 0, NULL, COST_FW_XLA},
+    {"transformer", "tiny", "dtype=bf16", "x=2,y=3", 30, 8, false, 0, NULL, COST_FW_XLA},
+    {"unet", "tiny", "", "batch=2,model=2", 30, 8, false, 0, NULL, COST_FW_XLA},
+    {"gns", "tiny", "", "batch=2,model=2", 30, 8, false, 0, NULL, COST_FW_XLA},
+    {"mlp", "tiny", "", "x=2,y=2", 40, 8, false, 0, NULL, COST_FW_XLA},
+    {"transformer_infer", "tiny", "", "batch=2,model=2", 30, 8, false, 0, NULL, COST_FW_XLA},
     /* pending sums re-tiled before they are reduced: the counts of states
      * that redistribute one are 14, 31 and 24 at the time of writing */
-    {"transformer", "tiny", "", "a=2,b=2,c=2", 120, 10, true, 5, NULL},
-    {"dots", "", "", "a=2,b=2,c=2", 1000, 8, true, 10, dots_src},
-    {"dots", "", "", "a=2,b=4", 1000, 8, true, 10, dots_src},
+    {"transformer", "tiny", "", "a=2,b=2,c=2", 120, 10, true, 5, NULL, COST_FW_XLA},
+    {"dots", "", "", "a=2,b=2,c=2", 1000, 8, true, 10, dots_src, COST_FW_XLA},
+    {"dots", "", "", "a=2,b=4", 1000, 8, true, 10, dots_src, COST_FW_XLA},
     /* mixed precision: a sharded weight's bf16 cast is gathered per use (plan.c) */
-    {"transformer", "tiny", "dtype=bf16 param_dtype=f32", "x=2,y=2", 30, 8, false, 0, NULL},
+    {"transformer", "tiny", "dtype=bf16 param_dtype=f32", "x=2,y=2", 30, 8, false, 0, NULL, COST_FW_XLA},
+    /* memory as eager PyTorch holds it (T1/T3's rows) */
+    {"transformer", "tiny", "mlp=swiglu norm=rms act_grad=torch remat=sac dtype=bf16 param_dtype=f32", "x=2,y=2",
+     30, 8, false, 0, NULL, COST_FW_EAGER},
+    {"transformer", "tiny", "", "a=2,b=2,c=2", 40, 10, false, 0, NULL, COST_FW_EAGER},
 };
 
 START_TEST(scorer_equals_full_path)
@@ -328,7 +335,7 @@ START_TEST(scorer_equals_full_path_t32)
         ck_assert_msg(ir_schedule_apply(p, sched, &err) == 0, "%s", err.msg);
         cost_report full, fast;
         char msg[256];
-        ck_assert(full_report(p, &dev, &full, msg, sizeof msg) == 0);
+        ck_assert(full_report(p, &dev, NULL, &full, msg, sizeof msg) == 0);
         ck_assert_msg(cost_scorer_score(sc, p, &fast, &err) == 0, "%s", err.msg);
         assert_same_report(&full, &fast, names[i]);
         ir_partition_free(p);
@@ -395,7 +402,7 @@ START_TEST(scorer_follows_summand_redistribution)
     cost_scorer *sc;
     ck_assert(cost_scorer_new(ctx, &dev, NULL, NULL, &sc, &err) == 0);
     cost_report full, fast;
-    ck_assert(full_report(p, &dev, &full, msg, sizeof msg) == 0);
+    ck_assert(full_report(p, &dev, NULL, &full, msg, sizeof msg) == 0);
     ck_assert_msg(cost_scorer_score(sc, p, &fast, &err) == 0, "%s", err.msg);
     assert_same_report(&full, &fast, "issue 11 bug 1");
     ck_assert_double_gt(full.coll[COST_ALL_REDUCE].count, 0);

@@ -55,6 +55,10 @@ static void apply_usage(FILE *f)
     fprintf(f,
             "  --overlap X        assume at least this share of communication hidden under\n"
             "                     compute, 0..1 (default 0: what the schedule hides)\n"
+            "  --framework F      what runs the step, for its peak memory: xla (default:\n"
+            "                     fused, as XLA's buffer assignment counts it) or\n"
+            "                     pytorch-eager (every op's output a tensor, ops as written;\n"
+            "                     the allocator's allocated peak); not with --server\n"
             "  --format F         stablehlo | hlo (default: detected)\n"
             "  --func NAME        the function to partition (default: main)\n"
             "  -h, --help         this help\n"
@@ -374,7 +378,8 @@ int cli_apply(int argc, char **argv)
                                          {"format", required_argument, NULL, 'f'}, {"func", required_argument, NULL, 'F'},
                                          {"import", no_argument, NULL, 'i'},       {"help", no_argument, NULL, 'h'},
                                          {"device", required_argument, NULL, 'd'}, {"overlap", required_argument, NULL, 'o'},
-                                         {"verbose", no_argument, NULL, 'V'},      CLI_REMOTE_OPTIONS,
+                                         {"verbose", no_argument, NULL, 'V'},      {"framework", required_argument, NULL, 'W'},
+                                         CLI_REMOTE_OPTIONS,
                                          {NULL, 0, NULL, 0}};
     apply_args a = {.view = "spmd", .device = "h100", .fmt = IR_FMT_AUTO};
     cli_remote remote = {0};
@@ -403,6 +408,12 @@ int cli_apply(int argc, char **argv)
             if (!cli_parse_format(optarg, &a.fmt))
                 return cli_usage_fail("apply", "unknown format '%s' (stablehlo, hlo or auto)", optarg);
             break;
+        case 'W': {
+            ap_error err;
+            if (cost_framework_parse(optarg, &a.copts.framework, &err) < 0)
+                return cli_usage_fail("apply", "--framework: %s", err.msg);
+            break;
+        }
         case 'h': apply_usage(stdout); return CLI_OK;
         default:
             if ((rc = cli_remote_option("apply", &remote, ch, optarg)) >= 0) {
@@ -422,6 +433,9 @@ int cli_apply(int argc, char **argv)
         return cli_usage_fail("apply", "unknown view '%s' (spmd, core, temporal, shardings or report)", a.view);
     if (!sched_arg && !a.import)
         return cli_usage_fail("apply", "--schedule (or --import) is required");
+    if (remote.server && a.copts.framework != COST_FW_XLA)
+        return cli_usage_fail("apply", "--framework %s is local only: autopartd counts memory as XLA does",
+                              cost_framework_name(a.copts.framework));
     if (!remote.server && (remote.token_file || remote.tls_ca || remote.tls_name || remote.timeout_s))
         return cli_usage_fail("apply", "--token-file, --tls-ca, --tls-name and --timeout go with --server");
     a.path = argv[optind];

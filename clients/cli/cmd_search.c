@@ -62,6 +62,10 @@ static void search_usage(FILE *f)
             "                     `split GLOB...` (no layer grouping), `fix GLOB...` (not searched)\n"
             "  --overlap X        assume at least this share of communication hidden under\n"
             "                     compute, 0..1 (default 0: what the schedule hides)\n"
+            "  --framework F      what runs the step, for its peak memory: xla (default:\n"
+            "                     fused, as XLA's buffer assignment counts it) or\n"
+            "                     pytorch-eager (every op's output a tensor, ops as written;\n"
+            "                     the allocator's allocated peak); not with --server\n"
             "  --json             the result as JSON\n"
             "  --verbose          every value: the schedule one action per line, the shardings\n"
             "                     one argument per row (by default a run of one action folds\n"
@@ -320,7 +324,7 @@ static int parse_args(int argc, char **argv, search_args *a)
         {"json", no_argument, NULL, 'j'},           {"format", required_argument, NULL, 'f'},
         {"func", required_argument, NULL, 'F'},     {"help", no_argument, NULL, 'h'},
         {"devices", required_argument, NULL, 'D'},  {"axes-names", required_argument, NULL, 'N'},
-        {"memory-margin", required_argument, NULL, 'G'},
+        {"memory-margin", required_argument, NULL, 'G'}, {"framework", required_argument, NULL, 'W'},
         {"verbose", no_argument, NULL, 'V'},        CLI_REMOTE_OPTIONS,
         {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof *a);
@@ -419,6 +423,10 @@ static int parse_args(int argc, char **argv, search_args *a)
             if (!cli_parse_format(optarg, &a->fmt))
                 return cli_usage_fail("search", "unknown format '%s' (stablehlo, hlo or auto)", optarg);
             break;
+        case 'W':
+            if (cost_framework_parse(optarg, &a->so.cost.framework, &err) < 0)
+                return cli_usage_fail("search", "--framework: %s", err.msg);
+            break;
         case 'h':
             search_usage(stdout);
             a->help = true;
@@ -438,6 +446,9 @@ static int parse_args(int argc, char **argv, search_args *a)
     }
     a->path = argv[optind];
     const cli_remote *remote = &a->remote;
+    if (remote->server && a->so.cost.framework != COST_FW_XLA)
+        return cli_usage_fail("search", "--framework %s is local only: autopartd counts memory as XLA does",
+                              cost_framework_name(a->so.cost.framework));
     if (!remote->server && (remote->token_file || remote->tls_ca || remote->tls_name || remote->timeout_s))
         return cli_usage_fail("search", "--token-file, --tls-ca, --tls-name and --timeout go with --server");
     if (a->devices) {
