@@ -93,10 +93,12 @@ static int explain_decision(const search_tree_view *t, uint32_t node, alt **alts
 {
     const search_node *nodes = t->nodes, *ch = &nodes[node], *pa = &nodes[ch->parent];
     json_t *d = json_object(), *ja = json_array();
-    if (!d || !ja || json_array_append_new(decs, d) < 0) {
+    if (!d || !ja || json_array_append(decs, d) < 0) {
+        json_decref(d);
         json_decref(ja);
         return AP_ENOMEM;
     }
+    json_decref(d); /* decs holds it */
     ap_buf ab;
     ap_buf_init(&ab);
     search__action_text(t->units, t->mesh, t->decisions[ch->decision].a, &ab);

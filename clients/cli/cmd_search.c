@@ -236,6 +236,18 @@ static int print_result(const search_result *res, bool json, bool verbose)
     return rc;
 }
 
+/* Says why the search failed.  It names the texts it reads by their roles,
+ * "schedule" (--manual) and "hints"; the user knows them by the files they
+ * came from (manual_name, hints->name).  Returns the exit status. */
+static int search_fail(ap_error *err, const char *manual_name, const cli_schedule *hints)
+{
+    if (hints->text && !strcmp(err->file, "hints"))
+        snprintf(err->file, sizeof err->file, "%s", hints->name);
+    else if (manual_name && !strcmp(err->file, "schedule"))
+        snprintf(err->file, sizeof err->file, "%s", manual_name);
+    return cli_fail_err("search", NULL, err);
+}
+
 /* `--devices N`: the search chooses the mesh too (search_run_devices). */
 static int search_devices_local(const cli_search_request *a, search_options *so, const cli_schedule *hints)
 {
@@ -280,11 +292,7 @@ static int search_devices_local(const cli_search_request *a, search_options *so,
     if (search_run_devices(m, f, &sd, so, &res, &err) < 0) {
         if (pc.tty)
             fputc('\n', stderr);
-        if (hints->text && !strcmp(err.file, "hints"))
-            snprintf(err.file, sizeof err.file, "%s", hints->name);
-        else if (a->manual_name && !strcmp(err.file, "schedule"))
-            snprintf(err.file, sizeof err.file, "%s", a->manual_name);
-        rc = cli_fail_err("search", NULL, &err);
+        rc = search_fail(&err, a->manual_name, hints);
         goto out;
     }
     if (pc.tty)
@@ -496,7 +504,8 @@ static int search_on_server(const search_args *a, const cli_schedule *manual, co
                               .memory_margin = so->memory_margin, .episodes = so->max_episodes,
                               .patience = so->patience, .time_limit_s = so->time_limit_s,
                               .overlap = so->cost.overlap, .threads = so->threads, .batch = so->batch,
-                              .seed = so->seed, .hints = hints->text, .verbose = a->verbose};
+                              .seed = so->seed, .hints = hints->text, .hints_name = hints->name,
+                              .verbose = a->verbose};
     return cli_search_remote(&a->remote, &req);
 }
 
@@ -542,9 +551,7 @@ static int search_mesh_local(const search_args *a, search_options *so, const cli
     if (search_run(st.p, so, &res, &err) < 0) {
         if (pc.tty)
             fputc('\n', stderr);
-        if (hints->text && !strcmp(err.file, "hints"))
-            snprintf(err.file, sizeof err.file, "%s", hints->name);
-        rc = cli_fail_err("search", NULL, &err);
+        rc = search_fail(&err, manual->text ? manual->name : NULL, hints);
         goto out;
     }
     if (pc.tty)

@@ -102,17 +102,19 @@ static bool points_into(const char *msg, const char *name)
 }
 
 int cli_remote_fail(const char *cmd, const cli_remote *r, const wire_status *st, const char *text_name,
-                    const char *schedule_name)
+                    const char *schedule_name, const char *hints_name)
 {
     if (st->code == WIRE_INVALID_ARGUMENT) {
         if (points_into(st->msg, text_name)) {
             fprintf(stderr, "%s\n", st->msg);
             return CLI_FAIL;
         }
-        if (points_into(st->msg, "schedule")) {
-            fprintf(stderr, "%s%s\n", schedule_name ? schedule_name : "schedule", st->msg + strlen("schedule"));
-            return CLI_FAIL;
-        }
+        const char *roles[][2] = {{"schedule", schedule_name}, {"hints", hints_name}};
+        for (size_t i = 0; i < AP_ARRAY_LEN(roles); i++)
+            if (points_into(st->msg, roles[i][0])) {
+                fprintf(stderr, "%s%s\n", roles[i][1] ? roles[i][1] : roles[i][0], st->msg + strlen(roles[i][0]));
+                return CLI_FAIL;
+            }
     }
     if (st->code == WIRE_UNAVAILABLE && strstr(st->msg, "failed to connect"))
         return cli_fail(cmd, "cannot reach autopartd at %s (is it running? autopartd --listen %s --db PATH)",
@@ -135,7 +137,7 @@ int cli_remote_call(const char *cmd, const cli_remote *r, wire_conn *c, const ch
     int rc = wire_unary(c, method, buf, len, &resp, &resp_len, &st);
     ap_free(buf);
     if (rc < 0)
-        return st.code ? cli_remote_fail(cmd, r, &st, text_name, schedule_name) : cli_fail(cmd, "out of memory");
+        return st.code ? cli_remote_fail(cmd, r, &st, text_name, schedule_name, NULL) : cli_fail(cmd, "out of memory");
     *out = protobuf_c_message_unpack(reply_type, NULL, resp_len, resp);
     ap_free(resp);
     if (!*out)

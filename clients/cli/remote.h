@@ -53,12 +53,13 @@ void cli_remote_default(cli_remote *r);
  * exit status after saying why. */
 int cli_remote_open(const char *cmd, const cli_remote *r, wire_conn **out);
 /* Says why a call failed: `NAME:LINE:COL: error: ...` as the daemon wrote
- * it when it points into a text the user sent (module or schedule, which
- * the daemon calls `text_name` and `schedule`; `schedule_name` is what the
- * user calls the schedule), else `autopart CMD: error: CODE from SERVER:
- * MESSAGE`.  Returns CLI_FAIL. */
+ * it when it points into a text the user sent (module, schedule or hints,
+ * which the daemon calls `text_name`, `schedule` and `hints`;
+ * `schedule_name` and `hints_name`, NULL for none, are what the user calls
+ * the last two), else `autopart CMD: error: CODE from SERVER: MESSAGE`.
+ * Returns CLI_FAIL. */
 int cli_remote_fail(const char *cmd, const cli_remote *r, const wire_status *st, const char *text_name,
-                    const char *schedule_name);
+                    const char *schedule_name, const char *hints_name);
 /* A unary call: packs req, unpacks the reply into *out (free with
  * protobuf_c_message_free_unpacked).  Returns 0, or CLI_FAIL after saying
  * why (through cli_remote_fail). */
@@ -104,7 +105,7 @@ typedef struct cli_search_request {
     double time_limit_s, overlap;
     int threads, batch;
     uint64_t seed;
-    const char *hints;
+    const char *hints, *hints_name;   /* decision groups, and what the user calls them */
 } cli_search_request;
 int cli_search_remote(const cli_remote *remote, const cli_search_request *a);
 

@@ -145,7 +145,7 @@ int cli_search_remote(const cli_remote *remote, const cli_search_request *a)
     wire_status st;
     rc = CLI_FAIL;
     if (wire_stream_open(conn, "/autopart.v1.Partitioner/Search", buf, len, &ws, &st) < 0) {
-        cli_remote_fail("search", remote, &st, name, a->manual_name);
+        cli_remote_fail("search", remote, &st, name, a->manual_name, a->hints_name);
         goto out;
     }
     for (;;) {
@@ -155,7 +155,7 @@ int cli_search_remote(const cli_remote *remote, const cli_search_request *a)
         if (got < 0 || (got == 0 && st.code != WIRE_OK)) {
             if (line)
                 fputc('\n', stderr);
-            cli_remote_fail("search", remote, &st, name, a->manual_name);
+            cli_remote_fail("search", remote, &st, name, a->manual_name, a->hints_name);
             goto out;
         }
         if (got == 0)
