@@ -72,7 +72,7 @@ static bool evaluate_row(const cost_program *prog, const cost_device *dev, cost_
     ap_error err;
     cost_mesh mesh = *cost_program_mesh(prog);
     cost_mesh_default_tiers(&mesh, dev);
-    cost_options o = {0, verbose ? 12 : -1, fw};
+    cost_options o = {.top_k = verbose ? 12 : -1, .framework = fw};
     double a = bench_now();
     if (cost_evaluate(prog, dev, &mesh, &o, &res->prior, &err) < 0) {
         ap_error_format(&err, res->why, sizeof res->why);
@@ -212,7 +212,7 @@ static void corpus_memory(void)
         cost_device dev;
         cost_report r;
         ap_error err;
-        cost_options o = {0, verbose ? 12 : -1, COST_FW_XLA};
+        cost_options o = {.top_k = verbose ? 12 : -1, .framework = COST_FW_XLA};
         ir_pctx *ctx = NULL;
         ir_partition *p = NULL;
         ap_buf sched;

@@ -334,6 +334,12 @@ typedef struct cost_options {
      * prepared: cost_evaluate refuses a program prepared for another
      * framework. */
     cost_framework framework;
+    /* The fast scorer only (cost_scorer_new): the peak's bytes without
+     * what makes them up, the report's `memory` (and
+     * cost_scorer_peak_values) left empty, every other figure the same.
+     * The search's candidates need the bytes alone; the breakdown costs a
+     * second simulation and a walk over every value. */
+    bool peak_only;
 } cost_options;
 
 typedef struct cost_coll_stats {

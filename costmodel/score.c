@@ -952,7 +952,9 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
     for (uint32_t k = 0; k < s->n_ops; k++)
         pg->notes |= s->ops[k].notes;
     int64_t peak = 0;
-    if ((rc = cost__graph_run(&s->g, pg, 1.0, &pg->peak, &peak, err)) < 0)
+    if (s->opts.peak_only)
+        memset(&pg->peak, 0, sizeof pg->peak);
+    if ((rc = cost__graph_run(&s->g, pg, 1.0, s->opts.peak_only ? NULL : &pg->peak, &peak, err)) < 0)
         return rc;
     pg->peak_memory = peak;
     pg->argument_bytes = 0;

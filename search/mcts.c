@@ -1164,9 +1164,12 @@ static int make_scorers(engine *e, ap_error *err)
         if (w->scorer)
             continue;
         ap_error se;
-        /* candidates need the step time and the peak, not the slowest ops */
+        /* candidates need the step time and the peak, not the slowest ops
+         * nor what makes up the peak (the explanation scores the best
+         * state again with both) */
         cost_options co = e->o.cost;
         co.top_k = -1;
+        co.peak_only = true;
         int rc = cost_scorer_new(e->c, &e->o.device, e->o.tiers, &co, &w->scorer, &se);
         if (rc == AP_EUNSUPPORTED) {
             e->fallback = true;

@@ -460,7 +460,7 @@ START_TEST(test_more_bandwidth_never_slower)
         for (size_t di = 0; di < AP_ARRAY_LEN(names); di++)
             for (size_t oi = 0; oi < AP_ARRAY_LEN(overlaps); oi++)
                 for (int which = 0; which < 3; which++) { /* HBM, links, both */
-                    cost_options o = {overlaps[oi], 0, COST_FW_XLA};
+                    cost_options o = {.overlap = overlaps[oi], .framework = COST_FW_XLA};
                     double prev = INFINITY;
                     for (size_t si = 0; si < AP_ARRAY_LEN(scales); si++) {
                         cost_device d = device(names[di]);
@@ -550,7 +550,7 @@ START_TEST(test_ring_formulas_and_tiers)
     ck_assert_int_eq(cost_mesh_parse("x=8", &other, &err), 0);
     ck_assert_int_eq(cost_evaluate(p, &d, &other, NULL, &r2, &err), AP_EINVALID);
     /* overlap: max at 1, sum at 0 */
-    cost_options o = {1, 0, COST_FW_XLA};
+    cost_options o = {.overlap = 1, .framework = COST_FW_XLA};
     ck_assert_int_eq(cost_evaluate(p, &d, NULL, &o, &r2, &err), 0);
     ck_assert(r2.runtime_s == fmax(r2.compute_s, r2.comm_s));
     o.overlap = 2;
@@ -884,7 +884,7 @@ START_TEST(test_scan_stack_slices)
 {
     char text[4096];
     cost_device d = toy();
-    cost_options o = {0, COST_TOP_MAX, COST_FW_XLA};
+    cost_options o = {.top_k = COST_TOP_MAX, .framework = COST_FW_XLA};
     snprintf(text, sizeof text, STACK_FMT, "%k");
     cost_report r = report_of(text, &d, &o);
     ck_assert_int_eq(r.loops[0].trips, 4);
@@ -1164,7 +1164,7 @@ START_TEST(test_json_keys)
     ck_assert(strstr(b.data, "h100_sxm") && strstr(b.data, "all_reduce") && strstr(b.data, "stablehlo.dot_general"));
     ap_buf_free(&b);
 
-    cost_options none = {0, -1, COST_FW_XLA};
+    cost_options none = {.top_k = -1, .framework = COST_FW_XLA};
     r = report_of("module @m {\n  func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
                   "    %b = stablehlo.negate %a : tensor<4xf32>\n    return %b : tensor<4xf32>\n  }\n}\n",
                   &h100, &none);

@@ -45,7 +45,7 @@ static cost_report report_as(const char *text, cost_framework fw)
     cost_report r;
     ap_error err;
     cost_device d = h100();
-    cost_options o = {0, COST_TOP_MAX, fw};
+    cost_options o = {.top_k = COST_TOP_MAX, .framework = fw};
     ck_assert_msg(cost_estimate(m, &d, &o, &r, &err) == 0, "estimate: %s", err.msg);
     ir_module_free(m);
     return r;

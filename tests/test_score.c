@@ -35,8 +35,8 @@ static bool close_rel(double a, double b)
 }
 
 /* Asserts two reports agree: every figure to 1e-9 relative, the peak and
- * the argument bytes exactly. */
-static void assert_same_report(const cost_report *full, const cost_report *fast, const char *what)
+ * the argument bytes exactly; what makes up the peak too when `memory`. */
+static void assert_same_figures(const cost_report *full, const cost_report *fast, const char *what, bool memory)
 {
 #define SAME(field)                                                                                             \
     ck_assert_msg(close_rel(full->field, fast->field), "%s: " #field " full %.17g fast %.17g", what,             \
@@ -52,6 +52,14 @@ static void assert_same_report(const cost_report *full, const cost_report *fast,
     ck_assert_msg(full->argument_bytes == fast->argument_bytes, "%s: argument bytes full %lld fast %lld", what,
                   (long long)full->argument_bytes, (long long)fast->argument_bytes);
     ck_assert(full->fits == fast->fits);
+    for (int k = 0; k < COST_COLL_COUNT; k++) {
+        SAME(coll[k].count);
+        SAME(coll[k].bytes);
+        SAME(coll[k].seconds);
+    }
+#undef SAME
+    if (!memory)
+        return;
     /* what is live at the peak: the same buffers, so the same breakdown */
     ck_assert_msg(full->memory.order == fast->memory.order && full->memory.program_order_peak == fast->memory.program_order_peak,
                   "%s: order %d/%d, written-order peak %lld/%lld", what, full->memory.order, fast->memory.order,
@@ -60,12 +68,11 @@ static void assert_same_report(const cost_report *full, const cost_report *fast,
         ck_assert_msg(full->memory.kinds[k] == fast->memory.kinds[k], "%s: %s full %lld fast %lld", what,
                       cost_mem_kind_name((cost_mem_kind)k), (long long)full->memory.kinds[k],
                       (long long)fast->memory.kinds[k]);
-    for (int k = 0; k < COST_COLL_COUNT; k++) {
-        SAME(coll[k].count);
-        SAME(coll[k].bytes);
-        SAME(coll[k].seconds);
-    }
-#undef SAME
+}
+
+static void assert_same_report(const cost_report *full, const cost_report *fast, const char *what)
+{
+    assert_same_figures(full, fast, what, true);
 }
 
 /* The full path: lower, prepare, evaluate.  Returns the lowering's code. */
@@ -215,7 +222,7 @@ static void check_model(const model_case *mc, uint64_t seed)
     ck_assert_msg(ir_pctx_new(m, f, &mesh, &ctx, &err) == 0, "%s", err.msg);
     cost_device dev;
     ck_assert(cost_device_lookup("tpu_v3", &dev, &err) == 0);
-    cost_options o = {0, 0, mc->fw};
+    cost_options o = {.framework = mc->fw};
     cost_scorer *inc;
     ck_assert_msg(cost_scorer_new(ctx, &dev, NULL, &o, &inc, &err) == 0, "%s", err.msg);
     ir_lplan *plan;
@@ -254,12 +261,20 @@ static void check_model(const model_case *mc, uint64_t seed)
         } else {
             ck_assert_msg(rc_fast == 0, "%s: the scorer refuses: %s", what, err.msg);
             assert_same_report(&full, &fast, what);
-            /* history does not matter: a fresh scorer gives the same bits */
+            /* history does not matter: a fresh scorer gives the same bits;
+             * nor does leaving out what makes up the peak (the search's
+             * scorers do) */
             cost_scorer *one;
-            ck_assert(cost_scorer_new(ctx, &dev, NULL, &o, &one, &err) == 0);
+            cost_options bare = o;
+            bare.top_k = -1;
+            bare.peak_only = true;
+            ck_assert(cost_scorer_new(ctx, &dev, NULL, &bare, &one, &err) == 0);
             ck_assert(cost_scorer_score(one, p, &fresh, &err) == 0);
             ck_assert_msg(fresh.runtime_s == fast.runtime_s && fresh.peak_memory_bytes == fast.peak_memory_bytes,
                           "%s: fresh and incremental scores differ", what);
+            assert_same_figures(&full, &fresh, what, false);
+            ck_assert_msg(fresh.memory.n_values == 0 && fresh.memory.kinds[COST_MEM_PARAMS] == 0,
+                          "%s: a peak-only score lists what is live at the peak", what);
             cost_scorer_free(one);
             compared++;
             ck_assert(ir_lplan_sync(plan, p, &err) == 0);

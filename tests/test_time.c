@@ -40,7 +40,7 @@ static cost_report report_of(const char *text, const cost_device *dev)
     ck_assert_msg(m != NULL, "parse failed: %s\n%s", msg, text);
     cost_report r;
     ap_error err;
-    cost_options o = {0, COST_TOP_MAX, COST_FW_XLA};
+    cost_options o = {.top_k = COST_TOP_MAX, .framework = COST_FW_XLA};
     ck_assert_msg(cost_estimate(m, dev, &o, &r, &err) == 0, "estimate: %s", err.msg);
     ir_module_free(m);
     return r;
