@@ -484,6 +484,7 @@ typedef struct gs {
     uint32_t *nstamp, *k0, *order, *lorder, *npred, *ver, *stack;
     uint32_t *ev, *evlast; /* per node: its event (kind << 28 | item or collective), its last event */
     uint64_t *key;         /* per node: its place in the issue order */
+    uint32_t *kcount;      /* per key of the issue order (2 per node): the counting sort's counts */
     /* kernel inputs (klist) */
     uint32_t *klist;
     hentry *heap;
@@ -534,6 +535,7 @@ static void scratch_free(void *scratch)
     ap_free(s->ev);
     ap_free(s->evlast);
     ap_free(s->key);
+    ap_free(s->kcount);
     ap_free(s->stack);
     ap_free(s->klist);
     ap_free(s->heap);
@@ -583,7 +585,8 @@ static bool scratch_fit(cost_graph *g, gs **out)
         if (!REALLOC(s->fused, c) || !REALLOC(s->nkern, c) || !REALLOC(s->kern, c) || !REALLOC(s->sched, c) ||
             !REALLOC(s->nstate, c) || !REALLOC(s->nstamp, c) || !REALLOC(s->k0, c + 1) || !REALLOC(s->order, c) ||
             !REALLOC(s->lorder, c) || !REALLOC(s->npred, c) || !REALLOC(s->ver, c) || !REALLOC(s->ev, c) ||
-            !REALLOC(s->evlast, c) || !REALLOC(s->key, c) || !REALLOC(s->porder, c) || !REALLOC(s->move, c))
+            !REALLOC(s->evlast, c) || !REALLOC(s->key, c) || !REALLOC(s->porder, c) || !REALLOC(s->move, c) ||
+            !REALLOC(s->kcount, 2 * (size_t)c + 2))
             return false;
         s->cap_n = c;
     }
@@ -861,17 +864,6 @@ static bool form_kernel(const cost_graph *g, gs *s, uint32_t n, uint32_t *nk, do
  * so that the collective can start early: what XLA's latency-hiding
  * scheduler does when it moves a collective's start up, its operand with
  * it.  Into s->order, n_sched nodes. */
-static _Thread_local const gs *key_sort_s; /* qsort has no context argument: one per thread */
-
-static int key_cmp(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    uint64_t kx = key_sort_s->key[x], ky = key_sort_s->key[y];
-    if (kx != ky)
-        return kx < ky ? -1 : 1;
-    return x < y ? -1 : x > y;
-}
-
 static uint32_t issue_order(const cost_graph *g, gs *s)
 {
     uint32_t nn = g->n_nodes;
@@ -908,10 +900,17 @@ static uint32_t issue_order(const cost_graph *g, gs *s)
         s->key[n] = key;
         s->order[k++] = n;
     }
-    /* equal keys keep program order */
-    key_sort_s = s;
-    if (k > 1)
-        qsort(s->order, k, sizeof *s->order, key_cmp);
+    /* by key, equal keys in program order: a counting sort (keys are below
+     * 2 * nn + 2), stable, into lorder and back */
+    uint32_t nkeys = 2 * nn + 2;
+    memset(s->kcount, 0, sizeof *s->kcount * (nkeys + 1));
+    for (uint32_t q = 0; q < k; q++)
+        s->kcount[s->key[s->order[q]] + 1]++;
+    for (uint32_t i = 0; i < nkeys; i++)
+        s->kcount[i + 1] += s->kcount[i];
+    for (uint32_t q = 0; q < k; q++)
+        s->lorder[s->kcount[s->key[s->order[q]]]++] = s->order[q];
+    memcpy(s->order, s->lorder, sizeof *s->order * k);
     return k;
 }
 
@@ -1394,9 +1393,20 @@ static bool dfs_push(const cost_graph *g, gs *s, uint32_t n, uint32_t *top, uint
         }
         s->dkids[(*nc)++] = d;
     }
+    uint32_t *kids = s->dkids + from, nk = *nc - from;
     dfs_sort_s = s;
-    if (*nc > from + 1)
-        qsort(s->dkids + from, *nc - from, sizeof *s->dkids, dfs_cmp);
+    if (nk > 16) {
+        qsort(kids, nk, sizeof *kids, dfs_cmp);
+    } else {
+        /* most nodes read a few: an insertion sort (the order is total, so
+         * any sort gives the same) without qsort's calls */
+        for (uint32_t i = 1; i < nk; i++) {
+            uint32_t x = kids[i], j = i;
+            for (; j > 0 && dfs_cmp(&x, &kids[j - 1]) < 0; j--)
+                kids[j] = kids[j - 1];
+            kids[j] = x;
+        }
+    }
     s->nstate[n] = NS_READY;
     s->dstack[(*top)++] = n;
     s->dstack[(*top)++] = from;
