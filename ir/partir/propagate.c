@@ -463,85 +463,102 @@ static bool backward(ir_partition *p, uint32_t op, int axis, bool record, uint32
 
 /* ---------------------------------------------------- the work queue */
 
+/*
+ * Ops wait in program order: an argument's identity op first, then each op
+ * followed by the identity ops of its results, ties by op id.  Each op has
+ * its rank in that order (fixed for one propagate: it adds no identity
+ * ops), and the queue is a bitset over ranks with a summary bit per
+ * non-empty word, so a push sets two bits and a pop finds the lowest rank
+ * in a few words.  It pops what a binary heap keyed on (position, id)
+ * pops, without the heap's log n moves per op.
+ */
 typedef struct workq {
-    /* ops ordered by program position: each entry its key (position, a real
-     * op before an identity op at the same place) above its op id, so the
-     * heap compares entries without looking anything up */
-    uint64_t *heap;
-    uint32_t n, cap;
-    uint8_t *queued;
-    uint32_t n_ops;
+    uint32_t *rank, *by_rank; /* per op its rank; per rank its op */
+    uint64_t *bits, *sum;     /* queued ranks; per word of bits, whether it is non-empty */
+    uint32_t n, n_ops, n_sum;
 } workq;
 
-/* Program position: an argument's identity op first, a value's identity op
- * right after its producer. */
-static uint64_t position(const ir_partition *p, uint32_t op)
+static void wq_free(workq *q)
 {
-    if (!is_vop(p, op))
-        return 2 * (uint64_t)op + 2;
-    uint32_t v = p->vops[op - p->ctx->n_ops].val;
-    int32_t prod = p->ctx->val_op[v];
-    return prod < 0 ? 0 : 2 * (uint64_t)prod + 3;
+    ap_free(q->rank);
+    ap_free(q->by_rank);
+    ap_free(q->bits);
+    ap_free(q->sum);
 }
 
-static bool wq_push(const ir_partition *p, workq *q, uint32_t op)
+/* An empty queue of p's ops in program order; false when out of memory. */
+static bool wq_init(const ir_partition *p, workq *q)
 {
-    if (op >= q->n_ops || q->queued[op])
-        return true;
-    if (q->n == q->cap) {
-        uint32_t cap = q->cap ? q->cap * 2 : 256;
-        uint64_t *h = ap_realloc(q->heap, sizeof *h * cap);
-        if (!h)
-            return false;
-        q->heap = h;
-        q->cap = cap;
+    const ir_pctx *c = p->ctx;
+    uint32_t n = n_all_ops(p), nw = n / 64 + 1;
+    memset(q, 0, sizeof *q);
+    q->n_ops = n;
+    q->n_sum = nw / 64 + 1;
+    q->rank = ap_malloc(sizeof *q->rank * (n + 1));
+    q->by_rank = ap_malloc(sizeof *q->by_rank * (n + 1));
+    q->bits = ap_calloc(nw, sizeof *q->bits);
+    q->sum = ap_calloc(q->n_sum, sizeof *q->sum);
+    /* identity ops by producer + 1 (0: an argument's), a counting sort */
+    uint32_t *start = ap_calloc((size_t)c->n_ops + 2, sizeof *start);
+    if (!q->rank || !q->by_rank || !q->bits || !q->sum || !start) {
+        ap_free(start);
+        wq_free(q);
+        return false;
     }
-    q->queued[op] = 1;
-    uint32_t i = q->n++;
-    /* ties: a real op first; the key stays below 2^32 (ops < 2^29) */
-    uint64_t ent = (position(p, op) * 2 + (op >= p->ctx->n_ops)) << 32 | op;
-    while (i > 0) {
-        uint32_t parent = (i - 1) / 2;
-        if (q->heap[parent] <= ent)
-            break;
-        q->heap[i] = q->heap[parent];
-        i = parent;
+    for (uint32_t k = 0; k < p->n_vops; k++)
+        start[c->val_op[p->vops[k].val] + 2]++;
+    for (uint32_t b = 0; b <= c->n_ops; b++)
+        start[b + 1] += start[b];
+    /* by_rank: the arguments' identity ops, then op k and its results' */
+    for (uint32_t k = 0; k < p->n_vops; k++) {
+        int32_t prod = c->val_op[p->vops[k].val];
+        uint32_t at = prod < 0 ? start[0]++ : (uint32_t)prod + 1 + start[prod + 1]++;
+        q->by_rank[at] = c->n_ops + k;
     }
-    q->heap[i] = ent;
+    /* start[b] now ends bucket b; op k's rank is k + the identity ops
+     * before it (those of buckets 0..k) */
+    for (uint32_t k = 0; k < c->n_ops; k++)
+        q->by_rank[k + start[k]] = k;
+    for (uint32_t i = 0; i < n; i++)
+        q->rank[q->by_rank[i]] = i;
+    ap_free(start);
     return true;
 }
 
+static void wq_push(workq *q, uint32_t op)
+{
+    if (op >= q->n_ops)
+        return;
+    uint32_t r = q->rank[op], w = r / 64;
+    uint64_t bit = 1ull << (r % 64);
+    if (q->bits[w] & bit)
+        return;
+    q->bits[w] |= bit;
+    q->sum[w / 64] |= 1ull << (w % 64);
+    q->n++;
+}
+
+/* The queued op of the lowest rank, taken out (the queue is not empty). */
 static uint32_t wq_pop(workq *q)
 {
-    uint32_t top = (uint32_t)q->heap[0];
-    q->queued[top] = 0;
-    uint64_t last = q->heap[--q->n];
-    uint32_t i = 0;
-    for (;;) {
-        uint32_t l = 2 * i + 1, r = l + 1, m = i;
-        uint64_t mk = last;
-        if (l < q->n && q->heap[l] < mk) {
-            m = l;
-            mk = q->heap[l];
-        }
-        if (r < q->n && q->heap[r] < mk)
-            m = r;
-        if (m == i)
-            break;
-        q->heap[i] = q->heap[m];
-        i = m;
-    }
-    if (q->n)
-        q->heap[i] = last;
-    return top;
+    uint32_t s = 0;
+    while (!q->sum[s])
+        s++;
+    uint32_t w = s * 64 + (uint32_t)__builtin_ctzll(q->sum[s]);
+    uint32_t r = w * 64 + (uint32_t)__builtin_ctzll(q->bits[w]);
+    q->bits[w] &= q->bits[w] - 1;
+    if (!q->bits[w])
+        q->sum[s] &= ~(1ull << (w % 64));
+    q->n--;
+    return q->by_rank[r];
 }
 
 /* Marks what a change to `op` may affect: its producers (backward), its
  * consumers (forward) and itself. */
-static bool touch_neighbours(const ir_partition *p, workq *q, uint8_t *dirty, uint32_t op)
+static void touch_neighbours(const ir_partition *p, workq *q, uint8_t *dirty, uint32_t op)
 {
     const ir_pctx *c = p->ctx;
-    bool ok = wq_push(p, q, op);
+    wq_push(q, op);
     dirty[op] = 1;
     uint32_t no = op_n_operands(p, op);
     for (uint32_t i = 0; i < no; i++) {
@@ -553,7 +570,7 @@ static bool touch_neighbours(const ir_partition *p, workq *q, uint8_t *dirty, ui
             prod = (uint32_t)c->val_op[v];
         else
             continue;
-        ok &= wq_push(p, q, prod);
+        wq_push(q, prod);
         dirty[prod] = 1;
     }
     uint32_t nr = op_n_results(p, op);
@@ -561,7 +578,7 @@ static bool touch_neighbours(const ir_partition *p, workq *q, uint8_t *dirty, ui
         uint32_t v = is_vop(p, op) ? p->vops[op - c->n_ops].val : c->op_val0[op] + j;
         if (!is_vop(p, op) && p->vop_of[v] >= 0) {
             uint32_t vo = vop_id(p, (uint32_t)p->vop_of[v]);
-            ok &= wq_push(p, q, vo);
+            wq_push(q, vo);
             dirty[vo] = 1;
             continue;
         }
@@ -569,11 +586,10 @@ static bool touch_neighbours(const ir_partition *p, workq *q, uint8_t *dirty, ui
             uint32_t user = c->use_op[u];
             if (user == USE_RETURN)
                 continue;
-            ok &= wq_push(p, q, user);
+            wq_push(q, user);
             dirty[user] = 1;
         }
     }
-    return ok;
 }
 
 /* Inference on an argument: tile it so the op's new need is met. */
@@ -603,34 +619,26 @@ static void infer_operands(ir_partition *p, uint32_t op, int axis, uint32_t e, w
         ir_layout_push(al, axis, s[i]);
         for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++)
             if (c->use_op[u] != USE_RETURN) {
-                wq_push(p, q, c->use_op[u]);
+                wq_push(q, c->use_op[u]);
                 dirty[c->use_op[u]] = 1;
             }
     }
 }
 
-/* Propagates one axis to its fixpoint from the ops in `start`. */
-static int propagate_axis(ir_partition *p, int axis, const uint8_t *start, uint8_t *dirty, ap_error *err)
+/* Propagates one axis to its fixpoint from the ops in `start`, through
+ * the queue q (empty, and empty again after), with room for every op in
+ * `inferable`. */
+static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, int axis, const uint8_t *start, uint8_t *dirty)
 {
-    uint32_t n = n_all_ops(p);
-    workq q = {0};
-    uint32_t *inferable = NULL, n_inf = 0;
-    int rc = 0;
-    q.n_ops = n;
-    q.queued = ap_calloc(n + 1, 1);
-    inferable = ap_malloc(sizeof *inferable * (n + 1));
-    if (!q.queued || !inferable) {
-        rc = ap_error_set(err, AP_ENOMEM, "out of memory in propagation");
-        goto out;
-    }
+    uint32_t n = n_all_ops(p), n_inf;
     for (uint32_t op = 0; op < n; op++)
-        if (start[op] && !wq_push(p, &q, op))
-            goto oom;
+        if (start[op])
+            wq_push(q, op);
     for (;;) {
         /* phase 1: entries every tiled operand (or consumer) agrees on */
         n_inf = 0;
-        while (q.n) {
-            uint32_t op = wq_pop(&q);
+        while (q->n) {
+            uint32_t op = wq_pop(q);
             if (nest_find(p, op, axis) >= 0) {
                 if (!p->quiet)
                     diagnose_axis_used(p, op, axis);
@@ -650,8 +658,7 @@ static int propagate_axis(ir_partition *p, int axis, const uint8_t *start, uint8
             }
             if (!ir__push_loop(p, op, axis, e))
                 continue;
-            if (!touch_neighbours(p, &q, dirty, op))
-                goto oom;
+            touch_neighbours(p, q, dirty, op);
         }
         /* phase 2: inference, in program order, each checked again */
         bool any = false;
@@ -665,22 +672,13 @@ static int propagate_axis(ir_partition *p, int axis, const uint8_t *start, uint8
                 continue;
             if (!ir__push_loop(p, op, axis, fr.inf))
                 continue;
-            infer_operands(p, op, axis, fr.inf, &q, dirty);
-            if (!touch_neighbours(p, &q, dirty, op))
-                goto oom;
+            infer_operands(p, op, axis, fr.inf, q, dirty);
+            touch_neighbours(p, q, dirty, op);
             any = true;
         }
         if (!any)
             break;
     }
-    goto out;
-oom:
-    rc = ap_error_set(err, AP_ENOMEM, "out of memory in propagation");
-out:
-    ap_free(q.heap);
-    ap_free(q.queued);
-    ap_free(inferable);
-    return rc;
 }
 
 /* The tiling both a and b start with: per dim, the longest common prefix
@@ -749,8 +747,11 @@ int ir_propagate(ir_partition *p, ap_error *err)
 {
     uint32_t n = n_all_ops(p);
     uint8_t *pending = ap_malloc(n + 1), *next = ap_malloc(n + 1);
+    uint32_t *inferable = ap_malloc(sizeof *inferable * (n + 1));
+    workq q;
+    bool have_q = wq_init(p, &q);
     int rc = 0;
-    if (!pending || !next) {
+    if (!pending || !next || !inferable || !have_q) {
         rc = ap_error_set(err, AP_ENOMEM, "out of memory in propagation");
         goto out;
     }
@@ -772,10 +773,8 @@ int ir_propagate(ir_partition *p, ap_error *err)
     for (int round = 0; round < 64; round++) {
         memset(next, 0, n);
         bool any = false;
-        for (int k = 0; k < n_order; k++) {
-            if ((rc = propagate_axis(p, order[k], pending, next, err)) < 0)
-                goto out;
-        }
+        for (int k = 0; k < n_order; k++)
+            propagate_axis(p, &q, inferable, order[k], pending, next);
         for (uint32_t i = 0; i < n; i++)
             any |= next[i] != 0;
         if (!any) {
@@ -787,6 +786,9 @@ int ir_propagate(ir_partition *p, ap_error *err)
     }
     ir__log_action(p, 'p', 0, 0, 0);
 out:
+    if (have_q)
+        wq_free(&q);
+    ap_free(inferable);
     ap_free(pending);
     ap_free(next);
     return rc;
