@@ -475,6 +475,7 @@ typedef struct gs {
     uint32_t cap_v, cap_n, cap_e, cap_k, cap_h, cap_ku;
     /* per value */
     uint32_t *vstamp, *nusers, *u0, *ulist, *ku0, *kulist, *rem, *pending, *kfill;
+    uint32_t *uses; /* kernel readers (rem counts them down) */
     double *vread, *alloc;
     uint8_t *vflag;
     /* per node */
@@ -482,6 +483,7 @@ typedef struct gs {
     uint32_t *nkern; /* per node: how many kernels a fused node is computed in */
     uint32_t *kern;  /* per node: the kernel computing it (a node), KERN_MANY when several, CG_NONE when dead */
     uint32_t *nstamp, *k0, *order, *lorder, *npred, *ver, *stack;
+    uint32_t *npred0; /* inputs some node writes (npred counts them down) */
     uint32_t *ev, *evlast; /* per node: its event (kind << 28 | item or collective), its last event */
     uint64_t *key;         /* per node: its place in the issue order */
     uint32_t *kcount;      /* per key of the issue order (2 per node): the counting sort's counts */
@@ -516,6 +518,8 @@ static void scratch_free(void *scratch)
     ap_free(s->ku0);
     ap_free(s->kulist);
     ap_free(s->rem);
+    ap_free(s->uses);
+    ap_free(s->npred0);
     ap_free(s->pending);
     ap_free(s->kfill);
     ap_free(s->vread);
@@ -575,7 +579,7 @@ static bool scratch_fit(cost_graph *g, gs **out)
     if (nv > s->cap_v) {
         uint32_t c = nv + nv / 2;
         if (!REALLOC(s->vstamp, c) || !REALLOC(s->nusers, c) || !REALLOC(s->u0, c + 1) || !REALLOC(s->ku0, c + 1) ||
-            !REALLOC(s->rem, c) || !REALLOC(s->pending, c) || !REALLOC(s->kfill, c) || !REALLOC(s->vread, c) ||
+            !REALLOC(s->rem, c) || !REALLOC(s->uses, c) || !REALLOC(s->pending, c) || !REALLOC(s->kfill, c) || !REALLOC(s->vread, c) ||
             !REALLOC(s->alloc, c) || !REALLOC(s->vflag, c))
             return false;
         s->cap_v = c;
@@ -584,7 +588,7 @@ static bool scratch_fit(cost_graph *g, gs **out)
         uint32_t c = nn + nn / 2;
         if (!REALLOC(s->fused, c) || !REALLOC(s->nkern, c) || !REALLOC(s->kern, c) || !REALLOC(s->sched, c) ||
             !REALLOC(s->nstate, c) || !REALLOC(s->nstamp, c) || !REALLOC(s->k0, c + 1) || !REALLOC(s->order, c) ||
-            !REALLOC(s->lorder, c) || !REALLOC(s->npred, c) || !REALLOC(s->ver, c) || !REALLOC(s->ev, c) ||
+            !REALLOC(s->lorder, c) || !REALLOC(s->npred, c) || !REALLOC(s->npred0, c) || !REALLOC(s->ver, c) || !REALLOC(s->ev, c) ||
             !REALLOC(s->evlast, c) || !REALLOC(s->key, c) || !REALLOC(s->porder, c) || !REALLOC(s->move, c) ||
             !REALLOC(s->kcount, 2 * (size_t)c + 2))
             return false;
@@ -1002,15 +1006,19 @@ static uint32_t out_target(const cost_graph *g, const gs *s, uint32_t r)
     return (s->vflag[r] & VF_OUT) ? s->pending[r] : CG_NONE;
 }
 
-/* Number of kernel users of each buffer, from the kernels' inputs. */
+/* Number of kernel users of each buffer, from the kernels' inputs, into
+ * s->uses (once the kernels are formed: it does not change after). */
 static void count_uses(const cost_graph *g, gs *s)
 {
-    memset(s->rem, 0, sizeof *s->rem * g->n_vals);
+    memset(s->uses, 0, sizeof *s->uses * g->n_vals);
     for (uint32_t n = 0; n < g->n_nodes; n++)
         if (s->sched[n])
             for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++)
-                s->rem[s->klist[i]]++;
+                s->uses[s->klist[i]]++;
 }
+
+/* s->rem: every buffer's kernel readers still to run, none run yet. */
+static void reset_uses(const cost_graph *g, gs *s) { memcpy(s->rem, s->uses, sizeof *s->rem * g->n_vals); }
 
 /* Runs the nodes in `order`, counting live bytes (uncounted inputs and
  * counted ones excluded: the caller adds those).  With stop_at < n, stops
@@ -1020,7 +1028,7 @@ static sim simulate(const cost_graph *g, gs *s, const uint32_t *order, uint32_t 
 {
     sim out = {-1, 0};
     uint32_t nv = g->n_vals;
-    count_uses(g, s);
+    reset_uses(g, s);
     for (uint32_t v = 0; v < nv; v++) {
         s->alloc[v] = 0;
         s->vflag[v] &= (uint8_t) ~VF_GIVEN;
@@ -1169,17 +1177,16 @@ static hentry priority(const cost_graph *g, const gs *s, uint32_t n)
 
 enum { NS_WAIT, NS_READY, NS_DONE };
 
-/* Each buffer's kernel readers (CSR in ku0/kulist, duplicates kept), each
- * node's count of inputs some node writes (npred), s->rem the readers
- * left.  False when out of memory. */
+/* Each buffer's kernel readers (CSR in ku0/kulist, duplicates kept) and
+ * each node's count of inputs some node writes (npred0), from s->uses.
+ * False when out of memory. */
 static bool kernel_users(const cost_graph *g, gs *s)
 {
     uint32_t nv = g->n_vals;
-    count_uses(g, s);
     uint32_t total = 0;
     for (uint32_t v = 0; v < nv; v++) {
         s->ku0[v] = total;
-        total += s->rem[v];
+        total += s->uses[v];
     }
     s->ku0[nv] = total;
     if (total + 1 > s->cap_ku) {
@@ -1191,17 +1198,25 @@ static bool kernel_users(const cost_graph *g, gs *s)
     for (uint32_t v = 0; v < nv; v++)
         s->kfill[v] = 0;
     for (uint32_t n = 0; n < g->n_nodes; n++) {
-        s->npred[n] = 0;
+        s->npred0[n] = 0;
         if (!s->sched[n])
             continue;
         for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++) {
             uint32_t b = s->klist[i];
             kul[s->ku0[b] + s->kfill[b]++] = n;
             if (g->v_def[b] != CG_NONE)
-                s->npred[n]++;
+                s->npred0[n]++;
         }
     }
     return true;
+}
+
+/* s->rem and s->npred as kernel_users left them, for an order that
+ * counts them down. */
+static void reset_users(const cost_graph *g, gs *s)
+{
+    reset_uses(g, s);
+    memcpy(s->npred, s->npred0, sizeof *s->npred * g->n_nodes);
 }
 
 /* ---------------------------------------------------- the placed order */
@@ -1260,8 +1275,7 @@ static void place_emit(const cost_graph *g, gs *s, uint32_t n, uint32_t *k)
  * order written stands), -1 when out of memory. */
 static int placed_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret)
 {
-    if (!kernel_users(g, s))
-        return -1;
+    reset_users(g, s);
     int moved = 0;
     for (uint32_t n = 0; n < g->n_nodes; n++) {
         s->nstate[n] = NS_WAIT;
@@ -1303,8 +1317,7 @@ static int placed_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t r
  * every node (a graph this cannot order: the program's order stands). */
 static int list_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret)
 {
-    if (!kernel_users(g, s))
-        return -1;
+    reset_users(g, s);
     const uint32_t *kul = s->kulist;
     for (uint32_t n = 0; n < g->n_nodes; n++) {
         s->nstate[n] = NS_WAIT;
@@ -1803,11 +1816,14 @@ int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info 
     for (uint32_t n = 0; n < nn; n++)
         if (s->sched[n])
             s->order[k++] = n;
+    count_uses(g, s);
     sim prog = simulate(g, s, s->order, n_sched, UINT32_MAX);
     const uint32_t *best = s->order;
     sim use = prog;
     int order = COST_ORDER_PROGRAM;
     if (n_sched > 2 && !g->eager) {
+        if (!kernel_users(g, s))
+            return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
         /* XLA's default memory scheduler keeps the lowest of its list, DFS
          * and post-order schedules; the program's order stands for the
          * post-order (JAX and XLA print in post-order) */
