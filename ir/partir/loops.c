@@ -53,7 +53,7 @@ static void print_nest(lv *x, uint32_t op, bool is_id, uint32_t id_val, int leve
     const ir_partition *p = x->p;
     const ir_pctx *c = p->ctx;
     uint32_t no = is_id ? 1 : c->ops[op]->n_operands, nr = is_id ? 1 : c->ops[op]->n_results;
-    const ir_loop *nest = &p->nest[(size_t)op * IR_MAX_AXES];
+    const ir_loop *nest = nest_of(p, op);
     int depth = p->nlen[op];
     for (int k = 0; k < depth; k++) {
         indent(x, level + k);

@@ -186,7 +186,7 @@ struct ir_partition {
     const ir_pctx *ctx;
     /* loop nests: real ops 0..n_ops-1, then virtual ops */
     uint8_t *nlen;
-    ir_loop *nest; /* IR_MAX_AXES per op */
+    ir_loop *nest; /* nest_room(ctx) per op */
     uint8_t *pending; /* per op: touched by an action since the last propagate */
     uint32_t cap_ops;
     ir_layout *arg_layout;
@@ -273,7 +273,12 @@ static inline void op_entries(const ir_partition *p, uint32_t op, uint32_t *lo, 
     *hi = c->id0[r + 1];
 }
 
-static inline const ir_loop *nest_of(const ir_partition *p, uint32_t op) { return &p->nest[(size_t)op * IR_MAX_AXES]; }
+/* Loops an op's nest has room for: one per mesh axis (an op loops over an
+ * axis at most once).  The nests are copied with every state, so they take
+ * no room for axes the mesh does not have. */
+static inline size_t nest_room(const ir_pctx *c) { return c->mesh.n_axes > 0 ? (size_t)c->mesh.n_axes : 1; }
+
+static inline const ir_loop *nest_of(const ir_partition *p, uint32_t op) { return &p->nest[(size_t)op * nest_room(p->ctx)]; }
 
 static inline int nest_find(const ir_partition *p, uint32_t op, int axis)
 {
@@ -300,9 +305,9 @@ static inline int64_t local_dim(const ir_pctx *c, const ir_type *t, const ir_lay
  * nest is full. */
 static inline bool ir__push_loop(ir_partition *p, uint32_t op, int axis, uint32_t e)
 {
-    if (p->nlen[op] >= IR_MAX_AXES)
+    if (p->nlen[op] >= nest_room(p->ctx))
         return false;
-    ir_loop *n = &p->nest[(size_t)op * IR_MAX_AXES + p->nlen[op]];
+    ir_loop *n = &p->nest[(size_t)op * nest_room(p->ctx) + p->nlen[op]];
     n->axis = (uint8_t)axis;
     n->entry = e;
     p->nlen[op]++;

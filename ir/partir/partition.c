@@ -152,7 +152,7 @@ static bool ensure_ops(ir_partition *p, uint32_t n)
     if (!nl)
         return false;
     p->nlen = nl;
-    ir_loop *ne = ap_realloc(p->nest, sizeof *ne * IR_MAX_AXES * cap);
+    ir_loop *ne = ap_realloc(p->nest, sizeof *ne * nest_room(p->ctx) * cap);
     if (!ne)
         return false;
     p->nest = ne;
@@ -213,7 +213,7 @@ int ir_partition_clone(const ir_partition *src, ir_partition **out, ap_error *er
         goto oom;
     memcpy(p->nlen, src->nlen, n);
     memcpy(p->pending, src->pending, n);
-    memcpy(p->nest, src->nest, sizeof *p->nest * IR_MAX_AXES * n);
+    memcpy(p->nest, src->nest, sizeof *p->nest * nest_room(src->ctx) * n);
     memcpy(p->arg_layout, src->arg_layout, sizeof *p->arg_layout * src->ctx->n_args);
     memcpy(p->vop_of, src->vop_of, sizeof *p->vop_of * src->ctx->n_vals);
     if (src->n_vops) {
@@ -285,7 +285,7 @@ int ir_partition_copy(ir_partition *dst, const ir_partition *src, ap_error *err)
     dst->cap_blocked = cap_blocked;
     memcpy(dst->nlen, src->nlen, n);
     memcpy(dst->pending, src->pending, n);
-    memcpy(dst->nest, src->nest, sizeof *dst->nest * IR_MAX_AXES * n);
+    memcpy(dst->nest, src->nest, sizeof *dst->nest * nest_room(c) * n);
     if (had > n) {
         /* ops past src's: as a fresh state has them */
         memset(dst->nlen + n, 0, had - n);

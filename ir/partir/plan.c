@@ -91,14 +91,14 @@ uint64_t ir_partition_hash(const ir_partition *p)
     uint64_t h = 0x243f6a8885a308d3ULL;
     for (uint32_t k = 0; k < c->n_ops; k++)
         if (p->nlen[k])
-            h = hash_nest(mix64(h, k), &p->nest[(size_t)k * IR_MAX_AXES], p->nlen[k]);
+            h = hash_nest(mix64(h, k), nest_of(p, k), p->nlen[k]);
     for (uint32_t a = 0; a < c->n_args; a++)
         h = hash_layout(mix64(h, a), &p->arg_layout[a]);
     /* identity ops by the value they sit on, not by their creation order */
     for (uint32_t v = 0; v < c->n_vals; v++)
         if (p->vop_of[v] >= 0) {
             uint32_t op = vop_id(p, (uint32_t)p->vop_of[v]);
-            h = hash_nest(mix64(h, 0x5555000000000000ULL | v), &p->nest[(size_t)op * IR_MAX_AXES], p->nlen[op]);
+            h = hash_nest(mix64(h, 0x5555000000000000ULL | v), nest_of(p, op), p->nlen[op]);
         }
     return h;
 }
@@ -107,7 +107,7 @@ static bool same_nest(const ir_partition *a, uint32_t oa, const ir_partition *b,
 {
     if (a->nlen[oa] != b->nlen[ob])
         return false;
-    const ir_loop *x = &a->nest[(size_t)oa * IR_MAX_AXES], *y = &b->nest[(size_t)ob * IR_MAX_AXES];
+    const ir_loop *x = nest_of(a, oa), *y = nest_of(b, ob);
     for (int i = 0; i < a->nlen[oa]; i++)
         if (x[i].axis != y[i].axis || x[i].entry != y[i].entry)
             return false;
@@ -662,10 +662,10 @@ int ir_lplan_new(const ir_pctx *c, ir_lplan **out, ap_error *err)
     pl->ch_vals = ap_malloc(sizeof *pl->ch_vals * (c->n_vals + 1));
     pl->ch_ops = ap_malloc(sizeof *pl->ch_ops * (c->n_ops + 1));
     pl->snap_nlen = ap_calloc(c->n_ops + 1, 1);
-    pl->snap_nest = ap_calloc((size_t)c->n_ops * IR_MAX_AXES + 1, sizeof *pl->snap_nest);
+    pl->snap_nest = ap_calloc((size_t)c->n_ops * nest_room(c) + 1, sizeof *pl->snap_nest);
     pl->snap_arg = ap_malloc(sizeof *pl->snap_arg * (c->n_args + 1));
     pl->snap_vlen = ap_calloc(c->n_vals + 1, 1);
-    pl->snap_vnest = ap_calloc((size_t)c->n_vals * IR_MAX_AXES + 1, sizeof *pl->snap_vnest);
+    pl->snap_vnest = ap_calloc((size_t)c->n_vals * nest_room(c) + 1, sizeof *pl->snap_vnest);
     if (!pl->use_mat || !pl->u0 || !pl->uses || !pl->vp || !pl->ret_layout || !pl->mark || !pl->ch_vals ||
         !pl->ch_ops || !pl->snap_nlen || !pl->snap_nest || !pl->snap_arg || !pl->snap_vlen || !pl->snap_vnest)
         goto oom;
@@ -1046,7 +1046,7 @@ int ir_lplan_sync(ir_lplan *pl, const ir_partition *p, ap_error *err)
     } else {
         for (uint32_t k = 0; k < c->n_ops; k++) {
             uint8_t n = p->nlen[k];
-            if (n == pl->snap_nlen[k] && loops_equal(&p->nest[(size_t)k * IR_MAX_AXES], &pl->snap_nest[(size_t)k * IR_MAX_AXES], n))
+            if (n == pl->snap_nlen[k] && loops_equal(nest_of(p, k), &pl->snap_nest[(size_t)k * nest_room(c)], n))
                 continue;
             pl->ch_ops[pl->n_ch_ops++] = k;
             mark_op(pl, k);
@@ -1070,7 +1070,7 @@ int ir_lplan_sync(ir_lplan *pl, const ir_partition *p, ap_error *err)
             }
             uint32_t op = vop_id(p, (uint32_t)p->vop_of[v]);
             if (was != p->nlen[op] + 1 ||
-                !loops_equal(&p->nest[(size_t)op * IR_MAX_AXES], &pl->snap_vnest[(size_t)v * IR_MAX_AXES], p->nlen[op]))
+                !loops_equal(nest_of(p, op), &pl->snap_vnest[(size_t)v * nest_room(c)], p->nlen[op]))
                 mark_value(pl, v);
         }
         /* in value order, as a full rebuild would go */
@@ -1095,7 +1095,7 @@ int ir_lplan_sync(ir_lplan *pl, const ir_partition *p, ap_error *err)
     for (uint32_t i = 0; i < pl->n_ch_ops; i++) {
         uint32_t k = pl->ch_ops[i];
         pl->snap_nlen[k] = p->nlen[k];
-        memcpy(&pl->snap_nest[(size_t)k * IR_MAX_AXES], &p->nest[(size_t)k * IR_MAX_AXES], sizeof(ir_loop) * p->nlen[k]);
+        memcpy(&pl->snap_nest[(size_t)k * nest_room(c)], nest_of(p, k), sizeof(ir_loop) * p->nlen[k]);
     }
     memcpy(pl->snap_arg, p->arg_layout, sizeof *pl->snap_arg * c->n_args);
     for (uint32_t v = 0; v < c->n_vals; v++) {
@@ -1105,7 +1105,7 @@ int ir_lplan_sync(ir_lplan *pl, const ir_partition *p, ap_error *err)
         }
         uint32_t op = vop_id(p, (uint32_t)p->vop_of[v]);
         pl->snap_vlen[v] = (uint8_t)(p->nlen[op] + 1);
-        memcpy(&pl->snap_vnest[(size_t)v * IR_MAX_AXES], &p->nest[(size_t)op * IR_MAX_AXES], sizeof(ir_loop) * p->nlen[op]);
+        memcpy(&pl->snap_vnest[(size_t)v * nest_room(c)], nest_of(p, op), sizeof(ir_loop) * p->nlen[op]);
     }
     pl->valid = true;
     return 0;

@@ -241,7 +241,7 @@ static bool temporal_op(temporal *t, uint32_t k, ir_cloner *cl)
     ir_op *src = c->ops[k];
     t->loc = ir__loc_clone(t->nm, src->loc);
     nest_info ni = {.depth = p->nlen[k], .n_iters = 1};
-    const ir_loop *nest = &p->nest[(size_t)k * IR_MAX_AXES];
+    const ir_loop *nest = nest_of(p, k);
     for (int l = 0; l < ni.depth; l++) {
         ni.axes[l] = nest[l].axis;
         ni.sizes[l] = c->mesh.sizes[nest[l].axis];
