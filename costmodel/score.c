@@ -612,22 +612,34 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
         s->prod_h[a] = cost__graph_input(&s->g, s->vals[a].bytes, CG_IN_COUNTED | s->in_hint[a], dims,
                                          WHAT(H_ARG, a), s->arg_name[a]);
     }
-    for (uint32_t k = 0; k < s->n_ops; k++) {
+    for (uint32_t k = 0; k < s->n_ops;) {
+        /* one node per op, but an optimization_barrier's identity ops
+         * (one per operand in the context) as the one barrier the
+         * lowering writes: its readers wait for every operand */
+        uint32_t first = k, span = ir_pctx_barrier(s->c, k, &first);
+        if (span == 0 || first != k)
+            span = 1;
         const op_rec *r = &s->ops[k];
         const ir_op *op = ir_pctx_op(s->c, k);
-        const uint32_t *opv = &s->opd_val[s->opd0[k]];
-        const double *rd = &s->rd[s->opd0[k]];
-        uint32_t no = s->opd0[k + 1] - s->opd0[k], nr = s->nres[k];
-        const int32_t *uses = ir_lplan_uses(s->plan, k);
+        uint32_t no = s->opd0[k + span] - s->opd0[k], nr = s->nres[k];
+        for (uint32_t q = 1; q < span; q++)
+            nr += s->nres[k + q];
         w.at = op;
-        for (uint32_t i = 0; i < no; i++)
-            if (s->vn[opv[i]])
-                emit_due(&w, opv[i], k, i);
         uint32_t small[16], *h = no <= 16 ? small : ap_malloc(sizeof *h * no);
         if (!h)
             return oom(err);
-        for (uint32_t i = 0; i < no; i++)
-            h[i] = emit_mat(&w, opv[i], uses[i]);
+        for (uint32_t q = 0, i0 = 0; q < span; q++) {
+            const uint32_t *opv = &s->opd_val[s->opd0[k + q]];
+            uint32_t n = s->opd0[k + q + 1] - s->opd0[k + q];
+            const int32_t *uses = ir_lplan_uses(s->plan, k + q);
+            for (uint32_t i = 0; i < n; i++)
+                if (s->vn[opv[i]])
+                    emit_due(&w, opv[i], k + q, i);
+            for (uint32_t i = 0; i < n; i++)
+                h[i0 + i] = emit_mat(&w, opv[i], uses[i]);
+            i0 += n;
+        }
+        const double *rd = &s->rd[s->opd0[k]];
         cost_gnode *nd = cost__graph_node(&s->g, op, r->flags, r->prec);
         if (nd) {
             nd->flops = r->flops;
@@ -638,13 +650,14 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
         }
         for (uint32_t i = 0; i < no; i++)
             cost__graph_edge(&s->g, h[i], rd[i]);
-        for (uint32_t j = 0; j < nr; j++) {
-            uint32_t v = s->res0[k] + j;
-            uint32_t src = CG_NONE;
-            if ((r->flags & CG_ALIAS) && no > 0)
-                src = h[no == nr ? j : 0];
-            s->prod_h[v] = cost__graph_result(&s->g, s->vals[v].bytes, src, s->vdims[v], WHAT(H_RESULT, v));
-        }
+        for (uint32_t q = 0, j = 0; q < span; q++)
+            for (uint32_t jj = 0; jj < s->nres[k + q]; jj++, j++) {
+                uint32_t v = s->res0[k + q] + jj;
+                uint32_t src = CG_NONE;
+                if ((r->flags & CG_ALIAS) && no > 0)
+                    src = h[no == nr ? j : 0];
+                s->prod_h[v] = cost__graph_result(&s->g, s->vals[v].bytes, src, s->vdims[v], WHAT(H_RESULT, v));
+            }
         if (h != small)
             ap_free(h);
         if (r->iota_off) {
@@ -674,6 +687,7 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
             cost__graph_edge(&s->g, bc, L);
             s->prod_h[v] = result(&w, L, r->iota_dims, WHAT(H_RESULT, v));
         }
+        k += span;
     }
     /* the return */
     const int32_t *ruses = ir_lplan_uses(s->plan, s->n_ops);

@@ -320,6 +320,11 @@ static const model_case cases[] = {
     {"transformer", "tiny", "mlp=swiglu norm=rms act_grad=torch remat=sac dtype=bf16 param_dtype=f32", "x=2,y=2",
      30, 8, false, 0, NULL, COST_FW_EAGER},
     {"transformer", "tiny", "", "a=2,b=2,c=2", 40, 10, false, 0, NULL, COST_FW_EAGER},
+    /* remat: an optimization_barrier over each block's residuals, which
+     * the context holds as one identity per operand and the lowering
+     * writes as one barrier whose readers wait for all of them */
+    {"transformer", "tiny", "remat=full", "batch=2,model=2", 60, 8, false, 0, NULL, COST_FW_XLA},
+    {"transformer", "tiny", "remat=full", "a=2,b=2,c=2", 60, 10, false, 0, NULL, COST_FW_XLA},
 };
 
 START_TEST(scorer_equals_full_path)

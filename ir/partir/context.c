@@ -98,6 +98,15 @@ ir_module *ir_pctx_module(const ir_pctx *c) { return c->m; }
 uint32_t ir_pctx_num_ops(const ir_pctx *c) { return c->n_ops; }
 ir_op *ir_pctx_op(const ir_pctx *c, uint32_t i) { return i < c->n_ops ? c->ops[i] : NULL; }
 
+uint32_t ir_pctx_barrier(const ir_pctx *c, uint32_t k, uint32_t *first)
+{
+    if (k >= c->n_ops || c->op_kind[k] != PK_BARRIER)
+        return 0;
+    const pgroup *g = &c->groups[c->op_group[k]];
+    *first = g->carry0;
+    return g->n;
+}
+
 /* Ops with results inside op's regions, at any depth: the printer numbers
  * those it shows between op's results and the next top-level op's. */
 static uint32_t nested_results(const ir_op *op)

@@ -74,6 +74,11 @@ ir_op *ir_pctx_func(const ir_pctx *c);
 ir_module *ir_pctx_module(const ir_pctx *c);
 uint32_t ir_pctx_num_ops(const ir_pctx *c);
 ir_op *ir_pctx_op(const ir_pctx *c, uint32_t i);
+/* The optimization_barrier op k is an operand of: the context holds one
+ * identity op per operand (each value keeps its own layout through it),
+ * ops *first .. *first + n - 1, which lower to one barrier over them all.
+ * Returns n, or 0 when op k is no barrier's. */
+uint32_t ir_pctx_barrier(const ir_pctx *c, uint32_t k, uint32_t *first);
 /* Is dim `dim` of value v the dim a while loop steps through one slice per
  * iteration (the layer dim of a stacked weight)?  Tiling it is refused:
  * that would pipeline the loop (the search over meshes leaves such dims
