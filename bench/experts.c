@@ -15,9 +15,11 @@
  * ['mlp']['w_up'] 1 model x32`), its estimate, wall time and episodes.  A
  * row without a mesh (X1: one device) has nothing to search.
  *
- *   bench_experts [--only ID,ID] [--time S] [--threads T] [--seed N]
- *                 [--zoo DIR] [--meshes]
+ *   bench_experts [--only ID,ID] [--time S | --episodes N] [--threads T]
+ *                 [--seed N] [--zoo DIR] [--meshes]
  *     --time S     the search's wall-time budget per row (default 60)
+ *     --episodes N an episode budget per row instead: the answer then
+ *                  depends on the seed alone, not on the machine's load
  *     --threads T  default 2
  *     --meshes     each row's meshes tried, best first
  *
@@ -196,8 +198,8 @@ static bool want(const char *only, const char *id)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: bench_experts [--only ID,ID] [--time S] [--threads T] [--seed N] [--zoo DIR] "
-                    "[--meshes]\n");
+    fprintf(stderr, "usage: bench_experts [--only ID,ID] [--time S | --episodes N] [--threads T] [--seed N] "
+                    "[--zoo DIR] [--meshes]\n");
     exit(2);
 }
 
@@ -214,6 +216,8 @@ int main(int argc, char **argv)
             only = argv[++i];
         else if (!strcmp(argv[i], "--time") && i + 1 < argc)
             o.time_limit_s = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--episodes") && i + 1 < argc)
+            o.max_episodes = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             o.threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
@@ -225,14 +229,21 @@ int main(int argc, char **argv)
         else
             usage();
     }
-    if (o.time_limit_s <= 0 || o.threads < 1)
+    if (o.max_episodes < 0 || o.time_limit_s <= 0 || o.threads < 1)
         usage();
+    if (o.max_episodes > 0)
+        o.time_limit_s = 0;
     double load[3] = {0};
     if (getloadavg(load, 3) < 1)
         load[0] = -1;
+    char budget[64];
+    if (o.max_episodes > 0)
+        snprintf(budget, sizeof budget, "%lld episodes", (long long)o.max_episodes);
+    else
+        snprintf(budget, sizeof budget, "%.0f s", o.time_limit_s);
     printf("The search from scratch (--devices = the row's count, the row's device, memory limit = its HBM, "
-           "%d threads, %.0f s, seed %llu) against the row's own parallelism; load %.1f\n",
-           o.threads, o.time_limit_s, (unsigned long long)o.seed, load[0]);
+           "%d threads, %s, seed %llu) against the row's own parallelism; load %.1f\n",
+           o.threads, budget, (unsigned long long)o.seed, load[0]);
     printf("%-3s %-15s %5s  %-16s %-13s %8s %7s %-4s %8s %7s %-4s %6s %6s %8s %7s %-4s  %s\n", "row", "device", "devs",
            "expert mesh", "schedule", "step s", "GiB", "fits", "step s", "GiB", "fits", "ratio", "wall s", "episodes",
            "meshes", "", "found mesh: schedule");
