@@ -12,12 +12,20 @@
  * only hashes, values and edges.
  *
  * Reward: the objective J = step time, times a steep penalty above the
- * memory limit (10 (peak/limit)^4), relative to the start state's:
- * reward = J(start) / J.  A node's value is the best reward in its subtree
+ * memory limit ((peak/limit)^4: continuous at the limit, 16 times at twice
+ * it), relative to the start state's: reward = J(start) / J.  The result
+ * is the fastest state that fits (else the lowest peak) whatever the
+ * rewards; the penalty only steers, and being continuous it ranks a fast
+ * state just over the limit next to one as fast just under it, rather
+ * than behind every slow state that fits: the steps that make it fit are
+ * still to come.  A node's value is the best reward in its subtree
  * (the problem is deterministic: there is no noise to average away).
  *
- * Order of expansion: decisions are tried in the order of the reward each
- * gives alone at the start state (a policy prior from cost deltas), with
+ * Order of expansion: decisions are tried in the order of the step time
+ * each gives alone at the start state (a policy prior from cost deltas;
+ * the memory limit enters through the rewards and the completion below:
+ * ranked by penalized reward, every step that saved memory came first and
+ * the searches settled on slow schedules that fit), with
  * progressive widening: a node visited v times has at most 1 + 2 sqrt(v)
  * children (search_options.widening), so the best-looking steps are
  * expanded first and the rest as the node earns visits.  UCT chooses among
@@ -28,6 +36,18 @@
  * breaks ties.  Beside UCT, a quarter of each batch climbs from the best
  * node found so far (its next untried decisions, past the widening), so
  * a long line of improving steps is followed as fast as it improves.
+ *
+ * Under a binding memory limit the fastest schedules often do not fit as
+ * they are: the fit comes last, from sharding the state (parameters and
+ * optimizer moments along the data axis: ZeRO, FSDP).  So another quarter
+ * of each batch completes a state over the limit with its memory-saving
+ * decisions (those that lowered the start's peak), in the order of the
+ * bytes each saved at the start per second of step time it cost there
+ * (those that cost none first): the state the completion expects to end
+ * fastest once it fits, by the start's figures, and only while that beats
+ * the best that fits.  Each step is a node of the tree, scored as any; a
+ * state a memory-saving step made goes on with the steps after it in that
+ * order, so a set of them is tried once, not in every order.
  *
  * Threads: the coordinating thread is worker 0 and evaluates beside the
  * others (with one thread there are no hand-offs).  Workers share one
@@ -50,7 +70,6 @@
 #include <string.h>
 #include <time.h>
 
-#define PENALTY_SCALE 10.0
 #define PENALTY_POWER 4.0
 #define SEED_NOISE 0.02 /* of a child's normalized score: seeds grow different trees */
 
@@ -72,6 +91,7 @@ typedef struct task {
     uint32_t chain0, chain_n; /* the parent's canonical path: chain[chain0 ..] */
     uint32_t path0, path_n;   /* the selection path (nodes root .. parent) */
     bool claimed;             /* taken by a worker */
+    bool completes;           /* a step of the completion (complete_lead) */
     int worker;               /* which */
     double cpu_s;             /* CPU seconds its evaluation took */
     /* out */
@@ -134,6 +154,12 @@ struct search_engine {
     double *est;         /* per decision: seconds an evaluation takes, recent average (0 unknown; under mu) */
     uint32_t *order;     /* decisions in the order they are tried */
     uint32_t n_order;
+    uint32_t *save;      /* of them, those that lowered the start's peak, by bytes saved per
+                            second of step time (under a memory limit; else none) */
+    uint32_t n_save;
+    uint32_t *save_at;   /* per decision: its place in the save order + 1 (0: not there) */
+    uint32_t *stamp;     /* per unit and axis: completed_time's marks (stamp_gen: this call's) */
+    uint32_t stamp_gen;
     /* the tree */
     search_node *nodes;
     uint32_t n_nodes, cap_nodes;
@@ -143,7 +169,6 @@ struct search_engine {
     double j0;           /* the start's objective */
     double best_reward;
     uint32_t best;       /* the result: fastest within the limit, else lowest peak */
-    bool any_fits;
     int64_t episodes, best_episode;
     double best_time; /* seconds into the search when the best was found */
     bool exhausted;
@@ -203,7 +228,7 @@ static double objective(const engine *e, double runtime, int64_t peak)
 {
     if (e->limit < 0 || (double)peak <= e->limit)
         return runtime;
-    return runtime * PENALTY_SCALE * pow((double)peak / e->limit, PENALTY_POWER);
+    return runtime * pow((double)peak / e->limit, PENALTY_POWER);
 }
 
 static bool fits(const engine *e, int64_t peak) { return e->limit < 0 || (double)peak <= e->limit; }
@@ -658,8 +683,8 @@ static int tt_insert(engine *e, uint32_t node)
     return 0;
 }
 
-static int node_new(engine *e, uint64_t hash, uint32_t parent, uint32_t decision, double runtime, int64_t peak,
-                    uint32_t *out)
+static int node_new(engine *e, uint64_t hash, uint32_t parent, uint32_t decision, bool completes, double runtime,
+                    int64_t peak, uint32_t *out)
 {
     if (e->n_nodes == e->cap_nodes) {
         uint32_t cap = e->cap_nodes ? e->cap_nodes * 2 : 1024;
@@ -682,6 +707,10 @@ static int node_new(engine *e, uint64_t hash, uint32_t parent, uint32_t decision
     n->depth = parent == SEARCH_NONE ? 0 : (uint16_t)(e->nodes[parent].depth + 1);
     n->runtime_s = runtime;
     n->peak = peak;
+    /* a state the completion made goes on with the memory-saving
+     * decisions after its own in the save order (a set of them is tried in
+     * that order once, not in every order); any other from the first */
+    n->next_save = completes ? e->save_at[decision] : 0;
     n->reward = e->j0 / objective(e, runtime, peak);
     n->best = n->reward;
     n->episode = e->episodes;
@@ -730,6 +759,22 @@ static bool decided_on_path(const engine *e, uint32_t node, search_action a)
         if (b.unit == a.unit && b.axis == a.axis)
             return true;
     }
+    return false;
+}
+
+/* Whether decision d is already a child of node (an edge) or taken from
+ * it in the batch being built: the three ways a node grows (UCT's
+ * widening, the climb from the best, the completion) keep their own
+ * cursors over the decisions. */
+static bool tried(const engine *e, uint32_t node, uint32_t d)
+{
+    const search_node *n = &e->nodes[node];
+    for (uint32_t i = 0; i < n->n_edges; i++)
+        if (n->edges[i].decision == d)
+            return true;
+    for (uint32_t k = 0; k < e->n_tasks; k++)
+        if (e->tasks[k].parent == node && e->tasks[k].decision == d)
+            return true;
     return false;
 }
 
@@ -827,7 +872,7 @@ static int select_leaf(engine *e, uint32_t *path, uint64_t *rng)
                 uint32_t d = SEARCH_NONE;
                 while (n->next_try < e->n_order) {
                     uint32_t cand = e->order[n->next_try++];
-                    if (!decided_on_path(e, node, e->dec[cand].a)) {
+                    if (!decided_on_path(e, node, e->dec[cand].a) && !tried(e, node, cand)) {
                         d = cand;
                         break;
                     }
@@ -898,7 +943,7 @@ static int extend_best(engine *e, uint32_t *path, int n)
     int added = 0;
     while (added < n && b->next_try < e->n_order) {
         uint32_t cand = e->order[b->next_try++];
-        if (decided_on_path(e, node, e->dec[cand].a))
+        if (decided_on_path(e, node, e->dec[cand].a) || tried(e, node, cand))
             continue;
         for (uint32_t i = 0; i < depth; i++)
             e->nodes[path[i]].visits++;
@@ -908,6 +953,82 @@ static int extend_best(engine *e, uint32_t *path, int n)
             return rc;
         added++;
         b = &e->nodes[node];
+    }
+    return added;
+}
+
+/* The step time the completion expects node x to end at once it fits:
+ * its own, plus the time its memory-saving decisions still to try (in the
+ * save order, one per unit and axis not decided on its path) cost at the
+ * start, until the bytes they saved there cover its excess; INFINITY when
+ * they do not.  A guess from the start's figures, which only ranks the
+ * states to complete: every state it leads to is scored. */
+static double completed_time(engine *e, uint32_t node)
+{
+    const search_node *x = &e->nodes[node], *root = &e->nodes[0];
+    uint32_t n_axes = (uint32_t)ir_pctx_mesh(e->c)->n_axes, gen = ++e->stamp_gen;
+    for (uint32_t n = node; n != 0 && n != SEARCH_NONE; n = e->nodes[n].parent) {
+        search_action a = e->dec[e->nodes[n].decision].a;
+        e->stamp[a.unit * n_axes + a.axis] = gen;
+    }
+    double excess = (double)x->peak - e->limit, t = x->runtime_s;
+    for (uint32_t i = x->next_save; i < e->n_save && excess > 0; i++) {
+        const search_decision *d = &e->dec[e->save[i]];
+        uint32_t *st = &e->stamp[d->a.unit * n_axes + d->a.axis];
+        if (*st == gen)
+            continue;
+        *st = gen;
+        excess -= (double)(root->peak - d->peak);
+        if (d->runtime_s > root->runtime_s)
+            t += d->runtime_s - root->runtime_s;
+    }
+    return excess > 0 ? INFINITY : t;
+}
+
+/* The completion (the head comment): up to n leaves that extend the state
+ * over the memory limit the completion expects to end fastest (and faster
+ * than the best that fits), by its next memory-saving decisions in the
+ * save order; when one runs out, the next such state.  Returns the leaves
+ * added. */
+static int complete_lead(engine *e, uint32_t *path, int n)
+{
+    if (n <= 0 || e->n_save == 0)
+        return 0;
+    const search_node *best = &e->nodes[e->best];
+    double bound = fits(e, best->peak) ? best->runtime_s : INFINITY;
+    int added = 0;
+    while (added < n) {
+        uint32_t lead = SEARCH_NONE;
+        double lead_t = bound;
+        for (uint32_t i = 0; i < e->n_nodes; i++) {
+            const search_node *x = &e->nodes[i];
+            if (fits(e, x->peak) || !(x->runtime_s < lead_t) || x->next_save >= e->n_save || x->exhausted ||
+                x->depth >= e->o.max_depth || x->depth >= 63)
+                continue;
+            double t = completed_time(e, i);
+            if (t < lead_t) {
+                lead = i;
+                lead_t = t;
+            }
+        }
+        if (lead == SEARCH_NONE)
+            break;
+        uint32_t depth = e->nodes[lead].depth + 1u;
+        for (uint32_t x = lead, i = depth; i-- > 0; x = e->nodes[x].parent)
+            path[i] = x;
+        while (added < n && e->nodes[lead].next_save < e->n_save) {
+            uint32_t cand = e->save[e->nodes[lead].next_save++];
+            if (decided_on_path(e, lead, e->dec[cand].a) || tried(e, lead, cand))
+                continue;
+            for (uint32_t i = 0; i < depth; i++)
+                e->nodes[path[i]].visits++;
+            e->pending[lead]++;
+            int rc = task_add(e, lead, cand, path, depth);
+            if (rc < 0)
+                return rc;
+            e->tasks[e->n_tasks - 1].completes = true;
+            added++;
+        }
     }
     return added;
 }
@@ -936,7 +1057,7 @@ static int backup(engine *e, task *t)
     uint32_t child = tt_find(e, t->hash);
     int rc;
     if (child == SEARCH_NONE) {
-        if ((rc = node_new(e, t->hash, parent, t->decision, t->runtime_s, t->peak, &child)) < 0)
+        if ((rc = node_new(e, t->hash, parent, t->decision, t->completes, t->runtime_s, t->peak, &child)) < 0)
             return rc;
         if (better_result(e, e->best, child)) {
             e->best = child;
@@ -1145,6 +1266,9 @@ static void engine_free(engine *e)
     ap_free(e->dec);
     ap_free(e->est);
     ap_free(e->order);
+    ap_free(e->save);
+    ap_free(e->stamp);
+    ap_free(e->save_at);
     ap_free(e->tasks);
     ap_free(e->chain);
     ap_free(e->paths);
@@ -1288,6 +1412,53 @@ static int decisions(engine *e, ap_error *err)
     return 0;
 }
 
+/* Is a memory-saving decision that saved saved_a bytes at the start and
+ * cost cost_a seconds of step time there ahead of b in the completion's
+ * order?  Those that cost no time first, by bytes saved; then by bytes
+ * saved per second. */
+static bool saves_more(double saved_a, double cost_a, double saved_b, double cost_b)
+{
+    if ((cost_a <= 0) != (cost_b <= 0))
+        return cost_a <= 0;
+    if (cost_a <= 0)
+        return saved_a > saved_b;
+    return saved_a / cost_a > saved_b / cost_b;
+}
+
+/* The completion's order (e->save, e->save_at): under a memory limit,
+ * the decisions that lowered the start's peak, by saves_more; ties in
+ * the order of expansion. */
+static int save_order(engine *e, ap_error *err)
+{
+    e->n_save = 0;
+    if (e->limit < 0 || e->o.no_prior)
+        return 0;
+    e->save = ap_malloc(sizeof *e->save * (e->n_order + 1));
+    e->stamp = ap_calloc((size_t)e->units.n * (size_t)ir_pctx_mesh(e->c)->n_axes + 1, sizeof *e->stamp);
+    e->save_at = ap_calloc((size_t)e->n_dec + 1, sizeof *e->save_at);
+    if (!e->save || !e->stamp || !e->save_at)
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
+    const search_node *root = &e->nodes[0];
+#define SAVED(d) ((double)(root->peak - e->dec[d].peak))
+#define COST(d) (e->dec[d].runtime_s - root->runtime_s)
+    for (uint32_t i = 0; i < e->n_order; i++) {
+        uint32_t d = e->order[i];
+        if (e->dec[d].peak >= root->peak)
+            continue;
+        uint32_t b = e->n_save++;
+        while (b > 0 && saves_more(SAVED(d), COST(d), SAVED(e->save[b - 1]), COST(e->save[b - 1]))) {
+            e->save[b] = e->save[b - 1];
+            b--;
+        }
+        e->save[b] = d;
+    }
+#undef SAVED
+#undef COST
+    for (uint32_t i = 0; i < e->n_save; i++)
+        e->save_at[e->save[i]] = i + 1;
+    return 0;
+}
+
 /* The order of expansion: distinct, valid decisions by prior, with the
  * seed's small perturbation (a few percent) breaking near-ties.
  * Decisions the root pass did not reach (out of budget) have no prior and
@@ -1305,7 +1476,10 @@ static int order_decisions(engine *e, ap_error *err)
     uint64_t rng = e->o.seed ^ 0x6a09e667f3bcc909ULL;
     for (uint32_t d = 0; d < e->n_dec; d++) {
         double noise = (double)(splitmix(&rng) >> 11) / 9007199254740992.0;
-        key[d] = e->o.no_prior ? -(double)d : e->dec[d].prior * (1 + 0.03 * noise);
+        /* by the step time alone: the memory limit enters through the
+         * rewards and the completion's own order */
+        double speed = e->dec[d].prior > -1 ? e->nodes[0].runtime_s / e->dec[d].runtime_s : e->dec[d].prior;
+        key[d] = e->o.no_prior ? -(double)d : speed * (1 + 0.03 * noise);
         if (e->dec[d].prior > -1 && e->dec[d].same_as == SEARCH_NONE)
             e->order[e->n_order++] = d;
     }
@@ -1320,7 +1494,7 @@ static int order_decisions(engine *e, ap_error *err)
         e->order[b] = x;
     }
     ap_free(key);
-    return 0;
+    return save_order(e, err);
 }
 
 /* Leaves a batch may hold: `want`, or under a time budget no more than
@@ -1399,8 +1573,12 @@ static int search_loop(engine *e, const char **why, ap_error *err)
         e->n_tasks = e->n_chain = e->n_paths = 0;
         int64_t room = e->o.max_episodes > 0 ? e->o.max_episodes - e->episodes : INT64_MAX;
         int size = (int)batch_room(e, (uint32_t)e->o.batch);
-        /* a quarter of the batch climbs from the best, the rest is UCT's */
-        int greedy = extend_best(e, path, (int)(size < room ? size : room) / 4);
+        /* a quarter of the batch climbs from the best, under a memory
+         * limit another completes the best state over it, the rest is
+         * UCT's */
+        int quarter = (int)(size < room ? size : room) / 4;
+        int greedy = extend_best(e, path, quarter), more = greedy < 0 ? 0 : complete_lead(e, path, quarter);
+        greedy = greedy < 0 || more < 0 ? -1 : greedy + more;
         if (greedy < 0)
             return ap_error_set(err, AP_ENOMEM, "out of memory in the search");
         for (int b = greedy; b < size && b < room; b++) {
@@ -1526,7 +1704,7 @@ static int engine_open(engine *e, const ir_partition *start, const search_option
     e->eval_s = ap_mono_s() - t_score;
     e->j0 = objective(e, rt, pk);
     uint32_t root;
-    if (node_new(e, ir_partition_hash(start), SEARCH_NONE, 0, rt, pk, &root) < 0)
+    if (node_new(e, ir_partition_hash(start), SEARCH_NONE, 0, false, rt, pk, &root) < 0)
         return ap_error_set(err, AP_ENOMEM, "out of memory in the search");
     e->nodes[root].visits = 1;
     e->best = root;

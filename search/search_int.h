@@ -69,6 +69,7 @@ typedef struct search_node {
     uint16_t depth;
     bool exhausted;     /* nothing left to try below */
     uint32_t next_try;  /* next decision (in prior order) to try here */
+    uint32_t next_save; /* next memory-saving decision (engine's save order) to try here */
     search_edge *edges;
     uint32_t n_edges, cap_edges;
     uint32_t visits;
