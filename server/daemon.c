@@ -14,15 +14,25 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "srv.h"
 
 /* ============================================================== shutdown */
+
+/* SIGTERM and SIGINT: taken by the loop's thread alone. */
+static void stop_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+}
 
 static void close_all(srv *s)
 {
@@ -31,11 +41,22 @@ static void close_all(srv *s)
     s->closed = true;
     /* Stopping the watchers gives SIGTERM back its default action, which
      * would kill the process mid-way if a second one came now: we are
-     * already stopping, so ignore them. */
+     * already stopping, so ignore them.  Blocked here meanwhile (and in
+     * every other thread since srv_run started them), one that comes in
+     * between waits, and SIG_IGN discards it. */
+    sigset_t stop_sigs, old;
+    stop_signals(&stop_sigs);
+    pthread_sigmask(SIG_BLOCK, &stop_sigs, &old);
     uv_signal_stop(&s->sigterm);
     uv_signal_stop(&s->sigint);
+    if (s->opt.test_close_pause_s > 0) {
+        double p = s->opt.test_close_pause_s;
+        struct timespec ts = {(time_t)p, (long)((p - (double)(time_t)p) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
     signal(SIGTERM, SIG_IGN);
     signal(SIGINT, SIG_IGN);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     uv_close((uv_handle_t *)&s->wake, NULL);
     uv_close((uv_handle_t *)&s->sigterm, NULL);
     uv_close((uv_handle_t *)&s->sigint, NULL);
@@ -369,6 +390,12 @@ int srv_run(const srv_options *opt)
     uv_timer_init(&s->loop, &s->tick);
     uv_timer_init(&s->loop, &s->grace);
     s->tick.data = s->grace.data = s;
+    /* Every thread started from here on (the store's, the pools', the
+     * dashboard's, gRPC's) inherits SIGTERM and SIGINT blocked: they come
+     * to the loop's thread, whose close_all can then shut them out. */
+    sigset_t stop_sigs;
+    stop_signals(&stop_sigs);
+    pthread_sigmask(SIG_BLOCK, &stop_sigs, NULL);
     s->pools[POOL_INTAKE].queue.max = s->pools[POOL_SEARCH].queue.max = opt->max_queue;
     if (srv_db_start(s, on_store_op, &err) < 0 ||
         srv_pool_start(s, &s->pools[POOL_INTAKE], POOL_INTAKE, opt->apply_threads, NULL, &err) < 0 ||
@@ -431,6 +458,7 @@ int srv_run(const srv_options *opt)
             store_backend(s->db_conn), (double)opt->lease_us / 1e6);
     srv_jobs_tick(s, ap_now_us()); /* take over what a crash left at once */
     uv_timer_start(&s->tick, on_tick, 100, 100);
+    pthread_sigmask(SIG_UNBLOCK, &stop_sigs, NULL); /* one that came meanwhile is handled now */
     uv_run(&s->loop, UV_RUN_DEFAULT);
     rc = s->exit_code;
     goto cleanup;

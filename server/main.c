@@ -243,10 +243,13 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    /* Tests only: runs that do not listen (see srv_options). */
+    /* Tests only: runs that do not listen, a slow shutdown (see srv_options). */
     const char *stall = getenv("AUTOPARTD_TEST_STALL_S");
     if (stall && stall[0])
         o.test_stall_s = atof(stall);
+    const char *pause = getenv("AUTOPARTD_TEST_CLOSE_PAUSE_S");
+    if (pause && pause[0])
+        o.test_close_pause_s = atof(pause);
     if (!o.rpc_memory_bytes)
         o.rpc_memory_bytes = o.max_message_bytes < (16 << 20) ? 64 << 20 : 4 * o.max_message_bytes;
     if (o.rpc_memory_bytes < o.max_message_bytes) {

@@ -84,6 +84,9 @@ typedef struct srv_options {
     double test_stall_s;    /* tests only ($AUTOPARTD_TEST_STALL_S): every search first
                                sleeps this long, deaf to cancellation, as a task stuck
                                in a long lowering or a bug would be */
+    double test_close_pause_s; /* tests only ($AUTOPARTD_TEST_CLOSE_PAUSE_S): the shutdown
+                                  waits this long between stopping the signal watchers and
+                                  ignoring the signals, the gap a SIGTERM once killed it in */
     bool quiet;
     int64_t lease_us;       /* a row's lease; heartbeats and sweeps at a fifth of it */
     const char *http;       /* the dashboard's host:port (http.h); NULL: none */
