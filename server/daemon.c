@@ -306,7 +306,7 @@ static void make_owner(const char *node, char *out, size_t size)
     }
     char hex[13];
     store_hex(nonce, 6, hex);
-    snprintf(out, size, "%s:%ld:%s", host, (long)getpid(), hex);
+    snprintf(out, size, "%.64s:%ld:%s", host, (long)getpid(), hex); /* --node-name: 60 at most; a host name, 64 */
 }
 
 int srv_run(const srv_options *opt)

@@ -184,7 +184,7 @@ static inline int tl_sequences(int fallback)
 }
 
 /* The same, but a quarter of `fallback` in the ASan+UBSan build
- * (AP_SANITIZED: unoptimized and instrumented, about ten times slower): the
+ * (AP_SANITIZED: instrumented, at -O1, several times slower): the
  * sanitizers look for memory and undefined-behaviour errors on the paths
  * those cases take, while the normal build holds the property over all of
  * them.  For tests whose assertions hold case by case; a test that counts

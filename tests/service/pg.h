@@ -35,7 +35,7 @@ static inline int pg_tool(const char *args, char *out, size_t size)
     int st = pclose(f);
     line[strcspn(line, "\n")] = '\0';
     if (out)
-        snprintf(out, size, "%s", line);
+        snprintf(out, size, "%.*s", (int)size - 1, line);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
