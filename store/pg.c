@@ -161,8 +161,8 @@ static const char *const migrations[] = {
     X(PAYLOAD_CHECKPOINT, "read checkpoint", "SELECT checkpoint FROM payloads WHERE id = $1", 1)                   \
     X(BEST_SCHEDULE, "read best schedule", "SELECT best_schedule FROM payloads WHERE id = $1", 0)                  \
     X(START, "start",                                                                                              \
-      "UPDATE searches SET status = 2, started_us = $2, attempts = attempts + 1 WHERE id = $1 AND owner = $3 "     \
-      "AND status IN (1, 2)",                                                                                      \
+      "UPDATE searches SET attempts = attempts + (status = 1)::int, status = 2, started_us = $2 WHERE id = $1 "    \
+      "AND owner = $3 AND status IN (1, 2)",                                                                       \
       0)                                                                                                           \
     X(PROGRESS, "progress",                                                                                        \
       "UPDATE searches SET progress_us = $2, episodes = $3, best_runtime_s = $4, best_peak_memory = $5 "          \

@@ -130,7 +130,9 @@ int store_get(store *s, int64_t id, store_row *row, ap_error *err);
 enum { STORE_PAYLOAD_REQUEST, STORE_PAYLOAD_RESULT, STORE_PAYLOAD_CHECKPOINT };
 int store_payload(store *s, int64_t id, int which, void **data, size_t *len, ap_error *err);
 
-/* The owner starts running a row it holds: status running, attempts + 1. */
+/* The owner starts running a row it holds: status running, attempts + 1 (not
+ * again for a row it started already: a start tried again after the store
+ * went away mid-answer is one run). */
 int store_start(store *s, int64_t id, int64_t now_us, ap_error *err);
 /* Best so far of a running row; a point of its history when `point`, and
  * its checkpoint when ckpt is not NULL. */

@@ -439,6 +439,27 @@ static void *watch_fn(void *arg)
     return NULL;
 }
 
+/* What the daemons' logs say of row id (a search run twice: who took it
+ * over from whom, the store's errors around it), printed with the failure. */
+static void print_row_story(const fleet *f, int64_t id, unsigned attempts)
+{
+    char needle[2][48];
+    snprintf(needle[0], sizeof needle[0], "search %" PRId64 " ", id);
+    snprintf(needle[1], sizeof needle[1], "search %" PRId64 ":", id);
+    printf("fleet: search %" PRId64 " ran %u times; the daemons' logs say:\n", id, attempts);
+    for (int i = 0; i < N_DAEMONS; i++) {
+        char *log = NULL;
+        size_t n;
+        ap_error e;
+        if (ap_read_file(f->d[i].log, &log, &n, &e) < 0)
+            continue;
+        for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n"))
+            if (strstr(line, needle[0]) || strstr(line, needle[1]) || strstr(line, "heartbeat"))
+                printf("  daemon %d: %s\n", i, line);
+        ap_free(log);
+    }
+}
+
 START_TEST(test_fleet)
 {
     static fleet f;
@@ -579,10 +600,12 @@ START_TEST(test_fleet)
         bool orphan = false;
         for (int k = 0; k < w.n; k++)
             orphan |= rows[i].id == w.ids[k];
-        if (rows[i].attempts > 1 && orphan)
+        if (rows[i].attempts > 1 && orphan) {
             reruns++;
-        else if (rows[i].attempts != 1)
+        } else if (rows[i].attempts != 1) {
             duplicates++;
+            print_row_story(&f, rows[i].id, rows[i].attempts);
+        }
     }
     ck_assert_msg(duplicates == 0, "%d searches ran more than once without a daemon dying", duplicates);
 
