@@ -13,14 +13,21 @@
  *   unet, gns  the paper configs from BP, both axes: better than BP alone
  *   llama      tt_llama3_2_3b auto on {model:2} and {model:8} (h100) against
  *              the human sharding of tt_llama3_2_3b_manual_sdy imported
- *   speed      episodes/s on T32 (1 and 2 threads, 600 episodes, median of 3),
- *              where an episode's time goes, and the fast scorer against the
- *              full lowering per candidate
+ *   speed      episodes/s on T32 from BP on `model` (per thread count of
+ *              --threads, 1,2 by default; --speed-episodes each, 600 by
+ *              default; median of 3), where an episode's time goes, and the
+ *              fast scorer against the full lowering per candidate
+ *   speed-70b  the same on llama3_70b (80 layers unrolled) on {batch:8,
+ *              model:8} h100 from BP on `model`
  *   t48        T48 from BP on `model`: wall time to the BP+MP cost
  *   determinism  seeds 1-5 x threads 1, 2: identical schedules
  *
- *   bench_search [--seeds N] [--threads T] [--batch N] [--memory-limit GIB]
- *                [--mem-episodes N] [--only SECTION[,SECTION]]
+ *   bench_search [--seeds N] [--threads T[,T...]] [--batch N] [--memory-limit GIB]
+ *                [--mem-episodes N] [--speed-episodes N] [--only SECTION[,SECTION]]
+ *
+ * --threads: a list runs the speed sections once per count (e.g.
+ * `--only speed,speed-70b --threads 1,2,4,8,16` on a 16-core machine); the
+ * other sections use its last count (2 by default).
  *
  * Figures depend on the machine's load: run it when the machine is quiet,
  * or read the episodes/s as a lower bound.
@@ -443,33 +450,48 @@ static void llama(int n, int threads)
     unload(&au);
 }
 
-static void speed(const model *t32, const cost_device *tpu)
+/* speed: the thread counts to run (--threads LIST), the episodes of each
+ * run (--speed-episodes N) */
+#define MAX_SPEED_THREADS 16
+static int speed_threads[MAX_SPEED_THREADS] = {1, 2}, n_speed_threads = 2;
+static int speed_episodes = 600;
+
+/* One speed table: `label`'s search from `start` on the axes `axes`, no
+ * memory limit, speed_episodes each, 3 runs per thread count of --threads,
+ * the run of the median wall rate giving the row.  Per thread count: the
+ * wall rate, per thread; episodes per CPU-second of the process; on an idle
+ * machine (one CPU per thread) by the CPU time of the run: its serial part
+ * (the tree, the start, the result: the process's CPU time less the
+ * evaluations') plus the evaluations' CPU time and what the batches' split
+ * of it makes threads wait at the barriers, over the threads. */
+static void speed_table(const char *label, const ir_partition *start, const cost_device *dev, uint32_t axes)
 {
-    char *bp = bench_schedule("bp");
-    ir_partition *start = state(t32, bp);
     double load[3] = {0};
     if (getloadavg(load, 3) < 0)
         load[0] = load[1] = load[2] = -1;
-    printf("\n### speed: T32 from BP on model, 600 episodes, median of 3 runs\n\n"
+    printf("\n### speed: %s, %d episodes, median of 3 runs\n\n"
            "load average before: %.2f %.2f %.2f on %ld CPUs.  Episodes per CPU-second count the CPU time the\n"
-           "process got (the machine is shared: wall-clock figures drop when others run); at the barrier: the\n"
-           "share of the threads' batch time spent waiting for the others to finish the batch\n\n"
-           "| threads | episodes/s (wall) | per thread | episodes per CPU-second | CPU use | at the barrier |\n"
-           "|---|---|---|---|---|---|\n",
-           load[0], load[1], load[2], sysconf(_SC_NPROCESSORS_ONLN));
-    double per[3] = {0};
-    search_result keep[3];
+           "process got (on a shared machine wall-clock figures drop when others run); at the barrier: the\n"
+           "share of the threads' batch time spent waiting for the others to finish the batch; idle machine:\n"
+           "the episodes/s the run's CPU time gives with one CPU per thread (serial part + (evaluations +\n"
+           "barrier waits by CPU time) / threads), and its speed-up over the first row\n\n"
+           "| threads | episodes/s (wall) | per thread (wall) | episodes per CPU-second | CPU use | at the barrier "
+           "| idle machine: episodes/s | per thread | speed-up |\n|---|---|---|---|---|---|---|---|---|\n",
+           label, speed_episodes, load[0], load[1], load[2], sysconf(_SC_NPROCESSORS_ONLN));
+    search_result keep[MAX_SPEED_THREADS];
     memset(keep, 0, sizeof keep);
-    for (int t = 1; t <= 2; t++) {
-        double eps[3], epc[3], use[3], idle[3];
+    double idle_first = 0;
+    for (int ti = 0; ti < n_speed_threads; ti++) {
+        int t = speed_threads[ti];
+        double eps[3], epc[3], use[3], barrier[3], idle[3];
         search_result r[3];
         for (int rep = 0; rep < 3; rep++) {
             search_options o;
             search_options_init(&o);
-            o.device = *tpu;
+            o.device = *dev;
             o.memory_limit = -1;
-            o.axes = 1u << 1;
-            o.max_episodes = 600;
+            o.axes = axes;
+            o.max_episodes = speed_episodes;
             o.threads = t;
             o.batch = batch_size;
             struct timespec c0, c1;
@@ -477,11 +499,13 @@ static void speed(const model *t32, const cost_device *tpu)
             r[rep] = run(start, &o, NULL);
             clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
             double cpu = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) * 1e-9;
-            /* the CPU time includes the result's final lowering (one state, small beside 600) */
+            double serial = cpu > r[rep].worker_cpu_s ? cpu - r[rep].worker_cpu_s : 0;
+            double idle_s = serial + (r[rep].worker_cpu_s + r[rep].imbalance_s) / t;
             eps[rep] = r[rep].episodes_per_s;
             epc[rep] = cpu > 0 ? (double)r[rep].episodes / cpu : 0;
             use[rep] = cpu / r[rep].wall_s;
-            idle[rep] = r[rep].batch_s > 0 ? 1 - r[rep].busy_s / (t * r[rep].batch_s) : 0;
+            barrier[rep] = r[rep].batch_s > 0 ? 1 - r[rep].busy_s / (t * r[rep].batch_s) : 0;
+            idle[rep] = idle_s > 0 ? (double)r[rep].episodes / idle_s : 0;
         }
         /* the run of the median wall rate gives the row */
         int med = 0;
@@ -492,33 +516,39 @@ static void speed(const model *t32, const cost_device *tpu)
             if (below == 1)
                 med = k;
         }
-        per[t] = eps[med];
-        printf("| %d | %.0f | %.0f | %.0f | %.2f CPUs | %.0f%% |\n", t, eps[med], eps[med] / t, bench_median(epc, 3),
-               use[med], idle[med] * 100);
+        double idle_med = bench_median(idle, 3);
+        if (ti == 0)
+            idle_first = idle_med;
+        printf("| %d | %.0f | %.0f | %.0f | %.2f CPUs | %.0f%% | %.0f | %.0f | %.2fx |\n", t, eps[med], eps[med] / t,
+               bench_median(epc, 3), use[med], barrier[med] * 100, idle_med, idle_med / t,
+               idle_first > 0 ? idle_med / idle_first : 0);
+        fflush(stdout);
         for (int k = 0; k < 3; k++)
             if (k == med)
-                keep[t] = r[k];
+                keep[ti] = r[k];
             else
                 search_result_free(&r[k]);
     }
-    /* 2 threads on an idle machine, from the CPU time of each evaluation
-     * and the batches' split of it (what the barriers would cost) */
-    double idle1 = keep[1].worker_cpu_s, idle2 = (keep[2].worker_cpu_s + keep[2].imbalance_s) / 2;
     /* where an episode's time goes (the median runs) */
     printf("\n| threads | scored | known | refused | unchanged | replays | cache hits | re-derive ms | apply ms | "
            "score ms | per scored ms |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for (int t = 1; t <= 2; t++) {
-        const search_result *r = &keep[t];
+    for (int ti = 0; ti < n_speed_threads; ti++) {
+        const search_result *r = &keep[ti];
         double n = r->scored > 0 ? (double)r->scored : 1;
-        printf("| %d | %lld | %lld | %lld | %lld | %lld | %lld | %.2f | %.2f | %.2f | %.2f |\n", t,
+        printf("| %d | %lld | %lld | %lld | %lld | %lld | %lld | %.2f | %.2f | %.2f | %.2f |\n", speed_threads[ti],
                (long long)r->scored, (long long)r->known, (long long)r->refused, (long long)r->unchanged,
                (long long)r->replays, (long long)r->cache_hits, r->state_s / n * 1e3, r->apply_s / n * 1e3,
                r->score_s / n * 1e3, r->busy_s / n * 1e3);
-        search_result_free(&keep[t]);
+        search_result_free(&keep[ti]);
     }
-    printf("\n2 threads / 1 thread (wall): %.2fx; on an idle machine, by each evaluation's CPU time and the "
-           "batches' split: %.2fx\n",
-           per[1] > 0 ? per[2] / per[1] : 0, idle2 > 0 ? idle1 / idle2 : 0);
+    fflush(stdout);
+}
+
+static void speed(const model *t32, const cost_device *tpu)
+{
+    char *bp = bench_schedule("bp");
+    ir_partition *start = state(t32, bp);
+    speed_table("T32 {batch:8, model:4} on tpu_v3 from BP, search on model", start, tpu, 1u << 1);
     /* the fast scorer against the full path on the states of one action */
     cost_scorer *sc;
     ap_error err;
@@ -557,6 +587,39 @@ static void speed(const model *t32, const cost_device *tpu)
     ap_free(bp);
 }
 
+/* speed-70b: llama3_70b as the zoo writes it (80 layers unrolled, 35,849
+ * ops: three times T32) on {batch:8, model:8} h100 from BP, search on model */
+static void speed_70b(void)
+{
+    cost_device h100;
+    ap_error err;
+    if (cost_device_lookup("h100", &h100, &err) < 0)
+        bench_die("h100", &err);
+    model md = load(bench_modelgen_module("transformer --config llama3_70b"), "batch=8,model=8");
+    char *bp = bench_schedule("bp");
+    ir_partition *start = state(&md, bp);
+    speed_table("llama3_70b {batch:8, model:8} on h100 from BP, search on model", start, &h100, 1u << 1);
+    ir_partition_free(start);
+    ap_free(bp);
+    unload(&md);
+}
+
+/* A --threads list: counts from 1 to 256, comma-separated; false when bad. */
+static bool parse_threads(const char *text)
+{
+    int n = 0;
+    for (const char *s = text; *s;) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < 1 || v > 256 || n == MAX_SPEED_THREADS || (*end && *end != ','))
+            return false;
+        speed_threads[n++] = (int)v;
+        s = *end ? end + 1 : end;
+    }
+    n_speed_threads = n;
+    return n > 0;
+}
+
 int main(int argc, char **argv)
 {
     int seeds = 25, threads = 2;
@@ -564,8 +627,15 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--seeds") && i + 1 < argc)
             seeds = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-            threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+            if (!parse_threads(argv[++i])) {
+                fprintf(stderr, "bench_search: --threads wants counts 1..256, comma-separated (at most %d): %s\n",
+                        MAX_SPEED_THREADS, argv[i]);
+                return 2;
+            }
+            threads = speed_threads[n_speed_threads - 1];
+        } else if (!strcmp(argv[i], "--speed-episodes") && i + 1 < argc)
+            speed_episodes = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i];
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
@@ -575,8 +645,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--mem-episodes") && i + 1 < argc)
             mem_episodes = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: bench_search [--seeds N] [--threads T] [--batch N] [--memory-limit GIB] "
-                            "[--mem-episodes N] [--only SECTION[,SECTION]]\n");
+            fprintf(stderr, "usage: bench_search [--seeds N] [--threads T[,T...]] [--batch N] [--memory-limit GIB] "
+                            "[--mem-episodes N] [--speed-episodes N] [--only SECTION[,SECTION]]\n");
             return 2;
         }
     }
@@ -634,6 +704,8 @@ int main(int argc, char **argv)
         }
         unload(&t32);
     }
+    if (want(only, "speed-70b"))
+        speed_70b();
     if (want(only, "unet") || want(only, "gns")) {
         printf("\n### paper models, {batch:8, model:4} on tpu_v3, from BP, both axes, 1000 episodes\n\n| model | BP s "
                "| search s | speedup | peak GiB | best at episode | wall s |\n|---|---|---|---|---|---|---|\n");

@@ -138,7 +138,9 @@ typedef struct worker {
     int64_t refused, unchanged;
     uint32_t last_parent;
     /* where its time went (wall seconds), and its CPU time */
-    double t_state, t_apply, t_score, t_busy, t_wait, cpu_s;
+    double t_state, t_apply, t_score, t_busy, t_wait;
+    double cpu_s; /* CPU seconds of its evaluations (not the thread's since it started:
+                     the coordinator's thread did other work before the search) */
 } worker;
 
 struct search_engine {
@@ -612,6 +614,7 @@ static void work(worker *w, int *stop)
         e->eval_s = e->eval_s > 0 ? 0.9 * e->eval_s + 0.1 * dt : dt;
         e->tasks[i].worker = (int)(w - e->w);
         e->tasks[i].cpu_s = thread_cpu() - c0;
+        w->cpu_s += e->tasks[i].cpu_s;
         if (++e->n_done == e->n_tasks)
             pthread_cond_signal(&e->done);
         if (stop && progress_due(e)) {
@@ -621,8 +624,6 @@ static void work(worker *w, int *stop)
             pthread_mutex_lock(&e->mu);
         }
     }
-    /* its CPU time so far, read by the result under the lock */
-    w->cpu_s = thread_cpu();
 }
 
 /* Workers 1 .. threads - 1; the coordinating thread is worker 0. */

@@ -156,7 +156,9 @@ typedef struct search_result {
      * ran batch_s (each worker busy or waiting at the barrier); a worker
      * was busy busy_s in all, of it state_s re-deriving parent states,
      * apply_s cloning, applying and propagating, score_s scoring; the
-     * workers' CPU time was worker_cpu_s.  Waiting at batch barriers:
+     * evaluations took worker_cpu_s of CPU time (the rest of the search's
+     * CPU time is the coordinator's: the tree, the start and the result,
+     * one thread's work whatever the threads).  Waiting at batch barriers:
      * threads * batch_s - busy_s, of it wait_s for a state another worker
      * was deriving.  imbalance_s: by the CPU time of each evaluation, the
      * seconds threads would wait at barriers on an idle machine (the
