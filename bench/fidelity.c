@@ -22,14 +22,18 @@
  * by its own annotations (--import --mesh x=4).
  *
  * Then the PartIR paper's Table 1 rows (P1-P3: peak HBM and MFU; see
- * partir_rows for what is assumed).
+ * PROWS for what is assumed).
  *
  * Usage: bench_fidelity [--zoo DIR] [--only ID,ID] [--no-corpus] [--no-partir] [--report]
  *   --zoo DIR   the zoo's directory (modelgen and schedules/); default
  *               tests/models of this tree
- *   --report    each row's whole report (cost_report_text)
+ *   --only IDS  those rows alone (measured-runs.md's ids, P1-P3; the
+ *               corpus programs are left out); P2 or P3 runs P1 too, which
+ *               chooses their sequence length
+ *   --report    each row's whole report (cost_report_text), before its line
  */
 #include <math.h>
+#include <strings.h>
 
 #include "runs.h"
 
@@ -263,15 +267,25 @@ static void corpus_memory(void)
  * consistency check, not a target): T32 and T48 under BP+MP+Z3+EMB, the
  * peak HBM as XLA's compiler reported it (taken as GiB: XLA prints its
  * buffer sizes in binary units) and the MFU.  The paper states neither the
- * sequence length nor the precision, so the length is chosen on P1 alone,
- * among 512, 1024, 2048 with the zoo's two precisions (f32 throughout, and
- * bf16 with f32 parameters): the one whose estimated peak is nearest P1's
- * figure.  P2 and P3 are then the check, at that length in both precisions
- * (P1's peak hardly depends on it: its parameters and optimizer state are
- * f32 either way).  The MFU printed is
- * the estimate's flops per device over its step time and the device's peak
- * of that precision (the paper's appendix A.2 figures: TPU v3 core 61.5
- * TFLOP/s f32, 123 bf16; A100 156 and 312). */
+ * sequence length nor the precision.
+ *
+ * Precision: f32 throughout, as the paper's own figures imply.  Its
+ * appendix A.2 gives a TPU v3 core 61.5 TFLOP/s "on float32" and 123 "on
+ * float16"; Google's Cloud TPU v3 page gives 123 TFLOP/s bf16 per chip of
+ * two cores, so 61.5 is all a core's matrix units do in any precision (and
+ * what an f32 matmul gets at JAX's default precision on TPU, one bf16
+ * pass).  T32's MFU of 58.5% on TPU taken against 123 would be 72 TFLOP/s
+ * per core, more than the core has: the paper's MFU is against its
+ * float32 figure, i.e. the step ran in f32.  (The A100 rows fit either.)
+ *
+ * Sequence length: chosen on P1 alone among 512, 1024 and 2048, the one
+ * whose estimated peak is nearest P1's figure; P2 and P3 at that length
+ * are the check.  Then, as context, the same done with bf16 activations
+ * and f32 parameters (the choice made on P1 again, in that precision):
+ * the rows depend on the two together, and P1 alone cannot tell them
+ * apart.  The MFU printed is the estimate's flops per device over its step
+ * time and the device's peak of that precision (the paper's appendix A.2
+ * figures: TPU v3 core 61.5 TFLOP/s f32, 123 bf16; A100 156 and 312). */
 static const struct prow {
     const char *id, *config, *mesh, *device;
     double hbm_gib, mfu;
@@ -281,6 +295,7 @@ static const struct prow {
     {"P2", "t48", "batch=32,model=4", "tpu_v3", 14.48, 0.523, "T48 (32B), 32x4 TPU v3 cores, batch 64"},
     {"P3", "t32", "batch=8,model=2", "a100_40gb", 27.02, 0.422, "T32 (5B), 8x2 A100-40GB, batch 48"},
 };
+#define NPROWS (int)(sizeof PROWS / sizeof PROWS[0])
 static const struct {
     const char *knobs, *name;
     cost_prec prec;
@@ -312,42 +327,66 @@ static void partir_print(int p, int seq, int k, const result *res, double mfu)
            100 * mfu, PROWS[p].what);
 }
 
-static void partir_rows(void)
+/* In precision k: P1 at each length, the length nearest its figure, then
+ * the rows of `want` (PROWS' ids selected) at that length. */
+static void partir_precision(int k, const bool *want)
 {
     static const int SEQ[] = {512, 1024, 2048};
-    printf("\nThe PartIR paper's Table 1 (context rows: sequence length and precision not stated), BP+MP+Z3+EMB\n");
-    printf("%-3s %5s %-9s %-10s %-17s %8s %8s %6s %7s %7s\n", "id", "seq", "precision", "device", "mesh", "HBM GiB",
-           "peak GiB", "ratio", "MFU", "est MFU");
     int best_s = -1;
     double best = 0;
-    for (int si = 0; si < (int)(sizeof SEQ / sizeof SEQ[0]); si++)
-        for (int k = 0; k < (int)(sizeof PREC / sizeof PREC[0]); k++) {
-            static result res;
-            double mfu;
-            if (!partir_row(0, SEQ[si], k, &res, &mfu))
-                continue;
-            partir_print(0, SEQ[si], k, &res, mfu);
-            double l = lr((double)res.prior.peak_memory_bytes / 1073741824.0, PROWS[0].hbm_gib);
-            if (best_s < 0 || l < best) {
-                best = l;
-                best_s = SEQ[si];
-            }
-            fflush(stdout);
+    for (int si = 0; si < (int)(sizeof SEQ / sizeof SEQ[0]); si++) {
+        static result res;
+        double mfu;
+        if (!partir_row(0, SEQ[si], k, &res, &mfu))
+            continue;
+        partir_print(0, SEQ[si], k, &res, mfu);
+        double l = lr((double)res.prior.peak_memory_bytes / 1073741824.0, PROWS[0].hbm_gib);
+        if (best_s < 0 || l < best) {
+            best = l;
+            best_s = SEQ[si];
         }
+        fflush(stdout);
+    }
     if (best_s < 0)
         return;
-    printf("  assumed from here: seq %d (the nearest to P1's figure: chosen on P1, which is no check)\n", best_s);
-    for (int p = 1; p < (int)(sizeof PROWS / sizeof PROWS[0]); p++)
-        for (int k = 0; k < (int)(sizeof PREC / sizeof PREC[0]); k++) {
-            static result res;
-            double mfu;
-            if (partir_row(p, best_s, k, &res, &mfu))
-                partir_print(p, best_s, k, &res, mfu);
-            fflush(stdout);
-        }
+    printf("  seq %d in %s: the nearest to P1's figure (chosen on P1, which is no check)\n", best_s, PREC[k].name);
+    for (int p = 1; p < NPROWS; p++) {
+        static result res;
+        double mfu;
+        if (want[p] && partir_row(p, best_s, k, &res, &mfu))
+            partir_print(p, best_s, k, &res, mfu);
+        fflush(stdout);
+    }
+}
+
+static void partir_rows(const bool *want)
+{
+    printf("\nThe PartIR paper's Table 1 (context rows), BP+MP+Z3+EMB: f32, as the paper's TPU MFU implies\n");
+    printf("%-3s %5s %-9s %-10s %-17s %8s %8s %6s %7s %7s\n", "id", "seq", "precision", "device", "mesh", "HBM GiB",
+           "peak GiB", "ratio", "MFU", "est MFU");
+    partir_precision(0, want);
+    printf("Context, not the assumption: bf16 activations with f32 parameters, the length chosen on P1 again\n");
+    partir_precision(1, want);
     printf("  EMB here splits the embedding's d_model on `model`; its collectives differ from the paper's Table 2\n"
            "  (tests/models/schedules/emb.txt), so the activations it shards may too.\n");
 }
+
+/* Whether id is one of the comma-separated ids of only (NULL: all). */
+static bool selected(const char *only, const char *id)
+{
+    if (!only)
+        return true;
+    size_t n = strlen(id);
+    for (const char *s = only; *s;) {
+        size_t k = strcspn(s, ",");
+        if (k == n && !strncasecmp(s, id, n))
+            return true;
+        s += k + (s[k] == ',');
+    }
+    return false;
+}
+
+static void measured_rows(const char *only);
 
 int main(int argc, char **argv)
 {
@@ -370,15 +409,34 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    bool any_row = false, want_p[NPROWS], any_p = false;
+    for (int i = 0; i < NROWS; i++)
+        any_row |= selected(only, ROWS[i].id);
+    for (int p = 0; p < NPROWS; p++)
+        any_p |= want_p[p] = partir && selected(only, PROWS[p].id);
+    if (only && !any_row && !any_p) {
+        fprintf(stderr, "bench_fidelity: --only %s names no row (ids: X1, J1, T1, ..., P1, P2, P3)\n", only);
+        return 2;
+    }
+    if (any_row)
+        measured_rows(only);
+    if (any_p)
+        partir_rows(want_p);
+    if (corpus && !only)
+        corpus_memory();
+    return 0;
+}
+
+/* The rows of measured-runs.md that only selects: step time, the fit, memory. */
+static void measured_rows(const char *only)
+{
     static result res[NROWS];
     printf("Rows of ../shared/notes/measured-runs.md (zoo: %s)\n", zoo_dir);
     printf("%-3s %-2s %-15s %8s %8s %7s %9s %9s %9s %6s\n", "id", "", "device", "ops", "gen s", "lower s",
            "eval ms", "prior s", "meas s", "ratio");
     for (int i = 0; i < NROWS; i++) {
-        if (only && !strstr(only, ROWS[i].id)) {
-            snprintf(res[i].why, sizeof res[i].why, "skipped (--only)");
+        if (!selected(only, ROWS[i].id))
             continue;
-        }
         run_row(&ROWS[i], true, &res[i]);
         if (!res[i].ok) {
             printf("%-3s %-2s %-15s not yet writable: %s\n", ROWS[i].id, ROWS[i].calib ? "C" : "V", ROWS[i].device,
@@ -425,7 +483,7 @@ int main(int argc, char **argv)
            "fitted s", "ratio", "|log|", "comm s", "hidden s", "row");
     for (int pass = 1; pass >= 0; pass--)
         for (int i = 0; i < NROWS; i++) {
-            if (ROWS[i].calib != (pass == 1))
+            if (ROWS[i].calib != (pass == 1) || !selected(only, ROWS[i].id))
                 continue;
             if (!res[i].ok) {
                 printf("%-3s %-5s %-15s %10.3f  not yet writable: %s\n", ROWS[i].id, pass ? "calib" : "valid",
@@ -477,9 +535,4 @@ int main(int argc, char **argv)
            "  is the allocator's peak reservation, which also holds what it caches: nothing is fitted to it\n"
            "  (T1 and T3 are both checks of the mode).  Y1/Y7 and N1-N3 run eager too, but with fused LayerNorm\n"
            "  kernels the zoo writes op by op: counted as XLA's step (bench/runs.h).\n");
-    if (partir && !only)
-        partir_rows();
-    if (corpus)
-        corpus_memory();
-    return 0;
 }
