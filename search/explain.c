@@ -387,22 +387,23 @@ static void decisions_text(const json_t *ex, bool verbose, ap_buf *b)
         put_seconds(b, num(after, "runtime_s"));
         ap_buf_puts(b, ", peak ");
         put_bytes(b, num(after, "peak_memory_bytes"));
-        ap_buf_putc(b, '\n');
+        /* the alternatives on the same line, the list under it */
         long long tried = (long long)num(d, "alternatives_tried"), pruned = (long long)num(d, "alternatives_pruned");
         size_t shown = json_array_size(alts);
         if (!verbose && shown > SHOWN_ALTERNATIVES)
             shown = SHOWN_ALTERNATIVES;
         if (tried) {
-            ap_buf_printf(b, "   %lld alternative%s tried here", tried, tried > 1 ? "s" : "");
+            ap_buf_printf(b, "; %lld alternative%s tried", tried, tried > 1 ? "s" : "");
             if (pruned)
                 ap_buf_printf(b, ", %lld refused or changing nothing", pruned);
             if ((long long)shown < tried)
-                ap_buf_printf(b, "; the best %zu:\n", shown);
+                ap_buf_printf(b, "; the best %zu:", shown);
             else
-                ap_buf_puts(b, ":\n");
+                ap_buf_puts(b, ":");
         } else if (pruned) {
-            ap_buf_printf(b, "   %lld refused or changing nothing\n", pruned);
+            ap_buf_printf(b, "; %lld alternative%s refused or changing nothing", pruned, pruned > 1 ? "s" : "");
         }
+        ap_buf_putc(b, '\n');
         for (size_t k = 0; k < shown; k++) {
             const json_t *a = json_array_get(alts, k);
             ap_buf_printf(b, "     %-64s ", str(a, "action"));

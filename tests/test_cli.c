@@ -556,9 +556,10 @@ START_TEST(search_devices)
 END_TEST
 
 /* What people read: a schedule with one action per value prints one line
- * per run of one action, over a glob that names exactly those values (the
- * folded text applies as the original does), and the shardings one row per
- * pattern; --verbose keeps every value. */
+ * per run of one action, over a glob that names exactly those values, a
+ * `propagate` after it on its line (the folded text applies as the
+ * original does), and the shardings one row per pattern, those that tile
+ * nothing one paragraph; --verbose keeps every value. */
 START_TEST(listings_fold)
 {
     char *text = tl_generate_text("transformer", "tiny", "layers=4");
@@ -571,6 +572,7 @@ START_TEST(listings_fold)
     for (int h = 0; h < 3; h++)
         for (int l = 0; l < 4; l++)
             ap_buf_printf(&b, "tile %s['block_%d']['mlp']['w_up'] 1 model\n", heads[h], l);
+    ap_buf_puts(&b, "propagate\n");
     ap_buf_puts(&b, "tile params['block_0']['attn']['w_out'] 0 model\n"   /* a run of one layer: */
                     "tile params['block_1']['attn']['w_out'] 0 model\n"); /* too short to fold */
     ap_buf_puts(&b, "propagate\n");
@@ -579,9 +581,12 @@ START_TEST(listings_fold)
 
     cli_run r = RUN("apply", path, "--mesh", "batch=2,model=2", "--schedule", at, "--view", "shardings");
     ck_assert_msg(r.status == 0, "%s", r.err);
-    const char *want[] = {"tile *['block_*']['mlp']['w_up'] 1 model", "# 12 values\n",
+    const char *want[] = {"\ntile batch['inputs'] 0 batch; propagate\n",
+                          "\ntile *['block_*']['mlp']['w_up'] 1 model; propagate ", "# 12 values\n",
                           "\ntile params['block_0']['attn']['w_out'] 0 model\n",
-                          "{params,opt_state.mu,opt_state.nu}['block_{0..3}']['mlp']['w_up']", " x12 "};
+                          "\ntile params['block_1']['attn']['w_out'] 0 model; propagate\n",
+                          "{params,opt_state.mu,opt_state.nu}['block_{0..3}']['mlp']['w_up']", " x12 ",
+                          "argument  replicated x"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         ck_assert_msg(strstr(r.out, want[i]), "no '%s' in:\n%s", want[i], r.out);
     ck_assert_msg(!strstr(r.out, "opt_state.mu['block_2']"), "%s", r.out);
@@ -593,7 +598,8 @@ START_TEST(listings_fold)
     ck_assert_msg(strstr(r.out, "opt_state.mu['block_2']['mlp']['w_up']") && strstr(r.out, b.data), "%s", r.out);
     cli_run_free(&r);
 
-    /* The folded schedule gives the same shardings as the original. */
+    /* The folded schedule (runs over globs, `ACTION; propagate`) gives the
+     * same shardings as the original. */
     snprintf(at, sizeof at, "@%s", folded);
     r = RUN("apply", path, "--mesh", "batch=2,model=2", "--schedule", at, "--view", "shardings", "--json");
     cli_run s = RUN("apply", path, "--mesh", "batch=2,model=2", "--schedule", b.data, "--view", "shardings", "--json");
@@ -606,7 +612,7 @@ START_TEST(listings_fold)
     r = RUN("search", path, "--mesh", "batch=2,model=2", "--manual", "tile batch['inputs'] 0 batch; propagate",
             "--axes", "model", "--episodes", "30");
     ck_assert_msg(r.status == 0, "%s", r.err);
-    const char *head = "schedule (for autopart apply --schedule):\ntile batch['inputs'] 0 batch\npropagate\n# ",
+    const char *head = "schedule (for autopart apply --schedule):\ntile batch['inputs'] 0 batch; propagate\n# ",
                *at_head = strstr(r.out, head);
     ck_assert_msg(at_head, "%s", r.out);
     at_head += strlen(head);

@@ -110,13 +110,16 @@ typedef struct cli_sharding {
 /* Prints a schedule with one line per decision: a run of three or more
  * `tile VALUE DIM AXIS` (or `atomic VALUE AXIS`) lines with one DIM and
  * AXIS as one line over a glob of the values, `# N values` after it, when
- * that glob selects exactly those of args[].name, in order (the text then
- * applies as the original does).  verbose: the text as it is. */
+ * that glob selects exactly those of args[].name, in order, and a
+ * `propagate` after an action on its line (`ACTION; propagate`): the text
+ * applies as the original does.  verbose: the text as it is. */
 void cli_print_schedule(FILE *f, const char *text, const cli_sharding *args, size_t n_args, bool verbose);
 /* Prints the rows one per pattern: rows of one kind, type and spec whose
  * names differ in one number (the layer) as one row, the number written as
- * the set of its values (params['block_{0..31}']['mlp']['w_up'] x32);
- * verbose: one row each. */
+ * the set of its values (params['block_{0..31}']['mlp']['w_up'] x32); the
+ * rows of a kind that tile nothing (P(), P(None, None)) after the others
+ * as one paragraph of their names (`replicated x577: ...`, a head the
+ * names share written once); verbose: one row each. */
 void cli_print_shardings(FILE *f, const cli_sharding *rows, size_t n, const char *indent, bool verbose);
 
 /* What `autopart search` prints, made from a local or a remote result. */

@@ -1,17 +1,19 @@
 /*
  * output.c - listings for people: a schedule with one line per decision
  * and the shardings with one row per pattern, so that the search of a
- * 32-layer transformer prints 114 lines rather than 1,358.  --verbose (and
+ * 32-layer transformer prints 81 lines rather than 1,387.  --verbose (and
  * --json) keep every value.
  *
  * A folded schedule stays a schedule: a run of `tile VALUE DIM AXIS` (or
  * `atomic VALUE AXIS`) lines with one DIM and AXIS becomes one line over a
  * glob of their values only when that glob selects exactly those
  * arguments, in that order (schedule.c applies a glob's values in argument
- * order), so `apply --schedule` gives the same state from either text.
+ * order), so `apply --schedule` gives the same state from either text; a
+ * `propagate` after an action joins its line as `ACTION; propagate` (';'
+ * separates actions as a newline does).
  * Shardings fold the numbers in names (params['block_{0..31}']['mlp']...)
- * of rows with one type and one partition spec.
- */
+ * of rows with one type and one partition spec; rows that tile nothing
+ * are one paragraph of names per kind. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,8 @@ typedef struct sline {
     const char *text; /* the line, without its newline */
     int len;
     bool action;      /* tile or atomic over one bare value */
+    bool propagate;   /* followed by `propagate`: printed `ACTION; propagate` */
+    bool skip;        /* a `propagate` printed with the action before it */
     char verb[8];
     const char *value, *rest; /* value, and what follows it, within text */
     int value_len, rest_len;
@@ -73,6 +77,18 @@ static void split_line(sline *l)
     l->rest_len = (int)(e - w[2]);
     while (l->rest_len > 0 && (l->rest[l->rest_len - 1] == ' ' || l->rest[l->rest_len - 1] == '\t'))
         l->rest_len--;
+}
+
+/* Whether l is `propagate` alone (';' separates actions in a schedule, so
+ * `ACTION; propagate` on one line is the same schedule). */
+static bool is_propagate(const sline *l)
+{
+    const char *s = l->text, *e = s + l->len;
+    while (s < e && (*s == ' ' || *s == '\t'))
+        s++;
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+        e--;
+    return e - s == 9 && !memcmp(s, "propagate", 9);
 }
 
 /* Whether lines a and b are the same action on (maybe) other values. */
@@ -185,10 +201,10 @@ typedef struct fold_out {
     size_t n_args;
 } fold_out;
 
-static void put_text(fold_out *o, const char *text, int len)
+static void put_line(fold_out *o, const sline *l)
 {
-    ap_buf_put(o->b, text, (size_t)len);
-    ap_buf_putc(o->b, '\n');
+    ap_buf_put(o->b, l->text, (size_t)l->len);
+    ap_buf_puts(o->b, l->propagate ? "; propagate\n" : "\n");
 }
 
 /* Prints v[0..n) (same_action all) folded when a glob selects them
@@ -202,10 +218,12 @@ static bool put_folded(fold_out *o, const sline *v, int n)
     make_glob(v, n, &g);
     bool ok = g.len && !g.oom && glob_exact(g.data, v, n, o->args, o->n_args);
     if (ok) {
-        char action[1000], line[1200];
-        snprintf(action, sizeof action, "%s %s %.*s", v[0].verb, g.data, v[0].rest_len, v[0].rest);
-        int len = snprintf(line, sizeof line, "%-64s # %d values", action, n);
-        put_text(o, line, len < (int)sizeof line ? len : (int)sizeof line - 1);
+        size_t at = o->b->len;
+        ap_buf_printf(o->b, "%s %s %.*s%s", v[0].verb, g.data, v[0].rest_len, v[0].rest,
+                      v[n - 1].propagate ? "; propagate" : "");
+        for (size_t w = o->b->len - at; w < 64; w++)
+            ap_buf_putc(o->b, ' ');
+        ap_buf_printf(o->b, " # %d values\n", n);
     }
     ap_buf_free(&g);
     return ok;
@@ -244,7 +262,7 @@ static void put_run(fold_out *o, const sline *v, int n)
             j++;
         if (!put_folded(o, v + i, j - i))
             for (int k = i; k < j; k++)
-                put_text(o, v[k].text, v[k].len);
+                put_line(o, &v[k]);
         i = j;
     }
 }
@@ -264,17 +282,24 @@ static bool fold(fold_out *o, const char *text)
         int len = e ? (int)(e - p) : (int)strlen(p);
         v[n].text = p;
         v[n].len = len;
-        split_line(&v[n++]);
+        split_line(&v[n]);
+        if (n && v[n - 1].action && is_propagate(&v[n]))
+            v[n - 1].propagate = v[n].skip = true;
+        n++;
         p += len + (e != NULL);
     }
     for (int i = 0; i < n;) {
+        if (v[i].skip) {
+            i++;
+            continue;
+        }
         int j = i + 1;
         while (v[i].action && j < n && same_action(&v[i], &v[j]))
             j++;
         if (j - i > 1)
             put_run(o, v + i, j - i);
         else
-            put_text(o, v[i].text, v[i].len);
+            put_line(o, &v[i]);
         i = j;
     }
     ap_free(v);
@@ -464,6 +489,129 @@ static void put_sharding(FILE *f, const char *indent, const cli_sharding *s)
     fprintf(f, "%-48s %-32s %s\n", s->name, s->type, s->spec);
 }
 
+/* One printed row: the name of `count` values of s's kind, type and spec. */
+static void put_row(FILE *f, const char *indent, const cli_sharding *s, int width, const char *name, size_t count)
+{
+    char times[24] = "";
+    if (count > 1)
+        snprintf(times, sizeof times, "x%zu", count);
+    if (s->kind)
+        fprintf(f, "%s%-9s ", indent, s->kind);
+    else
+        fputs(indent, f);
+    fprintf(f, "%-*s %-5s %-28s %s\n", width, name, times, s->type, s->spec);
+}
+
+/* Whether a partition spec tiles nothing: P(), P(None,), P(None, None). */
+static bool replicated(const char *spec)
+{
+    return spec && !strncmp(spec, "P(", 2) && !strchr(spec, '\'');
+}
+
+/* Whether name starts with head[0..len) followed by '['. */
+static bool has_head(const char *name, const char *head, size_t len)
+{
+    return !strncmp(name, head, len) && name[len] == '[';
+}
+
+/* A place to wrap a paragraph: after a separator the paragraph put there
+ * (never inside a name, whose sets have commas too). */
+static void mark_break(ap_buf *breaks, size_t at)
+{
+    ap_buf_put(breaks, &at, sizeof at);
+}
+
+#define WRAP_AT 120 /* a replicated paragraph wraps before this column */
+
+/* The rows that tile nothing, as one paragraph after their kind's table:
+ * who is replicated matters, a row each with its type does not (--verbose
+ * lists them).  rep[0..n): their places in names[], counts[] and firsts[]
+ * (rows).  Runs of names with one head print it once, the rest as a set
+ * ({params,opt_state.mu}['block_{0..31}']{['ln1']['scale'],['mlp']['w_up']}),
+ * the runs and heads chosen to save the most characters. */
+static void put_replicated(FILE *f, const char *indent, const cli_sharding *rows, const size_t *firsts,
+                           char *const *names, const size_t *counts, const int *rep, int n, int width)
+{
+    if (!n)
+        return;
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        total += counts[rep[i]];
+    long *val = ap_calloc((size_t)n + 1, sizeof *val); /* the most names i.. can save */
+    size_t *head = ap_calloc((size_t)n + 1, sizeof *head);
+    int *last = ap_calloc((size_t)n + 1, sizeof *last); /* the run from i that saves it (i: none) */
+    ap_buf b, breaks;
+    ap_buf_init(&b);
+    ap_buf_init(&breaks);
+    bool ok = val && head && last;
+    for (int i = n - 1; ok && i >= 0; i--) {
+        const char *name = names[rep[i]];
+        val[i] = val[i + 1];
+        last[i] = i;
+        for (size_t c = 1; name[c]; c++) {
+            if (name[c] != '[')
+                continue;
+            int k = i;
+            while (k + 1 < n && has_head(names[rep[k + 1]], name, c))
+                k++;
+            long v = (long)(k - i) * (long)c - 2 + val[k + 1];
+            if (k > i && v > val[i]) {
+                val[i] = v;
+                head[i] = c;
+                last[i] = k;
+            }
+        }
+    }
+    for (int i = 0; ok && i < n; i = last[i] + 1) {
+        if (b.len) {
+            ap_buf_puts(&b, ", ");
+            mark_break(&breaks, b.len);
+        }
+        if (last[i] == i) {
+            ap_buf_puts(&b, names[rep[i]]);
+            continue;
+        }
+        ap_buf_printf(&b, "%.*s{", (int)head[i], names[rep[i]]);
+        for (int k = i; k <= last[i]; k++) {
+            if (k > i) {
+                ap_buf_putc(&b, ',');
+                mark_break(&breaks, b.len);
+            }
+            ap_buf_puts(&b, names[rep[k]] + head[i]);
+        }
+        ap_buf_putc(&b, '}');
+    }
+    ap_free(val);
+    ap_free(head);
+    ap_free(last);
+    if (!ok || b.oom || breaks.oom) { /* no memory to fold: a row each */
+        for (int i = 0; i < n; i++)
+            put_row(f, indent, &rows[firsts[rep[i]]], width, names[rep[i]], counts[rep[i]]);
+        goto done;
+    }
+    const char *kind = rows[firsts[rep[0]]].kind;
+    int start = kind ? fprintf(f, "%s%-9s replicated x%zu: ", indent, kind, total)
+                     : fprintf(f, "%sreplicated x%zu: ", indent, total);
+    /* wrapped at the last break before WRAP_AT (or the first after it) */
+    const size_t *at = (const size_t *)(void *)breaks.data, n_at = breaks.len / sizeof *at;
+    size_t from = 0, k = 0;
+    int room = WRAP_AT > start ? WRAP_AT - start : 1;
+    while (b.len - from > (size_t)room && k < n_at) {
+        size_t cut = 0;
+        while (k < n_at && (!cut || at[k] - from <= (size_t)room))
+            cut = at[k++];
+        size_t end = cut;
+        while (end > from && b.data[end - 1] == ' ')
+            end--;
+        fprintf(f, "%.*s\n%*s", (int)(end - from), b.data + from, start, "");
+        from = cut;
+    }
+    fprintf(f, "%s\n", b.data + from);
+done:
+    ap_buf_free(&b);
+    ap_buf_free(&breaks);
+}
+
 void cli_print_shardings(FILE *f, const cli_sharding *rows, size_t n, const char *indent, bool verbose)
 {
     srow *r = verbose ? NULL : ap_calloc(n ? n : 1, sizeof *r);
@@ -542,7 +690,8 @@ void cli_print_shardings(FILE *f, const cli_sharding *rows, size_t n, const char
     char **names = ap_calloc((size_t)groups + 1, sizeof *names);
     size_t *firsts = ap_calloc((size_t)groups + 1, sizeof *firsts);
     size_t *counts = ap_calloc((size_t)groups + 1, sizeof *counts);
-    ok = ok && names && firsts && counts;
+    int *rep = ap_calloc((size_t)groups + 1, sizeof *rep);
+    ok = ok && names && firsts && counts && rep;
     int out = 0, width = 0;
     for (int g = 0; g < groups && ok; g++) {
         if (gs[g].into >= 0)
@@ -568,23 +717,23 @@ void cli_print_shardings(FILE *f, const cli_sharding *rows, size_t n, const char
         firsts[out] = gs[g].first;
         counts[out] = count;
         names[out++] = ap_buf_take(&name, NULL);
-        int w = (int)strlen(names[out - 1] ? names[out - 1] : "");
+        int w = replicated(rows[gs[g].first].spec) ? 0 : (int)strlen(names[out - 1] ? names[out - 1] : "");
         width = w > width ? w : width;
     }
     if (ok) {
         width = width < 40 ? 40 : width > 80 ? 80 : width;
-        for (int i = 0; i < out; i++) {
-            const cli_sharding *s = &rows[firsts[i]];
-            char times[24] = "";
-            if (counts[i] > 1)
-                snprintf(times, sizeof times, "x%zu", counts[i]);
-            if (s->kind)
-                fprintf(f, "%s%-9s ", indent, s->kind);
-            else
-                fputs(indent, f);
-            fprintf(f, "%-*s %-5s %-28s %s\n", width, names[i], times, s->type, s->spec);
+        for (int a = 0, b; a < out; a = b) { /* each kind's rows, then its replicated ones */
+            const char *kind = rows[firsts[a]].kind;
+            int n_rep = 0;
+            for (b = a; b < out && str_eq(rows[firsts[b]].kind, kind); b++)
+                if (replicated(rows[firsts[b]].spec))
+                    rep[n_rep++] = b;
+                else
+                    put_row(f, indent, &rows[firsts[b]], width, names[b], counts[b]);
+            put_replicated(f, indent, rows, firsts, names, counts, rep, n_rep, width);
         }
-    } else { /* out of memory: every row */
+    }
+    if (!ok) { /* out of memory: every row */
         for (size_t i = 0; i < n; i++)
             put_sharding(f, indent, &rows[i]);
     }
@@ -593,6 +742,7 @@ void cli_print_shardings(FILE *f, const cli_sharding *rows, size_t n, const char
     ap_free(names);
     ap_free(firsts);
     ap_free(counts);
+    ap_free(rep);
     for (int g = 0; gs && g < groups; g++)
         ap_free(gs[g].name);
     ap_free(gs);
