@@ -13,15 +13,17 @@
  * Layout, little-endian: "APCK", u32 version, u64 seed, u32 batch, u32
  * units, u64 hash of the start state, f64 seconds searched, u64 episodes;
  * then records: u32 parent node, u32 decision, u8 status (0 evaluated, 1
- * refused, 2 unchanged), u64 state hash, f64 runtime, i64 peak bytes.
+ * refused, 2 unchanged; 0x10 set: the state holds the decision's twins),
+ * u64 state hash, f64 runtime, i64 peak bytes.
  */
 #include <string.h>
 
 #include "search_int.h"
 
-#define CK_VERSION 1
+#define CK_VERSION 2 /* 2: the status byte carries search_outcome.implied */
 #define CK_HEADER 48
 #define CK_RECORD 33
+#define IMPLIED 0x10 /* in a record's status byte */
 
 static void put(uint8_t *p, const void *v, size_t n)
 {
@@ -109,8 +111,9 @@ bool search__log_peek(const search_log *l, uint32_t k, search_outcome *o)
     memcpy(&o->hash, p + 9, 8);
     memcpy(&o->runtime_s, p + 17, 8);
     memcpy(&o->peak, p + 25, 8);
-    o->status = st;
-    return st <= 2;
+    o->status = st & ~IMPLIED;
+    o->implied = (st & IMPLIED) != 0;
+    return (st & ~IMPLIED) <= 2;
 }
 
 void search__log_take(search_log *l, uint32_t n)
@@ -133,7 +136,7 @@ int search__log_add(search_log *l, const search_outcome *o)
     if (grow(l, CK_RECORD) < 0)
         return AP_ENOMEM;
     uint8_t *p = l->data + l->len;
-    uint8_t st = (uint8_t)o->status;
+    uint8_t st = (uint8_t)(o->status | (o->implied ? IMPLIED : 0));
     put(p, &o->parent, 4);
     put(p + 4, &o->decision, 4);
     put(p + 8, &st, 1);

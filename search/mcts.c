@@ -49,6 +49,16 @@
  * state a memory-saving step made goes on with the steps after it in that
  * order, so a set of them is tried once, not in every order.
  *
+ * Twins: decisions that gave one state at the start are one child of the
+ * root, but not everywhere: propagation ties w_up's hidden dim to
+ * w_down's through the MLP only while that axis is free there; once the
+ * batch is tiled along it (from scratch), each parameter is tiled along it
+ * on its own (FSDP), and keeping one twin for good left M1's w_down
+ * replicated on fsdp=64 (119.9 GiB, the zoo's FSDP 30.6).  So every twin
+ * stays in the order, and at a node a twin is passed over only when a
+ * sibling twin's child there holds it (its unit tiled so, which the worker
+ * that made the child checks), and waits while a sibling is in the batch.
+ *
  * Threads: the coordinating thread is worker 0 and evaluates beside the
  * others (with one thread there are no hand-offs).  Workers share one
  * cache of states (see cache_ent) and take the tasks of a batch longest
@@ -99,6 +109,7 @@ typedef struct task {
     uint64_t hash;
     double runtime_s;
     int64_t peak;
+    bool implied; /* the state holds every twin of the decision */
     ap_error err;
 } task;
 
@@ -156,6 +167,7 @@ struct search_engine {
     double *est;         /* per decision: seconds an evaluation takes, recent average (0 unknown; under mu) */
     uint32_t *order;     /* decisions in the order they are tried */
     uint32_t n_order;
+    uint32_t n_distinct; /* of them, distinct at the start (twins counted once) */
     uint32_t *save;      /* of them, those that lowered the start's peak, by bytes saved per
                             second of step time (under a memory limit; else none) */
     uint32_t n_save;
@@ -457,6 +469,25 @@ static int parent_state(worker *w, const task *t, const ir_partition **out, int 
 
 static int finish(worker *w, task *t, ir_partition *p, int rc);
 
+/* Does state p hold every twin of decision d (the decisions that gave the
+ * start state d gave)?  A twin that tiles holds when its unit's leader is
+ * tiled on its dim along its axis; an atomic one is taken to hold (as all
+ * twins were before the tree told them apart). */
+static bool twins_held(const engine *e, const ir_partition *p, uint32_t d)
+{
+    for (uint32_t m = e->dec[d].twin; m != SEARCH_NONE && m != d; m = e->dec[m].twin) {
+        search_action a = e->dec[m].a;
+        if (a.dim < 0)
+            continue;
+        ir_layout l;
+        const search_unit *u = &e->units.v[a.unit];
+        ir_partition_value_layout(p, ir_pctx_value(e->c, e->units.members[u->first]), &l);
+        if (l.dim[a.axis] != a.dim)
+            return false;
+    }
+    return true;
+}
+
 /* Evaluates a claimed task.  Called under e->mu; drops it while it works
  * and returns holding it. */
 static void evaluate(worker *w, task *t)
@@ -514,6 +545,7 @@ static int finish(worker *w, task *t, ir_partition *p, int rc)
         t->status = 2;
         return 1;
     }
+    t->implied = twins_held(e, p, t->decision);
     /* a state the tree already holds (another order of the same actions):
      * its score is known.  The tree does not change while a batch runs. */
     uint32_t known = tt_find(e, t->hash);
@@ -721,7 +753,7 @@ static int node_new(engine *e, uint64_t hash, uint32_t parent, uint32_t decision
     return rc;
 }
 
-static int edge_add(engine *e, uint32_t node, uint32_t decision, uint32_t child)
+static int edge_add(engine *e, uint32_t node, uint32_t decision, uint32_t child, bool implied)
 {
     search_node *n = &e->nodes[node];
     if (n->n_edges == n->cap_edges) {
@@ -732,7 +764,7 @@ static int edge_add(engine *e, uint32_t node, uint32_t decision, uint32_t child)
         n->edges = v;
         n->cap_edges = cap;
     }
-    n->edges[n->n_edges++] = (search_edge){decision, child};
+    n->edges[n->n_edges++] = (search_edge){decision, child, implied};
     return 0;
 }
 
@@ -777,6 +809,34 @@ static bool tried(const engine *e, uint32_t node, uint32_t d)
         if (e->tasks[k].parent == node && e->tasks[k].decision == d)
             return true;
     return false;
+}
+
+/* Whether decision d may be tried at node now (TWIN_TRY), is not worth
+ * trying there (TWIN_SKIP: a twin's child there holds it, so it gives
+ * that child or nothing new), or waits for a twin taken from node in the
+ * batch being built (TWIN_WAIT: its outcome says which).  Twins give one
+ * state at the start, where the root pass tried them together; past it
+ * they part once a step changes what propagation reaches (from scratch,
+ * tiling the batch along an axis leaves each parameter tiled along it on
+ * its own: FSDP), so each is tried until the tree shows it implied. */
+enum { TWIN_TRY, TWIN_SKIP, TWIN_WAIT };
+
+static int twin_state(const engine *e, uint32_t node, uint32_t d)
+{
+    if (e->dec[d].twin == SEARCH_NONE)
+        return TWIN_TRY;
+    if (node == 0)
+        return TWIN_SKIP; /* the root pass tried them all */
+    const search_node *n = &e->nodes[node];
+    for (uint32_t m = e->dec[d].twin; m != d; m = e->dec[m].twin) {
+        for (uint32_t i = 0; i < n->n_edges; i++)
+            if (n->edges[i].decision == m && n->edges[i].child != SEARCH_NONE && n->edges[i].implied)
+                return TWIN_SKIP;
+        for (uint32_t k = 0; k < e->n_tasks; k++)
+            if (e->tasks[k].parent == node && e->tasks[k].decision == m)
+                return TWIN_WAIT;
+    }
+    return TWIN_TRY;
 }
 
 static bool can_expand(const engine *e, const search_node *n)
@@ -871,9 +931,14 @@ static int select_leaf(engine *e, uint32_t *path, uint64_t *rng)
             if (can_expand(e, n) && (open == 0 || live < width(e, n))) {
                 /* the next decision not already taken on this path */
                 uint32_t d = SEARCH_NONE;
+                bool wait = false;
                 while (n->next_try < e->n_order) {
-                    uint32_t cand = e->order[n->next_try++];
-                    if (!decided_on_path(e, node, e->dec[cand].a) && !tried(e, node, cand)) {
+                    uint32_t cand = e->order[n->next_try];
+                    int tw = twin_state(e, node, cand);
+                    if ((wait = tw == TWIN_WAIT))
+                        break;
+                    n->next_try++;
+                    if (tw == TWIN_TRY && !decided_on_path(e, node, e->dec[cand].a) && !tried(e, node, cand)) {
                         d = cand;
                         break;
                     }
@@ -885,7 +950,9 @@ static int select_leaf(engine *e, uint32_t *path, uint64_t *rng)
                     int rc = task_add(e, node, d, path, depth);
                     return rc < 0 ? rc : 1;
                 }
-                continue; /* nothing left to try here: choose among children */
+                if (!wait)
+                    continue; /* nothing left to try here: choose among children */
+                /* the next one waits for this batch: choose among children */
             }
             /* UCT over live children that are not exhausted */
             uint32_t pick = SEARCH_NONE;
@@ -943,8 +1010,12 @@ static int extend_best(engine *e, uint32_t *path, int n)
         path[i] = x;
     int added = 0;
     while (added < n && b->next_try < e->n_order) {
-        uint32_t cand = e->order[b->next_try++];
-        if (decided_on_path(e, node, e->dec[cand].a) || tried(e, node, cand))
+        uint32_t cand = e->order[b->next_try];
+        int tw = twin_state(e, node, cand);
+        if (tw == TWIN_WAIT)
+            break;
+        b->next_try++;
+        if (tw == TWIN_SKIP || decided_on_path(e, node, e->dec[cand].a) || tried(e, node, cand))
             continue;
         for (uint32_t i = 0; i < depth; i++)
             e->nodes[path[i]].visits++;
@@ -1018,8 +1089,12 @@ static int complete_lead(engine *e, uint32_t *path, int n)
         for (uint32_t x = lead, i = depth; i-- > 0; x = e->nodes[x].parent)
             path[i] = x;
         while (added < n && e->nodes[lead].next_save < e->n_save) {
-            uint32_t cand = e->save[e->nodes[lead].next_save++];
-            if (decided_on_path(e, lead, e->dec[cand].a) || tried(e, lead, cand))
+            uint32_t cand = e->save[e->nodes[lead].next_save];
+            int tw = twin_state(e, lead, cand);
+            if (tw == TWIN_WAIT)
+                return added; /* the lead goes on in the next batch */
+            e->nodes[lead].next_save++;
+            if (tw == TWIN_SKIP || decided_on_path(e, lead, e->dec[cand].a) || tried(e, lead, cand))
                 continue;
             for (uint32_t i = 0; i < depth; i++)
                 e->nodes[path[i]].visits++;
@@ -1054,7 +1129,7 @@ static int backup(engine *e, task *t)
     if (t->status < 0 && t->status != 1 && t->status != 2)
         return t->status;
     if (t->status != 0)
-        return edge_add(e, parent, t->decision, SEARCH_NONE);
+        return edge_add(e, parent, t->decision, SEARCH_NONE, false);
     uint32_t child = tt_find(e, t->hash);
     int rc;
     if (child == SEARCH_NONE) {
@@ -1067,7 +1142,7 @@ static int backup(engine *e, task *t)
         }
     }
     e->nodes[child].visits++;
-    if ((rc = edge_add(e, parent, t->decision, child)) < 0)
+    if ((rc = edge_add(e, parent, t->decision, child, t->implied)) < 0)
         return rc;
     propagate_best(e, path, t->path_n, e->nodes[child].best);
     return 0;
@@ -1106,6 +1181,7 @@ static bool replay_batch(engine *e)
         t->hash = o.hash;
         t->runtime_s = o.runtime_s;
         t->peak = o.peak;
+        t->implied = o.implied;
     }
     search__log_take(&e->log, e->n_tasks);
     return true;
@@ -1163,7 +1239,7 @@ static int run_batch(engine *e, int *stop)
     }
     for (uint32_t k = 0; k < e->n_tasks; k++) {
         const task *t = &e->tasks[k];
-        search_outcome o = {t->parent, t->decision, t->status, t->hash, t->runtime_s, t->peak};
+        search_outcome o = {t->parent, t->decision, t->status, t->implied, t->hash, t->runtime_s, t->peak};
         if (t->status >= 0 && search__log_add(&e->log, &o) < 0)
             return AP_ENOMEM;
     }
@@ -1407,6 +1483,7 @@ static int decisions(engine *e, ap_error *err)
                 search_decision *sd = &e->dec[e->n_dec++];
                 sd->a = (search_action){u, (int8_t)d, (uint8_t)ax};
                 sd->same_as = SEARCH_NONE;
+                sd->twin = SEARCH_NONE;
             }
         }
     e->nodes[0].next_try = e->n_dec; /* the root's children are the root pass */
@@ -1481,8 +1558,19 @@ static int order_decisions(engine *e, ap_error *err)
          * rewards and the completion's own order */
         double speed = e->dec[d].prior > -1 ? e->nodes[0].runtime_s / e->dec[d].runtime_s : e->dec[d].prior;
         key[d] = e->o.no_prior ? -(double)d : speed * (1 + 0.03 * noise);
-        if (e->dec[d].prior > -1 && e->dec[d].same_as == SEARCH_NONE)
+        if (e->dec[d].prior > -1) {
             e->order[e->n_order++] = d;
+            e->n_distinct += e->dec[d].same_as == SEARCH_NONE;
+        }
+        /* twins: a circle per start state, tried apart past the root
+         * (twin_state) */
+        uint32_t r = e->dec[d].same_as;
+        if (e->dec[d].prior > -1 && r != SEARCH_NONE) {
+            if (e->dec[r].twin == SEARCH_NONE)
+                e->dec[r].twin = r;
+            e->dec[d].twin = e->dec[r].twin;
+            e->dec[r].twin = d;
+        }
     }
     /* insertion sort: stable, by key descending */
     for (uint32_t a = 1; a < e->n_order; a++) {
@@ -1810,7 +1898,7 @@ static void engine_stats(engine *e, search_result *out)
     out->tree_nodes = e->n_nodes;
     out->decisions_before = e->units.decisions_before;
     out->units = (int)e->units.n;
-    out->decisions_after = (int)e->n_order;
+    out->decisions_after = (int)e->n_distinct;
     out->exhausted = e->exhausted;
     out->stopped_by = e->stopped_by;
     out->cached_states = e->cap_cache;

@@ -18,8 +18,12 @@
  * type are one unit; an optimizer moment follows the parameter it updates
  * (found from the update ops: the moment reaches that parameter's update
  * through elementwise ops only); actions that give the same state at the
- * start (dims propagation ties together) are one decision; actions that are
- * refused or change nothing are pruned.  Hints add or override groups.
+ * start (dims propagation ties together) are twins, tried once at the
+ * start and apart past it only where the tree has not shown one holding
+ * the others (from scratch, w_up's hidden dim and w_down's are one state
+ * until the batch is tiled along the axis, then two FSDP steps); actions
+ * that are refused or change nothing are pruned.  Hints add or override
+ * groups.
  *
  * REPRODUCIBLE: workers share one tree.  Leaves are chosen in batches of a
  * fixed size by the coordinating thread (deterministically, from the seed),

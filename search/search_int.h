@@ -60,6 +60,7 @@ void search__action_text(const search_units *u, const ir_mesh *mesh, search_acti
 typedef struct search_edge {
     uint32_t decision; /* index into the decision list */
     uint32_t child;    /* node, or SEARCH_NONE when pruned */
+    bool implied;      /* the child's state holds every twin of the decision (search_decision) */
 } search_edge;
 
 typedef struct search_node {
@@ -87,6 +88,8 @@ typedef struct search_decision {
     double runtime_s;
     int64_t peak;
     uint32_t same_as; /* a decision giving the same start state, or SEARCH_NONE */
+    uint32_t twin;    /* the next decision of those giving one state at the start (its
+                         twins, a circle), or SEARCH_NONE when none does */
 } search_decision;
 
 /* What the explanation needs of a finished search. */
@@ -155,6 +158,7 @@ void search__engine_free(search_engine *e);
 typedef struct search_outcome {
     uint32_t parent, decision;
     int status; /* 0 evaluated, 1 refused, 2 unchanged */
+    bool implied; /* the state holds every twin of the decision */
     uint64_t hash;
     double runtime_s;
     int64_t peak;
