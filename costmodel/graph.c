@@ -504,7 +504,9 @@ typedef struct gs {
     uint32_t n_pdims, cap_pdims;
 } gs;
 
-enum { VF_PINNED = 1, VF_INPUT = 2, VF_GIVEN = 4, VF_OUT = 8 };
+/* VF_SELF: a donated output whose own kernel reads the argument it goes
+ * into (one read fewer before the argument's buffer is free) */
+enum { VF_PINNED = 1, VF_INPUT = 2, VF_GIVEN = 4, VF_OUT = 8, VF_SELF = 16 };
 
 static void scratch_free(void *scratch)
 {
@@ -1053,7 +1055,7 @@ static sim simulate(const cost_graph *g, gs *s, const uint32_t *order, uint32_t 
             }
             uint32_t a = out_target(g, s, r);
             if (a != CG_NONE) {
-                uint32_t left = s->rem[a] - (in_klist(s, k, a) ? 1 : 0);
+                uint32_t left = s->rem[a] - ((s->vflag[r] & VF_SELF) ? 1 : 0);
                 if (left == 0)
                     continue; /* written into the argument's buffer */
                 s->kfill[a] = r; /* its own buffer until the argument's last read */
@@ -1808,6 +1810,10 @@ int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info 
                 s->vflag[r] |= VF_OUT;
                 s->pending[r] = a;
                 s->vflag[a] |= VF_OUT; /* donated */
+                /* whether its kernel reads the argument: the same for every order */
+                uint32_t d = g->v_def[r];
+                if (d != CG_NONE && in_klist(s, d, a))
+                    s->vflag[r] |= VF_SELF;
             }
         }
     }

@@ -110,6 +110,19 @@ struct cost_scorer {
     uint32_t *cursor;
     const ir_mat **vm; /* per value: its mats in the plan (for this walk) */
     uint32_t *vn;
+    /* the per-op records of nests each op had before (op_record_memo):
+     * MEMO slots per op, each its nest's words (mlen 0xff: empty), the
+     * record, the reads of its operands and its results' bytes and dims */
+    uint32_t room;                    /* words of a nest: the mesh's axes */
+    uint8_t *clen;                    /* per op: length of the nest s->ops[k] is of, 0xff: none */
+    uint64_t *ckey;                   /* per op: that nest's words (room each) */
+    uint8_t *mlen, *mnext;            /* per slot; per op: the slot to take next */
+    uint64_t *mkey;                   /* per slot: room words */
+    op_rec *mrec;                     /* per slot */
+    double *mrd;                      /* per slot's operands: at slot * n_opd + opd0[k] */
+    double *mvb;                      /* per slot's results: at slot * n_vals + value */
+    uint64_t *mvd;
+    uint32_t n_opd;
     /* scratch for local types */
     ir_type *tbuf;
     const ir_type **tptr;
@@ -249,6 +262,86 @@ static int op_record(cost_scorer *s, const ir_partition *p, uint32_t k, ap_error
     r->mm_m = costed ? oc.mm_m : 0;
     r->mm_n = costed ? oc.mm_n : 0;
     r->prec = (uint8_t)oc.prec;
+    return 0;
+}
+
+/* Op k's record for its nest in p, from the records of the nests op k had
+ * before when one matches (an op's record is a function of its nest: its
+ * operand and result layouts come from the nest alone), else made anew;
+ * the record it replaces is kept.  A search moves between sibling states:
+ * most ops an action changed go back to a nest they had.  MEMO slots per
+ * op, taken in turn. */
+#define MEMO 4
+
+static void memo_swap(cost_scorer *s, uint32_t k, uint32_t slot, bool load, bool store)
+{
+    size_t m = (size_t)k * MEMO + slot;
+    uint32_t no = s->opd0[k + 1] - s->opd0[k], v0 = s->res0[k], nr = s->nres[k];
+    double *rd = &s->rd[s->opd0[k]], *mrd = &s->mrd[(size_t)slot * s->n_opd + s->opd0[k]];
+    double *mvb = &s->mvb[(size_t)slot * s->n_vals + v0];
+    uint64_t *mvd = &s->mvd[(size_t)slot * s->n_vals + v0];
+    uint64_t key[IR_MAX_AXES];
+    uint8_t len = s->mlen[m];
+    op_rec rec = s->mrec[m];
+    if (load)
+        memcpy(key, &s->mkey[m * s->room], sizeof *key * s->room);
+    if (store) {
+        s->mrec[m] = s->ops[k];
+        s->mlen[m] = s->clen[k];
+        memcpy(&s->mkey[m * s->room], &s->ckey[(size_t)k * s->room], sizeof *key * s->room);
+    }
+    for (uint32_t i = 0; i < no; i++) {
+        double t = rd[i];
+        if (load)
+            rd[i] = mrd[i];
+        if (store)
+            mrd[i] = t;
+    }
+    for (uint32_t j = 0; j < nr; j++) {
+        double b = s->vals[v0 + j].bytes;
+        uint64_t d = s->vdims[v0 + j];
+        if (load) {
+            s->vals[v0 + j].bytes = mvb[j];
+            s->vdims[v0 + j] = mvd[j];
+        }
+        if (store) {
+            mvb[j] = b;
+            mvd[j] = d;
+        }
+    }
+    if (load) {
+        s->ops[k] = rec;
+        s->clen[k] = len;
+        memcpy(&s->ckey[(size_t)k * s->room], key, sizeof *key * s->room);
+    }
+}
+
+static int op_record_memo(cost_scorer *s, const ir_partition *p, uint32_t k, ap_error *err)
+{
+    uint64_t key[IR_MAX_AXES];
+    int len = ir_partition_nest_words(p, k, key);
+    uint64_t *ck = &s->ckey[(size_t)k * s->room];
+    if (s->clen[k] == len && !memcmp(ck, key, sizeof *key * (size_t)len))
+        return 0;
+    bool have = s->clen[k] != 0xff;
+    for (uint32_t slot = 0; slot < MEMO; slot++) {
+        size_t m = (size_t)k * MEMO + slot;
+        if (s->mlen[m] == len && !memcmp(&s->mkey[m * s->room], key, sizeof *key * (size_t)len)) {
+            memo_swap(s, k, slot, true, have);
+            return 0;
+        }
+    }
+    if (have) {
+        uint32_t slot = s->mnext[k];
+        s->mnext[k] = (uint8_t)((slot + 1) % MEMO);
+        memo_swap(s, k, slot, false, true);
+    }
+    s->clen[k] = 0xff;
+    int rc = op_record(s, p, k, err);
+    if (rc < 0)
+        return rc;
+    s->clen[k] = (uint8_t)len;
+    memcpy(ck, key, sizeof *key * (size_t)len);
     return 0;
 }
 
@@ -748,6 +841,15 @@ void cost_scorer_free(cost_scorer *s)
     ap_free(s->tbuf);
     ap_free(s->tptr);
     ap_free(s->dbuf);
+    ap_free(s->clen);
+    ap_free(s->ckey);
+    ap_free(s->mlen);
+    ap_free(s->mnext);
+    ap_free(s->mkey);
+    ap_free(s->mrec);
+    ap_free(s->mrd);
+    ap_free(s->mvb);
+    ap_free(s->mvd);
     ap_free(s);
 }
 
@@ -893,6 +995,26 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
     s->opd0[s->n_ops] = n_uses;
     for (uint32_t r = 0; r < s->n_ret; r++)
         s->ret_val[r] = ir_pctx_return_value(ctx, r);
+    /* the records' memo: empty */
+    int na = ir_pctx_mesh(ctx)->n_axes;
+    s->room = na > 0 ? (uint32_t)na : 1;
+    s->n_opd = n_uses;
+    size_t slots = (size_t)s->n_ops * MEMO;
+    s->clen = ap_malloc(s->n_ops + 1);
+    s->ckey = ap_calloc((size_t)s->n_ops * s->room + 1, sizeof *s->ckey);
+    s->mlen = ap_malloc(slots + 1);
+    s->mnext = ap_calloc(s->n_ops + 1, 1);
+    s->mkey = ap_calloc(slots * s->room + 1, sizeof *s->mkey);
+    s->mrec = ap_calloc(slots + 1, sizeof *s->mrec);
+    s->mrd = ap_calloc((size_t)MEMO * n_uses + 1, sizeof *s->mrd);
+    s->mvb = ap_calloc((size_t)MEMO * s->n_vals + 1, sizeof *s->mvb);
+    s->mvd = ap_calloc((size_t)MEMO * s->n_vals + 1, sizeof *s->mvd);
+    if (!s->clen || !s->ckey || !s->mlen || !s->mnext || !s->mkey || !s->mrec || !s->mrd || !s->mvb || !s->mvd) {
+        rc = oom(err);
+        goto fail;
+    }
+    memset(s->clen, 0xff, s->n_ops + 1);
+    memset(s->mlen, 0xff, slots + 1);
     *out = s;
     return 0;
 fail:
@@ -952,11 +1074,11 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
     /* ops whose nests changed (an op's record reads nothing else) */
     if (all) {
         for (uint32_t k = 0; k < s->n_ops; k++)
-            if ((rc = op_record(s, p, k, err)) < 0)
+            if ((rc = op_record_memo(s, p, k, err)) < 0)
                 return rc;
     } else {
         for (uint32_t i = 0; i < n_ch_ops; i++)
-            if ((rc = op_record(s, p, ch_ops[i], err)) < 0)
+            if ((rc = op_record_memo(s, p, ch_ops[i], err)) < 0)
                 return rc;
     }
     if ((rc = build_graph(s, p, err)) < 0)

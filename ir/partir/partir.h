@@ -244,6 +244,11 @@ uint32_t ir_pctx_return_value(const ir_pctx *c, uint32_t r);
 /* Layout op k needs for operand i, and the layout of its result j. */
 void ir_partition_operand_layout(const ir_partition *p, uint32_t k, uint32_t i, ir_layout *out);
 void ir_partition_result_layout(const ir_partition *p, uint32_t k, uint32_t j, ir_layout *out);
+/* Op k's loop nest as words (a loop's axis and TMR entry each), into out
+ * (room for the mesh's axes); returns its length.  Op k's operand and
+ * result layouts are a function of these words alone: a cache of what an
+ * op's layouts imply can be keyed by them. */
+int ir_partition_nest_words(const ir_partition *p, uint32_t k, uint64_t *out);
 /* Layout of value v as produced (an argument's tiling, or read off its
  * producer's loop nest), before any tiling or atomic action on it. */
 void ir_partition_produced_layout(const ir_partition *p, uint32_t v, ir_layout *out);

@@ -24,12 +24,14 @@ const char *ir_red_name(ir_red r)
 
 /* =============================================================== layouts */
 
-void ir_layout_init(ir_layout *l)
-{
-    memset(l, 0, sizeof *l);
-    for (int a = 0; a < IR_MAX_AXES; a++)
-        l->dim[a] = IR_AX_NONE;
-}
+/* Layouts are made millions of times a search (every propagation visit,
+ * every use the lowering plan looks at): copied from a constant, not
+ * built axis by axis. */
+_Static_assert(IR_MAX_AXES == 8, "layout_none lists IR_MAX_AXES axes");
+static const ir_layout layout_none = {.dim = {IR_AX_NONE, IR_AX_NONE, IR_AX_NONE, IR_AX_NONE, IR_AX_NONE, IR_AX_NONE,
+                                              IR_AX_NONE, IR_AX_NONE}};
+
+void ir_layout_init(ir_layout *l) { *l = layout_none; }
 
 bool ir_layout_equal(const ir_layout *a, const ir_layout *b)
 {
@@ -46,13 +48,21 @@ bool ir_layout_equal(const ir_layout *a, const ir_layout *b)
 
 int ir_layout_dim_axes(const ir_layout *l, int d, int *axes)
 {
-    int n = 0;
+    /* one pass: the axes by position, then those within the count (a
+     * well-formed layout numbers its axes of d 0 .. n-1) */
+    int n = 0, at[IR_MAX_AXES];
+    unsigned seen = 0;
     for (int a = 0; a < IR_MAX_AXES; a++)
-        if (l->dim[a] == d)
+        if (l->dim[a] == d) {
             n++;
-    for (int a = 0; a < IR_MAX_AXES; a++)
-        if (l->dim[a] == d && l->pos[a] < n)
-            axes[l->pos[a]] = a;
+            if (l->pos[a] < IR_MAX_AXES) {
+                at[l->pos[a]] = a;
+                seen |= 1u << l->pos[a];
+            }
+        }
+    for (int i = 0; i < n; i++)
+        if (seen & (1u << i))
+            axes[i] = at[i];
     return n;
 }
 

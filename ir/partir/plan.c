@@ -60,6 +60,14 @@ void ir_partition_result_layout(const ir_partition *p, uint32_t k, uint32_t j, i
 
 void ir_partition_produced_layout(const ir_partition *p, uint32_t v, ir_layout *out) { ir__produced_layout(p, v, out); }
 
+int ir_partition_nest_words(const ir_partition *p, uint32_t k, uint64_t *out)
+{
+    const ir_loop *n = nest_of(p, k);
+    for (int i = 0; i < p->nlen[k]; i++)
+        out[i] = (uint64_t)n[i].axis << 32 | n[i].entry;
+    return p->nlen[k];
+}
+
 /* ================================================================ hashing */
 
 static inline uint64_t mix64(uint64_t h, uint64_t x)

@@ -81,19 +81,22 @@ static bool entry_divisible(const ir_partition *p, uint32_t op, uint32_t e, int 
     const int8_t *s = tmr_spec(c, e);
     uint32_t no = op_n_operands(p, op), nr = op_n_results(p, op);
     int64_t n = c->mesh.sizes[axis];
-    ir_layout l;
+    /* local_dim of the needed (result) layout, read off the nest without
+     * building the layout: the loops whose entry tiles slot i's dim s[i]
+     * (this runs for every entry of every op propagation visits) */
+    const ir_loop *nest = nest_of(p, op);
+    int len = p->nlen[op];
     for (uint32_t i = 0; i < no + nr; i++) {
         if (s[i] < 0)
             continue;
-        const ir_type *t;
-        if (i < no) {
-            ir__needed_layout(p, op, i, &l);
-            t = operand_type(p, op, i);
-        } else {
-            ir__result_layout(p, op, i - no, &l);
-            t = result_type(p, op, i - no);
+        const ir_type *t = i < no ? operand_type(p, op, i) : result_type(p, op, i - no);
+        int64_t local = -1;
+        if (t && t->kind == IR_T_TENSOR && s[i] < t->rank && t->dims[s[i]] >= 0) {
+            local = t->dims[s[i]];
+            for (int k = 0; k < len; k++)
+                if (tmr_spec(c, nest[k].entry)[i] == s[i])
+                    local /= c->mesh.sizes[nest[k].axis];
         }
-        int64_t local = local_dim(c, t, &l, s[i]);
         if (local < 0) {
             *why = IR_BLK_DYNAMIC;
             *bad = s[i];
