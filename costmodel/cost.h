@@ -282,6 +282,9 @@ typedef enum cost_framework {
 
 /* "xla", "pytorch_eager". */
 const char *cost_framework_name(cost_framework f);
+/* What the report says counted the memory: "XLA buffer assignment",
+ * "PyTorch eager". */
+const char *cost_framework_text(cost_framework f);
 /* Reads a framework name ("xla", "pytorch_eager" or "pytorch-eager", any
  * case); AP_EINVALID naming the choices otherwise. */
 int cost_framework_parse(const char *name, cost_framework *out, ap_error *err);
@@ -431,8 +434,10 @@ typedef enum cost_mem_order {
                            just before their first reader */
 } cost_mem_order;
 
-/* The peak as XLA's buffer assignment counts it, and what is live there. */
+/* The peak as the framework counts it (XLA's buffer assignment by default),
+ * and what is live there. */
 typedef struct cost_memory {
+    int framework;                 /* cost_framework that counted it: XLA's buffers or eager tensors */
     int64_t kinds[COST_MEM_COUNT]; /* sums to the peak */
     int order;                     /* cost_mem_order that gave the peak */
     int64_t program_order_peak;    /* the peak in the order written */

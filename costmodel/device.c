@@ -624,6 +624,11 @@ int cost_mesh_set_tier(cost_mesh *mesh, const cost_device *dev, const char *axis
 
 const char *cost_framework_name(cost_framework f) { return f == COST_FW_EAGER ? "pytorch_eager" : "xla"; }
 
+const char *cost_framework_text(cost_framework f)
+{
+    return f == COST_FW_EAGER ? "PyTorch eager" : "XLA buffer assignment";
+}
+
 int cost_framework_parse(const char *name, cost_framework *out, ap_error *err)
 {
     if (!strcasecmp(name, "xla")) {

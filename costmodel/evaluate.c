@@ -405,6 +405,7 @@ int cost_evaluate(const cost_program *p, const cost_device *dev, const cost_mesh
     out->while_loops_counted_once = p->while_once;
     out->notes = p->notes;
     fill_memory(&out->memory, &p->peak);
+    out->memory.framework = fw;
     for (size_t i = 0; i < p->n_loops && out->n_loops < COST_LOOPS_MAX; i++) {
         const cost_loop_item *it = &p->loops[i];
         cost_loop *l = &out->loops[out->n_loops++];
@@ -541,6 +542,8 @@ static void memory_text(const cost_report *r, bool verbose, ap_buf *out)
         ap_buf_printf(out, "\n  order           XLA's %s scheduler (", m->order == COST_ORDER_LIST ? "list" : "DFS");
         put_bytes(out, (double)m->program_order_peak);
         ap_buf_puts(out, " in the order written)");
+    } else if (m->framework == COST_FW_EAGER) {
+        ap_buf_puts(out, "\n  order           as written (an eager framework runs the ops so)");
     } else {
         ap_buf_puts(out, "\n  order           as written (XLA's list and DFS orders peak no lower)");
     }
@@ -652,6 +655,7 @@ static int report_text(const cost_report *r, bool verbose, ap_buf *out)
     put_bytes(out, (double)r->peak_memory_bytes);
     ap_buf_puts(out, r->fits ? " per device, fits in " : " per device, DOES NOT FIT in ");
     put_bytes(out, r->hbm_bytes);
+    ap_buf_printf(out, "\n  counted as      %s", cost_framework_text((cost_framework)r->memory.framework));
     memory_text(r, verbose, out);
     ap_buf_puts(out, "\narguments         ");
     put_bytes(out, (double)r->argument_bytes);
@@ -732,7 +736,8 @@ static json_t *at_json(const char *op, const char *name, uint32_t line, uint32_t
                      "col", (json_int_t)col);
 }
 
-/* {"kinds": {"parameters": B, ...}, "order": "program"|"placed"|"list"|"dfs",
+/* {"framework": "xla"|"pytorch_eager", "kinds": {"parameters": B, ...},
+ *  "order": "program"|"placed"|"list"|"dfs",
  *  "program_order_peak_bytes", "at": {op, name, line, col}, "inside":
  *  {...}|null, "largest": [{bytes, kind, op, name, line, col}]}; order
  *  "list" or "dfs" when one of XLA's memory schedulers gave the peak */
@@ -746,6 +751,7 @@ static json_t *memory_json(const cost_memory *m)
         return NULL;
     }
     bool ok = true;
+    put(o, "framework", json_string(cost_framework_name((cost_framework)m->framework)), &ok);
     put(o, "kinds", kinds, &ok);
     for (int k = 0; k < COST_MEM_COUNT; k++) {
         char key[32];
@@ -909,6 +915,10 @@ static void memory_from_json(const json_t *m, cost_memory *r)
 {
     const char *key;
     json_t *v;
+    cost_framework fw;
+    /* absent in answers stored before it was written: all were XLA's */
+    if (cost_framework_parse(jstr(m, "framework"), &fw, NULL) == 0)
+        r->framework = fw;
     json_object_foreach((json_t *)json_object_get(m, "kinds"), key, v) {
         int k = mem_kind(key);
         if (k >= 0)

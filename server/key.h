@@ -46,6 +46,7 @@
     X("schedule", "schedule", "manual_schedule", srv_sha_str(h, n, c->schedule))                                      \
     X("import", "import_shardings", "import_shardings", srv_sha_i64(h, n, c->import))                                 \
     X("overlap", "overlap", "overlap", srv_sha_f64(h, n, c->overlap))                                                 \
+    X("framework", "framework", "framework", srv_sha_i64(h, n, c->framework))                                        \
     X("axis", "", "axes", srv_key_hash_axes(h, n, w))                                                                 \
     X("memory_limit", "", "memory_limit_bytes no_memory_limit memory_margin",                                         \
       srv_key_hash_memory_limit(h, n, s, &w->dev))                                                                    \

@@ -240,6 +240,13 @@ static ir_format format_of(Autopart__V1__ModuleFormat f)
                                                                      : IR_FMT_AUTO;
 }
 
+/* The cost model's framework for the wire's (valid.c refuses a value the
+ * .proto does not name). */
+static cost_framework framework_of(Autopart__V1__Framework f)
+{
+    return f == AUTOPART__V1__FRAMEWORK__FRAMEWORK_PYTORCH_EAGER ? COST_FW_EAGER : COST_FW_XLA;
+}
+
 /* What Apply and Search requests share. */
 typedef struct common_req {
     const Autopart__V1__Module *module;
@@ -249,6 +256,7 @@ typedef struct common_req {
     const char *label;
     bool import;
     double overlap;
+    int framework; /* Autopart__V1__Framework, as the wire brings it */
     bool core_view;
     const char *func; /* set by prepare_common: NULL for the entry function */
     /* a search with devices: the mesh the request is opened on (its axes
@@ -377,7 +385,7 @@ static void prepare_apply(srv_work *w)
     const Autopart__V1__ApplyRequest *r = (const Autopart__V1__ApplyRequest *)w->req;
     common_req c = {.module = r->module, .mesh = r->mesh, .device = r->device, .schedule = r->schedule,
                     .label = r->client_label, .import = r->import_shardings, .overlap = r->overlap,
-                    .core_view = r->want_core_view};
+                    .framework = (int)r->framework, .core_view = r->want_core_view};
     if (!r->schedule[0] && !r->import_shardings) {
         work_fail(w, RPC_INVALID_ARGUMENT, "schedule is empty (and import_shardings is off): nothing to apply");
         return;
@@ -398,7 +406,7 @@ static void prepare_search(srv_work *w)
     const Autopart__V1__SearchRequest *r = (const Autopart__V1__SearchRequest *)w->req;
     common_req c = {.module = r->module, .mesh = r->mesh, .device = r->device, .schedule = r->manual_schedule,
                     .label = r->client_label, .import = r->import_shardings, .overlap = r->overlap,
-                    .core_view = r->want_core_view};
+                    .framework = (int)r->framework, .core_view = r->want_core_view};
     if (r->memory_limit_bytes < 0 || (r->no_memory_limit && r->memory_limit_bytes > 0)) {
         work_fail(w, RPC_INVALID_ARGUMENT,
                   r->memory_limit_bytes < 0 ? "memory_limit_bytes is negative"
@@ -718,7 +726,7 @@ static void run_apply(srv_work *w, atomic_int *cancel)
 {
     const Autopart__V1__ApplyRequest *r = (const Autopart__V1__ApplyRequest *)w->req;
     ap_error err;
-    cost_options copts = {.overlap = r->overlap};
+    cost_options copts = {.overlap = r->overlap, .framework = framework_of(r->framework)};
     cancellable c = {{&w->st, &w->dev, &copts}, cancel};
     if (ir_schedule_apply_cb(w->st.p, r->schedule, tactic_or_stop, &c, &err) < 0 ||
         apply_lower(&w->st, &w->dev, &copts, &err) < 0) {
@@ -791,6 +799,7 @@ static void run_search(srv_job *job)
         o.axes |= 1u << w->axes[i];
     o.device = w->dev;
     o.cost.overlap = r->overlap;
+    o.cost.framework = framework_of(r->framework);
     o.memory_limit = r->no_memory_limit ? -1 : (double)r->memory_limit_bytes;
     o.memory_margin = r->memory_margin;
     o.seed = r->seed;

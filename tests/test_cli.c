@@ -259,16 +259,23 @@ START_TEST(apply_framework)
     json_int_t pe = json_integer_value(json_object_get(e, "peak_memory_bytes"));
     ck_assert_msg(pe > px, "eager %lld, xla %lld", (long long)pe, (long long)px);
     ck_assert(json_real_value(json_object_get(e, "runtime_s")) == json_real_value(json_object_get(x, "runtime_s")));
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(e, "memory"), "framework")), "pytorch_eager");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(x, "memory"), "framework")), "xla");
     json_decref(x);
     json_decref(e);
     cli_run r = RUN("apply", tiny_path, "--mesh", "batch=2", "--schedule", "propagate", "--framework", "jax");
     ck_assert_int_eq(r.status, 2);
     ck_assert_msg(strstr(r.err, "--framework: unknown framework 'jax' (xla or pytorch_eager)"), "%s", r.err);
     cli_run_free(&r);
-    r = RUN("apply", tiny_path, "--mesh", "batch=2", "--schedule", "propagate", "--framework", "pytorch_eager",
-            "--server", "127.0.0.1:1");
-    ck_assert_int_eq(r.status, 2);
-    ck_assert_msg(strstr(r.err, "is local only"), "%s", r.err);
+    /* the report says which framework counted the memory */
+    r = RUN("apply", tiny_path, "--mesh", "batch=2,model=2", "--schedule", MEGATRON, "--view", "report",
+            "--framework", "pytorch_eager");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_msg(strstr(r.out, "\n  counted as      PyTorch eager\n"), "%s", r.out);
+    cli_run_free(&r);
+    r = RUN("apply", tiny_path, "--mesh", "batch=2,model=2", "--schedule", MEGATRON, "--view", "report");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_msg(strstr(r.out, "\n  counted as      XLA buffer assignment\n"), "%s", r.out);
     cli_run_free(&r);
 }
 END_TEST

@@ -58,7 +58,7 @@ static void apply_usage(FILE *f)
             "  --framework F      what runs the step, for its peak memory: xla (default:\n"
             "                     fused, as XLA's buffer assignment counts it) or\n"
             "                     pytorch-eager (every op's output a tensor, ops as written;\n"
-            "                     the allocator's allocated peak); not with --server\n"
+            "                     the allocator's allocated peak)\n"
             "  --format F         stablehlo | hlo (default: detected)\n"
             "  --func NAME        the function to partition (default: main)\n"
             "  -h, --help         this help\n"
@@ -317,6 +317,7 @@ static int apply_remote(apply_args *a, const cli_remote *remote)
     req.schedule = a->sched.text ? a->sched.text : (char *)"";
     req.import_shardings = a->import;
     req.overlap = a->copts.overlap;
+    req.framework = cli_wire_framework(a->copts.framework);
     req.want_core_view = !strcmp(a->view, "core");
     req.client_label = (char *)"autopart-cli";
     if ((rc = cli_remote_open("apply", remote, &conn)) != 0)
@@ -433,9 +434,6 @@ int cli_apply(int argc, char **argv)
         return cli_usage_fail("apply", "unknown view '%s' (spmd, core, temporal, shardings or report)", a.view);
     if (!sched_arg && !a.import)
         return cli_usage_fail("apply", "--schedule (or --import) is required");
-    if (remote.server && a.copts.framework != COST_FW_XLA)
-        return cli_usage_fail("apply", "--framework %s is local only: autopartd counts memory as XLA does",
-                              cost_framework_name(a.copts.framework));
     if (!remote.server && (remote.token_file || remote.tls_ca || remote.tls_name || remote.timeout_s))
         return cli_usage_fail("apply", "--token-file, --tls-ca, --tls-name and --timeout go with --server");
     a.path = argv[optind];

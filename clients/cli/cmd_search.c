@@ -65,7 +65,7 @@ static void search_usage(FILE *f)
             "  --framework F      what runs the step, for its peak memory: xla (default:\n"
             "                     fused, as XLA's buffer assignment counts it) or\n"
             "                     pytorch-eager (every op's output a tensor, ops as written;\n"
-            "                     the allocator's allocated peak); not with --server\n"
+            "                     the allocator's allocated peak)\n"
             "  --json             the result as JSON\n"
             "  --verbose          every value: the schedule one action per line, the shardings\n"
             "                     one argument per row (by default a run of one action folds\n"
@@ -454,9 +454,6 @@ static int parse_args(int argc, char **argv, search_args *a)
     }
     a->path = argv[optind];
     const cli_remote *remote = &a->remote;
-    if (remote->server && a->so.cost.framework != COST_FW_XLA)
-        return cli_usage_fail("search", "--framework %s is local only: autopartd counts memory as XLA does",
-                              cost_framework_name(a->so.cost.framework));
     if (!remote->server && (remote->token_file || remote->tls_ca || remote->tls_name || remote->timeout_s))
         return cli_usage_fail("search", "--token-file, --tls-ca, --tls-name and --timeout go with --server");
     if (a->devices) {
@@ -503,7 +500,7 @@ static int search_on_server(const search_args *a, const cli_schedule *manual, co
                               .import = a->import, .json = a->json, .memory_limit = a->limit,
                               .memory_margin = so->memory_margin, .episodes = so->max_episodes,
                               .patience = so->patience, .time_limit_s = so->time_limit_s,
-                              .overlap = so->cost.overlap, .threads = so->threads, .batch = so->batch,
+                              .overlap = so->cost.overlap, .framework = so->cost.framework, .threads = so->threads, .batch = so->batch,
                               .seed = so->seed, .hints = hints->text, .hints_name = hints->name,
                               .verbose = a->verbose};
     return cli_search_remote(&a->remote, &req);

@@ -173,6 +173,12 @@ const char *cli_origin_name(int origin)
     return origin == 1 ? "new" : origin == 2 ? "joined" : origin == 3 ? "cache hit" : "?";
 }
 
+Autopart__V1__Framework cli_wire_framework(cost_framework f)
+{
+    return f == COST_FW_EAGER ? AUTOPART__V1__FRAMEWORK__FRAMEWORK_PYTORCH_EAGER
+                              : AUTOPART__V1__FRAMEWORK__FRAMEWORK_XLA;
+}
+
 json_t *cli_summary_json(const Autopart__V1__SearchSummary *s)
 {
     json_t *o = json_object(), *axes = json_array();

@@ -103,12 +103,15 @@ typedef struct cli_search_request {
     double memory_margin;             /* share of the limit kept free */
     int64_t episodes, patience;
     double time_limit_s, overlap;
+    cost_framework framework;         /* how memory is counted */
     int threads, batch;
     uint64_t seed;
     const char *hints, *hints_name;   /* decision groups, and what the user calls them */
 } cli_search_request;
 int cli_search_remote(const cli_remote *remote, const cli_search_request *a);
 
+/* The wire's Framework for the cost model's. */
+Autopart__V1__Framework cli_wire_framework(cost_framework f);
 /* A search's summary as JSON (the wire's field names). New reference. */
 json_t *cli_summary_json(const Autopart__V1__SearchSummary *s);
 /* cost_report_text (verbose: cost_report_text_verbose) as a heap string

@@ -132,6 +132,7 @@ int cli_search_remote(const cli_remote *remote, const cli_search_request *a)
     req.batch = a->batch;
     req.hints = a->hints ? (char *)a->hints : (char *)"";
     req.overlap = a->overlap;
+    req.framework = cli_wire_framework(a->framework);
     req.client_label = (char *)"autopart-cli";
     if ((rc = cli_remote_open("search", remote, &conn)) != 0)
         goto out;

@@ -314,6 +314,10 @@ static void c_schedule(req *r)
 }
 static void c_import(req *r) { r->apply.import_shardings = r->search.import_shardings = true; }
 static void c_overlap(req *r) { r->apply.overlap = r->search.overlap = 0.5; }
+static void c_framework(req *r)
+{
+    r->apply.framework = r->search.framework = AUTOPART__V1__FRAMEWORK__FRAMEWORK_PYTORCH_EAGER;
+}
 static void c_axes(req *r)
 {
     r->axes[0] = (char *)"model";
@@ -357,6 +361,7 @@ static const change changes[] = {
     {"schedule", true, true, c_schedule},
     {"import", true, true, c_import},
     {"overlap", true, true, c_overlap},
+    {"framework", true, true, c_framework},
     {"axis", false, true, c_axes},
     {"memory_limit", false, true, c_memory},
     {"memory_limit", false, true, c_no_memory},

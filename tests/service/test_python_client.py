@@ -107,6 +107,24 @@ class PythonClientTest(unittest.TestCase):
             self.assertEqual(token, "")
             self.assertGreaterEqual(c.stats()["cache_hits"], 1)
 
+    def test_framework(self):
+        # Eager PyTorch's memory: more than XLA's fused step, the same step
+        # time, an answer of its own (not XLA's from the store), and the
+        # result says which framework counted it.
+        mesh = {"batch": 2, "model": 2}
+        xla = autopart.partition(self.tiny, mesh, self.manual_schedule(), server=self.daemon.server,
+                                 device="h100", client_label="py-fw")
+        eager = autopart.partition(self.tiny, mesh, self.manual_schedule(), server=self.daemon.server,
+                                   device="h100", client_label="py-fw", framework="pytorch-eager")
+        self.assertEqual(eager.origin, "new")
+        self.assertNotEqual(eager.search_id, xla.search_id)
+        self.assertEqual(xla.cost["framework"], "xla")
+        self.assertEqual(eager.cost["framework"], "pytorch_eager")
+        self.assertGreater(eager.cost["peak_memory_bytes"], xla.cost["peak_memory_bytes"])
+        self.assertEqual(eager.cost["runtime_s"], xla.cost["runtime_s"])
+        with self.assertRaisesRegex(ValueError, "framework 'jax' is not one of"):
+            autopart.partition(self.tiny, mesh, self.manual_schedule(), server=self.daemon.server, framework="jax")
+
     def test_defaults_name_the_module_and_the_client(self):
         # Without module_name and client_label: listed under the module's own
         # @name and as "python" (not as "module", unlabelled).

@@ -8,6 +8,7 @@
  * leaks).
  */
 #include <arpa/inet.h>
+#include <jansson.h>
 #include <stdatomic.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -1295,6 +1296,110 @@ START_TEST(test_cli)
 }
 END_TEST
 
+/* The step counted as eager PyTorch holds it: through the wire and the
+ * CLI, the daemon gives the figure the CLI computes in-process, under a key
+ * of its own (an XLA answer is never served for it), and the report says
+ * which framework counted the memory. */
+static json_t *report_cost(const Autopart__V1__ApplyResponse *r)
+{
+    json_error_t je;
+    json_t *j = json_loads(r->result->report_json, 0, &je);
+    ck_assert_msg(j, "report_json: %s", je.text);
+    json_t *cost = json_incref(json_object_get(j, "cost"));
+    json_decref(j);
+    ck_assert_ptr_nonnull(cost);
+    return cost;
+}
+
+static char *key_of_id(wire_conn *c, const char *id)
+{
+    Autopart__V1__GetSearchRequest g = AUTOPART__V1__GET_SEARCH_REQUEST__INIT;
+    g.search_id = (char *)id;
+    void *raw;
+    size_t n;
+    wire_status st;
+    ck_assert_msg(svc_call(c, SVC_GET, &g.base, &raw, &n, &st) == 0, "%s", st.msg);
+    Autopart__V1__SearchRecord *rec = autopart__v1__search_record__unpack(NULL, n, raw);
+    ck_assert_ptr_nonnull(rec);
+    char *key = ap_strdup(rec->summary->key);
+    autopart__v1__search_record__free_unpacked(rec, NULL);
+    ap_free(raw);
+    return key;
+}
+
+START_TEST(test_apply_framework)
+{
+    fx_start(NULL);
+    wire_conn *c = svc_conn(fx.d.port);
+    svc_apply a;
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=2", bpmp, "fw");
+    Autopart__V1__ApplyResponse *x, *e, *again;
+    wire_status st;
+    ck_assert_msg(svc_apply_call(c, &a, &x, NULL, NULL, &st) == 0, "%s", st.msg);
+    a.req.framework = AUTOPART__V1__FRAMEWORK__FRAMEWORK_PYTORCH_EAGER;
+    ck_assert_msg(svc_apply_call(c, &a, &e, NULL, NULL, &st) == 0, "%s", st.msg);
+    ck_assert_int_eq(e->origin, AUTOPART__V1__ORIGIN__NEW);
+    ck_assert_msg(e->result->cost->peak_memory_bytes > x->result->cost->peak_memory_bytes, "eager %lld, xla %lld",
+                  (long long)e->result->cost->peak_memory_bytes, (long long)x->result->cost->peak_memory_bytes);
+    ck_assert(e->result->cost->runtime_s == x->result->cost->runtime_s);
+    json_t *xc = report_cost(x), *ec = report_cost(e);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(xc, "memory"), "framework")), "xla");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ec, "memory"), "framework")),
+                     "pytorch_eager");
+    char *kx = key_of_id(c, x->search_id), *ke = key_of_id(c, e->search_id);
+    ck_assert_str_ne(kx, ke);
+    ck_assert_msg(svc_apply_call(c, &a, &again, NULL, NULL, &st) == 0, "%s", st.msg);
+    ck_assert_int_eq(again->origin, AUTOPART__V1__ORIGIN__CACHE_HIT);
+    ck_assert_str_eq(again->search_id, e->search_id);
+    autopart__v1__apply_response__free_unpacked(again, NULL);
+
+    /* the same figure as the CLI in-process, and the CLI through the daemon */
+    char sched_path[300], cmd[2000];
+    snprintf(sched_path, sizeof sched_path, "%s.sched", fx.db);
+    FILE *f = fopen(sched_path, "w");
+    fputs(bpmp, f);
+    fclose(f);
+    int rc;
+    snprintf(cmd, sizeof cmd,
+             "%s apply %s --mesh batch=2,model=2 --schedule @%s --device tpu_v3 --framework pytorch-eager --view "
+             "report --json 2>&1",
+             AP_CLI, tiny_path, sched_path);
+    char *local = run(cmd, &rc);
+    ck_assert_msg(rc == 0, "%s", local);
+    json_error_t je;
+    json_t *lj = json_loads(local, 0, &je);
+    ck_assert_msg(lj, "%s: %s", je.text, local);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(lj, "cost"), "peak_memory_bytes")),
+                     e->result->cost->peak_memory_bytes);
+    snprintf(cmd, sizeof cmd,
+             "%s apply %s --mesh batch=2,model=2 --schedule @%s --device tpu_v3 --framework pytorch-eager --view "
+             "report --server 127.0.0.1:%d 2>&1",
+             AP_CLI, tiny_path, sched_path, fx.d.port);
+    char *remote = run(cmd, &rc);
+    ck_assert_msg(rc == 0, "%s", remote);
+    ck_assert_msg(strstr(remote, "(cache hit)") && strstr(remote, "\n  counted as      PyTorch eager\n"), "%s", remote);
+
+    /* a framework this daemon does not know is refused, not counted as XLA
+     * (valid.c: every enum of a request) */
+    a.req.framework = 7;
+    rc = svc_apply_call(c, &a, &again, NULL, NULL, &st);
+    expect_status(rc, &st, WIRE_INVALID_ARGUMENT, "framework: 7 is not a value of autopart.v1.Framework");
+
+    unlink(sched_path);
+    ap_free(local);
+    ap_free(remote);
+    json_decref(lj);
+    json_decref(xc);
+    json_decref(ec);
+    ap_free(kx);
+    ap_free(ke);
+    autopart__v1__apply_response__free_unpacked(x, NULL);
+    autopart__v1__apply_response__free_unpacked(e, NULL);
+    wire_close(c);
+    fx_stop_clean();
+}
+END_TEST
+
 
 /* ============================================================= search */
 
@@ -1807,6 +1912,7 @@ static Suite *make_suite(void)
     ADD(recovery, test_sigterm_burst);
     ADD(recovery, test_list_and_filters);
     ADD(recovery, test_cli);
+    ADD(recovery, test_apply_framework);
     ADD(recovery, test_takeover_beyond_the_queue);
     ADD(recovery, test_retention_bound);
     TCase *search = tcase_create("search");

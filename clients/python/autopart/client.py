@@ -145,7 +145,9 @@ class PartitionResult:
                  module: JAX parameter paths, %argN, or "result #N")
     module       the device-local module (StableHLO with collectives)
     report       the cost report as a dict (collectives, cost, conflicts, ...)
-    cost         {"runtime_s", "peak_memory_bytes", "fits", "device", ...}
+    cost         {"runtime_s", "peak_memory_bytes", "fits", "device",
+                 "framework" (what counted the memory: "xla" or
+                 "pytorch_eager"), ...}
     explanation  the search's reasons (a dict), None for manual schedules
     search_id, origin ("new", "joined" or "cache_hit")
     mesh         the mesh object given to partition() when it was a JAX
@@ -183,6 +185,8 @@ class PartitionResult:
         self.cost = {"device": c.device, "runtime_s": c.runtime_s, "compute_s": c.compute_s, "comm_s": c.comm_s,
                      "peak_memory_bytes": c.peak_memory_bytes, "hbm_bytes": c.hbm_bytes, "fits": c.fits,
                      "flops_per_device": c.flops_per_device} if result.HasField("cost") else {}
+        if self.cost:  # which framework counted the memory (older answers: XLA, the only one then)
+            self.cost["framework"] = self.report.get("cost", {}).get("memory", {}).get("framework", "xla")
         self.collectives = {x.kind: x.count for x in result.collectives}
         self.mesh_axes = tuple((a.name, a.size) for a in result.mesh.axes)
         self.search_stats = None
@@ -274,6 +278,10 @@ def _mesh(mesh):
             raise ValueError(f"mesh: size of {name!r} must be an int")
         m.axes.add(name=name, size=size)
     return m
+
+
+_FRAMEWORKS = {"xla": pb.FRAMEWORK_XLA, "pytorch-eager": pb.FRAMEWORK_PYTORCH_EAGER,
+               "pytorch_eager": pb.FRAMEWORK_PYTORCH_EAGER}
 
 
 def _device(device):
@@ -388,7 +396,7 @@ def _summary(s):
 
 def partition(module_text, mesh, schedule, *, device="h100", server="127.0.0.1:50051", client=None,
               client_label="python", module_name="", func="", overlap=0.0, want_core_view=False, timeout=None,
-              on_progress=None, token=None, devices=0, axes_names=None):
+              on_progress=None, token=None, devices=0, axes_names=None, framework="xla"):
     """Partitions module_text (StableHLO or XLA HLO text) over mesh ({"batch":
     8, "model": 4}, [("batch", 8), ...], "batch=8,model=4", or a
     jax.sharding.Mesh: anything with `axis_names` and `devices.shape`) with
@@ -404,6 +412,11 @@ def partition(module_text, mesh, schedule, *, device="h100", server="127.0.0.1:5
     axes_names.  The answer's mesh_axes say which mesh, meshes what each
     mesh tried came to.
 
+    framework: what runs the step, for its peak memory (the step time is
+    the same): "xla" (XLA's buffer assignment of the fused step) or
+    "pytorch-eager" (eager PyTorch: every op's output a tensor, ops as
+    written); it is the memory the search's limit holds, and the report's.
+
     `module_name` names the module in listings and messages (default: the
     module's own @name, as JAX exports it: jit_train_step); `client_label`
     groups requests in listings and in the daemon's fair queues."""
@@ -417,6 +430,9 @@ def partition(module_text, mesh, schedule, *, device="h100", server="127.0.0.1:5
     if len(autos) > 1 or (autos and autos[0] != len(schedule) - 1):
         raise ValueError("schedule: one AutomaticPartition at most, and last (manual tactics go before it)")
     manual = "".join(t.schedule_text() for t in schedule if isinstance(t, ManualPartition))
+    wire_framework = _FRAMEWORKS.get(str(framework).lower())
+    if wire_framework is None:
+        raise ValueError(f"partition: framework {framework!r} is not one of 'xla', 'pytorch-eager'")
     module = pb.Module(text=module_text, name=module_name, func=func)
     if devices:
         if mesh is not None:
@@ -438,7 +454,7 @@ def partition(module_text, mesh, schedule, *, device="h100", server="127.0.0.1:5
     c = client or Client(server, token=token)
     try:
         res = _request(c, schedule, autos, manual, module, wire_mesh, device, overlap, want_core_view,
-                       client_label, timeout, on_progress, devices, list(axes_names or []))
+                       client_label, timeout, on_progress, devices, list(axes_names or []), wire_framework)
     finally:
         if own:
             c.close()
@@ -447,10 +463,11 @@ def partition(module_text, mesh, schedule, *, device="h100", server="127.0.0.1:5
 
 
 def _request(c, schedule, autos, manual, module, mesh, device, overlap, want_core_view, client_label, timeout,
-             on_progress, devices=0, axes_names=()):
+             on_progress, devices=0, axes_names=(), framework=0):
     if not autos:
         req = pb.ApplyRequest(module=module, mesh=mesh, device=_device(device), schedule=manual,
-                              overlap=overlap, want_core_view=want_core_view, client_label=client_label)
+                              overlap=overlap, want_core_view=want_core_view, client_label=client_label,
+                              framework=framework)
         return c.apply(req, timeout=timeout)
     a = schedule[autos[0]]
     req = pb.SearchRequest(module=module, mesh=mesh, device=_device(device), manual_schedule=manual,
@@ -458,7 +475,7 @@ def _request(c, schedule, autos, manual, module, mesh, device, overlap, want_cor
                            patience_episodes=a.patience, threads=a.threads, seed=a.seed, hints=a.hints,
                            batch=a.batch, client_label=client_label, want_core_view=want_core_view,
                            overlap=overlap, devices=devices, axes_names=axes_names,
-                           memory_margin=a.memory_margin)
+                           memory_margin=a.memory_margin, framework=framework)
     if a.memory_limit == "none":
         req.no_memory_limit = True
     elif a.memory_limit:
