@@ -4,7 +4,8 @@
  * For every row of ../shared/notes/measured-runs.md the zoo can write
  * (runs.h), the search starts from scratch with the row's device count
  * (search_run_devices: it chooses the mesh and every action), on the row's
- * device, under the default memory limit (the device's HBM), and is held
+ * device, under the default memory limit (the device's HBM, memory counted
+ * as the row's framework holds it: runs.h), and is held
  * to the row's own parallelism (the zoo's schedules on the row's mesh)
  * estimated by the same model: a row passes when the search's schedule
  * fits and its estimated step time is at most the expert's.
@@ -135,12 +136,16 @@ static outcome run_row(const row *rw, const search_options *base, bool meshes)
         fflush(stdout);
         return oc;
     }
+    /* memory counted as the row's framework counts it, for the expert's
+     * schedule and the search's limit alike (T1/T3: eager PyTorch) */
     cost_report ex;
-    if (cost_state_estimate(rp.p, &dev, NULL, NULL, NULL, &ex, &err) < 0)
+    cost_options eo = {.framework = rw->fw};
+    if (cost_state_estimate(rp.p, &dev, NULL, &eo, NULL, &ex, &err) < 0)
         bench_die("the expert's schedule", &err);
     /* the search from scratch: its own contexts over the same module */
     search_options o = *base;
     o.device = dev;
+    o.cost.framework = rw->fw;
     search_devices req = {.devices = n};
     search_result r;
     double t0 = bench_now();
