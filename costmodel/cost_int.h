@@ -291,8 +291,6 @@ cost_prec cost__prec_of(const ir_type *t);
  * attention custom call from its operand types; false when op is not one
  * or they are unreadable. */
 bool cost__fmha_flops(const ir_op *op, const ir_type *const *ot, double *flops, double *matmul);
-/* opkind.c: elementwise ops (fusible). */
-bool cost__is_elementwise(ir_opcode opc);
 /* A reshape from type a to b that is a bitcast (free, an alias). */
 bool cost__is_bitcast_reshape(const ir_op *op, const ir_type *a, const ir_type *b);
 /* A broadcast_in_dim from a to b that only inserts unit dims (a bitcast). */

@@ -395,7 +395,7 @@ uint16_t cost__node_flags_of(ir_opcode opc)
 {
     if (opc == IR_OP_COPY)
         return CG_ALIAS;
-    if (cost__is_elementwise(opc) || opc == IR_OP_BITCAST_CONVERT)
+    if (ir_op_info_get(opc)->elementwise || opc == IR_OP_BITCAST_CONVERT)
         return CG_PRODUCER | CG_CONSUMER | CG_SHARE_EW | (expensive(opc) ? CG_EXPENSIVE : 0);
     switch (opc) {
     case IR_OP_BROADCAST_IN_DIM:

@@ -76,22 +76,6 @@ bool cost__is_alias_op(const ir_op *op, const ir_type *a, const ir_type *b)
            (strcmp(op->name, "sdy.sharding_constraint") == 0 || strcmp(op->name, "sdy.propagation_barrier") == 0);
 }
 
-bool cost__is_elementwise(ir_opcode opc)
-{
-    if (opc == IR_OP_UNKNOWN)
-        return false;
-    switch (ir_op_info_get(opc)->kind) {
-    case IR_K_EW1:
-    case IR_K_EW2:
-    case IR_K_EW3:
-    case IR_K_CMP:
-    case IR_K_CONV:
-        return true;
-    default:
-        return false;
-    }
-}
-
 /* Bytes as the integer the reports carry (saturating: a huge program's
  * estimate stays positive). */
 int64_t cost__clamp_bytes(double b) { return b >= 9.2e18 ? INT64_MAX : (int64_t)b; }

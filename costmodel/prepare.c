@@ -399,7 +399,7 @@ static bool is_alias_op(const ir_op *op)
 
 /* ============================================================ fusion */
 
-static bool is_elementwise(const ir_op *op) { return cost__is_elementwise((ir_opcode)op->opcode); }
+static bool is_elementwise(const ir_op *op) { return ir_op_info_get((ir_opcode)op->opcode)->elementwise; }
 
 /* An op that reads all its operands and writes all its results. */
 static void plain_bytes(const cost_opview *v, unsigned *notes, cost_opcost *c)

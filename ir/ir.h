@@ -368,7 +368,11 @@ struct ir_region {
 typedef struct ir_op_info {
     const char *name;
     ir_op_kind kind;
-    int fmt; /* pretty form, internal to the printer */
+    int fmt;          /* pretty form, internal to the printer */
+    bool elementwise; /* EW1/EW2/EW3/CMP/CONV: each result element from the
+                         operands' elements at its index (select and clamp
+                         included; bitcast_convert not: it may change the
+                         shape) */
 } ir_op_info;
 
 const ir_op_info *ir_op_info_get(ir_opcode op);

@@ -12,8 +12,9 @@
 /* ============================================================== registry */
 
 static const ir_op_info op_infos[IR_OP__COUNT] = {
-    [IR_OP_UNKNOWN] = {"", IR_K_OTHER, IR_FMT_GENERIC},
-#define IR_OP_INFO(id, name, kind, fmt) [IR_OP_##id] = {name, IR_K_##kind, IR_FMT_##fmt},
+    [IR_OP_UNKNOWN] = {"", IR_K_OTHER, IR_FMT_GENERIC, false},
+#define IR_EW(k) ((k) == IR_K_EW1 || (k) == IR_K_EW2 || (k) == IR_K_EW3 || (k) == IR_K_CMP || (k) == IR_K_CONV)
+#define IR_OP_INFO(id, name, kind, fmt) [IR_OP_##id] = {name, IR_K_##kind, IR_FMT_##fmt, IR_EW(IR_K_##kind)},
     IR_OPS(IR_OP_INFO)
 #undef IR_OP_INFO
 };

@@ -62,22 +62,6 @@ static bool glob_match(const char *p, const char *s)
     return !*p;
 }
 
-static bool is_elementwise(const ir_op *op)
-{
-    if (op->opcode == IR_OP_UNKNOWN)
-        return false;
-    switch (ir_op_info_get((ir_opcode)op->opcode)->kind) {
-    case IR_K_EW1:
-    case IR_K_EW2:
-    case IR_K_EW3:
-    case IR_K_CMP:
-    case IR_K_CONV:
-        return true;
-    default:
-        return op->opcode == IR_OP_SELECT || op->opcode == IR_OP_CLAMP;
-    }
-}
-
 /* Users of each value (CSR over value ids). */
 typedef struct users {
     uint32_t *u0, *op;
@@ -140,7 +124,7 @@ static uint32_t leader_of(const ir_pctx *c, const users *u, const int32_t *updat
         }
         for (uint32_t i = u->u0[v]; i < u->u0[v + 1] && ok; i++) {
             const ir_op *op = ir_pctx_op(c, u->op[i]);
-            if (!is_elementwise(op)) {
+            if (!ir_op_info_get((ir_opcode)op->opcode)->elementwise) {
                 ok = false;
                 break;
             }

@@ -761,8 +761,7 @@ static void instantiate(tb *b, const ir_op *op)
     default:
         break;
     }
-    ir_op_kind kind = ir_op_info_get(opc)->kind;
-    if (kind != IR_K_EW1 && kind != IR_K_EW2 && kind != IR_K_EW3 && kind != IR_K_CMP && kind != IR_K_CONV)
+    if (!ir_op_info_get(opc)->elementwise)
         return; /* no entries: custom_call, while, case, unknown ops, constants, collectives */
     rule_elementwise(&r);
     if (!float_value(&op->results[0]))
@@ -870,8 +869,7 @@ static int loop_dims(ir_pctx *c)
             const ir_op *op = c->ops[k];
             if (c->op_kind[k] != PK_OP || op->n_results != 1)
                 continue;
-            ir_op_kind kind = ir_op_info_get((ir_opcode)op->opcode)->kind;
-            if (kind != IR_K_EW1 && kind != IR_K_EW2 && kind != IR_K_EW3 && kind != IR_K_CMP && kind != IR_K_CONV)
+            if (!ir_op_info_get((ir_opcode)op->opcode)->elementwise)
                 continue;
             const ir_type *t = op->results[0].type;
             uint32_t m = c->val_loopdims[c->op_val0[k]];
