@@ -309,8 +309,74 @@ static void make_owner(const char *node, char *out, size_t size)
     snprintf(out, size, "%.64s:%ld:%s", host, (long)getpid(), hex); /* --node-name: 60 at most; a host name, 64 */
 }
 
+/* Whether the options serve what they ask for safely: false (said on
+ * stderr) for a listener off this machine without TLS or --insecure, and
+ * for a dashboard asked to check client certificates. */
+static bool options_safe(const srv_options *opt)
+{
+    if (!is_loopback(opt->listen) && !opt->tls_cert && !opt->insecure) {
+        fprintf(stderr,
+                "autopartd: error: --listen %s is not a loopback address: serve it with TLS (--tls-cert, --tls-key) "
+                "or say --insecure\n",
+                opt->listen);
+        return false;
+    }
+    if (opt->http && !is_loopback(opt->http) && !opt->tls_cert && !opt->insecure) {
+        fprintf(stderr,
+                "autopartd: error: --http %s is not a loopback address: serve it with TLS (--tls-cert, --tls-key) "
+                "or say --insecure\n",
+                opt->http);
+        return false;
+    }
+    if (opt->http && opt->tls_client_ca) {
+        /* MHD would accept any client: refuse rather than serve without the check asked for. */
+        fprintf(stderr, "autopartd: error: --http does not check client certificates (--tls-client-ca): serve the "
+                        "dashboard from a daemon without it\n");
+        return false;
+    }
+    return true;
+}
+
+/* Frees what srv_run started, in the order that lets each part finish:
+ * the dashboard and the RPC server, the pools, the store's thread, then
+ * what was handed back, the jobs, the loop (loop_ready: it was set up). */
+static void srv_free(srv *s, bool loop_ready)
+{
+    srv_http_stop(s->http); /* joins its threads, closes its store connections */
+    rpc_server_free(s->rpc);
+    for (int i = 0; i < POOL__COUNT; i++) {
+        srv_pool_stop(&s->pools[i]);
+        while (srv_fq_pop(&s->pools[i].queue)) /* the jobs are freed below */
+            ;
+    }
+    srv_db_stop(s);
+    if (loop_ready) {
+        /* what was handed back after the loop (none normally: it waits for
+         * every task and store operation): freed, nothing more started */
+        s->stopping = true;
+        srv_run_completions(s);
+    }
+    while (s->jobs) {
+        srv_job *j = s->jobs;
+        s->jobs = j->next;
+        srv_job_free(j);
+    }
+    srv_inbox_free(s);
+    if (loop_ready) {
+        uv_loop_close(&s->loop);
+        uv_mutex_destroy(&s->inbox_mu);
+        uv_mutex_destroy(&s->done_mu);
+    }
+    store_close(s->db_conn);
+    srv_cache_free(s->cache);
+    ap_free(s->hits);
+    ap_free(s->token);
+}
+
 int srv_run(const srv_options *opt)
 {
+    if (!options_safe(opt))
+        return 2;
     srv *s = ap_calloc(1, sizeof *s);
     ap_error err;
     char *cert = NULL, *key = NULL, *ca = NULL;
@@ -322,29 +388,6 @@ int srv_run(const srv_options *opt)
     }
     s->opt = *opt;
     ap_error_clear(&err);
-    if (!is_loopback(opt->listen) && !opt->tls_cert && !opt->insecure) {
-        fprintf(stderr,
-                "autopartd: error: --listen %s is not a loopback address: serve it with TLS (--tls-cert, --tls-key) "
-                "or say --insecure\n",
-                opt->listen);
-        ap_free(s);
-        return 2;
-    }
-    if (opt->http && !is_loopback(opt->http) && !opt->tls_cert && !opt->insecure) {
-        fprintf(stderr,
-                "autopartd: error: --http %s is not a loopback address: serve it with TLS (--tls-cert, --tls-key) "
-                "or say --insecure\n",
-                opt->http);
-        ap_free(s);
-        return 2;
-    }
-    if (opt->http && opt->tls_client_ca) {
-        /* MHD would accept any client: refuse rather than serve without the check asked for. */
-        fprintf(stderr, "autopartd: error: --http does not check client certificates (--tls-client-ca): serve the "
-                        "dashboard from a daemon without it\n");
-        ap_free(s);
-        return 2;
-    }
     if (opt->token_file) {
         if (!(s->token = read_text("--token-file", opt->token_file, &err)))
             goto fail;
@@ -474,35 +517,7 @@ fail:
         fprintf(stderr, "autopartd: error: %s\n", err.msg);
     rc = 1;
 cleanup:
-    srv_http_stop(s->http); /* joins its threads, closes its store connections */
-    rpc_server_free(s->rpc);
-    for (int i = 0; i < POOL__COUNT; i++) {
-        srv_pool_stop(&s->pools[i]);
-        while (srv_fq_pop(&s->pools[i].queue)) /* the jobs are freed below */
-            ;
-    }
-    srv_db_stop(s);
-    if (loop_ready) {
-        /* what was handed back after the loop (none normally: it waits for
-         * every task and store operation): freed, nothing more started */
-        s->stopping = true;
-        srv_run_completions(s);
-    }
-    while (s->jobs) {
-        srv_job *j = s->jobs;
-        s->jobs = j->next;
-        srv_job_free(j);
-    }
-    srv_inbox_free(s);
-    if (loop_ready) {
-        uv_loop_close(&s->loop);
-        uv_mutex_destroy(&s->inbox_mu);
-        uv_mutex_destroy(&s->done_mu);
-    }
-    store_close(s->db_conn);
-    srv_cache_free(s->cache);
-    ap_free(s->hits);
-    ap_free(s->token);
+    srv_free(s, loop_ready);
     ap_free(cert);
     ap_free(key);
     ap_free(ca);
