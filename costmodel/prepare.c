@@ -1123,6 +1123,72 @@ static double free_size(const ir_type *t, const int64_t *batch, int nb, const in
     return n;
 }
 
+/* What movement_bytes made of an op. */
+typedef enum move_kind {
+    MOVE_NONE,  /* not an op that only moves data */
+    MOVE_FREE,  /* one that costs nothing here */
+    MOVE_BYTES, /* c has the bytes it touches (no flops) */
+} move_kind;
+
+/* Data movement: zero flops, the bytes actually touched (a slice reads the
+ * slice, not its operand), or nothing at all (a bitcast, an address
+ * computation into a loop-carried stack). */
+static move_kind movement_bytes(const cost_opview *v, unsigned *notes, cost_opcost *c)
+{
+    const ir_op *op = v->op;
+    const ir_type *const *ot = v->opd, *const *rt = v->res;
+    const ir_type *o0 = op->n_operands ? ot[0] : NULL;
+#define TBYTES(t) cost__type_bytes((t), notes)
+    switch (op->opcode) {
+    case IR_OP_DYNAMIC_SLICE:
+        /* a slice of a loop-carried stack (a scan's layer): an address
+         * computation, its users read the slice where it lies */
+        if (v->carried)
+            return MOVE_FREE;
+        c->read[0] = c->write = TBYTES(rt[0]);
+        return MOVE_BYTES;
+    case IR_OP_SLICE:
+    case IR_OP_REAL_DYNAMIC_SLICE:
+        /* reads only the slice: a local copy (also how SPMD programs take
+         * their shard by partition id) */
+        c->read[0] = c->write = TBYTES(rt[0]);
+        return MOVE_BYTES;
+    case IR_OP_GATHER:
+    case IR_OP_DYNAMIC_GATHER:
+    case IR_OP_TORCH_INDEX_SELECT:
+        c->read[0] = c->write = TBYTES(rt[0]);
+        if (op->n_operands > 1)
+            c->read[1] = TBYTES(ot[1]);
+        return MOVE_BYTES;
+    case IR_OP_DYNAMIC_UPDATE_SLICE:
+        /* in place: reads and writes the update only; into a loop-carried
+         * stack, the update's producer writes it into its slot */
+        if (v->carried)
+            return MOVE_FREE;
+        if (op->n_operands > 1)
+            c->read[1] = c->write = TBYTES(ot[1]);
+        return MOVE_BYTES;
+    case IR_OP_IOTA:
+    case IR_OP_DYNAMIC_IOTA:
+        c->write = TBYTES(rt[0]);
+        return MOVE_BYTES;
+    case IR_OP_RESHAPE:
+        if (cost__is_bitcast_reshape(op, o0, op->n_results == 1 ? rt[0] : NULL))
+            return MOVE_FREE;
+        plain_bytes(v, notes, c);
+        return MOVE_BYTES;
+    case IR_OP_BROADCAST_IN_DIM:
+        /* unit dims only: a bitcast */
+        if (cost__is_bitcast_broadcast(op, o0, op->n_results == 1 ? rt[0] : NULL))
+            return MOVE_FREE;
+        plain_bytes(v, notes, c);
+        return MOVE_BYTES;
+    default:
+        return MOVE_NONE;
+    }
+#undef TBYTES
+}
+
 /*
  * The cost of one compute op, from the types it has (a module's, or the
  * local types a partition state gives it) and what fusion keeps on chip.
@@ -1141,6 +1207,14 @@ bool cost__op_cost(const cost_opview *v, unsigned *notes, cost_opcost *c)
     c->mm_m = c->mm_n = 0;
     for (uint32_t i = 0; i < op->n_operands; i++)
         c->read[i] = 0;
+    move_kind moved = movement_bytes(v, notes, c);
+    if (moved == MOVE_FREE)
+        return false;
+    if (moved == MOVE_BYTES) {
+        c->flops = c->matmul = 0;
+        c->prec = COST_PREC_VECTOR;
+        return true;
+    }
 #define NUMEL(t) cost__numel((t), notes)
 #define TBYTES(t) cost__type_bytes((t), notes)
     switch (op->opcode) {
@@ -1254,35 +1328,6 @@ bool cost__op_cost(const cost_opview *v, unsigned *notes, cost_opcost *c)
         plain_bytes(v, notes, c);
         break;
 
-    /* data movement: zero flops, bytes actually touched */
-    case IR_OP_DYNAMIC_SLICE:
-        /* a slice of a loop-carried stack (a scan's layer): an address
-         * computation, its users read the slice where it lies */
-        if (v->carried)
-            return false;
-        c->read[0] = c->write = TBYTES(rt[0]);
-        break;
-    case IR_OP_SLICE:
-    case IR_OP_REAL_DYNAMIC_SLICE:
-        /* reads only the slice: a local copy (also how SPMD programs take
-         * their shard by partition id) */
-        c->read[0] = c->write = TBYTES(rt[0]);
-        break;
-    case IR_OP_GATHER:
-    case IR_OP_DYNAMIC_GATHER:
-    case IR_OP_TORCH_INDEX_SELECT:
-        c->read[0] = c->write = TBYTES(rt[0]);
-        if (op->n_operands > 1)
-            c->read[1] = TBYTES(ot[1]);
-        break;
-    case IR_OP_DYNAMIC_UPDATE_SLICE:
-        /* in place: reads and writes the update only; into a loop-carried
-         * stack, the update's producer writes it into its slot */
-        if (v->carried)
-            return false;
-        if (op->n_operands > 1)
-            c->read[1] = c->write = TBYTES(ot[1]);
-        break;
     case IR_OP_SCATTER: {
         uint32_t n_in = (op->n_operands - 1) / 2;
         for (uint32_t i = 0; i < n_in; i++) {
@@ -1293,21 +1338,6 @@ bool cost__op_cost(const cost_opview *v, unsigned *notes, cost_opcost *c)
         c->read[n_in] = TBYTES(ot[n_in]);
         break;
     }
-    case IR_OP_IOTA:
-    case IR_OP_DYNAMIC_IOTA:
-        c->write = TBYTES(rt[0]);
-        break;
-    case IR_OP_RESHAPE:
-        if (cost__is_bitcast_reshape(op, o0, op->n_results == 1 ? rt[0] : NULL))
-            return false;
-        plain_bytes(v, notes, c);
-        break;
-    case IR_OP_BROADCAST_IN_DIM:
-        /* unit dims only: a bitcast */
-        if (cost__is_bitcast_broadcast(op, o0, op->n_results == 1 ? rt[0] : NULL))
-            return false;
-        plain_bytes(v, notes, c);
-        break;
     case IR_OP_CUSTOM_CALL:
         if (ir_custom_call_is_identity(op))
             return false; /* an annotation: deleted by XLA */
