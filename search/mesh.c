@@ -584,6 +584,42 @@ static int cmp_rows(const void *a, const void *b)
     return better(&bx, &by) ? 1 : better(&by, &bx) ? -1 : 0;
 }
 
+/* The result of the meshes still alive[0..n_alive) after the rounds:
+ * the losers' rows, then the winner's, named, and its search's result
+ * with every mesh's row (d->rows moves to out). */
+static int finish(driver *d, slot **alive, int n_alive, int considered, search_result *out, ap_error *err)
+{
+    int rc;
+    rank_slots(alive, n_alive);
+    while (n_alive > 1) {
+        slot *gone = alive[--n_alive];
+        if ((rc = add_row(d, gone, false, err)) < 0)
+            return rc;
+        slot_free(gone);
+    }
+    slot *win = alive[0];
+    if ((rc = add_row(d, win, true, err)) < 0)
+        return rc;
+    if (!d->req->axes_names && (rc = ir_pctx_rename_axes(win->ctx, &d->rows[d->n_rows - 1].mesh, err)) < 0)
+        return rc;
+    if ((rc = search__engine_result(win->eng, out, err)) < 0)
+        return rc;
+    out->ctx = win->ctx;
+    win->ctx = NULL;
+    /* the start lives in the winner's slot: the result keeps the state only */
+    qsort(d->rows, (size_t)d->n_rows, sizeof *d->rows, cmp_rows);
+    out->meshes = d->rows;
+    out->n_meshes = d->n_rows;
+    out->meshes_considered = considered;
+    d->rows = NULL;
+    out->episodes = spent(d);
+    out->wall_s = ap_mono_s() - d->t0;
+    out->episodes_per_s = out->wall_s > 0 ? (double)out->episodes / out->wall_s : 0;
+    if (atomic_load(&d->halt))
+        out->stopped_by = "callback";
+    return explain_meshes(d, out, err);
+}
+
 int search_run_devices(ir_module *m, ir_op *func, const search_devices *req, const search_options *opts,
                        search_result *out, ap_error *err)
 {
@@ -759,37 +795,7 @@ int search_run_devices(ir_module *m, ir_op *func, const search_devices *req, con
             slot_free(gone);
         }
     }
-    rank_slots(alive, n_alive);
-    /* the losers left, then the winner: named, and its result */
-    while (n_alive > 1) {
-        slot *gone = alive[--n_alive];
-        if ((rc = add_row(&d, gone, false, err)) < 0)
-            goto out;
-        slot_free(gone);
-    }
-    slot *win = alive[0];
-    if ((rc = add_row(&d, win, true, err)) < 0)
-        goto out;
-    if (!req->axes_names && (rc = ir_pctx_rename_axes(win->ctx, &d.rows[d.n_rows - 1].mesh, err)) < 0)
-        goto out;
-    if ((rc = search__engine_result(win->eng, out, err)) < 0)
-        goto out;
-    out->ctx = win->ctx;
-    win->ctx = NULL;
-    /* the start lives in the winner's slot: the result keeps the state only */
-    qsort(d.rows, (size_t)d.n_rows, sizeof *d.rows, cmp_rows);
-    out->meshes = d.rows;
-    out->n_meshes = d.n_rows;
-    out->meshes_considered = considered;
-    d.rows = NULL;
-    out->episodes = spent(&d);
-    out->wall_s = ap_mono_s() - d.t0;
-    out->episodes_per_s = out->wall_s > 0 ? (double)out->episodes / out->wall_s : 0;
-    if (atomic_load(&d.halt))
-        out->stopped_by = "callback";
-    if ((rc = explain_meshes(&d, out, err)) < 0)
-        goto out;
-    rc = 0;
+    rc = finish(&d, alive, n_alive, considered, out, err);
     goto out;
 oom:
     rc = ap_error_set(err, AP_ENOMEM, "out of memory");
