@@ -22,12 +22,15 @@
  * by its own annotations (--import --mesh x=4).
  *
  * Then the PartIR paper's Table 1 rows (P1-P3: peak HBM and MFU; see
- * PROWS for what is assumed).
+ * PROWS for what is assumed), and single-device zoo programs compiled and
+ * timed by XLA on an H200 (xla_h200.h: XLA's own peak and the measured
+ * step; validation only, nothing is fitted on them).
  *
- * Usage: bench_fidelity [--zoo DIR] [--only ID,ID] [--no-corpus] [--no-partir] [--report]
+ * Usage: bench_fidelity [--zoo DIR] [--only ID,ID] [--no-corpus] [--no-partir] [--no-xla] [--report]
  *   --zoo DIR   the zoo's directory (modelgen and schedules/); default
  *               tests/models of this tree
- *   --only IDS  those rows alone (measured-runs.md's ids, P1-P3; the
+ *   --only IDS  those rows alone (measured-runs.md's ids, P1-P3, xla: the
+ *               section of programs measured with XLA; the
  *               corpus programs are left out); P2 or P3 runs P1 too, which
  *               chooses their sequence length
  *   --report    each row's whole report (cost_report_text), before its line
@@ -36,6 +39,7 @@
 #include <strings.h>
 
 #include "runs.h"
+#include "xla_h200.h"
 
 #define NGRID 91 /* matmul efficiency 0.10, 0.11, ..., 1.00 */
 #define GRID(i) (0.10 + 0.01 * (double)(i))
@@ -388,10 +392,54 @@ static bool selected(const char *only, const char *id)
 
 static void measured_rows(const char *only);
 
+/* The programs of xla_h200.h on the registry's h200 (constants as the
+ * registry has them: these rows are not in the fit), as XLA's buffer
+ * assignment counts memory. */
+static void xla_rows(void)
+{
+    printf("\nSingle-device programs measured with XLA on an H200 (jax 0.11.2, 2026-11-27, bench/xla_measure.py;\n"
+           "validation only: nothing is fitted on them)\n");
+    printf("%-16s %9s %9s %6s %9s %9s %6s  %s\n", "program", "est GiB", "XLA GiB", "ratio", "est ms", "meas ms", "ratio",
+           "modelgen");
+    double lm[XLA_NROWS], lt[XLA_NROWS], wm = 0, wt = 0;
+    const char *wmn = "", *wtn = "";
+    int n = 0;
+    for (int i = 0; i < XLA_NROWS; i++) {
+        const struct xla_row *x = &XLA_H200[i];
+        row rw = {x->id, "h200", FAM_GPU, false, x->model, "x=1", "", x->step_ms / 1e3, x->peak_gib, x->id, COST_FW_XLA};
+        static result res;
+        run_row(&rw, false, &res);
+        if (!res.ok) {
+            printf("%-16s not estimated: %s\n", x->id, res.why);
+            continue;
+        }
+        double peak = (double)res.prior.peak_memory_bytes / 1073741824.0, ms = res.prior_s * 1e3;
+        printf("%-16s %9.2f %9.2f %6.2f %9.1f %9.1f %6.2f  %s\n", x->id, peak, x->peak_gib, peak / x->peak_gib, ms,
+               x->step_ms, ms / x->step_ms, x->model);
+        fflush(stdout);
+        lm[n] = lr(peak, x->peak_gib);
+        lt[n] = lr(ms, x->step_ms);
+        if (lm[n] >= wm) {
+            wm = lm[n];
+            wmn = x->id;
+        }
+        if (lt[n] >= wt) {
+            wt = lt[n];
+            wtn = x->id;
+        }
+        n++;
+    }
+    if (!n)
+        return;
+    double mm = bench_median(lm, n), mt = bench_median(lt, n);
+    printf("  peak: median |log ratio| %.3f (x%.2f)  worst %.3f (x%.2f, %s)\n", mm, exp(mm), wm, exp(wm), wmn);
+    printf("  step: median |log ratio| %.3f (x%.2f)  worst %.3f (x%.2f, %s)\n", mt, exp(mt), wt, exp(wt), wtn);
+}
+
 int main(int argc, char **argv)
 {
     const char *only = NULL;
-    bool corpus = true, partir = true;
+    bool corpus = true, partir = true, xla = true;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--zoo") && i + 1 < argc)
             zoo_dir = argv[++i];
@@ -401,11 +449,13 @@ int main(int argc, char **argv)
             corpus = false;
         else if (!strcmp(argv[i], "--no-partir"))
             partir = false;
+        else if (!strcmp(argv[i], "--no-xla"))
+            xla = false;
         else if (!strcmp(argv[i], "--report"))
             verbose = true;
         else {
             fprintf(stderr,
-                    "usage: bench_fidelity [--zoo DIR] [--only ID,ID] [--no-corpus] [--no-partir] [--report]\n");
+                    "usage: bench_fidelity [--zoo DIR] [--only ID,ID] [--no-corpus] [--no-partir] [--no-xla] [--report]\n");
             return 2;
         }
     }
@@ -414,14 +464,17 @@ int main(int argc, char **argv)
         any_row |= selected(only, ROWS[i].id);
     for (int p = 0; p < NPROWS; p++)
         any_p |= want_p[p] = partir && selected(only, PROWS[p].id);
-    if (only && !any_row && !any_p) {
-        fprintf(stderr, "bench_fidelity: --only %s names no row (ids: X1, J1, T1, ..., P1, P2, P3)\n", only);
+    bool want_x = xla && selected(only, "xla");
+    if (only && !any_row && !any_p && !want_x) {
+        fprintf(stderr, "bench_fidelity: --only %s names no row (ids: X1, J1, T1, ..., P1, P2, P3, xla)\n", only);
         return 2;
     }
     if (any_row)
         measured_rows(only);
     if (any_p)
         partir_rows(want_p);
+    if (want_x)
+        xla_rows();
     if (corpus && !only)
         corpus_memory();
     return 0;

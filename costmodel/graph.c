@@ -367,10 +367,15 @@ static bool expensive(ir_opcode opc)
  * cheap (one hardware instruction): it duplicates them into every
  * consumer like any elementwise op (GpuInstructionFusion::IsExpensive and
  * GpuPriorityFusion::IsExpensive, xla/service/gpu: "Some floating-point
- * math ops are cheap on the GPU"); of other types they stay expensive. */
+ * math ops are cheap on the GPU"); of other types they stay expensive.
+ * A logistic is one of them: the GPU compiler expands it before fusion
+ * into 1 / (1 + exp(-x)) (LogisticExpander, gpu_compiler.cc), so a
+ * SiLU's sigmoid is recomputed in each of its consumers, not saved (XLA's
+ * optimized HLO of the zoo's U-Net on an H200 has no logistic left, and
+ * saves two buffers per SiLU, the convolution's and the product). */
 static bool cheap_on_gpu(ir_opcode opc, const ir_type *res)
 {
-    if (opc != IR_OP_DIVIDE && opc != IR_OP_SQRT && opc != IR_OP_RSQRT && opc != IR_OP_EXP)
+    if (opc != IR_OP_DIVIDE && opc != IR_OP_SQRT && opc != IR_OP_RSQRT && opc != IR_OP_EXP && opc != IR_OP_LOGISTIC)
         return false;
     return res && (res->kind == IR_T_TENSOR || res->kind == IR_T_SCALAR) &&
            (res->elem == IR_E_F32 || res->elem == IR_E_F16);

@@ -268,6 +268,12 @@ START_TEST(test_fusion_rules)
          "  %m = stablehlo.divide %n, %y : tensor<64x64xf32>\n"
          "  %r = stablehlo.custom_call @f(%a, %m) : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>\n",
          3, 2 * (2 * 16384 + 16384) + 3 * 16384},
+        {"an f32 logistic is expanded into exp and divide on a GPU: duplicated into both users",
+         "  %n = stablehlo.logistic %x : tensor<64x64xf32>\n"
+         "  %a = stablehlo.add %n, %y : tensor<64x64xf32>\n"
+         "  %m = stablehlo.multiply %n, %y : tensor<64x64xf32>\n"
+         "  %r = stablehlo.custom_call @f(%a, %m) : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>\n",
+         3, 2 * (2 * 16384 + 16384) + 3 * 16384},
         {"a bf16 exponential stays expensive: written once",
          "  %h = stablehlo.convert %x : (tensor<64x64xf32>) -> tensor<64x64xbf16>\n"
          "  %n = stablehlo.exponential %h : tensor<64x64xbf16>\n"
