@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,6 +36,22 @@ static inline double bench_median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Whether id is one of the comma-separated names of only (NULL: all), in
+ * any case: a bench's --only, for its sections or rows. */
+static inline bool bench_wants(const char *only, const char *id)
+{
+    if (!only)
+        return true;
+    size_t n = strlen(id);
+    for (const char *s = only; *s;) {
+        size_t k = strcspn(s, ",");
+        if (k == n && !strncasecmp(s, id, n))
+            return true;
+        s += k + (s[k] == ',');
+    }
+    return false;
 }
 
 static inline void bench_die(const char *what, const ap_error *err)

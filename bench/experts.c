@@ -187,20 +187,6 @@ static outcome run_row(const row *rw, const search_options *base, bool meshes)
     return oc;
 }
 
-static bool want(const char *only, const char *id)
-{
-    if (!only)
-        return true;
-    size_t n = strlen(id);
-    for (const char *s = only; *s;) {
-        size_t k = strcspn(s, ",");
-        if (k == n && !strncmp(s, id, n))
-            return true;
-        s += k + (s[k] == ',');
-    }
-    return false;
-}
-
 static void usage(void)
 {
     fprintf(stderr, "usage: bench_experts [--only ID,ID] [--time S | --episodes N] [--threads T] [--seed N] "
@@ -254,7 +240,7 @@ int main(int argc, char **argv)
            "meshes", "", "found mesh: schedule");
     int ran = 0, passed = 0, rows = 0;
     for (int i = 0; i < NROWS; i++) {
-        if (!want(only, ROWS[i].id))
+        if (!bench_wants(only, ROWS[i].id))
             continue;
         rows++;
         outcome oc = run_row(&ROWS[i], &o, meshes);

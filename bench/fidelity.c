@@ -375,21 +375,6 @@ static void partir_rows(const bool *want)
            "  (tests/models/schedules/emb.txt), so the activations it shards may too.\n");
 }
 
-/* Whether id is one of the comma-separated ids of only (NULL: all). */
-static bool selected(const char *only, const char *id)
-{
-    if (!only)
-        return true;
-    size_t n = strlen(id);
-    for (const char *s = only; *s;) {
-        size_t k = strcspn(s, ",");
-        if (k == n && !strncasecmp(s, id, n))
-            return true;
-        s += k + (s[k] == ',');
-    }
-    return false;
-}
-
 static void measured_rows(const char *only);
 
 /* The programs of xla_h200.h on the registry's h200 (constants as the
@@ -461,10 +446,10 @@ int main(int argc, char **argv)
     }
     bool any_row = false, want_p[NPROWS], any_p = false;
     for (int i = 0; i < NROWS; i++)
-        any_row |= selected(only, ROWS[i].id);
+        any_row |= bench_wants(only, ROWS[i].id);
     for (int p = 0; p < NPROWS; p++)
-        any_p |= want_p[p] = partir && selected(only, PROWS[p].id);
-    bool want_x = xla && selected(only, "xla");
+        any_p |= want_p[p] = partir && bench_wants(only, PROWS[p].id);
+    bool want_x = xla && bench_wants(only, "xla");
     if (only && !any_row && !any_p && !want_x) {
         fprintf(stderr, "bench_fidelity: --only %s names no row (ids: X1, J1, T1, ..., P1, P2, P3, xla)\n", only);
         return 2;
@@ -488,7 +473,7 @@ static void measured_rows(const char *only)
     printf("%-3s %-2s %-15s %8s %8s %7s %9s %9s %9s %6s\n", "id", "", "device", "ops", "gen s", "lower s",
            "eval ms", "prior s", "meas s", "ratio");
     for (int i = 0; i < NROWS; i++) {
-        if (!selected(only, ROWS[i].id))
+        if (!bench_wants(only, ROWS[i].id))
             continue;
         run_row(&ROWS[i], true, &res[i]);
         if (!res[i].ok) {
@@ -536,7 +521,7 @@ static void measured_rows(const char *only)
            "fitted s", "ratio", "|log|", "comm s", "hidden s", "row");
     for (int pass = 1; pass >= 0; pass--)
         for (int i = 0; i < NROWS; i++) {
-            if (ROWS[i].calib != (pass == 1) || !selected(only, ROWS[i].id))
+            if (ROWS[i].calib != (pass == 1) || !bench_wants(only, ROWS[i].id))
                 continue;
             if (!res[i].ok) {
                 printf("%-3s %-5s %-15s %10.3f  not yet writable: %s\n", ROWS[i].id, pass ? "calib" : "valid",

@@ -129,20 +129,6 @@ static search_result run(const ir_partition *start, search_options *o, target_wa
     return r;
 }
 
-static bool want(const char *only, const char *name)
-{
-    if (!only)
-        return true;
-    size_t n = strlen(name);
-    for (const char *s = only; *s;) {
-        size_t k = strcspn(s, ",");
-        if (k == n && !strncmp(s, name, n))
-            return true;
-        s += k + (s[k] == ',');
-    }
-    return false;
-}
-
 static double gib(int64_t b) { return (double)b / (1024.0 * 1024 * 1024); }
 
 /* One schedule the t32-mem section knows: printed with its estimate, and
@@ -163,7 +149,7 @@ static void t32_rows(const model *t32, int seeds, int threads, const cost_device
 {
     char *bp = bench_schedule("bp");
     ir_partition *start_bp = state(t32, bp), *start_free = state(t32, NULL);
-    if (want(only, "t32-bp")) {
+    if (bench_wants(only, "t32-bp")) {
         int ok = 0;
         double worst = 0, slowest = 0;
         printf("\n### t32-bp: manual BP, search on model, no memory limit (BP+MP %.4f s)\n\n", bpmp);
@@ -194,7 +180,7 @@ static void t32_rows(const model *t32, int seeds, int threads, const cost_device
                "reach it %.2f s (%d thread%s)\n",
                ok, seeds, worst, slowest, threads, threads > 1 ? "s" : "");
     }
-    if (want(only, "t32-free")) {
+    if (bench_wants(only, "t32-free")) {
         int ok = 0;
         printf("\n### t32-free: from scratch, both axes, no memory limit\n\n| seed | step s | vs BP+MP | best at "
                "episode |\n|---|---|---|---|\n");
@@ -216,7 +202,7 @@ static void t32_rows(const model *t32, int seeds, int threads, const cost_device
         }
         printf("\nt32-free: %d of %d seeds at least as good as BP+MP\n", ok, seeds);
     }
-    if (want(only, "t32-mem")) {
+    if (bench_wants(only, "t32-mem")) {
         /* the best known schedule that fits: the hand-written ones and
          * every seed's result, whichever is fastest within the limit */
         const char *known[] = {"bp+mp", "bp+mp+z2", "bp+mp+z3"};
@@ -655,8 +641,8 @@ int main(int argc, char **argv)
     cost_device_lookup("tpu_v3", &tpu, &err);
     printf("# autopart search: acceptance (issue 12)\n\n%d seeds, %d threads, batch %d, %ld CPUs online\n", seeds, threads,
            batch_size > 0 ? batch_size : 16, sysconf(_SC_NPROCESSORS_ONLN));
-    bool need_t32 = want(only, "t32-bp") || want(only, "t32-free") || want(only, "t32-mem") || want(only, "speed") ||
-                    want(only, "determinism") || want(only, "variants");
+    bool need_t32 = bench_wants(only, "t32-bp") || bench_wants(only, "t32-free") || bench_wants(only, "t32-mem") ||
+                    bench_wants(only, "speed") || bench_wants(only, "determinism") || bench_wants(only, "variants");
     if (need_t32) {
         model t32 = load(bench_modelgen_module("transformer --config t32"), "batch=8,model=4");
         char *bpmp_s = bench_schedule("bp+mp");
@@ -665,12 +651,12 @@ int main(int argc, char **argv)
         ir_partition_free(p);
         ap_free(bpmp_s);
         printf("T32 BP+MP on tpu_v3: %.4f s, peak %.1f GiB\n", bpmp.runtime_s, gib(bpmp.peak_memory_bytes));
-        if (want(only, "speed"))
+        if (bench_wants(only, "speed"))
             speed(&t32, &tpu);
         t32_rows(&t32, seeds, threads, &tpu, bpmp.runtime_s, only);
-        if (want(only, "variants"))
+        if (bench_wants(only, "variants"))
             variants(&t32, seeds < 3 ? seeds : 3, threads, &tpu, bpmp.runtime_s);
-        if (want(only, "determinism")) {
+        if (bench_wants(only, "determinism")) {
             char *bp = bench_schedule("bp");
             ir_partition *start = state(&t32, bp);
             int same = 0, total = 0;
@@ -704,23 +690,23 @@ int main(int argc, char **argv)
         }
         unload(&t32);
     }
-    if (want(only, "speed-70b"))
+    if (bench_wants(only, "speed-70b"))
         speed_70b();
-    if (want(only, "unet") || want(only, "gns")) {
+    if (bench_wants(only, "unet") || bench_wants(only, "gns")) {
         printf("\n### paper models, {batch:8, model:4} on tpu_v3, from BP, both axes, 1000 episodes\n\n| model | BP s "
                "| search s | speedup | peak GiB | best at episode | wall s |\n|---|---|---|---|---|---|---|\n");
-        if (want(only, "unet"))
+        if (bench_wants(only, "unet"))
             paper_model("U-Net", "unet --config paper", threads, &tpu);
-        if (want(only, "gns"))
+        if (bench_wants(only, "gns"))
             paper_model("GNS", "gns --config paper", threads, &tpu);
     }
-    if (want(only, "llama")) {
+    if (bench_wants(only, "llama")) {
         printf("\n### real module: tt_llama3_2_3b on h100, 1000 episodes from scratch\n\n| mesh | human (imported) "
                "| search | no worse | best at episode | wall s |\n|---|---|---|---|---|---|\n");
         llama(2, threads);
         llama(8, threads);
     }
-    if (want(only, "t48")) {
+    if (bench_wants(only, "t48")) {
         model t48 = load(bench_modelgen_module("transformer --config t48"), "batch=8,model=4");
         char *bpmp_s = bench_schedule("bp+mp"), *bp = bench_schedule("bp");
         ir_partition *p = state(&t48, bpmp_s), *start = state(&t48, bp);
