@@ -9,9 +9,11 @@ import os
 import re
 import gzip
 import select
+import shutil
 import socket
 import struct
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -46,6 +48,10 @@ class Daemon:
         rc = self.proc.wait(timeout=60)
         self.proc.stdout.close()
         self.log.close()
+        if rc == 0:  # a daemon that failed leaves its log and store for a look
+            shutil.rmtree(self.dir)
+        else:
+            print(f"autopartd exited {rc}: its log and store are in {self.dir}", file=sys.stderr)
         return rc
 
 

@@ -8,6 +8,7 @@ AUTOPART_SOURCE=<source dir>."""
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -48,6 +49,10 @@ class Daemon:
         rc = self.proc.wait(timeout=60)
         self.proc.stdout.close()
         self.log.close()
+        if rc == 0:  # a daemon that failed leaves its log and store for a look
+            shutil.rmtree(self.dir)
+        else:
+            print(f"autopartd exited {rc}: its log and store are in {self.dir}", file=sys.stderr)
         return rc
 
 
