@@ -359,6 +359,23 @@ static inline Autopart__V1__StatsResponse *svc_stats(wire_conn *c)
     return s;
 }
 
+/* GetSearch of one stored search, without its result; the caller frees
+ * it with autopart__v1__search_record__free_unpacked. */
+static inline Autopart__V1__SearchRecord *svc_get(wire_conn *c, const char *search_id)
+{
+    Autopart__V1__GetSearchRequest g = AUTOPART__V1__GET_SEARCH_REQUEST__INIT;
+    g.search_id = (char *)search_id;
+    void *r;
+    size_t len;
+    wire_status st;
+    ck_assert_msg(svc_call(c, SVC_GET, &g.base, &r, &len, &st) == 0, "GetSearch %s: %s %s", search_id,
+                  ap_grpc_code_name(st.code), st.msg);
+    Autopart__V1__SearchRecord *rec = autopart__v1__search_record__unpack(NULL, len, r);
+    ap_free(r);
+    ck_assert(rec);
+    return rec;
+}
+
 /* The daemon answers: a Health check says SERVING. */
 static inline void svc_assert_serving(int port)
 {

@@ -1313,17 +1313,9 @@ static json_t *report_cost(const Autopart__V1__ApplyResponse *r)
 
 static char *key_of_id(wire_conn *c, const char *id)
 {
-    Autopart__V1__GetSearchRequest g = AUTOPART__V1__GET_SEARCH_REQUEST__INIT;
-    g.search_id = (char *)id;
-    void *raw;
-    size_t n;
-    wire_status st;
-    ck_assert_msg(svc_call(c, SVC_GET, &g.base, &raw, &n, &st) == 0, "%s", st.msg);
-    Autopart__V1__SearchRecord *rec = autopart__v1__search_record__unpack(NULL, n, raw);
-    ck_assert_ptr_nonnull(rec);
+    Autopart__V1__SearchRecord *rec = svc_get(c, id);
     char *key = ap_strdup(rec->summary->key);
     autopart__v1__search_record__free_unpacked(rec, NULL);
-    ap_free(raw);
     return key;
 }
 
@@ -1617,18 +1609,14 @@ START_TEST(test_search_checkpoint_and_cancel)
     ck_assert_int_gt(row.episodes, 0);
     ck_assert(row.best_runtime_s > 0);
     wire_conn *c = svc_conn(fx.d.port);
-    Autopart__V1__GetSearchRequest g = AUTOPART__V1__GET_SEARCH_REQUEST__INIT;
     char idt[24];
     snprintf(idt, sizeof idt, "%lld", (long long)id);
-    g.search_id = idt;
+    Autopart__V1__SearchRecord *rec = svc_get(c, idt);
+    ck_assert_int_ge(rec->n_history, 1);
+    autopart__v1__search_record__free_unpacked(rec, NULL);
     void *r;
     size_t n;
     wire_status st;
-    ck_assert_int_eq(svc_call(c, SVC_GET, &g.base, &r, &n, &st), 0);
-    Autopart__V1__SearchRecord *rec = autopart__v1__search_record__unpack(NULL, n, r);
-    ck_assert_int_ge(rec->n_history, 1);
-    autopart__v1__search_record__free_unpacked(rec, NULL);
-    ap_free(r);
     /* cancelled: the caller hears CANCELLED, the row says so */
     Autopart__V1__CancelSearchRequest cr = AUTOPART__V1__CANCEL_SEARCH_REQUEST__INIT;
     cr.search_id = idt;
