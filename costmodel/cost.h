@@ -343,6 +343,12 @@ typedef struct cost_options {
      * The search's candidates need the bytes alone; the breakdown costs a
      * second simulation and a walk over every value. */
     bool peak_only;
+    /* The fast scorer only: count the peak of each order the memory
+     * scheduler tries to its end.  By default an order stops once its peak
+     * reaches the lowest of those counted before it (it can no longer be
+     * the lowest); the figures are the same either way, and test_score
+     * holds them so. */
+    bool every_order;
 } cost_options;
 
 typedef struct cost_coll_stats {

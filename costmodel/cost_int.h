@@ -204,6 +204,7 @@ typedef struct cost_graph {
     uint32_t cap_out;
     bool oom;
     bool eager;            /* memory as an eager framework holds it (cost_framework): set by the caller */
+    bool every_order;      /* count every order's peak to its end (cost_options.every_order) */
     void *scratch;         /* graph.c's working arrays, kept between runs */
 } cost_graph;
 

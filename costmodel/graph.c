@@ -58,7 +58,9 @@
  * XLA's list scheduler (hlo_memory_scheduler.cc, ListScheduler: among the
  * ops whose inputs are ready, the one freeing the most bytes net of what
  * it allocates first, scalars first, then more users, then program
- * order), and the lower is kept: the order never raises a peak.
+ * order), and the lower is kept: the order never raises a peak.  An
+ * order is counted as it is made and stops once its peak reaches the
+ * lowest of the orders before it (simrun): the lowest is the same.
  */
 #include "cost_int.h"
 
@@ -480,7 +482,8 @@ typedef struct gs {
     uint32_t cap_v, cap_n, cap_e, cap_k, cap_h, cap_ku;
     /* per value */
     uint32_t *vstamp, *nusers, *u0, *ulist, *ku0, *kulist, *rem, *pending, *kfill;
-    uint32_t *uses; /* kernel readers (rem counts them down) */
+    uint32_t *uses; /* kernel readers (rem counts them down for the list order, left for a simulation) */
+    uint32_t *left;
     double *vread, *alloc;
     uint8_t *vflag;
     /* per node */
@@ -488,6 +491,7 @@ typedef struct gs {
     uint32_t *nkern; /* per node: how many kernels a fused node is computed in */
     uint32_t *kern;  /* per node: the kernel computing it (a node), KERN_MANY when several, CG_NONE when dead */
     uint32_t *nstamp, *k0, *order, *lorder, *npred, *ver, *stack;
+    uint32_t *ready; /* list_covers' stack */
     uint32_t *npred0; /* inputs some node writes (npred counts them down) */
     uint32_t *ev, *evlast; /* per node: its event (kind << 28 | item or collective), its last event */
     uint64_t *key;         /* per node: its place in the issue order */
@@ -525,6 +529,7 @@ static void scratch_free(void *scratch)
     ap_free(s->ku0);
     ap_free(s->kulist);
     ap_free(s->rem);
+    ap_free(s->left);
     ap_free(s->uses);
     ap_free(s->npred0);
     ap_free(s->pending);
@@ -541,6 +546,7 @@ static void scratch_free(void *scratch)
     ap_free(s->k0);
     ap_free(s->order);
     ap_free(s->lorder);
+    ap_free(s->ready);
     ap_free(s->npred);
     ap_free(s->ver);
     ap_free(s->ev);
@@ -586,7 +592,7 @@ static bool scratch_fit(cost_graph *g, gs **out)
     if (nv > s->cap_v) {
         uint32_t c = nv + nv / 2;
         if (!REALLOC(s->vstamp, c) || !REALLOC(s->nusers, c) || !REALLOC(s->u0, c + 1) || !REALLOC(s->ku0, c + 1) ||
-            !REALLOC(s->rem, c) || !REALLOC(s->uses, c) || !REALLOC(s->pending, c) || !REALLOC(s->kfill, c) || !REALLOC(s->vread, c) ||
+            !REALLOC(s->rem, c) || !REALLOC(s->left, c) || !REALLOC(s->uses, c) || !REALLOC(s->pending, c) || !REALLOC(s->kfill, c) || !REALLOC(s->vread, c) ||
             !REALLOC(s->alloc, c) || !REALLOC(s->vflag, c))
             return false;
         s->cap_v = c;
@@ -595,7 +601,7 @@ static bool scratch_fit(cost_graph *g, gs **out)
         uint32_t c = nn + nn / 2;
         if (!REALLOC(s->fused, c) || !REALLOC(s->nkern, c) || !REALLOC(s->kern, c) || !REALLOC(s->sched, c) ||
             !REALLOC(s->nstate, c) || !REALLOC(s->nstamp, c) || !REALLOC(s->k0, c + 1) || !REALLOC(s->order, c) ||
-            !REALLOC(s->lorder, c) || !REALLOC(s->npred, c) || !REALLOC(s->npred0, c) || !REALLOC(s->ver, c) || !REALLOC(s->ev, c) ||
+            !REALLOC(s->lorder, c) || !REALLOC(s->ready, c) || !REALLOC(s->npred, c) || !REALLOC(s->npred0, c) || !REALLOC(s->ver, c) || !REALLOC(s->ev, c) ||
             !REALLOC(s->evlast, c) || !REALLOC(s->key, c) || !REALLOC(s->porder, c) || !REALLOC(s->move, c) ||
             !REALLOC(s->kcount, 2 * (size_t)c + 2))
             return false;
@@ -979,7 +985,7 @@ static inline int64_t b64(double b) { return cost__clamp_bytes(b); }
  * last: a temporary not yet given away, or a loop body's carried value. */
 static bool can_give(const cost_graph *g, const gs *s, uint32_t b)
 {
-    if (s->vflag[b] & (VF_PINNED | VF_GIVEN) || s->rem[b] != 1)
+    if (s->vflag[b] & (VF_PINNED | VF_GIVEN) || s->left[b] != 1)
         return false;
     if (s->vflag[b] & VF_INPUT)
         return (g->v_in[b] & CG_IN_CARRIED) != 0;
@@ -1027,15 +1033,30 @@ static void count_uses(const cost_graph *g, gs *s)
 /* s->rem: every buffer's kernel readers still to run, none run yet. */
 static void reset_uses(const cost_graph *g, gs *s) { memcpy(s->rem, s->uses, sizeof *s->rem * g->n_vals); }
 
-/* Runs the nodes in `order`, counting live bytes (uncounted inputs and
- * counted ones excluded: the caller adds those).  With stop_at < n, stops
- * after the results of order[stop_at] are placed, leaving s->alloc as it
- * is there. */
-static sim simulate(const cost_graph *g, gs *s, const uint32_t *order, uint32_t n, uint32_t stop_at)
+/*
+ * A simulation runs the nodes of an order one at a time, counting live
+ * bytes (uncounted inputs and counted ones excluded: the caller adds
+ * those), with s->left for the readers still to run of each buffer (not
+ * s->rem, which the list order counts down as it is made: the two run side
+ * by side).  Given a bound (the lowest peak of the orders counted before,
+ * which an order must beat to be kept), it stops as soon as its peak
+ * reaches the bound: the peak only grows, so such an order cannot be the
+ * lowest, and the rest of it, and of making it, is work for nothing.  On the search's
+ * T32 every order's peak is a quarter of the way in, so an order that
+ * loses stops there.
+ */
+typedef struct simrun {
+    sim out;
+    int64_t live;
+    int64_t bound; /* INT64_MAX: none */
+    bool lost;     /* the peak reached the bound: stopped */
+    uint32_t i;    /* steps run */
+} simrun;
+
+static void sim_begin(const cost_graph *g, gs *s, simrun *r, int64_t bound)
 {
-    sim out = {-1, 0};
     uint32_t nv = g->n_vals;
-    reset_uses(g, s);
+    memcpy(s->left, s->uses, sizeof *s->left * nv);
     for (uint32_t v = 0; v < nv; v++) {
         s->alloc[v] = 0;
         s->vflag[v] &= (uint8_t) ~VF_GIVEN;
@@ -1043,65 +1064,94 @@ static sim simulate(const cost_graph *g, gs *s, const uint32_t *order, uint32_t 
     /* input -> the output waiting to move into it; reuse kfill */
     for (uint32_t v = 0; v < nv; v++)
         s->kfill[v] = CG_NONE;
-    int64_t live = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t k = order[i];
-        const cost_gnode *nd = &g->nodes[k];
-        for (uint32_t j = 0; j < nd->nres; j++) {
-            uint32_t r = nd->res0 + j;
-            if (g->v_root[r] != r || g->v_bytes[r] <= 0)
-                continue;
-            uint32_t b = share_source(g, s, k, j, r);
-            if (b != CG_NONE) {
-                s->alloc[r] = s->alloc[b];
-                s->alloc[b] = 0;
-                s->vflag[b] |= VF_GIVEN;
-                continue;
-            }
-            uint32_t a = out_target(g, s, r);
-            if (a != CG_NONE) {
-                uint32_t left = s->rem[a] - ((s->vflag[r] & VF_SELF) ? 1 : 0);
-                if (left == 0)
-                    continue; /* written into the argument's buffer */
-                s->kfill[a] = r; /* its own buffer until the argument's last read */
-            }
-            s->alloc[r] = g->v_bytes[r];
-            live += b64(g->v_bytes[r]);
+    *r = (simrun){{-1, 0}, 0, bound, false, 0};
+}
+
+/* Runs node k, the next of the order: places its results (and with
+ * `last`, stops there, leaving s->alloc as it is at the node), then frees
+ * what dies there.  False once the order cannot beat the bound. */
+static bool sim_step(const cost_graph *g, gs *s, simrun *r, uint32_t k, bool last)
+{
+    const cost_gnode *nd = &g->nodes[k];
+    for (uint32_t j = 0; j < nd->nres; j++) {
+        uint32_t v = nd->res0 + j;
+        if (g->v_root[v] != v || g->v_bytes[v] <= 0)
+            continue;
+        uint32_t b = share_source(g, s, k, j, v);
+        if (b != CG_NONE) {
+            s->alloc[v] = s->alloc[b];
+            s->alloc[b] = 0;
+            s->vflag[b] |= VF_GIVEN;
+            continue;
         }
-        int64_t now = live + nd->nested;
-        if (now > out.peak) {
-            out.peak = now;
-            out.step = i;
+        uint32_t a = out_target(g, s, v);
+        if (a != CG_NONE) {
+            uint32_t left = s->left[a] - ((s->vflag[v] & VF_SELF) ? 1 : 0);
+            if (left == 0)
+                continue; /* written into the argument's buffer */
+            s->kfill[a] = v; /* its own buffer until the argument's last read */
         }
-        if (i == stop_at)
-            return out;
-        for (uint32_t q = s->k0[k]; q < s->k0[k + 1]; q++) {
-            uint32_t b = s->klist[q];
-            if (--s->rem[b] != 0)
-                continue;
-            if (s->vflag[b] & VF_INPUT) {
-                uint32_t o = s->kfill[b];
-                if (o != CG_NONE) {
-                    live -= b64(s->alloc[o]);
-                    s->alloc[o] = 0;
-                    s->kfill[b] = CG_NONE;
-                }
-            } else if (!(s->vflag[b] & VF_PINNED) && s->alloc[b] > 0) {
-                live -= b64(s->alloc[b]);
-                s->alloc[b] = 0;
-            }
-        }
-        for (uint32_t j = 0; j < nd->nres; j++) {
-            uint32_t r = nd->res0 + j;
-            if (g->v_root[r] == r && s->rem[r] == 0 && !(s->vflag[r] & VF_PINNED) && s->alloc[r] > 0) {
-                live -= b64(s->alloc[r]);
-                s->alloc[r] = 0;
-            }
+        s->alloc[v] = g->v_bytes[v];
+        r->live += b64(g->v_bytes[v]);
+    }
+    int64_t now = r->live + nd->nested;
+    if (now > r->out.peak) {
+        r->out.peak = now;
+        r->out.step = r->i;
+        if (now >= r->bound) {
+            r->lost = true;
+            return false;
         }
     }
-    if (out.peak < 0)
-        out.peak = 0;
-    return out;
+    r->i++;
+    if (last)
+        return true;
+    for (uint32_t q = s->k0[k]; q < s->k0[k + 1]; q++) {
+        uint32_t b = s->klist[q];
+        if (--s->left[b] != 0)
+            continue;
+        if (s->vflag[b] & VF_INPUT) {
+            uint32_t o = s->kfill[b];
+            if (o != CG_NONE) {
+                r->live -= b64(s->alloc[o]);
+                s->alloc[o] = 0;
+                s->kfill[b] = CG_NONE;
+            }
+        } else if (!(s->vflag[b] & VF_PINNED) && s->alloc[b] > 0) {
+            r->live -= b64(s->alloc[b]);
+            s->alloc[b] = 0;
+        }
+    }
+    for (uint32_t j = 0; j < nd->nres; j++) {
+        uint32_t v = nd->res0 + j;
+        if (g->v_root[v] == v && s->left[v] == 0 && !(s->vflag[v] & VF_PINNED) && s->alloc[v] > 0) {
+            r->live -= b64(s->alloc[v]);
+            s->alloc[v] = 0;
+        }
+    }
+    return true;
+}
+
+static sim sim_end(simrun *r)
+{
+    if (r->out.peak < 0)
+        r->out.peak = 0;
+    return r->out;
+}
+
+/* Runs the n nodes of `order` (no bound).  With stop_at < n, stops after
+ * the results of order[stop_at] are placed, leaving s->alloc as it is
+ * there. */
+static sim simulate(const cost_graph *g, gs *s, const uint32_t *order, uint32_t n, uint32_t stop_at)
+{
+    simrun r;
+    sim_begin(g, s, &r, INT64_MAX);
+    for (uint32_t i = 0; i < n; i++) {
+        sim_step(g, s, &r, order[i], i == stop_at);
+        if (i == stop_at)
+            return r.out;
+    }
+    return sim_end(&r);
 }
 
 /* ----------------------------------------------------- the list order */
@@ -1321,8 +1371,10 @@ static int placed_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t r
 
 /* The list scheduler's order of the scheduled nodes into s->lorder; the
  * return stays last.  -1 when out of memory, 1 when it does not cover
- * every node (a graph this cannot order: the program's order stands). */
-static int list_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret)
+ * every node (a graph this cannot order: the program's order stands), 2
+ * when the simulation sr (NULL: none) run beside it stopped (the order
+ * cannot win: it is left unfinished). */
+static int list_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret, simrun *sr)
 {
     reset_users(g, s);
     const uint32_t *kul = s->kulist;
@@ -1345,6 +1397,8 @@ static int list_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret
         uint32_t n = e.node;
         s->nstate[n] = NS_DONE;
         s->lorder[k++] = n;
+        if (sr && !sim_step(g, s, sr, n, false))
+            return 2;
         for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++) {
             uint32_t b = s->klist[i];
             if (--s->rem[b] != 1)
@@ -1374,9 +1428,42 @@ static int list_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret
             }
         }
     }
-    if (ret != CG_NONE)
+    if (ret != CG_NONE) {
         s->lorder[k++] = ret;
+        if (sr && !sim_step(g, s, sr, ret, false))
+            return 2;
+    }
     return k == n_sched ? 0 : 1;
+}
+
+/* Whether list_order covers every node, without making the order: which
+ * nodes it takes does not depend on the order it takes them in (each is
+ * taken once every writer of what it reads is), so a stack does what its
+ * heap does.  For a list order stopped by its simulation. */
+static bool list_covers(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret)
+{
+    reset_users(g, s);
+    uint32_t top = 0, k = 0;
+    for (uint32_t n = 0; n < g->n_nodes; n++)
+        if (s->sched[n] && n != ret && s->npred[n] == 0)
+            s->ready[top++] = n;
+    while (top) {
+        const cost_gnode *nd = &g->nodes[s->ready[--top]];
+        k++;
+        for (uint32_t j = 0; j < nd->nres; j++) {
+            uint32_t r = nd->res0 + j;
+            if (g->v_root[r] != r)
+                continue;
+            for (uint32_t q = s->ku0[r]; q < s->ku0[r + 1]; q++) {
+                uint32_t u = s->kulist[q];
+                if (--s->npred[u] == 0 && u != ret && s->sched[u])
+                    s->ready[top++] = u;
+            }
+        }
+    }
+    if (ret != CG_NONE)
+        k++;
+    return k == n_sched;
 }
 
 /* ------------------------------------------------------ the DFS order */
@@ -1438,9 +1525,10 @@ static bool dfs_push(const cost_graph *g, gs *s, uint32_t n, uint32_t *top, uint
  * the operands with the most fan-out behind them (users beyond the first,
  * summed over what leads to them), then the largest (bytes written by what
  * leads to them, capped as XLA caps it), then program order.  Into
- * s->dorder (after list_order, whose users it reads); -1 when out of
- * memory, 1 when it does not cover every node. */
-static int dfs_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret)
+ * s->dorder (after kernel_users, whose users it reads); -1 when out of
+ * memory, 1 when it does not cover every node, 2 when the simulation sr
+ * (NULL: none) run beside it stopped. */
+static int dfs_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret, simrun *sr)
 {
     uint32_t nn = g->n_nodes;
     if (nn + 1 > s->cap_dfs) {
@@ -1509,6 +1597,8 @@ static int dfs_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret)
                 if (at == end) {
                     s->nstate[n] = NS_DONE;
                     s->dorder[k++] = n;
+                    if (sr && !sim_step(g, s, sr, n, false))
+                        return 2;
                     top -= 3;
                     continue;
                 }
@@ -1841,27 +1931,40 @@ int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info 
         int prc = placed_order(g, s, n_sched, ret);
         if (prc < 0)
             return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
-        sim plc = prc == 0 ? simulate(g, s, s->porder, n_sched, UINT32_MAX) : prog;
-        if (prc == 0 && plc.peak < use.peak) {
-            use = plc;
-            best = s->porder;
-            order = COST_ORDER_PLACED;
+        /* each order is counted as it is made, against the lowest so far
+         * (an order wins only below it): one that reaches it stops */
+        simrun r;
+        sim x;
+        if (prc == 0) {
+            sim_begin(g, s, &r, g->every_order ? INT64_MAX : use.peak);
+            for (uint32_t i = 0; i < n_sched && sim_step(g, s, &r, s->porder[i], false); i++)
+                ;
+            if (!r.lost && (x = sim_end(&r)).peak < use.peak) {
+                use = x;
+                best = s->porder;
+                order = COST_ORDER_PLACED;
+            }
         }
-        int lrc = list_order(g, s, n_sched, ret);
-        int drc = lrc == 0 ? dfs_order(g, s, n_sched, ret) : 1;
-        if (lrc < 0 || drc < 0)
+        sim_begin(g, s, &r, g->every_order ? INT64_MAX : use.peak);
+        int lrc = list_order(g, s, n_sched, ret, &r);
+        if (lrc < 0)
             return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
-        sim lst = lrc == 0 ? simulate(g, s, s->lorder, n_sched, UINT32_MAX) : prog;
-        if (lrc == 0 && lst.peak < use.peak) {
-            use = lst;
+        if (lrc == 0 && !r.lost && (x = sim_end(&r)).peak < use.peak) {
+            use = x;
             best = s->lorder;
             order = COST_ORDER_LIST;
         }
-        sim dfs = drc == 0 ? simulate(g, s, s->dorder, n_sched, UINT32_MAX) : prog;
-        if (drc == 0 && dfs.peak < use.peak) {
-            use = dfs;
-            best = s->dorder;
-            order = COST_ORDER_DFS;
+        /* the DFS order where the list order covers every node */
+        if (lrc == 0 || (lrc == 2 && list_covers(g, s, n_sched, ret))) {
+            sim_begin(g, s, &r, g->every_order ? INT64_MAX : use.peak);
+            int drc = dfs_order(g, s, n_sched, ret, &r);
+            if (drc < 0)
+                return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
+            if (drc == 0 && !r.lost && (x = sim_end(&r)).peak < use.peak) {
+                use = x;
+                best = s->dorder;
+                order = COST_ORDER_DFS;
+            }
         }
     }
     *peak_bytes = base + use.peak;
