@@ -505,7 +505,7 @@ static ir_value *materialize(lower *l, uint32_t v, uint32_t slot)
 static void tile_offsets(const ir_mesh *m, const ir_layout *lay, int d, int64_t local, int64_t *table)
 {
     int axes[IR_MAX_AXES];
-    int n = ir_layout_dim_axes(lay, d, axes);
+    int n = layout_dim_axes(lay, d, axes);
     int64_t nd = ir_mesh_devices(m);
     for (int64_t dev = 0; dev < nd; dev++) {
         int64_t idx = 0;
@@ -561,7 +561,7 @@ bool ir__localize_attrs(ir_module *m, ir_op *op, const ir_layout *in0)
     bool changed = false;
     for (int d = 0; d < n; d++) {
         int axes[IR_MAX_AXES];
-        if (ir_layout_dim_axes(in0, d, axes) > 0 && v[d] != t->dims[d]) {
+        if (layout_dim_axes(in0, d, axes) > 0 && v[d] != t->dims[d]) {
             v[d] = t->dims[d];
             changed = true;
         }
@@ -612,7 +612,7 @@ static bool lower_op(lower *l, uint32_t k, ir_cloner *cl)
         goto out;
     }
     ir_layout need0;
-    ir_layout_init(&need0);
+    layout_init(&need0);
     for (uint32_t i = 0; i < src->n_operands; i++) {
         ir_layout need;
         ir__needed_layout(p, k, i, &need);
@@ -668,7 +668,7 @@ static bool lower_op(lower *l, uint32_t k, ir_cloner *cl)
         if (op->opcode == IR_OP_IOTA && j < 16) {
             ir_attr *dim = ir_op_attr(op, "iota_dimension");
             int axes[IR_MAX_AXES];
-            if (dim && dim->kind == IR_A_INT && ir_layout_dim_axes(&res_lay[j], (int)dim->u.i, axes) > 0)
+            if (dim && dim->kind == IR_A_INT && layout_dim_axes(&res_lay[j], (int)dim->u.i, axes) > 0)
                 r = iota_offset(l, r, &res_lay[j], (int)dim->u.i);
             if (!r)
                 goto out;
@@ -936,7 +936,7 @@ static ir_attr *layout_attr(lower *l, const ir_layout *lay, int rank)
     int axes[IR_MAX_AXES];
     for (int d = 0; d < rank; d++) {
         ir_attr *names[IR_MAX_AXES];
-        int n = ir_layout_dim_axes(lay, d, axes);
+        int n = layout_dim_axes(lay, d, axes);
         for (int k = 0; k < n; k++) {
             const char *s = l->c->mesh.names[axes[k]];
             if (!(names[k] = ir_attr_string(l->nm, s, strlen(s))))

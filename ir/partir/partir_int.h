@@ -13,6 +13,8 @@
 #include "ir_build.h"
 #include "partir.h"
 
+#include <string.h>
+
 /* ------------------------------------------------------------------ TMR */
 
 /* Operand specs of a TMR entry. */
@@ -209,14 +211,6 @@ struct ir_partition {
 /* Op ids of virtual ops follow the real ops. */
 static inline uint32_t vop_id(const ir_partition *p, uint32_t k) { return p->ctx->n_ops + k; }
 
-/* Needed layout of operand i of op `op` (real or virtual) from its nest. */
-void ir__needed_layout(const ir_partition *p, uint32_t op, uint32_t i, ir_layout *out);
-/* Layout of result j of op `op` (real or virtual). */
-void ir__result_layout(const ir_partition *p, uint32_t op, uint32_t j, ir_layout *out);
-/* Layout of value v as produced (argument tiling or producer's nest). */
-void ir__produced_layout(const ir_partition *p, uint32_t v, ir_layout *out);
-/* Layout of value v as seen by its users (through its virtual op). */
-void ir__seen_layout(const ir_partition *p, uint32_t v, ir_layout *out);
 /* Global type of value v. */
 static inline const ir_type *val_type(const ir_pctx *c, uint32_t v) { return c->vals[v]->type; }
 
@@ -287,6 +281,122 @@ static inline int nest_find(const ir_partition *p, uint32_t op, int axis)
         if (n[k].axis == axis)
             return k;
     return -1;
+}
+
+/* ---------------------------------------------------------------- layouts
+ * Made millions of times a search (every propagation visit, every use the
+ * lowering plan looks at, every op record): inline, and copied from a
+ * constant rather than built axis by axis.  ir_layout_init, ir_layout_equal,
+ * ir_layout_push and ir_layout_dim_axes are these for the other libraries. */
+
+static inline void layout_init(ir_layout *l)
+{
+    memset(l->dim, 0xff, sizeof l->dim); /* IR_AX_NONE */
+    memset(l->pos, 0, sizeof l->pos);
+    memset(l->red, 0, sizeof l->red);
+}
+
+/* Same tiling, positions and pending sums: the dims of all axes at once,
+ * then positions and reductions only where they mean something (a layout
+ * made from a nest has zeros elsewhere, so most equal pairs are equal
+ * byte for byte). */
+static inline bool layout_equal(const ir_layout *a, const ir_layout *b)
+{
+    if (!memcmp(a, b, sizeof *a))
+        return true;
+    if (memcmp(a->dim, b->dim, sizeof a->dim) != 0)
+        return false;
+    for (int x = 0; x < IR_MAX_AXES; x++) {
+        if (a->dim[x] >= 0 && a->pos[x] != b->pos[x])
+            return false;
+        if (a->dim[x] == IR_AX_PARTIAL && a->red[x] != b->red[x])
+            return false;
+    }
+    return true;
+}
+
+/* Axis as the minor-most axis of dim d. */
+static inline void layout_push(ir_layout *l, int axis, int d)
+{
+    int n = 0;
+    for (int a = 0; a < IR_MAX_AXES; a++)
+        n += l->dim[a] == d;
+    l->dim[axis] = (int8_t)d;
+    l->pos[axis] = (uint8_t)n;
+}
+
+/* The axes tiling dim d, major to minor; returns the count. */
+static inline int layout_dim_axes(const ir_layout *l, int d, int *axes)
+{
+    /* one pass: the axes by position, then those within the count (a
+     * well-formed layout numbers its axes of d 0 .. n-1) */
+    int n = 0, at[IR_MAX_AXES];
+    unsigned seen = 0;
+    for (int a = 0; a < IR_MAX_AXES; a++)
+        if (l->dim[a] == d) {
+            n++;
+            if (l->pos[a] < IR_MAX_AXES) {
+                at[l->pos[a]] = a;
+                seen |= 1u << l->pos[a];
+            }
+        }
+    for (int i = 0; i < n; i++)
+        if (seen & (1u << i))
+            axes[i] = at[i];
+    return n;
+}
+
+/* Layout of slot `slot` of op `op` (real or virtual) from its nest: an
+ * operand's as the op needs it (SP_PARTIAL: taken as a pending sum), a
+ * result's (slot past the operands) as the op produces it (SP_SUM: left
+ * as one; the same spec). */
+_Static_assert(SP_PARTIAL == SP_SUM, "nest_layout reads one spec for both");
+static inline void nest_layout(const ir_partition *p, uint32_t op, uint32_t slot, ir_layout *out)
+{
+    layout_init(out);
+    const ir_loop *n = nest_of(p, op);
+    for (int k = 0; k < p->nlen[op]; k++) {
+        int8_t s = tmr_spec(p->ctx, n[k].entry)[slot];
+        if (s >= 0)
+            layout_push(out, n[k].axis, s);
+        else if (s == SP_PARTIAL) {
+            out->dim[n[k].axis] = IR_AX_PARTIAL;
+            out->red[n[k].axis] = p->ctx->entries[n[k].entry].red;
+        }
+    }
+}
+
+/* Needed layout of operand i of op `op` (real or virtual) from its nest. */
+static inline void ir__needed_layout(const ir_partition *p, uint32_t op, uint32_t i, ir_layout *out)
+{
+    nest_layout(p, op, i, out);
+}
+
+/* Layout of result j of op `op` (real or virtual). */
+static inline void ir__result_layout(const ir_partition *p, uint32_t op, uint32_t j, ir_layout *out)
+{
+    nest_layout(p, op, op_n_operands(p, op) + j, out);
+}
+
+/* Layout of value v as produced (argument tiling or producer's nest). */
+static inline void ir__produced_layout(const ir_partition *p, uint32_t v, ir_layout *out)
+{
+    const ir_pctx *c = p->ctx;
+    if (c->val_op[v] < 0) {
+        *out = p->arg_layout[v];
+        return;
+    }
+    uint32_t op = (uint32_t)c->val_op[v];
+    ir__result_layout(p, op, v - c->op_val0[op], out);
+}
+
+/* Layout of value v as seen by its users (through its virtual op). */
+static inline void ir__seen_layout(const ir_partition *p, uint32_t v, ir_layout *out)
+{
+    if (p->vop_of[v] >= 0)
+        ir__result_layout(p, vop_id(p, (uint32_t)p->vop_of[v]), 0, out);
+    else
+        ir__produced_layout(p, v, out);
 }
 
 /* Local size of dim d of a global type under a layout, -1 when dynamic. */

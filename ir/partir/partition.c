@@ -24,57 +24,13 @@ const char *ir_red_name(ir_red r)
 
 /* =============================================================== layouts */
 
-/* Layouts are made millions of times a search (every propagation visit,
- * every use the lowering plan looks at): copied from a constant, not
- * built axis by axis. */
-_Static_assert(IR_MAX_AXES == 8, "layout_none lists IR_MAX_AXES axes");
-static const ir_layout layout_none = {.dim = {IR_AX_NONE, IR_AX_NONE, IR_AX_NONE, IR_AX_NONE, IR_AX_NONE, IR_AX_NONE,
-                                              IR_AX_NONE, IR_AX_NONE}};
+void ir_layout_init(ir_layout *l) { layout_init(l); }
 
-void ir_layout_init(ir_layout *l) { *l = layout_none; }
+bool ir_layout_equal(const ir_layout *a, const ir_layout *b) { return layout_equal(a, b); }
 
-bool ir_layout_equal(const ir_layout *a, const ir_layout *b)
-{
-    for (int x = 0; x < IR_MAX_AXES; x++) {
-        if (a->dim[x] != b->dim[x])
-            return false;
-        if (a->dim[x] >= 0 && a->pos[x] != b->pos[x])
-            return false;
-        if (a->dim[x] == IR_AX_PARTIAL && a->red[x] != b->red[x])
-            return false;
-    }
-    return true;
-}
+int ir_layout_dim_axes(const ir_layout *l, int d, int *axes) { return layout_dim_axes(l, d, axes); }
 
-int ir_layout_dim_axes(const ir_layout *l, int d, int *axes)
-{
-    /* one pass: the axes by position, then those within the count (a
-     * well-formed layout numbers its axes of d 0 .. n-1) */
-    int n = 0, at[IR_MAX_AXES];
-    unsigned seen = 0;
-    for (int a = 0; a < IR_MAX_AXES; a++)
-        if (l->dim[a] == d) {
-            n++;
-            if (l->pos[a] < IR_MAX_AXES) {
-                at[l->pos[a]] = a;
-                seen |= 1u << l->pos[a];
-            }
-        }
-    for (int i = 0; i < n; i++)
-        if (seen & (1u << i))
-            axes[i] = at[i];
-    return n;
-}
-
-void ir_layout_push(ir_layout *l, int axis, int d)
-{
-    int n = 0;
-    for (int a = 0; a < IR_MAX_AXES; a++)
-        if (l->dim[a] == d)
-            n++;
-    l->dim[axis] = (int8_t)d;
-    l->pos[axis] = (uint8_t)n;
-}
+void ir_layout_push(ir_layout *l, int axis, int d) { layout_push(l, axis, d); }
 
 bool ir_layout_has_partial(const ir_layout *l)
 {
@@ -109,7 +65,7 @@ void ir_layout_format(const ir_layout *l, const ir_mesh *mesh, int rank, ap_buf 
         if (d)
             ap_buf_puts(b, ", ");
         ap_buf_putc(b, '{');
-        int n = ir_layout_dim_axes(l, d, axes);
+        int n = layout_dim_axes(l, d, axes);
         for (int k = 0; k < n; k++)
             ap_buf_printf(b, k ? ",%s" : "%s", mesh->names[axes[k]]);
         ap_buf_putc(b, '}');
@@ -132,7 +88,7 @@ void ir_layout_pspec(const ir_layout *l, const ir_mesh *mesh, int rank, ap_buf *
     for (int d = 0; d < rank; d++) {
         if (d)
             ap_buf_puts(b, ", ");
-        int n = ir_layout_dim_axes(l, d, axes);
+        int n = layout_dim_axes(l, d, axes);
         if (n == 0) {
             ap_buf_puts(b, "None");
         } else if (n == 1) {
@@ -190,7 +146,7 @@ int ir_partition_new(const ir_pctx *ctx, ir_partition **out, ap_error *err)
         return ap_error_set(err, AP_ENOMEM, "out of memory");
     }
     for (uint32_t a = 0; a < ctx->n_args; a++)
-        ir_layout_init(&p->arg_layout[a]);
+        layout_init(&p->arg_layout[a]);
     for (uint32_t v = 0; v < ctx->n_vals; v++)
         p->vop_of[v] = -1;
     *out = p;
@@ -324,61 +280,11 @@ const ir_pctx *ir_partition_ctx(const ir_partition *p) { return p->ctx; }
 
 /* ---------------------------------------------------------- layouts */
 
-void ir__needed_layout(const ir_partition *p, uint32_t op, uint32_t i, ir_layout *out)
-{
-    ir_layout_init(out);
-    const ir_loop *n = nest_of(p, op);
-    for (int k = 0; k < p->nlen[op]; k++) {
-        int8_t s = tmr_spec(p->ctx, n[k].entry)[i];
-        if (s >= 0)
-            ir_layout_push(out, n[k].axis, s);
-        else if (s == SP_PARTIAL) {
-            out->dim[n[k].axis] = IR_AX_PARTIAL;
-            out->red[n[k].axis] = p->ctx->entries[n[k].entry].red;
-        }
-    }
-}
-
-void ir__result_layout(const ir_partition *p, uint32_t op, uint32_t j, ir_layout *out)
-{
-    ir_layout_init(out);
-    uint32_t no = op_n_operands(p, op);
-    const ir_loop *n = nest_of(p, op);
-    for (int k = 0; k < p->nlen[op]; k++) {
-        int8_t s = tmr_spec(p->ctx, n[k].entry)[no + j];
-        if (s >= 0)
-            ir_layout_push(out, n[k].axis, s);
-        else if (s == SP_SUM) {
-            out->dim[n[k].axis] = IR_AX_PARTIAL;
-            out->red[n[k].axis] = p->ctx->entries[n[k].entry].red;
-        }
-    }
-}
-
-void ir__produced_layout(const ir_partition *p, uint32_t v, ir_layout *out)
-{
-    const ir_pctx *c = p->ctx;
-    if (c->val_op[v] < 0) {
-        *out = p->arg_layout[v];
-        return;
-    }
-    uint32_t op = (uint32_t)c->val_op[v];
-    ir__result_layout(p, op, v - c->op_val0[op], out);
-}
-
-void ir__seen_layout(const ir_partition *p, uint32_t v, ir_layout *out)
-{
-    if (p->vop_of[v] >= 0)
-        ir__result_layout(p, vop_id(p, (uint32_t)p->vop_of[v]), 0, out);
-    else
-        ir__produced_layout(p, v, out);
-}
-
 void ir_partition_value_layout(const ir_partition *p, const ir_value *v, ir_layout *out)
 {
     uint32_t id = ir__value_id(p->ctx, v);
     if (id == VAL_NONE)
-        ir_layout_init(out);
+        layout_init(out);
     else
         ir__seen_layout(p, id, out);
 }
@@ -576,7 +482,7 @@ static int get_vop(ir_partition *p, uint32_t v, ap_error *err)
         op_entries(p, op, &lo, &hi);
         int axes[IR_MAX_AXES];
         for (int d = 0; d < (int)p->vops[k].rank; d++) {
-            int na = ir_layout_dim_axes(&l, d, axes);
+            int na = layout_dim_axes(&l, d, axes);
             for (int q = 0; q < na; q++)
                 ir__push_loop(p, op, axes[q], lo + (uint32_t)d);
         }
@@ -590,7 +496,7 @@ static int get_vop(ir_partition *p, uint32_t v, ap_error *err)
         op_entries(p, op, &lo, &hi);
         int axes[IR_MAX_AXES];
         for (int d = 0; d < (int)p->vops[k].rank; d++) {
-            int na = ir_layout_dim_axes(&p->arg_layout[v], d, axes);
+            int na = layout_dim_axes(&p->arg_layout[v], d, axes);
             for (int q = 0; q < na; q++)
                 ir__push_loop(p, op, axes[q], lo + (uint32_t)d);
         }
@@ -660,7 +566,7 @@ int ir_tile(ir_partition *p, const ir_value *val, int dim, int axis, ap_error *e
         return refuse(p, "tile", v, err, "dim %d (local size %lld) is not divisible by axis '%s' of size %lld", dim,
                       (long long)local, an, (long long)c->mesh.sizes[axis]);
     if (c->val_op[v] < 0 && p->vop_of[v] < 0) {
-        ir_layout_push(&p->arg_layout[v], axis, dim);
+        layout_push(&p->arg_layout[v], axis, dim);
     } else {
         int k = get_vop(p, v, err);
         if (k < 0)
@@ -669,7 +575,7 @@ int ir_tile(ir_partition *p, const ir_value *val, int dim, int axis, ap_error *e
         uint32_t lo, hi;
         op_entries(p, op, &lo, &hi);
         if (c->val_op[v] < 0) /* an atomic argument: tile the argument itself */
-            ir_layout_push(&p->arg_layout[v], axis, dim);
+            layout_push(&p->arg_layout[v], axis, dim);
         if (!ir__push_loop(p, op, axis, lo + (uint32_t)dim))
             return refuse(p, "tile", v, err, "too many axes");
     }

@@ -131,7 +131,7 @@ bool ir_partition_same(const ir_partition *a, const ir_partition *b)
         if (!same_nest(a, k, b, k))
             return false;
     for (uint32_t v = 0; v < c->n_args; v++)
-        if (!ir_layout_equal(&a->arg_layout[v], &b->arg_layout[v]))
+        if (!layout_equal(&a->arg_layout[v], &b->arg_layout[v]))
             return false;
     for (uint32_t v = 0; v < c->n_vals; v++) {
         if ((a->vop_of[v] >= 0) != (b->vop_of[v] >= 0))
@@ -295,7 +295,7 @@ static void to_redist_type(const ir_pctx *c, const submesh *sm, const ir_type *g
     out->rank = g->rank;
     int axes[IR_MAX_AXES];
     for (int d = 0; d < g->rank; d++) {
-        int n = ir_layout_dim_axes(lay, d, axes);
+        int n = layout_dim_axes(lay, d, axes);
         out->dims[d].global = g->dims[d];
         out->dims[d].local = g->dims[d];
         out->dims[d].naxes = n;
@@ -442,7 +442,7 @@ static int xfer_decide(xfer_ctx *x, const ir_type *g, ir_layout from, const ir_l
         bool ok = false;
         if (d >= 0) {
             int fa[IR_MAX_AXES], ta[IR_MAX_AXES];
-            int nf = ir_layout_dim_axes(&from, d, fa), nt = ir_layout_dim_axes(to, d, ta);
+            int nf = layout_dim_axes(&from, d, fa), nt = layout_dim_axes(to, d, ta);
             ok = nt > nf && ta[nf] == a;
             for (int q = 0; ok && q < nf; q++)
                 ok = fa[q] == ta[q];
@@ -464,7 +464,7 @@ static int xfer_decide(xfer_ctx *x, const ir_type *g, ir_layout from, const ir_l
     }
     if (out->rs_axis >= 0) {
         from.dim[out->rs_axis] = IR_AX_NONE;
-        ir_layout_push(&from, out->rs_axis, out->rs_dim);
+        layout_push(&from, out->rs_axis, out->rs_dim);
     }
     /* the retiling */
     if (g->rank > IR_REDIST_MAX_RANK)
@@ -716,21 +716,6 @@ oom:
 
 /* ------------------------------------------------------ one value's plan */
 
-/* ir_layout_equal, on the hot path: the dims of all axes at once, then
- * positions and reductions only where they mean something. */
-static inline bool lay_eq(const ir_layout *a, const ir_layout *b)
-{
-    if (memcmp(a->dim, b->dim, sizeof a->dim) != 0)
-        return false;
-    for (int x = 0; x < IR_MAX_AXES; x++) {
-        if (a->dim[x] >= 0 && a->pos[x] != b->pos[x])
-            return false;
-        if (a->dim[x] == IR_AX_PARTIAL && a->red[x] != b->red[x])
-            return false;
-    }
-    return true;
-}
-
 /* Devices sharing one tile of a value in layout lay: the larger, the more
  * of the value each device holds. */
 static int64_t tile_count(const ir_pctx *c, const ir_layout *lay)
@@ -769,7 +754,7 @@ static int32_t mat_find(const ir_pctx *c, const vplan *vp, const ir_layout *lay,
                         const vbuild *vb)
 {
     for (uint32_t m = vp->n_mats; m-- > 0;)
-        if ((vb->mat_op[m] == ANY_OP || vb->mat_op[m] == op) && lay_eq(&vp->mats[m].x.to, lay) &&
+        if ((vb->mat_op[m] == ANY_OP || vb->mat_op[m] == op) && layout_equal(&vp->mats[m].x.to, lay) &&
             ir__scope_encloses(c, vb->mat_scope[m], sc))
             return (int32_t)m;
     return -1;
@@ -868,7 +853,7 @@ static void use_layout(const ir_lplan *pl, const ir_partition *p, const vplan *v
     else if (slot < c->opd0[op + 1] - c->opd0[op])
         ir__needed_layout(p, op, slot, want);
     else
-        ir_layout_init(want);
+        layout_init(want);
 }
 
 /* Whether identity op k is atomic along some axis (an `any` loop). */
@@ -932,13 +917,13 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
      * replicated copy itself, each use is redistributed straight from the
      * value as produced: the same data, by the synthesis's cheapest
      * transfer (all_to_all there). */
-    bool via_vop = has_vop && !lay_eq(&vneed, &prod);
+    bool via_vop = has_vop && !layout_equal(&vneed, &prod);
     if (via_vop && vop_is_atomic(p, (uint32_t)p->vop_of[v])) {
         via_vop = false;
         for (uint32_t u = pl->u0[v]; u < pl->u0[v + 1] && !via_vop; u++) {
             ir_layout want;
             use_layout(pl, p, vp, pl->uses[u].op, pl->uses[u].slot, &want);
-            via_vop = lay_eq(&want, &vneed);
+            via_vop = layout_equal(&want, &vneed);
         }
     }
     for (uint32_t u = pl->u0[v]; u < pl->u0[v + 1]; u++) {
@@ -948,7 +933,7 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
         use_layout(pl, p, vp, op, slot, &want);
         if (op == c->n_ops)
             pl->ret_layout[slot] = want;
-        if (lay_eq(&prod, &want)) {
+        if (layout_equal(&prod, &want)) {
             *dst = IR_LPLAN_DIRECT;
             continue;
         }
@@ -965,7 +950,7 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
             int32_t s = mat_find(c, vp, &vneed, op, sc, vb);
             if (s < 0 && (s = mat_add(pl, vp, vb, g, &prod, &vneed, -1, ANY_OP, op, slot, err)) < 0)
                 return s;
-            if (lay_eq(&vneed, &want)) {
+            if (layout_equal(&vneed, &want)) {
                 *dst = s;
                 continue;
             }
@@ -1060,12 +1045,12 @@ int ir_lplan_sync(ir_lplan *pl, const ir_partition *p, ap_error *err)
             mark_op(pl, k);
         }
         for (uint32_t a = 0; a < c->n_args; a++)
-            if (!ir_layout_equal(&p->arg_layout[a], &pl->snap_arg[a]))
+            if (!layout_equal(&p->arg_layout[a], &pl->snap_arg[a]))
                 mark_value(pl, a);
         /* a result tied to a donated argument leaves in that argument's layout */
         for (uint32_t r = 0; r < c->n_ret; r++) {
             int32_t a = c->ret_alias_arg[r];
-            if (a >= 0 && !ir_layout_equal(&p->arg_layout[a], &pl->snap_arg[a]))
+            if (a >= 0 && !layout_equal(&p->arg_layout[a], &pl->snap_arg[a]))
                 mark_value(pl, c->ret_val[r]);
         }
         /* identity ops: compare by value */

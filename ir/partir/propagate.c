@@ -30,6 +30,37 @@ static void operand_layout(const ir_partition *p, uint32_t op, uint32_t i, ir_la
         ir__seen_layout(p, v, out);
 }
 
+/* operand_layout(p, op, i).dim[axis] (and .red[axis] in *red), read off
+ * the one loop over axis of the op that makes what op sees, without
+ * building the layout: most operands an op's visit looks at are whole
+ * along the axis, and this answers that in a few loads. */
+static int operand_axis_dim(const ir_partition *p, uint32_t op, uint32_t i, int axis, uint8_t *red)
+{
+    const ir_pctx *c = p->ctx;
+    uint32_t v = operand_val(p, op, i), src, slot;
+    if (!is_vop(p, op) && p->vop_of[v] >= 0) {
+        src = vop_id(p, (uint32_t)p->vop_of[v]);
+        slot = 1; /* the identity op's result */
+    } else if (c->val_op[v] < 0) {
+        *red = p->arg_layout[v].red[axis];
+        return p->arg_layout[v].dim[axis];
+    } else {
+        src = (uint32_t)c->val_op[v];
+        slot = op_n_operands(p, src) + (v - c->op_val0[src]);
+    }
+    int at = nest_find(p, src, axis);
+    if (at < 0)
+        return IR_AX_NONE;
+    uint32_t e = nest_of(p, src)[at].entry;
+    int8_t s = tmr_spec(c, e)[slot];
+    if (s >= 0)
+        return s;
+    if (s != SP_SUM)
+        return IR_AX_NONE;
+    *red = c->entries[e].red;
+    return IR_AX_PARTIAL;
+}
+
 /* ------------------------------------------------------------- blocked */
 
 static void record_blocked(ir_partition *p, ir_block_kind kind, uint32_t op, int axis, const char *fmt, ...)
@@ -121,7 +152,7 @@ static bool entry_divisible(const ir_partition *p, uint32_t op, uint32_t e, int 
 static bool axes_follow(const ir_layout *longer, const ir_layout *shorter, int d, int axis)
 {
     int la[IR_MAX_AXES], sa[IR_MAX_AXES];
-    int nl = ir_layout_dim_axes(longer, d, la), ns = ir_layout_dim_axes(shorter, d, sa);
+    int nl = layout_dim_axes(longer, d, la), ns = layout_dim_axes(shorter, d, sa);
     if (nl < ns + 1 || la[ns] != axis)
         return false;
     for (int k = 0; k < ns; k++)
@@ -142,16 +173,17 @@ typedef struct opd_status {
 static opd_status status_of(const ir_partition *p, uint32_t op, uint32_t i, int axis)
 {
     opd_status r = {ST_NONE, -1, 0};
-    ir_layout seen, need;
-    operand_layout(p, op, i, &seen);
-    int d = seen.dim[axis];
+    uint8_t red = 0;
+    int d = operand_axis_dim(p, op, i, axis, &red);
     if (d == IR_AX_NONE)
         return r;
     if (d == IR_AX_PARTIAL) {
         r.st = ST_PARTIAL;
-        r.red = seen.red[axis];
+        r.red = red;
         return r;
     }
+    ir_layout seen, need;
+    operand_layout(p, op, i, &seen);
     ir__needed_layout(p, op, i, &need);
     r.dim = (int8_t)d;
     r.st = axes_follow(&seen, &need, d, axis) ? ST_TILED : ST_MISMATCH;
@@ -613,13 +645,13 @@ static void infer_operands(ir_partition *p, uint32_t op, int axis, uint32_t e, w
         ir_layout need;
         ir__needed_layout(p, op, i, &need);
         int na[IR_MAX_AXES], aa[IR_MAX_AXES];
-        int nn = ir_layout_dim_axes(&need, s[i], na), np = ir_layout_dim_axes(al, s[i], aa);
+        int nn = layout_dim_axes(&need, s[i], na), np = layout_dim_axes(al, s[i], aa);
         bool same = nn == np + 1 && na[np] == axis;
         for (int k = 0; same && k < np; k++)
             same = na[k] == aa[k];
         if (!same)
             continue;
-        ir_layout_push(al, axis, s[i]);
+        layout_push(al, axis, s[i]);
         for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++)
             if (c->use_op[u] != USE_RETURN) {
                 wq_push(q, c->use_op[u]);
@@ -628,15 +660,34 @@ static void infer_operands(ir_partition *p, uint32_t op, int axis, uint32_t e, w
     }
 }
 
+/* The per-op flags of a propagate are few among tens of thousands of ops:
+ * read eight at a time. */
+static uint64_t flags8(const uint8_t *f, uint32_t at, uint32_t n)
+{
+    uint64_t w = 0;
+    memcpy(&w, f + at, n - at < 8 ? n - at : 8);
+    return w;
+}
+
+static bool any_flag(const uint8_t *f, uint32_t n)
+{
+    for (uint32_t at = 0; at < n; at += 8)
+        if (flags8(f, at, n))
+            return true;
+    return false;
+}
+
 /* Propagates one axis to its fixpoint from the ops in `start`, through
  * the queue q (empty, and empty again after), with room for every op in
  * `inferable`. */
 static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, int axis, const uint8_t *start, uint8_t *dirty)
 {
     uint32_t n = n_all_ops(p), n_inf;
-    for (uint32_t op = 0; op < n; op++)
-        if (start[op])
-            wq_push(q, op);
+    for (uint32_t at = 0; at < n; at += 8)
+        if (flags8(start, at, n))
+            for (uint32_t op = at; op < n && op < at + 8; op++)
+                if (start[op])
+                    wq_push(q, op);
     for (;;) {
         /* phase 1: entries every tiled operand (or consumer) agrees on */
         n_inf = 0;
@@ -689,12 +740,12 @@ static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, int a
 static void common_prefix(const ir_layout *a, const ir_layout *b, int rank, ir_layout *out)
 {
     ir_layout r;
-    ir_layout_init(&r);
+    layout_init(&r);
     for (int d = 0; d < rank; d++) {
         int xa[IR_MAX_AXES], xb[IR_MAX_AXES];
-        int na = ir_layout_dim_axes(a, d, xa), nb = ir_layout_dim_axes(b, d, xb);
+        int na = layout_dim_axes(a, d, xa), nb = layout_dim_axes(b, d, xb);
         for (int k = 0; k < na && k < nb && xa[k] == xb[k]; k++)
-            ir_layout_push(&r, xa[k], d);
+            layout_push(&r, xa[k], d);
     }
     *out = r;
 }
@@ -728,7 +779,7 @@ static bool shard_args_by_uses(ir_partition *p, uint8_t *dirty)
             common_prefix(first ? &need : &common, &need, rank, &common);
             first = false;
         }
-        if (returned || first || ir_layout_equal(&common, &p->arg_layout[v]))
+        if (returned || first || layout_equal(&common, &p->arg_layout[v]))
             continue;
         /* only ever add tiling: what the argument has must stay */
         const ir_layout *al = &p->arg_layout[v];
@@ -775,13 +826,10 @@ int ir_propagate(ir_partition *p, ap_error *err)
     p->n_axis_seq = 0;
     for (int round = 0; round < 64; round++) {
         memset(next, 0, n);
-        bool any = false;
         for (int k = 0; k < n_order; k++)
             propagate_axis(p, &q, inferable, order[k], pending, next);
-        for (uint32_t i = 0; i < n; i++)
-            any |= next[i] != 0;
-        if (!any) {
-            memset(next, 0, n);
+        if (!any_flag(next, n)) {
+            /* next is clear: the arguments' users they change go there */
             if (!shard_args_by_uses(p, next))
                 break;
         }
