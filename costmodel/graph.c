@@ -492,6 +492,7 @@ typedef struct gs {
     uint32_t *kern;  /* per node: the kernel computing it (a node), KERN_MANY when several, CG_NONE when dead */
     uint32_t *nstamp, *k0, *order, *lorder, *npred, *ver, *stack;
     uint32_t *ready; /* list_covers' stack */
+    bool topo;       /* kernel_users: the list order is sure to cover every node */
     uint32_t *npred0; /* inputs some node writes (npred counts them down) */
     uint32_t *ev, *evlast; /* per node: its event (kind << 28 | item or collective), its last event */
     uint64_t *key;         /* per node: its place in the issue order */
@@ -1235,9 +1236,11 @@ static hentry priority(const cost_graph *g, const gs *s, uint32_t n)
 enum { NS_WAIT, NS_READY, NS_DONE };
 
 /* Each buffer's kernel readers (CSR in ku0/kulist, duplicates kept) and
- * each node's count of inputs some node writes (npred0), from s->uses.
- * False when out of memory. */
-static bool kernel_users(const cost_graph *g, gs *s)
+ * each node's count of inputs some node writes (npred0), from s->uses;
+ * s->topo: whether every such input is a buffer of a kernel before its
+ * reader, the return excepted (the list order then covers every node:
+ * list_covers need not look).  False when out of memory. */
+static bool kernel_users(const cost_graph *g, gs *s, uint32_t ret)
 {
     uint32_t nv = g->n_vals;
     uint32_t total = 0;
@@ -1254,17 +1257,21 @@ static bool kernel_users(const cost_graph *g, gs *s)
     uint32_t *kul = s->kulist;
     for (uint32_t v = 0; v < nv; v++)
         s->kfill[v] = 0;
+    bool topo = true;
     for (uint32_t n = 0; n < g->n_nodes; n++) {
         s->npred0[n] = 0;
         if (!s->sched[n])
             continue;
         for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++) {
-            uint32_t b = s->klist[i];
+            uint32_t b = s->klist[i], d = g->v_def[b];
             kul[s->ku0[b] + s->kfill[b]++] = n;
-            if (g->v_def[b] != CG_NONE)
+            if (d != CG_NONE) {
                 s->npred0[n]++;
+                topo &= d < n && d != ret && s->sched[d] && g->v_root[b] == b;
+            }
         }
     }
+    s->topo = topo;
     return true;
 }
 
@@ -1294,43 +1301,48 @@ static void reset_users(const cost_graph *g, gs *s)
  */
 enum { MV_NONE, MV_UP, MV_DOWN };
 
-static void place_emit(const cost_graph *g, gs *s, uint32_t n, uint32_t *k);
+static void place_emit(const cost_graph *g, gs *s, uint32_t n, uint32_t *k, simrun *sr);
 
 /* Emits what node n waits for (what moved, as nothing else can wait: the
- * order written puts producers first), then n. */
-static void place_node(const cost_graph *g, gs *s, uint32_t n, uint32_t *k)
+ * order written puts producers first), then n.  Nothing once the
+ * simulation sr run beside it stopped. */
+static void place_node(const cost_graph *g, gs *s, uint32_t n, uint32_t *k, simrun *sr)
 {
-    for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++) {
+    for (uint32_t i = s->k0[n]; i < s->k0[n + 1] && !sr->lost; i++) {
         uint32_t d = g->v_def[s->klist[i]];
         if (d != CG_NONE && s->nstate[d] != NS_DONE)
-            place_node(g, s, d, k);
+            place_node(g, s, d, k, sr);
     }
-    if (s->nstate[n] != NS_DONE)
-        place_emit(g, s, n, k);
+    if (s->nstate[n] != NS_DONE && !sr->lost)
+        place_emit(g, s, n, k, sr);
 }
 
 /* Emits n, then every moved-up reader of its results that waits for
  * nothing else. */
-static void place_emit(const cost_graph *g, gs *s, uint32_t n, uint32_t *k)
+static void place_emit(const cost_graph *g, gs *s, uint32_t n, uint32_t *k, simrun *sr)
 {
     s->nstate[n] = NS_DONE;
     s->porder[(*k)++] = n;
+    if (!sim_step(g, s, sr, n, false))
+        return;
     const cost_gnode *nd = &g->nodes[n];
     for (uint32_t j = 0; j < nd->nres; j++) {
         uint32_t r = nd->res0 + j;
         if (g->v_root[r] != r)
             continue;
-        for (uint32_t q = s->ku0[r]; q < s->ku0[r + 1]; q++) {
+        for (uint32_t q = s->ku0[r]; q < s->ku0[r + 1] && !sr->lost; q++) {
             uint32_t u = s->kulist[q];
             if (--s->npred[u] == 0 && s->move[u] == MV_UP && s->nstate[u] != NS_DONE)
-                place_node(g, s, u, k);
+                place_node(g, s, u, k, sr);
         }
     }
 }
 
-/* The placed order into s->porder: 0, or 1 when no collective moves (the
- * order written stands), -1 when out of memory. */
-static int placed_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret)
+/* The placed order into s->porder, counted by the simulation sr as it is
+ * made (begun here, against `bound`): 0, 1 when no collective moves (the
+ * order written stands) or it does not cover every node, 2 when sr
+ * stopped. */
+static int placed_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret, simrun *sr, int64_t bound)
 {
     reset_users(g, s);
     int moved = 0;
@@ -1351,22 +1363,23 @@ static int placed_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t r
     }
     if (!moved)
         return 1;
+    sim_begin(g, s, sr, bound);
     uint32_t k = 0;
     /* what moves up and reads only inputs goes first */
-    for (uint32_t n = 0; n < g->n_nodes; n++)
+    for (uint32_t n = 0; n < g->n_nodes && !sr->lost; n++)
         if (s->move[n] == MV_UP && s->npred[n] == 0)
-            place_node(g, s, n, &k);
-    for (uint32_t i = 0; i < n_sched; i++) {
+            place_node(g, s, n, &k, sr);
+    for (uint32_t i = 0; i < n_sched && !sr->lost; i++) {
         uint32_t n = s->order[i];
         if (s->nstate[n] == NS_DONE || (s->move[n] != MV_NONE && n != ret))
             continue;
         if (n == ret) /* what nothing read: before the return */
-            for (uint32_t j = 0; j < n_sched; j++)
+            for (uint32_t j = 0; j < n_sched && !sr->lost; j++)
                 if (s->order[j] != ret && s->nstate[s->order[j]] != NS_DONE)
-                    place_node(g, s, s->order[j], &k);
-        place_node(g, s, n, &k);
+                    place_node(g, s, s->order[j], &k, sr);
+        place_node(g, s, n, &k, sr);
     }
-    return k == n_sched ? 0 : 1;
+    return sr->lost ? 2 : k == n_sched ? 0 : 1;
 }
 
 /* The list scheduler's order of the scheduled nodes into s->lorder; the
@@ -1442,6 +1455,8 @@ static int list_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret
  * heap does.  For a list order stopped by its simulation. */
 static bool list_covers(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret)
 {
+    if (s->topo) /* each node's writers come before it: taken in the program's order */
+        return true;
     reset_users(g, s);
     uint32_t top = 0, k = 0;
     for (uint32_t n = 0; n < g->n_nodes; n++)
@@ -1923,27 +1938,20 @@ int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info 
     sim use = prog;
     int order = COST_ORDER_PROGRAM;
     if (n_sched > 2 && !g->eager) {
-        if (!kernel_users(g, s))
+        if (!kernel_users(g, s, ret))
             return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
         /* XLA's default memory scheduler keeps the lowest of its list, DFS
          * and post-order schedules; the program's order stands for the
          * post-order (JAX and XLA print in post-order) */
-        int prc = placed_order(g, s, n_sched, ret);
-        if (prc < 0)
-            return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
         /* each order is counted as it is made, against the lowest so far
          * (an order wins only below it): one that reaches it stops */
         simrun r;
         sim x;
-        if (prc == 0) {
-            sim_begin(g, s, &r, g->every_order ? INT64_MAX : use.peak);
-            for (uint32_t i = 0; i < n_sched && sim_step(g, s, &r, s->porder[i], false); i++)
-                ;
-            if (!r.lost && (x = sim_end(&r)).peak < use.peak) {
-                use = x;
-                best = s->porder;
-                order = COST_ORDER_PLACED;
-            }
+        if (placed_order(g, s, n_sched, ret, &r, g->every_order ? INT64_MAX : use.peak) == 0 &&
+            (x = sim_end(&r)).peak < use.peak) {
+            use = x;
+            best = s->porder;
+            order = COST_ORDER_PLACED;
         }
         sim_begin(g, s, &r, g->every_order ? INT64_MAX : use.peak);
         int lrc = list_order(g, s, n_sched, ret, &r);
