@@ -43,7 +43,11 @@
  * layer's residuals behind one together with the cotangent from above, so
  * that the recomputation waits for the backward.  Regions' temporaries
  * count at the op holding them.  Live bytes are summed (a heap that never
- * fragments), so the figure is the peak of what must coexist.
+ * fragments).  The entry's results not aliased to an argument are held
+ * from the start, in allocations of their own, and temporaries that fit in
+ * one before it is written live there (assign: BufferAssigner's live-out
+ * allocations), so the entry's figure is those allocations plus the peak
+ * of the rest; a region's is the peak of what must coexist.
  *
  * EAGER (cost_graph.eager, COST_FW_EAGER): the memory of PyTorch without
  * compilation.  The kernels' time is the fused program's; but every op's
@@ -512,6 +516,13 @@ typedef struct gs {
     /* parameters' dims hashes, sorted */
     uint64_t *pdims;
     uint32_t n_pdims, cap_pdims;
+    /* buffer assignment (assign): per value, the buffer its bytes are in
+     * (the first value of a chain of shared results), and per buffer its
+     * first and last step, the next buffer placed in the same live-out
+     * allocation and the first one placed in it; the buffers sorted */
+    uint32_t *bown, *bstart, *bend, *bnext, *bhead, *blist;
+    int64_t *hdiff; /* per step: heap bytes starting minus ending there */
+    bool rec;       /* sim_step records the buffers' steps */
 } gs;
 
 /* VF_SELF: a donated output whose own kernel reads the argument it goes
@@ -565,6 +576,13 @@ static void scratch_free(void *scratch)
     ap_free(s->move);
     ap_free(s->dstack);
     ap_free(s->dkids);
+    ap_free(s->bown);
+    ap_free(s->bstart);
+    ap_free(s->bend);
+    ap_free(s->bnext);
+    ap_free(s->bhead);
+    ap_free(s->blist);
+    ap_free(s->hdiff);
     ap_free(s);
 }
 
@@ -594,7 +612,8 @@ static bool scratch_fit(cost_graph *g, gs **out)
         uint32_t c = nv + nv / 2;
         if (!REALLOC(s->vstamp, c) || !REALLOC(s->nusers, c) || !REALLOC(s->u0, c + 1) || !REALLOC(s->ku0, c + 1) ||
             !REALLOC(s->rem, c) || !REALLOC(s->left, c) || !REALLOC(s->uses, c) || !REALLOC(s->pending, c) || !REALLOC(s->kfill, c) || !REALLOC(s->vread, c) ||
-            !REALLOC(s->alloc, c) || !REALLOC(s->vflag, c))
+            !REALLOC(s->alloc, c) || !REALLOC(s->vflag, c) || !REALLOC(s->bown, c) || !REALLOC(s->bstart, c) ||
+            !REALLOC(s->bend, c) || !REALLOC(s->bnext, c) || !REALLOC(s->bhead, c) || !REALLOC(s->blist, c))
             return false;
         s->cap_v = c;
     }
@@ -604,7 +623,7 @@ static bool scratch_fit(cost_graph *g, gs **out)
             !REALLOC(s->nstate, c) || !REALLOC(s->nstamp, c) || !REALLOC(s->k0, c + 1) || !REALLOC(s->order, c) ||
             !REALLOC(s->lorder, c) || !REALLOC(s->ready, c) || !REALLOC(s->npred, c) || !REALLOC(s->npred0, c) || !REALLOC(s->ver, c) || !REALLOC(s->ev, c) ||
             !REALLOC(s->evlast, c) || !REALLOC(s->key, c) || !REALLOC(s->porder, c) || !REALLOC(s->move, c) ||
-            !REALLOC(s->kcount, 2 * (size_t)c + 2))
+            !REALLOC(s->kcount, 2 * (size_t)c + 2) || !REALLOC(s->hdiff, c + 1))
             return false;
         s->cap_n = c;
     }
@@ -970,6 +989,7 @@ static bool register_block(const cost_graph *g, gs *s, cost_program *p)
 typedef struct sim {
     int64_t peak;
     uint32_t step; /* index into the order of the node at the peak */
+    int64_t idle;  /* held (assign): the live-out allocations not yet written at the peak */
 } sim;
 
 static bool in_klist(const gs *s, uint32_t n, uint32_t v)
@@ -1065,7 +1085,7 @@ static void sim_begin(const cost_graph *g, gs *s, simrun *r, int64_t bound)
     /* input -> the output waiting to move into it; reuse kfill */
     for (uint32_t v = 0; v < nv; v++)
         s->kfill[v] = CG_NONE;
-    *r = (simrun){{-1, 0}, 0, bound, false, 0};
+    *r = (simrun){{-1, 0, 0}, 0, bound, false, 0};
 }
 
 /* Runs node k, the next of the order: places its results (and with
@@ -1083,6 +1103,8 @@ static bool sim_step(const cost_graph *g, gs *s, simrun *r, uint32_t k, bool las
             s->alloc[v] = s->alloc[b];
             s->alloc[b] = 0;
             s->vflag[b] |= VF_GIVEN;
+            if (s->rec)
+                s->bown[v] = s->bown[b];
             continue;
         }
         uint32_t a = out_target(g, s, v);
@@ -1094,6 +1116,11 @@ static bool sim_step(const cost_graph *g, gs *s, simrun *r, uint32_t k, bool las
         }
         s->alloc[v] = g->v_bytes[v];
         r->live += b64(g->v_bytes[v]);
+        if (s->rec) {
+            s->bown[v] = v;
+            s->bstart[v] = r->i;
+            s->bend[v] = CG_NONE;
+        }
     }
     int64_t now = r->live + nd->nested;
     if (now > r->out.peak) {
@@ -1104,7 +1131,7 @@ static bool sim_step(const cost_graph *g, gs *s, simrun *r, uint32_t k, bool las
             return false;
         }
     }
-    r->i++;
+    uint32_t at = r->i++;
     if (last)
         return true;
     for (uint32_t q = s->k0[k]; q < s->k0[k + 1]; q++) {
@@ -1116,11 +1143,15 @@ static bool sim_step(const cost_graph *g, gs *s, simrun *r, uint32_t k, bool las
             if (o != CG_NONE) {
                 r->live -= b64(s->alloc[o]);
                 s->alloc[o] = 0;
+                if (s->rec)
+                    s->bend[s->bown[o]] = at;
                 s->kfill[b] = CG_NONE;
             }
         } else if (!(s->vflag[b] & VF_PINNED) && s->alloc[b] > 0) {
             r->live -= b64(s->alloc[b]);
             s->alloc[b] = 0;
+            if (s->rec)
+                s->bend[s->bown[b]] = at;
         }
     }
     for (uint32_t j = 0; j < nd->nres; j++) {
@@ -1128,6 +1159,8 @@ static bool sim_step(const cost_graph *g, gs *s, simrun *r, uint32_t k, bool las
         if (g->v_root[v] == v && s->left[v] == 0 && !(s->vflag[v] & VF_PINNED) && s->alloc[v] > 0) {
             r->live -= b64(s->alloc[v]);
             s->alloc[v] = 0;
+            if (s->rec)
+                s->bend[s->bown[v]] = at;
         }
     }
     return true;
@@ -1153,6 +1186,176 @@ static sim simulate(const cost_graph *g, gs *s, const uint32_t *order, uint32_t 
             return r.out;
     }
     return sim_end(&r);
+}
+
+/* ------------------------------------------------- buffer assignment */
+
+/* XLA's buffer assignment (BufferAssigner::AssignBuffersForComputations)
+ * gives each buffer the entry computation returns (a live-out buffer not
+ * aliased to an argument: a gradient the step returns, a new parameter not
+ * donated) an allocation of its own, held for the whole program, outside
+ * the heap of temporaries.  Buffers are assigned largest first (a live-out
+ * one before another of the same size); a temporary first tries the
+ * live-out allocations made so far, smallest first, and lives in one whose
+ * buffers' live ranges it does not overlap (MaybeAssignBuffer): only what
+ * is left goes to the heap, whose size is the peak of its buffers live at
+ * once.  The total is the live-out allocations' bytes plus that peak: more
+ * than the peak of what is live when a live-out allocation is idle before
+ * its output is written and nothing fits in it (on an H200, XLA's dumps of
+ * zoo programs: 3.95 GiB of a 36.94 GiB total for Llama's remat=full step,
+ * where the peak of live bytes is 32.99).  The heap's own packing (best
+ * fit at offsets, which may leave holes) is not modelled: the heap counts
+ * as the peak of its live bytes. */
+
+static _Thread_local const gs *asg_sort_s; /* qsort has no context argument */
+static _Thread_local const cost_graph *asg_sort_g;
+
+static int asg_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    int64_t sx = b64(asg_sort_g->v_bytes[x]), sy = b64(asg_sort_g->v_bytes[y]);
+    if (sx != sy)
+        return sx > sy ? -1 : 1;
+    bool ox = asg_sort_s->bend[x] == CG_NONE, oy = asg_sort_s->bend[y] == CG_NONE;
+    if (ox != oy)
+        return ox ? -1 : 1;
+    if (asg_sort_s->bstart[x] != asg_sort_s->bstart[y])
+        return asg_sort_s->bstart[x] < asg_sort_s->bstart[y] ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+/* Whether buffer v fits in live-out allocation a: not larger, and its
+ * steps overlap neither a's own buffer's (from its first step to the end)
+ * nor those of the buffers already placed in a. */
+static bool asg_fits(const cost_graph *g, const gs *s, uint32_t a, uint32_t v)
+{
+    if (b64(g->v_bytes[a]) < b64(g->v_bytes[v]) || s->bend[v] >= s->bstart[a])
+        return false;
+    for (uint32_t c = s->bhead[a]; c != CG_NONE; c = s->bnext[c])
+        if (!(s->bend[c] < s->bstart[v] || s->bend[v] < s->bstart[c]))
+            return false;
+    return true;
+}
+
+/* Starts the record of a simulation's buffers (sim_step fills it while
+ * s->rec: each buffer's first and last step) for assign_recorded. */
+static void record_begin(const cost_graph *g, gs *s)
+{
+    for (uint32_t v = 0; v < g->n_vals; v++) {
+        s->bown[v] = v; /* an input's (a loop's carried value) too: it has no bytes here */
+        s->bstart[v] = CG_NONE;
+        s->bhead[v] = CG_NONE;
+    }
+    s->rec = true;
+}
+
+/* assign of `order` once a simulation of all of it was recorded
+ * (record_begin, then sim_step on each node, as the orders made while they
+ * are counted are). */
+static int64_t assign_recorded(const cost_graph *g, gs *s, const uint32_t *order, uint32_t n, uint32_t *at, int64_t *idle)
+{
+    uint32_t nv = g->n_vals;
+    s->rec = false;
+    uint32_t nb = 0;
+    for (uint32_t v = 0; v < nv; v++)
+        if (s->bstart[v] != CG_NONE && s->bown[v] == v)
+            s->blist[nb++] = v;
+    asg_sort_s = s;
+    asg_sort_g = g;
+    qsort(s->blist, nb, sizeof *s->blist, asg_cmp);
+    memset(s->hdiff, 0, sizeof *s->hdiff * (n + 1));
+    int64_t outs = 0;
+    uint32_t n_out = 0;      /* the live-out buffers, at the front of blist in the order made */
+    uint32_t written = 0;    /* the last first step of those: a buffer ending there or after fits in none */
+    for (uint32_t i = 0; i < nb; i++) {
+        uint32_t v = s->blist[i];
+        int64_t bytes = b64(g->v_bytes[v]);
+        if (s->bend[v] == CG_NONE) {
+            s->blist[n_out++] = v;
+            outs += bytes;
+            written = s->bstart[v] > written ? s->bstart[v] : written;
+            continue;
+        }
+        bool placed = false;
+        for (uint32_t j = n_out; j-- > 0 && !placed && s->bend[v] < written;) {
+            uint32_t a = s->blist[j];
+            if (asg_fits(g, s, a, v)) {
+                s->bnext[v] = s->bhead[a];
+                s->bhead[a] = v;
+                placed = true;
+            }
+        }
+        if (!placed) {
+            s->hdiff[s->bstart[v]] += bytes;
+            s->hdiff[s->bend[v] + 1] -= bytes;
+        }
+    }
+    int64_t cur = 0, peak = -1;
+    *at = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        cur += s->hdiff[i];
+        int64_t now = cur + g->nodes[order[i]].nested;
+        if (now > peak) {
+            peak = now;
+            *at = i;
+        }
+    }
+    /* the allocations not yet written at the peak, less the buffer placed
+     * in each that is live there (counted as what it is) */
+    *idle = 0;
+    for (uint32_t j = 0; j < n_out; j++) {
+        uint32_t a = s->blist[j];
+        if (s->bstart[a] <= *at)
+            continue;
+        *idle += b64(g->v_bytes[a]);
+        for (uint32_t c = s->bhead[a]; c != CG_NONE; c = s->bnext[c])
+            if (s->bstart[c] <= *at && *at <= s->bend[c])
+                *idle -= b64(g->v_bytes[c]);
+    }
+    return outs + (peak < 0 ? 0 : peak);
+}
+
+/* The bytes the buffer assignment of `order` holds: the live-out
+ * allocations' and the heap's peak; *at: the step of the heap's peak,
+ * *idle: the live-out allocations whose buffer is not yet written there,
+ * less what is placed in them and live there. */
+static int64_t assign(const cost_graph *g, gs *s, const uint32_t *order, uint32_t n, uint32_t *at, int64_t *idle)
+{
+    record_begin(g, s);
+    simulate(g, s, order, n, UINT32_MAX);
+    return assign_recorded(g, s, order, n, at, idle);
+}
+
+/* The figure of `order`: its buffer assignment's (held) or the peak of
+ * what is live. */
+static sim measure(const cost_graph *g, gs *s, const uint32_t *order, uint32_t n, bool held)
+{
+    if (!held)
+        return simulate(g, s, order, n, UINT32_MAX);
+    sim r;
+    r.peak = assign(g, s, order, n, &r.step, &r.idle);
+    return r;
+}
+
+/* An order counted as it is made: its simulation begins (held: recorded
+ * for assign, which then needs no simulation of its own). */
+static void order_begin(const cost_graph *g, gs *s, simrun *r, int64_t bound, bool held)
+{
+    if (held)
+        record_begin(g, s);
+    sim_begin(g, s, r, bound);
+}
+
+/* The figure of an order whose simulation ran to its end (not lost): its
+ * peak, or held, its buffer assignment's. */
+static sim order_figure(const cost_graph *g, gs *s, simrun *r, const uint32_t *order, uint32_t n, bool held)
+{
+    s->rec = false;
+    if (!held || r->lost)
+        return sim_end(r);
+    sim x;
+    x.peak = assign_recorded(g, s, order, n, &x.step, &x.idle);
+    return x;
 }
 
 /* ----------------------------------------------------- the list order */
@@ -1738,7 +1941,10 @@ static void top_insert(cost_peak_info *pk, int64_t bytes, int kind, const ir_op 
     pk->values[i].what = what;
 }
 
-/* What is live at step `at` of `order` (after simulate stopped there). */
+/* What is live at step `at` of `order` (after simulate stopped there); a
+ * buffer assign placed in a live-out allocation counts as what it is, the
+ * rest of an allocation not yet written as outputs (assign's *idle: the
+ * caller adds it). */
 static bool breakdown(cost_graph *g, gs *s, const uint32_t *order, uint32_t at, cost_peak_info *pk)
 {
     uint32_t n = order[at];
@@ -1933,7 +2139,13 @@ int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info 
         if (s->sched[n])
             s->order[k++] = n;
     count_uses(g, s);
-    sim prog = simulate(g, s, s->order, n_sched, UINT32_MAX);
+    /* under XLA the entry's figure is its buffer assignment's (assign), and
+     * the orders are compared by it.  What is live at a step is never more
+     * than that figure (the outputs written are in their allocations, and
+     * what lives in one not yet written is under its size), so an order
+     * whose live bytes reach the lowest figure so far still cannot win */
+    bool held = g->outs_held && !g->eager && n_sched > 0;
+    sim prog = measure(g, s, s->order, n_sched, held);
     const uint32_t *best = s->order;
     sim use = prog;
     int order = COST_ORDER_PROGRAM;
@@ -1947,34 +2159,37 @@ int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info 
          * (an order wins only below it): one that reaches it stops */
         simrun r;
         sim x;
+        if (held)
+            record_begin(g, s);
         if (placed_order(g, s, n_sched, ret, &r, g->every_order ? INT64_MAX : use.peak) == 0 &&
-            (x = sim_end(&r)).peak < use.peak) {
+            (x = order_figure(g, s, &r, s->porder, n_sched, held)).peak < use.peak) {
             use = x;
             best = s->porder;
             order = COST_ORDER_PLACED;
         }
-        sim_begin(g, s, &r, g->every_order ? INT64_MAX : use.peak);
+        order_begin(g, s, &r, g->every_order ? INT64_MAX : use.peak, held);
         int lrc = list_order(g, s, n_sched, ret, &r);
         if (lrc < 0)
             return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
-        if (lrc == 0 && !r.lost && (x = sim_end(&r)).peak < use.peak) {
+        if (lrc == 0 && !r.lost && (x = order_figure(g, s, &r, s->lorder, n_sched, held)).peak < use.peak) {
             use = x;
             best = s->lorder;
             order = COST_ORDER_LIST;
         }
         /* the DFS order where the list order covers every node */
         if (lrc == 0 || (lrc == 2 && list_covers(g, s, n_sched, ret))) {
-            sim_begin(g, s, &r, g->every_order ? INT64_MAX : use.peak);
+            order_begin(g, s, &r, g->every_order ? INT64_MAX : use.peak, held);
             int drc = dfs_order(g, s, n_sched, ret, &r);
             if (drc < 0)
                 return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
-            if (drc == 0 && !r.lost && (x = sim_end(&r)).peak < use.peak) {
+            if (drc == 0 && !r.lost && (x = order_figure(g, s, &r, s->dorder, n_sched, held)).peak < use.peak) {
                 use = x;
                 best = s->dorder;
                 order = COST_ORDER_DFS;
             }
         }
     }
+    s->rec = false; /* an order lost, or not made, was recorded for nothing */
     *peak_bytes = base + use.peak;
     if (peak) {
         memset(peak, 0, sizeof *peak);
@@ -1985,6 +2200,7 @@ int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info 
                 return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
             simulate(g, s, best, n_sched, use.step);
             breakdown(g, s, best, use.step, peak);
+            peak->kinds[COST_MEM_OUTPUTS] += use.idle;
             peak->order = order;
             peak->program_order_peak = base + prog.peak;
         }

@@ -1819,6 +1819,7 @@ static int walk_block(prep *c, fn_info *f, const ir_block *b, double mult, bool 
     glevel *lv = level_enter(c, f);
     if (!lv)
         return oom_prep(c);
+    lv->g.outs_held = entry;
     int rc = 0;
     const ir_op *holder = b->parent ? b->parent->parent : NULL;
     bool carried = holder && holder->opcode == IR_OP_WHILE && holder->n_regions == 2 && b->parent == &holder->regions[1];

@@ -680,6 +680,7 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
     cost__graph_reset(&s->g);
     s->g.eager = s->opts.framework == COST_FW_EAGER;
     s->g.every_order = s->opts.every_order;
+    s->g.outs_held = true; /* the partitioned program's entry block */
     /* graph values of copies, numbered per value */
     uint32_t total = 0;
     for (uint32_t v = 0; v < s->n_vals; v++) {

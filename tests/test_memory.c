@@ -9,7 +9,8 @@
  * what HBM traffic it has), the order the peak is counted in (XLA's list
  * and DFS schedulers), never above the order written, on random programs,
  * and the breakdown at the peak summing to the peak on random programs,
- * the zoo's models and the corpus.
+ * the zoo's models and the corpus; an output returned without donation
+ * held in an allocation of its own all along, and what XLA places in it.
  */
 #include "cost.h"
 
@@ -114,6 +115,49 @@ START_TEST(test_adam_donated_counts_each_parameter_once)
     snprintf(text, sizeof text, ADAM_FMT, "", "", "");
     r = report_of(text);
     ck_assert_int_eq(r.peak_memory_bytes, (int64_t)(7 * GiB));
+}
+END_TEST
+
+/* An output the entry returns without donation is an allocation of its
+ * own for the whole program (XLA's BufferAssigner: live-out buffers are
+ * not in the heap).  t = w . w (1 GiB, a dot: a buffer of its own) dies
+ * at the reduce, and the output, a broadcast of the reduction, is written
+ * after: live at once at most w + t + r, but XLA holds the output's
+ * allocation all along.  When it is smaller than t, t cannot live in it:
+ * w + out + t + r.  When it is larger, t is placed in it before it is
+ * written (MaybeAssignBuffer): w + out + r. */
+#define HELD_FMT                                                                                              \
+    "func.func public @main(%%w: tensor<16384x16384xf32>) -> tensor<%dx16384xf32> {\n"                         \
+    "  %%t = stablehlo.dot_general %%w, %%w, contracting_dims = [1] x [0] : (tensor<16384x16384xf32>, "       \
+    "tensor<16384x16384xf32>) -> tensor<16384x16384xf32>\n"                                                   \
+    "  %%z = stablehlo.constant dense<0.0> : tensor<f32>\n"                                                    \
+    "  %%r = stablehlo.reduce(%%t init: %%z) applies stablehlo.add across dimensions = [1] : "                 \
+    "(tensor<16384x16384xf32>, tensor<f32>) -> tensor<16384xf32>\n"                                           \
+    "  %%o = stablehlo.broadcast_in_dim %%r, dims = [1] : (tensor<16384xf32>) -> tensor<%dx16384xf32>\n"       \
+    "  return %%o : tensor<%dx16384xf32>\n}\n"
+
+START_TEST(test_returned_output_is_held_all_along)
+{
+    char text[4096];
+    const int64_t w = (int64_t)GiB, r = 16384 * 4;
+    /* the output (0.5 GiB) is smaller than t: held beside it */
+    snprintf(text, sizeof text, HELD_FMT, 8192, 8192, 8192);
+    cost_report rep = report_of(text);
+    int64_t out = 8192LL * 16384 * 4;
+    ck_assert_msg(rep.peak_memory_bytes == w + out + w + r, "peak %lld, want %lld", (long long)rep.peak_memory_bytes,
+                  (long long)(w + out + w + r));
+    ck_assert_int_eq(kinds_sum(&rep), rep.peak_memory_bytes);
+    ck_assert_int_eq(rep.memory.kinds[COST_MEM_OUTPUTS], out); /* not yet written at the peak */
+    /* eager PyTorch allocates it when it is written */
+    rep = report_as(text, COST_FW_EAGER);
+    ck_assert_msg(rep.peak_memory_bytes < w + out + w, "eager peak %lld", (long long)rep.peak_memory_bytes);
+    /* the output (2 GiB) is larger: t lives in its allocation before it */
+    snprintf(text, sizeof text, HELD_FMT, 32768, 32768, 32768);
+    rep = report_of(text);
+    out = 32768LL * 16384 * 4;
+    ck_assert_msg(rep.peak_memory_bytes == w + out + r, "peak %lld, want %lld", (long long)rep.peak_memory_bytes,
+                  (long long)(w + out + r));
+    ck_assert_int_eq(kinds_sum(&rep), rep.peak_memory_bytes);
 }
 END_TEST
 
@@ -599,6 +643,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_adam_donated_counts_each_parameter_once);
     tcase_add_test(tc, test_elementwise_chain_peaks_at_two);
+    tcase_add_test(tc, test_returned_output_is_held_all_along);
     tcase_add_test(tc, test_in_place_update);
     tcase_add_test(tc, test_barrier_keeps_what_it_holds);
     tcase_add_test(tc, test_barrier_orders_its_readers);

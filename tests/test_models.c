@@ -737,45 +737,72 @@ END_TEST
  * family with names=1: the step is equivalent to the unpartitioned one on
  * every device; the out-projections' all-reduces become reduce-scatters
  * (no Megatron all-reduce of a [b, s, d] value is left: the all-reduces
- * that remain are the norms' [b, s] statistics and the loss's); and
- * with remat=full, where what is saved is each block's input, the saved
- * activations at the peak are 1/model of Megatron's replicated residual
- * stream's (mp_split.txt alone): 0.51 measured, held to 0.45-0.6. */
+ * that remain are the norms' [b, s] statistics and the loss's); and with
+ * remat=full, where what is saved for the backward is each block's input,
+ * that input is 1/model of Megatron's replicated residual stream
+ * (mp_split.txt alone).
+ * The saved activations at the peak are those inputs plus what one block's
+ * backward holds (its recomputed forward, its gradients' temporaries).  The
+ * step returns its gradients, held all along in allocations of their own
+ * (graph.c, assign), so the peak is where the rest is largest: at the start
+ * of the backward, every input still held; its block's part does not
+ * depend on the number of layers.  So from 4 layers to 8 the saved
+ * activations at the peak grow by 4 block inputs: 4 x [b, s, d] f32 =
+ * 16 KiB per device (b = 2, s = 32, d = 16) under Megatron, half that under
+ * mp_embed; within x/4 (a few [b, s] statistics, 256 B each) where the peak
+ * is a step off the backward's start (Megatron's 4 layers: 448 B).  The
+ * ratio of the two at 8 layers alone depends on the block's part: 0.68. */
 START_TEST(mp_embed_splits_the_residual_stream)
 {
-    const char *cfg = "norm=rms mlp=relu pos=rope tied=1 bias=0 fused_qkv=0 names=1 remat=full vocab=12 seq=32 "
-                      "batch=4 layers=8";
-    char *text = tl_generate_text("transformer", "tiny", cfg);
+#define MP_EMBED_CFG "norm=rms mlp=relu pos=rope tied=1 bias=0 fused_qkv=0 names=1 remat=full vocab=12 seq=32 batch=4"
+    char *text[2] = {tl_generate_text("transformer", "tiny", MP_EMBED_CFG " layers=4"),
+                     tl_generate_text("transformer", "tiny", MP_EMBED_CFG " layers=8")};
+#undef MP_EMBED_CFG
     char *mega = tl_schedule("mp_split+fsdp"), *embed = tl_schedule("mp_split+mp_embed+fsdp");
     uint64_t count[IR_COLL__COUNT];
-    check_partitioned(text, "batch=2,model=2", embed, count, "mp_split+mp_embed+fsdp");
-    cost_report r0, r1;
-    estimate(text, "batch=2,model=2", mega, &r0);
-    estimate(text, "batch=2,model=2", embed, &r1);
-    ck_assert_msg(r1.coll[COST_REDUCE_SCATTER].count >= r0.coll[COST_REDUCE_SCATTER].count + 2 * 8,
-                  "reduce-scatters %g, Megatron's %g", r1.coll[COST_REDUCE_SCATTER].count,
-                  r0.coll[COST_REDUCE_SCATTER].count);
-    ck_assert_msg(r1.coll[COST_ALL_REDUCE].bytes < r0.coll[COST_ALL_REDUCE].bytes / 8,
-                  "all-reduce bytes %g, Megatron's %g", r1.coll[COST_ALL_REDUCE].bytes, r0.coll[COST_ALL_REDUCE].bytes);
-    double saved0 = (double)r0.memory.kinds[COST_MEM_ACTIVATIONS], saved1 = (double)r1.memory.kinds[COST_MEM_ACTIVATIONS];
-    ck_assert_msg(saved0 > 0 && saved1 >= 0.45 * saved0 && saved1 <= 0.6 * saved0,
-                  "saved activations %.0f bytes, Megatron's %.0f", saved1, saved0);
+    check_partitioned(text[1], "batch=2,model=2", embed, count, "mp_split+mp_embed+fsdp");
+    cost_report r0[2], r1[2];
+    for (int k = 0; k < 2; k++) {
+        estimate(text[k], "batch=2,model=2", mega, &r0[k]);
+        estimate(text[k], "batch=2,model=2", embed, &r1[k]);
+    }
+    ck_assert_msg(r1[1].coll[COST_REDUCE_SCATTER].count >= r0[1].coll[COST_REDUCE_SCATTER].count + 2 * 8,
+                  "reduce-scatters %g, Megatron's %g", r1[1].coll[COST_REDUCE_SCATTER].count,
+                  r0[1].coll[COST_REDUCE_SCATTER].count);
+    ck_assert_msg(r1[1].coll[COST_ALL_REDUCE].bytes < r0[1].coll[COST_ALL_REDUCE].bytes / 8,
+                  "all-reduce bytes %g, Megatron's %g", r1[1].coll[COST_ALL_REDUCE].bytes,
+                  r0[1].coll[COST_ALL_REDUCE].bytes);
+    const double x = 2.0 * 32 * 16 * 4; /* a block's input, [b, s, d] f32 */
+    double grow0 = (double)(r0[1].memory.kinds[COST_MEM_ACTIVATIONS] - r0[0].memory.kinds[COST_MEM_ACTIVATIONS]);
+    double grow1 = (double)(r1[1].memory.kinds[COST_MEM_ACTIVATIONS] - r1[0].memory.kinds[COST_MEM_ACTIVATIONS]);
+    ck_assert_msg(fabs(grow0 - 4 * x) <= x / 4 && fabs(grow1 - 4 * x / 2) <= x / 4,
+                  "saved activations at the peak, 4 -> 8 layers: +%.0f bytes under Megatron (%.0f expected), +%.0f "
+                  "under mp_embed (%.0f expected)",
+                  grow0, 4 * x, grow1, 4 * x / 2);
     ap_free(mega);
     ap_free(embed);
-    ap_free(text);
+    ap_free(text[0]);
+    ap_free(text[1]);
 }
 END_TEST
 
 /* act_grad=torch, the MLP activation differentiated as PyTorch's
  * GeluBackward / SiluBackward (only the input saved, the rest recomputed in
  * the backward): FSDP-partitioned, the step is equivalent to the
- * unpartitioned one on every device.  Without remat, GELU's saved
- * activations at the peak shrink by what JAX's product rule kept, tanh's
- * output: one [b, s, d_ff] f32 value per layer (b the device's 2
- * sequences), of all layers but the one whose backward may already have
- * run at the peak.  SwiGLU's do not change: the sigmoid JAX's rule reads is
- * cheap to recompute, and XLA (graph.c) recomputes it in the backward's
- * kernel either way. */
+ * unpartitioned one on every device.  Without remat, GELU's peak shrinks
+ * by what JAX's product rule kept, tanh's output: one [b, s, d_ff] f32
+ * value per layer (b the device's 2 sequences) until its layer's backward.
+ * The two steps are otherwise the same, and the gradients they return are
+ * held all along alike (graph.c, assign), so at every step the live bytes
+ * differ by the tanh outputs still held there: JAX's peak is at most all
+ * three above PyTorch's, and at least two (at PyTorch's peak, JAX still
+ * holds the tanh of every layer whose backward has not begun: all but the
+ * last at the latest).  Measured 2.69.  The saved activations at the two
+ * peaks are not compared: the peaks fall at different ops (JAX's in the
+ * final norm's backward, PyTorch's in the last MLP's), where other values
+ * of the backward are held.  SwiGLU's do not change: the sigmoid JAX's
+ * rule reads is cheap to recompute, and XLA (graph.c) recomputes it in
+ * the backward's kernel either way. */
 static const struct {
     const char *cfg;
     bool saves;
@@ -792,12 +819,11 @@ START_TEST(act_grad_torch_saves_only_the_input)
     cost_report r0, r1;
     estimate(t0, "batch=2", fsdp, &r0);
     estimate(t1, "batch=2", fsdp, &r1);
-    double saved0 = (double)r0.memory.kinds[COST_MEM_ACTIVATIONS], saved1 = (double)r1.memory.kinds[COST_MEM_ACTIVATIONS];
+    double peak0 = (double)r0.peak_memory_bytes, peak1 = (double)r1.peak_memory_bytes;
     double tanh = 2.0 * 32 * 64 * 4, lo = act_cases[_i].saves ? 2 * tanh : 0, hi = act_cases[_i].saves ? 3 * tanh : 0;
-    ck_assert_msg(saved0 - saved1 >= lo && saved0 - saved1 <= hi,
-                  "%s: saved activations %.0f bytes, %.0f with JAX's rule (%.0f to %.0f expected less)",
-                  act_cases[_i].cfg, saved1, saved0, lo, hi);
-    ck_assert(r1.peak_memory_bytes <= r0.peak_memory_bytes);
+    ck_assert_msg(peak0 - peak1 >= lo && peak0 - peak1 <= hi,
+                  "%s: peak %.0f bytes, %.0f with JAX's rule (%.0f to %.0f expected less)", act_cases[_i].cfg, peak1,
+                  peak0, lo, hi);
     ap_free(fsdp);
     ap_free(t0);
     ap_free(t1);
