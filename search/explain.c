@@ -3,8 +3,10 @@
  * to the best state with the alternatives tried at that point and what
  * each would have changed (step time, peak memory), what blocked
  * propagation in the result, what fills memory at the best state's peak
- * by category (parameters, optimizer state, activations, ...) and, when
- * the memory limit binds, the values that make up the peak.  Built as
+ * by category (parameters, optimizer state, activations, ...) as the
+ * framework the search counted for holds it (XLA's buffer assignment or
+ * eager PyTorch) and, when the memory limit binds, the values that make up
+ * the peak.  Built as
  * JSON with every value (search__explain); the text for people is made from
  * that JSON (search_explanation_text), so that a client holding a stored
  * answer prints it as the search does, folded or --verbose.
@@ -199,9 +201,10 @@ static int explain_blocked(const search_tree_view *t, json_t *root)
     return 0;
 }
 
-/* The memory at the best state: the limit, whether it binds, what fills
- * the peak by category (when the report's peak is the search's), and when
- * it binds the values live there. */
+/* The memory at the best state: the limit, whether it binds, which
+ * framework's count it is ("framework": cost_framework_name, the report's
+ * and the search's alike), what fills the peak by category (when the
+ * report's peak is the search's), and when it binds the values live there. */
 static int explain_memory(const search_tree_view *t, const search_result *r, json_t *root)
 {
     const search_node *nodes = t->nodes, *best = &nodes[t->best];
@@ -217,6 +220,7 @@ static int explain_memory(const search_tree_view *t, const search_result *r, jso
         return AP_ENOMEM;
     put(jm, "limit_bytes", t->memory_limit >= 0 ? json_integer((json_int_t)t->memory_limit) : json_null());
     put(jm, "peak_bytes", json_integer(best->peak));
+    put(jm, "framework", json_string(cost_framework_name((cost_framework)r->report.memory.framework)));
     put(jm, "binds", json_boolean(binds));
     put(jm, "none_fits", json_boolean(t->none_fits));
     const cost_memory *mm = &r->report.memory;
@@ -462,14 +466,25 @@ static bool same_value(const json_t *x, const json_t *y)
            !strcmp(str(x, "name"), str(y, "name"));
 }
 
+/* "memory: peak 1.20 GiB (counted as XLA buffer assignment)": which
+ * framework's count, as the cost report says it (cost_framework_text); an
+ * answer stored before the explanation said it has none. */
+static void memory_head(const json_t *jm, ap_buf *b)
+{
+    cost_framework fw;
+    ap_buf_puts(b, "memory: peak ");
+    put_bytes(b, num(jm, "peak_bytes"));
+    if (cost_framework_parse(str(jm, "framework"), &fw, NULL) == 0)
+        ap_buf_printf(b, " (counted as %s)", cost_framework_text(fw));
+}
+
 static void memory_text(const json_t *ex, unsigned flags, ap_buf *b)
 {
     const json_t *jm = json_object_get(ex, "memory"), *at = json_object_get(jm, "at");
     bool above = (flags & SEARCH_TEXT_COST_ABOVE) && at, verbose = flags & SEARCH_TEXT_VERBOSE;
     bool none_fits = json_is_true(json_object_get(jm, "none_fits"));
     if (json_is_number(json_object_get(jm, "limit_bytes"))) {
-        ap_buf_puts(b, "memory: peak ");
-        put_bytes(b, num(jm, "peak_bytes"));
+        memory_head(jm, b);
         ap_buf_puts(b, " of a ");
         put_bytes(b, num(jm, "limit_bytes"));
         ap_buf_printf(b, " limit%s%s\n",
@@ -480,6 +495,10 @@ static void memory_text(const json_t *ex, unsigned flags, ap_buf *b)
     }
     if (above) /* the cost estimate's breakdown is this one, and lists the largest values */
         return;
+    if (jm && !json_is_number(json_object_get(jm, "limit_bytes"))) {
+        memory_head(jm, b);
+        ap_buf_putc(b, '\n');
+    }
     if (at) {
         ap_buf_printf(b, "  at the peak (%s", str(at, "op"));
         if (num(at, "line"))

@@ -967,6 +967,53 @@ START_TEST(explanation_has_what_blocked_the_best)
 }
 END_TEST
 
+/* The explanation says which framework counted the memory it explains:
+ * the JSON's memory.framework, the text's "counted as" (the cost report's
+ * words), for a search counted as XLA's buffer assignment and one counted
+ * as eager PyTorch (whose peak, of the same step, is higher: nothing
+ * fused, every op's output a tensor). */
+START_TEST(explanation_says_which_framework_counted)
+{
+    model md;
+    model_open(&md, tl_generate("transformer", "tiny", "layers=2"), "batch=2,model=2");
+    ir_partition *start = state(&md, NULL);
+    search_options o;
+    search_options_init(&o);
+    o.max_episodes = 30;
+    static const struct {
+        cost_framework fw;
+        const char *name, *text;
+    } fws[] = {{COST_FW_XLA, "xla", "XLA buffer assignment"}, {COST_FW_EAGER, "pytorch_eager", "PyTorch eager"}};
+    int64_t peak[2];
+    for (int k = 0; k < 2; k++) {
+        o.cost.framework = fws[k].fw;
+        search_result r;
+        run_search(start, &o, &r);
+        json_t *jm = json_object_get(r.explanation, "memory");
+        ck_assert_str_eq(json_string_value(json_object_get(jm, "framework")), fws[k].name);
+        ck_assert_int_eq(r.report.memory.framework, fws[k].fw);
+        peak[k] = (int64_t)json_integer_value(json_object_get(jm, "peak_bytes"));
+        char bytes[32], want[128];
+        ap_format_bytes((double)peak[k], bytes, sizeof bytes);
+        /* the device's HBM is the limit: its line says it */
+        snprintf(want, sizeof want, "memory: peak %s (counted as %s) of a ", bytes, fws[k].text);
+        ck_assert_msg(strstr(r.explanation_text, want), "no \"%s\" in\n%s", want, r.explanation_text);
+        /* with none, a line of its own */
+        ap_buf b;
+        ap_buf_init(&b);
+        json_object_set_new(jm, "limit_bytes", json_null());
+        ck_assert_int_eq(search_explanation_text(r.explanation, 0, &b), 0);
+        snprintf(want, sizeof want, "memory: peak %s (counted as %s)\n", bytes, fws[k].text);
+        ck_assert_msg(strstr(b.data, want), "no \"%s\" in\n%s", want, b.data);
+        ap_buf_free(&b);
+        search_result_free(&r);
+    }
+    ck_assert_int_gt(peak[1], peak[0]);
+    ir_partition_free(start);
+    model_close(&md);
+}
+END_TEST
+
 /* ============================================= equivalent programs (check) */
 
 static const struct {
@@ -1180,6 +1227,7 @@ static Suite *search_suite(void)
     tcase_add_test(tc, reaches_the_human_sharding_of_a_real_module);
     tcase_add_test(tc, schedule_applies_back_to_the_same_cost);
     tcase_add_test(tc, explanation_has_what_blocked_the_best);
+    tcase_add_test(tc, explanation_says_which_framework_counted);
     tcase_add_loop_test(tc, found_schedules_pass_the_check, 0, (int)(sizeof check_cases / sizeof check_cases[0]));
     tcase_add_test(tc, hints_group_split_fix);
     tcase_add_test(tc, full_path_when_the_scorer_refuses);

@@ -402,6 +402,14 @@ function collectivesCard(res) {
     barChart('coll-bytes', res.collectives.map(c => ({ label: c.kind, value: c.bytes, color: '#f59f4c' })), fmtBytes));
 }
 
+// Which framework's memory a report or an explanation counts (the cost
+// report's "framework": cost_framework_name), in the CLI report's words;
+// '' for an answer stored before it was said.
+function frameworkText(f) {
+  return f === 'xla' ? "XLA buffer assignment (fused, as XLA's compiler allocates)"
+    : f === 'pytorch_eager' ? "PyTorch eager (every op's output a tensor, in the order written)" : '';
+}
+
 function breakdownCard(res) {
   const c = res.cost || {};
   const rc = (res.report && res.report.cost) || {};
@@ -424,6 +432,7 @@ function breakdownCard(res) {
     : [{ label: 'arguments', value: args, color: '#49b37a' }, { label: 'temporaries', value: Math.max(peak - args, 0), color: '#b469d6' }];
   mem.push({ label: 'peak', value: peak, color: '#1d2330' });
   const where = w => w ? `${w.op}${w.line ? ` at ${w.line}:${w.col}` : ''}${w.name ? ` "${w.name}"` : ''}` : '';
+  const fw = m && frameworkText(m.framework);
   const order = !m || m.order === 'program' ? 'in the order written'
     : m.order === 'placed'
       ? `in the order written with the collectives where XLA places them (${fmtBytes(m.program_order_peak_bytes)} as written)`
@@ -433,6 +442,7 @@ function breakdownCard(res) {
       el('p', { class: 'muted' }, `start (before the search): ${fmtTime(res.search ? res.search.start_runtime_s : 0)}; ${c.fits ? 'fits in memory' : 'does NOT fit in memory'}`)),
     el('div', { class: 'card', id: 'memory' }, el('h2', {}, 'Memory per device at the peak'), barChart('memory-breakdown', mem, fmtBytes),
       el('p', { class: 'muted' }, `of ${fmtBytes(c.hbm_bytes)} on the device (${peak && c.hbm_bytes ? (100 * peak / c.hbm_bytes).toFixed(1) : '?'}% used)`),
+      fw ? el('p', { class: 'muted', id: 'memory-framework' }, `counted as ${fw}`) : '',
       m && m.at ? el('p', { class: 'muted', id: 'memory-at' }, `at ${where(m.at)}${m.inside ? `, inside it ${where(m.inside)}` : ''}, ${order}`) : '',
       m && m.largest && m.largest.length ? el('details', {}, el('summary', {}, 'largest buffers live there'),
         el('table', { id: 'memory-largest' }, el('tbody', {}, m.largest.map(v => el('tr', {}, el('td', { class: 'num' }, fmtBytes(v.bytes)),
@@ -466,7 +476,8 @@ function explanationCard(res) {
   const ex = res.explanation;
   if (!ex || !ex.decisions) return el('div', { class: 'card' }, el('h2', {}, 'Why this answer'), el('pre', {}, res.explanation_text || '(no explanation: an Apply)'));
   return el('div', { class: 'card', id: 'explanation' }, el('h2', {}, 'Why this answer: each decision'),
-    el('p', { class: 'muted' }, `start: ${fmtTime(ex.start && ex.start.runtime_s)}, ${fmtBytes(ex.start && ex.start.peak_memory_bytes)}`),
+    el('p', { class: 'muted', id: 'explanation-start' }, `start: ${fmtTime(ex.start && ex.start.runtime_s)}, ${fmtBytes(ex.start && ex.start.peak_memory_bytes)}`
+      + (ex.memory && frameworkText(ex.memory.framework) ? `; memory counted as ${frameworkText(ex.memory.framework)}` : '')),
     ex.decisions.map(d => el('details', {},
       el('summary', {}, `${d.depth}. ${d.action} — `, delta(d.delta), ` step time, ${fmtBytes(Math.abs((d.delta && d.delta.peak_memory_bytes) || 0))} ${((d.delta && d.delta.peak_memory_bytes) || 0) <= 0 ? 'less' : 'more'} memory`,
         el('span', { class: 'muted' }, ` (found at episode ${d.found_at_episode}, ${d.alternatives_tried} alternatives tried)`)),

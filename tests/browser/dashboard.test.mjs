@@ -166,6 +166,9 @@ test('a running search appears in the list, its curve grows, its schedule shows,
   // memory at the peak by category (parameters, optimizer state, ...) and where
   assert.ok(await page.locator('#memory-breakdown rect').count() >= 4, 'memory by category');
   assert.match(await page.locator('#memory-at').innerText(), /^at stablehlo\.\S+ at \d+:\d+/);
+  // which framework counted it: XLA's buffer assignment unless asked otherwise
+  assert.match(await page.locator('#memory-framework').innerText(), /^counted as XLA buffer assignment/);
+  assert.match(await page.locator('#explanation-start').innerText(), /; memory counted as XLA buffer assignment/);
   assert.ok(await page.locator('#explanation details').count() >= 1);
   // the curve over episodes drops where the best was found (a point there)
   const id = page.url().match(/search\/(\d+)$/)[1];
@@ -209,6 +212,21 @@ test('filters: free text, status, and sorting narrow the list', async () => {
   // the small model's step time is far below t32's: first when ascending
   assert.match(await page.locator('#rows tr').first().innerText(), /small_train_step\.mlir/);
   await shot(page, '6-filter-status-sort.png');
+  await page.close();
+});
+
+test('a search counted as eager PyTorch says so on its page', async () => {
+  const r = await search(small, 'batch=4,model=2', ['--episodes', '50', '--framework', 'pytorch-eager']);
+  assert.equal(r.code, 0, r.out);
+  const id = /search (\d+) at /.exec(r.out)[1];
+  const page = await newPage();
+  await page.goto(`${base}#/search/${id}`);
+  await page.locator('#memory-framework').waitFor({ timeout: 30000 });
+  assert.match(await page.locator('#memory-framework').innerText(), /^counted as PyTorch eager/);
+  assert.match(await page.locator('#explanation-start').innerText(), /; memory counted as PyTorch eager/);
+  const res = (await (await page.request.get(`${base}api/searches/${id}`)).json()).result;
+  assert.equal(res.explanation.memory.framework, 'pytorch_eager');
+  assert.match(res.explanation_text, /memory: peak \S+ \S+ \(counted as PyTorch eager\)/);
   await page.close();
 });
 
