@@ -28,30 +28,11 @@
  * the searches settled on slow schedules that fit), with
  * progressive widening: a node visited v times has at most 1 + 2 sqrt(v)
  * children (search_options.widening), so the best-looking steps are
- * expanded first and the rest as the node earns visits.
- *
- * Under a memory limit the start exceeds, that order is taken in rounds:
- * decisions that gave the same figures at the start (step time and peak
- * within 0.1%) are alike to the prior, which cannot rank them, and the
- * second of a kind waits until the first of every kind has come.  On T32
- * from BP under 90 GiB the model axis has three kinds of step that each
- * save seconds alone: the residual stream's d_model (w_out, the embedding,
- * w_down's output dim: 8.24 s), the layer norms' (8.45 s) and Megatron's
- * MLP (w_up's hidden dim, w_down's input dim, b_up: 9.88 s), several
- * decisions each; in plain order every d_model and layer-norm decision came
- * first and Megatron's MLP was the ninth step tried at a node (sixth in
- * rounds).  It matters because propagation depends on the order: split
- * Megatron's way before `batch['targets']` goes along `model`, the MLP then
- * takes FSDP along `batch` for free (3.740 s at 85.7 GiB fits); split along
- * d_model (what the search prefers with no limit: 3.762 s at 99.9 GiB),
- * every parameter sharded after it costs 3.3% (3.870 s to fit).  With no
- * limit, or one the start meets, the plain order stays (not measured
- * otherwise).
- *
- * UCT chooses among children by their best reward below, relative to the
- * best found, plus 0.7 sqrt(ln N / n): enough exploration that a first
- * step which looks worse (Megatron's attention heads, against sequence
- * parallelism) gets its next step tried.  The seed adds a little noise (2% of a score) and
+ * expanded first and the rest as the node earns visits.  UCT chooses among
+ * children by their best reward below, relative to the best found, plus
+ * 0.7 sqrt(ln N / n): enough exploration that a first step which looks
+ * worse (Megatron's attention heads, against sequence parallelism) gets
+ * its next step tried.  The seed adds a little noise (2% of a score) and
  * breaks ties.  Beside UCT, a quarter of each batch climbs from the best
  * node found so far (its next untried decisions, past the widening), so
  * a long line of improving steps is followed as fast as it improves.
@@ -66,12 +47,7 @@
  * fastest once it fits, by the start's figures, and only while that beats
  * the best that fits.  Each step is a node of the tree, scored as any; a
  * state a memory-saving step made goes on with the steps after it in that
- * order, so a set of them is tried once, not in every order.  A state
- * whose last step changed neither the step time nor the peak (0.1%) of a
- * state the completion already took up is no lead: by the start's figures
- * its completion repeats that one's (on T32 under 90 GiB, 57 of the 178
- * states the completion made in 1,000 episodes were such repeats, around
- * the 3.87 s schedule the search had settled on).
+ * order, so a set of them is tried once, not in every order.
  *
  * Twins: decisions that gave one state at the start are one child of the
  * root, but not everywhere: propagation ties w_up's hidden dim to
@@ -270,15 +246,6 @@ static double objective(const engine *e, double runtime, int64_t peak)
 }
 
 static bool fits(const engine *e, int64_t peak) { return e->limit < 0 || (double)peak <= e->limit; }
-
-/* Whether two states' figures agree to FIGURES_TOL (both step time and
- * peak): what the search cannot tell apart by its scores. */
-#define FIGURES_TOL 1e-3
-
-static bool same_figures(double rt_a, int64_t peak_a, double rt_b, int64_t peak_b)
-{
-    return fabs(rt_a - rt_b) <= FIGURES_TOL * rt_b && fabs((double)(peak_a - peak_b)) <= FIGURES_TOL * (double)peak_b;
-}
 
 /* ------------------------------------------------------------ the cache */
 
@@ -1110,14 +1077,6 @@ static int complete_lead(engine *e, uint32_t *path, int n)
             if (fits(e, x->peak) || !(x->runtime_s < lead_t) || x->next_save >= e->n_save || x->exhausted ||
                 x->depth >= e->o.max_depth || x->depth >= 63)
                 continue;
-            /* a step that changed neither the step time nor the peak of a
-             * state the completion already took up (a layer norm's scale
-             * tiled along `model`) leaves a state whose completion, by the
-             * start's figures, would repeat that one: on T32 under 90 GiB
-             * a fifth of the budget went to such near-copies of one state */
-            const search_node *up = i ? &e->nodes[x->parent] : NULL;
-            if (up && up->next_save > 0 && same_figures(x->runtime_s, x->peak, up->runtime_s, up->peak))
-                continue;
             double t = completed_time(e, i);
             if (t < lead_t) {
                 lead = i;
@@ -1578,47 +1537,12 @@ static int save_order(engine *e, ap_error *err)
     return 0;
 }
 
-/* Under a memory limit the start exceeds: the order of expansion taken
- * in rounds, each decision in the round of how many decisions ahead of it
- * gave the same figures at the start (same_figures), so that the second
- * of a kind comes after the first of every kind (the head comment says
- * why).  Stable within a round. */
-static int alternate_alike(engine *e)
-{
-    uint32_t n = e->n_order;
-    uint32_t *round = ap_calloc((size_t)n + 1, sizeof *round), *v = ap_malloc(sizeof *v * ((size_t)n + 1));
-    if (!round || !v) {
-        ap_free(round);
-        ap_free(v);
-        return AP_ENOMEM;
-    }
-    uint32_t rounds = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        const search_decision *a = &e->dec[e->order[i]];
-        for (uint32_t j = 0; j < i; j++) {
-            const search_decision *b = &e->dec[e->order[j]];
-            round[i] += same_figures(a->runtime_s, a->peak, b->runtime_s, b->peak);
-        }
-        rounds = round[i] + 1 > rounds ? round[i] + 1 : rounds;
-    }
-    uint32_t k = 0;
-    for (uint32_t r = 0; r < rounds; r++)
-        for (uint32_t i = 0; i < n; i++)
-            if (round[i] == r)
-                v[k++] = e->order[i];
-    memcpy(e->order, v, sizeof *v * n);
-    ap_free(round);
-    ap_free(v);
-    return 0;
-}
-
 /* The order of expansion: distinct, valid decisions by prior, with the
  * seed's small perturbation (a few percent) breaking near-ties.
  * Decisions the root pass did not reach (out of budget) have no prior and
  * are left out. */
 static int order_decisions(engine *e, ap_error *err)
 {
-    int rc;
     for (uint32_t i = e->root_next; i < e->n_dec; i++)
         e->dec[i].prior = -2;
     e->order = ap_malloc(sizeof *e->order * (e->n_dec + 1));
@@ -1659,8 +1583,6 @@ static int order_decisions(engine *e, ap_error *err)
         e->order[b] = x;
     }
     ap_free(key);
-    if (!e->o.no_prior && !fits(e, e->nodes[0].peak) && (rc = alternate_alike(e)) < 0)
-        return ap_error_set(err, rc, "out of memory");
     return save_order(e, err);
 }
 
