@@ -195,7 +195,7 @@ static bool local_type(cost_scorer *s, uint32_t i, const ir_type *g, const ir_la
 
 /* ====================================================== the per-op record */
 
-static const ir_type *global_type(const cost_scorer *s, uint32_t v) { return ir_pctx_value(s->c, v)->type; }
+static const ir_type *global_type(const cost_scorer *s, uint32_t v) { return ir_pctx_value_type(s->c, v); }
 
 /* Op k's record: its local types, its cost as a kernel of its own, its
  * fusion class, its results' local bytes; a function of its loop nest. */

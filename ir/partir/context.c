@@ -46,6 +46,7 @@ void ir_pctx_free(ir_pctx *c)
         return;
     ap_free(c->ops);
     ap_free(c->vals);
+    ap_free(c->vtype);
     ap_free(c->val_op);
     ap_free(c->op_val0);
     ap_free(c->printed_max);
@@ -611,6 +612,7 @@ int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, a
     c->op_scope = ap_malloc(sizeof *c->op_scope * (c->n_ops + 1));
     c->op_group = ap_malloc(sizeof *c->op_group * (c->n_ops + 1));
     c->vals = ap_malloc(sizeof *c->vals * (c->n_vals + 1));
+    c->vtype = ap_malloc(sizeof *c->vtype * (c->n_vals + 1));
     c->val_op = ap_malloc(sizeof *c->val_op * (c->n_vals + 1));
     c->op_val0 = ap_malloc(sizeof *c->op_val0 * (c->n_ops + 1));
     c->printed_max = ap_malloc(sizeof *c->printed_max * (c->n_ops + 1));
@@ -621,7 +623,7 @@ int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, a
     c->use0 = ap_calloc(c->n_vals + 1, sizeof *c->use0);
     c->use_op = ap_malloc(sizeof *c->use_op * (n_opd + c->n_ret + 1));
     c->use_idx = ap_malloc(sizeof *c->use_idx * (n_opd + c->n_ret + 1));
-    if (!c->ops || !c->op_kind || !c->op_scope || !c->op_group || !c->vals || !c->val_op || !c->op_val0 ||
+    if (!c->ops || !c->op_kind || !c->op_scope || !c->op_group || !c->vals || !c->vtype || !c->val_op || !c->op_val0 ||
         !c->printed_max || !c->opd0 || !c->opd_val || !c->ret_val || !c->ret_alias_arg || !c->use0 || !c->use_op ||
         !c->use_idx)
         goto oom;
@@ -637,6 +639,7 @@ int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, a
     uint32_t v = 0;
     for (uint32_t i = 0; i < c->n_args; i++) {
         c->vals[v] = &body->args[i];
+        c->vtype[v] = body->args[i].type;
         c->val_op[v] = -1;
         if (!ir__map_put(&c->val_index, &body->args[i], v))
             goto oom;
@@ -653,6 +656,7 @@ int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, a
         c->printed_max[k] = pb.ents[k].printed;
         for (uint32_t j = 0; j < op->n_results; j++) {
             c->vals[v] = &op->results[j];
+            c->vtype[v] = op->results[j].type;
             c->val_op[v] = (int32_t)k;
             if (!ir__map_put(&c->val_index, &op->results[j], v))
                 goto oom;

@@ -232,6 +232,8 @@ void ir_lowered_free(ir_lowered *l);
 uint32_t ir_pctx_num_values(const ir_pctx *c);
 uint32_t ir_pctx_num_args(const ir_pctx *c);
 const ir_value *ir_pctx_value(const ir_pctx *c, uint32_t v);
+/* ir_pctx_value(c, v)->type from a flat array (v must be a value id) */
+const ir_type *ir_pctx_value_type(const ir_pctx *c, uint32_t v);
 /* Producing op of value v, -1 for an argument. */
 int32_t ir_pctx_value_op(const ir_pctx *c, uint32_t v);
 /* Value id of operand i / result j of top-level op k. */

@@ -47,6 +47,8 @@ struct ir_pctx {
     /* values: arguments first, then the results of each op */
     uint32_t n_vals;
     const ir_value **vals;
+    const ir_type **vtype;  /* vals[v]->type, flat: read on every visit,
+                               where the values themselves lie scattered */
     int32_t *val_op;        /* producing op, -1 for an argument */
     uint32_t *op_val0;      /* first value of each op's results */
     uint32_t *printed_max;  /* per op: the most its results' printed %N can
@@ -212,7 +214,7 @@ struct ir_partition {
 static inline uint32_t vop_id(const ir_partition *p, uint32_t k) { return p->ctx->n_ops + k; }
 
 /* Global type of value v. */
-static inline const ir_type *val_type(const ir_pctx *c, uint32_t v) { return c->vals[v]->type; }
+static inline const ir_type *val_type(const ir_pctx *c, uint32_t v) { return c->vtype[v]; }
 
 /* ------------------------------------------------------- op addressing
  * The ops of a state: the context's ops, then the state's identity ops. */
@@ -242,7 +244,7 @@ static inline const ir_type *result_type(const ir_partition *p, uint32_t op, uin
 {
     if (is_vop(p, op))
         return val_type(p->ctx, p->vops[op - p->ctx->n_ops].val);
-    return p->ctx->ops[op]->results[j].type;
+    return val_type(p->ctx, p->ctx->op_val0[op] + j);
 }
 
 static inline const ir_type *operand_type(const ir_partition *p, uint32_t op, uint32_t i)

@@ -42,6 +42,7 @@
 uint32_t ir_pctx_num_values(const ir_pctx *c) { return c->n_vals; }
 uint32_t ir_pctx_num_args(const ir_pctx *c) { return c->n_args; }
 const ir_value *ir_pctx_value(const ir_pctx *c, uint32_t v) { return v < c->n_vals ? c->vals[v] : NULL; }
+const ir_type *ir_pctx_value_type(const ir_pctx *c, uint32_t v) { return val_type(c, v); }
 int32_t ir_pctx_value_op(const ir_pctx *c, uint32_t v) { return v < c->n_vals ? c->val_op[v] : -1; }
 uint32_t ir_pctx_operand_value(const ir_pctx *c, uint32_t k, uint32_t i) { return c->opd_val[c->opd0[k] + i]; }
 uint32_t ir_pctx_result_value(const ir_pctx *c, uint32_t k, uint32_t j) { return c->op_val0[k] + j; }
