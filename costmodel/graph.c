@@ -482,6 +482,22 @@ typedef struct hentry {
     uint32_t ver;
 } hentry;
 
+/* A buffer as assign sorts and places it: the sort compares these flat
+ * records (not through the graph: bytes are doubles, clamped per look). */
+typedef struct abuf {
+    int64_t bytes;
+    uint32_t start, end; /* end CG_NONE: live-out */
+    uint32_t id;         /* the value */
+    uint32_t next;       /* the next record placed in the same allocation */
+} abuf;
+
+/* A live-out allocation: its buffer's record, its first step, the first
+ * record placed in it and the span of those placed (lo..hi: they do not
+ * overlap each other, so a buffer outside the span overlaps none). */
+typedef struct aout {
+    uint32_t rec, start, head, lo, hi;
+} aout;
+
 typedef struct gs {
     uint32_t cap_v, cap_n, cap_e, cap_k, cap_h, cap_ku;
     /* per value */
@@ -518,9 +534,11 @@ typedef struct gs {
     uint32_t n_pdims, cap_pdims;
     /* buffer assignment (assign): per value, the buffer its bytes are in
      * (the first value of a chain of shared results), and per buffer its
-     * first and last step, the next buffer placed in the same live-out
-     * allocation and the first one placed in it; the buffers sorted */
-    uint32_t *bown, *bstart, *bend, *bnext, *bhead, *blist;
+     * first and last step; the buffers as assign sorts them, and its
+     * live-out allocations */
+    uint32_t *bown, *bstart, *bend;
+    abuf *arec;
+    aout *aouts;
     int64_t *hdiff; /* per step: heap bytes starting minus ending there */
     bool rec;       /* sim_step records the buffers' steps */
 } gs;
@@ -579,9 +597,8 @@ static void scratch_free(void *scratch)
     ap_free(s->bown);
     ap_free(s->bstart);
     ap_free(s->bend);
-    ap_free(s->bnext);
-    ap_free(s->bhead);
-    ap_free(s->blist);
+    ap_free(s->arec);
+    ap_free(s->aouts);
     ap_free(s->hdiff);
     ap_free(s);
 }
@@ -613,7 +630,7 @@ static bool scratch_fit(cost_graph *g, gs **out)
         if (!REALLOC(s->vstamp, c) || !REALLOC(s->nusers, c) || !REALLOC(s->u0, c + 1) || !REALLOC(s->ku0, c + 1) ||
             !REALLOC(s->rem, c) || !REALLOC(s->left, c) || !REALLOC(s->uses, c) || !REALLOC(s->pending, c) || !REALLOC(s->kfill, c) || !REALLOC(s->vread, c) ||
             !REALLOC(s->alloc, c) || !REALLOC(s->vflag, c) || !REALLOC(s->bown, c) || !REALLOC(s->bstart, c) ||
-            !REALLOC(s->bend, c) || !REALLOC(s->bnext, c) || !REALLOC(s->bhead, c) || !REALLOC(s->blist, c))
+            !REALLOC(s->bend, c) || !REALLOC(s->arec, c) || !REALLOC(s->aouts, c))
             return false;
         s->cap_v = c;
     }
@@ -1207,32 +1224,33 @@ static sim simulate(const cost_graph *g, gs *s, const uint32_t *order, uint32_t 
  * fit at offsets, which may leave holes) is not modelled: the heap counts
  * as the peak of its live bytes. */
 
-static _Thread_local const gs *asg_sort_s; /* qsort has no context argument */
-static _Thread_local const cost_graph *asg_sort_g;
-
+/* Largest first, a live-out buffer before another of the same size, then
+ * by first step and value: a total order, so any sort gives the same. */
 static int asg_cmp(const void *a, const void *b)
 {
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    int64_t sx = b64(asg_sort_g->v_bytes[x]), sy = b64(asg_sort_g->v_bytes[y]);
-    if (sx != sy)
-        return sx > sy ? -1 : 1;
-    bool ox = asg_sort_s->bend[x] == CG_NONE, oy = asg_sort_s->bend[y] == CG_NONE;
+    const abuf *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes > y->bytes ? -1 : 1;
+    bool ox = x->end == CG_NONE, oy = y->end == CG_NONE;
     if (ox != oy)
         return ox ? -1 : 1;
-    if (asg_sort_s->bstart[x] != asg_sort_s->bstart[y])
-        return asg_sort_s->bstart[x] < asg_sort_s->bstart[y] ? -1 : 1;
-    return x < y ? -1 : x > y;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Whether buffer v fits in live-out allocation a: not larger, and its
- * steps overlap neither a's own buffer's (from its first step to the end)
- * nor those of the buffers already placed in a. */
-static bool asg_fits(const cost_graph *g, const gs *s, uint32_t a, uint32_t v)
+/* Whether buffer v fits in live-out allocation a: its steps overlap
+ * neither a's own buffer's (from its first step to the end) nor those of
+ * the buffers already placed in a.  No size check: a is sorted before v,
+ * so it is not smaller. */
+static bool asg_fits(const abuf *rec, const aout *a, const abuf *v)
 {
-    if (b64(g->v_bytes[a]) < b64(g->v_bytes[v]) || s->bend[v] >= s->bstart[a])
+    if (v->end >= a->start)
         return false;
-    for (uint32_t c = s->bhead[a]; c != CG_NONE; c = s->bnext[c])
-        if (!(s->bend[c] < s->bstart[v] || s->bend[v] < s->bstart[c]))
+    if (a->head == CG_NONE || v->end < a->lo || v->start > a->hi)
+        return true;
+    for (uint32_t c = a->head; c != CG_NONE; c = rec[c].next)
+        if (!(rec[c].end < v->start || v->end < rec[c].start))
             return false;
     return true;
 }
@@ -1244,7 +1262,6 @@ static void record_begin(const cost_graph *g, gs *s)
     for (uint32_t v = 0; v < g->n_vals; v++) {
         s->bown[v] = v; /* an input's (a loop's carried value) too: it has no bytes here */
         s->bstart[v] = CG_NONE;
-        s->bhead[v] = CG_NONE;
     }
     s->rec = true;
 }
@@ -1256,38 +1273,64 @@ static int64_t assign_recorded(const cost_graph *g, gs *s, const uint32_t *order
 {
     uint32_t nv = g->n_vals;
     s->rec = false;
-    uint32_t nb = 0;
-    for (uint32_t v = 0; v < nv; v++)
-        if (s->bstart[v] != CG_NONE && s->bown[v] == v)
-            s->blist[nb++] = v;
-    asg_sort_s = s;
-    asg_sort_g = g;
-    qsort(s->blist, nb, sizeof *s->blist, asg_cmp);
     memset(s->hdiff, 0, sizeof *s->hdiff * (n + 1));
-    int64_t outs = 0;
-    uint32_t n_out = 0;      /* the live-out buffers, at the front of blist in the order made */
-    uint32_t written = 0;    /* the last first step of those: a buffer ending there or after fits in none */
-    for (uint32_t i = 0; i < nb; i++) {
-        uint32_t v = s->blist[i];
+    /* the live-out buffers' last first step: a buffer ending there or
+     * after fits in no allocation, and goes to the heap unsorted (the
+     * heap's peak does not depend on the order its buffers come in) */
+    uint32_t last_out = 0;
+    bool any_out = false;
+    for (uint32_t v = 0; v < nv; v++)
+        if (s->bstart[v] != CG_NONE && s->bown[v] == v && s->bend[v] == CG_NONE) {
+            any_out = true;
+            last_out = s->bstart[v] > last_out ? s->bstart[v] : last_out;
+        }
+    abuf *rec = s->arec;
+    uint32_t nb = 0;
+    for (uint32_t v = 0; v < nv; v++) {
+        if (s->bstart[v] == CG_NONE || s->bown[v] != v)
+            continue;
         int64_t bytes = b64(g->v_bytes[v]);
-        if (s->bend[v] == CG_NONE) {
-            s->blist[n_out++] = v;
-            outs += bytes;
-            written = s->bstart[v] > written ? s->bstart[v] : written;
+        if (any_out && (s->bend[v] == CG_NONE || s->bend[v] < last_out)) {
+            rec[nb++] = (abuf){bytes, s->bstart[v], s->bend[v], v, CG_NONE};
+        } else {
+            s->hdiff[s->bstart[v]] += bytes;
+            s->hdiff[s->bend[v] + 1] -= bytes;
+        }
+    }
+    qsort(rec, nb, sizeof *rec, asg_cmp);
+    aout *outs_a = s->aouts;
+    int64_t outs = 0;
+    uint32_t n_out = 0;   /* the live-out allocations, in the order made */
+    uint32_t written = 0; /* the last first step of those: a buffer ending there or after fits in none */
+    for (uint32_t i = 0; i < nb; i++) {
+        abuf *v = &rec[i];
+        if (v->end == CG_NONE) {
+            outs_a[n_out++] = (aout){i, v->start, CG_NONE, 0, 0};
+            outs += v->bytes;
+            written = v->start > written ? v->start : written;
             continue;
         }
         bool placed = false;
-        for (uint32_t j = n_out; j-- > 0 && !placed && s->bend[v] < written;) {
-            uint32_t a = s->blist[j];
-            if (asg_fits(g, s, a, v)) {
-                s->bnext[v] = s->bhead[a];
-                s->bhead[a] = v;
+        /* the smallest allocation first */
+        for (uint32_t j = n_out; j-- > 0 && v->end < written;) {
+            aout *a = &outs_a[j];
+            if (asg_fits(rec, a, v)) {
+                if (a->head == CG_NONE) {
+                    a->lo = v->start;
+                    a->hi = v->end;
+                } else {
+                    a->lo = v->start < a->lo ? v->start : a->lo;
+                    a->hi = v->end > a->hi ? v->end : a->hi;
+                }
+                v->next = a->head;
+                a->head = i;
                 placed = true;
+                break;
             }
         }
         if (!placed) {
-            s->hdiff[s->bstart[v]] += bytes;
-            s->hdiff[s->bend[v] + 1] -= bytes;
+            s->hdiff[v->start] += v->bytes;
+            s->hdiff[v->end + 1] -= v->bytes;
         }
     }
     int64_t cur = 0, peak = -1;
@@ -1304,13 +1347,13 @@ static int64_t assign_recorded(const cost_graph *g, gs *s, const uint32_t *order
      * in each that is live there (counted as what it is) */
     *idle = 0;
     for (uint32_t j = 0; j < n_out; j++) {
-        uint32_t a = s->blist[j];
-        if (s->bstart[a] <= *at)
+        const aout *a = &outs_a[j];
+        if (a->start <= *at)
             continue;
-        *idle += b64(g->v_bytes[a]);
-        for (uint32_t c = s->bhead[a]; c != CG_NONE; c = s->bnext[c])
-            if (s->bstart[c] <= *at && *at <= s->bend[c])
-                *idle -= b64(g->v_bytes[c]);
+        *idle += rec[a->rec].bytes;
+        for (uint32_t c = a->head; c != CG_NONE; c = rec[c].next)
+            if (rec[c].start <= *at && *at <= rec[c].end)
+                *idle -= rec[c].bytes;
     }
     return outs + (peak < 0 ? 0 : peak);
 }
