@@ -48,13 +48,17 @@
  *     2 * bytes / bw + 2 log2(n) * latency, when faster: small messages);
  *     all_gather (n-1)/n * gathered bytes / bw; reduce_scatter (n-1)/n * full
  *     bytes / bw; all_to_all (n-1)/n * bytes / bw (each plus (n-1) *
- *     latency); collective_permute bytes / bw + latency.  bw is the least
+ *     latency); collective_permute bytes / bw + latency.  A ring's steps
+ *     (all_gather, reduce_scatter, all_reduce's ring) pay each tier's latency
+ *     on the steps that cross it, as NCCL's model does (of 255 steps over 32
+ *     nodes of 8, 31 the network's and 224 NVLink's); the tree, all_to_all
+ *     and collective_permute the slowest tier's.  bw is the least
  *     over the tiers the group spans of k * the tier's bus bandwidth, k the
  *     group's devices on the faster tiers (the GPUs of a group in one node
  *     send over as many NICs); an all_reduce inside one node takes the
  *     switch's reduction bandwidth when it has one (NVLink SHARP); a torus
- *     tier gives a group the share of its dims it spans; the latency is the
- *     slowest tier's; plus collective_overhead each.
+ *     tier gives a group the share of its dims it spans; plus
+ *     collective_overhead each.
  *   - runtime: kernels run one after another, collectives on their own
  *     stream beside them, each starting once what it reads is written (in
  *     the order written, as XLA's latency-hiding scheduler starts a

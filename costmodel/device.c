@@ -6,7 +6,9 @@
  * TensorCore; a TPU v4/v5e chip; a GPU), dense (no 2:4 sparsity).  Where a
  * vendor gives no figure the entry says "assumed" and why; latencies are such
  * assumptions everywhere (no datasheet publishes a per-step collective
- * latency): the usual order of magnitude of a small-message ring step.
+ * latency): the usual order of magnitude of a small-message ring step.  A
+ * ring across nodes pays a tier's latency only on its steps that cross that
+ * tier (NCCL's model, evaluate.c's ring_latency).
  *
  * Tier bandwidth is what one device sends while receiving as much, the `bw`
  * of the ring formulas: for GPUs the bus bandwidth NCCL reaches over half
@@ -42,7 +44,9 @@ typedef struct device_entry {
  * (the value of 0.10, 0.11, ..., 1.00 minimizing the squared log ratios of
  * predicted to measured step time) and reports the other rows as
  * validation.  Fitted 2026-11-26: tpu_v4 0.75 (M1), tpu_v5e 0.84 (M4),
- * a100_80gb 0.61 (J3, N1), h100_sxm 0.67 (J1), b200 0.25 (X1: XLA's
+ * a100_80gb 0.57 (J3, N1; refitted 2026-11-27, 0.61 before, when a ring
+ * across nodes came to pay the network's latency only on the steps that
+ * leave a node), h100_sxm 0.67 (J1), b200 0.25 (X1: XLA's
  * 1-GPU MaxText step reaches 20% of the B200's bf16 peak; one row, so
  * treat it as that program's figure), h100_96gb 0.42 (T1: torchtitan's
  * eager PyTorch on the 500 W part; T3 validates it); a device with no row takes its
@@ -157,7 +161,7 @@ static const device_entry registry[] = {
       1555e9,
       2,
       {{"nvlink", 8, 300e9 * NCCL_SHARE, 1e-6, 0, 0}, {"infiniband", 0, 25e9 * IB_SHARE, 5e-6, 0, 0}},
-      0.61, GPU_TILE, 0.9, 2e-6, 10e-6,
+      0.57, GPU_TILE, 0.9, 2e-6, 10e-6,
       "NVIDIA A100 Tensor Core GPU datasheet (2020); NVIDIA DGX A100 datasheet "
       "(2020); PartIR paper appendix A.2; NCCL bus bandwidth: NVIDIA/nccl-tests "
       "#212, #149; matmul efficiency fitted by bench/fidelity"}},
@@ -171,7 +175,7 @@ static const device_entry registry[] = {
       2039e9,
       2,
       {{"nvlink", 8, 300e9 * NCCL_SHARE, 1e-6, 0, 0}, {"infiniband", 0, 25e9 * IB_SHARE, 5e-6, 0, 0}},
-      0.61, GPU_TILE, 0.9, 2e-6, 10e-6,
+      0.57, GPU_TILE, 0.9, 2e-6, 10e-6,
       "NVIDIA A100 Tensor Core GPU datasheet (2021); NVIDIA DGX A100 "
       "datasheet; NCCL bus bandwidth: NVIDIA/nccl-tests #212, #149; matmul efficiency "
       "fitted by bench/fidelity"}},

@@ -127,16 +127,46 @@ static double torus_share(const cost_tier *t, double g, double D)
 }
 
 /*
+ * The mean latency of one step of a ring over g_t[t] devices per unit of
+ * each tier t (n = the product of them): NCCL orders a ring so that it
+ * leaves a node once per node, and its model (src/graph/tuning.cc,
+ * ncclTopoTuneModel: "nInterSteps = nNodes - 1", 2 (nNodes - 1) for an
+ * all_reduce, of its nsteps = nRanks - 1 or 2 (nRanks - 1)) pays the
+ * network's latency on those steps alone and NVLink's on the rest.  Over
+ * several tiers the same holds per tier: of the ring's n - 1 steps,
+ * (g_t - 1) * (the product of g_u over the slower tiers u) cross tier t's
+ * units and no slower one's.  E.g. 256 GPUs in 32 nodes of 8: 31 steps at
+ * InfiniBand's 5 us and 224 at NVLink's 1 us, 0.379 ms an all_gather where
+ * every step at 5 us made 1.275 ms.  (NCCL also raises the intra-node steps
+ * of a multi-node ring to its per-step network overhead, 1-2 us and 3x that
+ * for the Simple protocol; our tier latencies are assumed figures of that
+ * order, so that floor is not added.)
+ */
+static double ring_latency(const cost_device *dev, const double *g_t)
+{
+    double sum = 0, beyond = 1;
+    for (int t = dev->n_tiers - 1; t >= 0; t--) {
+        if (g_t[t] <= 1)
+            continue;
+        sum += dev->tiers[t].latency * (g_t[t] - 1) * beyond;
+        beyond *= g_t[t];
+    }
+    return beyond > 1 ? sum / (beyond - 1) : 0;
+}
+
+/*
  * One collective's time on dev.  The ring (and, for all_reduce, NCCL's
  * tree) over the tiers its group spans: in each tier the group's part
  * inside one unit of it (a node) shares the tier's bandwidth with as many
  * links (rail-optimized NICs: the k GPUs of a group in one node use k NICs
  * at once), so the bandwidth is the least over the tiers of k_t * bw_t,
- * k_t the group's devices on the faster tiers; the latency the slowest
- * tier's per step.  An all_reduce inside one node uses the switch's
- * reduction bandwidth when the tier has one (NVLink SHARP).  A torus tier
- * gives a group the share of its dims the group spans.  Plus the device's
- * per-collective overhead.
+ * k_t the group's devices on the faster tiers.  A ring's latency (all_gather,
+ * reduce_scatter, all_reduce's ring, broadcast's chain) is paid per tier on
+ * the steps that cross it (ring_latency); an all_to_all's, a permute's and the
+ * tree's per step is the slowest tier's.  An all_reduce inside one node uses
+ * the switch's reduction bandwidth when the tier has one (NVLink SHARP).  A
+ * torus tier gives a group the share of its dims the group spans.  Plus the
+ * device's per-collective overhead.
  */
 static double coll_time(const cost_coll_item *c, const cost_device *dev, const cost_mesh *tiers)
 {
@@ -200,7 +230,10 @@ static double coll_time(const cost_coll_item *c, const cost_device *dev, const c
         bw = dev->tiers[0].bandwidth;
         lat = 0;
     }
-    double t = c->payload / bw + c->steps * lat;
+    double ring_lat = used > 1 && c->kind != COST_ALL_TO_ALL && c->kind != COST_COLLECTIVE_PERMUTE
+                   ? ring_latency(dev, g_t)
+                   : lat;
+    double t = c->payload / bw + c->steps * ring_lat;
     if (c->kind == COST_ALL_REDUCE && c->count > 0 && c->group > 1) {
         const cost_tier *t0 = &dev->tiers[last];
         if (used == 1 && t0->allreduce_bandwidth > 0) /* in-switch reduction */

@@ -522,8 +522,9 @@ START_TEST(test_ring_formulas_and_tiers)
     double cp = 4000 / fast + lf;                    /* within y */
     double aa = 3.0 / 4 * 4000 / fast + 3 * lf;
     /* x and y: the slow tier, over 4 links from each 4-device unit (the
-     * group's part in one unit sends over as many), the slow latency */
-    double rs = 7.0 / 8 * 4000 / fmin(fast, 4 * slow) + 7 * ls;
+     * group's part in one unit sends over as many); of the ring's 7 steps
+     * one leaves a unit (the slow latency), 6 stay inside one (the fast) */
+    double rs = 7.0 / 8 * 4000 / fmin(fast, 4 * slow) + 1 * ls + 6 * lf;
     ck_assert(close_rel(r.coll[COST_ALL_REDUCE].seconds, ar, 1e-12));
     ck_assert(close_rel(r.coll[COST_ALL_GATHER].seconds, ag, 1e-12));
     ck_assert(close_rel(r.coll[COST_COLLECTIVE_PERMUTE].seconds, cp, 1e-12));

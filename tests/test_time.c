@@ -3,7 +3,8 @@
  * evaluate.c): collectives against published nccl-tests figures (the bus
  * bandwidth NCCL's maintainer quotes for 8 x H100 in one node, the
  * figures of a 3-node A100 cluster), the small-message regime, the
- * hierarchy of nodes (k GPUs of a group in one node send over k NICs) and
+ * hierarchy of nodes (k GPUs of a group in one node send over k NICs; a
+ * ring pays the network's latency only on the steps that leave a node) and
  * the torus share of a TPU's ICI; the overlap of collectives with compute
  * that does not depend on them (hidden and exposed, the operand's producer
  * issued early); matmul efficiency by shape (tiles) and by dtype; kernel
@@ -173,6 +174,36 @@ START_TEST(test_small_messages_and_hierarchy)
 }
 END_TEST
 
+/* A ring across nodes pays the network's latency only on the steps that
+ * leave a node (NCCL's ncclTopoTuneModel, src/graph/tuning.cc: nNodes - 1
+ * of its nRanks - 1 steps), the node's own on the rest.  Latencies set here,
+ * so the figures are the hand computation's whatever the registry says. */
+START_TEST(test_ring_latency_across_nodes)
+{
+    /* 256 H100s in 32 nodes of 8, an all_gather of one f32 per device:
+     * 31 steps at 5 us + 224 at 1 us = 379 us (every step at 5 us: 1275) */
+    cost_device h100 = device("h100");
+    h100.tiers[0].latency = 1e-6;
+    h100.tiers[1].latency = 5e-6;
+    h100.collective_overhead = 0;
+    double bw = fmin(h100.tiers[0].bandwidth, 8 * h100.tiers[1].bandwidth);
+    double t = coll_seconds("all_gather", 256, 1, &h100) - 255.0 / 256 * 4 * 256 / bw;
+    ck_assert_msg(fabs(t - 379e-6) < 1e-9, "256 GPUs in 32 nodes: %.3f us of latency, want 379", t * 1e6);
+    /* inside one node every step is NVLink's: 7 us */
+    t = coll_seconds("all_gather", 8, 1, &h100) - 7.0 / 8 * 4 * 8 / h100.tiers[0].bandwidth;
+    ck_assert_msg(fabs(t - 7e-6) < 1e-9, "8 GPUs: %.3f us of latency, want 7", t * 1e6);
+    /* 512 TPU v5e chips in 2 pods of 256: one step over the DCN (10 us),
+     * 510 over ICI (1 us) = 520 us */
+    cost_device v5e = device("tpu_v5e");
+    v5e.tiers[0].latency = 1e-6;
+    v5e.tiers[1].latency = 10e-6;
+    v5e.collective_overhead = 0;
+    bw = fmin(v5e.tiers[0].bandwidth, 256 * v5e.tiers[1].bandwidth);
+    t = coll_seconds("all_gather", 512, 1, &v5e) - 511.0 / 512 * 4 * 512 / bw;
+    ck_assert_msg(fabs(t - 520e-6) < 1e-9, "512 v5e in 2 pods: %.3f us of latency, want 520", t * 1e6);
+}
+END_TEST
+
 /* ------------------------------------------------------------ overlap */
 
 START_TEST(test_overlap_hides_independent_collectives)
@@ -312,6 +343,7 @@ int main(void)
     TCase *tc = tcase_create("time");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_collectives_against_nccl_tests);
+    tcase_add_test(tc, test_ring_latency_across_nodes);
     tcase_add_test(tc, test_small_messages_and_hierarchy);
     tcase_add_test(tc, test_overlap_hides_independent_collectives);
     tcase_add_test(tc, test_matmul_efficiency_by_shape_and_dtype);
