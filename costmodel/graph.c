@@ -2060,6 +2060,35 @@ static bool breakdown(cost_graph *g, gs *s, const uint32_t *order, uint32_t at, 
     return true;
 }
 
+/* The lowest order so far: its figure, the order and which one it is, and
+ * the bound the next order's simulation stops at (its figure; INT64_MAX
+ * with cost_options.every_order, which counts every order to its end). */
+typedef struct lowest {
+    sim use;
+    const uint32_t *best;
+    int order;
+    int64_t bound;
+    bool every;
+} lowest;
+
+/* Takes the order just made (rc: its maker's return, 0 when it covers
+ * every node and its simulation r ran to the end) if its figure is lower
+ * than the lowest so far. */
+static void take_order(const cost_graph *g, gs *s, simrun *r, int rc, const uint32_t *order, uint32_t n, bool held,
+                       int kind, lowest *lo)
+{
+    if (rc != 0 || r->lost)
+        return;
+    sim x = order_figure(g, s, r, order, n, held);
+    if (x.peak >= lo->use.peak)
+        return;
+    lo->use = x;
+    lo->best = order;
+    lo->order = kind;
+    if (!lo->every)
+        lo->bound = x.peak;
+}
+
 /* ================================================================= run */
 
 int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info *peak, int64_t *peak_bytes,
@@ -2189,9 +2218,7 @@ int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info 
      * whose live bytes reach the lowest figure so far still cannot win */
     bool held = g->outs_held && !g->eager && n_sched > 0;
     sim prog = measure(g, s, s->order, n_sched, held);
-    const uint32_t *best = s->order;
-    sim use = prog;
-    int order = COST_ORDER_PROGRAM;
+    lowest lo = {prog, s->order, COST_ORDER_PROGRAM, g->every_order ? INT64_MAX : prog.peak, g->every_order};
     if (n_sched > 2 && !g->eager) {
         if (!kernel_users(g, s, ret))
             return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
@@ -2201,50 +2228,37 @@ int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info 
         /* each order is counted as it is made, against the lowest so far
          * (an order wins only below it): one that reaches it stops */
         simrun r;
-        sim x;
         if (held)
             record_begin(g, s);
-        if (placed_order(g, s, n_sched, ret, &r, g->every_order ? INT64_MAX : use.peak) == 0 &&
-            (x = order_figure(g, s, &r, s->porder, n_sched, held)).peak < use.peak) {
-            use = x;
-            best = s->porder;
-            order = COST_ORDER_PLACED;
-        }
-        order_begin(g, s, &r, g->every_order ? INT64_MAX : use.peak, held);
+        int prc = placed_order(g, s, n_sched, ret, &r, lo.bound);
+        take_order(g, s, &r, prc, s->porder, n_sched, held, COST_ORDER_PLACED, &lo);
+        order_begin(g, s, &r, lo.bound, held);
         int lrc = list_order(g, s, n_sched, ret, &r);
         if (lrc < 0)
             return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
-        if (lrc == 0 && !r.lost && (x = order_figure(g, s, &r, s->lorder, n_sched, held)).peak < use.peak) {
-            use = x;
-            best = s->lorder;
-            order = COST_ORDER_LIST;
-        }
+        take_order(g, s, &r, lrc, s->lorder, n_sched, held, COST_ORDER_LIST, &lo);
         /* the DFS order where the list order covers every node */
         if (lrc == 0 || (lrc == 2 && list_covers(g, s, n_sched, ret))) {
-            order_begin(g, s, &r, g->every_order ? INT64_MAX : use.peak, held);
+            order_begin(g, s, &r, lo.bound, held);
             int drc = dfs_order(g, s, n_sched, ret, &r);
             if (drc < 0)
                 return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
-            if (drc == 0 && !r.lost && (x = order_figure(g, s, &r, s->dorder, n_sched, held)).peak < use.peak) {
-                use = x;
-                best = s->dorder;
-                order = COST_ORDER_DFS;
-            }
+            take_order(g, s, &r, drc, s->dorder, n_sched, held, COST_ORDER_DFS, &lo);
         }
     }
     s->rec = false; /* an order lost, or not made, was recorded for nothing */
-    *peak_bytes = base + use.peak;
+    *peak_bytes = base + lo.use.peak;
     if (peak) {
         memset(peak, 0, sizeof *peak);
-        peak->order = order;
+        peak->order = lo.order;
         peak->program_order_peak = base + prog.peak;
         if (n_sched > 0) {
             if (!classify_inputs(g, s))
                 return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
-            simulate(g, s, best, n_sched, use.step);
-            breakdown(g, s, best, use.step, peak);
-            peak->kinds[COST_MEM_OUTPUTS] += use.idle;
-            peak->order = order;
+            simulate(g, s, lo.best, n_sched, lo.use.step);
+            breakdown(g, s, lo.best, lo.use.step, peak);
+            peak->kinds[COST_MEM_OUTPUTS] += lo.use.idle;
+            peak->order = lo.order;
             peak->program_order_peak = base + prog.peak;
         }
     }
