@@ -2003,12 +2003,16 @@ void search__engine_pause(search_engine *e)
     }
 }
 
-void search__engine_best(const search_engine *e, search_best *b)
+void search__engine_best(search_engine *e, search_best *b)
 {
     const search_node *n = &e->nodes[e->best];
     b->runtime_s = n->runtime_s;
     b->peak = n->peak;
     b->fits = fits(e, n->peak);
+    b->can_fit = b->fits;
+    for (uint32_t i = 0; !b->can_fit && i < e->n_nodes && e->n_save; i++)
+        b->can_fit = completed_time(e, i) < INFINITY;
+    b->axes = ir_pctx_mesh(e->c)->n_axes;
     b->episodes = e->episodes;
     b->done = e->exhausted || e->stop || (e->o.patience > 0 && e->episodes - e->best_episode >= e->o.patience);
 }

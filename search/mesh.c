@@ -370,14 +370,25 @@ struct driver {
     int n_rows;
 };
 
-/* Is b a better result than a (fits, then faster; when neither fits, the
- * lower peak)? */
+/* Is b a better result than a?  Fits, then faster.  When neither fits
+ * yet, the peaks say how far each search has got, not where it leads:
+ * ranked by them, MaxText 16B on 256 v5e (bench_experts M4, a 60 s
+ * budget on a loaded machine) kept replica=2,fsdp=128 (17.6 GiB, 20.1 s)
+ * over fsdp=256 (125 GiB, 10.6 s; 10.3 s once it fits), which was then
+ * cut, and the answer fitted nowhere at 1.95x the expert's step.  So
+ * first a search whose completion expects to fit at all, then the mesh of
+ * fewer axes (fewer decisions: its search goes deeper in as many
+ * episodes), then the lower peak. */
 static bool better(const search_best *a, const search_best *b)
 {
     if (a->fits != b->fits)
         return b->fits;
     if (a->fits)
         return b->runtime_s < a->runtime_s;
+    if (a->can_fit != b->can_fit)
+        return b->can_fit;
+    if (a->axes != b->axes)
+        return b->axes < a->axes;
     return b->peak < a->peak || (b->peak == a->peak && b->runtime_s < a->runtime_s);
 }
 
@@ -391,7 +402,9 @@ static int driver_progress(void *ctx, const search_progress *p)
     s->prog_episodes = p->episodes;
     s->prog_tree = p->tree_nodes;
     s->prog_start = p->start_runtime_s;
-    search_best b = {p->best_runtime_s, p->best_peak_bytes, p->best_fits, p->episodes, false};
+    /* whether it can fit: as its last run ended (search__engine_best) */
+    search_best b = {.runtime_s = p->best_runtime_s, .peak = p->best_peak_bytes, .fits = p->best_fits,
+                     .episodes = p->episodes, .can_fit = p->best_fits || s->best.can_fit, .axes = s->mesh.n_axes};
     s->best = b;
     if (d->best_slot < 0 || d->best_slot == s->index || better(&d->slots[d->best_slot].best, &b)) {
         char *t = ap_strdup(p->best_schedule ? p->best_schedule : "");
@@ -580,7 +593,8 @@ static int cmp_rows(const void *a, const void *b)
     const search_mesh_row *x = a, *y = b;
     if (x->chosen != y->chosen)
         return x->chosen ? -1 : 1;
-    search_best bx = {x->runtime_s, x->peak_bytes, x->fits, 0, false}, by = {y->runtime_s, y->peak_bytes, y->fits, 0, false};
+    search_best bx = {.runtime_s = x->runtime_s, .peak = x->peak_bytes, .fits = x->fits},
+                by = {.runtime_s = y->runtime_s, .peak = y->peak_bytes, .fits = y->fits};
     return better(&bx, &by) ? 1 : better(&by, &bx) ? -1 : 0;
 }
 
@@ -696,6 +710,7 @@ int search_run_devices(ir_module *m, ir_op *func, const search_devices *req, con
         slot *s = &d.slots[i];
         s->d = &d;
         s->index = i;
+        s->best.axes = sh.v[i].k;
         s->mesh.n_axes = sh.v[i].k;
         for (int a = 0; a < sh.v[i].k; a++) {
             if (nm.n)

@@ -144,8 +144,11 @@ typedef struct search_best {
     bool fits;
     int64_t episodes; /* the engine's, in all */
     bool done;        /* nothing more to find: exhausted, patience, halted */
+    bool can_fit;     /* it fits, or the completion expects a state over the limit to fit
+                         (the start's savings still to take cover its excess) */
+    int axes;         /* of the mesh searched */
 } search_best;
-void search__engine_best(const search_engine *e, search_best *b);
+void search__engine_best(search_engine *e, search_best *b);
 /* The best state found (owned by the caller), replayed from the start. */
 int search__engine_best_state(search_engine *e, ir_partition **out, ap_error *err);
 /* The result as search_run gives it (search_result_free). */

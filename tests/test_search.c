@@ -271,6 +271,47 @@ START_TEST(same_mesh_for_any_thread_count)
 }
 END_TEST
 
+/* Under a limit only FSDP over every device meets (its own peak + 2%),
+ * nothing fits on any mesh after the first look, and the meshes going on
+ * are chosen by where their searches lead, not by how far they have got:
+ * ranked by the lowest peak, fsdp=4,fsdp2=4 (7.79 MB over 6.15) went on
+ * and fsdp=16 (14.8 MB) was cut, and the answer did not fit.  Here it
+ * fits, at most FSDP's step time, the same for 1 and 2 threads. */
+START_TEST(meshes_over_the_limit_go_on_by_where_they_lead)
+{
+    model md;
+    ir_module *m = tl_generate("transformer", "maxtext_22b",
+                               "layers=2 d_model=256 heads=4 head_dim=64 d_ff=1024 batch=16 seq=128 vocab=1000 "
+                               "attention=flash remat=full");
+    model_open(&md, m, "batch=16");
+    char *fsdp = tl_schedule("fsdp");
+    ir_partition *ex = state(&md, fsdp);
+    search_options o;
+    search_options_init(&o);
+    ap_error err;
+    ck_assert(cost_device_lookup("tpu_v4", &o.device, &err) == 0);
+    cost_report er;
+    full_cost(ex, &o.device, &er);
+    o.memory_limit = (double)er.peak_memory_bytes * 1.02;
+    o.max_episodes = 900;
+    search_devices d = {.devices = 16};
+    search_result ref;
+    ck_assert_msg(search_run_devices(m, ir_module_entry(m), &d, &o, &ref, &err) == 0, "%s", err.msg);
+    ck_assert_msg(ref.fits, "%lld bytes over the limit %.0f", (long long)ref.report.peak_memory_bytes,
+                  o.memory_limit);
+    ck_assert_msg(ref.report.runtime_s <= er.runtime_s, "%.6f s, FSDP %.6f s", ref.report.runtime_s, er.runtime_s);
+    o.threads = 2;
+    search_result r;
+    ck_assert_msg(search_run_devices(m, ir_module_entry(m), &d, &o, &r, &err) == 0, "%s", err.msg);
+    ck_assert_str_eq(r.schedule, ref.schedule);
+    search_result_free(&r);
+    search_result_free(&ref);
+    ir_partition_free(ex);
+    ap_free(fsdp);
+    model_close(&md);
+}
+END_TEST
+
 /* Bad device counts get clear errors; names given are the mesh's. */
 START_TEST(bad_devices_and_names)
 {
@@ -1233,6 +1274,7 @@ static Suite *search_suite(void)
     tcase_add_test(tc, full_path_when_the_scorer_refuses);
     tcase_add_loop_test(tc, chooses_the_enumerated_best_mesh, 0, 2);
     tcase_add_test(tc, same_mesh_for_any_thread_count);
+    tcase_add_test(tc, meshes_over_the_limit_go_on_by_where_they_lead);
     tcase_add_test(tc, bad_devices_and_names);
     tcase_add_test(tc, devices_take_no_checkpoint);
     suite_add_tcase(s, tc);
