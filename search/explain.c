@@ -374,6 +374,16 @@ static void meshes_text(const json_t *ex, ap_buf *b)
                       ap_format_bytes(num(m, "peak_memory_bytes"), peak, sizeof peak),
                       json_is_true(json_object_get(m, "fits")) ? "" : ", over the limit", (long long)num(m, "episodes"));
     }
+    const json_t *untried = json_object_get(ex, "meshes_untried"), *u;
+    if (json_array_size(untried)) {
+        ap_buf_printf(b, "  not tried, the budget spent on those before them (%zu):", json_array_size(untried));
+        json_array_foreach(untried, i, u) {
+            size_t k;
+            const json_t *n;
+            json_array_foreach(u, k, n) ap_buf_printf(b, "%s%lld", k ? "x" : " ", (long long)json_integer_value(n));
+            ap_buf_puts(b, i + 1 < json_array_size(untried) ? "," : "\n");
+        }
+    }
     ap_buf_puts(b, "\n");
 }
 

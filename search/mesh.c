@@ -15,12 +15,13 @@
  * each) and a first look at a share of the budget (under a time budget
  * alone: its root pass and one batch, meshes in order while the first
  * half of the time lasts, so that a large program is looked at on fewer
- * meshes rather than on none properly); the best KEEP go on, halved at
- * each round (successive halving), the last one alone taking what is
- * left.  Meshes are searched side by side by the option's
- * threads; every budget is a function of the total, the number of meshes
- * and what the searches found, so under an episode budget the answer
- * depends on the seed alone, as search_run's does.
+ * meshes rather than on none properly; under an episode budget whose
+ * share is less than that, the same, while half the episodes last); the
+ * best KEEP go on, halved at each round (successive halving), the last
+ * one alone taking what is left.  Meshes are searched side by side by the
+ * option's threads; every budget is a function of the total, the number
+ * of meshes and what the searches found, so under an episode budget the
+ * answer depends on the seed alone, as search_run's does.
  *
  * The names: with no names asked for, the axes are searched under
  * placeholders and named afterwards by the role the best schedule gives
@@ -363,6 +364,7 @@ struct driver {
     pthread_mutex_t mu;
     slot *slots;
     int n_slots;
+    int n_looked;       /* slots[0 .. n_looked) had a first look; the rest were left untried */
     double t0, last_progress;
     int best_slot;      /* of the progress, -1 none */
     char *best_text;
@@ -575,6 +577,18 @@ static int explain_meshes(const driver *d, search_result *out, ap_error *err)
     json_object_set_new(ex, "devices", json_integer(d->req->devices));
     json_object_set_new(ex, "meshes_considered", json_integer(out->meshes_considered));
     json_object_set_new(ex, "meshes", rows);
+    /* the meshes left untried (the budget's first half spent on those
+     * before them), by their sizes: a user may ask for one with --mesh */
+    json_t *untried = json_array();
+    for (int i = d->n_looked; untried && i < d->n_slots; i++) {
+        json_t *sizes = json_array();
+        for (int a = 0; sizes && a < d->slots[i].mesh.n_axes; a++)
+            json_array_append_new(sizes, json_integer(d->slots[i].mesh.sizes[a]));
+        json_array_append_new(untried, sizes);
+    }
+    if (!untried)
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
+    json_object_set_new(ex, "meshes_untried", untried);
     /* the text again, from the JSON, now with the meshes */
     ap_buf b;
     ap_buf_init(&b);
@@ -735,13 +749,47 @@ int search_run_devices(ir_module *m, ir_op *func, const search_devices *req, con
      * at every mesh in a second and leaves the time to the rounds. */
     bool timed = total == 0 && end > 0 && sh.n > 1;
     double look_end = d.t0 + opts->time_limit_s / 2;
+    /* Under an episode budget whose first half, shared out, is less than
+     * the first mesh's root pass and one batch, likewise: that much each,
+     * to the meshes in order while their looks fit in half the budget (at
+     * least one).  Llama-3-8B on 128 devices (29 meshes) under 1,000
+     * episodes gave each 17, no root pass anywhere, and the meshes were
+     * ranked on a few decisions each (FSDP 128, the expert's, 5% ahead of
+     * the answer).  The meshes looked at are counted here, in order, not
+     * as the threads run them: the answer does not depend on the thread
+     * count. */
+    int looks = sh.n;
+    int64_t share = total > 0 ? (total / (2 * sh.n) > 0 ? total / (2 * sh.n) : 1) : 0;
+    bool scarce = false;
+    for (int64_t sum = 0, i = 0; total > 0 && sh.n > 1 && i < sh.n; i++) {
+        slot *s = &d.slots[i];
+        if ((rc = slot_open(s, &s->err)) < 0) {
+            if (err)
+                *err = s->err;
+            goto out;
+        }
+        int64_t look = s->unusable ? 0 : search__engine_first_look(s->eng);
+        if (i == 0 && share >= look)
+            break; /* a share each is a first look: as it was */
+        scarce = true;
+        if (i > 0 && sum + look > total / 2) {
+            looks = (int)i;
+            slot_free(s); /* opened to size its look: not looked at */
+            break;
+        }
+        s->target = look < total - sum ? look : total - sum;
+        sum += look;
+    }
     for (int i = 0; i < sh.n;) {
         if (timed && i > 0 && ap_mono_s() >= look_end)
             break; /* the rest untried: meshes_considered counts them */
+        if (i >= looks)
+            break;
         int n = 0;
-        for (; i < sh.n && n < threads; i++, n++) {
+        for (; i < sh.n && i < looks && n < threads; i++, n++) {
             slot *s = &d.slots[i];
-            s->target = sh.n == 1 ? total : total > 0 ? (total / (2 * sh.n) > 0 ? total / (2 * sh.n) : 1) : 0;
+            if (!scarce)
+                s->target = sh.n == 1 ? total : share;
             s->share_s = end > 0 ? (sh.n == 1 ? end - ap_mono_s() : opts->time_limit_s * threads / (2.0 * sh.n)) : 0;
             if (timed) {
                 double left = look_end - ap_mono_s(), least = opts->time_limit_s / 10;
@@ -751,6 +799,7 @@ int search_run_devices(ir_module *m, ir_op *func, const search_devices *req, con
             batch[n] = s;
         }
         run_slots(batch, n, threads);
+        d.n_looked = i;
         for (int k = 0; k < n; k++) {
             slot *s = batch[k];
             if (s->rc < 0) {

@@ -210,10 +210,11 @@ int search_devices_check(const search_devices *d, ap_error *err);
  * d->devices into axes whose every axis can tile a dimension the search
  * decides on (arrangements that only permute axes the device links treat
  * alike are tried once): each mesh gets its own tree, the first look a
- * share of the budget (under a time budget alone, its root pass and one
- * batch, meshes in order while half the time lasts: the rest are counted
- * in meshes_considered, untried), the best few the rest (halved at each
- * round), and
+ * share of the budget (under a time budget alone, or an episode budget
+ * whose shares are less than that, its root pass and one batch, meshes in
+ * order while half the budget lasts: the rest are counted in
+ * meshes_considered and listed in the explanation's meshes_untried), the
+ * best few the rest (halved at each round), and
  * the best schedule of the best mesh is the result, with out->ctx its
  * context and out->meshes every mesh tried.  The options are search_run's
  * (o->axes: bits over axes_names; none without names); with no budget,

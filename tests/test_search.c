@@ -312,6 +312,47 @@ START_TEST(meshes_over_the_limit_go_on_by_where_they_lead)
 }
 END_TEST
 
+/* An episode budget too small to give every mesh its root pass: the
+ * meshes in order get one each while half the budget lasts (here the
+ * 1-axis mesh alone: 60 episodes shared by 3 meshes gave each 10, a
+ * root pass is 24 decisions), still within the budget and the same for
+ * any thread count. */
+START_TEST(scarce_budget_looks_at_fewer_meshes_properly)
+{
+    ap_error err;
+    ir_module *m = tl_generate("transformer", "small", "");
+    ir_op *f = ir_module_entry(m);
+    search_options o;
+    search_options_init(&o);
+    o.max_episodes = 60;
+    search_devices d = {.devices = 8};
+    search_result ref;
+    ck_assert_msg(search_run_devices(m, f, &d, &o, &ref, &err) == 0, "%s", err.msg);
+    ck_assert_int_ge(ref.meshes_considered, 2);
+    ck_assert_msg(ref.n_meshes >= 1 && ref.n_meshes < ref.meshes_considered, "%d of %d meshes looked at",
+                  ref.n_meshes, ref.meshes_considered);
+    ck_assert(ref.episodes <= 60);
+    /* every mesh looked at had its root pass: each decision of the chosen one was scored */
+    for (int i = 0; i < ref.n_meshes; i++)
+        if (ref.meshes[i].chosen)
+            ck_assert_int_ge(ref.meshes[i].episodes, ref.decisions_after);
+    /* and the explanation names the meshes not tried */
+    const json_t *untried = json_object_get(ref.explanation, "meshes_untried");
+    ck_assert_int_eq((int)json_array_size(untried), ref.meshes_considered - ref.n_meshes);
+    ck_assert_msg(strstr(ref.explanation_text, "not tried, the budget spent on those before them"), "%s",
+                  ref.explanation_text);
+    o.threads = 2;
+    search_result r;
+    ck_assert_msg(search_run_devices(m, f, &d, &o, &r, &err) == 0, "%s", err.msg);
+    ck_assert_str_eq(r.schedule, ref.schedule);
+    ck_assert_int_eq(r.episodes, ref.episodes);
+    ck_assert_int_eq(r.n_meshes, ref.n_meshes);
+    search_result_free(&r);
+    search_result_free(&ref);
+    ir_module_free(m);
+}
+END_TEST
+
 /* Bad device counts get clear errors; names given are the mesh's. */
 START_TEST(bad_devices_and_names)
 {
@@ -1275,6 +1316,7 @@ static Suite *search_suite(void)
     tcase_add_loop_test(tc, chooses_the_enumerated_best_mesh, 0, 2);
     tcase_add_test(tc, same_mesh_for_any_thread_count);
     tcase_add_test(tc, meshes_over_the_limit_go_on_by_where_they_lead);
+    tcase_add_test(tc, scarce_budget_looks_at_fewer_meshes_properly);
     tcase_add_test(tc, bad_devices_and_names);
     tcase_add_test(tc, devices_take_no_checkpoint);
     suite_add_tcase(s, tc);
