@@ -8,11 +8,13 @@
 // Run by ctest (tests/CMakeLists.txt) with AUTOPARTD, AUTOPART_CLI,
 // MODELGEN, ARTIFACTS and PLAYWRIGHT_CHROMIUM (default /usr/bin/chromium);
 // with PGCLUSTER (tests/service/pgcluster) the store is a PostgreSQL server
-// of the test's own instead of an SQLite file.
+// of the test's own instead of an SQLite file.  The test's temporary
+// directory (models, store, the PostgreSQL server and its log) is removed
+// when every test passed, kept and named when one failed.
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, mkdirSync, rmSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -39,6 +41,17 @@ let pgDir, storeAddr;
 
 let dir, daemon, grpcPort, httpPort, base, browser, t32, small;
 let errors = [];   // page errors and console errors of the current test
+let ready = false, failed = false;   // before() done; a test or a check failed
+
+// A test that, when it fails, keeps the test's directory for a look.
+const check = (name, fn) => test(name, async (t) => {
+  try {
+    await fn(t);
+  } catch (e) {
+    failed = true;
+    throw e;
+  }
+});
 
 // Starts autopartd and reads its two lines (the gRPC and the dashboard port).
 function startDaemon(db, extra = []) {
@@ -100,7 +113,11 @@ before(async () => {
   execFileSync(MODELGEN, ['transformer', '--config', 'small', '-q', '-o', small]);
   let db = join(dir, 'store.db');
   if (PGCLUSTER) {
-    pgDir = mkdtempSync(join(tmpdir(), 'autopart-dash-pg-'));
+    // run as root, the server runs as `postgres` (pgcluster): it must be
+    // able to pass through to its own directory
+    chmodSync(dir, 0o711);
+    pgDir = join(dir, 'pg');
+    mkdirSync(pgDir);
     db = execFileSync(PGCLUSTER, ['start', pgDir]).toString().trim();
   }
   storeAddr = db;
@@ -110,27 +127,40 @@ before(async () => {
   httpPort = s.http;
   base = `http://127.0.0.1:${httpPort}/`;
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  ready = true;
 });
 
 after(async () => {
   if (browser) await browser.close();
+  let code = 0;
   if (daemon) {
     const done = new Promise((resolve) => daemon.on('exit', (code, sig) => resolve({ code, sig })));
     daemon.kill('SIGTERM');
-    const { code } = await done;
-    assert.equal(code, 0, 'autopartd exits 0 after SIGTERM');
+    ({ code } = await done);
   }
-  if (dir) rmSync(dir, { recursive: true, force: true });
-  if (pgDir) execFileSync(PGCLUSTER, ['destroy', pgDir]);
+  const keep = !ready || failed || code !== 0;
+  if (pgDir) {
+    try {
+      execFileSync(PGCLUSTER, [keep ? 'kill' : 'destroy', pgDir]);
+    } catch (e) {
+      console.error(`pgcluster ${keep ? 'kill' : 'destroy'} ${pgDir}: ${e.message}`);
+    }
+  }
+  if (dir && keep)
+    console.error(`the test's directory is kept: ${dir}` + (pgDir ? ` (the PostgreSQL server's log: ${pgDir}/log)` : ''));
+  else if (dir)
+    rmSync(dir, { recursive: true, force: true });
+  assert.equal(code, 0, 'autopartd exits 0 after SIGTERM');
 });
 
 afterEach(() => {
   const e = errors;
   errors = [];
+  if (e.length) failed = true;
   assert.deepEqual(e, [], 'the page threw or logged errors');
 });
 
-test('a running search appears in the list, its curve grows, its schedule shows, then its result', async () => {
+check('a running search appears in the list, its curve grows, its schedule shows, then its result', async () => {
   // Seconds of searching whatever the build (ASan too): a time budget.
   const run = search(t32, 'batch=8,model=4', ['--episodes', '10000000', '--time-limit', '14']);
   const page = await newPage();
@@ -185,7 +215,7 @@ test('a running search appears in the list, its curve grows, its schedule shows,
   await page.close();
 });
 
-test('filters: free text, status, and sorting narrow the list', async () => {
+check('filters: free text, status, and sorting narrow the list', async () => {
   const r = await search(small, 'batch=4,model=2', ['--episodes', '200']);
   assert.equal(r.code, 0, r.out);
   const page = await newPage();
@@ -215,7 +245,7 @@ test('filters: free text, status, and sorting narrow the list', async () => {
   await page.close();
 });
 
-test('a search counted as eager PyTorch says so on its page', async () => {
+check('a search counted as eager PyTorch says so on its page', async () => {
   const r = await search(small, 'batch=4,model=2', ['--episodes', '50', '--framework', 'pytorch-eager']);
   assert.equal(r.code, 0, r.out);
   const id = /search (\d+) at /.exec(r.out)[1];
@@ -230,7 +260,7 @@ test('a search counted as eager PyTorch says so on its page', async () => {
   await page.close();
 });
 
-test('an unknown search says so', async () => {
+check('an unknown search says so', async () => {
   const page = await newPage();
   await page.goto(base + '#/search/999999');
   await page.locator('#search-error').waitFor({ timeout: 10000 });
@@ -238,7 +268,7 @@ test('an unknown search says so', async () => {
   await page.close();
 });
 
-test('a page that throws is caught (the check every test ends with can fail)', async () => {
+check('a page that throws is caught (the check every test ends with can fail)', async () => {
   const page = await newPage();
   await page.goto(base);
   await page.evaluate(() => setTimeout(() => { throw new Error('deliberate'); }, 0));
@@ -249,7 +279,7 @@ test('a page that throws is caught (the check every test ends with can fail)', a
   await page.close();
 });
 
-test('with --token-file: the page takes ?token= once (and drops it from the address), or asks for it', async () => {
+check('with --token-file: the page takes ?token= once (and drops it from the address), or asks for it', async () => {
   const tokenFile = join(dir, 'token');
   writeFileSync(tokenFile, 'dash-s3cret\n');
   // the same store, so the rows of the tests above are there

@@ -42,6 +42,11 @@ typedef struct svc_daemon {
     char log[300];
 } svc_daemon;
 
+/* Where the logs of daemons on a PostgreSQL store go (one on an SQLite file
+ * logs beside it): the test's own temporary directory, removed when the
+ * test passes, kept when it fails (tests/service/pg.h's pg_finish). */
+static const char *svc_log_dir;
+
 /* A fresh temporary store path (the file does not exist yet). */
 static inline void svc_temp_db(char *path, size_t size)
 {
@@ -76,9 +81,10 @@ static inline int svc_start_until(svc_daemon *d, const char *db, const char *lis
     int out[2];
     memset(d, 0, sizeof *d);
     snprintf(d->db, sizeof d->db, "%s", db);
-    if (store_is_postgres(db)) { /* a file of its own beside the others */
+    if (store_is_postgres(db)) { /* a file of its own in the test's directory */
         static int n;
-        snprintf(d->log, sizeof d->log, "/tmp/autopart-svc-pg-%d-%d.log", (int)getpid(), n++);
+        ck_assert_msg(svc_log_dir, "a daemon on PostgreSQL needs svc_log_dir (the test's temporary directory)");
+        snprintf(d->log, sizeof d->log, "%.200s/autopartd-%d-%d.log", svc_log_dir, (int)getpid(), n++);
         unlink(d->log);
     } else {
         snprintf(d->log, sizeof d->log, "%s.log", db);

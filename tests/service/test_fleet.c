@@ -8,6 +8,8 @@
  * - away: the PostgreSQL server stops under a running search; calls that
  *   need the store get UNAVAILABLE, the rest go on; the server comes back,
  *   the daemon reconnects, the search's result is stored and answered;
+ * - stranger: while the server is down another test's server takes its
+ *   port; the daemon is refused there and writes nothing into it;
  * - fleet: three daemons on one PostgreSQL server (a cluster the test
  *   starts: tests/service/pgcluster), 60 searches through all three (some
  *   identical, more than one daemon's workers), one daemon killed with
@@ -356,6 +358,70 @@ START_TEST(test_store_goes_away)
 }
 END_TEST
 
+/* ============================================================= stranger */
+
+/* A stopped server's port is anybody's (pgcluster's ports are free ones,
+ * chosen and released): here another test's server takes it while ours is
+ * down.  A daemon reconnecting there is refused (another password, another
+ * database), says so, and writes nothing into that stranger's store; once
+ * its own server is back it carries on. */
+START_TEST(test_a_stranger_on_the_port)
+{
+    char url[256];
+    fresh_pg(url, sizeof url);
+    svc_daemon d;
+    svc_start(&d, url, NULL);
+    wire_conn *c = svc_conn(d.port);
+    svc_apply a, b;
+    wire_status st;
+    int origin;
+    double t;
+    svc_apply_init(&a, tiny_text, "tiny.mlir", "batch=2,model=2", bpmp, "before");
+    ck_assert_msg(apply_on(c, &a, &origin, &st, &t) == 0, "%s", st.msg);
+
+    ck_assert_int_eq(pg_control(&cluster, "stop"), 0);
+    pg_cluster stranger;
+    bool up = pg_start(&stranger, cluster.port);
+    store *s; /* the stranger's store, in use */
+    ap_error err = {0};
+    up = up && store_open(stranger.url, "stranger:1:a", 2000, &s, &err) == 0;
+    if (up)
+        store_close(s);
+
+    /* Past the daemon's pause between attempts to connect (a second), and
+     * until it has said why.  The stranger goes before any check can end
+     * the test. */
+    svc_apply_init(&b, tiny_text, "tiny.mlir", "batch=2", SVC_BP_MANUAL, "after");
+    bool answered = false, other = false, told = false;
+    char msg[sizeof st.msg] = "";
+    for (double t0 = ap_mono_s(); up && ap_mono_s() - t0 < 30; usleep(100000)) {
+        if ((answered = apply_on(c, &b, &origin, &st, &t) == 0))
+            break;
+        snprintf(msg, sizeof msg, "%s", st.msg);
+        other = st.code != WIRE_UNAVAILABLE || !strstr(msg, "store unavailable") || strstr(msg, "autopart:");
+        told |= strstr(msg, "password authentication failed") != NULL;
+        if (other || (told && ap_mono_s() - t0 > 1.5))
+            break;
+    }
+    long long rows = up ? pg_int(stranger.url, "SELECT count(*) FROM searches") : -1;
+    pg_destroy(&stranger);
+    ck_assert_int_eq(pg_control(&cluster, "resume"), 0);
+    ck_assert_msg(up, "the second server did not start on the first's port %d: %s", cluster.port, err.msg);
+    ck_assert_msg(!answered, "the daemon answered through another test's store");
+    ck_assert_msg(!other, "not UNAVAILABLE, or the URL printed with its password: %s", msg);
+    ck_assert_msg(told, "never said why: %s", msg);
+    ck_assert_int_eq(rows, 0);
+
+    int rc = -1;
+    for (double t0 = ap_mono_s(); rc != 0 && ap_mono_s() - t0 < 30; usleep(100000))
+        rc = apply_on(c, &b, &origin, &st, &t);
+    ck_assert_msg(rc == 0, "%s", st.msg);
+    ck_assert_int_eq(pg_int(url, "SELECT count(*) FROM searches"), 2);
+    wire_close(c);
+    ck_assert_int_eq(svc_stop(&d, SIGTERM, 60), 0);
+}
+END_TEST
+
 /* ================================================================ fleet */
 
 enum { N_DAEMONS = 3, N_DISTINCT = 40, N_REQUESTS = 60 };
@@ -669,8 +735,9 @@ int main(void)
     tiny_text = svc_generate("tiny");
     if (!(bpmp = svc_bpmp()))
         return 1;
-    if (!pg_start(&cluster, NULL))
+    if (!pg_start(&cluster, 0))
         return 1;
+    svc_log_dir = cluster.dir;
     Suite *s = suite_create("fleet");
     TCase *tc = tcase_create("fleet");
     tcase_set_timeout(tc, 600);
@@ -678,10 +745,11 @@ int main(void)
     tcase_add_test(tc, test_contended_pg);
     tcase_add_test(tc, test_cancel_waits_for_the_row);
     tcase_add_test(tc, test_store_goes_away);
+    tcase_add_test(tc, test_a_stranger_on_the_port);
     tcase_add_test(tc, test_fleet);
     suite_add_tcase(s, tc);
     int rc = tl_run(s);
-    pg_destroy(&cluster);
+    pg_finish(&cluster, rc == 0);
     ap_free(tiny_text);
     ap_free(bpmp);
     return rc;

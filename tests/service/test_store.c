@@ -839,10 +839,10 @@ int main(void)
 {
     const char *backend = getenv("AP_TEST_STORE");
     pg_mode = backend && !strcmp(backend, "postgresql");
-    if (pg_mode && !pg_start(&cluster, NULL))
+    if (pg_mode && !pg_start(&cluster, 0))
         return 1;
     int rc = tl_run(make_suite());
     if (pg_mode)
-        pg_destroy(&cluster);
+        pg_finish(&cluster, rc == 0);
     return rc;
 }
