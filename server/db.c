@@ -15,7 +15,12 @@
  * not queue behind writes.  An operation that names a job holds it until
  * the operation's callback ran (job.c frees a removed job once nothing
  * holds it).
+ *
+ * Every operation comes back here, so here the log tells the store's
+ * outages (srv_outage): not one line per failed sweep or heartbeat.
  */
+#include <inttypes.h>
+
 #include "srv.h"
 
 static void db_work(srv_task *t, void *ctx)
@@ -25,10 +30,46 @@ static void db_work(srv_task *t, void *ctx)
     op->fn((store *)ctx, op);
 }
 
+static void watch_outage(srv *s, const srv_dbop *op)
+{
+    srv_outage *o = &s->outage;
+    double now = ap_mono_s();
+    if (!store_failure(op->rc)) {
+        if (o->down)
+            srv_log(s, "the store answers again, after %.1f s (%" PRIu64 " operations failed meanwhile)", now - o->since,
+                    o->failed);
+        o->down = false;
+        return;
+    }
+    if (!o->down)
+        *o = (srv_outage){.down = true, .n = o->n + 1, .since = now, .said = now};
+    snprintf(o->why, sizeof o->why, "%s", op->err.msg);
+    if (!o->failed)
+        srv_log(s, "the store fails: %s (what needs it waits or fails until it answers; said again each %.0f s)",
+                o->why, SRV_OUTAGE_REMIND_S);
+    else if (now - o->said >= SRV_OUTAGE_REMIND_S) {
+        o->said = now;
+        srv_log(s, "the store still fails, for %.0f s (%" PRIu64 " operations failed): %s", now - o->since,
+                o->failed + 1, o->why);
+    }
+    o->failed++;
+}
+
+bool srv_db_say(srv *s, srv_job *job, const srv_dbop *op)
+{
+    if (!store_failure(op->rc) || !s->outage.down)
+        return true;
+    if (!job || job->outage_said == s->outage.n)
+        return false;
+    job->outage_said = s->outage.n;
+    return true;
+}
+
 static void db_done(srv *s, srv_task *t)
 {
     srv_dbop *op = (srv_dbop *)t;
     s->db_inflight--;
+    watch_outage(s, op);
     op->cb(s, op);
     if (op->cleanup)
         op->cleanup(op);

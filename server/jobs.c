@@ -952,7 +952,8 @@ static void start_cb(srv *s, srv_dbop *op)
     if (op->rc < 0 && op->rc != AP_ECONFLICT) {
         /* The store is away: the job waits first in the queue, which
          * rests a moment (no worker is taken meanwhile). */
-        srv_log(s, "search %" PRId64 ": cannot start it now: %s", job->row_id, op->err.msg);
+        if (srv_db_say(s, job, op))
+            srv_log(s, "search %" PRId64 ": cannot start it now: %s", job->row_id, op->err.msg);
         s->pools[pool].paused_until = ap_now_us() + SRV_RETRY_US;
         job->urgent = true;
         unkeep(s, pool);
@@ -1084,7 +1085,8 @@ static void outcome_cb(srv *s, srv_dbop *op)
         /* The store is away: keep the outcome, store it again soon; the
          * callers wait (an answer not stored could differ from the one the
          * next asker gets). */
-        srv_log(s, "search %" PRId64 ": storing its outcome: %s (trying again)", job->row_id, op->err.msg);
+        if (srv_db_say(s, job, op))
+            srv_log(s, "search %" PRId64 ": storing its outcome: %s (trying again)", job->row_id, op->err.msg);
         job->stage = JOB_FINISHING;
         job->retry_us = ap_now_us() + SRV_RETRY_US;
         return;
@@ -1231,7 +1233,8 @@ static void progress_cb(srv *s, srv_dbop *op)
     op_progress *o = (op_progress *)op;
     srv_job *job = op->job;
     if (op->rc < 0) {
-        srv_log(s, "checkpoint of search %" PRId64 ": %s", o->id, op->err.msg);
+        if (srv_db_say(s, NULL, op)) /* kept, written again: the outage's lines say the rest */
+            srv_log(s, "checkpoint of search %" PRId64 ": %s", o->id, op->err.msg);
         if (!job->dead) {
             job->prog_dirty = true;
             uv_mutex_lock(&job->pmu);
@@ -1572,7 +1575,7 @@ static void sweep_cb(srv *s, srv_dbop *op)
 {
     op_sweep *o = (op_sweep *)op;
     s->sweep_busy = false;
-    if (op->rc < 0)
+    if (op->rc < 0 && srv_db_say(s, NULL, op))
         srv_log(s, "looking for orphaned searches: %s", op->err.msg);
     for (int i = 0; i < o->n; i++)
         if (o->items[i].ok)
@@ -1633,7 +1636,7 @@ static void heartbeat_fn(store *db, srv_dbop *op)
 static void heartbeat_cb(srv *s, srv_dbop *op)
 {
     s->heartbeat_busy = false;
-    if (op->rc < 0)
+    if (op->rc < 0 && srv_db_say(s, NULL, op))
         srv_log(s, "heartbeat: %s", op->err.msg);
 }
 
@@ -1683,7 +1686,8 @@ static void hits_cb(srv *s, srv_dbop *op)
     op_hits *o = (op_hits *)op;
     s->hits_busy = false;
     if (op->rc < 0) { /* counted again next time */
-        srv_log(s, "counting cache hits: %s", op->err.msg);
+        if (srv_db_say(s, NULL, op))
+            srv_log(s, "counting cache hits: %s", op->err.msg);
         for (int i = 0; i < o->n; i++)
             add_hits(s, o->ids[i], o->counts[i]);
     }
@@ -1742,7 +1746,7 @@ static void watch_fn(store *db, srv_dbop *op)
 
 static void watch_cb(srv *s, srv_dbop *op)
 {
-    if (op->rc < 0)
+    if (op->rc < 0 && srv_db_say(s, NULL, op))
         srv_log(s, "watch: %s", op->err.msg);
 }
 
@@ -1854,7 +1858,8 @@ static void gc_cb(srv *s, srv_dbop *op)
     op_gc *o = (op_gc *)op;
     s->gc_busy = false;
     if (op->rc < 0) {
-        srv_log(s, "retention: %s", op->err.msg);
+        if (srv_db_say(s, NULL, op))
+            srv_log(s, "retention: %s", op->err.msg);
         return;
     }
     /* one line a minute at most */

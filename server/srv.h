@@ -49,6 +49,7 @@
 #define SRV_HITS_FLUSH_US (1 * 1000000LL)
 #define SRV_REMOTE_POLL_US 250000LL       /* rows of this daemon's jobs that others run */
 #define SRV_RETRY_US (1 * 1000000LL)      /* results to store again while the store is away */
+#define SRV_OUTAGE_REMIND_S 60.0          /* the log says the store still fails this often */
 #define SRV_STOP_WAIT_US (2 * 1000000LL)  /* after the grace period, for tasks to come back */
 #define SRV_TRIM_BYTES (4 << 20)          /* after a request this big, memory goes back to the system */
 #define SRV_GC_US (60 * 1000000LL)        /* retention by age runs this often, */
@@ -228,6 +229,7 @@ struct srv_job {
     /* JOB_REMOTE: what the row said when last polled */
     int64_t remote_progress_us;
     int64_t retry_us;         /* JOB_FINISHING: when to store the outcome again */
+    int outage_said;          /* the last store outage (srv_outage.n) a line about it named */
 };
 
 /* Calls handed to the loop by the gRPC thread (allocated there: a failure
@@ -304,6 +306,19 @@ typedef struct srv_stats {
     uint64_t joined, started;                          /* the loop's */
 } srv_stats;
 
+/* The store's outages as the log tells them (db.c): a line when the store
+ * starts failing, with why; a line a minute while it goes on; a line when
+ * it answers again.  Lines about the chores (sweeps, heartbeats,
+ * checkpoints) leave out the store's failures, told here; a line about a
+ * search the store failed comes once per search and outage. */
+typedef struct srv_outage {
+    bool down;
+    int n;               /* outages so far */
+    double since, said;  /* ap_mono_s: when it began, when the log last said so */
+    uint64_t failed;     /* operations failed in this one */
+    char why[512];       /* the last failure's message */
+} srv_outage;
+
 struct srv {
     srv_options opt;
     uv_loop_t loop;
@@ -340,6 +355,7 @@ struct srv {
     int n_hits, cap_hits;
     bool hits_busy, heartbeat_busy, sweep_busy, poll_busy, cancels_busy, gc_busy, alone_busy; /* one at a time */
     bool trim;              /* a big request ended: memory back to the system */
+    srv_outage outage;
     srv_stats stats;
     srv_metrics metrics;    /* Prometheus's (/metrics): any thread */
     int64_t start_us, last_heartbeat, last_sweep, last_flush, last_remote, last_ckpt, last_gc, last_gc_size;
@@ -413,6 +429,10 @@ struct srv_dbop {
 };
 void *srv_db_new(srv *s, size_t size, srv_db_fn fn, srv_db_cb cb, srv_job *job);
 void srv_db_submit(srv *s, srv_dbop *op);
+/* Whether a line about job's failed operation op belongs in the log: not
+ * when the store failed it and the log named this outage for this search
+ * already (the outage itself is told once, by db.c). */
+bool srv_db_say(srv *s, srv_job *job, const srv_dbop *op);
 /* An operation that only reads, and needs no order with the others (the
  * lookup of a new request): on one of the reader threads, each with its
  * own connection, beside the store's thread. */

@@ -259,6 +259,7 @@ typedef struct pg {
     int busy_ms;
     bool prepared[S__COUNT];
     int64_t next_connect_us; /* after a failed connection: not before */
+    char connect_failed[300]; /* why that connection failed, said again meanwhile */
     /* the current operation: statements that succeeded, and whether it
      * failed because the connection was gone */
     int done;
@@ -343,10 +344,10 @@ static void quiet(void *arg, const char *msg)
 static int lost(pg *s, ap_error *err, const char *what, const char *detail)
 {
     s->lost = true;
-    char d[300];
+    char d[400];
     snprintf(d, sizeof d, "%s", detail ? detail : "");
     for (char *c = d; *c; c++)
-        if (*c == '\n')
+        if (*c == '\n' || *c == '\t')
             *c = ' ';
     return ap_error_set(err, AP_EIO, "store unavailable: %s (%s): %s", s->where, what, d);
 }
@@ -356,8 +357,11 @@ static int connect_now(pg *s, ap_error *err)
     if (s->conn && PQstatus(s->conn) == CONNECTION_OK)
         return 0;
     int64_t now = (int64_t)(ap_mono_s() * 1e6);
-    if (now < s->next_connect_us)
-        return lost(s, err, "connect", "the last attempt failed a moment ago");
+    if (now < s->next_connect_us) {
+        char d[sizeof s->connect_failed + 40];
+        snprintf(d, sizeof d, "%s (the last attempt, a moment ago)", s->connect_failed);
+        return lost(s, err, "connect", d);
+    }
     if (s->conn) {
         PQfinish(s->conn);
         s->conn = NULL;
@@ -386,7 +390,11 @@ static int connect_now(pg *s, ap_error *err)
     s->conn = PQconnectdbParams(kw, val, 1);
     if (!s->conn || PQstatus(s->conn) != CONNECTION_OK) {
         s->next_connect_us = now + 1000000;
-        return lost(s, err, "connect", s->conn ? PQerrorMessage(s->conn) : "out of memory");
+        char *why = s->connect_failed;
+        snprintf(why, sizeof s->connect_failed, "%s", s->conn ? PQerrorMessage(s->conn) : "out of memory");
+        for (size_t k = strlen(why); k && (why[k - 1] == '\n' || why[k - 1] == ' ');)
+            why[--k] = 0;
+        return lost(s, err, "connect", s->connect_failed);
     }
     PQsetNoticeProcessor(s->conn, quiet, NULL);
     /* A store locked by someone else waits as long as SQLite's busy

@@ -69,16 +69,21 @@ void store_observe(store *s, store_observer fn, void *ud)
     s->observe_ud = ud;
 }
 
+bool store_failure(int rc)
+{
+    return rc < 0 && rc != AP_ECONFLICT && rc != AP_EINVALID && rc != AP_ENOTFOUND;
+}
+
 /* Runs an operation, telling the observer how long it took and whether
  * the store failed it (a conflict or a bad argument is an answer, not a
  * failure). */
+
 #define OBSERVED(s, call)                                                                                          \
     do {                                                                                                           \
         double t0_ = (s)->observe ? ap_mono_s() : 0;                                                               \
         int rc_ = (call);                                                                                          \
         if ((s)->observe)                                                                                          \
-            (s)->observe((s)->observe_ud, ap_mono_s() - t0_,                                                       \
-                         rc_ < 0 && rc_ != AP_ECONFLICT && rc_ != AP_EINVALID && rc_ != AP_ENOTFOUND);               \
+            (s)->observe((s)->observe_ud, ap_mono_s() - t0_, store_failure(rc_));                                   \
         return rc_;                                                                                                \
     } while (0)
 

@@ -75,6 +75,10 @@ const char *store_owner(const store *s);
 /* Called after every operation on s, on the caller's thread, with its
  * time and whether the store failed it (unreachable, locked, I/O). */
 typedef void (*store_observer)(void *ud, double seconds, bool failed);
+/* Whether an operation's result rc says the store failed it (unreachable,
+ * locked past the busy timeout, I/O), not that it answered (a conflict, not
+ * found, a bad argument are answers). */
+bool store_failure(int rc);
 void store_observe(store *s, store_observer fn, void *ud);
 /* "sqlite" or "postgresql". */
 const char *store_backend(const store *s);

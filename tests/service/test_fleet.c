@@ -19,6 +19,7 @@
  *   daemon gives, nothing finished is lost.  The figures are printed.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdatomic.h>
 
 #include <sqlite3.h>
@@ -330,7 +331,8 @@ START_TEST(test_store_goes_away)
         ap_free(log);
     }
     ck_assert_msg(held, "the search never finished while the store was away (see %s)", d.log);
-    usleep(500000);
+    /* away a few seconds at least: the chores fail many times meanwhile */
+    usleep((useconds_t)(1e6 * fmax(0.5, t_down + 3.0 - ap_mono_s())));
     ck_assert_msg(!b.run.t_end, "the search was answered while its result could not be stored");
     double t_held = ap_mono_s();
     ck_assert_int_eq(pg_control(&cluster, "resume"), 0);
@@ -351,6 +353,20 @@ START_TEST(test_store_goes_away)
     rc = svc_call(c, SVC_GET, &gr.base, &r, &len, &st);
     ck_assert_msg(rc == 0, "%s", st.msg);
     ap_free(r);
+    /* The operator's log tells the outage, not each sweep, heartbeat and
+     * retry that failed during it: that the store fails and why, the
+     * search whose outcome waits, that the store is back. */
+    char *log = NULL;
+    size_t n;
+    ap_error e;
+    ck_assert_int_eq(ap_read_file(d.log, &log, &n, &e), 0);
+    int lines = 0;
+    for (const char *l = log; (l = strstr(l, "store unavailable")); l++)
+        lines++;
+    ck_assert_msg(lines >= 1 && lines <= 4, "%d lines about the store's %.1f s away (see %s)", lines, t_held - t_down,
+                  d.log);
+    ck_assert_msg(strstr(log, "the store answers again"), "never said the store is back (see %s)", d.log);
+    ap_free(log);
     free(again.result);
     free(b.run.result);
     wire_close(c);
