@@ -44,10 +44,30 @@
  * decisions (those that lowered the start's peak), in the order of the
  * bytes each saved at the start per second of step time it cost there
  * (those that cost none first): the state the completion expects to end
- * fastest once it fits, by the start's figures, and only while that beats
- * the best that fits.  Each step is a node of the tree, scored as any; a
- * state a memory-saving step made goes on with the steps after it in that
- * order, so a set of them is tried once, not in every order.
+ * fastest once it fits, and only while that beats the best that fits.
+ * Each step is a node of the tree, scored as any; a state a memory-saving
+ * step made goes on with the steps after it in that order, so a set of
+ * them is tried once, not in every order.
+ *
+ * What the completion expects rests on two figures.  The start's: the
+ * time its remaining memory-saving decisions cost there until the bytes
+ * they saved there cover the excess.  And the price of memory it has
+ * paid: once a completion fits, the step time it added per byte its lead
+ * was over the limit; a state over the limit by X bytes is expected no
+ * sooner than its own time plus X at the lowest price paid so far (a
+ * Lagrangian bound: time + price x excess), whichever is later.  The
+ * start's figures alone are blind to the order of steps, and the order
+ * decides what sharding costs later: on T32 under 90 GiB a state that has
+ * taken the large steps along `model` still counts the hundreds of GiB
+ * each of the others saved at the start, so every state over the limit
+ * looked a free completion away from fitting and the fastest always led.
+ * The fastest took `batch['targets']` along `model` first (the no-limit
+ * path), after which each parameter sharded along `batch` costs 3.3%
+ * (3.87 s to fit), and the completion spent its quarter there while the
+ * state with Megatron's MLP split first, 0.03 s slower and 7 GiB lower,
+ * where that sharding is free (3.740 s at 86.7 GiB), waited.  Priced, the
+ * lower state leads once the first completion has shown what a byte
+ * costs on the other path.
  *
  * Twins: decisions that gave one state at the start are one child of the
  * root, but not everywhere: propagation ties w_up's hidden dim to
@@ -174,6 +194,8 @@ struct search_engine {
     uint32_t *save_at;   /* per decision: its place in the save order + 1 (0: not there) */
     uint32_t *stamp;     /* per unit and axis: completed_time's marks (stamp_gen: this call's) */
     uint32_t stamp_gen;
+    double price;        /* seconds of step time per byte over the limit that a completion
+                            paid to fit, the lowest so far (INFINITY: none has fitted) */
     /* the tree */
     search_node *nodes;
     uint32_t n_nodes, cap_nodes;
@@ -744,6 +766,7 @@ static int node_new(engine *e, uint64_t hash, uint32_t parent, uint32_t decision
      * decisions after its own in the save order (a set of them is tried in
      * that order once, not in every order); any other from the first */
     n->next_save = completes ? e->save_at[decision] : 0;
+    n->completes = completes;
     n->reward = e->j0 / objective(e, runtime, peak);
     n->best = n->reward;
     n->episode = e->episodes;
@@ -1033,8 +1056,10 @@ static int extend_best(engine *e, uint32_t *path, int n)
  * its own, plus the time its memory-saving decisions still to try (in the
  * save order, one per unit and axis not decided on its path) cost at the
  * start, until the bytes they saved there cover its excess; INFINITY when
- * they do not.  A guess from the start's figures, which only ranks the
- * states to complete: every state it leads to is scored. */
+ * they do not; and no sooner than its own time plus its excess at the
+ * price of memory paid so far (the head comment says why).  A guess,
+ * which only ranks the states to complete: every state it leads to is
+ * scored. */
 static double completed_time(engine *e, uint32_t node)
 {
     const search_node *x = &e->nodes[node], *root = &e->nodes[0];
@@ -1054,7 +1079,13 @@ static double completed_time(engine *e, uint32_t node)
         if (d->runtime_s > root->runtime_s)
             t += d->runtime_s - root->runtime_s;
     }
-    return excess > 0 ? INFINITY : t;
+    if (excess > 0)
+        return INFINITY;
+    if (e->price < INFINITY) {
+        double priced = x->runtime_s + e->price * ((double)x->peak - e->limit);
+        t = priced > t ? priced : t;
+    }
+    return t;
 }
 
 /* The completion (the head comment): up to n leaves that extend the state
@@ -1120,6 +1151,24 @@ static void propagate_best(engine *e, const uint32_t *path, uint32_t path_n, dou
         e->best_reward = reward;
 }
 
+/* A state a step of the completion made fits: what that completion paid,
+ * in step time per byte its lead (the nearest state above it the
+ * completion did not make) was over the limit, lowers the price of memory
+ * (completed_time). */
+static void learn_price(engine *e, uint32_t node)
+{
+    uint32_t lead = e->nodes[node].parent;
+    while (lead != 0 && e->nodes[lead].completes)
+        lead = e->nodes[lead].parent;
+    const search_node *l = &e->nodes[lead], *f = &e->nodes[node];
+    double over = (double)l->peak - e->limit;
+    if (over <= 0)
+        return;
+    double paid = f->runtime_s > l->runtime_s ? (f->runtime_s - l->runtime_s) / over : 0;
+    if (paid < e->price)
+        e->price = paid;
+}
+
 static int backup(engine *e, task *t)
 {
     uint32_t parent = t->parent;
@@ -1135,6 +1184,8 @@ static int backup(engine *e, task *t)
     if (child == SEARCH_NONE) {
         if ((rc = node_new(e, t->hash, parent, t->decision, t->completes, t->runtime_s, t->peak, &child)) < 0)
             return rc;
+        if (t->completes && fits(e, t->peak))
+            learn_price(e, child);
         if (better_result(e, e->best, child)) {
             e->best = child;
             e->best_episode = e->episodes;
@@ -1798,6 +1849,7 @@ static int engine_open(engine *e, const ir_partition *start, const search_option
     e->nodes[root].visits = 1;
     e->best = root;
     e->best_reward = e->nodes[root].reward;
+    e->price = INFINITY;
     /* resumed: the clock goes on from where the checkpoint stopped */
     double elapsed;
     if (search__log_open(&e->log, e->o.resume, e->o.resume_len, e->o.seed, (uint32_t)e->o.batch, e->units.n,

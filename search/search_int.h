@@ -71,6 +71,7 @@ typedef struct search_node {
     bool exhausted;     /* nothing left to try below */
     uint32_t next_try;  /* next decision (in prior order) to try here */
     uint32_t next_save; /* next memory-saving decision (engine's save order) to try here */
+    bool completes;     /* made by a step of the completion */
     search_edge *edges;
     uint32_t n_edges, cap_edges;
     uint32_t visits;
