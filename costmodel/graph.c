@@ -493,9 +493,14 @@ typedef struct abuf {
 
 /* A live-out allocation: its buffer's record, its first step, the first
  * record placed in it and the span of those placed (lo..hi: they do not
- * overlap each other, so a buffer outside the span overlaps none). */
+ * overlap each other, so a buffer outside the span overlaps none); the
+ * last allocation made before it that starts later (up: those between
+ * start no later, so a buffer ending too late for this one is too late
+ * for them), and the record placed in it that last turned a buffer away
+ * (hit: buffers come in the order of their first steps within a size, so
+ * the next often overlaps it too). */
 typedef struct aout {
-    uint32_t rec, start, head, lo, hi;
+    uint32_t rec, start, head, lo, hi, up, hit;
 } aout;
 
 /* A size assign sorts by (bytes, and whether live-out): how many records
@@ -1306,19 +1311,20 @@ static void asg_sort(gs *s, uint32_t nb, uint32_t n)
     }
 }
 
-/* Whether buffer v fits in live-out allocation a: its steps overlap
- * neither a's own buffer's (from its first step to the end) nor those of
- * the buffers already placed in a.  No size check: a is sorted before v,
- * so it is not smaller. */
-static bool asg_fits(const abuf *rec, const aout *a, const abuf *v)
+/* Whether buffer v, which ends before live-out allocation a starts, fits
+ * in a: its steps overlap none of those of the buffers already placed in
+ * a.  No size check: a is sorted before v, so it is not smaller. */
+static bool asg_fits(const abuf *rec, aout *a, const abuf *v)
 {
-    if (v->end >= a->start)
-        return false;
     if (a->head == CG_NONE || v->end < a->lo || v->start > a->hi)
         return true;
+    if (a->hit != CG_NONE && !(rec[a->hit].end < v->start || v->end < rec[a->hit].start))
+        return false;
     for (uint32_t c = a->head; c != CG_NONE; c = rec[c].next)
-        if (!(rec[c].end < v->start || v->end < rec[c].start))
+        if (!(rec[c].end < v->start || v->end < rec[c].start)) {
+            a->hit = c;
             return false;
+        }
     return true;
 }
 
@@ -1372,28 +1378,37 @@ static int64_t assign_recorded(const cost_graph *g, gs *s, const uint32_t *order
     for (uint32_t i = 0; i < nb; i++) {
         abuf *v = &rec[i];
         if (v->end == CG_NONE) {
-            outs_a[n_out++] = (aout){i, v->start, CG_NONE, 0, 0};
+            uint32_t up = n_out ? n_out - 1 : CG_NONE;
+            while (up != CG_NONE && outs_a[up].start <= v->start)
+                up = outs_a[up].up;
+            outs_a[n_out++] = (aout){i, v->start, CG_NONE, 0, 0, up, CG_NONE};
             outs += v->bytes;
             written = v->start > written ? v->start : written;
             continue;
         }
         bool placed = false;
-        /* the smallest allocation first */
-        for (uint32_t j = n_out; j-- > 0 && v->end < written;) {
+        /* the smallest allocation first, of those starting after v ends */
+        for (uint32_t j = v->end < written ? n_out - 1 : CG_NONE; j != CG_NONE;) {
             aout *a = &outs_a[j];
-            if (asg_fits(rec, a, v)) {
-                if (a->head == CG_NONE) {
-                    a->lo = v->start;
-                    a->hi = v->end;
-                } else {
-                    a->lo = v->start < a->lo ? v->start : a->lo;
-                    a->hi = v->end > a->hi ? v->end : a->hi;
-                }
-                v->next = a->head;
-                a->head = i;
-                placed = true;
-                break;
+            if (v->end >= a->start) {
+                j = a->up;
+                continue;
             }
+            if (!asg_fits(rec, a, v)) {
+                j = j ? j - 1 : CG_NONE;
+                continue;
+            }
+            if (a->head == CG_NONE) {
+                a->lo = v->start;
+                a->hi = v->end;
+            } else {
+                a->lo = v->start < a->lo ? v->start : a->lo;
+                a->hi = v->end > a->hi ? v->end : a->hi;
+            }
+            v->next = a->head;
+            a->head = i;
+            placed = true;
+            break;
         }
         if (!placed) {
             s->hdiff[v->start] += v->bytes;
