@@ -493,10 +493,24 @@ typedef struct abuf {
 
 /* A live-out allocation: its buffer's record, its first step, the first
  * record placed in it and the span of those placed (lo..hi: they do not
- * overlap each other, so a buffer outside the span overlaps none). */
+ * overlap each other, so a buffer outside the span overlaps none); the
+ * last allocation made before it that starts later (up: those between
+ * start no later, so a buffer ending too late for this one is too late
+ * for them), and the record placed in it that last turned a buffer away
+ * (hit: buffers come in the order of their first steps within a size, so
+ * the next often overlaps it too). */
 typedef struct aout {
-    uint32_t rec, start, head, lo, hi;
+    uint32_t rec, start, head, lo, hi, up, hit;
 } aout;
+
+/* A size assign sorts by (bytes, and whether live-out): how many records
+ * have it, then where the first of them goes. */
+typedef struct asize {
+    int64_t bytes;
+    uint32_t out; /* 1: live-out */
+    uint32_t n;   /* records of this size */
+    uint32_t num; /* its number, in the order first met */
+} asize;
 
 typedef struct gs {
     uint32_t cap_v, cap_n, cap_e, cap_k, cap_h, cap_ku;
@@ -537,8 +551,11 @@ typedef struct gs {
      * first and last step; the buffers as assign sorts them, and its
      * live-out allocations */
     uint32_t *bown, *bstart, *bend;
-    abuf *arec;
+    abuf *arec, *atmp;
     aout *aouts;
+    asize *asizes;   /* the sizes asg_sort met */
+    uint32_t *aslot;  /* their hash table (index + 1 into asizes, 0: empty): 2 slots per value */
+    uint32_t *acount; /* per step: asg_sort's counts */
     int64_t *hdiff; /* per step: heap bytes starting minus ending there */
     bool rec;       /* sim_step records the buffers' steps */
 } gs;
@@ -598,7 +615,11 @@ static void scratch_free(void *scratch)
     ap_free(s->bstart);
     ap_free(s->bend);
     ap_free(s->arec);
+    ap_free(s->atmp);
     ap_free(s->aouts);
+    ap_free(s->asizes);
+    ap_free(s->aslot);
+    ap_free(s->acount);
     ap_free(s->hdiff);
     ap_free(s);
 }
@@ -630,7 +651,13 @@ static bool scratch_fit(cost_graph *g, gs **out)
         if (!REALLOC(s->vstamp, c) || !REALLOC(s->nusers, c) || !REALLOC(s->u0, c + 1) || !REALLOC(s->ku0, c + 1) ||
             !REALLOC(s->rem, c) || !REALLOC(s->left, c) || !REALLOC(s->uses, c) || !REALLOC(s->pending, c) || !REALLOC(s->kfill, c) || !REALLOC(s->vread, c) ||
             !REALLOC(s->alloc, c) || !REALLOC(s->vflag, c) || !REALLOC(s->bown, c) || !REALLOC(s->bstart, c) ||
-            !REALLOC(s->bend, c) || !REALLOC(s->arec, c) || !REALLOC(s->aouts, c))
+            !REALLOC(s->bend, c) || !REALLOC(s->arec, c) || !REALLOC(s->atmp, c) || !REALLOC(s->aouts, c) ||
+            !REALLOC(s->asizes, c))
+            return false;
+        uint32_t h = 64;
+        while (h < 2 * c)
+            h *= 2;
+        if (!REALLOC(s->aslot, h))
             return false;
         s->cap_v = c;
     }
@@ -640,7 +667,7 @@ static bool scratch_fit(cost_graph *g, gs **out)
             !REALLOC(s->nstate, c) || !REALLOC(s->nstamp, c) || !REALLOC(s->k0, c + 1) || !REALLOC(s->order, c) ||
             !REALLOC(s->lorder, c) || !REALLOC(s->ready, c) || !REALLOC(s->npred, c) || !REALLOC(s->npred0, c) || !REALLOC(s->ver, c) || !REALLOC(s->ev, c) ||
             !REALLOC(s->evlast, c) || !REALLOC(s->key, c) || !REALLOC(s->porder, c) || !REALLOC(s->move, c) ||
-            !REALLOC(s->kcount, 2 * (size_t)c + 2) || !REALLOC(s->hdiff, c + 1))
+            !REALLOC(s->kcount, 2 * (size_t)c + 2) || !REALLOC(s->hdiff, c + 1) || !REALLOC(s->acount, c + 1))
             return false;
         s->cap_n = c;
     }
@@ -1224,34 +1251,80 @@ static sim simulate(const cost_graph *g, gs *s, const uint32_t *order, uint32_t 
  * fit at offsets, which may leave holes) is not modelled: the heap counts
  * as the peak of its live bytes. */
 
-/* Largest first, a live-out buffer before another of the same size, then
- * by first step and value: a total order, so any sort gives the same. */
-static int asg_cmp(const void *a, const void *b)
+/* Largest first, a live-out buffer before another of the same size. */
+static int asize_cmp(const void *a, const void *b)
 {
-    const abuf *x = a, *y = b;
+    const asize *x = a, *y = b;
     if (x->bytes != y->bytes)
         return x->bytes > y->bytes ? -1 : 1;
-    bool ox = x->end == CG_NONE, oy = y->end == CG_NONE;
-    if (ox != oy)
-        return ox ? -1 : 1;
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
-    return x->id < y->id ? -1 : x->id > y->id;
+    return (int)y->out - (int)x->out;
 }
 
-/* Whether buffer v fits in live-out allocation a: its steps overlap
- * neither a's own buffer's (from its first step to the end) nor those of
- * the buffers already placed in a.  No size check: a is sorted before v,
- * so it is not smaller. */
-static bool asg_fits(const abuf *rec, const aout *a, const abuf *v)
+/* Sorts the nb records of s->arec (made in the order of their values, each
+ * starting before step n) as assign places them: largest first, a live-out
+ * buffer before another of the same size, then by first step, then by
+ * value.  Two stable counting sorts instead of qsort's comparisons (a third
+ * of assign): by first step, then by size, of which a block has few (a
+ * hash table numbers them, and only those are compared). */
+static void asg_sort(gs *s, uint32_t nb, uint32_t n)
 {
-    if (v->end >= a->start)
-        return false;
+    abuf *rec = s->arec, *tmp = s->atmp;
+    uint32_t *cnt = s->acount;
+    memset(cnt, 0, sizeof *cnt * (n + 1));
+    for (uint32_t i = 0; i < nb; i++)
+        cnt[rec[i].start + 1]++;
+    for (uint32_t i = 1; i <= n; i++)
+        cnt[i] += cnt[i - 1];
+    for (uint32_t i = 0; i < nb; i++)
+        tmp[cnt[rec[i].start]++] = rec[i];
+    /* number the sizes: tmp[].next holds its size's number until placed */
+    uint32_t slots = 64, m = 0;
+    while (slots < 2 * nb)
+        slots *= 2;
+    uint32_t mask = slots - 1;
+    memset(s->aslot, 0, sizeof *s->aslot * slots);
+    for (uint32_t i = 0; i < nb; i++) {
+        uint32_t out = tmp[i].end == CG_NONE, k;
+        for (uint64_t h = ((uint64_t)tmp[i].bytes * 0x9E3779B97F4A7C15ull) >> 32 ^ out;; h++) {
+            k = s->aslot[h & mask];
+            if (!k) {
+                s->asizes[m] = (asize){tmp[i].bytes, out, 0, m};
+                s->aslot[h & mask] = k = ++m;
+                break;
+            }
+            if (s->asizes[k - 1].bytes == tmp[i].bytes && s->asizes[k - 1].out == out)
+                break;
+        }
+        s->asizes[k - 1].n++;
+        tmp[i].next = k - 1;
+    }
+    qsort(s->asizes, m, sizeof *s->asizes, asize_cmp);
+    uint32_t *first = s->aslot; /* done with the table: per size's number, where its next record goes */
+    for (uint32_t j = 0, at = 0; j < m; j++) {
+        first[s->asizes[j].num] = at;
+        at += s->asizes[j].n;
+    }
+    for (uint32_t i = 0; i < nb; i++) {
+        abuf *r = &rec[first[tmp[i].next]++];
+        *r = tmp[i];
+        r->next = CG_NONE;
+    }
+}
+
+/* Whether buffer v, which ends before live-out allocation a starts, fits
+ * in a: its steps overlap none of those of the buffers already placed in
+ * a.  No size check: a is sorted before v, so it is not smaller. */
+static bool asg_fits(const abuf *rec, aout *a, const abuf *v)
+{
     if (a->head == CG_NONE || v->end < a->lo || v->start > a->hi)
         return true;
+    if (a->hit != CG_NONE && !(rec[a->hit].end < v->start || v->end < rec[a->hit].start))
+        return false;
     for (uint32_t c = a->head; c != CG_NONE; c = rec[c].next)
-        if (!(rec[c].end < v->start || v->end < rec[c].start))
+        if (!(rec[c].end < v->start || v->end < rec[c].start)) {
+            a->hit = c;
             return false;
+        }
     return true;
 }
 
@@ -1297,7 +1370,7 @@ static int64_t assign_recorded(const cost_graph *g, gs *s, const uint32_t *order
             s->hdiff[s->bend[v] + 1] -= bytes;
         }
     }
-    qsort(rec, nb, sizeof *rec, asg_cmp);
+    asg_sort(s, nb, n);
     aout *outs_a = s->aouts;
     int64_t outs = 0;
     uint32_t n_out = 0;   /* the live-out allocations, in the order made */
@@ -1305,28 +1378,37 @@ static int64_t assign_recorded(const cost_graph *g, gs *s, const uint32_t *order
     for (uint32_t i = 0; i < nb; i++) {
         abuf *v = &rec[i];
         if (v->end == CG_NONE) {
-            outs_a[n_out++] = (aout){i, v->start, CG_NONE, 0, 0};
+            uint32_t up = n_out ? n_out - 1 : CG_NONE;
+            while (up != CG_NONE && outs_a[up].start <= v->start)
+                up = outs_a[up].up;
+            outs_a[n_out++] = (aout){i, v->start, CG_NONE, 0, 0, up, CG_NONE};
             outs += v->bytes;
             written = v->start > written ? v->start : written;
             continue;
         }
         bool placed = false;
-        /* the smallest allocation first */
-        for (uint32_t j = n_out; j-- > 0 && v->end < written;) {
+        /* the smallest allocation first, of those starting after v ends */
+        for (uint32_t j = v->end < written ? n_out - 1 : CG_NONE; j != CG_NONE;) {
             aout *a = &outs_a[j];
-            if (asg_fits(rec, a, v)) {
-                if (a->head == CG_NONE) {
-                    a->lo = v->start;
-                    a->hi = v->end;
-                } else {
-                    a->lo = v->start < a->lo ? v->start : a->lo;
-                    a->hi = v->end > a->hi ? v->end : a->hi;
-                }
-                v->next = a->head;
-                a->head = i;
-                placed = true;
-                break;
+            if (v->end >= a->start) {
+                j = a->up;
+                continue;
             }
+            if (!asg_fits(rec, a, v)) {
+                j = j ? j - 1 : CG_NONE;
+                continue;
+            }
+            if (a->head == CG_NONE) {
+                a->lo = v->start;
+                a->hi = v->end;
+            } else {
+                a->lo = v->start < a->lo ? v->start : a->lo;
+                a->hi = v->end > a->hi ? v->end : a->hi;
+            }
+            v->next = a->head;
+            a->head = i;
+            placed = true;
+            break;
         }
         if (!placed) {
             s->hdiff[v->start] += v->bytes;
