@@ -497,10 +497,13 @@ static void memory_text(const json_t *ex, unsigned flags, ap_buf *b)
         memory_head(jm, b);
         ap_buf_puts(b, " of a ");
         put_bytes(b, num(jm, "limit_bytes"));
-        ap_buf_printf(b, " limit%s%s\n",
+        /* over meshes, the mesh chosen is the one whose search leads
+         * nearest a fit (mesh.c), not the lowest peak of all */
+        ap_buf_printf(b, " limit%s%s%s\n",
                       none_fits ? ": nothing found fits; this is the lowest-memory schedule"
                       : json_is_true(json_object_get(jm, "binds"))   ? ": it binds (faster schedules found need more)"
                                                                       : "",
+                      none_fits && json_object_get(ex, "meshes") ? " of the mesh chosen" : "",
                       above ? " (what fills it: the cost estimate above)" : "");
     }
     if (above) /* the cost estimate's breakdown is this one, and lists the largest values */

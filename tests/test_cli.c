@@ -552,6 +552,15 @@ START_TEST(search_devices)
                       strstr(r.out, "not tried, the budget spent on those before them (1): 2x2\n"),
                   "%s", r.out);
     cli_run_free(&r);
+    /* a limit nothing meets: the lowest peak is the chosen mesh's (the
+     * meshes go on by where their searches lead, not by their peaks) */
+    r = RUN("search", tiny_path, "--devices", "4", "--episodes", "60", "--device", "tpu_v3", "--memory-limit", "1KiB");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_msg(strstr(r.out, "NOTHING FOUND FITS the memory limit: this is the lowest-memory schedule found on the "
+                                "mesh chosen (each mesh's lowest: see why this answer)\n") &&
+                      strstr(r.out, "nothing found fits; this is the lowest-memory schedule of the mesh chosen"),
+                  "%s", r.out);
+    cli_run_free(&r);
     r = RUN("search", tiny_path, "--devices", "4", "--axes-names", "data,model", "--manual",
             "manual data batch['inputs']=0", "--episodes", "40", "--json");
     ck_assert_msg(r.status == 0, "%s", r.err);

@@ -765,7 +765,8 @@ void cli_print_search(FILE *f, const cli_search_text *t, bool verbose)
     if (t->mesh)
         fprintf(f, "mesh: %s (the best of %lld meshes tried: see why this answer)\n", t->mesh, t->n_meshes);
     if (t->none_fits)
-        fprintf(f, "NOTHING FOUND FITS the memory limit: this is the lowest-memory schedule found\n");
+        fprintf(f, "NOTHING FOUND FITS the memory limit: this is the lowest-memory schedule found%s\n",
+                t->mesh ? " on the mesh chosen (each mesh's lowest: see why this answer)" : "");
     /* The schedule, the search's actions marked in it by a comment (the
      * text still applies as it is). */
     const char *sched = t->schedule ? t->schedule : "", *acts = t->actions ? t->actions : "";
