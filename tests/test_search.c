@@ -228,11 +228,39 @@ START_TEST(chooses_the_enumerated_best_mesh)
 }
 END_TEST
 
+/* The search of `m` on `d` under `o` rerun with `threads` threads gives
+ * `ref` again: the same mesh, schedule, step time, episodes and meshes
+ * looked at, each with the same episodes and figure. */
+static void same_devices_answer(ir_module *m, const search_devices *d, search_options o, int threads,
+                                const search_result *ref)
+{
+    ap_error err;
+    search_result r;
+    o.threads = threads;
+    ck_assert_msg(search_run_devices(m, ir_module_entry(m), d, &o, &r, &err) == 0, "%s", err.msg);
+    ap_buf a, b;
+    ap_buf_init(&a);
+    ap_buf_init(&b);
+    ir_mesh_format(ir_pctx_mesh(ref->ctx), &a);
+    ir_mesh_format(ir_pctx_mesh(r.ctx), &b);
+    ck_assert_str_eq(b.data, a.data);
+    ck_assert_str_eq(r.schedule, ref->schedule);
+    ck_assert(r.report.runtime_s == ref->report.runtime_s);
+    ck_assert_int_eq(r.episodes, ref->episodes);
+    ck_assert_int_eq(r.n_meshes, ref->n_meshes);
+    for (int i = 0; i < r.n_meshes; i++) {
+        ck_assert(r.meshes[i].runtime_s == ref->meshes[i].runtime_s);
+        ck_assert_int_eq(r.meshes[i].episodes, ref->meshes[i].episodes);
+    }
+    ap_buf_free(&a);
+    ap_buf_free(&b);
+    search_result_free(&r);
+}
+
 START_TEST(same_mesh_for_any_thread_count)
 {
     ap_error err;
     ir_module *m = tl_generate("transformer", "small", "");
-    ir_op *f = ir_module_entry(m);
     search_options o;
     search_options_init(&o);
     o.max_episodes = 300;
@@ -240,32 +268,11 @@ START_TEST(same_mesh_for_any_thread_count)
     search_devices d = {.devices = 8};
     search_result ref;
     o.threads = 1;
-    ck_assert_msg(search_run_devices(m, f, &d, &o, &ref, &err) == 0, "%s", err.msg);
+    ck_assert_msg(search_run_devices(m, ir_module_entry(m), &d, &o, &ref, &err) == 0, "%s", err.msg);
     ck_assert(ref.n_meshes >= 2);
     ck_assert(ref.episodes <= 300);
-    ap_buf a;
-    ap_buf_init(&a);
-    ir_mesh_format(ir_pctx_mesh(ref.ctx), &a);
-    for (int t = 2; t <= 3; t++) {
-        search_result r;
-        o.threads = t;
-        ck_assert_msg(search_run_devices(m, f, &d, &o, &r, &err) == 0, "%s", err.msg);
-        ap_buf b;
-        ap_buf_init(&b);
-        ir_mesh_format(ir_pctx_mesh(r.ctx), &b);
-        ck_assert_str_eq(b.data, a.data);
-        ck_assert_str_eq(r.schedule, ref.schedule);
-        ck_assert(r.report.runtime_s == ref.report.runtime_s);
-        ck_assert_int_eq(r.episodes, ref.episodes);
-        ck_assert_int_eq(r.n_meshes, ref.n_meshes);
-        for (int i = 0; i < r.n_meshes; i++) {
-            ck_assert(r.meshes[i].runtime_s == ref.meshes[i].runtime_s);
-            ck_assert_int_eq(r.meshes[i].episodes, ref.meshes[i].episodes);
-        }
-        ap_buf_free(&b);
-        search_result_free(&r);
-    }
-    ap_buf_free(&a);
+    for (int t = 2; t <= 3; t++)
+        same_devices_answer(m, &d, o, t, &ref);
     search_result_free(&ref);
     ir_module_free(m);
 }
@@ -300,11 +307,7 @@ START_TEST(meshes_over_the_limit_go_on_by_where_they_lead)
     ck_assert_msg(ref.fits, "%lld bytes over the limit %.0f", (long long)ref.report.peak_memory_bytes,
                   o.memory_limit);
     ck_assert_msg(ref.report.runtime_s <= er.runtime_s, "%.6f s, FSDP %.6f s", ref.report.runtime_s, er.runtime_s);
-    o.threads = 2;
-    search_result r;
-    ck_assert_msg(search_run_devices(m, ir_module_entry(m), &d, &o, &r, &err) == 0, "%s", err.msg);
-    ck_assert_str_eq(r.schedule, ref.schedule);
-    search_result_free(&r);
+    same_devices_answer(m, &d, o, 2, &ref);
     search_result_free(&ref);
     ir_partition_free(ex);
     ap_free(fsdp);
@@ -341,13 +344,7 @@ START_TEST(scarce_budget_looks_at_fewer_meshes_properly)
     ck_assert_int_eq((int)json_array_size(untried), ref.meshes_considered - ref.n_meshes);
     ck_assert_msg(strstr(ref.explanation_text, "not tried, the budget spent on those before them"), "%s",
                   ref.explanation_text);
-    o.threads = 2;
-    search_result r;
-    ck_assert_msg(search_run_devices(m, f, &d, &o, &r, &err) == 0, "%s", err.msg);
-    ck_assert_str_eq(r.schedule, ref.schedule);
-    ck_assert_int_eq(r.episodes, ref.episodes);
-    ck_assert_int_eq(r.n_meshes, ref.n_meshes);
-    search_result_free(&r);
+    same_devices_answer(m, &d, o, 2, &ref);
     search_result_free(&ref);
     ir_module_free(m);
 }
