@@ -278,6 +278,27 @@ START_TEST(same_mesh_for_any_thread_count)
 }
 END_TEST
 
+/* MaxText's layout (RMSNorm, no biases, w_q/w_k/w_v apart), small, opened
+ * on `mesh`; `o` set for tpu_v4 under a limit only FSDP over every device
+ * meets (the zoo's FSDP schedule's own peak + 2%), FSDP's report in `er`. */
+static void maxtext_small_under_fsdp_limit(model *md, const char *mesh, search_options *o, cost_report *er)
+{
+    model_open(md,
+               tl_generate("transformer", "maxtext_22b",
+                           "layers=2 d_model=256 heads=4 head_dim=64 d_ff=1024 batch=16 seq=128 vocab=1000 "
+                           "attention=flash remat=full"),
+               mesh);
+    char *fsdp = tl_schedule("fsdp");
+    ir_partition *ex = state(md, fsdp);
+    search_options_init(o);
+    ap_error err;
+    ck_assert(cost_device_lookup("tpu_v4", &o->device, &err) == 0);
+    full_cost(ex, &o->device, er);
+    o->memory_limit = (double)er->peak_memory_bytes * 1.02;
+    ir_partition_free(ex);
+    ap_free(fsdp);
+}
+
 /* Under a limit only FSDP over every device meets (its own peak + 2%),
  * nothing fits on any mesh after the first look, and the meshes going on
  * are chosen by where their searches lead, not by how far they have got:
@@ -287,19 +308,11 @@ END_TEST
 START_TEST(meshes_over_the_limit_go_on_by_where_they_lead)
 {
     model md;
-    ir_module *m = tl_generate("transformer", "maxtext_22b",
-                               "layers=2 d_model=256 heads=4 head_dim=64 d_ff=1024 batch=16 seq=128 vocab=1000 "
-                               "attention=flash remat=full");
-    model_open(&md, m, "batch=16");
-    char *fsdp = tl_schedule("fsdp");
-    ir_partition *ex = state(&md, fsdp);
     search_options o;
-    search_options_init(&o);
-    ap_error err;
-    ck_assert(cost_device_lookup("tpu_v4", &o.device, &err) == 0);
     cost_report er;
-    full_cost(ex, &o.device, &er);
-    o.memory_limit = (double)er.peak_memory_bytes * 1.02;
+    maxtext_small_under_fsdp_limit(&md, "batch=16", &o, &er);
+    ir_module *m = md.m;
+    ap_error err;
     o.max_episodes = 900;
     search_devices d = {.devices = 16};
     search_result ref;
@@ -309,8 +322,6 @@ START_TEST(meshes_over_the_limit_go_on_by_where_they_lead)
     ck_assert_msg(ref.report.runtime_s <= er.runtime_s, "%.6f s, FSDP %.6f s", ref.report.runtime_s, er.runtime_s);
     same_devices_answer(m, &d, o, 2, &ref);
     search_result_free(&ref);
-    ir_partition_free(ex);
-    ap_free(fsdp);
     model_close(&md);
 }
 END_TEST
@@ -865,21 +876,10 @@ END_TEST
 START_TEST(twins_part_past_the_start)
 {
     model md;
-    /* MaxText's layout (RMSNorm, no biases, w_q/w_k/w_v apart), small */
-    model_open(&md,
-               tl_generate("transformer", "maxtext_22b",
-                           "layers=2 d_model=256 heads=4 head_dim=64 d_ff=1024 batch=16 seq=128 vocab=1000 "
-                           "attention=flash remat=full"),
-               "batch=8");
-    char *fsdp = tl_schedule("fsdp");
-    ir_partition *ex = state(&md, fsdp), *start = state(&md, NULL);
     search_options o;
-    search_options_init(&o);
-    ap_error err;
-    ck_assert(cost_device_lookup("tpu_v4", &o.device, &err) == 0);
     cost_report er;
-    full_cost(ex, &o.device, &er);
-    o.memory_limit = (double)er.peak_memory_bytes * 1.02;
+    maxtext_small_under_fsdp_limit(&md, "batch=8", &o, &er);
+    ir_partition *start = state(&md, NULL);
     o.max_episodes = 600;
     for (uint64_t seed = 1; seed <= 3; seed++) {
         o.seed = seed;
@@ -892,8 +892,6 @@ START_TEST(twins_part_past_the_start)
         search_result_free(&r);
     }
     ir_partition_free(start);
-    ir_partition_free(ex);
-    ap_free(fsdp);
     model_close(&md);
 }
 END_TEST
