@@ -471,7 +471,10 @@ typedef struct cost_report {
     int64_t peak_memory_bytes;
     int64_t argument_bytes;   /* the entry function's arguments */
     double hbm_bytes;         /* the device's capacity */
-    bool fits;                /* peak_memory_bytes <= hbm_bytes */
+    double memory_limit_bytes; /* what fits is held to: hbm_bytes, or the limit a
+                                  search held its states to (cost_report_hold_to);
+                                  < 0: none */
+    bool fits;                /* peak_memory_bytes <= memory_limit_bytes (true with none) */
     cost_coll_stats coll[COST_COLL_COUNT];
     uint32_t while_loops, while_loops_counted_once;
     int n_loops;              /* listed: the first COST_LOOPS_MAX in program order */
@@ -503,6 +506,19 @@ int cost_estimate(const ir_module *m, const cost_device *dev, const cost_options
 int cost_state_estimate(const ir_partition *p, const cost_device *dev, const cost_mesh *mesh,
                         const cost_options *opts, ir_lowered *lw, cost_report *out, ap_error *err);
 
+/* Holds r to `limit` bytes per device instead of its device's HBM (a
+ * search's memory limit, its margin taken off; < 0: none): sets
+ * memory_limit_bytes and fits, which the text and the JSON then report,
+ * naming the limit and the device's HBM where they differ. */
+void cost_report_hold_to(cost_report *r, double limit);
+
+/* The verdict on r's peak, appended to out as the report's "peak memory"
+ * line says it: "fits in 16.00 GiB" (held to the HBM), "DOES NOT FIT the
+ * 90.00 GiB limit (the device's HBM: 16.00 GiB)", "no memory limit (the
+ * device's HBM: 16.00 GiB)".  Reads hbm_bytes, memory_limit_bytes and fits;
+ * out->oom says whether it ran out of memory. */
+void cost_fit_text(const cost_report *r, ap_buf *out);
+
 /* The report for people, appended to out.  Repeats fold: the values live
  * at the peak of one size, kind and op (one per layer) are one line with a
  * count and their places, a run of slowest ops of one time and op one line
@@ -515,7 +531,9 @@ int cost_report_text_verbose(const cost_report *r, ap_buf *out);
 /* The report as `{"cost": {"runtime_s", "compute_s", "comm_s",
  * "comm_hidden_s", "comm_exposed_s",
  * "peak_memory_bytes", "flops_per_device", "fits", "device", "matmul_flops",
- * "bytes_per_device", "argument_bytes", "hbm_bytes", "collectives":
+ * "bytes_per_device", "argument_bytes", "hbm_bytes", "memory_limit_bytes"
+ * (what "fits" is held to: "hbm_bytes" unless a search held it to another
+ * limit; null: none), "collectives":
  * {"all_gather": {"count", "bytes", "seconds", "written", "bytes_written"},
  * "all_reduce", "reduce_scatter", "all_to_all", "collective_permute"} (and
  * "collective_broadcast" when the program has one; count and bytes per step,

@@ -433,7 +433,7 @@ int cost_evaluate(const cost_program *p, const cost_device *dev, const cost_mesh
     out->peak_memory_bytes = p->peak_memory;
     out->argument_bytes = p->argument_bytes;
     out->hbm_bytes = dev->hbm_bytes;
-    out->fits = (double)p->peak_memory <= dev->hbm_bytes;
+    cost_report_hold_to(out, dev->hbm_bytes);
     out->while_loops = p->while_loops;
     out->while_loops_counted_once = p->while_once;
     out->notes = p->notes;
@@ -508,6 +508,32 @@ static void put_bytes_w(ap_buf *b, double v, int width)
 {
     char text[32];
     ap_buf_printf(b, "%*s", width, ap_format_bytes(v, text, sizeof text));
+}
+
+void cost_report_hold_to(cost_report *r, double limit)
+{
+    r->memory_limit_bytes = limit < 0 ? -1 : limit;
+    r->fits = limit < 0 || (double)r->peak_memory_bytes <= limit;
+}
+
+/* What the verdict is held to: the device's HBM, else a search's limit named
+ * as such with the HBM beside it (a user may well set a limit above the HBM,
+ * to see how far a schedule is from fitting). */
+void cost_fit_text(const cost_report *r, ap_buf *out)
+{
+    if (r->memory_limit_bytes < 0) {
+        ap_buf_puts(out, "no memory limit (the device's HBM: ");
+    } else if (r->memory_limit_bytes == r->hbm_bytes) {
+        ap_buf_puts(out, r->fits ? "fits in " : "DOES NOT FIT in ");
+        put_bytes(out, r->hbm_bytes);
+        return;
+    } else {
+        ap_buf_puts(out, r->fits ? "fits the " : "DOES NOT FIT the ");
+        put_bytes(out, r->memory_limit_bytes);
+        ap_buf_puts(out, " limit (the device's HBM: ");
+    }
+    put_bytes(out, r->hbm_bytes);
+    ap_buf_putc(out, ')');
 }
 
 /* 12.3 ms, 4.56 us, 1.20 s */
@@ -686,8 +712,8 @@ static int report_text(const cost_report *r, bool verbose, ap_buf *out)
     }
     ap_buf_puts(out, ")\npeak memory       ");
     put_bytes(out, (double)r->peak_memory_bytes);
-    ap_buf_puts(out, r->fits ? " per device, fits in " : " per device, DOES NOT FIT in ");
-    put_bytes(out, r->hbm_bytes);
+    ap_buf_puts(out, " per device, ");
+    cost_fit_text(r, out);
     ap_buf_printf(out, "\n  counted as      %s", cost_framework_text((cost_framework)r->memory.framework));
     memory_text(r, verbose, out);
     ap_buf_puts(out, "\narguments         ");
@@ -844,6 +870,7 @@ json_t *cost_report_to_json(const cost_report *r)
     put(cost, "bytes_per_device", json_real(r->bytes_per_device), &ok);
     put(cost, "argument_bytes", json_integer(r->argument_bytes), &ok);
     put(cost, "hbm_bytes", json_real(r->hbm_bytes), &ok);
+    put(cost, "memory_limit_bytes", r->memory_limit_bytes < 0 ? json_null() : json_amount(r->memory_limit_bytes), &ok);
     put(cost, "collectives", colls, &ok);
     for (int k = 0; k < COST_COLL_COUNT; k++) {
         const cost_coll_stats *c = &r->coll[k];
@@ -992,6 +1019,9 @@ void cost_report_from_json(const json_t *c, cost_report *r)
     r->peak_memory_bytes = (int64_t)json_number_value(json_object_get(c, "peak_memory_bytes"));
     r->argument_bytes = (int64_t)json_number_value(json_object_get(c, "argument_bytes"));
     r->hbm_bytes = json_number_value(json_object_get(c, "hbm_bytes"));
+    /* an answer from before the limit was carried was held to the HBM */
+    json_t *limit = json_object_get(c, "memory_limit_bytes");
+    r->memory_limit_bytes = !limit ? r->hbm_bytes : json_is_null(limit) ? -1 : json_number_value(limit);
     r->fits = json_is_true(json_object_get(c, "fits"));
     json_t *coll = json_object_get(c, "collectives");
     for (int k = 0; k < COST_COLL_COUNT; k++) {

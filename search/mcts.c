@@ -1917,7 +1917,10 @@ static int engine_result(engine *e, search_result *out, ap_error *err)
     if (!out->schedule || !out->actions)
         return ap_error_set(err, AP_ENOMEM, "out of memory in the search");
     out->memory_limit = e->limit;
-    out->fits = fits(e, out->report.peak_memory_bytes);
+    /* every figure of the answer is held to the limit the search was */
+    cost_report_hold_to(&out->report, e->limit);
+    cost_report_hold_to(&out->start, e->limit);
+    out->fits = out->report.fits;
     out->none_fits = !fits(e, e->nodes[e->best].peak);
     /* the explanation reads the peak of the best state off a scorer */
     cost_scorer *sc = NULL;

@@ -240,11 +240,17 @@ static json_t *result_json(const Autopart__V1__PartitionResult *r)
     json_object_set_new(o, "shardings", sh);
     if (r->cost) {
         const Autopart__V1__CostSummary *c = r->cost;
+        /* what fits is held to (null: no limit); an answer stored before
+         * the limit was carried was held to the device's HBM */
+        json_t *limit = c->no_memory_limit          ? json_null()
+                        : c->memory_limit_bytes > 0 ? json_real(c->memory_limit_bytes)
+                                                    : json_real(c->hbm_bytes);
         json_object_set_new(o, "cost",
-                            json_pack("{s:s,s:f,s:f,s:f,s:I,s:f,s:b,s:f}", "device", c->device ? c->device : "",
+                            json_pack("{s:s,s:f,s:f,s:f,s:I,s:f,s:o,s:b,s:f}", "device", c->device ? c->device : "",
                                       "runtime_s", c->runtime_s, "compute_s", c->compute_s, "comm_s", c->comm_s,
                                       "peak_memory_bytes", (json_int_t)c->peak_memory_bytes, "hbm_bytes",
-                                      c->hbm_bytes, "fits", (int)c->fits, "flops_per_device", c->flops_per_device));
+                                      c->hbm_bytes, "memory_limit_bytes", limit, "fits", (int)c->fits,
+                                      "flops_per_device", c->flops_per_device));
     }
     json_t *coll = json_array();
     for (size_t i = 0; i < r->n_collectives; i++)

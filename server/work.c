@@ -663,6 +663,8 @@ static bool pack_result(srv_work *w, bool core_view, const Autopart__V1__SearchS
         pk.cost.peak_memory_bytes = st->cost.peak_memory_bytes;
         pk.cost.hbm_bytes = st->cost.hbm_bytes;
         pk.cost.fits = st->cost.fits;
+        pk.cost.no_memory_limit = st->cost.memory_limit_bytes < 0;
+        pk.cost.memory_limit_bytes = pk.cost.no_memory_limit ? 0 : st->cost.memory_limit_bytes;
         pk.cost.flops_per_device = st->cost.flops_per_device;
         pk.res.cost = &pk.cost;
     }

@@ -558,7 +558,8 @@ START_TEST(search_devices)
     ck_assert_msg(r.status == 0, "%s", r.err);
     ck_assert_msg(strstr(r.out, "NOTHING FOUND FITS the memory limit: this is the lowest-memory schedule found on the "
                                 "mesh chosen (each mesh's lowest: see why this answer)\n") &&
-                      strstr(r.out, "nothing found fits; this is the lowest-memory schedule of the mesh chosen"),
+                      strstr(r.out, "nothing found fits; this is the lowest-memory schedule of the mesh chosen") &&
+                      strstr(r.out, " per device, DOES NOT FIT the 1.00 KiB limit (the device's HBM: 16.00 GiB)\n"),
                   "%s", r.out);
     cli_run_free(&r);
     r = RUN("search", tiny_path, "--devices", "4", "--axes-names", "data,model", "--manual",

@@ -694,8 +694,41 @@ START_TEST(test_live_ranges_and_donation)
     ap_buf_init(&b);
     r = report_of(huge, &a100, NULL);
     ck_assert_int_eq(cost_report_text(&r, &b), 0);
-    ck_assert_msg(strstr(b.data, "DOES NOT FIT"), "%s", b.data);
+    ck_assert_msg(strstr(b.data, "per device, DOES NOT FIT in 37.25 GiB\n"), "%s", b.data);
     ap_buf_free(&b);
+    /* held to a search's limit above the HBM (48 GB fits 64 GiB): the
+     * verdict is the limit's, named with the HBM beside it (it once said
+     * "DOES NOT FIT in 37.25 GiB" while the search had met its limit) */
+    cost_report_hold_to(&r, 64.0 * 1073741824.0);
+    ck_assert(r.fits);
+    ap_buf_init(&b);
+    ck_assert_int_eq(cost_report_text(&r, &b), 0);
+    ck_assert_msg(strstr(b.data, "per device, fits the 64.00 GiB limit (the device's HBM: 37.25 GiB)\n"), "%s",
+                  b.data);
+    ap_buf_free(&b);
+    cost_report_hold_to(&r, 1e9);
+    ck_assert(!r.fits);
+    ap_buf_init(&b);
+    ck_assert_int_eq(cost_report_text(&r, &b), 0);
+    ck_assert_msg(strstr(b.data, "per device, DOES NOT FIT the 953.67 MiB limit (the device's HBM: 37.25 GiB)\n"),
+                  "%s", b.data);
+    ap_buf_free(&b);
+    cost_report_hold_to(&r, -1);
+    ck_assert(r.fits);
+    ap_buf_init(&b);
+    ck_assert_int_eq(cost_report_text(&r, &b), 0);
+    ck_assert_msg(strstr(b.data, "per device, no memory limit (the device's HBM: 37.25 GiB)\n"), "%s", b.data);
+    ap_buf_free(&b);
+    /* an answer stored before the limit was carried was held to the HBM */
+    json_t *j = cost_report_to_json(&r);
+    json_t *c = json_object_get(j, "cost");
+    ck_assert(json_is_null(json_object_get(c, "memory_limit_bytes")));
+    json_object_del(c, "memory_limit_bytes");
+    json_object_set_new(c, "fits", json_false());
+    cost_report old;
+    cost_report_from_json(c, &old);
+    ck_assert(old.memory_limit_bytes == old.hbm_bytes && !old.fits);
+    json_decref(j);
 }
 END_TEST
 
@@ -1183,7 +1216,7 @@ END_TEST
 START_TEST(test_report_read_back)
 {
     cost_device h100 = device("h100");
-    cost_report rs[3];
+    cost_report rs[5];
     rs[0] = mlp_report(Z3, 4, &h100);
     ir_module *m = tl_generate("transformer", "tiny", "layers=4 seq=64 batch=8");
     ir_module *ms = tl_generate("transformer", "tiny", "layers=4 scan=1");
@@ -1194,7 +1227,12 @@ START_TEST(test_report_read_back)
     ir_module_free(ms);
     ck_assert_int_gt(rs[1].memory.n_values, 1);
     ck_assert_int_gt(rs[2].n_loops, 0);
-    for (int i = 0; i < 3; i++) {
+    /* held to a search's limit, and to none */
+    rs[3] = rs[1];
+    cost_report_hold_to(&rs[3], 1024);
+    rs[4] = rs[1];
+    cost_report_hold_to(&rs[4], -1);
+    for (int i = 0; i < 5; i++) {
         json_t *j = cost_report_to_json(&rs[i]);
         ck_assert_ptr_nonnull(j);
         cost_report back;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cost.h"
 #include "remote.h"
 
 #define SHOW_SYNOPSIS "autopart show ID [--module] [--json] [--verbose] [options]"
@@ -27,6 +28,13 @@ static void show_usage(FILE *f)
     cli_remote_help(f);
     fprintf(f, "  (default server: $AUTOPART_SERVER, else 127.0.0.1:50051)\n"
                "  -h, --help         this help\n");
+}
+
+/* What the answer's fit is held to, in bytes (< 0: no limit); an answer
+ * stored before the limit was carried (0) was held to the device's HBM. */
+static double limit_of(const Autopart__V1__CostSummary *c)
+{
+    return c->no_memory_limit ? -1 : c->memory_limit_bytes > 0 ? c->memory_limit_bytes : c->hbm_bytes;
 }
 
 static json_t *result_json(const Autopart__V1__PartitionResult *r)
@@ -67,6 +75,9 @@ static json_t *result_json(const Autopart__V1__PartitionResult *r)
         json_object_set_new(c, "runtime_s", json_real(r->cost->runtime_s));
         json_object_set_new(c, "peak_memory_bytes", json_integer(r->cost->peak_memory_bytes));
         json_object_set_new(c, "fits", json_boolean(r->cost->fits));
+        double limit = limit_of(r->cost);
+        json_object_set_new(c, "memory_limit_bytes", limit < 0 ? json_null() : json_real(limit));
+        json_object_set_new(c, "hbm_bytes", json_real(r->cost->hbm_bytes));
         json_object_set_new(o, "cost", c);
     }
     return o;
@@ -130,10 +141,18 @@ static void print_record(const Autopart__V1__SearchRecord *rec, bool verbose)
     if (r) {
         printf("shardings:\n");
         cli_print_shardings(stdout, rows, n, "  ", verbose);
-        if (r->cost)
-            printf("cost on %s: %.3f ms per step, %.3f GiB peak per device (%s)\n", r->cost->device,
+        if (r->cost) {
+            /* the verdict as the cost report words it, limit named */
+            cost_report fit = {.peak_memory_bytes = r->cost->peak_memory_bytes, .hbm_bytes = r->cost->hbm_bytes,
+                               .memory_limit_bytes = limit_of(r->cost), .fits = r->cost->fits};
+            ap_buf b;
+            ap_buf_init(&b);
+            cost_fit_text(&fit, &b);
+            printf("cost on %s: %.3f ms per step, %.3f GiB peak per device, %s\n", r->cost->device,
                    r->cost->runtime_s * 1e3, (double)r->cost->peak_memory_bytes / (1024.0 * 1024 * 1024),
-                   r->cost->fits ? "fits" : "does not fit");
+                   b.data && !b.oom ? b.data : "?");
+            ap_buf_free(&b);
+        }
         printf("schedule:\n");
         cli_print_schedule(stdout, r->schedule, rows, n_args, verbose);
     } else if (rec->best_schedule[0]) {

@@ -410,6 +410,27 @@ function frameworkText(f) {
     : f === 'pytorch_eager' ? "PyTorch eager (every op's output a tensor, in the order written)" : '';
 }
 
+// What a result's fit is held to, as the CLI's cost report says it: the
+// device's HBM, else the search's memory limit named as such with the HBM
+// beside it, or no limit (null).  An answer stored before the limit was
+// carried was held to the HBM.
+const heldTo = c => c.memory_limit_bytes === undefined ? c.hbm_bytes : c.memory_limit_bytes;
+
+function fitText(c) {
+  const limit = heldTo(c);
+  if (limit === null) return 'no memory limit';
+  if (limit === c.hbm_bytes) return c.fits ? 'fits in memory' : 'does NOT fit in memory';
+  return `${c.fits ? 'fits' : 'does NOT fit'} the ${fmtBytes(limit)} memory limit`;
+}
+
+function memoryLimitText(c, peak) {
+  const limit = heldTo(c), hbm = c.hbm_bytes;
+  const used = b => `${peak && b ? (100 * peak / b).toFixed(1) : '?'}% used`;
+  if (limit === null) return `no memory limit; ${fmtBytes(hbm)} on the device (${used(hbm)})`;
+  if (limit === hbm) return `of ${fmtBytes(hbm)} on the device (${used(hbm)})`;
+  return `of the ${fmtBytes(limit)} memory limit (${used(limit)}); ${fmtBytes(hbm)} on the device`;
+}
+
 function breakdownCard(res) {
   const c = res.cost || {};
   const rc = (res.report && res.report.cost) || {};
@@ -439,9 +460,9 @@ function breakdownCard(res) {
       : `in the order of XLA's ${m.order === 'dfs' ? 'DFS' : 'list'} scheduler (${fmtBytes(m.program_order_peak_bytes)} in the order written)`;
   return el('div', { class: 'grid2' },
     el('div', { class: 'card' }, el('h2', {}, 'Step time per device'), barChart('time-breakdown', time, fmtTime),
-      el('p', { class: 'muted' }, `start (before the search): ${fmtTime(res.search ? res.search.start_runtime_s : 0)}; ${c.fits ? 'fits in memory' : 'does NOT fit in memory'}`)),
+      el('p', { class: 'muted', id: 'time-fit' }, `start (before the search): ${fmtTime(res.search ? res.search.start_runtime_s : 0)}; ${fitText(c)}`)),
     el('div', { class: 'card', id: 'memory' }, el('h2', {}, 'Memory per device at the peak'), barChart('memory-breakdown', mem, fmtBytes),
-      el('p', { class: 'muted' }, `of ${fmtBytes(c.hbm_bytes)} on the device (${peak && c.hbm_bytes ? (100 * peak / c.hbm_bytes).toFixed(1) : '?'}% used)`),
+      el('p', { class: 'muted', id: 'memory-limit' }, memoryLimitText(c, peak)),
       fw ? el('p', { class: 'muted', id: 'memory-framework' }, `counted as ${fw}`) : '',
       m && m.at ? el('p', { class: 'muted', id: 'memory-at' }, `at ${where(m.at)}${m.inside ? `, inside it ${where(m.inside)}` : ''}, ${order}`) : '',
       m && m.largest && m.largest.length ? el('details', {}, el('summary', {}, 'largest buffers live there'),

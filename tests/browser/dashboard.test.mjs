@@ -260,6 +260,21 @@ check('a search counted as eager PyTorch says so on its page', async () => {
   await page.close();
 });
 
+check('a search under a memory limit holds its fit to that limit, and names it', async () => {
+  // tpu_v3 has 16 GiB; the small model's peak is far above 1 KiB (the page
+  // once compared the peak with the HBM alone, whatever the limit)
+  const r = await search(small, 'batch=4,model=2', ['--episodes', '20', '--memory-limit', '1KiB']);
+  assert.equal(r.code, 0, r.out);
+  const id = /search (\d+) at /.exec(r.out)[1];
+  const page = await newPage();
+  await page.goto(`${base}#/search/${id}`);
+  await page.locator('#memory-limit').waitFor({ timeout: 30000 });
+  assert.match(await page.locator('#memory-limit').innerText(),
+    /^of the 1\.00 KiB memory limit \([\d.]+% used\); 16\.0 GiB on the device$/);
+  assert.match(await page.locator('#time-fit').innerText(), /; does NOT fit the 1\.00 KiB memory limit$/);
+  await page.close();
+});
+
 check('an unknown search says so', async () => {
   const page = await newPage();
   await page.goto(base + '#/search/999999');

@@ -130,6 +130,24 @@ class PythonClientTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "framework 'jax' is not one of"):
             autopart.partition(self.tiny, mesh, self.manual_schedule(), server=self.daemon.server, framework="jax")
 
+    def test_memory_limit_in_the_cost(self):
+        # The result's fit is held to the search's memory limit, and says
+        # which (it once was the device's HBM whatever the limit): tpu_v3 has
+        # 16 GiB; the tiny model's peak is some KiB.
+        mesh = {"batch": 2, "model": 2}
+        hbm = 16 * 2**30
+        cases = ((1024, False, 1024), (90 * 2**30, True, 90 * 2**30), ("none", True, None), (None, True, hbm))
+        for limit, fits, held_to in cases:
+            res = autopart.partition(self.tiny, mesh, autopart.AutomaticPartition(episodes=10, memory_limit=limit),
+                                     server=self.daemon.server, device="tpu_v3", client_label="py-limit")
+            with self.subTest(limit=limit):
+                self.assertEqual(res.cost["fits"], fits)
+                self.assertEqual(res.cost["memory_limit_bytes"], held_to)
+                self.assertEqual(res.cost["hbm_bytes"], hbm)
+                # the report the daemon sends says the same
+                self.assertEqual(res.report["cost"]["fits"], fits)
+                self.assertEqual(res.report["cost"]["memory_limit_bytes"], held_to)
+
     def test_defaults_name_the_module_and_the_client(self):
         # Without module_name and client_label: listed under the module's own
         # @name and as "python" (not as "module", unlabelled).

@@ -146,8 +146,10 @@ class PartitionResult:
     module       the device-local module (StableHLO with collectives)
     report       the cost report as a dict (collectives, cost, conflicts, ...)
     cost         {"runtime_s", "peak_memory_bytes", "fits", "device",
-                 "framework" (what counted the memory: "xla" or
-                 "pytorch_eager"), ...}
+                 "hbm_bytes", "memory_limit_bytes" (what "fits" is held
+                 to: the device's HBM unless the search had a memory limit;
+                 None: no limit), "framework" (what counted the memory:
+                 "xla" or "pytorch_eager"), ...}
     explanation  the search's reasons (a dict), None for manual schedules
     search_id, origin ("new", "joined" or "cache_hit")
     mesh         the mesh object given to partition() when it was a JAX
@@ -185,7 +187,11 @@ class PartitionResult:
         self.cost = {"device": c.device, "runtime_s": c.runtime_s, "compute_s": c.compute_s, "comm_s": c.comm_s,
                      "peak_memory_bytes": c.peak_memory_bytes, "hbm_bytes": c.hbm_bytes, "fits": c.fits,
                      "flops_per_device": c.flops_per_device} if result.HasField("cost") else {}
-        if self.cost:  # which framework counted the memory (older answers: XLA, the only one then)
+        if self.cost:
+            # what fits is held to (answers stored before it was carried: the HBM)
+            self.cost["memory_limit_bytes"] = (None if c.no_memory_limit else
+                                               c.memory_limit_bytes or c.hbm_bytes)
+            # which framework counted the memory (older answers: XLA, the only one then)
             self.cost["framework"] = self.report.get("cost", {}).get("memory", {}).get("framework", "xla")
         self.collectives = {x.kind: x.count for x in result.collectives}
         self.mesh_axes = tuple((a.name, a.size) for a in result.mesh.axes)
