@@ -89,6 +89,9 @@ struct cost_scorer {
     uint32_t *opd0, *opd_val;  /* per op: its operands' value ids at opd_val[opd0[k]..opd0[k+1]) */
     uint32_t *res0;            /* per op: value id of its first result (the rest follow) */
     uint32_t *nres;
+    uint32_t *span;            /* per op: the ops its node stands for (an optimization barrier's identity
+                                  ops are one node, at the first; 1 otherwise) */
+    const ir_op **op_of;       /* per op: the op */
     uint32_t *ret_val;
     int32_t *alias_out;        /* per argument: the output it is donated to (tf.aliasing_output), -1 */
     bool *donor;               /* per argument: jax.buffer_donor without an output named */
@@ -558,11 +561,16 @@ static uint32_t per_device(walk *w)
 }
 
 /* Emits value v's copy m (and the copy it continues from, if not yet). */
-static uint32_t emit_mat(walk *w, uint32_t v, int32_t m)
+static uint32_t emit_copy(walk *w, uint32_t v, int32_t m);
+
+static inline uint32_t emit_mat(walk *w, uint32_t v, int32_t m)
+{
+    return m < 0 ? w->s->prod_h[v] : emit_copy(w, v, m);
+}
+
+static uint32_t emit_copy(walk *w, uint32_t v, int32_t m)
 {
     cost_scorer *s = w->s;
-    if (m < 0)
-        return s->prod_h[v];
     uint32_t *slot = &s->mat_h[s->mat_base[v] + (uint32_t)m];
     if (*slot != CG_NONE)
         return *slot;
@@ -698,24 +706,13 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
     }
     if (total)
         memset(s->mat_h, 0xff, sizeof *s->mat_h * total);
-    for (uint32_t a = 0; a < s->n_args; a++) {
-        ir_layout l;
-        ir_partition_produced_layout(p, a, &l);
-        uint64_t dims = 0;
-        if (grow_types(s, 1) && local_type(s, 0, global_type(s, a), &l))
-            dims = cost__dims_hash(s->tptr[0]);
-        s->prod_h[a] = cost__graph_input(&s->g, s->vals[a].bytes, CG_IN_COUNTED | s->in_hint[a], dims,
+    for (uint32_t a = 0; a < s->n_args; a++)
+        s->prod_h[a] = cost__graph_input(&s->g, s->vals[a].bytes, CG_IN_COUNTED | s->in_hint[a], s->vdims[a],
                                          WHAT(H_ARG, a), s->arg_name[a]);
-    }
     for (uint32_t k = 0; k < s->n_ops;) {
-        /* one node per op, but an optimization_barrier's identity ops
-         * (one per operand in the context) as the one barrier the
-         * lowering writes: its readers wait for every operand */
-        uint32_t first = k, span = ir_pctx_barrier(s->c, k, &first);
-        if (span == 0 || first != k)
-            span = 1;
+        uint32_t span = s->span[k];
         const op_rec *r = &s->ops[k];
-        const ir_op *op = ir_pctx_op(s->c, k);
+        const ir_op *op = s->op_of[k];
         uint32_t no = s->opd0[k + span] - s->opd0[k], nr = s->nres[k];
         for (uint32_t q = 1; q < span; q++)
             nr += s->nres[k + q];
@@ -827,6 +824,8 @@ void cost_scorer_free(cost_scorer *s)
     ap_free(s->opd_val);
     ap_free(s->res0);
     ap_free(s->nres);
+    ap_free(s->span);
+    ap_free(s->op_of);
     ap_free(s->ret_val);
     ap_free(s->alias_out);
     ap_free(s->donor);
@@ -954,8 +953,10 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
     s->opd0 = ap_malloc(sizeof *s->opd0 * (s->n_ops + 2));
     s->res0 = ap_malloc(sizeof *s->res0 * (s->n_ops + 1));
     s->nres = ap_malloc(sizeof *s->nres * (s->n_ops + 1));
+    s->span = ap_malloc(sizeof *s->span * (s->n_ops + 1));
+    s->op_of = ap_malloc(sizeof *s->op_of * (s->n_ops + 1));
     s->ret_val = ap_malloc(sizeof *s->ret_val * (s->n_ret + 1));
-    if (!s->vm || !s->vn || !s->opd0 || !s->res0 || !s->nres || !s->ret_val || !s->ops || !s->vals || !s->vdims ||
+    if (!s->vm || !s->vn || !s->opd0 || !s->res0 || !s->nres || !s->span || !s->op_of || !s->ret_val || !s->ops || !s->vals || !s->vdims ||
         !s->alias_out || !s->in_hint || !s->arg_name || !s->prod_h || !s->mat_base || !s->cursor) {
         rc = oom(err);
         goto fail;
@@ -993,6 +994,12 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
             s->opd_val[n_uses++] = ir_pctx_operand_value(ctx, k, i);
         s->nres[k] = op->n_results;
         s->res0[k] = op->n_results ? ir_pctx_result_value(ctx, k, 0) : 0;
+        s->op_of[k] = op;
+        /* one node per op, but an optimization_barrier's identity ops
+         * (one per operand in the context) as the one barrier the
+         * lowering writes: its readers wait for every operand */
+        uint32_t first = k, span = ir_pctx_barrier(ctx, k, &first);
+        s->span[k] = span == 0 || first != k ? 1 : span;
     }
     s->opd0[s->n_ops] = n_uses;
     for (uint32_t r = 0; r < s->n_ret; r++)
@@ -1053,6 +1060,7 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
             if (!local_type(s, 0, g, &l))
                 return ap_error_set(err, AP_EINTERNAL, "a tiled dim does not divide its axes");
             s->vals[v].bytes = cost__type_bytes(s->tptr[0], &notes);
+            s->vdims[v] = cost__dims_hash(s->tptr[0]);
         }
         if ((rc = val_record(s, v, err)) < 0)
             return rc;
@@ -1071,6 +1079,7 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
             if (!local_type(s, 0, global_type(s, a), &l))
                 return ap_error_set(err, AP_EINTERNAL, "a tiled dim does not divide its axes");
             s->vals[a].bytes = cost__type_bytes(s->tptr[0], &notes);
+            s->vdims[a] = cost__dims_hash(s->tptr[0]);
         }
     }
     /* ops whose nests changed (an op's record reads nothing else) */
