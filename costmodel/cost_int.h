@@ -221,15 +221,88 @@ enum {
 
 void cost__graph_reset(cost_graph *g);
 void cost__graph_free(cost_graph *g);
+
+/* Room for one more node, edge or value (graph.c): false, with g->oom
+ * set, when out of memory.  The builder below is inline: the scorer
+ * builds a graph of ~12,000 nodes for every state it scores, and the
+ * calls cost as much as the stores. */
+bool cost__graph_grow_nodes(cost_graph *g);
+bool cost__graph_grow_edges(cost_graph *g);
+bool cost__graph_grow_vals(cost_graph *g);
+
+static inline uint32_t cost__graph_value(cost_graph *g, double bytes, uint32_t def, uint8_t in, uint64_t dims,
+                                         uint32_t what, const char *name)
+{
+    if (g->n_vals == g->cap_vals && !cost__graph_grow_vals(g))
+        return CG_NONE;
+    uint32_t v = g->n_vals++;
+    g->v_bytes[v] = bytes > 0 ? bytes : 0;
+    g->v_def[v] = def;
+    g->v_root[v] = v;
+    g->v_what[v] = what;
+    g->v_dims[v] = dims;
+    g->v_in[v] = in;
+    g->v_name[v] = name;
+    g->v_gate[v] = CG_NONE;
+    return v;
+}
+
 /* An input of the block (an argument, a loop's carried value, a value
  * captured from outside); returns its value id. */
-uint32_t cost__graph_input(cost_graph *g, double bytes, uint8_t in, uint64_t dims, uint32_t what, const char *name);
+static inline uint32_t cost__graph_input(cost_graph *g, double bytes, uint8_t in, uint64_t dims, uint32_t what,
+                                         const char *name)
+{
+    return cost__graph_value(g, bytes, CG_NONE, in, dims, what, name);
+}
+
 /* Starts a node; its edges and results follow.  NULL when out of memory. */
-cost_gnode *cost__graph_node(cost_graph *g, const ir_op *op, uint16_t flags, uint8_t prec);
-void cost__graph_edge(cost_graph *g, uint32_t value, double read);
+static inline cost_gnode *cost__graph_node(cost_graph *g, const ir_op *op, uint16_t flags, uint8_t prec)
+{
+    if (g->n_nodes == g->cap_nodes && !cost__graph_grow_nodes(g))
+        return NULL;
+    cost_gnode *n = &g->nodes[g->n_nodes++];
+    *n = (cost_gnode){.op = op, .opd0 = g->n_edges, .res0 = g->n_vals, .coll = -1, .peak = -1, .flags = flags,
+                      .prec = prec};
+    if (flags & CG_BARRIER) {
+        /* its gate: what every reader of its results waits for */
+        if (cost__graph_value(g, 0, g->n_nodes - 1, 0, 0, 0, NULL) == CG_NONE)
+            return NULL;
+        n->nres = 1;
+    }
+    return n;
+}
+
+static inline void cost__graph_edge(cost_graph *g, uint32_t value, double read)
+{
+    if (value == CG_NONE || value >= g->n_vals || !g->n_nodes)
+        return;
+    if (g->n_edges == g->cap_edges && !cost__graph_grow_edges(g))
+        return;
+    g->e_val[g->n_edges] = value;
+    g->e_read[g->n_edges] = read > 0 ? read : 0;
+    g->e_feeds[g->n_edges] = 0;
+    g->n_edges++;
+    g->nodes[g->n_nodes - 1].nopd++;
+}
+
 /* A result of the node being built: its own buffer, or (alias_of a value)
  * that value's buffer. */
-uint32_t cost__graph_result(cost_graph *g, double bytes, uint32_t alias_of, uint64_t dims, uint32_t what);
+static inline uint32_t cost__graph_result(cost_graph *g, double bytes, uint32_t alias_of, uint64_t dims, uint32_t what)
+{
+    if (!g->n_nodes)
+        return CG_NONE;
+    uint32_t v = cost__graph_value(g, bytes, g->n_nodes - 1, 0, dims, what, NULL);
+    if (v == CG_NONE)
+        return v;
+    cost_gnode *nd = &g->nodes[g->n_nodes - 1];
+    if (!nd->nres++) /* an input captured while its edges were added came after cost__graph_node */
+        nd->res0 = v;
+    if (alias_of != CG_NONE && alias_of < v) {
+        g->v_root[v] = g->v_root[alias_of];
+        g->v_gate[v] = nd->flags & CG_BARRIER ? nd->res0 : g->v_gate[alias_of];
+    }
+    return v;
+}
 /* The collective of the node being built. */
 void cost__graph_coll(cost_graph *g, const cost_coll_item *it);
 /* The peak of the regions of the node being built. */

@@ -90,7 +90,7 @@ static bool grow_mem(void *pp, uint32_t *cap, uint32_t need, size_t elem, uint32
     return true;
 }
 
-static bool grow_vals(cost_graph *g)
+bool cost__graph_grow_vals(cost_graph *g)
 {
     if (g->n_vals < g->cap_vals)
         return true;
@@ -119,9 +119,42 @@ static bool grow_vals(cost_graph *g)
     uint32_t *gt = ap_realloc(g->v_gate, sizeof *gt * c);
     if (gt)
         g->v_gate = gt;
-    if (!b || !d || !r || !w || !h || !in || !nm || !gt)
+    if (!b || !d || !r || !w || !h || !in || !nm || !gt) {
+        g->oom = true;
         return false;
+    }
     g->cap_vals = c;
+    return true;
+}
+
+bool cost__graph_grow_nodes(cost_graph *g)
+{
+    if (!grow_mem(&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof *g->nodes, 256)) {
+        g->oom = true;
+        return false;
+    }
+    return true;
+}
+
+bool cost__graph_grow_edges(cost_graph *g)
+{
+    if (g->n_edges < g->cap_edges)
+        return true;
+    uint32_t c = g->cap_edges ? 2 * g->cap_edges : 1024;
+    uint32_t *v = ap_realloc(g->e_val, sizeof *v * c);
+    if (v)
+        g->e_val = v;
+    double *r = ap_realloc(g->e_read, sizeof *r * c);
+    if (r)
+        g->e_read = r;
+    uint8_t *f = ap_realloc(g->e_feeds, c);
+    if (f)
+        g->e_feeds = f;
+    if (!v || !r || !f) {
+        g->oom = true;
+        return false;
+    }
+    g->cap_edges = c;
     return true;
 }
 
@@ -158,99 +191,6 @@ void cost__graph_free(cost_graph *g)
     ap_free(g->out_alias);
     scratch_free(g->scratch);
     memset(g, 0, sizeof *g);
-}
-
-static uint32_t new_value(cost_graph *g, double bytes, uint32_t def, uint8_t in, uint64_t dims, uint32_t what,
-                          const char *name)
-{
-    if (!grow_vals(g)) {
-        g->oom = true;
-        return CG_NONE;
-    }
-    uint32_t v = g->n_vals++;
-    g->v_bytes[v] = bytes > 0 ? bytes : 0;
-    g->v_def[v] = def;
-    g->v_root[v] = v;
-    g->v_what[v] = what;
-    g->v_dims[v] = dims;
-    g->v_in[v] = in;
-    g->v_name[v] = name;
-    g->v_gate[v] = CG_NONE;
-    return v;
-}
-
-uint32_t cost__graph_input(cost_graph *g, double bytes, uint8_t in, uint64_t dims, uint32_t what, const char *name)
-{
-    return new_value(g, bytes, CG_NONE, in, dims, what, name);
-}
-
-cost_gnode *cost__graph_node(cost_graph *g, const ir_op *op, uint16_t flags, uint8_t prec)
-{
-    if (!grow_mem(&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof *g->nodes, 256)) {
-        g->oom = true;
-        return NULL;
-    }
-    cost_gnode *n = &g->nodes[g->n_nodes++];
-    memset(n, 0, sizeof *n);
-    n->op = op;
-    n->opd0 = g->n_edges;
-    n->res0 = g->n_vals;
-    n->coll = -1;
-    n->peak = -1;
-    n->flags = flags;
-    n->prec = prec;
-    if (flags & CG_BARRIER) {
-        /* its gate: what every reader of its results waits for */
-        if (new_value(g, 0, g->n_nodes - 1, 0, 0, 0, NULL) == CG_NONE)
-            return NULL;
-        n->nres = 1;
-    }
-    return n;
-}
-
-void cost__graph_edge(cost_graph *g, uint32_t value, double read)
-{
-    if (value == CG_NONE || value >= g->n_vals || !g->n_nodes)
-        return;
-    if (g->n_edges == g->cap_edges) {
-        uint32_t c = g->cap_edges ? 2 * g->cap_edges : 1024;
-        uint32_t *v = ap_realloc(g->e_val, sizeof *v * c);
-        if (v)
-            g->e_val = v;
-        double *r = ap_realloc(g->e_read, sizeof *r * c);
-        if (r)
-            g->e_read = r;
-        uint8_t *f = ap_realloc(g->e_feeds, c);
-        if (f)
-            g->e_feeds = f;
-        if (!v || !r || !f) {
-            g->oom = true;
-            return;
-        }
-        g->cap_edges = c;
-    }
-    g->e_val[g->n_edges] = value;
-    g->e_read[g->n_edges] = read > 0 ? read : 0;
-    g->e_feeds[g->n_edges] = 0;
-    g->n_edges++;
-    g->nodes[g->n_nodes - 1].nopd++;
-}
-
-uint32_t cost__graph_result(cost_graph *g, double bytes, uint32_t alias_of, uint64_t dims, uint32_t what)
-{
-    if (!g->n_nodes)
-        return CG_NONE;
-    uint32_t v = new_value(g, bytes, g->n_nodes - 1, 0, dims, what, NULL);
-    if (v == CG_NONE)
-        return v;
-    cost_gnode *nd = &g->nodes[g->n_nodes - 1];
-    if (!nd->nres++) /* an input captured while its edges were added came after cost__graph_node */
-        nd->res0 = v;
-    if (alias_of != CG_NONE && alias_of < v) {
-        g->v_root[v] = g->v_root[alias_of];
-        g->v_gate[v] = nd->flags & CG_BARRIER ? nd->res0 : g->v_gate[alias_of];
-    }
-    return v;
 }
 
 void cost__graph_coll(cost_graph *g, const cost_coll_item *it)

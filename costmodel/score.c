@@ -89,6 +89,9 @@ struct cost_scorer {
     uint32_t *opd0, *opd_val;  /* per op: its operands' value ids at opd_val[opd0[k]..opd0[k+1]) */
     uint32_t *res0;            /* per op: value id of its first result (the rest follow) */
     uint32_t *nres;
+    uint32_t *span;            /* per op: the ops its node stands for (an optimization barrier's identity
+                                  ops are one node, at the first; 1 otherwise) */
+    const ir_op **op_of;       /* per op: the op */
     uint32_t *ret_val;
     int32_t *alias_out;        /* per argument: the output it is donated to (tf.aliasing_output), -1 */
     bool *donor;               /* per argument: jax.buffer_donor without an output named */
@@ -273,47 +276,69 @@ static int op_record(cost_scorer *s, const ir_partition *p, uint32_t k, ap_error
  * op, taken in turn. */
 #define MEMO 4
 
+/* Slot `slot` of op k's memo and op k's current record: swapped (load and
+ * store), the slot's taken (load) or the current one kept there (store). */
 static void memo_swap(cost_scorer *s, uint32_t k, uint32_t slot, bool load, bool store)
 {
     size_t m = (size_t)k * MEMO + slot;
-    uint32_t no = s->opd0[k + 1] - s->opd0[k], v0 = s->res0[k], nr = s->nres[k];
-    double *rd = &s->rd[s->opd0[k]], *mrd = &s->mrd[(size_t)slot * s->n_opd + s->opd0[k]];
+    uint32_t o0 = s->opd0[k], no = s->opd0[k + 1] - o0, v0 = s->res0[k], nr = s->nres[k];
+    double *rd = &s->rd[o0], *mrd = &s->mrd[(size_t)slot * s->n_opd + o0];
     double *mvb = &s->mvb[(size_t)slot * s->n_vals + v0];
     uint64_t *mvd = &s->mvd[(size_t)slot * s->n_vals + v0];
-    uint64_t key[IR_MAX_AXES];
-    uint8_t len = s->mlen[m];
-    op_rec rec = s->mrec[m];
-    if (load)
-        memcpy(key, &s->mkey[m * s->room], sizeof *key * s->room);
-    if (store) {
+    uint64_t *mk = &s->mkey[m * s->room], *ck = &s->ckey[(size_t)k * s->room];
+    if (load && store) {
+        op_rec rec = s->mrec[m];
         s->mrec[m] = s->ops[k];
+        s->ops[k] = rec;
+        uint8_t len = s->mlen[m];
         s->mlen[m] = s->clen[k];
-        memcpy(&s->mkey[m * s->room], &s->ckey[(size_t)k * s->room], sizeof *key * s->room);
-    }
-    for (uint32_t i = 0; i < no; i++) {
-        double t = rd[i];
-        if (load)
+        s->clen[k] = len;
+        for (uint32_t i = 0; i < s->room; i++) {
+            uint64_t t = mk[i];
+            mk[i] = ck[i];
+            ck[i] = t;
+        }
+        for (uint32_t i = 0; i < no; i++) {
+            double t = rd[i];
             rd[i] = mrd[i];
-        if (store)
             mrd[i] = t;
-    }
-    for (uint32_t j = 0; j < nr; j++) {
-        double b = s->vals[v0 + j].bytes;
-        uint64_t d = s->vdims[v0 + j];
-        if (load) {
+        }
+        for (uint32_t j = 0; j < nr; j++) {
+            double b = s->vals[v0 + j].bytes;
+            uint64_t d = s->vdims[v0 + j];
             s->vals[v0 + j].bytes = mvb[j];
             s->vdims[v0 + j] = mvd[j];
-        }
-        if (store) {
             mvb[j] = b;
             mvd[j] = d;
         }
+        return;
     }
-    if (load) {
-        s->ops[k] = rec;
-        s->clen[k] = len;
-        memcpy(&s->ckey[(size_t)k * s->room], key, sizeof *key * s->room);
+    /* one way: from the current record to the slot (store) or back (load) */
+    if (store) {
+        s->mrec[m] = s->ops[k];
+        s->mlen[m] = s->clen[k];
+    } else {
+        s->ops[k] = s->mrec[m];
+        s->clen[k] = s->mlen[m];
     }
+    for (uint32_t i = 0; i < s->room; i++)
+        if (store)
+            mk[i] = ck[i];
+        else
+            ck[i] = mk[i];
+    for (uint32_t i = 0; i < no; i++)
+        if (store)
+            mrd[i] = rd[i];
+        else
+            rd[i] = mrd[i];
+    for (uint32_t j = 0; j < nr; j++)
+        if (store) {
+            mvb[j] = s->vals[v0 + j].bytes;
+            mvd[j] = s->vdims[v0 + j];
+        } else {
+            s->vals[v0 + j].bytes = mvb[j];
+            s->vdims[v0 + j] = mvd[j];
+        }
 }
 
 static int op_record_memo(cost_scorer *s, const ir_partition *p, uint32_t k, ap_error *err)
@@ -558,11 +583,16 @@ static uint32_t per_device(walk *w)
 }
 
 /* Emits value v's copy m (and the copy it continues from, if not yet). */
-static uint32_t emit_mat(walk *w, uint32_t v, int32_t m)
+static uint32_t emit_copy(walk *w, uint32_t v, int32_t m);
+
+static inline uint32_t emit_mat(walk *w, uint32_t v, int32_t m)
+{
+    return m < 0 ? w->s->prod_h[v] : emit_copy(w, v, m);
+}
+
+static uint32_t emit_copy(walk *w, uint32_t v, int32_t m)
 {
     cost_scorer *s = w->s;
-    if (m < 0)
-        return s->prod_h[v];
     uint32_t *slot = &s->mat_h[s->mat_base[v] + (uint32_t)m];
     if (*slot != CG_NONE)
         return *slot;
@@ -608,7 +638,18 @@ static uint32_t emit_mat(walk *w, uint32_t v, int32_t m)
 }
 
 /* Emits the copies value v first needs at (seg, slot). */
-static void emit_due(walk *w, uint32_t v, uint32_t seg, uint32_t slot)
+static void emit_due_from(walk *w, uint32_t v, uint32_t seg, uint32_t slot);
+
+static inline void emit_due(walk *w, uint32_t v, uint32_t seg, uint32_t slot)
+{
+    /* most uses of a value with copies are not where one is due */
+    const cost_scorer *s = w->s;
+    uint32_t c = s->cursor[v];
+    if (c < s->vn[v] && s->vm[v][c].seg == seg && s->vm[v][c].slot == slot)
+        emit_due_from(w, v, seg, slot);
+}
+
+static void emit_due_from(walk *w, uint32_t v, uint32_t seg, uint32_t slot)
 {
     cost_scorer *s = w->s;
     uint32_t nm = s->vn[v];
@@ -698,44 +739,41 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
     }
     if (total)
         memset(s->mat_h, 0xff, sizeof *s->mat_h * total);
-    for (uint32_t a = 0; a < s->n_args; a++) {
-        ir_layout l;
-        ir_partition_produced_layout(p, a, &l);
-        uint64_t dims = 0;
-        if (grow_types(s, 1) && local_type(s, 0, global_type(s, a), &l))
-            dims = cost__dims_hash(s->tptr[0]);
-        s->prod_h[a] = cost__graph_input(&s->g, s->vals[a].bytes, CG_IN_COUNTED | s->in_hint[a], dims,
+    for (uint32_t a = 0; a < s->n_args; a++)
+        s->prod_h[a] = cost__graph_input(&s->g, s->vals[a].bytes, CG_IN_COUNTED | s->in_hint[a], s->vdims[a],
                                          WHAT(H_ARG, a), s->arg_name[a]);
-    }
+    /* the plan's uses are per operand, in operand order (no op captures) */
+    const int32_t *use_all = ir_lplan_uses(s->plan, 0);
     for (uint32_t k = 0; k < s->n_ops;) {
-        /* one node per op, but an optimization_barrier's identity ops
-         * (one per operand in the context) as the one barrier the
-         * lowering writes: its readers wait for every operand */
-        uint32_t first = k, span = ir_pctx_barrier(s->c, k, &first);
-        if (span == 0 || first != k)
-            span = 1;
+        uint32_t span = s->span[k], o0 = s->opd0[k], no = s->opd0[k + span] - o0, nr = s->nres[k];
         const op_rec *r = &s->ops[k];
-        const ir_op *op = ir_pctx_op(s->c, k);
-        uint32_t no = s->opd0[k + span] - s->opd0[k], nr = s->nres[k];
-        for (uint32_t q = 1; q < span; q++)
-            nr += s->nres[k + q];
-        w.at = op;
+        const uint32_t *opv = &s->opd_val[o0];
+        const int32_t *uses = &use_all[o0];
+        w.at = s->op_of[k];
         uint32_t small[16], *h = no <= 16 ? small : ap_malloc(sizeof *h * no);
         if (!h)
             return oom(err);
-        for (uint32_t q = 0, i0 = 0; q < span; q++) {
-            const uint32_t *opv = &s->opd_val[s->opd0[k + q]];
-            uint32_t n = s->opd0[k + q + 1] - s->opd0[k + q];
-            const int32_t *uses = ir_lplan_uses(s->plan, k + q);
-            for (uint32_t i = 0; i < n; i++)
-                if (s->vn[opv[i]])
-                    emit_due(&w, opv[i], k + q, i);
-            for (uint32_t i = 0; i < n; i++)
-                h[i0 + i] = emit_mat(&w, opv[i], uses[i]);
-            i0 += n;
+        /* the copies due at its operands (at each identity op of a
+         * barrier in turn), then what it reads of each */
+        if (span == 1) {
+            for (uint32_t i = 0; i < no; i++)
+                emit_due(&w, opv[i], k, i);
+            for (uint32_t i = 0; i < no; i++)
+                h[i] = emit_mat(&w, opv[i], uses[i]);
+        } else {
+            for (uint32_t q = 0, i0 = 0; q < span; q++) {
+                uint32_t n = s->opd0[k + q + 1] - s->opd0[k + q];
+                for (uint32_t i = 0; i < n; i++)
+                    emit_due(&w, opv[i0 + i], k + q, i);
+                for (uint32_t i = 0; i < n; i++)
+                    h[i0 + i] = emit_mat(&w, opv[i0 + i], uses[i0 + i]);
+                i0 += n;
+                if (q > 0)
+                    nr += s->nres[k + q];
+            }
         }
-        const double *rd = &s->rd[s->opd0[k]];
-        cost_gnode *nd = cost__graph_node(&s->g, op, r->flags, r->prec);
+        const double *rd = &s->rd[o0];
+        cost_gnode *nd = cost__graph_node(&s->g, w.at, r->flags, r->prec);
         if (nd) {
             nd->flops = r->flops;
             nd->matmul = r->matmul;
@@ -745,12 +783,10 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
         }
         for (uint32_t i = 0; i < no; i++)
             cost__graph_edge(&s->g, h[i], rd[i]);
+        bool alias = (r->flags & CG_ALIAS) && no > 0;
         for (uint32_t q = 0, j = 0; q < span; q++)
-            for (uint32_t jj = 0; jj < s->nres[k + q]; jj++, j++) {
-                uint32_t v = s->res0[k + q] + jj;
-                uint32_t src = CG_NONE;
-                if ((r->flags & CG_ALIAS) && no > 0)
-                    src = h[no == nr ? j : 0];
+            for (uint32_t jj = 0, v = s->res0[k + q]; jj < s->nres[k + q]; jj++, j++, v++) {
+                uint32_t src = alias ? h[no == nr ? j : 0] : CG_NONE;
                 s->prod_h[v] = cost__graph_result(&s->g, s->vals[v].bytes, src, s->vdims[v], WHAT(H_RESULT, v));
             }
         if (h != small)
@@ -827,6 +863,8 @@ void cost_scorer_free(cost_scorer *s)
     ap_free(s->opd_val);
     ap_free(s->res0);
     ap_free(s->nres);
+    ap_free(s->span);
+    ap_free(s->op_of);
     ap_free(s->ret_val);
     ap_free(s->alias_out);
     ap_free(s->donor);
@@ -954,8 +992,10 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
     s->opd0 = ap_malloc(sizeof *s->opd0 * (s->n_ops + 2));
     s->res0 = ap_malloc(sizeof *s->res0 * (s->n_ops + 1));
     s->nres = ap_malloc(sizeof *s->nres * (s->n_ops + 1));
+    s->span = ap_malloc(sizeof *s->span * (s->n_ops + 1));
+    s->op_of = ap_malloc(sizeof *s->op_of * (s->n_ops + 1));
     s->ret_val = ap_malloc(sizeof *s->ret_val * (s->n_ret + 1));
-    if (!s->vm || !s->vn || !s->opd0 || !s->res0 || !s->nres || !s->ret_val || !s->ops || !s->vals || !s->vdims ||
+    if (!s->vm || !s->vn || !s->opd0 || !s->res0 || !s->nres || !s->span || !s->op_of || !s->ret_val || !s->ops || !s->vals || !s->vdims ||
         !s->alias_out || !s->in_hint || !s->arg_name || !s->prod_h || !s->mat_base || !s->cursor) {
         rc = oom(err);
         goto fail;
@@ -993,8 +1033,19 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
             s->opd_val[n_uses++] = ir_pctx_operand_value(ctx, k, i);
         s->nres[k] = op->n_results;
         s->res0[k] = op->n_results ? ir_pctx_result_value(ctx, k, 0) : 0;
+        s->op_of[k] = op;
+        /* one node per op, but an optimization_barrier's identity ops
+         * (one per operand in the context) as the one barrier the
+         * lowering writes: its readers wait for every operand */
+        uint32_t first = k, span = ir_pctx_barrier(ctx, k, &first);
+        s->span[k] = span == 0 || first != k ? 1 : span;
     }
     s->opd0[s->n_ops] = n_uses;
+    for (uint32_t k = 0; k < s->n_ops; k++)
+        if (ir_lplan_uses(s->plan, k) != ir_lplan_uses(s->plan, 0) + s->opd0[k]) {
+            rc = ap_error_set(err, AP_EINTERNAL, "cost scorer: the lowering plan's uses are not in operand order");
+            goto fail;
+        }
     for (uint32_t r = 0; r < s->n_ret; r++)
         s->ret_val[r] = ir_pctx_return_value(ctx, r);
     /* the records' memo: empty */
@@ -1053,6 +1104,7 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
             if (!local_type(s, 0, g, &l))
                 return ap_error_set(err, AP_EINTERNAL, "a tiled dim does not divide its axes");
             s->vals[v].bytes = cost__type_bytes(s->tptr[0], &notes);
+            s->vdims[v] = cost__dims_hash(s->tptr[0]);
         }
         if ((rc = val_record(s, v, err)) < 0)
             return rc;
@@ -1071,6 +1123,7 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
             if (!local_type(s, 0, global_type(s, a), &l))
                 return ap_error_set(err, AP_EINTERNAL, "a tiled dim does not divide its axes");
             s->vals[a].bytes = cost__type_bytes(s->tptr[0], &notes);
+            s->vdims[a] = cost__dims_hash(s->tptr[0]);
         }
     }
     /* ops whose nests changed (an op's record reads nothing else) */

@@ -1038,12 +1038,17 @@ int ir_lplan_sync(ir_lplan *pl, const ir_partition *p, ap_error *err)
         for (uint32_t k = 0; k < c->n_ops; k++)
             pl->ch_ops[pl->n_ch_ops++] = k;
     } else {
+        /* the snapshot follows as each difference is found (after a
+         * failure below the plan is invalid: the next sync is full) */
         for (uint32_t k = 0; k < c->n_ops; k++) {
             uint8_t n = p->nlen[k];
-            if (n == pl->snap_nlen[k] && loops_equal(nest_of(p, k), &pl->snap_nest[(size_t)k * nest_room(c)], n))
+            ir_loop *snap = &pl->snap_nest[(size_t)k * nest_room(c)];
+            if (n == pl->snap_nlen[k] && loops_equal(nest_of(p, k), snap, n))
                 continue;
             pl->ch_ops[pl->n_ch_ops++] = k;
             mark_op(pl, k);
+            pl->snap_nlen[k] = n;
+            memcpy(snap, nest_of(p, k), sizeof(ir_loop) * n);
         }
         for (uint32_t a = 0; a < c->n_args; a++)
             if (!layout_equal(&p->arg_layout[a], &pl->snap_arg[a]))
@@ -1058,14 +1063,19 @@ int ir_lplan_sync(ir_lplan *pl, const ir_partition *p, ap_error *err)
         for (uint32_t v = 0; v < c->n_vals; v++) {
             uint8_t was = pl->snap_vlen[v];
             if (p->vop_of[v] < 0) {
-                if (was)
+                if (was) {
                     mark_value(pl, v);
+                    pl->snap_vlen[v] = 0;
+                }
                 continue;
             }
             uint32_t op = vop_id(p, (uint32_t)p->vop_of[v]);
-            if (was != p->nlen[op] + 1 ||
-                !loops_equal(nest_of(p, op), &pl->snap_vnest[(size_t)v * nest_room(c)], p->nlen[op]))
+            ir_loop *snap = &pl->snap_vnest[(size_t)v * nest_room(c)];
+            if (was != p->nlen[op] + 1 || !loops_equal(nest_of(p, op), snap, p->nlen[op])) {
                 mark_value(pl, v);
+                pl->snap_vlen[v] = (uint8_t)(p->nlen[op] + 1);
+                memcpy(snap, nest_of(p, op), sizeof(ir_loop) * p->nlen[op]);
+            }
         }
         /* in value order, as a full rebuild would go */
         pl->n_ch_vals = 0;
@@ -1085,21 +1095,23 @@ int ir_lplan_sync(ir_lplan *pl, const ir_partition *p, ap_error *err)
     ap_free(vb.mat_scope);
     if (rc < 0)
         return rc;
-    /* the snapshot of what the plan now follows */
-    for (uint32_t i = 0; i < pl->n_ch_ops; i++) {
-        uint32_t k = pl->ch_ops[i];
-        pl->snap_nlen[k] = p->nlen[k];
-        memcpy(&pl->snap_nest[(size_t)k * nest_room(c)], nest_of(p, k), sizeof(ir_loop) * p->nlen[k]);
-    }
+    /* the snapshot of what the plan now follows (kept up as it went when
+     * not full) */
     memcpy(pl->snap_arg, p->arg_layout, sizeof *pl->snap_arg * c->n_args);
-    for (uint32_t v = 0; v < c->n_vals; v++) {
-        if (p->vop_of[v] < 0) {
-            pl->snap_vlen[v] = 0;
-            continue;
+    if (full) {
+        for (uint32_t k = 0; k < c->n_ops; k++) {
+            pl->snap_nlen[k] = p->nlen[k];
+            memcpy(&pl->snap_nest[(size_t)k * nest_room(c)], nest_of(p, k), sizeof(ir_loop) * p->nlen[k]);
         }
-        uint32_t op = vop_id(p, (uint32_t)p->vop_of[v]);
-        pl->snap_vlen[v] = (uint8_t)(p->nlen[op] + 1);
-        memcpy(&pl->snap_vnest[(size_t)v * nest_room(c)], nest_of(p, op), sizeof(ir_loop) * p->nlen[op]);
+        for (uint32_t v = 0; v < c->n_vals; v++) {
+            if (p->vop_of[v] < 0) {
+                pl->snap_vlen[v] = 0;
+                continue;
+            }
+            uint32_t op = vop_id(p, (uint32_t)p->vop_of[v]);
+            pl->snap_vlen[v] = (uint8_t)(p->nlen[op] + 1);
+            memcpy(&pl->snap_vnest[(size_t)v * nest_room(c)], nest_of(p, op), sizeof(ir_loop) * p->nlen[op]);
+        }
     }
     pl->valid = true;
     return 0;

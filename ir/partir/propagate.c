@@ -662,10 +662,13 @@ static void infer_operands(ir_partition *p, uint32_t op, int axis, uint32_t e, w
 
 /* The per-op flags of a propagate are few among tens of thousands of ops:
  * read eight at a time. */
-static uint64_t flags8(const uint8_t *f, uint32_t at, uint32_t n)
+static inline uint64_t flags8(const uint8_t *f, uint32_t at, uint32_t n)
 {
     uint64_t w = 0;
-    memcpy(&w, f + at, n - at < 8 ? n - at : 8);
+    if (n - at >= 8)
+        memcpy(&w, f + at, 8); /* one load */
+    else
+        memcpy(&w, f + at, n - at);
     return w;
 }
 
