@@ -583,6 +583,11 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
 void cost_scorer_free(cost_scorer *s);
 /* The report of p's lowering.  Fails as ir_lower fails on p. */
 int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, ap_error *err);
+/* How many of s's scores reused the fusion, time and memory figures of a
+ * state scored shortly before whose lowered program is the same (the
+ * search meets many: actions the lowering does not see); the report is
+ * the same either way. */
+int64_t cost_scorer_reused(const cost_scorer *s);
 
 /* What is live at the peak of the last state scored. */
 enum { COST_PEAK_ARGUMENT, COST_PEAK_RESULT, COST_PEAK_COPY, COST_PEAK_OTHER };

@@ -124,6 +124,12 @@ bool cost__push_dep(cost_program *p, uint32_t ev);
 bool cost__push_block(cost_program *p, uint32_t ev0, uint32_t nev, uint32_t *id);
 /* Empties p's items, collectives, events and sums (the scorer reuses one). */
 void cost__program_clear(cost_program *p);
+/* Whether p holds no item, collective, event or block and its sums are 0. */
+bool cost__program_empty(const cost_program *p);
+/* Makes dst's items, collectives, events, blocks and their sums (flops,
+ * bytes, matmul flops) those of src, in dst's own arrays; the rest of dst
+ * is left as it is.  False when out of memory (dst then holds part). */
+bool cost__program_copy(cost_program *dst, const cost_program *src);
 /* Frees p's arrays (not p). */
 void cost__program_free_arrays(cost_program *p);
 
@@ -208,6 +214,11 @@ typedef struct cost_graph {
     bool outs_held;        /* the entry's block under XLA: what it returns (not donated) is held in
                               allocations of its own all along (graph.c, assign): set by the caller */
     void *scratch;         /* graph.c's working arrays, kept between runs */
+    uint8_t memo;          /* runs to remember (set by the caller; 0: none): a run of a graph equal to one
+                              of them, into an empty program, gives what that run gave without running
+                              (graph.c, the memo).  cost__graph_run reads no field of the graph but those
+                              above: a field added that it reads goes into the memo's key (memo_same) */
+    void *memos;           /* graph.c's memo, kept between runs (cost__graph_reset leaves it) */
 } cost_graph;
 
 /* Inputs of a block. */
@@ -318,9 +329,12 @@ void cost__graph_out_alias(cost_graph *g, uint32_t j, uint32_t in);
  * and its collectives onto p (scaled by mult), registers its events as the
  * next block of p, and gives the peak of its buffers (counted inputs
  * included) with what is live there in *peak (may be NULL: time only).
- * AP_ENOMEM. */
+ * With g->memo and p empty, g is left reset (its graph goes into the memo,
+ * or was there already): build the next graph from empty.  AP_ENOMEM. */
 int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info *peak, int64_t *peak_bytes,
                     ap_error *err);
+/* Runs of g that its memo answered, since it was made. */
+int64_t cost__graph_memo_hits(const cost_graph *g);
 
 /* The flags of op with first operand type a and first result type b. */
 uint16_t cost__node_flags(const ir_op *op, const ir_type *a, const ir_type *b);

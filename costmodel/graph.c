@@ -167,6 +167,7 @@ void cost__graph_reset(cost_graph *g)
 }
 
 static void scratch_free(void *scratch);
+static void memo_free(void *memos);
 
 void cost__graph_free(cost_graph *g)
 {
@@ -190,6 +191,7 @@ void cost__graph_free(cost_graph *g)
     ap_free(g->kids);
     ap_free(g->out_alias);
     scratch_free(g->scratch);
+    memo_free(g->memos);
     memset(g, 0, sizeof *g);
 }
 
@@ -498,6 +500,7 @@ typedef struct gs {
     uint32_t *acount; /* per step: asg_sort's counts */
     int64_t *hdiff; /* per step: heap bytes starting minus ending there */
     bool rec;       /* sim_step records the buffers' steps */
+    bool fed;       /* the run wrote g->v_feeds */
 } gs;
 
 /* VF_SELF: a donated output whose own kernel reads the argument it goes
@@ -2113,12 +2116,13 @@ static void take_order(const cost_graph *g, gs *s, simrun *r, int rc, const uint
 
 /* ================================================================= run */
 
-int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info *peak, int64_t *peak_bytes,
-                    ap_error *err)
+static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info *peak, int64_t *peak_bytes,
+                     ap_error *err)
 {
     gs *s;
     if (g->oom || !scratch_fit(g, &s))
         return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
+    s->fed = false;
     uint32_t nv = g->n_vals, nn = g->n_nodes;
     build_users(g, s);
     /* users first (they come later) */
@@ -2277,6 +2281,7 @@ int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info 
         if (n_sched > 0) {
             if (!classify_inputs(g, s))
                 return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
+            s->fed = true;
             simulate(g, s, lo.best, n_sched, lo.use.step);
             breakdown(g, s, lo.best, lo.use.step, peak);
             peak->kinds[COST_MEM_OUTPUTS] += lo.use.idle;
@@ -2285,4 +2290,234 @@ int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info 
         }
     }
     return 0;
+}
+
+/* ================================================================ memo */
+
+/*
+ * A search scores many states whose lowered programs are the same: an
+ * action the lowering does not see (a tiling propagation then undoes, a
+ * value tiled where only its reshard moves), or one state's program
+ * reached again by another path.  On T32 (BP, search on `model`, 600
+ * episodes) 208 of the 389 states scored ran a graph run before them, and
+ * 102 one of the 4 run last.  cost__graph_run is a function of the graph's
+ * fields (the values of its pointers included: ops and names are copied,
+ * never read through), of mult and of which results are asked for; so
+ * for a graph equal to a remembered one in all of them, into an empty
+ * program, what the remembered run gave is what this run gives, bit for
+ * bit.  Equality is checked field by field on a full copy (no hash: a
+ * collision would be a wrong answer); graphs that differ mostly differ in
+ * their sizes or their first values' bytes, so a miss costs little.
+ */
+
+typedef struct gmemo {
+    uint64_t used; /* tick of its last use, 0: empty */
+    /* the key: what the run read (arrays of exactly n_* elements) */
+    cost_graph key;
+    double mult;
+    bool want_peak, want_bytes;
+    /* what it gave */
+    cost_program out;
+    cost_peak_info peak;
+    int64_t peak_bytes;
+    bool fed; /* it wrote g->v_feeds: key.v_feeds holds them */
+} gmemo;
+
+typedef struct gmemos {
+    uint64_t tick;
+    int64_t hits;
+    uint32_t n;
+    gmemo e[];
+} gmemos;
+
+static void memo_free(void *memos)
+{
+    gmemos *m = memos;
+    if (!m)
+        return;
+    for (uint32_t i = 0; i < m->n; i++) {
+        cost_graph *k = &m->e[i].key;
+        ap_free(k->nodes);
+        ap_free(k->e_val);
+        ap_free(k->e_read);
+        ap_free(k->e_feeds);
+        ap_free(k->v_bytes);
+        ap_free(k->v_def);
+        ap_free(k->v_root);
+        ap_free(k->v_what);
+        ap_free(k->v_dims);
+        ap_free(k->v_in);
+        ap_free(k->v_name);
+        ap_free(k->v_gate);
+        ap_free(k->v_feeds);
+        ap_free(k->colls);
+        ap_free(k->peaks);
+        ap_free(k->kids);
+        ap_free(k->out_alias);
+        cost__program_free_arrays(&m->e[i].out);
+    }
+    ap_free(m);
+}
+
+int64_t cost__graph_memo_hits(const cost_graph *g)
+{
+    const gmemos *m = g->memos;
+    return m ? m->hits : 0;
+}
+
+static bool same_arr(const void *a, const void *b, size_t n, size_t elem)
+{
+    return n == 0 || !memcmp(a, b, n * elem);
+}
+#define SAME(f, n) same_arr(k->f, g->f, (size_t)(n), sizeof *g->f)
+
+/* The outputs g says the input of (out_alias beyond them is CG_NONE: its
+ * capacity depends on the arrays g had). */
+static uint32_t outs_aliased(const cost_graph *g)
+{
+    uint32_t n = g->cap_out;
+    while (n && g->out_alias[n - 1] == CG_NONE)
+        n--;
+    return n;
+}
+
+/* Whether the run remembered in e read what a run of g would. */
+static bool memo_same(const gmemo *e, const cost_graph *g, double mult, bool want_peak, bool want_bytes)
+{
+    const cost_graph *k = &e->key;
+    if (k->n_nodes != g->n_nodes || k->n_edges != g->n_edges || k->n_vals != g->n_vals ||
+        k->n_colls != g->n_colls || k->n_peaks != g->n_peaks || k->n_kids != g->n_kids ||
+        k->eager != g->eager || k->every_order != g->every_order || k->outs_held != g->outs_held ||
+        e->mult != mult || e->want_peak != want_peak || e->want_bytes != want_bytes)
+        return false;
+    uint32_t nv = g->n_vals, ne = g->n_edges, no = outs_aliased(g);
+    if (outs_aliased(k) != no)
+        return false;
+    return SAME(v_bytes, nv) && SAME(nodes, g->n_nodes) && SAME(e_val, ne) && SAME(e_read, ne) &&
+           SAME(e_feeds, ne) && SAME(v_def, nv) && SAME(v_root, nv) && SAME(v_what, nv) && SAME(v_dims, nv) &&
+           SAME(v_in, nv) && SAME(v_name, nv) && SAME(v_gate, nv) && SAME(colls, g->n_colls) &&
+           SAME(peaks, g->n_peaks) && SAME(kids, g->n_kids) && SAME(out_alias, no);
+}
+#undef SAME
+
+#define SWAP(x, y)                                                                                             \
+    do {                                                                                                       \
+        __typeof__(x) t_ = (x);                                                                                \
+        (x) = (y);                                                                                             \
+        (y) = t_;                                                                                              \
+    } while (0)
+
+/* Remembers the run of g just made into p (empty before it), in the
+ * entry used longest ago: g's arrays become the entry's key (no copy), g
+ * gets the entry's old ones and is reset.  Nothing kept when out of
+ * memory. */
+static void memo_keep(cost_graph *g, const cost_program *p, double mult, const cost_peak_info *peak,
+                      const int64_t *peak_bytes)
+{
+    gmemos *m = g->memos;
+    if (!m) {
+        if (!(m = ap_calloc(1, sizeof *m + sizeof *m->e * g->memo)))
+            return;
+        m->n = g->memo;
+        g->memos = m;
+    }
+    gmemo *e = &m->e[0];
+    for (uint32_t i = 1; i < m->n && e->used; i++)
+        if (m->e[i].used < e->used)
+            e = &m->e[i];
+    e->used = 0; /* empty until complete */
+    cost_graph *k = &e->key;
+    const gs *s = g->scratch;
+    if (s->fed && g->n_vals > k->cap_feeds) {
+        if (!REALLOC(k->v_feeds, g->n_vals))
+            return;
+        k->cap_feeds = g->n_vals;
+    }
+    if (!cost__program_copy(&e->out, p))
+        return;
+    if (s->fed && g->n_vals)
+        memcpy(k->v_feeds, g->v_feeds, g->n_vals);
+    SWAP(k->nodes, g->nodes);
+    SWAP(k->cap_nodes, g->cap_nodes);
+    SWAP(k->e_val, g->e_val);
+    SWAP(k->e_read, g->e_read);
+    SWAP(k->e_feeds, g->e_feeds);
+    SWAP(k->cap_edges, g->cap_edges);
+    SWAP(k->v_bytes, g->v_bytes);
+    SWAP(k->v_def, g->v_def);
+    SWAP(k->v_root, g->v_root);
+    SWAP(k->v_what, g->v_what);
+    SWAP(k->v_dims, g->v_dims);
+    SWAP(k->v_in, g->v_in);
+    SWAP(k->v_name, g->v_name);
+    SWAP(k->v_gate, g->v_gate);
+    SWAP(k->cap_vals, g->cap_vals);
+    SWAP(k->colls, g->colls);
+    SWAP(k->cap_colls, g->cap_colls);
+    SWAP(k->peaks, g->peaks);
+    SWAP(k->cap_peaks, g->cap_peaks);
+    SWAP(k->kids, g->kids);
+    SWAP(k->cap_kids, g->cap_kids);
+    SWAP(k->out_alias, g->out_alias);
+    SWAP(k->cap_out, g->cap_out);
+    k->n_nodes = g->n_nodes;
+    k->n_edges = g->n_edges;
+    k->n_vals = g->n_vals;
+    k->n_colls = g->n_colls;
+    k->n_peaks = g->n_peaks;
+    k->n_kids = g->n_kids;
+    k->eager = g->eager;
+    k->every_order = g->every_order;
+    k->outs_held = g->outs_held;
+    e->mult = mult;
+    e->want_peak = peak != NULL;
+    e->want_bytes = peak_bytes != NULL;
+    if (peak)
+        e->peak = *peak;
+    e->peak_bytes = peak_bytes ? *peak_bytes : 0;
+    e->fed = s->fed;
+    e->used = ++m->tick;
+    cost__graph_reset(g);
+}
+#undef SWAP
+
+/* The remembered run of a graph equal to g, or NULL. */
+static gmemo *memo_find(const cost_graph *g, double mult, bool want_peak, bool want_bytes)
+{
+    gmemos *m = g->memos;
+    for (uint32_t i = 0; m && i < m->n; i++)
+        if (m->e[i].used && memo_same(&m->e[i], g, mult, want_peak, want_bytes))
+            return &m->e[i];
+    return NULL;
+}
+
+int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info *peak, int64_t *peak_bytes,
+                    ap_error *err)
+{
+    bool memo = g->memo && !g->oom && cost__program_empty(p);
+    gmemo *e = memo ? memo_find(g, mult, peak != NULL, peak_bytes != NULL) : NULL;
+    if (e) {
+        if (e->fed && g->cap_feeds < g->n_vals) {
+            if (!REALLOC(g->v_feeds, g->n_vals))
+                return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
+            g->cap_feeds = g->n_vals;
+        }
+        if (!cost__program_copy(p, &e->out))
+            return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
+        if (e->fed && g->n_vals)
+            memcpy(g->v_feeds, e->key.v_feeds, g->n_vals);
+        if (peak)
+            *peak = e->peak;
+        if (peak_bytes)
+            *peak_bytes = e->peak_bytes;
+        gmemos *m = g->memos;
+        e->used = ++m->tick;
+        m->hits++;
+        cost__graph_reset(g);
+        return 0;
+    }
+    int rc = graph_run(g, p, mult, peak, peak_bytes, err);
+    if (rc == 0 && memo)
+        memo_keep(g, p, mult, peak, peak_bytes);
+    return rc;
 }

@@ -75,6 +75,71 @@ void cost__program_clear(cost_program *p)
     p->notes = 0;
 }
 
+bool cost__program_empty(const cost_program *p)
+{
+    return p->n_items == 0 && p->n_colls == 0 && p->n_ev == 0 && p->n_dep == 0 && p->n_blk == 0 &&
+           p->flops_total == 0 && p->bytes_total == 0 && p->matmul_flops == 0;
+}
+
+bool cost__program_copy(cost_program *dst, const cost_program *src)
+{
+    size_t ni = src->n_items, ne = src->n_ev, nb = src->n_blk, c;
+    /* arrays that share a capacity each grow from the shared one, which is
+     * raised once all have (ev_dep0 holds n_ev + 1 entries) */
+#define FIT(field, cap, n) (c = dst->cap, grow(&dst->field, &c, n, sizeof *dst->field, n))
+    if (ni > dst->cap_items) {
+        if (!FIT(flops, cap_items, ni) || !FIT(mm, cap_items, ni) || !FIT(bytes, cap_items, ni) ||
+            !FIT(mdim, cap_items, ni) || !FIT(ndim, cap_items, ni) || !FIT(runs, cap_items, ni) ||
+            !FIT(prec, cap_items, ni) || !FIT(ops, cap_items, ni))
+            return false;
+        dst->cap_items = c;
+    }
+    if (ne + 1 > dst->cap_ev) {
+        if (!FIT(ev_kind, cap_ev, ne + 1) || !FIT(ev_ref, cap_ev, ne + 1) || !FIT(ev_dep0, cap_ev, ne + 1))
+            return false;
+        dst->cap_ev = c;
+    }
+    if (nb > dst->cap_blk) {
+        if (!FIT(blk_ev0, cap_blk, nb) || !FIT(blk_nev, cap_blk, nb))
+            return false;
+        dst->cap_blk = c;
+    }
+#undef FIT
+    if (!grow(&dst->colls, &dst->cap_colls, src->n_colls, sizeof *dst->colls, src->n_colls) ||
+        !grow(&dst->ev_dep, &dst->cap_dep, src->n_dep, sizeof *dst->ev_dep, src->n_dep))
+        return false;
+#define COPY(field, n)                                                                                         \
+    do {                                                                                                       \
+        if (n)                                                                                                 \
+            memcpy(dst->field, src->field, (n) * sizeof *dst->field);                                          \
+    } while (0)
+    COPY(flops, ni);
+    COPY(mm, ni);
+    COPY(bytes, ni);
+    COPY(mdim, ni);
+    COPY(ndim, ni);
+    COPY(runs, ni);
+    COPY(prec, ni);
+    COPY(ops, ni);
+    COPY(ev_kind, ne);
+    COPY(ev_ref, ne);
+    COPY(ev_dep0, ne ? ne + 1 : 0);
+    COPY(blk_ev0, nb);
+    COPY(blk_nev, nb);
+    COPY(colls, src->n_colls);
+    COPY(ev_dep, src->n_dep);
+#undef COPY
+    dst->n_items = ni;
+    dst->n_colls = src->n_colls;
+    dst->n_ev = ne;
+    dst->n_dep = src->n_dep;
+    dst->n_blk = nb;
+    dst->flops_total = src->flops_total;
+    dst->bytes_total = src->bytes_total;
+    dst->matmul_flops = src->matmul_flops;
+    return true;
+}
+
 void cost__program_free_arrays(cost_program *p)
 {
     ap_free(p->flops);

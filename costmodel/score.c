@@ -1068,6 +1068,9 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
     }
     memset(s->clen, 0xff, s->n_ops + 1);
     memset(s->mlen, 0xff, slots + 1);
+    /* a search scores many states that lower to one program: the graph
+     * runs of the last few are remembered (graph.c, the memo) */
+    s->g.memo = 4;
     *out = s;
     return 0;
 fail:
@@ -1156,6 +1159,8 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
     s->valid = true;
     return 0;
 }
+
+int64_t cost_scorer_reused(const cost_scorer *s) { return cost__graph_memo_hits(&s->g); }
 
 int cost_scorer_peak_values(const cost_scorer *s, cost_peak_value *out, int n, int64_t *other_bytes)
 {

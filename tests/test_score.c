@@ -443,6 +443,66 @@ START_TEST(scorer_follows_summand_redistribution)
 }
 END_TEST
 
+/* A scorer remembers the graph runs of the last few programs it scored
+ * (graph.c, the memo): a state whose lowering is one of them gets the
+ * report, and the values at the peak, that a fresh scorer gives, bit for
+ * bit, and the memo answers it (cost_scorer_reused) whatever came in
+ * between. */
+START_TEST(scorer_reuses_runs_exactly)
+{
+    ir_module *m = tl_generate("transformer", "tiny", "");
+    ap_error err;
+    ir_mesh mesh;
+    ck_assert(ir_mesh_parse("batch=2,model=2", &mesh, &err) == 0);
+    ir_pctx *ctx;
+    ck_assert(ir_pctx_new(m, ir_module_entry(m), &mesh, &ctx, &err) == 0);
+    cost_device dev;
+    ck_assert(cost_device_lookup("tpu_v3", &dev, &err) == 0);
+    cost_scorer *sc;
+    ck_assert(cost_scorer_new(ctx, &dev, NULL, NULL, &sc, &err) == 0);
+    /* each state made anew: the memo knows programs, not states */
+    /* 4 remembered: the fifth program met replaces the one used longest ago */
+    const char *seq[] = {"bp", "bp+mp", "bp", "", "bp+mp", "bp", "bp+z3", "bp+mp", "bp+z3", "bp+z2", "", "bp+z2", "bp"};
+    const int64_t reused[] = {0, 0, 1, 1, 2, 3, 3, 4, 5, 5, 5, 6, 6};
+    for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) {
+        ir_partition *p;
+        ck_assert(ir_partition_new(ctx, &p, &err) == 0);
+        if (*seq[i]) {
+            char *sched = tl_schedule(seq[i]);
+            ck_assert_msg(ir_schedule_apply(p, sched, &err) == 0, "%s", err.msg);
+            ap_free(sched);
+        }
+        char what[64];
+        snprintf(what, sizeof what, "state %zu (%s)", i, *seq[i] ? seq[i] : "replicated");
+        cost_report again, fresh;
+        ck_assert_msg(cost_scorer_score(sc, p, &again, &err) == 0, "%s", err.msg);
+        ck_assert_msg(cost_scorer_reused(sc) == reused[i], "%s: %lld reused, wanted %lld", what,
+                      (long long)cost_scorer_reused(sc), (long long)reused[i]);
+        cost_scorer *one;
+        ck_assert(cost_scorer_new(ctx, &dev, NULL, NULL, &one, &err) == 0);
+        ck_assert(cost_scorer_score(one, p, &fresh, &err) == 0);
+        ck_assert_int_eq(cost_scorer_reused(one), 0);
+        ck_assert_msg(again.runtime_s == fresh.runtime_s && again.peak_memory_bytes == fresh.peak_memory_bytes,
+                      "%s: remembered %.17g s %lld B, fresh %.17g s %lld B", what, again.runtime_s,
+                      (long long)again.peak_memory_bytes, fresh.runtime_s, (long long)fresh.peak_memory_bytes);
+        assert_same_report(&fresh, &again, what);
+        cost_peak_value va[8], vf[8];
+        int64_t oa, of;
+        int na = cost_scorer_peak_values(sc, va, 8, &oa), nf = cost_scorer_peak_values(one, vf, 8, &of);
+        ck_assert_msg(na == nf && oa == of && na > 0, "%s: %d values at the peak (+%lld), fresh %d (+%lld)", what, na,
+                      (long long)oa, nf, (long long)of);
+        for (int k = 0; k < na; k++)
+            ck_assert_msg(va[k].bytes == vf[k].bytes && va[k].value == vf[k].value && va[k].kind == vf[k].kind,
+                          "%s: value %d at the peak differs", what, k);
+        cost_scorer_free(one);
+        ir_partition_free(p);
+    }
+    cost_scorer_free(sc);
+    ir_pctx_free(ctx);
+    ir_module_free(m);
+}
+END_TEST
+
 /* Programs the fast path does not cover are refused, not misjudged. */
 START_TEST(scorer_refuses_loops)
 {
@@ -487,6 +547,7 @@ static Suite *score_suite(void)
     tcase_add_test(tc, scorer_equals_full_path_t32);
     tcase_add_test(tc, scorer_follows_summand_redistribution);
     tcase_add_test(tc, scorer_refuses_loops);
+    tcase_add_test(tc, scorer_reuses_runs_exactly);
     suite_add_tcase(s, tc);
     return s;
 }
