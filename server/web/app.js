@@ -175,7 +175,6 @@ function listRow(r) {
     el('td', { class: 'num' }, r.episodes || '—'),
     el('td', { class: 'num' }, fmtDur(r.duration_s)),
     el('td', { class: 'num' }, r.cache_hits));
-  tr.addEventListener('click', () => { location.hash = '#/search/' + r.id; });
   if (r.error) tr.title = r.error;
   return tr;
 }
@@ -188,10 +187,16 @@ function viewList() {
   const prev = el('button', { id: 'prev' }, '← newer');
   const next = el('button', { id: 'next' }, 'older →');
   const where = el('span', { class: 'muted' });
+  // Refreshes overlap (a filter changed while the last one is on its way,
+  // the 2 s timer): an answer older than the one shown is dropped, so the
+  // list never goes back to a query the filters have left.
+  let asked = 0, shown = 0;
   const refresh = async () => {
+    const mine = ++asked;
     try {
       const page = await api('/api/searches?' + listQuery());
-      if (seq !== viewSeq) return;
+      if (seq !== viewSeq || mine < shown) return;
+      shown = mine;
       body.replaceChildren(...page.searches.map(listRow));
       listState.cursors[listState.page + 1] = page.next;
       msg.textContent = page.searches.length ? '' : 'No searches match.';
@@ -200,11 +205,22 @@ function viewList() {
       next.disabled = !page.next;
       where.textContent = `page ${listState.page + 1}`;
     } catch (e) {
-      if (seq !== viewSeq) return;
+      if (seq !== viewSeq || mine < shown) return;
       msg.textContent = 'Cannot list: ' + e.message;
       msg.className = 'error';
     }
   };
+  // A row opens its search on a press and a release on that search's row,
+  // not on 'click': the list is rebuilt every 2 s, and a row replaced
+  // between the press and the release gets no click (the browser drops it).
+  let pressed = null;
+  const rowId = e => e.target.closest && e.target.closest('tr[data-id]')?.dataset.id;
+  body.addEventListener('pointerdown', e => { pressed = e.button === 0 ? rowId(e) : null; });
+  body.addEventListener('pointerup', e => {
+    const id = rowId(e);
+    if (e.button === 0 && id && id === pressed) location.hash = '#/search/' + id;
+    pressed = null;
+  });
   const restart = () => { listState.cursors = ['']; listState.page = 0; refresh(); };
   prev.addEventListener('click', () => { if (listState.page > 0) { listState.page--; refresh(); } });
   next.addEventListener('click', () => { if (listState.cursors[listState.page + 1]) { listState.page++; refresh(); } });

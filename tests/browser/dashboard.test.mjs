@@ -100,6 +100,24 @@ async function newPage() {
   return page;
 }
 
+// The list's models (file names), in the order shown.
+const listed = (page) =>
+  page.locator('#rows tr td.model').evaluateAll((tds) => tds.map((td) => td.title.replace(/^.*\//, '')));
+
+// Waits until the list shows exactly these models in this order (what a
+// test asserts, not a row count the old order also has); on a timeout says
+// what it shows instead.
+async function waitForList(page, want, timeout = 30000) {
+  try {
+    await page.waitForFunction((w) => {
+      const got = [...document.querySelectorAll('#rows tr td.model')].map((td) => td.title.replace(/^.*\//, ''));
+      return got.length === w.length && got.every((m, i) => m === w[i]);
+    }, want, { timeout });
+  } catch (e) {
+    throw new Error(`the list shows [${(await listed(page)).join(', ')}], not [${want.join(', ')}], after ${timeout / 1000} s`);
+  }
+}
+
 const shot = (page, name, fullPage) => page.screenshot({ path: join(ARTIFACTS, name), fullPage: !!fullPage });
 
 before(async () => {
@@ -169,8 +187,21 @@ check('a running search appears in the list, its curve grows, its schedule shows
   await row.first().waitFor({ timeout: 60000 });
   assert.match(await row.first().innerText(), /t32\.mlir/);
   await shot(page, '1-list-running.png');
-  await row.first().click();
-  await page.waitForURL(/#\/search\/\d+$/);
+  // A press and a release on the row open it, even when the list is rebuilt
+  // between the two (it is, every 2 s: the browser drops a click whose row
+  // was replaced, and a user's click takes about 100 ms): the press, then a
+  // rebuild (the row under the pointer marked after the press, gone from
+  // the page), then the release.
+  const at = await page.evaluate(() => {
+    const r = document.querySelector('#rows tr[data-status="running"]').getBoundingClientRect();
+    return { x: r.x + r.width / 2, y: r.y + r.height / 2 };
+  });
+  await page.mouse.move(at.x, at.y);
+  await page.mouse.down();
+  await page.evaluate(({ x, y }) => { document.elementFromPoint(x, y).closest('tr').dataset.pressed = '1'; }, at);
+  await page.waitForFunction(() => !document.querySelector('#rows tr[data-pressed]'), null, { timeout: 30000 });
+  await page.mouse.up();
+  await page.waitForURL(/#\/search\/\d+$/, { timeout: 30000 });
 
   // The curve over time grows while the search runs (a point every 2 s).
   const points = async () => Number((await page.locator('#plot-time').getAttribute('data-points')) || 0);
@@ -236,12 +267,51 @@ check('filters: free text, status, and sorting narrow the list', async () => {
   await page.waitForFunction(() => document.querySelectorAll('#rows tr').length === 0
     && /No searches match/.test(document.querySelector('#list-msg').textContent), null, { timeout: 10000 });
   await page.selectOption('select[name=status]', 'done');
+  // Answers can come back out of order (a filter changed while the last
+  // query is on its way; the 2 s refresh): one older than the answer shown
+  // is dropped.  The first query by step time, descending, is held back
+  // until the ascending one asked after it is shown, and every order the
+  // list shows is recorded.
+  const lists = (u) => u.pathname === '/api/searches';
+  const seen = [];
+  let heldRequest = null, releaseHeld;
+  const heldBack = new Promise((r) => { releaseHeld = r; });
+  await page.route(lists, async (route) => {
+    const q = new URL(route.request().url()).searchParams;
+    seen.push(q.toString());
+    if (heldRequest || q.get('sort') !== 'runtime' || q.get('order')) return route.continue();
+    heldRequest = route.request();
+    await heldBack;
+    await route.continue();
+  });
+  await page.evaluate(() => {
+    const rows = document.getElementById('rows');
+    window.shownOrders = [];
+    new MutationObserver(() => window.shownOrders.push(
+      [...rows.querySelectorAll('td.model')].map((td) => td.title.replace(/^.*\//, '')).join(', ')))
+      .observe(rows, { childList: true });
+  });
   await page.selectOption('select[name=sort]', 'runtime');
   await page.selectOption('select[name=order]', 'asc');
-  await page.waitForFunction(() => document.querySelectorAll('#rows tr').length === 2, null, { timeout: 10000 });
-  // the small model's step time is far below t32's: first when ascending
-  assert.match(await page.locator('#rows tr').first().innerText(), /small_train_step\.mlir/);
+  // the small model's step time is far below t32's: first when ascending,
+  // last when descending (newest first, the default, has it first too)
+  const smallName = 'transformer_small_train_step.mlir';
+  await waitForList(page, [smallName, 't32.mlir']);
+  assert.ok(heldRequest, `no query by step time, descending: ${seen.join(' | ')}`);
+  releaseHeld();
+  assert.ok(await heldRequest.response(), 'the held query failed');
+  // two more rebuilds once it came: its answer's (dropped, or not), and the
+  // 2 s refreshes'
+  const n = await page.evaluate(() => window.shownOrders.length);
+  await page.waitForFunction((k) => window.shownOrders.length > k + 1, n, { timeout: 30000 });
+  const orders = await page.evaluate(() => window.shownOrders);
+  const ascAt = orders.indexOf(`${smallName}, t32.mlir`);
+  assert.ok(!orders.slice(ascAt).includes(`t32.mlir, ${smallName}`),
+    `the list went back to an older query's answer: ${orders.join(' | ')}`);
+  await page.unroute(lists);
   await shot(page, '6-filter-status-sort.png');
+  await page.selectOption('select[name=order]', '');
+  await waitForList(page, ['t32.mlir', smallName]);
   await page.close();
 });
 
