@@ -493,6 +493,7 @@ typedef struct gs {
      * first and last step; the buffers as assign sorts them, and its
      * live-out allocations */
     uint32_t *bown, *bstart, *bend;
+    uint32_t *blist, nblist; /* the buffers the simulation made, in the order it made them */
     abuf *arec, *atmp;
     aout *aouts;
     asize *asizes;   /* the sizes asg_sort met */
@@ -557,6 +558,7 @@ static void scratch_free(void *scratch)
     ap_free(s->bown);
     ap_free(s->bstart);
     ap_free(s->bend);
+    ap_free(s->blist);
     ap_free(s->arec);
     ap_free(s->atmp);
     ap_free(s->aouts);
@@ -594,7 +596,7 @@ static bool scratch_fit(cost_graph *g, gs **out)
         if (!REALLOC(s->vstamp, c) || !REALLOC(s->nusers, c) || !REALLOC(s->u0, c + 1) || !REALLOC(s->ku0, c + 1) ||
             !REALLOC(s->rem, c) || !REALLOC(s->left, c) || !REALLOC(s->uses, c) || !REALLOC(s->pending, c) || !REALLOC(s->kfill, c) || !REALLOC(s->vread, c) ||
             !REALLOC(s->alloc, c) || !REALLOC(s->vflag, c) || !REALLOC(s->bown, c) || !REALLOC(s->bstart, c) ||
-            !REALLOC(s->bend, c) || !REALLOC(s->arec, c) || !REALLOC(s->atmp, c) || !REALLOC(s->aouts, c) ||
+            !REALLOC(s->bend, c) || !REALLOC(s->blist, c) || !REALLOC(s->arec, c) || !REALLOC(s->atmp, c) || !REALLOC(s->aouts, c) ||
             !REALLOC(s->asizes, c))
             return false;
         uint32_t h = 64;
@@ -1107,6 +1109,7 @@ static bool sim_step(const cost_graph *g, gs *s, simrun *r, uint32_t k, bool las
             s->bown[v] = v;
             s->bstart[v] = r->i;
             s->bend[v] = CG_NONE;
+            s->blist[s->nblist++] = v;
         }
     }
     int64_t now = r->live + nd->nested;
@@ -1203,8 +1206,8 @@ static int asize_cmp(const void *a, const void *b)
     return (int)y->out - (int)x->out;
 }
 
-/* Sorts the nb records of s->arec (made in the order of their values, each
- * starting before step n) as assign places them: largest first, a live-out
+/* Sorts the nb records of s->arec (each starting before step n, those of
+ * one first step in the order of their values) as assign places them: largest first, a live-out
  * buffer before another of the same size, then by first step, then by
  * value.  Two stable counting sorts instead of qsort's comparisons (a third
  * of assign): by first step, then by size, of which a block has few (a
@@ -1272,13 +1275,14 @@ static bool asg_fits(const abuf *rec, aout *a, const abuf *v)
 }
 
 /* Starts the record of a simulation's buffers (sim_step fills it while
- * s->rec: each buffer's first and last step) for assign_recorded. */
-static void record_begin(const cost_graph *g, gs *s)
+ * s->rec: the buffers it makes, each one's first and last step, and for
+ * each result the buffer it is in) for assign_recorded.  A result's
+ * buffer is set when it is placed, before anything reads it; an input's
+ * is itself (a loop's carried value may be handed on: it has no bytes
+ * here), set once per run (graph_run). */
+static void record_begin(gs *s)
 {
-    for (uint32_t v = 0; v < g->n_vals; v++) {
-        s->bown[v] = v; /* an input's (a loop's carried value) too: it has no bytes here */
-        s->bstart[v] = CG_NONE;
-    }
+    s->nblist = 0;
     s->rec = true;
 }
 
@@ -1287,7 +1291,8 @@ static void record_begin(const cost_graph *g, gs *s)
  * are counted are). */
 static int64_t assign_recorded(const cost_graph *g, gs *s, const uint32_t *order, uint32_t n, uint32_t *at, int64_t *idle)
 {
-    uint32_t nv = g->n_vals;
+    uint32_t nb_made = s->nblist;
+    const uint32_t *made = s->blist;
     s->rec = false;
     memset(s->hdiff, 0, sizeof *s->hdiff * (n + 1));
     /* the live-out buffers' last first step: a buffer ending there or
@@ -1295,16 +1300,19 @@ static int64_t assign_recorded(const cost_graph *g, gs *s, const uint32_t *order
      * heap's peak does not depend on the order its buffers come in) */
     uint32_t last_out = 0;
     bool any_out = false;
-    for (uint32_t v = 0; v < nv; v++)
-        if (s->bstart[v] != CG_NONE && s->bown[v] == v && s->bend[v] == CG_NONE) {
+    for (uint32_t i = 0; i < nb_made; i++) {
+        uint32_t v = made[i];
+        if (s->bend[v] == CG_NONE) {
             any_out = true;
             last_out = s->bstart[v] > last_out ? s->bstart[v] : last_out;
         }
+    }
+    /* the records in the order the buffers were made: by first step, and
+     * at one step (one node's results) by value, as asg_sort needs */
     abuf *rec = s->arec;
     uint32_t nb = 0;
-    for (uint32_t v = 0; v < nv; v++) {
-        if (s->bstart[v] == CG_NONE || s->bown[v] != v)
-            continue;
+    for (uint32_t i = 0; i < nb_made; i++) {
+        uint32_t v = made[i];
         int64_t bytes = b64(g->v_bytes[v]);
         if (any_out && (s->bend[v] == CG_NONE || s->bend[v] < last_out)) {
             rec[nb++] = (abuf){bytes, s->bstart[v], s->bend[v], v, CG_NONE};
@@ -1389,7 +1397,7 @@ static int64_t assign_recorded(const cost_graph *g, gs *s, const uint32_t *order
  * less what is placed in them and live there. */
 static int64_t assign(const cost_graph *g, gs *s, const uint32_t *order, uint32_t n, uint32_t *at, int64_t *idle)
 {
-    record_begin(g, s);
+    record_begin(s);
     simulate(g, s, order, n, UINT32_MAX);
     return assign_recorded(g, s, order, n, at, idle);
 }
@@ -1410,7 +1418,7 @@ static sim measure(const cost_graph *g, gs *s, const uint32_t *order, uint32_t n
 static void order_begin(const cost_graph *g, gs *s, simrun *r, int64_t bound, bool held)
 {
     if (held)
-        record_begin(g, s);
+        record_begin(s);
     sim_begin(g, s, r, bound);
 }
 
@@ -2124,6 +2132,8 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
         return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
     s->fed = false;
     uint32_t nv = g->n_vals, nn = g->n_nodes;
+    for (uint32_t v = 0; v < nv; v++)
+        s->bown[v] = v; /* inputs keep it (record_begin) */
     build_users(g, s);
     /* users first (they come later) */
     memset(s->nstamp, 0, sizeof *s->nstamp * nn);
@@ -2255,7 +2265,7 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
          * (an order wins only below it): one that reaches it stops */
         simrun r;
         if (held)
-            record_begin(g, s);
+            record_begin(s);
         int prc = placed_order(g, s, n_sched, ret, &r, lo.bound);
         take_order(g, s, &r, prc, s->porder, n_sched, held, COST_ORDER_PLACED, &lo);
         order_begin(g, s, &r, lo.bound, held);
@@ -2393,10 +2403,16 @@ static bool memo_same(const gmemo *e, const cost_graph *g, double mult, bool wan
     uint32_t nv = g->n_vals, ne = g->n_edges, no = outs_aliased(g);
     if (outs_aliased(k) != no)
         return false;
-    return SAME(v_bytes, nv) && SAME(nodes, g->n_nodes) && SAME(e_val, ne) && SAME(e_read, ne) &&
-           SAME(e_feeds, ne) && SAME(v_def, nv) && SAME(v_root, nv) && SAME(v_what, nv) && SAME(v_dims, nv) &&
-           SAME(v_in, nv) && SAME(v_name, nv) && SAME(v_gate, nv) && SAME(colls, g->n_colls) &&
-           SAME(peaks, g->n_peaks) && SAME(kids, g->n_kids) && SAME(out_alias, no);
+    if (!(SAME(v_bytes, nv) && SAME(nodes, g->n_nodes) && SAME(e_val, ne) && SAME(e_read, ne) &&
+          SAME(v_def, nv) && SAME(v_root, nv) && SAME(v_in, nv) && SAME(v_gate, nv) && SAME(colls, g->n_colls) &&
+          SAME(peaks, g->n_peaks) && SAME(kids, g->n_kids) && SAME(out_alias, no)))
+        return false;
+    /* what only the breakdown of the peak reads (classify_inputs, breakdown):
+     * the names of values, their dims, which edges feed a matmul.  The
+     * search's scorers ask for the peak's bytes alone, and programs that
+     * differ only there are common (a copy of another value, a gradient
+     * named after another parameter) */
+    return !want_peak || (SAME(e_feeds, ne) && SAME(v_what, nv) && SAME(v_dims, nv) && SAME(v_name, nv));
 }
 #undef SAME
 

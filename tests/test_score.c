@@ -4,7 +4,8 @@
  * scorer's report equals cost_estimate on ir_lower's output (what
  * `autopart apply --view report` prints) to 1e-9 relative, the peak and
  * its breakdown by category exactly, whether the
- * scorer comes fresh or incrementally from any earlier state; a state the
+ * scorer comes fresh or incrementally from any earlier state, and when it
+ * gives again the graph run of a program scored before (the memo); a state the
  * lowering refuses, the scorer refuses too.  Some cases re-tile values
  * that are already tiled or pending sums, so that pending sums are
  * redistributed before they are reduced (summand by summand, over the
@@ -225,6 +226,13 @@ static void check_model(const model_case *mc, uint64_t seed)
     cost_options o = {.framework = mc->fw};
     cost_scorer *inc;
     ck_assert_msg(cost_scorer_new(ctx, &dev, NULL, &o, &inc, &err) == 0, "%s", err.msg);
+    cost_options every_o = o, bare_o = o;
+    every_o.every_order = true;
+    bare_o.top_k = -1;
+    bare_o.peak_only = true;
+    cost_scorer *every, *bytes_only;
+    ck_assert(cost_scorer_new(ctx, &dev, NULL, &every_o, &every, &err) == 0);
+    ck_assert(cost_scorer_new(ctx, &dev, NULL, &bare_o, &bytes_only, &err) == 0);
     ir_lplan *plan;
     ck_assert(ir_lplan_new(ctx, &plan, &err) == 0);
     int summand = 0;
@@ -278,13 +286,14 @@ static void check_model(const model_case *mc, uint64_t seed)
             cost_scorer_free(one);
             /* nor does stopping an order once it cannot be the lowest: the
              * same peak, the same order chosen, the same breakdown */
-            cost_options every = o;
-            every.every_order = true;
-            cost_report all;
-            ck_assert(cost_scorer_new(ctx, &dev, NULL, &every, &one, &err) == 0);
-            ck_assert(cost_scorer_score(one, p, &all, &err) == 0);
+            cost_report all, quick;
+            ck_assert(cost_scorer_score(every, p, &all, &err) == 0);
             assert_same_report(&all, &fast, what);
-            cost_scorer_free(one);
+            /* nor do the graph runs the scorers remember (graph.c, the
+             * memo), with the breakdown and without (what the search's
+             * scorers ask for: the memo compares less) */
+            ck_assert(cost_scorer_score(bytes_only, p, &quick, &err) == 0);
+            assert_same_figures(&full, &quick, what, false);
             compared++;
             ck_assert(ir_lplan_sync(plan, p, &err) == 0);
             summand += redistributes_pending_sum(plan, ctx);
@@ -304,6 +313,8 @@ static void check_model(const model_case *mc, uint64_t seed)
     for (int i = 0; i < n_pool; i++)
         ir_partition_free(pool[i]);
     ir_lplan_free(plan);
+    cost_scorer_free(bytes_only);
+    cost_scorer_free(every);
     cost_scorer_free(inc);
     ir_pctx_free(ctx);
     ir_module_free(m);
@@ -458,8 +469,12 @@ START_TEST(scorer_reuses_runs_exactly)
     ck_assert(ir_pctx_new(m, ir_module_entry(m), &mesh, &ctx, &err) == 0);
     cost_device dev;
     ck_assert(cost_device_lookup("tpu_v3", &dev, &err) == 0);
-    cost_scorer *sc;
+    cost_scorer *sc, *bytes_only;
     ck_assert(cost_scorer_new(ctx, &dev, NULL, NULL, &sc, &err) == 0);
+    /* the search's scorers: the peak's bytes alone (the memo then does not
+     * compare what only the breakdown reads) */
+    cost_options bare = {.top_k = -1, .peak_only = true};
+    ck_assert(cost_scorer_new(ctx, &dev, NULL, &bare, &bytes_only, &err) == 0);
     /* each state made anew: the memo knows programs, not states */
     /* 4 remembered: the fifth program met replaces the one used longest ago */
     const char *seq[] = {"bp", "bp+mp", "bp", "", "bp+mp", "bp", "bp+z3", "bp+mp", "bp+z3", "bp+z2", "", "bp+z2", "bp"};
@@ -495,8 +510,16 @@ START_TEST(scorer_reuses_runs_exactly)
             ck_assert_msg(va[k].bytes == vf[k].bytes && va[k].value == vf[k].value && va[k].kind == vf[k].kind,
                           "%s: value %d at the peak differs", what, k);
         cost_scorer_free(one);
+        cost_report quick;
+        ck_assert(cost_scorer_score(bytes_only, p, &quick, &err) == 0);
+        ck_assert_msg(quick.runtime_s == fresh.runtime_s && quick.peak_memory_bytes == fresh.peak_memory_bytes,
+                      "%s: peak only, remembered %.17g s %lld B, fresh %.17g s %lld B", what, quick.runtime_s,
+                      (long long)quick.peak_memory_bytes, fresh.runtime_s, (long long)fresh.peak_memory_bytes);
+        assert_same_figures(&fresh, &quick, what, false);
+        ck_assert_int_eq(cost_scorer_reused(bytes_only), reused[i]);
         ir_partition_free(p);
     }
+    cost_scorer_free(bytes_only);
     cost_scorer_free(sc);
     ir_pctx_free(ctx);
     ir_module_free(m);
