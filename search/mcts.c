@@ -33,7 +33,18 @@
  * 0.7 sqrt(ln N / n): enough exploration that a first step which looks
  * worse (Megatron's attention heads, against sequence parallelism) gets
  * its next step tried.  The seed adds a little noise (2% of a score) and
- * breaks ties.  Beside UCT, a quarter of each batch climbs from the best
+ * breaks ties.
+ *
+ * Alike children: steps whose states the scores cannot tell apart (step
+ * time and peak within 0.1%) can still lead apart.  On T32 under 90 GiB,
+ * `w_down` sharded along `batch` on its hidden dim or on d_model cost the
+ * same at the start; the first keeps Megatron's MLP split off the hidden
+ * dim later (3.87 s once it fits), the second leaves it free (3.74 s).
+ * By its own value the one whose line was found first led for good and
+ * its alike sibling was never looked at past its first step (13 of 25
+ * seeds).  So a child's value is the best reward below it or below any
+ * sibling alike to it: alike children share what the others found, and
+ * the visits go to whichever has had fewer.   Beside UCT, a quarter of each batch climbs from the best
  * node found so far (its next untried decisions, past the widening), so
  * a long line of improving steps is followed as fast as it improves.
  *
@@ -68,6 +79,16 @@
  * where that sharding is free (3.740 s at 86.7 GiB), waited.  Priced, the
  * lower state leads once the first completion has shown what a byte
  * costs on the other path.
+ *
+ * The completion takes up no state alike to one it took up already (step
+ * time and peak within 0.1%): by the start's figures the two complete
+ * alike, and each copy, expected to fit as soon as the first was before
+ * its completion showed otherwise, came next in turn.  With alike children
+ * sharing their value UCT makes more such copies (the small transformer
+ * under Z3's peak + 2%: the completion went from copy to copy and nothing
+ * fitted in 400 episodes on seeds 2-6); even without, 6 of the first 80
+ * seeds of T32's layout with 2 layers under 7.8 GiB ended 3-5% slower for
+ * it (test_search completion_takes_up_no_alike_state).
  *
  * Twins: decisions that gave one state at the start are one child of the
  * root, but not everywhere: propagation ties w_up's hidden dim to
@@ -247,6 +268,11 @@ struct search_engine {
     ap_error scorer_why;
     uint64_t rng;        /* UCT's noise, from the seed */
     uint32_t root_next;  /* the root pass's next decision */
+    uint32_t *arm;       /* UCT's scratch, per edge of a node: the first live sibling alike to its child */
+    double *arm_best;    /* per edge first of its kind: the best reward below any child alike to its own */
+    uint32_t cap_arm;
+    uint32_t *led;       /* the states the completion took up as leads, in order */
+    uint32_t n_led, cap_led;
     int stop;            /* the progress callback asked to stop */
     atomic_int *halt;    /* NULL, or set by another thread to stop this search */
     double deadline;     /* ap_mono_s() at which the time budget ends; 0 none */
@@ -268,6 +294,16 @@ static double objective(const engine *e, double runtime, int64_t peak)
 }
 
 static bool fits(const engine *e, int64_t peak) { return e->limit < 0 || (double)peak <= e->limit; }
+
+/* Whether two states' figures agree to ALIKE_TOL, step time and peak
+ * both: what the search's scores cannot tell apart. */
+#define ALIKE_TOL 1e-3
+
+static bool alike(const search_node *a, const search_node *b)
+{
+    return fabs(a->runtime_s - b->runtime_s) <= ALIKE_TOL * b->runtime_s &&
+           fabs((double)(a->peak - b->peak)) <= ALIKE_TOL * (double)b->peak;
+}
 
 /* ------------------------------------------------------------ the cache */
 
@@ -937,6 +973,56 @@ static int task_add(engine *e, uint32_t parent, uint32_t decision, const uint32_
     return 0;
 }
 
+/* UCT among node's live children that are not exhausted: *pick, or
+ * SEARCH_NONE when there is none.  A child's value is the best reward
+ * below it or below any sibling alike to it (the head comment says why). */
+static int uct_pick(engine *e, uint32_t node, uint64_t *rng, uint32_t *pick)
+{
+    const search_node *n = &e->nodes[node];
+    *pick = SEARCH_NONE;
+    if (n->n_edges > e->cap_arm) {
+        uint32_t cap = n->n_edges * 2;
+        uint32_t *a = ap_realloc(e->arm, sizeof *a * cap);
+        if (!a)
+            return AP_ENOMEM;
+        e->arm = a;
+        double *b = ap_realloc(e->arm_best, sizeof *b * cap);
+        if (!b)
+            return AP_ENOMEM;
+        e->arm_best = b;
+        e->cap_arm = cap;
+    }
+    /* kinds: each live child joins the first earlier one it is alike to */
+    for (uint32_t i = 0; i < n->n_edges; i++) {
+        uint32_t ch = n->edges[i].child;
+        e->arm[i] = SEARCH_NONE;
+        if (ch == SEARCH_NONE || e->nodes[ch].exhausted)
+            continue;
+        const search_node *cn = &e->nodes[ch];
+        uint32_t first = i;
+        for (uint32_t j = 0; j < i && first == i; j++)
+            if (e->arm[j] == j && alike(&e->nodes[n->edges[j].child], cn))
+                first = j;
+        e->arm[i] = first;
+        if (first == i || cn->best > e->arm_best[first])
+            e->arm_best[first] = cn->best;
+    }
+    double best = -1, ln = log((double)n->visits + 1);
+    for (uint32_t i = 0; i < n->n_edges; i++) {
+        if (e->arm[i] == SEARCH_NONE)
+            continue;
+        const search_node *cn = &e->nodes[n->edges[i].child];
+        double q = e->arm_best[e->arm[i]] / e->best_reward;
+        double u = e->o.exploration * sqrt(ln / ((double)cn->visits + 1));
+        double s = q + u + SEED_NOISE * (double)(splitmix(rng) >> 11) / 9007199254740992.0;
+        if (s > best) {
+            best = s;
+            *pick = n->edges[i].child;
+        }
+    }
+    return 0;
+}
+
 /* One leaf: descends by UCT from the root to a node that may grow, takes
  * its next decision.  Returns 1 when a leaf was added, 0 when none is left. */
 static int select_leaf(engine *e, uint32_t *path, uint64_t *rng)
@@ -977,22 +1063,9 @@ static int select_leaf(engine *e, uint32_t *path, uint64_t *rng)
                     continue; /* nothing left to try here: choose among children */
                 /* the next one waits for this batch: choose among children */
             }
-            /* UCT over live children that are not exhausted */
-            uint32_t pick = SEARCH_NONE;
-            double best = -1, ln = log((double)n->visits + 1);
-            for (uint32_t i = 0; i < n->n_edges; i++) {
-                uint32_t ch = n->edges[i].child;
-                if (ch == SEARCH_NONE || e->nodes[ch].exhausted)
-                    continue;
-                const search_node *cn = &e->nodes[ch];
-                double q = cn->best / e->best_reward;
-                double u = e->o.exploration * sqrt(ln / ((double)cn->visits + 1));
-                double s = q + u + SEED_NOISE * (double)(splitmix(rng) >> 11) / 9007199254740992.0;
-                if (s > best) {
-                    best = s;
-                    pick = ch;
-                }
-            }
+            uint32_t pick;
+            if (uct_pick(e, node, rng, &pick) < 0)
+                return AP_ENOMEM;
             if (pick == SEARCH_NONE) {
                 if (!can_expand(e, n) && e->pending[node] == 0)
                     n->exhausted = true;
@@ -1088,6 +1161,17 @@ static double completed_time(engine *e, uint32_t node)
     return t;
 }
 
+/* Whether x is alike to a state the completion took up already: then,
+ * by the start's figures, its completion would repeat that one's, and it
+ * is no lead (the head comment says why). */
+static bool alike_to_led(const engine *e, const search_node *x)
+{
+    for (uint32_t k = 0; k < e->n_led; k++)
+        if (alike(&e->nodes[e->led[k]], x))
+            return true;
+    return false;
+}
+
 /* The completion (the head comment): up to n leaves that extend the state
  * over the memory limit the completion expects to end fastest (and faster
  * than the best that fits), by its next memory-saving decisions in the
@@ -1108,6 +1192,8 @@ static int complete_lead(engine *e, uint32_t *path, int n)
             if (fits(e, x->peak) || !(x->runtime_s < lead_t) || x->next_save >= e->n_save || x->exhausted ||
                 x->depth >= e->o.max_depth || x->depth >= 63)
                 continue;
+            if (!x->led && alike_to_led(e, x))
+                continue;
             double t = completed_time(e, i);
             if (t < lead_t) {
                 lead = i;
@@ -1116,6 +1202,11 @@ static int complete_lead(engine *e, uint32_t *path, int n)
         }
         if (lead == SEARCH_NONE)
             break;
+        if (!e->nodes[lead].led) {
+            e->nodes[lead].led = true;
+            if (push_u32(&e->led, &e->n_led, &e->cap_led, lead) < 0)
+                return AP_ENOMEM;
+        }
         uint32_t depth = e->nodes[lead].depth + 1u;
         for (uint32_t x = lead, i = depth; i-- > 0; x = e->nodes[x].parent)
             path[i] = x;
@@ -1400,6 +1491,9 @@ static void engine_free(engine *e)
     ap_free(e->tasks);
     ap_free(e->chain);
     ap_free(e->paths);
+    ap_free(e->arm);
+    ap_free(e->arm_best);
+    ap_free(e->led);
     ap_free(e->best_text);
     search__log_free(&e->log);
     ir_partition_free(e->base);

@@ -72,6 +72,7 @@ typedef struct search_node {
     uint32_t next_try;  /* next decision (in prior order) to try here */
     uint32_t next_save; /* next memory-saving decision (engine's save order) to try here */
     bool completes;     /* made by a step of the completion */
+    bool led;           /* taken up by the completion as its lead */
     search_edge *edges;
     uint32_t n_edges, cap_edges;
     uint32_t visits;
