@@ -6,7 +6,9 @@
  * by category (parameters, optimizer state, activations, ...) as the
  * framework the search counted for holds it (XLA's buffer assignment or
  * eager PyTorch) and, when the memory limit binds, the values that make up
- * the peak.  Built as
+ * the peak, and the manual tactics along an axis of size 1 on the mesh
+ * (data=1 when the search over meshes chose it, or as asked), which split
+ * nothing there.  Built as
  * JSON with every value (search__explain); the text for people is made from
  * that JSON (search_explanation_text), so that a client holding a stored
  * answer prints it as the search does, folded or --verbose.
@@ -22,6 +24,7 @@
 #define SHOWN_ALTERNATIVES 3  /* per decision, unless verbose */
 #define SHOWN_BLOCKED 3       /* patterns of blocked propagation, unless verbose */
 #define MAX_PEAK_VALUES 10
+#define SHOWN_IDLE 3          /* actions per idle axis, unless verbose */
 
 static void put(json_t *o, const char *k, json_t *v)
 {
@@ -273,6 +276,60 @@ static int explain_memory(const search_tree_view *t, const search_result *r, jso
     return 0;
 }
 
+/* The start's actions (the manual tactics, or shardings imported) along
+ * an axis of size 1: they split nothing, which a user who wrote them would
+ * not otherwise see, since a search over meshes may well choose data=1.
+ * "idle_tactics": [{"axis", "actions": [text as the schedule has it]}],
+ * only when there are some. */
+static int explain_idle(const search_tree_view *t, json_t *root)
+{
+    if (!t->start)
+        return 0;
+    ap_buf b;
+    ap_buf_init(&b);
+    ir_partition_schedule(t->start, &b);
+    if (b.oom) {
+        ap_buf_free(&b);
+        return AP_ENOMEM;
+    }
+    json_t *idle = NULL;
+    int rc = 0;
+    for (const char *line = b.data; line && *line && rc == 0;) {
+        size_t len = strcspn(line, "\n");
+        /* "tile V DIM AXIS" or "atomic V AXIS": the axis is the last word
+         * (the longest axis name that ends the line, for names with spaces) */
+        int axis = -1;
+        size_t best = 0;
+        if (!strncmp(line, "tile ", 5) || !strncmp(line, "atomic ", 7))
+            for (int a = 0; a < t->mesh->n_axes; a++) {
+                size_t n = strlen(t->mesh->names[a]);
+                if (n > best && n < len && line[len - n - 1] == ' ' &&
+                    !memcmp(line + len - n, t->mesh->names[a], n)) {
+                    axis = a;
+                    best = n;
+                }
+            }
+        if (axis >= 0 && t->mesh->sizes[axis] == 1) {
+            const char *name = t->mesh->names[axis];
+            json_t *g = NULL, *h;
+            size_t k;
+            if (!idle && !(idle = json_array()))
+                rc = AP_ENOMEM;
+            json_array_foreach(idle, k, h) if (!strcmp(json_string_value(json_object_get(h, "axis")), name)) g = h;
+            if (rc == 0 && !g && (!(g = json_pack("{s:s, s:[]}", "axis", name, "actions")) ||
+                                  json_array_append_new(idle, g) < 0))
+                rc = AP_ENOMEM;
+            if (rc == 0 && json_array_append_new(json_object_get(g, "actions"), json_stringn(line, len)) < 0)
+                rc = AP_ENOMEM;
+        }
+        line += len + (line[len] == '\n');
+    }
+    ap_buf_free(&b);
+    if (idle)
+        put(root, "idle_tactics", idle);
+    return rc;
+}
+
 int search__explain(const search_tree_view *t, search_result *r, ap_error *err)
 {
     json_t *root = json_object(), *decs = json_array();
@@ -294,6 +351,8 @@ int search__explain(const search_tree_view *t, search_result *r, ap_error *err)
             rc = explain_decision(t, chain[i], &alts, &cap, d);
     }
     ap_free(alts);
+    if (rc == 0)
+        rc = explain_idle(t, root);
     if (rc == 0)
         rc = explain_blocked(t, root);
     if (rc == 0)
@@ -385,6 +444,27 @@ static void meshes_text(const json_t *ex, ap_buf *b)
         }
     }
     ap_buf_puts(b, "\n");
+}
+
+/* "note: the manual (or imported) tactics along data split nothing on this mesh (data=1): ..." */
+static void idle_text(const json_t *ex, bool verbose, ap_buf *b)
+{
+    size_t i, k;
+    const json_t *g, *a;
+    json_array_foreach(json_object_get(ex, "idle_tactics"), i, g) {
+        const json_t *acts = json_object_get(g, "actions");
+        size_t n = json_array_size(acts), shown = verbose || n <= SHOWN_IDLE + 1 ? n : SHOWN_IDLE;
+        ap_buf_printf(b, "note: the manual (or imported) tactics along %s split nothing on this mesh (%s=1):", str(g, "axis"),
+                      str(g, "axis"));
+        json_array_foreach(acts, k, a) {
+            if (k == shown)
+                break;
+            ap_buf_printf(b, "%s%s", k ? "; " : " ", json_string_value(a));
+        }
+        if (shown < n)
+            ap_buf_printf(b, "; and %zu more (--verbose lists them)", n - shown);
+        ap_buf_putc(b, '\n');
+    }
 }
 
 static void decisions_text(const json_t *ex, bool verbose, ap_buf *b)
@@ -581,6 +661,7 @@ int search_explanation_text(const json_t *ex, unsigned flags, ap_buf *out)
     bool verbose = flags & SEARCH_TEXT_VERBOSE;
     if (json_object_get(ex, "meshes"))
         meshes_text(ex, out);
+    idle_text(ex, verbose, out);
     const json_t *start = json_object_get(ex, "start");
     ap_buf_puts(out, "start: ");
     put_seconds(out, num(start, "runtime_s"));

@@ -2025,7 +2025,7 @@ static int engine_result(engine *e, search_result *out, ap_error *err)
         sc = NULL;
     }
     search_tree_view v = {&e->units, ir_pctx_mesh(e->c), e->nodes, e->n_nodes, e->dec, e->n_dec, e->best,
-                          e->limit, out->none_fits, sc, out->best};
+                          e->limit, out->none_fits, sc, out->best, e->start};
     rc = search__explain(&v, out, err);
     cost_scorer_free(sc);
     if (rc < 0)

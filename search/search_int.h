@@ -107,6 +107,7 @@ typedef struct search_tree_view {
     bool none_fits;
     const cost_scorer *scorer; /* scored the best state last: its peak breakdown */
     const ir_partition *best_state;
+    const ir_partition *start; /* the state the search started from (its manual tactics) */
 } search_tree_view;
 
 /* Fills r->explanation and r->explanation_text. */
