@@ -535,10 +535,12 @@ static void speed(const model *t32, const cost_device *tpu)
     char *bp = bench_schedule("bp");
     ir_partition *start = state(t32, bp);
     speed_table("T32 {batch:8, model:4} on tpu_v3 from BP, search on model", start, tpu, 1u << 1);
-    /* the fast scorer against the full path on the states of one action */
+    /* the fast scorer against the full path on the states of one action
+     * (each scored again: without the memo, which would answer it) */
     cost_scorer *sc;
     ap_error err;
-    if (cost_scorer_new(t32->ctx, tpu, NULL, NULL, &sc, &err) < 0)
+    cost_options fresh = {.memo = -1};
+    if (cost_scorer_new(t32->ctx, tpu, NULL, &fresh, &sc, &err) < 0)
         bench_die("scorer", &err);
     const char *acts[] = {"tile params['block_*']['mlp']['w_up'] 1 model", "tile params['block_*']['attn']['w_qkv'] 2 model",
                           "tile params['embed'] 0 model", "tile batch['targets'] 1 model"};

@@ -353,6 +353,12 @@ typedef struct cost_options {
      * the lowest); the figures are the same either way, and test_score
      * holds them so. */
     bool every_order;
+    /* The fast scorer only: of how many of the programs it scored last it
+     * keeps the graph runs (fusion, time, memory), to give them again for
+     * a state that lowers to one of them (0: the default, 4; negative:
+     * none).  The figures are the same either way; a timing of one state
+     * scored again measures the memo. */
+    int memo;
 } cost_options;
 
 typedef struct cost_coll_stats {

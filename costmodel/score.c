@@ -1070,7 +1070,7 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
     memset(s->mlen, 0xff, slots + 1);
     /* a search scores many states that lower to one program: the graph
      * runs of the last few are remembered (graph.c, the memo) */
-    s->g.memo = 4;
+    s->g.memo = s->opts.memo < 0 ? 0 : s->opts.memo == 0 ? 4 : s->opts.memo > 255 ? 255 : (uint8_t)s->opts.memo;
     *out = s;
     return 0;
 fail:

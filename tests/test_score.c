@@ -475,6 +475,10 @@ START_TEST(scorer_reuses_runs_exactly)
      * compare what only the breakdown reads) */
     cost_options bare = {.top_k = -1, .peak_only = true};
     ck_assert(cost_scorer_new(ctx, &dev, NULL, &bare, &bytes_only, &err) == 0);
+    /* and one that remembers nothing (cost_options.memo < 0) */
+    cost_scorer *forgets;
+    cost_options none = {.memo = -1};
+    ck_assert(cost_scorer_new(ctx, &dev, NULL, &none, &forgets, &err) == 0);
     /* each state made anew: the memo knows programs, not states */
     /* 4 remembered: the fifth program met replaces the one used longest ago */
     const char *seq[] = {"bp", "bp+mp", "bp", "", "bp+mp", "bp", "bp+z3", "bp+mp", "bp+z3", "bp+z2", "", "bp+z2", "bp"};
@@ -517,8 +521,13 @@ START_TEST(scorer_reuses_runs_exactly)
                       (long long)quick.peak_memory_bytes, fresh.runtime_s, (long long)fresh.peak_memory_bytes);
         assert_same_figures(&fresh, &quick, what, false);
         ck_assert_int_eq(cost_scorer_reused(bytes_only), reused[i]);
+        cost_report plain;
+        ck_assert(cost_scorer_score(forgets, p, &plain, &err) == 0);
+        ck_assert_int_eq(cost_scorer_reused(forgets), 0);
+        assert_same_report(&fresh, &plain, what);
         ir_partition_free(p);
     }
+    cost_scorer_free(forgets);
     cost_scorer_free(bytes_only);
     cost_scorer_free(sc);
     ir_pctx_free(ctx);
