@@ -166,7 +166,8 @@ static double ring_latency(const cost_device *dev, const double *g_t)
  * tree's per step is the slowest tier's.  An all_reduce inside one node uses
  * the switch's reduction bandwidth when the tier has one (NVLink SHARP).  A
  * torus tier gives a group the share of its dims the group spans.  Plus the
- * device's per-collective overhead.
+ * device's per-collective overhead.  -1: a collective XLA drops (a
+ * reduction or gather over groups of one device).
  */
 static double coll_time(const cost_coll_item *c, const cost_device *dev, const cost_mesh *tiers)
 {
@@ -226,7 +227,12 @@ static double coll_time(const cost_coll_item *c, const cost_device *dev, const c
         used++;
         last = t;
     }
-    if (!used) { /* a group of one: nothing moves */
+    if (!used) { /* a group of one (a sum or a tiling along an axis of size 1): nothing moves */
+        /* and XLA drops it before it runs (AllReduceSimplifier: an
+         * all-reduce over groups of one, an all-gather or reduce-scatter
+         * that keeps its shape, becomes its operand) */
+        if (c->kind == COST_ALL_REDUCE || c->kind == COST_ALL_GATHER || c->kind == COST_REDUCE_SCATTER)
+            return -1;
         bw = dev->tiers[0].bandwidth;
         lat = 0;
     }
@@ -393,7 +399,9 @@ int cost_evaluate(const cost_program *p, const cost_device *dev, const cost_mesh
     for (size_t i = 0; i < p->n_colls; i++) {
         const cost_coll_item *c = &p->colls[i];
         double t = coll_time(c, dev, &tiers);
-        t_coll[i] = t;
+        t_coll[i] = t > 0 ? t : 0;
+        if (t < 0) /* dropped: not in the report's collectives */
+            continue;
         comm += t;
         out->coll[c->kind].count += c->count;
         out->coll[c->kind].bytes += c->bytes;

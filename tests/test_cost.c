@@ -446,6 +446,28 @@ START_TEST(test_megatron_halves_matmuls)
 }
 END_TEST
 
+/* A reduction or gather over groups of one device (a sum or a tiling
+ * along an axis of size 1: data=1 of a search over meshes) moves nothing
+ * and XLA drops it (AllReduceSimplifier): no collectives in the report,
+ * and the step of BP and Z3 on one device is the single device's, where
+ * each collective cost the device's collective overhead. */
+START_TEST(test_groups_of_one_dropped)
+{
+    cost_device h100 = device("h100");
+    cost_report one = mlp_report(SINGLE, 1, &h100);
+    form forms[] = {BP, MP, Z3};
+    for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+        cost_report r = mlp_report(forms[i], 1, &h100);
+        for (int k = 0; k < COST_COLL_COUNT; k++)
+            ck_assert_msg(r.coll[k].count == 0, "form %zu: %d collectives of kind %d", i, (int)r.coll[k].count, k);
+        ck_assert_msg(r.comm_s == 0, "form %zu: comm %g s", i, r.comm_s);
+        /* MP's all_reduces stand where SINGLE negates: the other two add theirs to SINGLE's ops */
+        ck_assert_msg(forms[i] == MP || close_rel(r.runtime_s, one.runtime_s, 1e-12), "form %zu: %g s vs %g s", i,
+                      r.runtime_s, one.runtime_s);
+    }
+}
+END_TEST
+
 START_TEST(test_more_bandwidth_never_slower)
 {
     static const double scales[] = {0.125, 0.5, 1, 2, 8, 64};
@@ -1361,6 +1383,7 @@ static Suite *cost_suite(void)
     tcase_add_test(tc, test_bp_divides_flops);
     tcase_add_test(tc, test_z3_divides_param_memory);
     tcase_add_test(tc, test_megatron_halves_matmuls);
+    tcase_add_test(tc, test_groups_of_one_dropped);
     tcase_add_test(tc, test_more_bandwidth_never_slower);
     tcase_add_test(tc, test_ring_formulas_and_tiers);
     tcase_add_test(tc, test_mesh_mismatch);

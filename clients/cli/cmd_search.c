@@ -38,6 +38,7 @@ static void search_usage(FILE *f)
             "                     expert); the explanation lists the best of each mesh\n"
             "  --axes-names A,B   with --devices: exactly these axes, in this order (sizes\n"
             "                     chosen, 1 allowed); --manual and --axes may then name them\n"
+            "                     (the explanation notes manual tactics along an axis of 1)\n"
             "  --axes A[,B]       mesh axes the search may use (default: all)\n"
             "  --manual S         manual tactics first: schedule text, or @FILE\n"
             "  --import           start from the sharding annotations the arguments carry\n"
