@@ -90,36 +90,28 @@ static bool grow_mem(void *pp, uint32_t *cap, uint32_t need, size_t elem, uint32
     return true;
 }
 
+/* Resizes *pp to n elements of `elem` bytes; false (and *pp unchanged)
+ * when out of memory.  Arrays that grow together may be left some grown,
+ * some not: harmless, their capacity stays the old one. */
+static bool resize(void *pp, size_t n, size_t elem)
+{
+    void **p = pp, *q = ap_realloc(*p, n * elem + 1);
+    if (!q)
+        return false;
+    *p = q;
+    return true;
+}
+#define REALLOC(ptr, n) resize(&(ptr), (size_t)(n), sizeof *(ptr))
+
 bool cost__graph_grow_vals(cost_graph *g)
 {
     if (g->n_vals < g->cap_vals)
         return true;
     uint32_t c = g->cap_vals ? 2 * g->cap_vals : 1024;
-    double *b = ap_realloc(g->v_bytes, sizeof *b * c);
-    if (b)
-        g->v_bytes = b;
-    uint32_t *d = ap_realloc(g->v_def, sizeof *d * c);
-    if (d)
-        g->v_def = d;
-    uint32_t *r = ap_realloc(g->v_root, sizeof *r * c);
-    if (r)
-        g->v_root = r;
-    uint32_t *w = ap_realloc(g->v_what, sizeof *w * c);
-    if (w)
-        g->v_what = w;
-    uint64_t *h = ap_realloc(g->v_dims, sizeof *h * c);
-    if (h)
-        g->v_dims = h;
-    uint8_t *in = ap_realloc(g->v_in, c);
-    if (in)
-        g->v_in = in;
-    const char **nm = ap_realloc(g->v_name, sizeof *nm * c);
-    if (nm)
-        g->v_name = nm;
-    uint32_t *gt = ap_realloc(g->v_gate, sizeof *gt * c);
-    if (gt)
-        g->v_gate = gt;
-    if (!b || !d || !r || !w || !h || !in || !nm || !gt) {
+    if (!REALLOC(g->v_bytes, c) || !REALLOC(g->v_def, c) ||
+        !REALLOC(g->v_root, c) || !REALLOC(g->v_what, c) ||
+        !REALLOC(g->v_dims, c) || !REALLOC(g->v_in, c) ||
+        !REALLOC(g->v_name, c) || !REALLOC(g->v_gate, c)) {
         g->oom = true;
         return false;
     }
@@ -141,16 +133,8 @@ bool cost__graph_grow_edges(cost_graph *g)
     if (g->n_edges < g->cap_edges)
         return true;
     uint32_t c = g->cap_edges ? 2 * g->cap_edges : 1024;
-    uint32_t *v = ap_realloc(g->e_val, sizeof *v * c);
-    if (v)
-        g->e_val = v;
-    double *r = ap_realloc(g->e_read, sizeof *r * c);
-    if (r)
-        g->e_read = r;
-    uint8_t *f = ap_realloc(g->e_feeds, c);
-    if (f)
-        g->e_feeds = f;
-    if (!v || !r || !f) {
+    if (!REALLOC(g->e_val, c) || !REALLOC(g->e_read, c) ||
+        !REALLOC(g->e_feeds, c)) {
         g->oom = true;
         return false;
     }
@@ -568,18 +552,6 @@ static void scratch_free(void *scratch)
     ap_free(s->hdiff);
     ap_free(s);
 }
-
-/* Resizes *pp to n elements of `elem` bytes; false (and *pp unchanged)
- * when out of memory. */
-static bool resize(void *pp, size_t n, size_t elem)
-{
-    void **p = pp, *q = ap_realloc(*p, n * elem + 1);
-    if (!q)
-        return false;
-    *p = q;
-    return true;
-}
-#define REALLOC(ptr, n) resize(&(ptr), (size_t)(n), sizeof *(ptr))
 
 static bool scratch_fit(cost_graph *g, gs **out)
 {
