@@ -44,9 +44,11 @@
  * its alike sibling was never looked at past its first step (13 of 25
  * seeds).  So a child's value is the best reward below it or below any
  * sibling alike to it: alike children share what the others found, and
- * the visits go to whichever has had fewer.   Beside UCT, a quarter of each batch climbs from the best
- * node found so far (its next untried decisions, past the widening), so
- * a long line of improving steps is followed as fast as it improves.
+ * the visits go to whichever has had fewer.
+ *
+ * Beside UCT, a quarter of each batch climbs from the best node found so
+ * far (its next untried decisions, past the widening), so a long line of
+ * improving steps is followed as fast as it improves.
  *
  * Under a binding memory limit the fastest schedules often do not fit as
  * they are: the fit comes last, from sharding the state (parameters and
