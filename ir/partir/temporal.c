@@ -589,6 +589,9 @@ int ir_temporal(const ir_partition *p, ir_module **out, ap_error *err)
         temit(&t, IR_OP_FUNC_RETURN, c->n_ret, rets, NULL);
         ap_free(rets);
         ir_func_renumber(nf, NULL, NULL);
+        /* calls the inliner left run as written (see ir__clone_callees) */
+        if (!t.rc && !ir__clone_callees(t.nm, c->m, &nf->regions[0]))
+            tfail(&t, AP_ENOMEM, "out of memory");
     }
 done:
     ir__cloner_free(&cl);
