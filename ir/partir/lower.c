@@ -934,6 +934,8 @@ static ir_attr *layout_attr(lower *l, const ir_layout *lay, int rank)
 {
     ir_attr *dims[IR_MAX_RANK];
     int axes[IR_MAX_AXES];
+    if (rank < 0) /* an unranked tensor<*x...>: kept whole, no dimensions */
+        rank = 0;
     for (int d = 0; d < rank; d++) {
         ir_attr *names[IR_MAX_AXES];
         int n = layout_dim_axes(lay, d, axes);
