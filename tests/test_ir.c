@@ -693,6 +693,9 @@ START_TEST(mesh_limits_at_parse)
     ck_assert_int_eq(ir_mesh_parse("x=131072", &m, &err), AP_ELIMIT);
     ck_assert_str_eq(err.msg, "mesh 'x=131072': axis 'x' has size 131072; a mesh has at most 65536 devices");
     ck_assert_int_eq(ir_mesh_parse("x=99999999999999999999", &m, &err), AP_ELIMIT);
+    /* the size as written, not the digits read before the limit (99999) */
+    ck_assert_str_eq(err.msg, "mesh 'x=99999999999999999999': axis 'x' has size 99999999999999999999; a mesh has at "
+                              "most 65536 devices at column 3");
     ck_assert_int_eq(ir_mesh_parse("a=1,b=1,c=1,d=1,e=1,f=1,g=1,h=1,i=1", &m, &err), AP_EINVALID);
     ck_assert_str_eq(err.msg, "mesh 'a=1,b=1,c=1,d=1,e=1,f=1,g=1,h=1,i=1': more than 8 axes at column 33");
     ck_assert_int_eq(ir_mesh_parse("batch=4,", &m, &err), AP_ESYNTAX);

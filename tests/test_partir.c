@@ -465,6 +465,9 @@ START_TEST(schedule_errors)
         {"tile w* 0 M; tile w* x B", "schedule:1:22: error: expected a dim number or first_divisible, found 'x'"},
         {"manual B x=0 w9=1", "schedule:1:14: error: no argument is named 'w9'"},
         {"tile x 0 B propagate", "schedule:1:12: error: unexpected 'propagate' after the action (one action per line or ';')"},
+        /* (int) of strtol's LONG_MAX said "dim -1" */
+        {"tile x 99999999999999999999 B", "schedule:1:8: error: dim 99999999999999999999 is out of range (a tensor has at most 32 dims)"},
+        {"tile x 4294967296 B", "schedule:1:8: error: dim 4294967296 is out of range (a tensor has at most 32 dims)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         run r;

@@ -1125,6 +1125,11 @@ int ir_lower_ex(const ir_partition *p, const ir_lower_opts *opts, ir_lowered *ou
             (n_out && !set_attr(&l, nf, "res_attrs", ir_attr_array(nm, n_out, ra))))
             goto fn_done;
         ir_func_renumber(nf, NULL, NULL);
+        /* a call the inliner left (its callee has several blocks, or no
+         * body) is opaque: its operands arrive whole, and the callee runs
+         * as written */
+        if (!ir__clone_callees(nm, c->m, &nf->regions[0]))
+            oom(&l);
         /* a program that does not type-check is a bug here, never an
          * answer to hand out */
         ap_error verr;

@@ -183,6 +183,10 @@ static int tile_refs(sched *s, const ir_value **vals, int n, const char *dim_w, 
         dim = strtol(dim_w, &end, 10);
         if (end != dim_w + dim_len || dim < 0)
             return serr(s, dim_w, AP_EINVALID, "expected a dim number or first_divisible, found '%.*s'", (int)dim_len, dim_w);
+        /* no tensor has that many dims; (int) would make it another number */
+        if (dim > IR_MAX_RANK)
+            return serr(s, dim_w, AP_EINVALID, "dim %.*s is out of range (a tensor has at most %d dims)", (int)dim_len,
+                        dim_w, IR_MAX_RANK);
     }
     for (int i = 0; i < n; i++) {
         int d = (int)dim;
