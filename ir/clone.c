@@ -202,3 +202,19 @@ bool ir__clone_callees(ir_module *dst, const ir_module *src, const ir_region *r)
         }
     return true;
 }
+
+bool ir__clone_module_decls(ir_module *dst, const ir_module *src)
+{
+    for (const ir_op *op = ir_module_body(src)->first; op; op = op->next) {
+        if (op->opcode == IR_OP_FUNC)
+            continue;
+        ir_cloner c;
+        ir__cloner_init(&c, dst);
+        ir_op *n = ir__clone_op(&c, op, NULL, NULL);
+        ir__cloner_free(&c);
+        if (!n)
+            return false;
+        ir_block_append(ir_module_body(dst), n);
+    }
+    return true;
+}

@@ -172,6 +172,11 @@ ir_op *ir__clone_op(ir_cloner *c, const ir_op *src, ir_value *const *operands, c
  * body; a program made from r in dst does not verify without them.  False
  * when out of memory. */
 bool ir__clone_callees(ir_module *dst, const ir_module *src, const ir_region *r);
+/* Appends to dst's body a copy of every op at the top of src's body that is
+ * not a function (sdy.mesh, IREE's util.global, ...): what the functions
+ * of a program made from src refer to by symbol.  False when out of
+ * memory. */
+bool ir__clone_module_decls(ir_module *dst, const ir_module *src);
 
 /* ====================================================== element codecs */
 

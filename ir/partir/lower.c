@@ -1075,6 +1075,12 @@ int ir_lower_ex(const ir_partition *p, const ir_lower_opts *opts, ir_lowered *ou
     }
     l.nb = nb;
     nf->loc = ir__loc_clone(nm, c->func->loc);
+    /* the symbols the function refers to (sdy.mesh, util.global) come
+     * first, as written */
+    if (!ir__clone_module_decls(nm, c->m)) {
+        oom(&l);
+        goto fn_done;
+    }
     ir_block_append(ir_module_body(nm), nf);
     ir_block *ob = ir_func_entry(c->func);
     for (uint32_t a = 0; a < c->n_args; a++) {

@@ -570,6 +570,11 @@ int ir_temporal(const ir_partition *p, ir_module **out, ap_error *err)
         tfail(&t, AP_ENOMEM, "out of memory");
         goto done;
     }
+    /* the symbols the function refers to (sdy.mesh, util.global), as written */
+    if (!ir__clone_module_decls(t.nm, c->m)) {
+        tfail(&t, AP_ENOMEM, "out of memory");
+        goto done;
+    }
     ir_block_append(ir_module_body(t.nm), nf);
     for (uint32_t a = 0; a < c->n_args; a++)
         t.vals[a].whole = &t.nb->args[a];
