@@ -33,11 +33,19 @@ static void put(json_t *o, const char *k, json_t *v)
         json_object_set_new(o, k, v);
 }
 
+/* A number, or null where it is not finite (a subtree with no state
+ * scored has best = inf): jansson has no infinity, and a NULL from
+ * json_real made json_pack fail, which read as "out of memory". */
+static json_t *real_or_null(double x)
+{
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
 static json_t *cost_pair(double runtime, int64_t peak)
 {
     json_t *o = json_object();
     if (o) {
-        put(o, "runtime_s", json_real(runtime));
+        put(o, "runtime_s", real_or_null(runtime));
         put(o, "peak_memory_bytes", json_integer(peak));
     }
     return o;
@@ -141,8 +149,9 @@ static int explain_decision(const search_tree_view *t, uint32_t node, alt **alts
         ap_buf ob;
         ap_buf_init(&ob);
         search__action_text(t->units, t->mesh, t->decisions[(*alts)[k].decision].a, &ob);
-        json_t *o = json_pack("{s:s, s:o, s:f}", "action", ob.data ? ob.data : "", "delta",
-                              cost_pair(an->runtime_s - pa->runtime_s, an->peak - pa->peak), "best_below", an->best);
+        json_t *o = json_pack("{s:s, s:o, s:o}", "action", ob.data ? ob.data : "", "delta",
+                              cost_pair(an->runtime_s - pa->runtime_s, an->peak - pa->peak), "best_below",
+                              real_or_null(an->best));
         ap_buf_free(&ob);
         if (!o || json_array_append_new(ja, o) < 0)
             return AP_ENOMEM;

@@ -936,6 +936,8 @@ static ir_attr *layout_attr(lower *l, const ir_layout *lay, int rank)
 {
     ir_attr *dims[IR_MAX_RANK];
     int axes[IR_MAX_AXES];
+    if (rank < 0) /* an unranked tensor<*x...>: kept whole, no dimensions */
+        rank = 0;
     for (int d = 0; d < rank; d++) {
         ir_attr *names[IR_MAX_AXES];
         int n = layout_dim_axes(lay, d, axes);
@@ -1025,7 +1027,8 @@ int ir_lower_ex(const ir_partition *p, const ir_lower_opts *opts, ir_lowered *ou
     l.nm = ir_module_new(c->m->filename);
     l.produced = ap_calloc(c->n_vals + 1, sizeof *l.produced);
     l.mat_base = ap_malloc(sizeof *l.mat_base * (c->n_vals + 1));
-    if (!l.nm || !l.produced || !l.mat_base) {
+    /* opaque ops print as written: the aliases and resources they name too */
+    if (!l.nm || !l.produced || !l.mat_base || ir_module_copy_text(l.nm, c->m) < 0) {
         oom(&l);
         goto done;
     }

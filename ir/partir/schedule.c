@@ -568,6 +568,37 @@ out:
     return rc;
 }
 
+typedef struct named_arg {
+    const char *name;
+    uint32_t a;
+} named_arg;
+
+static int cmp_named_arg(const void *x, const void *y)
+{
+    return strcmp(((const named_arg *)x)->name, ((const named_arg *)y)->name);
+}
+
+bool *ir_schedule_shared_arg_names(const ir_op *func)
+{
+    uint32_t na = ir_func_num_args(func), n = 0;
+    bool *dup = ap_calloc(na + 1, sizeof *dup);
+    named_arg *ix = ap_malloc(sizeof *ix * (na + 1));
+    if (!dup || !ix) {
+        ap_free(dup);
+        ap_free(ix);
+        return NULL;
+    }
+    for (uint32_t a = 0; a < na; a++)
+        if (ir_func_arg_name(func, a))
+            ix[n++] = (named_arg){ir_func_arg_name(func, a), a};
+    qsort(ix, n, sizeof *ix, cmp_named_arg);
+    for (uint32_t i = 1; i < n; i++)
+        if (!strcmp(ix[i - 1].name, ix[i].name))
+            dup[ix[i - 1].a] = dup[ix[i].a] = true;
+    ap_free(ix);
+    return dup;
+}
+
 /* Whether argument a's location name, written as a schedule word, names
  * that argument alone: a word has no spaces or quotes, is not a glob, and
  * no other argument has the name (HLO metadata often repeats one). */

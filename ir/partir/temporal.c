@@ -545,7 +545,7 @@ int ir_temporal(const ir_partition *p, ir_module **out, ap_error *err)
     ir__cloner_init(&cl, NULL);
     t.nm = ir_module_new(c->m->filename);
     t.vals = ap_calloc(c->n_vals + 1, sizeof *t.vals);
-    if (!t.nm || !t.vals) {
+    if (!t.nm || !t.vals || ir_module_copy_text(t.nm, c->m) < 0) {
         tfail(&t, AP_ENOMEM, "out of memory");
         goto done;
     }
