@@ -167,7 +167,8 @@ static double ring_latency(const cost_device *dev, const double *g_t)
  * the switch's reduction bandwidth when the tier has one (NVLink SHARP).  A
  * torus tier gives a group the share of its dims the group spans.  Plus the
  * device's per-collective overhead.  -1: a collective XLA drops (a
- * reduction or gather over groups of one device).
+ * reduction or gather over groups of one device: the lowering writes none,
+ * plan.c, but an imported program may have them).
  */
 static double coll_time(const cost_coll_item *c, const cost_device *dev, const cost_mesh *tiers)
 {

@@ -174,3 +174,47 @@ oom:
     c->oom = true;
     return NULL;
 }
+
+bool ir__clone_callees(ir_module *dst, const ir_module *src, const ir_region *r)
+{
+    for (const ir_block *b = r->first; b; b = b->next)
+        for (const ir_op *op = b->first; op; op = op->next) {
+            for (uint32_t i = 0; i < op->n_regions; i++)
+                if (!ir__clone_callees(dst, src, &op->regions[i]))
+                    return false;
+            if (op->opcode != IR_OP_FUNC_CALL && op->opcode != IR_OP_COMPOSITE)
+                continue;
+            ir_attr *name = ir_op_attr(op, op->opcode == IR_OP_COMPOSITE ? "decomposition" : "callee");
+            if (!name || name->kind != IR_A_SYMREF || ir_module_func(dst, name->u.str.s))
+                continue;
+            const ir_op *callee = ir_module_func(src, name->u.str.s);
+            if (!callee)
+                continue; /* the verifier names it */
+            ir_cloner c;
+            ir__cloner_init(&c, dst);
+            ir_op *f = ir__clone_op(&c, callee, NULL, NULL);
+            ir__cloner_free(&c);
+            if (!f)
+                return false;
+            ir_block_append(ir_module_body(dst), f);
+            if (f->n_regions && !ir__clone_callees(dst, src, &f->regions[0]))
+                return false;
+        }
+    return true;
+}
+
+bool ir__clone_module_decls(ir_module *dst, const ir_module *src)
+{
+    for (const ir_op *op = ir_module_body(src)->first; op; op = op->next) {
+        if (op->opcode == IR_OP_FUNC)
+            continue;
+        ir_cloner c;
+        ir__cloner_init(&c, dst);
+        ir_op *n = ir__clone_op(&c, op, NULL, NULL);
+        ir__cloner_free(&c);
+        if (!n)
+            return false;
+        ir_block_append(ir_module_body(dst), n);
+    }
+    return true;
+}

@@ -378,9 +378,14 @@ static int walk_region(inliner *in, ir_region *r)
                 int rc = inline_call(in, op, callee);
                 if (rc < 0)
                     return rc;
+                /* the first op of the copy, or (a callee that only returns,
+                 * such as an identity) the op after the call: taken before
+                 * the removal clears op->next */
                 ir_op *next = first_new ? first_new->next : b->first;
+                if (next == op)
+                    next = op->next;
                 ir_block_remove(b, op);
-                op = next == op ? op->next : next;
+                op = next;
                 continue;
             }
             for (uint32_t i = 0; i < op->n_regions; i++) {

@@ -395,6 +395,12 @@ struct ir_module {
 /* Creates an empty module (a builtin.module op with one empty block).
  * Returns NULL when out of memory.  Free with ir_module_free. */
 ir_module *ir_module_new(const char *filename);
+
+/* Copies into dst (its arena) the text src keeps beside its ops: the alias
+ * definitions that opaque ops name and the `{-# ... #-}` section (dialect
+ * resources), so that a module built from src's ops prints text that parses.
+ * Returns 0, or -1 when out of memory (dst unchanged). */
+int ir_module_copy_text(ir_module *dst, const ir_module *src);
 void ir_module_free(ir_module *m);
 /* Bytes the module holds (arena and tables), for memory reports. */
 size_t ir_module_bytes(const ir_module *m);

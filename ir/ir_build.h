@@ -165,6 +165,18 @@ void ir__cloner_free(ir_cloner *c);
  * `result_types` when given, else copies of src's.  Its results are added to
  * the map.  NULL on failure (c->oom, or c->failed_value unresolved). */
 ir_op *ir__clone_op(ir_cloner *c, const ir_op *src, ir_value *const *operands, const ir_type *const *result_types);
+/* Copies into dst, as written, every function that a func.call (or a
+ * stablehlo.composite) in `r` names and dst lacks, found in src, and in turn
+ * what those call.  The inliner leaves such calls when the callee has
+ * several blocks (a cf.br loop, as the XLA HLO importer writes them) or no
+ * body; a program made from r in dst does not verify without them.  False
+ * when out of memory. */
+bool ir__clone_callees(ir_module *dst, const ir_module *src, const ir_region *r);
+/* Appends to dst's body a copy of every op at the top of src's body that is
+ * not a function (sdy.mesh, IREE's util.global, ...): what the functions
+ * of a program made from src refer to by symbol.  False when out of
+ * memory. */
+bool ir__clone_module_decls(ir_module *dst, const ir_module *src);
 
 /* ====================================================== element codecs */
 

@@ -125,11 +125,18 @@ static int scan_size(scanner *s, const char *name, int64_t *out)
     if (*s->p < '0' || *s->p > '9')
         return scan_error(s, start, AP_ESYNTAX, "axis '%s' needs a positive size", name);
     int64_t v = 0;
+    bool cut = false;
     while (*s->p >= '0' && *s->p <= '9') {
         if (v <= IR_MESH_MAX_DEVICES)
             v = v * 10 + (*s->p - '0');
+        else
+            cut = true;
         s->p++;
     }
+    /* past the limit the digits stopped counting: say the size as written */
+    if (cut)
+        return scan_error(s, start, AP_ELIMIT, "axis '%s' has size %.*s; a mesh has at most %d devices", name,
+                          (int)(s->p - start), start, IR_MESH_MAX_DEVICES);
     *out = v;
     return 0;
 }

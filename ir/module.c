@@ -106,6 +106,19 @@ fail:
     return NULL;
 }
 
+int ir_module_copy_text(ir_module *dst, const ir_module *src)
+{
+    const char *a = NULL, *f = NULL;
+    if (src->alias_defs && !(a = ap_arena_strndup(&dst->arena, src->alias_defs, strlen(src->alias_defs))))
+        return -1;
+    if (src->file_metadata &&
+        !(f = ap_arena_strndup(&dst->arena, src->file_metadata, strlen(src->file_metadata))))
+        return -1;
+    dst->alias_defs = a;
+    dst->file_metadata = f;
+    return 0;
+}
+
 void ir_module_free(ir_module *m)
 {
     if (!m)

@@ -902,6 +902,20 @@ static void form_print_functional(printer *pr, const ir_op *op, int fmt, int lev
 static void form_print_types(printer *pr, const ir_op *op, int fmt, int level)
 {
     ap_buf *b = pr->b;
+    if (op->opcode == IR_OP_OPTIMIZATION_BARRIER) {
+        /* StableHLO's form: `attr-dict (operands ':' types)?`, `()` for
+         * none; stablehlo-opt reads no dictionary after the operands. */
+        print_attr_dict(pr, op->attrs, op->n_attrs, no_skip, " {");
+        if (!op->n_operands) {
+            ap_buf_puts(b, "()");
+            return;
+        }
+        ap_buf_putc(b, ' ');
+        print_values(pr, op->operands, op->n_operands);
+        ap_buf_puts(b, " : ");
+        print_result_types(pr, op);
+        return;
+    }
     if (op->n_operands) {
         ap_buf_putc(b, ' ');
         print_values(pr, op->operands, op->n_operands);

@@ -8,7 +8,8 @@
  * eager PyTorch) and, when the memory limit binds, the values that make up
  * the peak, and the manual tactics along an axis of size 1 on the mesh
  * (data=1 when the search over meshes chose it, or as asked), which split
- * nothing there.  Built as
+ * nothing there; when the start is the answer, the best state the search
+ * scored that changes the step, and by how much it loses.  Built as
  * JSON with every value (search__explain); the text for people is made from
  * that JSON (search_explanation_text), so that a client holding a stored
  * answer prints it as the search does, folded or --verbose.
@@ -32,11 +33,19 @@ static void put(json_t *o, const char *k, json_t *v)
         json_object_set_new(o, k, v);
 }
 
+/* A number, or null where it is not finite (a subtree with no state
+ * scored has best = inf): jansson has no infinity, and a NULL from
+ * json_real made json_pack fail, which read as "out of memory". */
+static json_t *real_or_null(double x)
+{
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
 static json_t *cost_pair(double runtime, int64_t peak)
 {
     json_t *o = json_object();
     if (o) {
-        put(o, "runtime_s", json_real(runtime));
+        put(o, "runtime_s", real_or_null(runtime));
         put(o, "peak_memory_bytes", json_integer(peak));
     }
     return o;
@@ -140,8 +149,9 @@ static int explain_decision(const search_tree_view *t, uint32_t node, alt **alts
         ap_buf ob;
         ap_buf_init(&ob);
         search__action_text(t->units, t->mesh, t->decisions[(*alts)[k].decision].a, &ob);
-        json_t *o = json_pack("{s:s, s:o, s:f}", "action", ob.data ? ob.data : "", "delta",
-                              cost_pair(an->runtime_s - pa->runtime_s, an->peak - pa->peak), "best_below", an->best);
+        json_t *o = json_pack("{s:s, s:o, s:o}", "action", ob.data ? ob.data : "", "delta",
+                              cost_pair(an->runtime_s - pa->runtime_s, an->peak - pa->peak), "best_below",
+                              real_or_null(an->best));
         ap_buf_free(&ob);
         if (!o || json_array_append_new(ja, o) < 0)
             return AP_ENOMEM;
@@ -330,6 +340,53 @@ static int explain_idle(const search_tree_view *t, json_t *root)
     return rc;
 }
 
+/* When the start is the answer: the best other state the search scored
+ * (the highest reward below the root; the earlier found on a tie), with
+ * the actions that lead to it, so that "nothing better than the start"
+ * says by how much the best sharded schedule loses.  States that cost
+ * what the start does (atomic actions, tilings along an axis of size 1)
+ * are left out: they change nothing the model sees.  "best_other":
+ * {"runtime_s", "peak_memory_bytes", "delta", "states" (those that change
+ * the cost), "actions"}; none when the search scored no such state. */
+static int explain_best_other(const search_tree_view *t, json_t *root)
+{
+    const search_node *nodes = t->nodes;
+    uint32_t k = SEARCH_NONE, states = 0;
+    for (uint32_t i = 1; i < t->n_nodes; i++) {
+        if (nodes[i].runtime_s == nodes[0].runtime_s && nodes[i].peak == nodes[0].peak)
+            continue;
+        states++;
+        if (k == SEARCH_NONE || nodes[i].reward > nodes[k].reward)
+            k = i;
+    }
+    if (k == SEARCH_NONE)
+        return 0;
+    json_t *o = json_object(), *acts = json_array();
+    if (!o || !acts || json_object_set_new(root, "best_other", o) < 0) {
+        json_decref(o);
+        json_decref(acts);
+        return AP_ENOMEM;
+    }
+    put(o, "runtime_s", json_real(nodes[k].runtime_s));
+    put(o, "peak_memory_bytes", json_integer(nodes[k].peak));
+    put(o, "delta", cost_pair(nodes[k].runtime_s - nodes[0].runtime_s, nodes[k].peak - nodes[0].peak));
+    put(o, "states", json_integer(states));
+    put(o, "actions", acts);
+    uint32_t chain[256], depth = 0;
+    for (uint32_t x = k; x != 0 && x != SEARCH_NONE && depth < 256; x = nodes[x].parent)
+        chain[depth++] = x;
+    for (uint32_t i = depth; i-- > 0;) {
+        ap_buf ab;
+        ap_buf_init(&ab);
+        search__action_text(t->units, t->mesh, t->decisions[nodes[chain[i]].decision].a, &ab);
+        int rc = ab.oom || json_array_append_new(acts, json_string(ab.data ? ab.data : "")) < 0 ? AP_ENOMEM : 0;
+        ap_buf_free(&ab);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 int search__explain(const search_tree_view *t, search_result *r, ap_error *err)
 {
     json_t *root = json_object(), *decs = json_array();
@@ -349,6 +406,8 @@ int search__explain(const search_tree_view *t, search_result *r, ap_error *err)
         json_t *d = json_object_get(root, "decisions");
         for (uint32_t i = depth; i-- > 0 && rc == 0;)
             rc = explain_decision(t, chain[i], &alts, &cap, d);
+        if (rc == 0 && depth == 0)
+            rc = explain_best_other(t, root);
     }
     ap_free(alts);
     if (rc == 0)
@@ -470,8 +529,30 @@ static void idle_text(const json_t *ex, bool verbose, ap_buf *b)
 static void decisions_text(const json_t *ex, bool verbose, ap_buf *b)
 {
     const json_t *decs = json_object_get(ex, "decisions"), *d;
-    if (json_array_size(decs) == 0)
-        ap_buf_puts(b, "no action improves on the start state\n");
+    if (json_array_size(decs) == 0) {
+        ap_buf_puts(b, "no action improves on the start state");
+        const json_t *o = json_object_get(ex, "best_other"), *acts = json_object_get(o, "actions"), *a;
+        size_t n = json_array_size(acts), shown = verbose || n <= SHOWN_ALTERNATIVES + 1 ? n : SHOWN_ALTERNATIVES, i;
+        if (o) {
+            /* by how much the best sharded schedule loses, and to what */
+            ap_buf_printf(b, ": the best of the %lld states it scored that change the step takes ",
+                          (long long)num(o, "states"));
+            put_seconds(b, num(o, "runtime_s"));
+            ap_buf_puts(b, ", peak ");
+            put_bytes(b, num(o, "peak_memory_bytes"));
+            ap_buf_puts(b, " (");
+            put_delta(b, json_object_get(o, "delta"));
+            ap_buf_printf(b, "), after %zu action%s:", n, n == 1 ? "" : "s");
+            json_array_foreach(acts, i, a) {
+                if (i == shown)
+                    break;
+                ap_buf_printf(b, "\n   %s", json_string_value(a));
+            }
+            if (shown < n)
+                ap_buf_printf(b, "\n   and %zu more (--verbose lists them)", n - shown);
+        }
+        ap_buf_putc(b, '\n');
+    }
     size_t i;
     json_array_foreach(decs, i, d) {
         const json_t *after = json_object_get(d, "after"), *alts = json_object_get(d, "alternatives");

@@ -1436,6 +1436,7 @@ static void path_text(const engine *e, uint32_t node, ap_buf *b)
     for (uint32_t x = node; x != 0 && x != SEARCH_NONE && n < 256; x = e->nodes[x].parent)
         chain[n++] = x;
     const ir_mesh *mesh = ir_pctx_mesh(e->c);
+    bool *dup = n ? ir_schedule_shared_arg_names(ir_pctx_func(e->c)) : NULL;
     while (n-- > 0) {
         search_action a = e->dec[e->nodes[chain[n]].decision].a;
         const search_unit *un = &e->units.v[a.unit];
@@ -1443,7 +1444,7 @@ static void path_text(const engine *e, uint32_t node, ap_buf *b)
             uint32_t v = e->units.members[un->first + i];
             const char *name = ir_func_arg_name(ir_pctx_func(e->c), v);
             char nb[256];
-            if (!name)
+            if (!name || !dup || dup[v])
                 snprintf(nb, sizeof nb, "%%arg%u", v);
             else if (strpbrk(name, " \t;#"))
                 snprintf(nb, sizeof nb, "\"%s\"", name);
@@ -1456,6 +1457,7 @@ static void path_text(const engine *e, uint32_t node, ap_buf *b)
         }
         ap_buf_puts(b, "propagate\n");
     }
+    ap_free(dup);
 }
 
 static int search__progress(engine *e)

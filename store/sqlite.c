@@ -200,8 +200,8 @@ static const char *const migrations[] = {
       "UPDATE searches SET owner = ?2, lease_until_us = ?3, status = 1 WHERE id = ?1 AND status IN (1, 2) AND "   \
       "coalesce(owner, '') = ?4 AND lease_until_us = ?5")                                                          \
     X(CLAIM_ONE, "claim one",                                                                                      \
-      "UPDATE searches SET owner = ?2, lease_until_us = ?3 WHERE id = ?1 AND status = 1 AND "                    \
-      "coalesce(owner, ?2) = ?2")                                                                                  \
+      "UPDATE searches SET owner = ?2, lease_until_us = ?3 WHERE id = ?1 AND "                                   \
+      "((status = 1 AND coalesce(owner, ?2) = ?2) OR (status = 2 AND owner = ?2))")                                \
     X(RELEASE, "release",                                                                                          \
       "UPDATE searches SET owner = NULL, lease_until_us = 0, status = 1 WHERE owner = ?1 AND status IN (1, 2)")   \
     X(RELEASE_ONE, "release one",                                                                                  \

@@ -181,7 +181,9 @@ int store_claim_orphans(store *s, int kind, int64_t now_us, int64_t lease_until_
                         store_claim *out, int max, ap_error *err);
 /* Claims one queued row that has no owner (released to whichever daemon
  * has room): it becomes this daemon's, leased until lease_until_us.
- * Returns 1 taken (or this daemon's already), 0 when another daemon took
+ * Returns 1 taken (or this daemon's already: queued, or running because
+ * its start went through though its answer was lost with the connection,
+ * the claim and start then being tried again), 0 when another daemon took
  * it first or it is no longer queued. */
 int store_claim_one(store *s, int64_t id, int64_t lease_until_us, ap_error *err);
 /* At a clean shutdown: every queued or running row of this daemon goes back

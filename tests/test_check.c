@@ -4,7 +4,10 @@
  * sums and maxima, atomic, over two and three mesh axes) over model-zoo
  * models (the scanned transformer too), corpus programs and small programs
  * with softmaxes, conditionals, tuples, optimization barriers and while
- * loops (a JAX-style scan, HLO's tuple-carried while, nested loops) all
+ * loops (a JAX-style scan, HLO's tuple-carried while, nested loops), and
+ * programs in unusual shapes (dynamic slices, multi-dim and variadic
+ * reductions, gather/scatter, dims of 0 and 1, bf16 and f8, calls, Shardy
+ * constraints) on meshes with axes of size 1, four axes and prime sizes, all
  * give programs equivalent to the original, and never undo what the state
  * had; a lowering that drops any one of its all_reduces is caught; the
  * wrong code found outside the project (issue 11) stays fixed; and the
@@ -152,6 +155,151 @@ static const char *const barrier_src =
     "  return %2, %3 : tensor<8x16xf32>, tensor<16x16xf32>\n"
     "}\n";
 
+/* Programs in unusual but valid shapes, from a seeded campaign of random
+ * schedules and searches over the CLI (robustness, 2026-11-27): dynamic
+ * slices and updates at a runtime index; reductions over several dims and
+ * a variadic argmax; concatenate, strided slice, pad, reverse, clamp,
+ * select, sort; gather and scatter; dims of size 0 and 1, a bf16 dense
+ * literal, an f8 argument; private functions called twice (inlined); a
+ * loop carrying a reduction; Shardy's sharding constraint (check refused
+ * it before the interpreter took it as the identity).  They run on meshes
+ * with axes of size 1, four axes and prime sizes, where random tiles are
+ * often indivisible (refused, the state unchanged). */
+static const char *const dynamic_slices_src =
+    "func.func @main(%x: tensor<8x6xf32>, %u: tensor<2x6xf32>, %i: tensor<i32>) -> (tensor<3x6xf32>, tensor<8x6xf32>) {\n"
+    "  %c0 = stablehlo.constant dense<0> : tensor<i32>\n"
+    "  %0 = stablehlo.dynamic_slice %x, %i, %c0, sizes = [3, 6] : (tensor<8x6xf32>, tensor<i32>, tensor<i32>) -> tensor<3x6xf32>\n"
+    "  %1 = stablehlo.exponential %0 : tensor<3x6xf32>\n"
+    "  %2 = stablehlo.dynamic_update_slice %x, %u, %i, %c0 : (tensor<8x6xf32>, tensor<2x6xf32>, tensor<i32>, tensor<i32>) -> tensor<8x6xf32>\n"
+    "  %3 = stablehlo.sine %2 : tensor<8x6xf32>\n"
+    "  return %1, %3 : tensor<3x6xf32>, tensor<8x6xf32>\n"
+    "}\n";
+
+static const char *const reductions_src =
+    "func.func @main(%x: tensor<4x6x9xf32>, %y: tensor<4x6x9xf32>) -> (tensor<6xf32>, tensor<4x9xf32>, tensor<9xf32>, tensor<9xi32>) {\n"
+    "  %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
+    "  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>\n"
+    "  %m = stablehlo.multiply %x, %y : tensor<4x6x9xf32>\n"
+    "  %0 = stablehlo.reduce(%m init: %z) applies stablehlo.add across dimensions = [0, 2] : (tensor<4x6x9xf32>, tensor<f32>) -> tensor<6xf32>\n"
+    "  %1 = stablehlo.reduce(%x init: %ninf) applies stablehlo.maximum across dimensions = [1] : (tensor<4x6x9xf32>, tensor<f32>) -> tensor<4x9xf32>\n"
+    "  %2 = stablehlo.reduce(%y init: %z) applies stablehlo.add across dimensions = [1, 0] : (tensor<4x6x9xf32>, tensor<f32>) -> tensor<9xf32>\n"
+    "  %io = stablehlo.iota dim = 0 : tensor<4x9xi32>\n"
+    "  %zi = stablehlo.constant dense<0> : tensor<i32>\n"
+    "  %3:2 = stablehlo.reduce(%1 init: %ninf), (%io init: %zi) across dimensions = [0] : (tensor<4x9xf32>, tensor<4x9xi32>, tensor<f32>, tensor<i32>) -> (tensor<9xf32>, tensor<9xi32>)\n"
+    "   reducer(%a: tensor<f32>, %c: tensor<f32>) (%b: tensor<i32>, %d: tensor<i32>) {\n"
+    "    %gt = stablehlo.compare GT, %a, %c : (tensor<f32>, tensor<f32>) -> tensor<i1>\n"
+    "    %v = stablehlo.select %gt, %a, %c : tensor<i1>, tensor<f32>\n"
+    "    %i = stablehlo.select %gt, %b, %d : tensor<i1>, tensor<i32>\n"
+    "    stablehlo.return %v, %i : tensor<f32>, tensor<i32>\n"
+    "  }\n"
+    "  return %0, %1, %2, %3#1 : tensor<6xf32>, tensor<4x9xf32>, tensor<9xf32>, tensor<9xi32>\n"
+    "}\n";
+
+static const char *const data_movement_src =
+    "func.func @main(%x: tensor<6x9xf32>, %y: tensor<6x9xf32>, %p: tensor<6x9xi1>) -> (tensor<12x9xf32>, tensor<6x3xf32>, tensor<8x11xf32>, tensor<6x9xf32>, tensor<9x6xf32>, tensor<6x9xf32>) {\n"
+    "  %0 = stablehlo.concatenate %x, %y, dim = 0 : (tensor<6x9xf32>, tensor<6x9xf32>) -> tensor<12x9xf32>\n"
+    "  %1 = stablehlo.slice %x [0:6, 1:9:3] : (tensor<6x9xf32>) -> tensor<6x3xf32>\n"
+    "  %z = stablehlo.constant dense<0.5> : tensor<f32>\n"
+    "  %2 = stablehlo.pad %y, %z, low = [1, 0], high = [1, 2], interior = [0, 0] : (tensor<6x9xf32>, tensor<f32>) -> tensor<8x11xf32>\n"
+    "  %3 = stablehlo.reverse %x, dims = [1] : tensor<6x9xf32>\n"
+    "  %lo = stablehlo.constant dense<-0.25> : tensor<f32>\n"
+    "  %hi = stablehlo.constant dense<0.25> : tensor<f32>\n"
+    "  %4 = stablehlo.clamp %lo, %3, %hi : (tensor<f32>, tensor<6x9xf32>, tensor<f32>) -> tensor<6x9xf32>\n"
+    "  %5 = stablehlo.select %p, %4, %y : tensor<6x9xi1>, tensor<6x9xf32>\n"
+    "  %6 = stablehlo.transpose %5, dims = [1, 0] : (tensor<6x9xf32>) -> tensor<9x6xf32>\n"
+    "  %7 = \"stablehlo.sort\"(%x) ({\n"
+    "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+    "    %c = stablehlo.compare LT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>\n"
+    "    stablehlo.return %c : tensor<i1>\n"
+    "  }) {dimension = 1 : i64, is_stable = true} : (tensor<6x9xf32>) -> tensor<6x9xf32>\n"
+    "  return %0, %1, %2, %5, %6, %7 : tensor<12x9xf32>, tensor<6x3xf32>, tensor<8x11xf32>, tensor<6x9xf32>, tensor<9x6xf32>, tensor<6x9xf32>\n"
+    "}\n";
+
+static const char *const gather_scatter_src =
+    "func.func @main(%t: tensor<10x6xf32>, %idx: tensor<4x1xi32>, %upd: tensor<4x6xf32>) -> (tensor<4x6xf32>, tensor<10x6xf32>) {\n"
+    "  %0 = \"stablehlo.gather\"(%t, %idx) {dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, slice_sizes = array<i64: 1, 6>, indices_are_sorted = false} : (tensor<10x6xf32>, tensor<4x1xi32>) -> tensor<4x6xf32>\n"
+    "  %1 = \"stablehlo.scatter\"(%t, %idx, %upd) ({\n"
+    "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+    "    %s = stablehlo.add %a, %b : tensor<f32>\n"
+    "    stablehlo.return %s : tensor<f32>\n"
+    "  }) {scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, indices_are_sorted = false, unique_indices = false} : (tensor<10x6xf32>, tensor<4x1xi32>, tensor<4x6xf32>) -> tensor<10x6xf32>\n"
+    "  return %0, %1 : tensor<4x6xf32>, tensor<10x6xf32>\n"
+    "}\n";
+
+static const char *const odd_shapes_src =
+    "func.func @main(%x: tensor<1x7x1xf32>, %e: tensor<0x4xf32>, %y: tensor<7x4xf32>, %b: tensor<5x3xbf16>, %f: tensor<6x2xf8E4M3FN>) -> (tensor<7x4xf32>, tensor<0x4xf32>, tensor<5x3xbf16>, tensor<6x2xf32>, tensor<4xf32>) {\n"
+    "  %0 = stablehlo.reshape %x : (tensor<1x7x1xf32>) -> tensor<7x1xf32>\n"
+    "  %1 = stablehlo.broadcast_in_dim %0, dims = [0, 1] : (tensor<7x1xf32>) -> tensor<7x4xf32>\n"
+    "  %2 = stablehlo.multiply %1, %y : tensor<7x4xf32>\n"
+    "  %3 = stablehlo.negate %e : tensor<0x4xf32>\n"
+    "  %c = stablehlo.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0], [1.5, 2.5, 3.5], [-1.0, -2.0, -3.0]]> : tensor<5x3xbf16>\n"
+    "  %4 = stablehlo.add %b, %c : tensor<5x3xbf16>\n"
+    "  %5 = stablehlo.convert %f : (tensor<6x2xf8E4M3FN>) -> tensor<6x2xf32>\n"
+    "  %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
+    "  %6 = stablehlo.reduce(%e init: %z) applies stablehlo.add across dimensions = [0] : (tensor<0x4xf32>, tensor<f32>) -> tensor<4xf32>\n"
+    "  return %2, %3, %4, %5, %6 : tensor<7x4xf32>, tensor<0x4xf32>, tensor<5x3xbf16>, tensor<6x2xf32>, tensor<4xf32>\n"
+    "}\n";
+
+static const char *const functions_src =
+    "module @multi {\n"
+    "  func.func private @helper(%a: tensor<6x10xf32>, %b: tensor<10x5xf32>) -> tensor<6x5xf32> {\n"
+    "    %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<6x10xf32>, tensor<10x5xf32>) -> tensor<6x5xf32>\n"
+    "    %1 = stablehlo.tanh %0 : tensor<6x5xf32>\n"
+    "    return %1 : tensor<6x5xf32>\n"
+    "  }\n"
+    "  func.func private @twice(%a: tensor<6x5xf32>) -> (tensor<6x5xf32>, tensor<6x5xf32>) {\n"
+    "    %0 = stablehlo.add %a, %a : tensor<6x5xf32>\n"
+    "    %1 = stablehlo.multiply %a, %0 : tensor<6x5xf32>\n"
+    "    return %0, %1 : tensor<6x5xf32>, tensor<6x5xf32>\n"
+    "  }\n"
+    "  func.func @main(%x: tensor<6x10xf32>, %w: tensor<10x5xf32>, %v: tensor<10x5xf32>) -> (tensor<6x5xf32>, tensor<5xf32>, tensor<f32>) {\n"
+    "    %0 = func.call @helper(%x, %w) : (tensor<6x10xf32>, tensor<10x5xf32>) -> tensor<6x5xf32>\n"
+    "    %1 = call @helper(%x, %v) : (tensor<6x10xf32>, tensor<10x5xf32>) -> tensor<6x5xf32>\n"
+    "    %2:2 = call @twice(%0) : (tensor<6x5xf32>) -> (tensor<6x5xf32>, tensor<6x5xf32>)\n"
+    "    %3 = stablehlo.subtract %2#1, %1 : tensor<6x5xf32>\n"
+    "    %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
+    "    %4 = stablehlo.reduce(%3 init: %z) applies stablehlo.add across dimensions = [0] : (tensor<6x5xf32>, tensor<f32>) -> tensor<5xf32>\n"
+    "    %5 = stablehlo.reduce(%2#0 init: %z) applies stablehlo.add across dimensions = [0, 1] : (tensor<6x5xf32>, tensor<f32>) -> tensor<f32>\n"
+    "    return %3, %4, %5 : tensor<6x5xf32>, tensor<5xf32>, tensor<f32>\n"
+    "  }\n"
+    "}\n";
+
+static const char *const loop_reduction_src =
+    "func.func @main(%x: tensor<6x10xf32>, %w: tensor<3x10x10xf32>) -> (tensor<6x10xf32>, tensor<f32>) {\n"
+    "  %c0 = stablehlo.constant dense<0> : tensor<i32>\n"
+    "  %acc0 = stablehlo.constant dense<0.0> : tensor<f32>\n"
+    "  %r:3 = stablehlo.while(%i = %c0, %h = %x, %acc = %acc0) : tensor<i32>, tensor<6x10xf32>, tensor<f32>\n"
+    "   cond {\n"
+    "    %n = stablehlo.constant dense<3> : tensor<i32>\n"
+    "    %lt = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+    "    stablehlo.return %lt : tensor<i1>\n"
+    "  } do {\n"
+    "    %z = stablehlo.constant dense<0> : tensor<i32>\n"
+    "    %wl = stablehlo.dynamic_slice %w, %i, %z, %z, sizes = [1, 10, 10] : (tensor<3x10x10xf32>, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<1x10x10xf32>\n"
+    "    %w2 = stablehlo.reshape %wl : (tensor<1x10x10xf32>) -> tensor<10x10xf32>\n"
+    "    %y = stablehlo.dot_general %h, %w2, contracting_dims = [1] x [0] : (tensor<6x10xf32>, tensor<10x10xf32>) -> tensor<6x10xf32>\n"
+    "    %t = stablehlo.tanh %y : tensor<6x10xf32>\n"
+    "    %zf = stablehlo.constant dense<0.0> : tensor<f32>\n"
+    "    %s = stablehlo.reduce(%t init: %zf) applies stablehlo.add across dimensions = [0, 1] : (tensor<6x10xf32>, tensor<f32>) -> tensor<f32>\n"
+    "    %a2 = stablehlo.add %acc, %s : tensor<f32>\n"
+    "    %one = stablehlo.constant dense<1> : tensor<i32>\n"
+    "    %in = stablehlo.add %i, %one : tensor<i32>\n"
+    "    stablehlo.return %in, %t, %a2 : tensor<i32>, tensor<6x10xf32>, tensor<f32>\n"
+    "  }\n"
+    "  return %r#1, %r#2 : tensor<6x10xf32>, tensor<f32>\n"
+    "}\n";
+
+static const char *const sdy_constraint_src =
+    "module @m {\n"
+    "  sdy.mesh @mesh = <[\"x\"=2, \"y\"=3]>\n"
+    "  func.func @main(%x: tensor<8x6xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, {\"y\"}]>}, %w: tensor<6x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"y\"}, {}]>}) -> tensor<8x4xf32> {\n"
+    "    %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<8x6xf32>, tensor<6x4xf32>) -> tensor<8x4xf32>\n"
+    "    %1 = sdy.sharding_constraint %0 <@mesh, [{}, {\"x\"}]> : tensor<8x4xf32>\n"
+    "    %2 = stablehlo.tanh %1 : tensor<8x4xf32>\n"
+    "    return %2 : tensor<8x4xf32>\n"
+    "  }\n"
+    "}\n";
+
 /* A module to partition: a zoo model (with config overrides), a corpus
  * file or one of the programs above, and the mesh to partition it over. */
 static const struct {
@@ -184,12 +332,23 @@ static const struct {
     {NULL, NULL, NULL, tuple_while_src, "a=2,b=2"},
     {NULL, NULL, NULL, barrier_src, "a=2,b=2"},
     {NULL, NULL, NULL, nested_loops_src, "a=2,b=2"},
+    {NULL, NULL, NULL, dynamic_slices_src, "a=2,b=1,c=3"},
+    {NULL, NULL, NULL, reductions_src, "a=3,b=1,c=2"},
+    {NULL, NULL, NULL, data_movement_src, "a=1,b=3,c=2"},
+    {NULL, NULL, NULL, gather_scatter_src, "a=5,b=2"},
+    {NULL, NULL, NULL, odd_shapes_src, "a=7,b=2,c=1"},
+    {NULL, NULL, NULL, functions_src, "a=2,b=1,c=5"},
+    {NULL, NULL, NULL, loop_reduction_src, "a=5,b=1,c=2"},
+    {NULL, NULL, NULL, sdy_constraint_src, "a=2,b=3"},
+    {NULL, NULL, NULL, sdy_constraint_src, "a=2,b=2,c=1,d=2"},
+    {"transformer", "batch=3 seq=5 d_model=12 heads=3 head_dim=4 d_ff=10 vocab=7", NULL, NULL, "a=3,b=5"},
+    {"transformer", "batch=4", NULL, NULL, "a=2,b=1,c=2,d=1"},
 };
 
-/* 18 modules x 20 and 9 small programs x 60 sequences of up to 8 actions:
- * 900 random schedules by default, 225 in the ASan build (AP_TEST_SEQUENCES
- * asks for as many per module).  The corpus programs run over 2x3 devices,
- * since their dims are multiples of 3 as often as of 2. */
+/* 20 modules x 20 and 18 small programs x 60 sequences of up to 8 actions:
+ * 1,480 random schedules by default, 370 in the ASan build
+ * (AP_TEST_SEQUENCES asks for as many per module).  The corpus programs run
+ * over 2x3 devices, since their dims are multiples of 3 as often as of 2. */
 #define SEQUENCES 20
 
 static const char *module_name(int i)

@@ -316,6 +316,41 @@ END_TEST
  * twice are 2^20 ops once inlined (4.5 KB of text; 1.2 GB and 8-30 s
  * before the limit).  Refused at the function that grows past it, before
  * the module changes. */
+/* A callee with nothing but its return (an identity, as in shardy's call
+ * tests) adds no op: the walk went on from the removed call, whose next was
+ * cleared, so the ops after it kept the call's result as an operand and the
+ * partitioner refused "operand #0 of 'stablehlo.add' is not a value of @main". */
+START_TEST(inline_identity_callee)
+{
+    const char *src =
+        "func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n"
+        "  %0 = call @id(%arg0) : (tensor<8xf32>) -> tensor<8xf32>\n"
+        "  %1 = stablehlo.add %0, %0 : tensor<8xf32>\n"
+        "  %2 = call @id(%1) : (tensor<8xf32>) -> tensor<8xf32>\n"
+        "  return %2 : tensor<8xf32>\n"
+        "}\n"
+        "func.func private @id(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n"
+        "  return %arg0 : tensor<8xf32>\n"
+        "}\n";
+    ir_module *m = tl_parse(src, "i", NULL, 0);
+    ck_assert_ptr_nonnull(m);
+    ir_op *f = ir_module_func(m, "main");
+    ap_error err;
+    ck_assert_int_eq(ir_inline_calls(m, f, &err), 0);
+    ir_block *b = ir_func_entry(f);
+    ir_op *add = b->first;
+    ck_assert_int_eq(add->opcode, IR_OP_ADD);
+    ck_assert_ptr_eq(add->operands[0], &b->args[0]);
+    ck_assert_ptr_eq(add->operands[1], &b->args[0]);
+    ir_op *ret = add->next;
+    ck_assert_ptr_nonnull(ret);
+    ck_assert_int_eq(ret->opcode, IR_OP_FUNC_RETURN);
+    ck_assert_ptr_eq(ret->operands[0], &add->results[0]);
+    ck_assert_ptr_null(ret->next);
+    ir_module_free(m);
+}
+END_TEST
+
 START_TEST(inline_size_limit)
 {
     char src[8192];
@@ -693,6 +728,9 @@ START_TEST(mesh_limits_at_parse)
     ck_assert_int_eq(ir_mesh_parse("x=131072", &m, &err), AP_ELIMIT);
     ck_assert_str_eq(err.msg, "mesh 'x=131072': axis 'x' has size 131072; a mesh has at most 65536 devices");
     ck_assert_int_eq(ir_mesh_parse("x=99999999999999999999", &m, &err), AP_ELIMIT);
+    /* the size as written, not the digits read before the limit (99999) */
+    ck_assert_str_eq(err.msg, "mesh 'x=99999999999999999999': axis 'x' has size 99999999999999999999; a mesh has at "
+                              "most 65536 devices at column 3");
     ck_assert_int_eq(ir_mesh_parse("a=1,b=1,c=1,d=1,e=1,f=1,g=1,h=1,i=1", &m, &err), AP_EINVALID);
     ck_assert_str_eq(err.msg, "mesh 'a=1,b=1,c=1,d=1,e=1,f=1,g=1,h=1,i=1': more than 8 axes at column 33");
     ck_assert_int_eq(ir_mesh_parse("batch=4,", &m, &err), AP_ESYNTAX);
@@ -804,6 +842,7 @@ int main(void)
     tcase_add_test(tc, opaque_ops_print_as_written);
     tcase_add_test(tc, no_module_wrapper_and_cfg);
     tcase_add_test(tc, inline_private_calls);
+    tcase_add_test(tc, inline_identity_callee);
     tcase_add_test(tc, inline_size_limit);
     tcase_add_test(tc, typed_accessors);
     tcase_add_test(tc, deep_nesting_is_an_error_not_a_crash);

@@ -465,6 +465,9 @@ START_TEST(schedule_errors)
         {"tile w* 0 M; tile w* x B", "schedule:1:22: error: expected a dim number or first_divisible, found 'x'"},
         {"manual B x=0 w9=1", "schedule:1:14: error: no argument is named 'w9'"},
         {"tile x 0 B propagate", "schedule:1:12: error: unexpected 'propagate' after the action (one action per line or ';')"},
+        /* (int) of strtol's LONG_MAX said "dim -1" */
+        {"tile x 99999999999999999999 B", "schedule:1:8: error: dim 99999999999999999999 is out of range (a tensor has at most 32 dims)"},
+        {"tile x 4294967296 B", "schedule:1:8: error: dim 4294967296 is out of range (a tensor has at most 32 dims)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         run r;
@@ -949,6 +952,89 @@ START_TEST(tile_and_propagate_commute)
 }
 END_TEST
 
+/* A quiet state (the search's: nothing blocked recorded) propagates to
+ * the state a recording one reaches.  A quiet propagate's later rounds
+ * leave out the ops an axis's own pass took last (propagate.c, ir_propagate
+ * says why that adds no loop); a recording one looks at every op marked
+ * again.  Random tiles and atomics along three axes on the zoo's tiny
+ * models, a propagate after a random subset of them, the two states
+ * compared after each propagate. */
+START_TEST(quiet_propagates_as_recording)
+{
+    ir_module *m = tl_generate(commute_models[_i].model, "tiny", commute_models[_i].extra);
+    ir_op *f = ir_module_entry(m);
+    ir_mesh mesh;
+    ap_error err;
+    ir_pctx *c;
+    ck_assert_int_eq(ir_mesh_parse("a=2,b=2,c=2", &mesh, &err), 0);
+    ck_assert_int_eq(ir_inline_calls(m, f, &err), 0);
+    ck_assert_int_eq(ir_pctx_new(m, f, &mesh, &c, &err), 0);
+    const ir_value **vals = malloc(sizeof *vals * 8192);
+    uint32_t n_vals = tileable_values(c, vals, 8192);
+    ck_assert_uint_gt(n_vals, 0);
+    int compared = 0, n_seq = tl_sequences(40);
+    for (int seq = 0; seq < n_seq; seq++) {
+        uint64_t rng = 0xD1B54A32D192ED03ull * (uint64_t)(_i * 1000 + seq + 1);
+        ir_partition *pq, *pr;
+        ck_assert_int_eq(ir_partition_new(c, &pq, &err), 0);
+        ck_assert_int_eq(ir_partition_new(c, &pr, &err), 0);
+        ir_partition_set_diagnostics(pq, false);
+        ir_partition_set_diagnostics(pr, true);
+        /* most start as a search does: the batch split along one axis
+         * (every argument of the smallest rank-leading dim tiled on dim 0) */
+        if (rng_below(&rng, 4) != 0) {
+            int axis = (int)rng_below(&rng, (uint32_t)mesh.n_axes);
+            int64_t lead = INT64_MAX;
+            for (uint32_t i = 0; i < n_vals; i++)
+                if (vals[i]->type->rank > 1 && vals[i]->type->dims[0] < lead)
+                    lead = vals[i]->type->dims[0];
+            for (uint32_t i = 0; i < n_vals; i++)
+                if (vals[i]->type->rank > 1 && vals[i]->type->dims[0] == lead) {
+                    int rq = ir_tile(pq, vals[i], 0, axis, NULL), rr = ir_tile(pr, vals[i], 0, axis, NULL);
+                    ck_assert_int_eq(rq, rr);
+                }
+            ck_assert_int_eq(ir_propagate(pq, &err), 0);
+            ck_assert_int_eq(ir_propagate(pr, &err), 0);
+            ck_assert(ir_partition_same(pq, pr));
+        }
+        int n_act = 3 + (int)rng_below(&rng, 6);
+        for (int k = 0, tries = 0; k < n_act && tries < 400; tries++) {
+            const ir_value *v = vals[rng_below(&rng, n_vals)];
+            int axis = (int)rng_below(&rng, (uint32_t)mesh.n_axes);
+            bool atomic = rng_below(&rng, 8) == 0;
+            int dim = (int)rng_below(&rng, (uint32_t)v->type->rank);
+            int rq = atomic ? ir_atomic(pq, v, axis, NULL) : ir_tile(pq, v, dim, axis, NULL);
+            int rr = atomic ? ir_atomic(pr, v, axis, NULL) : ir_tile(pr, v, dim, axis, NULL);
+            ck_assert_int_eq(rq, rr);
+            if (rq < 0)
+                continue;
+            k++;
+            if (k == n_act || rng_below(&rng, 2)) {
+                ck_assert_int_eq(ir_propagate(pq, &err), 0);
+                ck_assert_int_eq(ir_propagate(pr, &err), 0);
+                if (!ir_partition_same(pq, pr)) {
+                    ap_buf sched;
+                    ap_buf_init(&sched);
+                    ir_partition_schedule(pr, &sched);
+                    ck_abort_msg("%s: the quiet state differs after\n%s", commute_models[_i].model, sched.data);
+                }
+                char *tq = state_text(pq), *tr = state_text(pr);
+                ck_assert_str_eq(tq, tr);
+                ap_free(tq);
+                ap_free(tr);
+                compared++;
+            }
+        }
+        ir_partition_free(pq);
+        ir_partition_free(pr);
+    }
+    ck_assert_int_ge(compared, n_seq);
+    free(vals);
+    ir_pctx_free(c);
+    ir_module_free(m);
+}
+END_TEST
+
 /* The paper's Table 2 rows for T32 (model zoo, mesh {batch:16, model:2}). */
 static char *t32_text;
 
@@ -968,6 +1054,61 @@ static void count_t32(const char *names, uint64_t ag, uint64_t ar, uint64_t rs)
     ap_free(schedule);
     run_free(&r);
 }
+
+/* The same on T32 from BP ({batch:8, model:4}, the search's speed
+ * benchmark): random tiles of its arguments along either axis, each
+ * propagated, the quiet and the recording state compared after each.
+ * Here later rounds add loops (a propagate that stopped after its first
+ * round gives other states). */
+START_TEST(quiet_propagates_as_recording_t32)
+{
+    run r;
+    char *bp = tl_schedule("bp");
+    ck_assert_msg(apply_ex(&r, t32_text, "batch=8,model=4", bp, false), "%s", r.err);
+    ap_error err;
+    ir_partition *pq, *pr;
+    ck_assert_int_eq(ir_partition_clone(r.p, &pq, &err), 0);
+    ck_assert_int_eq(ir_partition_clone(r.p, &pr, &err), 0);
+    ir_partition_set_diagnostics(pq, false);
+    ir_partition_set_diagnostics(pr, true);
+    const ir_value **vals = malloc(sizeof *vals * 8192);
+    uint32_t n_vals = tileable_values(r.ctx, vals, 8192);
+    uint64_t rng = 0x2545F4914F6CDD1Dull;
+    int compared = 0, n_act = tl_sequences_lean(24);
+    for (int tries = 0; compared < n_act && tries < 2000; tries++) {
+        /* as the search's units: every argument of the drawn one's shape
+         * (its copies in each layer, its optimizer moments) at once */
+        const ir_value *v = vals[rng_below(&rng, n_vals)];
+        int dim = (int)rng_below(&rng, (uint32_t)v->type->rank), axis = rng_below(&rng, 4) ? 1 : 0;
+        int tiled = 0;
+        for (uint32_t i = 0; i < n_vals; i++) {
+            const ir_type *t = vals[i]->type;
+            if (t->rank != v->type->rank || memcmp(t->dims, v->type->dims, sizeof *t->dims * (size_t)t->rank) != 0)
+                continue;
+            int rq = ir_tile(pq, vals[i], dim, axis, NULL), rr = ir_tile(pr, vals[i], dim, axis, NULL);
+            ck_assert_int_eq(rq, rr);
+            tiled += rq == 0;
+        }
+        if (!tiled)
+            continue;
+        ck_assert_int_eq(ir_propagate(pq, &err), 0);
+        ck_assert_int_eq(ir_propagate(pr, &err), 0);
+        if (!ir_partition_same(pq, pr)) {
+            ap_buf sched;
+            ap_buf_init(&sched);
+            ir_partition_schedule(pr, &sched);
+            ck_abort_msg("t32: the quiet state differs after\n%s", sched.data);
+        }
+        compared++;
+    }
+    ck_assert_int_ge(compared, n_act / 2);
+    free(vals);
+    ir_partition_free(pq);
+    ir_partition_free(pr);
+    ap_free(bp);
+    run_free(&r);
+}
+END_TEST
 
 START_TEST(table2_t32)
 {
@@ -1107,8 +1248,10 @@ int main(void)
     tcase_add_test(tc, loops_refuse_pipelining);
     tcase_add_test(tc, loops_conflict_says_which);
     tcase_add_loop_test(tc, tile_and_propagate_commute, 0, (int)(sizeof commute_models / sizeof commute_models[0]));
+    tcase_add_loop_test(tc, quiet_propagates_as_recording, 0, (int)(sizeof commute_models / sizeof commute_models[0]));
     tcase_add_unchecked_fixture(tc, t32_setup, t32_teardown);
     tcase_add_test(tc, table2_t32);
+    tcase_add_test(tc, quiet_propagates_as_recording_t32);
     suite_add_tcase(s, tc);
     return tl_run(s);
 }

@@ -345,6 +345,10 @@ static const model_case cases[] = {
      * writes as one barrier whose readers wait for all of them */
     {"transformer", "tiny", "remat=full", "batch=2,model=2", 60, 8, false, 0, NULL, COST_FW_XLA},
     {"transformer", "tiny", "remat=full", "a=2,b=2,c=2", 60, 10, false, 0, NULL, COST_FW_XLA},
+    /* an axis of size 1 (a search over the meshes of N devices may choose
+     * one): sums and tilings along it lower to no collective (plan.c) */
+    {"transformer", "tiny", "", "a=1,b=2,c=2", 60, 10, false, 0, NULL, COST_FW_XLA},
+    {"dots", "", "", "a=1,b=4", 500, 8, true, 5, dots_src, COST_FW_XLA},
 };
 
 START_TEST(scorer_equals_full_path)

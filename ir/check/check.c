@@ -343,8 +343,11 @@ void ir_check_report_free(ir_check_report *r)
 }
 
 /* Seeded inputs for every argument of f: floats in [lo, hi), integers in
- * [0, 8) (valid small indices), booleans 50/50. */
-static int make_inputs(const ir_op *f, uint64_t seed, double lo, double hi, ir_tensor **args, ap_error *err)
+ * [0, 8) (valid small indices), booleans 50/50.  An argument that cannot
+ * have one (a dynamic shape) is named, %argN when it has no location name,
+ * at the function's position in `file`. */
+static int make_inputs(const char *file, const ir_op *f, uint64_t seed, double lo, double hi, ir_tensor **args,
+                       ap_error *err)
 {
     uint32_t n = ir_func_num_args(f);
     for (uint32_t i = 0; i < n; i++) {
@@ -355,8 +358,19 @@ static int make_inputs(const ir_op *f, uint64_t seed, double lo, double hi, ir_t
         int rc = ir_elem_is_float(elem_of(t)) || ir_elem_is_complex(elem_of(t))
                      ? ir_tensor_random_range(t, s, lo, hi, &args[i], err)
                      : ir_tensor_random(t, s, &args[i], err);
-        if (rc < 0)
-            return in_run(err, "argument %u (%s)", i, ir_func_arg_name(f, i) ? ir_func_arg_name(f, i) : "");
+        if (rc < 0) {
+            char who[200];
+            if (ir_func_arg_name(f, i))
+                snprintf(who, sizeof who, "%s", ir_func_arg_name(f, i));
+            else
+                snprintf(who, sizeof who, "%%arg%u", i);
+            if (err->line <= 0 && f->src_line) {
+                snprintf(err->file, sizeof err->file, "%s", file ? file : "");
+                err->line = (int)f->src_line;
+                err->col = (int)f->src_col;
+            }
+            return in_run(err, "argument %u (%s)", i, who);
+        }
     }
     return 0;
 }
@@ -466,7 +480,7 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
     int rc = 0;
     r->input_lo = -1, r->input_hi = 1;
     for (;;) {
-        if ((rc = make_inputs(f, o.seed, r->input_lo, r->input_hi, args, err)) < 0)
+        if ((rc = make_inputs(ir_pctx_module(c)->filename, f, o.seed, r->input_lo, r->input_hi, args, err)) < 0)
             goto out;
         io.ops_evaluated = &r->ops[IR_CHECK_REF];
         r->ops[IR_CHECK_REF] = 0;

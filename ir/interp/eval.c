@@ -587,6 +587,14 @@ done:
     return rc;
 }
 
+static bool sdy_identity(const ir_op *op)
+{
+    return op->n_operands == 1 && op->n_results == 1 && op->n_regions == 0 &&
+           (!strcmp(op->name, "sdy.sharding_constraint") || !strcmp(op->name, "sdy.propagation_barrier") ||
+            !strcmp(op->name, "sdy.reshard")) &&
+           ir_type_equal(op->operands[0]->type, op->results[0].type);
+}
+
 static int eval_op(ip_run *r, ip_frame *fr, const ir_op *op)
 {
     r->n_ops += fr->n_dev;
@@ -600,6 +608,10 @@ static int eval_op(ip_run *r, ip_frame *fr, const ir_op *op)
     case IR_OP_FUNC_CALL:
     case IR_OP_COMPOSITE: return eval_call(r, fr, op);
     case IR_OP_UNKNOWN:
+        /* Shardy's annotations of a value (with_sharding_constraint in a
+         * JAX export) pass it through unchanged */
+        if (sdy_identity(op))
+            return eval_kernel(r, fr, op, k_identity);
         return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED, "cannot evaluate an op unknown to the interpreter");
     default: break;
     }

@@ -11,9 +11,16 @@
 
 /* A registered op in its pretty form, read by the form's parser that the
  * top level handed in (p->forms: pretty.c's forms of StableHLO ops). */
+static bool parse_generic_tail(parser *p, op_state *st);
+
 static bool parse_pretty(parser *p, op_state *st)
 {
     int fmt = ir_op_info_get(st->opcode)->fmt;
+    /* StableHLO prints a constant whose value's type is not its result's
+     * (a quantized constant holds integers) as its bare name and then the
+     * generic form: `stablehlo.constant() {value = ...} : () -> T`. */
+    if (st->opcode == IR_OP_CONSTANT && p->tok.kind == T_LPAREN)
+        return parse_generic_tail(p, st);
     ir__form_parser form = fmt >= 0 && fmt < IR_FMT__COUNT ? p->forms[fmt] : NULL;
     if (!form)
         return ir__perr(p, st->at, AP_ESYNTAX, "'%s' must be written in the generic form \"%s\"(...)", st->name,
@@ -197,13 +204,13 @@ static bool parse_successor(parser *p, op_state *st)
     return true;
 }
 
-/* generic-op ::= "name" '(' operands ')' successors? props? regions?
- *                attr-dict? ':' function-type */
-static bool parse_generic_op(parser *p, op_state *st)
+/* generic-op ::= "name" generic-tail
+ * generic-tail ::= '(' operands ')' successors? props? regions?
+ *                  attr-dict? ':' function-type */
+static bool parse_generic_tail(parser *p, op_state *st)
 {
     const char *sig_at;
     op_sig sig;
-    ir__next(p); /* the name string */
     if (!ir__expect(p, T_LPAREN, "'(' after the op name"))
         return false;
     if (p->tok.kind != T_RPAREN) {
@@ -259,6 +266,12 @@ static bool parse_generic_op(parser *p, op_state *st)
     bool ok = ir__apply_sig_functional(p, st, &sig, sig_at);
     ir__sig_free(&sig);
     return ok;
+}
+
+static bool parse_generic_op(parser *p, op_state *st)
+{
+    ir__next(p); /* the name string */
+    return parse_generic_tail(p, st);
 }
 
 /* ----------------------------------------------- opaque custom syntax */

@@ -560,8 +560,19 @@ static bool form_parse_functional(parser *p, op_state *st, int fmt)
 
 static bool form_parse_types(parser *p, op_state *st, int fmt)
 {
-    return ir__parse_operand_list(p, st) && opt_attr_dict(p, st) &&
-           result_types_tail(p, st, fmt == IR_FMT_TYPES && st->opcode == IR_OP_OPTIMIZATION_BARRIER);
+    if (st->opcode == IR_OP_OPTIMIZATION_BARRIER) {
+        /* StableHLO's form puts the attributes first:
+         * `attr-dict (operands ':' types)?`, and `()` when it has no
+         * operands; an attribute dictionary after the operands (what
+         * autopart printed before) is read too. */
+        if (!opt_attr_dict(p, st))
+            return false;
+        if (ir__accept(p, T_LPAREN))
+            return ir__expect(p, T_RPAREN, "')' of an optimization_barrier without operands") &&
+                   opt_attr_dict(p, st);
+        return ir__parse_operand_list(p, st) && opt_attr_dict(p, st) && result_types_tail(p, st, true);
+    }
+    return ir__parse_operand_list(p, st) && opt_attr_dict(p, st) && result_types_tail(p, st, false);
 }
 
 static bool form_parse_return(parser *p, op_state *st, int fmt)

@@ -587,6 +587,7 @@ int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, a
     c->m = m;
     c->func = func;
     c->mesh = *mesh;
+    c->room = mesh->n_axes > 0 ? (size_t)mesh->n_axes : 1;
     c->n_args = body->n_args;
     c->ret = body->last;
     pbuild pb = {.c = c};

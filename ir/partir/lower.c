@@ -934,6 +934,8 @@ static ir_attr *layout_attr(lower *l, const ir_layout *lay, int rank)
 {
     ir_attr *dims[IR_MAX_RANK];
     int axes[IR_MAX_AXES];
+    if (rank < 0) /* an unranked tensor<*x...>: kept whole, no dimensions */
+        rank = 0;
     for (int d = 0; d < rank; d++) {
         ir_attr *names[IR_MAX_AXES];
         int n = layout_dim_axes(lay, d, axes);
@@ -1011,7 +1013,8 @@ int ir_lower_ex(const ir_partition *p, const ir_lower_opts *opts, ir_lowered *ou
     l.nm = ir_module_new(c->m->filename);
     l.produced = ap_calloc(c->n_vals + 1, sizeof *l.produced);
     l.mat_base = ap_malloc(sizeof *l.mat_base * (c->n_vals + 1));
-    if (!l.nm || !l.produced || !l.mat_base) {
+    /* opaque ops print as written: the aliases and resources they name too */
+    if (!l.nm || !l.produced || !l.mat_base || ir_module_copy_text(l.nm, c->m) < 0) {
         oom(&l);
         goto done;
     }
@@ -1072,6 +1075,12 @@ int ir_lower_ex(const ir_partition *p, const ir_lower_opts *opts, ir_lowered *ou
     }
     l.nb = nb;
     nf->loc = ir__loc_clone(nm, c->func->loc);
+    /* the symbols the function refers to (sdy.mesh, util.global) come
+     * first, as written */
+    if (!ir__clone_module_decls(nm, c->m)) {
+        oom(&l);
+        goto fn_done;
+    }
     ir_block_append(ir_module_body(nm), nf);
     ir_block *ob = ir_func_entry(c->func);
     for (uint32_t a = 0; a < c->n_args; a++) {
@@ -1125,6 +1134,11 @@ int ir_lower_ex(const ir_partition *p, const ir_lower_opts *opts, ir_lowered *ou
             (n_out && !set_attr(&l, nf, "res_attrs", ir_attr_array(nm, n_out, ra))))
             goto fn_done;
         ir_func_renumber(nf, NULL, NULL);
+        /* a call the inliner left (its callee has several blocks, or no
+         * body) is opaque: its operands arrive whole, and the callee runs
+         * as written */
+        if (!ir__clone_callees(nm, c->m, &nf->regions[0]))
+            oom(&l);
         /* a program that does not type-check is a bug here, never an
          * answer to hand out */
         ap_error verr;

@@ -168,6 +168,13 @@ int ir_schedule_apply_cb(ir_partition *p, const char *text, ir_tactic_fn fn, voi
  * one character, anything else itself (how a VALUE of a schedule selects
  * arguments by name). */
 bool ir_schedule_glob_match(const char *pat, size_t len, const char *s);
+
+/* Which arguments of func share their location name with another argument
+ * (HLO from PyTorch/XLA names every parameter "xla__device_data"): a
+ * schedule word names every argument it matches, so such an argument must be
+ * written %argN.  Returns an array of ir_func_num_args(func) + 1 flags that
+ * the caller frees with ap_free, or NULL when out of memory. */
+bool *ir_schedule_shared_arg_names(const ir_op *func);
 /* The schedule of a state as text (one action per line), as applied. */
 void ir_partition_schedule(const ir_partition *p, ap_buf *b);
 /* Reads the sharding annotations on the function's arguments

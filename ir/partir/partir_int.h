@@ -40,6 +40,7 @@ struct ir_pctx {
     ir_module *m;
     ir_op *func;
     ir_mesh mesh;
+    size_t room;            /* nest_room: the loops a nest has room for (read for every nest looked at) */
     uint32_t n_args;
     uint32_t n_ops;         /* top-level ops of the body, without the return */
     ir_op **ops;
@@ -272,7 +273,7 @@ static inline void op_entries(const ir_partition *p, uint32_t op, uint32_t *lo, 
 /* Loops an op's nest has room for: one per mesh axis (an op loops over an
  * axis at most once).  The nests are copied with every state, so they take
  * no room for axes the mesh does not have. */
-static inline size_t nest_room(const ir_pctx *c) { return c->mesh.n_axes > 0 ? (size_t)c->mesh.n_axes : 1; }
+static inline size_t nest_room(const ir_pctx *c) { return c->room; }
 
 static inline const ir_loop *nest_of(const ir_partition *p, uint32_t op) { return &p->nest[(size_t)op * nest_room(p->ctx)]; }
 
@@ -317,12 +318,53 @@ static inline bool layout_equal(const ir_layout *a, const ir_layout *b)
     return true;
 }
 
+/* The axes whose dim is d, as the high bit of byte a for axis a: the eight
+ * dims compared in one word (a zero byte of dim ^ d, found without a
+ * borrow crossing bytes), not axis by axis - layout_push and
+ * layout_dim_axes run for every layout a propagation visit, a plan sync
+ * or an op record builds.  A d no int8_t holds matches no axis. */
+_Static_assert(IR_MAX_AXES == 8 && sizeof(((ir_layout *)0)->dim) == 8, "one word holds a layout's dims");
+static inline uint64_t layout_dim_match(const ir_layout *l, int d)
+{
+    if (d != (int8_t)d)
+        return 0;
+    uint64_t w;
+    memcpy(&w, l->dim, sizeof w);
+    const uint64_t low7 = 0x7f7f7f7f7f7f7f7fULL;
+    uint64_t x = w ^ (0x0101010101010101ULL * (uint8_t)(int8_t)d);
+    return ~(((x & low7) + low7) | x | low7);
+}
+
+/* The axis of the lowest byte set in a layout_dim_match word (bytes in
+ * memory order: byte a of the word is dim[a]). */
+static inline int layout_match_axis(uint64_t m)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return __builtin_clzll(m) >> 3;
+#else
+    return __builtin_ctzll(m) >> 3;
+#endif
+}
+
+/* The lowest byte's bit taken out of a layout_dim_match word. */
+static inline uint64_t layout_match_next(uint64_t m)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return m & ~(0x8000000000000000ULL >> __builtin_clzll(m));
+#else
+    return m & (m - 1);
+#endif
+}
+
+/* The axes in a layout_dim_match word: its bytes (0 or 1 once shifted)
+ * summed into the top byte by one multiply (no popcount instruction on the
+ * build's baseline x86-64: __builtin_popcountll would be a libgcc call). */
+static inline int layout_match_count(uint64_t m) { return (int)(((m >> 7) * 0x0101010101010101ULL) >> 56); }
+
 /* Axis as the minor-most axis of dim d. */
 static inline void layout_push(ir_layout *l, int axis, int d)
 {
-    int n = 0;
-    for (int a = 0; a < IR_MAX_AXES; a++)
-        n += l->dim[a] == d;
+    int n = layout_match_count(layout_dim_match(l, d));
     l->dim[axis] = (int8_t)d;
     l->pos[axis] = (uint8_t)n;
 }
@@ -330,18 +372,21 @@ static inline void layout_push(ir_layout *l, int axis, int d)
 /* The axes tiling dim d, major to minor; returns the count. */
 static inline int layout_dim_axes(const ir_layout *l, int d, int *axes)
 {
-    /* one pass: the axes by position, then those within the count (a
-     * well-formed layout numbers its axes of d 0 .. n-1) */
-    int n = 0, at[IR_MAX_AXES];
+    /* one pass over the axes of d (in axis order): each by its position,
+     * then those within the count (a well-formed layout numbers its axes
+     * of d 0 .. n-1) */
+    uint64_t m = layout_dim_match(l, d);
+    if (!m)
+        return 0;
+    int n = layout_match_count(m), at[IR_MAX_AXES];
     unsigned seen = 0;
-    for (int a = 0; a < IR_MAX_AXES; a++)
-        if (l->dim[a] == d) {
-            n++;
-            if (l->pos[a] < IR_MAX_AXES) {
-                at[l->pos[a]] = a;
-                seen |= 1u << l->pos[a];
-            }
+    for (; m; m = layout_match_next(m)) {
+        int a = layout_match_axis(m);
+        if (l->pos[a] < IR_MAX_AXES) {
+            at[l->pos[a]] = a;
+            seen |= 1u << l->pos[a];
         }
+    }
     for (int i = 0; i < n; i++)
         if (seen & (1u << i))
             axes[i] = at[i];

@@ -622,6 +622,7 @@ int ir_atomic(ir_partition *p, const ir_value *val, int axis, ap_error *err)
 void ir_partition_schedule(const ir_partition *p, ap_buf *b)
 {
     const ir_pctx *c = p->ctx;
+    bool *dup = p->n_log ? ir_schedule_shared_arg_names(c->func) : NULL;
     for (uint32_t i = 0; i < p->n_log; i++) {
         const action_rec *r = &p->log[i];
         char name[160];
@@ -630,7 +631,9 @@ void ir_partition_schedule(const ir_partition *p, ap_buf *b)
             continue;
         }
         const char *loc = c->val_op[r->val] < 0 ? ir_func_arg_name(c->func, r->val) : NULL;
-        if (loc && strpbrk(loc, " \t;#"))
+        if (loc && (!dup || dup[r->val])) /* a name that is not this argument's alone */
+            snprintf(name, sizeof name, "%%arg%u", r->val);
+        else if (loc && strpbrk(loc, " \t;#"))
             snprintf(name, sizeof name, "\"%s\"", loc);
         else
             value_name(p, r->val, name, sizeof name);
@@ -639,4 +642,5 @@ void ir_partition_schedule(const ir_partition *p, ap_buf *b)
         else
             ap_buf_printf(b, "atomic %s %s\n", name, c->mesh.names[r->axis]);
     }
+    ap_free(dup);
 }

@@ -21,7 +21,11 @@
  *   - per copy, the transfer: pending sums the target does not take are
  *     reduced (all_reduce, or reduce_scatter onto a dim the target tiles
  *     next along that axis), then the tiling is changed by a synthesized
- *     redistribution (redist.c), memoized per problem.  A pending sum that
+ *     redistribution (redist.c), memoized per problem.  An axis of size 1
+ *     (data=1 of a search over the meshes of N devices) moves nothing: a
+ *     sum along it is its one summand and a tiling along it is the whole
+ *     dim, so it gets no collective over groups of one device (XLA's
+ *     AllReduceSimplifier would drop one; the cost model charges none).  A pending sum that
  *     flows on (the target takes it too) is redistributed summand by
  *     summand: over the mesh without its axes, the plan's device ids
  *     repeated along them (see submesh).
@@ -288,7 +292,11 @@ static bool repeat_plan(ir_redist_plan *plan, const ir_mesh *m, const submesh *s
     return true;
 }
 
-/* A layout's tiling as a distributed type over the kept axes of sm. */
+/* A layout's tiling as a distributed type over the kept axes of sm, axes of
+ * size 1 left out: two layouts that differ only in them are the same
+ * pieces on every device (no redistribution; the synthesis splits axes
+ * into prime factors, so its gathers, all_to_alls and permutes never span
+ * a group of one device either). */
 static void to_redist_type(const ir_pctx *c, const submesh *sm, const ir_type *g, const ir_layout *lay,
                            ir_redist_type *out)
 {
@@ -296,14 +304,16 @@ static void to_redist_type(const ir_pctx *c, const submesh *sm, const ir_type *g
     out->rank = g->rank;
     int axes[IR_MAX_AXES];
     for (int d = 0; d < g->rank; d++) {
-        int n = layout_dim_axes(lay, d, axes);
+        int n = layout_dim_axes(lay, d, axes), kept = 0;
         out->dims[d].global = g->dims[d];
         out->dims[d].local = g->dims[d];
-        out->dims[d].naxes = n;
         for (int k = 0; k < n; k++) {
-            out->dims[d].axes[k] = (uint8_t)sm->index[axes[k]];
+            if (c->mesh.sizes[axes[k]] == 1)
+                continue; /* splits nothing: tiled along it or not, the same pieces */
+            out->dims[d].axes[kept++] = (uint8_t)sm->index[axes[k]];
             out->dims[d].local /= c->mesh.sizes[axes[k]];
         }
+        out->dims[d].naxes = kept;
     }
 }
 
@@ -412,7 +422,8 @@ static int retile_plan(xfer_ctx *x, const ir_type *g, const ir_layout *from, con
 
 /* The transfer of value type g from layout `from` to `to`: sums the target
  * does not take along are reduced (all_reduce, or a reduce_scatter onto a
- * dim the target tiles next along that axis), then the tiling changes. */
+ * dim the target tiles next along that axis; along an axis of size 1,
+ * nothing), then the tiling changes. */
 static int xfer_decide(xfer_ctx *x, const ir_type *g, ir_layout from, const ir_layout *to, ir_xfer *out,
                        ap_error *err)
 {
@@ -431,6 +442,13 @@ static int xfer_decide(xfer_ctx *x, const ir_type *g, ir_layout from, const ir_l
             continue; /* the sum flows on */
         if (to->dim[a] == IR_AX_PARTIAL)
             return ap_error_set(err, AP_EINTERNAL, "pending sums of different kinds meet");
+        if (m->sizes[a] == 1) {
+            /* a sum over one device is its one summand: no all_reduce or
+             * reduce_scatter over groups of one (XLA's AllReduceSimplifier
+             * would drop it; the cost model charges nothing for one) */
+            from.dim[a] = IR_AX_NONE;
+            continue;
+        }
         if (n_ar && from.red[a] != ar_red)
             return ap_error_set(err, AP_EUNSUPPORTED, "pending sums of different kinds on one value");
         ar[n_ar++] = a;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #define MAXS_OPD 64 /* operands an op may have to be partitioned */
+#define SHARD_MARK 0xff /* in a propagate round's marks: shard_args_by_uses (propagate_axis marks its axis's turn) */
 
 /* The layout operand i of op sees: through the value's identity op, except
  * for that identity op itself. */
@@ -511,6 +512,7 @@ typedef struct workq {
     uint32_t *rank, *by_rank; /* per op its rank; per rank its op */
     uint64_t *bits, *sum;     /* queued ranks; per word of bits, whether it is non-empty */
     uint32_t n, n_ops, n_sum;
+    uint32_t low; /* no word of sum below it is non-empty: a pop looks from there */
 } workq;
 
 static void wq_free(workq *q)
@@ -570,15 +572,18 @@ static void wq_push(workq *q, uint32_t op)
         return;
     q->bits[w] |= bit;
     q->sum[w / 64] |= 1ull << (w % 64);
+    if (w / 64 < q->low)
+        q->low = w / 64;
     q->n++;
 }
 
 /* The queued op of the lowest rank, taken out (the queue is not empty). */
 static uint32_t wq_pop(workq *q)
 {
-    uint32_t s = 0;
+    uint32_t s = q->low;
     while (!q->sum[s])
         s++;
+    q->low = s;
     uint32_t w = s * 64 + (uint32_t)__builtin_ctzll(q->sum[s]);
     uint32_t r = w * 64 + (uint32_t)__builtin_ctzll(q->bits[w]);
     q->bits[w] &= q->bits[w] - 1;
@@ -589,12 +594,12 @@ static uint32_t wq_pop(workq *q)
 }
 
 /* Marks what a change to `op` may affect: its producers (backward), its
- * consumers (forward) and itself. */
-static void touch_neighbours(const ir_partition *p, workq *q, uint8_t *dirty, uint32_t op)
+ * consumers (forward) and itself, queued and marked `mark` in dirty. */
+static void touch_neighbours(const ir_partition *p, workq *q, uint8_t *dirty, uint8_t mark, uint32_t op)
 {
     const ir_pctx *c = p->ctx;
     wq_push(q, op);
-    dirty[op] = 1;
+    dirty[op] = mark;
     uint32_t no = op_n_operands(p, op);
     for (uint32_t i = 0; i < no; i++) {
         uint32_t v = operand_val(p, op, i);
@@ -606,7 +611,7 @@ static void touch_neighbours(const ir_partition *p, workq *q, uint8_t *dirty, ui
         else
             continue;
         wq_push(q, prod);
-        dirty[prod] = 1;
+        dirty[prod] = mark;
     }
     uint32_t nr = op_n_results(p, op);
     for (uint32_t j = 0; j < nr; j++) {
@@ -614,7 +619,7 @@ static void touch_neighbours(const ir_partition *p, workq *q, uint8_t *dirty, ui
         if (!is_vop(p, op) && p->vop_of[v] >= 0) {
             uint32_t vo = vop_id(p, (uint32_t)p->vop_of[v]);
             wq_push(q, vo);
-            dirty[vo] = 1;
+            dirty[vo] = mark;
             continue;
         }
         for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++) {
@@ -622,13 +627,14 @@ static void touch_neighbours(const ir_partition *p, workq *q, uint8_t *dirty, ui
             if (user == USE_RETURN)
                 continue;
             wq_push(q, user);
-            dirty[user] = 1;
+            dirty[user] = mark;
         }
     }
 }
 
-/* Inference on an argument: tile it so the op's new need is met. */
-static void infer_operands(ir_partition *p, uint32_t op, int axis, uint32_t e, workq *q, uint8_t *dirty)
+/* Inference on an argument: tile it so the op's new need is met (its
+ * users queued and marked `mark` in dirty). */
+static void infer_operands(ir_partition *p, uint32_t op, int axis, uint32_t e, workq *q, uint8_t *dirty, uint8_t mark)
 {
     const ir_pctx *c = p->ctx;
     const int8_t *s = tmr_spec(c, e);
@@ -655,7 +661,7 @@ static void infer_operands(ir_partition *p, uint32_t op, int axis, uint32_t e, w
         for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++)
             if (c->use_op[u] != USE_RETURN) {
                 wq_push(q, c->use_op[u]);
-                dirty[c->use_op[u]] = 1;
+                dirty[c->use_op[u]] = mark;
             }
     }
 }
@@ -680,16 +686,19 @@ static bool any_flag(const uint8_t *f, uint32_t n)
     return false;
 }
 
-/* Propagates one axis to its fixpoint from the ops in `start`, through
- * the queue q (empty, and empty again after), with room for every op in
- * `inferable`. */
-static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, int axis, const uint8_t *start, uint8_t *dirty)
+/* Propagates one axis to its fixpoint from the ops marked in `start`,
+ * but those marked `own` (0: none left out) that no pass before has
+ * marked in dirty, through the queue q (empty, and empty again after),
+ * with room for every op in `inferable`; what may change is marked `mark`
+ * in dirty. */
+static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, int axis, const uint8_t *start, uint8_t own,
+                           uint8_t *dirty, uint8_t mark)
 {
     uint32_t n = n_all_ops(p), n_inf;
     for (uint32_t at = 0; at < n; at += 8)
         if (flags8(start, at, n))
             for (uint32_t op = at; op < n && op < at + 8; op++)
-                if (start[op])
+                if (start[op] && (start[op] != own || dirty[op]))
                     wq_push(q, op);
     for (;;) {
         /* phase 1: entries every tiled operand (or consumer) agrees on */
@@ -715,7 +724,7 @@ static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, int a
             }
             if (!ir__push_loop(p, op, axis, e))
                 continue;
-            touch_neighbours(p, q, dirty, op);
+            touch_neighbours(p, q, dirty, mark, op);
         }
         /* phase 2: inference, in program order, each checked again */
         bool any = false;
@@ -729,8 +738,8 @@ static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, int a
                 continue;
             if (!ir__push_loop(p, op, axis, fr.inf))
                 continue;
-            infer_operands(p, op, axis, fr.inf, q, dirty);
-            touch_neighbours(p, q, dirty, op);
+            infer_operands(p, op, axis, fr.inf, q, dirty, mark);
+            touch_neighbours(p, q, dirty, mark, op);
             any = true;
         }
         if (!any)
@@ -760,7 +769,7 @@ static void common_prefix(const ir_layout *a, const ir_layout *b, int rank, ir_l
  * further, locally.  Taking the common start (rather than requiring equal
  * slicings) makes the result the same whether the users' loops came in one
  * propagate or in several.  Returns whether any argument changed; marks the
- * users of changed arguments in `dirty`. */
+ * users of changed arguments in `dirty` (SHARD_MARK). */
 static bool shard_args_by_uses(ir_partition *p, uint8_t *dirty)
 {
     const ir_pctx *c = p->ctx;
@@ -794,7 +803,7 @@ static bool shard_args_by_uses(ir_partition *p, uint8_t *dirty)
             continue;
         p->arg_layout[v] = common;
         for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++)
-            dirty[c->use_op[u]] = 1;
+            dirty[c->use_op[u]] = SHARD_MARK;
         any = true;
     }
     return any;
@@ -829,8 +838,23 @@ int ir_propagate(ir_partition *p, ap_error *err)
     p->n_axis_seq = 0;
     for (int round = 0; round < 64; round++) {
         memset(next, 0, n);
+        /* an op's mark in next: the last pass of this round that may have
+         * changed what it sees (k + 1 for the k-th axis, SHARD_MARK).  In
+         * the next round an axis's pass leaves out the ops its own pass
+         * marked last, unless a pass before it in this round marked them
+         * again: that pass queued each as it marked it and took it again
+         * after (to its fixpoint: no loop, nothing to infer), and an op's
+         * look along an axis reads only its nest, its producers', its
+         * consumers' and its arguments' layouts, which nothing since
+         * changed (a change marks the op, and the mark would be another's).
+         * Taken again it would add nothing, and being queued or not changes
+         * no other op's turn: the same loops come in the same order.  The
+         * first round starts from the actions' ops for every axis; a state
+         * that records what blocks propagation looks at everything again,
+         * so that its record stays as it was. */
         for (int k = 0; k < n_order; k++)
-            propagate_axis(p, &q, inferable, order[k], pending, next);
+            propagate_axis(p, &q, inferable, order[k], pending, round > 0 && p->quiet ? (uint8_t)(k + 1) : 0, next,
+                           (uint8_t)(k + 1));
         if (!any_flag(next, n)) {
             /* next is clear: the arguments' users they change go there */
             if (!shard_args_by_uses(p, next))

@@ -183,6 +183,10 @@ static int tile_refs(sched *s, const ir_value **vals, int n, const char *dim_w, 
         dim = strtol(dim_w, &end, 10);
         if (end != dim_w + dim_len || dim < 0)
             return serr(s, dim_w, AP_EINVALID, "expected a dim number or first_divisible, found '%.*s'", (int)dim_len, dim_w);
+        /* no tensor has that many dims; (int) would make it another number */
+        if (dim > IR_MAX_RANK)
+            return serr(s, dim_w, AP_EINVALID, "dim %.*s is out of range (a tensor has at most %d dims)", (int)dim_len,
+                        dim_w, IR_MAX_RANK);
     }
     for (int i = 0; i < n; i++) {
         int d = (int)dim;
@@ -562,6 +566,37 @@ static int mhlo_sharding(const char *s, const ir_mesh *mesh, int rank, ap_buf *b
 out:
     ap_free(dev);
     return rc;
+}
+
+typedef struct named_arg {
+    const char *name;
+    uint32_t a;
+} named_arg;
+
+static int cmp_named_arg(const void *x, const void *y)
+{
+    return strcmp(((const named_arg *)x)->name, ((const named_arg *)y)->name);
+}
+
+bool *ir_schedule_shared_arg_names(const ir_op *func)
+{
+    uint32_t na = ir_func_num_args(func), n = 0;
+    bool *dup = ap_calloc(na + 1, sizeof *dup);
+    named_arg *ix = ap_malloc(sizeof *ix * (na + 1));
+    if (!dup || !ix) {
+        ap_free(dup);
+        ap_free(ix);
+        return NULL;
+    }
+    for (uint32_t a = 0; a < na; a++)
+        if (ir_func_arg_name(func, a))
+            ix[n++] = (named_arg){ir_func_arg_name(func, a), a};
+    qsort(ix, n, sizeof *ix, cmp_named_arg);
+    for (uint32_t i = 1; i < n; i++)
+        if (!strcmp(ix[i - 1].name, ix[i].name))
+            dup[ix[i - 1].a] = dup[ix[i].a] = true;
+    ap_free(ix);
+    return dup;
 }
 
 /* Whether argument a's location name, written as a schedule word, names

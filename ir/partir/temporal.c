@@ -254,19 +254,15 @@ static bool temporal_op(temporal *t, uint32_t k, ir_cloner *cl)
     ir_value **res = ap_calloc((size_t)(ni.n_iters * (nr ? nr : 1)), sizeof *res);
     ir_value **opds = ap_calloc(no + 1, sizeof *opds);
     const ir_type **types = ap_calloc(nr + 1, sizeof *types);
+    ir_layout need0, *rl = ap_calloc(nr + 1, sizeof *rl);
     bool ok = false;
-    if (!res || !opds || !types) {
+    if (!res || !opds || !types || !rl) {
         tfail(t, AP_ENOMEM, "out of memory");
         goto out;
     }
-    ir_layout need0, rl[16];
     ir__needed_layout(p, k, 0, &need0);
-    for (uint32_t j = 0; j < nr && j < 16; j++)
+    for (uint32_t j = 0; j < nr; j++)
         ir__result_layout(p, k, j, &rl[j]);
-    if (nr > 16) {
-        tfail(t, AP_EUNSUPPORTED, "ops with more than 16 results are not supported by the temporal view");
-        goto out;
-    }
     for (int64_t it = 0; it < ni.n_iters; it++) {
         int64_t idx[IR_MAX_AXES], rem = it;
         for (int l = ni.depth - 1; l >= 0; l--) {
@@ -404,6 +400,7 @@ static bool temporal_op(temporal *t, uint32_t k, ir_cloner *cl)
     ok = true;
 out:
     ap_free(res);
+    ap_free(rl);
     ap_free(opds);
     ap_free(types);
     return ok && !t->rc;
@@ -548,7 +545,7 @@ int ir_temporal(const ir_partition *p, ir_module **out, ap_error *err)
     ir__cloner_init(&cl, NULL);
     t.nm = ir_module_new(c->m->filename);
     t.vals = ap_calloc(c->n_vals + 1, sizeof *t.vals);
-    if (!t.nm || !t.vals) {
+    if (!t.nm || !t.vals || ir_module_copy_text(t.nm, c->m) < 0) {
         tfail(&t, AP_ENOMEM, "out of memory");
         goto done;
     }
@@ -573,6 +570,11 @@ int ir_temporal(const ir_partition *p, ir_module **out, ap_error *err)
         tfail(&t, AP_ENOMEM, "out of memory");
         goto done;
     }
+    /* the symbols the function refers to (sdy.mesh, util.global), as written */
+    if (!ir__clone_module_decls(t.nm, c->m)) {
+        tfail(&t, AP_ENOMEM, "out of memory");
+        goto done;
+    }
     ir_block_append(ir_module_body(t.nm), nf);
     for (uint32_t a = 0; a < c->n_args; a++)
         t.vals[a].whole = &t.nb->args[a];
@@ -589,6 +591,9 @@ int ir_temporal(const ir_partition *p, ir_module **out, ap_error *err)
         temit(&t, IR_OP_FUNC_RETURN, c->n_ret, rets, NULL);
         ap_free(rets);
         ir_func_renumber(nf, NULL, NULL);
+        /* calls the inliner left run as written (see ir__clone_callees) */
+        if (!t.rc && !ir__clone_callees(t.nm, c->m, &nf->regions[0]))
+            tfail(&t, AP_ENOMEM, "out of memory");
     }
 done:
     ir__cloner_free(&cl);

@@ -30,18 +30,31 @@ function svg(tag, attrs, ...kids) {
   return e;
 }
 
+// Times and sizes as the CLI writes them (costmodel/evaluate.c's
+// seconds_text, common/ap.c's ap_format_bytes), so that a figure on the page
+// and one in a terminal or an issue read alike: three decimals in s, ms or
+// us; whole bytes, else two decimals in KiB .. EiB.
 function fmtTime(s) {
   if (!s) return '—';
-  if (s < 1e-3) return (s * 1e6).toFixed(1) + ' µs';
-  if (s < 1) return (s * 1e3).toFixed(s < 1e-2 ? 3 : 2) + ' ms';
+  if (s < 1e-3) return (s * 1e6).toFixed(3) + ' us';
+  if (s < 1) return (s * 1e3).toFixed(3) + ' ms';
   return s.toFixed(3) + ' s';
 }
 function fmtBytes(b) {
   if (!b) return '—';
-  const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB'];
   let i = 0;
   while (b >= 1024 && i < u.length - 1) { b /= 1024; i++; }
-  return (i ? b.toFixed(b < 10 ? 2 : 1) : b) + ' ' + u[i];
+  return (i ? b.toFixed(2) : String(Math.round(b))) + ' ' + u[i];
+}
+// How much of a capacity the peak takes: a percentage up to 1000%, past it
+// a factor ("45,879× the limit"): a schedule far over a small limit would
+// otherwise read as "4587901.6% used", which no one reads at a glance.
+function fmtShare(peak, cap, what) {
+  if (!peak || !cap) return '?% used';
+  const r = peak / cap;
+  if (r < 10) return (100 * r).toFixed(1) + '% used';
+  return (r < 100 ? r.toFixed(1) : Math.round(r).toLocaleString('en-US')) + '× ' + what;
 }
 function fmtDur(s) {
   if (!s) return '—';
@@ -441,10 +454,9 @@ function fitText(c) {
 
 function memoryLimitText(c, peak) {
   const limit = heldTo(c), hbm = c.hbm_bytes;
-  const used = b => `${peak && b ? (100 * peak / b).toFixed(1) : '?'}% used`;
-  if (limit === null) return `no memory limit; ${fmtBytes(hbm)} on the device (${used(hbm)})`;
-  if (limit === hbm) return `of ${fmtBytes(hbm)} on the device (${used(hbm)})`;
-  return `of the ${fmtBytes(limit)} memory limit (${used(limit)}); ${fmtBytes(hbm)} on the device`;
+  if (limit === null) return `no memory limit; ${fmtBytes(hbm)} on the device (${fmtShare(peak, hbm, 'the HBM')})`;
+  if (limit === hbm) return `of ${fmtBytes(hbm)} on the device (${fmtShare(peak, hbm, 'the HBM')})`;
+  return `of the ${fmtBytes(limit)} memory limit (${fmtShare(peak, limit, 'the limit')}); ${fmtBytes(hbm)} on the device`;
 }
 
 function breakdownCard(res) {

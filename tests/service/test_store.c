@@ -225,6 +225,17 @@ START_TEST(test_orphans_are_taken_over)
     ck_assert_int_eq(store_get(a, id, &r, &err), 1);
     ck_assert_str_eq(r.owner, "hostB:2:bb");
     ck_assert_int_eq(store_start(b, id, 60000003, &err), 0);
+    /* b's start went through but its answer was lost with the connection (a
+     * server restart): b claims and starts again, and the row is b's,
+     * running, the same run (it once answered "taken": b waited for its own
+     * row to end, and renewed its lease forever) */
+    ck_assert_int_eq(store_claim_one(b, id, 99999999, &err), 1);
+    ck_assert_int_eq(store_claim_one(a, id, 99999999, &err), 0);
+    ck_assert_int_eq(store_start(b, id, 60000003, &err), 0);
+    ck_assert_int_eq(store_get(a, id, &r, &err), 1);
+    ck_assert_str_eq(r.owner, "hostB:2:bb");
+    ck_assert_int_eq(r.status, STORE_RUNNING);
+    ck_assert_int_eq(r.attempts, 3);
     ck_assert_int_eq(store_release(b, id, &err), 0); /* running: back to queued */
     ck_assert_int_eq(store_finish(a, id, STORE_DONE, 60000004, "r", 1, NULL, NULL, &err), 0);
     ck_assert_int_eq(store_claim_one(a, id, 99999999, &err), 0); /* done: not queued */
