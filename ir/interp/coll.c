@@ -55,9 +55,10 @@ static int groups_get(ip_run *r, ip_frame *fr, const ir_op *op, groups *g)
     g->pos_of = ap_malloc(sizeof *g->pos_of * (size_t)nd);
     if (!g->group_of || !g->pos_of)
         goto oom;
-    bool single = ng == 1 && gs == 1 && ir_dense_int_at(a, 0) == 0;
-    if (ng * gs == 0 || (single && nd > 1 && channel && !global)) {
-        /* empty groups, or [[0]] across partitions: one group of all */
+    /* empty groups are all replicas, [[0]] with one replica */
+    bool single = ng * gs == 0 || (ng == 1 && gs == 1 && ir_dense_int_at(a, 0) == 0);
+    if ((ng * gs == 0 && nd == 1) || (single && nd > 1 && channel && !global)) {
+        /* one device, or every replica across partitions: one group of all */
         g->n = 1;
         g->size = nd;
         if (!(g->ids = ap_malloc(sizeof *g->ids * (size_t)nd)))

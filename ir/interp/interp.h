@@ -201,8 +201,8 @@ int ir_interp_run(const ir_module *m, const ir_op *func, const ir_tensor *const 
  *
  * Collectives follow StableHLO with num_replicas = 1: the ids in
  * replica_groups and source_target_pairs are partition (device) ids in every
- * mode; an empty replica_groups means one group of all devices; [[0]] with
- * more than one device means each device alone when there is no
+ * mode; an empty replica_groups (all replicas) is [[0]], the one replica:
+ * with more than one device [[0]] means each device alone when there is no
  * channel_handle (cross_replica) and all devices when there is one and no
  * use_global_device_ids (cross_replica_and_partition), as the spec gives for
  * one replica.  Every device must be in exactly one group.  Devices run in

@@ -950,6 +950,51 @@ static ir_attr *layout_attr(lower *l, const ir_layout *lay, int rank)
     return ir_attr_array(l->nm, rank, dims);
 }
 
+/* A collective the program itself holds, with a channel and no global ids
+ * (cross_replica_and_partition) and replica_groups empty or [[0]], means
+ * "every partition": one device in the program as written, all nd of the
+ * SPMD module.  Its groups become each device alone, in flattened ids, so
+ * that it still does what it did (cross_replica ones, without a channel,
+ * already mean each partition alone with one replica).  The collectives the
+ * lowering emits have global ids and are left as they are. */
+static bool op_flag(const ir_op *op, const char *name)
+{
+    ir_attr *a = ir_op_attr(op, name);
+    return a && (a->kind != IR_A_BOOL || a->u.b);
+}
+
+static void keep_program_collectives(lower *l, ir_region *r, int64_t nd)
+{
+    for (ir_block *b = r->first; b && !l->rc; b = b->next)
+        for (ir_op *op = b->first; op && !l->rc; op = op->next) {
+            for (uint32_t i = 0; i < op->n_regions; i++)
+                keep_program_collectives(l, &op->regions[i], nd);
+            if (op->opcode != IR_OP_ALL_REDUCE && op->opcode != IR_OP_ALL_GATHER &&
+                op->opcode != IR_OP_REDUCE_SCATTER && op->opcode != IR_OP_ALL_TO_ALL &&
+                op->opcode != IR_OP_COLLECTIVE_BROADCAST)
+                continue;
+            ir_attr *g = ir_op_attr(op, "replica_groups");
+            if (!ir_op_attr(op, "channel_handle") || op_flag(op, "use_global_device_ids") || !g ||
+                g->kind != IR_A_DENSE || g->u.dense.text || !g->type || g->type->rank != 2)
+                continue;
+            int64_t n = g->type->dims[0] * g->type->dims[1];
+            if (n > 1 || (n == 1 && ir_dense_int_at(g, 0) != 0))
+                continue;
+            int32_t *alone = ap_malloc(sizeof *alone * (size_t)nd);
+            if (!alone) {
+                oom(l);
+                return;
+            }
+            for (int64_t d = 0; d < nd; d++)
+                alone[d] = (int32_t)d;
+            ir_attr *ng = groups_attr(l, alone, nd, 1);
+            ap_free(alone);
+            if (!ng || !set_attr(l, op, "replica_groups", ng) ||
+                !set_attr(l, op, "use_global_device_ids", ir_attr_unit(l->nm)))
+                return;
+        }
+}
+
 /* A copy of an argument/result attribute dict with autopart.layout added. */
 static ir_attr *with_layout(lower *l, const ir_attr *dict, const ir_layout *lay, int rank)
 {
@@ -1134,6 +1179,8 @@ int ir_lower_ex(const ir_partition *p, const ir_lower_opts *opts, ir_lowered *ou
             (n_out && !set_attr(&l, nf, "res_attrs", ir_attr_array(nm, n_out, ra))))
             goto fn_done;
         ir_func_renumber(nf, NULL, NULL);
+        if (ir_mesh_devices(&c->mesh) > 1)
+            keep_program_collectives(&l, &nf->regions[0], ir_mesh_devices(&c->mesh));
         /* a call the inliner left (its callee has several blocks, or no
          * body) is opaque: its operands arrive whole, and the callee runs
          * as written */
