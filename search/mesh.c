@@ -656,6 +656,17 @@ int search_run_devices(ir_module *m, ir_op *func, const search_devices *req, con
     int rc;
     if ((rc = search_devices_check(req, err)) < 0)
         return rc;
+    /* nothing to decide: the search tiles arguments and follows them, so
+     * with none every mesh would be refused for want of a dim, which
+     * blamed the device count (a module whose weights are globals, as
+     * IREE's are, is the common case) */
+    if (ir_func_num_args(func) == 0)
+        return ap_error_at(err, AP_EINVALID, m->filename, (int)func->src_line, (int)func->src_col,
+                           "devices: @%s takes no arguments, so the search has nothing to shard: it tiles arguments "
+                           "and what follows from them, and values loaded from globals or made from constants stay "
+                           "whole on every device; pass the weights and inputs as arguments of the function (or name "
+                           "one that takes them with --func) to have them partitioned",
+                           ir_func_name(func));
     if (req->axes_names)
         parse_names(req->axes_names, &nm, NULL);
     if (opts->tiers)

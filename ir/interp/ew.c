@@ -722,8 +722,10 @@ int ir__ip_k_complex(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
 int ir__ip_k_map(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
 {
     uint32_t n = c->op->n_operands;
-    if (n == 0 || n > 2 * IP_MAX_VARIADIC || c->op->n_regions != 1 || c->op->n_results != 1)
+    if (n == 0 || c->op->n_regions != 1 || c->op->n_results != 1)
         return ir__ip_fail(c, AP_EINVALID, "needs operands, one region and one result");
+    if (n > 2 * IP_MAX_VARIADIC)
+        return ir__ip_fail(c, AP_EUNSUPPORTED, "has %u operands; at most %d are supported", n, 2 * IP_MAX_VARIADIC);
     int rc = ir__ip_new_result(c, 0, &out[0]);
     if (rc < 0)
         return rc;

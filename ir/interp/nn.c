@@ -410,8 +410,10 @@ int ir__ip_k_reduce(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
 {
     const ir_op *op = c->op;
     uint32_t n = op->n_operands / 2;
-    if (op->n_operands != 2 * n || n == 0 || n > IP_MAX_VARIADIC || op->n_results != n || op->n_regions != 1)
+    if (op->n_operands != 2 * n || n == 0 || op->n_results != n || op->n_regions != 1)
         return ir__ip_fail(c, AP_EINVALID, "needs N inputs, N init values, N results and a body");
+    if (n > IP_MAX_VARIADIC)
+        return ir__ip_fail(c, AP_EUNSUPPORTED, "has %u inputs; at most %d are supported", n, IP_MAX_VARIADIC);
     int64_t dims[IR_MAX_RANK];
     int nd = ir__ip_ints(c, "dimensions", dims, IR_MAX_RANK, -1);
     if (nd < 0)
@@ -548,8 +550,10 @@ int ir__ip_k_reduce_window(ip_ctx *c, const ir_tensor *const *in, ir_tensor **ou
 {
     const ir_op *op = c->op;
     uint32_t n = op->n_operands / 2;
-    if (op->n_operands != 2 * n || n == 0 || n > IP_MAX_VARIADIC || op->n_results != n || op->n_regions != 1)
+    if (op->n_operands != 2 * n || n == 0 || op->n_results != n || op->n_regions != 1)
         return ir__ip_fail(c, AP_EINVALID, "needs N inputs, N init values, N results and a body");
+    if (n > IP_MAX_VARIADIC)
+        return ir__ip_fail(c, AP_EUNSUPPORTED, "has %u inputs; at most %d are supported", n, IP_MAX_VARIADIC);
     const ir_tensor *x = in[0];
     window w;
     int rc = window_get(c, x->rank, true, false, &w);
@@ -744,8 +748,12 @@ int ir__ip_k_sort(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
 {
     const ir_op *op = c->op;
     uint32_t n = op->n_operands;
-    if (n == 0 || n > IP_MAX_VARIADIC || op->n_results != n || op->n_regions != 1)
+    if (n == 0 || op->n_results != n || op->n_regions != 1)
         return ir__ip_fail(c, AP_EINVALID, "needs operands, one result each and a comparator");
+    /* the limit is the interpreter's (fixed arrays of the region's scalar
+     * arguments), not a fault of the program: say which */
+    if (n > IP_MAX_VARIADIC)
+        return ir__ip_fail(c, AP_EUNSUPPORTED, "has %u operands; at most %d are supported", n, IP_MAX_VARIADIC);
     const ir_tensor *x = in[0];
     int64_t dim = -1;
     ir_attr *a = ir_op_attr(op, "dimension");

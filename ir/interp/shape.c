@@ -659,8 +659,10 @@ int ir__ip_k_scatter(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
 {
     const ir_op *op = c->op;
     uint32_t n = (op->n_operands - 1) / 2;
-    if (op->n_operands != 2 * n + 1 || n == 0 || n > IP_MAX_VARIADIC || op->n_results != n || op->n_regions != 1)
+    if (op->n_operands != 2 * n + 1 || n == 0 || op->n_results != n || op->n_regions != 1)
         return ir__ip_fail(c, AP_EINVALID, "needs N inputs, indices, N updates, N results and an update region");
+    if (n > IP_MAX_VARIADIC)
+        return ir__ip_fail(c, AP_EUNSUPPORTED, "has %u inputs; at most %d are supported", n, IP_MAX_VARIADIC);
     ir_scatter_dims s;
     if (ir_scatter_dims_get(op, &s) < 0)
         return ir__ip_fail(c, AP_EINVALID, "has unreadable dimension numbers");

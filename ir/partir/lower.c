@@ -17,7 +17,9 @@
  * The output follows the SPMD contract other tools read: module attributes
  * mhlo.num_partitions and autopart.mesh ("batch=4,model=2"), and
  * autopart.layout on every argument and result (per dim, the axes tiling
- * it, major to minor).  Device ids are row-major over the mesh axes.
+ * it, major to minor).  Device ids are row-major over the mesh axes.  The
+ * input's sdy.sharding / mhlo.sharding on arguments and results are not
+ * kept: they describe the global values, and the types here are local.
  */
 #include "partir_int.h"
 
@@ -995,14 +997,26 @@ static void keep_program_collectives(lower *l, ir_region *r, int64_t nd)
         }
 }
 
-/* A copy of an argument/result attribute dict with autopart.layout added. */
+/* An argument/result attribute the device-local program must not carry:
+ * our own layout (replaced), and the input's sharding annotations, which
+ * describe the global value before partitioning; beside local types a
+ * reader (Shardy, XLA's SPMD partitioner, a tool of ours) would take them
+ * as a layout still to apply and partition the shard again, and they can
+ * contradict autopart.layout. */
+static bool dropped_attr(const char *name)
+{
+    return !strcmp(name, "autopart.layout") || !strcmp(name, "sdy.sharding") || !strcmp(name, "mhlo.sharding");
+}
+
+/* A copy of an argument/result attribute dict with autopart.layout added
+ * and the global sharding annotations left out (dropped_attr). */
 static ir_attr *with_layout(lower *l, const ir_attr *dict, const ir_layout *lay, int rank)
 {
     ir_named_attr items[64];
     int n = 0;
     if (dict && dict->kind == IR_A_DICT)
         for (int i = 0; i < dict->u.dict.n && n < 63; i++) {
-            if (!strcmp(dict->u.dict.items[i].name, "autopart.layout"))
+            if (dropped_attr(dict->u.dict.items[i].name))
                 continue;
             items[n].name = ir_intern(l->nm, dict->u.dict.items[i].name, strlen(dict->u.dict.items[i].name));
             items[n].value = ir__attr_clone(l->nm, dict->u.dict.items[i].value);
