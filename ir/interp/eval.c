@@ -614,6 +614,8 @@ static int eval_op(ip_run *r, ip_frame *fr, const ir_op *op)
             return eval_kernel(r, fr, op, k_identity);
         if (ir__ip_chlo_unary_fn(op->name))
             return eval_kernel(r, fr, op, ir__ip_k_chlo_unary);
+        if (!strcmp(op->name, "chlo.top_k"))
+            return eval_kernel(r, fr, op, ir__ip_k_top_k);
         return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED, "cannot evaluate an op unknown to the interpreter");
     default: break;
     }
