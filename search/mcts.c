@@ -46,6 +46,30 @@
  * sibling alike to it: alike children share what the others found, and
  * the visits go to whichever has had fewer.
  *
+ * Kinds first: under a memory limit the start does not meet, a node over
+ * the limit tries one decision of each kind first and the others after
+ * (each part in prior order): decisions whose states at the start were
+ * alike (as above; twins apart, twin_state handles them) are of one kind,
+ * and only the first of it stays ahead.  Far over the limit the penalty
+ * leaves a fresh child's value near nothing beside a subtree that holds a
+ * state that fits, so what such a node tries is set by the widening's
+ * order, and near-copies took its slots.  On T32 under 90 GiB the start's
+ * order, after the sequence dim and the attention heads, had nine steps
+ * that shard d_model along `model` through different units (two kinds:
+ * 8.24 and 8.45 s, both 285.6 GiB) ahead of Megatron's MLP split (14th;
+ * now 9th).  The MLP split must come before `targets` goes along `model`
+ * (4.20 s / 105.4 GiB, then 3.79 s / 94.8 GiB and 3.740 s once it fits;
+ * the other order fits only at 3.87 s); on seeds 14 and 15 the state
+ * with both came at episodes 966 and 956, after the completion had
+ * fitted the other order, and 1,000 episodes ended at 3.868 and 3.886 s.
+ * Kinds first, the 25 seeds reach 3.740 s at episodes 586-961 (before:
+ * 602-1,100).  At a node that fits, or without a limit, the values tell
+ * children apart, and the later steps of a kind are what the best's last
+ * tenths of a percent come from, so the order stays as the prior gives
+ * it: kinds first everywhere made t32-bp (no limit) worse on 15 of 25
+ * seeds (3.7617 -> up to 3.7951 s) and bench_experts T1 (from scratch
+ * under the HBM, 500 episodes) 2.860 -> 2.870 s.
+ *
  * Beside UCT, a quarter of each batch climbs from the best node found so
  * far (its next untried decisions, past the widening), so a long line of
  * improving steps is followed as fast as it improves.
@@ -209,6 +233,8 @@ struct search_engine {
     uint32_t n_dec;
     double *est;         /* per decision: seconds an evaluation takes, recent average (0 unknown; under mu) */
     uint32_t *order;     /* decisions in the order they are tried */
+    uint32_t *wide;      /* the same, kinds first (kinds_first): the order at a node over
+                            the memory limit; else order itself */
     uint32_t n_order;
     uint32_t n_distinct; /* of them, distinct at the start (twins counted once) */
     uint32_t *save;      /* of them, those that lowered the start's peak, by bytes saved per
@@ -301,10 +327,15 @@ static bool fits(const engine *e, int64_t peak) { return e->limit < 0 || (double
  * both: what the search's scores cannot tell apart. */
 #define ALIKE_TOL 1e-3
 
+static bool alike_figures(double runtime_a, int64_t peak_a, double runtime_b, int64_t peak_b)
+{
+    return fabs(runtime_a - runtime_b) <= ALIKE_TOL * runtime_b &&
+           fabs((double)(peak_a - peak_b)) <= ALIKE_TOL * (double)peak_b;
+}
+
 static bool alike(const search_node *a, const search_node *b)
 {
-    return fabs(a->runtime_s - b->runtime_s) <= ALIKE_TOL * b->runtime_s &&
-           fabs((double)(a->peak - b->peak)) <= ALIKE_TOL * (double)b->peak;
+    return alike_figures(a->runtime_s, a->peak, b->runtime_s, b->peak);
 }
 
 /* ------------------------------------------------------------ the cache */
@@ -900,6 +931,13 @@ static int twin_state(const engine *e, uint32_t node, uint32_t d)
     return TWIN_TRY;
 }
 
+/* The order a node tries decisions in, by UCT's widening and by the climb
+ * (one cursor, next_try): kinds first over the limit (kinds_first). */
+static const uint32_t *order_at(const engine *e, const search_node *n)
+{
+    return fits(e, n->peak) ? e->order : e->wide;
+}
+
 static bool can_expand(const engine *e, const search_node *n)
 {
     return n->next_try < e->n_order && n->depth < e->o.max_depth;
@@ -1044,7 +1082,7 @@ static int select_leaf(engine *e, uint32_t *path, uint64_t *rng)
                 uint32_t d = SEARCH_NONE;
                 bool wait = false;
                 while (n->next_try < e->n_order) {
-                    uint32_t cand = e->order[n->next_try];
+                    uint32_t cand = order_at(e, n)[n->next_try];
                     int tw = twin_state(e, node, cand);
                     if ((wait = tw == TWIN_WAIT))
                         break;
@@ -1108,7 +1146,7 @@ static int extend_best(engine *e, uint32_t *path, int n)
         path[i] = x;
     int added = 0;
     while (added < n && b->next_try < e->n_order) {
-        uint32_t cand = e->order[b->next_try];
+        uint32_t cand = order_at(e, b)[b->next_try];
         int tw = twin_state(e, node, cand);
         if (tw == TWIN_WAIT)
             break;
@@ -1488,6 +1526,8 @@ static void engine_free(engine *e)
     ap_free(e->tt);
     ap_free(e->dec);
     ap_free(e->est);
+    if (e->wide != e->order)
+        ap_free(e->wide);
     ap_free(e->order);
     ap_free(e->save);
     ap_free(e->stamp);
@@ -1686,6 +1726,53 @@ static int save_order(engine *e, ap_error *err)
     return 0;
 }
 
+/* Whether decisions a and b are twins (one circle: one state at the start). */
+static bool twins(const engine *e, uint32_t a, uint32_t b)
+{
+    if (e->dec[a].twin == SEARCH_NONE)
+        return false;
+    for (uint32_t m = e->dec[a].twin; m != a; m = e->dec[m].twin)
+        if (m == b)
+            return true;
+    return false;
+}
+
+/* e->wide, the order a node over the memory limit tries decisions in
+ * (order_at): under a limit the start does not meet, one decision of each
+ * kind first (the first in prior order among those whose states at the
+ * start were alike, twins apart: twin_state handles them), then the
+ * others, each part in prior order (the head comment says why); else the
+ * prior order itself. */
+static int kinds_first(engine *e, ap_error *err)
+{
+    e->wide = e->order;
+    if (e->limit < 0 || fits(e, e->nodes[0].peak) || e->o.no_prior)
+        return 0;
+    uint32_t *order = ap_malloc(sizeof *order * (e->n_order + 1));
+    bool *later = ap_calloc(e->n_order + 1, sizeof *later);
+    if (!order || !later) {
+        ap_free(order);
+        ap_free(later);
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
+    }
+    for (uint32_t i = 0; i < e->n_order; i++) {
+        const search_decision *a = &e->dec[e->order[i]];
+        for (uint32_t j = 0; j < i && !later[i]; j++) {
+            const search_decision *b = &e->dec[e->order[j]];
+            later[i] = !later[j] && !twins(e, e->order[i], e->order[j]) &&
+                       alike_figures(a->runtime_s, a->peak, b->runtime_s, b->peak);
+        }
+    }
+    uint32_t k = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t i = 0; i < e->n_order; i++)
+            if (later[i] == (pass == 1))
+                order[k++] = e->order[i];
+    e->wide = order;
+    ap_free(later);
+    return 0;
+}
+
 /* The order of expansion: distinct, valid decisions by prior, with the
  * seed's small perturbation (a few percent) breaking near-ties.
  * Decisions the root pass did not reach (out of budget) have no prior and
@@ -1732,7 +1819,8 @@ static int order_decisions(engine *e, ap_error *err)
         e->order[b] = x;
     }
     ap_free(key);
-    return save_order(e, err);
+    int rc = save_order(e, err);
+    return rc < 0 ? rc : kinds_first(e, err);
 }
 
 /* Leaves a batch may hold: `want`, or under a time budget no more than

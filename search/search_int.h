@@ -69,7 +69,7 @@ typedef struct search_node {
     uint32_t decision;  /* the decision applied to the parent */
     uint16_t depth;
     bool exhausted;     /* nothing left to try below */
-    uint32_t next_try;  /* next decision (in prior order) to try here */
+    uint32_t next_try;  /* next decision (in its order: mcts.c's order_at) to try here */
     uint32_t next_save; /* next memory-saving decision (engine's save order) to try here */
     bool completes;     /* made by a step of the completion */
     bool led;           /* taken up by the completion as its lead */
