@@ -612,6 +612,8 @@ static int eval_op(ip_run *r, ip_frame *fr, const ir_op *op)
          * JAX export) pass it through unchanged */
         if (sdy_identity(op))
             return eval_kernel(r, fr, op, k_identity);
+        if (ir__ip_chlo_unary_fn(op->name))
+            return eval_kernel(r, fr, op, ir__ip_k_chlo_unary);
         return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED, "cannot evaluate an op unknown to the interpreter");
     default: break;
     }

@@ -13,6 +13,7 @@
 #include "interp_int.h"
 
 #include <math.h>
+#include <string.h>
 
 static bool same_dims(const ir_tensor *a, const ir_tensor *b)
 {
@@ -223,6 +224,74 @@ static double reduce_precision(double x, ir_elem e, int ebits, int mbits)
     float r;
     memcpy(&r, &u, 4);
     return isnan(x) ? (mbits > 0 ? x : copysign(INFINITY, x)) : (double)r;
+}
+
+/* CHLO's element-wise math that C's libm has (stablehlo/testdata uses
+ * them as JAX writes them: chlo.acosh, chlo.lgamma, ...).  NULL for one it
+ * does not have. */
+typedef double (*chlo_fn)(double);
+
+static double chlo_lgamma(double x) { return lgamma(x); }
+
+chlo_fn ir__ip_chlo_unary_fn(const char *name)
+{
+    static const struct {
+        const char *name;
+        chlo_fn fn;
+    } t[] = {{"chlo.acos", acos},   {"chlo.acosh", acosh}, {"chlo.asin", asin},     {"chlo.asinh", asinh},
+             {"chlo.atan", atan},   {"chlo.atanh", atanh}, {"chlo.cosh", cosh},     {"chlo.sinh", sinh},
+             {"chlo.tan", tan},     {"chlo.erf", erf},     {"chlo.erfc", erfc},     {"chlo.lgamma", chlo_lgamma}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (!strcmp(name, t[i].name))
+            return t[i].fn;
+    return NULL;
+}
+
+/* The complex forms (complex.h has the inverse and hyperbolic ones). */
+typedef double complex (*chlo_cfn)(double complex);
+
+static chlo_cfn chlo_complex_fn(const char *name)
+{
+    static const struct {
+        const char *name;
+        chlo_cfn fn;
+    } t[] = {{"chlo.acos", cacos}, {"chlo.acosh", cacosh}, {"chlo.asin", casin}, {"chlo.asinh", casinh},
+             {"chlo.atan", catan}, {"chlo.atanh", catanh}, {"chlo.cosh", ccosh}, {"chlo.sinh", csinh},
+             {"chlo.tan", ctan}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (!strcmp(name, t[i].name))
+            return t[i].fn;
+    return NULL;
+}
+
+/* One of those on a float (or complex) tensor: computed in double, rounded
+ * to the element type, as the other element-wise ops are. */
+int ir__ip_k_chlo_unary(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
+{
+    chlo_fn fn = ir__ip_chlo_unary_fn(c->op->name);
+    if (!fn || c->op->n_operands != 1 || c->op->n_results != 1)
+        return ir__ip_fail(c, AP_EUNSUPPORTED, "cannot evaluate an op unknown to the interpreter");
+    const ir_tensor *x = in[0];
+    int rc = ir__ip_new_result(c, 0, &out[0]);
+    if (rc < 0)
+        return rc;
+    ir_tensor *y = out[0];
+    ip_class k = ir__ip_class((ir_elem)x->elem);
+    chlo_cfn cfn = k == IP_C ? chlo_complex_fn(c->op->name) : NULL;
+    if (x->kind != IR_TENSOR_ARRAY || !same_dims(x, y) || x->elem != y->elem || (k != IP_F && !cfn))
+        return ir__ip_fail(c, AP_ETYPE, "%s is evaluated on floats (and complex numbers for the inverse and "
+                                        "hyperbolic functions) of one shape and type", c->op->name);
+    ir_elem e = (ir_elem)x->elem;
+    size_t eb = ip_eb(e);
+    for (int64_t i = 0; i < x->numel; i++) {
+        const uint8_t *p = x->data + (size_t)i * eb;
+        uint8_t *q = y->data + (size_t)i * eb;
+        if (cfn)
+            ip_stc(e, q, cfn(ip_ldc(e, p)));
+        else
+            ip_stf(e, q, fn(ip_ldf(e, p)));
+    }
+    return 0;
 }
 
 int ir__ip_k_ew1(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)

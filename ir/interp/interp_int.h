@@ -284,6 +284,9 @@ void ir__ip_scall_free(ip_scalar_call *sc);
 
 /* ew.c */
 int ir__ip_k_ew1(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+/* chlo.acosh, chlo.lgamma and the other CHLO math libm has, on floats */
+double (*ir__ip_chlo_unary_fn(const char *name))(double);
+int ir__ip_k_chlo_unary(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 int ir__ip_k_ew2(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 int ir__ip_k_compare(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 int ir__ip_k_select(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
