@@ -65,15 +65,7 @@ int apply_open_module(ir_module *m, const char *func_name, const ir_mesh *mesh, 
         (rc = ir_partition_new(st->ctx, &st->p, err)) < 0)
         return rc;
     if (import) {
-        ap_buf ib;
-        ap_buf_init(&ib);
-        rc = ir_schedule_import(m, f, &st->mesh, &ib, err);
-        if (rc >= 0 && ib.oom)
-            rc = ap_error_set(err, AP_ENOMEM, "out of memory");
-        if (rc >= 0 && ib.data)
-            rc = ir_schedule_apply(st->p, ib.data, err);
-        ap_buf_free(&ib);
-        if (rc < 0)
+        if ((rc = ir_schedule_import_apply(st->p, m, f, err)) < 0)
             return rc;
     }
     return 0;

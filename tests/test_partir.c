@@ -632,6 +632,45 @@ START_TEST(import_existing_shardings)
 }
 END_TEST
 
+/* ir_schedule_import_apply (the daemon's import, through apply.c, as the
+ * command line's) places what it cannot use at the annotation in the
+ * module's text: an argument's at its function, whether the annotation
+ * does not parse or does not apply; the latter gave the line of the
+ * schedule the import writes ("schedule:1:12"). */
+START_TEST(import_errors_at_the_annotation)
+{
+    const char *src = "module {\n"
+                      "  func.func @main(%a: tensor<7x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, {}]>}) -> "
+                      "tensor<7x4xf32> {\n"
+                      "    return %a : tensor<7x4xf32>\n"
+                      "  }\n"
+                      "}\n";
+    static const char *const meshes[] = {"x=2", "y=2"};
+    static const char *const msgs[] = {
+        "the imported sharding does not apply: tile %arg0: dim 0 (local size 7) is not divisible by axis 'x' of size 2",
+        "sdy sharding of %arg0 names axis 'x', which the mesh does not have"};
+    for (int i = 0; i < 2; i++) {
+        ir_module *m = tl_parse(src, "imp.mlir", NULL, 0);
+        ck_assert_ptr_nonnull(m);
+        ir_mesh mesh;
+        ap_error err;
+        ir_pctx *c = NULL;
+        ir_partition *p = NULL;
+        ck_assert_int_eq(ir_mesh_parse(meshes[i], &mesh, &err), 0);
+        ck_assert_int_eq(ir_pctx_new(m, ir_module_entry(m), &mesh, &c, &err), 0);
+        ck_assert_int_eq(ir_partition_new(c, &p, &err), 0);
+        ck_assert_int_lt(ir_schedule_import_apply(p, m, ir_module_entry(m), &err), 0);
+        ck_assert_str_eq(err.file, "imp.mlir");
+        ck_assert_int_eq(err.line, 2);
+        ck_assert_int_eq(err.col, 3);
+        ck_assert_str_eq(err.msg, msgs[i]);
+        ir_partition_free(p);
+        ir_pctx_free(c);
+        ir_module_free(m);
+    }
+}
+END_TEST
+
 /* ----------------------------------------- deep tiling in one step (issue 15) */
 
 /* A canonical text of a partition state: every argument's layout, every
@@ -1242,6 +1281,7 @@ int main(void)
     tcase_add_test(tc, values_named_as_printed);
     tcase_add_test(tc, globs_first_divisible_and_schedule_text);
     tcase_add_test(tc, import_existing_shardings);
+    tcase_add_test(tc, import_errors_at_the_annotation);
     tcase_add_test(tc, deep_tiling_in_one_step);
     tcase_add_test(tc, copy_over_a_used_state_is_a_clone);
     tcase_add_test(tc, args_shard_by_common_slicing);

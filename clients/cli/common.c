@@ -262,13 +262,8 @@ int cli_partition_open(const cli_partition_args *a, cli_partitioned *st)
         goto fail;
     }
     if (a->import) {
-        ap_buf ib;
-        ap_buf_init(&ib);
-        int rc = ir_schedule_import(st->m, f, &mesh, &ib, &err);
-        if (rc >= 0 && ib.data)
-            rc = ir_schedule_apply(st->p, ib.data, &err);
-        ap_buf_free(&ib);
-        if (rc < 0) {
+        /* errors at the annotation they come from, in the module's text */
+        if (ir_schedule_import_apply(st->p, st->m, f, &err) < 0) {
             cli_fail_err(a->cmd, "--import", &err);
             goto fail;
         }

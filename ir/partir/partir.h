@@ -185,6 +185,12 @@ void ir_partition_schedule(const ir_partition *p, ap_buf *b);
  * `autopart parse` numbers it (appended to b); returns the number of
  * actions. */
 int ir_schedule_import(const ir_module *m, const ir_op *func, const ir_mesh *mesh, ap_buf *b, ap_error *err);
+/* Imports func's annotations (ir_schedule_import) and applies them to p;
+ * returns the number of actions.  An error, of the import or of applying
+ * it (a dim the annotation's axes do not divide), is placed at the
+ * module's text: an argument's at the function, a constraint's at its op
+ * (an error of ir_schedule_import is placed likewise). */
+int ir_schedule_import_apply(ir_partition *p, const ir_module *m, const ir_op *func, ap_error *err);
 
 /* --------------------------------------------------------- SPMD lowering */
 

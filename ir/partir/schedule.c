@@ -624,9 +624,54 @@ static bool is_sharding_constraint(const ir_op *o)
     return !strcmp(t->u.str.s, "Sharding") && sh && sh->kind == IR_A_STRING;
 }
 
-int ir_schedule_import(const ir_module *m, const ir_op *func, const ir_mesh *mesh, ap_buf *b, ap_error *err)
+/* Where in the source each line an import writes comes from: the
+ * function's position for an argument's annotation (arguments carry no
+ * position of their own), the op's for a constraint. */
+typedef struct import_pos {
+    uint32_t *line, *col; /* per line written */
+    uint32_t n, cap;
+    bool oom;
+} import_pos;
+
+/* Records (line, col) for every line b gained since `from`. */
+static void pos_note(import_pos *ip, const ap_buf *b, size_t from, uint32_t line, uint32_t col)
 {
-    (void)m;
+    for (size_t i = from; ip && !ip->oom && i < b->len; i++) {
+        if (b->data[i] != '\n')
+            continue;
+        if (ip->n == ip->cap) {
+            uint32_t cap = ip->cap ? 2 * ip->cap : 16;
+            uint32_t *nl = ap_realloc(ip->line, sizeof *nl * cap);
+            if (nl)
+                ip->line = nl;
+            uint32_t *nc = nl ? ap_realloc(ip->col, sizeof *nc * cap) : NULL;
+            if (!nc) {
+                ip->oom = true;
+                return;
+            }
+            ip->col = nc;
+            ip->cap = cap;
+        }
+        ip->line[ip->n] = line;
+        ip->col[ip->n++] = col;
+    }
+}
+
+/* An error of the import, placed at (line, col) of the module's text when
+ * there is a position. */
+static int import_fail_at(ap_error *err, int rc, const ir_module *m, uint32_t line, uint32_t col)
+{
+    if (err && line > 0) {
+        snprintf(err->file, sizeof err->file, "%s", m && m->filename ? m->filename : "");
+        err->line = (int)line;
+        err->col = (int)col;
+    }
+    return rc;
+}
+
+static int import_text(const ir_module *m, const ir_op *func, const ir_mesh *mesh, ap_buf *b, import_pos *ip,
+                       ap_error *err)
+{
     int total = 0;
     for (uint32_t a = 0; a < ir_func_num_args(func); a++) {
         const char *name = ir_func_arg_name(func, a);
@@ -639,6 +684,7 @@ int ir_schedule_import(const ir_module *m, const ir_op *func, const ir_mesh *mes
         ir_attr *mh = ir_func_arg_attr(func, a, "mhlo.sharding");
         const ir_type *t = ir_func_arg(func, a)->type;
         int rank = t && t->kind == IR_T_TENSOR ? t->rank : 0;
+        size_t from = b->len;
         if (sdy && sdy->kind == IR_A_DIALECT && sdy->u.dia.body) {
             const char *p = strchr(sdy->u.dia.body, '[');
             if (!p)
@@ -649,15 +695,16 @@ int ir_schedule_import(const ir_module *m, const ir_op *func, const ir_mesh *mes
                     p++;
                 int n = sdy_dim(&p, mesh, d, b, ref, err);
                 if (n < 0)
-                    return n;
+                    return import_fail_at(err, n, m, func->src_line, func->src_col);
                 total += n;
             }
         } else if (mh && mh->kind == IR_A_STRING) {
             int n = mhlo_sharding(mh->u.str.s, mesh, rank, b, ref, err);
             if (n < 0)
-                return n;
+                return import_fail_at(err, n, m, func->src_line, func->src_col);
             total += n;
         }
+        pos_note(ip, b, from, func->src_line, func->src_col);
     }
     /* XLA's sharding constraints in the body (jax.lax.with_sharding_constraint
      * becomes a custom call @Sharding): the value is tiled as annotated, as
@@ -683,20 +730,62 @@ int ir_schedule_import(const ir_module *m, const ir_op *func, const ir_mesh *mes
             char ref[32];
             snprintf(ref, sizeof ref, "%%%lld", (long long)num[i]);
             const char *name = ops[i]->loc ? ir_loc_name(ops[i]->loc) : NULL;
+            size_t from = b->len;
             if (name && *name && !strpbrk(name, "\r\n"))
                 ap_buf_printf(b, "# %s\n", name);
             int t_rc = mhlo_sharding(ir_op_attr(ops[i], "mhlo.sharding")->u.str.s, mesh, t->rank, b, ref, err);
             if (t_rc < 0)
-                rc = t_rc;
+                rc = import_fail_at(err, t_rc, m, ops[i]->src_line, ops[i]->src_col);
             else
                 total += t_rc;
+            pos_note(ip, b, from, ops[i]->src_line, ops[i]->src_col);
         }
         ap_free(ops);
         ap_free(num);
         if (rc < 0)
             return rc;
     }
-    if (total)
+    if (total) {
+        size_t from = b->len;
         ap_buf_puts(b, "propagate\n");
+        pos_note(ip, b, from, func->src_line, func->src_col);
+    }
     return total;
+}
+
+int ir_schedule_import(const ir_module *m, const ir_op *func, const ir_mesh *mesh, ap_buf *b, ap_error *err)
+{
+    return import_text(m, func, mesh, b, NULL, err);
+}
+
+int ir_schedule_import_apply(ir_partition *p, const ir_module *m, const ir_op *func, ap_error *err)
+{
+    import_pos ip = {0};
+    ap_buf b;
+    ap_buf_init(&b);
+    int n = import_text(m, func, ir_pctx_mesh(ir_partition_ctx(p)), &b, &ip, err);
+    if (n >= 0 && (b.oom || ip.oom))
+        n = ap_error_set(err, AP_ENOMEM, "out of memory");
+    if (n > 0) {
+        int rc = ir_schedule_apply(p, b.data, err);
+        /* the schedule's text is ours, not the user's: its line:column
+         * would point nowhere they can look, so the error moves to the
+         * annotation the line came from (or has no position, when the
+         * function has none: an HLO module's parameters) */
+        if (rc < 0 && err && err->line > 0 && (uint32_t)err->line <= ip.n) {
+            char msg[sizeof err->msg];
+            uint32_t line = ip.line[err->line - 1], col = ip.col[err->line - 1];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            snprintf(err->msg, sizeof err->msg, "the imported sharding does not apply: %.470s", msg);
+            err->file[0] = '\0';
+            err->line = err->col = 0;
+            import_fail_at(err, rc, m, line, col);
+        }
+        if (rc < 0)
+            n = rc;
+    }
+    ap_buf_free(&b);
+    ap_free(ip.line);
+    ap_free(ip.col);
+    return n;
 }
