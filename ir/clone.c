@@ -175,6 +175,20 @@ oom:
     return NULL;
 }
 
+/* A module-level op (a function, a global) of another module cloned onto
+ * the end of dst's body, with a cloner of its own: it refers to no value
+ * outside itself.  NULL when out of memory. */
+static ir_op *append_to_module(ir_module *dst, const ir_op *op)
+{
+    ir_cloner c;
+    ir__cloner_init(&c, dst);
+    ir_op *n = ir__clone_op(&c, op, NULL, NULL);
+    ir__cloner_free(&c);
+    if (n)
+        ir_block_append(ir_module_body(dst), n);
+    return n;
+}
+
 bool ir__clone_callees(ir_module *dst, const ir_module *src, const ir_region *r)
 {
     for (const ir_block *b = r->first; b; b = b->next)
@@ -190,13 +204,9 @@ bool ir__clone_callees(ir_module *dst, const ir_module *src, const ir_region *r)
             const ir_op *callee = ir_module_func(src, name->u.str.s);
             if (!callee)
                 continue; /* the verifier names it */
-            ir_cloner c;
-            ir__cloner_init(&c, dst);
-            ir_op *f = ir__clone_op(&c, callee, NULL, NULL);
-            ir__cloner_free(&c);
+            ir_op *f = append_to_module(dst, callee);
             if (!f)
                 return false;
-            ir_block_append(ir_module_body(dst), f);
             if (f->n_regions && !ir__clone_callees(dst, src, &f->regions[0]))
                 return false;
         }
@@ -208,13 +218,8 @@ bool ir__clone_module_decls(ir_module *dst, const ir_module *src)
     for (const ir_op *op = ir_module_body(src)->first; op; op = op->next) {
         if (op->opcode == IR_OP_FUNC)
             continue;
-        ir_cloner c;
-        ir__cloner_init(&c, dst);
-        ir_op *n = ir__clone_op(&c, op, NULL, NULL);
-        ir__cloner_free(&c);
-        if (!n)
+        if (!append_to_module(dst, op))
             return false;
-        ir_block_append(ir_module_body(dst), n);
     }
     return true;
 }

@@ -858,6 +858,24 @@ static const struct {
     {"unet", "batch=4 channels=4"}, {"transformer_infer", "batch=4"},
 };
 
+/* commute_models[i] inlined on the mesh a=2,b=2,c=2: its module, mesh,
+ * context and tileable values (the caller frees the module, context and
+ * values); the count of values. */
+static uint32_t open_commute_model(int i, ir_module **m, ir_mesh *mesh, ir_pctx **c, const ir_value ***vals)
+{
+    *m = tl_generate(commute_models[i].model, "tiny", commute_models[i].extra);
+    ir_op *f = ir_module_entry(*m);
+    ap_error err;
+    ck_assert_int_eq(ir_mesh_parse("a=2,b=2,c=2", mesh, &err), 0);
+    ck_assert_int_eq(ir_inline_calls(*m, f, &err), 0);
+    ck_assert_int_eq(ir_pctx_new(*m, f, mesh, c, &err), 0);
+    *vals = malloc(sizeof **vals * 8192);
+    ck_assert_ptr_nonnull(*vals);
+    uint32_t n_vals = tileable_values(*c, *vals, 8192);
+    ck_assert_uint_gt(n_vals, 0);
+    return n_vals;
+}
+
 /* Random schedules of tile actions on the zoo's tiny models, applied twice:
  * (A) with a propagate after a random subset of the actions, (B) with one
  * propagate at the end.  The final states (and lowerings) must be equal
@@ -880,17 +898,12 @@ static const struct {
  * test requires that enough of them do. */
 START_TEST(tile_and_propagate_commute)
 {
-    ir_module *m = tl_generate(commute_models[_i].model, "tiny", commute_models[_i].extra);
-    ir_op *f = ir_module_entry(m);
+    ir_module *m;
     ir_mesh mesh;
-    ap_error err;
     ir_pctx *c;
-    ck_assert_int_eq(ir_mesh_parse("a=2,b=2,c=2", &mesh, &err), 0);
-    ck_assert_int_eq(ir_inline_calls(m, f, &err), 0);
-    ck_assert_int_eq(ir_pctx_new(m, f, &mesh, &c, &err), 0);
-    const ir_value **vals = malloc(sizeof *vals * 8192);
-    uint32_t n_vals = tileable_values(c, vals, 8192);
-    ck_assert_uint_gt(n_vals, 0);
+    const ir_value **vals;
+    uint32_t n_vals = open_commute_model(_i, &m, &mesh, &c, &vals);
+    ap_error err;
     int compared = 0, deep = 0, n_seq = tl_sequences(60);
     for (int seq = 0; seq < n_seq; seq++) {
         uint64_t rng = 0x9E3779B97F4A7C15ull * (uint64_t)(_i * 1000 + seq + 1);
@@ -1000,17 +1013,12 @@ END_TEST
  * compared after each propagate. */
 START_TEST(quiet_propagates_as_recording)
 {
-    ir_module *m = tl_generate(commute_models[_i].model, "tiny", commute_models[_i].extra);
-    ir_op *f = ir_module_entry(m);
+    ir_module *m;
     ir_mesh mesh;
-    ap_error err;
     ir_pctx *c;
-    ck_assert_int_eq(ir_mesh_parse("a=2,b=2,c=2", &mesh, &err), 0);
-    ck_assert_int_eq(ir_inline_calls(m, f, &err), 0);
-    ck_assert_int_eq(ir_pctx_new(m, f, &mesh, &c, &err), 0);
-    const ir_value **vals = malloc(sizeof *vals * 8192);
-    uint32_t n_vals = tileable_values(c, vals, 8192);
-    ck_assert_uint_gt(n_vals, 0);
+    const ir_value **vals;
+    uint32_t n_vals = open_commute_model(_i, &m, &mesh, &c, &vals);
+    ap_error err;
     int compared = 0, n_seq = tl_sequences(40);
     for (int seq = 0; seq < n_seq; seq++) {
         uint64_t rng = 0xD1B54A32D192ED03ull * (uint64_t)(_i * 1000 + seq + 1);
