@@ -40,7 +40,7 @@ typedef struct lower {
     ir_value **produced; /* per value id: its local value as produced */
     ir_value *pid;       /* partition id as a tensor<i32>, made on first use */
     ir_value *zero_i32;
-    int64_t channel;
+    int64_t channel; /* the last channel handle given: above every one the input holds */
     const ir_loc *loc; /* of the op being lowered: given to what it needs */
     uint32_t line, col; /* its position in the text, given likewise */
     uint32_t cur_op;         /* the top-level op being lowered */
@@ -952,6 +952,24 @@ static ir_attr *layout_attr(lower *l, const ir_layout *lay, int rank)
     return ir_attr_array(l->nm, rank, dims);
 }
 
+/* The highest channel handle an op of r (nested regions too) holds, or
+ * `top` if higher: the lowering's own collectives number their channels
+ * above it, as XLA requires a channel id to name one collective (and a
+ * send/recv pair) in the module. */
+static int64_t max_channel(const ir_region *r, int64_t top)
+{
+    for (const ir_block *b = r->first; b; b = b->next)
+        for (const ir_op *op = b->first; op; op = op->next) {
+            for (uint32_t i = 0; i < op->n_regions; i++)
+                top = max_channel(&op->regions[i], top);
+            ir_attr *ch = ir_op_attr(op, "channel_handle");
+            ir_attr *h = ch && ch->kind == IR_A_DIALECT ? ir_dialect_param(ch, "handle") : NULL;
+            if (h && h->kind == IR_A_INT && h->u.i > top)
+                top = h->u.i;
+        }
+    return top;
+}
+
 /* A collective the program itself holds, with a channel and no global ids
  * (cross_replica_and_partition) and replica_groups empty or [[0]], means
  * "every partition": one device in the program as written, all nd of the
@@ -1061,6 +1079,8 @@ int ir_lower_ex(const ir_partition *p, const ir_lower_opts *opts, ir_lowered *ou
 {
     const ir_pctx *c = p->ctx;
     lower l = {.p = p, .c = c, .out = out, .err = err, .drop_all_reduce = opts ? opts->drop_all_reduce : -1};
+    /* every function: a kept callee is copied as written, with its channels */
+    l.channel = max_channel(&c->m->top->regions[0], 0);
     ir_cloner cl;
     memset(out, 0, sizeof *out);
     ir__cloner_init(&cl, NULL);
