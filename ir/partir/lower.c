@@ -597,6 +597,23 @@ static ir_value *resolve_captured(void *ctx, const ir_value *v)
     return NULL;
 }
 
+/* An op that only states a global value's sharding (Shardy's
+ * sharding_constraint and reshard, XLA's custom_call @Sharding): the
+ * identity on a device.  The device-local program leaves it out: beside
+ * local types its global sharding would be read (by Shardy or XLA's SPMD
+ * partitioner) as a layout still to apply, the shard partitioned again. */
+static bool states_a_sharding(const ir_op *op)
+{
+    if (op->n_operands != 1 || op->n_results != 1 || !ir_type_equal(op->operands[0]->type, op->results[0].type))
+        return false;
+    if (op->opcode == IR_OP_CUSTOM_CALL) {
+        ir_attr *t = ir_op_attr(op, "call_target_name");
+        return ir_custom_call_is_identity(op) && t && !strcmp(t->u.str.s, "Sharding");
+    }
+    return op->opcode == IR_OP_UNKNOWN &&
+           (!strcmp(op->name, "sdy.sharding_constraint") || !strcmp(op->name, "sdy.reshard"));
+}
+
 static bool lower_op(lower *l, uint32_t k, ir_cloner *cl)
 {
     const ir_pctx *c = l->c;
@@ -632,6 +649,14 @@ static bool lower_op(lower *l, uint32_t k, ir_cloner *cl)
             res_lay[j] = rl;
         if (!(types[j] = local_type(l, src->results[j].type, &rl)))
             goto out;
+    }
+    /* the operand, in the layout the op needs, is its result when that is
+     * the result's layout too (propagation treats the op as element-wise) */
+    if (states_a_sharding(src) && src->n_operands == 1 && ir_layout_equal(&need0, &res_lay[0]) &&
+        ir_type_equal(opds[0]->type, types[0])) {
+        l->produced[c->op_val0[k]] = opds[0];
+        ok = true;
+        goto out;
     }
     /* The values a region captures from the function (a case branch using
      * a value computed before it) are made whole before the op by
