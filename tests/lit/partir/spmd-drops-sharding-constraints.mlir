@@ -19,9 +19,7 @@ module @m {
 // RUN: autopart check %s --import | filecheck %s --check-prefix CHECKED
 // CHECK-NOT: sharding_constraint
 // CHECK-NOT: @Sharding
-// CHECK: %[[T:[0-9]+]] = stablehlo.tanh
-// CHECK-NOT: sharding_constraint
-// CHECK-NOT: @Sharding
-// CHECK: stablehlo.exponential %[[T]]
-// CHECK: return %{{[0-9]+}}, %[[T]]
+// CHECK: %4 = stablehlo.tanh %3 : tensor<8x3xf32>
+// CHECK-NEXT: %5 = stablehlo.exponential %4 : tensor<8x3xf32>
+// CHECK-NEXT: return %5, %4 : tensor<8x3xf32>, tensor<8x3xf32>
 // CHECKED: equivalent: all 2 results within tolerance
