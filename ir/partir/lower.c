@@ -606,10 +606,8 @@ static bool states_a_sharding(const ir_op *op)
 {
     if (op->n_operands != 1 || op->n_results != 1 || !ir_type_equal(op->operands[0]->type, op->results[0].type))
         return false;
-    if (op->opcode == IR_OP_CUSTOM_CALL) {
-        ir_attr *t = ir_op_attr(op, "call_target_name");
-        return ir_custom_call_is_identity(op) && t && !strcmp(t->u.str.s, "Sharding");
-    }
+    if (op->opcode == IR_OP_CUSTOM_CALL) /* an identity's target is a string */
+        return ir_custom_call_is_identity(op) && !strcmp(ir_op_attr(op, "call_target_name")->u.str.s, "Sharding");
     return op->opcode == IR_OP_UNKNOWN &&
            (!strcmp(op->name, "sdy.sharding_constraint") || !strcmp(op->name, "sdy.reshard"));
 }
@@ -652,7 +650,7 @@ static bool lower_op(lower *l, uint32_t k, ir_cloner *cl)
     }
     /* the operand, in the layout the op needs, is its result when that is
      * the result's layout too (propagation treats the op as element-wise) */
-    if (states_a_sharding(src) && src->n_operands == 1 && ir_layout_equal(&need0, &res_lay[0]) &&
+    if (states_a_sharding(src) && ir_layout_equal(&need0, &res_lay[0]) &&
         ir_type_equal(opds[0]->type, types[0])) {
         l->produced[c->op_val0[k]] = opds[0];
         ok = true;
@@ -995,6 +993,13 @@ static int64_t max_channel(const ir_region *r, int64_t top)
     return top;
 }
 
+/* Whether op has the unit (or true) attribute `name`. */
+static bool op_flag(const ir_op *op, const char *name)
+{
+    ir_attr *a = ir_op_attr(op, name);
+    return a && (a->kind != IR_A_BOOL || a->u.b);
+}
+
 /* A collective the program itself holds, with a channel and no global ids
  * (cross_replica_and_partition) and replica_groups empty or [[0]], means
  * "every partition": one device in the program as written, all nd of the
@@ -1002,12 +1007,6 @@ static int64_t max_channel(const ir_region *r, int64_t top)
  * that it still does what it did (cross_replica ones, without a channel,
  * already mean each partition alone with one replica).  The collectives the
  * lowering emits have global ids and are left as they are. */
-static bool op_flag(const ir_op *op, const char *name)
-{
-    ir_attr *a = ir_op_attr(op, name);
-    return a && (a->kind != IR_A_BOOL || a->u.b);
-}
-
 static void keep_program_collectives(lower *l, ir_region *r, int64_t nd)
 {
     for (ir_block *b = r->first; b && !l->rc; b = b->next)
