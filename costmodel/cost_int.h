@@ -110,17 +110,65 @@ typedef struct cost_item {
     uint8_t prec;
 } cost_item;
 
+/* Room for one more item, one more event (and its end in ev_dep0), one
+ * more wait (program.c); false when out of memory.  The pushes below are
+ * inline: graph.c pushes ~12,000 of them per run of the scorer's graph,
+ * and the calls cost as much as the stores. */
+bool cost__grow_items(cost_program *p);
+bool cost__grow_events(cost_program *p);
+bool cost__grow_deps(cost_program *p);
+
 /* Append one item or one collective to p, growing its arrays (an item
  * with neither flops nor bytes is not kept: *index gets SIZE_MAX); false
  * when out of memory.  graph.c appends through these. */
-bool cost__push_item(cost_program *p, const cost_item *it, size_t *index);
+static inline bool cost__push_item(cost_program *p, const cost_item *it, size_t *index)
+{
+    if (index)
+        *index = SIZE_MAX;
+    if (it->flops <= 0 && it->bytes <= 0)
+        return true;
+    if (p->n_items == p->cap_items && !cost__grow_items(p))
+        return false;
+    size_t i = p->n_items++;
+    p->flops[i] = it->flops;
+    p->mm[i] = it->matmul;
+    p->bytes[i] = it->bytes;
+    p->mdim[i] = it->m;
+    p->ndim[i] = it->n;
+    p->runs[i] = it->runs;
+    p->prec[i] = it->prec;
+    p->ops[i] = it->op;
+    p->flops_total += it->flops;
+    p->bytes_total += it->bytes;
+    if (index)
+        *index = i;
+    return true;
+}
 bool cost__push_coll(cost_program *p, const cost_coll_item *it);
 /* An event of the block being registered (kind CE_*), and one event of
  * that block it waits for (after the event: its waits follow it); a
  * block of the events ev0 .. ev0 + nev - 1, its index in *id.  False when
  * out of memory. */
-bool cost__push_event(cost_program *p, uint8_t kind, uint32_t ref);
-bool cost__push_dep(cost_program *p, uint32_t ev);
+static inline bool cost__push_event(cost_program *p, uint8_t kind, uint32_t ref)
+{
+    if (p->n_ev + 2 > p->cap_ev && !cost__grow_events(p))
+        return false;
+    if (p->n_ev == 0)
+        p->ev_dep0[0] = (uint32_t)p->n_dep;
+    p->ev_kind[p->n_ev] = kind;
+    p->ev_ref[p->n_ev] = ref;
+    p->n_ev++;
+    p->ev_dep0[p->n_ev] = (uint32_t)p->n_dep;
+    return true;
+}
+static inline bool cost__push_dep(cost_program *p, uint32_t ev)
+{
+    if (p->n_dep + 1 > p->cap_dep && !cost__grow_deps(p))
+        return false;
+    p->ev_dep[p->n_dep++] = ev;
+    p->ev_dep0[p->n_ev] = (uint32_t)p->n_dep;
+    return true;
+}
 bool cost__push_block(cost_program *p, uint32_t ev0, uint32_t nev, uint32_t *id);
 /* Empties p's items, collectives, events and sums (the scorer reuses one). */
 void cost__program_clear(cost_program *p);
