@@ -281,12 +281,12 @@ enum {
 void cost__graph_reset(cost_graph *g);
 void cost__graph_free(cost_graph *g);
 
-/* Room for one more node, edge or value (graph.c): false, with g->oom
- * set, when out of memory.  The builder below is inline: the scorer
- * builds a graph of ~12,000 nodes for every state it scores, and the
- * calls cost as much as the stores. */
+/* Room for one more node, `more` more edges, one more value (graph.c):
+ * false, with g->oom set, when out of memory.  The builder below is
+ * inline: the scorer builds a graph of ~12,000 nodes for every state it
+ * scores, and the calls cost as much as the stores. */
 bool cost__graph_grow_nodes(cost_graph *g);
-bool cost__graph_grow_edges(cost_graph *g);
+bool cost__graph_grow_edges(cost_graph *g, uint32_t more);
 bool cost__graph_grow_vals(cost_graph *g);
 
 static inline uint32_t cost__graph_value(cost_graph *g, double bytes, uint32_t def, uint8_t in, uint64_t dims,
@@ -335,13 +335,33 @@ static inline void cost__graph_edge(cost_graph *g, uint32_t value, double read)
 {
     if (value == CG_NONE || value >= g->n_vals || !g->n_nodes)
         return;
-    if (g->n_edges == g->cap_edges && !cost__graph_grow_edges(g))
+    if (g->n_edges == g->cap_edges && !cost__graph_grow_edges(g, 1))
         return;
     g->e_val[g->n_edges] = value;
     g->e_read[g->n_edges] = read > 0 ? read : 0;
     g->e_feeds[g->n_edges] = 0;
     g->n_edges++;
     g->nodes[g->n_nodes - 1].nopd++;
+}
+
+/* cost__graph_edge for values[0 .. n) in turn, reading read[i] of each
+ * (one check for room, one count). */
+static inline void cost__graph_edges(cost_graph *g, const uint32_t *values, const double *read, uint32_t n)
+{
+    if (!g->n_nodes || (g->cap_edges - g->n_edges < n && !cost__graph_grow_edges(g, n)))
+        return;
+    uint32_t e = g->n_edges, nv = g->n_vals; /* CG_NONE is never below nv */
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t v = values[i];
+        if (v >= nv)
+            continue;
+        g->e_val[e] = v;
+        g->e_read[e] = read[i] > 0 ? read[i] : 0;
+        g->e_feeds[e] = 0;
+        e++;
+    }
+    g->nodes[g->n_nodes - 1].nopd += e - g->n_edges;
+    g->n_edges = e;
 }
 
 /* A result of the node being built: its own buffer, or (alias_of a value)

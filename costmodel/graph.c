@@ -128,11 +128,13 @@ bool cost__graph_grow_nodes(cost_graph *g)
     return true;
 }
 
-bool cost__graph_grow_edges(cost_graph *g)
+bool cost__graph_grow_edges(cost_graph *g, uint32_t more)
 {
-    if (g->n_edges < g->cap_edges)
+    if (g->cap_edges - g->n_edges >= more)
         return true;
     uint32_t c = g->cap_edges ? 2 * g->cap_edges : 1024;
+    while (c - g->n_edges < more)
+        c *= 2;
     if (!REALLOC(g->e_val, c) || !REALLOC(g->e_read, c) ||
         !REALLOC(g->e_feeds, c)) {
         g->oom = true;
