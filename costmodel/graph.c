@@ -628,11 +628,14 @@ static inline bool klist_push(gs *s, uint32_t n_k, uint32_t v)
  * behind one, so that XLA neither fuses nor recomputes them). */
 static void build_users(const cost_graph *g, gs *s)
 {
-    uint32_t nv = g->n_vals;
+    /* one pass over the edges: each node's roots, each once, into s->stack
+     * (from s->k0[n]: both free until the kernels are formed), counted */
+    uint32_t nv = g->n_vals, nn = g->n_nodes, np = 0;
     memset(s->nusers, 0, sizeof *s->nusers * nv);
     memset(s->vstamp, 0, sizeof *s->vstamp * nv);
-    for (uint32_t n = 0; n < g->n_nodes; n++) {
+    for (uint32_t n = 0; n < nn; n++) {
         const cost_gnode *nd = &g->nodes[n];
+        s->k0[n] = np;
         if ((nd->flags & (CG_ALIAS | CG_BARRIER)) == CG_ALIAS)
             continue;
         for (uint32_t e = nd->opd0; e < nd->opd0 + nd->nopd; e++) {
@@ -640,28 +643,20 @@ static void build_users(const cost_graph *g, gs *s)
             if (s->vstamp[r] != n + 1) {
                 s->vstamp[r] = n + 1;
                 s->nusers[r]++;
+                s->stack[np++] = r;
             }
         }
     }
+    s->k0[nn] = np;
     /* u0[v] first at the end of v's users, filled from the last node back
-     * (so each list is in node order and u0[v] ends at its start); marks
-     * above those of the count (nn + n + 1), so vstamp needs no clearing */
-    uint32_t end = 0, nn = g->n_nodes;
+     * (so each list is in node order and u0[v] ends at its start) */
+    uint32_t end = 0;
     for (uint32_t v = 0; v < nv; v++)
         s->u0[v] = end += s->nusers[v];
     s->u0[nv] = end;
-    for (uint32_t n = nn; n-- > 0;) {
-        const cost_gnode *nd = &g->nodes[n];
-        if ((nd->flags & (CG_ALIAS | CG_BARRIER)) == CG_ALIAS)
-            continue;
-        for (uint32_t e = nd->opd0; e < nd->opd0 + nd->nopd; e++) {
-            uint32_t r = g->v_root[g->e_val[e]];
-            if (s->vstamp[r] != nn + n + 1) {
-                s->vstamp[r] = nn + n + 1;
-                s->ulist[--s->u0[r]] = n;
-            }
-        }
-    }
+    for (uint32_t n = nn; n-- > 0;)
+        for (uint32_t i = s->k0[n + 1]; i-- > s->k0[n];)
+            s->ulist[--s->u0[s->stack[i]]] = n;
 }
 
 /* Whether node n's single result is computed inside its users' kernels
@@ -772,7 +767,7 @@ static void count_kernels(const cost_graph *g, gs *s, uint32_t n)
  * traffic per device and step, 0.55 TiB with it). */
 static void unfuse_costly(const cost_graph *g, gs *s)
 {
-    /* marks above build_users' (vstamp, up to 2 nn) and count_kernels'
+    /* marks above build_users' (vstamp, up to nn) and count_kernels'
      * (nstamp, up to nn): no clearing */
     uint32_t nn = g->n_nodes;
     for (uint32_t n = 0; n < nn; n++) {
