@@ -513,96 +513,176 @@ static bool backward(ir_partition *p, uint32_t op, int axis, bool record, uint32
 
 /*
  * Ops wait in program order: an argument's identity op first, then each op
- * followed by the identity ops of its results, ties by op id.  Each op has
- * its rank in that order (fixed for one propagate: it adds no identity
- * ops), and the queue is a bitset over ranks with a summary bit per
- * non-empty word, so a push sets two bits and a pop finds the lowest rank
- * in a few words.  It pops what a binary heap keyed on (position, id)
- * pops, without the heap's log n moves per op.
+ * followed by the identity ops of its results, ties by op id.  The queue
+ * is two bitsets, each with a summary bit per non-empty word: the
+ * context's ops by id (their order), and the identity ops (a few dozen
+ * among thousands of ops) by their place in that order, sorted once per
+ * propagate (it adds no identity ops).  An identity op comes before op r
+ * exactly when its value's producer comes before r (an argument's: before
+ * every op), so a pop takes the lower of the two first ones.  A push sets
+ * two bits, a pop finds the lowest in a few words, and making the queue
+ * reads nothing per op.  It pops what a binary heap keyed on (position,
+ * id) pops, without the heap's log n moves per op.
  */
+typedef struct wbits {
+    uint64_t *bits, *sum; /* queued places; per word of bits, whether it is non-empty */
+    uint32_t n_sum;
+    uint32_t low; /* no word of sum below it is non-empty: a lookup starts there */
+} wbits;
+
 typedef struct workq {
-    uint32_t *rank, *by_rank; /* per op its rank; per rank its op */
-    uint64_t *bits, *sum;     /* queued ranks; per word of bits, whether it is non-empty */
-    uint32_t n, n_ops, n_sum;
-    uint32_t low; /* no word of sum below it is non-empty: a pop looks from there */
+    wbits ops, ids;   /* the context's ops by id; the identity ops by place */
+    uint32_t n_ops;   /* the context's */
+    uint32_t n_ids;   /* identity ops */
+    uint32_t *place;  /* per identity op (op - n_ops) its place */
+    uint32_t *id_at;  /* per place its identity op (an op id) */
+    uint32_t *after;  /* per place the producer of its value + 1 (0: an argument) */
+    uint32_t n, n_queued_ids; /* queued: all, identity ops */
 } workq;
+
+static void wbits_free(wbits *b)
+{
+    ap_free(b->bits);
+    ap_free(b->sum);
+}
+
+/* An empty set of places 0..n-1; false when out of memory (wbits_free
+ * frees what it made). */
+static bool wbits_init(wbits *b, uint32_t n)
+{
+    uint32_t nw = n / 64 + 1;
+    b->n_sum = nw / 64 + 1;
+    b->low = b->n_sum;
+    b->bits = ap_calloc(nw, sizeof *b->bits);
+    b->sum = ap_calloc(b->n_sum, sizeof *b->sum);
+    return b->bits && b->sum;
+}
+
+static inline void wbits_set(wbits *b, uint32_t r)
+{
+    uint32_t w = r / 64;
+    b->bits[w] |= 1ull << (r % 64);
+    b->sum[w / 64] |= 1ull << (w % 64);
+    if (w / 64 < b->low)
+        b->low = w / 64;
+}
+
+static inline bool wbits_has(const wbits *b, uint32_t r) { return b->bits[r / 64] >> (r % 64) & 1; }
+
+/* The lowest place set (one is). */
+static inline uint32_t wbits_first(wbits *b)
+{
+    uint32_t s = b->low;
+    while (!b->sum[s])
+        s++;
+    b->low = s;
+    uint32_t w = s * 64 + (uint32_t)__builtin_ctzll(b->sum[s]);
+    return w * 64 + (uint32_t)__builtin_ctzll(b->bits[w]);
+}
+
+static inline void wbits_clear(wbits *b, uint32_t r)
+{
+    uint32_t w = r / 64;
+    b->bits[w] &= ~(1ull << (r % 64));
+    if (!b->bits[w])
+        b->sum[w / 64] &= ~(1ull << (w % 64));
+}
 
 static void wq_free(workq *q)
 {
-    ap_free(q->rank);
-    ap_free(q->by_rank);
-    ap_free(q->bits);
-    ap_free(q->sum);
+    wbits_free(&q->ops);
+    wbits_free(&q->ids);
+    ap_free(q->place);
+    ap_free(q->id_at);
+    ap_free(q->after);
+}
+
+/* qsort's order of wq_init's keys (no two are equal). */
+static int by_after(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
 }
 
 /* An empty queue of p's ops in program order; false when out of memory. */
 static bool wq_init(const ir_partition *p, workq *q)
 {
     const ir_pctx *c = p->ctx;
-    uint32_t n = n_all_ops(p), nw = n / 64 + 1;
+    uint32_t k, m = p->n_vops;
     memset(q, 0, sizeof *q);
-    q->n_ops = n;
-    q->n_sum = nw / 64 + 1;
-    q->rank = ap_malloc(sizeof *q->rank * (n + 1));
-    q->by_rank = ap_malloc(sizeof *q->by_rank * (n + 1));
-    q->bits = ap_calloc(nw, sizeof *q->bits);
-    q->sum = ap_calloc(q->n_sum, sizeof *q->sum);
-    /* identity ops by producer + 1 (0: an argument's), a counting sort */
-    uint32_t *start = ap_calloc((size_t)c->n_ops + 2, sizeof *start);
-    if (!q->rank || !q->by_rank || !q->bits || !q->sum || !start) {
-        ap_free(start);
+    q->n_ops = c->n_ops;
+    q->n_ids = m;
+    q->place = ap_malloc(sizeof *q->place * (m + 1));
+    q->id_at = ap_malloc(sizeof *q->id_at * (m + 1));
+    q->after = ap_malloc(sizeof *q->after * (m + 1));
+    uint64_t *key = ap_malloc(sizeof *key * (m + 1));
+    if (!wbits_init(&q->ops, c->n_ops) || !wbits_init(&q->ids, m) || !q->place || !q->id_at || !q->after || !key) {
+        ap_free(key);
         wq_free(q);
         return false;
     }
-    for (uint32_t k = 0; k < p->n_vops; k++)
-        start[c->val_op[p->vops[k].val] + 2]++;
-    for (uint32_t b = 0; b <= c->n_ops; b++)
-        start[b + 1] += start[b];
-    /* by_rank: the arguments' identity ops, then op k and its results' */
-    for (uint32_t k = 0; k < p->n_vops; k++) {
-        int32_t prod = c->val_op[p->vops[k].val];
-        uint32_t at = prod < 0 ? start[0]++ : (uint32_t)prod + 1 + start[prod + 1]++;
-        q->by_rank[at] = c->n_ops + k;
+    /* identity ops by (producer + 1, index): the order a stable sort by
+     * producer gives */
+    for (k = 0; k < m; k++)
+        key[k] = (uint64_t)(uint32_t)(c->val_op[p->vops[k].val] + 1) << 32 | k;
+    qsort(key, m, sizeof *key, by_after);
+    for (uint32_t at = 0; at < m; at++) {
+        k = (uint32_t)key[at];
+        q->place[k] = at;
+        q->id_at[at] = c->n_ops + k;
+        q->after[at] = (uint32_t)(key[at] >> 32);
     }
-    /* start[b] now ends bucket b; op k's rank is k + the identity ops
-     * before it (those of buckets 0..k) */
-    for (uint32_t k = 0; k < c->n_ops; k++)
-        q->by_rank[k + start[k]] = k;
-    for (uint32_t i = 0; i < n; i++)
-        q->rank[q->by_rank[i]] = i;
-    ap_free(start);
+    ap_free(key);
     return true;
 }
 
-static void wq_push(workq *q, uint32_t op)
+/* wq_push of an identity op (none past the state's). */
+static void wq_push_id(workq *q, uint32_t op)
 {
-    if (op >= q->n_ops)
+    if (op - q->n_ops >= q->n_ids)
         return;
-    uint32_t r = q->rank[op], w = r / 64;
-    uint64_t bit = 1ull << (r % 64);
-    if (q->bits[w] & bit)
+    uint32_t r = q->place[op - q->n_ops];
+    if (wbits_has(&q->ids, r))
         return;
-    q->bits[w] |= bit;
-    q->sum[w / 64] |= 1ull << (w % 64);
-    if (w / 64 < q->low)
-        q->low = w / 64;
+    wbits_set(&q->ids, r);
+    q->n++;
+    q->n_queued_ids++;
+}
+
+static inline void wq_push(workq *q, uint32_t op)
+{
+    if (op >= q->n_ops) {
+        wq_push_id(q, op);
+        return;
+    }
+    uint32_t w = op / 64;
+    uint64_t bit = 1ull << (op % 64);
+    if (q->ops.bits[w] & bit)
+        return;
+    q->ops.bits[w] |= bit;
+    q->ops.sum[w / 64] |= 1ull << (w % 64);
+    if (w / 64 < q->ops.low)
+        q->ops.low = w / 64;
     q->n++;
 }
 
-/* The queued op of the lowest rank, taken out (the queue is not empty). */
+/* The queued op first in program order, taken out (the queue is not
+ * empty). */
 static uint32_t wq_pop(workq *q)
 {
-    uint32_t s = q->low;
-    while (!q->sum[s])
-        s++;
-    q->low = s;
-    uint32_t w = s * 64 + (uint32_t)__builtin_ctzll(q->sum[s]);
-    uint32_t r = w * 64 + (uint32_t)__builtin_ctzll(q->bits[w]);
-    q->bits[w] &= q->bits[w] - 1;
-    if (!q->bits[w])
-        q->sum[s] &= ~(1ull << (w % 64));
+    uint32_t r = q->n > q->n_queued_ids ? wbits_first(&q->ops) : UINT32_MAX;
     q->n--;
-    return q->by_rank[r];
+    if (q->n_queued_ids) {
+        /* an identity op goes before op r when its producer does */
+        uint32_t at = wbits_first(&q->ids);
+        if (r == UINT32_MAX || q->after[at] <= r) {
+            wbits_clear(&q->ids, at);
+            q->n_queued_ids--;
+            return q->id_at[at];
+        }
+    }
+    wbits_clear(&q->ops, r);
+    return r;
 }
 
 /* Marks what a change to `op` (a loop over the pass's axis) may affect:
