@@ -74,29 +74,62 @@ const ir_blocked *ir_partition_blocked(const ir_partition *p, uint32_t *n)
 
 /* ========================================================== propagation */
 
+/* What a visit to an op reads again and again (its operands, every TMR
+ * entry it tries, each operand's and result's tiling): the operands'
+ * values, the results' types, and per loop of its nest the loop's axis,
+ * that axis's size and the entry's specs. */
+typedef struct opinfo {
+    uint32_t no, nr;
+    const uint32_t *opd;          /* operand values */
+    const ir_type *const *rtype;  /* result types */
+    int len;
+    uint8_t axis[IR_MAX_AXES];
+    int64_t size[IR_MAX_AXES];
+    const int8_t *spec[IR_MAX_AXES];
+} opinfo;
+
+static void opinfo_init(const ir_partition *p, uint32_t op, opinfo *o)
+{
+    const ir_pctx *c = p->ctx;
+    o->no = op_n_operands(p, op);
+    o->nr = op_n_results(p, op);
+    if (is_vop(p, op)) {
+        o->opd = &p->vops[op - c->n_ops].val;
+        o->rtype = &c->vtype[*o->opd]; /* the identity op's result is its operand's value */
+    } else {
+        o->opd = &c->opd_val[c->opd0[op]];
+        o->rtype = &c->vtype[c->op_val0[op]];
+    }
+    const ir_loop *nest = nest_of(p, op);
+    o->len = p->nlen[op];
+    for (int k = 0; k < o->len; k++) {
+        o->axis[k] = nest[k].axis;
+        o->size[k] = c->mesh.sizes[nest[k].axis];
+        o->spec[k] = tmr_spec(c, nest[k].entry);
+    }
+}
+
 /* Can entry e be added to op's nest as a loop over axis: every dim it
  * slices or tiles divides by the axis size after the axes already there? */
-static bool entry_divisible(const ir_partition *p, uint32_t op, uint32_t e, int axis, ir_block_kind *why, int *bad)
+static bool entry_divisible(const ir_partition *p, const opinfo *o, uint32_t e, int axis, ir_block_kind *why, int *bad)
 {
     const ir_pctx *c = p->ctx;
     const int8_t *s = tmr_spec(c, e);
-    uint32_t no = op_n_operands(p, op), nr = op_n_results(p, op);
+    uint32_t no = o->no, nr = o->nr;
     int64_t n = c->mesh.sizes[axis];
     /* local_dim of the needed (result) layout, read off the nest without
      * building the layout: the loops whose entry tiles slot i's dim s[i]
      * (this runs for every entry of every op propagation visits) */
-    const ir_loop *nest = nest_of(p, op);
-    int len = p->nlen[op];
     for (uint32_t i = 0; i < no + nr; i++) {
         if (s[i] < 0)
             continue;
-        const ir_type *t = i < no ? operand_type(p, op, i) : result_type(p, op, i - no);
+        const ir_type *t = i < no ? val_type(c, o->opd[i]) : o->rtype[i - no];
         int64_t local = -1;
         if (t && t->kind == IR_T_TENSOR && s[i] < t->rank && t->dims[s[i]] >= 0) {
             local = t->dims[s[i]];
-            for (int k = 0; k < len; k++)
-                if (tmr_spec(c, nest[k].entry)[i] == s[i])
-                    local /= c->mesh.sizes[nest[k].axis];
+            for (int k = 0; k < o->len; k++)
+                if (o->spec[k][i] == s[i])
+                    local /= o->size[k];
         }
         if (local < 0) {
             *why = IR_BLK_DYNAMIC;
@@ -145,6 +178,16 @@ static int nest_dim_axes(const ir_partition *p, uint32_t op, uint32_t slot, int 
     return n;
 }
 
+/* nest_dim_axes of the op o describes. */
+static int own_dim_axes(const opinfo *o, uint32_t slot, int d, int *axes)
+{
+    int n = 0;
+    for (int k = 0; k < o->len; k++)
+        if (o->spec[k][slot] == d)
+            axes[n++] = o->axis[k];
+    return n;
+}
+
 enum { ST_NONE, ST_TILED, ST_PARTIAL, ST_MISMATCH };
 
 typedef struct opd_status {
@@ -160,11 +203,11 @@ typedef struct opd_status {
  * looks at are whole along the axis, and this answers that in a few
  * loads.  For a tiled dim: whether the axes tiling it as it comes follow
  * those op slices it along (axes_follow). */
-static opd_status status_of(const ir_partition *p, uint32_t op, uint32_t i, int axis)
+static opd_status status_of(const ir_partition *p, const opinfo *o, uint32_t op, uint32_t i, int axis)
 {
     const ir_pctx *c = p->ctx;
     opd_status r = {ST_NONE, -1, 0};
-    uint32_t v = operand_val(p, op, i), src, slot;
+    uint32_t v = o->opd[i], src, slot;
     int la[IR_MAX_AXES], sa[IR_MAX_AXES], nl, d;
     if (!is_vop(p, op) && p->vop_of[v] >= 0) {
         src = vop_id(p, (uint32_t)p->vop_of[v]);
@@ -183,7 +226,7 @@ static opd_status status_of(const ir_partition *p, uint32_t op, uint32_t i, int 
         goto tiled;
     } else {
         src = (uint32_t)c->val_op[v];
-        slot = op_n_operands(p, src) + (v - c->op_val0[src]);
+        slot = c->opd0[src + 1] - c->opd0[src] + (v - c->op_val0[src]); /* op_n_operands of a real op */
     }
     int at = nest_find(p, src, axis);
     if (at < 0)
@@ -201,7 +244,7 @@ static opd_status status_of(const ir_partition *p, uint32_t op, uint32_t i, int 
     nl = nest_dim_axes(p, src, slot, d, la);
 tiled:
     r.dim = (int8_t)d;
-    r.st = axes_follow(la, nl, sa, nest_dim_axes(p, op, i, d, sa), axis) ? ST_TILED : ST_MISMATCH;
+    r.st = axes_follow(la, nl, sa, own_dim_axes(o, i, d, sa), axis) ? ST_TILED : ST_MISMATCH;
     return r;
 }
 
@@ -261,17 +304,17 @@ static void carry_blocked(ir_partition *p, uint32_t op, int axis, const opd_stat
                    st[1].st == ST_TILED ? "tiled" : st[1].st == ST_MISMATCH ? "tiled otherwise" : "whole", an);
 }
 
-static void forward_analyze(ir_partition *p, uint32_t op, int axis, fwd_result *res, bool record)
+static void forward_analyze(ir_partition *p, const opinfo *o, uint32_t op, int axis, fwd_result *res, bool record)
 {
     const ir_pctx *c = p->ctx;
-    uint32_t no = op_n_operands(p, op), nr = op_n_results(p, op);
+    uint32_t no = o->no;
     opd_status st[MAXS_OPD];
     memset(res, 0, sizeof *res);
     if (no > MAXS_OPD)
         return;
     bool tiled = false, partial = false;
     for (uint32_t i = 0; i < no; i++) {
-        st[i] = status_of(p, op, i, axis);
+        st[i] = status_of(p, o, op, i, axis);
         tiled |= st[i].st == ST_TILED;
         partial |= st[i].st == ST_PARTIAL;
     }
@@ -293,7 +336,7 @@ static void forward_analyze(ir_partition *p, uint32_t op, int axis, fwd_result *
                 break;
             case ST_PARTIAL:
                 if (s[i] == SP_PARTIAL)
-                    ok = c->entries[e].red == st[i].red && single_consumer(p, operand_val(p, op, i), op);
+                    ok = c->entries[e].red == st[i].red && single_consumer(p, o->opd[i], op);
                 else
                     ok = tiled && s[i] != SP_PARTIAL; /* reduced (or scattered) for this op */
                 break;
@@ -321,7 +364,7 @@ static void forward_analyze(ir_partition *p, uint32_t op, int axis, fwd_result *
         any_agree = true;
         ir_block_kind why;
         int bad;
-        if (!entry_divisible(p, op, e, axis, &why, &bad)) {
+        if (!entry_divisible(p, o, e, axis, &why, &bad)) {
             bad_kind = why;
             first_bad_dim = bad;
             continue;
@@ -334,7 +377,6 @@ static void forward_analyze(ir_partition *p, uint32_t op, int axis, fwd_result *
             res->full = e;
         }
     }
-    (void)nr;
     if (!record || res->n_full == 1 || (res->n_full == 0 && res->n_inf == 1))
         return;
     const char *axis_name = c->mesh.names[axis];
@@ -390,7 +432,7 @@ static void diagnose_axis_used(ir_partition *p, uint32_t op, int axis)
 /* Which dim the consumers of value v (slot `slot` of its producer op)
  * slice it along axis, through the value's identity op when there is one:
  * -1 none, -2 they disagree. */
-static int consumers_slice(const ir_partition *p, uint32_t v, int axis, uint32_t op, uint32_t slot)
+static int consumers_slice(const ir_partition *p, const opinfo *o, uint32_t v, int axis, uint32_t slot)
 {
     const ir_pctx *c = p->ctx;
     int want = -1;
@@ -419,7 +461,7 @@ static int consumers_slice(const ir_partition *p, uint32_t v, int axis, uint32_t
         /* the consumer must slice exactly what is produced, plus the axis */
         int la[IR_MAX_AXES], sa[IR_MAX_AXES];
         int nl = nest_dim_axes(p, u, i, s, la);
-        if (!axes_follow(la, nl, sa, nest_dim_axes(p, op, slot, s, sa), axis))
+        if (!axes_follow(la, nl, sa, own_dim_axes(o, slot, s, sa), axis))
             continue;
         if (want >= 0 && want != s)
             return -2;
@@ -429,10 +471,10 @@ static int consumers_slice(const ir_partition *p, uint32_t v, int axis, uint32_t
 }
 
 /* Backward: the op's result is sliced along axis by its consumers. */
-static bool backward(ir_partition *p, uint32_t op, int axis, bool record, uint32_t *entry)
+static bool backward(ir_partition *p, const opinfo *o, uint32_t op, int axis, bool record, uint32_t *entry)
 {
     const ir_pctx *c = p->ctx;
-    uint32_t no = op_n_operands(p, op), nr = op_n_results(p, op);
+    uint32_t no = o->no, nr = o->nr;
     /* (op has no loop over axis: no result is tiled or summed along it) */
     for (uint32_t j = 0; j < nr; j++) {
         uint32_t v = is_vop(p, op) ? VAL_NONE : c->op_val0[op] + j;
@@ -454,7 +496,7 @@ static bool backward(ir_partition *p, uint32_t op, int axis, bool record, uint32
                     continue;
                 int la[IR_MAX_AXES], sa[IR_MAX_AXES];
                 int nl = nest_dim_axes(p, user, i, s, la);
-                if (!axes_follow(la, nl, sa, nest_dim_axes(p, op, no + j, s, sa), axis))
+                if (!axes_follow(la, nl, sa, own_dim_axes(o, no + j, s, sa), axis))
                     continue;
                 if (w >= 0 && w != s) {
                     w = -2;
@@ -469,7 +511,7 @@ static bool backward(ir_partition *p, uint32_t op, int axis, bool record, uint32
             const ir_type *t = val_type(c, v);
             if (!t || t->kind != IR_T_TENSOR || t->rank <= 0)
                 continue;
-            want = consumers_slice(p, v, axis, op, no + j);
+            want = consumers_slice(p, o, v, axis, no + j);
         }
         if (want == -1)
             continue;
@@ -486,7 +528,7 @@ static bool backward(ir_partition *p, uint32_t op, int axis, bool record, uint32
         for (uint32_t e = lo; e < hi; e++) {
             if (tmr_spec(c, e)[no + j] != want)
                 continue;
-            if (!entry_divisible(p, op, e, axis, &why, &bad))
+            if (!entry_divisible(p, o, e, axis, &why, &bad))
                 continue;
             n++;
             found = e;
@@ -823,11 +865,13 @@ static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, int a
                 continue;
             }
             fwd_result fr;
-            forward_analyze(p, op, axis, &fr, !p->quiet);
+            opinfo o;
+            opinfo_init(p, op, &o);
+            forward_analyze(p, &o, op, axis, &fr, !p->quiet);
             uint32_t e;
             if (fr.n_full == 1) {
                 e = fr.full;
-            } else if (backward(p, op, axis, !p->quiet && !fr.any_status, &e)) {
+            } else if (backward(p, &o, op, axis, !p->quiet && !fr.any_status, &e)) {
                 /* e set */
             } else {
                 if (fr.n_full == 0 && fr.n_inf == 1)
@@ -845,7 +889,9 @@ static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, int a
             if (nest_find(p, op, axis) >= 0)
                 continue;
             fwd_result fr;
-            forward_analyze(p, op, axis, &fr, false);
+            opinfo o;
+            opinfo_init(p, op, &o);
+            forward_analyze(p, &o, op, axis, &fr, false);
             if (fr.n_full != 0 || fr.n_inf != 1)
                 continue;
             if (!ir__push_loop(p, op, axis, fr.inf))
