@@ -708,6 +708,14 @@ static inline void wq_push(workq *q, uint32_t op)
     q->n++;
 }
 
+/* Is op queued? */
+static inline bool wq_queued(const workq *q, uint32_t op)
+{
+    if (op < q->n_ops)
+        return wbits_has(&q->ops, op);
+    return op - q->n_ops < q->n_ids && wbits_has(&q->ids, q->place[op - q->n_ops]);
+}
+
 /* The queued op first in program order, taken out (the queue is not
  * empty). */
 static uint32_t wq_pop(workq *q)
@@ -842,10 +850,10 @@ static bool any_flag(const uint8_t *f, uint32_t n)
 /* Propagates one axis to its fixpoint from the ops marked in `start`,
  * but those marked `own` (0: none left out) that no pass before has
  * marked in dirty, through the queue q (empty, and empty again after),
- * with room for every op in `inferable`; what may change is marked `mark`
- * in dirty. */
-static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, int axis, const uint8_t *start, uint8_t own,
-                           uint8_t *dirty, uint8_t mark)
+ * with room for every op in `inferable` and `inf_entry`; what may change
+ * is marked `mark` in dirty. */
+static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, uint32_t *inf_entry, int axis,
+                           const uint8_t *start, uint8_t own, uint8_t *dirty, uint8_t mark)
 {
     uint32_t n = n_all_ops(p), n_inf;
     for (uint32_t at = 0; at < n; at += 8)
@@ -868,6 +876,8 @@ static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, int a
             opinfo o;
             opinfo_init(p, op, &o);
             forward_analyze(p, &o, op, axis, &fr, !p->quiet);
+            /* what phase 2 would find if nothing changes (see there) */
+            inf_entry[op] = fr.n_full == 0 && fr.n_inf == 1 ? fr.inf : UINT32_MAX;
             uint32_t e;
             if (fr.n_full == 1) {
                 e = fr.full;
@@ -882,21 +892,32 @@ static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, int a
                 continue;
             touch_neighbours(p, q, dirty, mark, op);
         }
-        /* phase 2: inference, in program order, each checked again */
+        /* phase 2: inference, in program order, each checked again: an op
+         * that nothing queued since phase 1 emptied the queue has its
+         * operands, and nest, as phase 1 last looked at them (a change to
+         * what forward_analyze reads queues it: touch_neighbours,
+         * infer_operands), so that look's answer stands */
         bool any = false;
         for (uint32_t k = 0; k < n_inf; k++) {
-            uint32_t op = inferable[k];
+            uint32_t op = inferable[k], e;
             if (nest_find(p, op, axis) >= 0)
                 continue;
-            fwd_result fr;
-            opinfo o;
-            opinfo_init(p, op, &o);
-            forward_analyze(p, &o, op, axis, &fr, false);
-            if (fr.n_full != 0 || fr.n_inf != 1)
+            if (!wq_queued(q, op)) {
+                e = inf_entry[op];
+                if (e == UINT32_MAX)
+                    continue;
+            } else {
+                fwd_result fr;
+                opinfo o;
+                opinfo_init(p, op, &o);
+                forward_analyze(p, &o, op, axis, &fr, false);
+                if (fr.n_full != 0 || fr.n_inf != 1)
+                    continue;
+                e = fr.inf;
+            }
+            if (!ir__push_loop(p, op, axis, e))
                 continue;
-            if (!ir__push_loop(p, op, axis, fr.inf))
-                continue;
-            infer_operands(p, op, axis, fr.inf, q, dirty, mark);
+            infer_operands(p, op, axis, e, q, dirty, mark);
             touch_neighbours(p, q, dirty, mark, op);
             any = true;
         }
@@ -971,11 +992,11 @@ int ir_propagate(ir_partition *p, ap_error *err)
 {
     uint32_t n = n_all_ops(p);
     uint8_t *pending = ap_malloc(n + 1), *next = ap_malloc(n + 1);
-    uint32_t *inferable = ap_malloc(sizeof *inferable * (n + 1));
+    uint32_t *inferable = ap_malloc(sizeof *inferable * (n + 1)), *inf_entry = ap_malloc(sizeof *inf_entry * (n + 1));
     workq q;
     bool have_q = wq_init(p, &q);
     int rc = 0;
-    if (!pending || !next || !inferable || !have_q) {
+    if (!pending || !next || !inferable || !inf_entry || !have_q) {
         rc = ap_error_set(err, AP_ENOMEM, "out of memory in propagation");
         goto out;
     }
@@ -1012,7 +1033,7 @@ int ir_propagate(ir_partition *p, ap_error *err)
          * that records what blocks propagation looks at everything again,
          * so that its record stays as it was. */
         for (int k = 0; k < n_order; k++)
-            propagate_axis(p, &q, inferable, order[k], pending, round > 0 && p->quiet ? (uint8_t)(k + 1) : 0, next,
+            propagate_axis(p, &q, inferable, inf_entry, order[k], pending, round > 0 && p->quiet ? (uint8_t)(k + 1) : 0, next,
                            (uint8_t)(k + 1));
         if (!any_flag(next, n)) {
             /* next is clear: the arguments' users they change go there */
@@ -1026,6 +1047,7 @@ out:
     if (have_q)
         wq_free(&q);
     ap_free(inferable);
+    ap_free(inf_entry);
     ap_free(pending);
     ap_free(next);
     return rc;
