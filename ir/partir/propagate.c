@@ -31,37 +31,6 @@ static void operand_layout(const ir_partition *p, uint32_t op, uint32_t i, ir_la
         ir__seen_layout(p, v, out);
 }
 
-/* operand_layout(p, op, i).dim[axis] (and .red[axis] in *red), read off
- * the one loop over axis of the op that makes what op sees, without
- * building the layout: most operands an op's visit looks at are whole
- * along the axis, and this answers that in a few loads. */
-static int operand_axis_dim(const ir_partition *p, uint32_t op, uint32_t i, int axis, uint8_t *red)
-{
-    const ir_pctx *c = p->ctx;
-    uint32_t v = operand_val(p, op, i), src, slot;
-    if (!is_vop(p, op) && p->vop_of[v] >= 0) {
-        src = vop_id(p, (uint32_t)p->vop_of[v]);
-        slot = 1; /* the identity op's result */
-    } else if (c->val_op[v] < 0) {
-        *red = p->arg_layout[v].red[axis];
-        return p->arg_layout[v].dim[axis];
-    } else {
-        src = (uint32_t)c->val_op[v];
-        slot = op_n_operands(p, src) + (v - c->op_val0[src]);
-    }
-    int at = nest_find(p, src, axis);
-    if (at < 0)
-        return IR_AX_NONE;
-    uint32_t e = nest_of(p, src)[at].entry;
-    int8_t s = tmr_spec(c, e)[slot];
-    if (s >= 0)
-        return s;
-    if (s != SP_SUM)
-        return IR_AX_NONE;
-    *red = c->entries[e].red;
-    return IR_AX_PARTIAL;
-}
-
 /* ------------------------------------------------------------- blocked */
 
 static void record_blocked(ir_partition *p, ir_block_kind kind, uint32_t op, int axis, const char *fmt, ...)
@@ -143,23 +112,37 @@ static bool entry_divisible(const ir_partition *p, uint32_t op, uint32_t e, int 
     return true;
 }
 
-/* Deep tiling, one step or several: does `longer` tile dim d with the axes
- * `shorter` tiles it with, then `axis`, then possibly more (minor) axes?
+/* Deep tiling, one step or several: do the axes `la` (nl of them, major
+ * to minor) that tile a dim one way start with the `ns` axes `sa` that
+ * tile it the other, then `axis`, then possibly more (minor) axes?
  * A value tiled [a, b] on a dim is "tiled along a" for an op that slices
  * nothing of it yet, and "along b" for one that slices it along a: the same
  * answers as when the value was tiled along a, propagated, then along b
  * (docs/partir-semantics.md).  The axes after `axis` only mean that the
  * op takes a larger piece until they propagate too. */
-static bool axes_follow(const ir_layout *longer, const ir_layout *shorter, int d, int axis)
+static bool axes_follow(const int *la, int nl, const int *sa, int ns, int axis)
 {
-    int la[IR_MAX_AXES], sa[IR_MAX_AXES];
-    int nl = layout_dim_axes(longer, d, la), ns = layout_dim_axes(shorter, d, sa);
     if (nl < ns + 1 || la[ns] != axis)
         return false;
     for (int k = 0; k < ns; k++)
         if (la[k] != sa[k])
             return false;
     return true;
+}
+
+/* The axes tiling dim d (>= 0) of slot `slot` of op (an operand as op
+ * needs it, a result as op produces it), major to minor: what
+ * layout_dim_axes reads off nest_layout(p, op, slot), without building
+ * the layout (nest_layout gives each loop that tiles d the place after
+ * those before it in the nest). */
+static int nest_dim_axes(const ir_partition *p, uint32_t op, uint32_t slot, int d, int *axes)
+{
+    const ir_loop *nest = nest_of(p, op);
+    int n = 0;
+    for (int k = 0; k < p->nlen[op]; k++)
+        if (tmr_spec(p->ctx, nest[k].entry)[slot] == d)
+            axes[n++] = nest[k].axis;
+    return n;
 }
 
 enum { ST_NONE, ST_TILED, ST_PARTIAL, ST_MISMATCH };
@@ -170,24 +153,55 @@ typedef struct opd_status {
     uint8_t red;
 } opd_status;
 
-/* How operand i of op arrives along axis (op has no loop over it). */
+/* How operand i of op arrives along axis (op has no loop over it), read
+ * off the one loop over axis of the op that makes what op sees (through
+ * the value's identity op, except for that identity op itself: as
+ * operand_layout) without building a layout: most operands an op's visit
+ * looks at are whole along the axis, and this answers that in a few
+ * loads.  For a tiled dim: whether the axes tiling it as it comes follow
+ * those op slices it along (axes_follow). */
 static opd_status status_of(const ir_partition *p, uint32_t op, uint32_t i, int axis)
 {
+    const ir_pctx *c = p->ctx;
     opd_status r = {ST_NONE, -1, 0};
-    uint8_t red = 0;
-    int d = operand_axis_dim(p, op, i, axis, &red);
-    if (d == IR_AX_NONE)
+    uint32_t v = operand_val(p, op, i), src, slot;
+    int la[IR_MAX_AXES], sa[IR_MAX_AXES], nl, d;
+    if (!is_vop(p, op) && p->vop_of[v] >= 0) {
+        src = vop_id(p, (uint32_t)p->vop_of[v]);
+        slot = 1; /* the identity op's result */
+    } else if (c->val_op[v] < 0) {
+        const ir_layout *al = &p->arg_layout[v];
+        d = al->dim[axis];
+        if (d == IR_AX_NONE)
+            return r;
+        if (d == IR_AX_PARTIAL) {
+            r.st = ST_PARTIAL;
+            r.red = al->red[axis];
+            return r;
+        }
+        nl = layout_dim_axes(al, d, la);
+        goto tiled;
+    } else {
+        src = (uint32_t)c->val_op[v];
+        slot = op_n_operands(p, src) + (v - c->op_val0[src]);
+    }
+    int at = nest_find(p, src, axis);
+    if (at < 0)
         return r;
-    if (d == IR_AX_PARTIAL) {
+    uint32_t e = nest_of(p, src)[at].entry;
+    int8_t s = tmr_spec(c, e)[slot];
+    if (s == SP_SUM) {
         r.st = ST_PARTIAL;
-        r.red = red;
+        r.red = c->entries[e].red;
         return r;
     }
-    ir_layout seen, need;
-    operand_layout(p, op, i, &seen);
-    ir__needed_layout(p, op, i, &need);
+    if (s < 0)
+        return r;
+    d = s;
+    nl = nest_dim_axes(p, src, slot, d, la);
+tiled:
     r.dim = (int8_t)d;
-    r.st = axes_follow(&seen, &need, d, axis) ? ST_TILED : ST_MISMATCH;
+    r.st = axes_follow(la, nl, sa, nest_dim_axes(p, op, i, d, sa), axis) ? ST_TILED : ST_MISMATCH;
     return r;
 }
 
@@ -373,9 +387,10 @@ static void diagnose_axis_used(ir_partition *p, uint32_t op, int axis)
     }
 }
 
-/* Which dim the consumers of value v slice it along axis, through the
- * value's identity op when there is one: -1 none, -2 they disagree. */
-static int consumers_slice(const ir_partition *p, uint32_t v, int axis, ir_layout *produced)
+/* Which dim the consumers of value v (slot `slot` of its producer op)
+ * slice it along axis, through the value's identity op when there is one:
+ * -1 none, -2 they disagree. */
+static int consumers_slice(const ir_partition *p, uint32_t v, int axis, uint32_t op, uint32_t slot)
 {
     const ir_pctx *c = p->ctx;
     int want = -1;
@@ -402,9 +417,9 @@ static int consumers_slice(const ir_partition *p, uint32_t v, int axis, ir_layou
         if (s < 0)
             continue;
         /* the consumer must slice exactly what is produced, plus the axis */
-        ir_layout need;
-        ir__needed_layout(p, u, i, &need);
-        if (!axes_follow(&need, produced, s, axis))
+        int la[IR_MAX_AXES], sa[IR_MAX_AXES];
+        int nl = nest_dim_axes(p, u, i, s, la);
+        if (!axes_follow(la, nl, sa, nest_dim_axes(p, op, slot, s, sa), axis))
             continue;
         if (want >= 0 && want != s)
             return -2;
@@ -418,12 +433,9 @@ static bool backward(ir_partition *p, uint32_t op, int axis, bool record, uint32
 {
     const ir_pctx *c = p->ctx;
     uint32_t no = op_n_operands(p, op), nr = op_n_results(p, op);
+    /* (op has no loop over axis: no result is tiled or summed along it) */
     for (uint32_t j = 0; j < nr; j++) {
         uint32_t v = is_vop(p, op) ? VAL_NONE : c->op_val0[op] + j;
-        ir_layout produced;
-        ir__result_layout(p, op, j, &produced);
-        if (produced.dim[axis] != IR_AX_NONE)
-            continue;
         int want;
         if (is_vop(p, op)) {
             /* the identity op's users are the value's users */
@@ -440,9 +452,9 @@ static bool backward(ir_partition *p, uint32_t op, int axis, bool record, uint32
                 int8_t s = tmr_spec(c, nest_of(p, user)[at].entry)[i];
                 if (s < 0)
                     continue;
-                ir_layout need;
-                ir__needed_layout(p, user, i, &need);
-                if (!axes_follow(&need, &produced, s, axis))
+                int la[IR_MAX_AXES], sa[IR_MAX_AXES];
+                int nl = nest_dim_axes(p, user, i, s, la);
+                if (!axes_follow(la, nl, sa, nest_dim_axes(p, op, no + j, s, sa), axis))
                     continue;
                 if (w >= 0 && w != s) {
                     w = -2;
@@ -457,7 +469,7 @@ static bool backward(ir_partition *p, uint32_t op, int axis, bool record, uint32
             const ir_type *t = val_type(c, v);
             if (!t || t->kind != IR_T_TENSOR || t->rank <= 0)
                 continue;
-            want = consumers_slice(p, v, axis, &produced);
+            want = consumers_slice(p, v, axis, op, no + j);
         }
         if (want == -1)
             continue;
@@ -593,12 +605,16 @@ static uint32_t wq_pop(workq *q)
     return q->by_rank[r];
 }
 
-/* Marks what a change to `op` may affect: its producers (backward), its
- * consumers (forward) and itself, queued and marked `mark` in dirty. */
+/* Marks what a change to `op` (a loop over the pass's axis) may affect:
+ * its producers (backward), its consumers (forward) and itself, queued
+ * and marked `mark` in dirty.  A quiet state does not queue op itself: it
+ * now loops over the axis, and the pass would take it only to pass over
+ * it (a recording state diagnoses it again). */
 static void touch_neighbours(const ir_partition *p, workq *q, uint8_t *dirty, uint8_t mark, uint32_t op)
 {
     const ir_pctx *c = p->ctx;
-    wq_push(q, op);
+    if (!p->quiet)
+        wq_push(q, op);
     dirty[op] = mark;
     uint32_t no = op_n_operands(p, op);
     for (uint32_t i = 0; i < no; i++) {
@@ -678,6 +694,21 @@ static inline uint64_t flags8(const uint8_t *f, uint32_t at, uint32_t n)
     return w;
 }
 
+/* The flagged ops among the eight at `at`: the high bit of byte k set
+ * for op at + k when its flag is not zero (found without a carry crossing
+ * bytes), every other bit clear; flags8_byte reads the lowest. */
+static inline uint64_t flags8_nonzero(const uint8_t *f, uint32_t at, uint32_t n)
+{
+    const uint64_t low7 = 0x7f7f7f7f7f7f7f7fULL;
+    uint64_t w = flags8(f, at, n);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap64(w); /* byte k of memory as byte k of the number */
+#endif
+    return (((w & low7) + low7) | w) & ~low7;
+}
+
+static inline uint32_t flags8_byte(uint64_t m) { return (uint32_t)__builtin_ctzll(m) >> 3; }
+
 static bool any_flag(const uint8_t *f, uint32_t n)
 {
     for (uint32_t at = 0; at < n; at += 8)
@@ -696,10 +727,11 @@ static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, int a
 {
     uint32_t n = n_all_ops(p), n_inf;
     for (uint32_t at = 0; at < n; at += 8)
-        if (flags8(start, at, n))
-            for (uint32_t op = at; op < n && op < at + 8; op++)
-                if (start[op] && (start[op] != own || dirty[op]))
-                    wq_push(q, op);
+        for (uint64_t w = flags8_nonzero(start, at, n); w; w &= w - 1) {
+            uint32_t op = at + flags8_byte(w);
+            if (start[op] != own || dirty[op])
+                wq_push(q, op);
+        }
     for (;;) {
         /* phase 1: entries every tiled operand (or consumer) agrees on */
         n_inf = 0;
@@ -843,7 +875,8 @@ int ir_propagate(ir_partition *p, ap_error *err)
          * the next round an axis's pass leaves out the ops its own pass
          * marked last, unless a pass before it in this round marked them
          * again: that pass queued each as it marked it and took it again
-         * after (to its fixpoint: no loop, nothing to infer), and an op's
+         * after (to its fixpoint: no loop, nothing to infer), or had given
+         * it a loop over the axis (nothing left to look at), and an op's
          * look along an axis reads only its nest, its producers', its
          * consumers' and its arguments' layouts, which nothing since
          * changed (a change marks the op, and the mark would be another's).
