@@ -74,29 +74,62 @@ const ir_blocked *ir_partition_blocked(const ir_partition *p, uint32_t *n)
 
 /* ========================================================== propagation */
 
+/* What a visit to an op reads again and again (its operands, every TMR
+ * entry it tries, each operand's and result's tiling): the operands'
+ * values, the results' types, and per loop of its nest the loop's axis,
+ * that axis's size and the entry's specs. */
+typedef struct opinfo {
+    uint32_t no, nr;
+    const uint32_t *opd;          /* operand values */
+    const ir_type *const *rtype;  /* result types */
+    int len;
+    uint8_t axis[IR_MAX_AXES];
+    int64_t size[IR_MAX_AXES];
+    const int8_t *spec[IR_MAX_AXES];
+} opinfo;
+
+static void opinfo_init(const ir_partition *p, uint32_t op, opinfo *o)
+{
+    const ir_pctx *c = p->ctx;
+    o->no = op_n_operands(p, op);
+    o->nr = op_n_results(p, op);
+    if (is_vop(p, op)) {
+        o->opd = &p->vops[op - c->n_ops].val;
+        o->rtype = &c->vtype[*o->opd]; /* the identity op's result is its operand's value */
+    } else {
+        o->opd = &c->opd_val[c->opd0[op]];
+        o->rtype = &c->vtype[c->op_val0[op]];
+    }
+    const ir_loop *nest = nest_of(p, op);
+    o->len = p->nlen[op];
+    for (int k = 0; k < o->len; k++) {
+        o->axis[k] = nest[k].axis;
+        o->size[k] = c->mesh.sizes[nest[k].axis];
+        o->spec[k] = tmr_spec(c, nest[k].entry);
+    }
+}
+
 /* Can entry e be added to op's nest as a loop over axis: every dim it
  * slices or tiles divides by the axis size after the axes already there? */
-static bool entry_divisible(const ir_partition *p, uint32_t op, uint32_t e, int axis, ir_block_kind *why, int *bad)
+static bool entry_divisible(const ir_partition *p, const opinfo *o, uint32_t e, int axis, ir_block_kind *why, int *bad)
 {
     const ir_pctx *c = p->ctx;
     const int8_t *s = tmr_spec(c, e);
-    uint32_t no = op_n_operands(p, op), nr = op_n_results(p, op);
+    uint32_t no = o->no, nr = o->nr;
     int64_t n = c->mesh.sizes[axis];
     /* local_dim of the needed (result) layout, read off the nest without
      * building the layout: the loops whose entry tiles slot i's dim s[i]
      * (this runs for every entry of every op propagation visits) */
-    const ir_loop *nest = nest_of(p, op);
-    int len = p->nlen[op];
     for (uint32_t i = 0; i < no + nr; i++) {
         if (s[i] < 0)
             continue;
-        const ir_type *t = i < no ? operand_type(p, op, i) : result_type(p, op, i - no);
+        const ir_type *t = i < no ? val_type(c, o->opd[i]) : o->rtype[i - no];
         int64_t local = -1;
         if (t && t->kind == IR_T_TENSOR && s[i] < t->rank && t->dims[s[i]] >= 0) {
             local = t->dims[s[i]];
-            for (int k = 0; k < len; k++)
-                if (tmr_spec(c, nest[k].entry)[i] == s[i])
-                    local /= c->mesh.sizes[nest[k].axis];
+            for (int k = 0; k < o->len; k++)
+                if (o->spec[k][i] == s[i])
+                    local /= o->size[k];
         }
         if (local < 0) {
             *why = IR_BLK_DYNAMIC;
@@ -145,6 +178,16 @@ static int nest_dim_axes(const ir_partition *p, uint32_t op, uint32_t slot, int 
     return n;
 }
 
+/* nest_dim_axes of the op o describes. */
+static int own_dim_axes(const opinfo *o, uint32_t slot, int d, int *axes)
+{
+    int n = 0;
+    for (int k = 0; k < o->len; k++)
+        if (o->spec[k][slot] == d)
+            axes[n++] = o->axis[k];
+    return n;
+}
+
 enum { ST_NONE, ST_TILED, ST_PARTIAL, ST_MISMATCH };
 
 typedef struct opd_status {
@@ -160,11 +203,11 @@ typedef struct opd_status {
  * looks at are whole along the axis, and this answers that in a few
  * loads.  For a tiled dim: whether the axes tiling it as it comes follow
  * those op slices it along (axes_follow). */
-static opd_status status_of(const ir_partition *p, uint32_t op, uint32_t i, int axis)
+static opd_status status_of(const ir_partition *p, const opinfo *o, uint32_t op, uint32_t i, int axis)
 {
     const ir_pctx *c = p->ctx;
     opd_status r = {ST_NONE, -1, 0};
-    uint32_t v = operand_val(p, op, i), src, slot;
+    uint32_t v = o->opd[i], src, slot;
     int la[IR_MAX_AXES], sa[IR_MAX_AXES], nl, d;
     if (!is_vop(p, op) && p->vop_of[v] >= 0) {
         src = vop_id(p, (uint32_t)p->vop_of[v]);
@@ -183,7 +226,7 @@ static opd_status status_of(const ir_partition *p, uint32_t op, uint32_t i, int 
         goto tiled;
     } else {
         src = (uint32_t)c->val_op[v];
-        slot = op_n_operands(p, src) + (v - c->op_val0[src]);
+        slot = c->opd0[src + 1] - c->opd0[src] + (v - c->op_val0[src]); /* op_n_operands of a real op */
     }
     int at = nest_find(p, src, axis);
     if (at < 0)
@@ -201,7 +244,7 @@ static opd_status status_of(const ir_partition *p, uint32_t op, uint32_t i, int 
     nl = nest_dim_axes(p, src, slot, d, la);
 tiled:
     r.dim = (int8_t)d;
-    r.st = axes_follow(la, nl, sa, nest_dim_axes(p, op, i, d, sa), axis) ? ST_TILED : ST_MISMATCH;
+    r.st = axes_follow(la, nl, sa, own_dim_axes(o, i, d, sa), axis) ? ST_TILED : ST_MISMATCH;
     return r;
 }
 
@@ -261,17 +304,17 @@ static void carry_blocked(ir_partition *p, uint32_t op, int axis, const opd_stat
                    st[1].st == ST_TILED ? "tiled" : st[1].st == ST_MISMATCH ? "tiled otherwise" : "whole", an);
 }
 
-static void forward_analyze(ir_partition *p, uint32_t op, int axis, fwd_result *res, bool record)
+static void forward_analyze(ir_partition *p, const opinfo *o, uint32_t op, int axis, fwd_result *res, bool record)
 {
     const ir_pctx *c = p->ctx;
-    uint32_t no = op_n_operands(p, op), nr = op_n_results(p, op);
+    uint32_t no = o->no;
     opd_status st[MAXS_OPD];
     memset(res, 0, sizeof *res);
     if (no > MAXS_OPD)
         return;
     bool tiled = false, partial = false;
     for (uint32_t i = 0; i < no; i++) {
-        st[i] = status_of(p, op, i, axis);
+        st[i] = status_of(p, o, op, i, axis);
         tiled |= st[i].st == ST_TILED;
         partial |= st[i].st == ST_PARTIAL;
     }
@@ -293,7 +336,7 @@ static void forward_analyze(ir_partition *p, uint32_t op, int axis, fwd_result *
                 break;
             case ST_PARTIAL:
                 if (s[i] == SP_PARTIAL)
-                    ok = c->entries[e].red == st[i].red && single_consumer(p, operand_val(p, op, i), op);
+                    ok = c->entries[e].red == st[i].red && single_consumer(p, o->opd[i], op);
                 else
                     ok = tiled && s[i] != SP_PARTIAL; /* reduced (or scattered) for this op */
                 break;
@@ -321,7 +364,7 @@ static void forward_analyze(ir_partition *p, uint32_t op, int axis, fwd_result *
         any_agree = true;
         ir_block_kind why;
         int bad;
-        if (!entry_divisible(p, op, e, axis, &why, &bad)) {
+        if (!entry_divisible(p, o, e, axis, &why, &bad)) {
             bad_kind = why;
             first_bad_dim = bad;
             continue;
@@ -334,7 +377,6 @@ static void forward_analyze(ir_partition *p, uint32_t op, int axis, fwd_result *
             res->full = e;
         }
     }
-    (void)nr;
     if (!record || res->n_full == 1 || (res->n_full == 0 && res->n_inf == 1))
         return;
     const char *axis_name = c->mesh.names[axis];
@@ -390,7 +432,7 @@ static void diagnose_axis_used(ir_partition *p, uint32_t op, int axis)
 /* Which dim the consumers of value v (slot `slot` of its producer op)
  * slice it along axis, through the value's identity op when there is one:
  * -1 none, -2 they disagree. */
-static int consumers_slice(const ir_partition *p, uint32_t v, int axis, uint32_t op, uint32_t slot)
+static int consumers_slice(const ir_partition *p, const opinfo *o, uint32_t v, int axis, uint32_t slot)
 {
     const ir_pctx *c = p->ctx;
     int want = -1;
@@ -419,7 +461,7 @@ static int consumers_slice(const ir_partition *p, uint32_t v, int axis, uint32_t
         /* the consumer must slice exactly what is produced, plus the axis */
         int la[IR_MAX_AXES], sa[IR_MAX_AXES];
         int nl = nest_dim_axes(p, u, i, s, la);
-        if (!axes_follow(la, nl, sa, nest_dim_axes(p, op, slot, s, sa), axis))
+        if (!axes_follow(la, nl, sa, own_dim_axes(o, slot, s, sa), axis))
             continue;
         if (want >= 0 && want != s)
             return -2;
@@ -429,10 +471,10 @@ static int consumers_slice(const ir_partition *p, uint32_t v, int axis, uint32_t
 }
 
 /* Backward: the op's result is sliced along axis by its consumers. */
-static bool backward(ir_partition *p, uint32_t op, int axis, bool record, uint32_t *entry)
+static bool backward(ir_partition *p, const opinfo *o, uint32_t op, int axis, bool record, uint32_t *entry)
 {
     const ir_pctx *c = p->ctx;
-    uint32_t no = op_n_operands(p, op), nr = op_n_results(p, op);
+    uint32_t no = o->no, nr = o->nr;
     /* (op has no loop over axis: no result is tiled or summed along it) */
     for (uint32_t j = 0; j < nr; j++) {
         uint32_t v = is_vop(p, op) ? VAL_NONE : c->op_val0[op] + j;
@@ -454,7 +496,7 @@ static bool backward(ir_partition *p, uint32_t op, int axis, bool record, uint32
                     continue;
                 int la[IR_MAX_AXES], sa[IR_MAX_AXES];
                 int nl = nest_dim_axes(p, user, i, s, la);
-                if (!axes_follow(la, nl, sa, nest_dim_axes(p, op, no + j, s, sa), axis))
+                if (!axes_follow(la, nl, sa, own_dim_axes(o, no + j, s, sa), axis))
                     continue;
                 if (w >= 0 && w != s) {
                     w = -2;
@@ -469,7 +511,7 @@ static bool backward(ir_partition *p, uint32_t op, int axis, bool record, uint32
             const ir_type *t = val_type(c, v);
             if (!t || t->kind != IR_T_TENSOR || t->rank <= 0)
                 continue;
-            want = consumers_slice(p, v, axis, op, no + j);
+            want = consumers_slice(p, o, v, axis, no + j);
         }
         if (want == -1)
             continue;
@@ -486,7 +528,7 @@ static bool backward(ir_partition *p, uint32_t op, int axis, bool record, uint32
         for (uint32_t e = lo; e < hi; e++) {
             if (tmr_spec(c, e)[no + j] != want)
                 continue;
-            if (!entry_divisible(p, op, e, axis, &why, &bad))
+            if (!entry_divisible(p, o, e, axis, &why, &bad))
                 continue;
             n++;
             found = e;
@@ -513,96 +555,184 @@ static bool backward(ir_partition *p, uint32_t op, int axis, bool record, uint32
 
 /*
  * Ops wait in program order: an argument's identity op first, then each op
- * followed by the identity ops of its results, ties by op id.  Each op has
- * its rank in that order (fixed for one propagate: it adds no identity
- * ops), and the queue is a bitset over ranks with a summary bit per
- * non-empty word, so a push sets two bits and a pop finds the lowest rank
- * in a few words.  It pops what a binary heap keyed on (position, id)
- * pops, without the heap's log n moves per op.
+ * followed by the identity ops of its results, ties by op id.  The queue
+ * is two bitsets, each with a summary bit per non-empty word: the
+ * context's ops by id (their order), and the identity ops (a few dozen
+ * among thousands of ops) by their place in that order, sorted once per
+ * propagate (it adds no identity ops).  An identity op comes before op r
+ * exactly when its value's producer comes before r (an argument's: before
+ * every op), so a pop takes the lower of the two first ones.  A push sets
+ * two bits, a pop finds the lowest in a few words, and making the queue
+ * reads nothing per op.  It pops what a binary heap keyed on (position,
+ * id) pops, without the heap's log n moves per op.
  */
+typedef struct wbits {
+    uint64_t *bits, *sum; /* queued places; per word of bits, whether it is non-empty */
+    uint32_t n_sum;
+    uint32_t low; /* no word of sum below it is non-empty: a lookup starts there */
+} wbits;
+
 typedef struct workq {
-    uint32_t *rank, *by_rank; /* per op its rank; per rank its op */
-    uint64_t *bits, *sum;     /* queued ranks; per word of bits, whether it is non-empty */
-    uint32_t n, n_ops, n_sum;
-    uint32_t low; /* no word of sum below it is non-empty: a pop looks from there */
+    wbits ops, ids;   /* the context's ops by id; the identity ops by place */
+    uint32_t n_ops;   /* the context's */
+    uint32_t n_ids;   /* identity ops */
+    uint32_t *place;  /* per identity op (op - n_ops) its place */
+    uint32_t *id_at;  /* per place its identity op (an op id) */
+    uint32_t *after;  /* per place the producer of its value + 1 (0: an argument) */
+    uint32_t n, n_queued_ids; /* queued: all, identity ops */
 } workq;
+
+static void wbits_free(wbits *b)
+{
+    ap_free(b->bits);
+    ap_free(b->sum);
+}
+
+/* An empty set of places 0..n-1; false when out of memory (wbits_free
+ * frees what it made). */
+static bool wbits_init(wbits *b, uint32_t n)
+{
+    uint32_t nw = n / 64 + 1;
+    b->n_sum = nw / 64 + 1;
+    b->low = b->n_sum;
+    b->bits = ap_calloc(nw, sizeof *b->bits);
+    b->sum = ap_calloc(b->n_sum, sizeof *b->sum);
+    return b->bits && b->sum;
+}
+
+static inline void wbits_set(wbits *b, uint32_t r)
+{
+    uint32_t w = r / 64;
+    b->bits[w] |= 1ull << (r % 64);
+    b->sum[w / 64] |= 1ull << (w % 64);
+    if (w / 64 < b->low)
+        b->low = w / 64;
+}
+
+static inline bool wbits_has(const wbits *b, uint32_t r) { return b->bits[r / 64] >> (r % 64) & 1; }
+
+/* The lowest place set (one is). */
+static inline uint32_t wbits_first(wbits *b)
+{
+    uint32_t s = b->low;
+    while (!b->sum[s])
+        s++;
+    b->low = s;
+    uint32_t w = s * 64 + (uint32_t)__builtin_ctzll(b->sum[s]);
+    return w * 64 + (uint32_t)__builtin_ctzll(b->bits[w]);
+}
+
+static inline void wbits_clear(wbits *b, uint32_t r)
+{
+    uint32_t w = r / 64;
+    b->bits[w] &= ~(1ull << (r % 64));
+    if (!b->bits[w])
+        b->sum[w / 64] &= ~(1ull << (w % 64));
+}
 
 static void wq_free(workq *q)
 {
-    ap_free(q->rank);
-    ap_free(q->by_rank);
-    ap_free(q->bits);
-    ap_free(q->sum);
+    wbits_free(&q->ops);
+    wbits_free(&q->ids);
+    ap_free(q->place);
+    ap_free(q->id_at);
+    ap_free(q->after);
+}
+
+/* qsort's order of wq_init's keys (no two are equal). */
+static int by_after(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
 }
 
 /* An empty queue of p's ops in program order; false when out of memory. */
 static bool wq_init(const ir_partition *p, workq *q)
 {
     const ir_pctx *c = p->ctx;
-    uint32_t n = n_all_ops(p), nw = n / 64 + 1;
+    uint32_t k, m = p->n_vops;
     memset(q, 0, sizeof *q);
-    q->n_ops = n;
-    q->n_sum = nw / 64 + 1;
-    q->rank = ap_malloc(sizeof *q->rank * (n + 1));
-    q->by_rank = ap_malloc(sizeof *q->by_rank * (n + 1));
-    q->bits = ap_calloc(nw, sizeof *q->bits);
-    q->sum = ap_calloc(q->n_sum, sizeof *q->sum);
-    /* identity ops by producer + 1 (0: an argument's), a counting sort */
-    uint32_t *start = ap_calloc((size_t)c->n_ops + 2, sizeof *start);
-    if (!q->rank || !q->by_rank || !q->bits || !q->sum || !start) {
-        ap_free(start);
+    q->n_ops = c->n_ops;
+    q->n_ids = m;
+    q->place = ap_malloc(sizeof *q->place * (m + 1));
+    q->id_at = ap_malloc(sizeof *q->id_at * (m + 1));
+    q->after = ap_malloc(sizeof *q->after * (m + 1));
+    uint64_t *key = ap_malloc(sizeof *key * (m + 1));
+    if (!wbits_init(&q->ops, c->n_ops) || !wbits_init(&q->ids, m) || !q->place || !q->id_at || !q->after || !key) {
+        ap_free(key);
         wq_free(q);
         return false;
     }
-    for (uint32_t k = 0; k < p->n_vops; k++)
-        start[c->val_op[p->vops[k].val] + 2]++;
-    for (uint32_t b = 0; b <= c->n_ops; b++)
-        start[b + 1] += start[b];
-    /* by_rank: the arguments' identity ops, then op k and its results' */
-    for (uint32_t k = 0; k < p->n_vops; k++) {
-        int32_t prod = c->val_op[p->vops[k].val];
-        uint32_t at = prod < 0 ? start[0]++ : (uint32_t)prod + 1 + start[prod + 1]++;
-        q->by_rank[at] = c->n_ops + k;
+    /* identity ops by (producer + 1, index): the order a stable sort by
+     * producer gives */
+    for (k = 0; k < m; k++)
+        key[k] = (uint64_t)(uint32_t)(c->val_op[p->vops[k].val] + 1) << 32 | k;
+    qsort(key, m, sizeof *key, by_after);
+    for (uint32_t at = 0; at < m; at++) {
+        k = (uint32_t)key[at];
+        q->place[k] = at;
+        q->id_at[at] = c->n_ops + k;
+        q->after[at] = (uint32_t)(key[at] >> 32);
     }
-    /* start[b] now ends bucket b; op k's rank is k + the identity ops
-     * before it (those of buckets 0..k) */
-    for (uint32_t k = 0; k < c->n_ops; k++)
-        q->by_rank[k + start[k]] = k;
-    for (uint32_t i = 0; i < n; i++)
-        q->rank[q->by_rank[i]] = i;
-    ap_free(start);
+    ap_free(key);
     return true;
 }
 
-static void wq_push(workq *q, uint32_t op)
+/* wq_push of an identity op (none past the state's). */
+static void wq_push_id(workq *q, uint32_t op)
 {
-    if (op >= q->n_ops)
+    if (op - q->n_ops >= q->n_ids)
         return;
-    uint32_t r = q->rank[op], w = r / 64;
-    uint64_t bit = 1ull << (r % 64);
-    if (q->bits[w] & bit)
+    uint32_t r = q->place[op - q->n_ops];
+    if (wbits_has(&q->ids, r))
         return;
-    q->bits[w] |= bit;
-    q->sum[w / 64] |= 1ull << (w % 64);
-    if (w / 64 < q->low)
-        q->low = w / 64;
+    wbits_set(&q->ids, r);
+    q->n++;
+    q->n_queued_ids++;
+}
+
+static inline void wq_push(workq *q, uint32_t op)
+{
+    if (op >= q->n_ops) {
+        wq_push_id(q, op);
+        return;
+    }
+    uint32_t w = op / 64;
+    uint64_t bit = 1ull << (op % 64);
+    if (q->ops.bits[w] & bit)
+        return;
+    q->ops.bits[w] |= bit;
+    q->ops.sum[w / 64] |= 1ull << (w % 64);
+    if (w / 64 < q->ops.low)
+        q->ops.low = w / 64;
     q->n++;
 }
 
-/* The queued op of the lowest rank, taken out (the queue is not empty). */
+/* Is op queued? */
+static inline bool wq_queued(const workq *q, uint32_t op)
+{
+    if (op < q->n_ops)
+        return wbits_has(&q->ops, op);
+    return op - q->n_ops < q->n_ids && wbits_has(&q->ids, q->place[op - q->n_ops]);
+}
+
+/* The queued op first in program order, taken out (the queue is not
+ * empty). */
 static uint32_t wq_pop(workq *q)
 {
-    uint32_t s = q->low;
-    while (!q->sum[s])
-        s++;
-    q->low = s;
-    uint32_t w = s * 64 + (uint32_t)__builtin_ctzll(q->sum[s]);
-    uint32_t r = w * 64 + (uint32_t)__builtin_ctzll(q->bits[w]);
-    q->bits[w] &= q->bits[w] - 1;
-    if (!q->bits[w])
-        q->sum[s] &= ~(1ull << (w % 64));
+    uint32_t r = q->n > q->n_queued_ids ? wbits_first(&q->ops) : UINT32_MAX;
     q->n--;
-    return q->by_rank[r];
+    if (q->n_queued_ids) {
+        /* an identity op goes before op r when its producer does */
+        uint32_t at = wbits_first(&q->ids);
+        if (r == UINT32_MAX || q->after[at] <= r) {
+            wbits_clear(&q->ids, at);
+            q->n_queued_ids--;
+            return q->id_at[at];
+        }
+    }
+    wbits_clear(&q->ops, r);
+    return r;
 }
 
 /* Marks what a change to `op` (a loop over the pass's axis) may affect:
@@ -720,10 +850,10 @@ static bool any_flag(const uint8_t *f, uint32_t n)
 /* Propagates one axis to its fixpoint from the ops marked in `start`,
  * but those marked `own` (0: none left out) that no pass before has
  * marked in dirty, through the queue q (empty, and empty again after),
- * with room for every op in `inferable`; what may change is marked `mark`
- * in dirty. */
-static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, int axis, const uint8_t *start, uint8_t own,
-                           uint8_t *dirty, uint8_t mark)
+ * with room for every op in `inferable` and `inf_entry`; what may change
+ * is marked `mark` in dirty. */
+static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, uint32_t *inf_entry, int axis,
+                           const uint8_t *start, uint8_t own, uint8_t *dirty, uint8_t mark)
 {
     uint32_t n = n_all_ops(p), n_inf;
     for (uint32_t at = 0; at < n; at += 8)
@@ -743,11 +873,15 @@ static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, int a
                 continue;
             }
             fwd_result fr;
-            forward_analyze(p, op, axis, &fr, !p->quiet);
+            opinfo o;
+            opinfo_init(p, op, &o);
+            forward_analyze(p, &o, op, axis, &fr, !p->quiet);
+            /* what phase 2 would find if nothing changes (see there) */
+            inf_entry[op] = fr.n_full == 0 && fr.n_inf == 1 ? fr.inf : UINT32_MAX;
             uint32_t e;
             if (fr.n_full == 1) {
                 e = fr.full;
-            } else if (backward(p, op, axis, !p->quiet && !fr.any_status, &e)) {
+            } else if (backward(p, &o, op, axis, !p->quiet && !fr.any_status, &e)) {
                 /* e set */
             } else {
                 if (fr.n_full == 0 && fr.n_inf == 1)
@@ -758,19 +892,32 @@ static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, int a
                 continue;
             touch_neighbours(p, q, dirty, mark, op);
         }
-        /* phase 2: inference, in program order, each checked again */
+        /* phase 2: inference, in program order, each checked again: an op
+         * that nothing queued since phase 1 emptied the queue has its
+         * operands, and nest, as phase 1 last looked at them (a change to
+         * what forward_analyze reads queues it: touch_neighbours,
+         * infer_operands), so that look's answer stands */
         bool any = false;
         for (uint32_t k = 0; k < n_inf; k++) {
-            uint32_t op = inferable[k];
+            uint32_t op = inferable[k], e;
             if (nest_find(p, op, axis) >= 0)
                 continue;
-            fwd_result fr;
-            forward_analyze(p, op, axis, &fr, false);
-            if (fr.n_full != 0 || fr.n_inf != 1)
+            if (!wq_queued(q, op)) {
+                e = inf_entry[op];
+                if (e == UINT32_MAX)
+                    continue;
+            } else {
+                fwd_result fr;
+                opinfo o;
+                opinfo_init(p, op, &o);
+                forward_analyze(p, &o, op, axis, &fr, false);
+                if (fr.n_full != 0 || fr.n_inf != 1)
+                    continue;
+                e = fr.inf;
+            }
+            if (!ir__push_loop(p, op, axis, e))
                 continue;
-            if (!ir__push_loop(p, op, axis, fr.inf))
-                continue;
-            infer_operands(p, op, axis, fr.inf, q, dirty, mark);
+            infer_operands(p, op, axis, e, q, dirty, mark);
             touch_neighbours(p, q, dirty, mark, op);
             any = true;
         }
@@ -845,11 +992,11 @@ int ir_propagate(ir_partition *p, ap_error *err)
 {
     uint32_t n = n_all_ops(p);
     uint8_t *pending = ap_malloc(n + 1), *next = ap_malloc(n + 1);
-    uint32_t *inferable = ap_malloc(sizeof *inferable * (n + 1));
+    uint32_t *inferable = ap_malloc(sizeof *inferable * (n + 1)), *inf_entry = ap_malloc(sizeof *inf_entry * (n + 1));
     workq q;
     bool have_q = wq_init(p, &q);
     int rc = 0;
-    if (!pending || !next || !inferable || !have_q) {
+    if (!pending || !next || !inferable || !inf_entry || !have_q) {
         rc = ap_error_set(err, AP_ENOMEM, "out of memory in propagation");
         goto out;
     }
@@ -886,7 +1033,7 @@ int ir_propagate(ir_partition *p, ap_error *err)
          * that records what blocks propagation looks at everything again,
          * so that its record stays as it was. */
         for (int k = 0; k < n_order; k++)
-            propagate_axis(p, &q, inferable, order[k], pending, round > 0 && p->quiet ? (uint8_t)(k + 1) : 0, next,
+            propagate_axis(p, &q, inferable, inf_entry, order[k], pending, round > 0 && p->quiet ? (uint8_t)(k + 1) : 0, next,
                            (uint8_t)(k + 1));
         if (!any_flag(next, n)) {
             /* next is clear: the arguments' users they change go there */
@@ -900,6 +1047,7 @@ out:
     if (have_q)
         wq_free(&q);
     ap_free(inferable);
+    ap_free(inf_entry);
     ap_free(pending);
     ap_free(next);
     return rc;
