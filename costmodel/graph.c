@@ -424,11 +424,12 @@ typedef struct abuf {
  * overlap each other, so a buffer outside the span overlaps none); the
  * last allocation made before it that starts later (up: those between
  * start no later, so a buffer ending too late for this one is too late
- * for them), and the record placed in it that last turned a buffer away
- * (hit: buffers come in the order of their first steps within a size, so
- * the next often overlaps it too). */
+ * for them), and the steps of the record placed in it that last turned
+ * a buffer away (hs..he, hs UINT32_MAX: none; buffers come in the order
+ * of their first steps within a size, so the next often overlaps it too:
+ * kept here, not as the record's index, to spare a load per look). */
 typedef struct aout {
-    uint32_t rec, start, head, lo, hi, up, hit;
+    uint32_t rec, start, head, lo, hi, up, hs, he;
 } aout;
 
 /* A size assign sorts by (bytes, and whether live-out): how many records
@@ -1261,13 +1262,17 @@ static void asg_sort(gs *s, uint32_t nb, uint32_t n)
  * a.  No size check: a is sorted before v, so it is not smaller. */
 static bool asg_fits(const abuf *rec, aout *a, const abuf *v)
 {
+    /* the last record to turn one away first: on T32 about 9 looks in
+     * 10 end there (it lies within the span, so the span's test can
+     * wait) */
+    if (!(a->he < v->start || v->end < a->hs))
+        return false;
     if (a->head == CG_NONE || v->end < a->lo || v->start > a->hi)
         return true;
-    if (a->hit != CG_NONE && !(rec[a->hit].end < v->start || v->end < rec[a->hit].start))
-        return false;
     for (uint32_t c = a->head; c != CG_NONE; c = rec[c].next)
         if (!(rec[c].end < v->start || v->end < rec[c].start)) {
-            a->hit = c;
+            a->hs = rec[c].start;
+            a->he = rec[c].end;
             return false;
         }
     return true;
@@ -1331,7 +1336,7 @@ static int64_t assign_recorded(const cost_graph *g, gs *s, const uint32_t *order
             uint32_t up = n_out ? n_out - 1 : CG_NONE;
             while (up != CG_NONE && outs_a[up].start <= v->start)
                 up = outs_a[up].up;
-            outs_a[n_out++] = (aout){i, v->start, CG_NONE, 0, 0, up, CG_NONE};
+            outs_a[n_out++] = (aout){i, v->start, CG_NONE, 0, 0, up, UINT32_MAX, 0};
             outs += v->bytes;
             written = v->start > written ? v->start : written;
             continue;
