@@ -426,11 +426,12 @@ typedef struct abuf {
  * overlap each other, so a buffer outside the span overlaps none); the
  * last allocation made before it that starts later (up: those between
  * start no later, so a buffer ending too late for this one is too late
- * for them), and the record placed in it that last turned a buffer away
- * (hit: buffers come in the order of their first steps within a size, so
- * the next often overlaps it too). */
+ * for them), and the steps of the record placed in it that last turned
+ * a buffer away (hs..he, hs UINT32_MAX: none; buffers come in the order
+ * of their first steps within a size, so the next often overlaps it too:
+ * kept here, not as the record's index, to spare a load per look). */
 typedef struct aout {
-    uint32_t rec, start, head, lo, hi, up, hit;
+    uint32_t rec, start, head, lo, hi, up, hs, he;
 } aout;
 
 /* A size assign sorts by (bytes, and whether live-out): how many records
@@ -448,6 +449,8 @@ typedef struct gs {
     uint32_t *vstamp, *nusers, *u0, *ulist, *ku0, *kulist, *rem, *pending, *kfill;
     uint32_t *uses; /* kernel readers (rem counts them down for the list order, left for a simulation) */
     uint32_t *left;
+    uint32_t *wait; /* per input: the output waiting to move into it (a simulation's) */
+    uint32_t *dirty, n_dirty; /* the values a simulation changed (sim_begin puts them back) */
     double *vread, *alloc;
     uint8_t *vflag;
     /* per node */
@@ -509,6 +512,8 @@ static void scratch_free(void *scratch)
     ap_free(s->kulist);
     ap_free(s->rem);
     ap_free(s->left);
+    ap_free(s->wait);
+    ap_free(s->dirty);
     ap_free(s->uses);
     ap_free(s->npred0);
     ap_free(s->pending);
@@ -570,7 +575,8 @@ static bool scratch_fit(cost_graph *g, gs **out)
     if (nv > s->cap_v) {
         uint32_t c = nv + nv / 2;
         if (!REALLOC(s->vstamp, c) || !REALLOC(s->nusers, c) || !REALLOC(s->u0, c + 1) || !REALLOC(s->ku0, c + 1) ||
-            !REALLOC(s->rem, c) || !REALLOC(s->left, c) || !REALLOC(s->uses, c) || !REALLOC(s->pending, c) || !REALLOC(s->kfill, c) || !REALLOC(s->vread, c) ||
+            !REALLOC(s->rem, c) || !REALLOC(s->left, c) || !REALLOC(s->wait, c) ||
+            !REALLOC(s->dirty, 2 * (size_t)c) || !REALLOC(s->uses, c) || !REALLOC(s->pending, c) || !REALLOC(s->kfill, c) || !REALLOC(s->vread, c) ||
             !REALLOC(s->alloc, c) || !REALLOC(s->vflag, c) || !REALLOC(s->bown, c) || !REALLOC(s->bstart, c) ||
             !REALLOC(s->bend, c) || !REALLOC(s->blist, c) || !REALLOC(s->arec, c) || !REALLOC(s->atmp, c) || !REALLOC(s->aouts, c) ||
             !REALLOC(s->asizes, c))
@@ -1060,17 +1066,24 @@ typedef struct simrun {
     uint32_t same, stop;
 } simrun;
 
+/* A simulation begins with every buffer's readers to run, nothing
+ * allocated or given away, no output waiting (s->alloc 0, no VF_GIVEN,
+ * s->wait CG_NONE): graph_run sets those for every value, and each
+ * simulation lists the values it changes (s->dirty: each result it
+ * places, with the buffer that result takes over or the input it waits
+ * for; a node runs once, so at most 2 per value), which the next one puts
+ * back.  Resetting all ~14,000 values of T32's graph for each of its 3-4
+ * simulations cost more than the simulations' own changes. */
 static void sim_begin(const cost_graph *g, gs *s, simrun *r, int64_t bound)
 {
-    uint32_t nv = g->n_vals;
-    memcpy(s->left, s->uses, sizeof *s->left * nv);
-    for (uint32_t v = 0; v < nv; v++) {
+    memcpy(s->left, s->uses, sizeof *s->left * g->n_vals);
+    for (uint32_t i = 0; i < s->n_dirty; i++) {
+        uint32_t v = s->dirty[i];
         s->alloc[v] = 0;
         s->vflag[v] &= (uint8_t) ~VF_GIVEN;
+        s->wait[v] = CG_NONE;
     }
-    /* input -> the output waiting to move into it; reuse kfill */
-    for (uint32_t v = 0; v < nv; v++)
-        s->kfill[v] = CG_NONE;
+    s->n_dirty = 0;
     *r = (simrun){.out = {-1, 0, 0}, .bound = bound};
 }
 
@@ -1089,6 +1102,8 @@ static bool sim_step(const cost_graph *g, gs *s, simrun *r, uint32_t k, bool las
             s->alloc[v] = s->alloc[b];
             s->alloc[b] = 0;
             s->vflag[b] |= VF_GIVEN;
+            s->dirty[s->n_dirty++] = v;
+            s->dirty[s->n_dirty++] = b;
             if (s->rec)
                 s->bown[v] = s->bown[b];
             continue;
@@ -1098,9 +1113,11 @@ static bool sim_step(const cost_graph *g, gs *s, simrun *r, uint32_t k, bool las
             uint32_t left = s->left[a] - ((s->vflag[v] & VF_SELF) ? 1 : 0);
             if (left == 0)
                 continue; /* written into the argument's buffer */
-            s->kfill[a] = v; /* its own buffer until the argument's last read */
+            s->wait[a] = v; /* its own buffer until the argument's last read */
+            s->dirty[s->n_dirty++] = a;
         }
         s->alloc[v] = g->v_bytes[v];
+        s->dirty[s->n_dirty++] = v;
         r->live += b64(g->v_bytes[v]);
         if (s->rec) {
             s->bown[v] = v;
@@ -1126,13 +1143,13 @@ static bool sim_step(const cost_graph *g, gs *s, simrun *r, uint32_t k, bool las
         if (--s->left[b] != 0)
             continue;
         if (s->vflag[b] & VF_INPUT) {
-            uint32_t o = s->kfill[b];
+            uint32_t o = s->wait[b];
             if (o != CG_NONE) {
                 r->live -= b64(s->alloc[o]);
                 s->alloc[o] = 0;
                 if (s->rec)
                     s->bend[s->bown[o]] = at;
-                s->kfill[b] = CG_NONE;
+                s->wait[b] = CG_NONE;
             }
         } else if (!(s->vflag[b] & VF_PINNED) && s->alloc[b] > 0) {
             r->live -= b64(s->alloc[b]);
@@ -1259,13 +1276,17 @@ static void asg_sort(gs *s, uint32_t nb, uint32_t n)
  * a.  No size check: a is sorted before v, so it is not smaller. */
 static bool asg_fits(const abuf *rec, aout *a, const abuf *v)
 {
+    /* the last record to turn one away first: on T32 about 9 looks in
+     * 10 end there (it lies within the span, so the span's test can
+     * wait) */
+    if (!(a->he < v->start || v->end < a->hs))
+        return false;
     if (a->head == CG_NONE || v->end < a->lo || v->start > a->hi)
         return true;
-    if (a->hit != CG_NONE && !(rec[a->hit].end < v->start || v->end < rec[a->hit].start))
-        return false;
     for (uint32_t c = a->head; c != CG_NONE; c = rec[c].next)
         if (!(rec[c].end < v->start || v->end < rec[c].start)) {
-            a->hit = c;
+            a->hs = rec[c].start;
+            a->he = rec[c].end;
             return false;
         }
     return true;
@@ -1329,7 +1350,7 @@ static int64_t assign_recorded(const cost_graph *g, gs *s, const uint32_t *order
             uint32_t up = n_out ? n_out - 1 : CG_NONE;
             while (up != CG_NONE && outs_a[up].start <= v->start)
                 up = outs_a[up].up;
-            outs_a[n_out++] = (aout){i, v->start, CG_NONE, 0, 0, up, CG_NONE};
+            outs_a[n_out++] = (aout){i, v->start, CG_NONE, 0, 0, up, UINT32_MAX, 0};
             outs += v->bytes;
             written = v->start > written ? v->start : written;
             continue;
@@ -2266,7 +2287,10 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
         }
         s->vflag[v] = f;
         s->pending[v] = CG_NONE;
+        s->alloc[v] = 0; /* as a simulation begins (sim_begin) */
+        s->wait[v] = CG_NONE;
     }
+    s->n_dirty = 0;
     if (ret != CG_NONE) {
         const cost_gnode *rn = &g->nodes[ret];
         for (uint32_t j = 0; j < rn->nopd; j++) {
