@@ -667,34 +667,6 @@ static void build_users(const cost_graph *g, gs *s)
             s->ulist[--s->u0[s->stack[i]]] = n;
 }
 
-/* Whether node n's single result is computed inside its users' kernels
- * (or n is dead and removed), its users decided (s->fused, and
- * s->nkern: the kernels each fused node is computed in).  An expensive
- * producer is computed in one kernel only: not fused into a user that is
- * itself duplicated into several (XLA fuses consumers first, and
- * InstructionFusion::ShouldFuse refuses an expensive producer whose
- * fusion would duplicate it: a gather read by a widening convert that
- * every consumer takes stays a buffer of its own). */
-static bool fuses(const cost_graph *g, const gs *s, uint32_t n)
-{
-    const cost_gnode *nd = &g->nodes[n];
-    if (!(nd->flags & CG_PRODUCER) || nd->nres != 1 || g->v_root[nd->res0] != nd->res0)
-        return false;
-    uint32_t v = nd->res0, nu = s->nusers[v];
-    if (nu == 0)
-        return true; /* dead: DCE */
-    if ((nd->flags & CG_EXPENSIVE) && nu > 1)
-        return false;
-    if ((nd->flags & CG_EXPENSIVE) && s->fused[s->ulist[s->u0[v]]] && s->nkern[s->ulist[s->u0[v]]] > 1)
-        return false;
-    for (uint32_t i = s->u0[v]; i < s->u0[v] + nu; i++) {
-        uint16_t uf = g->nodes[s->ulist[i]].flags;
-        if (!(uf & CG_CONSUMER) && !((uf & CG_DOT) && (nd->flags & CG_FOLD)))
-            return false;
-    }
-    return true;
-}
-
 /* The HBM bytes node n's kernel would read: the buffers it and its fused
  * producers read, each once (at the most any edge reads of it), as
  * form_kernel counts them.  Uses s->stack, s->nstamp, s->vstamp and
@@ -731,20 +703,43 @@ static double kernel_reads(const cost_graph *g, gs *s, uint32_t n, uint32_t mark
 
 #define KERN_MANY (UINT32_MAX - 1)
 
-/* The kernels fused node n is computed in, its users decided: s->kern[n]
- * (the one, or KERN_MANY) and s->nkern[n] how many, a kernel reached
+/* Whether node n's single result is computed inside its users' kernels
+ * (or n is dead and removed), its users decided (s->fused, and
+ * s->nkern: the kernels each fused node is computed in).  An expensive
+ * producer is computed in one kernel only: not fused into a user that is
+ * itself duplicated into several (XLA fuses consumers first, and
+ * InstructionFusion::ShouldFuse refuses an expensive producer whose
+ * fusion would duplicate it: a gather read by a widening convert that
+ * every consumer takes stays a buffer of its own).
+ *
+ * And the kernels it is computed in, in the same walk over its users:
+ * s->kern[n] (n itself when not fused, the one, KERN_MANY, or CG_NONE
+ * when dead) and s->nkern[n] how many (0 when not fused), a kernel reached
  * through several users counted once (s->nstamp with mark n + 1, zeroed
  * before the pass). */
-static void count_kernels(const cost_graph *g, gs *s, uint32_t n)
+static bool fuses(const cost_graph *g, gs *s, uint32_t n)
 {
+    const cost_gnode *nd = &g->nodes[n];
+    s->kern[n] = n;
     s->nkern[n] = 0;
-    if (!s->fused[n]) {
-        s->kern[n] = n;
-        return;
+    if (!(nd->flags & CG_PRODUCER) || nd->nres != 1 || g->v_root[nd->res0] != nd->res0)
+        return false;
+    uint32_t v = nd->res0, nu = s->nusers[v];
+    if (nu == 0) {
+        s->kern[n] = CG_NONE;
+        return true; /* dead: DCE */
     }
-    uint32_t v = g->nodes[n].res0, first = CG_NONE, k = 0, mark = n + 1;
-    for (uint32_t i = s->u0[v]; i < s->u0[v] + s->nusers[v]; i++) {
+    if ((nd->flags & CG_EXPENSIVE) && nu > 1)
+        return false;
+    if ((nd->flags & CG_EXPENSIVE) && s->fused[s->ulist[s->u0[v]]] && s->nkern[s->ulist[s->u0[v]]] > 1)
+        return false;
+    bool fold = nd->flags & CG_FOLD;
+    uint32_t first = CG_NONE, k = 0, mark = n + 1;
+    for (uint32_t i = s->u0[v]; i < s->u0[v] + nu; i++) {
         uint32_t u = s->ulist[i], ku = s->kern[u];
+        uint16_t uf = g->nodes[u].flags;
+        if (!(uf & CG_CONSUMER) && !((uf & CG_DOT) && fold))
+            return false; /* its kernel is n, 0 counted */
         if (ku == CG_NONE)
             continue;
         if (ku == KERN_MANY) {
@@ -758,6 +753,7 @@ static void count_kernels(const cost_graph *g, gs *s, uint32_t n)
     }
     s->kern[n] = k > 1 ? KERN_MANY : first;
     s->nkern[n] = k;
+    return true;
 }
 
 /* A fused producer that ends up in several kernels is computed again in
@@ -775,7 +771,7 @@ static void count_kernels(const cost_graph *g, gs *s, uint32_t n)
  * traffic per device and step, 0.55 TiB with it). */
 static void unfuse_costly(const cost_graph *g, gs *s)
 {
-    /* marks above build_users' (vstamp, up to nn) and count_kernels'
+    /* marks above build_users' (vstamp, up to nn) and fuses'
      * (nstamp, up to nn): no clearing */
     uint32_t nn = g->n_nodes;
     for (uint32_t n = 0; n < nn; n++) {
@@ -2217,7 +2213,6 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
     for (uint32_t n = nn; n-- > 0;) {
         s->fused[n] = fuses(g, s, n);
         s->sched[n] = !s->fused[n] && (g->nodes[n].flags & (CG_ALIAS | CG_BARRIER)) != CG_ALIAS;
-        count_kernels(g, s, n);
     }
     unfuse_costly(g, s);
     /* kernels: their inputs, time items, collectives (marks above
