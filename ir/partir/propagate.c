@@ -735,12 +735,20 @@ static uint32_t wq_pop(workq *q)
     return r;
 }
 
+/* Queues op for a look along axis.  A quiet state leaves out an op that
+ * already loops over the axis: the pass would take it only to pass over
+ * it (a recording state diagnoses it). */
+static inline void queue_look(const ir_partition *p, workq *q, int axis, uint32_t op)
+{
+    if (!p->quiet || nest_find(p, op, axis) < 0)
+        wq_push(q, op);
+}
+
 /* Marks what a change to `op` (a loop over the pass's axis) may affect:
- * its producers (backward), its consumers (forward) and itself, queued
- * and marked `mark` in dirty.  A quiet state does not queue op itself: it
- * now loops over the axis, and the pass would take it only to pass over
- * it (a recording state diagnoses it again). */
-static void touch_neighbours(const ir_partition *p, workq *q, uint8_t *dirty, uint8_t mark, uint32_t op)
+ * its producers (backward), its consumers (forward) and itself, marked
+ * `mark` in dirty and queued (queue_look; op itself, which now loops over
+ * the axis, only in a recording state). */
+static void touch_neighbours(const ir_partition *p, workq *q, int axis, uint8_t *dirty, uint8_t mark, uint32_t op)
 {
     const ir_pctx *c = p->ctx;
     if (!p->quiet)
@@ -756,7 +764,7 @@ static void touch_neighbours(const ir_partition *p, workq *q, uint8_t *dirty, ui
             prod = (uint32_t)c->val_op[v];
         else
             continue;
-        wq_push(q, prod);
+        queue_look(p, q, axis, prod);
         dirty[prod] = mark;
     }
     uint32_t nr = op_n_results(p, op);
@@ -764,7 +772,7 @@ static void touch_neighbours(const ir_partition *p, workq *q, uint8_t *dirty, ui
         uint32_t v = is_vop(p, op) ? p->vops[op - c->n_ops].val : c->op_val0[op] + j;
         if (!is_vop(p, op) && p->vop_of[v] >= 0) {
             uint32_t vo = vop_id(p, (uint32_t)p->vop_of[v]);
-            wq_push(q, vo);
+            queue_look(p, q, axis, vo);
             dirty[vo] = mark;
             continue;
         }
@@ -772,7 +780,7 @@ static void touch_neighbours(const ir_partition *p, workq *q, uint8_t *dirty, ui
             uint32_t user = c->use_op[u];
             if (user == USE_RETURN)
                 continue;
-            wq_push(q, user);
+            queue_look(p, q, axis, user);
             dirty[user] = mark;
         }
     }
@@ -860,7 +868,7 @@ static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, uint3
         for (uint64_t w = flags8_nonzero(start, at, n); w; w &= w - 1) {
             uint32_t op = at + flags8_byte(w);
             if (start[op] != own || dirty[op])
-                wq_push(q, op);
+                queue_look(p, q, axis, op);
         }
     for (;;) {
         /* phase 1: entries every tiled operand (or consumer) agrees on */
@@ -890,13 +898,14 @@ static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, uint3
             }
             if (!ir__push_loop(p, op, axis, e))
                 continue;
-            touch_neighbours(p, q, dirty, mark, op);
+            touch_neighbours(p, q, axis, dirty, mark, op);
         }
         /* phase 2: inference, in program order, each checked again: an op
          * that nothing queued since phase 1 emptied the queue has its
          * operands, and nest, as phase 1 last looked at them (a change to
-         * what forward_analyze reads queues it: touch_neighbours,
-         * infer_operands), so that look's answer stands */
+         * what forward_analyze reads queues an op without a loop over the
+         * axis: touch_neighbours, infer_operands), so that look's answer
+         * stands */
         bool any = false;
         for (uint32_t k = 0; k < n_inf; k++) {
             uint32_t op = inferable[k], e;
@@ -918,7 +927,7 @@ static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, uint3
             if (!ir__push_loop(p, op, axis, e))
                 continue;
             infer_operands(p, op, axis, e, q, dirty, mark);
-            touch_neighbours(p, q, dirty, mark, op);
+            touch_neighbours(p, q, axis, dirty, mark, op);
             any = true;
         }
         if (!any)
@@ -1022,8 +1031,8 @@ int ir_propagate(ir_partition *p, ap_error *err)
          * the next round an axis's pass leaves out the ops its own pass
          * marked last, unless a pass before it in this round marked them
          * again: that pass queued each as it marked it and took it again
-         * after (to its fixpoint: no loop, nothing to infer), or had given
-         * it a loop over the axis (nothing left to look at), and an op's
+         * after (to its fixpoint: no loop, nothing to infer), unless it
+         * loops over the axis (nothing left to look at), and an op's
          * look along an axis reads only its nest, its producers', its
          * consumers' and its arguments' layouts, which nothing since
          * changed (a change marks the op, and the mark would be another's).
