@@ -416,12 +416,13 @@ typedef struct abuf {
     int64_t bytes;
     uint32_t start, end; /* end CG_NONE: live-out */
     uint32_t id;         /* the value */
-    uint32_t next;       /* the next record placed in the same allocation */
+    uint32_t next;       /* the next record placed in the same allocation (latest first) */
 } abuf;
 
 /* A live-out allocation: its buffer's record, its first step, the first
- * record placed in it and the span of those placed (lo..hi: they do not
- * overlap each other, so a buffer outside the span overlaps none); the
+ * record placed in it (the others follow latest first: they do not
+ * overlap each other) and the span of those placed (lo..hi: a buffer
+ * outside the span overlaps none); the
  * last allocation made before it that starts later (up: those between
  * start no later, so a buffer ending too late for this one is too late
  * for them), and the steps of the record placed in it that last turned
@@ -1269,8 +1270,12 @@ static bool asg_fits(const abuf *rec, aout *a, const abuf *v)
         return false;
     if (a->head == CG_NONE || v->end < a->lo || v->start > a->hi)
         return true;
+    /* a's records come latest first and do not overlap: the first
+     * starting no later than v ends is the one v can overlap */
     for (uint32_t c = a->head; c != CG_NONE; c = rec[c].next)
-        if (!(rec[c].end < v->start || v->end < rec[c].start)) {
+        if (rec[c].start <= v->end) {
+            if (rec[c].end < v->start)
+                return true;
             a->hs = rec[c].start;
             a->he = rec[c].end;
             return false;
@@ -1360,8 +1365,11 @@ static int64_t assign_recorded(const cost_graph *g, gs *s, const uint32_t *order
                 a->lo = v->start < a->lo ? v->start : a->lo;
                 a->hi = v->end > a->hi ? v->end : a->hi;
             }
-            v->next = a->head;
-            a->head = i;
+            uint32_t *pos = &a->head; /* latest first (asg_fits) */
+            while (*pos != CG_NONE && rec[*pos].start > v->start)
+                pos = &rec[*pos].next;
+            v->next = *pos;
+            *pos = i;
             placed = true;
             break;
         }
