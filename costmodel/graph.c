@@ -456,7 +456,8 @@ typedef struct gs {
     uint8_t *fused, *sched, *nstate;
     uint32_t *nkern; /* per node: how many kernels a fused node is computed in */
     uint32_t *kern;  /* per node: the kernel computing it (a node), KERN_MANY when several, CG_NONE when dead */
-    uint32_t *nstamp, *k0, *order, *lorder, *npred, *ver, *stack;
+    uint32_t *nstamp, *k0, *lorder, *npred, *ver, *stack;
+    uint32_t *order; /* the issue order (register_block), then the scheduled nodes in program order (the memory orders') */
     uint32_t *ready; /* list_covers' stack */
     bool topo;       /* kernel_users: the list order is sure to cover every node */
     uint32_t *npred0; /* inputs some node writes (npred counts them down) */
@@ -1699,10 +1700,13 @@ static int placed_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t r
     if (!moved)
         return 1;
     uint32_t k = 0;
-    /* what moves up and reads only inputs goes first */
-    for (uint32_t n = 0; n < g->n_nodes && !sr->lost; n++)
+    /* what moves up and reads only inputs goes first (s->order: the
+     * scheduled nodes, in program order; only those move) */
+    for (uint32_t i = 0; i < n_sched && !sr->lost; i++) {
+        uint32_t n = s->order[i];
         if (s->move[n] == MV_UP && s->npred[n] == 0)
             place_node(g, s, n, &k, sr);
+    }
     for (uint32_t i = 0; i < n_sched && !sr->lost; i++) {
         uint32_t n = s->order[i];
         if (s->nstate[n] == NS_DONE || (s->move[n] != MV_NONE && n != ret))
@@ -1730,12 +1734,14 @@ static int list_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret
         s->ver[n] = 0;
     }
     s->n_heap = 0;
-    for (uint32_t n = 0; n < g->n_nodes; n++)
-        if (s->sched[n] && n != ret && s->npred[n] == 0) {
+    for (uint32_t i = 0; i < n_sched; i++) { /* the scheduled nodes, in program order */
+        uint32_t n = s->order[i];
+        if (n != ret && s->npred[n] == 0) {
             s->nstate[n] = NS_READY;
             if (!h_push(s, priority(g, s, n)))
                 return -1;
         }
+    }
     uint32_t k = 0;
     while (s->n_heap) {
         hentry e = h_pop(s);
@@ -1918,44 +1924,43 @@ static int dfs_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret,
         s->nstate[n] = NS_WAIT;
     }
     uint32_t k = 0;
-    /* roots: kernels nobody reads (in program order), the return last */
-    for (uint32_t pass = 0; pass < 2; pass++)
-        for (uint32_t root = 0; root < nn; root++) {
-            if (!s->sched[root] || s->nstate[root] != NS_WAIT)
+    /* roots: kernels nobody reads (in program order: s->order holds the
+     * scheduled nodes so), the return last */
+    for (uint32_t i = 0; i <= n_sched; i++) {
+        uint32_t root = i < n_sched ? s->order[i] : ret;
+        if (root == CG_NONE || s->nstate[root] != NS_WAIT)
+            continue;
+        if (i < n_sched) {
+            if (root == ret)
                 continue;
-            if (pass == 0) {
-                if (root == ret)
-                    continue;
-                bool read = false;
-                const cost_gnode *nd = &g->nodes[root];
-                for (uint32_t j = 0; j < nd->nres && !read; j++)
-                    read = g->v_root[nd->res0 + j] == nd->res0 + j && s->ku0[nd->res0 + j + 1] > s->ku0[nd->res0 + j];
-                if (read)
-                    continue;
-            } else if (root != ret) {
+            bool read = false;
+            const cost_gnode *nd = &g->nodes[root];
+            for (uint32_t j = 0; j < nd->nres && !read; j++)
+                read = g->v_root[nd->res0 + j] == nd->res0 + j && s->ku0[nd->res0 + j + 1] > s->ku0[nd->res0 + j];
+            if (read)
                 continue;
-            }
-            /* iterative post-order: (node, next of its sorted operands) */
-            uint32_t top = 0, nc = 0;
-            if (!dfs_push(g, s, root, &top, &nc))
-                return -1;
-            while (top) {
-                uint32_t n = s->dstack[top - 3], at = s->dstack[top - 2], end = s->dstack[top - 1];
-                while (at < end && s->nstate[s->dkids[at]] != NS_WAIT)
-                    at++;
-                if (at == end) {
-                    s->nstate[n] = NS_DONE;
-                    s->dorder[k++] = n;
-                    if (sr && !order_step(g, s, sr, n))
-                        return 2;
-                    top -= 3;
-                    continue;
-                }
-                s->dstack[top - 2] = at + 1;
-                if (!dfs_push(g, s, s->dkids[at], &top, &nc))
-                    return -1;
-            }
         }
+        /* iterative post-order: (node, next of its sorted operands) */
+        uint32_t top = 0, nc = 0;
+        if (!dfs_push(g, s, root, &top, &nc))
+            return -1;
+        while (top) {
+            uint32_t n = s->dstack[top - 3], at = s->dstack[top - 2], end = s->dstack[top - 1];
+            while (at < end && s->nstate[s->dkids[at]] != NS_WAIT)
+                at++;
+            if (at == end) {
+                s->nstate[n] = NS_DONE;
+                s->dorder[k++] = n;
+                if (sr && !order_step(g, s, sr, n))
+                    return 2;
+                top -= 3;
+                continue;
+            }
+            s->dstack[top - 2] = at + 1;
+            if (!dfs_push(g, s, s->dkids[at], &top, &nc))
+                return -1;
+        }
+    }
     return k == n_sched ? 0 : 1;
 }
 
