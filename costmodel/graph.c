@@ -130,11 +130,13 @@ bool cost__graph_grow_nodes(cost_graph *g)
     return true;
 }
 
-bool cost__graph_grow_edges(cost_graph *g)
+bool cost__graph_grow_edges(cost_graph *g, uint32_t more)
 {
-    if (g->n_edges < g->cap_edges)
+    if (g->cap_edges - g->n_edges >= more)
         return true;
     uint32_t c = g->cap_edges ? 2 * g->cap_edges : 1024;
+    while (c - g->n_edges < more)
+        c *= 2;
     if (!REALLOC(g->e_val, c) || !REALLOC(g->e_read, c) ||
         !REALLOC(g->e_feeds, c)) {
         g->oom = true;
@@ -607,17 +609,23 @@ static bool scratch_fit(cost_graph *g, gs **out)
     return true;
 }
 
-/* klist holds every kernel's inputs: grows while kernels are formed */
-static bool klist_push(gs *s, uint32_t n_k, uint32_t v)
+/* klist holds every kernel's inputs: grows while kernels are formed (the
+ * growth out of line: form_kernel pushes ~9,000 inputs a run on T32) */
+static bool klist_grow(gs *s, uint32_t n_k)
 {
-    if (n_k >= s->cap_k) {
-        uint32_t c = s->cap_k ? 2 * s->cap_k : 4096;
-        while (c <= n_k)
-            c *= 2;
-        if (!REALLOC(s->klist, c))
-            return false;
-        s->cap_k = c;
-    }
+    uint32_t c = s->cap_k ? 2 * s->cap_k : 4096;
+    while (c <= n_k)
+        c *= 2;
+    if (!REALLOC(s->klist, c))
+        return false;
+    s->cap_k = c;
+    return true;
+}
+
+static inline bool klist_push(gs *s, uint32_t n_k, uint32_t v)
+{
+    if (n_k >= s->cap_k && !klist_grow(s, n_k))
+        return false;
     s->klist[n_k] = v;
     return true;
 }
@@ -630,11 +638,14 @@ static bool klist_push(gs *s, uint32_t n_k, uint32_t v)
  * behind one, so that XLA neither fuses nor recomputes them). */
 static void build_users(const cost_graph *g, gs *s)
 {
-    uint32_t nv = g->n_vals;
+    /* one pass over the edges: each node's roots, each once, into s->stack
+     * (from s->k0[n]: both free until the kernels are formed), counted */
+    uint32_t nv = g->n_vals, nn = g->n_nodes, np = 0;
     memset(s->nusers, 0, sizeof *s->nusers * nv);
     memset(s->vstamp, 0, sizeof *s->vstamp * nv);
-    for (uint32_t n = 0; n < g->n_nodes; n++) {
+    for (uint32_t n = 0; n < nn; n++) {
         const cost_gnode *nd = &g->nodes[n];
+        s->k0[n] = np;
         if ((nd->flags & (CG_ALIAS | CG_BARRIER)) == CG_ALIAS)
             continue;
         for (uint32_t e = nd->opd0; e < nd->opd0 + nd->nopd; e++) {
@@ -642,26 +653,20 @@ static void build_users(const cost_graph *g, gs *s)
             if (s->vstamp[r] != n + 1) {
                 s->vstamp[r] = n + 1;
                 s->nusers[r]++;
+                s->stack[np++] = r;
             }
         }
     }
-    s->u0[0] = 0;
+    s->k0[nn] = np;
+    /* u0[v] first at the end of v's users, filled from the last node back
+     * (so each list is in node order and u0[v] ends at its start) */
+    uint32_t end = 0;
     for (uint32_t v = 0; v < nv; v++)
-        s->u0[v + 1] = s->u0[v] + s->nusers[v];
-    memset(s->vstamp, 0, sizeof *s->vstamp * nv);
-    memset(s->kfill, 0, sizeof *s->kfill * nv);
-    for (uint32_t n = 0; n < g->n_nodes; n++) {
-        const cost_gnode *nd = &g->nodes[n];
-        if ((nd->flags & (CG_ALIAS | CG_BARRIER)) == CG_ALIAS)
-            continue;
-        for (uint32_t e = nd->opd0; e < nd->opd0 + nd->nopd; e++) {
-            uint32_t r = g->v_root[g->e_val[e]];
-            if (s->vstamp[r] != n + 1) {
-                s->vstamp[r] = n + 1;
-                s->ulist[s->u0[r] + s->kfill[r]++] = n;
-            }
-        }
-    }
+        s->u0[v] = end += s->nusers[v];
+    s->u0[nv] = end;
+    for (uint32_t n = nn; n-- > 0;)
+        for (uint32_t i = s->k0[n + 1]; i-- > s->k0[n];)
+            s->ulist[--s->u0[s->stack[i]]] = n;
 }
 
 /* Whether node n's single result is computed inside its users' kernels
@@ -695,11 +700,11 @@ static bool fuses(const cost_graph *g, const gs *s, uint32_t n)
 /* The HBM bytes node n's kernel would read: the buffers it and its fused
  * producers read, each once (at the most any edge reads of it), as
  * form_kernel counts them.  Uses s->stack, s->nstamp, s->vstamp and
- * s->vread with mark n + 1. */
-static double kernel_reads(const cost_graph *g, gs *s, uint32_t n)
+ * s->vread with `mark` (one per node, above every mark in them before). */
+static double kernel_reads(const cost_graph *g, gs *s, uint32_t n, uint32_t mark)
 {
     const cost_gnode *nd = &g->nodes[n];
-    uint32_t top = 0, mark = n + 1;
+    uint32_t top = 0;
     double rd = 0;
     for (uint32_t e = nd->opd0; e < nd->opd0 + nd->nopd; e++)
         s->stack[top++] = e;
@@ -772,12 +777,13 @@ static void count_kernels(const cost_graph *g, gs *s, uint32_t n)
  * traffic per device and step, 0.55 TiB with it). */
 static void unfuse_costly(const cost_graph *g, gs *s)
 {
-    memset(s->vstamp, 0, sizeof *s->vstamp * g->n_vals);
-    memset(s->nstamp, 0, sizeof *s->nstamp * g->n_nodes);
-    for (uint32_t n = 0; n < g->n_nodes; n++) {
+    /* marks above build_users' (vstamp, up to nn) and count_kernels'
+     * (nstamp, up to nn): no clearing */
+    uint32_t nn = g->n_nodes;
+    for (uint32_t n = 0; n < nn; n++) {
         if (!s->fused[n] || s->nkern[n] < 2)
             continue;
-        double k = s->nkern[n], r = kernel_reads(g, s, n);
+        double k = s->nkern[n], r = kernel_reads(g, s, n, 2 * nn + n + 1);
         if (r > 0 && k * r >= r + (k + 1) * g->nodes[n].write) {
             s->fused[n] = 0;
             s->sched[n] = 1;
@@ -809,12 +815,14 @@ static bool eager_fuses(const cost_graph *g, const gs *s, uint32_t n)
 /* ============================================================ kernels */
 
 /* Forms the kernel of scheduled node n: its fused members' flops, the
- * buffers it reads (into klist from *nk) and their bytes. */
-static bool form_kernel(const cost_graph *g, gs *s, uint32_t n, uint32_t *nk, double *flops, double *matmul,
-                        double *bytes)
+ * buffers it reads (into klist from *nk) and their bytes.  Uses s->stack,
+ * s->nstamp, s->vstamp and s->vread with `mark` (one per node, above
+ * every mark in them before). */
+static bool form_kernel(const cost_graph *g, gs *s, uint32_t n, uint32_t mark, uint32_t *nk, double *flops,
+                        double *matmul, double *bytes)
 {
     const cost_gnode *nd = &g->nodes[n];
-    uint32_t top = 0, mark = n + 1;
+    uint32_t top = 0;
     double f = nd->flops, mm = nd->matmul, rd = 0;
     uint32_t first = *nk;
     for (uint32_t e = nd->opd0 + nd->nopd; e-- > nd->opd0;)
@@ -891,6 +899,8 @@ static uint32_t issue_order(const cost_graph *g, gs *s)
     /* keys: a node at its program position; a feeder just after the last
      * writer of what it reads (a feeder's writer's key when that is one) */
     uint32_t k = 0;
+    bool sorted = true; /* keys met in order: the sort below would leave the order as it is */
+    uint64_t last = 0;
     for (uint32_t n = 0; n < nn; n++) {
         if (!s->sched[n])
             continue;
@@ -907,7 +917,11 @@ static uint32_t issue_order(const cost_graph *g, gs *s)
         }
         s->key[n] = key;
         s->order[k++] = n;
+        sorted &= key >= last;
+        last = key;
     }
+    if (sorted)
+        return k;
     /* by key, equal keys in program order: a counting sort (keys are below
      * 2 * nn + 2), stable, into lorder and back */
     uint32_t nkeys = 2 * nn + 2;
@@ -2194,6 +2208,10 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
         return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
     s->fed = false;
     uint32_t nv = g->n_vals, nn = g->n_nodes;
+    /* the marks of the fusion and kernel passes go up to 4 nn, below
+     * register_block's (UINT32_MAX - n) */
+    if (nn >= 1u << 28)
+        return ap_error_set(err, AP_ENOMEM, "a block of more than 2^28 ops is beyond the cost model");
     for (uint32_t v = 0; v < nv; v++)
         s->bown[v] = v; /* inputs keep it (record_begin) */
     build_users(g, s);
@@ -2205,9 +2223,8 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
         count_kernels(g, s, n);
     }
     unfuse_costly(g, s);
-    /* kernels: their inputs, time items, collectives */
-    memset(s->vstamp, 0, sizeof *s->vstamp * nv);
-    memset(s->nstamp, 0, sizeof *s->nstamp * nn);
+    /* kernels: their inputs, time items, collectives (marks above
+     * unfuse_costly's, up to 3 nn: no clearing) */
     uint32_t nk = 0, n_sched = 0, ret = CG_NONE;
     for (uint32_t n = 0; n < nn; n++) {
         s->k0[n] = nk;
@@ -2217,7 +2234,7 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
         n_sched++;
         const cost_gnode *nd = &g->nodes[n];
         double f, mm, bytes;
-        if (!form_kernel(g, s, n, &nk, &f, &mm, &bytes))
+        if (!form_kernel(g, s, n, 3 * nn + n + 1, &nk, &f, &mm, &bytes))
             return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
         if (nd->flags & CG_RETURN)
             ret = n;
@@ -2266,7 +2283,7 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
                 continue;
             n_sched++;
             double f, mm, bytes;
-            if (!form_kernel(g, s, n, &nk, &f, &mm, &bytes))
+            if (!form_kernel(g, s, n, n + 1, &nk, &f, &mm, &bytes))
                 return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
         }
         s->k0[nn] = nk;
