@@ -110,17 +110,65 @@ typedef struct cost_item {
     uint8_t prec;
 } cost_item;
 
+/* Room for one more item, one more event (and its end in ev_dep0), one
+ * more wait (program.c); false when out of memory.  The pushes below are
+ * inline: graph.c pushes ~12,000 of them per run of the scorer's graph,
+ * and the calls cost as much as the stores. */
+bool cost__grow_items(cost_program *p);
+bool cost__grow_events(cost_program *p);
+bool cost__grow_deps(cost_program *p);
+
 /* Append one item or one collective to p, growing its arrays (an item
  * with neither flops nor bytes is not kept: *index gets SIZE_MAX); false
  * when out of memory.  graph.c appends through these. */
-bool cost__push_item(cost_program *p, const cost_item *it, size_t *index);
+static inline bool cost__push_item(cost_program *p, const cost_item *it, size_t *index)
+{
+    if (index)
+        *index = SIZE_MAX;
+    if (it->flops <= 0 && it->bytes <= 0)
+        return true;
+    if (p->n_items == p->cap_items && !cost__grow_items(p))
+        return false;
+    size_t i = p->n_items++;
+    p->flops[i] = it->flops;
+    p->mm[i] = it->matmul;
+    p->bytes[i] = it->bytes;
+    p->mdim[i] = it->m;
+    p->ndim[i] = it->n;
+    p->runs[i] = it->runs;
+    p->prec[i] = it->prec;
+    p->ops[i] = it->op;
+    p->flops_total += it->flops;
+    p->bytes_total += it->bytes;
+    if (index)
+        *index = i;
+    return true;
+}
 bool cost__push_coll(cost_program *p, const cost_coll_item *it);
 /* An event of the block being registered (kind CE_*), and one event of
  * that block it waits for (after the event: its waits follow it); a
  * block of the events ev0 .. ev0 + nev - 1, its index in *id.  False when
  * out of memory. */
-bool cost__push_event(cost_program *p, uint8_t kind, uint32_t ref);
-bool cost__push_dep(cost_program *p, uint32_t ev);
+static inline bool cost__push_event(cost_program *p, uint8_t kind, uint32_t ref)
+{
+    if (p->n_ev + 2 > p->cap_ev && !cost__grow_events(p))
+        return false;
+    if (p->n_ev == 0)
+        p->ev_dep0[0] = (uint32_t)p->n_dep;
+    p->ev_kind[p->n_ev] = kind;
+    p->ev_ref[p->n_ev] = ref;
+    p->n_ev++;
+    p->ev_dep0[p->n_ev] = (uint32_t)p->n_dep;
+    return true;
+}
+static inline bool cost__push_dep(cost_program *p, uint32_t ev)
+{
+    if (p->n_dep + 1 > p->cap_dep && !cost__grow_deps(p))
+        return false;
+    p->ev_dep[p->n_dep++] = ev;
+    p->ev_dep0[p->n_ev] = (uint32_t)p->n_dep;
+    return true;
+}
 bool cost__push_block(cost_program *p, uint32_t ev0, uint32_t nev, uint32_t *id);
 /* Empties p's items, collectives, events and sums (the scorer reuses one). */
 void cost__program_clear(cost_program *p);
@@ -233,12 +281,12 @@ enum {
 void cost__graph_reset(cost_graph *g);
 void cost__graph_free(cost_graph *g);
 
-/* Room for one more node, edge or value (graph.c): false, with g->oom
- * set, when out of memory.  The builder below is inline: the scorer
- * builds a graph of ~12,000 nodes for every state it scores, and the
- * calls cost as much as the stores. */
+/* Room for one more node, `more` more edges, one more value (graph.c):
+ * false, with g->oom set, when out of memory.  The builder below is
+ * inline: the scorer builds a graph of ~12,000 nodes for every state it
+ * scores, and the calls cost as much as the stores. */
 bool cost__graph_grow_nodes(cost_graph *g);
-bool cost__graph_grow_edges(cost_graph *g);
+bool cost__graph_grow_edges(cost_graph *g, uint32_t more);
 bool cost__graph_grow_vals(cost_graph *g);
 
 static inline uint32_t cost__graph_value(cost_graph *g, double bytes, uint32_t def, uint8_t in, uint64_t dims,
@@ -287,13 +335,33 @@ static inline void cost__graph_edge(cost_graph *g, uint32_t value, double read)
 {
     if (value == CG_NONE || value >= g->n_vals || !g->n_nodes)
         return;
-    if (g->n_edges == g->cap_edges && !cost__graph_grow_edges(g))
+    if (g->n_edges == g->cap_edges && !cost__graph_grow_edges(g, 1))
         return;
     g->e_val[g->n_edges] = value;
     g->e_read[g->n_edges] = read > 0 ? read : 0;
     g->e_feeds[g->n_edges] = 0;
     g->n_edges++;
     g->nodes[g->n_nodes - 1].nopd++;
+}
+
+/* cost__graph_edge for values[0 .. n) in turn, reading read[i] of each
+ * (one check for room, one count). */
+static inline void cost__graph_edges(cost_graph *g, const uint32_t *values, const double *read, uint32_t n)
+{
+    if (!g->n_nodes || (g->cap_edges - g->n_edges < n && !cost__graph_grow_edges(g, n)))
+        return;
+    uint32_t e = g->n_edges, nv = g->n_vals; /* CG_NONE is never below nv */
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t v = values[i];
+        if (v >= nv)
+            continue;
+        g->e_val[e] = v;
+        g->e_read[e] = read[i] > 0 ? read[i] : 0;
+        g->e_feeds[e] = 0;
+        e++;
+    }
+    g->nodes[g->n_nodes - 1].nopd += e - g->n_edges;
+    g->n_edges = e;
 }
 
 /* A result of the node being built: its own buffer, or (alias_of a value)

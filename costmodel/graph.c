@@ -130,11 +130,13 @@ bool cost__graph_grow_nodes(cost_graph *g)
     return true;
 }
 
-bool cost__graph_grow_edges(cost_graph *g)
+bool cost__graph_grow_edges(cost_graph *g, uint32_t more)
 {
-    if (g->n_edges < g->cap_edges)
+    if (g->cap_edges - g->n_edges >= more)
         return true;
     uint32_t c = g->cap_edges ? 2 * g->cap_edges : 1024;
+    while (c - g->n_edges < more)
+        c *= 2;
     if (!REALLOC(g->e_val, c) || !REALLOC(g->e_read, c) ||
         !REALLOC(g->e_feeds, c)) {
         g->oom = true;
@@ -416,19 +418,21 @@ typedef struct abuf {
     int64_t bytes;
     uint32_t start, end; /* end CG_NONE: live-out */
     uint32_t id;         /* the value */
-    uint32_t next;       /* the next record placed in the same allocation */
+    uint32_t next;       /* the next record placed in the same allocation (latest first) */
 } abuf;
 
 /* A live-out allocation: its buffer's record, its first step, the first
- * record placed in it and the span of those placed (lo..hi: they do not
- * overlap each other, so a buffer outside the span overlaps none); the
+ * record placed in it (the others follow latest first: they do not
+ * overlap each other) and the span of those placed (lo..hi: a buffer
+ * outside the span overlaps none); the
  * last allocation made before it that starts later (up: those between
  * start no later, so a buffer ending too late for this one is too late
- * for them), and the record placed in it that last turned a buffer away
- * (hit: buffers come in the order of their first steps within a size, so
- * the next often overlaps it too). */
+ * for them), and the steps of the record placed in it that last turned
+ * a buffer away (hs..he, hs UINT32_MAX: none; buffers come in the order
+ * of their first steps within a size, so the next often overlaps it too:
+ * kept here, not as the record's index, to spare a load per look). */
 typedef struct aout {
-    uint32_t rec, start, head, lo, hi, up, hit;
+    uint32_t rec, start, head, lo, hi, up, hs, he;
 } aout;
 
 /* A size assign sorts by (bytes, and whether live-out): how many records
@@ -446,13 +450,16 @@ typedef struct gs {
     uint32_t *vstamp, *nusers, *u0, *ulist, *ku0, *kulist, *rem, *pending, *kfill;
     uint32_t *uses; /* kernel readers (rem counts them down for the list order, left for a simulation) */
     uint32_t *left;
+    uint32_t *wait; /* per input: the output waiting to move into it (a simulation's) */
+    uint32_t *dirty, n_dirty; /* the values a simulation changed (sim_begin puts them back) */
     double *vread, *alloc;
     uint8_t *vflag;
     /* per node */
     uint8_t *fused, *sched, *nstate;
     uint32_t *nkern; /* per node: how many kernels a fused node is computed in */
     uint32_t *kern;  /* per node: the kernel computing it (a node), KERN_MANY when several, CG_NONE when dead */
-    uint32_t *nstamp, *k0, *order, *lorder, *npred, *ver, *stack;
+    uint32_t *nstamp, *k0, *lorder, *npred, *ver, *stack;
+    uint32_t *order; /* the issue order (register_block), then the scheduled nodes in program order (the memory orders') */
     uint32_t *ready; /* list_covers' stack */
     bool topo;       /* kernel_users: the list order is sure to cover every node */
     uint32_t *npred0; /* inputs some node writes (npred counts them down) */
@@ -507,6 +514,8 @@ static void scratch_free(void *scratch)
     ap_free(s->kulist);
     ap_free(s->rem);
     ap_free(s->left);
+    ap_free(s->wait);
+    ap_free(s->dirty);
     ap_free(s->uses);
     ap_free(s->npred0);
     ap_free(s->pending);
@@ -568,7 +577,8 @@ static bool scratch_fit(cost_graph *g, gs **out)
     if (nv > s->cap_v) {
         uint32_t c = nv + nv / 2;
         if (!REALLOC(s->vstamp, c) || !REALLOC(s->nusers, c) || !REALLOC(s->u0, c + 1) || !REALLOC(s->ku0, c + 1) ||
-            !REALLOC(s->rem, c) || !REALLOC(s->left, c) || !REALLOC(s->uses, c) || !REALLOC(s->pending, c) || !REALLOC(s->kfill, c) || !REALLOC(s->vread, c) ||
+            !REALLOC(s->rem, c) || !REALLOC(s->left, c) || !REALLOC(s->wait, c) ||
+            !REALLOC(s->dirty, 2 * (size_t)c) || !REALLOC(s->uses, c) || !REALLOC(s->pending, c) || !REALLOC(s->kfill, c) || !REALLOC(s->vread, c) ||
             !REALLOC(s->alloc, c) || !REALLOC(s->vflag, c) || !REALLOC(s->bown, c) || !REALLOC(s->bstart, c) ||
             !REALLOC(s->bend, c) || !REALLOC(s->blist, c) || !REALLOC(s->arec, c) || !REALLOC(s->atmp, c) || !REALLOC(s->aouts, c) ||
             !REALLOC(s->asizes, c))
@@ -599,17 +609,23 @@ static bool scratch_fit(cost_graph *g, gs **out)
     return true;
 }
 
-/* klist holds every kernel's inputs: grows while kernels are formed */
-static bool klist_push(gs *s, uint32_t n_k, uint32_t v)
+/* klist holds every kernel's inputs: grows while kernels are formed (the
+ * growth out of line: form_kernel pushes ~9,000 inputs a run on T32) */
+static bool klist_grow(gs *s, uint32_t n_k)
 {
-    if (n_k >= s->cap_k) {
-        uint32_t c = s->cap_k ? 2 * s->cap_k : 4096;
-        while (c <= n_k)
-            c *= 2;
-        if (!REALLOC(s->klist, c))
-            return false;
-        s->cap_k = c;
-    }
+    uint32_t c = s->cap_k ? 2 * s->cap_k : 4096;
+    while (c <= n_k)
+        c *= 2;
+    if (!REALLOC(s->klist, c))
+        return false;
+    s->cap_k = c;
+    return true;
+}
+
+static inline bool klist_push(gs *s, uint32_t n_k, uint32_t v)
+{
+    if (n_k >= s->cap_k && !klist_grow(s, n_k))
+        return false;
     s->klist[n_k] = v;
     return true;
 }
@@ -622,11 +638,14 @@ static bool klist_push(gs *s, uint32_t n_k, uint32_t v)
  * behind one, so that XLA neither fuses nor recomputes them). */
 static void build_users(const cost_graph *g, gs *s)
 {
-    uint32_t nv = g->n_vals;
+    /* one pass over the edges: each node's roots, each once, into s->stack
+     * (from s->k0[n]: both free until the kernels are formed), counted */
+    uint32_t nv = g->n_vals, nn = g->n_nodes, np = 0;
     memset(s->nusers, 0, sizeof *s->nusers * nv);
     memset(s->vstamp, 0, sizeof *s->vstamp * nv);
-    for (uint32_t n = 0; n < g->n_nodes; n++) {
+    for (uint32_t n = 0; n < nn; n++) {
         const cost_gnode *nd = &g->nodes[n];
+        s->k0[n] = np;
         if ((nd->flags & (CG_ALIAS | CG_BARRIER)) == CG_ALIAS)
             continue;
         for (uint32_t e = nd->opd0; e < nd->opd0 + nd->nopd; e++) {
@@ -634,26 +653,20 @@ static void build_users(const cost_graph *g, gs *s)
             if (s->vstamp[r] != n + 1) {
                 s->vstamp[r] = n + 1;
                 s->nusers[r]++;
+                s->stack[np++] = r;
             }
         }
     }
-    s->u0[0] = 0;
+    s->k0[nn] = np;
+    /* u0[v] first at the end of v's users, filled from the last node back
+     * (so each list is in node order and u0[v] ends at its start) */
+    uint32_t end = 0;
     for (uint32_t v = 0; v < nv; v++)
-        s->u0[v + 1] = s->u0[v] + s->nusers[v];
-    memset(s->vstamp, 0, sizeof *s->vstamp * nv);
-    memset(s->kfill, 0, sizeof *s->kfill * nv);
-    for (uint32_t n = 0; n < g->n_nodes; n++) {
-        const cost_gnode *nd = &g->nodes[n];
-        if ((nd->flags & (CG_ALIAS | CG_BARRIER)) == CG_ALIAS)
-            continue;
-        for (uint32_t e = nd->opd0; e < nd->opd0 + nd->nopd; e++) {
-            uint32_t r = g->v_root[g->e_val[e]];
-            if (s->vstamp[r] != n + 1) {
-                s->vstamp[r] = n + 1;
-                s->ulist[s->u0[r] + s->kfill[r]++] = n;
-            }
-        }
-    }
+        s->u0[v] = end += s->nusers[v];
+    s->u0[nv] = end;
+    for (uint32_t n = nn; n-- > 0;)
+        for (uint32_t i = s->k0[n + 1]; i-- > s->k0[n];)
+            s->ulist[--s->u0[s->stack[i]]] = n;
 }
 
 /* Whether node n's single result is computed inside its users' kernels
@@ -687,11 +700,11 @@ static bool fuses(const cost_graph *g, const gs *s, uint32_t n)
 /* The HBM bytes node n's kernel would read: the buffers it and its fused
  * producers read, each once (at the most any edge reads of it), as
  * form_kernel counts them.  Uses s->stack, s->nstamp, s->vstamp and
- * s->vread with mark n + 1. */
-static double kernel_reads(const cost_graph *g, gs *s, uint32_t n)
+ * s->vread with `mark` (one per node, above every mark in them before). */
+static double kernel_reads(const cost_graph *g, gs *s, uint32_t n, uint32_t mark)
 {
     const cost_gnode *nd = &g->nodes[n];
-    uint32_t top = 0, mark = n + 1;
+    uint32_t top = 0;
     double rd = 0;
     for (uint32_t e = nd->opd0; e < nd->opd0 + nd->nopd; e++)
         s->stack[top++] = e;
@@ -764,12 +777,13 @@ static void count_kernels(const cost_graph *g, gs *s, uint32_t n)
  * traffic per device and step, 0.55 TiB with it). */
 static void unfuse_costly(const cost_graph *g, gs *s)
 {
-    memset(s->vstamp, 0, sizeof *s->vstamp * g->n_vals);
-    memset(s->nstamp, 0, sizeof *s->nstamp * g->n_nodes);
-    for (uint32_t n = 0; n < g->n_nodes; n++) {
+    /* marks above build_users' (vstamp, up to nn) and count_kernels'
+     * (nstamp, up to nn): no clearing */
+    uint32_t nn = g->n_nodes;
+    for (uint32_t n = 0; n < nn; n++) {
         if (!s->fused[n] || s->nkern[n] < 2)
             continue;
-        double k = s->nkern[n], r = kernel_reads(g, s, n);
+        double k = s->nkern[n], r = kernel_reads(g, s, n, 2 * nn + n + 1);
         if (r > 0 && k * r >= r + (k + 1) * g->nodes[n].write) {
             s->fused[n] = 0;
             s->sched[n] = 1;
@@ -801,12 +815,14 @@ static bool eager_fuses(const cost_graph *g, const gs *s, uint32_t n)
 /* ============================================================ kernels */
 
 /* Forms the kernel of scheduled node n: its fused members' flops, the
- * buffers it reads (into klist from *nk) and their bytes. */
-static bool form_kernel(const cost_graph *g, gs *s, uint32_t n, uint32_t *nk, double *flops, double *matmul,
-                        double *bytes)
+ * buffers it reads (into klist from *nk) and their bytes.  Uses s->stack,
+ * s->nstamp, s->vstamp and s->vread with `mark` (one per node, above
+ * every mark in them before). */
+static bool form_kernel(const cost_graph *g, gs *s, uint32_t n, uint32_t mark, uint32_t *nk, double *flops,
+                        double *matmul, double *bytes)
 {
     const cost_gnode *nd = &g->nodes[n];
-    uint32_t top = 0, mark = n + 1;
+    uint32_t top = 0;
     double f = nd->flops, mm = nd->matmul, rd = 0;
     uint32_t first = *nk;
     for (uint32_t e = nd->opd0 + nd->nopd; e-- > nd->opd0;)
@@ -883,6 +899,8 @@ static uint32_t issue_order(const cost_graph *g, gs *s)
     /* keys: a node at its program position; a feeder just after the last
      * writer of what it reads (a feeder's writer's key when that is one) */
     uint32_t k = 0;
+    bool sorted = true; /* keys met in order: the sort below would leave the order as it is */
+    uint64_t last = 0;
     for (uint32_t n = 0; n < nn; n++) {
         if (!s->sched[n])
             continue;
@@ -899,7 +917,11 @@ static uint32_t issue_order(const cost_graph *g, gs *s)
         }
         s->key[n] = key;
         s->order[k++] = n;
+        sorted &= key >= last;
+        last = key;
     }
+    if (sorted)
+        return k;
     /* by key, equal keys in program order: a counting sort (keys are below
      * 2 * nn + 2), stable, into lorder and back */
     uint32_t nkeys = 2 * nn + 2;
@@ -1046,17 +1068,24 @@ typedef struct simrun {
     uint32_t same, stop;
 } simrun;
 
+/* A simulation begins with every buffer's readers to run, nothing
+ * allocated or given away, no output waiting (s->alloc 0, no VF_GIVEN,
+ * s->wait CG_NONE): graph_run sets those for every value, and each
+ * simulation lists the values it changes (s->dirty: each result it
+ * places, with the buffer that result takes over or the input it waits
+ * for; a node runs once, so at most 2 per value), which the next one puts
+ * back.  Resetting all ~14,000 values of T32's graph for each of its 3-4
+ * simulations cost more than the simulations' own changes. */
 static void sim_begin(const cost_graph *g, gs *s, simrun *r, int64_t bound)
 {
-    uint32_t nv = g->n_vals;
-    memcpy(s->left, s->uses, sizeof *s->left * nv);
-    for (uint32_t v = 0; v < nv; v++) {
+    memcpy(s->left, s->uses, sizeof *s->left * g->n_vals);
+    for (uint32_t i = 0; i < s->n_dirty; i++) {
+        uint32_t v = s->dirty[i];
         s->alloc[v] = 0;
         s->vflag[v] &= (uint8_t) ~VF_GIVEN;
+        s->wait[v] = CG_NONE;
     }
-    /* input -> the output waiting to move into it; reuse kfill */
-    for (uint32_t v = 0; v < nv; v++)
-        s->kfill[v] = CG_NONE;
+    s->n_dirty = 0;
     *r = (simrun){.out = {-1, 0, 0}, .bound = bound};
 }
 
@@ -1075,6 +1104,8 @@ static bool sim_step(const cost_graph *g, gs *s, simrun *r, uint32_t k, bool las
             s->alloc[v] = s->alloc[b];
             s->alloc[b] = 0;
             s->vflag[b] |= VF_GIVEN;
+            s->dirty[s->n_dirty++] = v;
+            s->dirty[s->n_dirty++] = b;
             if (s->rec)
                 s->bown[v] = s->bown[b];
             continue;
@@ -1084,9 +1115,11 @@ static bool sim_step(const cost_graph *g, gs *s, simrun *r, uint32_t k, bool las
             uint32_t left = s->left[a] - ((s->vflag[v] & VF_SELF) ? 1 : 0);
             if (left == 0)
                 continue; /* written into the argument's buffer */
-            s->kfill[a] = v; /* its own buffer until the argument's last read */
+            s->wait[a] = v; /* its own buffer until the argument's last read */
+            s->dirty[s->n_dirty++] = a;
         }
         s->alloc[v] = g->v_bytes[v];
+        s->dirty[s->n_dirty++] = v;
         r->live += b64(g->v_bytes[v]);
         if (s->rec) {
             s->bown[v] = v;
@@ -1112,13 +1145,13 @@ static bool sim_step(const cost_graph *g, gs *s, simrun *r, uint32_t k, bool las
         if (--s->left[b] != 0)
             continue;
         if (s->vflag[b] & VF_INPUT) {
-            uint32_t o = s->kfill[b];
+            uint32_t o = s->wait[b];
             if (o != CG_NONE) {
                 r->live -= b64(s->alloc[o]);
                 s->alloc[o] = 0;
                 if (s->rec)
                     s->bend[s->bown[o]] = at;
-                s->kfill[b] = CG_NONE;
+                s->wait[b] = CG_NONE;
             }
         } else if (!(s->vflag[b] & VF_PINNED) && s->alloc[b] > 0) {
             r->live -= b64(s->alloc[b]);
@@ -1245,13 +1278,21 @@ static void asg_sort(gs *s, uint32_t nb, uint32_t n)
  * a.  No size check: a is sorted before v, so it is not smaller. */
 static bool asg_fits(const abuf *rec, aout *a, const abuf *v)
 {
+    /* the last record to turn one away first: on T32 about 9 looks in
+     * 10 end there (it lies within the span, so the span's test can
+     * wait) */
+    if (!(a->he < v->start || v->end < a->hs))
+        return false;
     if (a->head == CG_NONE || v->end < a->lo || v->start > a->hi)
         return true;
-    if (a->hit != CG_NONE && !(rec[a->hit].end < v->start || v->end < rec[a->hit].start))
-        return false;
+    /* a's records come latest first and do not overlap: the first
+     * starting no later than v ends is the one v can overlap */
     for (uint32_t c = a->head; c != CG_NONE; c = rec[c].next)
-        if (!(rec[c].end < v->start || v->end < rec[c].start)) {
-            a->hit = c;
+        if (rec[c].start <= v->end) {
+            if (rec[c].end < v->start)
+                return true;
+            a->hs = rec[c].start;
+            a->he = rec[c].end;
             return false;
         }
     return true;
@@ -1315,7 +1356,7 @@ static int64_t assign_recorded(const cost_graph *g, gs *s, const uint32_t *order
             uint32_t up = n_out ? n_out - 1 : CG_NONE;
             while (up != CG_NONE && outs_a[up].start <= v->start)
                 up = outs_a[up].up;
-            outs_a[n_out++] = (aout){i, v->start, CG_NONE, 0, 0, up, CG_NONE};
+            outs_a[n_out++] = (aout){i, v->start, CG_NONE, 0, 0, up, UINT32_MAX, 0};
             outs += v->bytes;
             written = v->start > written ? v->start : written;
             continue;
@@ -1339,8 +1380,11 @@ static int64_t assign_recorded(const cost_graph *g, gs *s, const uint32_t *order
                 a->lo = v->start < a->lo ? v->start : a->lo;
                 a->hi = v->end > a->hi ? v->end : a->hi;
             }
-            v->next = a->head;
-            a->head = i;
+            uint32_t *pos = &a->head; /* latest first (asg_fits) */
+            while (*pos != CG_NONE && rec[*pos].start > v->start)
+                pos = &rec[*pos].next;
+            v->next = *pos;
+            *pos = i;
             placed = true;
             break;
         }
@@ -1670,10 +1714,13 @@ static int placed_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t r
     if (!moved)
         return 1;
     uint32_t k = 0;
-    /* what moves up and reads only inputs goes first */
-    for (uint32_t n = 0; n < g->n_nodes && !sr->lost; n++)
+    /* what moves up and reads only inputs goes first (s->order: the
+     * scheduled nodes, in program order; only those move) */
+    for (uint32_t i = 0; i < n_sched && !sr->lost; i++) {
+        uint32_t n = s->order[i];
         if (s->move[n] == MV_UP && s->npred[n] == 0)
             place_node(g, s, n, &k, sr);
+    }
     for (uint32_t i = 0; i < n_sched && !sr->lost; i++) {
         uint32_t n = s->order[i];
         if (s->nstate[n] == NS_DONE || (s->move[n] != MV_NONE && n != ret))
@@ -1701,12 +1748,14 @@ static int list_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret
         s->ver[n] = 0;
     }
     s->n_heap = 0;
-    for (uint32_t n = 0; n < g->n_nodes; n++)
-        if (s->sched[n] && n != ret && s->npred[n] == 0) {
+    for (uint32_t i = 0; i < n_sched; i++) { /* the scheduled nodes, in program order */
+        uint32_t n = s->order[i];
+        if (n != ret && s->npred[n] == 0) {
             s->nstate[n] = NS_READY;
             if (!h_push(s, priority(g, s, n)))
                 return -1;
         }
+    }
     uint32_t k = 0;
     while (s->n_heap) {
         hentry e = h_pop(s);
@@ -1889,44 +1938,43 @@ static int dfs_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret,
         s->nstate[n] = NS_WAIT;
     }
     uint32_t k = 0;
-    /* roots: kernels nobody reads (in program order), the return last */
-    for (uint32_t pass = 0; pass < 2; pass++)
-        for (uint32_t root = 0; root < nn; root++) {
-            if (!s->sched[root] || s->nstate[root] != NS_WAIT)
+    /* roots: kernels nobody reads (in program order: s->order holds the
+     * scheduled nodes so), the return last */
+    for (uint32_t i = 0; i <= n_sched; i++) {
+        uint32_t root = i < n_sched ? s->order[i] : ret;
+        if (root == CG_NONE || s->nstate[root] != NS_WAIT)
+            continue;
+        if (i < n_sched) {
+            if (root == ret)
                 continue;
-            if (pass == 0) {
-                if (root == ret)
-                    continue;
-                bool read = false;
-                const cost_gnode *nd = &g->nodes[root];
-                for (uint32_t j = 0; j < nd->nres && !read; j++)
-                    read = g->v_root[nd->res0 + j] == nd->res0 + j && s->ku0[nd->res0 + j + 1] > s->ku0[nd->res0 + j];
-                if (read)
-                    continue;
-            } else if (root != ret) {
+            bool read = false;
+            const cost_gnode *nd = &g->nodes[root];
+            for (uint32_t j = 0; j < nd->nres && !read; j++)
+                read = g->v_root[nd->res0 + j] == nd->res0 + j && s->ku0[nd->res0 + j + 1] > s->ku0[nd->res0 + j];
+            if (read)
                 continue;
-            }
-            /* iterative post-order: (node, next of its sorted operands) */
-            uint32_t top = 0, nc = 0;
-            if (!dfs_push(g, s, root, &top, &nc))
-                return -1;
-            while (top) {
-                uint32_t n = s->dstack[top - 3], at = s->dstack[top - 2], end = s->dstack[top - 1];
-                while (at < end && s->nstate[s->dkids[at]] != NS_WAIT)
-                    at++;
-                if (at == end) {
-                    s->nstate[n] = NS_DONE;
-                    s->dorder[k++] = n;
-                    if (sr && !order_step(g, s, sr, n))
-                        return 2;
-                    top -= 3;
-                    continue;
-                }
-                s->dstack[top - 2] = at + 1;
-                if (!dfs_push(g, s, s->dkids[at], &top, &nc))
-                    return -1;
-            }
         }
+        /* iterative post-order: (node, next of its sorted operands) */
+        uint32_t top = 0, nc = 0;
+        if (!dfs_push(g, s, root, &top, &nc))
+            return -1;
+        while (top) {
+            uint32_t n = s->dstack[top - 3], at = s->dstack[top - 2], end = s->dstack[top - 1];
+            while (at < end && s->nstate[s->dkids[at]] != NS_WAIT)
+                at++;
+            if (at == end) {
+                s->nstate[n] = NS_DONE;
+                s->dorder[k++] = n;
+                if (sr && !order_step(g, s, sr, n))
+                    return 2;
+                top -= 3;
+                continue;
+            }
+            s->dstack[top - 2] = at + 1;
+            if (!dfs_push(g, s, s->dkids[at], &top, &nc))
+                return -1;
+        }
+    }
     return k == n_sched ? 0 : 1;
 }
 
@@ -2160,6 +2208,10 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
         return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
     s->fed = false;
     uint32_t nv = g->n_vals, nn = g->n_nodes;
+    /* the marks of the fusion and kernel passes go up to 4 nn, below
+     * register_block's (UINT32_MAX - n) */
+    if (nn >= 1u << 28)
+        return ap_error_set(err, AP_ENOMEM, "a block of more than 2^28 ops is beyond the cost model");
     for (uint32_t v = 0; v < nv; v++)
         s->bown[v] = v; /* inputs keep it (record_begin) */
     build_users(g, s);
@@ -2171,9 +2223,8 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
         count_kernels(g, s, n);
     }
     unfuse_costly(g, s);
-    /* kernels: their inputs, time items, collectives */
-    memset(s->vstamp, 0, sizeof *s->vstamp * nv);
-    memset(s->nstamp, 0, sizeof *s->nstamp * nn);
+    /* kernels: their inputs, time items, collectives (marks above
+     * unfuse_costly's, up to 3 nn: no clearing) */
     uint32_t nk = 0, n_sched = 0, ret = CG_NONE;
     for (uint32_t n = 0; n < nn; n++) {
         s->k0[n] = nk;
@@ -2183,7 +2234,7 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
         n_sched++;
         const cost_gnode *nd = &g->nodes[n];
         double f, mm, bytes;
-        if (!form_kernel(g, s, n, &nk, &f, &mm, &bytes))
+        if (!form_kernel(g, s, n, 3 * nn + n + 1, &nk, &f, &mm, &bytes))
             return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
         if (nd->flags & CG_RETURN)
             ret = n;
@@ -2232,7 +2283,7 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
                 continue;
             n_sched++;
             double f, mm, bytes;
-            if (!form_kernel(g, s, n, &nk, &f, &mm, &bytes))
+            if (!form_kernel(g, s, n, n + 1, &nk, &f, &mm, &bytes))
                 return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
         }
         s->k0[nn] = nk;
@@ -2249,7 +2300,10 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
         }
         s->vflag[v] = f;
         s->pending[v] = CG_NONE;
+        s->alloc[v] = 0; /* as a simulation begins (sim_begin) */
+        s->wait[v] = CG_NONE;
     }
+    s->n_dirty = 0;
     if (ret != CG_NONE) {
         const cost_gnode *rn = &g->nodes[ret];
         for (uint32_t j = 0; j < rn->nopd; j++) {

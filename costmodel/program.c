@@ -26,36 +26,19 @@ static bool grow(void *pp, size_t *cap, size_t need, size_t elem, size_t first)
     return true;
 }
 
-bool cost__push_item(cost_program *p, const cost_item *it, size_t *index)
+bool cost__grow_items(cost_program *p)
 {
-    if (index)
-        *index = SIZE_MAX;
-    if (it->flops <= 0 && it->bytes <= 0)
+    if (p->n_items < p->cap_items)
         return true;
-    if (p->n_items == p->cap_items) {
-        size_t cap = p->cap_items ? 2 * p->cap_items : 1024;
-        /* each array grows to cap; the capacity is raised once all have */
-        size_t c;
+    size_t cap = p->cap_items ? 2 * p->cap_items : 1024;
+    /* each array grows to cap; the capacity is raised once all have */
+    size_t c;
 #define GROW(field) (c = p->cap_items, grow(&p->field, &c, cap, sizeof *p->field, cap))
-        if (!GROW(flops) || !GROW(mm) || !GROW(bytes) || !GROW(mdim) || !GROW(ndim) || !GROW(runs) || !GROW(prec) ||
-            !GROW(ops))
-            return false;
+    if (!GROW(flops) || !GROW(mm) || !GROW(bytes) || !GROW(mdim) || !GROW(ndim) || !GROW(runs) || !GROW(prec) ||
+        !GROW(ops))
+        return false;
 #undef GROW
-        p->cap_items = cap;
-    }
-    size_t i = p->n_items++;
-    p->flops[i] = it->flops;
-    p->mm[i] = it->matmul;
-    p->bytes[i] = it->bytes;
-    p->mdim[i] = it->m;
-    p->ndim[i] = it->n;
-    p->runs[i] = it->runs;
-    p->prec[i] = it->prec;
-    p->ops[i] = it->op;
-    p->flops_total += it->flops;
-    p->bytes_total += it->bytes;
-    if (index)
-        *index = i;
+    p->cap_items = cap;
     return true;
 }
 
@@ -160,7 +143,7 @@ void cost__program_free_arrays(cost_program *p)
     ap_free(p->blk_nev);
 }
 
-bool cost__push_event(cost_program *p, uint8_t kind, uint32_t ref)
+bool cost__grow_events(cost_program *p)
 {
     size_t c = p->cap_ev;
     if (p->n_ev + 2 > p->cap_ev) {
@@ -173,22 +156,12 @@ bool cost__push_event(cost_program *p, uint8_t kind, uint32_t ref)
             return false;
         p->cap_ev = cap;
     }
-    if (p->n_ev == 0)
-        p->ev_dep0[0] = (uint32_t)p->n_dep;
-    p->ev_kind[p->n_ev] = kind;
-    p->ev_ref[p->n_ev] = ref;
-    p->n_ev++;
-    p->ev_dep0[p->n_ev] = (uint32_t)p->n_dep;
     return true;
 }
 
-bool cost__push_dep(cost_program *p, uint32_t ev)
+bool cost__grow_deps(cost_program *p)
 {
-    if (!grow(&p->ev_dep, &p->cap_dep, p->n_dep + 1, sizeof *p->ev_dep, 4096))
-        return false;
-    p->ev_dep[p->n_dep++] = ev;
-    p->ev_dep0[p->n_ev] = (uint32_t)p->n_dep;
-    return true;
+    return grow(&p->ev_dep, &p->cap_dep, p->n_dep + 1, sizeof *p->ev_dep, 4096);
 }
 
 bool cost__push_block(cost_program *p, uint32_t ev0, uint32_t nev, uint32_t *id)

@@ -50,7 +50,8 @@ typedef struct clop {
     cost_coll_item coll; /* collectives */
 } clop;
 
-/* Per value: its bytes as produced, and the ops of its copies. */
+/* Per value: its bytes as produced (an argument's; an op's results' are
+ * in its record's slot, mvb), and the ops of its copies. */
 typedef struct val_rec {
     double bytes;
     clop *ops;
@@ -98,10 +99,8 @@ struct cost_scorer {
     uint8_t *in_hint;          /* per argument: CG_IN_* its name gives */
     const char **arg_name;
     /* records */
-    op_rec *ops;
     val_rec *vals;
-    uint64_t *vdims;           /* per value: dims hash as produced (local) */
-    double *rd;                /* per operand (at opd0[k] + i): the bytes op k reads of it */
+    uint64_t *vdims;           /* per argument: dims hash as it arrives (local) */
     bool valid;
     /* the program the evaluation runs over */
     cost_program prog;
@@ -111,20 +110,24 @@ struct cost_scorer {
     uint32_t *mat_h;   /* per (value, mat): graph value, at mat_base[v] + m */
     uint32_t *mat_base, cap_mat_h;
     uint32_t *cursor;
-    const ir_mat **vm; /* per value: its mats in the plan (for this walk) */
+    const ir_mat **vm; /* per value: its mats in the plan (redone with its record) */
     uint32_t *vn;
-    /* the per-op records of nests each op had before (op_record_memo):
-     * MEMO slots per op, each its nest's words (mlen 0xff: empty), the
-     * record, the reads of its operands and its results' bytes and dims */
+    uint64_t *due;     /* per op (and the return, n_ops): a bit, some copy is due at one of its operands */
+    uint32_t *hbuf;    /* the graph values an op or the return reads (max_opd) */
+    double *rdbuf;     /* the bytes a barrier reads of them (max_opd) */
+    uint32_t max_opd;
+    /* the per-op records (op_record_memo): SLOTS per op, the current one
+     * (cur) and those of nests the op had before; each with its nest's
+     * words (mlen 0xff: empty), the record, the reads of its operands and
+     * its results' bytes and dims */
     uint32_t room;                    /* words of a nest: the mesh's axes */
-    uint8_t *clen;                    /* per op: length of the nest s->ops[k] is of, 0xff: none */
-    uint64_t *ckey;                   /* per op: that nest's words (room each) */
-    uint8_t *mlen, *mnext;            /* per slot; per op: the slot to take next */
-    uint64_t *mkey;                   /* per slot: room words */
-    op_rec *mrec;                     /* per slot */
-    double *mrd;                      /* per slot's operands: at slot * n_opd + opd0[k] */
-    double *mvb;                      /* per slot's results: at slot * n_vals + value */
-    uint64_t *mvd;
+    uint8_t *cur;                     /* per op: the slot of its current record */
+    uint8_t *mlen, *mnext;            /* per (op, slot) at k * SLOTS + slot; per op: the slot to take next */
+    uint64_t *mkey;                   /* per (op, slot): room words */
+    op_rec *mrec;                     /* per (op, slot) */
+    double *mrd;                      /* per slot's operands: at slot * n_opd + opd0[k] + i, the bytes op k reads of operand i */
+    double *mvb;                      /* per slot's results: at slot * n_vals + value, bytes as produced (local) */
+    uint64_t *mvd;                    /* the same, their dims hash */
     uint32_t n_opd;
     /* scratch for local types */
     ir_type *tbuf;
@@ -200,12 +203,21 @@ static bool local_type(cost_scorer *s, uint32_t i, const ir_type *g, const ir_la
 
 static const ir_type *global_type(const cost_scorer *s, uint32_t v) { return ir_pctx_value_type(s->c, v); }
 
-/* Op k's record: its local types, its cost as a kernel of its own, its
- * fusion class, its results' local bytes; a function of its loop nest. */
-static int op_record(cost_scorer *s, const ir_partition *p, uint32_t k, ap_error *err)
+/* The records' slots (op_record_memo). */
+#define MEMO 4
+#define SLOTS (MEMO + 1)
+#define REC(s, k, slot) (&(s)->mrec[(size_t)(k) * SLOTS + (slot)])
+#define READS(s, k, slot) (&(s)->mrd[(size_t)(slot) * (s)->n_opd + (s)->opd0[k]])
+#define RBYTES(s, v, slot) ((s)->mvb[(size_t)(slot) * (s)->n_vals + (v)])
+#define RDIMS(s, v, slot) ((s)->mvd[(size_t)(slot) * (s)->n_vals + (v)])
+
+/* Op k's record into its slot `slot`: its local types, its cost as a
+ * kernel of its own, its fusion class, its results' local bytes; a
+ * function of its loop nest. */
+static int op_record(cost_scorer *s, const ir_partition *p, uint32_t k, uint32_t slot, ap_error *err)
 {
     const ir_op *op = ir_pctx_op(s->c, k);
-    op_rec *r = &s->ops[k];
+    op_rec *r = REC(s, k, slot);
     uint32_t no = op->n_operands, nr = op->n_results;
     if (!grow_types(s, no + nr))
         return oom(err);
@@ -225,8 +237,8 @@ static int op_record(cost_scorer *s, const ir_partition *p, uint32_t k, ap_error
         const ir_type *g = global_type(s, v);
         if (!local_type(s, no + j, g, &rl))
             return ap_error_set(err, AP_EINTERNAL, "a tiled dim does not divide its axes");
-        s->vals[v].bytes = cost__type_bytes(s->tptr[no + j], &r->notes);
-        s->vdims[v] = cost__dims_hash(s->tptr[no + j]);
+        RBYTES(s, v, slot) = cost__type_bytes(s->tptr[no + j], &r->notes);
+        RDIMS(s, v, slot) = cost__dims_hash(s->tptr[no + j]);
         if (op->opcode == IR_OP_IOTA && j == 0) {
             ir_attr *d = ir_op_attr(op, "iota_dimension");
             int axes[IR_MAX_AXES];
@@ -234,9 +246,9 @@ static int op_record(cost_scorer *s, const ir_partition *p, uint32_t k, ap_error
                 const ir_type *lt = s->tptr[no + j];
                 r->iota_off = true;
                 r->iota_elem = cost__elem_bytes(g);
-                r->iota_bytes = s->vals[v].bytes;
+                r->iota_bytes = RBYTES(s, v, slot);
                 r->iota_numel = cost__numel(lt, &r->notes);
-                r->iota_dims = s->vdims[v];
+                r->iota_dims = RDIMS(s, v, slot);
                 /* the offset's broadcast of a scalar is a bitcast when every dim is 1 */
                 r->iota_bitcast = true;
                 for (int q = 0; q < lt->rank; q++)
@@ -246,7 +258,7 @@ static int op_record(cost_scorer *s, const ir_partition *p, uint32_t k, ap_error
     }
     const ir_type *t0 = no ? s->tptr[0] : NULL, *r0 = nr ? s->tptr[no] : NULL;
     r->flags = cost__node_flags(op, t0, r0);
-    double *reads = &s->rd[s->opd0[k]];
+    double *reads = READS(s, k, slot);
     cost_opcost oc = {0, 0, 0, COST_PREC_VECTOR, reads, 0, 0};
     bool costed = false;
     if (!(r->flags & CG_ALIAS) && !cost__free_op((ir_opcode)op->opcode)) {
@@ -270,103 +282,44 @@ static int op_record(cost_scorer *s, const ir_partition *p, uint32_t k, ap_error
 
 /* Op k's record for its nest in p, from the records of the nests op k had
  * before when one matches (an op's record is a function of its nest: its
- * operand and result layouts come from the nest alone), else made anew;
- * the record it replaces is kept.  A search moves between sibling states:
- * most ops an action changed go back to a nest they had.  MEMO slots per
- * op, taken in turn. */
-#define MEMO 4
-
-/* Slot `slot` of op k's memo and op k's current record: swapped (load and
- * store), the slot's taken (load) or the current one kept there (store). */
-static void memo_swap(cost_scorer *s, uint32_t k, uint32_t slot, bool load, bool store)
+ * operand and result layouts come from the nest alone), else made anew in
+ * a slot of its own, the others kept.  A search moves between sibling
+ * states: most ops an action changed go back to a nest they had.  A match
+ * only moves the op's current slot (nothing is copied); a new record takes
+ * the current slot when that holds none, else the other slots in turn. */
+static inline bool same_words(const uint64_t *a, const uint64_t *b, int n)
 {
-    size_t m = (size_t)k * MEMO + slot;
-    uint32_t o0 = s->opd0[k], no = s->opd0[k + 1] - o0, v0 = s->res0[k], nr = s->nres[k];
-    double *rd = &s->rd[o0], *mrd = &s->mrd[(size_t)slot * s->n_opd + o0];
-    double *mvb = &s->mvb[(size_t)slot * s->n_vals + v0];
-    uint64_t *mvd = &s->mvd[(size_t)slot * s->n_vals + v0];
-    uint64_t *mk = &s->mkey[m * s->room], *ck = &s->ckey[(size_t)k * s->room];
-    if (load && store) {
-        op_rec rec = s->mrec[m];
-        s->mrec[m] = s->ops[k];
-        s->ops[k] = rec;
-        uint8_t len = s->mlen[m];
-        s->mlen[m] = s->clen[k];
-        s->clen[k] = len;
-        for (uint32_t i = 0; i < s->room; i++) {
-            uint64_t t = mk[i];
-            mk[i] = ck[i];
-            ck[i] = t;
-        }
-        for (uint32_t i = 0; i < no; i++) {
-            double t = rd[i];
-            rd[i] = mrd[i];
-            mrd[i] = t;
-        }
-        for (uint32_t j = 0; j < nr; j++) {
-            double b = s->vals[v0 + j].bytes;
-            uint64_t d = s->vdims[v0 + j];
-            s->vals[v0 + j].bytes = mvb[j];
-            s->vdims[v0 + j] = mvd[j];
-            mvb[j] = b;
-            mvd[j] = d;
-        }
-        return;
-    }
-    /* one way: from the current record to the slot (store) or back (load) */
-    if (store) {
-        s->mrec[m] = s->ops[k];
-        s->mlen[m] = s->clen[k];
-    } else {
-        s->ops[k] = s->mrec[m];
-        s->clen[k] = s->mlen[m];
-    }
-    for (uint32_t i = 0; i < s->room; i++)
-        if (store)
-            mk[i] = ck[i];
-        else
-            ck[i] = mk[i];
-    for (uint32_t i = 0; i < no; i++)
-        if (store)
-            mrd[i] = rd[i];
-        else
-            rd[i] = mrd[i];
-    for (uint32_t j = 0; j < nr; j++)
-        if (store) {
-            mvb[j] = s->vals[v0 + j].bytes;
-            mvd[j] = s->vdims[v0 + j];
-        } else {
-            s->vals[v0 + j].bytes = mvb[j];
-            s->vdims[v0 + j] = mvd[j];
-        }
+    for (int i = 0; i < n; i++) /* nests are short: a loop, not memcmp */
+        if (a[i] != b[i])
+            return false;
+    return true;
 }
 
 static int op_record_memo(cost_scorer *s, const ir_partition *p, uint32_t k, ap_error *err)
 {
     uint64_t key[IR_MAX_AXES];
     int len = ir_partition_nest_words(p, k, key);
-    uint64_t *ck = &s->ckey[(size_t)k * s->room];
-    if (s->clen[k] == len && !memcmp(ck, key, sizeof *key * (size_t)len))
+    size_t m0 = (size_t)k * SLOTS;
+    uint32_t c = s->cur[k];
+    if (s->mlen[m0 + c] == len && same_words(&s->mkey[(m0 + c) * s->room], key, len))
         return 0;
-    bool have = s->clen[k] != 0xff;
-    for (uint32_t slot = 0; slot < MEMO; slot++) {
-        size_t m = (size_t)k * MEMO + slot;
-        if (s->mlen[m] == len && !memcmp(&s->mkey[m * s->room], key, sizeof *key * (size_t)len)) {
-            memo_swap(s, k, slot, true, have);
+    for (uint32_t slot = 0; slot < SLOTS; slot++)
+        if (slot != c && s->mlen[m0 + slot] == len && same_words(&s->mkey[(m0 + slot) * s->room], key, len)) {
+            s->cur[k] = (uint8_t)slot;
             return 0;
         }
+    uint32_t slot = c;
+    if (s->mlen[m0 + c] != 0xff) {
+        slot = s->mnext[k] == c ? (c + 1) % SLOTS : s->mnext[k];
+        s->mnext[k] = (uint8_t)((slot + 1) % SLOTS);
     }
-    if (have) {
-        uint32_t slot = s->mnext[k];
-        s->mnext[k] = (uint8_t)((slot + 1) % MEMO);
-        memo_swap(s, k, slot, false, true);
-    }
-    s->clen[k] = 0xff;
-    int rc = op_record(s, p, k, err);
+    s->cur[k] = (uint8_t)slot;
+    s->mlen[m0 + slot] = 0xff;
+    int rc = op_record(s, p, k, slot, err);
     if (rc < 0)
         return rc;
-    s->clen[k] = (uint8_t)len;
-    memcpy(ck, key, sizeof *key * (size_t)len);
+    s->mlen[m0 + slot] = (uint8_t)len;
+    memcpy(&s->mkey[(m0 + slot) * s->room], key, sizeof *key * (size_t)len);
     return 0;
 }
 
@@ -538,6 +491,7 @@ typedef struct walk {
 } walk;
 
 #define WHAT(kind, v) ((uint32_t)(kind) << 28 | (v))
+#define DUE(s, k) ((s)->due[(k) / 64] >> (k) % 64 & 1)
 
 static inline void node(walk *w, uint16_t flags) { cost__graph_node(w->g, w->at, flags, COST_PREC_VECTOR); }
 static inline uint32_t result(walk *w, double bytes, uint64_t dims, uint32_t what)
@@ -722,13 +676,16 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
     s->g.eager = s->opts.framework == COST_FW_EAGER;
     s->g.every_order = s->opts.every_order;
     s->g.outs_held = true; /* the partitioned program's entry block */
-    /* graph values of copies, numbered per value */
+    /* graph values of copies, numbered per value; the ops a copy is due at */
+    memset(s->due, 0, sizeof *s->due * (s->n_ops / 64 + 1));
     uint32_t total = 0;
     for (uint32_t v = 0; v < s->n_vals; v++) {
+        uint32_t n = s->vn[v];
         s->mat_base[v] = total;
-        s->vm[v] = ir_lplan_mats(s->plan, v, &s->vn[v]);
-        total += s->vn[v];
+        total += n;
         s->cursor[v] = 0;
+        for (uint32_t m = 0; m < n; m++)
+            s->due[s->vm[v][m].seg / 64] |= 1ull << s->vm[v][m].seg % 64;
     }
     if (total > s->cap_mat_h) {
         uint32_t *m = ap_realloc(s->mat_h, sizeof *m * (total + 1));
@@ -745,25 +702,29 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
     /* the plan's uses are per operand, in operand order (no op captures) */
     const int32_t *use_all = ir_lplan_uses(s->plan, 0);
     for (uint32_t k = 0; k < s->n_ops;) {
-        uint32_t span = s->span[k], o0 = s->opd0[k], no = s->opd0[k + span] - o0, nr = s->nres[k];
-        const op_rec *r = &s->ops[k];
+        uint32_t *h = s->hbuf, span = s->span[k], o0 = s->opd0[k], no = s->opd0[k + span] - o0, nr = s->nres[k];
+        uint32_t c = s->cur[k];
+        const op_rec *r = REC(s, k, c);
+        const double *rd = READS(s, k, c);
         const uint32_t *opv = &s->opd_val[o0];
         const int32_t *uses = &use_all[o0];
         w.at = s->op_of[k];
-        uint32_t small[16], *h = no <= 16 ? small : ap_malloc(sizeof *h * no);
-        if (!h)
-            return oom(err);
         /* the copies due at its operands (at each identity op of a
          * barrier in turn), then what it reads of each */
         if (span == 1) {
-            for (uint32_t i = 0; i < no; i++)
-                emit_due(&w, opv[i], k, i);
+            if (DUE(s, k))
+                for (uint32_t i = 0; i < no; i++)
+                    emit_due(&w, opv[i], k, i);
             for (uint32_t i = 0; i < no; i++)
                 h[i] = emit_mat(&w, opv[i], uses[i]);
         } else {
+            /* the reads of each identity op, from its own slot */
+            double *rb = s->rdbuf;
+            rd = rb;
             for (uint32_t q = 0, i0 = 0; q < span; q++) {
                 uint32_t n = s->opd0[k + q + 1] - s->opd0[k + q];
-                for (uint32_t i = 0; i < n; i++)
+                memcpy(rb + i0, READS(s, k + q, s->cur[k + q]), sizeof *rb * n);
+                for (uint32_t i = 0; i < n && DUE(s, k + q); i++)
                     emit_due(&w, opv[i0 + i], k + q, i);
                 for (uint32_t i = 0; i < n; i++)
                     h[i0 + i] = emit_mat(&w, opv[i0 + i], uses[i0 + i]);
@@ -772,7 +733,6 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
                     nr += s->nres[k + q];
             }
         }
-        const double *rd = &s->rd[o0];
         cost_gnode *nd = cost__graph_node(&s->g, w.at, r->flags, r->prec);
         if (nd) {
             nd->flops = r->flops;
@@ -781,16 +741,13 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
             nd->mm_m = r->mm_m;
             nd->mm_n = r->mm_n;
         }
-        for (uint32_t i = 0; i < no; i++)
-            cost__graph_edge(&s->g, h[i], rd[i]);
+        cost__graph_edges(&s->g, h, rd, no);
         bool alias = (r->flags & CG_ALIAS) && no > 0;
         for (uint32_t q = 0, j = 0; q < span; q++)
-            for (uint32_t jj = 0, v = s->res0[k + q]; jj < s->nres[k + q]; jj++, j++, v++) {
+            for (uint32_t jj = 0, v = s->res0[k + q], cq = s->cur[k + q]; jj < s->nres[k + q]; jj++, j++, v++) {
                 uint32_t src = alias ? h[no == nr ? j : 0] : CG_NONE;
-                s->prod_h[v] = cost__graph_result(&s->g, s->vals[v].bytes, src, s->vdims[v], WHAT(H_RESULT, v));
+                s->prod_h[v] = cost__graph_result(&s->g, RBYTES(s, v, cq), src, RDIMS(s, v, cq), WHAT(H_RESULT, v));
             }
-        if (h != small)
-            ap_free(h);
         if (r->iota_off) {
             /* + the device's offset: (lower.c, iota_offset) */
             uint32_t v = s->res0[k], iota = s->prod_h[v];
@@ -823,19 +780,15 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
     /* the return */
     const int32_t *ruses = ir_lplan_uses(s->plan, s->n_ops);
     w.at = s->ret_op;
-    for (uint32_t r = 0; r < s->n_ret; r++)
+    for (uint32_t r = 0; r < s->n_ret && DUE(s, s->n_ops); r++)
         if (s->vn[s->ret_val[r]])
             emit_due(&w, s->ret_val[r], s->n_ops, r);
-    uint32_t small[16], *h = s->n_ret <= 16 ? small : ap_malloc(sizeof *h * s->n_ret);
-    if (!h)
-        return oom(err);
+    uint32_t *h = s->hbuf;
     for (uint32_t r = 0; r < s->n_ret; r++)
         h[r] = emit_mat(&w, s->ret_val[r], ruses[r]);
     cost__graph_node(&s->g, s->ret_op, cost__node_flags_of(IR_OP_FUNC_RETURN), COST_PREC_VECTOR);
     for (uint32_t r = 0; r < s->n_ret; r++)
         cost__graph_edge(&s->g, h[r], 0);
-    if (h != small)
-        ap_free(h);
     for (uint32_t a = 0; a < s->n_args; a++)
         if (s->alias_out[a] >= 0 && (uint32_t)s->alias_out[a] < s->n_ret)
             cost__graph_out_alias(&s->g, (uint32_t)s->alias_out[a], s->prod_h[a]);
@@ -857,8 +810,6 @@ void cost_scorer_free(cost_scorer *s)
         }
     ap_free(s->vals);
     ap_free(s->vdims);
-    ap_free(s->ops);
-    ap_free(s->rd);
     ap_free(s->opd0);
     ap_free(s->opd_val);
     ap_free(s->res0);
@@ -872,6 +823,9 @@ void cost_scorer_free(cost_scorer *s)
     ap_free(s->arg_name);
     ap_free(s->vm);
     ap_free(s->vn);
+    ap_free(s->due);
+    ap_free(s->hbuf);
+    ap_free(s->rdbuf);
     cost__program_free_arrays(&s->prog);
     cost__graph_free(&s->g);
     ap_free(s->prod_h);
@@ -881,8 +835,7 @@ void cost_scorer_free(cost_scorer *s)
     ap_free(s->tbuf);
     ap_free(s->tptr);
     ap_free(s->dbuf);
-    ap_free(s->clen);
-    ap_free(s->ckey);
+    ap_free(s->cur);
     ap_free(s->mlen);
     ap_free(s->mnext);
     ap_free(s->mkey);
@@ -978,9 +931,8 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
             goto fail;
         }
     }
-    s->ops = ap_calloc(s->n_ops + 1, sizeof *s->ops);
     s->vals = ap_calloc(s->n_vals + 1, sizeof *s->vals);
-    s->vdims = ap_calloc(s->n_vals + 1, sizeof *s->vdims);
+    s->vdims = ap_calloc(s->n_args + 1, sizeof *s->vdims);
     s->alias_out = ap_malloc(sizeof *s->alias_out * (s->n_args + 1));
     s->in_hint = ap_calloc(s->n_args + 1, sizeof *s->in_hint);
     s->arg_name = ap_calloc(s->n_args + 1, sizeof *s->arg_name);
@@ -995,7 +947,7 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
     s->span = ap_malloc(sizeof *s->span * (s->n_ops + 1));
     s->op_of = ap_malloc(sizeof *s->op_of * (s->n_ops + 1));
     s->ret_val = ap_malloc(sizeof *s->ret_val * (s->n_ret + 1));
-    if (!s->vm || !s->vn || !s->opd0 || !s->res0 || !s->nres || !s->span || !s->op_of || !s->ret_val || !s->ops || !s->vals || !s->vdims ||
+    if (!s->vm || !s->vn || !s->opd0 || !s->res0 || !s->nres || !s->span || !s->op_of || !s->ret_val || !s->vals || !s->vdims ||
         !s->alias_out || !s->in_hint || !s->arg_name || !s->prod_h || !s->mat_base || !s->cursor) {
         rc = oom(err);
         goto fail;
@@ -1020,8 +972,7 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
     for (uint32_t k = 0; k < s->n_ops; k++)
         n_uses += ir_pctx_op(ctx, k)->n_operands;
     s->opd_val = ap_malloc(sizeof *s->opd_val * (n_uses + 1));
-    s->rd = ap_calloc(n_uses + 1, sizeof *s->rd);
-    if (!s->opd_val || !s->rd) {
+    if (!s->opd_val) {
         rc = oom(err);
         goto fail;
     }
@@ -1041,6 +992,17 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
         s->span[k] = span == 0 || first != k ? 1 : span;
     }
     s->opd0[s->n_ops] = n_uses;
+    s->max_opd = s->n_ret;
+    for (uint32_t k = 0; k < s->n_ops; k++)
+        if (s->opd0[k + s->span[k]] - s->opd0[k] > s->max_opd)
+            s->max_opd = s->opd0[k + s->span[k]] - s->opd0[k];
+    s->hbuf = ap_malloc(sizeof *s->hbuf * (s->max_opd + 1));
+    s->rdbuf = ap_malloc(sizeof *s->rdbuf * (s->max_opd + 1));
+    s->due = ap_calloc(s->n_ops / 64 + 1, sizeof *s->due);
+    if (!s->hbuf || !s->rdbuf || !s->due) {
+        rc = oom(err);
+        goto fail;
+    }
     for (uint32_t k = 0; k < s->n_ops; k++)
         if (ir_lplan_uses(s->plan, k) != ir_lplan_uses(s->plan, 0) + s->opd0[k]) {
             rc = ap_error_set(err, AP_EINTERNAL, "cost scorer: the lowering plan's uses are not in operand order");
@@ -1052,21 +1014,19 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
     int na = ir_pctx_mesh(ctx)->n_axes;
     s->room = na > 0 ? (uint32_t)na : 1;
     s->n_opd = n_uses;
-    size_t slots = (size_t)s->n_ops * MEMO;
-    s->clen = ap_malloc(s->n_ops + 1);
-    s->ckey = ap_calloc((size_t)s->n_ops * s->room + 1, sizeof *s->ckey);
+    size_t slots = (size_t)s->n_ops * SLOTS;
+    s->cur = ap_calloc(s->n_ops + 1, 1);
     s->mlen = ap_malloc(slots + 1);
     s->mnext = ap_calloc(s->n_ops + 1, 1);
     s->mkey = ap_calloc(slots * s->room + 1, sizeof *s->mkey);
     s->mrec = ap_calloc(slots + 1, sizeof *s->mrec);
-    s->mrd = ap_calloc((size_t)MEMO * n_uses + 1, sizeof *s->mrd);
-    s->mvb = ap_calloc((size_t)MEMO * s->n_vals + 1, sizeof *s->mvb);
-    s->mvd = ap_calloc((size_t)MEMO * s->n_vals + 1, sizeof *s->mvd);
-    if (!s->clen || !s->ckey || !s->mlen || !s->mnext || !s->mkey || !s->mrec || !s->mrd || !s->mvb || !s->mvd) {
+    s->mrd = ap_calloc((size_t)SLOTS * n_uses + 1, sizeof *s->mrd);
+    s->mvb = ap_calloc((size_t)SLOTS * s->n_vals + 1, sizeof *s->mvb);
+    s->mvd = ap_calloc((size_t)SLOTS * s->n_vals + 1, sizeof *s->mvd);
+    if (!s->cur || !s->mlen || !s->mnext || !s->mkey || !s->mrec || !s->mrd || !s->mvb || !s->mvd) {
         rc = oom(err);
         goto fail;
     }
-    memset(s->clen, 0xff, s->n_ops + 1);
     memset(s->mlen, 0xff, slots + 1);
     /* a search scores many states that lower to one program: the graph
      * runs of the last few are remembered (graph.c, the memo) */
@@ -1111,12 +1071,15 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
         }
         if ((rc = val_record(s, v, err)) < 0)
             return rc;
+        s->vm[v] = ir_lplan_mats(s->plan, v, &s->vn[v]);
     }
     if (!was_valid) {
         /* after a failure the records may lag behind the plan: redo all */
-        for (uint32_t v = 0; v < s->n_vals; v++)
+        for (uint32_t v = 0; v < s->n_vals; v++) {
             if ((rc = val_record(s, v, err)) < 0)
                 return rc;
+            s->vm[v] = ir_lplan_mats(s->plan, v, &s->vn[v]);
+        }
         for (uint32_t a = 0; a < s->n_args; a++) {
             ir_layout l;
             ir_partition_produced_layout(p, a, &l);
@@ -1144,7 +1107,7 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
     cost_program *pg = &s->prog;
     cost__program_clear(pg);
     for (uint32_t k = 0; k < s->n_ops; k++)
-        pg->notes |= s->ops[k].notes;
+        pg->notes |= REC(s, k, s->cur[k])->notes;
     int64_t peak = 0;
     if (s->opts.peak_only)
         memset(&pg->peak, 0, sizeof pg->peak);

@@ -779,6 +779,15 @@ static int32_t mat_find(const ir_pctx *c, const vplan *vp, const ir_layout *lay,
     return -1;
 }
 
+/* The mat a use resolves to after skipping transfers that insert nothing
+ * (their sources are resolved as they are made: one step). */
+static int32_t resolve_noop(const vplan *vp, int32_t m)
+{
+    while (m >= 0 && ir_xfer_is_noop(&vp->mats[m].x))
+        m = vp->mats[m].src;
+    return m;
+}
+
 static int mat_add(ir_lplan *pl, vplan *vp, vbuild *vb, const ir_type *g, const ir_layout *from,
                    const ir_layout *to, int32_t src, uint32_t op, uint32_t seg, uint32_t slot, ap_error *err)
 {
@@ -806,7 +815,7 @@ static int mat_add(ir_lplan *pl, vplan *vp, vbuild *vb, const ir_type *g, const 
     int rc = xfer_decide(&pl->x, g, *from, to, &m->x, err);
     if (rc < 0)
         return rc;
-    m->src = src;
+    m->src = resolve_noop(vp, src); /* a transfer that inserts nothing passes its source on */
     m->seg = seg;
     m->slot = slot;
     vb->mat_op[vp->n_mats] = op;
@@ -851,14 +860,6 @@ static void return_layout(const ir_lplan *pl, const ir_partition *p, const vplan
         if (seen.dim[a] == IR_AX_PARTIAL)
             seen.dim[a] = IR_AX_NONE;
     *out = seen;
-}
-
-/* The mat a use resolves to after skipping transfers that insert nothing. */
-static int32_t resolve_noop(const vplan *vp, int32_t m)
-{
-    while (m >= 0 && ir_xfer_is_noop(&vp->mats[m].x))
-        m = vp->mats[m].src;
-    return m;
 }
 
 /* The layout use (op, slot) of a value needs: an operand's, a return's
@@ -945,6 +946,10 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
             via_vop = layout_equal(&want, &vneed);
         }
     }
+    /* each use's mat (transfers that insert nothing pass their source on),
+     * and who takes the value as produced */
+    vp->n_prod_uses = 0;
+    vp->prod_op = -1;
     for (uint32_t u = pl->u0[v]; u < pl->u0[v + 1]; u++) {
         uint32_t op = pl->uses[u].op, slot = pl->uses[u].slot;
         int32_t *dst = &pl->use_mat[pl->slot0[op] + slot];
@@ -952,54 +957,42 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
         use_layout(pl, p, vp, op, slot, &want);
         if (op == c->n_ops)
             pl->ret_layout[slot] = want;
-        if (layout_equal(&prod, &want)) {
-            *dst = IR_LPLAN_DIRECT;
-            continue;
-        }
-        uint32_t sc = use_scope(c, op, slot);
-        int32_t hit = mat_find(c, vp, &want, op, sc, vb);
-        if (hit >= 0) {
-            *dst = hit;
-            continue;
-        }
-        ir_layout from = prod;
-        int32_t src = -1;
-        if (via_vop) {
-            /* through the value's identity op (atomic or tiling action) */
-            int32_t s = mat_find(c, vp, &vneed, op, sc, vb);
-            if (s < 0 && (s = mat_add(pl, vp, vb, g, &prod, &vneed, -1, ANY_OP, op, slot, err)) < 0)
-                return s;
-            if (layout_equal(&vneed, &want)) {
-                *dst = s;
-                continue;
+        int32_t m = IR_LPLAN_DIRECT;
+        if (!layout_equal(&prod, &want)) {
+            uint32_t sc = use_scope(c, op, slot);
+            m = mat_find(c, vp, &want, op, sc, vb);
+            if (m < 0) {
+                ir_layout from = prod;
+                int32_t src = -1;
+                bool done = false;
+                if (via_vop) {
+                    /* through the value's identity op (atomic or tiling action) */
+                    int32_t s = mat_find(c, vp, &vneed, op, sc, vb);
+                    if (s < 0 && (s = mat_add(pl, vp, vb, g, &prod, &vneed, -1, ANY_OP, op, slot, err)) < 0)
+                        return s;
+                    if (layout_equal(&vneed, &want)) {
+                        m = s;
+                        done = true;
+                    } else {
+                        from = vneed;
+                        src = s;
+                    }
+                }
+                if (!done) {
+                    bool per_use = from_argument(c, v) && tile_count(c, &want) < tile_count(c, &from);
+                    if ((m = mat_add(pl, vp, vb, g, &from, &want, src, per_use ? op : ANY_OP, op, slot, err)) < 0)
+                        return m;
+                }
             }
-            from = vneed;
-            src = s;
+            m = resolve_noop(vp, m);
         }
-        bool per_use = from_argument(c, v) && tile_count(c, &want) < tile_count(c, &from);
-        int32_t m = mat_add(pl, vp, vb, g, &from, &want, src, per_use ? op : ANY_OP, op, slot, err);
-        if (m < 0)
-            return m;
         *dst = m;
-    }
-    /* transfers that insert nothing pass their source on */
-    for (uint32_t u = pl->u0[v]; u < pl->u0[v + 1]; u++) {
-        int32_t *dst = &pl->use_mat[pl->slot0[pl->uses[u].op] + pl->uses[u].slot];
-        *dst = resolve_noop(vp, *dst);
-    }
-    for (uint32_t m = 0; m < vp->n_mats; m++)
-        vp->mats[m].src = resolve_noop(vp, vp->mats[m].src);
-    /* who takes the value as produced */
-    vp->n_prod_uses = 0;
-    vp->prod_op = -1;
-    for (uint32_t u = pl->u0[v]; u < pl->u0[v + 1]; u++)
-        if (pl->use_mat[pl->slot0[pl->uses[u].op] + pl->uses[u].slot] == IR_LPLAN_DIRECT) {
+        if (m == IR_LPLAN_DIRECT) {
             vp->n_prod_uses++;
-            vp->prod_op = pl->uses[u].op < c->n_ops && pl->uses[u].slot < c->opd0[pl->uses[u].op + 1] - c->opd0[pl->uses[u].op]
-                              ? (int32_t)pl->uses[u].op
-                              : -1;
-            vp->prod_slot = pl->uses[u].slot;
+            vp->prod_op = op < c->n_ops && slot < c->opd0[op + 1] - c->opd0[op] ? (int32_t)op : -1;
+            vp->prod_slot = slot;
         }
+    }
     for (uint32_t m = 0; m < vp->n_mats; m++) {
         const ir_mat *mt = &vp->mats[m];
         if (mt->src == -1 && xfer_uses_source(&mt->x)) {
