@@ -418,12 +418,13 @@ typedef struct abuf {
     int64_t bytes;
     uint32_t start, end; /* end CG_NONE: live-out */
     uint32_t id;         /* the value */
-    uint32_t next;       /* the next record placed in the same allocation */
+    uint32_t next;       /* the next record placed in the same allocation (latest first) */
 } abuf;
 
 /* A live-out allocation: its buffer's record, its first step, the first
- * record placed in it and the span of those placed (lo..hi: they do not
- * overlap each other, so a buffer outside the span overlaps none); the
+ * record placed in it (the others follow latest first: they do not
+ * overlap each other) and the span of those placed (lo..hi: a buffer
+ * outside the span overlaps none); the
  * last allocation made before it that starts later (up: those between
  * start no later, so a buffer ending too late for this one is too late
  * for them), and the steps of the record placed in it that last turned
@@ -457,7 +458,8 @@ typedef struct gs {
     uint8_t *fused, *sched, *nstate;
     uint32_t *nkern; /* per node: how many kernels a fused node is computed in */
     uint32_t *kern;  /* per node: the kernel computing it (a node), KERN_MANY when several, CG_NONE when dead */
-    uint32_t *nstamp, *k0, *order, *lorder, *npred, *ver, *stack;
+    uint32_t *nstamp, *k0, *lorder, *npred, *ver, *stack;
+    uint32_t *order; /* the issue order (register_block), then the scheduled nodes in program order (the memory orders') */
     uint32_t *ready; /* list_covers' stack */
     bool topo;       /* kernel_users: the list order is sure to cover every node */
     uint32_t *npred0; /* inputs some node writes (npred counts them down) */
@@ -1289,8 +1291,12 @@ static bool asg_fits(const abuf *rec, aout *a, const abuf *v)
         return false;
     if (a->head == CG_NONE || v->end < a->lo || v->start > a->hi)
         return true;
+    /* a's records come latest first and do not overlap: the first
+     * starting no later than v ends is the one v can overlap */
     for (uint32_t c = a->head; c != CG_NONE; c = rec[c].next)
-        if (!(rec[c].end < v->start || v->end < rec[c].start)) {
+        if (rec[c].start <= v->end) {
+            if (rec[c].end < v->start)
+                return true;
             a->hs = rec[c].start;
             a->he = rec[c].end;
             return false;
@@ -1380,8 +1386,11 @@ static int64_t assign_recorded(const cost_graph *g, gs *s, const uint32_t *order
                 a->lo = v->start < a->lo ? v->start : a->lo;
                 a->hi = v->end > a->hi ? v->end : a->hi;
             }
-            v->next = a->head;
-            a->head = i;
+            uint32_t *pos = &a->head; /* latest first (asg_fits) */
+            while (*pos != CG_NONE && rec[*pos].start > v->start)
+                pos = &rec[*pos].next;
+            v->next = *pos;
+            *pos = i;
             placed = true;
             break;
         }
@@ -1711,10 +1720,13 @@ static int placed_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t r
     if (!moved)
         return 1;
     uint32_t k = 0;
-    /* what moves up and reads only inputs goes first */
-    for (uint32_t n = 0; n < g->n_nodes && !sr->lost; n++)
+    /* what moves up and reads only inputs goes first (s->order: the
+     * scheduled nodes, in program order; only those move) */
+    for (uint32_t i = 0; i < n_sched && !sr->lost; i++) {
+        uint32_t n = s->order[i];
         if (s->move[n] == MV_UP && s->npred[n] == 0)
             place_node(g, s, n, &k, sr);
+    }
     for (uint32_t i = 0; i < n_sched && !sr->lost; i++) {
         uint32_t n = s->order[i];
         if (s->nstate[n] == NS_DONE || (s->move[n] != MV_NONE && n != ret))
@@ -1742,12 +1754,14 @@ static int list_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret
         s->ver[n] = 0;
     }
     s->n_heap = 0;
-    for (uint32_t n = 0; n < g->n_nodes; n++)
-        if (s->sched[n] && n != ret && s->npred[n] == 0) {
+    for (uint32_t i = 0; i < n_sched; i++) { /* the scheduled nodes, in program order */
+        uint32_t n = s->order[i];
+        if (n != ret && s->npred[n] == 0) {
             s->nstate[n] = NS_READY;
             if (!h_push(s, priority(g, s, n)))
                 return -1;
         }
+    }
     uint32_t k = 0;
     while (s->n_heap) {
         hentry e = h_pop(s);
@@ -1930,44 +1944,43 @@ static int dfs_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret,
         s->nstate[n] = NS_WAIT;
     }
     uint32_t k = 0;
-    /* roots: kernels nobody reads (in program order), the return last */
-    for (uint32_t pass = 0; pass < 2; pass++)
-        for (uint32_t root = 0; root < nn; root++) {
-            if (!s->sched[root] || s->nstate[root] != NS_WAIT)
+    /* roots: kernels nobody reads (in program order: s->order holds the
+     * scheduled nodes so), the return last */
+    for (uint32_t i = 0; i <= n_sched; i++) {
+        uint32_t root = i < n_sched ? s->order[i] : ret;
+        if (root == CG_NONE || s->nstate[root] != NS_WAIT)
+            continue;
+        if (i < n_sched) {
+            if (root == ret)
                 continue;
-            if (pass == 0) {
-                if (root == ret)
-                    continue;
-                bool read = false;
-                const cost_gnode *nd = &g->nodes[root];
-                for (uint32_t j = 0; j < nd->nres && !read; j++)
-                    read = g->v_root[nd->res0 + j] == nd->res0 + j && s->ku0[nd->res0 + j + 1] > s->ku0[nd->res0 + j];
-                if (read)
-                    continue;
-            } else if (root != ret) {
+            bool read = false;
+            const cost_gnode *nd = &g->nodes[root];
+            for (uint32_t j = 0; j < nd->nres && !read; j++)
+                read = g->v_root[nd->res0 + j] == nd->res0 + j && s->ku0[nd->res0 + j + 1] > s->ku0[nd->res0 + j];
+            if (read)
                 continue;
-            }
-            /* iterative post-order: (node, next of its sorted operands) */
-            uint32_t top = 0, nc = 0;
-            if (!dfs_push(g, s, root, &top, &nc))
-                return -1;
-            while (top) {
-                uint32_t n = s->dstack[top - 3], at = s->dstack[top - 2], end = s->dstack[top - 1];
-                while (at < end && s->nstate[s->dkids[at]] != NS_WAIT)
-                    at++;
-                if (at == end) {
-                    s->nstate[n] = NS_DONE;
-                    s->dorder[k++] = n;
-                    if (sr && !order_step(g, s, sr, n))
-                        return 2;
-                    top -= 3;
-                    continue;
-                }
-                s->dstack[top - 2] = at + 1;
-                if (!dfs_push(g, s, s->dkids[at], &top, &nc))
-                    return -1;
-            }
         }
+        /* iterative post-order: (node, next of its sorted operands) */
+        uint32_t top = 0, nc = 0;
+        if (!dfs_push(g, s, root, &top, &nc))
+            return -1;
+        while (top) {
+            uint32_t n = s->dstack[top - 3], at = s->dstack[top - 2], end = s->dstack[top - 1];
+            while (at < end && s->nstate[s->dkids[at]] != NS_WAIT)
+                at++;
+            if (at == end) {
+                s->nstate[n] = NS_DONE;
+                s->dorder[k++] = n;
+                if (sr && !order_step(g, s, sr, n))
+                    return 2;
+                top -= 3;
+                continue;
+            }
+            s->dstack[top - 2] = at + 1;
+            if (!dfs_push(g, s, s->dkids[at], &top, &nc))
+                return -1;
+        }
+    }
     return k == n_sched ? 0 : 1;
 }
 

@@ -193,6 +193,9 @@ struct ir_partition {
     uint8_t *nlen;
     ir_loop *nest; /* nest_room(ctx) per op */
     uint8_t *pending; /* per op: touched by an action since the last propagate */
+    uint8_t *inert;   /* per op: the axes (bit a for mesh axis a) along which it is inert: its
+                         last look found no operand tiled or summed along the axis and no user
+                         slicing it along it (ir_propagate); a clear bit says nothing */
     uint32_t cap_ops;
     ir_layout *arg_layout;
     int32_t *vop_of; /* per value: virtual op index (not op id) or -1 */

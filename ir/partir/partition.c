@@ -126,8 +126,13 @@ static bool ensure_ops(ir_partition *p, uint32_t n)
     if (!pd)
         return false;
     p->pending = pd;
+    uint8_t *in = ap_realloc(p->inert, cap);
+    if (!in)
+        return false;
+    p->inert = in;
     memset(p->nlen + p->cap_ops, 0, cap - p->cap_ops);
     memset(p->pending + p->cap_ops, 0, cap - p->cap_ops);
+    memset(p->inert + p->cap_ops, 0, cap - p->cap_ops);
     p->cap_ops = cap;
     return true;
 }
@@ -147,6 +152,9 @@ int ir_partition_new(const ir_pctx *ctx, ir_partition **out, ap_error *err)
     }
     for (uint32_t a = 0; a < ctx->n_args; a++)
         layout_init(&p->arg_layout[a]);
+    /* nothing is tiled or looped over yet: every op is inert along every
+     * axis (propagate.c) */
+    memset(p->inert, (int)((1u << ctx->mesh.n_axes) - 1), ctx->n_ops);
     for (uint32_t v = 0; v < ctx->n_vals; v++)
         p->vop_of[v] = -1;
     *out = p;
@@ -160,6 +168,7 @@ void ir_partition_free(ir_partition *p)
     ap_free(p->nlen);
     ap_free(p->nest);
     ap_free(p->pending);
+    ap_free(p->inert);
     ap_free(p->arg_layout);
     ap_free(p->vop_of);
     ap_free(p->vops);
@@ -179,6 +188,7 @@ int ir_partition_clone(const ir_partition *src, ir_partition **out, ap_error *er
         goto oom;
     memcpy(p->nlen, src->nlen, n);
     memcpy(p->pending, src->pending, n);
+    memcpy(p->inert, src->inert, n);
     memcpy(p->nest, src->nest, sizeof *p->nest * nest_room(src->ctx) * n);
     memcpy(p->arg_layout, src->arg_layout, sizeof *p->arg_layout * src->ctx->n_args);
     memcpy(p->vop_of, src->vop_of, sizeof *p->vop_of * src->ctx->n_vals);
@@ -251,11 +261,13 @@ int ir_partition_copy(ir_partition *dst, const ir_partition *src, ap_error *err)
     dst->cap_blocked = cap_blocked;
     memcpy(dst->nlen, src->nlen, n);
     memcpy(dst->pending, src->pending, n);
+    memcpy(dst->inert, src->inert, n);
     memcpy(dst->nest, src->nest, sizeof *dst->nest * nest_room(c) * n);
     if (had > n) {
         /* ops past src's: as a fresh state has them */
         memset(dst->nlen + n, 0, had - n);
         memset(dst->pending + n, 0, had - n);
+        memset(dst->inert + n, 0, had - n);
     }
     memcpy(dst->arg_layout, src->arg_layout, sizeof *dst->arg_layout * c->n_args);
     memcpy(dst->vop_of, src->vop_of, sizeof *dst->vop_of * c->n_vals);
@@ -474,6 +486,7 @@ static int get_vop(ir_partition *p, uint32_t v, ap_error *err)
     p->vops[k].rank = t && t->kind == IR_T_TENSOR && t->rank > 0 ? (uint32_t)t->rank : 0;
     uint32_t op = vop_id(p, k);
     p->nlen[op] = 0;
+    p->inert[op] = 0;
     p->vop_of[v] = (int32_t)k;
     if (c->val_op[v] >= 0) {
         ir_layout l;

@@ -265,6 +265,7 @@ typedef struct fwd_result {
     int n_full, n_inf;
     uint32_t full, inf; /* the entry when unique */
     bool any_status;
+    bool none_along; /* every operand arrives whole along the axis (ST_NONE; not known: false) */
 } fwd_result;
 
 /* Why carried value `op` (a PK_CARRY) takes no loop over axis: which
@@ -312,12 +313,14 @@ static void forward_analyze(ir_partition *p, const opinfo *o, uint32_t op, int a
     memset(res, 0, sizeof *res);
     if (no > MAXS_OPD)
         return;
-    bool tiled = false, partial = false;
+    bool tiled = false, partial = false, other = false;
     for (uint32_t i = 0; i < no; i++) {
         st[i] = status_of(p, o, op, i, axis);
         tiled |= st[i].st == ST_TILED;
         partial |= st[i].st == ST_PARTIAL;
+        other |= st[i].st != ST_NONE;
     }
+    res->none_along = !other;
     if (!tiled && !partial)
         return;
     res->any_status = true;
@@ -431,8 +434,9 @@ static void diagnose_axis_used(ir_partition *p, uint32_t op, int axis)
 
 /* Which dim the consumers of value v (slot `slot` of its producer op)
  * slice it along axis, through the value's identity op when there is one:
- * -1 none, -2 they disagree. */
-static int consumers_slice(const ir_partition *p, const opinfo *o, uint32_t v, int axis, uint32_t slot)
+ * -1 none, -2 they disagree; *sliced set when one loops over axis taking
+ * a slice of v (whether or not what it slices follows). */
+static int consumers_slice(const ir_partition *p, const opinfo *o, uint32_t v, int axis, uint32_t slot, bool *sliced)
 {
     const ir_pctx *c = p->ctx;
     int want = -1;
@@ -458,6 +462,7 @@ static int consumers_slice(const ir_partition *p, const opinfo *o, uint32_t v, i
         int8_t s = tmr_spec(c, nest_of(p, u)[at].entry)[i];
         if (s < 0)
             continue;
+        *sliced = true;
         /* the consumer must slice exactly what is produced, plus the axis */
         int la[IR_MAX_AXES], sa[IR_MAX_AXES];
         int nl = nest_dim_axes(p, u, i, s, la);
@@ -470,8 +475,9 @@ static int consumers_slice(const ir_partition *p, const opinfo *o, uint32_t v, i
     return want;
 }
 
-/* Backward: the op's result is sliced along axis by its consumers. */
-static bool backward(ir_partition *p, const opinfo *o, uint32_t op, int axis, bool record, uint32_t *entry)
+/* Backward: the op's result is sliced along axis by its consumers.
+ * *sliced: as consumers_slice's, for the results it looked at. */
+static bool backward(ir_partition *p, const opinfo *o, uint32_t op, int axis, bool record, uint32_t *entry, bool *sliced)
 {
     const ir_pctx *c = p->ctx;
     uint32_t no = o->no, nr = o->nr;
@@ -494,6 +500,7 @@ static bool backward(ir_partition *p, const opinfo *o, uint32_t op, int axis, bo
                 int8_t s = tmr_spec(c, nest_of(p, user)[at].entry)[i];
                 if (s < 0)
                     continue;
+                *sliced = true;
                 int la[IR_MAX_AXES], sa[IR_MAX_AXES];
                 int nl = nest_dim_axes(p, user, i, s, la);
                 if (!axes_follow(la, nl, sa, own_dim_axes(o, no + j, s, sa), axis))
@@ -511,7 +518,7 @@ static bool backward(ir_partition *p, const opinfo *o, uint32_t op, int axis, bo
             const ir_type *t = val_type(c, v);
             if (!t || t->kind != IR_T_TENSOR || t->rank <= 0)
                 continue;
-            want = consumers_slice(p, o, v, axis, no + j);
+            want = consumers_slice(p, o, v, axis, no + j, sliced);
         }
         if (want == -1)
             continue;
@@ -735,12 +742,20 @@ static uint32_t wq_pop(workq *q)
     return r;
 }
 
+/* Queues op for a look along axis.  A quiet state leaves out an op that
+ * already loops over the axis: the pass would take it only to pass over
+ * it (a recording state diagnoses it). */
+static inline void queue_look(const ir_partition *p, workq *q, int axis, uint32_t op)
+{
+    if (!p->quiet || nest_find(p, op, axis) < 0)
+        wq_push(q, op);
+}
+
 /* Marks what a change to `op` (a loop over the pass's axis) may affect:
- * its producers (backward), its consumers (forward) and itself, queued
- * and marked `mark` in dirty.  A quiet state does not queue op itself: it
- * now loops over the axis, and the pass would take it only to pass over
- * it (a recording state diagnoses it again). */
-static void touch_neighbours(const ir_partition *p, workq *q, uint8_t *dirty, uint8_t mark, uint32_t op)
+ * its producers (backward), its consumers (forward) and itself, marked
+ * `mark` in dirty and queued (queue_look; op itself, which now loops over
+ * the axis, only in a recording state). */
+static void touch_neighbours(const ir_partition *p, workq *q, int axis, uint8_t *dirty, uint8_t mark, uint32_t op)
 {
     const ir_pctx *c = p->ctx;
     if (!p->quiet)
@@ -756,7 +771,7 @@ static void touch_neighbours(const ir_partition *p, workq *q, uint8_t *dirty, ui
             prod = (uint32_t)c->val_op[v];
         else
             continue;
-        wq_push(q, prod);
+        queue_look(p, q, axis, prod);
         dirty[prod] = mark;
     }
     uint32_t nr = op_n_results(p, op);
@@ -764,7 +779,7 @@ static void touch_neighbours(const ir_partition *p, workq *q, uint8_t *dirty, ui
         uint32_t v = is_vop(p, op) ? p->vops[op - c->n_ops].val : c->op_val0[op] + j;
         if (!is_vop(p, op) && p->vop_of[v] >= 0) {
             uint32_t vo = vop_id(p, (uint32_t)p->vop_of[v]);
-            wq_push(q, vo);
+            queue_look(p, q, axis, vo);
             dirty[vo] = mark;
             continue;
         }
@@ -772,7 +787,7 @@ static void touch_neighbours(const ir_partition *p, workq *q, uint8_t *dirty, ui
             uint32_t user = c->use_op[u];
             if (user == USE_RETURN)
                 continue;
-            wq_push(q, user);
+            queue_look(p, q, axis, user);
             dirty[user] = mark;
         }
     }
@@ -849,18 +864,20 @@ static bool any_flag(const uint8_t *f, uint32_t n)
 
 /* Propagates one axis to its fixpoint from the ops marked in `start`,
  * but those marked `own` (0: none left out) that no pass before has
- * marked in dirty, through the queue q (empty, and empty again after),
- * with room for every op in `inferable` and `inf_entry`; what may change
- * is marked `mark` in dirty. */
+ * marked in dirty and those inert along the axis (ir_propagate says why
+ * neither can change), through the queue q (empty, and empty again
+ * after), with room for every op in `inferable` and `inf_entry`; what may
+ * change is marked `mark` in dirty. */
 static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, uint32_t *inf_entry, int axis,
                            const uint8_t *start, uint8_t own, uint8_t *dirty, uint8_t mark)
 {
     uint32_t n = n_all_ops(p), n_inf;
+    uint8_t bit = (uint8_t)(1u << axis);
     for (uint32_t at = 0; at < n; at += 8)
         for (uint64_t w = flags8_nonzero(start, at, n); w; w &= w - 1) {
             uint32_t op = at + flags8_byte(w);
-            if (start[op] != own || dirty[op])
-                wq_push(q, op);
+            if ((start[op] != own || dirty[op]) && !(p->inert[op] & bit))
+                queue_look(p, q, axis, op);
         }
     for (;;) {
         /* phase 1: entries every tiled operand (or consumer) agrees on */
@@ -879,24 +896,32 @@ static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, uint3
             /* what phase 2 would find if nothing changes (see there) */
             inf_entry[op] = fr.n_full == 0 && fr.n_inf == 1 ? fr.inf : UINT32_MAX;
             uint32_t e;
+            bool sliced = false;
             if (fr.n_full == 1) {
                 e = fr.full;
-            } else if (backward(p, &o, op, axis, !p->quiet && !fr.any_status, &e)) {
+            } else if (backward(p, &o, op, axis, !p->quiet && !fr.any_status, &e, &sliced)) {
                 /* e set */
             } else {
+                /* nothing along axis to look at (ir_propagate: inert) */
+                if (fr.none_along && !sliced)
+                    p->inert[op] |= bit;
+                else
+                    p->inert[op] &= (uint8_t)~bit;
                 if (fr.n_full == 0 && fr.n_inf == 1)
                     inferable[n_inf++] = op;
                 continue;
             }
             if (!ir__push_loop(p, op, axis, e))
                 continue;
-            touch_neighbours(p, q, dirty, mark, op);
+            p->inert[op] &= (uint8_t)~bit;
+            touch_neighbours(p, q, axis, dirty, mark, op);
         }
         /* phase 2: inference, in program order, each checked again: an op
          * that nothing queued since phase 1 emptied the queue has its
          * operands, and nest, as phase 1 last looked at them (a change to
-         * what forward_analyze reads queues it: touch_neighbours,
-         * infer_operands), so that look's answer stands */
+         * what forward_analyze reads queues an op without a loop over the
+         * axis: touch_neighbours, infer_operands), so that look's answer
+         * stands */
         bool any = false;
         for (uint32_t k = 0; k < n_inf; k++) {
             uint32_t op = inferable[k], e;
@@ -917,8 +942,9 @@ static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, uint3
             }
             if (!ir__push_loop(p, op, axis, e))
                 continue;
+            p->inert[op] &= (uint8_t)~bit;
             infer_operands(p, op, axis, e, q, dirty, mark);
-            touch_neighbours(p, q, dirty, mark, op);
+            touch_neighbours(p, q, axis, dirty, mark, op);
             any = true;
         }
         if (!any)
@@ -981,8 +1007,10 @@ static bool shard_args_by_uses(ir_partition *p, uint8_t *dirty)
         if (!extends)
             continue;
         p->arg_layout[v] = common;
-        for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++)
+        for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++) {
             dirty[c->use_op[u]] = SHARD_MARK;
+            p->inert[c->use_op[u]] = 0; /* what they read changed, along any axis */
+        }
         any = true;
     }
     return any;
@@ -1004,6 +1032,9 @@ int ir_propagate(ir_partition *p, ap_error *err)
      * their neighbours, for every axis, until nothing changes */
     memcpy(pending, p->pending, n);
     memset(p->pending, 0, n);
+    for (uint32_t at = 0; at < n; at += 8)
+        for (uint64_t w = flags8_nonzero(pending, at, n); w; w &= w - 1)
+            p->inert[at + flags8_byte(w)] = 0; /* what they read changed, along any axis */
     /* the axes the actions named, in their order, then the others */
     int order[IR_MAX_AXES], n_order = 0;
     bool listed[IR_MAX_AXES] = {0};
@@ -1022,8 +1053,8 @@ int ir_propagate(ir_partition *p, ap_error *err)
          * the next round an axis's pass leaves out the ops its own pass
          * marked last, unless a pass before it in this round marked them
          * again: that pass queued each as it marked it and took it again
-         * after (to its fixpoint: no loop, nothing to infer), or had given
-         * it a loop over the axis (nothing left to look at), and an op's
+         * after (to its fixpoint: no loop, nothing to infer), unless it
+         * loops over the axis (nothing left to look at), and an op's
          * look along an axis reads only its nest, its producers', its
          * consumers' and its arguments' layouts, which nothing since
          * changed (a change marks the op, and the mark would be another's).
@@ -1031,7 +1062,27 @@ int ir_propagate(ir_partition *p, ap_error *err)
          * no other op's turn: the same loops come in the same order.  The
          * first round starts from the actions' ops for every axis; a state
          * that records what blocks propagation looks at everything again,
-         * so that its record stays as it was. */
+         * so that its record stays as it was.
+         *
+         * A pass also leaves out of its start the ops inert along its axis
+         * (p->inert): those its look last found with every operand whole
+         * along the axis (status_of's ST_NONE: their producers' loops over
+         * the axis, an argument's tiling; not ST_MISMATCH, which the order
+         * of the other axes on the dim decides) and no user that loops
+         * over it taking a slice of a result (backward, before it asks
+         * whether the slice follows the result's tiling).  Such a look adds no
+         * loop, infers nothing and records nothing, whatever the op's own
+         * nest and the other loops around it; what it reads changes only
+         * when a producer or user gets a loop over the axis (that pass
+         * queues the op and looks again), an argument gets its tiling
+         * (inference: that pass queues its users; shard_args_by_uses
+         * clears its users' bits), or an action changes a value (it marks
+         * the ops around it pending, and a propagate first clears their
+         * bits).  A pass of another axis adds loops over that
+         * axis only, so the ops it marks keep their bits: an op the model
+         * pass gave a loop that was inert along batch stays so.  A new
+         * state is inert everywhere (nothing is tiled); a new identity op
+         * is not (it is pending). */
         for (int k = 0; k < n_order; k++)
             propagate_axis(p, &q, inferable, inf_entry, order[k], pending, round > 0 && p->quiet ? (uint8_t)(k + 1) : 0, next,
                            (uint8_t)(k + 1));
