@@ -1070,29 +1070,30 @@ int ir_lplan_sync(ir_lplan *pl, const ir_partition *p, ap_error *err)
             if (a >= 0 && !layout_equal(&p->arg_layout[a], &pl->snap_arg[a]))
                 mark_value(pl, c->ret_val[r]);
         }
-        /* identity ops: compare by value */
+        /* identity ops: compare by value; and the values marked, in value
+         * order, as a full rebuild would go (one pass: a value's own mark
+         * is set before it is looked at) */
+        uint32_t nch = 0;
         for (uint32_t v = 0; v < c->n_vals; v++) {
             uint8_t was = pl->snap_vlen[v];
             if (p->vop_of[v] < 0) {
                 if (was) {
-                    mark_value(pl, v);
+                    pl->mark[v] = 1;
                     pl->snap_vlen[v] = 0;
                 }
-                continue;
+            } else {
+                uint32_t op = vop_id(p, (uint32_t)p->vop_of[v]);
+                ir_loop *snap = &pl->snap_vnest[(size_t)v * nest_room(c)];
+                if (was != p->nlen[op] + 1 || !loops_equal(nest_of(p, op), snap, p->nlen[op])) {
+                    pl->mark[v] = 1;
+                    pl->snap_vlen[v] = (uint8_t)(p->nlen[op] + 1);
+                    memcpy(snap, nest_of(p, op), sizeof(ir_loop) * p->nlen[op]);
+                }
             }
-            uint32_t op = vop_id(p, (uint32_t)p->vop_of[v]);
-            ir_loop *snap = &pl->snap_vnest[(size_t)v * nest_room(c)];
-            if (was != p->nlen[op] + 1 || !loops_equal(nest_of(p, op), snap, p->nlen[op])) {
-                mark_value(pl, v);
-                pl->snap_vlen[v] = (uint8_t)(p->nlen[op] + 1);
-                memcpy(snap, nest_of(p, op), sizeof(ir_loop) * p->nlen[op]);
-            }
-        }
-        /* in value order, as a full rebuild would go */
-        pl->n_ch_vals = 0;
-        for (uint32_t v = 0; v < c->n_vals; v++)
             if (pl->mark[v])
-                pl->ch_vals[pl->n_ch_vals++] = v;
+                pl->ch_vals[nch++] = v;
+        }
+        pl->n_ch_vals = nch;
     }
     vbuild vb = {0};
     int rc = 0;
