@@ -974,7 +974,8 @@ static void common_prefix(const ir_layout *a, const ir_layout *b, int rank, ir_l
  * further, locally.  Taking the common start (rather than requiring equal
  * slicings) makes the result the same whether the users' loops came in one
  * propagate or in several.  Returns whether any argument changed; marks the
- * users of changed arguments in `dirty` (SHARD_MARK). */
+ * users of changed arguments in `dirty` (SHARD_MARK), and clears their
+ * inert bits along the axes the argument is now tiled along (ir_propagate). */
 static bool shard_args_by_uses(ir_partition *p, uint8_t *dirty)
 {
     const ir_pctx *c = p->ctx;
@@ -1007,9 +1008,14 @@ static bool shard_args_by_uses(ir_partition *p, uint8_t *dirty)
         if (!extends)
             continue;
         p->arg_layout[v] = common;
+        /* a user stays inert along an axis the argument is still whole along */
+        uint8_t along = 0;
+        for (int a = 0; a < c->mesh.n_axes; a++)
+            if (common.dim[a] != IR_AX_NONE)
+                along |= (uint8_t)(1u << a);
         for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++) {
             dirty[c->use_op[u]] = SHARD_MARK;
-            p->inert[c->use_op[u]] = 0; /* what they read changed, along any axis */
+            p->inert[c->use_op[u]] &= (uint8_t)~along;
         }
         any = true;
     }
@@ -1076,7 +1082,9 @@ int ir_propagate(ir_partition *p, ap_error *err)
          * when a producer or user gets a loop over the axis (that pass
          * queues the op and looks again), an argument gets its tiling
          * (inference: that pass queues its users; shard_args_by_uses
-         * clears its users' bits), or an action changes a value (it marks
+         * clears its users' bits along the axes it is tiled along: along
+         * the others they still read that it is whole), or an action
+         * changes a value (it marks
          * the ops around it pending, and a propagate first clears their
          * bits).  A pass of another axis adds loops over that
          * axis only, so the ops it marks keep their bits: an op the model
