@@ -465,7 +465,7 @@ typedef struct gs {
     uint32_t *npred0; /* inputs some node writes (npred counts them down) */
     uint32_t *ev, *evlast; /* per node: its event (kind << 28 | item or collective), its last event */
     uint64_t *key;         /* per node: its place in the issue order */
-    uint32_t *kcount;      /* per key of the issue order (2 per node): the counting sort's counts */
+    uint32_t *kcount;      /* per node: issue_order's room to sort the feeders in */
     /* kernel inputs (klist) */
     uint32_t *klist;
     hentry *heap;
@@ -596,7 +596,7 @@ static bool scratch_fit(cost_graph *g, gs **out)
             !REALLOC(s->nstate, c) || !REALLOC(s->nstamp, c) || !REALLOC(s->k0, c + 1) || !REALLOC(s->order, c) ||
             !REALLOC(s->lorder, c) || !REALLOC(s->ready, c) || !REALLOC(s->npred, c) || !REALLOC(s->npred0, c) || !REALLOC(s->ver, c) || !REALLOC(s->ev, c) ||
             !REALLOC(s->evlast, c) || !REALLOC(s->key, c) || !REALLOC(s->porder, c) || !REALLOC(s->move, c) ||
-            !REALLOC(s->kcount, 2 * (size_t)c + 2) || !REALLOC(s->hdiff, c + 1) || !REALLOC(s->acount, c + 1))
+            !REALLOC(s->kcount, c) || !REALLOC(s->hdiff, c + 1) || !REALLOC(s->acount, c + 1))
             return false;
         s->cap_n = c;
     }
@@ -669,34 +669,6 @@ static void build_users(const cost_graph *g, gs *s)
             s->ulist[--s->u0[s->stack[i]]] = n;
 }
 
-/* Whether node n's single result is computed inside its users' kernels
- * (or n is dead and removed), its users decided (s->fused, and
- * s->nkern: the kernels each fused node is computed in).  An expensive
- * producer is computed in one kernel only: not fused into a user that is
- * itself duplicated into several (XLA fuses consumers first, and
- * InstructionFusion::ShouldFuse refuses an expensive producer whose
- * fusion would duplicate it: a gather read by a widening convert that
- * every consumer takes stays a buffer of its own). */
-static bool fuses(const cost_graph *g, const gs *s, uint32_t n)
-{
-    const cost_gnode *nd = &g->nodes[n];
-    if (!(nd->flags & CG_PRODUCER) || nd->nres != 1 || g->v_root[nd->res0] != nd->res0)
-        return false;
-    uint32_t v = nd->res0, nu = s->nusers[v];
-    if (nu == 0)
-        return true; /* dead: DCE */
-    if ((nd->flags & CG_EXPENSIVE) && nu > 1)
-        return false;
-    if ((nd->flags & CG_EXPENSIVE) && s->fused[s->ulist[s->u0[v]]] && s->nkern[s->ulist[s->u0[v]]] > 1)
-        return false;
-    for (uint32_t i = s->u0[v]; i < s->u0[v] + nu; i++) {
-        uint16_t uf = g->nodes[s->ulist[i]].flags;
-        if (!(uf & CG_CONSUMER) && !((uf & CG_DOT) && (nd->flags & CG_FOLD)))
-            return false;
-    }
-    return true;
-}
-
 /* The HBM bytes node n's kernel would read: the buffers it and its fused
  * producers read, each once (at the most any edge reads of it), as
  * form_kernel counts them.  Uses s->stack, s->nstamp, s->vstamp and
@@ -733,20 +705,43 @@ static double kernel_reads(const cost_graph *g, gs *s, uint32_t n, uint32_t mark
 
 #define KERN_MANY (UINT32_MAX - 1)
 
-/* The kernels fused node n is computed in, its users decided: s->kern[n]
- * (the one, or KERN_MANY) and s->nkern[n] how many, a kernel reached
+/* Whether node n's single result is computed inside its users' kernels
+ * (or n is dead and removed), its users decided (s->fused, and
+ * s->nkern: the kernels each fused node is computed in).  An expensive
+ * producer is computed in one kernel only: not fused into a user that is
+ * itself duplicated into several (XLA fuses consumers first, and
+ * InstructionFusion::ShouldFuse refuses an expensive producer whose
+ * fusion would duplicate it: a gather read by a widening convert that
+ * every consumer takes stays a buffer of its own).
+ *
+ * And the kernels it is computed in, in the same walk over its users:
+ * s->kern[n] (n itself when not fused, the one, KERN_MANY, or CG_NONE
+ * when dead) and s->nkern[n] how many (0 when not fused), a kernel reached
  * through several users counted once (s->nstamp with mark n + 1, zeroed
  * before the pass). */
-static void count_kernels(const cost_graph *g, gs *s, uint32_t n)
+static bool fuses(const cost_graph *g, gs *s, uint32_t n)
 {
+    const cost_gnode *nd = &g->nodes[n];
+    s->kern[n] = n;
     s->nkern[n] = 0;
-    if (!s->fused[n]) {
-        s->kern[n] = n;
-        return;
+    if (!(nd->flags & CG_PRODUCER) || nd->nres != 1 || g->v_root[nd->res0] != nd->res0)
+        return false;
+    uint32_t v = nd->res0, nu = s->nusers[v];
+    if (nu == 0) {
+        s->kern[n] = CG_NONE;
+        return true; /* dead: DCE */
     }
-    uint32_t v = g->nodes[n].res0, first = CG_NONE, k = 0, mark = n + 1;
-    for (uint32_t i = s->u0[v]; i < s->u0[v] + s->nusers[v]; i++) {
+    if ((nd->flags & CG_EXPENSIVE) && nu > 1)
+        return false;
+    if ((nd->flags & CG_EXPENSIVE) && s->fused[s->ulist[s->u0[v]]] && s->nkern[s->ulist[s->u0[v]]] > 1)
+        return false;
+    bool fold = nd->flags & CG_FOLD;
+    uint32_t first = CG_NONE, k = 0, mark = n + 1;
+    for (uint32_t i = s->u0[v]; i < s->u0[v] + nu; i++) {
         uint32_t u = s->ulist[i], ku = s->kern[u];
+        uint16_t uf = g->nodes[u].flags;
+        if (!(uf & CG_CONSUMER) && !((uf & CG_DOT) && fold))
+            return false; /* its kernel is n, 0 counted */
         if (ku == CG_NONE)
             continue;
         if (ku == KERN_MANY) {
@@ -760,6 +755,7 @@ static void count_kernels(const cost_graph *g, gs *s, uint32_t n)
     }
     s->kern[n] = k > 1 ? KERN_MANY : first;
     s->nkern[n] = k;
+    return true;
 }
 
 /* A fused producer that ends up in several kernels is computed again in
@@ -777,7 +773,7 @@ static void count_kernels(const cost_graph *g, gs *s, uint32_t n)
  * traffic per device and step, 0.55 TiB with it). */
 static void unfuse_costly(const cost_graph *g, gs *s)
 {
-    /* marks above build_users' (vstamp, up to nn) and count_kernels'
+    /* marks above build_users' (vstamp, up to nn) and fuses'
      * (nstamp, up to nn): no clearing */
     uint32_t nn = g->n_nodes;
     for (uint32_t n = 0; n < nn; n++) {
@@ -874,21 +870,40 @@ static bool form_kernel(const cost_graph *g, gs *s, uint32_t n, uint32_t mark, u
 
 /* ============================================================ events */
 
+/* Nodes a[0 .. n) sorted by s->key, equal keys in the order they came (a
+ * merge sort, t: room for n).  Returns a or t, whichever holds them. */
+static const uint32_t *sort_by_key(const gs *s, uint32_t *a, uint32_t *t, uint32_t n)
+{
+    for (uint32_t w = 1; w < n; w *= 2) {
+        for (uint32_t lo = 0; lo < n; lo += 2 * w) {
+            uint32_t mid = n - lo > w ? lo + w : n, hi = n - mid > w ? mid + w : n, i = lo, j = mid, o = lo;
+            while (i < mid && j < hi)
+                t[o++] = s->key[a[j]] < s->key[a[i]] ? a[j++] : a[i++];
+            while (i < mid)
+                t[o++] = a[i++];
+            while (j < hi)
+                t[o++] = a[j++];
+        }
+        uint32_t *x = a;
+        a = t;
+        t = x;
+    }
+    return a;
+}
+
 /* The order events are issued in: the program's, except that a kernel
  * whose results only collectives read (the convert of a weight that an
  * all_gather then gathers) is issued as soon as what it reads is written,
  * so that the collective can start early: what XLA's latency-hiding
  * scheduler does when it moves a collective's start up, its operand with
- * it.  Into s->order, n_sched nodes. */
-static uint32_t issue_order(const cost_graph *g, gs *s)
+ * it.  From the n_sched scheduled nodes in program order in s->order, into
+ * s->order. */
+static uint32_t issue_order(const cost_graph *g, gs *s, uint32_t n_sched)
 {
-    uint32_t nn = g->n_nodes;
     /* a feeder: a kernel whose every reader is a collective */
-    for (uint32_t n = 0; n < nn; n++)
-        s->nstate[n] = 0; /* bit 0: read by a collective, bit 1: read by something else */
-    for (uint32_t u = 0; u < nn; u++) {
-        if (!s->sched[u])
-            continue;
+    memset(s->nstate, 0, g->n_nodes); /* bit 0: read by a collective, bit 1: read by something else */
+    for (uint32_t q = 0; q < n_sched; q++) {
+        uint32_t u = s->order[q];
         uint8_t bit = (g->nodes[u].flags & CG_COLL) ? 1 : 2;
         for (uint32_t i = s->k0[u]; i < s->k0[u + 1]; i++) {
             uint32_t d = g->v_def[s->klist[i]];
@@ -898,12 +913,9 @@ static uint32_t issue_order(const cost_graph *g, gs *s)
     }
     /* keys: a node at its program position; a feeder just after the last
      * writer of what it reads (a feeder's writer's key when that is one) */
-    uint32_t k = 0;
-    bool sorted = true; /* keys met in order: the sort below would leave the order as it is */
-    uint64_t last = 0;
-    for (uint32_t n = 0; n < nn; n++) {
-        if (!s->sched[n])
-            continue;
+    uint32_t k = 0, nf = 0; /* the others into s->order (k <= q), in order of their keys; feeders into s->lorder */
+    for (uint32_t q = 0; q < n_sched; q++) {
+        uint32_t n = s->order[q];
         const cost_gnode *nd = &g->nodes[n];
         bool feeder = s->nstate[n] == 1 && (s->ev[n] >> 28) == CE_KERNEL && !(nd->flags & (CG_COLL | CG_REGION));
         uint64_t key = (uint64_t)(n + 1) << 1; /* 0: before every node (a feeder of inputs only) */
@@ -916,34 +928,28 @@ static uint32_t issue_order(const cost_graph *g, gs *s)
             }
         }
         s->key[n] = key;
-        s->order[k++] = n;
-        sorted &= key >= last;
-        last = key;
+        if (feeder)
+            s->lorder[nf++] = n;
+        else
+            s->order[k++] = n;
     }
-    if (sorted)
-        return k;
-    /* by key, equal keys in program order: a counting sort (keys are below
-     * 2 * nn + 2), stable, into lorder and back */
-    uint32_t nkeys = 2 * nn + 2;
-    memset(s->kcount, 0, sizeof *s->kcount * (nkeys + 1));
-    for (uint32_t q = 0; q < k; q++)
-        s->kcount[s->key[s->order[q]] + 1]++;
-    for (uint32_t i = 0; i < nkeys; i++)
-        s->kcount[i + 1] += s->kcount[i];
-    for (uint32_t q = 0; q < k; q++)
-        s->lorder[s->kcount[s->key[s->order[q]]]++] = s->order[q];
-    memcpy(s->order, s->lorder, sizeof *s->order * k);
-    return k;
+    /* by key, equal keys in program order: the others' keys are their own
+     * (even, 2 and up, one each); a feeder's is 0 or odd: the feeders
+     * sorted (stable), then merged in from the back */
+    const uint32_t *f = sort_by_key(s, s->lorder, s->kcount, nf);
+    for (uint32_t i = k, j = nf, o = k + nf; j > 0;)
+        s->order[--o] = i > 0 && s->key[s->order[i - 1]] > s->key[f[j - 1]] ? s->order[--i] : f[--j];
+    return k + nf;
 }
 
 /* The block's events for the overlap of collectives with compute, in the
  * issue order: each scheduled node an event (its kernel, collective, the
  * blocks of its regions one after another, or nothing), waiting for the
  * events of the nodes that wrote what it reads.  Registered as the next
- * block of p. */
-static bool register_block(const cost_graph *g, gs *s, cost_program *p)
+ * block of p.  s->order: the n_sched scheduled nodes, in program order. */
+static bool register_block(const cost_graph *g, gs *s, cost_program *p, uint32_t n_sched)
 {
-    uint32_t n_order = issue_order(g, s);
+    uint32_t n_order = issue_order(g, s, n_sched);
     uint32_t ev0 = (uint32_t)p->n_ev;
     for (uint32_t q = 0; q < n_order; q++) {
         uint32_t n = s->order[q];
@@ -2220,7 +2226,6 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
     for (uint32_t n = nn; n-- > 0;) {
         s->fused[n] = fuses(g, s, n);
         s->sched[n] = !s->fused[n] && (g->nodes[n].flags & (CG_ALIAS | CG_BARRIER)) != CG_ALIAS;
-        count_kernels(g, s, n);
     }
     unfuse_costly(g, s);
     /* kernels: their inputs, time items, collectives (marks above
@@ -2231,7 +2236,7 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
         s->ev[n] = (uint32_t)CE_NONE << 28; /* kind << 28 | index (item, collective) */
         if (!s->sched[n])
             continue;
-        n_sched++;
+        s->order[n_sched++] = n; /* for issue_order */
         const cost_gnode *nd = &g->nodes[n];
         double f, mm, bytes;
         if (!form_kernel(g, s, n, 3 * nn + n + 1, &nk, &f, &mm, &bytes))
@@ -2262,7 +2267,7 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
         }
     }
     s->k0[nn] = nk;
-    if (!register_block(g, s, p))
+    if (!register_block(g, s, p, n_sched))
         return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
     if (!peak_bytes)
         return 0;

@@ -116,6 +116,7 @@ struct cost_scorer {
     uint32_t *hbuf;    /* the graph values an op or the return reads (max_opd) */
     double *rdbuf;     /* the bytes a barrier reads of them (max_opd) */
     uint32_t max_opd;
+    unsigned op_notes; /* the notes of every op's record (build_graph) */
     /* the per-op records (op_record_memo): SLOTS per op, the current one
      * (cur) and those of nests the op had before; each with its nest's
      * words (mlen 0xff: empty), the record, the reads of its operands and
@@ -701,14 +702,25 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
                                          WHAT(H_ARG, a), s->arg_name[a]);
     /* the plan's uses are per operand, in operand order (no op captures) */
     const int32_t *use_all = ir_lplan_uses(s->plan, 0);
-    for (uint32_t k = 0; k < s->n_ops;) {
-        uint32_t *h = s->hbuf, span = s->span[k], o0 = s->opd0[k], no = s->opd0[k + span] - o0, nr = s->nres[k];
-        uint32_t c = s->cur[k];
-        const op_rec *r = REC(s, k, c);
-        const double *rd = READS(s, k, c);
-        const uint32_t *opv = &s->opd_val[o0];
+    /* the scorer's arrays in locals: the graph's stores (pointers among
+     * them) would otherwise make the compiler load them again per op */
+    const uint32_t *spans = s->span, *opd0 = s->opd0, *nres = s->nres, *res0 = s->res0, *opd_val = s->opd_val;
+    const uint8_t *cur = s->cur;
+    const ir_op **op_of = s->op_of;
+    uint32_t *h = s->hbuf, *prod_h = s->prod_h, n_ops = s->n_ops, n_opd = s->n_opd;
+    const op_rec *mrec = s->mrec;
+    const double *mrd = s->mrd;
+    cost_graph *g = &s->g;
+    unsigned notes = 0;
+    for (uint32_t k = 0; k < n_ops;) {
+        uint32_t span = spans[k], o0 = opd0[k], no = opd0[k + span] - o0, nr = nres[k];
+        uint32_t c = cur[k];
+        const op_rec *r = &mrec[(size_t)k * SLOTS + c];
+        const double *rd = &mrd[(size_t)c * n_opd + o0];
+        notes |= r->notes;
+        const uint32_t *opv = &opd_val[o0];
         const int32_t *uses = &use_all[o0];
-        w.at = s->op_of[k];
+        w.at = op_of[k];
         /* the copies due at its operands (at each identity op of a
          * barrier in turn), then what it reads of each */
         if (span == 1) {
@@ -716,7 +728,7 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
                 for (uint32_t i = 0; i < no; i++)
                     emit_due(&w, opv[i], k, i);
             for (uint32_t i = 0; i < no; i++)
-                h[i] = emit_mat(&w, opv[i], uses[i]);
+                h[i] = uses[i] < 0 ? prod_h[opv[i]] : emit_copy(&w, opv[i], uses[i]);
         } else {
             /* the reads of each identity op, from its own slot */
             double *rb = s->rdbuf;
@@ -729,11 +741,13 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
                 for (uint32_t i = 0; i < n; i++)
                     h[i0 + i] = emit_mat(&w, opv[i0 + i], uses[i0 + i]);
                 i0 += n;
-                if (q > 0)
+                if (q > 0) {
                     nr += s->nres[k + q];
+                    notes |= REC(s, k + q, s->cur[k + q])->notes;
+                }
             }
         }
-        cost_gnode *nd = cost__graph_node(&s->g, w.at, r->flags, r->prec);
+        cost_gnode *nd = cost__graph_node(g, w.at, r->flags, r->prec);
         if (nd) {
             nd->flops = r->flops;
             nd->matmul = r->matmul;
@@ -741,13 +755,22 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
             nd->mm_m = r->mm_m;
             nd->mm_n = r->mm_n;
         }
-        cost__graph_edges(&s->g, h, rd, no);
+        cost__graph_edges(g, h, rd, no);
         bool alias = (r->flags & CG_ALIAS) && no > 0;
-        for (uint32_t q = 0, j = 0; q < span; q++)
-            for (uint32_t jj = 0, v = s->res0[k + q], cq = s->cur[k + q]; jj < s->nres[k + q]; jj++, j++, v++) {
-                uint32_t src = alias ? h[no == nr ? j : 0] : CG_NONE;
-                s->prod_h[v] = cost__graph_result(&s->g, RBYTES(s, v, cq), src, RDIMS(s, v, cq), WHAT(H_RESULT, v));
-            }
+        if (span == 1 && !alias) {
+            /* most ops: results of their own, from the op's slot */
+            uint32_t v0 = res0[k];
+            const double *vb = &RBYTES(s, v0, c);
+            const uint64_t *vd = &RDIMS(s, v0, c);
+            for (uint32_t j = 0; j < nr; j++)
+                prod_h[v0 + j] = cost__graph_result(g, vb[j], CG_NONE, vd[j], WHAT(H_RESULT, v0 + j));
+        } else {
+            for (uint32_t q = 0, j = 0; q < span; q++)
+                for (uint32_t jj = 0, v = res0[k + q], cq = cur[k + q]; jj < nres[k + q]; jj++, j++, v++) {
+                    uint32_t src = alias ? h[no == nr ? j : 0] : CG_NONE;
+                    prod_h[v] = cost__graph_result(g, RBYTES(s, v, cq), src, RDIMS(s, v, cq), WHAT(H_RESULT, v));
+                }
+        }
         if (r->iota_off) {
             /* + the device's offset: (lower.c, iota_offset) */
             uint32_t v = s->res0[k], iota = s->prod_h[v];
@@ -783,7 +806,6 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
     for (uint32_t r = 0; r < s->n_ret && DUE(s, s->n_ops); r++)
         if (s->vn[s->ret_val[r]])
             emit_due(&w, s->ret_val[r], s->n_ops, r);
-    uint32_t *h = s->hbuf;
     for (uint32_t r = 0; r < s->n_ret; r++)
         h[r] = emit_mat(&w, s->ret_val[r], ruses[r]);
     cost__graph_node(&s->g, s->ret_op, cost__node_flags_of(IR_OP_FUNC_RETURN), COST_PREC_VECTOR);
@@ -793,6 +815,7 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
         if (s->alias_out[a] >= 0 && (uint32_t)s->alias_out[a] < s->n_ret)
             cost__graph_out_alias(&s->g, (uint32_t)s->alias_out[a], s->prod_h[a]);
     donors(s, p, ruses);
+    s->op_notes = notes;
     return s->g.oom ? oom(err) : 0;
 }
 
@@ -1106,8 +1129,7 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
         return rc;
     cost_program *pg = &s->prog;
     cost__program_clear(pg);
-    for (uint32_t k = 0; k < s->n_ops; k++)
-        pg->notes |= REC(s, k, s->cur[k])->notes;
+    pg->notes |= s->op_notes;
     int64_t peak = 0;
     if (s->opts.peak_only)
         memset(&pg->peak, 0, sizeof pg->peak);
