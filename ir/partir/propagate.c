@@ -862,16 +862,38 @@ static bool any_flag(const uint8_t *f, uint32_t n)
     return false;
 }
 
+/* The ops phase 1 of a pass found inferable, in the order it looked at
+ * them.  An op queued again after its look is looked at again, and may be
+ * listed again: the list can outgrow the ops, so it grows. */
+typedef struct oplist {
+    uint32_t *v;
+    uint32_t n, cap;
+} oplist;
+
+static bool oplist_push(oplist *l, uint32_t op)
+{
+    if (l->n == l->cap) {
+        uint32_t cap = l->cap ? 2 * l->cap : 64;
+        uint32_t *v = ap_realloc(l->v, sizeof *v * cap);
+        if (!v)
+            return false;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = op;
+    return true;
+}
+
 /* Propagates one axis to its fixpoint from the ops marked in `start`,
  * but those marked `own` (0: none left out) that no pass before has
  * marked in dirty and those inert along the axis (ir_propagate says why
  * neither can change), through the queue q (empty, and empty again
- * after), with room for every op in `inferable` and `inf_entry`; what may
- * change is marked `mark` in dirty. */
-static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, uint32_t *inf_entry, int axis,
+ * after), with room for every op in `inf_entry`; what may change is
+ * marked `mark` in dirty.  False when out of memory. */
+static bool propagate_axis(ir_partition *p, workq *q, oplist *inferable, uint32_t *inf_entry, int axis,
                            const uint8_t *start, uint8_t own, uint8_t *dirty, uint8_t mark)
 {
-    uint32_t n = n_all_ops(p), n_inf;
+    uint32_t n = n_all_ops(p);
     uint8_t bit = (uint8_t)(1u << axis);
     for (uint32_t at = 0; at < n; at += 8)
         for (uint64_t w = flags8_nonzero(start, at, n); w; w &= w - 1) {
@@ -881,7 +903,7 @@ static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, uint3
         }
     for (;;) {
         /* phase 1: entries every tiled operand (or consumer) agrees on */
-        n_inf = 0;
+        inferable->n = 0;
         while (q->n) {
             uint32_t op = wq_pop(q);
             if (nest_find(p, op, axis) >= 0) {
@@ -907,8 +929,8 @@ static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, uint3
                     p->inert[op] |= bit;
                 else
                     p->inert[op] &= (uint8_t)~bit;
-                if (fr.n_full == 0 && fr.n_inf == 1)
-                    inferable[n_inf++] = op;
+                if (fr.n_full == 0 && fr.n_inf == 1 && !oplist_push(inferable, op))
+                    return false;
                 continue;
             }
             if (!ir__push_loop(p, op, axis, e))
@@ -923,8 +945,8 @@ static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, uint3
          * axis: touch_neighbours, infer_operands), so that look's answer
          * stands */
         bool any = false;
-        for (uint32_t k = 0; k < n_inf; k++) {
-            uint32_t op = inferable[k], e;
+        for (uint32_t k = 0; k < inferable->n; k++) {
+            uint32_t op = inferable->v[k], e;
             if (nest_find(p, op, axis) >= 0)
                 continue;
             if (!wq_queued(q, op)) {
@@ -948,7 +970,7 @@ static void propagate_axis(ir_partition *p, workq *q, uint32_t *inferable, uint3
             any = true;
         }
         if (!any)
-            break;
+            return true;
     }
 }
 
@@ -974,7 +996,8 @@ static void common_prefix(const ir_layout *a, const ir_layout *b, int rank, ir_l
  * further, locally.  Taking the common start (rather than requiring equal
  * slicings) makes the result the same whether the users' loops came in one
  * propagate or in several.  Returns whether any argument changed; marks the
- * users of changed arguments in `dirty` (SHARD_MARK). */
+ * users of changed arguments in `dirty` (SHARD_MARK), and clears their
+ * inert bits along the axes the argument is now tiled along (ir_propagate). */
 static bool shard_args_by_uses(ir_partition *p, uint8_t *dirty)
 {
     const ir_pctx *c = p->ctx;
@@ -1007,9 +1030,14 @@ static bool shard_args_by_uses(ir_partition *p, uint8_t *dirty)
         if (!extends)
             continue;
         p->arg_layout[v] = common;
+        /* a user stays inert along an axis the argument is still whole along */
+        uint8_t along = 0;
+        for (int a = 0; a < c->mesh.n_axes; a++)
+            if (common.dim[a] != IR_AX_NONE)
+                along |= (uint8_t)(1u << a);
         for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++) {
             dirty[c->use_op[u]] = SHARD_MARK;
-            p->inert[c->use_op[u]] = 0; /* what they read changed, along any axis */
+            p->inert[c->use_op[u]] &= (uint8_t)~along;
         }
         any = true;
     }
@@ -1020,11 +1048,12 @@ int ir_propagate(ir_partition *p, ap_error *err)
 {
     uint32_t n = n_all_ops(p);
     uint8_t *pending = ap_malloc(n + 1), *next = ap_malloc(n + 1);
-    uint32_t *inferable = ap_malloc(sizeof *inferable * (n + 1)), *inf_entry = ap_malloc(sizeof *inf_entry * (n + 1));
+    uint32_t *inf_entry = ap_malloc(sizeof *inf_entry * (n + 1));
+    oplist inferable = {ap_malloc(sizeof *inferable.v * (n + 1)), 0, n + 1};
     workq q;
     bool have_q = wq_init(p, &q);
     int rc = 0;
-    if (!pending || !next || !inferable || !inf_entry || !have_q) {
+    if (!pending || !next || !inferable.v || !inf_entry || !have_q) {
         rc = ap_error_set(err, AP_ENOMEM, "out of memory in propagation");
         goto out;
     }
@@ -1076,7 +1105,9 @@ int ir_propagate(ir_partition *p, ap_error *err)
          * when a producer or user gets a loop over the axis (that pass
          * queues the op and looks again), an argument gets its tiling
          * (inference: that pass queues its users; shard_args_by_uses
-         * clears its users' bits), or an action changes a value (it marks
+         * clears its users' bits along the axes it is tiled along: along
+         * the others they still read that it is whole), or an action
+         * changes a value (it marks
          * the ops around it pending, and a propagate first clears their
          * bits).  A pass of another axis adds loops over that
          * axis only, so the ops it marks keep their bits: an op the model
@@ -1084,8 +1115,11 @@ int ir_propagate(ir_partition *p, ap_error *err)
          * state is inert everywhere (nothing is tiled); a new identity op
          * is not (it is pending). */
         for (int k = 0; k < n_order; k++)
-            propagate_axis(p, &q, inferable, inf_entry, order[k], pending, round > 0 && p->quiet ? (uint8_t)(k + 1) : 0, next,
-                           (uint8_t)(k + 1));
+            if (!propagate_axis(p, &q, &inferable, inf_entry, order[k], pending,
+                                round > 0 && p->quiet ? (uint8_t)(k + 1) : 0, next, (uint8_t)(k + 1))) {
+                rc = ap_error_set(err, AP_ENOMEM, "out of memory in propagation");
+                goto out;
+            }
         if (!any_flag(next, n)) {
             /* next is clear: the arguments' users they change go there */
             if (!shard_args_by_uses(p, next))
@@ -1097,7 +1131,7 @@ int ir_propagate(ir_partition *p, ap_error *err)
 out:
     if (have_q)
         wq_free(&q);
-    ap_free(inferable);
+    ap_free(inferable.v);
     ap_free(inf_entry);
     ap_free(pending);
     ap_free(next);
