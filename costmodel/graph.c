@@ -427,7 +427,7 @@ typedef struct abuf {
  * outside the span overlaps none); the
  * last allocation made before it that starts later (up: those between
  * start no later, so a buffer ending too late for this one is too late
- * for them), and the steps of the record placed in it that last turned
+ * for them; 0: none, assign_recorded's guard), and the steps of the record placed in it that last turned
  * a buffer away (hs..he, hs UINT32_MAX: none; buffers come in the order
  * of their first steps within a size, so the next often overlaps it too:
  * kept here, not as the record's index, to spare a load per look). */
@@ -771,14 +771,16 @@ static bool fuses(const cost_graph *g, gs *s, uint32_t n)
  * layer) was fused into every reader, each layer's kernels reading every
  * earlier layer's outputs again (MPT-7B on 8 H100s: 1.86 TiB of HBM
  * traffic per device and step, 0.55 TiB with it). */
-static void unfuse_costly(const cost_graph *g, gs *s)
+static void unfuse_costly(const cost_graph *g, gs *s, const uint32_t *multi, uint32_t n_multi)
 {
     /* marks above build_users' (vstamp, up to nn) and fuses'
      * (nstamp, up to nn): no clearing */
     uint32_t nn = g->n_nodes;
-    for (uint32_t n = 0; n < nn; n++) {
-        if (!s->fused[n] || s->nkern[n] < 2)
-            continue;
+    /* multi: the fused nodes in several kernels (s->nkern > 1: only fused
+     * ones have kernels counted), last node first; a node's own fused flag
+     * changes only at its turn, so each is still fused there */
+    for (uint32_t i = n_multi; i-- > 0;) {
+        uint32_t n = multi[i];
         double k = s->nkern[n], r = kernel_reads(g, s, n, 2 * nn + n + 1);
         if (r > 0 && k * r >= r + (k + 1) * g->nodes[n].write) {
             s->fused[n] = 0;
@@ -1032,14 +1034,16 @@ static uint32_t out_target(const cost_graph *g, const gs *s, uint32_t r)
 }
 
 /* Number of kernel users of each buffer, from the kernels' inputs, into
- * s->uses (once the kernels are formed: it does not change after). */
-static void count_uses(const cost_graph *g, gs *s)
+ * s->uses (once the kernels are formed: it does not change after); s->order
+ * holds the n_sched scheduled nodes. */
+static void count_uses(const cost_graph *g, gs *s, uint32_t n_sched)
 {
     memset(s->uses, 0, sizeof *s->uses * g->n_vals);
-    for (uint32_t n = 0; n < g->n_nodes; n++)
-        if (s->sched[n])
-            for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++)
-                s->uses[s->klist[i]]++;
+    for (uint32_t j = 0; j < n_sched; j++) {
+        uint32_t n = s->order[j];
+        for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++)
+            s->uses[s->klist[i]]++;
+    }
 }
 
 /* s->rem: every buffer's kernel readers still to run, none run yet. */
@@ -1352,31 +1356,39 @@ static int64_t assign_recorded(const cost_graph *g, gs *s, const uint32_t *order
         }
     }
     asg_sort(s, nb, n);
+    /* the live-out allocations are outs_a[1..n_out], in the order made;
+     * outs_a[0] is a guard that every buffer ends too late for (start 0)
+     * and whose up (0) ends the walk, so the walk's usual step (to the
+     * next allocation down, on a look the last hit answers) tests no
+     * bound: 13 instructions a look became 8 (31.5 M looks in 1,207
+     * calls on the brief's command) */
     aout *outs_a = s->aouts;
+    outs_a[0] = (aout){CG_NONE, 0, CG_NONE, 0, 0, 0, UINT32_MAX, 0};
     int64_t outs = 0;
-    uint32_t n_out = 0;   /* the live-out allocations, in the order made */
+    uint32_t n_out = 0;
     uint32_t written = 0; /* the last first step of those: a buffer ending there or after fits in none */
     for (uint32_t i = 0; i < nb; i++) {
         abuf *v = &rec[i];
         if (v->end == CG_NONE) {
-            uint32_t up = n_out ? n_out - 1 : CG_NONE;
-            while (up != CG_NONE && outs_a[up].start <= v->start)
+            uint32_t up = n_out;
+            while (up && outs_a[up].start <= v->start)
                 up = outs_a[up].up;
-            outs_a[n_out++] = (aout){i, v->start, CG_NONE, 0, 0, up, UINT32_MAX, 0};
+            outs_a[++n_out] = (aout){i, v->start, CG_NONE, 0, 0, up, UINT32_MAX, 0};
             outs += v->bytes;
             written = v->start > written ? v->start : written;
             continue;
         }
         bool placed = false;
         /* the smallest allocation first, of those starting after v ends */
-        for (uint32_t j = v->end < written ? n_out - 1 : CG_NONE; j != CG_NONE;) {
-            aout *a = &outs_a[j];
+        for (aout *a = outs_a + (v->end < written ? n_out : 0);;) {
             if (v->end >= a->start) {
-                j = a->up;
+                if (!a->up)
+                    break;
+                a = outs_a + a->up;
                 continue;
             }
             if (!asg_fits(rec, a, v)) {
-                j = j ? j - 1 : CG_NONE;
+                a--;
                 continue;
             }
             if (a->head == CG_NONE) {
@@ -1412,7 +1424,7 @@ static int64_t assign_recorded(const cost_graph *g, gs *s, const uint32_t *order
     /* the allocations not yet written at the peak, less the buffer placed
      * in each that is live there (counted as what it is) */
     *idle = 0;
-    for (uint32_t j = 0; j < n_out; j++) {
+    for (uint32_t j = 1; j <= n_out; j++) {
         const aout *a = &outs_a[j];
         if (a->start <= *at)
             continue;
@@ -1597,7 +1609,7 @@ enum { NS_WAIT, NS_READY, NS_DONE };
  * s->topo: whether every such input is a buffer of a kernel before its
  * reader, the return excepted (the list order then covers every node:
  * list_covers need not look).  False when out of memory. */
-static bool kernel_users(const cost_graph *g, gs *s, uint32_t ret)
+static bool kernel_users(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret)
 {
     uint32_t nv = g->n_vals;
     uint32_t total = 0;
@@ -1615,10 +1627,9 @@ static bool kernel_users(const cost_graph *g, gs *s, uint32_t ret)
     for (uint32_t v = 0; v < nv; v++)
         s->kfill[v] = 0;
     bool topo = true;
-    for (uint32_t n = 0; n < g->n_nodes; n++) {
-        s->npred0[n] = 0;
-        if (!s->sched[n])
-            continue;
+    memset(s->npred0, 0, sizeof *s->npred0 * g->n_nodes);
+    for (uint32_t j = 0; j < n_sched; j++) { /* s->order: the scheduled nodes, in program order */
+        uint32_t n = s->order[j];
         for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++) {
             uint32_t b = s->klist[i], d = g->v_def[b];
             kul[s->ku0[b] + s->kfill[b]++] = n;
@@ -1702,11 +1713,12 @@ static int placed_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t r
 {
     reset_users(g, s);
     int moved = 0;
-    for (uint32_t n = 0; n < g->n_nodes; n++) {
-        s->nstate[n] = NS_WAIT;
-        s->move[n] = MV_NONE;
+    memset(s->nstate, NS_WAIT, g->n_nodes);
+    memset(s->move, MV_NONE, g->n_nodes);
+    for (uint32_t q = 0; q < n_sched; q++) { /* s->order: the scheduled nodes (only those move) */
+        uint32_t n = s->order[q];
         const cost_gnode *nd = &g->nodes[n];
-        if (!s->sched[n] || n == ret || !(nd->flags & CG_COLL))
+        if (n == ret || !(nd->flags & CG_COLL))
             continue;
         double rd = 0, wr = 0;
         for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++)
@@ -1749,10 +1761,8 @@ static int list_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret
 {
     reset_users(g, s);
     const uint32_t *kul = s->kulist;
-    for (uint32_t n = 0; n < g->n_nodes; n++) {
-        s->nstate[n] = NS_WAIT;
-        s->ver[n] = 0;
-    }
+    memset(s->nstate, NS_WAIT, g->n_nodes);
+    memset(s->ver, 0, sizeof *s->ver * g->n_nodes);
     s->n_heap = 0;
     for (uint32_t i = 0; i < n_sched; i++) { /* the scheduled nodes, in program order */
         uint32_t n = s->order[i];
@@ -1914,9 +1924,8 @@ static int dfs_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret,
     }
     /* producers of each kernel: the writers of the buffers it reads */
     double cum = 0;
-    for (uint32_t n = 0; n < nn; n++) {
-        if (!s->sched[n])
-            continue;
+    for (uint32_t q = 0; q < n_sched; q++) { /* s->order: the scheduled nodes, in program order */
+        uint32_t n = s->order[q];
         const cost_gnode *nd = &g->nodes[n];
         uint64_t users = 0;
         double size = 0;
@@ -2223,11 +2232,14 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
     build_users(g, s);
     /* users first (they come later) */
     memset(s->nstamp, 0, sizeof *s->nstamp * nn);
+    uint32_t n_multi = 0; /* the fused nodes in several kernels, into s->order (free until the kernels) */
     for (uint32_t n = nn; n-- > 0;) {
         s->fused[n] = fuses(g, s, n);
         s->sched[n] = !s->fused[n] && (g->nodes[n].flags & (CG_ALIAS | CG_BARRIER)) != CG_ALIAS;
+        if (s->nkern[n] > 1)
+            s->order[n_multi++] = n;
     }
-    unfuse_costly(g, s);
+    unfuse_costly(g, s, s->order, n_multi);
     /* kernels: their inputs, time items, collectives (marks above
      * unfuse_costly's, up to 3 nn: no clearing) */
     uint32_t nk = 0, n_sched = 0, ret = CG_NONE;
@@ -2333,7 +2345,7 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
     for (uint32_t n = 0; n < nn; n++)
         if (s->sched[n])
             s->order[k++] = n;
-    count_uses(g, s);
+    count_uses(g, s, n_sched);
     /* under XLA the entry's figure is its buffer assignment's (assign), and
      * the orders are compared by it.  What is live at a step is never more
      * than that figure (the outputs written are in their allocations, and
@@ -2343,7 +2355,7 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
     sim prog = measure(g, s, s->order, n_sched, held);
     lowest lo = {prog, s->order, COST_ORDER_PROGRAM, g->every_order ? INT64_MAX : prog.peak, g->every_order};
     if (n_sched > 2 && !g->eager) {
-        if (!kernel_users(g, s, ret))
+        if (!kernel_users(g, s, n_sched, ret))
             return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
         /* XLA's default memory scheduler keeps the lowest of its list, DFS
          * and post-order schedules; the program's order stands for the
