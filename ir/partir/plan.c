@@ -954,6 +954,7 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
      * and who takes the value as produced */
     vp->n_prod_uses = 0;
     vp->prod_op = -1;
+    uint32_t last_direct = UINT32_MAX; /* the last use taking it as produced */
     for (uint32_t u = pl->u0[v]; u < pl->u0[v + 1]; u++) {
         uint32_t op = pl->uses[u].op, slot = pl->uses[u].slot;
         int32_t *dst = &pl->use_mat[pl->slot0[op] + slot];
@@ -993,9 +994,13 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
         *dst = m;
         if (m == IR_LPLAN_DIRECT) {
             vp->n_prod_uses++;
-            vp->prod_op = op < c->n_ops && slot < c->opd0[op + 1] - c->opd0[op] ? (int32_t)op : -1;
-            vp->prod_slot = slot;
+            last_direct = u;
         }
+    }
+    if (last_direct != UINT32_MAX) {
+        uint32_t op = pl->uses[last_direct].op, slot = pl->uses[last_direct].slot;
+        vp->prod_op = op < c->n_ops && slot < c->opd0[op + 1] - c->opd0[op] ? (int32_t)op : -1;
+        vp->prod_slot = slot;
     }
     for (uint32_t m = 0; m < vp->n_mats; m++) {
         const ir_mat *mt = &vp->mats[m];
