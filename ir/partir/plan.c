@@ -541,6 +541,7 @@ struct ir_lplan {
     ir_layout *snap_arg;
     uint8_t *snap_vlen; /* per value: identity op nest length + 1, 0 none */
     ir_loop *snap_vnest;
+    uint32_t *snap_vv, n_snap_vv; /* the values snap_vlen gives an identity op */
     /* what the last sync changed */
     uint32_t *ch_ops, n_ch_ops;
     bool ch_all;
@@ -575,6 +576,7 @@ void ir_lplan_free(ir_lplan *pl)
     ap_free(pl->snap_arg);
     ap_free(pl->snap_vlen);
     ap_free(pl->snap_vnest);
+    ap_free(pl->snap_vv);
     ap_free(pl->ch_ops);
     ap_free(pl->ch_vals);
     ap_free(pl->mark);
@@ -692,9 +694,11 @@ int ir_lplan_new(const ir_pctx *c, ir_lplan **out, ap_error *err)
     pl->snap_nest = ap_calloc((size_t)c->n_ops * nest_room(c) + 1, sizeof *pl->snap_nest);
     pl->snap_arg = ap_malloc(sizeof *pl->snap_arg * (c->n_args + 1));
     pl->snap_vlen = ap_calloc(c->n_vals + 1, 1);
+    pl->snap_vv = ap_malloc(sizeof *pl->snap_vv * (c->n_vals + 1));
     pl->snap_vnest = ap_calloc((size_t)c->n_vals * nest_room(c) + 1, sizeof *pl->snap_vnest);
     if (!pl->use_mat || !pl->u0 || !pl->uses || !pl->vp || !pl->ret_layout || !pl->mark || !pl->ch_vals ||
-        !pl->ch_ops || !pl->snap_nlen || !pl->snap_nest || !pl->snap_arg || !pl->snap_vlen || !pl->snap_vnest)
+        !pl->ch_ops || !pl->snap_nlen || !pl->snap_nest || !pl->snap_arg || !pl->snap_vlen || !pl->snap_vnest ||
+        !pl->snap_vv)
         goto oom;
 #define FOR_USES(...)                                                               \
     for (uint32_t k = 0; k < c->n_ops; k++) {                                        \
@@ -1070,28 +1074,40 @@ int ir_lplan_sync(ir_lplan *pl, const ir_partition *p, ap_error *err)
             if (a >= 0 && !layout_equal(&p->arg_layout[a], &pl->snap_arg[a]))
                 mark_value(pl, c->ret_val[r]);
         }
-        /* identity ops: compare by value; and the values marked, in value
-         * order, as a full rebuild would go (one pass: a value's own mark
-         * is set before it is looked at) */
-        uint32_t nch = 0;
-        for (uint32_t v = 0; v < c->n_vals; v++) {
-            uint8_t was = pl->snap_vlen[v];
+        /* identity ops, compared by value: over the values that had one
+         * (most have none) and those that have one */
+        for (uint32_t i = 0; i < pl->n_snap_vv; i++) {
+            uint32_t v = pl->snap_vv[i];
             if (p->vop_of[v] < 0) {
-                if (was) {
-                    pl->mark[v] = 1;
-                    pl->snap_vlen[v] = 0;
-                }
-            } else {
-                uint32_t op = vop_id(p, (uint32_t)p->vop_of[v]);
-                ir_loop *snap = &pl->snap_vnest[(size_t)v * nest_room(c)];
-                if (was != p->nlen[op] + 1 || !loops_equal(nest_of(p, op), snap, p->nlen[op])) {
-                    pl->mark[v] = 1;
-                    pl->snap_vlen[v] = (uint8_t)(p->nlen[op] + 1);
-                    memcpy(snap, nest_of(p, op), sizeof(ir_loop) * p->nlen[op]);
-                }
+                pl->mark[v] = 1;
+                pl->snap_vlen[v] = 0;
             }
-            if (pl->mark[v])
-                pl->ch_vals[nch++] = v;
+        }
+        pl->n_snap_vv = 0;
+        for (uint32_t k = 0; k < p->n_vops; k++) {
+            uint32_t v = p->vops[k].val, op = vop_id(p, k);
+            ir_loop *snap = &pl->snap_vnest[(size_t)v * nest_room(c)];
+            if (pl->snap_vlen[v] != p->nlen[op] + 1 || !loops_equal(nest_of(p, op), snap, p->nlen[op])) {
+                pl->mark[v] = 1;
+                pl->snap_vlen[v] = (uint8_t)(p->nlen[op] + 1);
+                memcpy(snap, nest_of(p, op), sizeof(ir_loop) * p->nlen[op]);
+            }
+            pl->snap_vv[pl->n_snap_vv++] = v;
+        }
+        /* the values marked, in value order, as a full rebuild would go:
+         * eight marks at a time (most are clear) */
+        uint32_t nch = 0;
+        for (uint32_t v0 = 0; v0 < c->n_vals; v0 += 8) {
+            uint32_t v1 = v0 + 8 < c->n_vals ? v0 + 8 : c->n_vals;
+            if (v1 - v0 == 8) {
+                uint64_t w;
+                memcpy(&w, &pl->mark[v0], sizeof w);
+                if (!w)
+                    continue;
+            }
+            for (uint32_t v = v0; v < v1; v++)
+                if (pl->mark[v])
+                    pl->ch_vals[nch++] = v;
         }
         pl->n_ch_vals = nch;
     }
@@ -1115,12 +1131,14 @@ int ir_lplan_sync(ir_lplan *pl, const ir_partition *p, ap_error *err)
             pl->snap_nlen[k] = p->nlen[k];
             memcpy(&pl->snap_nest[(size_t)k * nest_room(c)], nest_of(p, k), sizeof(ir_loop) * p->nlen[k]);
         }
+        pl->n_snap_vv = 0;
         for (uint32_t v = 0; v < c->n_vals; v++) {
             if (p->vop_of[v] < 0) {
                 pl->snap_vlen[v] = 0;
                 continue;
             }
             uint32_t op = vop_id(p, (uint32_t)p->vop_of[v]);
+            pl->snap_vv[pl->n_snap_vv++] = v;
             pl->snap_vlen[v] = (uint8_t)(p->nlen[op] + 1);
             memcpy(&pl->snap_vnest[(size_t)v * nest_room(c)], nest_of(p, op), sizeof(ir_loop) * p->nlen[op]);
         }
