@@ -718,14 +718,20 @@ static double kernel_reads(const cost_graph *g, gs *s, uint32_t n, uint32_t mark
  * s->kern[n] (n itself when not fused, the one, KERN_MANY, or CG_NONE
  * when dead) and s->nkern[n] how many (0 when not fused), a kernel reached
  * through several users counted once (s->nstamp with mark n + 1, zeroed
- * before the pass). */
+ * before the pass).
+ *
+ * Only for a node that can fuse at all (fusable), with s->kern[n] n and
+ * s->nkern[n] 0 already: the caller tests and sets those in its loop over
+ * every node, so that the others (most of them) cost no call. */
+static inline bool fusable(const cost_graph *g, uint32_t n)
+{
+    const cost_gnode *nd = &g->nodes[n];
+    return (nd->flags & CG_PRODUCER) && nd->nres == 1 && g->v_root[nd->res0] == nd->res0;
+}
+
 static bool fuses(const cost_graph *g, gs *s, uint32_t n)
 {
     const cost_gnode *nd = &g->nodes[n];
-    s->kern[n] = n;
-    s->nkern[n] = 0;
-    if (!(nd->flags & CG_PRODUCER) || nd->nres != 1 || g->v_root[nd->res0] != nd->res0)
-        return false;
     uint32_t v = nd->res0, nu = s->nusers[v];
     if (nu == 0) {
         s->kern[n] = CG_NONE;
@@ -2234,8 +2240,11 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
     memset(s->nstamp, 0, sizeof *s->nstamp * nn);
     uint32_t n_multi = 0; /* the fused nodes in several kernels, into s->order (free until the kernels) */
     for (uint32_t n = nn; n-- > 0;) {
-        s->fused[n] = fuses(g, s, n);
-        s->sched[n] = !s->fused[n] && (g->nodes[n].flags & (CG_ALIAS | CG_BARRIER)) != CG_ALIAS;
+        s->kern[n] = n;
+        s->nkern[n] = 0;
+        bool f = fusable(g, n) && fuses(g, s, n);
+        s->fused[n] = f;
+        s->sched[n] = !f && (g->nodes[n].flags & (CG_ALIAS | CG_BARRIER)) != CG_ALIAS;
         if (s->nkern[n] > 1)
             s->order[n_multi++] = n;
     }
