@@ -1060,15 +1060,28 @@ int ir_lplan_sync(ir_lplan *pl, const ir_partition *p, ap_error *err)
     } else {
         /* the snapshot follows as each difference is found (after a
          * failure below the plan is invalid: the next sync is full) */
-        for (uint32_t k = 0; k < c->n_ops; k++) {
-            uint8_t n = p->nlen[k];
-            ir_loop *snap = &pl->snap_nest[(size_t)k * nest_room(c)];
-            if (n == pl->snap_nlen[k] && loops_equal(nest_of(p, k), snap, n))
-                continue;
+        /* in locals: mark_op's byte stores could alias them, and the
+         * compiler would load them again for every op */
+        const size_t room = nest_room(c);
+        const uint32_t n_ops = c->n_ops;
+        const uint8_t *nlen = p->nlen;
+        uint8_t *snap_nlen = pl->snap_nlen;
+        const ir_loop *nest = p->nest;
+        ir_loop *snest = pl->snap_nest;
+        for (uint32_t k = 0; k < n_ops; k++, nest += room, snest += room) {
+            uint8_t n = nlen[k];
+            if (n == snap_nlen[k]) {
+                uint32_t diff = 0; /* the loops compared by what they mean (the padding is not) */
+                for (int i = 0; i < n; i++)
+                    diff |= (uint32_t)(nest[i].axis ^ snest[i].axis) | (nest[i].entry ^ snest[i].entry);
+                if (!diff)
+                    continue;
+            }
             pl->ch_ops[pl->n_ch_ops++] = k;
             mark_op(pl, k);
-            pl->snap_nlen[k] = n;
-            memcpy(snap, nest_of(p, k), sizeof(ir_loop) * n);
+            snap_nlen[k] = n;
+            for (int i = 0; i < n; i++)
+                snest[i] = nest[i];
         }
         for (uint32_t a = 0; a < c->n_args; a++)
             if (!layout_equal(&p->arg_layout[a], &pl->snap_arg[a]))
