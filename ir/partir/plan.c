@@ -959,7 +959,10 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
         uint32_t op = pl->uses[u].op, slot = pl->uses[u].slot;
         int32_t *dst = &pl->use_mat[pl->slot0[op] + slot];
         ir_layout want;
-        use_layout(pl, p, vp, op, slot, &want);
+        if (op < c->n_ops && slot < c->opd0[op + 1] - c->opd0[op])
+            ir__needed_layout(p, op, slot, &want); /* an operand (most uses): inline */
+        else
+            use_layout(pl, p, vp, op, slot, &want);
         if (op == c->n_ops)
             pl->ret_layout[slot] = want;
         int32_t m = IR_LPLAN_DIRECT;
