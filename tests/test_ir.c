@@ -266,6 +266,18 @@ END_TEST
 
 /* ------------------------------------------------------------ inliner */
 
+/* src parsed into *m (the caller's to free) with @main's calls inlined;
+ * returns @main. */
+static ir_op *parse_inlined(const char *src, ir_module **m)
+{
+    *m = tl_parse(src, "i", NULL, 0);
+    ck_assert_ptr_nonnull(*m);
+    ir_op *f = ir_module_func(*m, "main");
+    ap_error err;
+    ck_assert_int_eq(ir_inline_calls(*m, f, &err), 0);
+    return f;
+}
+
 START_TEST(inline_private_calls)
 {
     const char *src =
@@ -284,11 +296,9 @@ START_TEST(inline_private_calls)
         "  %1 = stablehlo.add %0, %0 : tensor<4xf32>\n"
         "  return %1 : tensor<4xf32>\n"
         "}\n";
-    ir_module *m = tl_parse(src, "i", NULL, 0);
-    ck_assert_ptr_nonnull(m);
-    ir_op *f = ir_module_func(m, "main");
+    ir_module *m;
+    ir_op *f = parse_inlined(src, &m);
     ap_error err;
-    ck_assert_int_eq(ir_inline_calls(m, f, &err), 0);
     int n = 0, calls = 0;
     for (ir_op *op = ir_func_entry(f)->first; op; op = op->next, n++)
         calls += op->opcode == IR_OP_FUNC_CALL;
@@ -332,11 +342,8 @@ START_TEST(inline_identity_callee)
         "func.func private @id(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n"
         "  return %arg0 : tensor<8xf32>\n"
         "}\n";
-    ir_module *m = tl_parse(src, "i", NULL, 0);
-    ck_assert_ptr_nonnull(m);
-    ir_op *f = ir_module_func(m, "main");
-    ap_error err;
-    ck_assert_int_eq(ir_inline_calls(m, f, &err), 0);
+    ir_module *m;
+    ir_op *f = parse_inlined(src, &m);
     ir_block *b = ir_func_entry(f);
     ir_op *add = b->first;
     ck_assert_int_eq(add->opcode, IR_OP_ADD);

@@ -50,6 +50,15 @@ static ir_partition *state(const model *md, const char *schedule)
     return p;
 }
 
+/* The state tests/models/schedules/<name>.txt makes of md's program. */
+static ir_partition *named_state(const model *md, const char *name)
+{
+    char *text = tl_schedule(name);
+    ir_partition *p = state(md, text);
+    ap_free(text);
+    return p;
+}
+
 /* The full path: what `autopart apply --view report` prints. */
 static void full_cost(const ir_partition *p, const cost_device *dev, cost_report *out)
 {
@@ -424,8 +433,7 @@ START_TEST(same_answer_for_any_thread_count)
      * leak into the answer */
     model md;
     model_open(&md, tl_generate("transformer", "small", ""), "batch=2,model=2");
-    char *bp = tl_schedule("bp");
-    ir_partition *start = state(&md, bp);
+    ir_partition *start = named_state(&md, "bp");
     search_options o;
     search_options_init(&o);
     o.max_episodes = 400;
@@ -454,7 +462,6 @@ START_TEST(same_answer_for_any_thread_count)
     search_result_free(&again);
     search_result_free(&ref);
     ir_partition_free(start);
-    ap_free(bp);
     model_close(&md);
 }
 END_TEST
@@ -496,8 +503,7 @@ START_TEST(resumes_from_a_checkpoint)
 {
     model md;
     model_open(&md, tl_generate("transformer", "small", ""), "batch=2,model=2");
-    char *bp = tl_schedule("bp");
-    ir_partition *start = state(&md, bp);
+    ir_partition *start = named_state(&md, "bp");
     search_options o;
     search_options_init(&o);
     o.max_episodes = 400;
@@ -565,7 +571,6 @@ START_TEST(resumes_from_a_checkpoint)
     ap_free(g.data);
     search_result_free(&ref);
     ir_partition_free(start);
-    ap_free(bp);
     model_close(&md);
 }
 END_TEST
@@ -657,8 +662,7 @@ START_TEST(budgets_are_honoured)
 {
     model md;
     model_open(&md, tl_generate("transformer", "small", ""), "batch=4,model=2");
-    char *bp = tl_schedule("bp");
-    ir_partition *start = state(&md, bp);
+    ir_partition *start = named_state(&md, "bp");
     search_options o;
     search_options_init(&o);
     o.memory_limit = -1;
@@ -703,7 +707,6 @@ START_TEST(budgets_are_honoured)
     ck_assert_int_lt(r.episodes, 100000);
     search_result_free(&r);
     ir_partition_free(start);
-    ap_free(bp);
     model_close(&md);
 }
 END_TEST
@@ -714,8 +717,7 @@ START_TEST(meets_a_limit_only_sharding_can_meet)
 {
     model md;
     model_open(&md, tl_generate("transformer", "small", ""), "batch=4,model=2");
-    char *bp = tl_schedule("bp");
-    ir_partition *start = state(&md, bp);
+    ir_partition *start = named_state(&md, "bp");
     search_options o;
     search_options_init(&o);
     o.max_episodes = 300;
@@ -754,7 +756,6 @@ START_TEST(meets_a_limit_only_sharding_can_meet)
     ck_assert(json_is_array(json_object_get(json_object_get(r.explanation, "memory"), "peak_values")));
     search_result_free(&r);
     ir_partition_free(start);
-    ap_free(bp);
     model_close(&md);
 }
 END_TEST
@@ -821,9 +822,7 @@ END_TEST
 static void t32_small_under_limit(model *md, ir_partition **start, search_options *o, cost_report *er)
 {
     model_open(md, tl_generate("transformer", "t32", "layers=2"), "batch=8,model=4");
-    char *bp = tl_schedule("bp");
-    *start = state(md, bp);
-    ap_free(bp);
+    *start = named_state(md, "bp");
     ir_partition *expert = state(md, "manual batch batch['inputs']=0 batch['targets']=0\n"
                                      "manual model params['block_*']['attn']['w_qkv']=2\n"
                                      "manual model params['embed']=0\n"
@@ -1039,8 +1038,7 @@ START_TEST(schedule_applies_back_to_the_same_cost)
 {
     model md;
     model_open(&md, tl_generate("transformer", "small", ""), "batch=4,model=2");
-    char *bp = tl_schedule("bp");
-    ir_partition *start = state(&md, bp);
+    ir_partition *start = named_state(&md, "bp");
     search_options o;
     search_options_init(&o);
     o.max_episodes = 200;
@@ -1121,7 +1119,6 @@ START_TEST(schedule_applies_back_to_the_same_cost)
     search_result_free(&r);
     ir_partition_free(back);
     ir_partition_free(start);
-    ap_free(bp);
     model_close(&md);
 }
 END_TEST
