@@ -594,6 +594,46 @@ START_TEST(values_named_as_printed)
 }
 END_TEST
 
+/* Values after an HLO tuple and get_tuple_element, which the context sees
+ * through, keep their printed names in schedules and messages (the tuple's
+ * number was given to the negate after it: `tile %3` printed back as
+ * `tile %1`, the tuple, which the schedule refuses). */
+START_TEST(values_named_past_tuples)
+{
+    const char *hlo = "HloModule t\n\n"
+                      "ENTRY main {\n"
+                      "  p = f32[8,4] parameter(0)\n"
+                      "  q = f32[4,8] parameter(1)\n"
+                      "  d = f32[8,8] dot(p, q), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+                      "  t = (f32[8,8]) tuple(d)\n"
+                      "  g = f32[8,8] get-tuple-element(t), index=0\n"
+                      "  n = f32[8,8] negate(g)\n"
+                      "  e = f32[8,8] exponential(n)\n"
+                      "  ROOT s = f32[8,8] sine(e)\n"
+                      "}\n";
+    run r;
+    ck_assert_msg(!apply_ex(&r, hlo, "a=2,b=2", "tile %3 0 a; tile %3 0 a", false), "no error");
+    ck_assert_str_eq(r.err, "schedule:1:22: error: tile %3: axis 'a' already tiles dim 0");
+    run_free(&r);
+    const char *sched = "tile %3 0 a\ntile %4 1 b\ntile %5 0 b\ntile %2 1 a\n";
+    ck_assert_msg(apply_ex(&r, hlo, "a=2,b=2", sched, false), "%s", r.err);
+    ap_buf b;
+    ap_buf_init(&b);
+    ir_partition_schedule(r.p, &b);
+    /* %2, the get_tuple_element, is the dot's result seen through */
+    ck_assert_str_eq(b.data, "tile %3 0 a\ntile %4 1 b\ntile %5 0 b\ntile %0 1 a\n");
+    run again;
+    ck_assert_msg(apply_ex(&again, hlo, "a=2,b=2", b.data, false), "%s", again.err);
+    char *s1 = state_text(r.p), *s2 = state_text(again.p);
+    ck_assert_str_eq(s1, s2);
+    ap_free(s1);
+    ap_free(s2);
+    ap_buf_free(&b);
+    run_free(&again);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(globs_first_divisible_and_schedule_text)
 {
     run r;
@@ -1287,6 +1327,7 @@ int main(void)
     tcase_add_test(tc, schedule_errors);
     tcase_add_test(tc, atomic_never_undoes_tiling);
     tcase_add_test(tc, values_named_as_printed);
+    tcase_add_test(tc, values_named_past_tuples);
     tcase_add_test(tc, globs_first_divisible_and_schedule_text);
     tcase_add_test(tc, import_existing_shardings);
     tcase_add_test(tc, import_errors_at_the_annotation);
