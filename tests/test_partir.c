@@ -468,6 +468,11 @@ START_TEST(schedule_errors)
         /* (int) of strtol's LONG_MAX said "dim -1" */
         {"tile x 99999999999999999999 B", "schedule:1:8: error: dim 99999999999999999999 is out of range (a tensor has at most 32 dims)"},
         {"tile x 4294967296 B", "schedule:1:8: error: dim 4294967296 is out of range (a tensor has at most 32 dims)"},
+        /* value numbers past 32 bits named another value: %4294967296 tiled %0 */
+        {"tile %4294967296 0 B", "schedule:1:6: error: bad value reference '%4294967296'"},
+        {"tile %0#4294967296 0 B", "schedule:1:6: error: bad value reference '%0#4294967296'"},
+        {"tile %0# 0 B", "schedule:1:6: error: bad value reference '%0#'"},
+        {"tile %0#-1 0 B", "schedule:1:6: error: bad value reference '%0#-1'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         run r;
