@@ -60,19 +60,24 @@ typedef struct val_rec {
     uint32_t cap_mats;
 } val_rec;
 
-/* Per op: its cost as a kernel and its fusion class; an iota along a
- * tiled dim adds the offset of the device's tile (lower.c, iota_offset). */
+/* Per op: its cost as a kernel and its fusion class, what the graph's
+ * build reads of every op (48 bytes: it streams through the current ones,
+ * crec); an iota along a tiled dim adds the offset of the device's tile
+ * (lower.c, iota_offset), from a record of its own (op_iota). */
 typedef struct op_rec {
     double flops, matmul, write;
     double mm_m, mm_n; /* a matmul's M and N */
-    uint8_t prec;
-    uint16_t flags;  /* CG_* */
-    bool iota_off;
-    double iota_elem, iota_bytes, iota_numel; /* element bytes, local bytes and elements of the iota */
-    bool iota_bitcast; /* the offset's broadcast only adds unit dims */
-    uint64_t iota_dims;
     unsigned notes;
+    uint16_t flags;  /* CG_* */
+    uint8_t prec;
+    bool iota_off;
 } op_rec;
+
+typedef struct op_iota {
+    double elem, bytes, numel; /* element bytes, local bytes and elements of the iota */
+    uint64_t dims;
+    bool bitcast; /* the offset's broadcast only adds unit dims */
+} op_iota;
 
 /* What a value of the graph is, for the peak breakdown (cost_peak_value). */
 enum { H_ARG = COST_PEAK_ARGUMENT, H_RESULT = COST_PEAK_RESULT, H_COPY = COST_PEAK_COPY, H_OTHER = COST_PEAK_OTHER };
@@ -126,6 +131,9 @@ struct cost_scorer {
     uint8_t *mlen, *mnext;            /* per (op, slot) at k * SLOTS + slot; per op: the slot to take next */
     uint64_t *mkey;                   /* per (op, slot): room words */
     op_rec *mrec;                     /* per (op, slot) */
+    op_rec *crec;                     /* per op: a copy of its current record, mrec at (k, cur[k]) */
+    uint32_t *iota_of;                /* per op: an iota's index into miota, UINT32_MAX */
+    op_iota *miota;                   /* per (iota, slot) at iota_of[k] * SLOTS + slot */
     double *mrd;                      /* per slot's operands: at slot * n_opd + opd0[k] + i, the bytes op k reads of operand i */
     double *mvb;                      /* per slot's results: at slot * n_vals + value, bytes as produced (local) */
     uint64_t *mvd;                    /* the same, their dims hash */
@@ -245,15 +253,16 @@ static int op_record(cost_scorer *s, const ir_partition *p, uint32_t k, uint32_t
             int axes[IR_MAX_AXES];
             if (d && d->kind == IR_A_INT && ir_layout_dim_axes(&rl, (int)d->u.i, axes) > 0) {
                 const ir_type *lt = s->tptr[no + j];
+                op_iota *io = &s->miota[(size_t)s->iota_of[k] * SLOTS + slot];
                 r->iota_off = true;
-                r->iota_elem = cost__elem_bytes(g);
-                r->iota_bytes = RBYTES(s, v, slot);
-                r->iota_numel = cost__numel(lt, &r->notes);
-                r->iota_dims = RDIMS(s, v, slot);
+                io->elem = cost__elem_bytes(g);
+                io->bytes = RBYTES(s, v, slot);
+                io->numel = cost__numel(lt, &r->notes);
+                io->dims = RDIMS(s, v, slot);
                 /* the offset's broadcast of a scalar is a bitcast when every dim is 1 */
-                r->iota_bitcast = true;
+                io->bitcast = true;
                 for (int q = 0; q < lt->rank; q++)
-                    r->iota_bitcast &= lt->dims[q] == 1;
+                    io->bitcast &= lt->dims[q] == 1;
             }
         }
     }
@@ -307,6 +316,7 @@ static int op_record_memo(cost_scorer *s, const ir_partition *p, uint32_t k, ap_
     for (uint32_t slot = 0; slot < SLOTS; slot++)
         if (slot != c && s->mlen[m0 + slot] == len && same_words(&s->mkey[(m0 + slot) * s->room], key, len)) {
             s->cur[k] = (uint8_t)slot;
+            s->crec[k] = s->mrec[m0 + slot];
             return 0;
         }
     uint32_t slot = c;
@@ -321,6 +331,7 @@ static int op_record_memo(cost_scorer *s, const ir_partition *p, uint32_t k, ap_
         return rc;
     s->mlen[m0 + slot] = (uint8_t)len;
     memcpy(&s->mkey[(m0 + slot) * s->room], key, sizeof *key * (size_t)len);
+    s->crec[k] = s->mrec[m0 + slot];
     return 0;
 }
 
@@ -708,14 +719,14 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
     const uint8_t *cur = s->cur;
     const ir_op **op_of = s->op_of;
     uint32_t *h = s->hbuf, *prod_h = s->prod_h, n_ops = s->n_ops, n_opd = s->n_opd;
-    const op_rec *mrec = s->mrec;
+    const op_rec *crec = s->crec;
     const double *mrd = s->mrd;
     cost_graph *g = &s->g;
     unsigned notes = 0;
     for (uint32_t k = 0; k < n_ops;) {
         uint32_t span = spans[k], o0 = opd0[k], no = opd0[k + span] - o0, nr = nres[k];
         uint32_t c = cur[k];
-        const op_rec *r = &mrec[(size_t)k * SLOTS + c];
+        const op_rec *r = &crec[k];
         const double *rd = &mrd[(size_t)c * n_opd + o0];
         notes |= r->notes;
         const uint32_t *opv = &opd_val[o0];
@@ -743,7 +754,7 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
                 i0 += n;
                 if (q > 0) {
                     nr += s->nres[k + q];
-                    notes |= REC(s, k + q, s->cur[k + q])->notes;
+                    notes |= crec[k + q].notes;
                 }
             }
         }
@@ -774,29 +785,30 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
         if (r->iota_off) {
             /* + the device's offset: (lower.c, iota_offset) */
             uint32_t v = s->res0[k], iota = s->prod_h[v];
-            double e = r->iota_elem, L = r->iota_bytes;
+            const op_iota *io = &s->miota[(size_t)s->iota_of[k] * SLOTS + c];
+            double e = io->elem, L = io->bytes;
             uint32_t off = per_device(&w);
             node(&w, cost__node_flags_of(IR_OP_CONVERT));
             s->g.nodes[s->g.n_nodes - 1].flops = 1;
             s->g.nodes[s->g.n_nodes - 1].write = e;
             cost__graph_edge(&s->g, off, 4);
             uint32_t cv = result(&w, e, 0, WHAT(H_OTHER, 0)), bc;
-            if (r->iota_bitcast) {
+            if (io->bitcast) {
                 node(&w, CG_ALIAS);
                 cost__graph_edge(&s->g, cv, 0);
-                bc = cost__graph_result(&s->g, L, cv, r->iota_dims, WHAT(H_OTHER, 0));
+                bc = cost__graph_result(&s->g, L, cv, io->dims, WHAT(H_OTHER, 0));
             } else {
                 node(&w, cost__node_flags_of(IR_OP_BROADCAST_IN_DIM));
                 s->g.nodes[s->g.n_nodes - 1].write = L;
                 cost__graph_edge(&s->g, cv, e);
-                bc = result(&w, L, r->iota_dims, WHAT(H_OTHER, 0));
+                bc = result(&w, L, io->dims, WHAT(H_OTHER, 0));
             }
             node(&w, cost__node_flags_of(IR_OP_ADD));
-            s->g.nodes[s->g.n_nodes - 1].flops = r->iota_numel;
+            s->g.nodes[s->g.n_nodes - 1].flops = io->numel;
             s->g.nodes[s->g.n_nodes - 1].write = L;
             cost__graph_edge(&s->g, iota, L);
             cost__graph_edge(&s->g, bc, L);
-            s->prod_h[v] = result(&w, L, r->iota_dims, WHAT(H_RESULT, v));
+            s->prod_h[v] = result(&w, L, io->dims, WHAT(H_RESULT, v));
         }
         k += span;
     }
@@ -863,6 +875,9 @@ void cost_scorer_free(cost_scorer *s)
     ap_free(s->mnext);
     ap_free(s->mkey);
     ap_free(s->mrec);
+    ap_free(s->crec);
+    ap_free(s->iota_of);
+    ap_free(s->miota);
     ap_free(s->mrd);
     ap_free(s->mvb);
     ap_free(s->mvd);
@@ -1043,10 +1058,16 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
     s->mnext = ap_calloc(s->n_ops + 1, 1);
     s->mkey = ap_calloc(slots * s->room + 1, sizeof *s->mkey);
     s->mrec = ap_calloc(slots + 1, sizeof *s->mrec);
+    s->crec = ap_calloc(s->n_ops + 1, sizeof *s->crec);
+    s->iota_of = ap_malloc(sizeof *s->iota_of * (s->n_ops + 1));
+    uint32_t n_iota = 0;
+    for (uint32_t k = 0; s->iota_of && k < s->n_ops; k++)
+        s->iota_of[k] = ir_pctx_op(ctx, k)->opcode == IR_OP_IOTA ? n_iota++ : UINT32_MAX;
+    s->miota = ap_calloc((size_t)n_iota * SLOTS + 1, sizeof *s->miota);
     s->mrd = ap_calloc((size_t)SLOTS * n_uses + 1, sizeof *s->mrd);
     s->mvb = ap_calloc((size_t)SLOTS * s->n_vals + 1, sizeof *s->mvb);
     s->mvd = ap_calloc((size_t)SLOTS * s->n_vals + 1, sizeof *s->mvd);
-    if (!s->cur || !s->mlen || !s->mnext || !s->mkey || !s->mrec || !s->mrd || !s->mvb || !s->mvd) {
+    if (!s->cur || !s->mlen || !s->mnext || !s->mkey || !s->mrec || !s->crec || !s->iota_of || !s->miota || !s->mrd || !s->mvb || !s->mvd) {
         rc = oom(err);
         goto fail;
     }
