@@ -117,6 +117,9 @@ struct cost_scorer {
     uint32_t *cursor;
     const ir_mat **vm; /* per value: its mats in the plan (redone with its record) */
     uint32_t *vn;
+    uint32_t *mv_list, n_mv; /* the values that have mats (vn > 0), in no order: the build's pass
+                                over them is over these, not every value */
+    uint32_t *mv_pos;  /* per value: its index in mv_list, UINT32_MAX when not listed */
     uint64_t *due;     /* per op (and the return, n_ops): a bit, some copy is due at one of its operands */
     uint32_t *hbuf;    /* the graph values an op or the return reads (max_opd) */
     double *rdbuf;     /* the bytes a barrier reads of them (max_opd) */
@@ -491,6 +494,23 @@ static int val_record(cost_scorer *s, uint32_t v, ap_error *err)
     return 0;
 }
 
+/* Value v's mats, from the plan (with its record), and whether mv_list
+ * lists it. */
+static void take_mats(cost_scorer *s, uint32_t v)
+{
+    s->vm[v] = ir_lplan_mats(s->plan, v, &s->vn[v]);
+    bool listed = s->mv_pos[v] != UINT32_MAX;
+    if (s->vn[v] && !listed) {
+        s->mv_pos[v] = s->n_mv;
+        s->mv_list[s->n_mv++] = v;
+    } else if (!s->vn[v] && listed) {
+        uint32_t i = s->mv_pos[v], last = s->mv_list[--s->n_mv];
+        s->mv_list[i] = last;
+        s->mv_pos[last] = i;
+        s->mv_pos[v] = UINT32_MAX;
+    }
+}
+
 /* ============================================================== the graph */
 
 /* Building the graph ir_lower's program gives, node for node. */
@@ -691,8 +711,8 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
     /* graph values of copies, numbered per value; the ops a copy is due at */
     memset(s->due, 0, sizeof *s->due * (s->n_ops / 64 + 1));
     uint32_t total = 0;
-    for (uint32_t v = 0; v < s->n_vals; v++) {
-        uint32_t n = s->vn[v];
+    for (uint32_t i = 0; i < s->n_mv; i++) {
+        uint32_t v = s->mv_list[i], n = s->vn[v];
         s->mat_base[v] = total;
         total += n;
         s->cursor[v] = 0;
@@ -858,6 +878,8 @@ void cost_scorer_free(cost_scorer *s)
     ap_free(s->arg_name);
     ap_free(s->vm);
     ap_free(s->vn);
+    ap_free(s->mv_list);
+    ap_free(s->mv_pos);
     ap_free(s->due);
     ap_free(s->hbuf);
     ap_free(s->rdbuf);
@@ -976,9 +998,11 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
     s->arg_name = ap_calloc(s->n_args + 1, sizeof *s->arg_name);
     s->prod_h = ap_malloc(sizeof *s->prod_h * (s->n_vals + 1));
     s->mat_base = ap_malloc(sizeof *s->mat_base * (s->n_vals + 1));
-    s->cursor = ap_malloc(sizeof *s->cursor * (s->n_vals + 1));
+    s->cursor = ap_calloc(s->n_vals + 1, sizeof *s->cursor); /* read (c < vn[v]) for values without mats too */
     s->vm = ap_calloc(s->n_vals + 1, sizeof *s->vm);
     s->vn = ap_calloc(s->n_vals + 1, sizeof *s->vn);
+    s->mv_list = ap_malloc(sizeof *s->mv_list * (s->n_vals + 1));
+    s->mv_pos = ap_malloc(sizeof *s->mv_pos * (s->n_vals + 1));
     s->opd0 = ap_malloc(sizeof *s->opd0 * (s->n_ops + 2));
     s->res0 = ap_malloc(sizeof *s->res0 * (s->n_ops + 1));
     s->nres = ap_malloc(sizeof *s->nres * (s->n_ops + 1));
@@ -986,10 +1010,12 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
     s->op_of = ap_malloc(sizeof *s->op_of * (s->n_ops + 1));
     s->ret_val = ap_malloc(sizeof *s->ret_val * (s->n_ret + 1));
     if (!s->vm || !s->vn || !s->opd0 || !s->res0 || !s->nres || !s->span || !s->op_of || !s->ret_val || !s->vals || !s->vdims ||
-        !s->alias_out || !s->in_hint || !s->arg_name || !s->prod_h || !s->mat_base || !s->cursor) {
+        !s->alias_out || !s->in_hint || !s->arg_name || !s->prod_h || !s->mat_base || !s->cursor ||
+        !s->mv_list || !s->mv_pos) {
         rc = oom(err);
         goto fail;
     }
+    memset(s->mv_pos, 0xff, sizeof *s->mv_pos * (s->n_vals + 1));
     const ir_op *func = ir_pctx_func(ctx);
     const ir_block *body = ir_func_entry(func);
     for (uint32_t a = 0; a < s->n_args; a++) {
@@ -1115,14 +1141,14 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
         }
         if ((rc = val_record(s, v, err)) < 0)
             return rc;
-        s->vm[v] = ir_lplan_mats(s->plan, v, &s->vn[v]);
+        take_mats(s, v);
     }
     if (!was_valid) {
         /* after a failure the records may lag behind the plan: redo all */
         for (uint32_t v = 0; v < s->n_vals; v++) {
             if ((rc = val_record(s, v, err)) < 0)
                 return rc;
-            s->vm[v] = ir_lplan_mats(s->plan, v, &s->vn[v]);
+            take_mats(s, v);
         }
         for (uint32_t a = 0; a < s->n_args; a++) {
             ir_layout l;
