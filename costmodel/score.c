@@ -79,6 +79,12 @@ typedef struct op_iota {
     bool bitcast; /* the offset's broadcast only adds unit dims */
 } op_iota;
 
+/* An op's result as its current record has it (cost_scorer.cvr). */
+typedef struct val_cur {
+    double bytes;
+    uint64_t dims;
+} val_cur;
+
 /* What a value of the graph is, for the peak breakdown (cost_peak_value). */
 enum { H_ARG = COST_PEAK_ARGUMENT, H_RESULT = COST_PEAK_RESULT, H_COPY = COST_PEAK_COPY, H_OTHER = COST_PEAK_OTHER };
 
@@ -122,7 +128,6 @@ struct cost_scorer {
     uint32_t *mv_pos;  /* per value: its index in mv_list, UINT32_MAX when not listed */
     uint64_t *due;     /* per op (and the return, n_ops): a bit, some copy is due at one of its operands */
     uint32_t *hbuf;    /* the graph values an op or the return reads (max_opd) */
-    double *rdbuf;     /* the bytes a barrier reads of them (max_opd) */
     uint32_t max_opd;
     unsigned op_notes; /* the notes of every op's record (build_graph) */
     /* the per-op records (op_record_memo): SLOTS per op, the current one
@@ -134,7 +139,12 @@ struct cost_scorer {
     uint8_t *mlen, *mnext;            /* per (op, slot) at k * SLOTS + slot; per op: the slot to take next */
     uint64_t *mkey;                   /* per (op, slot): room words */
     op_rec *mrec;                     /* per (op, slot) */
-    op_rec *crec;                     /* per op: a copy of its current record, mrec at (k, cur[k]) */
+    /* copies of each op's current record (slot cur[k]) where the graph's
+     * build streams through them: the slots of the ops it walks are in no
+     * order, and it reads all of them (op_record_memo keeps these) */
+    op_rec *crec;                     /* per op: mrec at (k, cur[k]) */
+    double *crd;                      /* per operand (opd0[k] + i): mrd of op k's current slot */
+    val_cur *cvr;                     /* per result value: mvb and mvd of its op's current slot */
     uint32_t *iota_of;                /* per op: an iota's index into miota, UINT32_MAX */
     op_iota *miota;                   /* per (iota, slot) at iota_of[k] * SLOTS + slot */
     double *mrd;                      /* per slot's operands: at slot * n_opd + opd0[k] + i, the bytes op k reads of operand i */
@@ -308,6 +318,17 @@ static inline bool same_words(const uint64_t *a, const uint64_t *b, int n)
     return true;
 }
 
+/* Slot `slot` becomes op k's current record, copied where the build reads it. */
+static void take_slot(cost_scorer *s, uint32_t k, uint32_t slot)
+{
+    s->cur[k] = (uint8_t)slot;
+    s->crec[k] = *REC(s, k, slot);
+    uint32_t o0 = s->opd0[k], no = s->opd0[k + 1] - o0;
+    memcpy(&s->crd[o0], READS(s, k, slot), sizeof *s->crd * no);
+    for (uint32_t j = 0, v = s->res0[k]; j < s->nres[k]; j++, v++)
+        s->cvr[v] = (val_cur){RBYTES(s, v, slot), RDIMS(s, v, slot)};
+}
+
 static int op_record_memo(cost_scorer *s, const ir_partition *p, uint32_t k, ap_error *err)
 {
     uint64_t key[IR_MAX_AXES];
@@ -318,8 +339,7 @@ static int op_record_memo(cost_scorer *s, const ir_partition *p, uint32_t k, ap_
         return 0;
     for (uint32_t slot = 0; slot < SLOTS; slot++)
         if (slot != c && s->mlen[m0 + slot] == len && same_words(&s->mkey[(m0 + slot) * s->room], key, len)) {
-            s->cur[k] = (uint8_t)slot;
-            s->crec[k] = s->mrec[m0 + slot];
+            take_slot(s, k, slot);
             return 0;
         }
     uint32_t slot = c;
@@ -334,7 +354,7 @@ static int op_record_memo(cost_scorer *s, const ir_partition *p, uint32_t k, ap_
         return rc;
     s->mlen[m0 + slot] = (uint8_t)len;
     memcpy(&s->mkey[(m0 + slot) * s->room], key, sizeof *key * (size_t)len);
-    s->crec[k] = s->mrec[m0 + slot];
+    take_slot(s, k, slot);
     return 0;
 }
 
@@ -736,18 +756,17 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
     /* the scorer's arrays in locals: the graph's stores (pointers among
      * them) would otherwise make the compiler load them again per op */
     const uint32_t *spans = s->span, *opd0 = s->opd0, *nres = s->nres, *res0 = s->res0, *opd_val = s->opd_val;
-    const uint8_t *cur = s->cur;
     const ir_op **op_of = s->op_of;
-    uint32_t *h = s->hbuf, *prod_h = s->prod_h, n_ops = s->n_ops, n_opd = s->n_opd;
+    uint32_t *h = s->hbuf, *prod_h = s->prod_h, n_ops = s->n_ops;
     const op_rec *crec = s->crec;
-    const double *mrd = s->mrd;
+    const double *crd = s->crd;
+    const val_cur *cvr = s->cvr;
     cost_graph *g = &s->g;
     unsigned notes = 0;
     for (uint32_t k = 0; k < n_ops;) {
         uint32_t span = spans[k], o0 = opd0[k], no = opd0[k + span] - o0, nr = nres[k];
-        uint32_t c = cur[k];
         const op_rec *r = &crec[k];
-        const double *rd = &mrd[(size_t)c * n_opd + o0];
+        const double *rd = &crd[o0];
         notes |= r->notes;
         const uint32_t *opv = &opd_val[o0];
         const int32_t *uses = &use_all[o0];
@@ -761,12 +780,9 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
             for (uint32_t i = 0; i < no; i++)
                 h[i] = uses[i] < 0 ? prod_h[opv[i]] : emit_copy(&w, opv[i], uses[i]);
         } else {
-            /* the reads of each identity op, from its own slot */
-            double *rb = s->rdbuf;
-            rd = rb;
+            /* the reads of each identity op (its operands follow the first's) */
             for (uint32_t q = 0, i0 = 0; q < span; q++) {
                 uint32_t n = s->opd0[k + q + 1] - s->opd0[k + q];
-                memcpy(rb + i0, READS(s, k + q, s->cur[k + q]), sizeof *rb * n);
                 for (uint32_t i = 0; i < n && DUE(s, k + q); i++)
                     emit_due(&w, opv[i0 + i], k + q, i);
                 for (uint32_t i = 0; i < n; i++)
@@ -789,23 +805,22 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
         cost__graph_edges(g, h, rd, no);
         bool alias = (r->flags & CG_ALIAS) && no > 0;
         if (span == 1 && !alias) {
-            /* most ops: results of their own, from the op's slot */
+            /* most ops: results of their own */
             uint32_t v0 = res0[k];
-            const double *vb = &RBYTES(s, v0, c);
-            const uint64_t *vd = &RDIMS(s, v0, c);
+            const val_cur *vc = &cvr[v0];
             for (uint32_t j = 0; j < nr; j++)
-                prod_h[v0 + j] = cost__graph_result(g, vb[j], CG_NONE, vd[j], WHAT(H_RESULT, v0 + j));
+                prod_h[v0 + j] = cost__graph_result(g, vc[j].bytes, CG_NONE, vc[j].dims, WHAT(H_RESULT, v0 + j));
         } else {
             for (uint32_t q = 0, j = 0; q < span; q++)
-                for (uint32_t jj = 0, v = res0[k + q], cq = cur[k + q]; jj < nres[k + q]; jj++, j++, v++) {
+                for (uint32_t jj = 0, v = res0[k + q]; jj < nres[k + q]; jj++, j++, v++) {
                     uint32_t src = alias ? h[no == nr ? j : 0] : CG_NONE;
-                    prod_h[v] = cost__graph_result(g, RBYTES(s, v, cq), src, RDIMS(s, v, cq), WHAT(H_RESULT, v));
+                    prod_h[v] = cost__graph_result(g, cvr[v].bytes, src, cvr[v].dims, WHAT(H_RESULT, v));
                 }
         }
         if (r->iota_off) {
             /* + the device's offset: (lower.c, iota_offset) */
             uint32_t v = s->res0[k], iota = s->prod_h[v];
-            const op_iota *io = &s->miota[(size_t)s->iota_of[k] * SLOTS + c];
+            const op_iota *io = &s->miota[(size_t)s->iota_of[k] * SLOTS + s->cur[k]];
             double e = io->elem, L = io->bytes;
             uint32_t off = per_device(&w);
             node(&w, cost__node_flags_of(IR_OP_CONVERT));
@@ -882,7 +897,6 @@ void cost_scorer_free(cost_scorer *s)
     ap_free(s->mv_pos);
     ap_free(s->due);
     ap_free(s->hbuf);
-    ap_free(s->rdbuf);
     cost__program_free_arrays(&s->prog);
     cost__graph_free(&s->g);
     ap_free(s->prod_h);
@@ -898,6 +912,8 @@ void cost_scorer_free(cost_scorer *s)
     ap_free(s->mkey);
     ap_free(s->mrec);
     ap_free(s->crec);
+    ap_free(s->crd);
+    ap_free(s->cvr);
     ap_free(s->iota_of);
     ap_free(s->miota);
     ap_free(s->mrd);
@@ -1061,9 +1077,8 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
         if (s->opd0[k + s->span[k]] - s->opd0[k] > s->max_opd)
             s->max_opd = s->opd0[k + s->span[k]] - s->opd0[k];
     s->hbuf = ap_malloc(sizeof *s->hbuf * (s->max_opd + 1));
-    s->rdbuf = ap_malloc(sizeof *s->rdbuf * (s->max_opd + 1));
     s->due = ap_calloc(s->n_ops / 64 + 1, sizeof *s->due);
-    if (!s->hbuf || !s->rdbuf || !s->due) {
+    if (!s->hbuf || !s->due) {
         rc = oom(err);
         goto fail;
     }
@@ -1085,6 +1100,8 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
     s->mkey = ap_calloc(slots * s->room + 1, sizeof *s->mkey);
     s->mrec = ap_calloc(slots + 1, sizeof *s->mrec);
     s->crec = ap_calloc(s->n_ops + 1, sizeof *s->crec);
+    s->crd = ap_calloc((size_t)n_uses + 1, sizeof *s->crd);
+    s->cvr = ap_calloc((size_t)s->n_vals + 1, sizeof *s->cvr);
     s->iota_of = ap_malloc(sizeof *s->iota_of * (s->n_ops + 1));
     uint32_t n_iota = 0;
     for (uint32_t k = 0; s->iota_of && k < s->n_ops; k++)
@@ -1093,7 +1110,7 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
     s->mrd = ap_calloc((size_t)SLOTS * n_uses + 1, sizeof *s->mrd);
     s->mvb = ap_calloc((size_t)SLOTS * s->n_vals + 1, sizeof *s->mvb);
     s->mvd = ap_calloc((size_t)SLOTS * s->n_vals + 1, sizeof *s->mvd);
-    if (!s->cur || !s->mlen || !s->mnext || !s->mkey || !s->mrec || !s->crec || !s->iota_of || !s->miota || !s->mrd || !s->mvb || !s->mvd) {
+    if (!s->cur || !s->mlen || !s->mnext || !s->mkey || !s->mrec || !s->crec || !s->crd || !s->cvr || !s->iota_of || !s->miota || !s->mrd || !s->mvb || !s->mvd) {
         rc = oom(err);
         goto fail;
     }
