@@ -444,8 +444,31 @@ typedef struct asize {
     uint32_t num; /* its number, in the order first met */
 } asize;
 
+/* A node's fields that the run's passes read, packed: cost_gnode is 96
+ * bytes (its kernel's figures, names, regions), and the passes that walk
+ * the nodes or look them up by edge read only where its edges and results
+ * are and its flags, so on T32 each such look was a cache line of its own
+ * (~12,700 nodes, 1.2 MB: more than L2).  build_users fills one per node,
+ * reading each cost_gnode once; the rest read this (20 bytes). */
+typedef struct gnh {
+    uint32_t opd0, nopd, res0, nres;
+    uint32_t flags; /* CG_*, and GH_NESTED, GH_KIDS */
+} gnh;
+
+/* GH_NESTED: its regions have temporaries (cost_gnode.nested > 0);
+ * GH_KIDS: it holds blocks (cost_gnode.nkid > 0) */
+enum { GH_NESTED = 1 << 16, GH_KIDS = 1 << 17 };
+
+/* A step of a recorded simulation whose node's regions hold temporaries
+ * (few: loops, calls), and their bytes. */
+typedef struct nstep {
+    uint32_t step;
+    int64_t bytes;
+} nstep;
+
 typedef struct gs {
     uint32_t cap_v, cap_n, cap_e, cap_k, cap_h, cap_ku;
+    gnh *nh; /* per node (build_users) */
     /* per value */
     uint32_t *vstamp, *nusers, *u0, *ulist, *ku0, *kulist, *rem, *pending, *kfill;
     uint32_t *uses; /* kernel readers (rem counts them down for the list order, left for a simulation) */
@@ -493,6 +516,8 @@ typedef struct gs {
     uint32_t *aslot;  /* their hash table (index + 1 into asizes, 0: empty): 2 slots per value */
     uint32_t *acount; /* per step: asg_sort's counts */
     int64_t *hdiff; /* per step: heap bytes starting minus ending there */
+    nstep *nest;    /* the steps sim_step recorded whose node has nested temporaries, in order */
+    uint32_t n_nest;
     bool rec;       /* sim_step records the buffers' steps */
     bool fed;       /* the run wrote g->v_feeds */
 } gs;
@@ -523,6 +548,7 @@ static void scratch_free(void *scratch)
     ap_free(s->vread);
     ap_free(s->alloc);
     ap_free(s->vflag);
+    ap_free(s->nh);
     ap_free(s->fused);
     ap_free(s->nkern);
     ap_free(s->kern);
@@ -561,6 +587,7 @@ static void scratch_free(void *scratch)
     ap_free(s->aslot);
     ap_free(s->acount);
     ap_free(s->hdiff);
+    ap_free(s->nest);
     ap_free(s);
 }
 
@@ -592,11 +619,11 @@ static bool scratch_fit(cost_graph *g, gs **out)
     }
     if (nn > s->cap_n) {
         uint32_t c = nn + nn / 2;
-        if (!REALLOC(s->fused, c) || !REALLOC(s->nkern, c) || !REALLOC(s->kern, c) || !REALLOC(s->sched, c) ||
+        if (!REALLOC(s->nh, c) || !REALLOC(s->fused, c) || !REALLOC(s->nkern, c) || !REALLOC(s->kern, c) || !REALLOC(s->sched, c) ||
             !REALLOC(s->nstate, c) || !REALLOC(s->nstamp, c) || !REALLOC(s->k0, c + 1) || !REALLOC(s->order, c) ||
             !REALLOC(s->lorder, c) || !REALLOC(s->ready, c) || !REALLOC(s->npred, c) || !REALLOC(s->npred0, c) || !REALLOC(s->ver, c) || !REALLOC(s->ev, c) ||
             !REALLOC(s->evlast, c) || !REALLOC(s->key, c) || !REALLOC(s->porder, c) || !REALLOC(s->move, c) ||
-            !REALLOC(s->kcount, c) || !REALLOC(s->hdiff, c + 1) || !REALLOC(s->acount, c + 1))
+            !REALLOC(s->kcount, c) || !REALLOC(s->hdiff, c + 1) || !REALLOC(s->nest, c) || !REALLOC(s->acount, c + 1))
             return false;
         s->cap_n = c;
     }
@@ -645,6 +672,8 @@ static void build_users(const cost_graph *g, gs *s)
     memset(s->vstamp, 0, sizeof *s->vstamp * nv);
     for (uint32_t n = 0; n < nn; n++) {
         const cost_gnode *nd = &g->nodes[n];
+        s->nh[n] = (gnh){nd->opd0, nd->nopd, nd->res0, nd->nres,
+                         nd->flags | (nd->nested > 0 ? GH_NESTED : 0) | (nd->nkid ? GH_KIDS : 0)};
         s->k0[n] = np;
         if ((nd->flags & (CG_ALIAS | CG_BARRIER)) == CG_ALIAS)
             continue;
@@ -675,7 +704,7 @@ static void build_users(const cost_graph *g, gs *s)
  * s->vread with `mark` (one per node, above every mark in them before). */
 static double kernel_reads(const cost_graph *g, gs *s, uint32_t n, uint32_t mark)
 {
-    const cost_gnode *nd = &g->nodes[n];
+    const gnh *nd = &s->nh[n];
     uint32_t top = 0;
     double rd = 0;
     for (uint32_t e = nd->opd0; e < nd->opd0 + nd->nopd; e++)
@@ -685,7 +714,7 @@ static double kernel_reads(const cost_graph *g, gs *s, uint32_t n, uint32_t mark
         uint32_t e = s->stack[--top];
         uint32_t r = g->v_root[g->e_val[e]], d = g->v_def[r];
         if (d != CG_NONE && s->fused[d]) {
-            const cost_gnode *m = &g->nodes[d];
+            const gnh *m = &s->nh[d];
             if (s->nstamp[d] == mark || top + m->nopd > s->cap_e) /* each node once: its edges fit */
                 continue;
             s->nstamp[d] = mark;
@@ -723,15 +752,15 @@ static double kernel_reads(const cost_graph *g, gs *s, uint32_t n, uint32_t mark
  * Only for a node that can fuse at all (fusable), with s->kern[n] n and
  * s->nkern[n] 0 already: the caller tests and sets those in its loop over
  * every node, so that the others (most of them) cost no call. */
-static inline bool fusable(const cost_graph *g, uint32_t n)
+static inline bool fusable(const cost_graph *g, const gs *s, uint32_t n)
 {
-    const cost_gnode *nd = &g->nodes[n];
+    const gnh *nd = &s->nh[n];
     return (nd->flags & CG_PRODUCER) && nd->nres == 1 && g->v_root[nd->res0] == nd->res0;
 }
 
 static bool fuses(const cost_graph *g, gs *s, uint32_t n)
 {
-    const cost_gnode *nd = &g->nodes[n];
+    const gnh *nd = &s->nh[n];
     uint32_t v = nd->res0, nu = s->nusers[v];
     if (nu == 0) {
         s->kern[n] = CG_NONE;
@@ -745,7 +774,7 @@ static bool fuses(const cost_graph *g, gs *s, uint32_t n)
     uint32_t first = CG_NONE, k = 0, mark = n + 1;
     for (uint32_t i = s->u0[v]; i < s->u0[v] + nu; i++) {
         uint32_t u = s->ulist[i], ku = s->kern[u];
-        uint16_t uf = g->nodes[u].flags;
+        uint32_t uf = s->nh[u].flags;
         if (!(uf & CG_CONSUMER) && !((uf & CG_DOT) && fold))
             return false; /* its kernel is n, 0 counted */
         if (ku == CG_NONE)
@@ -802,7 +831,7 @@ static void unfuse_costly(const cost_graph *g, gs *s, const uint32_t *multi, uin
  * result is a tensor, from the op to its last reader. */
 static bool eager_fuses(const cost_graph *g, const gs *s, uint32_t n)
 {
-    const cost_gnode *nd = &g->nodes[n];
+    const gnh *nd = &s->nh[n];
     if (!(nd->flags & CG_PRODUCER) || nd->nres != 1 || g->v_root[nd->res0] != nd->res0)
         return false;
     uint32_t v = nd->res0, nu = s->nusers[v];
@@ -811,7 +840,7 @@ static bool eager_fuses(const cost_graph *g, const gs *s, uint32_t n)
     if (!(nd->flags & CG_FOLD))
         return false;
     for (uint32_t i = s->u0[v]; i < s->u0[v] + nu; i++)
-        if (!(g->nodes[s->ulist[i]].flags & CG_DOT))
+        if (!(s->nh[s->ulist[i]].flags & CG_DOT))
             return false;
     return true;
 }
@@ -826,10 +855,11 @@ static bool form_kernel(const cost_graph *g, gs *s, uint32_t n, uint32_t mark, u
                         double *matmul, double *bytes)
 {
     const cost_gnode *nd = &g->nodes[n];
+    const gnh *nh = &s->nh[n];
     uint32_t top = 0;
     double f = nd->flops, mm = nd->matmul, rd = 0;
     uint32_t first = *nk;
-    for (uint32_t e = nd->opd0 + nd->nopd; e-- > nd->opd0;)
+    for (uint32_t e = nh->opd0 + nh->nopd; e-- > nh->opd0;)
         s->stack[top++] = e;
     s->nstamp[n] = mark;
     while (top) {
@@ -847,15 +877,16 @@ static bool form_kernel(const cost_graph *g, gs *s, uint32_t n, uint32_t mark, u
                 continue;
             s->nstamp[d] = mark;
             const cost_gnode *m = &g->nodes[d];
+            const gnh *mh = &s->nh[d];
             f += m->flops;
             mm += m->matmul;
-            if (top + m->nopd > s->cap_e) {
-                uint32_t c = s->cap_e * 2 + m->nopd;
+            if (top + mh->nopd > s->cap_e) {
+                uint32_t c = s->cap_e * 2 + mh->nopd;
                 if (!REALLOC(s->stack, c))
                     return false;
                 s->cap_e = c;
             }
-            for (uint32_t k = m->opd0 + m->nopd; k-- > m->opd0;)
+            for (uint32_t k = mh->opd0 + mh->nopd; k-- > mh->opd0;)
                 s->stack[top++] = k;
             continue;
         }
@@ -912,7 +943,7 @@ static uint32_t issue_order(const cost_graph *g, gs *s, uint32_t n_sched)
     memset(s->nstate, 0, g->n_nodes); /* bit 0: read by a collective, bit 1: read by something else */
     for (uint32_t q = 0; q < n_sched; q++) {
         uint32_t u = s->order[q];
-        uint8_t bit = (g->nodes[u].flags & CG_COLL) ? 1 : 2;
+        uint8_t bit = (s->nh[u].flags & CG_COLL) ? 1 : 2;
         for (uint32_t i = s->k0[u]; i < s->k0[u + 1]; i++) {
             uint32_t d = g->v_def[s->klist[i]];
             if (d != CG_NONE)
@@ -924,7 +955,7 @@ static uint32_t issue_order(const cost_graph *g, gs *s, uint32_t n_sched)
     uint32_t k = 0, nf = 0; /* the others into s->order (k <= q), in order of their keys; feeders into s->lorder */
     for (uint32_t q = 0; q < n_sched; q++) {
         uint32_t n = s->order[q];
-        const cost_gnode *nd = &g->nodes[n];
+        const gnh *nd = &s->nh[n];
         bool feeder = s->nstate[n] == 1 && (s->ev[n] >> 28) == CE_KERNEL && !(nd->flags & (CG_COLL | CG_REGION));
         uint64_t key = (uint64_t)(n + 1) << 1; /* 0: before every node (a feeder of inputs only) */
         if (feeder) {
@@ -961,9 +992,9 @@ static bool register_block(const cost_graph *g, gs *s, cost_program *p, uint32_t
     uint32_t ev0 = (uint32_t)p->n_ev;
     for (uint32_t q = 0; q < n_order; q++) {
         uint32_t n = s->order[q];
-        const cost_gnode *nd = &g->nodes[n];
-        bool ok = nd->nkid ? cost__push_event(p, CE_BLOCK, g->kids[nd->kid0])
-                           : cost__push_event(p, (uint8_t)(s->ev[n] >> 28), s->ev[n] & 0x0fffffffu);
+        const cost_gnode *nd = (s->nh[n].flags & GH_KIDS) ? &g->nodes[n] : NULL; /* nkid: 0 without */
+        bool ok = nd ? cost__push_event(p, CE_BLOCK, g->kids[nd->kid0])
+                     : cost__push_event(p, (uint8_t)(s->ev[n] >> 28), s->ev[n] & 0x0fffffffu);
         /* it waits for the writers of what the node reads (each once) */
         for (uint32_t i = s->k0[n]; ok && i < s->k0[n + 1]; i++) {
             uint32_t d = g->v_def[s->klist[i]];
@@ -973,7 +1004,7 @@ static bool register_block(const cost_graph *g, gs *s, cost_program *p, uint32_t
             ok = cost__push_dep(p, s->evlast[d]);
         }
         /* a loop's condition and body, or branches, one after another */
-        for (uint32_t k = 1; ok && k < nd->nkid; k++)
+        for (uint32_t k = 1; ok && nd && k < nd->nkid; k++)
             ok = cost__push_event(p, CE_BLOCK, g->kids[nd->kid0 + k]) && cost__push_dep(p, (uint32_t)p->n_ev - 2);
         if (!ok)
             return false;
@@ -1016,7 +1047,7 @@ static bool can_give(const cost_graph *g, const gs *s, uint32_t b)
  * that dies at n and XLA lets it share, else CG_NONE. */
 static uint32_t share_source(const cost_graph *g, const gs *s, uint32_t n, uint32_t j, uint32_t r)
 {
-    const cost_gnode *nd = &g->nodes[n];
+    const gnh *nd = &s->nh[n];
     double need = g->v_bytes[r];
     if ((nd->flags & CG_SHARE_IDX) && j < nd->nopd) {
         uint32_t b = g->v_root[g->e_val[nd->opd0 + j]];
@@ -1110,7 +1141,7 @@ static void sim_begin(const cost_graph *g, gs *s, simrun *r, int64_t bound)
  * what dies there.  False once the order cannot beat the bound. */
 static bool sim_step(const cost_graph *g, gs *s, simrun *r, uint32_t k, bool last)
 {
-    const cost_gnode *nd = &g->nodes[k];
+    const gnh *nd = &s->nh[k];
     for (uint32_t j = 0; j < nd->nres; j++) {
         uint32_t v = nd->res0 + j;
         if (g->v_root[v] != v || g->v_bytes[v] <= 0)
@@ -1144,7 +1175,13 @@ static bool sim_step(const cost_graph *g, gs *s, simrun *r, uint32_t k, bool las
             s->blist[s->nblist++] = v;
         }
     }
-    int64_t now = r->live + nd->nested;
+    int64_t now = r->live;
+    if (nd->flags & GH_NESTED) {
+        int64_t b = g->nodes[k].nested;
+        now += b;
+        if (s->rec) /* for assign_recorded's heap peak: no node's to look up there */
+            s->nest[s->n_nest++] = (nstep){r->i, b};
+    }
     if (now > r->out.peak) {
         r->out.peak = now;
         r->out.step = r->i;
@@ -1323,13 +1360,14 @@ static bool asg_fits(const abuf *rec, aout *a, const abuf *v)
 static void record_begin(gs *s)
 {
     s->nblist = 0;
+    s->n_nest = 0;
     s->rec = true;
 }
 
-/* assign of `order` once a simulation of all of it was recorded
- * (record_begin, then sim_step on each node, as the orders made while they
- * are counted are). */
-static int64_t assign_recorded(const cost_graph *g, gs *s, const uint32_t *order, uint32_t n, uint32_t *at, int64_t *idle)
+/* assign of an order of n nodes once a simulation of all of it was
+ * recorded (record_begin, then sim_step on each node, as the orders made
+ * while they are counted are): it reads only the record. */
+static int64_t assign_recorded(const cost_graph *g, gs *s, uint32_t n, uint32_t *at, int64_t *idle)
 {
     uint32_t nb_made = s->nblist;
     const uint32_t *made = s->blist;
@@ -1417,11 +1455,16 @@ static int64_t assign_recorded(const cost_graph *g, gs *s, const uint32_t *order
             s->hdiff[v->end + 1] -= v->bytes;
         }
     }
+    /* the heap's peak, with the nested temporaries of the steps that have
+     * them (s->nest, by step: the simulation recorded them) */
     int64_t cur = 0, peak = -1;
+    const nstep *ns = s->nest, *ns_end = s->nest + s->n_nest;
     *at = 0;
     for (uint32_t i = 0; i < n; i++) {
         cur += s->hdiff[i];
-        int64_t now = cur + g->nodes[order[i]].nested;
+        int64_t now = cur;
+        if (ns < ns_end && ns->step == i)
+            now += (ns++)->bytes;
         if (now > peak) {
             peak = now;
             *at = i;
@@ -1450,7 +1493,7 @@ static int64_t assign(const cost_graph *g, gs *s, const uint32_t *order, uint32_
 {
     record_begin(s);
     simulate(g, s, order, n, UINT32_MAX);
-    return assign_recorded(g, s, order, n, at, idle);
+    return assign_recorded(g, s, n, at, idle);
 }
 
 /* The figure of `order`: its buffer assignment's (held) or the peak of
@@ -1520,13 +1563,13 @@ static inline bool order_step(const cost_graph *g, gs *s, simrun *r, uint32_t n)
 
 /* The figure of an order whose simulation ran to its end (not lost): its
  * peak, or held, its buffer assignment's. */
-static sim order_figure(const cost_graph *g, gs *s, simrun *r, const uint32_t *order, uint32_t n, bool held)
+static sim order_figure(const cost_graph *g, gs *s, simrun *r, uint32_t n, bool held)
 {
     s->rec = false;
     if (!held || r->lost)
         return sim_end(r);
     sim x;
-    x.peak = assign_recorded(g, s, order, n, &x.step, &x.idle);
+    x.peak = assign_recorded(g, s, n, &x.step, &x.idle);
     return x;
 }
 
@@ -1583,7 +1626,7 @@ static hentry h_pop(gs *s)
 
 static hentry priority(const cost_graph *g, const gs *s, uint32_t n)
 {
-    const cost_gnode *nd = &g->nodes[n];
+    const gnh *nd = &s->nh[n];
     hentry e = {0, 0, n, s->ver[n]};
     double defined = 0, freed = 0;
     bool scalar = nd->nres > 0;
@@ -1699,7 +1742,7 @@ static void place_emit(const cost_graph *g, gs *s, uint32_t n, uint32_t *k, simr
     s->porder[(*k)++] = n;
     if (!order_step(g, s, sr, n))
         return;
-    const cost_gnode *nd = &g->nodes[n];
+    const gnh *nd = &s->nh[n];
     for (uint32_t j = 0; j < nd->nres; j++) {
         uint32_t r = nd->res0 + j;
         if (g->v_root[r] != r)
@@ -1723,7 +1766,7 @@ static int placed_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t r
     memset(s->move, MV_NONE, g->n_nodes);
     for (uint32_t q = 0; q < n_sched; q++) { /* s->order: the scheduled nodes (only those move) */
         uint32_t n = s->order[q];
-        const cost_gnode *nd = &g->nodes[n];
+        const gnh *nd = &s->nh[n];
         if (n == ret || !(nd->flags & CG_COLL))
             continue;
         double rd = 0, wr = 0;
@@ -1802,7 +1845,7 @@ static int list_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret
                 }
             }
         }
-        const cost_gnode *nd = &g->nodes[n];
+        const gnh *nd = &s->nh[n];
         for (uint32_t j = 0; j < nd->nres; j++) {
             uint32_t r = nd->res0 + j;
             if (g->v_root[r] != r)
@@ -1839,7 +1882,7 @@ static bool list_covers(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t r
         if (s->sched[n] && n != ret && s->npred[n] == 0)
             s->ready[top++] = n;
     while (top) {
-        const cost_gnode *nd = &g->nodes[s->ready[--top]];
+        const gnh *nd = &s->nh[s->ready[--top]];
         k++;
         for (uint32_t j = 0; j < nd->nres; j++) {
             uint32_t r = nd->res0 + j;
@@ -1932,7 +1975,7 @@ static int dfs_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret,
     double cum = 0;
     for (uint32_t q = 0; q < n_sched; q++) { /* s->order: the scheduled nodes, in program order */
         uint32_t n = s->order[q];
-        const cost_gnode *nd = &g->nodes[n];
+        const gnh *nd = &s->nh[n];
         uint64_t users = 0;
         double size = 0;
         for (uint32_t j = 0; j < nd->nres; j++) {
@@ -1969,7 +2012,7 @@ static int dfs_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret,
             if (root == ret)
                 continue;
             bool read = false;
-            const cost_gnode *nd = &g->nodes[root];
+            const gnh *nd = &s->nh[root];
             for (uint32_t j = 0; j < nd->nres && !read; j++)
                 read = g->v_root[nd->res0 + j] == nd->res0 + j && s->ku0[nd->res0 + j + 1] > s->ku0[nd->res0 + j];
             if (read)
@@ -2012,7 +2055,7 @@ static bool feeds_matmul(const cost_graph *g, gs *s, uint32_t a)
         for (uint32_t i = 0; i < nf; i++) {
             uint32_t v = frontier[i];
             for (uint32_t q = s->u0[v]; q < s->u0[v + 1]; q++) {
-                const cost_gnode *u = &g->nodes[s->ulist[q]];
+                const gnh *u = &s->nh[s->ulist[q]];
                 if (u->flags & (CG_DOT | CG_OPAQUE))
                     return true;
                 if (u->flags & CG_REGION) /* a loop whose body reads it with a matmul */
@@ -2209,7 +2252,7 @@ static void take_order(const cost_graph *g, gs *s, simrun *r, int rc, const uint
 {
     if (rc != 0 || r->lost || r->ref)
         return;
-    sim x = order_figure(g, s, r, order, n, held);
+    sim x = order_figure(g, s, r, n, held);
     if (x.peak >= lo->use.peak)
         return;
     lo->use = x;
@@ -2242,9 +2285,9 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
     for (uint32_t n = nn; n-- > 0;) {
         s->kern[n] = n;
         s->nkern[n] = 0;
-        bool f = fusable(g, n) && fuses(g, s, n);
+        bool f = fusable(g, s, n) && fuses(g, s, n);
         s->fused[n] = f;
-        s->sched[n] = !f && (g->nodes[n].flags & (CG_ALIAS | CG_BARRIER)) != CG_ALIAS;
+        s->sched[n] = !f && (s->nh[n].flags & (CG_ALIAS | CG_BARRIER)) != CG_ALIAS;
         if (s->nkern[n] > 1)
             s->order[n_multi++] = n;
     }
@@ -2297,7 +2340,7 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
          * op's result a tensor (eager_fuses), the ops run as written */
         for (uint32_t n = 0; n < nn; n++) {
             s->fused[n] = eager_fuses(g, s, n);
-            s->sched[n] = !s->fused[n] && (g->nodes[n].flags & (CG_ALIAS | CG_BARRIER)) != CG_ALIAS;
+            s->sched[n] = !s->fused[n] && (s->nh[n].flags & (CG_ALIAS | CG_BARRIER)) != CG_ALIAS;
         }
         memset(s->vstamp, 0, sizeof *s->vstamp * nv);
         memset(s->nstamp, 0, sizeof *s->nstamp * nn);
@@ -2331,7 +2374,7 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
     }
     s->n_dirty = 0;
     if (ret != CG_NONE) {
-        const cost_gnode *rn = &g->nodes[ret];
+        const gnh *rn = &s->nh[ret];
         for (uint32_t j = 0; j < rn->nopd; j++) {
             uint32_t r = g->v_root[g->e_val[rn->opd0 + j]];
             if (s->vflag[r] & VF_INPUT)

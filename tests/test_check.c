@@ -945,6 +945,41 @@ START_TEST(pending_max_stays_a_max)
 }
 END_TEST
 
+/* A result with an infinite element is still compared element by element:
+ * its scale is the largest finite magnitude (it was the infinity, so every
+ * other element's error came out 0 and any difference passed).  Here a
+ * dropped all_reduce leaves every device with the same half of each sum
+ * (x's columns repeat, so both halves of the contraction are equal): no
+ * device disagrees, the values are wrong, and the -inf the mask puts in
+ * one element is the same in every run. */
+START_TEST(infinite_elements_do_not_hide_errors)
+{
+    const char *src = "func.func public @main(%v: tensor<4xf32>) -> tensor<4x4xf32> {\n"
+                      "  %0 = stablehlo.broadcast_in_dim %v, dims = [0] : (tensor<4xf32>) -> tensor<4x8xf32>\n"
+                      "  %1 = stablehlo.broadcast_in_dim %v, dims = [1] : (tensor<4xf32>) -> tensor<8x4xf32>\n"
+                      "  %2 = stablehlo.dot_general %0, %1, contracting_dims = [1] x [0] : (tensor<4x8xf32>, "
+                      "tensor<8x4xf32>) -> tensor<4x4xf32>\n"
+                      "  %m = stablehlo.constant dense<[[0xFF800000, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.0, 0.0, "
+                      "0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]> : tensor<4x4xf32>\n"
+                      "  %3 = stablehlo.add %2, %m : tensor<4x4xf32>\n"
+                      "  return %3 : tensor<4x4xf32>\n"
+                      "}\n";
+    ir_check_report r;
+    ap_error err;
+    /* the real lowering: equivalent, the -inf where it belongs */
+    ck_assert_msg(check_report(src, "a=2", "tile %0 1 a; propagate", -1, &r, &err) == 0, "%s", err.msg);
+    ck_assert_msg(r.ok, "error %g, tolerance %g", r.results[0].error[1], r.results[0].tol);
+    ir_check_report_free(&r);
+    /* the all_reduce dropped: every device holds half of each sum */
+    ck_assert_msg(check_report(src, "a=2", "tile %0 1 a; propagate", 0, &r, &err) == 0, "%s", err.msg);
+    ck_assert_msg(!r.ok, "a dropped all_reduce passed: error %g, tolerance %g", r.results[0].error[1],
+                  r.results[0].tol);
+    ck_assert_double_gt(r.results[0].error[1], 0.1);
+    ck_assert_double_eq(r.results[0].error[0], 0); /* the loop view is right */
+    ir_check_report_free(&r);
+}
+END_TEST
+
 static Suite *check_suite(void)
 {
     Suite *s = suite_create("check");
@@ -955,6 +990,7 @@ static Suite *check_suite(void)
     tcase_add_test(tc, default_tolerances);
     tcase_add_test(tc, iterations_must_agree);
     tcase_add_test(tc, pending_max_stays_a_max);
+    tcase_add_test(tc, infinite_elements_do_not_hide_errors);
     tcase_add_test(tc, pending_sum_redistributed_per_summand);
     tcase_add_test(tc, captured_values_redistributed_in_branches);
     tcase_add_test(tc, tuples_in_the_loop_view);

@@ -468,6 +468,11 @@ START_TEST(schedule_errors)
         /* (int) of strtol's LONG_MAX said "dim -1" */
         {"tile x 99999999999999999999 B", "schedule:1:8: error: dim 99999999999999999999 is out of range (a tensor has at most 32 dims)"},
         {"tile x 4294967296 B", "schedule:1:8: error: dim 4294967296 is out of range (a tensor has at most 32 dims)"},
+        /* value numbers past 32 bits named another value: %4294967296 tiled %0 */
+        {"tile %4294967296 0 B", "schedule:1:6: error: bad value reference '%4294967296'"},
+        {"tile %0#4294967296 0 B", "schedule:1:6: error: bad value reference '%0#4294967296'"},
+        {"tile %0# 0 B", "schedule:1:6: error: bad value reference '%0#'"},
+        {"tile %0#-1 0 B", "schedule:1:6: error: bad value reference '%0#-1'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         run r;
@@ -591,6 +596,102 @@ START_TEST(values_named_as_printed)
     ap_buf_free(&b);
     run_free(&again);
     run_free(&r);
+}
+END_TEST
+
+/* Values after an HLO tuple and get_tuple_element, which the context sees
+ * through, keep their printed names in schedules and messages (the tuple's
+ * number was given to the negate after it: `tile %3` printed back as
+ * `tile %1`, the tuple, which the schedule refuses). */
+START_TEST(values_named_past_tuples)
+{
+    const char *hlo = "HloModule t\n\n"
+                      "ENTRY main {\n"
+                      "  p = f32[8,4] parameter(0)\n"
+                      "  q = f32[4,8] parameter(1)\n"
+                      "  d = f32[8,8] dot(p, q), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+                      "  t = (f32[8,8]) tuple(d)\n"
+                      "  g = f32[8,8] get-tuple-element(t), index=0\n"
+                      "  n = f32[8,8] negate(g)\n"
+                      "  e = f32[8,8] exponential(n)\n"
+                      "  ROOT s = f32[8,8] sine(e)\n"
+                      "}\n";
+    run r;
+    ck_assert_msg(!apply_ex(&r, hlo, "a=2,b=2", "tile %3 0 a; tile %3 0 a", false), "no error");
+    ck_assert_str_eq(r.err, "schedule:1:22: error: tile %3: axis 'a' already tiles dim 0");
+    run_free(&r);
+    const char *sched = "tile %3 0 a\ntile %4 1 b\ntile %5 0 b\ntile %2 1 a\n";
+    ck_assert_msg(apply_ex(&r, hlo, "a=2,b=2", sched, false), "%s", r.err);
+    ap_buf b;
+    ap_buf_init(&b);
+    ir_partition_schedule(r.p, &b);
+    /* %2, the get_tuple_element, is the dot's result seen through */
+    ck_assert_str_eq(b.data, "tile %3 0 a\ntile %4 1 b\ntile %5 0 b\ntile %0 1 a\n");
+    run again;
+    ck_assert_msg(apply_ex(&again, hlo, "a=2,b=2", b.data, false), "%s", again.err);
+    char *s1 = state_text(r.p), *s2 = state_text(again.p);
+    ck_assert_str_eq(s1, s2);
+    ap_free(s1);
+    ap_free(s2);
+    ap_buf_free(&b);
+    run_free(&again);
+    run_free(&r);
+}
+END_TEST
+
+/* A value too large for the cost model's int64 byte sums is refused by the
+ * context, naming it (a 2^66-byte argument and a 2^64-byte broadcast were
+ * costed: signed overflow in prepare.c and graph.c under UBSan); 2^50
+ * bytes still partitions and costs. */
+START_TEST(huge_values_refused)
+{
+    const char *srcs[] = {
+        "func.func @main(%x: tensor<65536x65536x65536x65536xf32>) -> tensor<65536x65536x65536x65536xf32> {\n"
+        "  %0 = stablehlo.tanh %x : tensor<65536x65536x65536x65536xf32>\n"
+        "  return %0 : tensor<65536x65536x65536x65536xf32>\n"
+        "}\n",
+        "func.func @main(%x: tensor<4xf32>) -> tensor<4x4611686018427387904xf32> {\n"
+        "  %0 = stablehlo.broadcast_in_dim %x, dims = [0] : (tensor<4xf32>) -> tensor<4x4611686018427387904xf32>\n"
+        "  return %0 : tensor<4x4611686018427387904xf32>\n"
+        "}\n",
+        "func.func @main(%x: tensor<1048576x268435456xf32>) -> tensor<1048576x268435456xf32> {\n"
+        "  %0 = stablehlo.tanh %x : tensor<1048576x268435456xf32>\n"
+        "  return %0 : tensor<1048576x268435456xf32>\n"
+        "}\n",
+    };
+    const char *msgs[] = {
+        "argument %arg0 of @main, tensor<65536x65536x65536x65536xf32>, holds 7.38e+19 bytes: autopart models values "
+        "of at most 2^52 bytes (4 PiB), beyond what any mesh holds",
+        "'stablehlo.broadcast_in_dim' at line 2 gives tensor<4x4611686018427387904xf32>, 7.38e+19 bytes: autopart "
+        "models values of at most 2^52 bytes (4 PiB), beyond what any mesh holds",
+        NULL,
+    };
+    for (size_t i = 0; i < AP_ARRAY_LEN(srcs); i++) {
+        char msg[512];
+        ir_module *m = tl_parse(srcs[i], "huge.mlir", msg, sizeof msg);
+        ck_assert_msg(m != NULL, "%s", msg);
+        ir_mesh mesh;
+        ir_pctx *c = NULL;
+        ap_error err;
+        ck_assert_int_eq(ir_mesh_parse("a=2", &mesh, &err), 0);
+        int rc = ir_pctx_new(m, ir_module_entry(m), &mesh, &c, &err);
+        if (msgs[i]) {
+            ck_assert_int_eq(rc, AP_ELIMIT);
+            ck_assert_str_eq(err.msg, msgs[i]);
+            ck_assert_ptr_null(c);
+        } else {
+            ck_assert_msg(rc == 0, "%s", err.msg);
+            ir_partition *p;
+            ck_assert_int_eq(ir_partition_new(c, &p, &err), 0);
+            ck_assert_int_eq(ir_schedule_apply(p, "tile %arg0 0 a; propagate", &err), 0);
+            ir_lowered lw;
+            ck_assert_msg(ir_lower(p, &lw, &err) == 0, "%s", err.msg);
+            ir_lowered_free(&lw);
+            ir_partition_free(p);
+            ir_pctx_free(c);
+        }
+        ir_module_free(m);
+    }
 }
 END_TEST
 
@@ -1287,6 +1388,8 @@ int main(void)
     tcase_add_test(tc, schedule_errors);
     tcase_add_test(tc, atomic_never_undoes_tiling);
     tcase_add_test(tc, values_named_as_printed);
+    tcase_add_test(tc, values_named_past_tuples);
+    tcase_add_test(tc, huge_values_refused);
     tcase_add_test(tc, globs_first_divisible_and_schedule_text);
     tcase_add_test(tc, import_existing_shardings);
     tcase_add_test(tc, import_errors_at_the_annotation);

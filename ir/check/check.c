@@ -83,15 +83,21 @@ static ir_elem elem_of(const ir_type *t)
     return IR_E_NONE;
 }
 
-/* Largest |element| over the arrays of t: the scale errors are taken
- * against. */
+/* Largest finite |element| over the arrays of t: the scale errors are
+ * taken against.  Infinities (a mask's -inf, a max over nothing) are left
+ * out: as the scale they made every other element's error 0, so any
+ * difference passed; an infinity itself must match exactly (a finite value
+ * against it is an infinite error). */
 static double magnitude(const ir_tensor *t)
 {
     double m = 0;
     for (uint32_t i = 0; t->kind == IR_TENSOR_TUPLE && i < t->n_elems; i++)
         m = fmax(m, magnitude(t->elems[i]));
-    for (int64_t i = 0; t->kind == IR_TENSOR_ARRAY && i < t->numel; i++)
-        m = fmax(m, fabs(ir_tensor_get_f64(t, i)));
+    for (int64_t i = 0; t->kind == IR_TENSOR_ARRAY && i < t->numel; i++) {
+        double x = fabs(ir_tensor_get_f64(t, i));
+        if (isfinite(x))
+            m = fmax(m, x);
+    }
     return m;
 }
 

@@ -30,6 +30,7 @@
  */
 #include "partir_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 /* ================================================================ context */
@@ -336,6 +337,26 @@ static uint32_t new_scope(pbuild *b, uint32_t parent)
     }
     b->scope_parent[b->n_scopes] = parent;
     return b->n_scopes++;
+}
+
+/* Bytes of a value of type t, in double (the cost model's unit): tuples
+ * sum their members, dynamic dims count 1. */
+static double value_bytes(const ir_type *t)
+{
+    if (!t)
+        return 0;
+    if (t->kind == IR_T_TUPLE) {
+        double s = 0;
+        for (int32_t i = 0; i < t->n_elems; i++)
+            s += value_bytes(t->elems[i]);
+        return s;
+    }
+    if (t->kind != IR_T_TENSOR || t->rank < 0)
+        return 0;
+    double n = ir_elem_bytes((ir_elem)t->elem);
+    for (int i = 0; i < t->rank; i++)
+        n *= t->dims[i] > 0 ? (double)t->dims[i] : t->dims[i] == 0 ? 0 : 1;
+    return n;
 }
 
 static void walk(pbuild *b, ir_block *blk, uint32_t scope, const ir_op *stop);
@@ -665,6 +686,34 @@ int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, a
         }
     }
     c->op_val0[c->n_ops] = v;
+    /* values the cost model's int64 byte sums would overflow (a 2^64-byte
+     * tensor was summed into a peak: signed overflow, UBSan) */
+    for (uint32_t i = 0; i < c->n_vals; i++) {
+        double bytes = value_bytes(c->vtype[i]);
+        if (bytes > IR_MAX_VALUE_BYTES) {
+            int32_t kv = c->val_op[i];
+            char ty[160];
+            ap_buf tb;
+            ap_buf_init(&tb);
+            ir_type_print(&tb, c->vtype[i]);
+            snprintf(ty, sizeof ty, "%s", tb.data ? tb.data : "?");
+            ap_buf_free(&tb);
+            pbuild_free(&pb);
+            int rc;
+            if (kv < 0)
+                rc = ap_error_set(err, AP_ELIMIT,
+                                  "argument %%arg%u of @%s, %s, holds %.3g bytes: autopart models values of at most "
+                                  "2^52 bytes (4 PiB), beyond what any mesh holds",
+                                  i, ir_func_name(func), ty, bytes);
+            else
+                rc = ap_error_set(err, AP_ELIMIT,
+                                  "'%s' at line %u gives %s, %.3g bytes: autopart models values of at most 2^52 "
+                                  "bytes (4 PiB), beyond what any mesh holds",
+                                  c->ops[kv]->name, c->ops[kv]->src_line, ty, bytes);
+            ir_pctx_free(c);
+            return rc;
+        }
+    }
     for (uint32_t i = 0; i < pb.n_al; i++) {
         uint32_t id = ir__value_id(c, pb.al[i][1]);
         if (id == VAL_NONE) {

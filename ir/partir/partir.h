@@ -64,6 +64,9 @@ typedef struct ir_partition ir_partition; /* one partition state */
  * level ops and values, builds the uses and instantiates the TMR of every
  * op.  The module must outlive the context.  Free with ir_pctx_free. */
 int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, ap_error *err);
+/* A value of more bytes is refused by ir_pctx_new (AP_ELIMIT): the cost
+ * model counts bytes in int64 sums, which such values would overflow. */
+#define IR_MAX_VALUE_BYTES ((double)((int64_t)1 << 52))
 void ir_pctx_free(ir_pctx *c);
 const ir_mesh *ir_pctx_mesh(const ir_pctx *c);
 /* Gives the mesh's axes the names of `names` (the same axes and sizes):

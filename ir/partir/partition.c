@@ -369,6 +369,15 @@ static uint32_t top_level_index(const ir_pctx *c, const ir_op *op)
     return UINT32_MAX;
 }
 
+/* Whether op lies in one of anc's regions, at any depth. */
+static bool inside(const ir_op *op, const ir_op *anc)
+{
+    for (const ir_op *o = op; o && o->parent && o->parent->parent; o = o->parent->parent->parent)
+        if (o->parent->parent->parent == anc)
+            return true;
+    return false;
+}
+
 /* N in the printed name %N of op k's results, as `autopart parse` prints
  * them and the schedule parser reads them (through the printer,
  * ir__printed_value).  The printer numbers the ops inside regions it shows
@@ -392,6 +401,9 @@ static uint32_t printed_number_of(const ir_pctx *c, uint32_t k, const ir_op *tar
             lo = mid + 1;
         else if (owner == k && v->def == target)
             return mid;
+        else if (owner == k && !inside(v->def, target))
+            lo = mid + 1; /* seen through just before op k (a tuple, a get_tuple_element): the
+                             context maps it to the op that follows it */
         else
             hi = mid; /* numbered after op k: inside its regions, or later */
     }

@@ -506,8 +506,11 @@ static int xfer_decide(xfer_ctx *x, const ir_type *g, ir_layout from, const ir_l
 
 /* One use in lowering order. */
 typedef struct use_ent {
-    uint32_t op;   /* segment: op index, n_ops for the return */
-    uint32_t slot; /* operand index, n_operands + capture index, or result index */
+    uint32_t op;          /* segment: op index, n_ops for the return */
+    uint32_t slot : 31;   /* operand index, n_operands + capture index, or result index */
+    uint32_t operand : 1; /* an operand of op (not a capture, not the return): the sync
+                             reads its needed layout straight off op's nest without
+                             loading op's operand count (a miss per use otherwise) */
 } use_ent;
 
 /* The plan of one value. */
@@ -726,7 +729,7 @@ int ir_lplan_new(const ir_pctx *c, ir_lplan **out, ap_error *err)
     uint32_t *fill = ap_calloc(c->n_vals + 1, sizeof *fill);
     if (!fill)
         goto oom;
-    FOR_USES({ pl->uses[pl->u0[v] + fill[v]++] = (use_ent){k, sl}; })
+    FOR_USES({ pl->uses[pl->u0[v] + fill[v]++] = (use_ent){k, sl, k < c->n_ops && sl < c->ops[k]->n_operands}; })
 #undef FOR_USES
     ap_free(fill);
     *out = pl;
@@ -959,8 +962,8 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
         uint32_t op = pl->uses[u].op, slot = pl->uses[u].slot;
         int32_t *dst = &pl->use_mat[pl->slot0[op] + slot];
         ir_layout want;
-        if (op < c->n_ops && slot < c->opd0[op + 1] - c->opd0[op])
-            ir__needed_layout(p, op, slot, &want); /* an operand (most uses): inline */
+        if (pl->uses[u].operand)
+            ir__needed_layout(p, op, slot, &want); /* most uses: inline */
         else
             use_layout(pl, p, vp, op, slot, &want);
         if (op == c->n_ops)

@@ -119,9 +119,13 @@ static int resolve(sched *s, const char *w, size_t len, bool quoted, const ir_va
     if (!quoted && len > 1 && w[0] == '%' && isdigit((unsigned char)w[1])) {
         char *end;
         unsigned long n = strtoul(w + 1, &end, 10), k = 0;
-        if (end < w + len && *end == '#')
+        bool bad = n > UINT32_MAX; /* (uint32_t) would name another value: %4294967296 was %0 */
+        if (end < w + len && *end == '#') {
+            bad |= !isdigit((unsigned char)end[1]); /* `%3#` or `%3#-1` */
             k = strtoul(end + 1, &end, 10);
-        if (end != w + len)
+            bad |= k > UINT32_MAX;
+        }
+        if (bad || end != w + len)
             return serr(s, w, AP_EINVALID, "bad value reference '%.*s'", (int)len, w);
         const ir_value *v = ir__printed_value(c->func, (uint32_t)n, (uint32_t)k);
         if (!v || ir__value_id(c, v) == VAL_NONE)
