@@ -135,6 +135,8 @@ struct cost_scorer {
     uint32_t *mv_list, n_mv; /* the values that have mats (vn > 0), in no order: the build's pass
                                 over them is over these, not every value */
     uint64_t *due;     /* per op (and the return, n_ops): a bit, some copy is due at one of its operands */
+    uint64_t *dmask;   /* per op: which operands (DUE_BIT), read where its due bit is set; the build
+                          sets them and clears each as its walk passes it */
     uint32_t *hbuf;    /* the graph values an op or the return reads (max_opd) */
     uint32_t max_opd;
     unsigned op_notes; /* the notes of every op's record (build_graph) */
@@ -552,6 +554,8 @@ typedef struct walk {
 } walk;
 
 #define WHAT(kind, v) ((uint32_t)(kind) << 28 | (v))
+/* Operand i's bit in a due mask: operands from 63 on share the last. */
+#define DUE_BIT(i) (1ull << ((i) < 63 ? (i) : 63))
 #define DUE(s, k) ((s)->due[(k) / 64] >> (k) % 64 & 1)
 
 static inline void node(walk *w, uint16_t flags) { cost__graph_node(w->g, w->at, flags, COST_PREC_VECTOR); }
@@ -657,7 +661,8 @@ static void emit_due_from(walk *w, uint32_t v, uint32_t seg, uint32_t slot);
 
 static inline void emit_due(walk *w, uint32_t v, uint32_t seg, uint32_t slot)
 {
-    /* most uses of a value with copies are not where one is due */
+    /* called where the due mask says some copy is due; the value's next
+     * copy in the walk's order is the one that is */
     const val_walk *vw = &w->s->vw[v];
     uint32_t c = vw->cursor;
     if (c < vw->vn && vw->vm[c].seg == seg && vw->vm[c].slot == slot)
@@ -738,8 +743,11 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
     s->g.eager = s->opts.framework == COST_FW_EAGER;
     s->g.every_order = s->opts.every_order;
     s->g.outs_held = true; /* the partitioned program's entry block */
-    /* graph values of copies, numbered per value; the ops a copy is due at */
-    memset(s->due, 0, sizeof *s->due * (s->n_ops / 64 + 1));
+    /* graph values of copies, numbered per value; the operands a copy is
+     * due at (the walk looks at no other operand's value for copies: most
+     * operands of an op a copy is due at have none due) */
+    uint64_t *due = s->due, *dmask = s->dmask;
+    memset(due, 0, sizeof *due * (s->n_ops / 64 + 1));
     uint32_t total = 0;
     for (uint32_t i = 0; i < s->n_mv; i++) {
         val_walk *vw = &s->vw[s->mv_list[i]];
@@ -747,13 +755,18 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
         vw->mat_base = total;
         total += n;
         vw->cursor = 0;
-        for (uint32_t m = 0; m < n; m++)
-            s->due[vw->vm[m].seg / 64] |= 1ull << vw->vm[m].seg % 64;
+        for (uint32_t m = 0; m < n; m++) {
+            uint32_t seg = vw->vm[m].seg;
+            due[seg / 64] |= 1ull << seg % 64;
+            dmask[seg] |= DUE_BIT(vw->vm[m].slot);
+        }
     }
     if (total > s->cap_mat_h) {
         uint32_t *m = ap_realloc(s->mat_h, sizeof *m * (total + 1));
-        if (!m)
+        if (!m) {
+            memset(dmask, 0, sizeof *dmask * (s->n_ops + 1));
             return oom(err);
+        }
         s->mat_h = m;
         s->cap_mat_h = total;
     }
@@ -785,17 +798,25 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
         /* the copies due at its operands (at each identity op of a
          * barrier in turn), then what it reads of each */
         if (span == 1) {
-            if (DUE(s, k))
+            if (DUE(s, k)) {
+                uint64_t dm = dmask[k];
+                dmask[k] = 0;
                 for (uint32_t i = 0; i < no; i++)
-                    emit_due(&w, opv[i], k, i);
+                    if (dm & DUE_BIT(i))
+                        emit_due(&w, opv[i], k, i);
+            }
             for (uint32_t i = 0; i < no; i++)
                 h[i] = uses[i] < 0 ? prod_h[opv[i]] : emit_copy(&w, opv[i], uses[i]);
         } else {
             /* the reads of each identity op (its operands follow the first's) */
             for (uint32_t q = 0, i0 = 0; q < span; q++) {
                 uint32_t n = s->opd0[k + q + 1] - s->opd0[k + q];
-                for (uint32_t i = 0; i < n && DUE(s, k + q); i++)
-                    emit_due(&w, opv[i0 + i], k + q, i);
+                uint64_t dm = DUE(s, k + q) ? dmask[k + q] : 0;
+                if (dm)
+                    dmask[k + q] = 0;
+                for (uint32_t i = 0; i < n && dm; i++)
+                    if (dm & DUE_BIT(i))
+                        emit_due(&w, opv[i0 + i], k + q, i);
                 for (uint32_t i = 0; i < n; i++)
                     h[i0 + i] = emit_mat(&w, opv[i0 + i], uses[i0 + i]);
                 i0 += n;
@@ -861,8 +882,11 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
     /* the return */
     const int32_t *ruses = ir_lplan_uses(s->plan, s->n_ops);
     w.at = s->ret_op;
-    for (uint32_t r = 0; r < s->n_ret && DUE(s, s->n_ops); r++)
-        if (s->vw[s->ret_val[r]].vn)
+    uint64_t dm = DUE(s, s->n_ops) ? dmask[s->n_ops] : 0;
+    if (dm)
+        dmask[s->n_ops] = 0;
+    for (uint32_t r = 0; r < s->n_ret && dm; r++)
+        if (dm & DUE_BIT(r))
             emit_due(&w, s->ret_val[r], s->n_ops, r);
     for (uint32_t r = 0; r < s->n_ret; r++)
         h[r] = emit_mat(&w, s->ret_val[r], ruses[r]);
@@ -905,6 +929,7 @@ void cost_scorer_free(cost_scorer *s)
     ap_free(s->vw);
     ap_free(s->mv_list);
     ap_free(s->due);
+    ap_free(s->dmask);
     ap_free(s->hbuf);
     cost__program_free_arrays(&s->prog);
     cost__graph_free(&s->g);
@@ -1081,7 +1106,8 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
             s->max_opd = s->opd0[k + s->span[k]] - s->opd0[k];
     s->hbuf = ap_malloc(sizeof *s->hbuf * (s->max_opd + 1));
     s->due = ap_calloc(s->n_ops / 64 + 1, sizeof *s->due);
-    if (!s->hbuf || !s->due) {
+    s->dmask = ap_calloc(s->n_ops + 1, sizeof *s->dmask);
+    if (!s->hbuf || !s->due || !s->dmask) {
         rc = oom(err);
         goto fail;
     }
