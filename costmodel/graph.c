@@ -466,6 +466,12 @@ typedef struct nstep {
     int64_t bytes;
 } nstep;
 
+/* A node's keys in the DFS order, side by side: dfs_cmp reads both. */
+typedef struct dkey {
+    uint64_t extra; /* fan-out behind it */
+    double tsize;   /* bytes written behind it */
+} dkey;
+
 typedef struct gs {
     uint32_t cap_v, cap_n, cap_e, cap_k, cap_h, cap_ku;
     gnh *nh; /* per node (build_users) */
@@ -489,13 +495,14 @@ typedef struct gs {
     uint32_t *ev, *evlast; /* per node: its event (kind << 28 | item or collective), its last event */
     uint64_t *key;         /* per node: its place in the issue order */
     uint32_t *kcount;      /* per node: issue_order's room to sort the feeders in */
-    /* kernel inputs (klist) */
-    uint32_t *klist;
+    /* kernel inputs (klist), and the node writing each (kdef: g->v_def of
+     * it, which the passes over the kernels' inputs look for; read from
+     * here in input order, not looked up by value) */
+    uint32_t *klist, *kdef;
     hentry *heap;
     uint32_t n_heap;
     /* the DFS order */
-    uint64_t *extra;
-    double *tsize;
+    dkey *dk;
     uint32_t *dorder, *dstack, *dkids;
     /* the placed order */
     uint32_t *porder;
@@ -567,10 +574,10 @@ static void scratch_free(void *scratch)
     ap_free(s->kcount);
     ap_free(s->stack);
     ap_free(s->klist);
+    ap_free(s->kdef);
     ap_free(s->heap);
     ap_free(s->pdims);
-    ap_free(s->extra);
-    ap_free(s->tsize);
+    ap_free(s->dk);
     ap_free(s->dorder);
     ap_free(s->porder);
     ap_free(s->move);
@@ -643,17 +650,19 @@ static bool klist_grow(gs *s, uint32_t n_k)
     uint32_t c = s->cap_k ? 2 * s->cap_k : 4096;
     while (c <= n_k)
         c *= 2;
-    if (!REALLOC(s->klist, c))
+    if (!REALLOC(s->klist, c) || !REALLOC(s->kdef, c))
         return false;
     s->cap_k = c;
     return true;
 }
 
-static inline bool klist_push(gs *s, uint32_t n_k, uint32_t v)
+/* Input v of a kernel, written by node d (g->v_def[v]). */
+static inline bool klist_push(gs *s, uint32_t n_k, uint32_t v, uint32_t d)
 {
     if (n_k >= s->cap_k && !klist_grow(s, n_k))
         return false;
     s->klist[n_k] = v;
+    s->kdef[n_k] = d;
     return true;
 }
 
@@ -869,7 +878,7 @@ static bool form_kernel(const cost_graph *g, gs *s, uint32_t n, uint32_t mark, u
             /* read through an optimization barrier: after the barrier */
             s->vstamp[gate] = mark;
             s->vread[gate] = 0;
-            if (!klist_push(s, (*nk)++, gate))
+            if (!klist_push(s, (*nk)++, gate, g->v_def[gate]))
                 return false;
         }
         if (d != CG_NONE && s->fused[d]) {
@@ -893,7 +902,7 @@ static bool form_kernel(const cost_graph *g, gs *s, uint32_t n, uint32_t mark, u
         if (s->vstamp[r] != mark) {
             s->vstamp[r] = mark;
             s->vread[r] = g->e_read[e];
-            if (!klist_push(s, (*nk)++, r))
+            if (!klist_push(s, (*nk)++, r, d))
                 return false;
         } else if (g->e_read[e] > s->vread[r]) {
             s->vread[r] = g->e_read[e];
@@ -945,7 +954,7 @@ static uint32_t issue_order(const cost_graph *g, gs *s, uint32_t n_sched)
         uint32_t u = s->order[q];
         uint8_t bit = (s->nh[u].flags & CG_COLL) ? 1 : 2;
         for (uint32_t i = s->k0[u]; i < s->k0[u + 1]; i++) {
-            uint32_t d = g->v_def[s->klist[i]];
+            uint32_t d = s->kdef[i];
             if (d != CG_NONE)
                 s->nstate[d] |= bit;
         }
@@ -961,7 +970,7 @@ static uint32_t issue_order(const cost_graph *g, gs *s, uint32_t n_sched)
         if (feeder) {
             key = 0;
             for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++) {
-                uint32_t d = g->v_def[s->klist[i]];
+                uint32_t d = s->kdef[i];
                 if (d != CG_NONE && s->sched[d] && (s->key[d] | 1) > key)
                     key = s->key[d] | 1;
             }
@@ -997,7 +1006,7 @@ static bool register_block(const cost_graph *g, gs *s, cost_program *p, uint32_t
                      : cost__push_event(p, (uint8_t)(s->ev[n] >> 28), s->ev[n] & 0x0fffffffu);
         /* it waits for the writers of what the node reads (each once) */
         for (uint32_t i = s->k0[n]; ok && i < s->k0[n + 1]; i++) {
-            uint32_t d = g->v_def[s->klist[i]];
+            uint32_t d = s->kdef[i];
             if (d == CG_NONE || !s->sched[d] || s->nstamp[d] == UINT32_MAX - n)
                 continue;
             s->nstamp[d] = UINT32_MAX - n;
@@ -1662,8 +1671,8 @@ static bool kernel_users(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t 
 {
     uint32_t nv = g->n_vals;
     uint32_t total = 0;
-    for (uint32_t v = 0; v < nv; v++) {
-        s->ku0[v] = total;
+    for (uint32_t v = 0; v < nv; v++) { /* kfill: where v's next reader goes */
+        s->ku0[v] = s->kfill[v] = total;
         total += s->uses[v];
     }
     s->ku0[nv] = total;
@@ -1673,15 +1682,13 @@ static bool kernel_users(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t 
         s->cap_ku = total + 1;
     }
     uint32_t *kul = s->kulist;
-    for (uint32_t v = 0; v < nv; v++)
-        s->kfill[v] = 0;
     bool topo = true;
     memset(s->npred0, 0, sizeof *s->npred0 * g->n_nodes);
     for (uint32_t j = 0; j < n_sched; j++) { /* s->order: the scheduled nodes, in program order */
         uint32_t n = s->order[j];
         for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++) {
-            uint32_t b = s->klist[i], d = g->v_def[b];
-            kul[s->ku0[b] + s->kfill[b]++] = n;
+            uint32_t b = s->klist[i], d = s->kdef[i];
+            kul[s->kfill[b]++] = n;
             if (d != CG_NONE) {
                 s->npred0[n]++;
                 topo &= d < n && d != ret && s->sched[d] && g->v_root[b] == b;
@@ -1726,7 +1733,7 @@ static void place_emit(const cost_graph *g, gs *s, uint32_t n, uint32_t *k, simr
 static void place_node(const cost_graph *g, gs *s, uint32_t n, uint32_t *k, simrun *sr)
 {
     for (uint32_t i = s->k0[n]; i < s->k0[n + 1] && !sr->lost; i++) {
-        uint32_t d = g->v_def[s->klist[i]];
+        uint32_t d = s->kdef[i];
         if (d != CG_NONE && s->nstate[d] != NS_DONE)
             place_node(g, s, d, k, sr);
     }
@@ -1910,10 +1917,11 @@ static int dfs_cmp(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
     const gs *s = dfs_sort_s;
-    if (s->extra[x] != s->extra[y])
-        return s->extra[x] > s->extra[y] ? -1 : 1;
-    if (s->tsize[x] != s->tsize[y])
-        return s->tsize[x] > s->tsize[y] ? -1 : 1;
+    const dkey *kx = &s->dk[x], *ky = &s->dk[y];
+    if (kx->extra != ky->extra)
+        return kx->extra > ky->extra ? -1 : 1;
+    if (kx->tsize != ky->tsize)
+        return kx->tsize > ky->tsize ? -1 : 1;
     return x < y ? -1 : x > y;
 }
 
@@ -1923,7 +1931,7 @@ static bool dfs_push(const cost_graph *g, gs *s, uint32_t n, uint32_t *top, uint
 {
     uint32_t from = *nc;
     for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++) {
-        uint32_t d = g->v_def[s->klist[i]];
+        uint32_t d = s->kdef[i];
         if (d == CG_NONE || !s->sched[d] || s->nstate[d] != NS_WAIT)
             continue;
         if (*nc >= s->cap_dkids) {
@@ -1966,7 +1974,7 @@ static int dfs_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret,
 {
     uint32_t nn = g->n_nodes;
     if (nn + 1 > s->cap_dfs) {
-        if (!REALLOC(s->extra, nn + 1) || !REALLOC(s->tsize, nn + 1) || !REALLOC(s->dorder, nn + 1) ||
+        if (!REALLOC(s->dk, nn + 1) || !REALLOC(s->dorder, nn + 1) ||
             !REALLOC(s->dstack, 3 * (nn + 1)))
             return -1;
         s->cap_dfs = nn + 1;
@@ -1986,19 +1994,20 @@ static int dfs_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret,
             }
         }
         cum += size;
-        s->extra[n] = users ? users - 1 : 0;
-        s->tsize[n] = size;
+        dkey *k = &s->dk[n];
+        k->extra = users ? users - 1 : 0;
+        k->tsize = size;
         for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++) {
-            uint32_t d = g->v_def[s->klist[i]];
+            uint32_t d = s->kdef[i];
             if (d != CG_NONE && s->sched[d]) {
-                s->extra[n] += s->extra[d];
-                s->tsize[n] += s->tsize[d];
+                k->extra += s->dk[d].extra;
+                k->tsize += s->dk[d].tsize;
             }
         }
-        if (s->tsize[n] > cum)
-            s->tsize[n] = cum;
-        if (s->extra[n] > nn)
-            s->extra[n] = nn;
+        if (k->tsize > cum)
+            k->tsize = cum;
+        if (k->extra > nn)
+            k->extra = nn;
         s->nstate[n] = NS_WAIT;
     }
     uint32_t k = 0;

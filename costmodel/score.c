@@ -172,13 +172,14 @@ struct cost_scorer {
 
 static int oom(ap_error *err) { return ap_error_set(err, AP_ENOMEM, "out of memory in the cost scorer"); }
 
-/* Bytes of a static tensor of `rank` dims with g's element type, the same
- * product cost__type_bytes forms. */
+/* Bytes of a tensor of `rank` dims with g's element type, the same product
+ * cost__type_bytes forms: 0 when a dim is dynamic (its -1 made the bytes
+ * negative). */
 static double dims_bytes(const ir_type *g, int rank, const int64_t *dims)
 {
     double n = 1;
     for (int i = 0; i < rank; i++)
-        n *= (double)dims[i];
+        n *= dims[i] < 0 ? 0 : (double)dims[i];
     return n * cost__elem_bytes(g);
 }
 
