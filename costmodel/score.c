@@ -50,29 +50,51 @@ typedef struct clop {
     cost_coll_item coll; /* collectives */
 } clop;
 
-/* Per value: its bytes as produced (an argument's; an op's results' are
- * in its record's slot, mvb), and the ops of its copies. */
+/* Per value: the ops of its copies (32 bytes: a changed value's record
+ * is one cache line; its bytes as produced are an argument's, args, or
+ * in its op's record, cvr). */
 typedef struct val_rec {
-    double bytes;
     clop *ops;
     uint32_t n_ops, cap_ops;
     uint32_t *mat_end; /* per mat: one past its last op in `ops` */
     uint32_t cap_mats;
 } val_rec;
 
-/* Per op: its cost as a kernel and its fusion class; an iota along a
- * tiled dim adds the offset of the device's tile (lower.c, iota_offset). */
+/* Per op: its cost as a kernel and its fusion class, what the graph's
+ * build reads of every op (48 bytes: it streams through the current ones,
+ * crec); an iota along a tiled dim adds the offset of the device's tile
+ * (lower.c, iota_offset), from a record of its own (op_iota). */
 typedef struct op_rec {
     double flops, matmul, write;
     double mm_m, mm_n; /* a matmul's M and N */
-    uint8_t prec;
-    uint16_t flags;  /* CG_* */
-    bool iota_off;
-    double iota_elem, iota_bytes, iota_numel; /* element bytes, local bytes and elements of the iota */
-    bool iota_bitcast; /* the offset's broadcast only adds unit dims */
-    uint64_t iota_dims;
     unsigned notes;
+    uint16_t flags;  /* CG_* */
+    uint8_t prec;
+    bool iota_off;
 } op_rec;
+
+typedef struct op_iota {
+    double elem, bytes, numel; /* element bytes, local bytes and elements of the iota */
+    uint64_t dims;
+    bool bitcast; /* the offset's broadcast only adds unit dims */
+} op_iota;
+
+/* A value's local bytes and dims hash: an op's result as its current
+ * record has it (cost_scorer.cvr), an argument as it arrives (args). */
+typedef struct val_cur {
+    double bytes;
+    uint64_t dims;
+} val_cur;
+
+/* Per value, what the build reads of its copies, together: the walk
+ * looks at it for every operand of an op some copy is due at. */
+typedef struct val_walk {
+    const ir_mat *vm;  /* its mats in the plan (redone with its record) */
+    uint32_t vn;       /* how many */
+    uint32_t cursor;   /* the build: its first mat not yet emitted where due */
+    uint32_t mat_base; /* the build: its mats' graph values are at mat_h[mat_base + m] */
+    uint32_t mv_pos;   /* its index in mv_list, UINT32_MAX when not listed */
+} val_walk;
 
 /* What a value of the graph is, for the peak breakdown (cost_peak_value). */
 enum { H_ARG = COST_PEAK_ARGUMENT, H_RESULT = COST_PEAK_RESULT, H_COPY = COST_PEAK_COPY, H_OTHER = COST_PEAK_OTHER };
@@ -100,21 +122,22 @@ struct cost_scorer {
     const char **arg_name;
     /* records */
     val_rec *vals;
-    uint64_t *vdims;           /* per argument: dims hash as it arrives (local) */
+    val_cur *args;             /* per argument: its bytes and dims hash as it arrives (local) */
     bool valid;
     /* the program the evaluation runs over */
     cost_program prog;
     /* the graph the lowered program gives (graph.c) */
     cost_graph g;
     uint32_t *prod_h;  /* per value: graph value as produced */
-    uint32_t *mat_h;   /* per (value, mat): graph value, at mat_base[v] + m */
-    uint32_t *mat_base, cap_mat_h;
-    uint32_t *cursor;
-    const ir_mat **vm; /* per value: its mats in the plan (redone with its record) */
-    uint32_t *vn;
+    uint32_t *mat_h;   /* per (value, mat): graph value, at vw[v].mat_base + m */
+    uint32_t cap_mat_h;
+    val_walk *vw;      /* per value: its mats and the walk's place in them */
+    uint32_t *mv_list, n_mv; /* the values that have mats (vn > 0), in no order: the build's pass
+                                over them is over these, not every value */
     uint64_t *due;     /* per op (and the return, n_ops): a bit, some copy is due at one of its operands */
+    uint64_t *dmask;   /* per op: which operands (DUE_BIT), read where its due bit is set; the build
+                          sets them and clears each as its walk passes it */
     uint32_t *hbuf;    /* the graph values an op or the return reads (max_opd) */
-    double *rdbuf;     /* the bytes a barrier reads of them (max_opd) */
     uint32_t max_opd;
     unsigned op_notes; /* the notes of every op's record (build_graph) */
     /* the per-op records (op_record_memo): SLOTS per op, the current one
@@ -126,6 +149,14 @@ struct cost_scorer {
     uint8_t *mlen, *mnext;            /* per (op, slot) at k * SLOTS + slot; per op: the slot to take next */
     uint64_t *mkey;                   /* per (op, slot): room words */
     op_rec *mrec;                     /* per (op, slot) */
+    /* copies of each op's current record (slot cur[k]) where the graph's
+     * build streams through them: the slots of the ops it walks are in no
+     * order, and it reads all of them (op_record_memo keeps these) */
+    op_rec *crec;                     /* per op: mrec at (k, cur[k]) */
+    double *crd;                      /* per operand (opd0[k] + i): mrd of op k's current slot */
+    val_cur *cvr;                     /* per result value: mvb and mvd of its op's current slot */
+    uint32_t *iota_of;                /* per op: an iota's index into miota, UINT32_MAX */
+    op_iota *miota;                   /* per (iota, slot) at iota_of[k] * SLOTS + slot */
     double *mrd;                      /* per slot's operands: at slot * n_opd + opd0[k] + i, the bytes op k reads of operand i */
     double *mvb;                      /* per slot's results: at slot * n_vals + value, bytes as produced (local) */
     uint64_t *mvd;                    /* the same, their dims hash */
@@ -141,13 +172,14 @@ struct cost_scorer {
 
 static int oom(ap_error *err) { return ap_error_set(err, AP_ENOMEM, "out of memory in the cost scorer"); }
 
-/* Bytes of a static tensor of `rank` dims with g's element type, the same
- * product cost__type_bytes forms. */
+/* Bytes of a tensor of `rank` dims with g's element type, the same product
+ * cost__type_bytes forms: 0 when a dim is dynamic (its -1 made the bytes
+ * negative). */
 static double dims_bytes(const ir_type *g, int rank, const int64_t *dims)
 {
     double n = 1;
     for (int i = 0; i < rank; i++)
-        n *= (double)dims[i];
+        n *= dims[i] < 0 ? 0 : (double)dims[i];
     return n * cost__elem_bytes(g);
 }
 
@@ -245,15 +277,16 @@ static int op_record(cost_scorer *s, const ir_partition *p, uint32_t k, uint32_t
             int axes[IR_MAX_AXES];
             if (d && d->kind == IR_A_INT && ir_layout_dim_axes(&rl, (int)d->u.i, axes) > 0) {
                 const ir_type *lt = s->tptr[no + j];
+                op_iota *io = &s->miota[(size_t)s->iota_of[k] * SLOTS + slot];
                 r->iota_off = true;
-                r->iota_elem = cost__elem_bytes(g);
-                r->iota_bytes = RBYTES(s, v, slot);
-                r->iota_numel = cost__numel(lt, &r->notes);
-                r->iota_dims = RDIMS(s, v, slot);
+                io->elem = cost__elem_bytes(g);
+                io->bytes = RBYTES(s, v, slot);
+                io->numel = cost__numel(lt, &r->notes);
+                io->dims = RDIMS(s, v, slot);
                 /* the offset's broadcast of a scalar is a bitcast when every dim is 1 */
-                r->iota_bitcast = true;
+                io->bitcast = true;
                 for (int q = 0; q < lt->rank; q++)
-                    r->iota_bitcast &= lt->dims[q] == 1;
+                    io->bitcast &= lt->dims[q] == 1;
             }
         }
     }
@@ -296,6 +329,17 @@ static inline bool same_words(const uint64_t *a, const uint64_t *b, int n)
     return true;
 }
 
+/* Slot `slot` becomes op k's current record, copied where the build reads it. */
+static void take_slot(cost_scorer *s, uint32_t k, uint32_t slot)
+{
+    s->cur[k] = (uint8_t)slot;
+    s->crec[k] = *REC(s, k, slot);
+    uint32_t o0 = s->opd0[k], no = s->opd0[k + 1] - o0;
+    memcpy(&s->crd[o0], READS(s, k, slot), sizeof *s->crd * no);
+    for (uint32_t j = 0, v = s->res0[k]; j < s->nres[k]; j++, v++)
+        s->cvr[v] = (val_cur){RBYTES(s, v, slot), RDIMS(s, v, slot)};
+}
+
 static int op_record_memo(cost_scorer *s, const ir_partition *p, uint32_t k, ap_error *err)
 {
     uint64_t key[IR_MAX_AXES];
@@ -306,7 +350,7 @@ static int op_record_memo(cost_scorer *s, const ir_partition *p, uint32_t k, ap_
         return 0;
     for (uint32_t slot = 0; slot < SLOTS; slot++)
         if (slot != c && s->mlen[m0 + slot] == len && same_words(&s->mkey[(m0 + slot) * s->room], key, len)) {
-            s->cur[k] = (uint8_t)slot;
+            take_slot(s, k, slot);
             return 0;
         }
     uint32_t slot = c;
@@ -321,6 +365,7 @@ static int op_record_memo(cost_scorer *s, const ir_partition *p, uint32_t k, ap_
         return rc;
     s->mlen[m0 + slot] = (uint8_t)len;
     memcpy(&s->mkey[(m0 + slot) * s->room], key, sizeof *key * (size_t)len);
+    take_slot(s, k, slot);
     return 0;
 }
 
@@ -480,6 +525,24 @@ static int val_record(cost_scorer *s, uint32_t v, ap_error *err)
     return 0;
 }
 
+/* Value v's mats, from the plan (with its record), and whether mv_list
+ * lists it. */
+static void take_mats(cost_scorer *s, uint32_t v)
+{
+    val_walk *vw = &s->vw[v];
+    vw->vm = ir_lplan_mats(s->plan, v, &vw->vn);
+    bool listed = vw->mv_pos != UINT32_MAX;
+    if (vw->vn && !listed) {
+        vw->mv_pos = s->n_mv;
+        s->mv_list[s->n_mv++] = v;
+    } else if (!vw->vn && listed) {
+        uint32_t i = vw->mv_pos, last = s->mv_list[--s->n_mv];
+        s->mv_list[i] = last;
+        s->vw[last].mv_pos = i;
+        vw->mv_pos = UINT32_MAX;
+    }
+}
+
 /* ============================================================== the graph */
 
 /* Building the graph ir_lower's program gives, node for node. */
@@ -492,6 +555,8 @@ typedef struct walk {
 } walk;
 
 #define WHAT(kind, v) ((uint32_t)(kind) << 28 | (v))
+/* Operand i's bit in a due mask: operands from 63 on share the last. */
+#define DUE_BIT(i) (1ull << ((i) < 63 ? (i) : 63))
 #define DUE(s, k) ((s)->due[(k) / 64] >> (k) % 64 & 1)
 
 static inline void node(walk *w, uint16_t flags) { cost__graph_node(w->g, w->at, flags, COST_PREC_VECTOR); }
@@ -548,10 +613,10 @@ static inline uint32_t emit_mat(walk *w, uint32_t v, int32_t m)
 static uint32_t emit_copy(walk *w, uint32_t v, int32_t m)
 {
     cost_scorer *s = w->s;
-    uint32_t *slot = &s->mat_h[s->mat_base[v] + (uint32_t)m];
+    uint32_t *slot = &s->mat_h[s->vw[v].mat_base + (uint32_t)m];
     if (*slot != CG_NONE)
         return *slot;
-    const ir_mat *mt = &s->vm[v][m];
+    const ir_mat *mt = &s->vw[v].vm[m];
     uint32_t x = emit_mat(w, v, mt->src);
     const val_rec *vr = &s->vals[v];
     uint32_t from = m ? vr->mat_end[m - 1] : 0;
@@ -597,24 +662,26 @@ static void emit_due_from(walk *w, uint32_t v, uint32_t seg, uint32_t slot);
 
 static inline void emit_due(walk *w, uint32_t v, uint32_t seg, uint32_t slot)
 {
-    /* most uses of a value with copies are not where one is due */
-    const cost_scorer *s = w->s;
-    uint32_t c = s->cursor[v];
-    if (c < s->vn[v] && s->vm[v][c].seg == seg && s->vm[v][c].slot == slot)
+    /* called where the due mask says some copy is due; the value's next
+     * copy in the walk's order is the one that is */
+    const val_walk *vw = &w->s->vw[v];
+    uint32_t c = vw->cursor;
+    if (c < vw->vn && vw->vm[c].seg == seg && vw->vm[c].slot == slot)
         emit_due_from(w, v, seg, slot);
 }
 
 static void emit_due_from(walk *w, uint32_t v, uint32_t seg, uint32_t slot)
 {
     cost_scorer *s = w->s;
-    uint32_t nm = s->vn[v];
-    while (s->cursor[v] < nm) {
-        const ir_mat *mt = &s->vm[v][s->cursor[v]];
+    val_walk *vw = &s->vw[v];
+    uint32_t nm = vw->vn;
+    while (vw->cursor < nm) {
+        const ir_mat *mt = &vw->vm[vw->cursor];
         if (mt->seg != seg || mt->slot != slot)
             break;
         if (!ir_xfer_is_noop(&mt->x))
-            emit_mat(w, v, (int32_t)s->cursor[v]);
-        s->cursor[v]++;
+            emit_mat(w, v, (int32_t)vw->cursor);
+        vw->cursor++;
     }
 }
 
@@ -624,7 +691,7 @@ static void ret_layout(const cost_scorer *s, const ir_partition *p, uint32_t v, 
     if (m < 0)
         ir_partition_produced_layout(p, v, out);
     else
-        *out = s->vm[v][m].x.to;
+        *out = s->vw[v].vm[m].x.to;
 }
 
 /* jax.buffer_donor arguments take the first output of their local type
@@ -677,46 +744,54 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
     s->g.eager = s->opts.framework == COST_FW_EAGER;
     s->g.every_order = s->opts.every_order;
     s->g.outs_held = true; /* the partitioned program's entry block */
-    /* graph values of copies, numbered per value; the ops a copy is due at */
-    memset(s->due, 0, sizeof *s->due * (s->n_ops / 64 + 1));
+    /* graph values of copies, numbered per value; the operands a copy is
+     * due at (the walk looks at no other operand's value for copies: most
+     * operands of an op a copy is due at have none due) */
+    uint64_t *due = s->due, *dmask = s->dmask;
+    memset(due, 0, sizeof *due * (s->n_ops / 64 + 1));
     uint32_t total = 0;
-    for (uint32_t v = 0; v < s->n_vals; v++) {
-        uint32_t n = s->vn[v];
-        s->mat_base[v] = total;
+    for (uint32_t i = 0; i < s->n_mv; i++) {
+        val_walk *vw = &s->vw[s->mv_list[i]];
+        uint32_t n = vw->vn;
+        vw->mat_base = total;
         total += n;
-        s->cursor[v] = 0;
-        for (uint32_t m = 0; m < n; m++)
-            s->due[s->vm[v][m].seg / 64] |= 1ull << s->vm[v][m].seg % 64;
+        vw->cursor = 0;
+        for (uint32_t m = 0; m < n; m++) {
+            uint32_t seg = vw->vm[m].seg;
+            due[seg / 64] |= 1ull << seg % 64;
+            dmask[seg] |= DUE_BIT(vw->vm[m].slot);
+        }
     }
     if (total > s->cap_mat_h) {
         uint32_t *m = ap_realloc(s->mat_h, sizeof *m * (total + 1));
-        if (!m)
+        if (!m) {
+            memset(dmask, 0, sizeof *dmask * (s->n_ops + 1));
             return oom(err);
+        }
         s->mat_h = m;
         s->cap_mat_h = total;
     }
     if (total)
         memset(s->mat_h, 0xff, sizeof *s->mat_h * total);
     for (uint32_t a = 0; a < s->n_args; a++)
-        s->prod_h[a] = cost__graph_input(&s->g, s->vals[a].bytes, CG_IN_COUNTED | s->in_hint[a], s->vdims[a],
+        s->prod_h[a] = cost__graph_input(&s->g, s->args[a].bytes, CG_IN_COUNTED | s->in_hint[a], s->args[a].dims,
                                          WHAT(H_ARG, a), s->arg_name[a]);
     /* the plan's uses are per operand, in operand order (no op captures) */
     const int32_t *use_all = ir_lplan_uses(s->plan, 0);
     /* the scorer's arrays in locals: the graph's stores (pointers among
      * them) would otherwise make the compiler load them again per op */
     const uint32_t *spans = s->span, *opd0 = s->opd0, *nres = s->nres, *res0 = s->res0, *opd_val = s->opd_val;
-    const uint8_t *cur = s->cur;
     const ir_op **op_of = s->op_of;
-    uint32_t *h = s->hbuf, *prod_h = s->prod_h, n_ops = s->n_ops, n_opd = s->n_opd;
-    const op_rec *mrec = s->mrec;
-    const double *mrd = s->mrd;
+    uint32_t *h = s->hbuf, *prod_h = s->prod_h, n_ops = s->n_ops;
+    const op_rec *crec = s->crec;
+    const double *crd = s->crd;
+    const val_cur *cvr = s->cvr;
     cost_graph *g = &s->g;
     unsigned notes = 0;
     for (uint32_t k = 0; k < n_ops;) {
         uint32_t span = spans[k], o0 = opd0[k], no = opd0[k + span] - o0, nr = nres[k];
-        uint32_t c = cur[k];
-        const op_rec *r = &mrec[(size_t)k * SLOTS + c];
-        const double *rd = &mrd[(size_t)c * n_opd + o0];
+        const op_rec *r = &crec[k];
+        const double *rd = &crd[o0];
         notes |= r->notes;
         const uint32_t *opv = &opd_val[o0];
         const int32_t *uses = &use_all[o0];
@@ -724,26 +799,31 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
         /* the copies due at its operands (at each identity op of a
          * barrier in turn), then what it reads of each */
         if (span == 1) {
-            if (DUE(s, k))
+            if (DUE(s, k)) {
+                uint64_t dm = dmask[k];
+                dmask[k] = 0;
                 for (uint32_t i = 0; i < no; i++)
-                    emit_due(&w, opv[i], k, i);
+                    if (dm & DUE_BIT(i))
+                        emit_due(&w, opv[i], k, i);
+            }
             for (uint32_t i = 0; i < no; i++)
                 h[i] = uses[i] < 0 ? prod_h[opv[i]] : emit_copy(&w, opv[i], uses[i]);
         } else {
-            /* the reads of each identity op, from its own slot */
-            double *rb = s->rdbuf;
-            rd = rb;
+            /* the reads of each identity op (its operands follow the first's) */
             for (uint32_t q = 0, i0 = 0; q < span; q++) {
                 uint32_t n = s->opd0[k + q + 1] - s->opd0[k + q];
-                memcpy(rb + i0, READS(s, k + q, s->cur[k + q]), sizeof *rb * n);
-                for (uint32_t i = 0; i < n && DUE(s, k + q); i++)
-                    emit_due(&w, opv[i0 + i], k + q, i);
+                uint64_t dm = DUE(s, k + q) ? dmask[k + q] : 0;
+                if (dm)
+                    dmask[k + q] = 0;
+                for (uint32_t i = 0; i < n && dm; i++)
+                    if (dm & DUE_BIT(i))
+                        emit_due(&w, opv[i0 + i], k + q, i);
                 for (uint32_t i = 0; i < n; i++)
                     h[i0 + i] = emit_mat(&w, opv[i0 + i], uses[i0 + i]);
                 i0 += n;
                 if (q > 0) {
                     nr += s->nres[k + q];
-                    notes |= REC(s, k + q, s->cur[k + q])->notes;
+                    notes |= crec[k + q].notes;
                 }
             }
         }
@@ -758,53 +838,56 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
         cost__graph_edges(g, h, rd, no);
         bool alias = (r->flags & CG_ALIAS) && no > 0;
         if (span == 1 && !alias) {
-            /* most ops: results of their own, from the op's slot */
+            /* most ops: results of their own */
             uint32_t v0 = res0[k];
-            const double *vb = &RBYTES(s, v0, c);
-            const uint64_t *vd = &RDIMS(s, v0, c);
+            const val_cur *vc = &cvr[v0];
             for (uint32_t j = 0; j < nr; j++)
-                prod_h[v0 + j] = cost__graph_result(g, vb[j], CG_NONE, vd[j], WHAT(H_RESULT, v0 + j));
+                prod_h[v0 + j] = cost__graph_result(g, vc[j].bytes, CG_NONE, vc[j].dims, WHAT(H_RESULT, v0 + j));
         } else {
             for (uint32_t q = 0, j = 0; q < span; q++)
-                for (uint32_t jj = 0, v = res0[k + q], cq = cur[k + q]; jj < nres[k + q]; jj++, j++, v++) {
+                for (uint32_t jj = 0, v = res0[k + q]; jj < nres[k + q]; jj++, j++, v++) {
                     uint32_t src = alias ? h[no == nr ? j : 0] : CG_NONE;
-                    prod_h[v] = cost__graph_result(g, RBYTES(s, v, cq), src, RDIMS(s, v, cq), WHAT(H_RESULT, v));
+                    prod_h[v] = cost__graph_result(g, cvr[v].bytes, src, cvr[v].dims, WHAT(H_RESULT, v));
                 }
         }
         if (r->iota_off) {
             /* + the device's offset: (lower.c, iota_offset) */
             uint32_t v = s->res0[k], iota = s->prod_h[v];
-            double e = r->iota_elem, L = r->iota_bytes;
+            const op_iota *io = &s->miota[(size_t)s->iota_of[k] * SLOTS + s->cur[k]];
+            double e = io->elem, L = io->bytes;
             uint32_t off = per_device(&w);
             node(&w, cost__node_flags_of(IR_OP_CONVERT));
             s->g.nodes[s->g.n_nodes - 1].flops = 1;
             s->g.nodes[s->g.n_nodes - 1].write = e;
             cost__graph_edge(&s->g, off, 4);
             uint32_t cv = result(&w, e, 0, WHAT(H_OTHER, 0)), bc;
-            if (r->iota_bitcast) {
+            if (io->bitcast) {
                 node(&w, CG_ALIAS);
                 cost__graph_edge(&s->g, cv, 0);
-                bc = cost__graph_result(&s->g, L, cv, r->iota_dims, WHAT(H_OTHER, 0));
+                bc = cost__graph_result(&s->g, L, cv, io->dims, WHAT(H_OTHER, 0));
             } else {
                 node(&w, cost__node_flags_of(IR_OP_BROADCAST_IN_DIM));
                 s->g.nodes[s->g.n_nodes - 1].write = L;
                 cost__graph_edge(&s->g, cv, e);
-                bc = result(&w, L, r->iota_dims, WHAT(H_OTHER, 0));
+                bc = result(&w, L, io->dims, WHAT(H_OTHER, 0));
             }
             node(&w, cost__node_flags_of(IR_OP_ADD));
-            s->g.nodes[s->g.n_nodes - 1].flops = r->iota_numel;
+            s->g.nodes[s->g.n_nodes - 1].flops = io->numel;
             s->g.nodes[s->g.n_nodes - 1].write = L;
             cost__graph_edge(&s->g, iota, L);
             cost__graph_edge(&s->g, bc, L);
-            s->prod_h[v] = result(&w, L, r->iota_dims, WHAT(H_RESULT, v));
+            s->prod_h[v] = result(&w, L, io->dims, WHAT(H_RESULT, v));
         }
         k += span;
     }
     /* the return */
     const int32_t *ruses = ir_lplan_uses(s->plan, s->n_ops);
     w.at = s->ret_op;
-    for (uint32_t r = 0; r < s->n_ret && DUE(s, s->n_ops); r++)
-        if (s->vn[s->ret_val[r]])
+    uint64_t dm = DUE(s, s->n_ops) ? dmask[s->n_ops] : 0;
+    if (dm)
+        dmask[s->n_ops] = 0;
+    for (uint32_t r = 0; r < s->n_ret && dm; r++)
+        if (dm & DUE_BIT(r))
             emit_due(&w, s->ret_val[r], s->n_ops, r);
     for (uint32_t r = 0; r < s->n_ret; r++)
         h[r] = emit_mat(&w, s->ret_val[r], ruses[r]);
@@ -832,7 +915,7 @@ void cost_scorer_free(cost_scorer *s)
             ap_free(s->vals[v].mat_end);
         }
     ap_free(s->vals);
-    ap_free(s->vdims);
+    ap_free(s->args);
     ap_free(s->opd0);
     ap_free(s->opd_val);
     ap_free(s->res0);
@@ -844,17 +927,15 @@ void cost_scorer_free(cost_scorer *s)
     ap_free(s->donor);
     ap_free(s->in_hint);
     ap_free(s->arg_name);
-    ap_free(s->vm);
-    ap_free(s->vn);
+    ap_free(s->vw);
+    ap_free(s->mv_list);
     ap_free(s->due);
+    ap_free(s->dmask);
     ap_free(s->hbuf);
-    ap_free(s->rdbuf);
     cost__program_free_arrays(&s->prog);
     cost__graph_free(&s->g);
     ap_free(s->prod_h);
     ap_free(s->mat_h);
-    ap_free(s->mat_base);
-    ap_free(s->cursor);
     ap_free(s->tbuf);
     ap_free(s->tptr);
     ap_free(s->dbuf);
@@ -863,6 +944,11 @@ void cost_scorer_free(cost_scorer *s)
     ap_free(s->mnext);
     ap_free(s->mkey);
     ap_free(s->mrec);
+    ap_free(s->crec);
+    ap_free(s->crd);
+    ap_free(s->cvr);
+    ap_free(s->iota_of);
+    ap_free(s->miota);
     ap_free(s->mrd);
     ap_free(s->mvb);
     ap_free(s->mvd);
@@ -955,26 +1041,26 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
         }
     }
     s->vals = ap_calloc(s->n_vals + 1, sizeof *s->vals);
-    s->vdims = ap_calloc(s->n_args + 1, sizeof *s->vdims);
+    s->args = ap_calloc(s->n_args + 1, sizeof *s->args);
     s->alias_out = ap_malloc(sizeof *s->alias_out * (s->n_args + 1));
     s->in_hint = ap_calloc(s->n_args + 1, sizeof *s->in_hint);
     s->arg_name = ap_calloc(s->n_args + 1, sizeof *s->arg_name);
     s->prod_h = ap_malloc(sizeof *s->prod_h * (s->n_vals + 1));
-    s->mat_base = ap_malloc(sizeof *s->mat_base * (s->n_vals + 1));
-    s->cursor = ap_malloc(sizeof *s->cursor * (s->n_vals + 1));
-    s->vm = ap_calloc(s->n_vals + 1, sizeof *s->vm);
-    s->vn = ap_calloc(s->n_vals + 1, sizeof *s->vn);
+    s->vw = ap_calloc(s->n_vals + 1, sizeof *s->vw);
+    s->mv_list = ap_malloc(sizeof *s->mv_list * (s->n_vals + 1));
     s->opd0 = ap_malloc(sizeof *s->opd0 * (s->n_ops + 2));
     s->res0 = ap_malloc(sizeof *s->res0 * (s->n_ops + 1));
     s->nres = ap_malloc(sizeof *s->nres * (s->n_ops + 1));
     s->span = ap_malloc(sizeof *s->span * (s->n_ops + 1));
     s->op_of = ap_malloc(sizeof *s->op_of * (s->n_ops + 1));
     s->ret_val = ap_malloc(sizeof *s->ret_val * (s->n_ret + 1));
-    if (!s->vm || !s->vn || !s->opd0 || !s->res0 || !s->nres || !s->span || !s->op_of || !s->ret_val || !s->vals || !s->vdims ||
-        !s->alias_out || !s->in_hint || !s->arg_name || !s->prod_h || !s->mat_base || !s->cursor) {
+    if (!s->vw || !s->opd0 || !s->res0 || !s->nres || !s->span || !s->op_of || !s->ret_val || !s->vals || !s->args ||
+        !s->alias_out || !s->in_hint || !s->arg_name || !s->prod_h || !s->mv_list) {
         rc = oom(err);
         goto fail;
     }
+    for (uint32_t v = 0; v <= s->n_vals; v++)
+        s->vw[v].mv_pos = UINT32_MAX;
     const ir_op *func = ir_pctx_func(ctx);
     const ir_block *body = ir_func_entry(func);
     for (uint32_t a = 0; a < s->n_args; a++) {
@@ -1020,9 +1106,9 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
         if (s->opd0[k + s->span[k]] - s->opd0[k] > s->max_opd)
             s->max_opd = s->opd0[k + s->span[k]] - s->opd0[k];
     s->hbuf = ap_malloc(sizeof *s->hbuf * (s->max_opd + 1));
-    s->rdbuf = ap_malloc(sizeof *s->rdbuf * (s->max_opd + 1));
     s->due = ap_calloc(s->n_ops / 64 + 1, sizeof *s->due);
-    if (!s->hbuf || !s->rdbuf || !s->due) {
+    s->dmask = ap_calloc(s->n_ops + 1, sizeof *s->dmask);
+    if (!s->hbuf || !s->due || !s->dmask) {
         rc = oom(err);
         goto fail;
     }
@@ -1043,10 +1129,18 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
     s->mnext = ap_calloc(s->n_ops + 1, 1);
     s->mkey = ap_calloc(slots * s->room + 1, sizeof *s->mkey);
     s->mrec = ap_calloc(slots + 1, sizeof *s->mrec);
+    s->crec = ap_calloc(s->n_ops + 1, sizeof *s->crec);
+    s->crd = ap_calloc((size_t)n_uses + 1, sizeof *s->crd);
+    s->cvr = ap_calloc((size_t)s->n_vals + 1, sizeof *s->cvr);
+    s->iota_of = ap_malloc(sizeof *s->iota_of * (s->n_ops + 1));
+    uint32_t n_iota = 0;
+    for (uint32_t k = 0; s->iota_of && k < s->n_ops; k++)
+        s->iota_of[k] = ir_pctx_op(ctx, k)->opcode == IR_OP_IOTA ? n_iota++ : UINT32_MAX;
+    s->miota = ap_calloc((size_t)n_iota * SLOTS + 1, sizeof *s->miota);
     s->mrd = ap_calloc((size_t)SLOTS * n_uses + 1, sizeof *s->mrd);
     s->mvb = ap_calloc((size_t)SLOTS * s->n_vals + 1, sizeof *s->mvb);
     s->mvd = ap_calloc((size_t)SLOTS * s->n_vals + 1, sizeof *s->mvd);
-    if (!s->cur || !s->mlen || !s->mnext || !s->mkey || !s->mrec || !s->mrd || !s->mvb || !s->mvd) {
+    if (!s->cur || !s->mlen || !s->mnext || !s->mkey || !s->mrec || !s->crec || !s->crd || !s->cvr || !s->iota_of || !s->miota || !s->mrd || !s->mvb || !s->mvd) {
         rc = oom(err);
         goto fail;
     }
@@ -1089,19 +1183,19 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
                 return oom(err);
             if (!local_type(s, 0, g, &l))
                 return ap_error_set(err, AP_EINTERNAL, "a tiled dim does not divide its axes");
-            s->vals[v].bytes = cost__type_bytes(s->tptr[0], &notes);
-            s->vdims[v] = cost__dims_hash(s->tptr[0]);
+            s->args[v].bytes = cost__type_bytes(s->tptr[0], &notes);
+            s->args[v].dims = cost__dims_hash(s->tptr[0]);
         }
         if ((rc = val_record(s, v, err)) < 0)
             return rc;
-        s->vm[v] = ir_lplan_mats(s->plan, v, &s->vn[v]);
+        take_mats(s, v);
     }
     if (!was_valid) {
         /* after a failure the records may lag behind the plan: redo all */
         for (uint32_t v = 0; v < s->n_vals; v++) {
             if ((rc = val_record(s, v, err)) < 0)
                 return rc;
-            s->vm[v] = ir_lplan_mats(s->plan, v, &s->vn[v]);
+            take_mats(s, v);
         }
         for (uint32_t a = 0; a < s->n_args; a++) {
             ir_layout l;
@@ -1111,8 +1205,8 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
                 return oom(err);
             if (!local_type(s, 0, global_type(s, a), &l))
                 return ap_error_set(err, AP_EINTERNAL, "a tiled dim does not divide its axes");
-            s->vals[a].bytes = cost__type_bytes(s->tptr[0], &notes);
-            s->vdims[a] = cost__dims_hash(s->tptr[0]);
+            s->args[a].bytes = cost__type_bytes(s->tptr[0], &notes);
+            s->args[a].dims = cost__dims_hash(s->tptr[0]);
         }
     }
     /* ops whose nests changed (an op's record reads nothing else) */
@@ -1138,7 +1232,7 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
     pg->peak_memory = peak;
     pg->argument_bytes = 0;
     for (uint32_t a = 0; a < s->n_args; a++)
-        pg->argument_bytes += cost__clamp_bytes(s->vals[a].bytes);
+        pg->argument_bytes += cost__clamp_bytes(s->args[a].bytes);
     if ((rc = cost_evaluate(pg, &s->dev, &s->tiers, &s->opts, out, err)) < 0)
         return rc;
     s->valid = true;

@@ -980,6 +980,40 @@ START_TEST(infinite_elements_do_not_hide_errors)
 }
 END_TEST
 
+/* A pending sum that two uses reduce differently (the max: one all_reduce
+ * over a and b; the compare, tiled along a: an all_reduce over b, then a
+ * reduce_scatter over a) had copies that differ in their last bits, so
+ * x == max(x) held nowhere and this argmax (as a zoo MoE router writes it)
+ * said 4 for rows of 0-3 (t_moe2 under random schedules, bughunt): every
+ * copy reduced from the value is now made by the same all_reduce. */
+START_TEST(one_value_reduced_one_way)
+{
+    const char *src =
+        "func.func @main(%x: tensor<4x8xf32>, %w: tensor<8x4xf32>) -> tensor<4xf32> {\n"
+        "  %l = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x4xf32>) -> "
+        "tensor<4x4xf32>\n"
+        "  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>\n"
+        "  %m = stablehlo.reduce(%l init: %ninf) applies stablehlo.maximum across dimensions = [1] : (tensor<4x4xf32>, "
+        "tensor<f32>) -> tensor<4xf32>\n"
+        "  %mb = stablehlo.broadcast_in_dim %m, dims = [0] : (tensor<4xf32>) -> tensor<4x4xf32>\n"
+        "  %eq = stablehlo.compare EQ, %l, %mb, FLOAT : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xi1>\n"
+        "  %io = stablehlo.iota dim = 1 : tensor<4x4xi32>\n"
+        "  %iof = stablehlo.convert %io : (tensor<4x4xi32>) -> tensor<4x4xf32>\n"
+        "  %big = stablehlo.constant dense<4.0> : tensor<f32>\n"
+        "  %bigb = stablehlo.broadcast_in_dim %big, dims = [] : (tensor<f32>) -> tensor<4x4xf32>\n"
+        "  %sel = stablehlo.select %eq, %iof, %bigb : tensor<4x4xi1>, tensor<4x4xf32>\n"
+        "  %neg = stablehlo.negate %sel : tensor<4x4xf32>\n"
+        "  %mx = stablehlo.reduce(%neg init: %ninf) applies stablehlo.maximum across dimensions = [1] : "
+        "(tensor<4x4xf32>, tensor<f32>) -> tensor<4xf32>\n"
+        "  %idx = stablehlo.negate %mx : tensor<4xf32>\n"
+        "  return %idx : tensor<4xf32>\n"
+        "}\n";
+    char *text = check_equivalent(src, "a=2,b=2", "tile %arg0 1 b; tile %arg0 1 a; propagate; tile %8 1 a; propagate");
+    ck_assert_msg(!strstr(text, "stablehlo.reduce_scatter"), "%s", text);
+    ap_free(text);
+}
+END_TEST
+
 static Suite *check_suite(void)
 {
     Suite *s = suite_create("check");
@@ -991,6 +1025,7 @@ static Suite *check_suite(void)
     tcase_add_test(tc, iterations_must_agree);
     tcase_add_test(tc, pending_max_stays_a_max);
     tcase_add_test(tc, infinite_elements_do_not_hide_errors);
+    tcase_add_test(tc, one_value_reduced_one_way);
     tcase_add_test(tc, pending_sum_redistributed_per_summand);
     tcase_add_test(tc, captured_values_redistributed_in_branches);
     tcase_add_test(tc, tuples_in_the_loop_view);

@@ -176,6 +176,7 @@ typedef struct xfer_ctx {
     ir_redist_ctx *rctx;
     memo_ent *memo;
     uint32_t n_memo, cap_memo; /* cap a power of two */
+    bool no_scatter;           /* xfer_decide reduces with all_reduce only (plan_value) */
 } xfer_ctx;
 
 static void xctx_free(xfer_ctx *x)
@@ -466,7 +467,7 @@ static int xfer_decide(xfer_ctx *x, const ir_type *g, ir_layout from, const ir_l
             for (int q = 0; ok && q < nf; q++)
                 ok = fa[q] == ta[q];
         }
-        if (ok && out->rs_axis < 0) { /* one scatter per value keeps the order simple */
+        if (ok && out->rs_axis < 0 && !x->no_scatter) { /* one scatter per value keeps the order simple */
             out->rs_axis = (int8_t)a;
             out->rs_dim = (int8_t)d;
             out->rs_red = from.red[a];
@@ -830,6 +831,59 @@ static int mat_add(ir_lplan *pl, vplan *vp, vbuild *vb, const ir_type *g, const 
     return (int)vp->n_mats++;
 }
 
+/* Which axes a transfer reduces, and in which stages: a bit per axis of
+ * its all_reduce, then its reduce_scatter's axis.  A reduce_scatter alone
+ * adds a group's summands in the order an all_reduce over that group does
+ * (coll.c: reduce_group), so it reads as that all_reduce. */
+static uint32_t reduction_of(const ir_xfer *x)
+{
+    if (!x->n_ar && x->rs_axis >= 0)
+        return 1u << x->rs_axis;
+    uint32_t sig = 0;
+    for (int k = 0; k < x->n_ar; k++)
+        sig |= 1u << x->ar_axes[k];
+    return x->rs_axis >= 0 ? sig | (uint32_t)(x->rs_axis + 1) << 16 : sig;
+}
+
+/* Every copy reduced from the value as produced adds its summands in the
+ * same order: when two uses reduce it differently (one all_reduce over a
+ * and b at once, another an all_reduce over b then a reduce_scatter over
+ * a), the copies differ in their last bits, and a program that compares a
+ * value with its own maximum (an argmax written as x == max(x), max's
+ * gradient) finds no element equal: an MoE router sent its tokens to
+ * expert 4 of 0-3.  Those copies are then all made by all_reduce (the
+ * same collective, the same bits) and sliced locally. */
+static int same_reductions(ir_lplan *pl, vplan *vp, const ir_type *g, ap_error *err)
+{
+    uint32_t first = 0;
+    bool mixed = false;
+    for (uint32_t m = 0; m < vp->n_mats && !mixed; m++) {
+        const ir_xfer *x = &vp->mats[m].x;
+        if (vp->mats[m].src != -1 || (!x->n_ar && x->rs_axis < 0))
+            continue;
+        uint32_t r = reduction_of(x);
+        if (!first)
+            first = r;
+        mixed = r != first;
+    }
+    if (!mixed)
+        return 0;
+    pl->x.no_scatter = true;
+    for (uint32_t m = 0; m < vp->n_mats; m++) {
+        ir_mat *mt = &vp->mats[m];
+        if (mt->src != -1 || mt->x.rs_axis < 0)
+            continue;
+        ir_layout from = mt->x.from, to = mt->x.to;
+        int rc = xfer_decide(&pl->x, g, from, &to, &mt->x, err);
+        if (rc < 0) {
+            pl->x.no_scatter = false;
+            return rc;
+        }
+    }
+    pl->x.no_scatter = false;
+    return 0;
+}
+
 /* The layout returned value #r leaves in, given the copies made of it so
  * far: its layout with pending sums reduced, reusing a reduced copy that
  * keeps its tiling when there is one. */
@@ -1008,6 +1062,9 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
         vp->prod_op = op < c->n_ops && slot < c->opd0[op + 1] - c->opd0[op] ? (int32_t)op : -1;
         vp->prod_slot = slot;
     }
+    int rc = same_reductions(pl, vp, g, err);
+    if (rc < 0)
+        return rc;
     for (uint32_t m = 0; m < vp->n_mats; m++) {
         const ir_mat *mt = &vp->mats[m];
         if (mt->src == -1 && xfer_uses_source(&mt->x)) {
