@@ -434,6 +434,36 @@ START_TEST(talk_mlp_nested_sum)
 END_TEST
 
 /* A pending sum flows through an add of two sums (the tied embedding). */
+/* An op with more specs per entry than an entry holds (TMR_INLINE: a
+ * concatenate of 12 operands has 13) reads them from past the entries:
+ * tiling one operand's free dim reaches every operand and the result, and
+ * the lowering computes what the original does. */
+START_TEST(many_operand_entries)
+{
+    char src[2048], types[512];
+    int at = snprintf(src, sizeof src, "func.func @main(");
+    int nt = 0;
+    for (int i = 0; i < 12; i++) {
+        at += snprintf(src + at, sizeof src - (size_t)at, "%s%%a%d: tensor<2x8xf32>", i ? ", " : "", i);
+        nt += snprintf(types + nt, sizeof types - (size_t)nt, "%stensor<2x8xf32>", i ? ", " : "");
+    }
+    at += snprintf(src + at, sizeof src - (size_t)at, ") -> tensor<24x8xf32> {\n  %%0 = stablehlo.concatenate ");
+    for (int i = 0; i < 12; i++)
+        at += snprintf(src + at, sizeof src - (size_t)at, "%s%%a%d", i ? ", " : "", i);
+    snprintf(src + at, sizeof src - (size_t)at,
+             ", dim = 0 : (%s) -> tensor<24x8xf32>\n"
+             "  %%1 = stablehlo.add %%0, %%0 : tensor<24x8xf32>\n"
+             "  return %%1 : tensor<24x8xf32>\n}\n",
+             types);
+    run r;
+    ck_assert_msg(apply(&r, src, "b=2", "tile %arg0 1 b; propagate"), "%s", r.err);
+    for (uint32_t i = 0; i < 12; i++)
+        assert_dims(spmd_arg_type(&r, i), 2, 4);
+    assert_counts(&r, 0, 0, 0, 0, 0); /* the result returned tiled, as the operands come */
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(sums_flow_through_linear_ops)
 {
     const char *src =
@@ -1398,6 +1428,7 @@ int main(void)
     tcase_add_test(tc, args_shard_by_common_slicing);
     tcase_add_test(tc, loops_refuse_pipelining);
     tcase_add_test(tc, loops_conflict_says_which);
+    tcase_add_test(tc, many_operand_entries);
     tcase_add_loop_test(tc, tile_and_propagate_commute, 0, (int)(sizeof commute_models / sizeof commute_models[0]));
     tcase_add_loop_test(tc, quiet_propagates_as_recording, 0, (int)(sizeof commute_models / sizeof commute_models[0]));
     tcase_add_unchecked_fixture(tc, t32_setup, t32_teardown);

@@ -26,10 +26,21 @@
 #define SP_ANY (-3) /* replicated: every iteration computes the same (atomic) */
 /* (>= 0: tile<d>, the result is stacked along that dim) */
 
+/* An entry's specs are read for every loop of every nest a propagation
+ * visit, a plan sync or an op record looks at.  Those of an entry with at
+ * most TMR_INLINE of them sit in the entry itself, in the cache line its
+ * offset was read from: one load after the nest's, not two (the entry's
+ * pool offset, then the pool's line).  The others follow the entries in
+ * the same block, so that the offset from the block's start finds either
+ * without a test (ir__tmr_build's end lays them out). */
+#define TMR_INLINE 11
 typedef struct tmr_entry {
-    uint32_t spec; /* offset in the spec pool: operand specs, then result actions */
+    uint32_t spec; /* offset of its specs from the start of c->entries: operand specs, then
+                      result actions (while ir__tmr_build runs: in the pool) */
     uint8_t red;   /* ir_red of SUM results and PARTIAL operands */
+    int8_t s[TMR_INLINE]; /* the specs, when they fit */
 } tmr_entry;
+_Static_assert(sizeof(tmr_entry) == 16, "four entries to a cache line, none across two");
 
 /* ---------------------------------------------------------------- context */
 
@@ -68,7 +79,7 @@ struct ir_pctx {
     uint32_t *tmr0;         /* per op: entries [tmr0[i], tmr0[i+1]) */
     tmr_entry *entries;
     uint32_t n_entries;
-    int8_t *pool;
+    int8_t *pool;           /* specs while ir__tmr_build runs (then NULL: tmr_spec) */
     uint32_t n_pool;
     /* identity entries for tiling/atomic ops on values, by rank */
     uint32_t id_rank_max;
@@ -153,7 +164,7 @@ static inline bool ir__scope_encloses(const ir_pctx *c, uint32_t outer, uint32_t
 
 int ir__tmr_build(ir_pctx *c, ap_error *err);
 /* Specs of entry e: n_operands operand specs followed by n_results actions. */
-static inline const int8_t *tmr_spec(const ir_pctx *c, uint32_t e) { return c->pool + c->entries[e].spec; }
+static inline const int8_t *tmr_spec(const ir_pctx *c, uint32_t e) { return (const int8_t *)c->entries + c->entries[e].spec; }
 
 uint32_t ir__value_id(const ir_pctx *c, const ir_value *v); /* VAL_NONE if not in the function */
 

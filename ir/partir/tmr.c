@@ -10,6 +10,7 @@
 #include "partir_int.h"
 
 #include <math.h>
+#include <stddef.h>
 
 typedef struct tb {
     ir_pctx *c;
@@ -47,8 +48,10 @@ static void add_entry(tb *b, const int8_t *specs, uint32_t n, ir_red red)
         b->cap_pool = cap;
     }
     memcpy(c->pool + c->n_pool, specs, n);
-    c->entries[c->n_entries].spec = c->n_pool;
-    c->entries[c->n_entries].red = (uint8_t)red;
+    tmr_entry *t = &c->entries[c->n_entries];
+    memset(t, 0, sizeof *t);
+    t->spec = c->n_pool;
+    t->red = (uint8_t)red;
     c->n_entries++;
     c->n_pool += n;
 }
@@ -910,6 +913,43 @@ static void rule_merge(tb *b, uint32_t k)
     }
 }
 
+/* The specs where tmr_spec reads them (tmr_entry): each entry's in the
+ * entry when they fit, the others' after the entries, in one block; the
+ * pool is freed.  The pool's bytes an entry holds are not kept twice. */
+static int lay_out_specs(ir_pctx *c, ap_error *err)
+{
+    size_t head = sizeof *c->entries * c->n_entries, big = 0;
+    uint32_t e, n;
+    for (e = 0; e < c->n_entries; e++) {
+        n = (e + 1 < c->n_entries ? c->entries[e + 1].spec : c->n_pool) - c->entries[e].spec;
+        if (n > TMR_INLINE)
+            big += n;
+    }
+    if (head + big > UINT32_MAX)
+        return ap_error_set(err, AP_ELIMIT, "the TMR is too large (%zu bytes)", head + big);
+    tmr_entry *t = ap_realloc(c->entries, head + big + 1);
+    if (!t)
+        return ap_error_set(err, AP_ENOMEM, "out of memory building the TMR");
+    c->entries = t;
+    int8_t *tail = (int8_t *)t + head;
+    for (e = 0, big = 0; e < c->n_entries; e++) {
+        n = (e + 1 < c->n_entries ? t[e + 1].spec : c->n_pool) - t[e].spec;
+        const int8_t *s = c->pool + t[e].spec;
+        if (n > TMR_INLINE) {
+            memcpy(tail + big, s, n);
+            t[e].spec = (uint32_t)(head + big);
+            big += n;
+        } else {
+            memcpy(t[e].s, s, n);
+            t[e].spec = (uint32_t)((size_t)e * sizeof *t + offsetof(tmr_entry, s));
+        }
+    }
+    ap_free(c->pool);
+    c->pool = NULL;
+    c->n_pool = 0;
+    return 0;
+}
+
 int ir__tmr_build(ir_pctx *c, ap_error *err)
 {
     tb b = {.c = c, .err = err};
@@ -960,5 +1000,5 @@ int ir__tmr_build(ir_pctx *c, ap_error *err)
     add_entry(&b, any, 2, IR_RED_NONE);
     if (b.oom)
         return ap_error_set(err, AP_ENOMEM, "out of memory building the TMR");
-    return 0;
+    return lay_out_specs(c, err);
 }
