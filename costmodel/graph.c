@@ -1303,19 +1303,29 @@ static int asize_cmp(const void *a, const void *b)
  * buffer before another of the same size, then by first step, then by
  * value.  Two stable counting sorts instead of qsort's comparisons (a third
  * of assign): by first step, then by size, of which a block has few (a
- * hash table numbers them, and only those are compared). */
-static void asg_sort(gs *s, uint32_t nb, uint32_t n)
+ * hash table numbers them, and only those are compared).  by_start: the
+ * records already come by first step (assign_recorded's do: a simulation
+ * makes its buffers step by step), and the first sort, which would leave
+ * them as they are, is skipped.  Returns s->arec or s->atmp, whichever
+ * holds the sorted records. */
+static abuf *asg_sort(gs *s, uint32_t nb, uint32_t n, bool by_start)
 {
     abuf *rec = s->arec, *tmp = s->atmp;
-    uint32_t *cnt = s->acount;
-    memset(cnt, 0, sizeof *cnt * (n + 1));
-    for (uint32_t i = 0; i < nb; i++)
-        cnt[rec[i].start + 1]++;
-    for (uint32_t i = 1; i <= n; i++)
-        cnt[i] += cnt[i - 1];
-    for (uint32_t i = 0; i < nb; i++)
-        tmp[cnt[rec[i].start]++] = rec[i];
-    /* number the sizes: tmp[].next holds its size's number until placed */
+    if (by_start) {
+        rec = s->atmp;
+        tmp = s->arec;
+    } else {
+        uint32_t *cnt = s->acount;
+        memset(cnt, 0, sizeof *cnt * (n + 1));
+        for (uint32_t i = 0; i < nb; i++)
+            cnt[rec[i].start + 1]++;
+        for (uint32_t i = 1; i <= n; i++)
+            cnt[i] += cnt[i - 1];
+        for (uint32_t i = 0; i < nb; i++)
+            tmp[cnt[rec[i].start]++] = rec[i];
+    }
+    /* number the sizes: tmp[].next holds its size's number until placed
+     * (tmp: the records by first step; rec: where they go) */
     uint32_t slots = 64, m = 0;
     while (slots < 2 * nb)
         slots *= 2;
@@ -1347,6 +1357,7 @@ static void asg_sort(gs *s, uint32_t nb, uint32_t n)
         *r = tmp[i];
         r->next = CG_NONE;
     }
+    return rec;
 }
 
 /* Whether buffer v, which ends before live-out allocation a starts, fits
@@ -1411,18 +1422,21 @@ static int64_t assign_recorded(const cost_graph *g, gs *s, uint32_t n, uint32_t 
     /* the records in the order the buffers were made: by first step, and
      * at one step (one node's results) by value, as asg_sort needs */
     abuf *rec = s->arec;
-    uint32_t nb = 0;
+    uint32_t nb = 0, prev = 0;
+    bool by_start = true; /* checked, not assumed: the sort by first step is skipped only then */
     for (uint32_t i = 0; i < nb_made; i++) {
         uint32_t v = made[i];
         int64_t bytes = b64(g->v_bytes[v]);
         if (any_out && (s->bend[v] == CG_NONE || s->bend[v] < last_out)) {
             rec[nb++] = (abuf){bytes, s->bstart[v], s->bend[v], v, CG_NONE};
+            by_start &= s->bstart[v] >= prev;
+            prev = s->bstart[v];
         } else {
             s->hdiff[s->bstart[v]] += bytes;
             s->hdiff[s->bend[v] + 1] -= bytes;
         }
     }
-    asg_sort(s, nb, n);
+    rec = asg_sort(s, nb, n, by_start);
     /* the live-out allocations are outs_a[1..n_out], in the order made;
      * outs_a[0] is a guard that every buffer ends too late for (start 0)
      * and whose up (0) ends the walk, so the walk's usual step (to the
