@@ -455,6 +455,13 @@ typedef struct gnh {
     uint32_t flags; /* CG_*, and GH_NESTED, GH_KIDS */
 } gnh;
 
+/* A node's flops and matmul flops, which form_kernel adds up for each
+ * fused member of a kernel (copied by build_users with s->nh: a fused
+ * member's cost_gnode is read for nothing else). */
+typedef struct gfl {
+    double flops, matmul;
+} gfl;
+
 /* GH_NESTED: its regions have temporaries (cost_gnode.nested > 0);
  * GH_KIDS: it holds blocks (cost_gnode.nkid > 0) */
 enum { GH_NESTED = 1 << 16, GH_KIDS = 1 << 17 };
@@ -474,7 +481,8 @@ typedef struct dkey {
 
 typedef struct gs {
     uint32_t cap_v, cap_n, cap_e, cap_k, cap_h, cap_ku;
-    gnh *nh; /* per node (build_users) */
+    gnh *nh;  /* per node (build_users) */
+    gfl *nfl; /* per node (build_users) */
     /* per value */
     uint32_t *vstamp, *nusers, *u0, *ulist, *ku0, *kulist, *rem, *pending, *kfill;
     uint32_t *uses; /* kernel readers (rem counts them down for the list order, left for a simulation) */
@@ -530,8 +538,13 @@ typedef struct gs {
 } gs;
 
 /* VF_SELF: a donated output whose own kernel reads the argument it goes
- * into (one read fewer before the argument's buffer is free) */
-enum { VF_PINNED = 1, VF_INPUT = 2, VF_GIVEN = 4, VF_OUT = 8, VF_SELF = 16 };
+ * into (one read fewer before the argument's buffer is free).  VF_ROOT:
+ * its own buffer (g->v_root[v] == v); VF_PLACE: a root of more than 0
+ * bytes, which a simulation places.  Both set once per run with the
+ * others, so that the simulations and the orders test a byte of a
+ * 1-byte array (~14 KB on T32) and not g->v_root and g->v_bytes (8 and 12
+ * bytes a value, spread: a cache line a look). */
+enum { VF_PINNED = 1, VF_INPUT = 2, VF_GIVEN = 4, VF_OUT = 8, VF_SELF = 16, VF_ROOT = 32, VF_PLACE = 64 };
 
 static void scratch_free(void *scratch)
 {
@@ -556,6 +569,7 @@ static void scratch_free(void *scratch)
     ap_free(s->alloc);
     ap_free(s->vflag);
     ap_free(s->nh);
+    ap_free(s->nfl);
     ap_free(s->fused);
     ap_free(s->nkern);
     ap_free(s->kern);
@@ -626,7 +640,7 @@ static bool scratch_fit(cost_graph *g, gs **out)
     }
     if (nn > s->cap_n) {
         uint32_t c = nn + nn / 2;
-        if (!REALLOC(s->nh, c) || !REALLOC(s->fused, c) || !REALLOC(s->nkern, c) || !REALLOC(s->kern, c) || !REALLOC(s->sched, c) ||
+        if (!REALLOC(s->nh, c) || !REALLOC(s->nfl, c) || !REALLOC(s->fused, c) || !REALLOC(s->nkern, c) || !REALLOC(s->kern, c) || !REALLOC(s->sched, c) ||
             !REALLOC(s->nstate, c) || !REALLOC(s->nstamp, c) || !REALLOC(s->k0, c + 1) || !REALLOC(s->order, c) ||
             !REALLOC(s->lorder, c) || !REALLOC(s->ready, c) || !REALLOC(s->npred, c) || !REALLOC(s->npred0, c) || !REALLOC(s->ver, c) || !REALLOC(s->ev, c) ||
             !REALLOC(s->evlast, c) || !REALLOC(s->key, c) || !REALLOC(s->porder, c) || !REALLOC(s->move, c) ||
@@ -683,6 +697,7 @@ static void build_users(const cost_graph *g, gs *s)
         const cost_gnode *nd = &g->nodes[n];
         s->nh[n] = (gnh){nd->opd0, nd->nopd, nd->res0, nd->nres,
                          nd->flags | (nd->nested > 0 ? GH_NESTED : 0) | (nd->nkid ? GH_KIDS : 0)};
+        s->nfl[n] = (gfl){nd->flops, nd->matmul};
         s->k0[n] = np;
         if ((nd->flags & (CG_ALIAS | CG_BARRIER)) == CG_ALIAS)
             continue;
@@ -885,10 +900,9 @@ static bool form_kernel(const cost_graph *g, gs *s, uint32_t n, uint32_t mark, u
             if (s->nstamp[d] == mark)
                 continue;
             s->nstamp[d] = mark;
-            const cost_gnode *m = &g->nodes[d];
             const gnh *mh = &s->nh[d];
-            f += m->flops;
-            mm += m->matmul;
+            f += s->nfl[d].flops;
+            mm += s->nfl[d].matmul;
             if (top + mh->nopd > s->cap_e) {
                 uint32_t c = s->cap_e * 2 + mh->nopd;
                 if (!REALLOC(s->stack, c))
@@ -1153,7 +1167,7 @@ static bool sim_step(const cost_graph *g, gs *s, simrun *r, uint32_t k, bool las
     const gnh *nd = &s->nh[k];
     for (uint32_t j = 0; j < nd->nres; j++) {
         uint32_t v = nd->res0 + j;
-        if (g->v_root[v] != v || g->v_bytes[v] <= 0)
+        if (!(s->vflag[v] & VF_PLACE))
             continue;
         uint32_t b = share_source(g, s, k, j, v);
         if (b != CG_NONE) {
@@ -1224,7 +1238,7 @@ static bool sim_step(const cost_graph *g, gs *s, simrun *r, uint32_t k, bool las
     }
     for (uint32_t j = 0; j < nd->nres; j++) {
         uint32_t v = nd->res0 + j;
-        if (g->v_root[v] == v && s->left[v] == 0 && !(s->vflag[v] & VF_PINNED) && s->alloc[v] > 0) {
+        if ((s->vflag[v] & (VF_ROOT | VF_PINNED)) == VF_ROOT && s->left[v] == 0 && s->alloc[v] > 0) {
             r->live -= b64(s->alloc[v]);
             s->alloc[v] = 0;
             if (s->rec)
@@ -1643,9 +1657,12 @@ static hentry priority(const cost_graph *g, const gs *s, uint32_t n)
         uint32_t r = nd->res0 + j;
         if (g->v_bytes[r] > 8)
             scalar = false;
-        if (g->v_root[r] == r)
+        if (s->vflag[r] & VF_ROOT) {
             defined += g->v_bytes[r];
-        e.p2 += s->nusers[g->v_root[r]];
+            e.p2 += s->nusers[r];
+        } else {
+            e.p2 += s->nusers[g->v_root[r]];
+        }
     }
     if (scalar) {
         e.p1 = INT64_MAX;
@@ -1691,7 +1708,7 @@ static bool kernel_users(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t 
             kul[s->kfill[b]++] = n;
             if (d != CG_NONE) {
                 s->npred0[n]++;
-                topo &= d < n && d != ret && s->sched[d] && g->v_root[b] == b;
+                topo &= d < n && d != ret && s->sched[d] && (s->vflag[b] & VF_ROOT);
             }
         }
     }
@@ -1752,7 +1769,7 @@ static void place_emit(const cost_graph *g, gs *s, uint32_t n, uint32_t *k, simr
     const gnh *nd = &s->nh[n];
     for (uint32_t j = 0; j < nd->nres; j++) {
         uint32_t r = nd->res0 + j;
-        if (g->v_root[r] != r)
+        if (!(s->vflag[r] & VF_ROOT))
             continue;
         for (uint32_t q = s->ku0[r]; q < s->ku0[r + 1] && !sr->lost; q++) {
             uint32_t u = s->kulist[q];
@@ -1780,7 +1797,7 @@ static int placed_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t r
         for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++)
             rd += g->v_bytes[s->klist[i]];
         for (uint32_t j = 0; j < nd->nres; j++)
-            if (g->v_root[nd->res0 + j] == nd->res0 + j)
+            if (s->vflag[nd->res0 + j] & VF_ROOT)
                 wr += g->v_bytes[nd->res0 + j];
         s->move[n] = wr < rd ? MV_UP : wr > rd ? MV_DOWN : MV_NONE;
         moved |= s->move[n] != MV_NONE;
@@ -1855,7 +1872,7 @@ static int list_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret
         const gnh *nd = &s->nh[n];
         for (uint32_t j = 0; j < nd->nres; j++) {
             uint32_t r = nd->res0 + j;
-            if (g->v_root[r] != r)
+            if (!(s->vflag[r] & VF_ROOT))
                 continue;
             for (uint32_t q = s->ku0[r]; q < s->ku0[r + 1]; q++) {
                 uint32_t u = kul[q];
@@ -1893,7 +1910,7 @@ static bool list_covers(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t r
         k++;
         for (uint32_t j = 0; j < nd->nres; j++) {
             uint32_t r = nd->res0 + j;
-            if (g->v_root[r] != r)
+            if (!(s->vflag[r] & VF_ROOT))
                 continue;
             for (uint32_t q = s->ku0[r]; q < s->ku0[r + 1]; q++) {
                 uint32_t u = s->kulist[q];
@@ -1988,7 +2005,7 @@ static int dfs_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret,
         double size = 0;
         for (uint32_t j = 0; j < nd->nres; j++) {
             uint32_t r = nd->res0 + j;
-            if (g->v_root[r] == r) {
+            if (s->vflag[r] & VF_ROOT) {
                 users += s->ku0[r + 1] - s->ku0[r];
                 size += g->v_bytes[r];
             }
@@ -2023,7 +2040,7 @@ static int dfs_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret,
             bool read = false;
             const gnh *nd = &s->nh[root];
             for (uint32_t j = 0; j < nd->nres && !read; j++)
-                read = g->v_root[nd->res0 + j] == nd->res0 + j && s->ku0[nd->res0 + j + 1] > s->ku0[nd->res0 + j];
+                read = (s->vflag[nd->res0 + j] & VF_ROOT) && s->ku0[nd->res0 + j + 1] > s->ku0[nd->res0 + j];
             if (read)
                 continue;
         }
@@ -2074,7 +2091,7 @@ static bool feeds_matmul(const cost_graph *g, gs *s, uint32_t a)
                 if (!(u->flags & (CG_PRODUCER | CG_COLL)) || ++seen > 256)
                     continue;
                 for (uint32_t j = 0; j < u->nres && nn < 64; j++)
-                    if (g->v_root[u->res0 + j] == u->res0 + j)
+                    if (s->vflag[u->res0 + j] & VF_ROOT)
                         next[nn++] = u->res0 + j;
             }
         }
@@ -2371,6 +2388,8 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
     int64_t base = 0;
     for (uint32_t v = 0; v < nv; v++) {
         uint8_t f = 0;
+        if (g->v_root[v] == v)
+            f |= !(g->v_bytes[v] <= 0) ? VF_ROOT | VF_PLACE : VF_ROOT; /* sim_step's test, as it was */
         if (g->v_def[v] == CG_NONE) {
             f |= VF_INPUT;
             if (g->v_in[v] & CG_IN_COUNTED)

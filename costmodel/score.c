@@ -50,10 +50,10 @@ typedef struct clop {
     cost_coll_item coll; /* collectives */
 } clop;
 
-/* Per value: its bytes as produced (an argument's; an op's results' are
- * in its record's slot, mvb), and the ops of its copies. */
+/* Per value: the ops of its copies (32 bytes: a changed value's record
+ * is one cache line; its bytes as produced are an argument's, args, or
+ * in its op's record, cvr). */
 typedef struct val_rec {
-    double bytes;
     clop *ops;
     uint32_t n_ops, cap_ops;
     uint32_t *mat_end; /* per mat: one past its last op in `ops` */
@@ -79,11 +79,22 @@ typedef struct op_iota {
     bool bitcast; /* the offset's broadcast only adds unit dims */
 } op_iota;
 
-/* An op's result as its current record has it (cost_scorer.cvr). */
+/* A value's local bytes and dims hash: an op's result as its current
+ * record has it (cost_scorer.cvr), an argument as it arrives (args). */
 typedef struct val_cur {
     double bytes;
     uint64_t dims;
 } val_cur;
+
+/* Per value, what the build reads of its copies, together: the walk
+ * looks at it for every operand of an op some copy is due at. */
+typedef struct val_walk {
+    const ir_mat *vm;  /* its mats in the plan (redone with its record) */
+    uint32_t vn;       /* how many */
+    uint32_t cursor;   /* the build: its first mat not yet emitted where due */
+    uint32_t mat_base; /* the build: its mats' graph values are at mat_h[mat_base + m] */
+    uint32_t mv_pos;   /* its index in mv_list, UINT32_MAX when not listed */
+} val_walk;
 
 /* What a value of the graph is, for the peak breakdown (cost_peak_value). */
 enum { H_ARG = COST_PEAK_ARGUMENT, H_RESULT = COST_PEAK_RESULT, H_COPY = COST_PEAK_COPY, H_OTHER = COST_PEAK_OTHER };
@@ -111,22 +122,21 @@ struct cost_scorer {
     const char **arg_name;
     /* records */
     val_rec *vals;
-    uint64_t *vdims;           /* per argument: dims hash as it arrives (local) */
+    val_cur *args;             /* per argument: its bytes and dims hash as it arrives (local) */
     bool valid;
     /* the program the evaluation runs over */
     cost_program prog;
     /* the graph the lowered program gives (graph.c) */
     cost_graph g;
     uint32_t *prod_h;  /* per value: graph value as produced */
-    uint32_t *mat_h;   /* per (value, mat): graph value, at mat_base[v] + m */
-    uint32_t *mat_base, cap_mat_h;
-    uint32_t *cursor;
-    const ir_mat **vm; /* per value: its mats in the plan (redone with its record) */
-    uint32_t *vn;
+    uint32_t *mat_h;   /* per (value, mat): graph value, at vw[v].mat_base + m */
+    uint32_t cap_mat_h;
+    val_walk *vw;      /* per value: its mats and the walk's place in them */
     uint32_t *mv_list, n_mv; /* the values that have mats (vn > 0), in no order: the build's pass
                                 over them is over these, not every value */
-    uint32_t *mv_pos;  /* per value: its index in mv_list, UINT32_MAX when not listed */
     uint64_t *due;     /* per op (and the return, n_ops): a bit, some copy is due at one of its operands */
+    uint64_t *dmask;   /* per op: which operands (DUE_BIT), read where its due bit is set; the build
+                          sets them and clears each as its walk passes it */
     uint32_t *hbuf;    /* the graph values an op or the return reads (max_opd) */
     uint32_t max_opd;
     unsigned op_notes; /* the notes of every op's record (build_graph) */
@@ -519,16 +529,17 @@ static int val_record(cost_scorer *s, uint32_t v, ap_error *err)
  * lists it. */
 static void take_mats(cost_scorer *s, uint32_t v)
 {
-    s->vm[v] = ir_lplan_mats(s->plan, v, &s->vn[v]);
-    bool listed = s->mv_pos[v] != UINT32_MAX;
-    if (s->vn[v] && !listed) {
-        s->mv_pos[v] = s->n_mv;
+    val_walk *vw = &s->vw[v];
+    vw->vm = ir_lplan_mats(s->plan, v, &vw->vn);
+    bool listed = vw->mv_pos != UINT32_MAX;
+    if (vw->vn && !listed) {
+        vw->mv_pos = s->n_mv;
         s->mv_list[s->n_mv++] = v;
-    } else if (!s->vn[v] && listed) {
-        uint32_t i = s->mv_pos[v], last = s->mv_list[--s->n_mv];
+    } else if (!vw->vn && listed) {
+        uint32_t i = vw->mv_pos, last = s->mv_list[--s->n_mv];
         s->mv_list[i] = last;
-        s->mv_pos[last] = i;
-        s->mv_pos[v] = UINT32_MAX;
+        s->vw[last].mv_pos = i;
+        vw->mv_pos = UINT32_MAX;
     }
 }
 
@@ -544,6 +555,8 @@ typedef struct walk {
 } walk;
 
 #define WHAT(kind, v) ((uint32_t)(kind) << 28 | (v))
+/* Operand i's bit in a due mask: operands from 63 on share the last. */
+#define DUE_BIT(i) (1ull << ((i) < 63 ? (i) : 63))
 #define DUE(s, k) ((s)->due[(k) / 64] >> (k) % 64 & 1)
 
 static inline void node(walk *w, uint16_t flags) { cost__graph_node(w->g, w->at, flags, COST_PREC_VECTOR); }
@@ -600,10 +613,10 @@ static inline uint32_t emit_mat(walk *w, uint32_t v, int32_t m)
 static uint32_t emit_copy(walk *w, uint32_t v, int32_t m)
 {
     cost_scorer *s = w->s;
-    uint32_t *slot = &s->mat_h[s->mat_base[v] + (uint32_t)m];
+    uint32_t *slot = &s->mat_h[s->vw[v].mat_base + (uint32_t)m];
     if (*slot != CG_NONE)
         return *slot;
-    const ir_mat *mt = &s->vm[v][m];
+    const ir_mat *mt = &s->vw[v].vm[m];
     uint32_t x = emit_mat(w, v, mt->src);
     const val_rec *vr = &s->vals[v];
     uint32_t from = m ? vr->mat_end[m - 1] : 0;
@@ -649,24 +662,26 @@ static void emit_due_from(walk *w, uint32_t v, uint32_t seg, uint32_t slot);
 
 static inline void emit_due(walk *w, uint32_t v, uint32_t seg, uint32_t slot)
 {
-    /* most uses of a value with copies are not where one is due */
-    const cost_scorer *s = w->s;
-    uint32_t c = s->cursor[v];
-    if (c < s->vn[v] && s->vm[v][c].seg == seg && s->vm[v][c].slot == slot)
+    /* called where the due mask says some copy is due; the value's next
+     * copy in the walk's order is the one that is */
+    const val_walk *vw = &w->s->vw[v];
+    uint32_t c = vw->cursor;
+    if (c < vw->vn && vw->vm[c].seg == seg && vw->vm[c].slot == slot)
         emit_due_from(w, v, seg, slot);
 }
 
 static void emit_due_from(walk *w, uint32_t v, uint32_t seg, uint32_t slot)
 {
     cost_scorer *s = w->s;
-    uint32_t nm = s->vn[v];
-    while (s->cursor[v] < nm) {
-        const ir_mat *mt = &s->vm[v][s->cursor[v]];
+    val_walk *vw = &s->vw[v];
+    uint32_t nm = vw->vn;
+    while (vw->cursor < nm) {
+        const ir_mat *mt = &vw->vm[vw->cursor];
         if (mt->seg != seg || mt->slot != slot)
             break;
         if (!ir_xfer_is_noop(&mt->x))
-            emit_mat(w, v, (int32_t)s->cursor[v]);
-        s->cursor[v]++;
+            emit_mat(w, v, (int32_t)vw->cursor);
+        vw->cursor++;
     }
 }
 
@@ -676,7 +691,7 @@ static void ret_layout(const cost_scorer *s, const ir_partition *p, uint32_t v, 
     if (m < 0)
         ir_partition_produced_layout(p, v, out);
     else
-        *out = s->vm[v][m].x.to;
+        *out = s->vw[v].vm[m].x.to;
 }
 
 /* jax.buffer_donor arguments take the first output of their local type
@@ -729,28 +744,37 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
     s->g.eager = s->opts.framework == COST_FW_EAGER;
     s->g.every_order = s->opts.every_order;
     s->g.outs_held = true; /* the partitioned program's entry block */
-    /* graph values of copies, numbered per value; the ops a copy is due at */
-    memset(s->due, 0, sizeof *s->due * (s->n_ops / 64 + 1));
+    /* graph values of copies, numbered per value; the operands a copy is
+     * due at (the walk looks at no other operand's value for copies: most
+     * operands of an op a copy is due at have none due) */
+    uint64_t *due = s->due, *dmask = s->dmask;
+    memset(due, 0, sizeof *due * (s->n_ops / 64 + 1));
     uint32_t total = 0;
     for (uint32_t i = 0; i < s->n_mv; i++) {
-        uint32_t v = s->mv_list[i], n = s->vn[v];
-        s->mat_base[v] = total;
+        val_walk *vw = &s->vw[s->mv_list[i]];
+        uint32_t n = vw->vn;
+        vw->mat_base = total;
         total += n;
-        s->cursor[v] = 0;
-        for (uint32_t m = 0; m < n; m++)
-            s->due[s->vm[v][m].seg / 64] |= 1ull << s->vm[v][m].seg % 64;
+        vw->cursor = 0;
+        for (uint32_t m = 0; m < n; m++) {
+            uint32_t seg = vw->vm[m].seg;
+            due[seg / 64] |= 1ull << seg % 64;
+            dmask[seg] |= DUE_BIT(vw->vm[m].slot);
+        }
     }
     if (total > s->cap_mat_h) {
         uint32_t *m = ap_realloc(s->mat_h, sizeof *m * (total + 1));
-        if (!m)
+        if (!m) {
+            memset(dmask, 0, sizeof *dmask * (s->n_ops + 1));
             return oom(err);
+        }
         s->mat_h = m;
         s->cap_mat_h = total;
     }
     if (total)
         memset(s->mat_h, 0xff, sizeof *s->mat_h * total);
     for (uint32_t a = 0; a < s->n_args; a++)
-        s->prod_h[a] = cost__graph_input(&s->g, s->vals[a].bytes, CG_IN_COUNTED | s->in_hint[a], s->vdims[a],
+        s->prod_h[a] = cost__graph_input(&s->g, s->args[a].bytes, CG_IN_COUNTED | s->in_hint[a], s->args[a].dims,
                                          WHAT(H_ARG, a), s->arg_name[a]);
     /* the plan's uses are per operand, in operand order (no op captures) */
     const int32_t *use_all = ir_lplan_uses(s->plan, 0);
@@ -775,17 +799,25 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
         /* the copies due at its operands (at each identity op of a
          * barrier in turn), then what it reads of each */
         if (span == 1) {
-            if (DUE(s, k))
+            if (DUE(s, k)) {
+                uint64_t dm = dmask[k];
+                dmask[k] = 0;
                 for (uint32_t i = 0; i < no; i++)
-                    emit_due(&w, opv[i], k, i);
+                    if (dm & DUE_BIT(i))
+                        emit_due(&w, opv[i], k, i);
+            }
             for (uint32_t i = 0; i < no; i++)
                 h[i] = uses[i] < 0 ? prod_h[opv[i]] : emit_copy(&w, opv[i], uses[i]);
         } else {
             /* the reads of each identity op (its operands follow the first's) */
             for (uint32_t q = 0, i0 = 0; q < span; q++) {
                 uint32_t n = s->opd0[k + q + 1] - s->opd0[k + q];
-                for (uint32_t i = 0; i < n && DUE(s, k + q); i++)
-                    emit_due(&w, opv[i0 + i], k + q, i);
+                uint64_t dm = DUE(s, k + q) ? dmask[k + q] : 0;
+                if (dm)
+                    dmask[k + q] = 0;
+                for (uint32_t i = 0; i < n && dm; i++)
+                    if (dm & DUE_BIT(i))
+                        emit_due(&w, opv[i0 + i], k + q, i);
                 for (uint32_t i = 0; i < n; i++)
                     h[i0 + i] = emit_mat(&w, opv[i0 + i], uses[i0 + i]);
                 i0 += n;
@@ -851,8 +883,11 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
     /* the return */
     const int32_t *ruses = ir_lplan_uses(s->plan, s->n_ops);
     w.at = s->ret_op;
-    for (uint32_t r = 0; r < s->n_ret && DUE(s, s->n_ops); r++)
-        if (s->vn[s->ret_val[r]])
+    uint64_t dm = DUE(s, s->n_ops) ? dmask[s->n_ops] : 0;
+    if (dm)
+        dmask[s->n_ops] = 0;
+    for (uint32_t r = 0; r < s->n_ret && dm; r++)
+        if (dm & DUE_BIT(r))
             emit_due(&w, s->ret_val[r], s->n_ops, r);
     for (uint32_t r = 0; r < s->n_ret; r++)
         h[r] = emit_mat(&w, s->ret_val[r], ruses[r]);
@@ -880,7 +915,7 @@ void cost_scorer_free(cost_scorer *s)
             ap_free(s->vals[v].mat_end);
         }
     ap_free(s->vals);
-    ap_free(s->vdims);
+    ap_free(s->args);
     ap_free(s->opd0);
     ap_free(s->opd_val);
     ap_free(s->res0);
@@ -892,18 +927,15 @@ void cost_scorer_free(cost_scorer *s)
     ap_free(s->donor);
     ap_free(s->in_hint);
     ap_free(s->arg_name);
-    ap_free(s->vm);
-    ap_free(s->vn);
+    ap_free(s->vw);
     ap_free(s->mv_list);
-    ap_free(s->mv_pos);
     ap_free(s->due);
+    ap_free(s->dmask);
     ap_free(s->hbuf);
     cost__program_free_arrays(&s->prog);
     cost__graph_free(&s->g);
     ap_free(s->prod_h);
     ap_free(s->mat_h);
-    ap_free(s->mat_base);
-    ap_free(s->cursor);
     ap_free(s->tbuf);
     ap_free(s->tptr);
     ap_free(s->dbuf);
@@ -1009,30 +1041,26 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
         }
     }
     s->vals = ap_calloc(s->n_vals + 1, sizeof *s->vals);
-    s->vdims = ap_calloc(s->n_args + 1, sizeof *s->vdims);
+    s->args = ap_calloc(s->n_args + 1, sizeof *s->args);
     s->alias_out = ap_malloc(sizeof *s->alias_out * (s->n_args + 1));
     s->in_hint = ap_calloc(s->n_args + 1, sizeof *s->in_hint);
     s->arg_name = ap_calloc(s->n_args + 1, sizeof *s->arg_name);
     s->prod_h = ap_malloc(sizeof *s->prod_h * (s->n_vals + 1));
-    s->mat_base = ap_malloc(sizeof *s->mat_base * (s->n_vals + 1));
-    s->cursor = ap_calloc(s->n_vals + 1, sizeof *s->cursor); /* read (c < vn[v]) for values without mats too */
-    s->vm = ap_calloc(s->n_vals + 1, sizeof *s->vm);
-    s->vn = ap_calloc(s->n_vals + 1, sizeof *s->vn);
+    s->vw = ap_calloc(s->n_vals + 1, sizeof *s->vw);
     s->mv_list = ap_malloc(sizeof *s->mv_list * (s->n_vals + 1));
-    s->mv_pos = ap_malloc(sizeof *s->mv_pos * (s->n_vals + 1));
     s->opd0 = ap_malloc(sizeof *s->opd0 * (s->n_ops + 2));
     s->res0 = ap_malloc(sizeof *s->res0 * (s->n_ops + 1));
     s->nres = ap_malloc(sizeof *s->nres * (s->n_ops + 1));
     s->span = ap_malloc(sizeof *s->span * (s->n_ops + 1));
     s->op_of = ap_malloc(sizeof *s->op_of * (s->n_ops + 1));
     s->ret_val = ap_malloc(sizeof *s->ret_val * (s->n_ret + 1));
-    if (!s->vm || !s->vn || !s->opd0 || !s->res0 || !s->nres || !s->span || !s->op_of || !s->ret_val || !s->vals || !s->vdims ||
-        !s->alias_out || !s->in_hint || !s->arg_name || !s->prod_h || !s->mat_base || !s->cursor ||
-        !s->mv_list || !s->mv_pos) {
+    if (!s->vw || !s->opd0 || !s->res0 || !s->nres || !s->span || !s->op_of || !s->ret_val || !s->vals || !s->args ||
+        !s->alias_out || !s->in_hint || !s->arg_name || !s->prod_h || !s->mv_list) {
         rc = oom(err);
         goto fail;
     }
-    memset(s->mv_pos, 0xff, sizeof *s->mv_pos * (s->n_vals + 1));
+    for (uint32_t v = 0; v <= s->n_vals; v++)
+        s->vw[v].mv_pos = UINT32_MAX;
     const ir_op *func = ir_pctx_func(ctx);
     const ir_block *body = ir_func_entry(func);
     for (uint32_t a = 0; a < s->n_args; a++) {
@@ -1079,7 +1107,8 @@ int cost_scorer_new(const ir_pctx *ctx, const cost_device *dev, const cost_mesh 
             s->max_opd = s->opd0[k + s->span[k]] - s->opd0[k];
     s->hbuf = ap_malloc(sizeof *s->hbuf * (s->max_opd + 1));
     s->due = ap_calloc(s->n_ops / 64 + 1, sizeof *s->due);
-    if (!s->hbuf || !s->due) {
+    s->dmask = ap_calloc(s->n_ops + 1, sizeof *s->dmask);
+    if (!s->hbuf || !s->due || !s->dmask) {
         rc = oom(err);
         goto fail;
     }
@@ -1154,8 +1183,8 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
                 return oom(err);
             if (!local_type(s, 0, g, &l))
                 return ap_error_set(err, AP_EINTERNAL, "a tiled dim does not divide its axes");
-            s->vals[v].bytes = cost__type_bytes(s->tptr[0], &notes);
-            s->vdims[v] = cost__dims_hash(s->tptr[0]);
+            s->args[v].bytes = cost__type_bytes(s->tptr[0], &notes);
+            s->args[v].dims = cost__dims_hash(s->tptr[0]);
         }
         if ((rc = val_record(s, v, err)) < 0)
             return rc;
@@ -1176,8 +1205,8 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
                 return oom(err);
             if (!local_type(s, 0, global_type(s, a), &l))
                 return ap_error_set(err, AP_EINTERNAL, "a tiled dim does not divide its axes");
-            s->vals[a].bytes = cost__type_bytes(s->tptr[0], &notes);
-            s->vdims[a] = cost__dims_hash(s->tptr[0]);
+            s->args[a].bytes = cost__type_bytes(s->tptr[0], &notes);
+            s->args[a].dims = cost__dims_hash(s->tptr[0]);
         }
     }
     /* ops whose nests changed (an op's record reads nothing else) */
@@ -1203,7 +1232,7 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
     pg->peak_memory = peak;
     pg->argument_bytes = 0;
     for (uint32_t a = 0; a < s->n_args; a++)
-        pg->argument_bytes += cost__clamp_bytes(s->vals[a].bytes);
+        pg->argument_bytes += cost__clamp_bytes(s->args[a].bytes);
     if ((rc = cost_evaluate(pg, &s->dev, &s->tiers, &s->opts, out, err)) < 0)
         return rc;
     s->valid = true;
