@@ -452,7 +452,7 @@ typedef struct asize {
  * reading each cost_gnode once; the rest read this (20 bytes). */
 typedef struct gnh {
     uint32_t opd0, nopd, res0, nres;
-    uint32_t flags; /* CG_*, and GH_NESTED, GH_KIDS */
+    uint32_t flags; /* CG_*, and GH_NESTED */
 } gnh;
 
 /* A node's flops and matmul flops, which form_kernel adds up for each
@@ -462,9 +462,11 @@ typedef struct gfl {
     double flops, matmul;
 } gfl;
 
-/* GH_NESTED: its regions have temporaries (cost_gnode.nested > 0);
- * GH_KIDS: it holds blocks (cost_gnode.nkid > 0) */
-enum { GH_NESTED = 1 << 16, GH_KIDS = 1 << 17 };
+/* GH_NESTED: its regions have temporaries (cost_gnode.nested > 0) */
+enum { GH_NESTED = 1 << 16 };
+
+/* s->skind: a collective; a node holding blocks (cost_gnode.nkid > 0) */
+enum { SK_COLL = 1, SK_KIDS = 2 };
 
 /* A step of a recorded simulation whose node's regions hold temporaries
  * (few: loops, calls), and their bytes. */
@@ -483,6 +485,12 @@ typedef struct gs {
     uint32_t cap_v, cap_n, cap_e, cap_k, cap_h, cap_ku;
     gnh *nh;  /* per node (build_users) */
     gfl *nfl; /* per node (build_users) */
+    /* per scheduled node, set by the kernel loop: SK_COLL, SK_KIDS, for the
+     * walks over the scheduled nodes (issue_order, register_block,
+     * placed_order), a byte of an array that stays in L1 where s->nh's
+     * entries of the scheduled nodes (one node in ~4) are a line each */
+    uint8_t *skind;
+    uint8_t *dread; /* dfs_order: a kernel reads a result of the node */
     /* per value */
     uint32_t *vstamp, *nusers, *u0, *ulist, *ku0, *kulist, *rem, *pending, *kfill;
     uint32_t *uses; /* kernel readers (rem counts them down for the list order, left for a simulation) */
@@ -570,6 +578,8 @@ static void scratch_free(void *scratch)
     ap_free(s->vflag);
     ap_free(s->nh);
     ap_free(s->nfl);
+    ap_free(s->skind);
+    ap_free(s->dread);
     ap_free(s->fused);
     ap_free(s->nkern);
     ap_free(s->kern);
@@ -640,7 +650,7 @@ static bool scratch_fit(cost_graph *g, gs **out)
     }
     if (nn > s->cap_n) {
         uint32_t c = nn + nn / 2;
-        if (!REALLOC(s->nh, c) || !REALLOC(s->nfl, c) || !REALLOC(s->fused, c) || !REALLOC(s->nkern, c) || !REALLOC(s->kern, c) || !REALLOC(s->sched, c) ||
+        if (!REALLOC(s->nh, c) || !REALLOC(s->nfl, c) || !REALLOC(s->skind, c) || !REALLOC(s->dread, c) || !REALLOC(s->fused, c) || !REALLOC(s->nkern, c) || !REALLOC(s->kern, c) || !REALLOC(s->sched, c) ||
             !REALLOC(s->nstate, c) || !REALLOC(s->nstamp, c) || !REALLOC(s->k0, c + 1) || !REALLOC(s->order, c) ||
             !REALLOC(s->lorder, c) || !REALLOC(s->ready, c) || !REALLOC(s->npred, c) || !REALLOC(s->npred0, c) || !REALLOC(s->ver, c) || !REALLOC(s->ev, c) ||
             !REALLOC(s->evlast, c) || !REALLOC(s->key, c) || !REALLOC(s->porder, c) || !REALLOC(s->move, c) ||
@@ -696,7 +706,7 @@ static void build_users(const cost_graph *g, gs *s)
     for (uint32_t n = 0; n < nn; n++) {
         const cost_gnode *nd = &g->nodes[n];
         s->nh[n] = (gnh){nd->opd0, nd->nopd, nd->res0, nd->nres,
-                         nd->flags | (nd->nested > 0 ? GH_NESTED : 0) | (nd->nkid ? GH_KIDS : 0)};
+                         nd->flags | (nd->nested > 0 ? GH_NESTED : 0)};
         s->nfl[n] = (gfl){nd->flops, nd->matmul};
         s->k0[n] = np;
         if ((nd->flags & (CG_ALIAS | CG_BARRIER)) == CG_ALIAS)
@@ -966,7 +976,7 @@ static uint32_t issue_order(const cost_graph *g, gs *s, uint32_t n_sched)
     memset(s->nstate, 0, g->n_nodes); /* bit 0: read by a collective, bit 1: read by something else */
     for (uint32_t q = 0; q < n_sched; q++) {
         uint32_t u = s->order[q];
-        uint8_t bit = (s->nh[u].flags & CG_COLL) ? 1 : 2;
+        uint8_t bit = (s->skind[u] & SK_COLL) ? 1 : 2;
         for (uint32_t i = s->k0[u]; i < s->k0[u + 1]; i++) {
             uint32_t d = s->kdef[i];
             if (d != CG_NONE)
@@ -1015,7 +1025,7 @@ static bool register_block(const cost_graph *g, gs *s, cost_program *p, uint32_t
     uint32_t ev0 = (uint32_t)p->n_ev;
     for (uint32_t q = 0; q < n_order; q++) {
         uint32_t n = s->order[q];
-        const cost_gnode *nd = (s->nh[n].flags & GH_KIDS) ? &g->nodes[n] : NULL; /* nkid: 0 without */
+        const cost_gnode *nd = (s->skind[n] & SK_KIDS) ? &g->nodes[n] : NULL; /* nkid: 0 without */
         bool ok = nd ? cost__push_event(p, CE_BLOCK, g->kids[nd->kid0])
                      : cost__push_event(p, (uint8_t)(s->ev[n] >> 28), s->ev[n] & 0x0fffffffu);
         /* it waits for the writers of what the node reads (each once) */
@@ -1303,19 +1313,29 @@ static int asize_cmp(const void *a, const void *b)
  * buffer before another of the same size, then by first step, then by
  * value.  Two stable counting sorts instead of qsort's comparisons (a third
  * of assign): by first step, then by size, of which a block has few (a
- * hash table numbers them, and only those are compared). */
-static void asg_sort(gs *s, uint32_t nb, uint32_t n)
+ * hash table numbers them, and only those are compared).  by_start: the
+ * records already come by first step (assign_recorded's do: a simulation
+ * makes its buffers step by step), and the first sort, which would leave
+ * them as they are, is skipped.  Returns s->arec or s->atmp, whichever
+ * holds the sorted records. */
+static abuf *asg_sort(gs *s, uint32_t nb, uint32_t n, bool by_start)
 {
     abuf *rec = s->arec, *tmp = s->atmp;
-    uint32_t *cnt = s->acount;
-    memset(cnt, 0, sizeof *cnt * (n + 1));
-    for (uint32_t i = 0; i < nb; i++)
-        cnt[rec[i].start + 1]++;
-    for (uint32_t i = 1; i <= n; i++)
-        cnt[i] += cnt[i - 1];
-    for (uint32_t i = 0; i < nb; i++)
-        tmp[cnt[rec[i].start]++] = rec[i];
-    /* number the sizes: tmp[].next holds its size's number until placed */
+    if (by_start) {
+        rec = s->atmp;
+        tmp = s->arec;
+    } else {
+        uint32_t *cnt = s->acount;
+        memset(cnt, 0, sizeof *cnt * (n + 1));
+        for (uint32_t i = 0; i < nb; i++)
+            cnt[rec[i].start + 1]++;
+        for (uint32_t i = 1; i <= n; i++)
+            cnt[i] += cnt[i - 1];
+        for (uint32_t i = 0; i < nb; i++)
+            tmp[cnt[rec[i].start]++] = rec[i];
+    }
+    /* number the sizes: tmp[].next holds its size's number until placed
+     * (tmp: the records by first step; rec: where they go) */
     uint32_t slots = 64, m = 0;
     while (slots < 2 * nb)
         slots *= 2;
@@ -1347,6 +1367,7 @@ static void asg_sort(gs *s, uint32_t nb, uint32_t n)
         *r = tmp[i];
         r->next = CG_NONE;
     }
+    return rec;
 }
 
 /* Whether buffer v, which ends before live-out allocation a starts, fits
@@ -1411,18 +1432,21 @@ static int64_t assign_recorded(const cost_graph *g, gs *s, uint32_t n, uint32_t 
     /* the records in the order the buffers were made: by first step, and
      * at one step (one node's results) by value, as asg_sort needs */
     abuf *rec = s->arec;
-    uint32_t nb = 0;
+    uint32_t nb = 0, prev = 0;
+    bool by_start = true; /* checked, not assumed: the sort by first step is skipped only then */
     for (uint32_t i = 0; i < nb_made; i++) {
         uint32_t v = made[i];
         int64_t bytes = b64(g->v_bytes[v]);
         if (any_out && (s->bend[v] == CG_NONE || s->bend[v] < last_out)) {
             rec[nb++] = (abuf){bytes, s->bstart[v], s->bend[v], v, CG_NONE};
+            by_start &= s->bstart[v] >= prev;
+            prev = s->bstart[v];
         } else {
             s->hdiff[s->bstart[v]] += bytes;
             s->hdiff[s->bend[v] + 1] -= bytes;
         }
     }
-    asg_sort(s, nb, n);
+    rec = asg_sort(s, nb, n, by_start);
     /* the live-out allocations are outs_a[1..n_out], in the order made;
      * outs_a[0] is a guard that every buffer ends too late for (start 0)
      * and whose up (0) ends the walk, so the walk's usual step (to the
@@ -1790,9 +1814,9 @@ static int placed_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t r
     memset(s->move, MV_NONE, g->n_nodes);
     for (uint32_t q = 0; q < n_sched; q++) { /* s->order: the scheduled nodes (only those move) */
         uint32_t n = s->order[q];
-        const gnh *nd = &s->nh[n];
-        if (n == ret || !(nd->flags & CG_COLL))
+        if (n == ret || !(s->skind[n] & SK_COLL))
             continue;
+        const gnh *nd = &s->nh[n];
         double rd = 0, wr = 0;
         for (uint32_t i = s->k0[n]; i < s->k0[n + 1]; i++)
             rd += g->v_bytes[s->klist[i]];
@@ -2011,6 +2035,7 @@ static int dfs_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret,
             }
         }
         cum += size;
+        s->dread[n] = users > 0; /* for the roots below */
         dkey *k = &s->dk[n];
         k->extra = users ? users - 1 : 0;
         k->tsize = size;
@@ -2037,11 +2062,7 @@ static int dfs_order(const cost_graph *g, gs *s, uint32_t n_sched, uint32_t ret,
         if (i < n_sched) {
             if (root == ret)
                 continue;
-            bool read = false;
-            const gnh *nd = &s->nh[root];
-            for (uint32_t j = 0; j < nd->nres && !read; j++)
-                read = (s->vflag[nd->res0 + j] & VF_ROOT) && s->ku0[nd->res0 + j + 1] > s->ku0[nd->res0 + j];
-            if (read)
+            if (s->dread[root]) /* a root result of it has a kernel reader */
                 continue;
         }
         /* iterative post-order: (node, next of its sorted operands) */
@@ -2328,6 +2349,7 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
             continue;
         s->order[n_sched++] = n; /* for issue_order */
         const cost_gnode *nd = &g->nodes[n];
+        s->skind[n] = (uint8_t)(((nd->flags & CG_COLL) ? SK_COLL : 0) | (nd->nkid ? SK_KIDS : 0));
         double f, mm, bytes;
         if (!form_kernel(g, s, n, 3 * nn + n + 1, &nk, &f, &mm, &bytes))
             return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");

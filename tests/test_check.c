@@ -1011,6 +1011,13 @@ START_TEST(one_value_reduced_one_way)
     char *text = check_equivalent(src, "a=2,b=2", "tile %arg0 1 b; tile %arg0 1 a; propagate; tile %8 1 a; propagate");
     ck_assert_msg(!strstr(text, "stablehlo.reduce_scatter"), "%s", text);
     ap_free(text);
+    /* the same through the copy an identity op makes (the summands moved
+     * along d by an all_to_all): both reductions continue from it */
+    text = check_equivalent(src, "a=2,b=2,c=2,d=2",
+                            "tile %arg1 0 c; tile %arg1 0 b; propagate; tile %0 0 d; tile %10 1 c; tile %arg1 1 d; "
+                            "propagate");
+    ck_assert_msg(strstr(text, "stablehlo.all_to_all") && !strstr(text, "stablehlo.reduce_scatter"), "%s", text);
+    ap_free(text);
 }
 END_TEST
 

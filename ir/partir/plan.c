@@ -845,21 +845,24 @@ static uint32_t reduction_of(const ir_xfer *x)
     return x->rs_axis >= 0 ? sig | (uint32_t)(x->rs_axis + 1) << 16 : sig;
 }
 
-/* Every copy reduced from the value as produced adds its summands in the
- * same order: when two uses reduce it differently (one all_reduce over a
- * and b at once, another an all_reduce over b then a reduce_scatter over
- * a), the copies differ in their last bits, and a program that compares a
- * value with its own maximum (an argmax written as x == max(x), max's
- * gradient) finds no element equal: an MoE router sent its tokens to
+/* Every copy of the value that reduces its pending sum adds the summands
+ * in the same order: when two uses reduce it differently (one all_reduce
+ * over a and b at once, another an all_reduce over b then a reduce_scatter
+ * over a), the copies differ in their last bits, and a program that
+ * compares a value with its own maximum (an argmax written as x == max(x),
+ * max's gradient) finds no element equal: an MoE router sent its tokens to
  * expert 4 of 0-3.  Those copies are then all made by all_reduce (the
- * same collective, the same bits) and sliced locally. */
+ * same collective, the same bits) and sliced locally.  Copies continuing
+ * from another (through an identity op's copy, the summands redistributed
+ * along other axes) count too: a summand keeps its place along the axes
+ * of the sum, so the stages alone decide the order. */
 static int same_reductions(ir_lplan *pl, vplan *vp, const ir_type *g, ap_error *err)
 {
     uint32_t first = 0;
     bool mixed = false;
     for (uint32_t m = 0; m < vp->n_mats && !mixed; m++) {
         const ir_xfer *x = &vp->mats[m].x;
-        if (vp->mats[m].src != -1 || (!x->n_ar && x->rs_axis < 0))
+        if (!x->n_ar && x->rs_axis < 0)
             continue;
         uint32_t r = reduction_of(x);
         if (!first)
@@ -871,7 +874,7 @@ static int same_reductions(ir_lplan *pl, vplan *vp, const ir_type *g, ap_error *
     pl->x.no_scatter = true;
     for (uint32_t m = 0; m < vp->n_mats; m++) {
         ir_mat *mt = &vp->mats[m];
-        if (mt->src != -1 || mt->x.rs_axis < 0)
+        if (mt->x.rs_axis < 0)
             continue;
         ir_layout from = mt->x.from, to = mt->x.to;
         int rc = xfer_decide(&pl->x, g, from, &to, &mt->x, err);
