@@ -177,9 +177,16 @@ static inline uint32_t ir__id_partial_entry(const ir_pctx *c, uint32_t rank, ir_
 
 /* ------------------------------------------------------------------ state */
 
+/* A loop of an op's nest.  spec: its entry's first LOOP_SPECS specs
+ * (tmr_spec(ctx, entry)[0..2]; past the entry's own, zero), copied in by
+ * ir__push_loop: most ops have at most three slots, so a look at a nest
+ * (nest_layout, loop_spec) reads them from the nest's own line, not from
+ * the entry's, a line per op the state's nests do not share.  A function of
+ * entry: compared, hashed and copied with it, never on its own. */
+#define LOOP_SPECS 3
 typedef struct ir_loop {
     uint8_t axis;
-    uint8_t pad[3];
+    int8_t spec[LOOP_SPECS];
     uint32_t entry;
 } ir_loop;
 
@@ -300,6 +307,12 @@ static inline int nest_find(const ir_partition *p, uint32_t op, int axis)
     return -1;
 }
 
+/* Spec of slot `slot` of loop l's entry (tmr_spec(c, l->entry)[slot]). */
+static inline int8_t loop_spec(const ir_pctx *c, const ir_loop *l, uint32_t slot)
+{
+    return slot < LOOP_SPECS ? l->spec[slot] : tmr_spec(c, l->entry)[slot];
+}
+
 /* ---------------------------------------------------------------- layouts
  * Made millions of times a search (every propagation visit, every use the
  * lowering plan looks at, every op record): inline, and copied from a
@@ -417,7 +430,7 @@ static inline void nest_layout(const ir_partition *p, uint32_t op, uint32_t slot
     layout_init(out);
     const ir_loop *n = nest_of(p, op);
     for (int k = 0; k < p->nlen[op]; k++) {
-        int8_t s = tmr_spec(p->ctx, n[k].entry)[slot];
+        int8_t s = loop_spec(p->ctx, &n[k], slot);
         if (s >= 0)
             layout_push(out, n[k].axis, s);
         else if (s == SP_PARTIAL) {
@@ -480,6 +493,7 @@ static inline bool ir__push_loop(ir_partition *p, uint32_t op, int axis, uint32_
         return false;
     ir_loop *n = &p->nest[(size_t)op * nest_room(p->ctx) + p->nlen[op]];
     n->axis = (uint8_t)axis;
+    memcpy(n->spec, tmr_spec(p->ctx, e), LOOP_SPECS); /* an entry's specs are at least 11 bytes */
     n->entry = e;
     p->nlen[op]++;
     return true;

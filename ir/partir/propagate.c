@@ -173,7 +173,7 @@ static int nest_dim_axes(const ir_partition *p, uint32_t op, uint32_t slot, int 
     const ir_loop *nest = nest_of(p, op);
     int n = 0;
     for (int k = 0; k < p->nlen[op]; k++)
-        if (tmr_spec(p->ctx, nest[k].entry)[slot] == d)
+        if (loop_spec(p->ctx, &nest[k], slot) == d)
             axes[n++] = nest[k].axis;
     return n;
 }
@@ -231,8 +231,9 @@ static opd_status status_of(const ir_partition *p, const opinfo *o, uint32_t op,
     int at = nest_find(p, src, axis);
     if (at < 0)
         return r;
-    uint32_t e = nest_of(p, src)[at].entry;
-    int8_t s = tmr_spec(c, e)[slot];
+    const ir_loop *l = &nest_of(p, src)[at];
+    uint32_t e = l->entry;
+    int8_t s = loop_spec(c, l, slot);
     if (s == SP_SUM) {
         r.st = ST_PARTIAL;
         r.red = c->entries[e].red;
@@ -459,7 +460,7 @@ static int consumers_slice(const ir_partition *p, const opinfo *o, uint32_t v, i
         int at = nest_find(p, u, axis);
         if (at < 0)
             continue;
-        int8_t s = tmr_spec(c, nest_of(p, u)[at].entry)[i];
+        int8_t s = loop_spec(c, &nest_of(p, u)[at], i);
         if (s < 0)
             continue;
         *sliced = true;
@@ -497,7 +498,7 @@ static bool backward(ir_partition *p, const opinfo *o, uint32_t op, int axis, bo
                 if (at < 0)
                     continue;
                 uint32_t i = c->use_idx[u];
-                int8_t s = tmr_spec(c, nest_of(p, user)[at].entry)[i];
+                int8_t s = loop_spec(c, &nest_of(p, user)[at], i);
                 if (s < 0)
                     continue;
                 *sliced = true;
