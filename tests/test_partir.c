@@ -69,6 +69,24 @@ static void run_free(run *r)
 
 static char *state_text(const ir_partition *p);
 
+/* r's state prints as the schedule `want`, which applied again to src on
+ * mesh_text gives the same state. */
+static void assert_schedule_reapplies(const run *r, const char *src, const char *mesh_text, const char *want)
+{
+    ap_buf b;
+    ap_buf_init(&b);
+    ir_partition_schedule(r->p, &b);
+    ck_assert_str_eq(b.data, want);
+    run again;
+    ck_assert_msg(apply_ex(&again, src, mesh_text, b.data, false), "%s", again.err);
+    char *s1 = state_text(r->p), *s2 = state_text(again.p);
+    ck_assert_str_eq(s1, s2);
+    ap_free(s1);
+    ap_free(s2);
+    ap_buf_free(&b);
+    run_free(&again);
+}
+
 /* The SPMD text of a run (ap_free it). */
 static char *spmd(run *r) { return tl_print(r->lw.module); }
 
@@ -613,18 +631,8 @@ START_TEST(values_named_as_printed)
         for (uint32_t j = 0; j < op->n_results; j++)
             ck_assert_msg(ir_tile(r.p, &op->results[j], 0, (int)(j % 2), &err) == 0, "%s", err.msg);
     }
-    ap_buf b;
-    ap_buf_init(&b);
-    ir_partition_schedule(r.p, &b);
-    ck_assert_str_eq(b.data, "tile %0 0 a\ntile %2 0 a\ntile %3 0 a\ntile %1#0 0 a\ntile %1#1 0 a\ntile %4 0 a\ntile %5 0 a\n");
-    run again;
-    ck_assert_msg(apply_ex(&again, src, "a=2,b=2", b.data, false), "%s", again.err);
-    char *s1 = state_text(r.p), *s2 = state_text(again.p);
-    ck_assert_str_eq(s1, s2);
-    ap_free(s1);
-    ap_free(s2);
-    ap_buf_free(&b);
-    run_free(&again);
+    assert_schedule_reapplies(&r, src, "a=2,b=2",
+                              "tile %0 0 a\ntile %2 0 a\ntile %3 0 a\ntile %1#0 0 a\ntile %1#1 0 a\ntile %4 0 a\ntile %5 0 a\n");
     run_free(&r);
 }
 END_TEST
@@ -652,19 +660,8 @@ START_TEST(values_named_past_tuples)
     run_free(&r);
     const char *sched = "tile %3 0 a\ntile %4 1 b\ntile %5 0 b\ntile %2 1 a\n";
     ck_assert_msg(apply_ex(&r, hlo, "a=2,b=2", sched, false), "%s", r.err);
-    ap_buf b;
-    ap_buf_init(&b);
-    ir_partition_schedule(r.p, &b);
     /* %2, the get_tuple_element, is the dot's result seen through */
-    ck_assert_str_eq(b.data, "tile %3 0 a\ntile %4 1 b\ntile %5 0 b\ntile %0 1 a\n");
-    run again;
-    ck_assert_msg(apply_ex(&again, hlo, "a=2,b=2", b.data, false), "%s", again.err);
-    char *s1 = state_text(r.p), *s2 = state_text(again.p);
-    ck_assert_str_eq(s1, s2);
-    ap_free(s1);
-    ap_free(s2);
-    ap_buf_free(&b);
-    run_free(&again);
+    assert_schedule_reapplies(&r, hlo, "a=2,b=2", "tile %3 0 a\ntile %4 1 b\ntile %5 0 b\ntile %0 1 a\n");
     run_free(&r);
 }
 END_TEST
