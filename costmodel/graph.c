@@ -865,9 +865,9 @@ static void unfuse_costly(const cost_graph *g, gs *s, const uint32_t *multi, uin
  * result is a tensor, from the op to its last reader. */
 static bool eager_fuses(const cost_graph *g, const gs *s, uint32_t n)
 {
-    const gnh *nd = &s->nh[n];
-    if (!(nd->flags & CG_PRODUCER) || nd->nres != 1 || g->v_root[nd->res0] != nd->res0)
+    if (!fusable(g, s, n))
         return false;
+    const gnh *nd = &s->nh[n];
     uint32_t v = nd->res0, nu = s->nusers[v];
     if (nu == 0 || (nd->flags & CG_VIEW))
         return true;
