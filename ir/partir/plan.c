@@ -1061,9 +1061,9 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
         }
     }
     if (last_direct != UINT32_MAX) {
-        uint32_t op = pl->uses[last_direct].op, slot = pl->uses[last_direct].slot;
-        vp->prod_op = op < c->n_ops && slot < c->opd0[op + 1] - c->opd0[op] ? (int32_t)op : -1;
-        vp->prod_slot = slot;
+        const use_ent *u = &pl->uses[last_direct];
+        vp->prod_op = u->operand ? (int32_t)u->op : -1;
+        vp->prod_slot = u->slot;
     }
     int rc = same_reductions(pl, vp, g, err);
     if (rc < 0)
