@@ -57,6 +57,7 @@ void ir_pctx_free(ir_pctx *c)
     ap_free(c->use0);
     ap_free(c->use_op);
     ap_free(c->use_idx);
+    ap_free(c->val_captured);
     ap_free(c->ret_alias_arg);
     ap_free(c->tmr0);
     ap_free(c->entries);
@@ -119,6 +120,22 @@ static uint32_t nested_results(const ir_op *op)
             for (const ir_op *o = b->first; o; o = o->next)
                 n += (o->n_results > 0) + nested_results(o);
     return n;
+}
+
+/* Marks the values of the function that op's regions read (an op holding
+ * regions here is run whole: its regions are not partitioned). */
+static void mark_captured(ir_pctx *c, const ir_op *op)
+{
+    for (uint32_t r = 0; r < op->n_regions; r++)
+        for (const ir_block *b = op->regions[r].first; b; b = b->next)
+            for (const ir_op *o = b->first; o; o = o->next) {
+                for (uint32_t i = 0; i < o->n_operands; i++) {
+                    uint32_t id = ir__value_id(c, o->operands[i]);
+                    if (id != VAL_NONE)
+                        c->val_captured[id] = 1;
+                }
+                mark_captured(c, o);
+            }
 }
 
 /* ----------------------------------------------------- flattening regions
@@ -645,7 +662,8 @@ int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, a
     c->use0 = ap_calloc(c->n_vals + 1, sizeof *c->use0);
     c->use_op = ap_malloc(sizeof *c->use_op * (n_opd + c->n_ret + 1));
     c->use_idx = ap_malloc(sizeof *c->use_idx * (n_opd + c->n_ret + 1));
-    if (!c->ops || !c->op_kind || !c->op_scope || !c->op_group || !c->vals || !c->vtype || !c->val_op || !c->op_val0 ||
+    c->val_captured = ap_calloc(c->n_vals + 1, 1);
+    if (!c->val_captured || !c->ops || !c->op_kind || !c->op_scope || !c->op_group || !c->vals || !c->vtype || !c->val_op || !c->op_val0 ||
         !c->printed_max || !c->opd0 || !c->opd_val || !c->ret_val || !c->ret_alias_arg || !c->use0 || !c->use_op ||
         !c->use_idx)
         goto oom;
@@ -752,6 +770,8 @@ int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, a
         c->ret_alias_arg[i] = -1;
         c->use0[id]++;
     }
+    for (k = 0; k < c->n_ops; k++)
+        mark_captured(c, c->ops[k]);
     /* counts -> CSR offsets, then fill */
     uint32_t sum = 0;
     for (v = 0; v < c->n_vals; v++) {

@@ -73,6 +73,10 @@ struct ir_pctx {
     /* uses: CSR over values; use_op USE_RETURN for the return */
     uint32_t *use0;
     uint32_t *use_op, *use_idx;
+    uint8_t *val_captured;  /* per value: 1 when a region of an op run whole
+                               (a reduce body, a case not flattened) reads
+                               it: a use of its own in the lowering plan
+                               (plan.c, captured values), not in use0 */
     /* results that must come back in an argument's layout (tf.aliasing_output) */
     int32_t *ret_alias_arg; /* per returned value: argument index or -1 */
     /* TMR */
