@@ -656,6 +656,19 @@ static bool lower_op(lower *l, uint32_t k, ir_cloner *cl)
         ok = true;
         goto out;
     }
+    /* The program's own partition_id: the program as written runs on one
+     * device, where it is 0 (as for its collectives over one device,
+     * keep_program_collectives).  Copied, it would read each device's id
+     * in the SPMD module: another program. */
+    if (src->opcode == IR_OP_PARTITION_ID && src->n_results == 1) {
+        int64_t zero = 0;
+        ir_op *z = emit(l, IR_OP_CONSTANT, 0, NULL, types[0]);
+        if (!z || !set_attr(l, z, "value", ir_attr_dense_ints(l->nm, types[0], 1, &zero)))
+            goto out;
+        l->produced[c->op_val0[k]] = &z->results[0];
+        ok = true;
+        goto out;
+    }
     /* The values a region captures from the function (a case branch using
      * a value computed before it) are made whole before the op by
      * resolve_captured: the ops inside a region run on global shapes (the
