@@ -258,7 +258,8 @@ typedef struct cost_graph {
     uint32_t cap_out;
     bool oom;
     bool eager;            /* memory as an eager framework holds it (cost_framework): set by the caller */
-    bool every_order;      /* count every order's peak to its end (cost_options.every_order) */
+    bool every_order;      /* count every order's peak to its end, assign without step bitmaps
+                              (cost_options.every_order) */
     bool outs_held;        /* the entry's block under XLA: what it returns (not donated) is held in
                               allocations of its own all along (graph.c, assign): set by the caller */
     void *scratch;         /* graph.c's working arrays, kept between runs */
