@@ -183,7 +183,9 @@ static ir_tensor *run1_opts(const char *text, ir_tensor **args, uint32_t n_args,
  * a dot rounds the exact 1025.5 once to 1026 (ties to even), split in two
  * rounded chunks it is (1024.5 -> 1024) + (1 -> 1) = 1025; a reduce folds
  * left to right to 1024 (each + 0.5 ties back to even), reversed to 1026
- * (0.5 + 0.5 + 0.5 first, then 1024 + 1.5 = 1025.5, tie to even).
+ * (0.5 + 0.5 + 0.5 first, then 1024 + 1.5 = 1025.5, tie to even); a
+ * convolution over 4 features splits as the dot, a scatter-add as the
+ * reduce.
  * Random rounding moves each sum by at most one ulp, moves some, and keeps
  * max exact: y == max(y) still holds somewhere. */
 START_TEST(noise_run_orders_and_roundings)
@@ -211,6 +213,42 @@ START_TEST(noise_run_orders_and_roundings)
     y = run1_opts(red, args, 1, &split);
     ck_assert_double_eq(ir_tensor_get_f64(y, 0), 1026);
     ir_tensor_free(y);
+    /* a convolution over 4 input features: the dot's sums */
+    const char *conv = fn("(%a: tensor<1x1x1x4xf16>, %k: tensor<1x1x4x1xf16>) -> tensor<1x1x1x1xf16>",
+                          "  %0 = stablehlo.convolution(%a, %k) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], "
+                          "window = {} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : "
+                          "(tensor<1x1x1x4xf16>, tensor<1x1x4x1xf16>) -> tensor<1x1x1x1xf16>\n"
+                          "  return %0 : tensor<1x1x1x1xf16>");
+    ir_tensor *cargs[2] = {tf(IR_E_F16, "1x1x1x4", x, 4), tf(IR_E_F16, "1x1x4x1", ones, 4)};
+    y = run1_opts(conv, cargs, 2, NULL);
+    ck_assert_double_eq(ir_tensor_get_f64(y, 0), 1026);
+    ir_tensor_free(y);
+    y = run1_opts(conv, cargs, 2, &split);
+    ck_assert_double_eq(ir_tensor_get_f64(y, 0), 1025);
+    ir_tensor_free(y);
+    ir_tensor_free(cargs[0]);
+    ir_tensor_free(cargs[1]);
+    /* a scatter-add of 2x2 updates onto one element: the reduce's sums,
+     * the updates walked backwards over both dims */
+    const char *sc = fn("(%u: tensor<2x2xf16>) -> tensor<1xf16>",
+                        "  %z = stablehlo.constant dense<0.0> : tensor<1xf16>\n"
+                        "  %i = stablehlo.constant dense<0> : tensor<2x2x1xi32>\n"
+                        "  %0 = \"stablehlo.scatter\"(%z, %i, %u) ({\n"
+                        "    ^bb0(%p: tensor<f16>, %q: tensor<f16>):\n"
+                        "      %s = stablehlo.add %p, %q : tensor<f16>\n"
+                        "      stablehlo.return %s : tensor<f16>\n"
+                        "  }) {scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], "
+                        "scatter_dims_to_operand_dims = [0], index_vector_dim = 2>} : "
+                        "(tensor<1xf16>, tensor<2x2x1xi32>, tensor<2x2xf16>) -> tensor<1xf16>\n"
+                        "  return %0 : tensor<1xf16>");
+    ir_tensor *u = tf(IR_E_F16, "2x2", x, 4);
+    y = run1_opts(sc, &u, 1, NULL);
+    ck_assert_double_eq(ir_tensor_get_f64(y, 0), 1024);
+    ir_tensor_free(y);
+    y = run1_opts(sc, &u, 1, &split);
+    ck_assert_double_eq(ir_tensor_get_f64(y, 0), 1026);
+    ir_tensor_free(y);
+    ir_tensor_free(u);
     ir_tensor_free(args[0]);
     ir_tensor_free(args[1]);
 
