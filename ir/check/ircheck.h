@@ -66,7 +66,9 @@
  * bound when the partials cancel (another 2x).  The cap keeps gross
  * errors (a missing or doubled reduction, a wrong tile: of the order of the
  * values themselves) caught where a result is all noise at its precision.
- * Integer and boolean results stay exact.  Both extra runs are skipped
+ * Integer and boolean results stay exact.  A noise run that fails (a
+ * loop on x != 0.75 that the other rounding never ends) leaves every noise
+ * at 0 and says so in the report's note.  Both extra runs are skipped
  * under ir_check_opts.tol.  A result is held to the largest tolerance the
  * rules give, and the report says which rule set it (tol_basis).
  */
@@ -130,7 +132,8 @@ typedef struct ir_check_report {
     double input_lo, input_hi;        /* range of the float inputs */
     double seconds[IR_CHECK__RUNS];   /* per run: unpartitioned, loops, SPMD, noise */
     uint64_t ops[IR_CHECK__RUNS];     /* ops evaluated per run */
-    char note[160];                   /* e.g. why inputs were redrawn */
+    char note[256];                   /* e.g. why inputs were redrawn, or
+                                         that the noise run failed */
 } ir_check_report;
 
 /* Runs the check of state p (its context's function and module) and fills
