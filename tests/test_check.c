@@ -1098,9 +1098,11 @@ END_TEST
 START_TEST(assertions_not_asked_of_the_noise_run)
 {
     const char *src = "func.func @main(%a: tensor<64xf16>) -> tensor<64xf16> {\n"
-                      "  %c = stablehlo.constant dense<1.5> : tensor<64xf16>\n"
+                      "  %z = stablehlo.constant dense<0.0> : tensor<f16>\n"
+                      "  %c = stablehlo.constant dense<1.5> : tensor<64x2xf16>\n"
                       "  %d = stablehlo.constant dense<3.0> : tensor<64xf16>\n"
-                      "  %x = stablehlo.add %c, %c : tensor<64xf16>\n"
+                      "  %x = stablehlo.reduce(%c init: %z) applies stablehlo.add across dimensions = [1] :"
+                      " (tensor<64x2xf16>, tensor<f16>) -> tensor<64xf16>\n"
                       "  stablehlo.custom_call @check.expect_eq(%x, %d) : (tensor<64xf16>, tensor<64xf16>) -> ()\n"
                       "  %y = stablehlo.add %a, %x : tensor<64xf16>\n"
                       "  return %y : tensor<64xf16>\n"
@@ -1114,9 +1116,12 @@ START_TEST(assertions_not_asked_of_the_noise_run)
     /* an integer result that the noise run moves (a product truncated to
      * an integer) stays exact: a float rounded the other way licenses no
      * wrong index */
-    const char *ints = "func.func @main(%a: tensor<64xf16>) -> tensor<64xi32> {\n"
+    const char *ints = "func.func @main(%a: tensor<64x2xf16>) -> tensor<64xi32> {\n"
+                       "  %z = stablehlo.constant dense<0.0> : tensor<f16>\n"
                        "  %k = stablehlo.constant dense<1000.0> : tensor<64xf16>\n"
-                       "  %x = stablehlo.multiply %a, %k : tensor<64xf16>\n"
+                       "  %s = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [1] :"
+                       " (tensor<64x2xf16>, tensor<f16>) -> tensor<64xf16>\n"
+                       "  %x = stablehlo.multiply %s, %k : tensor<64xf16>\n"
                        "  %i = stablehlo.convert %x : (tensor<64xf16>) -> tensor<64xi32>\n"
                        "  return %i : tensor<64xi32>\n"
                        "}\n";
@@ -1175,7 +1180,8 @@ START_TEST(captured_pending_sum_reduced_once)
 END_TEST
 
 /* A program that does not survive rounding another way: this loop runs
- * until x == 0.75, which x + 0.25 rounded up or down at random can miss,
+ * until x == 0.75, which x + 0.25 (a sum: the noise run rounds it) rounded
+ * up or down at random can miss,
  * and then runs out of iterations.  The check went on to fail ("more than
  * 1048576 iterations") for seeds where the noise run missed; now it goes
  * on without the noise (its tolerances could only be wider) and says so. */
@@ -1190,7 +1196,9 @@ START_TEST(failed_noise_run_is_left_out)
                       "      %c = stablehlo.compare NE, %x, %t, FLOAT : (tensor<f16>, tensor<f16>) -> tensor<i1>\n"
                       "      stablehlo.return %c : tensor<i1>\n"
                       "    } do {\n"
-                      "      %n = stablehlo.add %x, %q : tensor<f16>\n"
+                      "      %qb = stablehlo.broadcast_in_dim %q, dims = [] : (tensor<f16>) -> tensor<1xf16>\n"
+                      "      %n = stablehlo.reduce(%qb init: %x) applies stablehlo.add across dimensions = [0] :"
+                      " (tensor<1xf16>, tensor<f16>) -> tensor<f16>\n"
                       "      stablehlo.return %n : tensor<f16>\n"
                       "    }\n"
                       "  %rb = stablehlo.broadcast_in_dim %r, dims = [] : (tensor<f16>) -> tensor<8xf16>\n"

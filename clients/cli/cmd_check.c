@@ -1,7 +1,8 @@
 /*
  * cmd_check.c - `autopart check FILE --mesh ... --schedule ... [--seed N]
- * [--tol X] [--json]`: runs the function unpartitioned, through the
- * PartIR:Core loop view and as the SPMD program on every simulated device,
+ * [--tol X] [--json] [--spmd FILE]`: runs the function unpartitioned, through the
+ * PartIR:Core loop view and as the SPMD program (the schedule's lowering or
+ * the one --spmd names) on every simulated device,
  * on the same seeded random inputs, and says per result how far the
  * partitioned runs are from the original (exit 1 beyond the tolerance).
  */
@@ -37,9 +38,10 @@ static void check_usage(FILE *f)
             "rounding noise (at most 0.1): how far the unpartitioned program moves when\n"
             "run again rounded another way (dots and convolutions summed in one rounded\n"
             "chunk per device, added one at a time, as a split sum that is all-reduced;\n"
-            "reduce and scatter sums reversed; every op that rounds rounded up or down at\n"
-            "random).  A correct partitioning changes nothing but where and in what order\n"
-            "the program rounds; the `noise` run and column show what that moves.\n"
+            "reduce and scatter sums reversed; the sums, and a convert, multiply or divide\n"
+            "of a sum's result, rounded up or down at random).  A correct partitioning\n"
+            "changes nothing but where and in what order the program rounds its sums;\n"
+            "the `noise` run and column show what that moves.\n"
             "Integers and booleans are exact.  Float inputs are uniform in [-1, 1)\n"
             "(redrawn in [0.01, 1) if that makes the original overflow), integers in\n"
             "[0, 8).\n"
@@ -50,6 +52,9 @@ static void check_usage(FILE *f)
             "                     and the sharding constraints in the function's body\n"
             "  --seed N           seed of the random inputs (default 0)\n"
             "  --tol X            tolerance for every result (default: by precision)\n"
+            "  --spmd FILE        run this SPMD module (as `autopart apply` writes one, for\n"
+            "                     the same mesh) in place of the schedule's lowering: judges\n"
+            "                     a program changed by hand or by another partitioner\n"
             "  --max-arg-bytes N  refuse modules whose arguments take more (K, M, G suffixes;\n"
             "                     default 1G): every value is held several times over\n"
             "  --json             the report as JSON\n"
@@ -141,8 +146,8 @@ int cli_check(int argc, char **argv)
                                          {"json", no_argument, NULL, 'j'},         {"format", required_argument, NULL, 'f'},
                                          {"func", required_argument, NULL, 'F'},   {"import", no_argument, NULL, 'i'},
                                          {"help", no_argument, NULL, 'h'},         {"max-arg-bytes", required_argument, NULL, 'B'},
-                                         {NULL, 0, NULL, 0}};
-    const char *mesh_text = NULL, *sched_arg = NULL, *func_name = NULL;
+                                         {"spmd", required_argument, NULL, 'P'},   {NULL, 0, NULL, 0}};
+    const char *mesh_text = NULL, *sched_arg = NULL, *func_name = NULL, *spmd_path = NULL;
     ir_check_opts copts = IR_CHECK_OPTS_DEFAULT;
     bool json = false, import = false;
     ir_format fmt = IR_FMT_AUTO;
@@ -157,6 +162,7 @@ int cli_check(int argc, char **argv)
         case 'j': json = true; break;
         case 'i': import = true; break;
         case 'F': func_name = optarg; break;
+        case 'P': spmd_path = optarg; break;
         case 'S':
             copts.seed = strtoull(optarg, &end, 10);
             if (!*optarg || *end || optarg[0] == '-')
@@ -195,6 +201,7 @@ int cli_check(int argc, char **argv)
     cli_partitioned st = {0};
     ir_check_report report = {0};
     cli_schedule sched = {0};
+    ir_module *spmd = NULL;
     ap_error err;
     ap_error_clear(&err);
     int rc;
@@ -208,6 +215,17 @@ int cli_check(int argc, char **argv)
     rc = CLI_FAIL;
     if (sched_arg && cli_schedule_apply("check", &sched, st.p, NULL, NULL) != 0)
         goto out;
+    if (spmd_path) {
+        /* the given SPMD program must be one the interpreter can trust:
+         * well-typed, as `autopart apply` prints them */
+        if (!(spmd = cli_load_module("check", spmd_path, IR_FMT_AUTO)))
+            goto out;
+        if (ir_verify(spmd, &err) < 0) {
+            cli_fail_err("check", spmd_path, &err);
+            goto out;
+        }
+        copts.spmd = spmd;
+    }
     if (ir_check(st.p, &copts, &report, &err) < 0) {
         cli_fail_err("check", NULL, &err);
         goto out;
@@ -221,5 +239,6 @@ out:
     ir_check_report_free(&report);
     cli_schedule_free(&sched);
     cli_partitioned_free(&st);
+    ir_module_free(spmd);
     return rc;
 }
