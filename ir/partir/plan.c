@@ -521,6 +521,8 @@ typedef struct vplan {
     uint32_t n_prod_uses; /* lowered ops taking the value as produced */
     int32_t prod_op;      /* the only such op when it is a direct operand use, else -1 */
     uint32_t prod_slot;
+    uint8_t from_arg;     /* from_argument(c, v) + 1 once worked out, else 0: it depends on the
+                             program only, and loads the defining ops (a miss each) */
 } vplan;
 
 struct ir_lplan {
@@ -1047,7 +1049,9 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
                     }
                 }
                 if (!done) {
-                    bool per_use = from_argument(c, v) && tile_count(c, &want) < tile_count(c, &from);
+                    if (!vp->from_arg)
+                        vp->from_arg = (uint8_t)(from_argument(c, v) + 1);
+                    bool per_use = vp->from_arg == 2 && tile_count(c, &want) < tile_count(c, &from);
                     if ((m = mat_add(pl, vp, vb, g, &from, &want, src, per_use ? op : ANY_OP, op, slot, err)) < 0)
                         return m;
                 }
