@@ -428,19 +428,52 @@ static inline int layout_dim_axes(const ir_layout *l, int d, int *axes)
  * result's (slot past the operands) as the op produces it (SP_SUM: left
  * as one; the same spec). */
 _Static_assert(SP_PARTIAL == SP_SUM, "nest_layout reads one spec for both");
+_Static_assert(sizeof(((ir_layout *)0)->pos) == 8 && sizeof(((ir_layout *)0)->red) == 8, "a word per field");
+
+/* The shift of byte a of a layout field read as one word (byte a in
+ * memory: layout_dim_match's order). */
+static inline unsigned layout_byte_shift(int a)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return 56 - 8 * (unsigned)a;
+#else
+    return 8 * (unsigned)a;
+#endif
+}
+
+/* Word w with byte a set to b. */
+static inline uint64_t layout_byte_set(uint64_t w, int a, uint8_t b)
+{
+    unsigned sh = layout_byte_shift(a);
+    return (w & ~((uint64_t)0xff << sh)) | (uint64_t)b << sh;
+}
+
+/* What layout_init then layout_push per tiling loop give, built in three
+ * words and stored once: the byte stores of layout_push, each followed by a
+ * word load of the same bytes (the next push's, layout_equal's), would
+ * each wait for the store to reach the cache instead of being forwarded
+ * (a plan sync and a propagation visit build layouts by the million). */
 static inline void nest_layout(const ir_partition *p, uint32_t op, uint32_t slot, ir_layout *out)
 {
-    layout_init(out);
+    const uint64_t low7 = 0x7f7f7f7f7f7f7f7fULL;
+    uint64_t dim = ~(uint64_t)0, pos = 0, red = 0; /* IR_AX_NONE everywhere */
     const ir_loop *n = nest_of(p, op);
     for (int k = 0; k < p->nlen[op]; k++) {
         int8_t s = loop_spec(p->ctx, &n[k], slot);
-        if (s >= 0)
-            layout_push(out, n[k].axis, s);
-        else if (s == SP_PARTIAL) {
-            out->dim[n[k].axis] = IR_AX_PARTIAL;
-            out->red[n[k].axis] = p->ctx->entries[n[k].entry].red;
+        if (s >= 0) {
+            /* layout_push: the place after the axes already tiling dim s */
+            uint64_t x = dim ^ (0x0101010101010101ULL * (uint8_t)s);
+            int at = layout_match_count(~(((x & low7) + low7) | x | low7));
+            dim = layout_byte_set(dim, n[k].axis, (uint8_t)s);
+            pos = layout_byte_set(pos, n[k].axis, (uint8_t)at);
+        } else if (s == SP_PARTIAL) {
+            dim = layout_byte_set(dim, n[k].axis, (uint8_t)IR_AX_PARTIAL);
+            red = layout_byte_set(red, n[k].axis, p->ctx->entries[n[k].entry].red);
         }
     }
+    memcpy(out->dim, &dim, sizeof dim);
+    memcpy(out->pos, &pos, sizeof pos);
+    memcpy(out->red, &red, sizeof red);
 }
 
 /* Needed layout of operand i of op `op` (real or virtual) from its nest. */
