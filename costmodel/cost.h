@@ -350,14 +350,16 @@ typedef struct cost_options {
     /* The fast scorer only: count the peak of each order the memory
      * scheduler tries to its end.  By default an order stops once its peak
      * reaches the lowest of those counted before it (it can no longer be
-     * the lowest); the figures are the same either way, and test_score
-     * holds them so. */
+     * the lowest), and the buffer assignment finds which buffers overlap
+     * in bitmaps of steps, not by walking each allocation's buffers; the
+     * figures are the same either way, and test_score holds them so. */
     bool every_order;
     /* The fast scorer only: of how many of the programs it scored last it
      * keeps the graph runs (fusion, time, memory), to give them again for
-     * a state that lowers to one of them (0: the default, 4; negative:
-     * none).  The figures are the same either way; a timing of one state
-     * scored again measures the memo. */
+     * a state that lowers to one of them (0: the default, as many as 64 MB
+     * of their graphs hold, 4 to 32; negative: none).  The figures are the
+     * same either way; a timing of one state scored again measures the
+     * memo. */
     int memo;
 } cost_options;
 

@@ -258,7 +258,8 @@ typedef struct cost_graph {
     uint32_t cap_out;
     bool oom;
     bool eager;            /* memory as an eager framework holds it (cost_framework): set by the caller */
-    bool every_order;      /* count every order's peak to its end (cost_options.every_order) */
+    bool every_order;      /* count every order's peak to its end, assign without step bitmaps
+                              (cost_options.every_order) */
     bool outs_held;        /* the entry's block under XLA: what it returns (not donated) is held in
                               allocations of its own all along (graph.c, assign): set by the caller */
     void *scratch;         /* graph.c's working arrays, kept between runs */
@@ -266,6 +267,8 @@ typedef struct cost_graph {
                               of them, into an empty program, gives what that run gave without running
                               (graph.c, the memo).  cost__graph_run reads no field of the graph but those
                               above: a field added that it reads goes into the memo's key (memo_same) */
+    size_t memo_bytes;     /* with memo: remember only as many runs as their graphs' arrays fit in this
+                              many bytes, at least 4 (0: memo of them, whatever their size) */
     void *memos;           /* graph.c's memo, kept between runs (cost__graph_reset leaves it) */
 } cost_graph;
 

@@ -422,17 +422,20 @@ typedef struct abuf {
 } abuf;
 
 /* A live-out allocation: its buffer's record, its first step, the first
- * record placed in it (the others follow latest first: they do not
- * overlap each other) and the span of those placed (lo..hi: a buffer
- * outside the span overlaps none); the
+ * record placed in it (the others follow latest first, or with step
+ * bitmaps in any order: they do not overlap each other) and the span of
+ * those placed (lo..hi: a buffer outside the span overlaps none); the
  * last allocation made before it that starts later (up: those between
  * start no later, so a buffer ending too late for this one is too late
- * for them; 0: none, assign_recorded's guard), and the steps of the record placed in it that last turned
- * a buffer away (hs..he, hs UINT32_MAX: none; buffers come in the order
- * of their first steps within a size, so the next often overlaps it too:
- * kept here, not as the record's index, to spare a load per look). */
+ * for them; 0: none, assign_recorded's guard), and steps that buffers
+ * placed in it hold, which last turned a buffer away (hs..he, hs
+ * UINT32_MAX: none; the steps of that record, or with bitmaps a run of
+ * held steps; buffers come in the order of their first steps within a
+ * size, so the next often overlaps them too: kept here, not as the
+ * record's index, to spare a load per look). */
 typedef struct aout {
     uint32_t rec, start, head, lo, hi, up, hs, he;
+    uint32_t bit0; /* its step bitmap at s->abits + bit0 (assign_recorded, where it keeps them) */
 } aout;
 
 /* A size assign sorts by (bytes, and whether live-out): how many records
@@ -535,6 +538,10 @@ typedef struct gs {
     uint32_t *blist, nblist; /* the buffers the simulation made, in the order it made them */
     abuf *arec, *atmp;
     aout *aouts;
+    /* assign_recorded: per live-out allocation, a bit per step before its
+     * first (its buffer's start), set where a buffer placed in it is live */
+    uint64_t *abits;
+    size_t cap_abits;
     asize *asizes;   /* the sizes asg_sort met */
     uint32_t *aslot;  /* their hash table (index + 1 into asizes, 0: empty): 2 slots per value */
     uint32_t *acount; /* per step: asg_sort's counts */
@@ -614,6 +621,7 @@ static void scratch_free(void *scratch)
     ap_free(s->arec);
     ap_free(s->atmp);
     ap_free(s->aouts);
+    ap_free(s->abits);
     ap_free(s->asizes);
     ap_free(s->aslot);
     ap_free(s->acount);
@@ -1370,10 +1378,34 @@ static abuf *asg_sort(gs *s, uint32_t nb, uint32_t n, bool by_start)
     return rec;
 }
 
+/* The first step in lo..hi whose bit is set in bm, or UINT32_MAX. */
+static uint32_t bits_first(const uint64_t *bm, uint32_t lo, uint32_t hi)
+{
+    uint32_t w = lo >> 6, wh = hi >> 6;
+    uint64_t x = bm[w] & (~0ull << (lo & 63));
+    while (!x && w < wh)
+        x = bm[++w];
+    if (w == wh)
+        x &= ~0ull >> (63 - (hi & 63));
+    return x ? w << 6 | (uint32_t)__builtin_ctzll(x) : UINT32_MAX;
+}
+
+/* Sets the bits of steps lo..hi in bm. */
+static void bits_set(uint64_t *bm, uint32_t lo, uint32_t hi)
+{
+    uint32_t w = lo >> 6, wh = hi >> 6;
+    uint64_t m = ~0ull << (lo & 63);
+    for (; w < wh; w++, m = ~0ull)
+        bm[w] |= m;
+    bm[wh] |= m & (~0ull >> (63 - (hi & 63)));
+}
+
 /* Whether buffer v, which ends before live-out allocation a starts, fits
  * in a: its steps overlap none of those of the buffers already placed in
- * a.  No size check: a is sorted before v, so it is not smaller. */
-static bool asg_fits(const abuf *rec, aout *a, const abuf *v)
+ * a.  No size check: a is sorted before v, so it is not smaller.  bm: the
+ * allocations' step bitmaps (a bit set where a buffer placed in one is
+ * live), or NULL: a's records are walked. */
+static bool asg_fits(const abuf *rec, aout *a, const abuf *v, const uint64_t *bm)
 {
     /* the last record to turn one away first: on T32 about 9 looks in
      * 10 end there (it lies within the span, so the span's test can
@@ -1382,6 +1414,18 @@ static bool asg_fits(const abuf *rec, aout *a, const abuf *v)
         return false;
     if (a->head == CG_NONE || v->end < a->lo || v->start > a->hi)
         return true;
+    if (bm) {
+        /* the first step of v's that some placed buffer holds, to the end
+         * of that run of held steps within its word: what overlaps those
+         * is turned away next, as by a record's steps */
+        uint32_t p = bits_first(bm + a->bit0, v->start, v->end);
+        if (p == UINT32_MAX)
+            return true;
+        uint64_t free_ = ~(bm[a->bit0 + (p >> 6)] >> (p & 63));
+        a->hs = p;
+        a->he = free_ ? p + (uint32_t)__builtin_ctzll(free_) - 1 : (p | 63);
+        return false;
+    }
     /* a's records come latest first and do not overlap: the first
      * starting no later than v ends is the one v can overlap */
     for (uint32_t c = a->head; c != CG_NONE; c = rec[c].next)
@@ -1394,6 +1438,10 @@ static bool asg_fits(const abuf *rec, aout *a, const abuf *v)
         }
     return true;
 }
+
+/* The most words assign_recorded keeps step bitmaps in (8 MB): where the
+ * allocations would need more, it walks their records instead. */
+#define ASG_BITS_MAX ((size_t)1 << 20)
 
 /* Starts the record of a simulation's buffers (sim_step fills it while
  * s->rec: the buffers it makes, each one's first and last step, and for
@@ -1422,12 +1470,28 @@ static int64_t assign_recorded(const cost_graph *g, gs *s, uint32_t n, uint32_t 
      * heap's peak does not depend on the order its buffers come in) */
     uint32_t last_out = 0;
     bool any_out = false;
+    size_t words = 0; /* the allocations' bitmaps: a word per 64 steps before each one's first */
     for (uint32_t i = 0; i < nb_made; i++) {
         uint32_t v = made[i];
         if (s->bend[v] == CG_NONE) {
             any_out = true;
             last_out = s->bstart[v] > last_out ? s->bstart[v] : last_out;
+            words += (s->bstart[v] >> 6) + 1;
         }
+    }
+    /* the bitmaps answer asg_fits in a few words where the walk down an
+     * allocation's records (a load after a load) took ~43,000 steps a
+     * call on T32; within ASG_BITS_MAX words (else, and with
+     * every_order, which takes no shortcut, the walk) */
+    uint64_t *bm = NULL;
+    if (!g->every_order && words <= ASG_BITS_MAX) {
+        if (words > s->cap_abits) {
+            size_t c = words + words / 2;
+            if (REALLOC(s->abits, c))
+                s->cap_abits = c;
+        }
+        if (words <= s->cap_abits)
+            bm = s->abits;
     }
     /* the records in the order the buffers were made: by first step, and
      * at one step (one node's results) by value, as asg_sort needs */
@@ -1454,7 +1518,8 @@ static int64_t assign_recorded(const cost_graph *g, gs *s, uint32_t n, uint32_t 
      * bound: 13 instructions a look became 8 (31.5 M looks in 1,207
      * calls on the brief's command) */
     aout *outs_a = s->aouts;
-    outs_a[0] = (aout){CG_NONE, 0, CG_NONE, 0, 0, 0, UINT32_MAX, 0};
+    outs_a[0] = (aout){CG_NONE, 0, CG_NONE, 0, 0, 0, UINT32_MAX, 0, 0};
+    uint32_t bit0 = 0;
     int64_t outs = 0;
     uint32_t n_out = 0;
     uint32_t written = 0; /* the last first step of those: a buffer ending there or after fits in none */
@@ -1464,7 +1529,8 @@ static int64_t assign_recorded(const cost_graph *g, gs *s, uint32_t n, uint32_t 
             uint32_t up = n_out;
             while (up && outs_a[up].start <= v->start)
                 up = outs_a[up].up;
-            outs_a[++n_out] = (aout){i, v->start, CG_NONE, 0, 0, up, UINT32_MAX, 0};
+            outs_a[++n_out] = (aout){i, v->start, CG_NONE, 0, 0, up, UINT32_MAX, 0, bit0};
+            bit0 += (v->start >> 6) + 1;
             outs += v->bytes;
             written = v->start > written ? v->start : written;
             continue;
@@ -1478,20 +1544,25 @@ static int64_t assign_recorded(const cost_graph *g, gs *s, uint32_t n, uint32_t 
                 a = outs_a + a->up;
                 continue;
             }
-            if (!asg_fits(rec, a, v)) {
+            if (!asg_fits(rec, a, v, bm)) {
                 a--;
                 continue;
             }
             if (a->head == CG_NONE) {
                 a->lo = v->start;
                 a->hi = v->end;
+                if (bm)
+                    memset(bm + a->bit0, 0, sizeof *bm * ((a->start >> 6) + 1));
             } else {
                 a->lo = v->start < a->lo ? v->start : a->lo;
                 a->hi = v->end > a->hi ? v->end : a->hi;
             }
-            uint32_t *pos = &a->head; /* latest first (asg_fits) */
-            while (*pos != CG_NONE && rec[*pos].start > v->start)
-                pos = &rec[*pos].next;
+            uint32_t *pos = &a->head; /* latest first for asg_fits' walk; with bitmaps in any order */
+            if (bm)
+                bits_set(bm + a->bit0, v->start, v->end);
+            else
+                while (*pos != CG_NONE && rec[*pos].start > v->start)
+                    pos = &rec[*pos].next;
             v->next = *pos;
             *pos = i;
             placed = true;
@@ -2533,6 +2604,9 @@ typedef struct gmemo {
     bool fed; /* it wrote g->v_feeds: key.v_feeds holds them */
 } gmemo;
 
+/* The fewest entries g->memo_bytes leaves (when g->memo allows them). */
+#define MEMO_MIN 4
+
 typedef struct gmemos {
     uint64_t tick;
     int64_t hits;
@@ -2540,33 +2614,49 @@ typedef struct gmemos {
     gmemo e[];
 } gmemos;
 
+/* Frees what entry e holds; e is left empty. */
+static void memo_entry_free(gmemo *e)
+{
+    cost_graph *k = &e->key;
+    ap_free(k->nodes);
+    ap_free(k->e_val);
+    ap_free(k->e_read);
+    ap_free(k->e_feeds);
+    ap_free(k->v_bytes);
+    ap_free(k->v_def);
+    ap_free(k->v_root);
+    ap_free(k->v_what);
+    ap_free(k->v_dims);
+    ap_free(k->v_in);
+    ap_free(k->v_name);
+    ap_free(k->v_gate);
+    ap_free(k->v_feeds);
+    ap_free(k->colls);
+    ap_free(k->peaks);
+    ap_free(k->kids);
+    ap_free(k->out_alias);
+    cost__program_free_arrays(&e->out);
+    memset(e, 0, sizeof *e);
+}
+
 static void memo_free(void *memos)
 {
     gmemos *m = memos;
     if (!m)
         return;
-    for (uint32_t i = 0; i < m->n; i++) {
-        cost_graph *k = &m->e[i].key;
-        ap_free(k->nodes);
-        ap_free(k->e_val);
-        ap_free(k->e_read);
-        ap_free(k->e_feeds);
-        ap_free(k->v_bytes);
-        ap_free(k->v_def);
-        ap_free(k->v_root);
-        ap_free(k->v_what);
-        ap_free(k->v_dims);
-        ap_free(k->v_in);
-        ap_free(k->v_name);
-        ap_free(k->v_gate);
-        ap_free(k->v_feeds);
-        ap_free(k->colls);
-        ap_free(k->peaks);
-        ap_free(k->kids);
-        ap_free(k->out_alias);
-        cost__program_free_arrays(&m->e[i].out);
-    }
+    for (uint32_t i = 0; i < m->n; i++)
+        memo_entry_free(&m->e[i]);
     ap_free(m);
+}
+
+/* The bytes of g's arrays that an entry keeps as its key (the program it
+ * keeps is smaller: its kernels and events). */
+static size_t graph_bytes(const cost_graph *g)
+{
+    size_t per_edge = sizeof *g->e_val + sizeof *g->e_read + sizeof *g->e_feeds;
+    size_t per_val = sizeof *g->v_bytes + sizeof *g->v_def + sizeof *g->v_root + sizeof *g->v_what +
+                     sizeof *g->v_dims + sizeof *g->v_in + sizeof *g->v_name + sizeof *g->v_gate;
+    return (size_t)g->cap_nodes * sizeof *g->nodes + (size_t)g->cap_edges * per_edge + (size_t)g->cap_vals * per_val;
 }
 
 int64_t cost__graph_memo_hits(const cost_graph *g)
@@ -2637,8 +2727,19 @@ static void memo_keep(cost_graph *g, const cost_program *p, double mult, const c
         m->n = g->memo;
         g->memos = m;
     }
+    /* with g->memo_bytes, the entries whose keys fit in it (at least
+     * MEMO_MIN, at most g->memo); those beyond are let go */
+    uint32_t lim = m->n;
+    if (g->memo_bytes) {
+        size_t fit = g->memo_bytes / (graph_bytes(g) + 1);
+        uint32_t least = m->n < MEMO_MIN ? m->n : MEMO_MIN;
+        lim = fit < least ? least : fit < m->n ? (uint32_t)fit : m->n;
+        for (uint32_t i = lim; i < m->n; i++)
+            if (m->e[i].used)
+                memo_entry_free(&m->e[i]);
+    }
     gmemo *e = &m->e[0];
-    for (uint32_t i = 1; i < m->n && e->used; i++)
+    for (uint32_t i = 1; i < lim && e->used; i++)
         if (m->e[i].used < e->used)
             e = &m->e[i];
     e->used = 0; /* empty until complete */

@@ -373,8 +373,22 @@ static int coll_permute(ip_run *r, ip_frame *fr, const ir_op *op, const ir_tenso
     }
     for (uint32_t d = 0; d < nd; d++)
         src_of[d] = -1;
+    /* without a channel the pairs are replica ids (cross_replica), and
+     * there is one replica: (0, 0) sends each device's operand to itself */
+    bool cross_replica = nd > 1 && !ir_op_attr(op, "channel_handle");
     for (int64_t p = 0; p < np; p++) {
         int64_t s = ir_dense_int_at(a, (size_t)(2 * p)), t = ir_dense_int_at(a, (size_t)(2 * p + 1));
+        if (cross_replica) {
+            if (s != 0 || t != 0) {
+                rc = ir__ip_fail_op(r, op, -1, AP_EINVALID,
+                                    "pair (%" PRId64 ", %" PRId64 ") names a replica that does not exist (one replica)", s,
+                                    t);
+                goto done;
+            }
+            for (uint32_t d = 0; d < nd; d++)
+                src_of[d] = d;
+            continue;
+        }
         int64_t ds = frame_dev(fr, s), dt = frame_dev(fr, t);
         if (ds < 0 || dt < 0) {
             rc = ir__ip_fail_op(r, op, -1, AP_EINVALID,

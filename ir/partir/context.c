@@ -57,6 +57,9 @@ void ir_pctx_free(ir_pctx *c)
     ap_free(c->use0);
     ap_free(c->use_op);
     ap_free(c->use_idx);
+    ap_free(c->val_captured);
+    ap_free(c->cap0);
+    ap_free(c->cap_val);
     ap_free(c->ret_alias_arg);
     ap_free(c->tmr0);
     ap_free(c->entries);
@@ -119,6 +122,88 @@ static uint32_t nested_results(const ir_op *op)
             for (const ir_op *o = b->first; o; o = o->next)
                 n += (o->n_results > 0) + nested_results(o);
     return n;
+}
+
+/* Function-level values op k's regions read, in the order the lowering's
+ * cloner meets them (an op's operands, then its regions), each once.  An
+ * op holding regions here is run whole (its regions are not partitioned):
+ * each such value is a use of its own in the lowering plan (plan.c), not
+ * in use0. */
+typedef struct capbuf {
+    uint32_t *v;
+    uint32_t n, cap;
+    bool oom;
+} capbuf;
+
+static void cap_push(capbuf *b, uint32_t v)
+{
+    for (uint32_t i = 0; i < b->n; i++)
+        if (b->v[i] == v)
+            return;
+    if (b->n == b->cap) {
+        uint32_t cap = b->cap ? b->cap * 2 : 16;
+        uint32_t *nv = ap_realloc(b->v, sizeof *nv * cap);
+        if (!nv) {
+            b->oom = true;
+            return;
+        }
+        b->v = nv;
+        b->cap = cap;
+    }
+    b->v[b->n++] = v;
+}
+
+static void collect_captured(const ir_pctx *c, const ir_op *op, capbuf *b)
+{
+    for (uint32_t r = 0; r < op->n_regions; r++)
+        for (const ir_block *bl = op->regions[r].first; bl; bl = bl->next)
+            for (const ir_op *in = bl->first; in; in = in->next) {
+                for (uint32_t i = 0; i < in->n_operands; i++) {
+                    uint32_t id = ir__value_id(c, in->operands[i]);
+                    if (id != VAL_NONE)
+                        cap_push(b, id);
+                }
+                collect_captured(c, in, b);
+            }
+}
+
+/* cap0/cap_val (CSR over the ops) and val_captured; false when out of
+ * memory. */
+static bool captured_lists(ir_pctx *c)
+{
+    capbuf cb = {0};
+    uint32_t n_cap = 0, cap_cap = 0;
+    c->cap0 = ap_malloc(sizeof *c->cap0 * (c->n_ops + 2));
+    c->val_captured = ap_calloc(c->n_vals + 1, 1);
+    if (!c->cap0 || !c->val_captured)
+        return false;
+    for (uint32_t k = 0; k < c->n_ops; k++) {
+        c->cap0[k] = n_cap;
+        if (!c->ops[k]->n_regions)
+            continue;
+        cb.n = 0;
+        collect_captured(c, c->ops[k], &cb);
+        if (cb.oom)
+            goto oom;
+        if (cb.n && n_cap + cb.n > cap_cap) {
+            uint32_t nc = (n_cap + cb.n) * 2;
+            uint32_t *nv = ap_realloc(c->cap_val, sizeof *nv * nc);
+            if (!nv)
+                goto oom;
+            c->cap_val = nv;
+            cap_cap = nc;
+        }
+        for (uint32_t i = 0; i < cb.n; i++) {
+            c->cap_val[n_cap++] = cb.v[i];
+            c->val_captured[cb.v[i]] = 1;
+        }
+    }
+    c->cap0[c->n_ops] = c->cap0[c->n_ops + 1] = n_cap;
+    ap_free(cb.v);
+    return true;
+oom:
+    ap_free(cb.v);
+    return false;
 }
 
 /* ----------------------------------------------------- flattening regions
@@ -752,6 +837,8 @@ int ir_pctx_new(ir_module *m, ir_op *func, const ir_mesh *mesh, ir_pctx **out, a
         c->ret_alias_arg[i] = -1;
         c->use0[id]++;
     }
+    if (!captured_lists(c))
+        goto oom;
     /* counts -> CSR offsets, then fill */
     uint32_t sum = 0;
     for (v = 0; v < c->n_vals; v++) {

@@ -656,6 +656,19 @@ static bool lower_op(lower *l, uint32_t k, ir_cloner *cl)
         ok = true;
         goto out;
     }
+    /* The program's own partition_id: the program as written runs on one
+     * device, where it is 0 (as for its collectives over one device,
+     * keep_program_collectives).  Copied, it would read each device's id
+     * in the SPMD module: another program. */
+    if (src->opcode == IR_OP_PARTITION_ID && src->n_results == 1) {
+        int64_t zero = 0;
+        ir_op *z = emit(l, IR_OP_CONSTANT, 0, NULL, types[0]);
+        if (!z || !set_attr(l, z, "value", ir_attr_dense_ints(l->nm, types[0], 1, &zero)))
+            goto out;
+        l->produced[c->op_val0[k]] = &z->results[0];
+        ok = true;
+        goto out;
+    }
     /* The values a region captures from the function (a case branch using
      * a value computed before it) are made whole before the op by
      * resolve_captured: the ops inside a region run on global shapes (the
@@ -1005,24 +1018,50 @@ static bool op_flag(const ir_op *op, const char *name)
  * "every partition": one device in the program as written, all nd of the
  * SPMD module.  Its groups become each device alone, in flattened ids, so
  * that it still does what it did (cross_replica ones, without a channel,
- * already mean each partition alone with one replica).  The collectives the
- * lowering emits have global ids and are left as they are. */
+ * already mean each partition alone with one replica).  So do its groups
+ * [[0]] in global ids (flattened_ids: device 0 alone, which would leave
+ * every other device in no group), and the pairs [[0, 0]] of its
+ * collective_permute with a channel (device 0 to itself: every other
+ * device would receive zeros) become each device to itself.  The collectives the lowering emits have
+ * groups or pairs over all nd devices (nd > 1 here) and are left as they
+ * are. */
 static void keep_program_collectives(lower *l, ir_region *r, int64_t nd)
 {
     for (ir_block *b = r->first; b && !l->rc; b = b->next)
         for (ir_op *op = b->first; op && !l->rc; op = op->next) {
             for (uint32_t i = 0; i < op->n_regions; i++)
                 keep_program_collectives(l, &op->regions[i], nd);
+            if (op->opcode == IR_OP_COLLECTIVE_PERMUTE) {
+                ir_attr *pr = ir_op_attr(op, "source_target_pairs");
+                if (!ir_op_attr(op, "channel_handle") || !pr || pr->kind != IR_A_DENSE || pr->u.dense.text || !pr->type || pr->type->rank != 2 ||
+                    pr->type->dims[0] != 1 || pr->type->dims[1] != 2 || ir_dense_int_at(pr, 0) != 0 ||
+                    ir_dense_int_at(pr, 1) != 0)
+                    continue;
+                int64_t *v = ap_malloc(sizeof *v * (size_t)(2 * nd)), dims[2] = {nd, 2};
+                if (!v) {
+                    oom(l);
+                    return;
+                }
+                for (int64_t d = 0; d < nd; d++)
+                    v[2 * d] = v[2 * d + 1] = d;
+                const ir_type *t = ir_type_tensor(l->nm, IR_E_I64, 2, dims);
+                ir_attr *np = t ? ir_attr_dense_ints(l->nm, t, (size_t)(2 * nd), v) : NULL;
+                ap_free(v);
+                if (!set_attr(l, op, "source_target_pairs", np))
+                    return;
+                continue;
+            }
             if (op->opcode != IR_OP_ALL_REDUCE && op->opcode != IR_OP_ALL_GATHER &&
                 op->opcode != IR_OP_REDUCE_SCATTER && op->opcode != IR_OP_ALL_TO_ALL &&
                 op->opcode != IR_OP_COLLECTIVE_BROADCAST)
                 continue;
             ir_attr *g = ir_op_attr(op, "replica_groups");
-            if (!ir_op_attr(op, "channel_handle") || op_flag(op, "use_global_device_ids") || !g ||
-                g->kind != IR_A_DENSE || g->u.dense.text || !g->type || g->type->rank != 2)
+            bool global = op_flag(op, "use_global_device_ids");
+            if (!ir_op_attr(op, "channel_handle") || !g || g->kind != IR_A_DENSE || g->u.dense.text || !g->type ||
+                g->type->rank != 2)
                 continue;
             int64_t n = g->type->dims[0] * g->type->dims[1];
-            if (n > 1 || (n == 1 && ir_dense_int_at(g, 0) != 0))
+            if (n > 1 || (n == 1 && ir_dense_int_at(g, 0) != 0) || (n == 0 && global))
                 continue;
             int32_t *alone = ap_malloc(sizeof *alone * (size_t)nd);
             if (!alone) {

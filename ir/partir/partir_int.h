@@ -73,6 +73,13 @@ struct ir_pctx {
     /* uses: CSR over values; use_op USE_RETURN for the return */
     uint32_t *use0;
     uint32_t *use_op, *use_idx;
+    /* values the regions of an op run whole (a reduce body, a case not
+     * flattened) read: per op, CSR, in the order the lowering's cloner
+     * meets them, each once (a use of its own in the lowering plan,
+     * plan.c, not in use0); and per value, 1 when some op's regions read
+     * it */
+    uint32_t *cap0, *cap_val;
+    uint8_t *val_captured;
     /* results that must come back in an argument's layout (tf.aliasing_output) */
     int32_t *ret_alias_arg; /* per returned value: argument index or -1 */
     /* TMR */

@@ -513,10 +513,9 @@ struct ir_lplan {
     /* static: uses of each value in lowering order (CSR) */
     uint32_t *u0;
     use_ent *uses;
-    /* static: captured values per op (CSR) */
-    uint32_t *cap0;
-    uint32_t *cap_val;
-    bool captures;
+    /* static: captured values per op (CSR): the context's cap0/cap_val */
+    const uint32_t *cap0;
+    const uint32_t *cap_val;
     /* slots: use_mat[slot0[k] + slot] */
     uint32_t *slot0;
     int32_t *use_mat;
@@ -553,8 +552,6 @@ void ir_lplan_free(ir_lplan *pl)
     xctx_free(&pl->x);
     ap_free(pl->u0);
     ap_free(pl->uses);
-    ap_free(pl->cap0);
-    ap_free(pl->cap_val);
     ap_free(pl->slot0);
     ap_free(pl->use_mat);
     ap_free(pl->vp);
@@ -571,46 +568,6 @@ void ir_lplan_free(ir_lplan *pl)
     ap_free(pl);
 }
 
-/* Function-level values op k's regions use, in the order the lowering's
- * cloner meets them (an op's operands, then its regions), each once. */
-typedef struct capbuf {
-    uint32_t *v;
-    uint32_t n, cap;
-    bool oom;
-} capbuf;
-
-static void cap_push(capbuf *b, uint32_t v)
-{
-    for (uint32_t i = 0; i < b->n; i++)
-        if (b->v[i] == v)
-            return;
-    if (b->n == b->cap) {
-        uint32_t cap = b->cap ? b->cap * 2 : 16;
-        uint32_t *nv = ap_realloc(b->v, sizeof *nv * cap);
-        if (!nv) {
-            b->oom = true;
-            return;
-        }
-        b->v = nv;
-        b->cap = cap;
-    }
-    b->v[b->n++] = v;
-}
-
-static void collect_captured(const ir_pctx *c, const ir_op *op, capbuf *b)
-{
-    for (uint32_t r = 0; r < op->n_regions; r++)
-        for (const ir_block *bl = op->regions[r].first; bl; bl = bl->next)
-            for (const ir_op *in = bl->first; in; in = in->next) {
-                for (uint32_t i = 0; i < in->n_operands; i++) {
-                    uint32_t id = ir__value_id(c, in->operands[i]);
-                    if (id != VAL_NONE)
-                        cap_push(b, id);
-                }
-                collect_captured(c, in, b);
-            }
-}
-
 int ir_lplan_new(const ir_pctx *c, ir_lplan **out, ap_error *err)
 {
     *out = NULL;
@@ -623,40 +580,15 @@ int ir_lplan_new(const ir_pctx *c, ir_lplan **out, ap_error *err)
         ir_lplan_free(pl);
         return rc;
     }
-    capbuf cb = {0};
-    pl->cap0 = ap_malloc(sizeof *pl->cap0 * (c->n_ops + 2));
     pl->slot0 = ap_malloc(sizeof *pl->slot0 * (c->n_ops + 2));
-    if (!pl->cap0 || !pl->slot0)
+    if (!pl->slot0)
         goto oom;
-    /* captured values */
-    uint32_t n_cap = 0, cap_cap = 0;
-    for (uint32_t k = 0; k < c->n_ops; k++) {
-        pl->cap0[k] = n_cap;
-        if (!c->ops[k]->n_regions)
-            continue;
-        cb.n = 0;
-        collect_captured(c, c->ops[k], &cb);
-        if (cb.oom)
-            goto oom;
-        if (cb.n && n_cap + cb.n > cap_cap) {
-            uint32_t nc = (n_cap + cb.n) * 2;
-            uint32_t *nv = ap_realloc(pl->cap_val, sizeof *nv * nc);
-            if (!nv)
-                goto oom;
-            pl->cap_val = nv;
-            cap_cap = nc;
-        }
-        /* each a use of its own: the lowering clones every op holding
-         * regions with a cloner of its own, which resolves each value the
-         * regions capture once, through that use (lower.c,
-         * resolve_captured) */
-        for (uint32_t i = 0; i < cb.n; i++)
-            pl->cap_val[n_cap++] = cb.v[i];
-        pl->captures |= cb.n > 0;
-    }
-    pl->cap0[c->n_ops] = pl->cap0[c->n_ops + 1] = n_cap;
-    ap_free(cb.v);
-    cb.v = NULL;
+    /* captured values, each a use of its own: the lowering clones every op
+     * holding regions with a cloner of its own, which resolves each value
+     * the regions capture once, through that use (lower.c,
+     * resolve_captured) */
+    pl->cap0 = c->cap0;
+    pl->cap_val = c->cap_val;
     /* slots */
     uint32_t s = 0;
     for (uint32_t k = 0; k < c->n_ops; k++) {
@@ -720,7 +652,6 @@ int ir_lplan_new(const ir_pctx *c, ir_lplan **out, ap_error *err)
     *out = pl;
     return 0;
 oom:
-    ap_free(cb.v);
     ir_lplan_free(pl);
     return ap_error_set(err, AP_ENOMEM, "out of memory");
 }

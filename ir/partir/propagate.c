@@ -250,12 +250,18 @@ tiled:
 }
 
 /* Does value v (partial) feed only op? Then its sum may flow through op
- * without another use needing a second reduction of it. */
+ * without another use needing a second reduction of it.  Another use
+ * reducing it would add the summands in another order than op's users
+ * see them (sum(0.3 * x_i) against 0.3 * sum(x_i)): x == max(x) then
+ * holds nowhere.  A region of an op run whole that reads v is such a use
+ * (it needs v whole), though use0 does not list it. */
 static bool single_consumer(const ir_partition *p, uint32_t v, uint32_t op)
 {
     const ir_pctx *c = p->ctx;
     if (is_vop(p, op))
         return true;
+    if (c->val_captured[v])
+        return false;
     for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++)
         if (c->use_op[u] != op)
             return false;
