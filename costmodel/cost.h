@@ -356,9 +356,10 @@ typedef struct cost_options {
     bool every_order;
     /* The fast scorer only: of how many of the programs it scored last it
      * keeps the graph runs (fusion, time, memory), to give them again for
-     * a state that lowers to one of them (0: the default, 4; negative:
-     * none).  The figures are the same either way; a timing of one state
-     * scored again measures the memo. */
+     * a state that lowers to one of them (0: the default, as many as 64 MB
+     * of their graphs hold, 4 to 32; negative: none).  The figures are the
+     * same either way; a timing of one state scored again measures the
+     * memo. */
     int memo;
 } cost_options;
 

@@ -267,6 +267,8 @@ typedef struct cost_graph {
                               of them, into an empty program, gives what that run gave without running
                               (graph.c, the memo).  cost__graph_run reads no field of the graph but those
                               above: a field added that it reads goes into the memo's key (memo_same) */
+    size_t memo_bytes;     /* with memo: remember only as many runs as their graphs' arrays fit in this
+                              many bytes, at least 4 (0: memo of them, whatever their size) */
     void *memos;           /* graph.c's memo, kept between runs (cost__graph_reset leaves it) */
 } cost_graph;
 

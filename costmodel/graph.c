@@ -2604,6 +2604,9 @@ typedef struct gmemo {
     bool fed; /* it wrote g->v_feeds: key.v_feeds holds them */
 } gmemo;
 
+/* The fewest entries g->memo_bytes leaves (when g->memo allows them). */
+#define MEMO_MIN 4
+
 typedef struct gmemos {
     uint64_t tick;
     int64_t hits;
@@ -2611,33 +2614,49 @@ typedef struct gmemos {
     gmemo e[];
 } gmemos;
 
+/* Frees what entry e holds; e is left empty. */
+static void memo_entry_free(gmemo *e)
+{
+    cost_graph *k = &e->key;
+    ap_free(k->nodes);
+    ap_free(k->e_val);
+    ap_free(k->e_read);
+    ap_free(k->e_feeds);
+    ap_free(k->v_bytes);
+    ap_free(k->v_def);
+    ap_free(k->v_root);
+    ap_free(k->v_what);
+    ap_free(k->v_dims);
+    ap_free(k->v_in);
+    ap_free(k->v_name);
+    ap_free(k->v_gate);
+    ap_free(k->v_feeds);
+    ap_free(k->colls);
+    ap_free(k->peaks);
+    ap_free(k->kids);
+    ap_free(k->out_alias);
+    cost__program_free_arrays(&e->out);
+    memset(e, 0, sizeof *e);
+}
+
 static void memo_free(void *memos)
 {
     gmemos *m = memos;
     if (!m)
         return;
-    for (uint32_t i = 0; i < m->n; i++) {
-        cost_graph *k = &m->e[i].key;
-        ap_free(k->nodes);
-        ap_free(k->e_val);
-        ap_free(k->e_read);
-        ap_free(k->e_feeds);
-        ap_free(k->v_bytes);
-        ap_free(k->v_def);
-        ap_free(k->v_root);
-        ap_free(k->v_what);
-        ap_free(k->v_dims);
-        ap_free(k->v_in);
-        ap_free(k->v_name);
-        ap_free(k->v_gate);
-        ap_free(k->v_feeds);
-        ap_free(k->colls);
-        ap_free(k->peaks);
-        ap_free(k->kids);
-        ap_free(k->out_alias);
-        cost__program_free_arrays(&m->e[i].out);
-    }
+    for (uint32_t i = 0; i < m->n; i++)
+        memo_entry_free(&m->e[i]);
     ap_free(m);
+}
+
+/* The bytes of g's arrays that an entry keeps as its key (the program it
+ * keeps is smaller: its kernels and events). */
+static size_t graph_bytes(const cost_graph *g)
+{
+    size_t per_edge = sizeof *g->e_val + sizeof *g->e_read + sizeof *g->e_feeds;
+    size_t per_val = sizeof *g->v_bytes + sizeof *g->v_def + sizeof *g->v_root + sizeof *g->v_what +
+                     sizeof *g->v_dims + sizeof *g->v_in + sizeof *g->v_name + sizeof *g->v_gate;
+    return (size_t)g->cap_nodes * sizeof *g->nodes + (size_t)g->cap_edges * per_edge + (size_t)g->cap_vals * per_val;
 }
 
 int64_t cost__graph_memo_hits(const cost_graph *g)
@@ -2708,8 +2727,19 @@ static void memo_keep(cost_graph *g, const cost_program *p, double mult, const c
         m->n = g->memo;
         g->memos = m;
     }
+    /* with g->memo_bytes, the entries whose keys fit in it (at least
+     * MEMO_MIN, at most g->memo); those beyond are let go */
+    uint32_t lim = m->n;
+    if (g->memo_bytes) {
+        size_t fit = g->memo_bytes / (graph_bytes(g) + 1);
+        uint32_t least = m->n < MEMO_MIN ? m->n : MEMO_MIN;
+        lim = fit < least ? least : fit < m->n ? (uint32_t)fit : m->n;
+        for (uint32_t i = lim; i < m->n; i++)
+            if (m->e[i].used)
+                memo_entry_free(&m->e[i]);
+    }
     gmemo *e = &m->e[0];
-    for (uint32_t i = 1; i < m->n && e->used; i++)
+    for (uint32_t i = 1; i < lim && e->used; i++)
         if (m->e[i].used < e->used)
             e = &m->e[i];
     e->used = 0; /* empty until complete */

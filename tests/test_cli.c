@@ -293,6 +293,24 @@ START_TEST(check_passes_and_fails)
     /* and which difference is held to it: err, beside abs and rel */
     ck_assert_ptr_nonnull(strstr(r.out, "held to tol: err = largest |difference| / max(1, largest |value|"));
     ck_assert_ptr_nonnull(strstr(r.out, "loops abs rel       err"));
+    /* and the rounding noise each result carries, from the fourth run */
+    ck_assert_ptr_nonnull(strstr(r.out, "  noise     "));
+    ck_assert_ptr_nonnull(strstr(r.out, "noise (the same measure of\nthe unpartitioned run rounded another way)"));
+    cli_run_free(&r);
+    r = RUN("check", tiny_path, "--mesh", "batch=2,model=2", "--schedule", MEGATRON, "--json");
+    ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
+    json_error_t je0;
+    json_t *j0 = json_loads(r.out, 0, &je0);
+    ck_assert_msg(j0 != NULL, "%s", je0.text);
+    ck_assert(json_is_object(json_object_get(json_object_get(j0, "runs"), "noise")));
+    size_t noisy = 0;
+    for (size_t i = 0; i < json_array_size(json_object_get(j0, "results")); i++) {
+        json_t *x = json_array_get(json_object_get(j0, "results"), i);
+        ck_assert(json_is_number(json_object_get(x, "noise")));
+        noisy += json_number_value(json_object_get(x, "noise")) > 0;
+    }
+    ck_assert_uint_gt(noisy, 0); /* f32 gradients do move */
+    json_decref(j0);
     cli_run_free(&r);
 
     /* no float sum is exact once reordered: a tolerance of 1e-30 fails */

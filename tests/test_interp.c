@@ -160,6 +160,133 @@ static char *fn(const char *sig, const char *body)
     return buf;
 }
 
+/* Runs @main of text on args (borrowed) with opts; the one result. */
+static ir_tensor *run1_opts(const char *text, ir_tensor **args, uint32_t n_args, const ir_interp_opts *opts)
+{
+    ir_module *m = parse_ok(text);
+    ir_tensor **res = NULL;
+    uint32_t n = 0;
+    ap_error err;
+    ck_assert_msg(ir_interp_run(m, ir_module_func(m, "main"), (const ir_tensor *const *)args, n_args, &res, &n, opts,
+                                &err) == 0,
+                  "%s", err.msg);
+    ck_assert_int_eq(n, 1);
+    ir_tensor *t = res[0];
+    ap_free(res);
+    ir_module_free(m);
+    return t;
+}
+
+/* The noise run of `autopart check` (ir_interp_opts.split_sums,
+ * random_rounding): other orders and roundings than the default's, each
+ * one a valid evaluation.  In f16 (ulp 1 at 1024) 1024 + 0.5 + 0.5 + 0.5:
+ * a dot rounds the exact 1025.5 once to 1026 (ties to even), split in two
+ * rounded chunks it is (1024.5 -> 1024) + (1 -> 1) = 1025; a reduce folds
+ * left to right to 1024 (each + 0.5 ties back to even), reversed to 1026
+ * (0.5 + 0.5 + 0.5 first, then 1024 + 1.5 = 1025.5, tie to even); a
+ * convolution over 4 features splits as the dot, a scatter-add as the
+ * reduce.
+ * Random rounding moves each sum by at most one ulp, moves some, and keeps
+ * max exact: y == max(y) still holds somewhere. */
+START_TEST(noise_run_orders_and_roundings)
+{
+    const double x[] = {1024, 0.5, 0.5, 0.5}, ones[] = {1, 1, 1, 1};
+    /* (fn's text lasts until its next call) */
+    const char *dot = fn("(%a: tensor<4xf16>, %b: tensor<4xf16>) -> tensor<f16>",
+                         "  %0 = stablehlo.dot_general %a, %b, contracting_dims = [0] x [0] : (tensor<4xf16>, "
+                         "tensor<4xf16>) -> tensor<f16>\n  return %0 : tensor<f16>");
+    ir_tensor *args[2] = {tf(IR_E_F16, "4", x, 4), tf(IR_E_F16, "4", ones, 4)};
+    ir_interp_opts split = {.split_sums = 2};
+    ir_tensor *y = run1_opts(dot, args, 2, NULL);
+    ck_assert_double_eq(ir_tensor_get_f64(y, 0), 1026);
+    ir_tensor_free(y);
+    y = run1_opts(dot, args, 2, &split);
+    ck_assert_double_eq(ir_tensor_get_f64(y, 0), 1025);
+    ir_tensor_free(y);
+    const char *red = fn("(%a: tensor<4xf16>) -> tensor<f16>",
+                         "  %z = stablehlo.constant dense<0.0> : tensor<f16>\n"
+                         "  %0 = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [0] : "
+                         "(tensor<4xf16>, tensor<f16>) -> tensor<f16>\n  return %0 : tensor<f16>");
+    y = run1_opts(red, args, 1, NULL);
+    ck_assert_double_eq(ir_tensor_get_f64(y, 0), 1024);
+    ir_tensor_free(y);
+    y = run1_opts(red, args, 1, &split);
+    ck_assert_double_eq(ir_tensor_get_f64(y, 0), 1026);
+    ir_tensor_free(y);
+    /* a convolution over 4 input features: the dot's sums */
+    const char *conv = fn("(%a: tensor<1x1x1x4xf16>, %k: tensor<1x1x4x1xf16>) -> tensor<1x1x1x1xf16>",
+                          "  %0 = stablehlo.convolution(%a, %k) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], "
+                          "window = {} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : "
+                          "(tensor<1x1x1x4xf16>, tensor<1x1x4x1xf16>) -> tensor<1x1x1x1xf16>\n"
+                          "  return %0 : tensor<1x1x1x1xf16>");
+    ir_tensor *cargs[2] = {tf(IR_E_F16, "1x1x1x4", x, 4), tf(IR_E_F16, "1x1x4x1", ones, 4)};
+    y = run1_opts(conv, cargs, 2, NULL);
+    ck_assert_double_eq(ir_tensor_get_f64(y, 0), 1026);
+    ir_tensor_free(y);
+    y = run1_opts(conv, cargs, 2, &split);
+    ck_assert_double_eq(ir_tensor_get_f64(y, 0), 1025);
+    ir_tensor_free(y);
+    ir_tensor_free(cargs[0]);
+    ir_tensor_free(cargs[1]);
+    /* a scatter-add of 2x2 updates onto one element: the reduce's sums,
+     * the updates walked backwards over both dims */
+    const char *sc = fn("(%u: tensor<2x2xf16>) -> tensor<1xf16>",
+                        "  %z = stablehlo.constant dense<0.0> : tensor<1xf16>\n"
+                        "  %i = stablehlo.constant dense<0> : tensor<2x2x1xi32>\n"
+                        "  %0 = \"stablehlo.scatter\"(%z, %i, %u) ({\n"
+                        "    ^bb0(%p: tensor<f16>, %q: tensor<f16>):\n"
+                        "      %s = stablehlo.add %p, %q : tensor<f16>\n"
+                        "      stablehlo.return %s : tensor<f16>\n"
+                        "  }) {scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], "
+                        "scatter_dims_to_operand_dims = [0], index_vector_dim = 2>} : "
+                        "(tensor<1xf16>, tensor<2x2x1xi32>, tensor<2x2xf16>) -> tensor<1xf16>\n"
+                        "  return %0 : tensor<1xf16>");
+    ir_tensor *u = tf(IR_E_F16, "2x2", x, 4);
+    y = run1_opts(sc, &u, 1, NULL);
+    ck_assert_double_eq(ir_tensor_get_f64(y, 0), 1024);
+    ir_tensor_free(y);
+    y = run1_opts(sc, &u, 1, &split);
+    ck_assert_double_eq(ir_tensor_get_f64(y, 0), 1026);
+    ir_tensor_free(y);
+    ir_tensor_free(u);
+    ir_tensor_free(args[0]);
+    ir_tensor_free(args[1]);
+
+    double v[64];
+    for (int i = 0; i < 64; i++)
+        v[i] = 1 + i / 64.0;
+    ir_tensor *a = tf(IR_E_F16, "64", v, 64);
+    const char *rr = fn("(%a: tensor<64xf16>) -> tensor<64xf16>",
+                        "  %y = stablehlo.add %a, %a : tensor<64xf16>\n"
+                        "  %t = stablehlo.constant dense<0xFC00> : tensor<f16>\n"
+                        "  %m = stablehlo.reduce(%y init: %t) applies stablehlo.maximum across dimensions = [0] : "
+                        "(tensor<64xf16>, tensor<f16>) -> tensor<f16>\n"
+                        "  %mb = stablehlo.broadcast_in_dim %m, dims = [] : (tensor<f16>) -> tensor<64xf16>\n"
+                        "  %eq = stablehlo.compare EQ, %y, %mb, FLOAT : (tensor<64xf16>, tensor<64xf16>) -> "
+                        "tensor<64xi1>\n"
+                        "  %zero = stablehlo.constant dense<0.0> : tensor<64xf16>\n"
+                        "  %r = stablehlo.select %eq, %y, %zero : tensor<64xi1>, tensor<64xf16>\n"
+                        "  %s = stablehlo.add %y, %r : tensor<64xf16>\n"
+                        "  return %s : tensor<64xf16>");
+    ir_interp_opts rnd = {.random_rounding = 12345};
+    ir_tensor *y0 = run1_opts(rr, &a, 1, NULL), *y1 = run1_opts(rr, &a, 1, &rnd);
+    int moved = 0, maxima = 0;
+    for (int i = 0; i < 64; i++) {
+        double want = ir_tensor_get_f64(y0, i), got = ir_tensor_get_f64(y1, i);
+        /* the max element doubles (y + y, each rounded) */
+        maxima += got > 4.5;
+        moved += got != want;
+        ck_assert_msg(fabs(got - want) <= 3 * (want >= 4 ? 0.00390625 : 0.001953125), "element %d: %g against %g", i,
+                      got, want);
+    }
+    ck_assert_int_ge(moved, 8);
+    ck_assert_int_ge(maxima, 1);
+    ir_tensor_free(y0);
+    ir_tensor_free(y1);
+    ir_tensor_free(a);
+}
+END_TEST
+
 /* =========================================================== elementwise */
 
 START_TEST(float_arith)
@@ -2138,6 +2265,7 @@ static Suite *interp_suite(void)
     tcase_add_test(tc, spmd_per_device_inputs);
     tcase_add_test(tc, fmha_forward_values);
     tcase_add_test(tc, fmha_refusals);
+    tcase_add_test(tc, noise_run_orders_and_roundings);
     tcase_add_loop_test(tc, model_zoo_runs_finite, 0, (int)AP_ARRAY_LEN(zoo));
     tcase_add_test(tc, transformer_gradients_match_finite_differences);
     tcase_add_loop_test(tc, spmd_lowered_models_match_unpartitioned, 0, (int)AP_ARRAY_LEN(lowered));

@@ -464,7 +464,8 @@ END_TEST
  * (graph.c, the memo): a state whose lowering is one of them gets the
  * report, and the values at the peak, that a fresh scorer gives, bit for
  * bit, and the memo answers it (cost_scorer_reused) whatever came in
- * between. */
+ * between.  By default it remembers as many as 64 MB of graphs hold, up
+ * to 32: on this small model, all of the programs below. */
 START_TEST(scorer_reuses_runs_exactly)
 {
     ir_module *m = tl_generate("transformer", "tiny", "");
@@ -475,11 +476,13 @@ START_TEST(scorer_reuses_runs_exactly)
     ck_assert(ir_pctx_new(m, ir_module_entry(m), &mesh, &ctx, &err) == 0);
     cost_device dev;
     ck_assert(cost_device_lookup("tpu_v3", &dev, &err) == 0);
-    cost_scorer *sc, *bytes_only;
-    ck_assert(cost_scorer_new(ctx, &dev, NULL, NULL, &sc, &err) == 0);
+    cost_scorer *sc, *bytes_only, *many;
+    cost_options four = {.memo = 4};
+    ck_assert(cost_scorer_new(ctx, &dev, NULL, &four, &sc, &err) == 0);
+    ck_assert(cost_scorer_new(ctx, &dev, NULL, NULL, &many, &err) == 0);
     /* the search's scorers: the peak's bytes alone (the memo then does not
      * compare what only the breakdown reads) */
-    cost_options bare = {.top_k = -1, .peak_only = true};
+    cost_options bare = {.top_k = -1, .peak_only = true, .memo = 4};
     ck_assert(cost_scorer_new(ctx, &dev, NULL, &bare, &bytes_only, &err) == 0);
     /* and one that remembers nothing (cost_options.memo < 0) */
     cost_scorer *forgets;
@@ -489,6 +492,8 @@ START_TEST(scorer_reuses_runs_exactly)
     /* 4 remembered: the fifth program met replaces the one used longest ago */
     const char *seq[] = {"bp", "bp+mp", "bp", "", "bp+mp", "bp", "bp+z3", "bp+mp", "bp+z3", "bp+z2", "", "bp+z2", "bp"};
     const int64_t reused[] = {0, 0, 1, 1, 2, 3, 3, 4, 5, 5, 5, 6, 6};
+    /* remembering every one: the second "" and "bp" as well */
+    const int64_t reused_all[] = {0, 0, 1, 1, 2, 3, 3, 4, 5, 5, 6, 7, 8};
     for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) {
         ir_partition *p;
         ck_assert(ir_partition_new(ctx, &p, &err) == 0);
@@ -527,6 +532,11 @@ START_TEST(scorer_reuses_runs_exactly)
                       (long long)quick.peak_memory_bytes, fresh.runtime_s, (long long)fresh.peak_memory_bytes);
         assert_same_figures(&fresh, &quick, what, false);
         ck_assert_int_eq(cost_scorer_reused(bytes_only), reused[i]);
+        cost_report kept;
+        ck_assert(cost_scorer_score(many, p, &kept, &err) == 0);
+        ck_assert_msg(cost_scorer_reused(many) == reused_all[i], "%s: %lld reused by default, wanted %lld", what,
+                      (long long)cost_scorer_reused(many), (long long)reused_all[i]);
+        assert_same_report(&fresh, &kept, what);
         cost_report plain;
         ck_assert(cost_scorer_score(forgets, p, &plain, &err) == 0);
         ck_assert_int_eq(cost_scorer_reused(forgets), 0);
@@ -534,6 +544,7 @@ START_TEST(scorer_reuses_runs_exactly)
         ir_partition_free(p);
     }
     cost_scorer_free(forgets);
+    cost_scorer_free(many);
     cost_scorer_free(bytes_only);
     cost_scorer_free(sc);
     ir_pctx_free(ctx);

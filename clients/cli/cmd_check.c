@@ -32,10 +32,17 @@ static void check_usage(FILE *f)
             "tolerance follows the lowest precision a result's computation went through\n"
             "(the report says which): f64 1e-9, f32 1e-4, f16 1e-2, bf16 5e-2, 8-bit floats\n"
             "0.25; u * sqrt(n) for a sum of n terms rounded one at a time in a type of\n"
-            "unit roundoff u, when larger; and, for an ill-conditioned result, 4 times how\n"
-            "far it moves when its inputs move by one ulp (at most 0.1).  Integers and\n"
-            "booleans are exact.  Float inputs are uniform in [-1, 1) (redrawn in\n"
-            "[0.01, 1) if that makes the original overflow), integers in [0, 8).\n"
+            "unit roundoff u, when larger; for an ill-conditioned result, 4 times how\n"
+            "far it moves when its inputs move by one ulp (at most 0.1); and 4 times its\n"
+            "rounding noise (at most 0.1): how far the unpartitioned program moves when\n"
+            "run again rounded another way (dots and convolutions summed in one rounded\n"
+            "chunk per device, added one at a time, as a split sum that is all-reduced;\n"
+            "reduce and scatter sums reversed; every op that rounds rounded up or down at\n"
+            "random).  A correct partitioning changes nothing but where and in what order\n"
+            "the program rounds; the `noise` run and column show what that moves.\n"
+            "Integers and booleans are exact.  Float inputs are uniform in [-1, 1)\n"
+            "(redrawn in [0.01, 1) if that makes the original overflow), integers in\n"
+            "[0, 8).\n"
             "\n"
             "  --mesh AXES        e.g. batch=4,model=2 (default: the module's sdy.mesh)\n"
             "  --schedule S       PartIR actions, as for `autopart apply`; @FILE reads a file\n"
@@ -54,16 +61,16 @@ static void check_usage(FILE *f)
             "failed, 2 bad usage.\n");
 }
 
-static const char *const run_names[IR_CHECK__RUNS] = {"unpartitioned", "loops", "spmd"};
+static const char *const run_names[IR_CHECK__RUNS] = {"unpartitioned", "loops", "spmd", "noise"};
 
 static int print_json(const ir_check_report *r)
 {
     json_t *o = json_object(), *results = json_array(), *runs = json_object();
     for (uint32_t j = 0; j < r->n_results; j++) {
         const ir_check_result *x = &r->results[j];
-        json_array_append_new(results, json_pack("{s:s, s:s, s:f, s:s, s:b, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}}",
+        json_array_append_new(results, json_pack("{s:s, s:s, s:f, s:s, s:f, s:b, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}}",
                                                  "name", x->name, "type", x->type, "tol", x->tol, "tol_follows",
-                                                 x->tol_basis, "ok", x->ok, "loops",
+                                                 x->tol_basis, "noise", x->noise, "ok", x->ok, "loops",
                                                  "max_abs", x->max_abs[0], "max_rel", x->max_rel[0], "error", x->error[0],
                                                  "spmd", "max_abs", x->max_abs[1], "max_rel", x->max_rel[1], "error",
                                                  x->error[1]));
@@ -106,14 +113,17 @@ static void print_text(const ir_check_report *r, const char *path, uint64_t seed
      * what is held to it is err, not the per-element rel */
     printf("\nheld to tol: err = largest |difference| / max(1, largest |value| of the result), an absolute bound\n"
            "for results within [-1, 1], relative to the result's scale above; rel (the largest per-element\n"
-           "relative difference) is for information: tiny elements make it large\n");
-    printf("\n%-*s  %-*s  %-8s  %-*s  %-9s %-9s %-9s  %-9s %-9s %-9s\n", wn, "result", wt, "type", "tol", wf,
-           "tol follows", "loops abs", "rel", "err", "spmd abs", "rel", "err");
+           "relative difference) is for information: tiny elements make it large; noise (the same measure of\n"
+           "the unpartitioned run rounded another way) is the rounding noise the result carries: tol is at\n"
+           "least %g times it, up to %g\n",
+           IR_CHECK_NOISE_FACTOR, IR_CHECK_NOISE_CAP);
+    printf("\n%-*s  %-*s  %-8s  %-*s  %-9s  %-9s %-9s %-9s  %-9s %-9s %-9s\n", wn, "result", wt, "type", "tol", wf,
+           "tol follows", "noise", "loops abs", "rel", "err", "spmd abs", "rel", "err");
     for (uint32_t j = 0; j < r->n_results; j++) {
         const ir_check_result *x = &r->results[j];
-        printf("%-*s  %-*s  %-8.2g  %-*s  %-9.3g %-9.3g %-9.3g  %-9.3g %-9.3g %-9.3g %s\n", wn, x->name, wt, x->type,
-               x->tol, wf, x->tol_basis, x->max_abs[0], x->max_rel[0], x->error[0], x->max_abs[1], x->max_rel[1],
-               x->error[1], x->ok ? "ok" : "MISMATCH");
+        printf("%-*s  %-*s  %-8.2g  %-*s  %-9.3g  %-9.3g %-9.3g %-9.3g  %-9.3g %-9.3g %-9.3g %s\n", wn, x->name, wt,
+               x->type, x->tol, wf, x->tol_basis, x->noise, x->max_abs[0], x->max_rel[0], x->error[0], x->max_abs[1],
+               x->max_rel[1], x->error[1], x->ok ? "ok" : "MISMATCH");
     }
     uint32_t bad = 0;
     for (uint32_t j = 0; j < r->n_results; j++)

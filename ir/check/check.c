@@ -2,7 +2,11 @@
  * check.c - the semantic-equivalence check of a partition state: the
  * unpartitioned function, the PartIR:Core loop view and the SPMD program run
  * on the same seeded random inputs and their results are compared (see
- * ir_check in ircheck.h for the error measure and the tolerances).
+ * ir_check in ircheck.h for the error measure and the tolerances).  Two
+ * more unpartitioned runs set the tolerances of results that rounding
+ * moves more than their precision alone says: one on inputs moved by an
+ * ulp (sensitivity), one rounded another way (noise_floor: its sums split
+ * and reordered, every rounding op rounded the other way at random).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -328,7 +332,10 @@ static int expectation(const ir_op *op, const char *name, const ir_tensor *const
  * the program's assertions are checked, and the loop view's `any`
  * iterations must agree with the first. */
 typedef struct handler_ctx {
-    double tol; /* 0: per element type */
+    double tol;         /* 0: per element type */
+    bool no_assertions; /* the noise run: its values are rounded another
+                           way on purpose, so the program's own exact
+                           assertions are not asked of it */
 } handler_ctx;
 
 static int custom_call(void *vctx, const ir_op *op, uint32_t n_operands, const ir_tensor *const *operands,
@@ -338,7 +345,7 @@ static int custom_call(void *vctx, const ir_op *op, uint32_t n_operands, const i
     ir_attr *target = ir_op_attr(op, "call_target_name");
     const char *name = target && target->kind == IR_A_STRING ? target->u.str.s : "?";
     if (!strncmp(name, "check.", 6) && n_operands == 2 && n_results == 0)
-        return expectation(op, name, operands, err);
+        return ctx->no_assertions ? 0 : expectation(op, name, operands, err);
     bool agree = !strcmp(name, IR_ITERATIONS_AGREE);
     if (!agree && !ir_custom_call_is_identity(op))
         return ap_error_set(err, AP_EUNSUPPORTED, "custom_call @%s has no semantics the checker knows", name);
@@ -466,6 +473,48 @@ out:
     return rc;
 }
 
+/* The noise floor of each result: how far the unpartitioned program moves
+ * when it rounds another way.  It runs again with the interpreter's
+ * split_sums order (interp.h: every float dot_general and convolution
+ * summed in `split` rounded chunks added one at a time, as a contraction
+ * split over `split` devices and all-reduced is; sums and products of
+ * reduce and scatter folded in reverse) and its random_rounding (every op
+ * that rounds rounded the other way at random, seeded from the check's
+ * seed).  A correct partitioning changes nothing but where and in what
+ * order the program rounds, so noise[j], the difference of the two runs
+ * measured as the check measures errors, is the rounding noise result j
+ * carries at its precision.  noise[j] stays 0 where that run is not
+ * finite. */
+static int noise_floor(const ir_module *m, const ir_op *f, ir_tensor *const *args, uint32_t n_args,
+                       ir_tensor *const *ref, uint32_t n_ref, int split, uint64_t seed, const ir_interp_opts *opts,
+                       double *noise, ap_error *err)
+{
+    ir_tensor **res = NULL;
+    uint32_t n_res = 0;
+    ir_interp_opts o = *opts;
+    handler_ctx h = *(const handler_ctx *)opts->custom_call_ctx;
+    h.no_assertions = true;
+    o.custom_call_ctx = &h;
+    o.split_sums = split;
+    o.random_rounding = ap_hash_mix(seed, 0x4015eull) | 1;
+    for (uint32_t j = 0; j < n_ref; j++)
+        noise[j] = 0;
+    if (ir_interp_run(m, f, (const ir_tensor *const *)args, n_args, &res, &n_res, &o, err) < 0)
+        return in_run(err, "unpartitioned run rounded another way (the noise run)");
+    int rc = 0;
+    for (uint32_t j = 0; j < n_ref && j < n_res; j++) {
+        double max_abs = 0, max_rel = 0;
+        if (!ir_tensor_all_finite(res[j]))
+            continue;
+        if ((rc = compare(res[j], ref[j], &max_abs, &max_rel, err)) < 0)
+            break;
+        double e = error_of(max_abs, magnitude(ref[j]));
+        noise[j] = isfinite(e) ? e : 0;
+    }
+    ir_tensors_free(res, n_res);
+    return rc;
+}
+
 int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *r, ap_error *err)
 {
     ir_check_opts o = opts ? *opts : IR_CHECK_OPTS_DEFAULT;
@@ -473,7 +522,7 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
     const ir_op *f = ir_pctx_func(c);
     uint32_t n_args = ir_func_num_args(f), n_ref = 0, n_loops = 0, n_spmd = 0;
     ir_tensor **args = ap_calloc(n_args ? n_args : 1, sizeof *args), **ref = NULL, **loops = NULL, **spmd = NULL;
-    double *sens = NULL; /* per result: see sensitivity() */
+    double *sens = NULL, *noise = NULL; /* per result: see sensitivity(), noise_floor() */
     ir_module *tm = NULL;
     ir_lowered low = {0};
     handler_ctx hctx = {.tol = o.tol};
@@ -501,13 +550,14 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
      * negative, say) are redrawn positive, since a NaN compares with
      * nothing. */
     int rc = 0;
+    double t0;
     r->input_lo = -1, r->input_hi = 1;
     for (;;) {
         if ((rc = make_inputs(ir_pctx_module(c)->filename, f, o.seed, r->input_lo, r->input_hi, args, err)) < 0)
             goto out;
         io.ops_evaluated = &r->ops[IR_CHECK_REF];
         r->ops[IR_CHECK_REF] = 0;
-        double t0 = ap_mono_s();
+        t0 = ap_mono_s();
         if (ir_interp_run(ir_pctx_module(c), f, (const ir_tensor *const *)args, n_args, &ref, &n_ref, &io, err) < 0) {
             rc = in_run(err, "unpartitioned run");
             goto out;
@@ -526,7 +576,8 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
     }
 
     /* How ill-conditioned each result is (unless --tol sets them all). */
-    if (!(sens = ap_calloc(n_ref ? n_ref : 1, sizeof *sens))) {
+    if (!(sens = ap_calloc(n_ref ? n_ref : 1, sizeof *sens)) ||
+        !(noise = ap_calloc(n_ref ? n_ref : 1, sizeof *noise))) {
         rc = ap_error_set(err, AP_ENOMEM, "out of memory");
         goto out;
     }
@@ -535,8 +586,35 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
         (rc = sensitivity(ir_pctx_module(c), f, args, n_args, ref, n_ref, o.seed, &io, sens, &moved_by, err)) < 0)
         goto out;
 
+    /* The rounding noise of each result (unless --tol sets them all): its
+     * sums split in as many chunks as there are devices, the most any
+     * partitioning on this mesh splits one into (at least 2), and its
+     * roundings drawn at random. */
+    if (!(o.tol > 0)) {
+        int64_t split = r->n_devices > 2 ? r->n_devices : 2;
+        t0 = ap_mono_s();
+        io.ops_evaluated = &r->ops[IR_CHECK_NOISE];
+        if ((rc = noise_floor(ir_pctx_module(c), f, args, n_args, ref, n_ref,
+                              (int)(split < IR_INTERP_MAX_SPLIT ? split : IR_INTERP_MAX_SPLIT), o.seed, &io, noise,
+                              err)) < 0) {
+            /* A program may not survive rounding another way (a loop
+             * until x == 0.75 that misses it runs out of iterations): the
+             * check goes on without the noise, whose tolerances could only
+             * have been wider. */
+            if (rc == AP_ENOMEM)
+                goto out;
+            size_t used = strlen(r->note);
+            snprintf(r->note + used, sizeof r->note - used, "%sno tolerance follows rounding noise: %s",
+                     used ? "; " : "", err->msg);
+            for (uint32_t j = 0; j < n_ref; j++)
+                noise[j] = 0;
+            rc = 0;
+        }
+        r->seconds[IR_CHECK_NOISE] = ap_mono_s() - t0;
+    }
+
     /* The loop view, as a program of its own. */
-    double t0 = ap_mono_s();
+    t0 = ap_mono_s();
     io.ops_evaluated = &r->ops[IR_CHECK_LOOPS];
     if (ir_temporal(p, &tm, err) < 0 ||
         ir_interp_run(tm, ir_module_entry(tm), (const ir_tensor *const *)args, n_args, &loops, &n_loops, &io, err) < 0) {
@@ -564,6 +642,13 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
         rc = ap_error_set(err, AP_EINVALID, "the partitioned programs return %u and %u results, the function %u",
                           n_loops, n_spmd, n_ref);
         goto out;
+    }
+    /* a wrong answer planted by a test (ir_check_opts) */
+    if (o.plant_error != 0 && o.plant_result < n_spmd && spmd[o.plant_result]->kind == IR_TENSOR_ARRAY &&
+        spmd[o.plant_result]->numel > 0) {
+        ir_tensor *t = spmd[o.plant_result];
+        double scale = fmax(1.0, magnitude(ref[o.plant_result]));
+        ir_tensor_set_f64(t, 0, ir_tensor_get_f64(t, 0) + o.plant_error * scale);
     }
 
     r->results = ap_calloc(n_ref ? n_ref : 1, sizeof *r->results);
@@ -596,14 +681,26 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
             }
             res->tol = b.tol;
             basis_text(&b, res->tol_basis, sizeof res->tol_basis);
+            /* integers and booleans stay exact: a float rounded the other
+             * way may move an index, which is no licence for a wrong one
+             * (the sensitivity rule gave them 0.1) */
+            bool inexact = ir_elem_is_float(b.elem) || ir_elem_is_complex(b.elem);
             /* moving the inputs by one rounding of the precision the
              * result is computed in (linearly scaled from moved_by) */
             double per_ulp = moved_by > 0 ? sens[j] * 2 * unit_roundoff(b.elem) / moved_by : 0;
-            double by_sens = fmin(IR_CHECK_SENSITIVITY * per_ulp, IR_CHECK_SENSITIVITY_CAP);
+            double by_sens = inexact ? fmin(IR_CHECK_SENSITIVITY * per_ulp, IR_CHECK_SENSITIVITY_CAP) : 0;
             if (by_sens > res->tol) {
                 res->tol = by_sens;
                 snprintf(res->tol_basis, sizeof res->tol_basis, "%s, ill-conditioned (%.2g per ulp)",
                          ir_elem_name(b.elem), per_ulp);
+            }
+            /* the rounding noise it carries, with a margin (ircheck.h) */
+            res->noise = noise[j];
+            double by_noise = inexact ? fmin(IR_CHECK_NOISE_FACTOR * noise[j], IR_CHECK_NOISE_CAP) : 0;
+            if (by_noise > res->tol) {
+                res->tol = by_noise;
+                snprintf(res->tol_basis, sizeof res->tol_basis, "%s, rounding noise %.2g", ir_elem_name(b.elem),
+                         noise[j]);
             }
         }
         res->ok = true;
@@ -623,6 +720,7 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
 
 out:
     ap_free(sens);
+    ap_free(noise);
     ir_tensors_free(ref, n_ref);
     ir_tensors_free(loops, n_loops);
     ir_tensors_free(spmd, n_spmd);

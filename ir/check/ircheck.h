@@ -38,9 +38,44 @@
  * ulp of their own types, scaled), up to IR_CHECK_SENSITIVITY_CAP:
  * reordering its arithmetic moves it about as much.  Integer and boolean
  * results are exact.
+ *
+ * And a float result is held to at least IR_CHECK_NOISE_FACTOR times its
+ * noise floor, up to IR_CHECK_NOISE_CAP.  The noise floor is how far the
+ * unpartitioned program moves when it runs once more rounded another way
+ * (the `noise` run; the same error measure against the first run):
+ *  - its sums in another order StableHLO equally allows
+ *    (ir_interp_opts.split_sums, one chunk per device, at least 2): every
+ *    float dot_general and convolution summed in chunks rounded to the
+ *    result type and added one at a time, as a contraction split over the
+ *    devices and all-reduced is; reduce and scatter sums reversed;
+ *  - and every op that rounds rounded the other way at random (the
+ *    Monte Carlo arithmetic of Parker, Verificarlo and CADNA:
+ *    ir_interp_opts.random_rounding), since a partitioned program also
+ *    rounds at points the original does not: a partial sum carried through
+ *    a multiply or a convert to a narrower type before it is reduced.
+ * A correct partitioning changes nothing but where and in what order the
+ * program rounds, and a deep low-precision backward pass amplifies those
+ * roundings far beyond what the rules above foresee (f16 gradients moved
+ * by 0.018 against 0.01); the extra run measures the amplification in this
+ * very program.  The factor 4: the noise run is one draw of that noise, and
+ * the largest error over a result's elements varies between draws by up to
+ * about 2x (the largest of n >= 16 normal draws: its 5th to 95th
+ * percentile span 1.8x), and a partitioned program rounds some values
+ * once per device (each partial sum, and each op a pending sum passes
+ * through before it is reduced), which one perturbation per op does not
+ * bound when the partials cancel (another 2x).  The cap keeps gross
+ * errors (a missing or doubled reduction, a wrong tile: of the order of the
+ * values themselves) caught where a result is all noise at its precision.
+ * Integer and boolean results stay exact.  A noise run that fails (a
+ * loop on x != 0.75 that the other rounding never ends) leaves every noise
+ * at 0 and says so in the report's note.  Both extra runs are skipped
+ * under ir_check_opts.tol.  A result is held to the largest tolerance the
+ * rules give, and the report says which rule set it (tol_basis).
  */
 #define IR_CHECK_SENSITIVITY 4.0
 #define IR_CHECK_SENSITIVITY_CAP 0.1
+#define IR_CHECK_NOISE_FACTOR 4.0
+#define IR_CHECK_NOISE_CAP 0.1
 
 /* Default tolerance per element type: 1e-9 for f64, 1e-4 for f32 and tf32,
  * 1e-2 for f16, 5e-2 for bf16, 0.25 for the 8-bit and narrower floats,
@@ -53,6 +88,11 @@ typedef struct ir_check_opts {
     uint64_t seed;           /* of the random inputs */
     double tol;              /* > 0: for every result; 0: per element type */
     int64_t drop_all_reduce; /* ir_lower_opts (tests only); -1 none */
+    /* Tests only: a wrong answer planted in the SPMD run: plant_error
+     * times max(1, the result's largest |value|) added to element 0 of
+     * result plant_result (0: none). */
+    double plant_error;
+    uint32_t plant_result;
     int64_t max_elems;       /* per tensor, 0: the interpreter's default */
     int64_t max_arg_bytes;   /* all arguments together; 0: IR_CHECK_MAX_ARG_BYTES */
 } ir_check_opts;
@@ -63,15 +103,20 @@ typedef struct ir_check_opts {
  * configurations of a model (the zoo's `tiny`). */
 #define IR_CHECK_MAX_ARG_BYTES ((int64_t)1 << 30)
 
-enum { IR_CHECK_REF, IR_CHECK_LOOPS, IR_CHECK_SPMD, IR_CHECK__RUNS };
+/* The runs timed in the report; IR_CHECK_NOISE is the unpartitioned program
+ * again with its sums reordered (the noise floor above). */
+enum { IR_CHECK_REF, IR_CHECK_LOOPS, IR_CHECK_SPMD, IR_CHECK_NOISE, IR_CHECK__RUNS };
 
 typedef struct ir_check_result {
     char name[96];  /* jax.result_info, or "result #J" */
     char type[96];  /* tensor<4x8xf32> */
     double tol;
     char tol_basis[48]; /* what tol follows: "bf16", "f16, a 1048576-term sum",
-                           "f32, ill-conditioned (1.4e-05 per ulp)", "--tol"
+                           "f32, ill-conditioned (1.4e-05 per ulp)",
+                           "f16, rounding noise 0.0046", "--tol"
                            (ir_check_opts.tol) */
+    double noise;       /* the noise floor (the error of the reordered
+                           unpartitioned run); 0 under --tol */
     /* [0]: the loop view, [1]: SPMD, against the unpartitioned run */
     double max_abs[2]; /* largest |x - ref| */
     double max_rel[2]; /* largest |x - ref| / max(|x|, |ref|) */
@@ -85,9 +130,10 @@ typedef struct ir_check_report {
     bool ok;                  /* every result within its tolerance */
     int64_t n_devices;
     double input_lo, input_hi;        /* range of the float inputs */
-    double seconds[IR_CHECK__RUNS];   /* per run: unpartitioned, loops, SPMD */
+    double seconds[IR_CHECK__RUNS];   /* per run: unpartitioned, loops, SPMD, noise */
     uint64_t ops[IR_CHECK__RUNS];     /* ops evaluated per run */
-    char note[160];                   /* e.g. why inputs were redrawn */
+    char note[256];                   /* e.g. why inputs were redrawn, or
+                                         that the noise run failed */
 } ir_check_report;
 
 /* Runs the check of state p (its context's function and module) and fills

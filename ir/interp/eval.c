@@ -14,6 +14,7 @@
 #include "interp_int.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 
 #define DEFAULT_MAX_WHILE_ITERS ((int64_t)1 << 20)
@@ -537,6 +538,71 @@ static int check_results(ip_run *r, const ir_op *op)
     return 0;
 }
 
+/* Bits of the significand stored for float type e (0: not a float). */
+static int mantissa_bits(ir_elem e)
+{
+    switch (e) {
+    case IR_E_F64: return 52;
+    case IR_E_F32: return 23;
+    case IR_E_TF32: case IR_E_F16: return 10;
+    case IR_E_BF16: return 7;
+    case IR_E_F8E3M4: return 4;
+    case IR_E_F8E4M3FN: case IR_E_F8E4M3FNUZ: case IR_E_F8E4M3B11FNUZ: case IR_E_F8E4M3: case IR_E_F6E2M3FN: return 3;
+    case IR_E_F8E5M2: case IR_E_F8E5M2FNUZ: case IR_E_F6E3M2FN: return 2;
+    case IR_E_F4E2M1FN: return 1;
+    default: return 0;
+    }
+}
+
+/* Whether op's float results are rounded from a computed value (what
+ * opts.random_rounding perturbs). */
+static bool rounds(const ir_op *op)
+{
+    switch ((ir_opcode)op->opcode) {
+    case IR_OP_ADD: case IR_OP_SUBTRACT: case IR_OP_MULTIPLY: case IR_OP_DIVIDE: case IR_OP_POWER:
+    case IR_OP_ATAN2: case IR_OP_EXP: case IR_OP_EXPM1: case IR_OP_LOG: case IR_OP_LOG1P: case IR_OP_LOGISTIC:
+    case IR_OP_RSQRT: case IR_OP_SQRT: case IR_OP_CBRT: case IR_OP_TANH: case IR_OP_SINE: case IR_OP_COSINE:
+    case IR_OP_TAN: case IR_OP_DOT: case IR_OP_DOT_GENERAL: case IR_OP_CONVOLUTION:
+        return true;
+    case IR_OP_REDUCE: {
+        ir_opcode b = op->n_regions == 1 ? ir_region_reduction(&op->regions[0]) : IR_OP_UNKNOWN;
+        return b == IR_OP_ADD || b == IR_OP_MULTIPLY;
+    }
+    case IR_OP_CONVERT: {
+        const ir_type *a = op->n_operands ? op->operands[0]->type : NULL, *y = op->results[0].type;
+        return a && y && a->kind == IR_T_TENSOR && y->kind == IR_T_TENSOR &&
+               mantissa_bits((ir_elem)y->elem) < mantissa_bits((ir_elem)a->elem);
+    }
+    default: return false;
+    }
+}
+
+/* opts.random_rounding on one result: each nonzero finite element moves
+ * one ulp up or down with probability 1/4 each. */
+static void round_randomly(ip_run *r, ir_tensor *t)
+{
+    int m = t->kind == IR_TENSOR_ARRAY && ir__ip_class((ir_elem)t->elem) == IP_F ? mantissa_bits((ir_elem)t->elem) : 0;
+    if (!m)
+        return;
+    ir_elem e = (ir_elem)t->elem;
+    size_t eb = ip_eb(e);
+    uint64_t bits = 0, stream = ap_hash_mix(r->opts.random_rounding, r->n_rounded++);
+    for (int64_t i = 0; i < t->numel; i++) {
+        if ((i & 31) == 0)
+            bits = ap_hash_mix(stream, (uint64_t)i);
+        unsigned two = (unsigned)(bits >> (2 * (i & 31))) & 3;
+        uint8_t *p = t->data + (size_t)i * eb;
+        double v = ip_ldf(e, p);
+        if (two < 2 || v == 0 || !isfinite(v))
+            continue;
+        int ex;
+        frexp(v, &ex); /* |v| in [2^(ex-1), 2^ex) */
+        double ulp = ldexp(1.0, ex - 1 - m), w = two == 2 ? v + ulp : v - ulp;
+        if (isfinite(w))
+            ip_stf(e, p, w);
+    }
+}
+
 static int eval_kernel(ip_run *r, ip_frame *fr, const ir_op *op, ip_kernel k)
 {
     const ir_tensor *in_small[8];
@@ -576,6 +642,8 @@ static int eval_kernel(ip_run *r, ip_frame *fr, const ir_op *op, ip_kernel k)
                 ir_tensor_free(out[i]);
             goto done;
         }
+        for (uint32_t i = 0; r->opts.random_rounding && !fr->local && rounds(op) && i < op->n_results; i++)
+            round_randomly(r, out[i]);
         for (uint32_t i = 0; i < op->n_results; i++)
             ir__ip_slot_set(fr, d, &op->results[i], out[i]);
     }

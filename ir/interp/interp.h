@@ -35,7 +35,10 @@
  * partition_id, replica_id and the collectives; and the custom calls of
  * cuDNN's fused attention (__cudnn$fmhaSoftmax and its backward, see
  * ir_fmha_get).  Other custom calls go to the caller's handler.  Sums of products
- * accumulate in double and round once; region reductions round per step.
+ * accumulate in double and round once; region reductions round per step
+ * (ir_interp_opts.split_sums evaluates sums in another order, and
+ * random_rounding rounds the other way at random: the noise run of
+ * `autopart check`).
  *
  * An op it cannot evaluate (ops of other dialects, dynamic shapes,
  * custom_call without a handler, rng, rng_bit_generator, quantized types,
@@ -170,7 +173,29 @@ typedef struct ir_interp_opts {
     void *custom_call_ctx;
     uint64_t *ops_evaluated; /* if not NULL, incremented per op evaluated (per
                                 device in SPMD runs, region bodies included) */
+    /* 0: the usual order.  N > 1: another order StableHLO equally allows,
+     * the noise run of `autopart check` (ir/check/ircheck.h): a float
+     * dot_general or convolution sums its terms in N chunks of consecutive
+     * contracting positions (input features for a convolution), rounds
+     * each chunk's sum to the result type and adds the chunks last to
+     * first, rounding at each step, as a sum split over N devices and
+     * all-reduced is; reduce and scatter whose body adds or multiplies fold
+     * their terms in reverse order.  Other ops are unchanged.  At most
+     * IR_INTERP_MAX_SPLIT (more is AP_ELIMIT at the first such op). */
+    int split_sums;
+    /* 0: off.  Otherwise the seed of random rounding (Monte Carlo
+     * arithmetic, as Verificarlo and CADNA do it), the other half of the
+     * noise run: every float element that an op which rounds computes (add,
+     * subtract, multiply, divide, power, the transcendental functions, dot,
+     * convolution, reduce with an add or multiply body, a narrowing convert)
+     * moves to its upper or lower neighbour in its type with probability
+     * 1/4 each, as if that op had rounded the other way.  Exact zeros and
+     * other ops (max, select, compare, copies) are left exact, so a value
+     * compared with its own maximum still matches it.  Region bodies are
+     * not perturbed. */
+    uint64_t random_rounding;
 } ir_interp_opts;
+#define IR_INTERP_MAX_SPLIT 1024
 
 /* Evaluates function `func` (a func.func of m, not a declaration) on args
  * (n_args tensors, borrowed; their types must match the function's argument

@@ -48,6 +48,7 @@ struct ip_run {
     uint32_t n_fns, cap_fns;
     ir_ptrmap fn_index; /* func op -> index in fns */
     uint64_t n_ops;
+    uint64_t n_rounded; /* tensors perturbed (opts.random_rounding) */
     /* Evaluates single-block region r for the kernel's device with n_in
      * arguments (borrowed) and stores n_out new result tensors in out: how
      * kernels with a body (reduce, sort, map, ...) call back into the
@@ -222,6 +223,18 @@ static inline bool ip_next(int rank, const int64_t *dims, int64_t *idx)
         if (++idx[d] < dims[d])
             return true;
         idx[d] = 0;
+    }
+    return false;
+}
+
+/* The row-major index before idx (false, idx at the last one, past the
+ * first): ip_next backwards. */
+static inline bool ip_prev(int rank, const int64_t *dims, int64_t *idx)
+{
+    for (int d = rank - 1; d >= 0; d--) {
+        if (--idx[d] >= 0)
+            return true;
+        idx[d] = dims[d] - 1;
     }
     return false;
 }

@@ -9,7 +9,9 @@
  * the result type: StableHLO leaves the accumulation order and precision to
  * the implementation.  Reductions with a region apply the body step by step
  * in row-major order of the reduced elements, rounding to the accumulator
- * type at each step as the body would.
+ * type at each step as the body would.  ir_interp_opts.split_sums selects
+ * another valid order for the noise run of `autopart check`: float dots
+ * and convolutions in rounded chunks, sums and products reversed.
  */
 #include "interp_int.h"
 
@@ -89,8 +91,27 @@ static double *pack_rows(const ir_tensor *t, const int64_t *batch, int nb, const
     return p;
 }
 
+/* x rounded to element type e (identity for f64). */
+static double round_to(ir_elem e, double x)
+{
+    uint8_t b[16];
+    ip_stf(e, b, x);
+    return ip_ldf(e, b);
+}
+
+/* The split_sums order (ir_interp_opts): chunk sums part[0..n), each
+ * rounded to e, added last to first with a rounding at each step. */
+static double split_total(ir_elem e, const double *part, int64_t n)
+{
+    double acc = n ? round_to(e, part[n - 1]) : 0;
+    for (int64_t q = n - 2; q >= 0; q--)
+        acc = round_to(e, acc + round_to(e, part[q]));
+    return acc;
+}
+
 /* A float dot_general on packed rows: out[b, i, j] = sum_k L[b, i, k] R[b, j, k]
- * with four partial sums (a fixed order, so results are reproducible). */
+ * with four partial sums (a fixed order, so results are reproducible), or
+ * in the run's split_sums order. */
 static int dot_packed(ip_ctx *c, const ir_tensor *l, const ir_tensor *r, const ir_dot_dims *dd, const int64_t *lfree,
                       int nlf, const int64_t *rfree, int nrf, const int64_t *loff, const int64_t *roff, int64_t nk,
                       ir_tensor *y)
@@ -108,6 +129,31 @@ static int dot_packed(ip_ctx *c, const ir_tensor *l, const ir_tensor *r, const i
     int64_t ni = nbat ? nl / nbat : 0, nj = nbat ? nr / nbat : 0;
     ir_elem ye = (ir_elem)y->elem;
     size_t yb = ip_eb(ye);
+    int64_t split = c->run->opts.split_sums;
+    if (split > 1) {
+        int64_t chunk = (nk + split - 1) / split, nparts = chunk ? (nk + chunk - 1) / chunk : 0;
+        double part[IR_INTERP_MAX_SPLIT];
+        if (nparts > IR_INTERP_MAX_SPLIT) {
+            ap_free(L);
+            ap_free(R);
+            return ir__ip_fail(c, AP_ELIMIT, "split_sums above %d", IR_INTERP_MAX_SPLIT);
+        }
+        for (int64_t b = 0; b < nbat; b++)
+            for (int64_t i = 0; i < ni; i++)
+                for (int64_t j = 0; j < nj; j++) {
+                    const double *a = L + (b * ni + i) * nk, *w = R + (b * nj + j) * nk;
+                    for (int64_t q = 0; q < nparts; q++) {
+                        double s = 0;
+                        for (int64_t k = q * chunk; k < nk && k < (q + 1) * chunk; k++)
+                            s += a[k] * w[k];
+                        part[q] = s;
+                    }
+                    ip_stf(ye, y->data + (size_t)((b * ni + i) * nj + j) * yb, split_total(ye, part, nparts));
+                }
+        ap_free(L);
+        ap_free(R);
+        return 0;
+    }
     for (int64_t b = 0; b < nbat; b++)
         for (int64_t i = 0; i < ni; i++) {
             const double *a = L + (b * ni + i) * nk;
@@ -345,7 +391,18 @@ int ir__ip_k_convolution(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
     size_t yb = ip_eb(ye);
     int64_t ofg = O / fgc, obg = O / bgc, nbg = N / bgc;
     int64_t yi[IR_MAX_RANK] = {0}, idx = 0;
+    /* split_sums: chunks of the input features (what a split of the
+     * contracting dim over devices sums apart) */
+    int64_t split = !cplx && !ints ? c->run->opts.split_sums : 0;
+    int64_t chunk = split > 1 ? (Ci + split - 1) / split : 0, nparts = chunk ? (Ci + chunk - 1) / chunk : 0;
+    double part[IR_INTERP_MAX_SPLIT];
+    if (nparts > IR_INTERP_MAX_SPLIT) {
+        rc = ir__ip_fail(c, AP_ELIMIT, "split_sums above %d", IR_INTERP_MAX_SPLIT);
+        goto done;
+    }
     do {
+        for (int64_t q = 0; q < nparts; q++)
+            part[q] = 0;
         int64_t ob = yi[cd.out_batch], of = yi[cd.out_feature];
         int64_t fg = of / ofg, bg = of / obg;
         int64_t nin = bg * nbg + ob;
@@ -382,6 +439,8 @@ int ir__ip_k_convolution(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
                         sz += lz[lo] * kz[ko];
                     else if (ints)
                         si += (uint64_t)ip_index_at(l, lo) * (uint64_t)ip_index_at(k, ko);
+                    else if (nparts)
+                        part[ci / chunk] += lf[lo] * kf[ko];
                     else
                         s += lf[lo] * kf[ko];
                 }
@@ -393,7 +452,7 @@ int ir__ip_k_convolution(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
         else if (ints)
             ip_sti(ye, y->data + (size_t)idx * yb, (int64_t)si);
         else
-            ip_stf(ye, y->data + (size_t)idx * yb, s);
+            ip_stf(ye, y->data + (size_t)idx * yb, nparts ? split_total(ye, part, nparts) : s);
         idx++;
     } while (ip_next(y->rank, y->dims, yi));
 done:
@@ -476,11 +535,15 @@ int ir__ip_k_reduce(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
     ip_strides(x->rank, x->dims, xs);
     for (int i = 0; i < x->rank; i++)
         odims[i] = x->dims[order[i]];
+    /* split_sums: a sum or product folds its terms last to first */
+    ir_opcode body = ir_region_reduction(&op->regions[0]);
+    bool reverse = c->run->opts.split_sums > 1 && (body == IR_OP_ADD || body == IR_OP_MULTIPLY);
     do {
         int64_t xoff = 0, yoff = 0;
         for (int i = 0; i < x->rank; i++) {
-            xoff += oi[i] * xs[order[i]];
-            yoff += oi[i] * ystr[order[i]];
+            int d = order[i];
+            xoff += (reverse && red[d] ? x->dims[d] - 1 - oi[i] : oi[i]) * xs[d];
+            yoff += oi[i] * ystr[d];
         }
         uint8_t *acc[IP_MAX_VARIADIC];
         const uint8_t *val[IP_MAX_VARIADIC];

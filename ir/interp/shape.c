@@ -728,6 +728,14 @@ int ir__ip_k_scatter(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
     ip_strides(x->rank, x->dims, xst);
     int64_t ui[IR_MAX_RANK] = {0}, si[IR_MAX_RANK], ri[IR_MAX_RANK];
     int64_t i = 0;
+    /* split_sums: updates that add or multiply apply last to first */
+    ir_opcode body = ir_region_reduction(&op->regions[0]);
+    bool reverse = c->run->opts.split_sums > 1 && (body == IR_OP_ADD || body == IR_OP_MULTIPLY);
+    if (reverse) {
+        for (int d = 0; d < u->rank; d++)
+            ui[d] = u->dims[d] - 1;
+        i = u->numel - 1;
+    }
     do {
         for (int k = 0; k < n_scatter; k++)
             si[k] = ui[scatter_dims[k]];
@@ -763,8 +771,8 @@ int ir__ip_k_scatter(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
             if ((rc = ir__ip_reduce_step(&rd, acc, val)) < 0)
                 break;
         }
-        i++;
-    } while (ip_next(u->rank, u->dims, ui));
+        i += reverse ? -1 : 1;
+    } while (reverse ? ip_prev(u->rank, u->dims, ui) : ip_next(u->rank, u->dims, ui));
     ir__ip_reducer_free(&rd);
     return rc;
 }

@@ -202,6 +202,7 @@ int ir_partition_clone(const ir_partition *src, ir_partition **out, ap_error *er
     memcpy(p->axis_seq, src->axis_seq, sizeof p->axis_seq);
     p->n_axis_seq = src->n_axis_seq;
     p->quiet = src->quiet;
+    p->hash = src->hash;
     if (src->n_log) {
         p->log = ap_malloc(sizeof *p->log * src->n_log);
         if (!p->log)
@@ -277,6 +278,7 @@ int ir_partition_copy(ir_partition *dst, const ir_partition *src, ap_error *err)
     memcpy(dst->axis_seq, src->axis_seq, sizeof dst->axis_seq);
     dst->n_axis_seq = src->n_axis_seq;
     dst->quiet = src->quiet;
+    dst->hash = src->hash;
     if (src->n_log)
         memcpy(dst->log, src->log, sizeof *dst->log * src->n_log);
     dst->n_log = src->n_log;
@@ -500,6 +502,7 @@ static int get_vop(ir_partition *p, uint32_t v, ap_error *err)
     p->nlen[op] = 0;
     p->inert[op] = 0;
     p->vop_of[v] = (int32_t)k;
+    p->hash += state_hash_term(HASH_VOP, v, 0, 0);
     if (c->val_op[v] >= 0) {
         ir_layout l;
         ir__produced_layout(p, v, &l);
@@ -591,7 +594,7 @@ int ir_tile(ir_partition *p, const ir_value *val, int dim, int axis, ap_error *e
         return refuse(p, "tile", v, err, "dim %d (local size %lld) is not divisible by axis '%s' of size %lld", dim,
                       (long long)local, an, (long long)c->mesh.sizes[axis]);
     if (c->val_op[v] < 0 && p->vop_of[v] < 0) {
-        layout_push(&p->arg_layout[v], axis, dim);
+        ir__arg_layout_push(p, v, axis, dim);
     } else {
         int k = get_vop(p, v, err);
         if (k < 0)
@@ -600,7 +603,7 @@ int ir_tile(ir_partition *p, const ir_value *val, int dim, int axis, ap_error *e
         uint32_t lo, hi;
         op_entries(p, op, &lo, &hi);
         if (c->val_op[v] < 0) /* an atomic argument: tile the argument itself */
-            layout_push(&p->arg_layout[v], axis, dim);
+            ir__arg_layout_push(p, v, axis, dim);
         if (!ir__push_loop(p, op, axis, lo + (uint32_t)dim))
             return refuse(p, "tile", v, err, "too many axes");
     }
