@@ -20,7 +20,8 @@
 
 #include "search_int.h"
 
-#define CK_VERSION 2 /* 2: the status byte carries search_outcome.implied */
+#define CK_VERSION 3 /* 2: the status byte carries search_outcome.implied; 3: state hashes are sums of
+                            per-fact terms (ir_partition_hash), so version 2's hashes name no state */
 #define CK_HEADER 48
 #define CK_RECORD 33
 #define IMPLIED 0x10 /* in a record's status byte */

@@ -324,6 +324,12 @@ START_TEST(atomic_exchange_is_all_to_all)
 }
 END_TEST
 
+/* The hash a state keeps up as it changes is the one its facts give. */
+static void assert_hash_kept(const ir_partition *p)
+{
+    ck_assert_uint_eq(ir_partition_hash(p), ir_partition_hash_full(p));
+}
+
 /* ir_partition_copy into a state that had other tiling, identity ops,
  * blocked records and log (and into one that had fewer) gives the same
  * state as a clone: equal nests and layouts, the same schedule and blocked
@@ -350,6 +356,7 @@ START_TEST(copy_over_a_used_state_is_a_clone)
         ck_assert_int_eq(ir_partition_copy(x, a.p, &err), 0);
         ck_assert(ir_partition_same(x, a.p));
         ck_assert_uint_eq(ir_partition_hash(x), ir_partition_hash(a.p));
+        assert_hash_kept(x);
         char *sa = state_text(a.p), *sx = state_text(x);
         ck_assert_str_eq(sx, sa);
         ap_free(sa);
@@ -1173,6 +1180,10 @@ START_TEST(quiet_propagates_as_recording)
             ck_assert(ir_partition_same(pq, pr));
         }
         int n_act = 3 + (int)rng_below(&rng, 6);
+        /* the state before the last propagate: its hash differs from the
+         * new state's exactly when the states differ */
+        ir_partition *before;
+        ck_assert_int_eq(ir_partition_clone(pq, &before, &err), 0);
         for (int k = 0, tries = 0; k < n_act && tries < 400; tries++) {
             const ir_value *v = vals[rng_below(&rng, n_vals)];
             int axis = (int)rng_below(&rng, (uint32_t)mesh.n_axes);
@@ -1181,6 +1192,7 @@ START_TEST(quiet_propagates_as_recording)
             int rq = atomic ? ir_atomic(pq, v, axis, NULL) : ir_tile(pq, v, dim, axis, NULL);
             int rr = atomic ? ir_atomic(pr, v, axis, NULL) : ir_tile(pr, v, dim, axis, NULL);
             ck_assert_int_eq(rq, rr);
+            assert_hash_kept(pq);
             if (rq < 0)
                 continue;
             k++;
@@ -1197,9 +1209,18 @@ START_TEST(quiet_propagates_as_recording)
                 ck_assert_str_eq(tq, tr);
                 ap_free(tq);
                 ap_free(tr);
+                assert_hash_kept(pq);
+                assert_hash_kept(pr);
+                ck_assert_uint_eq(ir_partition_hash(pq), ir_partition_hash(pr));
+                if (ir_partition_same(before, pq))
+                    ck_assert_uint_eq(ir_partition_hash(before), ir_partition_hash(pq));
+                else
+                    ck_assert_uint_ne(ir_partition_hash(before), ir_partition_hash(pq));
+                ck_assert_int_eq(ir_partition_copy(before, pq, &err), 0);
                 compared++;
             }
         }
+        ir_partition_free(before);
         ir_partition_free(pq);
         ir_partition_free(pr);
     }
@@ -1274,6 +1295,8 @@ START_TEST(quiet_propagates_as_recording_t32)
             ir_partition_schedule(pr, &sched);
             ck_abort_msg("t32: the quiet state differs after\n%s", sched.data);
         }
+        assert_hash_kept(pq);
+        ck_assert_uint_eq(ir_partition_hash(pq), ir_partition_hash(pr));
         compared++;
     }
     ck_assert_int_ge(compared, n_act / 2);

@@ -659,11 +659,14 @@ static bool lower_op(lower *l, uint32_t k, ir_cloner *cl)
     /* The program's own partition_id: the program as written runs on one
      * device, where it is 0 (as for its collectives over one device,
      * keep_program_collectives).  Copied, it would read each device's id
-     * in the SPMD module: another program. */
-    if (src->opcode == IR_OP_PARTITION_ID && src->n_results == 1) {
-        int64_t zero = 0;
-        ir_op *z = emit(l, IR_OP_CONSTANT, 0, NULL, types[0]);
-        if (!z || !set_attr(l, z, "value", ir_attr_dense_ints(l->nm, types[0], 1, &zero)))
+     * in the SPMD module: another program.  It becomes replica_id, which
+     * is 0 on every device of the module (one replica) and which the cost
+     * model counts as it counts partition_id (free, not fused), so the
+     * fast scorer, which sees the program's op, agrees with the estimate
+     * of the lowered module (a constant fuses into its users). */
+    if (src->opcode == IR_OP_PARTITION_ID && src->n_operands == 0 && src->n_results == 1) {
+        ir_op *z = emit(l, IR_OP_REPLICA_ID, 0, NULL, types[0]);
+        if (!z)
             goto out;
         l->produced[c->op_val0[k]] = &z->results[0];
         ok = true;

@@ -274,6 +274,9 @@ void ir_partition_produced_layout(const ir_partition *p, uint32_t v, ir_layout *
  * tilings, identity ops): equal states hash equal, whatever the order of
  * the actions that made them. */
 uint64_t ir_partition_hash(const ir_partition *p);
+/* The same hash worked out afresh from the whole state (ir_partition_hash
+ * keeps it up as the state changes; tests hold the two equal). */
+uint64_t ir_partition_hash_full(const ir_partition *p);
 /* Whether two states of one context are the same state (what
  * ir_partition_hash hashes). */
 bool ir_partition_same(const ir_partition *a, const ir_partition *b);

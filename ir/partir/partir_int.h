@@ -237,6 +237,9 @@ struct ir_partition {
     uint8_t axis_seq[IR_MAX_AXES];
     uint8_t n_axis_seq;
     bool quiet; /* propagation records nothing blocked (ir_partition_set_diagnostics) */
+    uint64_t hash; /* ir_partition_hash: the sum of the state's facts' terms (state_hash_*),
+                      kept up by every change of a nest, an argument's tiling or the
+                      identity ops (ir__push_loop, ir__arg_layout_set, get_vop) */
 };
 
 /* Op ids of virtual ops follow the real ops. */
@@ -432,19 +435,52 @@ static inline int layout_dim_axes(const ir_layout *l, int d, int *axes)
  * result's (slot past the operands) as the op produces it (SP_SUM: left
  * as one; the same spec). */
 _Static_assert(SP_PARTIAL == SP_SUM, "nest_layout reads one spec for both");
+_Static_assert(sizeof(((ir_layout *)0)->pos) == 8 && sizeof(((ir_layout *)0)->red) == 8, "a word per field");
+
+/* The shift of byte a of a layout field read as one word (byte a in
+ * memory: layout_dim_match's order). */
+static inline unsigned layout_byte_shift(int a)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return 56 - 8 * (unsigned)a;
+#else
+    return 8 * (unsigned)a;
+#endif
+}
+
+/* Word w with byte a set to b. */
+static inline uint64_t layout_byte_set(uint64_t w, int a, uint8_t b)
+{
+    unsigned sh = layout_byte_shift(a);
+    return (w & ~((uint64_t)0xff << sh)) | (uint64_t)b << sh;
+}
+
+/* What layout_init then layout_push per tiling loop give, built in three
+ * words and stored once: the byte stores of layout_push, each followed by a
+ * word load of the same bytes (the next push's, layout_equal's), would
+ * each wait for the store to reach the cache instead of being forwarded
+ * (a plan sync and a propagation visit build layouts by the million). */
 static inline void nest_layout(const ir_partition *p, uint32_t op, uint32_t slot, ir_layout *out)
 {
-    layout_init(out);
+    const uint64_t low7 = 0x7f7f7f7f7f7f7f7fULL;
+    uint64_t dim = ~(uint64_t)0, pos = 0, red = 0; /* IR_AX_NONE everywhere */
     const ir_loop *n = nest_of(p, op);
     for (int k = 0; k < p->nlen[op]; k++) {
         int8_t s = loop_spec(p->ctx, &n[k], slot);
-        if (s >= 0)
-            layout_push(out, n[k].axis, s);
-        else if (s == SP_PARTIAL) {
-            out->dim[n[k].axis] = IR_AX_PARTIAL;
-            out->red[n[k].axis] = p->ctx->entries[n[k].entry].red;
+        if (s >= 0) {
+            /* layout_push: the place after the axes already tiling dim s */
+            uint64_t x = dim ^ (0x0101010101010101ULL * (uint8_t)s);
+            int at = layout_match_count(~(((x & low7) + low7) | x | low7));
+            dim = layout_byte_set(dim, n[k].axis, (uint8_t)s);
+            pos = layout_byte_set(pos, n[k].axis, (uint8_t)at);
+        } else if (s == SP_PARTIAL) {
+            dim = layout_byte_set(dim, n[k].axis, (uint8_t)IR_AX_PARTIAL);
+            red = layout_byte_set(red, n[k].axis, p->ctx->entries[n[k].entry].red);
         }
     }
+    memcpy(out->dim, &dim, sizeof dim);
+    memcpy(out->pos, &pos, sizeof pos);
+    memcpy(out->red, &red, sizeof red);
 }
 
 /* Needed layout of operand i of op `op` (real or virtual) from its nest. */
@@ -492,6 +528,75 @@ static inline int64_t local_dim(const ir_pctx *c, const ir_type *t, const ir_lay
     return n;
 }
 
+/* ---------------------------------------------------------------- hash
+ * A state is a set of facts: loop #i of real op k's nest is (axis, entry);
+ * value v has an identity op, and its loop #i is (axis, entry); argument
+ * a is tiled (or a pending sum) along an axis, as (dim, position or
+ * reduction).  ir_partition_hash is the sum (mod 2^64) of one well-mixed
+ * term per fact, so it is kept up as the state changes: a new loop adds
+ * its term, a new tiling of an argument swaps the argument's terms.  Equal
+ * states hold the same facts and so hash equal, whatever the order of the
+ * actions that made them (the search's transposition table needs no more:
+ * it compares hashes for equality only), and reading the hash costs
+ * nothing where a walk over every nest cost one multiply chain per op. */
+
+enum { HASH_OP_LOOP = 1, HASH_VOP = 2, HASH_VOP_LOOP = 3, HASH_ARG = 4 };
+
+/* A bijective 64-bit mixer (splitmix64's finalizer). */
+static inline uint64_t state_hash_mix(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* The term of a fact: what it is about (kind, id, place: key) and what it
+ * says (val). */
+static inline uint64_t state_hash_term(int kind, uint32_t id, uint32_t place, uint64_t val)
+{
+    uint64_t key = (uint64_t)kind << 48 | (uint64_t)id << 8 | place;
+    return state_hash_mix(state_hash_mix(key) + val);
+}
+
+/* The term of loop #i of op's nest (an identity op's by its value). */
+static inline uint64_t state_hash_loop(const ir_partition *p, uint32_t op, uint32_t i, const ir_loop *l)
+{
+    uint64_t val = (uint64_t)l->axis << 32 | l->entry;
+    if (op < p->ctx->n_ops)
+        return state_hash_term(HASH_OP_LOOP, op, i, val);
+    return state_hash_term(HASH_VOP_LOOP, p->vops[op - p->ctx->n_ops].val, i, val);
+}
+
+/* The terms of argument a's tiling l: one per axis it says something
+ * about (the position where the axis tiles, the reduction where it sums:
+ * what layout_equal compares). */
+static inline uint64_t state_hash_arg(uint32_t a, const ir_layout *l)
+{
+    uint64_t h = 0;
+    for (int x = 0; x < IR_MAX_AXES; x++)
+        if (l->dim[x] != IR_AX_NONE)
+            h += state_hash_term(HASH_ARG, a, (uint32_t)x,
+                                 (uint64_t)(uint8_t)l->dim[x] << 8 | (l->dim[x] >= 0 ? l->pos[x] : l->red[x]));
+    return h;
+}
+
+/* Sets argument a's tiling (the hash follows). */
+static inline void ir__arg_layout_set(ir_partition *p, uint32_t a, const ir_layout *l)
+{
+    p->hash += state_hash_arg(a, l) - state_hash_arg(a, &p->arg_layout[a]);
+    p->arg_layout[a] = *l;
+}
+
+/* Adds axis to argument a's tiling as the minor-most axis of dim d. */
+static inline void ir__arg_layout_push(ir_partition *p, uint32_t a, int axis, int d)
+{
+    ir_layout l = p->arg_layout[a];
+    layout_push(&l, axis, d);
+    ir__arg_layout_set(p, a, &l);
+}
+
 /* Appends a loop over axis with TMR entry e to op's nest; false when the
  * nest is full. */
 static inline bool ir__push_loop(ir_partition *p, uint32_t op, int axis, uint32_t e)
@@ -502,6 +607,7 @@ static inline bool ir__push_loop(ir_partition *p, uint32_t op, int axis, uint32_
     n->axis = (uint8_t)axis;
     memcpy(n->spec, tmr_spec(p->ctx, e), LOOP_SPECS); /* an entry's specs are at least 11 bytes */
     n->entry = e;
+    p->hash += state_hash_loop(p, op, p->nlen[op], n);
     p->nlen[op]++;
     return true;
 }

@@ -137,19 +137,33 @@ static bool ensure_ops(ir_partition *p, uint32_t n)
     return true;
 }
 
-int ir_partition_new(const ir_pctx *ctx, ir_partition **out, ap_error *err)
+/* A state of ctx with its arrays allocated, room for n ops (at least the
+ * context's and 16 identity ops), the per-op bytes zero and the
+ * arguments' layouts and the values' identity ops not set: what
+ * ir_partition_new fills as a fresh state and ir_partition_clone copies
+ * over (a search clones every state it keeps, so it writes them once).
+ * The caller frees *out; NULL when out of memory. */
+static ir_partition *partition_alloc(const ir_pctx *ctx, uint32_t n)
 {
     ir_partition *p = ap_calloc(1, sizeof *p);
-    *out = NULL;
     if (!p)
-        return ap_error_set(err, AP_ENOMEM, "out of memory");
+        return NULL;
     p->ctx = ctx;
     p->arg_layout = ap_malloc(sizeof *p->arg_layout * (ctx->n_args + 1));
     p->vop_of = ap_malloc(sizeof *p->vop_of * (ctx->n_vals + 1));
-    if (!p->arg_layout || !p->vop_of || !ensure_ops(p, ctx->n_ops + 16)) {
+    if (!p->arg_layout || !p->vop_of || !ensure_ops(p, n > ctx->n_ops + 16 ? n : ctx->n_ops + 16)) {
         ir_partition_free(p);
-        return ap_error_set(err, AP_ENOMEM, "out of memory");
+        return NULL;
     }
+    return p;
+}
+
+int ir_partition_new(const ir_pctx *ctx, ir_partition **out, ap_error *err)
+{
+    ir_partition *p = partition_alloc(ctx, 0);
+    *out = NULL;
+    if (!p)
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
     for (uint32_t a = 0; a < ctx->n_args; a++)
         layout_init(&p->arg_layout[a]);
     /* nothing is tiled or looped over yet: every op is inert along every
@@ -179,13 +193,11 @@ void ir_partition_free(ir_partition *p)
 
 int ir_partition_clone(const ir_partition *src, ir_partition **out, ap_error *err)
 {
-    ir_partition *p;
-    int rc = ir_partition_new(src->ctx, &p, err);
-    if (rc < 0)
-        return rc;
     uint32_t n = src->ctx->n_ops + src->n_vops;
-    if (!ensure_ops(p, n))
-        goto oom;
+    ir_partition *p = partition_alloc(src->ctx, n);
+    *out = NULL;
+    if (!p)
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
     memcpy(p->nlen, src->nlen, n);
     memcpy(p->pending, src->pending, n);
     memcpy(p->inert, src->inert, n);
@@ -202,6 +214,7 @@ int ir_partition_clone(const ir_partition *src, ir_partition **out, ap_error *er
     memcpy(p->axis_seq, src->axis_seq, sizeof p->axis_seq);
     p->n_axis_seq = src->n_axis_seq;
     p->quiet = src->quiet;
+    p->hash = src->hash;
     if (src->n_log) {
         p->log = ap_malloc(sizeof *p->log * src->n_log);
         if (!p->log)
@@ -277,6 +290,7 @@ int ir_partition_copy(ir_partition *dst, const ir_partition *src, ap_error *err)
     memcpy(dst->axis_seq, src->axis_seq, sizeof dst->axis_seq);
     dst->n_axis_seq = src->n_axis_seq;
     dst->quiet = src->quiet;
+    dst->hash = src->hash;
     if (src->n_log)
         memcpy(dst->log, src->log, sizeof *dst->log * src->n_log);
     dst->n_log = src->n_log;
@@ -500,6 +514,7 @@ static int get_vop(ir_partition *p, uint32_t v, ap_error *err)
     p->nlen[op] = 0;
     p->inert[op] = 0;
     p->vop_of[v] = (int32_t)k;
+    p->hash += state_hash_term(HASH_VOP, v, 0, 0);
     if (c->val_op[v] >= 0) {
         ir_layout l;
         ir__produced_layout(p, v, &l);
@@ -591,7 +606,7 @@ int ir_tile(ir_partition *p, const ir_value *val, int dim, int axis, ap_error *e
         return refuse(p, "tile", v, err, "dim %d (local size %lld) is not divisible by axis '%s' of size %lld", dim,
                       (long long)local, an, (long long)c->mesh.sizes[axis]);
     if (c->val_op[v] < 0 && p->vop_of[v] < 0) {
-        layout_push(&p->arg_layout[v], axis, dim);
+        ir__arg_layout_push(p, v, axis, dim);
     } else {
         int k = get_vop(p, v, err);
         if (k < 0)
@@ -600,7 +615,7 @@ int ir_tile(ir_partition *p, const ir_value *val, int dim, int axis, ap_error *e
         uint32_t lo, hi;
         op_entries(p, op, &lo, &hi);
         if (c->val_op[v] < 0) /* an atomic argument: tile the argument itself */
-            layout_push(&p->arg_layout[v], axis, dim);
+            ir__arg_layout_push(p, v, axis, dim);
         if (!ir__push_loop(p, op, axis, lo + (uint32_t)dim))
             return refuse(p, "tile", v, err, "too many axes");
     }

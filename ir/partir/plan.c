@@ -37,6 +37,7 @@
  */
 #include "partir_int.h"
 
+#include <assert.h>
 #include <stdlib.h>
 
 #define ANY_OP UINT32_MAX
@@ -75,45 +76,26 @@ int ir_partition_nest_words(const ir_partition *p, uint32_t k, uint64_t *out)
 
 /* ================================================================ hashing */
 
-static inline uint64_t mix64(uint64_t h, uint64_t x)
+/* The sum of the terms of every fact of p (partir_int.h: state_hash_*),
+ * worked out afresh: what p->hash keeps up as p changes. */
+uint64_t ir_partition_hash_full(const ir_partition *p)
 {
-    h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    h *= 0xff51afd7ed558ccdULL;
-    return h ^ (h >> 29);
-}
-
-static uint64_t hash_nest(uint64_t h, const ir_loop *n, int len)
-{
-    for (int k = 0; k < len; k++)
-        h = mix64(h, (uint64_t)n[k].axis << 32 | n[k].entry);
-    return h;
-}
-
-static uint64_t hash_layout(uint64_t h, const ir_layout *l)
-{
-    for (int a = 0; a < IR_MAX_AXES; a++)
-        if (l->dim[a] != IR_AX_NONE)
-            h = mix64(h, (uint64_t)a << 24 | (uint64_t)(uint8_t)l->dim[a] << 16 |
-                             (uint64_t)(l->dim[a] >= 0 ? l->pos[a] : l->red[a]) << 8);
+    const ir_pctx *c = p->ctx;
+    uint64_t h = 0;
+    for (uint32_t k = 0; k < n_all_ops(p); k++)
+        for (uint32_t i = 0; i < p->nlen[k]; i++)
+            h += state_hash_loop(p, k, i, &nest_of(p, k)[i]);
+    for (uint32_t a = 0; a < c->n_args; a++)
+        h += state_hash_arg(a, &p->arg_layout[a]);
+    for (uint32_t k = 0; k < p->n_vops; k++)
+        h += state_hash_term(HASH_VOP, p->vops[k].val, 0, 0);
     return h;
 }
 
 uint64_t ir_partition_hash(const ir_partition *p)
 {
-    const ir_pctx *c = p->ctx;
-    uint64_t h = 0x243f6a8885a308d3ULL;
-    for (uint32_t k = 0; k < c->n_ops; k++)
-        if (p->nlen[k])
-            h = hash_nest(mix64(h, k), nest_of(p, k), p->nlen[k]);
-    for (uint32_t a = 0; a < c->n_args; a++)
-        h = hash_layout(mix64(h, a), &p->arg_layout[a]);
-    /* identity ops by the value they sit on, not by their creation order */
-    for (uint32_t v = 0; v < c->n_vals; v++)
-        if (p->vop_of[v] >= 0) {
-            uint32_t op = vop_id(p, (uint32_t)p->vop_of[v]);
-            h = hash_nest(mix64(h, 0x5555000000000000ULL | v), nest_of(p, op), p->nlen[op]);
-        }
-    return h;
+    assert(p->hash == ir_partition_hash_full(p)); /* debug builds: every change kept it up */
+    return p->hash;
 }
 
 static bool same_nest(const ir_partition *a, uint32_t oa, const ir_partition *b, uint32_t ob)
@@ -521,6 +503,8 @@ typedef struct vplan {
     uint32_t n_prod_uses; /* lowered ops taking the value as produced */
     int32_t prod_op;      /* the only such op when it is a direct operand use, else -1 */
     uint32_t prod_slot;
+    uint8_t from_arg;     /* from_argument(c, v) + 1 once worked out, else 0: it depends on the
+                             program only, and loads the defining ops (a miss each) */
 } vplan;
 
 struct ir_lplan {
@@ -978,7 +962,9 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
                     }
                 }
                 if (!done) {
-                    bool per_use = from_argument(c, v) && tile_count(c, &want) < tile_count(c, &from);
+                    if (!vp->from_arg)
+                        vp->from_arg = (uint8_t)(from_argument(c, v) + 1);
+                    bool per_use = vp->from_arg == 2 && tile_count(c, &want) < tile_count(c, &from);
                     if ((m = mat_add(pl, vp, vb, g, &from, &want, src, per_use ? op : ANY_OP, op, slot, err)) < 0)
                         return m;
                 }

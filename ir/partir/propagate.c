@@ -813,7 +813,7 @@ static void infer_operands(ir_partition *p, uint32_t op, int axis, uint32_t e, w
         uint32_t v = operand_val(p, op, i);
         if (c->val_op[v] >= 0 || p->vop_of[v] >= 0)
             continue; /* op results: backward propagation pushes the slicing */
-        ir_layout *al = &p->arg_layout[v];
+        const ir_layout *al = &p->arg_layout[v];
         if (al->dim[axis] != IR_AX_NONE)
             continue;
         ir_layout need;
@@ -825,7 +825,7 @@ static void infer_operands(ir_partition *p, uint32_t op, int axis, uint32_t e, w
             same = na[k] == aa[k];
         if (!same)
             continue;
-        layout_push(al, axis, s[i]);
+        ir__arg_layout_push(p, v, axis, s[i]);
         for (uint32_t u = c->use0[v]; u < c->use0[v + 1]; u++)
             if (c->use_op[u] != USE_RETURN) {
                 wq_push(q, c->use_op[u]);
@@ -1036,7 +1036,7 @@ static bool shard_args_by_uses(ir_partition *p, uint8_t *dirty)
                 extends = common.dim[a] == al->dim[a] && common.pos[a] == al->pos[a];
         if (!extends)
             continue;
-        p->arg_layout[v] = common;
+        ir__arg_layout_set(p, v, &common);
         /* a user stays inert along an axis the argument is still whole along */
         uint8_t along = 0;
         for (int a = 0; a < c->mesh.n_axes; a++)

@@ -13,11 +13,11 @@ func.func @main(%arg0: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
 // collectives over one device keep their meaning: program-collectives-over-one-device.mlir).  The SPMD
 // module used to copy it, so that each device read its own id: another program (check: "devices 0 and 1
 // hold replicated copies of one tile but differ", and NOT equivalent once %arg0 is tiled).  It is now
-// the constant 0.
+// replica_id: 0 on every device of the SPMD module, which has one replica.
 // RUN: autopart check %s --mesh x=2 --schedule 'propagate' | filecheck %s
 // RUN: autopart check %s --mesh x=2,y=2 --schedule 'tile %%arg0 1 x; tile %%arg0 0 y; propagate' | filecheck %s
 // RUN: autopart apply %s --mesh x=2 --schedule 'tile %%arg0 1 x; propagate' | filecheck %s --check-prefix SPMD
 // CHECK: equivalent: all 2 results within tolerance
-// SPMD: %0 = stablehlo.constant dense<0> : tensor<ui32>
+// SPMD: %0 = stablehlo.replica_id : tensor<ui32>
 // SPMD-NEXT: %1 = stablehlo.convert %0 : (tensor<ui32>) -> tensor<f32>
 // SPMD-NOT: stablehlo.partition_id
