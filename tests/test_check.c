@@ -1074,8 +1074,18 @@ START_TEST(low_precision_noise_is_not_an_error)
     const ir_check_result *x = &r.results[pos];
     printf("low_precision_noise_is_not_an_error: %s error %g, tolerance %g (%s), noise %g\n", x->name, x->error[1],
            x->tol, x->tol_basis, x->noise);
-    /* beyond f16's own tolerance (what failed), within its noise's */
+    /* beyond f16's own tolerance (what failed), within its noise's: the
+     * report says it passed only within the noise */
     ck_assert_double_gt(x->error[1], ir_check_default_tol(IR_E_F16));
+    ck_assert_double_eq(x->tol_rules, ir_check_default_tol(IR_E_F16));
+    ck_assert(x->within_noise);
+    uint32_t within = 0;
+    for (uint32_t j = 0; j < r.n_results; j++) {
+        const ir_check_result *y = &r.results[j];
+        within += y->within_noise;
+        ck_assert(y->within_noise == (fmax(y->error[0], y->error[1]) > y->tol_rules));
+    }
+    ck_assert_uint_eq(r.n_within_noise, within);
     ck_assert_msg(strstr(x->tol_basis, "rounding noise"), "%s", x->tol_basis);
     ck_assert_double_eq(x->tol, fmin(IR_CHECK_NOISE_FACTOR * x->noise, IR_CHECK_NOISE_CAP));
     /* a wrong answer just above that tolerance: caught, and only there */

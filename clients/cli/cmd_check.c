@@ -63,7 +63,9 @@ static void check_usage(FILE *f)
             "  -h, --help         this help\n"
             "\n"
             "Exit status: 0 equivalent, 1 a difference beyond the tolerance or a run that\n"
-            "failed, 2 bad usage.\n");
+            "failed, 2 bad usage.  A result beyond the tolerance of its precision that only\n"
+            "its noise lets pass is `ok within noise` (JSON within_noise), and the verdict\n"
+            "counts them: a wrong answer as small as the noise would look the same.\n");
 }
 
 static const char *const run_names[IR_CHECK__RUNS] = {"unpartitioned", "loops", "spmd", "noise"};
@@ -73,9 +75,11 @@ static int print_json(const ir_check_report *r)
     json_t *o = json_object(), *results = json_array(), *runs = json_object();
     for (uint32_t j = 0; j < r->n_results; j++) {
         const ir_check_result *x = &r->results[j];
-        json_array_append_new(results, json_pack("{s:s, s:s, s:f, s:s, s:f, s:b, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}}",
+        json_array_append_new(results, json_pack("{s:s, s:s, s:f, s:s, s:f, s:f, s:b, s:b, s:{s:f, s:f, s:f}, "
+                                                 "s:{s:f, s:f, s:f}}",
                                                  "name", x->name, "type", x->type, "tol", x->tol, "tol_follows",
-                                                 x->tol_basis, "noise", x->noise, "ok", x->ok, "loops",
+                                                 x->tol_basis, "noise", x->noise, "tol_without_noise", x->tol_rules,
+                                                 "ok", x->ok, "within_noise", x->within_noise, "loops",
                                                  "max_abs", x->max_abs[0], "max_rel", x->max_rel[0], "error", x->error[0],
                                                  "spmd", "max_abs", x->max_abs[1], "max_rel", x->max_rel[1], "error",
                                                  x->error[1]));
@@ -83,6 +87,7 @@ static int print_json(const ir_check_report *r)
     for (int k = 0; k < IR_CHECK__RUNS; k++)
         json_object_set_new(runs, run_names[k], json_pack("{s:f, s:I}", "seconds", r->seconds[k], "ops", (json_int_t)r->ops[k]));
     json_object_set_new(o, "ok", json_boolean(r->ok));
+    json_object_set_new(o, "within_noise", json_integer(r->n_within_noise));
     json_object_set_new(o, "devices", json_integer(r->n_devices));
     json_object_set_new(o, "results", results);
     json_object_set_new(o, "runs", runs);
@@ -128,12 +133,17 @@ static void print_text(const ir_check_report *r, const char *path, uint64_t seed
         const ir_check_result *x = &r->results[j];
         printf("%-*s  %-*s  %-8.2g  %-*s  %-9.3g  %-9.3g %-9.3g %-9.3g  %-9.3g %-9.3g %-9.3g %s\n", wn, x->name, wt,
                x->type, x->tol, wf, x->tol_basis, x->noise, x->max_abs[0], x->max_rel[0], x->error[0], x->max_abs[1],
-               x->max_rel[1], x->error[1], x->ok ? "ok" : "MISMATCH");
+               x->max_rel[1], x->error[1], !x->ok ? "MISMATCH" : x->within_noise ? "ok within noise" : "ok");
     }
     uint32_t bad = 0;
     for (uint32_t j = 0; j < r->n_results; j++)
         bad += !r->results[j].ok;
-    if (r->ok)
+    if (r->ok && r->n_within_noise)
+        /* a wrong answer as small as the noise looks the same: say so */
+        printf("\nequivalent: all %u results within tolerance; %u only within the rounding noise (beyond\n"
+               "the tolerance of their precision, within %g times their noise: a bug that small would pass)\n",
+               r->n_results, r->n_within_noise, IR_CHECK_NOISE_FACTOR);
+    else if (r->ok)
         printf("\nequivalent: all %u results within tolerance\n", r->n_results);
     else
         printf("\nNOT equivalent: %u of %u results differ beyond tolerance\n", bad, r->n_results);

@@ -680,7 +680,7 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
         snprintf(res->type, sizeof res->type, "%.*s", (int)tb.len, tb.data ? tb.data : "");
         ap_buf_free(&tb);
         if (o.tol > 0) {
-            res->tol = o.tol;
+            res->tol = res->tol_rules = o.tol;
             snprintf(res->tol_basis, sizeof res->tol_basis, "--tol");
         } else {
             basis b;
@@ -703,6 +703,7 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
                 snprintf(res->tol_basis, sizeof res->tol_basis, "%s, ill-conditioned (%.2g per ulp)",
                          ir_elem_name(b.elem), per_ulp);
             }
+            res->tol_rules = res->tol;
             /* the rounding noise it carries, with a margin (ircheck.h) */
             res->noise = noise[j];
             double by_noise = inexact ? fmin(IR_CHECK_NOISE_FACTOR * noise[j], IR_CHECK_NOISE_CAP) : 0;
@@ -724,6 +725,8 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
             if (!(res->error[k] <= res->tol))
                 res->ok = false;
         }
+        res->within_noise = res->ok && !(fmax(res->error[0], res->error[1]) <= res->tol_rules);
+        r->n_within_noise += res->within_noise;
         r->ok &= res->ok;
     }
 

@@ -134,6 +134,11 @@ typedef struct ir_check_result {
                            (ir_check_opts.tol) */
     double noise;       /* the noise floor (the error of the reordered
                            unpartitioned run); 0 under --tol */
+    double tol_rules;   /* the tolerance without the noise floor (the
+                           precision, sum and sensitivity rules) */
+    bool within_noise;  /* ok, with an error above tol_rules: only the
+                           noise floor let it pass (a bug as small as the
+                           noise looks the same; scripts/check-mutants) */
     /* [0]: the loop view, [1]: SPMD, against the unpartitioned run */
     double max_abs[2]; /* largest |x - ref| */
     double max_rel[2]; /* largest |x - ref| / max(|x|, |ref|) */
@@ -145,6 +150,7 @@ typedef struct ir_check_report {
     uint32_t n_results;
     ir_check_result *results; /* owned */
     bool ok;                  /* every result within its tolerance */
+    uint32_t n_within_noise;  /* results ok only by the noise floor */
     int64_t n_devices;
     double input_lo, input_hi;        /* range of the float inputs */
     double seconds[IR_CHECK__RUNS];   /* per run: unpartitioned, loops, SPMD, noise */
