@@ -822,6 +822,36 @@ static int check_report(const char *src, const char *mesh_text, const char *sche
     return rc;
 }
 
+/* A program whose meaning depends on a float's width (here a bitcast of
+ * an f16 to its bits) is not widened to f64: the f64 comparison is
+ * skipped and the report says why; the native check still runs.  Without
+ * such an op it runs: a bf16 sum split over two devices agrees in f64. */
+START_TEST(f64_comparison_skipped_for_width_bound_ops)
+{
+    const char *bits = "func.func @main(%x: tensor<8x4xf16>) -> tensor<8x4xi16> {\n"
+                       "  %y = stablehlo.add %x, %x : tensor<8x4xf16>\n"
+                       "  %b = stablehlo.bitcast_convert %y : (tensor<8x4xf16>) -> tensor<8x4xi16>\n"
+                       "  return %b : tensor<8x4xi16>\n}\n";
+    ir_check_report r;
+    ap_error err;
+    ck_assert_msg(check_report(bits, "a=2", "tile %arg0 0 a; propagate", -1, &r, &err) == 0, "%s", err.msg);
+    ck_assert(r.ok);
+    ck_assert(!r.f64_ran);
+    ck_assert_msg(strstr(r.f64_skipped, "bitcast_convert"), "%s", r.f64_skipped);
+    ck_assert_double_eq(r.results[0].error_f64, 0);
+    ir_check_report_free(&r);
+    const char *sum = "func.func @main(%x: tensor<8x64xbf16>, %w: tensor<64x4xbf16>) -> tensor<8x4xbf16> {\n"
+                      "  %y = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : "
+                      "(tensor<8x64xbf16>, tensor<64x4xbf16>) -> tensor<8x4xbf16>\n"
+                      "  return %y : tensor<8x4xbf16>\n}\n";
+    ck_assert_msg(check_report(sum, "a=2", "tile %arg0 1 a; propagate", -1, &r, &err) == 0, "%s", err.msg);
+    ck_assert(r.ok);
+    ck_assert_msg(r.f64_ran, "%s", r.f64_skipped);
+    ck_assert_double_le(r.f64_error, 1e-14);
+    ir_check_report_free(&r);
+}
+END_TEST
+
 /* The tolerance follows the lowest precision a result's computation went
  * through, and the longest sum rounded term by term in it: an f32 result of
  * a bf16 dot_general is held to bf16's 5e-2 (it was held to f32's 1e-4 and
@@ -1037,7 +1067,10 @@ static const char *const f16_state =
     "atomic opt_state.nu['block_0']['mlp']['b_up'] a; atomic %379 b; atomic %717 a; atomic %692 a; "
     "tile params['block_1']['mlp']['b_up'] 0 b; tile %874 2 b; propagate; propagate";
 
-static void f16_check(double plant, uint32_t plant_result, ir_check_report *r)
+/* ... with the drop-th all_reduce of the lowering left out (-1 none):
+ * *rc is ir_check's; *n_ar (if not NULL) the lowering's all_reduce count. */
+static void f16_check_drop(double plant, uint32_t plant_result, int64_t drop, ir_check_report *r, int *rc,
+                           int64_t *n_ar)
 {
     ir_module *m = tl_generate("transformer", "tiny", "dtype=f16 pos=learned bias=1 batch=6 names=1");
     ir_mesh mesh;
@@ -1052,11 +1085,75 @@ static void f16_check(double plant, uint32_t plant_result, ir_check_report *r)
     o.seed = 600027;
     o.plant_error = plant;
     o.plant_result = plant_result;
-    ck_assert_msg(ir_check(p, &o, r, &e) == 0, "%s", e.msg);
+    o.drop_all_reduce = drop;
+    if (n_ar) {
+        ir_lowered lw;
+        ck_assert_int_eq(ir_lower(p, &lw, &e), 0);
+        *n_ar = (int64_t)lw.count[IR_COLL_ALL_REDUCE];
+        ir_lowered_free(&lw);
+    }
+    *rc = ir_check(p, &o, r, &e);
+    ck_assert_msg(*rc == 0 || drop >= 0, "%s", e.msg);
     ir_partition_free(p);
     ir_pctx_free(c);
     ir_module_free(m);
 }
+
+static void f16_check(double plant, uint32_t plant_result, ir_check_report *r)
+{
+    int rc;
+    f16_check_drop(plant, plant_result, -1, r, &rc, NULL);
+}
+
+/* The f64 comparison (ircheck.h): the correct f16 state above agrees in
+ * f64 to f64 rounding (2e-15), far below IR_CHECK_F64_TOL; and every
+ * all_reduce dropped from its lowering is caught, some only there: their
+ * errors at f16 pass within the rounding noise, or even within f16's own
+ * tolerance (a small gradient's missing partial sums). */
+START_TEST(f64_comparison_catches_what_rounding_hides)
+{
+    ir_check_report r;
+    int rc;
+    int64_t n_ar;
+    f16_check_drop(0, 0, -1, &r, &rc, &n_ar);
+    ck_assert(r.ok);
+    ck_assert_msg(r.f64_ran, "%s", r.f64_skipped);
+    ck_assert_double_le(r.f64_error, 1e-13);
+    ck_assert_double_gt(r.f64_error, 0); /* the sums are reordered */
+    for (uint32_t j = 0; j < r.n_results; j++) {
+        ck_assert(!r.results[j].f64_mismatch);
+        ck_assert_double_le(r.results[j].error_f64, r.f64_error);
+    }
+    ir_check_report_free(&r);
+    int caught = 0, only_f64 = 0, runs = 0;
+    for (int64_t k = 0; k < n_ar; k++) {
+        f16_check_drop(0, 0, k, &r, &rc, NULL);
+        if (rc < 0) { /* replicated copies disagree across devices */
+            ck_assert_int_eq(rc, AP_ECONFLICT);
+            continue;
+        }
+        runs++;
+        ck_assert_msg(r.f64_ran, "%s", r.f64_skipped);
+        bool native_ok = true, f64_bad = false;
+        for (uint32_t j = 0; j < r.n_results; j++) {
+            const ir_check_result *x = &r.results[j];
+            native_ok &= x->error[0] <= x->tol && x->error[1] <= x->tol;
+            f64_bad |= x->f64_mismatch;
+            ck_assert(x->ok == (x->error[0] <= x->tol && x->error[1] <= x->tol && !x->f64_mismatch));
+        }
+        caught += !r.ok;
+        if (native_ok && f64_bad) {
+            only_f64++;
+            printf("f64_comparison_catches_what_rounding_hides: dropped all_reduce %lld: f64 error %g\n",
+                   (long long)k, r.f64_error);
+        }
+        ir_check_report_free(&r);
+    }
+    printf("f64_comparison_catches_what_rounding_hides: %d runs, %d caught, %d only in f64\n", runs, caught, only_f64);
+    ck_assert_int_eq(caught, runs);
+    ck_assert_int_ge(only_f64, 1);
+}
+END_TEST
 
 START_TEST(low_precision_noise_is_not_an_error)
 {
@@ -1261,6 +1358,8 @@ static Suite *check_suite(void)
     tcase_add_test(tc, infinite_elements_do_not_hide_errors);
     tcase_add_test(tc, one_value_reduced_one_way);
     tcase_add_test(tc, low_precision_noise_is_not_an_error);
+    tcase_add_test(tc, f64_comparison_catches_what_rounding_hides);
+    tcase_add_test(tc, f64_comparison_skipped_for_width_bound_ops);
     tcase_add_test(tc, assertions_not_asked_of_the_noise_run);
     tcase_add_test(tc, failed_noise_run_is_left_out);
     tcase_add_test(tc, captured_pending_sum_reduced_once);

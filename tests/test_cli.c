@@ -296,6 +296,9 @@ START_TEST(check_passes_and_fails)
     /* and the rounding noise each result carries, from the fourth run */
     ck_assert_ptr_nonnull(strstr(r.out, "  noise     "));
     ck_assert_ptr_nonnull(strstr(r.out, "noise (the same measure of\nthe unpartitioned run rounded another way)"));
+    /* and the f64 comparison: its largest error, tiny for a correct state */
+    ck_assert_ptr_nonnull(strstr(r.out, "  f64 err"));
+    ck_assert_ptr_nonnull(strstr(r.out, "\nf64 comparison (every float in f64, SPMD against unpartitioned): largest err "));
     cli_run_free(&r);
     r = RUN("check", tiny_path, "--mesh", "batch=2,model=2", "--schedule", MEGATRON, "--json");
     ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
@@ -316,6 +319,12 @@ START_TEST(check_passes_and_fails)
     }
     ck_assert_uint_gt(noisy, 0); /* f32 gradients do move */
     ck_assert(json_is_integer(json_object_get(j0, "within_noise")));
+    json_t *f64 = json_object_get(j0, "f64");
+    ck_assert(json_is_object(f64));
+    ck_assert(json_number_value(json_object_get(f64, "error")) < 1e-12);
+    ck_assert(json_number_value(json_object_get(f64, "tol")) == 1e-9);
+    ck_assert(json_is_number(json_object_get(json_array_get(json_object_get(j0, "results"), 0), "f64_error")));
+    ck_assert(json_is_object(json_object_get(json_object_get(j0, "runs"), "f64 spmd")));
     json_decref(j0);
     cli_run_free(&r);
 

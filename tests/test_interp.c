@@ -193,6 +193,72 @@ static ir_tensor *run1_opts(const char *text, ir_tensor **args, uint32_t n_args,
  * partitioned program rounds otherwise (its partial sums); an elementwise
  * op of the arguments, and a convert of an argument (a parameter cast to
  * bf16 at its use), keep the value the program as written computes. */
+/* ir_interp_opts.f64: f16, bf16 and f32 values held and computed in f64
+ * (the f64 comparison of `autopart check`): a product with an f16
+ * constant, its converts to bf16 and f32 and a sum keep every bit of the
+ * exact f64 arithmetic on the declared values; integers stay as declared;
+ * a bitcast of a float is refused, not widened. */
+START_TEST(f64_option_computes_every_float_in_f64)
+{
+    double v[4] = {1.0 / 3, 2.0 / 3, -5.0 / 7, 1e-3};
+    ir_tensor *a = tf(IR_E_F64, "4", v, 4);
+    const char *src = fn("(%a: tensor<4xf16>) -> (tensor<4xf16>, tensor<4xbf16>, tensor<4xf32>, tensor<f16>, "
+                         "tensor<4xi32>)",
+                         "  %c = stablehlo.constant dense<0.1> : tensor<4xf16>\n"
+                         "  %z = stablehlo.constant dense<0.0> : tensor<f16>\n"
+                         "  %m = stablehlo.multiply %a, %c : tensor<4xf16>\n"
+                         "  %b = stablehlo.convert %m : (tensor<4xf16>) -> tensor<4xbf16>\n"
+                         "  %f = stablehlo.convert %b : (tensor<4xbf16>) -> tensor<4xf32>\n"
+                         "  %s = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [0] : "
+                         "(tensor<4xf16>, tensor<f16>) -> tensor<f16>\n"
+                         "  %k = stablehlo.constant dense<[1, 2, 3, 4]> : tensor<4xi32>\n"
+                         "  return %m, %b, %f, %s, %k : tensor<4xf16>, tensor<4xbf16>, tensor<4xf32>, tensor<f16>, "
+                         "tensor<4xi32>");
+    ir_interp_opts wide = {.f64 = true};
+    ir_tensor **res = NULL;
+    uint32_t n = 0;
+    ap_error err;
+    ir_module *m = parse_ok(src);
+    ck_assert_msg(ir_interp_run(m, ir_module_entry(m), (const ir_tensor *const *)&a, 1, &res, &n, &wide, &err) == 0,
+                  "%s", err.msg);
+    ck_assert_uint_eq(n, 5);
+    double c = 0.0999755859375; /* 0.1 in f16, exactly */
+    for (int j = 0; j < 3; j++) {
+        ck_assert_int_eq(res[j]->elem, IR_E_F64);
+        ck_assert_int_eq(res[j]->numel, 4);
+        for (int i = 0; i < 4; i++)
+            ck_assert_msg(ir_tensor_get_f64(res[j], i) == v[i] * c, "result %d[%d]: %.17g, not %.17g", j, i,
+                          ir_tensor_get_f64(res[j], i), v[i] * c);
+    }
+    ck_assert_int_eq(res[3]->elem, IR_E_F64);
+    ck_assert_int_eq(res[3]->rank, 0);
+    ck_assert_double_eq_tol(ir_tensor_get_f64(res[3], 0), v[0] + v[1] + v[2] + v[3], 1e-15);
+    ck_assert_int_eq(res[4]->elem, IR_E_I32);
+    ck_assert_int_eq(ir_tensor_get_i64(res[4], 3), 4);
+    ir_tensors_free(res, n);
+    /* the declared type is not accepted in its place: the caller widens */
+    ir_tensor *a16 = tf(IR_E_F16, "4", v, 4);
+    ck_assert_int_eq(ir_interp_run(m, ir_module_entry(m), (const ir_tensor *const *)&a16, 1, &res, &n, &wide, &err),
+                     AP_ETYPE);
+    /* and without the option it rounds as declared */
+    ck_assert_int_eq(ir_interp_run(m, ir_module_entry(m), (const ir_tensor *const *)&a16, 1, &res, &n, NULL, &err), 0);
+    ck_assert_int_eq(res[0]->elem, IR_E_F16);
+    ck_assert_msg(ir_tensor_get_f64(res[0], 3) != v[3] * c, "%.17g", ir_tensor_get_f64(res[0], 3));
+    ir_tensors_free(res, n);
+    ir_module_free(m);
+    m = parse_ok(fn("(%a: tensor<4xf16>) -> tensor<4xi16>",
+                    "  %b = stablehlo.bitcast_convert %a : (tensor<4xf16>) -> tensor<4xi16>\n"
+                    "  return %b : tensor<4xi16>"));
+    ck_assert(ir_interp_op_width_bound(ir_module_entry(m)->regions[0].first->first));
+    ck_assert_int_eq(ir_interp_run(m, ir_module_entry(m), (const ir_tensor *const *)&a, 1, &res, &n, &wide, &err),
+                     AP_EUNSUPPORTED);
+    ck_assert_msg(strstr(err.msg, "width"), "%s", err.msg);
+    ir_module_free(m);
+    ir_tensor_free(a);
+    ir_tensor_free(a16);
+}
+END_TEST
+
 START_TEST(random_rounding_of_sums_only)
 {
     double v[128];
@@ -2322,6 +2388,7 @@ static Suite *interp_suite(void)
     tcase_add_test(tc, fmha_refusals);
     tcase_add_test(tc, noise_run_orders_and_roundings);
     tcase_add_test(tc, random_rounding_of_sums_only);
+    tcase_add_test(tc, f64_option_computes_every_float_in_f64);
     tcase_add_loop_test(tc, model_zoo_runs_finite, 0, (int)AP_ARRAY_LEN(zoo));
     tcase_add_test(tc, transformer_gradients_match_finite_differences);
     tcase_add_loop_test(tc, spmd_lowered_models_match_unpartitioned, 0, (int)AP_ARRAY_LEN(lowered));

@@ -42,6 +42,17 @@ static void check_usage(FILE *f)
             "of a sum's result, rounded up or down at random).  A correct partitioning\n"
             "changes nothing but where and in what order the program rounds its sums;\n"
             "the `noise` run and column show what that moves.\n"
+            "\n"
+            "Then the unpartitioned and the SPMD program run once more with every float\n"
+            "held and computed in f64 whatever its type (no rounding to f32, f16, bf16;\n"
+            "a convert between floats is a copy), and each result of the two must agree\n"
+            "to 1e-9 in the same measure (column f64 err): at low precision a bug can be\n"
+            "as small as the rounding noise, but a correct partitioning differs there by\n"
+            "f64 rounding only (~1e-15), so a larger gap is a structural error and the\n"
+            "verdict is NOT equivalent (`MISMATCH (f64)`).  A program with an op whose\n"
+            "meaning depends on a float's width (bitcast_convert of a float,\n"
+            "reduce_precision, a custom call other than an identity, complex values)\n"
+            "skips this comparison, and the report says why.\n"
             "Integers and booleans are exact.  Float inputs are uniform in [-1, 1)\n"
             "(redrawn in [0.01, 1) if that makes the original overflow), integers in\n"
             "[0, 8).\n"
@@ -68,27 +79,37 @@ static void check_usage(FILE *f)
             "counts them: a wrong answer as small as the noise would look the same.\n");
 }
 
-static const char *const run_names[IR_CHECK__RUNS] = {"unpartitioned", "loops", "spmd", "noise"};
+static const char *const run_names[IR_CHECK__RUNS] = {"unpartitioned", "loops", "spmd", "noise", "f64 unpartitioned",
+                                                      "f64 spmd"};
 
 static int print_json(const ir_check_report *r)
 {
     json_t *o = json_object(), *results = json_array(), *runs = json_object();
     for (uint32_t j = 0; j < r->n_results; j++) {
         const ir_check_result *x = &r->results[j];
-        json_array_append_new(results, json_pack("{s:s, s:s, s:f, s:s, s:f, s:f, s:b, s:b, s:{s:f, s:f, s:f}, "
+        json_t *jr = json_pack("{s:s, s:s, s:f, s:s, s:f, s:f, s:b, s:b, s:{s:f, s:f, s:f}, "
                                                  "s:{s:f, s:f, s:f}}",
                                                  "name", x->name, "type", x->type, "tol", x->tol, "tol_follows",
                                                  x->tol_basis, "noise", x->noise, "tol_without_noise", x->tol_rules,
                                                  "ok", x->ok, "within_noise", x->within_noise, "loops",
                                                  "max_abs", x->max_abs[0], "max_rel", x->max_rel[0], "error", x->error[0],
                                                  "spmd", "max_abs", x->max_abs[1], "max_rel", x->max_rel[1], "error",
-                                                 x->error[1]));
+                                                 x->error[1]);
+        if (r->f64_ran) {
+            json_object_set_new(jr, "f64_error", json_real(x->error_f64));
+            json_object_set_new(jr, "f64_mismatch", json_boolean(x->f64_mismatch));
+        }
+        json_array_append_new(results, jr);
     }
     for (int k = 0; k < IR_CHECK__RUNS; k++)
         json_object_set_new(runs, run_names[k], json_pack("{s:f, s:I}", "seconds", r->seconds[k], "ops", (json_int_t)r->ops[k]));
     json_object_set_new(o, "ok", json_boolean(r->ok));
     json_object_set_new(o, "within_noise", json_integer(r->n_within_noise));
     json_object_set_new(o, "devices", json_integer(r->n_devices));
+    if (r->f64_ran)
+        json_object_set_new(o, "f64", json_pack("{s:f, s:f}", "error", r->f64_error, "tol", IR_CHECK_F64_TOL));
+    else
+        json_object_set_new(o, "f64", json_pack("{s:s}", "skipped", r->f64_skipped));
     json_object_set_new(o, "results", results);
     json_object_set_new(o, "runs", runs);
     json_object_set_new(o, "inputs", json_pack("{s:f, s:f}", "lo", r->input_lo, "hi", r->input_hi));
@@ -108,7 +129,7 @@ static void print_text(const ir_check_report *r, const char *path, uint64_t seed
     printf("%s on %" PRId64 " devices, seed %" PRIu64 ", float inputs in [%g, %g)\n", path, r->n_devices, seed,
            r->input_lo, r->input_hi);
     for (int k = 0; k < IR_CHECK__RUNS; k++)
-        printf("  %-14s %8.3f s  %10" PRIu64 " ops evaluated\n", run_names[k], r->seconds[k], r->ops[k]);
+        printf("  %-17s %8.3f s  %10" PRIu64 " ops evaluated\n", run_names[k], r->seconds[k], r->ops[k]);
     if (r->note[0])
         printf("note: %s\n", r->note);
     int wn = 6, wt = 4, wf = 11;
@@ -127,17 +148,28 @@ static void print_text(const ir_check_report *r, const char *path, uint64_t seed
            "the unpartitioned run rounded another way) is the rounding noise the result carries: tol is at\n"
            "least %g times it, up to %g\n",
            IR_CHECK_NOISE_FACTOR, IR_CHECK_NOISE_CAP);
-    printf("\n%-*s  %-*s  %-8s  %-*s  %-9s  %-9s %-9s %-9s  %-9s %-9s %-9s\n", wn, "result", wt, "type", "tol", wf,
-           "tol follows", "noise", "loops abs", "rel", "err", "spmd abs", "rel", "err");
+    printf("\n%-*s  %-*s  %-8s  %-*s  %-9s  %-9s %-9s %-9s  %-9s %-9s %-9s  %-9s\n", wn, "result", wt, "type", "tol", wf,
+           "tol follows", "noise", "loops abs", "rel", "err", "spmd abs", "rel", "err", "f64 err");
     for (uint32_t j = 0; j < r->n_results; j++) {
         const ir_check_result *x = &r->results[j];
-        printf("%-*s  %-*s  %-8.2g  %-*s  %-9.3g  %-9.3g %-9.3g %-9.3g  %-9.3g %-9.3g %-9.3g %s\n", wn, x->name, wt,
-               x->type, x->tol, wf, x->tol_basis, x->noise, x->max_abs[0], x->max_rel[0], x->error[0], x->max_abs[1],
-               x->max_rel[1], x->error[1], !x->ok ? "MISMATCH" : x->within_noise ? "ok within noise" : "ok");
+        char e64[16] = "-";
+        if (r->f64_ran)
+            snprintf(e64, sizeof e64, "%.3g", x->error_f64);
+        printf("%-*s  %-*s  %-8.2g  %-*s  %-9.3g  %-9.3g %-9.3g %-9.3g  %-9.3g %-9.3g %-9.3g  %-9s %s\n", wn, x->name,
+               wt, x->type, x->tol, wf, x->tol_basis, x->noise, x->max_abs[0], x->max_rel[0], x->error[0], x->max_abs[1],
+               x->max_rel[1], x->error[1], e64,
+               x->f64_mismatch ? "MISMATCH (f64)" : !x->ok ? "MISMATCH" : x->within_noise ? "ok within noise" : "ok");
     }
-    uint32_t bad = 0;
-    for (uint32_t j = 0; j < r->n_results; j++)
+    uint32_t bad = 0, bad64 = 0;
+    for (uint32_t j = 0; j < r->n_results; j++) {
         bad += !r->results[j].ok;
+        bad64 += r->results[j].f64_mismatch;
+    }
+    if (r->f64_ran)
+        printf("\nf64 comparison (every float in f64, SPMD against unpartitioned): largest err %.3g, tol %g%s\n",
+               r->f64_error, IR_CHECK_F64_TOL, bad64 ? ": a structural error" : "");
+    else
+        printf("\nf64 comparison skipped: %s\n", r->f64_skipped);
     if (r->ok && r->n_within_noise)
         /* a wrong answer as small as the noise looks the same: say so */
         printf("\nequivalent: all %u results within tolerance; %u only within the rounding noise (beyond\n"
@@ -146,7 +178,8 @@ static void print_text(const ir_check_report *r, const char *path, uint64_t seed
     else if (r->ok)
         printf("\nequivalent: all %u results within tolerance\n", r->n_results);
     else
-        printf("\nNOT equivalent: %u of %u results differ beyond tolerance\n", bad, r->n_results);
+        printf("\nNOT equivalent: %u of %u results differ beyond tolerance%s\n", bad, r->n_results,
+               bad64 ? " (in f64 too: a structural error, not rounding)" : "");
 }
 
 int cli_check(int argc, char **argv)

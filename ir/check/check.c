@@ -6,7 +6,9 @@
  * more unpartitioned runs set the tolerances of results that rounding
  * moves more than their precision alone says: one on inputs moved by an
  * ulp (sensitivity), one rounded another way (noise_floor: its sums split
- * and reordered, every rounding op rounded the other way at random).
+ * and reordered, every rounding op rounded the other way at random).  And
+ * the unpartitioned and SPMD programs run once more with every float in
+ * f64 (ir_interp_opts.f64), held to IR_CHECK_F64_TOL: a structural error.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -333,6 +335,7 @@ static int expectation(const ir_op *op, const char *name, const ir_tensor *const
  * iterations must agree with the first. */
 typedef struct handler_ctx {
     double tol;         /* 0: per element type */
+    bool f64;           /* the f64 runs: every float held in f64 */
     bool no_assertions; /* the noise run: its values are rounded another
                            way on purpose, so the program's own exact
                            assertions are not asked of it */
@@ -351,7 +354,8 @@ static int custom_call(void *vctx, const ir_op *op, uint32_t n_operands, const i
         return ap_error_set(err, AP_EUNSUPPORTED, "custom_call @%s has no semantics the checker knows", name);
     if (n_operands < 1 || n_results != 1)
         return ap_error_set(err, AP_EINVALID, "custom_call @%s: expected one result and operands", name);
-    double tol = ctx->tol > 0 ? ctx->tol : ir_check_default_tol(elem_of(op->results[0].type));
+    double tol = ctx->f64 ? IR_CHECK_F64_TOL
+                 : ctx->tol > 0 ? ctx->tol : ir_check_default_tol(elem_of(op->results[0].type));
     double scale = agree ? magnitude(operands[0]) : 0;
     for (uint32_t i = 1; agree && i < n_operands; i++) {
         double max_abs = 0, max_rel = 0;
@@ -364,6 +368,50 @@ static int custom_call(void *vctx, const ir_op *op, uint32_t n_operands, const i
                                 i, max_abs, tol);
     }
     return ir_tensor_clone(operands[0], &results[0], err);
+}
+
+/* Why the f64 runs cannot stand for module m (an op whose meaning depends
+ * on a float's width, a custom call the handler above does not know to be
+ * an identity, a complex value: held as declared, it would mix widths), in
+ * why; false when they can. */
+static bool f64_blocked_in(const ir_block *blk, char *why, size_t size)
+{
+    for (; blk; blk = blk->next)
+        for (const ir_op *o = blk->first; o; o = o->next) {
+            const char *name = NULL;
+            if (ir_interp_op_width_bound(o))
+                name = ir_op_info_get((ir_opcode)o->opcode)->name;
+            else if (o->opcode == IR_OP_CUSTOM_CALL) {
+                ir_attr *t = ir_op_attr(o, "call_target_name");
+                const char *tn = t && t->kind == IR_A_STRING ? t->u.str.s : "?";
+                if (strncmp(tn, "check.", 6) && strcmp(tn, IR_ITERATIONS_AGREE) && !ir_custom_call_is_identity(o))
+                    name = "custom_call";
+            }
+            for (uint32_t j = 0; !name && j < o->n_results; j++)
+                if (o->results[j].type && ir_elem_is_complex(elem_of(o->results[j].type)))
+                    name = "a complex value from";
+            if (name) {
+                snprintf(why, size, "%s at line %u", name, (unsigned)o->src_line);
+                return true;
+            }
+            for (uint32_t r = 0; r < o->n_regions; r++)
+                if (f64_blocked_in(o->regions[r].first, why, size))
+                    return true;
+        }
+    return false;
+}
+
+/* A copy of t with its real float arrays widened to f64 (exactly): an
+ * input of the f64 runs (ir_interp_opts.f64). */
+static int widen(const ir_tensor *t, ir_tensor **out, ap_error *err)
+{
+    ir_elem e = (ir_elem)t->elem;
+    if (t->kind != IR_TENSOR_ARRAY || !ir_elem_is_float(e) || ir_elem_is_complex(e) || e == IR_E_F64)
+        return ir_tensor_clone(t, out, err);
+    int rc = ir_tensor_new(IR_E_F64, t->rank, t->dims, out, err);
+    for (int64_t i = 0; rc == 0 && i < t->numel; i++)
+        ir_tensor_set_f64(*out, i, ir_tensor_get_f64(t, i));
+    return rc;
 }
 
 void ir_check_report_free(ir_check_report *r)
@@ -521,7 +569,8 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
     ir_check_opts o = opts ? *opts : IR_CHECK_OPTS_DEFAULT;
     const ir_pctx *c = ir_partition_ctx(p);
     const ir_op *f = ir_pctx_func(c);
-    uint32_t n_args = ir_func_num_args(f), n_ref = 0, n_loops = 0, n_spmd = 0;
+    uint32_t n_args = ir_func_num_args(f), n_ref = 0, n_loops = 0, n_spmd = 0, n_ref64 = 0, n_spmd64 = 0;
+    ir_tensor **args64 = NULL, **ref64 = NULL, **spmd64 = NULL; /* the f64 runs */
     ir_tensor **args = ap_calloc(n_args ? n_args : 1, sizeof *args), **ref = NULL, **loops = NULL, **spmd = NULL;
     double *sens = NULL, *noise = NULL; /* per result: see sensitivity(), noise_floor() */
     ir_module *tm = NULL;
@@ -652,6 +701,52 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
                           n_loops, n_spmd, n_ref);
         goto out;
     }
+    /* Both again with every float held in f64 (ircheck.h): a structural
+     * error shows there above f64 rounding, however low the precision. */
+    char why[160] = "";
+    if (f64_blocked_in(ir_module_body(ir_pctx_module(c)), why, sizeof why) ||
+        f64_blocked_in(ir_module_body(sm), why, sizeof why)) {
+        snprintf(r->f64_skipped, sizeof r->f64_skipped, "the program has %s, whose meaning depends on float widths",
+                 why);
+    } else if (!(args64 = ap_calloc(n_args ? n_args : 1, sizeof *args64))) {
+        rc = ap_error_set(err, AP_ENOMEM, "out of memory");
+        goto out;
+    } else {
+        for (uint32_t i = 0; i < n_args; i++)
+            if ((rc = widen(args[i], &args64[i], err)) < 0)
+                goto out;
+        ir_interp_opts io64 = io;
+        handler_ctx h64 = {.tol = o.tol, .f64 = true, .no_assertions = true};
+        io64.f64 = true;
+        io64.custom_call_ctx = &h64;
+        io64.ops_evaluated = &r->ops[IR_CHECK_F64_REF];
+        t0 = ap_mono_s();
+        int frc = ir_interp_run(ir_pctx_module(c), f, (const ir_tensor *const *)args64, n_args, &ref64, &n_ref64,
+                                &io64, err);
+        r->seconds[IR_CHECK_F64_REF] = ap_mono_s() - t0;
+        if (frc == 0) {
+            io64.ops_evaluated = &r->ops[IR_CHECK_F64_SPMD];
+            t0 = ap_mono_s();
+            frc = ir_spmd_run(sm, sf, (const ir_tensor *const *)args64, n_args, &spmd64, &n_spmd64, &io64, err);
+            r->seconds[IR_CHECK_F64_SPMD] = ap_mono_s() - t0;
+            if (frc == AP_ECONFLICT) { /* replicated copies disagree: wrong, as in the native run */
+                rc = in_run(err, "f64 SPMD run");
+                goto out;
+            }
+        }
+        if (frc == AP_ENOMEM) {
+            rc = frc;
+            goto out;
+        }
+        if (frc < 0 || n_ref64 != n_ref || n_spmd64 != n_ref)
+            /* the native runs stand: a failure here is no verdict */
+            snprintf(r->f64_skipped, sizeof r->f64_skipped, "an f64 run failed: %.200s",
+                     frc < 0 ? err->msg : "another number of results");
+        else
+            r->f64_ran = true;
+        ap_error_clear(err);
+    }
+
     /* a wrong answer planted by a test (ir_check_opts) */
     if (o.plant_error != 0 && o.plant_result < n_spmd && spmd[o.plant_result]->kind == IR_TENSOR_ARRAY &&
         spmd[o.plant_result]->numel > 0) {
@@ -726,6 +821,21 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
                 res->ok = false;
         }
         res->within_noise = res->ok && !(fmax(res->error[0], res->error[1]) <= res->tol_rules);
+        if (r->f64_ran) {
+            double a64 = 0, rel64 = 0;
+            if (compare(spmd64[j], ref64[j], &a64, &rel64, err) < 0) {
+                rc = in_run(err, "%s (f64 SPMD)", res->name);
+                goto out;
+            }
+            res->error_f64 = error_of(a64, magnitude(ref64[j]));
+            res->f64_mismatch = !(res->error_f64 <= IR_CHECK_F64_TOL);
+            if (res->f64_mismatch) {
+                res->ok = false;
+                res->within_noise = false;
+            }
+            if (!(res->error_f64 <= r->f64_error))
+                r->f64_error = res->error_f64;
+        }
         r->n_within_noise += res->within_noise;
         r->ok &= res->ok;
     }
@@ -736,6 +846,9 @@ out:
     ir_tensors_free(ref, n_ref);
     ir_tensors_free(loops, n_loops);
     ir_tensors_free(spmd, n_spmd);
+    ir_tensors_free(ref64, n_ref64);
+    ir_tensors_free(spmd64, n_spmd64);
+    ir_tensors_free(args64, args64 ? n_args : 0);
     ir_lowered_free(&low);
     ir_module_free(tm);
     ir_tensors_free(args, n_args);

@@ -82,11 +82,38 @@
  * at 0 and says so in the report's note.  Both extra runs are skipped
  * under ir_check_opts.tol.  A result is held to the largest tolerance the
  * rules give, and the report says which rule set it (tol_basis).
+ *
+ * Then the unpartitioned and the SPMD program run once more with every
+ * float held and computed in f64 whatever its type (ir_interp_opts.f64:
+ * no rounding to f32, f16 or bf16; a convert between floats is a copy),
+ * on the same inputs, and each SPMD result must be within IR_CHECK_F64_TOL
+ * (1e-9, the same error measure) of the unpartitioned one, or the result
+ * is not ok (f64_mismatch).  At low precision a structural bug (a dropped
+ * or doubled reduction, a wrong shard) can be as small as the rounding
+ * noise: mutation testing (scripts/check-mutants) found the noise floor
+ * letting through a sixth of the mixed-precision mutants the precision
+ * rules caught, and every rule missing many (a small gradient short of
+ * some partial sums).  In f64 a correct partitioning differs only by f64
+ * rounding of its reordered sums: u = 1.1e-16 times sqrt(n) to n per sum,
+ * times the conditioning of what follows; 2e-15 on the f16 transformer of
+ * test_check, so 1e-9 leaves five orders of magnitude for deeper programs
+ * and longer sums, while a dropped partial sum moves a result by about
+ * its own size (1e-3 and up in every mutant measured).  Only a program
+ * with a discontinuity (compare, select, a float -> int convert) fed by a
+ * reordered sum within ~1e-15 of its threshold could differ more.  The
+ * comparison is skipped, with the reason in f64_skipped, when a program
+ * has an op whose meaning depends on a float's width (bitcast_convert of
+ * a float, reduce_precision, a custom call other than an identity or the
+ * check's own, cuDNN's fused attention) or a complex value, or when an
+ * f64 run fails (the native runs stand), except that replicated copies
+ * disagreeing in the f64 SPMD run is the AP_ECONFLICT error the native
+ * one gives.  It runs under --tol too.
  */
 #define IR_CHECK_SENSITIVITY 4.0
 #define IR_CHECK_SENSITIVITY_CAP 0.1
 #define IR_CHECK_NOISE_FACTOR 4.0
 #define IR_CHECK_NOISE_CAP 0.1
+#define IR_CHECK_F64_TOL 1e-9
 
 /* Default tolerance per element type: 1e-9 for f64, 1e-4 for f32 and tf32,
  * 1e-2 for f16, 5e-2 for bf16, 0.25 for the 8-bit and narrower floats,
@@ -122,7 +149,7 @@ typedef struct ir_check_opts {
 
 /* The runs timed in the report; IR_CHECK_NOISE is the unpartitioned program
  * again with its sums reordered (the noise floor above). */
-enum { IR_CHECK_REF, IR_CHECK_LOOPS, IR_CHECK_SPMD, IR_CHECK_NOISE, IR_CHECK__RUNS };
+enum { IR_CHECK_REF, IR_CHECK_LOOPS, IR_CHECK_SPMD, IR_CHECK_NOISE, IR_CHECK_F64_REF, IR_CHECK_F64_SPMD, IR_CHECK__RUNS };
 
 typedef struct ir_check_result {
     char name[96];  /* jax.result_info, or "result #J" */
@@ -143,6 +170,9 @@ typedef struct ir_check_result {
     double max_abs[2]; /* largest |x - ref| */
     double max_rel[2]; /* largest |x - ref| / max(|x|, |ref|) */
     double error[2];   /* what is held to tol (see above) */
+    double error_f64;  /* the same measure, SPMD against unpartitioned, both
+                          with every float in f64; 0 when not run */
+    bool f64_mismatch; /* error_f64 above IR_CHECK_F64_TOL (not ok) */
     bool ok;
 } ir_check_result;
 
@@ -151,6 +181,9 @@ typedef struct ir_check_report {
     ir_check_result *results; /* owned */
     bool ok;                  /* every result within its tolerance */
     uint32_t n_within_noise;  /* results ok only by the noise floor */
+    bool f64_ran;             /* the f64 comparison was made */
+    double f64_error;         /* its largest error_f64 */
+    char f64_skipped[256];    /* why it was not ("" when it was) */
     int64_t n_devices;
     double input_lo, input_hi;        /* range of the float inputs */
     double seconds[IR_CHECK__RUNS];   /* per run: unpartitioned, loops, SPMD, noise */

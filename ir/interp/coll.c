@@ -141,7 +141,7 @@ static bool scaled_dims(const ir_tensor *a, const ir_tensor *b, int dim, int64_t
 static int new_result(ip_run *r, ip_frame *fr, const ir_op *op, uint32_t d, uint32_t i, ir_tensor **out)
 {
     ap_error e2;
-    int rc = ir__tensor_alloc_type(op->results[i].type, r->opts.max_elems, out, &e2);
+    int rc = ir__tensor_alloc_type_w(op->results[i].type, r->opts.max_elems, r->opts.f64, out, &e2);
     if (rc < 0)
         return ir__ip_fail_op(r, op, fr->dev_ids[d], rc, "%s", e2.msg);
     if ((*out)->kind != IR_TENSOR_ARRAY)
@@ -476,7 +476,7 @@ int ir__ip_collective(ip_run *r, ip_frame *fr, const ir_op *op)
     for (uint32_t d = 0; d < nd; d++)
         for (uint32_t i = 0; i < n_out; i++) {
             ir_tensor **t = &res[(size_t)d * n_out + i];
-            if (!*t || !ir_tensor_has_type(*t, op->results[i].type)) {
+            if (!*t || !ir__tensor_has_type_w(*t, op->results[i].type, r->opts.f64)) {
                 rc = ir__ip_fail_op(r, op, fr->dev_ids[d], AP_ETYPE, "result %u does not have the op's result type", i);
                 goto done;
             }

@@ -44,7 +44,7 @@ static int eval_region(ip_run *r, ip_frame *fr, const ir_op *owner, const ir_reg
     for (uint32_t d = 0; d < fr->n_dev; d++) {
         for (uint32_t i = 0; i < n_in; i++) {
             const ir_tensor *t = in[(size_t)d * n_in + i];
-            if (!ir_tensor_has_type(t, b->args[i].type)) {
+            if (!ir__tensor_has_type_w(t, b->args[i].type, r->opts.f64)) {
                 char ts[128];
                 ap_buf tb;
                 ap_buf_init(&tb);
@@ -337,7 +337,7 @@ static int eval_call(ip_run *r, ip_frame *fr, const ir_op *op)
                               n_out, op->n_results);
     }
     for (size_t k = 0; k < (size_t)fr->n_dev * n_out; k++)
-        if (!ir_tensor_has_type(res[k], op->results[k % n_out].type)) {
+        if (!ir__tensor_has_type_w(res[k], op->results[k % n_out].type, r->opts.f64)) {
             free_all(res, (size_t)fr->n_dev * n_out);
             return ir__ip_fail_op(r, op, -1, AP_ETYPE, "result %zu of @%s does not have the call's result type",
                                   k % n_out, callee->u.str.s);
@@ -626,8 +626,31 @@ static void round_randomly(ip_run *r, ir_tensor *t)
     }
 }
 
+/* Whether op's meaning depends on the bit width of a float it reads or
+ * makes, so that ir_interp_opts.f64 cannot widen it: bitcast_convert of a
+ * float, reduce_precision, the fused-attention custom calls (cuDNN's
+ * kernels round as their types say).  Other custom calls go to the
+ * caller's handler, which must decide (interp.h). */
+bool ir_interp_op_width_bound(const ir_op *op)
+{
+    if (op->opcode == IR_OP_REDUCE_PRECISION || (op->opcode == IR_OP_CUSTOM_CALL && ir_fmha_kind(op)))
+        return true;
+    if (op->opcode != IR_OP_BITCAST_CONVERT)
+        return false;
+    for (uint32_t i = 0; i < op->n_operands; i++)
+        if (op->operands[i]->type && ir_elem_is_float((ir_elem)op->operands[i]->type->elem))
+            return true;
+    for (uint32_t i = 0; i < op->n_results; i++)
+        if (op->results[i].type && ir_elem_is_float((ir_elem)op->results[i].type->elem))
+            return true;
+    return false;
+}
+
 static int eval_kernel(ip_run *r, ip_frame *fr, const ir_op *op, ip_kernel k)
 {
+    if (r->opts.f64 && ir_interp_op_width_bound(op))
+        return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED,
+                              "depends on the width of its float type, which the f64 run does not keep");
     const ir_tensor *in_small[8];
     ir_tensor *out_small[8];
     const ir_tensor **in = op->n_operands <= 8 ? in_small : ap_calloc(op->n_operands, sizeof *in);
@@ -648,7 +671,7 @@ static int eval_kernel(ip_run *r, ip_frame *fr, const ir_op *op, ip_kernel k)
         ip_ctx c = {r, fr, d, op};
         rc = k(&c, in, out);
         for (uint32_t i = 0; i < op->n_results && rc == 0; i++) {
-            if (!out[i] || !ir_tensor_has_type(out[i], op->results[i].type)) {
+            if (!out[i] || !ir__tensor_has_type_w(out[i], op->results[i].type, r->opts.f64)) {
                 char ts[128] = "nothing";
                 if (out[i])
                     ir__tensor_type_str(out[i], ts, sizeof ts);
@@ -783,7 +806,7 @@ int ir__ip_check_args(ip_run *r, const ir_op *func, uint32_t n_dev, const ir_ten
         for (uint32_t i = 0; i < n_args; i++) {
             const ir_tensor *t = args[(size_t)d * n_args + i];
             const ir_type *ty = ir_func_arg(func, i)->type;
-            if (!t || !ir_tensor_has_type(t, ty)) {
+            if (!t || !ir__tensor_has_type_w(t, ty, r->opts.f64)) {
                 ap_buf b;
                 ap_buf_init(&b);
                 ir_type_print(&b, ty);

@@ -922,7 +922,9 @@ int ir__ip_reducer_init(ip_reducer *rd, ip_ctx *c, const ir_region *reg, uint32_
         (opc == IR_OP_ADD || opc == IR_OP_MULTIPLY || opc == IR_OP_MAXIMUM || opc == IR_OP_MINIMUM ||
          opc == IR_OP_AND || opc == IR_OP_OR || opc == IR_OP_XOR)) {
         const ir_type *t0 = b->args[0].type, *t1 = b->args[1].type, *tr = b->first->results[0].type;
-        if (t0 && t1 && tr && t0->elem == elems[0] && t1->elem == elems[0] && tr->elem == elems[0] &&
+        bool w = c->run->opts.f64;
+        if (t0 && t1 && tr && ir__ip_wide_elem((ir_elem)t0->elem, w) == elems[0] &&
+            ir__ip_wide_elem((ir_elem)t1->elem, w) == elems[0] && ir__ip_wide_elem((ir_elem)tr->elem, w) == elems[0] &&
             ir_type_numel(t0) == 1 && ir_type_numel(tr) == 1 && ew2_ok(opc, elems[0])) {
             rd->fast = opc;
             return 0;
@@ -932,7 +934,7 @@ int ir__ip_reducer_init(ip_reducer *rd, ip_ctx *c, const ir_region *reg, uint32_
     if (same && b->n_ops == 1 && b->last && ip_is_terminator(b->last) && b->last->n_operands == n) {
         for (uint32_t k = 0; k < n && same; k++)
             same = b->last->operands[k] == &b->args[n + k] && b->args[n + k].type &&
-                   b->args[n + k].type->elem == elems[k] && ir_type_numel(b->args[n + k].type) == 1;
+                   ir__ip_wide_elem((ir_elem)b->args[n + k].type->elem, c->run->opts.f64) == elems[k] && ir_type_numel(b->args[n + k].type) == 1;
         if (same) {
             rd->replace = true;
             return 0;
@@ -941,7 +943,7 @@ int ir__ip_reducer_init(ip_reducer *rd, ip_ctx *c, const ir_region *reg, uint32_
     for (uint32_t k = 0; k < 2 * n; k++) {
         int rc;
         ap_error e2;
-        if ((rc = ir__tensor_alloc_type(b->args[k].type, 0, &rd->args[k], &e2)) < 0) {
+        if ((rc = ir__tensor_alloc_type_w(b->args[k].type, 0, c->run->opts.f64, &rd->args[k], &e2)) < 0) {
             ir__ip_reducer_free(rd);
             return ir__ip_relay(c->run, c->op, c->fr->dev_ids[c->dev], rc, &e2);
         }
@@ -1005,7 +1007,7 @@ int ir__ip_scall_init(ip_scalar_call *sc, ip_ctx *c, const ir_region *reg, uint3
     for (uint32_t k = 0; k < n_in; k++) {
         int rc;
         ap_error e2;
-        if ((rc = ir__tensor_alloc_type(reg->first->args[k].type, 0, &sc->args[k], &e2)) < 0) {
+        if ((rc = ir__tensor_alloc_type_w(reg->first->args[k].type, 0, c->run->opts.f64, &sc->args[k], &e2)) < 0) {
             ir__ip_scall_free(sc);
             return ir__ip_relay(c->run, c->op, c->fr->dev_ids[c->dev], rc, &e2);
         }

@@ -205,8 +205,25 @@ typedef struct ir_interp_opts {
      * program computes every value as the original does, and rounding it
      * at random would overstate the noise (bf16 gradients 5-10x). */
     bool random_rounding_sums;
+    /* Every real float value held and computed in f64 whatever its
+     * declared type (f16, bf16, f32, f8...): no op rounds to a narrower
+     * float, a convert between floats is an exact copy, constants and
+     * arguments keep their exact values.  Shapes, integers, booleans and
+     * complex values are as declared; arguments and results of such types
+     * are f64 tensors of the declared shape.  Ops whose meaning depends on
+     * the bit width of a float (ir_interp_op_width_bound: bitcast_convert
+     * of a float, reduce_precision, cuDNN's fused attention) are
+     * AP_EUNSUPPORTED errors, never silently widened; other custom calls
+     * go to custom_call with f64 operands, and the handler must refuse
+     * (AP_EUNSUPPORTED) any whose meaning depends on the width.  `autopart check` compares the partitioned
+     * program with the original this way too (ir/check/ircheck.h): a
+     * structural bug shows there above f64 rounding. */
+    bool f64;
 } ir_interp_opts;
 #define IR_INTERP_MAX_SPLIT 1024
+
+/* Whether op cannot be evaluated under ir_interp_opts.f64 (see there). */
+bool ir_interp_op_width_bound(const ir_op *op);
 
 /* Evaluates function `func` (a func.func of m, not a declaration) on args
  * (n_args tensors, borrowed; their types must match the function's argument

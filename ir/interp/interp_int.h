@@ -98,6 +98,17 @@ int ir__ip_clone_at(ip_run *r, const ir_op *op, int64_t dev, const ir_tensor *t,
 /* Tensor allocation without a context: checks the limit, fills err. */
 int ir__tensor_alloc(ir_elem e, int rank, const int64_t *dims, int64_t limit, ir_tensor **out, ap_error *err);
 int ir__tensor_alloc_type(const ir_type *t, int64_t limit, ir_tensor **out, ap_error *err);
+/* The same, with every real float element type held as f64 when wide
+ * (ir_interp_opts.f64): the type's shape, f64 data. */
+int ir__tensor_alloc_type_w(const ir_type *t, int64_t limit, bool wide, ir_tensor **out, ap_error *err);
+/* ir_tensor_has_type, with a real float type matched by f64 when wide. */
+bool ir__tensor_has_type_w(const ir_tensor *t, const ir_type *ty, bool wide);
+/* The element type a value of type e is held in: f64 for a real float
+ * when wide (ir_interp_opts.f64), e otherwise. */
+static inline ir_elem ir__ip_wide_elem(ir_elem e, bool wide)
+{
+    return wide && ir_elem_is_float(e) && !ir_elem_is_complex(e) ? IR_E_F64 : e;
+}
 /* Same elem and dims (arrays), or recursively equal members (tuples). */
 bool ir__tensor_same_type(const ir_tensor *a, const ir_tensor *b);
 /* "tensor<2x3xf32>" for messages. */

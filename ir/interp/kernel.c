@@ -61,7 +61,7 @@ int ir__ip_relay(ip_run *r, const ir_op *op, int64_t dev, int rc, const ap_error
 int ir__ip_new_result(ip_ctx *c, uint32_t i, ir_tensor **out)
 {
     ap_error e2;
-    int rc = ir__tensor_alloc_type(c->op->results[i].type, c->run->opts.max_elems, out, &e2);
+    int rc = ir__tensor_alloc_type_w(c->op->results[i].type, c->run->opts.max_elems, c->run->opts.f64, out, &e2);
     return rc < 0 ? ir__ip_relay(c->run, c->op, c->fr->dev_ids[c->dev], rc, &e2) : 0;
 }
 

@@ -104,8 +104,20 @@ int ir__ip_k_constant(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
     if (rc < 0)
         return rc;
     ir_tensor *y = out[0];
-    if (y->kind != IR_TENSOR_ARRAY || !v->type || v->type->elem != y->elem)
+    if (y->kind != IR_TENSOR_ARRAY || !v->type ||
+        ir__ip_wide_elem((ir_elem)v->type->elem, c->run->opts.f64) != y->elem)
         return ir__ip_fail(c, AP_ETYPE, "value and result types differ");
+    if (v->type->elem != y->elem) { /* ir_interp_opts.f64: a narrower float's value, exactly */
+        ir_elem ve = (ir_elem)v->type->elem;
+        size_t veb = ip_eb(ve);
+        bool splat = v->u.dense.splat || (y->numel != 1 && v->u.dense.nbytes == veb);
+        if (splat ? v->u.dense.nbytes < veb && y->numel > 0 : v->u.dense.nbytes != (size_t)y->numel * veb)
+            return ir__ip_fail(c, AP_EINVALID, "constant has %zu bytes, its type needs %zu", v->u.dense.nbytes,
+                               (size_t)y->numel * veb);
+        for (int64_t i = 0; i < y->numel; i++)
+            ip_stf(IR_E_F64, y->data + (size_t)i * 8, ip_ldf(ve, v->u.dense.data + (splat ? 0 : (size_t)i * veb)));
+        return 0;
+    }
     size_t eb = ip_eb((ir_elem)y->elem);
     if (v->u.dense.splat || (y->numel != 1 && v->u.dense.nbytes == eb)) {
         if (v->u.dense.nbytes < eb && y->numel > 0)

@@ -96,6 +96,11 @@ static int tensor_tuple(uint32_t n, ir_tensor **out, ap_error *err)
 
 int ir__tensor_alloc_type(const ir_type *t, int64_t limit, ir_tensor **out, ap_error *err)
 {
+    return ir__tensor_alloc_type_w(t, limit, false, out, err);
+}
+
+int ir__tensor_alloc_type_w(const ir_type *t, int64_t limit, bool wide, ir_tensor **out, ap_error *err)
+{
     *out = NULL;
     if (!t)
         return ap_error_set(err, AP_EINVALID, "no type");
@@ -114,7 +119,8 @@ int ir__tensor_alloc_type(const ir_type *t, int64_t limit, ir_tensor **out, ap_e
         if (t->elem == IR_E_OPAQUE || !elem_ok((ir_elem)t->elem))
             return ap_error_set(err, AP_EINVALID, "element type %s cannot be computed with",
                                 t->text ? t->text : ir_elem_name((ir_elem)t->elem));
-        return ir__tensor_alloc((ir_elem)t->elem, t->kind == IR_T_TENSOR ? t->rank : 0, t->dims, limit, out, err);
+        return ir__tensor_alloc(ir__ip_wide_elem((ir_elem)t->elem, wide), t->kind == IR_T_TENSOR ? t->rank : 0, t->dims,
+                                limit, out, err);
     case IR_T_TOKEN: {
         ir_tensor *k = ap_calloc(1, sizeof *k);
         if (!k)
@@ -129,7 +135,7 @@ int ir__tensor_alloc_type(const ir_type *t, int64_t limit, ir_tensor **out, ap_e
         if (rc < 0)
             return rc;
         for (int32_t i = 0; i < t->n_elems; i++) {
-            if ((rc = ir__tensor_alloc_type(t->elems[i], limit, &tu->elems[i], err)) < 0) {
+            if ((rc = ir__tensor_alloc_type_w(t->elems[i], limit, wide, &tu->elems[i], err)) < 0) {
                 ir_tensor_free(tu);
                 return rc;
             }
@@ -446,7 +452,7 @@ bool ir__tensor_same_type(const ir_tensor *a, const ir_tensor *b)
     return true;
 }
 
-bool ir_tensor_has_type(const ir_tensor *t, const ir_type *ty)
+bool ir__tensor_has_type_w(const ir_tensor *t, const ir_type *ty, bool wide)
 {
     if (!t || !ty)
         return false;
@@ -456,12 +462,12 @@ bool ir_tensor_has_type(const ir_tensor *t, const ir_type *ty)
         if (t->kind != IR_TENSOR_TUPLE || t->n_elems != (uint32_t)ty->n_elems)
             return false;
         for (uint32_t i = 0; i < t->n_elems; i++)
-            if (!ir_tensor_has_type(t->elems[i], ty->elems[i]))
+            if (!ir__tensor_has_type_w(t->elems[i], ty->elems[i], wide))
                 return false;
         return true;
-    case IR_T_SCALAR: return t->kind == IR_TENSOR_ARRAY && t->elem == ty->elem && t->rank == 0;
+    case IR_T_SCALAR: return t->kind == IR_TENSOR_ARRAY && t->elem == ir__ip_wide_elem((ir_elem)ty->elem, wide) && t->rank == 0;
     case IR_T_TENSOR:
-        if (t->kind != IR_TENSOR_ARRAY || t->elem != ty->elem || t->rank != ty->rank)
+        if (t->kind != IR_TENSOR_ARRAY || t->elem != ir__ip_wide_elem((ir_elem)ty->elem, wide) || t->rank != ty->rank)
             return false;
         for (int d = 0; d < t->rank; d++)
             if (t->dims[d] != ty->dims[d])
@@ -470,6 +476,8 @@ bool ir_tensor_has_type(const ir_tensor *t, const ir_type *ty)
     default: return false;
     }
 }
+
+bool ir_tensor_has_type(const ir_tensor *t, const ir_type *ty) { return ir__tensor_has_type_w(t, ty, false); }
 
 bool ir_tensor_all_finite(const ir_tensor *t)
 {

@@ -13,7 +13,11 @@ see the script) and judged by `autopart check --spmd`:
   when its noise run rounded every op at random (dde2e72; the noise of
   grads['embed'] 0.13-0.21 against a dropped all_reduce's 0.05-0.08) and
   catches now that only sums and the ops carrying them are (errors above
-  bf16's 0.05, and 4x the noise, which is at most 0.035 there).
+  bf16's 0.05, and 4x the noise, which is at most 0.035 there);
+- and mutants whose error at their precision is within the tolerance
+  (or the noise), caught by the check's f64 comparison (every float in
+  f64, held to 1e-9): a reduce_scatter's shards reversed (t_mixed, f64
+  error 0.032), an all_reduce dropped (t_f16, f64 error 2.4e-4).
 
     AUTOPART=PATH   the autopart CLI (default: build/bin/autopart)
 """
@@ -73,6 +77,12 @@ class CheckMutants(unittest.TestCase):
         for name, mesh, seed, case in (('t_mixed', 'a=4', 11, 'drop_ar:0'), ('t_mixed', 'a=4', 14, 'drop_ar:1'),
                                        ('t_mixed', 'a=2,b=2', 14, 'double_ar:1'),
                                        ('t_f16', 'a=2,b=2', 37, 'double_ar:1')):
+            p, rows = self.mutants(name, mesh, '%d:%d' % (seed, seed + 1), ['%d:%s' % (seed, case)])
+            self.assertEqual(p.returncode, 0, '%s %s seed %d %s: %s' % (name, mesh, seed, case, p.stdout + p.stderr))
+            self.assertEqual(rows, 2, 'the state and its one mutant')
+
+    def test_low_precision_caught_in_f64(self):
+        for name, mesh, seed, case in (('t_mixed', 'a=4', 1, 'wrong_shard:0'), ('t_f16', 'a=2,b=2', 4, 'drop_ar:0')):
             p, rows = self.mutants(name, mesh, '%d:%d' % (seed, seed + 1), ['%d:%s' % (seed, case)])
             self.assertEqual(p.returncode, 0, '%s %s seed %d %s: %s' % (name, mesh, seed, case, p.stdout + p.stderr))
             self.assertEqual(rows, 2, 'the state and its one mutant')
