@@ -1074,8 +1074,18 @@ START_TEST(low_precision_noise_is_not_an_error)
     const ir_check_result *x = &r.results[pos];
     printf("low_precision_noise_is_not_an_error: %s error %g, tolerance %g (%s), noise %g\n", x->name, x->error[1],
            x->tol, x->tol_basis, x->noise);
-    /* beyond f16's own tolerance (what failed), within its noise's */
+    /* beyond f16's own tolerance (what failed), within its noise's: the
+     * report says it passed only within the noise */
     ck_assert_double_gt(x->error[1], ir_check_default_tol(IR_E_F16));
+    ck_assert_double_eq(x->tol_rules, ir_check_default_tol(IR_E_F16));
+    ck_assert(x->within_noise);
+    uint32_t within = 0;
+    for (uint32_t j = 0; j < r.n_results; j++) {
+        const ir_check_result *y = &r.results[j];
+        within += y->within_noise;
+        ck_assert(y->within_noise == (fmax(y->error[0], y->error[1]) > y->tol_rules));
+    }
+    ck_assert_uint_eq(r.n_within_noise, within);
     ck_assert_msg(strstr(x->tol_basis, "rounding noise"), "%s", x->tol_basis);
     ck_assert_double_eq(x->tol, fmin(IR_CHECK_NOISE_FACTOR * x->noise, IR_CHECK_NOISE_CAP));
     /* a wrong answer just above that tolerance: caught, and only there */
@@ -1098,9 +1108,11 @@ END_TEST
 START_TEST(assertions_not_asked_of_the_noise_run)
 {
     const char *src = "func.func @main(%a: tensor<64xf16>) -> tensor<64xf16> {\n"
-                      "  %c = stablehlo.constant dense<1.5> : tensor<64xf16>\n"
+                      "  %z = stablehlo.constant dense<0.0> : tensor<f16>\n"
+                      "  %c = stablehlo.constant dense<1.5> : tensor<64x2xf16>\n"
                       "  %d = stablehlo.constant dense<3.0> : tensor<64xf16>\n"
-                      "  %x = stablehlo.add %c, %c : tensor<64xf16>\n"
+                      "  %x = stablehlo.reduce(%c init: %z) applies stablehlo.add across dimensions = [1] :"
+                      " (tensor<64x2xf16>, tensor<f16>) -> tensor<64xf16>\n"
                       "  stablehlo.custom_call @check.expect_eq(%x, %d) : (tensor<64xf16>, tensor<64xf16>) -> ()\n"
                       "  %y = stablehlo.add %a, %x : tensor<64xf16>\n"
                       "  return %y : tensor<64xf16>\n"
@@ -1114,9 +1126,12 @@ START_TEST(assertions_not_asked_of_the_noise_run)
     /* an integer result that the noise run moves (a product truncated to
      * an integer) stays exact: a float rounded the other way licenses no
      * wrong index */
-    const char *ints = "func.func @main(%a: tensor<64xf16>) -> tensor<64xi32> {\n"
+    const char *ints = "func.func @main(%a: tensor<64x2xf16>) -> tensor<64xi32> {\n"
+                       "  %z = stablehlo.constant dense<0.0> : tensor<f16>\n"
                        "  %k = stablehlo.constant dense<1000.0> : tensor<64xf16>\n"
-                       "  %x = stablehlo.multiply %a, %k : tensor<64xf16>\n"
+                       "  %s = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [1] :"
+                       " (tensor<64x2xf16>, tensor<f16>) -> tensor<64xf16>\n"
+                       "  %x = stablehlo.multiply %s, %k : tensor<64xf16>\n"
                        "  %i = stablehlo.convert %x : (tensor<64xf16>) -> tensor<64xi32>\n"
                        "  return %i : tensor<64xi32>\n"
                        "}\n";
@@ -1175,7 +1190,8 @@ START_TEST(captured_pending_sum_reduced_once)
 END_TEST
 
 /* A program that does not survive rounding another way: this loop runs
- * until x == 0.75, which x + 0.25 rounded up or down at random can miss,
+ * until x == 0.75, which x + 0.25 (a sum: the noise run rounds it) rounded
+ * up or down at random can miss,
  * and then runs out of iterations.  The check went on to fail ("more than
  * 1048576 iterations") for seeds where the noise run missed; now it goes
  * on without the noise (its tolerances could only be wider) and says so. */
@@ -1190,7 +1206,9 @@ START_TEST(failed_noise_run_is_left_out)
                       "      %c = stablehlo.compare NE, %x, %t, FLOAT : (tensor<f16>, tensor<f16>) -> tensor<i1>\n"
                       "      stablehlo.return %c : tensor<i1>\n"
                       "    } do {\n"
-                      "      %n = stablehlo.add %x, %q : tensor<f16>\n"
+                      "      %qb = stablehlo.broadcast_in_dim %q, dims = [] : (tensor<f16>) -> tensor<1xf16>\n"
+                      "      %n = stablehlo.reduce(%qb init: %x) applies stablehlo.add across dimensions = [0] :"
+                      " (tensor<1xf16>, tensor<f16>) -> tensor<f16>\n"
                       "      stablehlo.return %n : tensor<f16>\n"
                       "    }\n"
                       "  %rb = stablehlo.broadcast_in_dim %r, dims = [] : (tensor<f16>) -> tensor<8xf16>\n"

@@ -308,8 +308,14 @@ START_TEST(check_passes_and_fails)
         json_t *x = json_array_get(json_object_get(j0, "results"), i);
         ck_assert(json_is_number(json_object_get(x, "noise")));
         noisy += json_number_value(json_object_get(x, "noise")) > 0;
+        /* what the tolerance would be without the noise floor, and whether
+         * only the noise floor let the result pass */
+        ck_assert(json_number_value(json_object_get(x, "tol_without_noise")) <=
+                  json_number_value(json_object_get(x, "tol")));
+        ck_assert(json_is_boolean(json_object_get(x, "within_noise")));
     }
     ck_assert_uint_gt(noisy, 0); /* f32 gradients do move */
+    ck_assert(json_is_integer(json_object_get(j0, "within_noise")));
     json_decref(j0);
     cli_run_free(&r);
 

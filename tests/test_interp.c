@@ -188,6 +188,61 @@ static ir_tensor *run1_opts(const char *text, ir_tensor **args, uint32_t n_args,
  * reduce.
  * Random rounding moves each sum by at most one ulp, moves some, and keeps
  * max exact: y == max(y) still holds somewhere. */
+/* random_rounding_sums: only the sums and the convert, multiply or divide
+ * that carries a sum's result are rounded at random, the ops where a
+ * partitioned program rounds otherwise (its partial sums); an elementwise
+ * op of the arguments, and a convert of an argument (a parameter cast to
+ * bf16 at its use), keep the value the program as written computes. */
+START_TEST(random_rounding_of_sums_only)
+{
+    double v[128];
+    for (int i = 0; i < 128; i++)
+        v[i] = 1 + i / 128.0;
+    ir_tensor *a = tf(IR_E_F32, "64x2", v, 128);
+    const char *src = fn("(%a: tensor<64x2xf32>) -> (tensor<64x2xf32>, tensor<64x2xbf16>, tensor<64xf32>, "
+                         "tensor<64xbf16>, tensor<64xf32>)",
+                         "  %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
+                         "  %e = stablehlo.multiply %a, %a : tensor<64x2xf32>\n"
+                         "  %c = stablehlo.convert %a : (tensor<64x2xf32>) -> tensor<64x2xbf16>\n"
+                         "  %s = stablehlo.reduce(%e init: %z) applies stablehlo.add across dimensions = [1] : "
+                         "(tensor<64x2xf32>, tensor<f32>) -> tensor<64xf32>\n"
+                         "  %cs = stablehlo.convert %s : (tensor<64xf32>) -> tensor<64xbf16>\n"
+                         "  %t = stablehlo.add %s, %s : tensor<64xf32>\n"
+                         "  return %e, %c, %s, %cs, %t : tensor<64x2xf32>, tensor<64x2xbf16>, tensor<64xf32>, "
+                         "tensor<64xbf16>, tensor<64xf32>");
+    ir_interp_opts all = {.random_rounding = 777}, sums = {.random_rounding = 777, .random_rounding_sums = true};
+    ir_tensor **ref = NULL, **ra = NULL, **rs = NULL;
+    uint32_t n_ref = 0, n_a = 0, n_s = 0;
+    ap_error err;
+    ir_module *m = parse_ok(src);
+    ck_assert_int_eq(ir_interp_run(m, ir_module_entry(m), (const ir_tensor *const *)&a, 1, &ref, &n_ref, NULL, &err), 0);
+    ck_assert_int_eq(ir_interp_run(m, ir_module_entry(m), (const ir_tensor *const *)&a, 1, &ra, &n_a, &all, &err), 0);
+    ck_assert_int_eq(ir_interp_run(m, ir_module_entry(m), (const ir_tensor *const *)&a, 1, &rs, &n_s, &sums, &err), 0);
+    int moved_all[5] = {0}, moved_sums[5] = {0};
+    for (int j = 0; j < 5; j++)
+        for (int64_t i = 0; i < ref[j]->numel; i++) {
+            moved_all[j] += ir_tensor_get_f64(ra[j], i) != ir_tensor_get_f64(ref[j], i);
+            moved_sums[j] += ir_tensor_get_f64(rs[j], i) != ir_tensor_get_f64(ref[j], i);
+        }
+    /* every rounding op moves when all are rounded at random */
+    for (int j = 0; j < 5; j++)
+        ck_assert_msg(moved_all[j] >= 8, "result %d: %d moved", j, moved_all[j]);
+    /* the elementwise multiply and the argument's convert stay exact; the
+     * sum, its convert and the add of the sum (moved through its operand
+     * only) move */
+    ck_assert_int_eq(moved_sums[0], 0);
+    ck_assert_int_eq(moved_sums[1], 0);
+    ck_assert_int_ge(moved_sums[2], 8);
+    ck_assert_int_ge(moved_sums[3], 8);
+    ck_assert_int_ge(moved_sums[4], 8);
+    ir_tensors_free(ref, n_ref);
+    ir_tensors_free(ra, n_a);
+    ir_tensors_free(rs, n_s);
+    ir_module_free(m);
+    ir_tensor_free(a);
+}
+END_TEST
+
 START_TEST(noise_run_orders_and_roundings)
 {
     const double x[] = {1024, 0.5, 0.5, 0.5}, ones[] = {1, 1, 1, 1};
@@ -2266,6 +2321,7 @@ static Suite *interp_suite(void)
     tcase_add_test(tc, fmha_forward_values);
     tcase_add_test(tc, fmha_refusals);
     tcase_add_test(tc, noise_run_orders_and_roundings);
+    tcase_add_test(tc, random_rounding_of_sums_only);
     tcase_add_loop_test(tc, model_zoo_runs_finite, 0, (int)AP_ARRAY_LEN(zoo));
     tcase_add_test(tc, transformer_gradients_match_finite_differences);
     tcase_add_loop_test(tc, spmd_lowered_models_match_unpartitioned, 0, (int)AP_ARRAY_LEN(lowered));

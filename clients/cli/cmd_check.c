@@ -1,7 +1,8 @@
 /*
  * cmd_check.c - `autopart check FILE --mesh ... --schedule ... [--seed N]
- * [--tol X] [--json]`: runs the function unpartitioned, through the
- * PartIR:Core loop view and as the SPMD program on every simulated device,
+ * [--tol X] [--json] [--spmd FILE]`: runs the function unpartitioned, through the
+ * PartIR:Core loop view and as the SPMD program (the schedule's lowering or
+ * the one --spmd names) on every simulated device,
  * on the same seeded random inputs, and says per result how far the
  * partitioned runs are from the original (exit 1 beyond the tolerance).
  */
@@ -37,9 +38,10 @@ static void check_usage(FILE *f)
             "rounding noise (at most 0.1): how far the unpartitioned program moves when\n"
             "run again rounded another way (dots and convolutions summed in one rounded\n"
             "chunk per device, added one at a time, as a split sum that is all-reduced;\n"
-            "reduce and scatter sums reversed; every op that rounds rounded up or down at\n"
-            "random).  A correct partitioning changes nothing but where and in what order\n"
-            "the program rounds; the `noise` run and column show what that moves.\n"
+            "reduce and scatter sums reversed; the sums, and a convert, multiply or divide\n"
+            "of a sum's result, rounded up or down at random).  A correct partitioning\n"
+            "changes nothing but where and in what order the program rounds its sums;\n"
+            "the `noise` run and column show what that moves.\n"
             "Integers and booleans are exact.  Float inputs are uniform in [-1, 1)\n"
             "(redrawn in [0.01, 1) if that makes the original overflow), integers in\n"
             "[0, 8).\n"
@@ -54,6 +56,9 @@ static void check_usage(FILE *f)
             "                     (atomic) along the axes it does not name\n"
             "  --seed N           seed of the random inputs (default 0)\n"
             "  --tol X            tolerance for every result (default: by precision)\n"
+            "  --spmd FILE        run this SPMD module (as `autopart apply` writes one, for\n"
+            "                     the same mesh) in place of the schedule's lowering: judges\n"
+            "                     a program changed by hand or by another partitioner\n"
             "  --max-arg-bytes N  refuse modules whose arguments take more (K, M, G suffixes;\n"
             "                     default 1G): every value is held several times over\n"
             "  --json             the report as JSON\n"
@@ -62,7 +67,9 @@ static void check_usage(FILE *f)
             "  -h, --help         this help\n"
             "\n"
             "Exit status: 0 equivalent, 1 a difference beyond the tolerance or a run that\n"
-            "failed, 2 bad usage.\n");
+            "failed, 2 bad usage.  A result beyond the tolerance of its precision that only\n"
+            "its noise lets pass is `ok within noise` (JSON within_noise), and the verdict\n"
+            "counts them: a wrong answer as small as the noise would look the same.\n");
 }
 
 static const char *const run_names[IR_CHECK__RUNS] = {"unpartitioned", "loops", "spmd", "noise"};
@@ -72,9 +79,11 @@ static int print_json(const ir_check_report *r)
     json_t *o = json_object(), *results = json_array(), *runs = json_object();
     for (uint32_t j = 0; j < r->n_results; j++) {
         const ir_check_result *x = &r->results[j];
-        json_array_append_new(results, json_pack("{s:s, s:s, s:f, s:s, s:f, s:b, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}}",
+        json_array_append_new(results, json_pack("{s:s, s:s, s:f, s:s, s:f, s:f, s:b, s:b, s:{s:f, s:f, s:f}, "
+                                                 "s:{s:f, s:f, s:f}}",
                                                  "name", x->name, "type", x->type, "tol", x->tol, "tol_follows",
-                                                 x->tol_basis, "noise", x->noise, "ok", x->ok, "loops",
+                                                 x->tol_basis, "noise", x->noise, "tol_without_noise", x->tol_rules,
+                                                 "ok", x->ok, "within_noise", x->within_noise, "loops",
                                                  "max_abs", x->max_abs[0], "max_rel", x->max_rel[0], "error", x->error[0],
                                                  "spmd", "max_abs", x->max_abs[1], "max_rel", x->max_rel[1], "error",
                                                  x->error[1]));
@@ -82,6 +91,7 @@ static int print_json(const ir_check_report *r)
     for (int k = 0; k < IR_CHECK__RUNS; k++)
         json_object_set_new(runs, run_names[k], json_pack("{s:f, s:I}", "seconds", r->seconds[k], "ops", (json_int_t)r->ops[k]));
     json_object_set_new(o, "ok", json_boolean(r->ok));
+    json_object_set_new(o, "within_noise", json_integer(r->n_within_noise));
     json_object_set_new(o, "devices", json_integer(r->n_devices));
     json_object_set_new(o, "results", results);
     json_object_set_new(o, "runs", runs);
@@ -127,12 +137,17 @@ static void print_text(const ir_check_report *r, const char *path, uint64_t seed
         const ir_check_result *x = &r->results[j];
         printf("%-*s  %-*s  %-8.2g  %-*s  %-9.3g  %-9.3g %-9.3g %-9.3g  %-9.3g %-9.3g %-9.3g %s\n", wn, x->name, wt,
                x->type, x->tol, wf, x->tol_basis, x->noise, x->max_abs[0], x->max_rel[0], x->error[0], x->max_abs[1],
-               x->max_rel[1], x->error[1], x->ok ? "ok" : "MISMATCH");
+               x->max_rel[1], x->error[1], !x->ok ? "MISMATCH" : x->within_noise ? "ok within noise" : "ok");
     }
     uint32_t bad = 0;
     for (uint32_t j = 0; j < r->n_results; j++)
         bad += !r->results[j].ok;
-    if (r->ok)
+    if (r->ok && r->n_within_noise)
+        /* a wrong answer as small as the noise looks the same: say so */
+        printf("\nequivalent: all %u results within tolerance; %u only within the rounding noise (beyond\n"
+               "the tolerance of their precision, within %g times their noise: a bug that small would pass)\n",
+               r->n_results, r->n_within_noise, IR_CHECK_NOISE_FACTOR);
+    else if (r->ok)
         printf("\nequivalent: all %u results within tolerance\n", r->n_results);
     else
         printf("\nNOT equivalent: %u of %u results differ beyond tolerance\n", bad, r->n_results);
@@ -145,8 +160,8 @@ int cli_check(int argc, char **argv)
                                          {"json", no_argument, NULL, 'j'},         {"format", required_argument, NULL, 'f'},
                                          {"func", required_argument, NULL, 'F'},   {"import", no_argument, NULL, 'i'},
                                          {"help", no_argument, NULL, 'h'},         {"max-arg-bytes", required_argument, NULL, 'B'},
-                                         {NULL, 0, NULL, 0}};
-    const char *mesh_text = NULL, *sched_arg = NULL, *func_name = NULL;
+                                         {"spmd", required_argument, NULL, 'P'},   {NULL, 0, NULL, 0}};
+    const char *mesh_text = NULL, *sched_arg = NULL, *func_name = NULL, *spmd_path = NULL;
     ir_check_opts copts = IR_CHECK_OPTS_DEFAULT;
     bool json = false, import = false;
     ir_format fmt = IR_FMT_AUTO;
@@ -161,6 +176,7 @@ int cli_check(int argc, char **argv)
         case 'j': json = true; break;
         case 'i': import = true; break;
         case 'F': func_name = optarg; break;
+        case 'P': spmd_path = optarg; break;
         case 'S':
             copts.seed = strtoull(optarg, &end, 10);
             if (!*optarg || *end || optarg[0] == '-')
@@ -199,6 +215,7 @@ int cli_check(int argc, char **argv)
     cli_partitioned st = {0};
     ir_check_report report = {0};
     cli_schedule sched = {0};
+    ir_module *spmd = NULL;
     ap_error err;
     ap_error_clear(&err);
     int rc;
@@ -212,6 +229,17 @@ int cli_check(int argc, char **argv)
     rc = CLI_FAIL;
     if (sched_arg && cli_schedule_apply("check", &sched, st.p, NULL, NULL) != 0)
         goto out;
+    if (spmd_path) {
+        /* the given SPMD program must be one the interpreter can trust:
+         * well-typed, as `autopart apply` prints them */
+        if (!(spmd = cli_load_module("check", spmd_path, IR_FMT_AUTO)))
+            goto out;
+        if (ir_verify(spmd, &err) < 0) {
+            cli_fail_err("check", spmd_path, &err);
+            goto out;
+        }
+        copts.spmd = spmd;
+    }
     if (ir_check(st.p, &copts, &report, &err) < 0) {
         cli_fail_err("check", NULL, &err);
         goto out;
@@ -225,5 +253,6 @@ out:
     ir_check_report_free(&report);
     cli_schedule_free(&sched);
     cli_partitioned_free(&st);
+    ir_module_free(spmd);
     return rc;
 }

@@ -497,6 +497,7 @@ static int noise_floor(const ir_module *m, const ir_op *f, ir_tensor *const *arg
     o.custom_call_ctx = &h;
     o.split_sums = split;
     o.random_rounding = ap_hash_mix(seed, 0x4015eull) | 1;
+    o.random_rounding_sums = true;
     for (uint32_t j = 0; j < n_ref; j++)
         noise[j] = 0;
     if (ir_interp_run(m, f, (const ir_tensor *const *)args, n_args, &res, &n_res, &o, err) < 0)
@@ -625,15 +626,23 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
 
     /* The SPMD program on every device. */
     t0 = ap_mono_s();
-    ir_lower_opts lo = IR_LOWER_OPTS_DEFAULT;
-    lo.drop_all_reduce = o.drop_all_reduce;
-    if (ir_lower_ex(p, &lo, &low, err) < 0) {
-        rc = in_run(err, "SPMD lowering");
+    const ir_module *sm = o.spmd;
+    if (!sm) {
+        ir_lower_opts lo = IR_LOWER_OPTS_DEFAULT;
+        lo.drop_all_reduce = o.drop_all_reduce;
+        if (ir_lower_ex(p, &lo, &low, err) < 0) {
+            rc = in_run(err, "SPMD lowering");
+            goto out;
+        }
+        sm = low.module;
+    }
+    const ir_op *sf = ir_module_entry(sm);
+    if (!sf) {
+        rc = ap_error_set(err, AP_EINVALID, "the SPMD module has no entry function");
         goto out;
     }
     io.ops_evaluated = &r->ops[IR_CHECK_SPMD];
-    if (ir_spmd_run(low.module, ir_module_entry(low.module), (const ir_tensor *const *)args, n_args, &spmd, &n_spmd,
-                    &io, err) < 0) {
+    if (ir_spmd_run(sm, sf, (const ir_tensor *const *)args, n_args, &spmd, &n_spmd, &io, err) < 0) {
         rc = in_run(err, "SPMD run");
         goto out;
     }
@@ -671,7 +680,7 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
         snprintf(res->type, sizeof res->type, "%.*s", (int)tb.len, tb.data ? tb.data : "");
         ap_buf_free(&tb);
         if (o.tol > 0) {
-            res->tol = o.tol;
+            res->tol = res->tol_rules = o.tol;
             snprintf(res->tol_basis, sizeof res->tol_basis, "--tol");
         } else {
             basis b;
@@ -694,6 +703,7 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
                 snprintf(res->tol_basis, sizeof res->tol_basis, "%s, ill-conditioned (%.2g per ulp)",
                          ir_elem_name(b.elem), per_ulp);
             }
+            res->tol_rules = res->tol;
             /* the rounding noise it carries, with a margin (ircheck.h) */
             res->noise = noise[j];
             double by_noise = inexact ? fmin(IR_CHECK_NOISE_FACTOR * noise[j], IR_CHECK_NOISE_CAP) : 0;
@@ -715,6 +725,8 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
             if (!(res->error[k] <= res->tol))
                 res->ok = false;
         }
+        res->within_noise = res->ok && !(fmax(res->error[0], res->error[1]) <= res->tol_rules);
+        r->n_within_noise += res->within_noise;
         r->ok &= res->ok;
     }
 

@@ -577,6 +577,29 @@ static bool rounds(const ir_op *op)
     }
 }
 
+static bool is_sum(const ir_op *op)
+{
+    return op && (op->opcode == IR_OP_DOT || op->opcode == IR_OP_DOT_GENERAL || op->opcode == IR_OP_CONVOLUTION ||
+                  (op->opcode == IR_OP_REDUCE && rounds(op)));
+}
+
+/* Whether opts.random_rounding perturbs op's results: every op that
+ * rounds, or under random_rounding_sums only the sums and a convert,
+ * multiply or divide of a sum's result (interp.h). */
+static bool rounds_randomly(const ip_run *r, const ir_op *op)
+{
+    if (!rounds(op))
+        return false;
+    if (!r->opts.random_rounding_sums || is_sum(op))
+        return true;
+    if (op->opcode != IR_OP_CONVERT && op->opcode != IR_OP_MULTIPLY && op->opcode != IR_OP_DIVIDE)
+        return false;
+    for (uint32_t i = 0; i < op->n_operands; i++)
+        if (is_sum(op->operands[i]->def))
+            return true;
+    return false;
+}
+
 /* opts.random_rounding on one result: each nonzero finite element moves
  * one ulp up or down with probability 1/4 each. */
 static void round_randomly(ip_run *r, ir_tensor *t)
@@ -642,7 +665,7 @@ static int eval_kernel(ip_run *r, ip_frame *fr, const ir_op *op, ip_kernel k)
                 ir_tensor_free(out[i]);
             goto done;
         }
-        for (uint32_t i = 0; r->opts.random_rounding && !fr->local && rounds(op) && i < op->n_results; i++)
+        for (uint32_t i = 0; r->opts.random_rounding && !fr->local && rounds_randomly(r, op) && i < op->n_results; i++)
             round_randomly(r, out[i]);
         for (uint32_t i = 0; i < op->n_results; i++)
             ir__ip_slot_set(fr, d, &op->results[i], out[i]);

@@ -194,6 +194,17 @@ typedef struct ir_interp_opts {
      * compared with its own maximum still matches it.  Region bodies are
      * not perturbed. */
     uint64_t random_rounding;
+    /* With random_rounding: only the ops where a partitioned program
+     * rounds otherwise than the program as written are rounded at random:
+     * the sums (dot, dot_general, convolution, reduce with an add or
+     * multiply body: split over devices, their partial sums round), and an
+     * op one of whose operands such a sum computes when it is a convert,
+     * multiply or divide (a partial sum it is carried through before the
+     * all-reduce rounds there once per device).  Elsewhere (an elementwise
+     * chain, a parameter converted to bf16 at its use) a partitioned
+     * program computes every value as the original does, and rounding it
+     * at random would overstate the noise (bf16 gradients 5-10x). */
+    bool random_rounding_sums;
 } ir_interp_opts;
 #define IR_INTERP_MAX_SPLIT 1024
 
