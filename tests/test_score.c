@@ -671,6 +671,27 @@ START_TEST(scorer_agrees_on_program_device_ids)
 }
 END_TEST
 
+/* Shardy's sharding_constraint is the identity (tmr.c, ir_sdy_is_identity):
+ * tiles and a pending sum pass through it, and the SPMD module leaves it
+ * out (lower.c).  The scorer, which sees the program's op, agrees. */
+START_TEST(scorer_agrees_through_sharding_constraints)
+{
+    const char *text = "module @m {\n"
+                       "  sdy.mesh @mesh = <[\"a\"=2, \"b\"=2]>\n"
+                       "  func.func @main(%x: tensor<8x4xf32>, %w: tensor<4x6xf32>) -> tensor<8x6xf32> {\n"
+                       "    %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<8x4xf32>, "
+                       "tensor<4x6xf32>) -> tensor<8x6xf32>\n"
+                       "    %1 = sdy.sharding_constraint %0 <@mesh, [{?}, {\"b\", ?}]> : tensor<8x6xf32>\n"
+                       "    %2 = stablehlo.tanh %1 : tensor<8x6xf32>\n"
+                       "    return %2 : tensor<8x6xf32>\n"
+                       "  }\n"
+                       "}\n";
+    const char *schedules[] = {"tile %1 1 b; propagate", "tile %arg0 0 a; tile %1 1 b; propagate",
+                               "tile %arg0 1 a; propagate", "tile %arg0 1 a; tile %arg1 1 b; propagate"};
+    assert_scorer_agrees(text, "sc.mlir", "a=2,b=2", "h100", schedules, AP_ARRAY_LEN(schedules));
+}
+END_TEST
+
 static Suite *score_suite(void)
 {
     Suite *s = suite_create("score");
@@ -681,6 +702,7 @@ static Suite *score_suite(void)
     tcase_add_test(tc, scorer_follows_summand_redistribution);
     tcase_add_test(tc, scorer_refuses_loops);
     tcase_add_test(tc, scorer_counts_dynamic_dims_as_nothing);
+    tcase_add_test(tc, scorer_agrees_through_sharding_constraints);
     tcase_add_test(tc, scorer_agrees_on_program_device_ids);
     tcase_add_test(tc, scorer_reuses_runs_exactly);
     suite_add_tcase(s, tc);

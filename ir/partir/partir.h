@@ -377,6 +377,9 @@ int ir_temporal(const ir_partition *p, ir_module **out, ap_error *err);
  * tt.mark_argument, ...): partitioning and the checker treat it as the
  * identity. */
 bool ir_custom_call_is_identity(const ir_op *op);
+/* Whether op is Shardy's sharding_constraint or reshard of one value:
+ * the identity on it (tiles and pending sums pass). */
+bool ir_sdy_is_identity(const ir_op *op);
 
 /* ========================================================= redistribution */
 
