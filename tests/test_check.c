@@ -1010,6 +1010,23 @@ START_TEST(infinite_elements_do_not_hide_errors)
 }
 END_TEST
 
+/* The end of an MoE router's pick, shared by the programs below: per row
+ * of the 4x4 mask %eq, the first column where it holds (4 where none
+ * does), which turns a last-bit difference between two copies of one
+ * value into a wrong index.  Needs %eq and %ninf (-inf, f32). */
+#define ARGMAX_OF_EQ                                                                                                \
+    "  %io = stablehlo.iota dim = 1 : tensor<4x4xi32>\n"                                                           \
+    "  %iof = stablehlo.convert %io : (tensor<4x4xi32>) -> tensor<4x4xf32>\n"                                      \
+    "  %big = stablehlo.constant dense<4.0> : tensor<f32>\n"                                                       \
+    "  %bigb = stablehlo.broadcast_in_dim %big, dims = [] : (tensor<f32>) -> tensor<4x4xf32>\n"                    \
+    "  %sel = stablehlo.select %eq, %iof, %bigb : tensor<4x4xi1>, tensor<4x4xf32>\n"                               \
+    "  %neg = stablehlo.negate %sel : tensor<4x4xf32>\n"                                                           \
+    "  %mx = stablehlo.reduce(%neg init: %ninf) applies stablehlo.maximum across dimensions = [1] : "              \
+    "(tensor<4x4xf32>, tensor<f32>) -> tensor<4xf32>\n"                                                            \
+    "  %idx = stablehlo.negate %mx : tensor<4xf32>\n"                                                              \
+    "  return %idx : tensor<4xf32>\n"                                                                              \
+    "}\n"
+
 /* A pending sum that two uses reduce differently (the max: one all_reduce
  * over a and b; the compare, tiled along a: an all_reduce over b, then a
  * reduce_scatter over a) had copies that differ in their last bits, so
@@ -1027,17 +1044,7 @@ START_TEST(one_value_reduced_one_way)
         "tensor<f32>) -> tensor<4xf32>\n"
         "  %mb = stablehlo.broadcast_in_dim %m, dims = [0] : (tensor<4xf32>) -> tensor<4x4xf32>\n"
         "  %eq = stablehlo.compare EQ, %l, %mb, FLOAT : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xi1>\n"
-        "  %io = stablehlo.iota dim = 1 : tensor<4x4xi32>\n"
-        "  %iof = stablehlo.convert %io : (tensor<4x4xi32>) -> tensor<4x4xf32>\n"
-        "  %big = stablehlo.constant dense<4.0> : tensor<f32>\n"
-        "  %bigb = stablehlo.broadcast_in_dim %big, dims = [] : (tensor<f32>) -> tensor<4x4xf32>\n"
-        "  %sel = stablehlo.select %eq, %iof, %bigb : tensor<4x4xi1>, tensor<4x4xf32>\n"
-        "  %neg = stablehlo.negate %sel : tensor<4x4xf32>\n"
-        "  %mx = stablehlo.reduce(%neg init: %ninf) applies stablehlo.maximum across dimensions = [1] : "
-        "(tensor<4x4xf32>, tensor<f32>) -> tensor<4xf32>\n"
-        "  %idx = stablehlo.negate %mx : tensor<4xf32>\n"
-        "  return %idx : tensor<4xf32>\n"
-        "}\n";
+        ARGMAX_OF_EQ;
     char *text = check_equivalent(src, "a=2,b=2", "tile %arg0 1 b; tile %arg0 1 a; propagate; tile %8 1 a; propagate");
     ck_assert_msg(!strstr(text, "stablehlo.reduce_scatter"), "%s", text);
     ap_free(text);
@@ -1268,17 +1275,7 @@ START_TEST(captured_pending_sum_reduced_once)
         "  %m3 = stablehlo.multiply %r#0, %k1 : tensor<4xf32>\n"
         "  %mb = stablehlo.broadcast_in_dim %m3, dims = [0] : (tensor<4xf32>) -> tensor<4x4xf32>\n"
         "  %eq = stablehlo.compare EQ, %s, %mb, FLOAT : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xi1>\n"
-        "  %io = stablehlo.iota dim = 1 : tensor<4x4xi32>\n"
-        "  %iof = stablehlo.convert %io : (tensor<4x4xi32>) -> tensor<4x4xf32>\n"
-        "  %big = stablehlo.constant dense<4.0> : tensor<f32>\n"
-        "  %bigb = stablehlo.broadcast_in_dim %big, dims = [] : (tensor<f32>) -> tensor<4x4xf32>\n"
-        "  %sel = stablehlo.select %eq, %iof, %bigb : tensor<4x4xi1>, tensor<4x4xf32>\n"
-        "  %neg = stablehlo.negate %sel : tensor<4x4xf32>\n"
-        "  %mx = stablehlo.reduce(%neg init: %ninf) applies stablehlo.maximum across dimensions = [1] : "
-        "(tensor<4x4xf32>, tensor<f32>) -> tensor<4xf32>\n"
-        "  %idx = stablehlo.negate %mx : tensor<4xf32>\n"
-        "  return %idx : tensor<4xf32>\n"
-        "}\n";
+        ARGMAX_OF_EQ;
     char *text = check_equivalent(src, "a=2", "tile %arg0 1 a; propagate");
     const char *ar = strstr(text, "stablehlo.all_reduce");
     ck_assert_msg(ar && !strstr(ar + 1, "stablehlo.all_reduce"), "not one all_reduce:\n%s", text);

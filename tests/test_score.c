@@ -587,34 +587,26 @@ START_TEST(scorer_refuses_loops)
 }
 END_TEST
 
-/* A dynamic dim counts no bytes on both paths (cost__numel's 0): the fast
- * scorer's all_reduce of tensor<?x8x5xf32> had -160 bytes (the dim's -1
- * multiplied in), so its step time came out below the lowered report's
- * (the corpus's shlo_testdata_dynamic_matmul_generic_dot.mlir, found by the
- * bughunt campaign). */
-START_TEST(scorer_counts_dynamic_dims_as_nothing)
+/* Scores each schedule of `text` on `mesh_text` both ways, fresh states
+ * through one scorer, and holds the fast report equal to the lowering's;
+ * no collective may count negative bytes. */
+static void assert_scorer_agrees(const char *text, const char *name, const char *mesh_text, const char *device,
+                                 const char *const *schedules, size_t n)
 {
-    const char *text = "func.func public @main(%arg0: tensor<?x8x4xf32>, %arg1: tensor<4x5xf32>) -> tensor<?x8x5xf32> {\n"
-                       "  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [2] x [0] : (tensor<?x8x4xf32>, "
-                       "tensor<4x5xf32>) -> tensor<?x8x5xf32>\n"
-                       "  return %0 : tensor<?x8x5xf32>\n"
-                       "}\n";
-    const char *schedules[] = {"tile %arg1 0 a; propagate", "tile %arg0 1 a; tile %arg1 0 b; propagate",
-                               "tile %arg0 2 b; propagate; tile %arg0 1 a; propagate"};
     char msg[256];
-    ir_module *m = tl_parse(text, "dyn.mlir", msg, sizeof msg);
+    ir_module *m = tl_parse(text, name, msg, sizeof msg);
     ck_assert_msg(m != NULL, "%s", msg);
     ap_error err;
     ir_mesh mesh;
-    ck_assert(ir_mesh_parse("a=2,b=2", &mesh, &err) == 0);
+    ck_assert(ir_mesh_parse(mesh_text, &mesh, &err) == 0);
     ir_pctx *ctx;
     ck_assert(ir_pctx_new(m, ir_module_entry(m), &mesh, &ctx, &err) == 0);
     cost_device dev;
-    ck_assert(cost_device_lookup("h100", &dev, &err) == 0);
+    ck_assert(cost_device_lookup(device, &dev, &err) == 0);
     cost_options o = {.framework = COST_FW_XLA};
     cost_scorer *sc;
     ck_assert_msg(cost_scorer_new(ctx, &dev, NULL, &o, &sc, &err) == 0, "%s", err.msg);
-    for (size_t i = 0; i < AP_ARRAY_LEN(schedules); i++) {
+    for (size_t i = 0; i < n; i++) {
         ir_partition *p;
         ck_assert(ir_partition_new(ctx, &p, &err) == 0);
         ck_assert_msg(ir_schedule_apply(p, schedules[i], &err) == 0, "%s", err.msg);
@@ -630,6 +622,23 @@ START_TEST(scorer_counts_dynamic_dims_as_nothing)
     cost_scorer_free(sc);
     ir_pctx_free(ctx);
     ir_module_free(m);
+}
+
+/* A dynamic dim counts no bytes on both paths (cost__numel's 0): the fast
+ * scorer's all_reduce of tensor<?x8x5xf32> had -160 bytes (the dim's -1
+ * multiplied in), so its step time came out below the lowered report's
+ * (the corpus's shlo_testdata_dynamic_matmul_generic_dot.mlir, found by the
+ * bughunt campaign). */
+START_TEST(scorer_counts_dynamic_dims_as_nothing)
+{
+    const char *text = "func.func public @main(%arg0: tensor<?x8x4xf32>, %arg1: tensor<4x5xf32>) -> tensor<?x8x5xf32> {\n"
+                       "  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [2] x [0] : (tensor<?x8x4xf32>, "
+                       "tensor<4x5xf32>) -> tensor<?x8x5xf32>\n"
+                       "  return %0 : tensor<?x8x5xf32>\n"
+                       "}\n";
+    const char *schedules[] = {"tile %arg1 0 a; propagate", "tile %arg0 1 a; tile %arg1 0 b; propagate",
+                               "tile %arg0 2 b; propagate; tile %arg0 1 a; propagate"};
+    assert_scorer_agrees(text, "dyn.mlir", "a=2,b=2", "h100", schedules, AP_ARRAY_LEN(schedules));
 }
 END_TEST
 
@@ -658,33 +667,28 @@ START_TEST(scorer_agrees_on_program_device_ids)
         "  return %d, %z : tensor<8x4xf32>, tensor<8x6xf32>\n"
         "}\n";
     const char *schedules[] = {"propagate", "tile %arg0 0 a; propagate", "tile %arg1 0 b; tile %arg0 0 a; propagate"};
-    char msg[256];
-    ir_module *m = tl_parse(text, "ids.mlir", msg, sizeof msg);
-    ck_assert_msg(m != NULL, "%s", msg);
-    ap_error err;
-    ir_mesh mesh;
-    ck_assert(ir_mesh_parse("a=2,b=3", &mesh, &err) == 0);
-    ir_pctx *ctx;
-    ck_assert(ir_pctx_new(m, ir_module_entry(m), &mesh, &ctx, &err) == 0);
-    cost_device dev;
-    ck_assert(cost_device_lookup("tpu_v3", &dev, &err) == 0);
-    cost_options o = {.framework = COST_FW_XLA};
-    cost_scorer *sc;
-    ck_assert_msg(cost_scorer_new(ctx, &dev, NULL, &o, &sc, &err) == 0, "%s", err.msg);
-    for (size_t i = 0; i < AP_ARRAY_LEN(schedules); i++) {
-        ir_partition *p;
-        ck_assert(ir_partition_new(ctx, &p, &err) == 0);
-        ck_assert_msg(ir_schedule_apply(p, schedules[i], &err) == 0, "%s", err.msg);
-        cost_report full, fast;
-        char why[256];
-        ck_assert_msg(full_report(p, &dev, &o, &full, why, sizeof why) == 0, "%s", why);
-        ck_assert_msg(cost_scorer_score(sc, p, &fast, &err) == 0, "%s", err.msg);
-        assert_same_report(&full, &fast, schedules[i]);
-        ir_partition_free(p);
-    }
-    cost_scorer_free(sc);
-    ir_pctx_free(ctx);
-    ir_module_free(m);
+    assert_scorer_agrees(text, "ids.mlir", "a=2,b=3", "tpu_v3", schedules, AP_ARRAY_LEN(schedules));
+}
+END_TEST
+
+/* Shardy's sharding_constraint is the identity (tmr.c, ir_sdy_is_identity):
+ * tiles and a pending sum pass through it, and the SPMD module leaves it
+ * out (lower.c).  The scorer, which sees the program's op, agrees. */
+START_TEST(scorer_agrees_through_sharding_constraints)
+{
+    const char *text = "module @m {\n"
+                       "  sdy.mesh @mesh = <[\"a\"=2, \"b\"=2]>\n"
+                       "  func.func @main(%x: tensor<8x4xf32>, %w: tensor<4x6xf32>) -> tensor<8x6xf32> {\n"
+                       "    %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<8x4xf32>, "
+                       "tensor<4x6xf32>) -> tensor<8x6xf32>\n"
+                       "    %1 = sdy.sharding_constraint %0 <@mesh, [{?}, {\"b\", ?}]> : tensor<8x6xf32>\n"
+                       "    %2 = stablehlo.tanh %1 : tensor<8x6xf32>\n"
+                       "    return %2 : tensor<8x6xf32>\n"
+                       "  }\n"
+                       "}\n";
+    const char *schedules[] = {"tile %1 1 b; propagate", "tile %arg0 0 a; tile %1 1 b; propagate",
+                               "tile %arg0 1 a; propagate", "tile %arg0 1 a; tile %arg1 1 b; propagate"};
+    assert_scorer_agrees(text, "sc.mlir", "a=2,b=2", "h100", schedules, AP_ARRAY_LEN(schedules));
 }
 END_TEST
 
@@ -698,6 +702,7 @@ static Suite *score_suite(void)
     tcase_add_test(tc, scorer_follows_summand_redistribution);
     tcase_add_test(tc, scorer_refuses_loops);
     tcase_add_test(tc, scorer_counts_dynamic_dims_as_nothing);
+    tcase_add_test(tc, scorer_agrees_through_sharding_constraints);
     tcase_add_test(tc, scorer_agrees_on_program_device_ids);
     tcase_add_test(tc, scorer_reuses_runs_exactly);
     suite_add_tcase(s, tc);

@@ -42,7 +42,11 @@ static void search_usage(FILE *f)
             "  --axes A[,B]       mesh axes the search may use (default: all)\n"
             "  --manual S         manual tactics first: schedule text, or @FILE\n"
             "  --import           start from the sharding annotations the arguments carry\n"
-            "                     and the sharding constraints in the function's body\n"
+            "                     (sdy.sharding, mhlo.sharding) and the sharding constraints\n"
+            "                     in the function's body (sdy.sharding_constraint, custom\n"
+            "                     calls @Sharding; not those in loop bodies); a Shardy\n"
+            "                     sharding with a closed dim keeps its value replicated\n"
+            "                     (atomic) along the axes it does not name\n"
             "  --device D         device to estimate on (default h100), a JSON file, or:\n");
     cli_print_device_names(f, "                       ");
     fprintf(f,

@@ -608,8 +608,7 @@ static bool states_a_sharding(const ir_op *op)
         return false;
     if (op->opcode == IR_OP_CUSTOM_CALL) /* an identity's target is a string */
         return ir_custom_call_is_identity(op) && !strcmp(ir_op_attr(op, "call_target_name")->u.str.s, "Sharding");
-    return op->opcode == IR_OP_UNKNOWN &&
-           (!strcmp(op->name, "sdy.sharding_constraint") || !strcmp(op->name, "sdy.reshard"));
+    return ir_sdy_is_identity(op);
 }
 
 static bool lower_op(lower *l, uint32_t k, ir_cloner *cl)

@@ -182,11 +182,14 @@ bool *ir_schedule_shared_arg_names(const ir_op *func);
 void ir_partition_schedule(const ir_partition *p, ap_buf *b);
 /* Reads the sharding annotations on the function's arguments
  * (sdy.sharding, mhlo.sharding) and the sharding constraints in its body
- * (custom calls @Sharding with an mhlo.sharding, as XLA writes
- * jax.lax.with_sharding_constraint; those in loop bodies are not read) into
- * a schedule of tile actions over mesh, a constraint's value named %N as
- * `autopart parse` numbers it (appended to b); returns the number of
- * actions. */
+ * (custom calls @Sharding with an mhlo.sharding and sdy.sharding_constraint,
+ * as XLA and Shardy write jax.lax.with_sharding_constraint; those in loop
+ * bodies are not read) into a schedule of tile actions over mesh, a
+ * constraint's value named %N as `autopart parse` numbers it (appended to
+ * b); an sdy sharding with a closed dim (no `?`: it takes no more axes)
+ * adds `atomic` along every mesh axis it does not name, which with open
+ * dims beside also holds those (atomic is per value, not per dim).
+ * Returns the number of actions. */
 int ir_schedule_import(const ir_module *m, const ir_op *func, const ir_mesh *mesh, ap_buf *b, ap_error *err);
 /* Imports func's annotations (ir_schedule_import) and applies them to p;
  * returns the number of actions.  An error, of the import or of applying
@@ -374,6 +377,9 @@ int ir_temporal(const ir_partition *p, ir_module **out, ap_error *err);
  * tt.mark_argument, ...): partitioning and the checker treat it as the
  * identity. */
 bool ir_custom_call_is_identity(const ir_op *op);
+/* Whether op is Shardy's sharding_constraint or reshard of one value:
+ * the identity on it (tiles and pending sums pass). */
+bool ir_sdy_is_identity(const ir_op *op);
 
 /* ========================================================= redistribution */
 

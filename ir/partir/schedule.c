@@ -3,7 +3,8 @@
  * `propagate` and the paper's `manual` tactic, selecting arguments by
  * %argN, JAX location names (params['block_3']['w_up']) or globs over
  * them; and the importer that turns the sharding annotations a module
- * already carries (sdy.sharding, mhlo.sharding) into a schedule.
+ * already carries (sdy.sharding, mhlo.sharding, sharding constraints) into
+ * a schedule.
  */
 #include "partir_int.h"
 
@@ -346,11 +347,15 @@ int ir_schedule_apply_cb(ir_partition *p, const char *text, ir_tactic_fn fn, voi
 
 /* ================================================================ import */
 
-/* Axis assignment of one sdy dim group `{"x", "y"}`. */
-static int sdy_dim(const char **pp, const ir_mesh *mesh, int d, ap_buf *b, const char *ref, ap_error *err)
+/* Axis assignment of one sdy dim group `{"x", "y"}`; sets *open when the
+ * group ends in `?` (an open dim, which may take more axes) and marks the
+ * axes it names in used. */
+static int sdy_dim(const char **pp, const ir_mesh *mesh, int d, ap_buf *b, const char *ref, bool *open, bool *used,
+                   ap_error *err)
 {
     const char *p = *pp;
     int n = 0;
+    *open = false;
     if (*p != '{')
         return ap_error_set(err, AP_EINVALID, "sdy sharding of %s: expected '{'", ref);
     p++;
@@ -358,6 +363,7 @@ static int sdy_dim(const char **pp, const ir_mesh *mesh, int d, ap_buf *b, const
         while (*p == ' ' || *p == ',')
             p++;
         if (*p == '?') { /* an open dim: no decision */
+            *open = true;
             p++;
             continue;
         }
@@ -377,6 +383,7 @@ static int sdy_dim(const char **pp, const ir_mesh *mesh, int d, ap_buf *b, const
         if (*p == ':')
             return ap_error_set(err, AP_EUNSUPPORTED, "sdy sharding of %s uses a sub-axis", ref);
         ap_buf_printf(b, "tile %s %d %s\n", ref, d, mesh->names[a]);
+        used[a] = true;
         n++;
     }
     if (*p == '}')
@@ -386,6 +393,41 @@ static int sdy_dim(const char **pp, const ir_mesh *mesh, int d, ap_buf *b, const
         p++;
     *pp = p;
     return n;
+}
+
+/* The tile actions of an sdy sharding `[{"x"}, {}, {?}]` (p: its text,
+ * from before the '[') on a rank-`rank` value named ref.  A closed dim
+ * (no `?`) may take no more axes, so a closed `{}` is replicated: a
+ * sharding with a closed dim keeps the value replicated (atomic) along
+ * every mesh axis it does not name.  Exact when every dim is closed (the
+ * value's sharding is then fixed); with open dims too it also keeps those
+ * from taking the unnamed axes, as the partition state pins axes per
+ * value, not per dim, and a closed dim's stated replication is kept over
+ * an open dim's leave to grow.  Returns the number of actions. */
+static int sdy_sharding(const char *p, const ir_mesh *mesh, int rank, ap_buf *b, const char *ref, ap_error *err)
+{
+    p = p ? strchr(p, '[') : NULL;
+    if (!p)
+        return 0;
+    p++;
+    int total = 0;
+    bool closed = false, used[IR_MAX_AXES] = {0};
+    for (int d = 0; d < rank; d++) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        bool open;
+        int n = sdy_dim(&p, mesh, d, b, ref, &open, used, err);
+        if (n < 0)
+            return n;
+        total += n;
+        closed |= !open;
+    }
+    for (int a = 0; closed && a < mesh->n_axes; a++)
+        if (!used[a]) {
+            ap_buf_printf(b, "atomic %s %s\n", ref, mesh->names[a]);
+            total++;
+        }
+    return total;
 }
 
 /* Mesh coordinate along axis a of device x (devices numbered row-major
@@ -618,10 +660,31 @@ static bool arg_name_is_ref(const ir_op *func, uint32_t a, const char *name)
     return true;
 }
 
-/* A custom call @Sharding (a sharding constraint) with an mhlo.sharding
- * on a tensor. */
+/* The sharding text of Shardy's `sdy.sharding_constraint %v <@mesh,
+ * [...]> : T` on a tensor (kept as a template of its custom syntax), or of
+ * its generic form's `sharding` attribute; NULL for any other op. */
+static const char *sdy_constraint_text(const ir_op *o)
+{
+    if (o->opcode != IR_OP_UNKNOWN || strcmp(o->name, "sdy.sharding_constraint") != 0 || o->n_operands != 1 ||
+        o->n_results != 1 || o->results[0].type->kind != IR_T_TENSOR)
+        return NULL;
+    ir_attr *sh = ir_op_attr(o, "sharding");
+    if (sh && sh->kind == IR_A_DIALECT && sh->u.dia.body)
+        return sh->u.dia.body;
+    for (uint32_t i = 0; o->tmpl && i < o->tmpl->n; i++) {
+        const ir_tmpl_piece *t = &o->tmpl->pieces[i];
+        if (t->kind == IR_TP_TEXT && t->text && strchr(t->text, '['))
+            return t->text;
+    }
+    return NULL;
+}
+
+/* A sharding constraint on a tensor: a custom call @Sharding with an
+ * mhlo.sharding (XLA) or an sdy.sharding_constraint (Shardy). */
 static bool is_sharding_constraint(const ir_op *o)
 {
+    if (sdy_constraint_text(o))
+        return true;
     if (!ir_custom_call_is_identity(o) || o->results[0].type->kind != IR_T_TENSOR)
         return false;
     ir_attr *t = ir_op_attr(o, "call_target_name"), *sh = ir_op_attr(o, "mhlo.sharding");
@@ -690,18 +753,10 @@ static int import_text(const ir_module *m, const ir_op *func, const ir_mesh *mes
         int rank = t && t->kind == IR_T_TENSOR ? t->rank : 0;
         size_t from = b->len;
         if (sdy && sdy->kind == IR_A_DIALECT && sdy->u.dia.body) {
-            const char *p = strchr(sdy->u.dia.body, '[');
-            if (!p)
-                continue;
-            p++;
-            for (int d = 0; d < rank; d++) {
-                while (*p == ' ' || *p == ',')
-                    p++;
-                int n = sdy_dim(&p, mesh, d, b, ref, err);
-                if (n < 0)
-                    return import_fail_at(err, n, m, func->src_line, func->src_col);
-                total += n;
-            }
+            int n = sdy_sharding(sdy->u.dia.body, mesh, rank, b, ref, err);
+            if (n < 0)
+                return import_fail_at(err, n, m, func->src_line, func->src_col);
+            total += n;
         } else if (mh && mh->kind == IR_A_STRING) {
             int n = mhlo_sharding(mh->u.str.s, mesh, rank, b, ref, err);
             if (n < 0)
@@ -710,8 +765,9 @@ static int import_text(const ir_module *m, const ir_op *func, const ir_mesh *mes
         }
         pos_note(ip, b, from, func->src_line, func->src_col);
     }
-    /* XLA's sharding constraints in the body (jax.lax.with_sharding_constraint
-     * becomes a custom call @Sharding): the value is tiled as annotated, as
+    /* The sharding constraints in the body (jax.lax.with_sharding_constraint
+     * becomes XLA's custom call @Sharding or Shardy's sdy.sharding_constraint):
+     * the value is tiled as annotated, as
      * PartIR takes a constraint (a tile of the value, then propagation).
      * Only the function's own ops: a loop body's run inside its loop, which
      * the partitioning tiles as a whole. */
@@ -737,7 +793,9 @@ static int import_text(const ir_module *m, const ir_op *func, const ir_mesh *mes
             size_t from = b->len;
             if (name && *name && !strpbrk(name, "\r\n"))
                 ap_buf_printf(b, "# %s\n", name);
-            int t_rc = mhlo_sharding(ir_op_attr(ops[i], "mhlo.sharding")->u.str.s, mesh, t->rank, b, ref, err);
+            const char *sdy = sdy_constraint_text(ops[i]);
+            int t_rc = sdy ? sdy_sharding(sdy, mesh, t->rank, b, ref, err)
+                           : mhlo_sharding(ir_op_attr(ops[i], "mhlo.sharding")->u.str.s, mesh, t->rank, b, ref, err);
             if (t_rc < 0)
                 rc = import_fail_at(err, t_rc, m, ops[i]->src_line, ops[i]->src_col);
             else

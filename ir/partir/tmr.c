@@ -676,6 +676,15 @@ bool ir_custom_call_is_identity(const ir_op *op)
     return false;
 }
 
+/* Shardy's ops that only state a value's sharding (sharding_constraint,
+ * reshard): the identity on the value, as the custom_call @Sharding is. */
+bool ir_sdy_is_identity(const ir_op *op)
+{
+    return op->opcode == IR_OP_UNKNOWN && op->n_operands == 1 && op->n_results == 1 &&
+           ir_type_equal(op->operands[0]->type, op->results[0].type) &&
+           (!strcmp(op->name, "sdy.sharding_constraint") || !strcmp(op->name, "sdy.reshard"));
+}
+
 /* cuDNN's fused attention (ir_fmha_get): a map over batch and heads, so
  * those tile (q, k, v, d_out and out [b, s, h, d] on dims 0 and 2, the
  * stats [b, h, s] and the BNTH results on 0 and 1; a key/value head goes
@@ -751,6 +760,13 @@ static void instantiate(tb *b, const ir_op *op)
             return;
         }
         if (ir_custom_call_is_identity(op)) {
+            rule_elementwise(&r);
+            if (float_value(&op->results[0]))
+                rule_unary_partial(&r);
+        }
+        return;
+    case IR_OP_UNKNOWN:
+        if (ir_sdy_is_identity(op)) {
             rule_elementwise(&r);
             if (float_value(&op->results[0]))
                 rule_unary_partial(&r);

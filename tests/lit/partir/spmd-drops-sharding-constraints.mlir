@@ -19,7 +19,9 @@ module @m {
 // RUN: autopart check %s --import | filecheck %s --check-prefix CHECKED
 // CHECK-NOT: sharding_constraint
 // CHECK-NOT: @Sharding
-// CHECK: %4 = stablehlo.tanh %3 : tensor<8x3xf32>
-// CHECK-NEXT: %5 = stablehlo.exponential %4 : tensor<8x3xf32>
-// CHECK-NEXT: return %5, %4 : tensor<8x3xf32>, tensor<8x3xf32>
+// Tiles pass through them (the identity), so the rows tiled along x stay tiled: no all_gather.
+// CHECK-NOT: all_gather
+// CHECK: %3 = stablehlo.tanh %1 : tensor<4x3xf32>
+// CHECK-NEXT: %4 = stablehlo.exponential %3 : tensor<4x3xf32>
+// CHECK-NEXT: return %4, %3 : tensor<4x3xf32>, tensor<4x3xf32>
 // CHECKED: equivalent: all 2 results within tolerance
