@@ -672,6 +672,20 @@ END_TEST
 
 /* ------------------------------------------ wrong code found outside (issue 11) */
 
+/* The state `schedule` makes of m's entry function on mesh_text; *c is
+ * its context.  Free the state, then *c (ir_pctx_free), then m. */
+static ir_partition *state_of(ir_module *m, const char *mesh_text, const char *schedule, ir_pctx **c)
+{
+    ir_mesh mesh;
+    ir_partition *p;
+    ap_error err;
+    ck_assert_msg(ir_mesh_parse(mesh_text, &mesh, &err) == 0, "%s", err.msg);
+    ck_assert_msg(ir_pctx_new(m, ir_module_entry(m), &mesh, c, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(ir_partition_new(*c, &p, &err), 0);
+    ck_assert_msg(ir_schedule_apply(p, schedule, &err) == 0, "%s: %s", schedule, err.msg);
+    return p;
+}
+
 /* Partitions src over mesh with schedule and runs the check: the state must
  * lower, and both partitioned runs must agree with the original.  Returns
  * the SPMD text (ap_free) for tests that look at it. */
@@ -680,15 +694,9 @@ static char *check_equivalent(const char *src, const char *mesh_text, const char
     char msg[800];
     ir_module *m = tl_parse(src, "t.mlir", msg, sizeof msg);
     ck_assert_msg(m != NULL, "%s", msg);
-    ir_op *f = ir_module_entry(m);
-    ir_mesh mesh;
     ir_pctx *c;
-    ir_partition *p;
+    ir_partition *p = state_of(m, mesh_text, schedule, &c);
     ap_error err;
-    ck_assert_int_eq(ir_mesh_parse(mesh_text, &mesh, &err), 0);
-    ck_assert_int_eq(ir_pctx_new(m, f, &mesh, &c, &err), 0);
-    ck_assert_int_eq(ir_partition_new(c, &p, &err), 0);
-    ck_assert_msg(ir_schedule_apply(p, schedule, &err) == 0, "%s: %s", schedule, err.msg);
     ir_check_report r;
     int rc = ir_check(p, NULL, &r, &err);
     if (rc < 0)
@@ -806,13 +814,8 @@ static int check_report(const char *src, const char *mesh_text, const char *sche
     char msg[800];
     ir_module *m = tl_parse(src, "t.mlir", msg, sizeof msg);
     ck_assert_msg(m != NULL, "%s", msg);
-    ir_mesh mesh;
     ir_pctx *c;
-    ir_partition *p;
-    ck_assert_int_eq(ir_mesh_parse(mesh_text, &mesh, err), 0);
-    ck_assert_int_eq(ir_pctx_new(m, ir_module_entry(m), &mesh, &c, err), 0);
-    ck_assert_int_eq(ir_partition_new(c, &p, err), 0);
-    ck_assert_msg(ir_schedule_apply(p, schedule, err) == 0, "%s", err->msg);
+    ir_partition *p = state_of(m, mesh_text, schedule, &c);
     ir_check_opts o = IR_CHECK_OPTS_DEFAULT;
     o.drop_all_reduce = drop_all_reduce;
     int rc = ir_check(p, &o, r, err);
@@ -909,18 +912,12 @@ START_TEST(tolerance_follows_precision)
      * sequence 1138 on gns, seed 1138) */
     {
         ir_module *m = tl_generate("gns", "tiny", "");
-        ir_mesh mesh;
         ir_pctx *c;
-        ir_partition *p;
+        ir_partition *p = state_of(m, "a=2,b=2",
+                                   "tile %1144 0 a; propagate; atomic %84 a; atomic %108 a; atomic %762 a; "
+                                   "tile %653 0 a; atomic %728 a; propagate; tile %1054 0 a; propagate",
+                                   &c);
         ap_error e;
-        ck_assert_int_eq(ir_mesh_parse("a=2,b=2", &mesh, &e), 0);
-        ck_assert_int_eq(ir_pctx_new(m, ir_module_entry(m), &mesh, &c, &e), 0);
-        ck_assert_int_eq(ir_partition_new(c, &p, &e), 0);
-        ck_assert_msg(ir_schedule_apply(p,
-                                        "tile %1144 0 a; propagate; atomic %84 a; atomic %108 a; atomic %762 a; "
-                                        "tile %653 0 a; atomic %728 a; propagate; tile %1054 0 a; propagate",
-                                        &e) == 0,
-                      "%s", e.msg);
         ir_check_opts o = IR_CHECK_OPTS_DEFAULT;
         o.seed = 1138;
         ir_check_report rg;
@@ -1080,14 +1077,9 @@ static void f16_check_drop(double plant, uint32_t plant_result, int64_t drop, ir
                            int64_t *n_ar)
 {
     ir_module *m = tl_generate("transformer", "tiny", "dtype=f16 pos=learned bias=1 batch=6 names=1");
-    ir_mesh mesh;
     ir_pctx *c;
-    ir_partition *p;
+    ir_partition *p = state_of(m, "a=5,b=2", f16_state, &c);
     ap_error e;
-    ck_assert_int_eq(ir_mesh_parse("a=5,b=2", &mesh, &e), 0);
-    ck_assert_int_eq(ir_pctx_new(m, ir_module_entry(m), &mesh, &c, &e), 0);
-    ck_assert_int_eq(ir_partition_new(c, &p, &e), 0);
-    ck_assert_msg(ir_schedule_apply(p, f16_state, &e) == 0, "%s", e.msg);
     ir_check_opts o = IR_CHECK_OPTS_DEFAULT;
     o.seed = 600027;
     o.plant_error = plant;
@@ -1312,14 +1304,9 @@ START_TEST(failed_noise_run_is_left_out)
     char msg[800];
     ir_module *m = tl_parse(src, "t.mlir", msg, sizeof msg);
     ck_assert_msg(m != NULL, "%s", msg);
-    ir_mesh mesh;
     ir_pctx *c;
-    ir_partition *p;
+    ir_partition *p = state_of(m, "a=2", "tile %arg0 0 a; propagate", &c);
     ap_error err;
-    ck_assert_int_eq(ir_mesh_parse("a=2", &mesh, &err), 0);
-    ck_assert_int_eq(ir_pctx_new(m, ir_module_entry(m), &mesh, &c, &err), 0);
-    ck_assert_int_eq(ir_partition_new(c, &p, &err), 0);
-    ck_assert_msg(ir_schedule_apply(p, "tile %arg0 0 a; propagate", &err) == 0, "%s", err.msg);
     int failed = 0;
     for (uint64_t seed = 6; seed < 14; seed++) {
         ir_check_opts o = IR_CHECK_OPTS_DEFAULT;
