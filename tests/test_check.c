@@ -1197,6 +1197,58 @@ START_TEST(low_precision_noise_is_not_an_error)
 }
 END_TEST
 
+/* The check of src on a=2 with its argument tiled, the noise run made
+ * whether or not a verdict needs it (ir_check_opts.noise_always). */
+static int noise_check(const char *src, ir_check_report *r, ap_error *err)
+{
+    char msg[800];
+    ir_module *m = tl_parse(src, "t.mlir", msg, sizeof msg);
+    ck_assert_msg(m != NULL, "%s", msg);
+    ir_pctx *c;
+    ir_partition *p = state_of(m, "a=2", "tile %arg0 0 a; propagate", &c);
+    ir_check_opts o = IR_CHECK_OPTS_DEFAULT;
+    o.noise_always = true;
+    int rc = ir_check(p, &o, r, err);
+    ck_assert(rc < 0 || r->noise_ran);
+    ir_partition_free(p);
+    ir_pctx_free(c);
+    ir_module_free(m);
+    return rc;
+}
+
+/* The noise run is made only where it can change a verdict: when some
+ * float result is beyond its precision's tolerance (it can only widen
+ * one).  An f32 state within f32's tolerance skips it (no noise, no
+ * ops); asked for, it runs and changes nothing but the noise column. */
+START_TEST(noise_run_only_where_it_can_change_a_verdict)
+{
+    const char *src = "func.func @main(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>) -> tensor<8x4xf32> {\n"
+                      "  %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<8x16xf32>, "
+                      "tensor<16x4xf32>) -> tensor<8x4xf32>\n"
+                      "  return %0 : tensor<8x4xf32>\n"
+                      "}\n";
+    ir_check_report r;
+    ap_error err;
+    ck_assert_msg(check_report(src, "a=2", "tile %arg0 1 a; propagate", -1, &r, &err) == 0, "%s", err.msg);
+    ck_assert(r.ok);
+    ck_assert(!r.noise_ran);
+    ck_assert_uint_eq(r.ops[IR_CHECK_NOISE], 0);
+    ck_assert_double_eq(r.results[0].noise, 0);
+    double tol = r.results[0].tol;
+    ir_check_report_free(&r);
+    ck_assert_msg(noise_check(src, &r, &err) == 0, "%s", err.msg);
+    ck_assert(r.ok);
+    ck_assert_uint_gt(r.ops[IR_CHECK_NOISE], 0);
+    ck_assert_double_eq(r.results[0].tol, tol); /* f32's own: the noise is far below it */
+    ir_check_report_free(&r);
+    /* the f16 state beyond f16's tolerance needs it, and makes it */
+    f16_check(0, 0, &r);
+    ck_assert(r.noise_ran);
+    ck_assert(r.ok);
+    ir_check_report_free(&r);
+}
+END_TEST
+
 /* The noise run rounds another way on purpose: the program's own exact
  * assertions hold in the other runs, not in it (3.0 == 1.5 + 1.5 in f16
  * rounded down by an ulp failed the whole check).  And integer results it
@@ -1215,7 +1267,7 @@ START_TEST(assertions_not_asked_of_the_noise_run)
                       "}\n";
     ir_check_report r;
     ap_error err;
-    ck_assert_msg(check_report(src, "a=2", "tile %arg0 0 a; propagate", -1, &r, &err) == 0, "%s", err.msg);
+    ck_assert_msg(noise_check(src, &r, &err) == 0, "%s", err.msg);
     ck_assert(r.ok);
     ck_assert_double_gt(r.results[0].noise, 0); /* it did round another way */
     ir_check_report_free(&r);
@@ -1231,7 +1283,7 @@ START_TEST(assertions_not_asked_of_the_noise_run)
                        "  %i = stablehlo.convert %x : (tensor<64xf16>) -> tensor<64xi32>\n"
                        "  return %i : tensor<64xi32>\n"
                        "}\n";
-    ck_assert_msg(check_report(ints, "a=2", "tile %arg0 0 a; propagate", -1, &r, &err) == 0, "%s", err.msg);
+    ck_assert_msg(noise_check(ints, &r, &err) == 0, "%s", err.msg);
     ck_assert(r.ok);
     ck_assert_double_gt(r.results[0].noise, 0);
     ck_assert_double_eq(r.results[0].tol, 0);
@@ -1311,10 +1363,12 @@ START_TEST(failed_noise_run_is_left_out)
     for (uint64_t seed = 6; seed < 14; seed++) {
         ir_check_opts o = IR_CHECK_OPTS_DEFAULT;
         o.seed = seed;
+        o.noise_always = true; /* (its result is within f16's tolerance: no verdict needs the noise) */
         ir_check_report r;
         ck_assert_msg(ir_check(p, &o, &r, &err) == 0, "seed %llu: %s", (unsigned long long)seed, err.msg);
         ck_assert_msg(r.ok, "seed %llu", (unsigned long long)seed);
         if (strstr(r.note, "no tolerance follows rounding noise: unpartitioned run rounded another way")) {
+            ck_assert(!r.noise_ran);
             failed++;
             ck_assert_msg(strstr(r.note, "iterations"), "%s", r.note);
             ck_assert_double_eq(r.results[0].noise, 0);
@@ -1346,6 +1400,7 @@ static Suite *check_suite(void)
     tcase_add_test(tc, f64_comparison_skipped_for_width_bound_ops);
     tcase_add_test(tc, assertions_not_asked_of_the_noise_run);
     tcase_add_test(tc, failed_noise_run_is_left_out);
+    tcase_add_test(tc, noise_run_only_where_it_can_change_a_verdict);
     tcase_add_test(tc, captured_pending_sum_reduced_once);
     tcase_add_test(tc, pending_sum_redistributed_per_summand);
     tcase_add_test(tc, captured_values_redistributed_in_branches);

@@ -293,19 +293,23 @@ START_TEST(check_passes_and_fails)
     /* and which difference is held to it: err, beside abs and rel */
     ck_assert_ptr_nonnull(strstr(r.out, "held to tol: err = largest |difference| / max(1, largest |value|"));
     ck_assert_ptr_nonnull(strstr(r.out, "loops abs rel       err"));
-    /* and the rounding noise each result carries, from the fourth run */
+    /* and the rounding noise each result carries, from the fourth run,
+     * made only where a verdict needs it: not for f32 results within
+     * f32's tolerance (--noise below makes it) */
     ck_assert_ptr_nonnull(strstr(r.out, "  noise     "));
+    ck_assert_ptr_nonnull(strstr(r.out, "  noise             not made: no verdict needed it (--noise makes it)\n"));
     ck_assert_ptr_nonnull(strstr(r.out, "noise (the same measure of\nthe unpartitioned run rounded another way)"));
     /* and the f64 comparison: its largest error, tiny for a correct state */
     ck_assert_ptr_nonnull(strstr(r.out, "  f64 err"));
     ck_assert_ptr_nonnull(strstr(r.out, "\nf64 comparison (every float in f64, SPMD against unpartitioned): largest err "));
     cli_run_free(&r);
-    r = RUN("check", tiny_path, "--mesh", "batch=2,model=2", "--schedule", MEGATRON, "--json");
+    r = RUN("check", tiny_path, "--mesh", "batch=2,model=2", "--schedule", MEGATRON, "--json", "--noise");
     ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
     json_error_t je0;
     json_t *j0 = json_loads(r.out, 0, &je0);
     ck_assert_msg(j0 != NULL, "%s", je0.text);
     ck_assert(json_is_object(json_object_get(json_object_get(j0, "runs"), "noise")));
+    ck_assert(json_is_true(json_object_get(j0, "noise_ran")));
     size_t noisy = 0;
     for (size_t i = 0; i < json_array_size(json_object_get(j0, "results")); i++) {
         json_t *x = json_array_get(json_object_get(j0, "results"), i);

@@ -6,7 +6,9 @@
  * more unpartitioned runs set the tolerances of results that rounding
  * moves more than their precision alone says: one on inputs moved by an
  * ulp (sensitivity), one rounded another way (noise_floor: its sums split
- * and reordered, every rounding op rounded the other way at random).  And
+ * and reordered, its sums rounded the other way at random; made only when
+ * a float result is beyond its precision's tolerance, the one case where
+ * the wider tolerance it may give can change a verdict).  And
  * the unpartitioned and SPMD programs run once more with every float in
  * f64 (ir_interp_opts.f64), held to IR_CHECK_F64_TOL: a structural error.
  */
@@ -573,6 +575,8 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
     ir_tensor **args64 = NULL, **ref64 = NULL, **spmd64 = NULL; /* the f64 runs */
     ir_tensor **args = ap_calloc(n_args ? n_args : 1, sizeof *args), **ref = NULL, **loops = NULL, **spmd = NULL;
     double *sens = NULL, *noise = NULL; /* per result: see sensitivity(), noise_floor() */
+    ir_elem *elem = NULL;               /* per result: the float type its tolerance follows, IR_E_NONE if exact */
+    bool need_noise = false;            /* some float result is beyond its precision's tolerance */
     ir_module *tm = NULL;
     ir_lowered low = {0};
     handler_ctx hctx = {.tol = o.tol};
@@ -627,7 +631,7 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
 
     /* How ill-conditioned each result is (unless --tol sets them all). */
     if (!(sens = ap_calloc(n_ref ? n_ref : 1, sizeof *sens)) ||
-        !(noise = ap_calloc(n_ref ? n_ref : 1, sizeof *noise))) {
+        !(noise = ap_calloc(n_ref ? n_ref : 1, sizeof *noise)) || !(elem = ap_calloc(n_ref ? n_ref : 1, sizeof *elem))) {
         rc = ap_error_set(err, AP_ENOMEM, "out of memory");
         goto out;
     }
@@ -635,33 +639,6 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
     if (!(o.tol > 0) &&
         (rc = sensitivity(ir_pctx_module(c), f, args, n_args, ref, n_ref, o.seed, &io, sens, &moved_by, err)) < 0)
         goto out;
-
-    /* The rounding noise of each result (unless --tol sets them all): its
-     * sums split in as many chunks as there are devices, the most any
-     * partitioning on this mesh splits one into (at least 2), and its
-     * roundings drawn at random. */
-    if (!(o.tol > 0)) {
-        int64_t split = r->n_devices > 2 ? r->n_devices : 2;
-        t0 = ap_mono_s();
-        io.ops_evaluated = &r->ops[IR_CHECK_NOISE];
-        if ((rc = noise_floor(ir_pctx_module(c), f, args, n_args, ref, n_ref,
-                              (int)(split < IR_INTERP_MAX_SPLIT ? split : IR_INTERP_MAX_SPLIT), o.seed, &io, noise,
-                              err)) < 0) {
-            /* A program may not survive rounding another way (a loop
-             * until x == 0.75 that misses it runs out of iterations): the
-             * check goes on without the noise, whose tolerances could only
-             * have been wider. */
-            if (rc == AP_ENOMEM)
-                goto out;
-            size_t used = strlen(r->note);
-            snprintf(r->note + used, sizeof r->note - used, "%sno tolerance follows rounding noise: %s",
-                     used ? "; " : "", err->msg);
-            for (uint32_t j = 0; j < n_ref; j++)
-                noise[j] = 0;
-            rc = 0;
-        }
-        r->seconds[IR_CHECK_NOISE] = ap_mono_s() - t0;
-    }
 
     /* The loop view, as a program of its own. */
     t0 = ap_mono_s();
@@ -799,14 +776,7 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
                          ir_elem_name(b.elem), per_ulp);
             }
             res->tol_rules = res->tol;
-            /* the rounding noise it carries, with a margin (ircheck.h) */
-            res->noise = noise[j];
-            double by_noise = inexact ? fmin(IR_CHECK_NOISE_FACTOR * noise[j], IR_CHECK_NOISE_CAP) : 0;
-            if (by_noise > res->tol) {
-                res->tol = by_noise;
-                snprintf(res->tol_basis, sizeof res->tol_basis, "%s, rounding noise %.2g", ir_elem_name(b.elem),
-                         noise[j]);
-            }
+            elem[j] = inexact ? b.elem : IR_E_NONE;
         }
         res->ok = true;
         double scale = magnitude(ref[j]);
@@ -820,7 +790,6 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
             if (!(res->error[k] <= res->tol))
                 res->ok = false;
         }
-        res->within_noise = res->ok && !(fmax(res->error[0], res->error[1]) <= res->tol_rules);
         if (r->f64_ran) {
             double a64 = 0, rel64 = 0;
             if (compare(spmd64[j], ref64[j], &a64, &rel64, err) < 0) {
@@ -829,13 +798,54 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
             }
             res->error_f64 = error_of(a64, magnitude(ref64[j]));
             res->f64_mismatch = !(res->error_f64 <= IR_CHECK_F64_TOL);
-            if (res->f64_mismatch) {
+            if (res->f64_mismatch)
                 res->ok = false;
-                res->within_noise = false;
-            }
             if (!(res->error_f64 <= r->f64_error))
                 r->f64_error = res->error_f64;
         }
+        need_noise |= elem[j] != IR_E_NONE && !(fmax(res->error[0], res->error[1]) <= res->tol_rules);
+    }
+
+    /* The rounding noise of each result (unless --tol sets them all), where
+     * it can change a verdict: its sums split in as many chunks as there
+     * are devices, the most any partitioning on this mesh splits one into
+     * (at least 2), and its roundings drawn at random. */
+    if (!(o.tol > 0) && (need_noise || o.noise_always)) {
+        int64_t split = r->n_devices > 2 ? r->n_devices : 2;
+        t0 = ap_mono_s();
+        io.ops_evaluated = &r->ops[IR_CHECK_NOISE];
+        if ((rc = noise_floor(ir_pctx_module(c), f, args, n_args, ref, n_ref,
+                              (int)(split < IR_INTERP_MAX_SPLIT ? split : IR_INTERP_MAX_SPLIT), o.seed, &io, noise,
+                              err)) < 0) {
+            /* A program may not survive rounding another way (a loop
+             * until x == 0.75 that misses it runs out of iterations): the
+             * check goes on without the noise, whose tolerances could only
+             * have been wider. */
+            if (rc == AP_ENOMEM)
+                goto out;
+            size_t used = strlen(r->note);
+            snprintf(r->note + used, sizeof r->note - used, "%sno tolerance follows rounding noise: %s",
+                     used ? "; " : "", err->msg);
+            for (uint32_t j = 0; j < n_ref; j++)
+                noise[j] = 0;
+            ap_error_clear(err);
+            rc = 0;
+        } else {
+            r->noise_ran = true;
+        }
+        r->seconds[IR_CHECK_NOISE] = ap_mono_s() - t0;
+    }
+    for (uint32_t j = 0; j < n_ref; j++) {
+        ir_check_result *res = &r->results[j];
+        /* the rounding noise it carries, with a margin (ircheck.h) */
+        res->noise = noise[j];
+        double by_noise = elem[j] != IR_E_NONE ? fmin(IR_CHECK_NOISE_FACTOR * noise[j], IR_CHECK_NOISE_CAP) : 0;
+        if (by_noise > res->tol) {
+            res->tol = by_noise;
+            snprintf(res->tol_basis, sizeof res->tol_basis, "%s, rounding noise %.2g", ir_elem_name(elem[j]), noise[j]);
+        }
+        res->ok = !res->f64_mismatch && fmax(res->error[0], res->error[1]) <= res->tol;
+        res->within_noise = res->ok && !(fmax(res->error[0], res->error[1]) <= res->tol_rules);
         r->n_within_noise += res->within_noise;
         r->ok &= res->ok;
     }
@@ -843,6 +853,7 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
 out:
     ap_free(sens);
     ap_free(noise);
+    ap_free(elem);
     ir_tensors_free(ref, n_ref);
     ir_tensors_free(loops, n_loops);
     ir_tensors_free(spmd, n_spmd);

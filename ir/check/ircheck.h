@@ -139,6 +139,12 @@ typedef struct ir_check_opts {
     const ir_module *spmd;
     int64_t max_elems;       /* per tensor, 0: the interpreter's default */
     int64_t max_arg_bytes;   /* all arguments together; 0: IR_CHECK_MAX_ARG_BYTES */
+    /* The noise run is made only when some float result is beyond the
+     * tolerance of its precision (tol_rules): the noise floor can only
+     * widen a tolerance, so without one it changes no verdict (and it
+     * costs a run of its own, 1-2x the unpartitioned one).  true: make it
+     * always, to see every result's noise (`check --noise`). */
+    bool noise_always;
 } ir_check_opts;
 #define IR_CHECK_OPTS_DEFAULT ((ir_check_opts){.seed = 0, .tol = 0, .drop_all_reduce = -1})
 /* The check holds several copies of every value (three runs, each SPMD
@@ -160,7 +166,8 @@ typedef struct ir_check_result {
                            "f16, rounding noise 0.0046", "--tol"
                            (ir_check_opts.tol) */
     double noise;       /* the noise floor (the error of the reordered
-                           unpartitioned run); 0 under --tol */
+                           unpartitioned run); 0 under --tol and when
+                           the noise run was not made (noise_ran) */
     double tol_rules;   /* the tolerance without the noise floor (the
                            precision, sum and sensitivity rules) */
     bool within_noise;  /* ok, with an error above tol_rules: only the
@@ -181,6 +188,7 @@ typedef struct ir_check_report {
     ir_check_result *results; /* owned */
     bool ok;                  /* every result within its tolerance */
     uint32_t n_within_noise;  /* results ok only by the noise floor */
+    bool noise_ran;           /* the noise run was made (ir_check_opts.noise_always) */
     bool f64_ran;             /* the f64 comparison was made */
     double f64_error;         /* its largest error_f64 */
     char f64_skipped[256];    /* why it was not ("" when it was) */
