@@ -807,22 +807,30 @@ START_TEST(tuples_in_the_loop_view)
 }
 END_TEST
 
-/* Runs the check of src over mesh with schedule; fills r (free it). */
-static int check_report(const char *src, const char *mesh_text, const char *schedule, int64_t drop_all_reduce,
-                        ir_check_report *r, ap_error *err)
+/* Runs the check of src over mesh with schedule and options o; fills r
+ * (free it). */
+static int check_report_opts(const char *src, const char *mesh_text, const char *schedule, const ir_check_opts *o,
+                             ir_check_report *r, ap_error *err)
 {
     char msg[800];
     ir_module *m = tl_parse(src, "t.mlir", msg, sizeof msg);
     ck_assert_msg(m != NULL, "%s", msg);
     ir_pctx *c;
     ir_partition *p = state_of(m, mesh_text, schedule, &c);
-    ir_check_opts o = IR_CHECK_OPTS_DEFAULT;
-    o.drop_all_reduce = drop_all_reduce;
-    int rc = ir_check(p, &o, r, err);
+    int rc = ir_check(p, o, r, err);
     ir_partition_free(p);
     ir_pctx_free(c);
     ir_module_free(m);
     return rc;
+}
+
+/* The same with the default options but drop_all_reduce. */
+static int check_report(const char *src, const char *mesh_text, const char *schedule, int64_t drop_all_reduce,
+                        ir_check_report *r, ap_error *err)
+{
+    ir_check_opts o = IR_CHECK_OPTS_DEFAULT;
+    o.drop_all_reduce = drop_all_reduce;
+    return check_report_opts(src, mesh_text, schedule, &o, r, err);
 }
 
 /* A program whose meaning depends on a float's width (here a bitcast of
@@ -1201,18 +1209,10 @@ END_TEST
  * whether or not a verdict needs it (ir_check_opts.noise_always). */
 static int noise_check(const char *src, ir_check_report *r, ap_error *err)
 {
-    char msg[800];
-    ir_module *m = tl_parse(src, "t.mlir", msg, sizeof msg);
-    ck_assert_msg(m != NULL, "%s", msg);
-    ir_pctx *c;
-    ir_partition *p = state_of(m, "a=2", "tile %arg0 0 a; propagate", &c);
     ir_check_opts o = IR_CHECK_OPTS_DEFAULT;
     o.noise_always = true;
-    int rc = ir_check(p, &o, r, err);
+    int rc = check_report_opts(src, "a=2", "tile %arg0 0 a; propagate", &o, r, err);
     ck_assert(rc < 0 || r->noise_ran);
-    ir_partition_free(p);
-    ir_pctx_free(c);
-    ir_module_free(m);
     return rc;
 }
 
