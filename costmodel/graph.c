@@ -157,10 +157,10 @@ void cost__graph_reset(cost_graph *g)
 static void scratch_free(void *scratch);
 static void memo_free(void *memos);
 
-void cost__graph_free(cost_graph *g)
+/* Frees g's arrays (what a memo entry's key copies of a graph), not its
+ * scratch or memos. */
+static void graph_arrays_free(cost_graph *g)
 {
-    if (!g)
-        return;
     ap_free(g->nodes);
     ap_free(g->e_val);
     ap_free(g->e_read);
@@ -178,6 +178,13 @@ void cost__graph_free(cost_graph *g)
     ap_free(g->peaks);
     ap_free(g->kids);
     ap_free(g->out_alias);
+}
+
+void cost__graph_free(cost_graph *g)
+{
+    if (!g)
+        return;
+    graph_arrays_free(g);
     scratch_free(g->scratch);
     memo_free(g->memos);
     memset(g, 0, sizeof *g);
@@ -2617,24 +2624,7 @@ typedef struct gmemos {
 /* Frees what entry e holds; e is left empty. */
 static void memo_entry_free(gmemo *e)
 {
-    cost_graph *k = &e->key;
-    ap_free(k->nodes);
-    ap_free(k->e_val);
-    ap_free(k->e_read);
-    ap_free(k->e_feeds);
-    ap_free(k->v_bytes);
-    ap_free(k->v_def);
-    ap_free(k->v_root);
-    ap_free(k->v_what);
-    ap_free(k->v_dims);
-    ap_free(k->v_in);
-    ap_free(k->v_name);
-    ap_free(k->v_gate);
-    ap_free(k->v_feeds);
-    ap_free(k->colls);
-    ap_free(k->peaks);
-    ap_free(k->kids);
-    ap_free(k->out_alias);
+    graph_arrays_free(&e->key);
     cost__program_free_arrays(&e->out);
     memset(e, 0, sizeof *e);
 }
