@@ -406,10 +406,44 @@ static int sdy_dim(const char **pp, const ir_mesh *mesh, int d, ap_buf *b, const
  * an open dim's leave to grow.  Returns the number of actions. */
 static int sdy_sharding(const char *p, const ir_mesh *mesh, int rank, ap_buf *b, const char *ref, ap_error *err)
 {
+    /* an inlined mesh `mesh<["x"=2]>` comes before the dims: its '[' is
+     * not theirs */
+    const char *inl = p ? strstr(p, "mesh<") : NULL;
+    if (inl && (!strchr(p, '[') || inl < strchr(p, '['))) {
+        int depth = 0;
+        for (p = inl + 4; *p; p++) {
+            depth += (*p == '<') - (*p == '>');
+            if (depth == 0)
+                break;
+        }
+        if (!*p)
+            return ap_error_set(err, AP_EINVALID, "sdy sharding of %s: its mesh<...> is not closed", ref);
+    }
     p = p ? strchr(p, '[') : NULL;
     if (!p)
         return 0;
     p++;
+    /* one {...} per dim of the value, as Shardy's verifier has it (or none,
+     * on a maximal mesh): a dim more was ignored, a dim less read what
+     * follows */
+    int groups = 0, depth = 0;
+    for (const char *q = p; *q && !(depth == 0 && *q == ']'); q++) {
+        if (*q == '"') { /* an axis name may hold any of {}[] */
+            for (q++; *q && *q != '"'; q++)
+                q += q[0] == '\\' && q[1];
+            if (!*q)
+                break;
+            continue;
+        }
+        groups += depth == 0 && *q == '{';
+        depth += (*q == '{') - (*q == '}');
+    }
+    if (groups == 0)
+        return 0; /* `[]`: a maximal sharding (mesh<[], device_ids=[k]>) or a
+                     scalar's: nothing to tile */
+    if (groups != rank)
+        return ap_error_set(err, AP_EINVALID, "sdy sharding of %s has %d dim sharding%s for a rank-%d value", ref, groups,
+                            groups == 1 ? "" : "s", rank);
     int total = 0;
     bool closed = false, used[IR_MAX_AXES] = {0};
     for (int d = 0; d < rank; d++) {
