@@ -2762,6 +2762,74 @@ static bool memo_same(const gmemo *e, const cost_graph *g, bool want_peak)
         (y) = t_;                                                                                              \
     } while (0)
 
+/* The capacity the builder's doubling from cap (else from `first`)
+ * reaches for n elements. */
+static uint32_t doubled(uint32_t cap, uint32_t n, uint32_t first)
+{
+    uint32_t c = cap ? cap : first;
+    while (c < n)
+        c *= 2;
+    return c;
+}
+
+/* g's node, edge and value arrays (which memo_keep handed over from an
+ * entry: none while the memo fills) made as large as the builder's
+ * doubling makes them for the graph just kept, k: fresh blocks, not
+ * realloc's copy of each smaller block on the way (g is reset, their
+ * contents are let go).  Filling the memo, a scorer's graph grew from
+ * nothing ~19 times a search, realloc copying ~250 MB per 3 searches of
+ * T32 (200 episodes, 1 thread).  Out of memory: a group's arrays are
+ * freed, its capacity 0 (the builder grows them again). */
+#define FRESH(a) (ap_free(a), (a) = ap_malloc((size_t)c * sizeof *(a) + 1), ok = ok && (a) != NULL)
+#define NONE(a) (ap_free(a), (a) = NULL)
+static void presize_like(cost_graph *g, const cost_graph *k)
+{
+    uint32_t c = doubled(g->cap_nodes, k->n_nodes, 256);
+    bool ok = true;
+    if (k->n_nodes && c > g->cap_nodes) {
+        FRESH(g->nodes);
+        g->cap_nodes = ok ? c : 0;
+    }
+    c = doubled(g->cap_edges, k->n_edges, 1024);
+    if (k->n_edges && c > g->cap_edges) {
+        ok = true;
+        FRESH(g->e_val);
+        FRESH(g->e_read);
+        FRESH(g->e_feeds);
+        if (!ok) {
+            NONE(g->e_val);
+            NONE(g->e_read);
+            NONE(g->e_feeds);
+        }
+        g->cap_edges = ok ? c : 0;
+    }
+    c = doubled(g->cap_vals, k->n_vals, 1024);
+    if (k->n_vals && c > g->cap_vals) {
+        ok = true;
+        FRESH(g->v_bytes);
+        FRESH(g->v_def);
+        FRESH(g->v_root);
+        FRESH(g->v_what);
+        FRESH(g->v_dims);
+        FRESH(g->v_in);
+        FRESH(g->v_name);
+        FRESH(g->v_gate);
+        if (!ok) {
+            NONE(g->v_bytes);
+            NONE(g->v_def);
+            NONE(g->v_root);
+            NONE(g->v_what);
+            NONE(g->v_dims);
+            NONE(g->v_in);
+            NONE(g->v_name);
+            NONE(g->v_gate);
+        }
+        g->cap_vals = ok ? c : 0;
+    }
+}
+#undef FRESH
+#undef NONE
+
 /* Remembers the run of g just made into p (empty before it), in the
  * entry used longest ago that no find has pinned: g's arrays become the
  * entry's key (no copy), g gets the entry's old ones and is reset.
@@ -2854,8 +2922,10 @@ static void memo_keep(cost_graph *g, const cost_program *p, double mult, const c
     if (ok)
         e->used = ++m->tick;
     pthread_mutex_unlock(&m->mu);
-    if (ok)
+    if (ok) {
+        presize_like(g, k);
         cost__graph_reset(g);
+    }
 }
 #undef SWAP
 
