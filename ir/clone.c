@@ -145,7 +145,10 @@ ir_op *ir__clone_op(ir_cloner *c, const ir_op *src, ir_value *const *operands, c
         if (!t)
             goto oom;
         t->n = src->tmpl->n;
-        t->pieces = ap_arena_memdup(&m->arena, src->tmpl->pieces, sizeof *t->pieces * (t->n ? t->n : 1));
+        /* an op written as its name alone (`sdy.return`) has no pieces,
+         * and the parser no array: copying one piece from it read NULL */
+        t->pieces = t->n ? ap_arena_memdup(&m->arena, src->tmpl->pieces, sizeof *t->pieces * t->n)
+                         : ap_arena_alloc(&m->arena, sizeof *t->pieces);
         if (!t->pieces)
             goto oom;
         for (uint32_t i = 0; i < t->n; i++) {

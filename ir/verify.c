@@ -458,6 +458,65 @@ static int check_func(verifier *v, const ir_op *op)
     return vfail(v, op, AP_ESYNTAX, "visibility should be \"public\", \"private\" or \"nested\"");
 }
 
+/* "%arg1" or "%arg1 (params['w'])": an argument as the message names it. */
+static void arg_str(const ir_op *f, int i, char *buf, size_t n)
+{
+    const char *name = ir_func_arg_name(f, (uint32_t)i);
+    if (name && *name)
+        snprintf(buf, n, "%%arg%d (%.120s)", i, name);
+    else
+        snprintf(buf, n, "%%arg%d", i);
+}
+
+/* Donation: `tf.aliasing_output = K` on argument i (as JAX writes it; HLO's
+ * input_output_alias becomes it) hands the argument's buffer to result K.
+ * K must name a result of the argument's own type (shape and element
+ * type: the partitioning keeps the result in the argument's layout, and the
+ * buffer must hold it), and no two arguments may name one result.  Checked
+ * here because every reader of the attribute (memory model, search units,
+ * lowering) would otherwise skip or misread it silently. */
+static int check_aliasing(verifier *v, const ir_op *f)
+{
+    const ir_type *ft = ir_func_type(f);
+    if (!ft || !ir_op_attr(f, "arg_attrs"))
+        return 0;
+    int n_out = ft->n_elems - ft->n_inputs;
+    char an[200], bn[200], at[160], rt[160];
+    for (int i = 0; i < ft->n_inputs; i++) {
+        ir_attr *a = ir_func_arg_attr(f, (uint32_t)i, "tf.aliasing_output");
+        if (!a)
+            continue;
+        arg_str(f, i, an, sizeof an);
+        if (a->kind != IR_A_INT)
+            return vfail(v, f, AP_ETYPE, "argument %s: tf.aliasing_output should be an integer (the index of a result)",
+                         an);
+        if (a->u.i < 0 || a->u.i >= n_out)
+            return vfail(v, f, AP_ETYPE,
+                         "argument %s is donated to result #%" PRId64 " (tf.aliasing_output) but @%s returns %d result%s",
+                         an, a->u.i, ir_func_name(f), n_out, n_out == 1 ? "" : "s");
+        const ir_type *t = ft->elems[i], *r = ft->elems[ft->n_inputs + (int)a->u.i];
+        if (t && r && !ir_type_equal(t, r)) {
+            tstr(t, at, sizeof at);
+            tstr(r, rt, sizeof rt);
+            return vfail(v, f, AP_ETYPE,
+                         "argument %s, %s, is donated to result #%" PRId64 " (tf.aliasing_output), a %s: a donated "
+                         "argument's buffer holds the result, so both must have one type",
+                         an, at, a->u.i, rt);
+        }
+        for (int j = 0; j < i; j++) {
+            ir_attr *b = ir_func_arg_attr(f, (uint32_t)j, "tf.aliasing_output");
+            if (b && b->kind == IR_A_INT && b->u.i == a->u.i) {
+                arg_str(f, j, bn, sizeof bn);
+                return vfail(v, f, AP_ETYPE,
+                             "arguments %s and %s are both donated to result #%" PRId64
+                             " (tf.aliasing_output): a result takes one argument's buffer",
+                             bn, an, a->u.i);
+            }
+        }
+    }
+    return 0;
+}
+
 static int verify_op(verifier *v, const ir_op *op);
 
 static int verify_region(verifier *v, const ir_region *r)
@@ -496,9 +555,10 @@ static int verify_op(verifier *v, const ir_op *op)
             rc = check_return(v, op);
         else if (op->opcode == IR_OP_FUNC_CALL)
             rc = check_call(v, op);
-        else if (op->opcode == IR_OP_FUNC)
-            rc = check_func(v, op);
-        else
+        else if (op->opcode == IR_OP_FUNC) {
+            if ((rc = check_func(v, op)) == 0)
+                rc = check_aliasing(v, op);
+        } else
             rc = check_op_types(v, op);
         if (rc < 0)
             return rc;

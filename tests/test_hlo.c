@@ -1062,6 +1062,17 @@ START_TEST(input_output_alias)
         "bad.hlo:1:40: error: input_output_alias: expected '(' and a parameter number");
     ERR("HloModule m, input_output_alias={ {x}: (0, {}, may-alias) }\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n",
         "bad.hlo:1:35: error: input_output_alias: expected an output index {...}");
+    /* an alias of a parameter or output that does not exist, or of another
+     * type (as XLA refuses them; they were skipped or kept silently) */
+    ERR("HloModule m, input_output_alias={ {0}: (3, {}, may-alias) }\nENTRY e {\n  ROOT p = f32[2] parameter(0)\n}\n",
+        "bad.hlo:1:35: error: input_output_alias: output {0} takes the buffer of parameter 3, but ENTRY has 1 parameter");
+    ERR("HloModule m, input_output_alias={ {2}: (0, {}, may-alias) }\nENTRY e {\n  a = f32[2] parameter(0)\n"
+        "  ROOT t = (f32[2], f32[2]) tuple(a, a)\n}\n",
+        "bad.hlo:1:35: error: input_output_alias: output {2} takes the buffer of parameter 0, but ENTRY returns 2 outputs");
+    ERR("HloModule m, input_output_alias={ {}: (0, {}, may-alias) }\nENTRY e {\n  a = s32[2] parameter(0)\n"
+        "  ROOT c = f32[2] convert(a)\n}\n",
+        "bad.hlo:1:35: error: input_output_alias: output {0}, a tensor<2xf32>, takes the buffer of parameter 0, a "
+        "tensor<2xi32>: a donated parameter's buffer holds the output, so both must have one type");
 }
 END_TEST
 

@@ -554,6 +554,59 @@ START_TEST(fuzz_findings)
 }
 END_TEST
 
+/* Donation (`tf.aliasing_output = K`) must name a result of the argument's
+ * own type that no other argument names; the parser accepted any K, and the
+ * partitioner then lowered an argument donated to a result of another shape
+ * (its layout not kept: an SPMD module XLA refuses).  Each wrong form is an
+ * error at the function, naming the argument; the right form parses. */
+START_TEST(donation_names_a_result_of_the_arguments_type)
+{
+    static const struct {
+        const char *attrs0, *attrs1, *want;
+    } cases[] = {
+        {"{tf.aliasing_output = 1 : i32}", "", NULL},
+        {"{tf.aliasing_output = 0 : i32}", "",
+         "argument %arg0 (a), tensor<8x4xf32>, is donated to result #0 (tf.aliasing_output), a tensor<32xf32>"},
+        {"", "{tf.aliasing_output = 2 : i32}", "argument %arg1 (b) is donated to result #2 (tf.aliasing_output) but @main "
+                                               "returns 2 results"},
+        {"", "{tf.aliasing_output = -1 : i32}", "argument %arg1 (b) is donated to result #-1"},
+        {"", "{tf.aliasing_output = \"x\"}", "argument %arg1 (b): tf.aliasing_output should be an integer"},
+        {"{tf.aliasing_output = 1 : i32}", "{tf.aliasing_output = 1 : i32}", "argument %arg1 (b), tensor<32xf32>"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char src[600];
+        snprintf(src, sizeof src,
+                 "func.func public @main(%%a: tensor<8x4xf32> %s loc(\"a\"), %%b: tensor<32xf32> %s loc(\"b\")) "
+                 "-> (tensor<32xf32>, tensor<8x4xf32>) {\n"
+                 "  %%0 = stablehlo.exponential %%b : tensor<32xf32>\n"
+                 "  %%1 = stablehlo.negate %%a : tensor<8x4xf32>\n"
+                 "  return %%0, %%1 : tensor<32xf32>, tensor<8x4xf32>\n}\n",
+                 cases[i].attrs0, cases[i].attrs1);
+        ir_module *m = NULL;
+        ap_error err;
+        int rc = ir_parse(src, strlen(src), "d.mlir", IR_FMT_STABLEHLO, &m, &err);
+        if (!cases[i].want) {
+            ck_assert_msg(rc == 0, "case %zu: %s", i, err.msg);
+            ir_module_free(m);
+            continue;
+        }
+        ck_assert_msg(rc < 0, "case %zu: accepted", i);
+        ck_assert_ptr_null(m);
+        ck_assert_msg(strstr(err.msg, cases[i].want), "case %zu: %s", i, err.msg);
+        ck_assert_int_eq(err.line, 1);
+        ck_assert_int_eq(err.col, 1);
+    }
+    /* two arguments of one type donated to one result */
+    const char *twice = "func.func public @main(%a: tensor<4xf32> {tf.aliasing_output = 0 : i32}, "
+                        "%b: tensor<4xf32> {tf.aliasing_output = 0 : i32}) -> tensor<4xf32> {\n"
+                        "  %0 = stablehlo.add %a, %b : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n";
+    ir_module *m = NULL;
+    ap_error err;
+    ck_assert_int_lt(ir_parse(twice, strlen(twice), "d.mlir", IR_FMT_STABLEHLO, &m, &err), 0);
+    ck_assert_msg(strstr(err.msg, "arguments %arg0 and %arg1 are both donated to result #0"), "%s", err.msg);
+}
+END_TEST
+
 /* Forms real programs use that MLIR accepts and the parser once refused
  * (issue 11, item 7): each parses, prints as MLIR does, and its pretty and
  * generic spellings give one IR. */
@@ -859,6 +912,7 @@ int main(void)
     tcase_add_test(tc, real_world_forms);
     tcase_add_test(tc, mesh_limits_at_parse);
     tcase_add_test(tc, opaque_ops_across_lines);
+    tcase_add_test(tc, donation_names_a_result_of_the_arguments_type);
     suite_add_tcase(s, tc);
     return tl_run(s);
 }

@@ -768,6 +768,50 @@ START_TEST(import_existing_shardings)
 }
 END_TEST
 
+/* An sdy sharding has one {...} per dim of its value (Shardy's verifier
+ * refuses any other count): a dim more was ignored, a dim less failed with
+ * "expected '{'"; and a mesh written inline (`mesh<["x"=2]>`, which Shardy
+ * accepts where `@mesh` is) had its axis list read as the dims. */
+START_TEST(import_sdy_dims_counted_and_inlined_mesh)
+{
+    static const struct {
+        const char *sharding, *want; /* want: the schedule, or the error */
+        int n;
+    } cases[] = {
+        {"#sdy.sharding<@mesh, [{\"x\", ?}, {?}]>", "tile %arg0 0 x\npropagate\n", 1},
+        {"#sdy.sharding<mesh<[\"x\"=2, \"y\"=2]>, [{\"x\"}, {}]>", "tile %arg0 0 x\natomic %arg0 y\npropagate\n", 2},
+        {"#sdy.sharding<@mesh, [{\"x\"}, {?}, {}]>", "sdy sharding of %arg0 has 3 dim shardings for a rank-2 value", -1},
+        {"#sdy.sharding<@mesh, [{\"x\"}]>", "sdy sharding of %arg0 has 1 dim sharding for a rank-2 value", -1},
+        {"#sdy.sharding<mesh<[], device_ids=[2]>, []>", "", 0}, /* maximal: on one device */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char src[600];
+        snprintf(src, sizeof src,
+                 "module {\n  sdy.mesh @mesh = <[\"x\"=2, \"y\"=2]>\n"
+                 "  func.func @main(%%a: tensor<8x4xf32> {sdy.sharding = %s}) -> tensor<8x4xf32> {\n"
+                 "    return %%a : tensor<8x4xf32>\n  }\n}\n",
+                 cases[i].sharding);
+        ir_module *m = tl_parse(src, "imp", NULL, 0);
+        ck_assert_ptr_nonnull(m);
+        ir_mesh mesh;
+        ap_error err;
+        ck_assert_int_eq(ir_mesh_parse("x=2,y=2", &mesh, &err), 0);
+        ap_buf b;
+        ap_buf_init(&b);
+        int n = ir_schedule_import(m, ir_module_entry(m), &mesh, &b, &err);
+        if (cases[i].n >= 0) {
+            ck_assert_msg(n == cases[i].n, "case %zu: %d: %s", i, n, n < 0 ? err.msg : "");
+            ck_assert_str_eq(b.data ? b.data : "", cases[i].want);
+        } else {
+            ck_assert_msg(n < 0, "case %zu: imported %d", i, n);
+            ck_assert_str_eq(err.msg, cases[i].want);
+        }
+        ap_buf_free(&b);
+        ir_module_free(m);
+    }
+}
+END_TEST
+
 /* ir_schedule_import_apply (the daemon's import, through apply.c, as the
  * command line's) places what it cannot use at the annotation in the
  * module's text: an argument's at its function, whether the annotation
@@ -1443,6 +1487,7 @@ int main(void)
     tcase_add_test(tc, huge_values_refused);
     tcase_add_test(tc, globs_first_divisible_and_schedule_text);
     tcase_add_test(tc, import_existing_shardings);
+    tcase_add_test(tc, import_sdy_dims_counted_and_inlined_mesh);
     tcase_add_test(tc, import_errors_at_the_annotation);
     tcase_add_test(tc, deep_tiling_in_one_step);
     tcase_add_test(tc, copy_over_a_used_state_is_a_clone);

@@ -44,7 +44,9 @@ static void search_usage(FILE *f)
             "  --import           start from the sharding annotations the arguments carry\n"
             "                     (sdy.sharding, mhlo.sharding) and the sharding constraints\n"
             "                     in the function's body (sdy.sharding_constraint, custom\n"
-            "                     calls @Sharding; not those in loop bodies); a Shardy\n"
+            "                     calls @Sharding), loop bodies and case branches included;\n"
+            "                     not those in a region partitioned whole (a reduce or\n"
+            "                     scatter body, sdy.manual_computation): it says so; a Shardy\n"
             "                     sharding with a closed dim keeps its value replicated\n"
             "                     (atomic) along the axes it does not name\n"
             "  --device D         device to estimate on (default h100), a JSON file, or:\n");

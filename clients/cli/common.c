@@ -267,6 +267,20 @@ int cli_partition_open(const cli_partition_args *a, cli_partitioned *st)
             cli_fail_err(a->cmd, "--import", &err);
             goto fail;
         }
+        /* constraints it cannot read: said, not dropped silently */
+        const ir_op *first;
+        uint32_t skipped = ir_schedule_import_skipped(st->ctx, &first);
+        if (skipped) {
+            if (first->src_line)
+                fprintf(stderr, "%s:%u:%u: ", a->path, first->src_line, first->src_col);
+            else
+                fprintf(stderr, "%s: ", a->path);
+            fprintf(stderr, "note: --import does not read this sharding constraint");
+            if (skipped > 1)
+                fprintf(stderr, " (nor %u more)", skipped - 1);
+            fprintf(stderr, ": it is in a region partitioned whole (the body of a reduce, scatter or sort, a loop "
+                            "or case the partitioning does not open, sdy.manual_computation), whose values no action can tile\n");
+        }
     }
     return 0;
 

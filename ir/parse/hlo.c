@@ -217,6 +217,7 @@ typedef struct hp {
     /* input_output_alias of the header: entry parameter -> output index */
     struct hio {
         uint32_t param, output;
+        const char *at; /* the entry's text, for errors */
     } *io_alias;
     uint32_t n_io_alias;
     /* parameters of the computation being parsed */
@@ -2705,9 +2706,36 @@ static ir_op *make_func(hp *p, uint32_t ci, const char *name, bool public)
             ok = (v[i] = c->param_attrs[i] ? c->param_attrs[i] : ir_attr_dict(m, 0, NULL)) != NULL;
         /* donation (the header's input_output_alias), as JAX writes it */
         for (uint32_t k = 0; ok && public && k < p->n_io_alias; k++) {
-            uint32_t i = p->io_alias[k].param;
-            if (i >= c->n_params || p->io_alias[k].output >= c->n_flat)
-                continue;
+            /* XLA refuses an alias of a parameter or output that does not
+             * exist; a donated buffer holds the output, which the
+             * partitioning keeps in the parameter's layout: one type */
+            uint32_t i = p->io_alias[k].param, o = p->io_alias[k].output;
+            if (i >= c->n_params) {
+                ok = perr(p, p->io_alias[k].at, AP_ETYPE,
+                          "input_output_alias: output {%u} takes the buffer of parameter %u, but ENTRY has %u parameter%s",
+                          o, i, c->n_params, c->n_params == 1 ? "" : "s");
+                break;
+            }
+            if (o >= c->n_flat) {
+                ok = perr(p, p->io_alias[k].at, AP_ETYPE,
+                          "input_output_alias: output {%u} takes the buffer of parameter %u, but ENTRY returns %u output%s", o,
+                          i, c->n_flat, c->n_flat == 1 ? "" : "s");
+                break;
+            }
+            if (!ir_type_equal(c->param_types[i], c->flat[o])) {
+                ap_buf ta, tb;
+                ap_buf_init(&ta);
+                ap_buf_init(&tb);
+                ir_type_print(&ta, c->param_types[i]);
+                ir_type_print(&tb, c->flat[o]);
+                ok = perr(p, p->io_alias[k].at, AP_ETYPE,
+                          "input_output_alias: output {%u}, a %s, takes the buffer of parameter %u, a %s: a donated "
+                          "parameter's buffer holds the output, so both must have one type",
+                          o, tb.data ? tb.data : "?", i, ta.data ? ta.data : "?");
+                ap_buf_free(&ta);
+                ap_buf_free(&tb);
+                break;
+            }
             const ir_attr *d = v[i];
             int n = d->u.dict.n;
             ir_named_attr *items = ap_malloc(sizeof *items * (size_t)(n + 1));
@@ -3579,7 +3607,7 @@ static bool parse_io_alias(hp *p, const hattr *a)
         if (!v)
             return oom(p);
         p->io_alias = v;
-        v[p->n_io_alias++] = (struct hio){(uint32_t)param, n_out ? (uint32_t)out[0] : 0};
+        v[p->n_io_alias++] = (struct hio){(uint32_t)param, n_out ? (uint32_t)out[0] : 0, at};
     }
 }
 

@@ -181,22 +181,31 @@ bool *ir_schedule_shared_arg_names(const ir_op *func);
 /* The schedule of a state as text (one action per line), as applied. */
 void ir_partition_schedule(const ir_partition *p, ap_buf *b);
 /* Reads the sharding annotations on the function's arguments
- * (sdy.sharding, mhlo.sharding) and the sharding constraints in its body
- * (custom calls @Sharding with an mhlo.sharding and sdy.sharding_constraint,
- * as XLA and Shardy write jax.lax.with_sharding_constraint; those in loop
- * bodies are not read) into a schedule of tile actions over mesh, a
+ * (sdy.sharding, mhlo.sharding) and the sharding constraints in its own
+ * body (custom calls @Sharding with an mhlo.sharding and
+ * sdy.sharding_constraint, as XLA and Shardy write
+ * jax.lax.with_sharding_constraint; not those inside regions: see
+ * ir_schedule_import_apply) into a schedule of tile actions over mesh, a
  * constraint's value named %N as `autopart parse` numbers it (appended to
  * b); an sdy sharding with a closed dim (no `?`: it takes no more axes)
  * adds `atomic` along every mesh axis it does not name, which with open
  * dims beside also holds those (atomic is per value, not per dim).
  * Returns the number of actions. */
 int ir_schedule_import(const ir_module *m, const ir_op *func, const ir_mesh *mesh, ap_buf *b, ap_error *err);
-/* Imports func's annotations (ir_schedule_import) and applies them to p;
- * returns the number of actions.  An error, of the import or of applying
- * it (a dim the annotation's axes do not divide), is placed at the
- * module's text: an argument's at the function, a constraint's at its op
- * (an error of ir_schedule_import is placed likewise). */
+/* Imports func's annotations as ir_schedule_import does, and also the
+ * constraints inside the regions p's context partitions with the function
+ * (a while's body and condition, a case's branches: a scan's layers), and
+ * applies them to p; returns the number of actions.  An error, of the
+ * import or of applying it (a dim the annotation's axes do not divide), is
+ * placed at the module's text: an argument's at the function, a
+ * constraint's at its op (an error of ir_schedule_import is placed
+ * likewise). */
 int ir_schedule_import_apply(ir_partition *p, const ir_module *m, const ir_op *func, ap_error *err);
+/* The sharding constraints ir_schedule_import_apply does not read: those in
+ * regions c runs whole (a reduce, scatter or sort body, a while or case it does not
+ * flatten, sdy.manual_computation), whose values no action can name.
+ * Returns their number; *first is the first in the text (NULL if none). */
+uint32_t ir_schedule_import_skipped(const ir_pctx *c, const ir_op **first);
 
 /* --------------------------------------------------------- SPMD lowering */
 

@@ -406,10 +406,44 @@ static int sdy_dim(const char **pp, const ir_mesh *mesh, int d, ap_buf *b, const
  * an open dim's leave to grow.  Returns the number of actions. */
 static int sdy_sharding(const char *p, const ir_mesh *mesh, int rank, ap_buf *b, const char *ref, ap_error *err)
 {
+    /* an inlined mesh `mesh<["x"=2]>` comes before the dims: its '[' is
+     * not theirs */
+    const char *inl = p ? strstr(p, "mesh<") : NULL;
+    if (inl && (!strchr(p, '[') || inl < strchr(p, '['))) {
+        int depth = 0;
+        for (p = inl + 4; *p; p++) {
+            depth += (*p == '<') - (*p == '>');
+            if (depth == 0)
+                break;
+        }
+        if (!*p)
+            return ap_error_set(err, AP_EINVALID, "sdy sharding of %s: its mesh<...> is not closed", ref);
+    }
     p = p ? strchr(p, '[') : NULL;
     if (!p)
         return 0;
     p++;
+    /* one {...} per dim of the value, as Shardy's verifier has it (or none,
+     * on a maximal mesh): a dim more was ignored, a dim less read what
+     * follows */
+    int groups = 0, depth = 0;
+    for (const char *q = p; *q && !(depth == 0 && *q == ']'); q++) {
+        if (*q == '"') { /* an axis name may hold any of {}[] */
+            for (q++; *q && *q != '"'; q++)
+                q += q[0] == '\\' && q[1];
+            if (!*q)
+                break;
+            continue;
+        }
+        groups += depth == 0 && *q == '{';
+        depth += (*q == '{') - (*q == '}');
+    }
+    if (groups == 0)
+        return 0; /* `[]`: a maximal sharding (mesh<[], device_ids=[k]>) or a
+                     scalar's: nothing to tile */
+    if (groups != rank)
+        return ap_error_set(err, AP_EINVALID, "sdy sharding of %s has %d dim sharding%s for a rank-%d value", ref, groups,
+                            groups == 1 ? "" : "s", rank);
     int total = 0;
     bool closed = false, used[IR_MAX_AXES] = {0};
     for (int d = 0; d < rank; d++) {
@@ -736,8 +770,61 @@ static int import_fail_at(ap_error *err, int rc, const ir_module *m, uint32_t li
     return rc;
 }
 
-static int import_text(const ir_module *m, const ir_op *func, const ir_mesh *mesh, ap_buf *b, import_pos *ip,
-                       ap_error *err)
+/* The sharding constraints of a function, in the order its text has them
+ * (an op before the ops of its regions). */
+typedef struct constraints {
+    const ir_op **ops; /* read: the function's own, and with a context those
+                          in regions it partitions with the function */
+    uint32_t n, cap;
+    const ir_op *skipped; /* the first not read, or NULL */
+    uint32_t n_skipped;
+    bool oom;
+} constraints;
+
+/* Collects the constraints of blk and of its ops' regions.  One inside a
+ * region is read when ctx holds its value: the context partitions a while's
+ * condition and body and a case's branches with the function (context.c
+ * flattens them), so a tile of the value there is a tile of the state.  A
+ * region the context runs whole (a reduce, scatter or sort body, a while or case it does not
+ * flatten, sdy.manual_computation) holds values no action can name: its
+ * constraints are counted as skipped.  Without ctx only the function's
+ * own are read. */
+static void collect_constraints(const ir_block *blk, bool top, const ir_pctx *ctx, constraints *cs)
+{
+    for (const ir_op *o = blk ? blk->first : NULL; o && !cs->oom; o = o->next) {
+        if (is_sharding_constraint(o)) {
+            if (top || (ctx && ir__value_id(ctx, &o->results[0]) != VAL_NONE)) {
+                if (cs->n == cs->cap) {
+                    uint32_t cap = cs->cap ? 2 * cs->cap : 16;
+                    const ir_op **nv = ap_realloc(cs->ops, sizeof *nv * cap);
+                    if (!nv) {
+                        cs->oom = true;
+                        return;
+                    }
+                    cs->ops = nv;
+                    cs->cap = cap;
+                }
+                cs->ops[cs->n++] = o;
+            } else if (!cs->n_skipped++)
+                cs->skipped = o;
+        }
+        for (uint32_t r = 0; r < o->n_regions; r++)
+            for (const ir_block *rb = o->regions[r].first; rb; rb = rb->next)
+                collect_constraints(rb, false, ctx, cs);
+    }
+}
+
+uint32_t ir_schedule_import_skipped(const ir_pctx *c, const ir_op **first)
+{
+    constraints cs = {0};
+    collect_constraints(ir_func_entry(ir_pctx_func(c)), true, c, &cs);
+    ap_free(cs.ops);
+    *first = cs.skipped;
+    return cs.n_skipped;
+}
+
+static int import_text(const ir_module *m, const ir_op *func, const ir_pctx *ctx, const ir_mesh *mesh, ap_buf *b,
+                       import_pos *ip, ap_error *err)
 {
     int total = 0;
     for (uint32_t a = 0; a < ir_func_num_args(func); a++) {
@@ -769,20 +856,20 @@ static int import_text(const ir_module *m, const ir_op *func, const ir_mesh *mes
      * becomes XLA's custom call @Sharding or Shardy's sdy.sharding_constraint):
      * the value is tiled as annotated, as
      * PartIR takes a constraint (a tile of the value, then propagation).
-     * Only the function's own ops: a loop body's run inside its loop, which
-     * the partitioning tiles as a whole. */
-    const ir_block *body = ir_func_entry(func);
-    uint32_t n = 0;
-    for (const ir_op *o = body ? body->first : NULL; o; o = o->next)
-        n += is_sharding_constraint(o);
+     * The function's own, and with a context those in the loop bodies and
+     * case branches it partitions with the function (a scan's layers:
+     * collect_constraints). */
+    constraints cs = {0};
+    collect_constraints(ir_func_entry(func), true, ctx, &cs);
+    const ir_op **ops = cs.ops;
+    uint32_t n = cs.n;
+    if (cs.oom) {
+        ap_free(ops);
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
+    }
     if (n) {
-        const ir_op **ops = ap_malloc(sizeof *ops * n);
         int64_t *num = ap_malloc(sizeof *num * n);
-        uint32_t k = 0;
-        int rc = ops && num ? 0 : ap_error_set(err, AP_ENOMEM, "out of memory");
-        for (const ir_op *o = body->first; o && !rc; o = o->next)
-            if (is_sharding_constraint(o))
-                ops[k++] = o;
+        int rc = num ? 0 : ap_error_set(err, AP_ENOMEM, "out of memory");
         if (!rc && ir__printed_numbers(func, ops, n, num) < 0)
             rc = ap_error_set(err, AP_ENOMEM, "out of memory");
         for (uint32_t i = 0; i < n && !rc; i++) {
@@ -802,11 +889,13 @@ static int import_text(const ir_module *m, const ir_op *func, const ir_mesh *mes
                 total += t_rc;
             pos_note(ip, b, from, ops[i]->src_line, ops[i]->src_col);
         }
-        ap_free(ops);
         ap_free(num);
-        if (rc < 0)
+        if (rc < 0) {
+            ap_free(ops);
             return rc;
+        }
     }
+    ap_free(ops);
     if (total) {
         size_t from = b->len;
         ap_buf_puts(b, "propagate\n");
@@ -817,7 +906,7 @@ static int import_text(const ir_module *m, const ir_op *func, const ir_mesh *mes
 
 int ir_schedule_import(const ir_module *m, const ir_op *func, const ir_mesh *mesh, ap_buf *b, ap_error *err)
 {
-    return import_text(m, func, mesh, b, NULL, err);
+    return import_text(m, func, NULL, mesh, b, NULL, err);
 }
 
 int ir_schedule_import_apply(ir_partition *p, const ir_module *m, const ir_op *func, ap_error *err)
@@ -825,7 +914,8 @@ int ir_schedule_import_apply(ir_partition *p, const ir_module *m, const ir_op *f
     import_pos ip = {0};
     ap_buf b;
     ap_buf_init(&b);
-    int n = import_text(m, func, ir_pctx_mesh(ir_partition_ctx(p)), &b, &ip, err);
+    const ir_pctx *ctx = ir_partition_ctx(p);
+    int n = import_text(m, func, ir_pctx_func(ctx) == func ? ctx : NULL, ir_pctx_mesh(ctx), &b, &ip, err);
     if (n >= 0 && (b.oom || ip.oom))
         n = ap_error_set(err, AP_ENOMEM, "out of memory");
     if (n > 0) {
