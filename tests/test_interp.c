@@ -1245,6 +1245,82 @@ START_TEST(while_counting_loop)
 }
 END_TEST
 
+/* A value is freed after its last reader: a chain of 16 adds on a 1 MiB
+ * tensor holds the argument and two values at once, not all 17
+ * (ir_interp_opts.peak_held counts the bytes of the values held).  A value read
+ * later by a region (the while's body reads %x after the chain) or
+ * returned lives on to there, and the answers are the chain's. */
+START_TEST(values_die_after_their_last_reader)
+{
+    char body[8192];
+    size_t at = 0;
+    at += (size_t)snprintf(body + at, sizeof body - at,
+                           "  %%v0 = stablehlo.add %%x, %%x : tensor<262144xf32>\n");
+    for (int i = 1; i < 16; i++)
+        at += (size_t)snprintf(body + at, sizeof body - at,
+                               "  %%v%d = stablehlo.add %%v%d, %%x : tensor<262144xf32>\n", i, i - 1);
+    at += (size_t)snprintf(body + at, sizeof body - at,
+                           "  %%c0 = stablehlo.constant dense<0> : tensor<i32>\n"
+                           "  %%c2 = stablehlo.constant dense<2> : tensor<i32>\n"
+                           "  %%unused = stablehlo.multiply %%v15, %%v15 : tensor<262144xf32>\n"
+                           "  %%r:2 = stablehlo.while(%%i = %%c0, %%a = %%v15) : tensor<i32>, tensor<262144xf32>\n"
+                           "    cond {\n"
+                           "      %%p = stablehlo.compare  LT, %%i, %%c2,  SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+                           "      stablehlo.return %%p : tensor<i1>\n"
+                           "    } do {\n"
+                           "      %%one = stablehlo.constant dense<1> : tensor<i32>\n"
+                           "      %%a2 = stablehlo.add %%a, %%x : tensor<262144xf32>\n"
+                           "      %%i2 = stablehlo.add %%i, %%one : tensor<i32>\n"
+                           "      stablehlo.return %%i2, %%a2 : tensor<i32>, tensor<262144xf32>\n"
+                           "    }\n"
+                           "  return %%r#1, %%v3 : tensor<262144xf32>, tensor<262144xf32>");
+    const char *src = fn("(%x: tensor<262144xf32>) -> (tensor<262144xf32>, tensor<262144xf32>)", body);
+    ir_module *m = parse_ok(src);
+    ir_tensor *x;
+    ap_error err;
+    ck_assert_int_eq(ir_tensor_new(IR_E_F32, 1, (int64_t[]){262144}, &x, &err), 0);
+    for (int64_t e = 0; e < x->numel; e++)
+        ir_tensor_set_f64(x, e, (double)(e % 7) * 0.25);
+    int64_t peak = 0;
+    ir_interp_opts o = {.peak_held = &peak};
+    ir_tensor **res = NULL;
+    uint32_t n = 0;
+    ck_assert_msg(ir_interp_run(m, ir_module_func(m, "main"), (const ir_tensor *const *)&x, 1, &res, &n, &o, &err) == 0,
+                  "%s", err.msg);
+    ck_assert_int_eq(n, 2);
+    for (int64_t e = 0; e < x->numel; e += 4099) {
+        double v = ir_tensor_get_f64(x, e);
+        ck_assert_double_eq(ir_tensor_get_f64(res[0], e), 19 * v); /* 2x, 15 adds, 2 iterations */
+        ck_assert_double_eq(ir_tensor_get_f64(res[1], e), 5 * v);  /* %v3 */
+    }
+    /* the argument, %v3 (returned), two of the chain, or in the loop %v15
+     * (read by the while), the carried value and its next: 5 MiB and
+     * scalars; every value kept would be over 20 MiB */
+    const int64_t mib = 1 << 20;
+    ck_assert_msg(peak >= 4 * mib && peak <= 6 * mib, "peak %lld bytes", (long long)peak);
+    ir_tensors_free(res, n);
+    ir_module_free(m);
+
+    /* the run's arguments are lent, not copied: one returned (twice) comes
+     * back as copies of its own, and the caller's stays as it was */
+    m = parse_ok(fn("(%x: tensor<262144xf32>) -> (tensor<262144xf32>, tensor<262144xf32>)",
+                    "  return %x, %x : tensor<262144xf32>, tensor<262144xf32>"));
+    peak = 0;
+    ck_assert_msg(ir_interp_run(m, ir_module_func(m, "main"), (const ir_tensor *const *)&x, 1, &res, &n, &o, &err) == 0,
+                  "%s", err.msg);
+    ck_assert_int_eq(n, 2);
+    ck_assert_ptr_ne(res[0], x);
+    ck_assert_ptr_ne(res[1], x);
+    ck_assert_ptr_ne(res[0], res[1]);
+    ck_assert_int_eq(memcmp(res[0]->data, x->data, x->nbytes), 0);
+    ck_assert_int_eq(memcmp(res[1]->data, x->data, x->nbytes), 0);
+    ck_assert_int_eq(peak, (int64_t)x->nbytes);
+    ir_tensors_free(res, n);
+    ir_tensor_free(x);
+    ir_module_free(m);
+}
+END_TEST
+
 START_TEST(case_if_call_tuple)
 {
     const char *src =
@@ -2363,6 +2439,7 @@ static Suite *interp_suite(void)
     tcase_add_test(tc, select_and_scatter_spec_example);
     tcase_add_test(tc, sort_stable_multi_operand);
     tcase_add_test(tc, while_counting_loop);
+    tcase_add_test(tc, values_die_after_their_last_reader);
     tcase_add_test(tc, case_if_call_tuple);
     tcase_add_test(tc, map_and_batch_norm);
     tcase_add_test(tc, linear_algebra);

@@ -111,7 +111,8 @@ static int print_json(const ir_check_report *r)
         json_array_append_new(results, jr);
     }
     for (int k = 0; k < IR_CHECK__RUNS; k++)
-        json_object_set_new(runs, run_names[k], json_pack("{s:f, s:I}", "seconds", r->seconds[k], "ops", (json_int_t)r->ops[k]));
+        json_object_set_new(runs, run_names[k], json_pack("{s:f, s:I, s:I}", "seconds", r->seconds[k], "ops",
+                                                          (json_int_t)r->ops[k], "peak_bytes", (json_int_t)r->held[k]));
     json_object_set_new(o, "ok", json_boolean(r->ok));
     json_object_set_new(o, "within_noise", json_integer(r->n_within_noise));
     json_object_set_new(o, "noise_ran", json_boolean(r->noise_ran));
@@ -142,7 +143,11 @@ static void print_text(const ir_check_report *r, const char *path, uint64_t seed
         if (k == IR_CHECK_NOISE && !r->noise_ran && !r->ops[k])
             printf("  %-17s not made: no verdict needed it (--noise makes it)\n", run_names[k]);
         else
-            printf("  %-17s %8.3f s  %10" PRIu64 " ops evaluated\n", run_names[k], r->seconds[k], r->ops[k]);
+        {
+            char held[32];
+            printf("  %-17s %8.3f s  %10" PRIu64 " ops evaluated  %10s of values at most\n", run_names[k],
+                   r->seconds[k], r->ops[k], ap_format_bytes((double)r->held[k], held, sizeof held));
+        }
     if (r->note[0])
         printf("note: %s\n", r->note);
     int wn = 6, wt = 4, wf = 11;

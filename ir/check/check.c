@@ -506,6 +506,7 @@ static int sensitivity(const ir_module *m, const ir_op *f, ir_tensor *const *arg
     }
     ir_interp_opts o = *opts;
     o.ops_evaluated = NULL;
+    o.peak_held = NULL;
     if ((rc = ir_interp_run(m, f, (const ir_tensor *const *)moved, n_args, &res, &n_res, &o, err)) < 0) {
         rc = in_run(err, "unpartitioned run on moved inputs");
         goto out;
@@ -610,7 +611,9 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
         if ((rc = make_inputs(ir_pctx_module(c)->filename, f, o.seed, r->input_lo, r->input_hi, args, err)) < 0)
             goto out;
         io.ops_evaluated = &r->ops[IR_CHECK_REF];
+        io.peak_held = &r->held[IR_CHECK_REF];
         r->ops[IR_CHECK_REF] = 0;
+        r->held[IR_CHECK_REF] = 0;
         t0 = ap_mono_s();
         if (ir_interp_run(ir_pctx_module(c), f, (const ir_tensor *const *)args, n_args, &ref, &n_ref, &io, err) < 0) {
             rc = in_run(err, "unpartitioned run");
@@ -643,6 +646,7 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
     /* The loop view, as a program of its own. */
     t0 = ap_mono_s();
     io.ops_evaluated = &r->ops[IR_CHECK_LOOPS];
+    io.peak_held = &r->held[IR_CHECK_LOOPS];
     if (ir_temporal(p, &tm, err) < 0 ||
         ir_interp_run(tm, ir_module_entry(tm), (const ir_tensor *const *)args, n_args, &loops, &n_loops, &io, err) < 0) {
         rc = in_run(err, "loop view");
@@ -668,6 +672,7 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
         goto out;
     }
     io.ops_evaluated = &r->ops[IR_CHECK_SPMD];
+    io.peak_held = &r->held[IR_CHECK_SPMD];
     if (ir_spmd_run(sm, sf, (const ir_tensor *const *)args, n_args, &spmd, &n_spmd, &io, err) < 0) {
         rc = in_run(err, "SPMD run");
         goto out;
@@ -697,12 +702,14 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
         io64.f64 = true;
         io64.custom_call_ctx = &h64;
         io64.ops_evaluated = &r->ops[IR_CHECK_F64_REF];
+        io64.peak_held = &r->held[IR_CHECK_F64_REF];
         t0 = ap_mono_s();
         int frc = ir_interp_run(ir_pctx_module(c), f, (const ir_tensor *const *)args64, n_args, &ref64, &n_ref64,
                                 &io64, err);
         r->seconds[IR_CHECK_F64_REF] = ap_mono_s() - t0;
         if (frc == 0) {
             io64.ops_evaluated = &r->ops[IR_CHECK_F64_SPMD];
+            io64.peak_held = &r->held[IR_CHECK_F64_SPMD];
             t0 = ap_mono_s();
             frc = ir_spmd_run(sm, sf, (const ir_tensor *const *)args64, n_args, &spmd64, &n_spmd64, &io64, err);
             r->seconds[IR_CHECK_F64_SPMD] = ap_mono_s() - t0;
@@ -814,6 +821,7 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
         int64_t split = r->n_devices > 2 ? r->n_devices : 2;
         t0 = ap_mono_s();
         io.ops_evaluated = &r->ops[IR_CHECK_NOISE];
+        io.peak_held = &r->held[IR_CHECK_NOISE];
         if ((rc = noise_floor(ir_pctx_module(c), f, args, n_args, ref, n_ref,
                               (int)(split < IR_INTERP_MAX_SPLIT ? split : IR_INTERP_MAX_SPLIT), o.seed, &io, noise,
                               err)) < 0) {

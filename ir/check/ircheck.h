@@ -196,6 +196,7 @@ typedef struct ir_check_report {
     double input_lo, input_hi;        /* range of the float inputs */
     double seconds[IR_CHECK__RUNS];   /* per run: unpartitioned, loops, SPMD, noise */
     uint64_t ops[IR_CHECK__RUNS];     /* ops evaluated per run */
+    int64_t held[IR_CHECK__RUNS];     /* per run: the most bytes its values took at once */
     char note[256];                   /* e.g. why inputs were redrawn, or
                                          that the noise run failed */
 } ir_check_report;

@@ -56,20 +56,28 @@ static int eval_region(ip_run *r, ip_frame *fr, const ir_op *owner, const ir_reg
                 ap_buf_free(&tb);
                 return rc;
             }
+            if (fr->borrow_args) {
+                if (!ir__ip_slot_lend(fr, d, &b->args[i], t))
+                    return ir__ip_fail_op(r, owner, -1, AP_ENOMEM, "out of memory");
+                continue;
+            }
             ir_tensor *c;
             if ((rc = ir__ip_clone_at(r, owner, fr->dev_ids[d], t, &c)) < 0)
                 return rc;
             ir__ip_slot_set(fr, d, &b->args[i], c);
         }
     }
+    fr->borrow_args = false; /* the regions of its ops take copies */
     const ir_op *term = b->last;
     if (!term || !ip_is_terminator(term))
         return ir__ip_fail_op(r, owner, -1, AP_EINVALID, "region does not end with a return");
-    for (const ir_op *op = b->first; op != term; op = op->next) {
+    uint32_t pos = 0;
+    for (const ir_op *op = b->first; op != term; op = op->next, pos++) {
         if (ip_is_terminator(op))
             return ir__ip_fail_op(r, op, -1, AP_EINVALID, "return in the middle of a block");
         if ((rc = eval_op(r, fr, op)) < 0)
             return rc;
+        ir__ip_slots_die(fr, b, pos);
     }
     if (term->n_operands != n_out)
         return ir__ip_fail_op(r, term, -1, AP_EINVALID, "returns %u values, %u expected", term->n_operands, n_out);
@@ -87,7 +95,7 @@ static int eval_region(ip_run *r, ip_frame *fr, const ir_op *owner, const ir_reg
                 }
             if (prev != j) {
                 rc = ir__ip_clone_at(r, term, fr->dev_ids[d], out[(size_t)d * n_out + prev], dst);
-            } else if (local_to(v, b)) {
+            } else if (local_to(v, b) && !ir__ip_slot_lent(fr, d, v)) {
                 *dst = ir__ip_slot_take(fr, d, v);
                 if (!*dst)
                     rc = ir__ip_fail_op(r, term, fr->dev_ids[d], AP_EINVALID, "returns a value that has none");
@@ -113,6 +121,7 @@ static int kernel_region(ip_ctx *c, const ir_region *reg, uint32_t n_in, const i
                          ir_tensor **out)
 {
     ip_frame view = {
+        .run = c->fr->run,
         .fn = c->fr->fn,
         .n_dev = 1,
         .slots = &c->fr->slots[c->dev],
@@ -150,6 +159,7 @@ int ir__ip_call(ip_run *r, const ir_op *func, uint32_t n_dev, const int64_t *dev
         ap_free(out);
         return rc;
     }
+    fr.borrow_args = caller == NULL; /* a run's own arguments: the caller keeps them as they are */
     rc = eval_region(r, &fr, caller ? caller : func, &func->regions[0], entry->n_args, args, n_out, out);
     ir__ip_frame_free(&fr);
     if (rc < 0) {
@@ -775,6 +785,8 @@ void ir__ip_run_free(ip_run *r)
     ir__map_free(&r->fn_index);
     if (r->opts.ops_evaluated)
         *r->opts.ops_evaluated += r->n_ops;
+    if (r->opts.peak_held && r->held_peak > *r->opts.peak_held)
+        *r->opts.peak_held = r->held_peak;
     r->fns = NULL;
     r->n_fns = 0;
 }

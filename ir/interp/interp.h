@@ -173,6 +173,10 @@ typedef struct ir_interp_opts {
     void *custom_call_ctx;
     uint64_t *ops_evaluated; /* if not NULL, incremented per op evaluated (per
                                 device in SPMD runs, region bodies included) */
+    /* If not NULL, raised to the most bytes the run's values took at once
+     * (every device's in SPMD runs; a value is freed after its last reader,
+     * so this is what is live, not what the program computes) */
+    int64_t *peak_held;
     /* 0: the usual order.  N > 1: another order StableHLO equally allows,
      * the noise run of `autopart check` (ir/check/ircheck.h): a float
      * dot_general or convolution sums its terms in N chunks of consecutive

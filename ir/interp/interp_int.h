@@ -29,12 +29,20 @@ typedef struct ip_run ip_run;
 typedef struct ip_frame ip_frame;
 typedef struct ip_ctx ip_ctx;
 
-/* Slot numbering of one function. */
+/* Slot numbering of one function, and when its values die: after the
+ * k-th op of a block b (block_at[b] + k), the slots
+ * dies[die0[block_at[b] + k] .. die0[block_at[b] + k + 1]) are read no
+ * more (a value of b whose last reader, itself or through its regions,
+ * is that op; or which nothing reads).  A value b returns is never among
+ * them: the return takes it.  Freeing them there keeps a run's memory at
+ * what is live, not at every value the function computes. */
 struct ip_fn {
     const ir_op *func;
     uint32_t n_slots;
     bool use_map;  /* value ids are not dense: look values up in map */
     ir_ptrmap map; /* value -> slot when use_map */
+    ir_ptrmap block_at; /* block -> index of its first op in die0 */
+    uint32_t *die0, *dies;
 };
 
 /* One call of ir_interp_run / ir_spmd_run*. */
@@ -49,6 +57,7 @@ struct ip_run {
     ir_ptrmap fn_index; /* func op -> index in fns */
     uint64_t n_ops;
     uint64_t n_rounded; /* tensors perturbed (opts.random_rounding) */
+    int64_t held, held_peak; /* bytes of the values in frames' slots: now, at most */
     /* Evaluates single-block region r for the kernel's device with n_in
      * arguments (borrowed) and stores n_out new result tensors in out: how
      * kernels with a body (reduce, sort, map, ...) call back into the
@@ -59,6 +68,11 @@ struct ip_run {
 
 /* An activation of a function body (or a per-device view of one). */
 struct ip_frame {
+    ip_run *run; /* counts the bytes its slots hold */
+    /* a run's own call: the function's arguments are the caller's tensors,
+     * lent to the slots (not copied, never freed there) */
+    bool borrow_args;
+    uint8_t *lent; /* [d * fn->n_slots + s]: slot s of device d holds a lent tensor; NULL: none */
     const ip_fn *fn;
     uint32_t n_dev;
     ir_tensor ***slots;     /* [device][slot] */
@@ -379,6 +393,14 @@ const ir_tensor *ir__ip_slot(ip_run *r, ip_frame *fr, uint32_t dev, const ir_op 
 void ir__ip_slot_set(ip_frame *fr, uint32_t dev, const ir_value *v, ir_tensor *t);
 /* Takes the value out of its slot (for values dead after a region). */
 ir_tensor *ir__ip_slot_take(ip_frame *fr, uint32_t dev, const ir_value *v);
+/* Puts the caller's tensor t in v's slot without taking it (the slot
+ * forgets it when the value dies); false when out of memory. */
+bool ir__ip_slot_lend(ip_frame *fr, uint32_t dev, const ir_value *v, const ir_tensor *t);
+/* Whether v's slot holds a lent tensor (copy it to return it). */
+bool ir__ip_slot_lent(const ip_frame *fr, uint32_t dev, const ir_value *v);
+/* Frees, on every device of fr, the values no op of block b reads after
+ * its k-th op (ip_fn). */
+void ir__ip_slots_die(ip_frame *fr, const ir_block *b, uint32_t k);
 
 /* -------------------------------------------------------------- eval.c */
 
