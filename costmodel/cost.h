@@ -576,7 +576,8 @@ const char *cost_note_text(unsigned note);
  * test_score; only the slowest ops are named by the ops the lowering
  * inserts them for.
  *
- * A scorer is used by one thread at a time; make one per thread.
+ * A scorer is used by one thread at a time; make one per thread (the
+ * scorers of one search share what they remember: cost_scorer_share).
  */
 typedef struct cost_scorer cost_scorer;
 
@@ -596,6 +597,17 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
  * search meets many: actions the lowering does not see); the report is
  * the same either way. */
 int64_t cost_scorer_reused(const cost_scorer *s);
+/* Makes s remember the graph runs it makes in with's memo, and reuse
+ * those with's (and every scorer's sharing it) made: the memo of one
+ * search's threads, one memo's memory and a hit for a program any of them
+ * scored.  Reports are the same either way (a hit is taken only for a
+ * graph equal to the remembered one in all it reads); which runs are
+ * skipped depends on the order the threads score in.  s and with may then
+ * be used by different threads at once (the memo has its own lock).  Call
+ * before s scores (it lets go of what s remembered); with the memo off
+ * (cost_options.memo < 0) on either, nothing is shared.  Fails with
+ * AP_EINVALID when with scores another function, AP_ENOMEM. */
+int cost_scorer_share(cost_scorer *s, cost_scorer *with, ap_error *err);
 
 /* What is live at the peak of the last state scored. */
 enum { COST_PEAK_ARGUMENT, COST_PEAK_RESULT, COST_PEAK_COPY, COST_PEAK_OTHER };

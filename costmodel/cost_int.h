@@ -269,7 +269,9 @@ typedef struct cost_graph {
                               above: a field added that it reads goes into the memo's key (memo_same) */
     size_t memo_bytes;     /* with memo: remember only as many runs as their graphs' arrays fit in this
                               many bytes, at least 4 (0: memo of them, whatever their size) */
-    void *memos;           /* graph.c's memo, kept between runs (cost__graph_reset leaves it) */
+    void *memos;           /* graph.c's memo, kept between runs (cost__graph_reset leaves it); it may be
+                              shared with other graphs (cost__graph_share_memo) */
+    int64_t memo_hits;     /* runs of this graph the memo answered */
 } cost_graph;
 
 /* Inputs of a block. */
@@ -406,6 +408,11 @@ int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info 
                     ap_error *err);
 /* Runs of g that its memo answered, since it was made. */
 int64_t cost__graph_memo_hits(const cost_graph *g);
+/* Makes g remember its runs in with's memo (and find with's there), g's
+ * own memo let go; g and with may then run in different threads at once.
+ * Both must have memo set (else nothing is shared); the memo keeps with's
+ * size.  False when out of memory (g unchanged). */
+bool cost__graph_share_memo(cost_graph *g, cost_graph *with);
 
 /* The flags of op with first operand type a and first result type b. */
 uint16_t cost__node_flags(const ir_op *op, const ir_type *a, const ir_type *b);

@@ -70,6 +70,7 @@
  */
 #include "cost_int.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -2599,7 +2600,9 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
  */
 
 typedef struct gmemo {
-    uint64_t used; /* tick of its last use, 0: empty */
+    uint64_t used; /* tick of its last use, 0: empty (or being filled) */
+    uint32_t pins; /* finds reading it without the lock: not refilled nor freed while pinned */
+    bool filling;  /* a keep is writing it without the lock */
     /* the key: what the run read (arrays of exactly n_* elements) */
     cost_graph key;
     double mult;
@@ -2611,12 +2614,23 @@ typedef struct gmemo {
     bool fed; /* it wrote g->v_feeds: key.v_feeds holds them */
 } gmemo;
 
-/* The fewest entries g->memo_bytes leaves (when g->memo allows them). */
+/* The fewest entries memo_bytes leaves (when the memo allows them). */
 #define MEMO_MIN 4
 
+/* One memo, of one graph or shared by several (cost__graph_share_memo:
+ * the fast scorers of a search's threads).  A hit is exact whichever
+ * graph ran the remembered run, so sharing changes how often runs are
+ * skipped, never what a run gives; with several threads which runs a
+ * thread finds remembered depends on their timing.  The lock guards the
+ * entries' ticks, pins and fill marks and the list's shape; a find
+ * compares and copies a pinned entry without it, and a keep fills an
+ * entry it marked, so two threads' graph runs never wait on each other's
+ * compares or copies. */
 typedef struct gmemos {
+    pthread_mutex_t mu;
+    uint32_t refs; /* graphs using it */
     uint64_t tick;
-    int64_t hits;
+    size_t bytes;  /* the graph's memo_bytes when it was made */
     uint32_t n;
     gmemo e[];
 } gmemos;
@@ -2629,14 +2643,55 @@ static void memo_entry_free(gmemo *e)
     memset(e, 0, sizeof *e);
 }
 
+/* A memo of g->memo entries for g, or NULL when out of memory. */
+static gmemos *memo_new(const cost_graph *g)
+{
+    gmemos *m = ap_calloc(1, sizeof *m + sizeof *m->e * g->memo);
+    if (!m)
+        return NULL;
+    if (pthread_mutex_init(&m->mu, NULL) != 0) {
+        ap_free(m);
+        return NULL;
+    }
+    m->refs = 1;
+    m->n = g->memo;
+    m->bytes = g->memo_bytes;
+    return m;
+}
+
+/* Lets go of one graph's use of the memo; the last frees it. */
 static void memo_free(void *memos)
 {
     gmemos *m = memos;
     if (!m)
         return;
+    pthread_mutex_lock(&m->mu);
+    bool last = --m->refs == 0;
+    pthread_mutex_unlock(&m->mu);
+    if (!last)
+        return;
     for (uint32_t i = 0; i < m->n; i++)
         memo_entry_free(&m->e[i]);
+    pthread_mutex_destroy(&m->mu);
     ap_free(m);
+}
+
+bool cost__graph_share_memo(cost_graph *g, cost_graph *with)
+{
+    if (!g->memo || !with->memo || (g->memos && g->memos == with->memos))
+        return true;
+    gmemos *m = with->memos;
+    if (!m) {
+        if (!(m = memo_new(with)))
+            return false;
+        with->memos = m;
+    }
+    pthread_mutex_lock(&m->mu);
+    m->refs++;
+    pthread_mutex_unlock(&m->mu);
+    memo_free(g->memos);
+    g->memos = m;
+    return true;
 }
 
 /* The bytes of g's arrays that an entry keeps as its key (the program it
@@ -2649,11 +2704,7 @@ static size_t graph_bytes(const cost_graph *g)
     return (size_t)g->cap_nodes * sizeof *g->nodes + (size_t)g->cap_edges * per_edge + (size_t)g->cap_vals * per_val;
 }
 
-int64_t cost__graph_memo_hits(const cost_graph *g)
-{
-    const gmemos *m = g->memos;
-    return m ? m->hits : 0;
-}
+int64_t cost__graph_memo_hits(const cost_graph *g) { return g->memo_hits; }
 
 static bool same_arr(const void *a, const void *b, size_t n, size_t elem)
 {
@@ -2671,8 +2722,9 @@ static uint32_t outs_aliased(const cost_graph *g)
     return n;
 }
 
-/* Whether the run remembered in e read what a run of g would. */
-static bool memo_same(const gmemo *e, const cost_graph *g, double mult, bool want_peak, bool want_bytes)
+/* Whether the run remembered in e read the sizes, flags and outputs a run
+ * of g would (the cheap part of memo_same, under the lock). */
+static bool memo_same_head(const gmemo *e, const cost_graph *g, double mult, bool want_peak, bool want_bytes)
 {
     const cost_graph *k = &e->key;
     if (k->n_nodes != g->n_nodes || k->n_edges != g->n_edges || k->n_vals != g->n_vals ||
@@ -2680,12 +2732,19 @@ static bool memo_same(const gmemo *e, const cost_graph *g, double mult, bool wan
         k->eager != g->eager || k->every_order != g->every_order || k->outs_held != g->outs_held ||
         e->mult != mult || e->want_peak != want_peak || e->want_bytes != want_bytes)
         return false;
-    uint32_t nv = g->n_vals, ne = g->n_edges, no = outs_aliased(g);
-    if (outs_aliased(k) != no)
-        return false;
+    uint32_t no = outs_aliased(g);
+    return outs_aliased(k) == no && SAME(out_alias, no);
+}
+
+/* Whether the run remembered in e, whose head is g's (memo_same_head),
+ * read what a run of g would. */
+static bool memo_same(const gmemo *e, const cost_graph *g, bool want_peak)
+{
+    const cost_graph *k = &e->key;
+    uint32_t nv = g->n_vals, ne = g->n_edges;
     if (!(SAME(v_bytes, nv) && SAME(nodes, g->n_nodes) && SAME(e_val, ne) && SAME(e_read, ne) &&
           SAME(v_def, nv) && SAME(v_root, nv) && SAME(v_in, nv) && SAME(v_gate, nv) && SAME(colls, g->n_colls) &&
-          SAME(peaks, g->n_peaks) && SAME(kids, g->n_kids) && SAME(out_alias, no)))
+          SAME(peaks, g->n_peaks) && SAME(kids, g->n_kids)))
         return false;
     /* what only the breakdown of the peak reads (classify_inputs, breakdown):
      * the names of values, their dims, which edges feed a matmul.  The
@@ -2703,99 +2762,212 @@ static bool memo_same(const gmemo *e, const cost_graph *g, double mult, bool wan
         (y) = t_;                                                                                              \
     } while (0)
 
+/* The capacity the builder's doubling from cap (else from `first`)
+ * reaches for n elements. */
+static uint32_t doubled(uint32_t cap, uint32_t n, uint32_t first)
+{
+    uint32_t c = cap ? cap : first;
+    while (c < n)
+        c *= 2;
+    return c;
+}
+
+/* g's node, edge and value arrays (which memo_keep handed over from an
+ * entry: none while the memo fills) made as large as the builder's
+ * doubling makes them for the graph just kept, k: fresh blocks, not
+ * realloc's copy of each smaller block on the way (g is reset, their
+ * contents are let go).  Filling the memo, a scorer's graph grew from
+ * nothing ~19 times a search, realloc copying ~250 MB per 3 searches of
+ * T32 (200 episodes, 1 thread).  Out of memory: a group's arrays are
+ * freed, its capacity 0 (the builder grows them again). */
+#define FRESH(a) (ap_free(a), (a) = ap_malloc((size_t)c * sizeof *(a) + 1), ok = ok && (a) != NULL)
+#define NONE(a) (ap_free(a), (a) = NULL)
+static void presize_like(cost_graph *g, const cost_graph *k)
+{
+    uint32_t c = doubled(g->cap_nodes, k->n_nodes, 256);
+    bool ok = true;
+    if (k->n_nodes && c > g->cap_nodes) {
+        FRESH(g->nodes);
+        g->cap_nodes = ok ? c : 0;
+    }
+    c = doubled(g->cap_edges, k->n_edges, 1024);
+    if (k->n_edges && c > g->cap_edges) {
+        ok = true;
+        FRESH(g->e_val);
+        FRESH(g->e_read);
+        FRESH(g->e_feeds);
+        if (!ok) {
+            NONE(g->e_val);
+            NONE(g->e_read);
+            NONE(g->e_feeds);
+        }
+        g->cap_edges = ok ? c : 0;
+    }
+    c = doubled(g->cap_vals, k->n_vals, 1024);
+    if (k->n_vals && c > g->cap_vals) {
+        ok = true;
+        FRESH(g->v_bytes);
+        FRESH(g->v_def);
+        FRESH(g->v_root);
+        FRESH(g->v_what);
+        FRESH(g->v_dims);
+        FRESH(g->v_in);
+        FRESH(g->v_name);
+        FRESH(g->v_gate);
+        if (!ok) {
+            NONE(g->v_bytes);
+            NONE(g->v_def);
+            NONE(g->v_root);
+            NONE(g->v_what);
+            NONE(g->v_dims);
+            NONE(g->v_in);
+            NONE(g->v_name);
+            NONE(g->v_gate);
+        }
+        g->cap_vals = ok ? c : 0;
+    }
+}
+#undef FRESH
+#undef NONE
+
 /* Remembers the run of g just made into p (empty before it), in the
- * entry used longest ago: g's arrays become the entry's key (no copy), g
- * gets the entry's old ones and is reset.  Nothing kept when out of
- * memory. */
+ * entry used longest ago that no find has pinned: g's arrays become the
+ * entry's key (no copy), g gets the entry's old ones and is reset.
+ * Nothing kept when out of memory, or when every entry is in use. */
 static void memo_keep(cost_graph *g, const cost_program *p, double mult, const cost_peak_info *peak,
                       const int64_t *peak_bytes)
 {
     gmemos *m = g->memos;
     if (!m) {
-        if (!(m = ap_calloc(1, sizeof *m + sizeof *m->e * g->memo)))
+        if (!(m = memo_new(g)))
             return;
-        m->n = g->memo;
         g->memos = m;
     }
-    /* with g->memo_bytes, the entries whose keys fit in it (at least
-     * MEMO_MIN, at most g->memo); those beyond are let go */
+    pthread_mutex_lock(&m->mu);
+    /* with memo bytes, the entries whose keys fit in them (at least
+     * MEMO_MIN, at most m->n); those beyond are let go */
     uint32_t lim = m->n;
-    if (g->memo_bytes) {
-        size_t fit = g->memo_bytes / (graph_bytes(g) + 1);
+    if (m->bytes) {
+        size_t fit = m->bytes / (graph_bytes(g) + 1);
         uint32_t least = m->n < MEMO_MIN ? m->n : MEMO_MIN;
         lim = fit < least ? least : fit < m->n ? (uint32_t)fit : m->n;
         for (uint32_t i = lim; i < m->n; i++)
-            if (m->e[i].used)
+            if (m->e[i].used && !m->e[i].pins && !m->e[i].filling)
                 memo_entry_free(&m->e[i]);
     }
-    gmemo *e = &m->e[0];
-    for (uint32_t i = 1; i < lim && e->used; i++)
-        if (m->e[i].used < e->used)
-            e = &m->e[i];
+    gmemo *e = NULL;
+    for (uint32_t i = 0; i < lim; i++) {
+        gmemo *c = &m->e[i];
+        if (!c->pins && !c->filling && (!e || c->used < e->used))
+            e = c;
+    }
+    if (!e) {
+        pthread_mutex_unlock(&m->mu);
+        return;
+    }
     e->used = 0; /* empty until complete */
+    e->filling = true;
+    pthread_mutex_unlock(&m->mu);
     cost_graph *k = &e->key;
     const gs *s = g->scratch;
-    if (s->fed && g->n_vals > k->cap_feeds) {
-        if (!REALLOC(k->v_feeds, g->n_vals))
-            return;
+    bool ok = !(s->fed && g->n_vals > k->cap_feeds) || REALLOC(k->v_feeds, g->n_vals);
+    if (ok && s->fed && g->n_vals > k->cap_feeds)
         k->cap_feeds = g->n_vals;
+    ok = ok && cost__program_copy(&e->out, p);
+    if (ok) {
+        if (s->fed && g->n_vals)
+            memcpy(k->v_feeds, g->v_feeds, g->n_vals);
+        SWAP(k->nodes, g->nodes);
+        SWAP(k->cap_nodes, g->cap_nodes);
+        SWAP(k->e_val, g->e_val);
+        SWAP(k->e_read, g->e_read);
+        SWAP(k->e_feeds, g->e_feeds);
+        SWAP(k->cap_edges, g->cap_edges);
+        SWAP(k->v_bytes, g->v_bytes);
+        SWAP(k->v_def, g->v_def);
+        SWAP(k->v_root, g->v_root);
+        SWAP(k->v_what, g->v_what);
+        SWAP(k->v_dims, g->v_dims);
+        SWAP(k->v_in, g->v_in);
+        SWAP(k->v_name, g->v_name);
+        SWAP(k->v_gate, g->v_gate);
+        SWAP(k->cap_vals, g->cap_vals);
+        SWAP(k->colls, g->colls);
+        SWAP(k->cap_colls, g->cap_colls);
+        SWAP(k->peaks, g->peaks);
+        SWAP(k->cap_peaks, g->cap_peaks);
+        SWAP(k->kids, g->kids);
+        SWAP(k->cap_kids, g->cap_kids);
+        SWAP(k->out_alias, g->out_alias);
+        SWAP(k->cap_out, g->cap_out);
+        k->n_nodes = g->n_nodes;
+        k->n_edges = g->n_edges;
+        k->n_vals = g->n_vals;
+        k->n_colls = g->n_colls;
+        k->n_peaks = g->n_peaks;
+        k->n_kids = g->n_kids;
+        k->eager = g->eager;
+        k->every_order = g->every_order;
+        k->outs_held = g->outs_held;
+        e->mult = mult;
+        e->want_peak = peak != NULL;
+        e->want_bytes = peak_bytes != NULL;
+        if (peak)
+            e->peak = *peak;
+        e->peak_bytes = peak_bytes ? *peak_bytes : 0;
+        e->fed = s->fed;
     }
-    if (!cost__program_copy(&e->out, p))
-        return;
-    if (s->fed && g->n_vals)
-        memcpy(k->v_feeds, g->v_feeds, g->n_vals);
-    SWAP(k->nodes, g->nodes);
-    SWAP(k->cap_nodes, g->cap_nodes);
-    SWAP(k->e_val, g->e_val);
-    SWAP(k->e_read, g->e_read);
-    SWAP(k->e_feeds, g->e_feeds);
-    SWAP(k->cap_edges, g->cap_edges);
-    SWAP(k->v_bytes, g->v_bytes);
-    SWAP(k->v_def, g->v_def);
-    SWAP(k->v_root, g->v_root);
-    SWAP(k->v_what, g->v_what);
-    SWAP(k->v_dims, g->v_dims);
-    SWAP(k->v_in, g->v_in);
-    SWAP(k->v_name, g->v_name);
-    SWAP(k->v_gate, g->v_gate);
-    SWAP(k->cap_vals, g->cap_vals);
-    SWAP(k->colls, g->colls);
-    SWAP(k->cap_colls, g->cap_colls);
-    SWAP(k->peaks, g->peaks);
-    SWAP(k->cap_peaks, g->cap_peaks);
-    SWAP(k->kids, g->kids);
-    SWAP(k->cap_kids, g->cap_kids);
-    SWAP(k->out_alias, g->out_alias);
-    SWAP(k->cap_out, g->cap_out);
-    k->n_nodes = g->n_nodes;
-    k->n_edges = g->n_edges;
-    k->n_vals = g->n_vals;
-    k->n_colls = g->n_colls;
-    k->n_peaks = g->n_peaks;
-    k->n_kids = g->n_kids;
-    k->eager = g->eager;
-    k->every_order = g->every_order;
-    k->outs_held = g->outs_held;
-    e->mult = mult;
-    e->want_peak = peak != NULL;
-    e->want_bytes = peak_bytes != NULL;
-    if (peak)
-        e->peak = *peak;
-    e->peak_bytes = peak_bytes ? *peak_bytes : 0;
-    e->fed = s->fed;
-    e->used = ++m->tick;
-    cost__graph_reset(g);
+    pthread_mutex_lock(&m->mu);
+    e->filling = false;
+    if (ok)
+        e->used = ++m->tick;
+    pthread_mutex_unlock(&m->mu);
+    if (ok) {
+        presize_like(g, k);
+        cost__graph_reset(g);
+    }
 }
 #undef SWAP
 
-/* The remembered run of a graph equal to g, or NULL. */
+/* The remembered run of a graph equal to g, pinned (memo_done lets it
+ * go), or NULL.  The first equal entry in the memo's order, as one
+ * thread alone would find it. */
 static gmemo *memo_find(const cost_graph *g, double mult, bool want_peak, bool want_bytes)
 {
     gmemos *m = g->memos;
-    for (uint32_t i = 0; m && i < m->n; i++)
-        if (m->e[i].used && memo_same(&m->e[i], g, mult, want_peak, want_bytes))
-            return &m->e[i];
-    return NULL;
+    if (!m)
+        return NULL;
+    uint8_t cand[256]; /* m->n <= 255 (cost_graph.memo) */
+    uint32_t n_cand = 0;
+    pthread_mutex_lock(&m->mu);
+    for (uint32_t i = 0; i < m->n; i++)
+        if (m->e[i].used && memo_same_head(&m->e[i], g, mult, want_peak, want_bytes)) {
+            m->e[i].pins++;
+            cand[n_cand++] = (uint8_t)i;
+        }
+    pthread_mutex_unlock(&m->mu);
+    if (!n_cand)
+        return NULL;
+    gmemo *hit = NULL;
+    for (uint32_t c = 0; c < n_cand && !hit; c++)
+        if (memo_same(&m->e[cand[c]], g, want_peak))
+            hit = &m->e[cand[c]];
+    pthread_mutex_lock(&m->mu);
+    for (uint32_t c = 0; c < n_cand; c++)
+        if (&m->e[cand[c]] != hit)
+            m->e[cand[c]].pins--;
+    pthread_mutex_unlock(&m->mu);
+    return hit;
+}
+
+/* Lets go of a hit of memo_find, now the last used. */
+static void memo_done(cost_graph *g, gmemo *e)
+{
+    gmemos *m = g->memos;
+    pthread_mutex_lock(&m->mu);
+    e->used = ++m->tick;
+    e->pins--;
+    pthread_mutex_unlock(&m->mu);
 }
 
 int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info *peak, int64_t *peak_bytes,
@@ -2804,22 +2976,25 @@ int cost__graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info 
     bool memo = g->memo && !g->oom && cost__program_empty(p);
     gmemo *e = memo ? memo_find(g, mult, peak != NULL, peak_bytes != NULL) : NULL;
     if (e) {
+        bool ok = true;
         if (e->fed && g->cap_feeds < g->n_vals) {
-            if (!REALLOC(g->v_feeds, g->n_vals))
-                return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
-            g->cap_feeds = g->n_vals;
+            ok = REALLOC(g->v_feeds, g->n_vals);
+            if (ok)
+                g->cap_feeds = g->n_vals;
         }
-        if (!cost__program_copy(p, &e->out))
+        ok = ok && cost__program_copy(p, &e->out);
+        if (ok) {
+            if (e->fed && g->n_vals)
+                memcpy(g->v_feeds, e->key.v_feeds, g->n_vals);
+            if (peak)
+                *peak = e->peak;
+            if (peak_bytes)
+                *peak_bytes = e->peak_bytes;
+        }
+        memo_done(g, e);
+        if (!ok)
             return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
-        if (e->fed && g->n_vals)
-            memcpy(g->v_feeds, e->key.v_feeds, g->n_vals);
-        if (peak)
-            *peak = e->peak;
-        if (peak_bytes)
-            *peak_bytes = e->peak_bytes;
-        gmemos *m = g->memos;
-        e->used = ++m->tick;
-        m->hits++;
+        g->memo_hits++;
         cost__graph_reset(g);
         return 0;
     }

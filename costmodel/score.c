@@ -1245,6 +1245,15 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
 
 int64_t cost_scorer_reused(const cost_scorer *s) { return cost__graph_memo_hits(&s->g); }
 
+int cost_scorer_share(cost_scorer *s, cost_scorer *with, ap_error *err)
+{
+    if (s->c != with->c)
+        return ap_error_set(err, AP_EINVALID, "cost scorer: sharing with a scorer of another function");
+    if (!cost__graph_share_memo(&s->g, &with->g))
+        return oom(err);
+    return 0;
+}
+
 int cost_scorer_peak_values(const cost_scorer *s, cost_peak_value *out, int n, int64_t *other_bytes)
 {
     if (!s->valid)

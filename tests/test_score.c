@@ -16,6 +16,7 @@
 #include "testlib.h"
 
 #include <math.h>
+#include <pthread.h>
 
 static uint64_t rng_next(uint64_t *s)
 {
@@ -552,6 +553,158 @@ START_TEST(scorer_reuses_runs_exactly)
 }
 END_TEST
 
+/* Scorers may share one memo (cost_scorer_share, the search's threads): a
+ * program one of them ran is a hit for the other, with the report a fresh
+ * scorer gives, bit for bit; scorers of another function share nothing. */
+START_TEST(scorers_share_runs_exactly)
+{
+    ir_module *m = tl_generate("transformer", "tiny", "");
+    ap_error err;
+    ir_mesh mesh;
+    ck_assert(ir_mesh_parse("batch=2,model=2", &mesh, &err) == 0);
+    ir_pctx *ctx;
+    ck_assert(ir_pctx_new(m, ir_module_entry(m), &mesh, &ctx, &err) == 0);
+    cost_device dev;
+    ck_assert(cost_device_lookup("tpu_v3", &dev, &err) == 0);
+    cost_options bare = {.top_k = -1, .peak_only = true};
+    cost_scorer *a, *b;
+    ck_assert(cost_scorer_new(ctx, &dev, NULL, &bare, &a, &err) == 0);
+    ck_assert(cost_scorer_new(ctx, &dev, NULL, &bare, &b, &err) == 0);
+    ck_assert(cost_scorer_share(b, a, &err) == 0);
+    /* which scorer scores each state, and the hits each has had after it */
+    const char *seq[] = {"bp", "bp", "bp+mp", "bp+mp", "", "bp", "bp+z3", "bp+z3"};
+    const int who[] = {0, 1, 1, 0, 0, 1, 0, 1};
+    const int64_t hits_a[] = {0, 0, 0, 1, 1, 1, 1, 1}, hits_b[] = {0, 1, 1, 1, 1, 2, 2, 3};
+    for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) {
+        ir_partition *p;
+        ck_assert(ir_partition_new(ctx, &p, &err) == 0);
+        if (*seq[i]) {
+            char *sched = tl_schedule(seq[i]);
+            ck_assert_msg(ir_schedule_apply(p, sched, &err) == 0, "%s", err.msg);
+            ap_free(sched);
+        }
+        char what[64];
+        snprintf(what, sizeof what, "state %zu (%s)", i, *seq[i] ? seq[i] : "replicated");
+        cost_report shared, fresh;
+        ck_assert_msg(cost_scorer_score(who[i] ? b : a, p, &shared, &err) == 0, "%s", err.msg);
+        ck_assert_msg(cost_scorer_reused(a) == hits_a[i] && cost_scorer_reused(b) == hits_b[i],
+                      "%s: reused %lld and %lld, wanted %lld and %lld", what, (long long)cost_scorer_reused(a),
+                      (long long)cost_scorer_reused(b), (long long)hits_a[i], (long long)hits_b[i]);
+        cost_scorer *one;
+        ck_assert(cost_scorer_new(ctx, &dev, NULL, &bare, &one, &err) == 0);
+        ck_assert(cost_scorer_score(one, p, &fresh, &err) == 0);
+        ck_assert_msg(shared.runtime_s == fresh.runtime_s && shared.peak_memory_bytes == fresh.peak_memory_bytes,
+                      "%s: shared %.17g s %lld B, fresh %.17g s %lld B", what, shared.runtime_s,
+                      (long long)shared.peak_memory_bytes, fresh.runtime_s, (long long)fresh.peak_memory_bytes);
+        assert_same_figures(&fresh, &shared, what, false);
+        cost_scorer_free(one);
+        ir_partition_free(p);
+    }
+    /* the memo outlives the scorer that made it */
+    cost_scorer_free(a);
+    ir_partition *p;
+    ck_assert(ir_partition_new(ctx, &p, &err) == 0);
+    cost_report again;
+    ck_assert(cost_scorer_score(b, p, &again, &err) == 0);
+    ck_assert_int_eq(cost_scorer_reused(b), 4);
+    /* a scorer of another function shares nothing */
+    ir_pctx *other;
+    ck_assert(ir_pctx_new(m, ir_module_entry(m), &mesh, &other, &err) == 0);
+    cost_scorer *c;
+    ck_assert(cost_scorer_new(other, &dev, NULL, &bare, &c, &err) == 0);
+    ck_assert_int_eq(cost_scorer_share(c, b, &err), AP_EINVALID);
+    cost_scorer_free(c);
+    ir_pctx_free(other);
+    ir_partition_free(p);
+    cost_scorer_free(b);
+    ir_pctx_free(ctx);
+    ir_module_free(m);
+}
+END_TEST
+
+/* Threads scoring at once through one shared memo get, every time, the
+ * report a fresh scorer gives (the memo's entries are filled, compared and
+ * copied without its lock). */
+typedef struct share_job {
+    cost_scorer *sc;
+    ir_partition **states;
+    const cost_report *fresh;
+    int n, first, rounds, bad;
+} share_job;
+
+static void *share_worker(void *arg)
+{
+    share_job *j = arg;
+    ap_error err;
+    for (int r = 0; r < j->rounds; r++)
+        for (int k = 0; k < j->n; k++) {
+            int i = (j->first + k * (r + 1)) % j->n;
+            cost_report rep;
+            if (cost_scorer_score(j->sc, j->states[i], &rep, &err) != 0 ||
+                rep.runtime_s != j->fresh[i].runtime_s || rep.peak_memory_bytes != j->fresh[i].peak_memory_bytes)
+                j->bad++;
+        }
+    return NULL;
+}
+
+START_TEST(shared_memo_under_threads)
+{
+    ir_module *m = tl_generate("transformer", "tiny", "");
+    ap_error err;
+    ir_mesh mesh;
+    ck_assert(ir_mesh_parse("batch=2,model=2", &mesh, &err) == 0);
+    ir_pctx *ctx;
+    ck_assert(ir_pctx_new(m, ir_module_entry(m), &mesh, &ctx, &err) == 0);
+    cost_device dev;
+    ck_assert(cost_device_lookup("tpu_v3", &dev, &err) == 0);
+    /* 4 remembered of 5 programs: entries are refilled while the other
+     * thread looks */
+    cost_options bare = {.top_k = -1, .peak_only = true, .memo = 4};
+    const char *names[] = {"", "bp", "bp+mp", "bp+z2", "bp+z3"};
+    enum { N = 5, T = 3 };
+    ir_partition *states[N];
+    cost_report fresh[N];
+    for (int i = 0; i < N; i++) {
+        ck_assert(ir_partition_new(ctx, &states[i], &err) == 0);
+        if (*names[i]) {
+            char *sched = tl_schedule(names[i]);
+            ck_assert_msg(ir_schedule_apply(states[i], sched, &err) == 0, "%s", err.msg);
+            ap_free(sched);
+        }
+        cost_scorer *one;
+        ck_assert(cost_scorer_new(ctx, &dev, NULL, &bare, &one, &err) == 0);
+        ck_assert(cost_scorer_score(one, states[i], &fresh[i], &err) == 0);
+        cost_scorer_free(one);
+    }
+    cost_scorer *sc[T];
+    share_job job[T];
+    pthread_t th[T];
+    int64_t hits = 0;
+    for (int t = 0; t < T; t++) {
+        ck_assert(cost_scorer_new(ctx, &dev, NULL, &bare, &sc[t], &err) == 0);
+        if (t > 0)
+            ck_assert(cost_scorer_share(sc[t], sc[0], &err) == 0);
+        job[t] = (share_job){sc[t], states, fresh, N, t, 8, 0};
+    }
+    for (int t = 0; t < T; t++)
+        ck_assert(pthread_create(&th[t], NULL, share_worker, &job[t]) == 0);
+    for (int t = 0; t < T; t++) {
+        pthread_join(th[t], NULL);
+        ck_assert_msg(job[t].bad == 0, "thread %d: %d reports differ from a fresh scorer's", t, job[t].bad);
+        hits += cost_scorer_reused(sc[t]);
+    }
+    /* 120 scores of 5 programs in 4 entries: about half are hits (62-65
+     * in runs here); how many depends on the threads' timing */
+    ck_assert_msg(hits >= 12, "%lld hits", (long long)hits);
+    for (int t = 0; t < T; t++)
+        cost_scorer_free(sc[t]);
+    for (int i = 0; i < N; i++)
+        ir_partition_free(states[i]);
+    ir_pctx_free(ctx);
+    ir_module_free(m);
+}
+END_TEST
+
 /* Programs the fast path does not cover are refused, not misjudged. */
 START_TEST(scorer_refuses_loops)
 {
@@ -705,6 +858,8 @@ static Suite *score_suite(void)
     tcase_add_test(tc, scorer_agrees_through_sharding_constraints);
     tcase_add_test(tc, scorer_agrees_on_program_device_ids);
     tcase_add_test(tc, scorer_reuses_runs_exactly);
+    tcase_add_test(tc, scorers_share_runs_exactly);
+    tcase_add_test(tc, shared_memo_under_threads);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -666,7 +666,7 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
         }
         sm = low.module;
     }
-    const ir_op *sf = ir_module_entry(sm);
+    const ir_op *sf = o.spmd ? ir_module_entry(sm) : ir_module_func(sm, ir_func_name(f));
     if (!sf) {
         rc = ap_error_set(err, AP_EINVALID, "the SPMD module has no entry function");
         goto out;

@@ -1270,7 +1270,12 @@ int ir_lower_ex(const ir_partition *p, const ir_lower_opts *opts, ir_lowered *ou
     if (!l.rc) {
         const char *fname = ir_func_name(c->func);
         const ir_type *nft = ir_type_function(nm, (int)c->n_args, arg_t, n_out, res_t);
+        /* the partitioned function is the SPMD program's entry: a private
+         * one (`--func` of a callee) would leave the module no entry,
+         * which XLA cannot run and check could not find */
         ir_attr *vis = ir_op_attr(c->func, "sym_visibility");
+        if (vis && vis->kind == IR_A_STRING && vis->u.str.len == 7 && memcmp(vis->u.str.s, "private", 7) == 0)
+            vis = NULL;
         if (!nft || !set_attr(&l, nf, "sym_name", ir_attr_string(nm, fname, strlen(fname))) ||
             !set_attr(&l, nf, "function_type", ir_attr_type(nm, nft)) ||
             (vis && !set_attr(&l, nf, "sym_visibility", ir__attr_clone(nm, vis))) ||
