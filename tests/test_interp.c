@@ -1071,37 +1071,62 @@ static void conv_reference(const conv_case *cc, const double *in, const double *
     free(p);
 }
 
-static void check_conv(const conv_case *cc)
+/* The convolution of cc in f32 on small integers (exact whatever the
+ * order), or with f64 in f64 on values of many magnitudes, where only the
+ * reference's order (window row-major, then input features, one term
+ * after another) gives every output bit for bit. */
+static void check_conv_as(const conv_case *cc, bool f64)
 {
     int ni = cc->n * cc->h * cc->w * cc->c, nk = cc->kh * cc->kw * (cc->c / cc->fgc) * cc->o;
-    double *in = malloc(sizeof *in * (size_t)ni), *k = malloc(sizeof *k * (size_t)nk), *want = malloc(sizeof *want * 4096);
-    for (int i = 0; i < ni; i++)
-        in[i] = ((i * 37) % 17) - 8;
-    for (int i = 0; i < nk; i++)
-        k[i] = ((i * 13) % 7) - 3;
+    double *in = malloc(sizeof *in * (size_t)ni), *k = malloc(sizeof *k * (size_t)nk), *want = malloc(sizeof *want * 65536);
+    uint64_t x = 0x2545f4914f6cdd1dull;
+    for (int i = 0; i < ni; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        in[i] = f64 ? ldexp((double)(x >> 11) / 9007199254740992.0 - 0.5, (int)((x >> 3) % 41) - 20)
+                    : ((i * 37) % 17) - 8;
+    }
+    for (int i = 0; i < nk; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        k[i] = f64 ? (double)(x >> 11) / 9007199254740992.0 - 0.25 : ((i * 13) % 7) - 3;
+    }
+    const char *ty = f64 ? "f64" : "f32";
     int oh, ow;
     conv_reference(cc, in, k, want, &oh, &ow);
     char sig[512], body[2048], ins[64], ks[64], outs[64];
     snprintf(ins, sizeof ins, "%dx%dx%dx%d", cc->n, cc->h, cc->w, cc->c);
     snprintf(ks, sizeof ks, "%dx%dx%dx%d", cc->kh, cc->kw, cc->c / cc->fgc, cc->o);
     snprintf(outs, sizeof outs, "%dx%dx%dx%d", cc->n / cc->bgc, oh, ow, cc->o);
-    snprintf(sig, sizeof sig, "(%%a: tensor<%sxf32>, %%k: tensor<%sxf32>) -> tensor<%sxf32>", ins, ks, outs);
+    snprintf(sig, sizeof sig, "(%%a: tensor<%sx%s>, %%k: tensor<%sx%s>) -> tensor<%sx%s>", ins, ty, ks, ty, outs, ty);
     snprintf(body, sizeof body,
              "  %%0 = stablehlo.convolution(%%a, %%k) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], "
              "window = {stride = [%d, %d], pad = [[%d, %d], [%d, %d]], lhs_dilate = [%d, %d], rhs_dilate = [%d, %d], "
              "reverse = [%s, %s]} {batch_group_count = %d : i64, feature_group_count = %d : i64} : "
-             "(tensor<%sxf32>, tensor<%sxf32>) -> tensor<%sxf32>\n"
-             "  return %%0 : tensor<%sxf32>",
+             "(tensor<%sx%s>, tensor<%sx%s>) -> tensor<%sx%s>\n"
+             "  return %%0 : tensor<%sx%s>",
              cc->stride[0], cc->stride[1], cc->pad[0][0], cc->pad[0][1], cc->pad[1][0], cc->pad[1][1], cc->ldil[0],
              cc->ldil[1], cc->rdil[0], cc->rdil[1], cc->rev[0] ? "true" : "false", cc->rev[1] ? "true" : "false", cc->bgc,
-             cc->fgc, ins, ks, outs, outs);
-    ir_tensor *args[2] = {tf(IR_E_F32, ins, in, (size_t)ni), tf(IR_E_F32, ks, k, (size_t)nk)};
+             cc->fgc, ins, ty, ks, ty, outs, ty, outs, ty);
+    ir_elem e = f64 ? IR_E_F64 : IR_E_F32;
+    ir_tensor *args[2] = {tf(e, ins, in, (size_t)ni), tf(e, ks, k, (size_t)nk)};
     ir_tensor *t = run1(fn(sig, body), args, 2);
-    expect_f(t, outs, want, (size_t)(cc->n / cc->bgc * oh * ow * cc->o), 0);
+    size_t n_out = (size_t)(cc->n / cc->bgc * oh * ow * cc->o);
+    if (f64) {
+        for (size_t i = 0; i < n_out; i++)
+            ck_assert_msg(ir_tensor_get_f64(t, (int64_t)i) == want[i], "output %zu: %.17g, the order gives %.17g", i,
+                          ir_tensor_get_f64(t, (int64_t)i), want[i]);
+    } else {
+        expect_f(t, outs, want, n_out, 0);
+    }
     ir_tensor_free(t);
     free(in);
     free(k);
     free(want);
+}
+
+static void check_conv(const conv_case *cc)
+{
+    check_conv_as(cc, false);
+    check_conv_as(cc, true);
 }
 
 START_TEST(convolution_against_reference)
@@ -1116,6 +1141,11 @@ START_TEST(convolution_against_reference)
     check_conv(&all);
     check_conv(&neg);
     check_conv(&bg);
+    /* a patch embedding: 14 x 14 windows of 3 features, stride 14, into 70
+     * output features (the kernel's packed columns in tiles of 55 and 15,
+     * pairs and one left over) */
+    conv_case patch = {2, 28, 42, 3, 14, 14, 70, {14, 14}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1}, {0, 0}, 1, 1};
+    check_conv_as(&patch, true);
 }
 END_TEST
 

@@ -372,6 +372,101 @@ done:
 
 /* ============================================================ convolution */
 
+/* Bytes of the packed kernel's columns a tile of output features holds:
+ * well inside a core's L2. */
+#define CONV_TILE_BYTES (256 * 1024)
+
+/* A float convolution without feature or batch groups, every output
+ * feature of a position at once: y[.., of] = sum over the window offsets
+ * w (row-major) inside the input, then the input features ci, of
+ * x[w, ci] k[w, ci, of], one term after another in that order (the order
+ * of the general loop below, for each output).  The kernel is packed
+ * [w][ci][of] so that a term's x meets a contiguous row of the kernel, the
+ * output features in tiles whose packed columns stay in cache. */
+static int conv_float(ip_ctx *c, const ir_tensor *l, const ir_tensor *k, const double *lf, const double *kf,
+                      ir_tensor *y, const ir_conv_dims *cd, const int64_t *ksz, const int64_t *strides,
+                      const int64_t *pad, const int64_t *ldil, const int64_t *rdil, const int64_t *rev)
+{
+    int ns = cd->n_spatial;
+    int64_t Ci = k->dims[cd->kernel_in], O = k->dims[cd->kernel_out], W = 1;
+    for (int i = 0; i < ns; i++)
+        W *= ksz[i];
+    int64_t ls[IR_MAX_RANK], ks[IR_MAX_RANK], ys[IR_MAX_RANK];
+    ip_strides(l->rank, l->dims, ls);
+    ip_strides(k->rank, k->dims, ks);
+    ip_strides(y->rank, y->dims, ys);
+    ir_elem ye = (ir_elem)y->elem;
+    size_t yb = ip_eb(ye);
+    int64_t rows = W * Ci;
+    double *kp = ap_malloc(sizeof *kp * (size_t)(rows * O > 0 ? rows * O : 1));
+    int64_t tile = rows > 0 ? CONV_TILE_BYTES / (rows * (int64_t)sizeof(double)) : O;
+    if (tile < 2)
+        tile = 2;
+    if (tile > O)
+        tile = O;
+    double *acc = ap_malloc(sizeof *acc * (size_t)(tile > 0 ? tile : 1));
+    if (!kp || !acc) {
+        ap_free(kp);
+        ap_free(acc);
+        return ir__ip_fail(c, AP_ENOMEM, "out of memory");
+    }
+    int64_t wi[IR_MAX_RANK] = {0};
+    for (int64_t w = 0; w < W; w++) {
+        int64_t koff = 0;
+        for (int i = 0; i < ns; i++)
+            koff += (rev[i] ? ksz[i] - 1 - wi[i] : wi[i]) * ks[cd->kernel_spatial[i]];
+        for (int64_t ci = 0; ci < Ci; ci++)
+            for (int64_t of = 0; of < O; of++)
+                kp[(w * Ci + ci) * O + of] = kf[koff + ci * ks[cd->kernel_in] + of * ks[cd->kernel_out]];
+        ip_next(ns, ksz, wi);
+    }
+    /* the positions: every index of y with the output feature at 0 */
+    int64_t pdims[IR_MAX_RANK];
+    for (int i = 0; i < y->rank; i++)
+        pdims[i] = i == cd->out_feature ? 1 : y->dims[i];
+    for (int64_t o0 = 0; o0 < O; o0 += tile) {
+        int64_t no = O - o0 < tile ? O - o0 : tile;
+        int64_t yi[IR_MAX_RANK] = {0};
+        do {
+            for (int64_t of = 0; of < no; of++)
+                acc[of] = 0;
+            int64_t w = 0;
+            memset(wi, 0, sizeof wi);
+            for (; w < W; w++, ip_next(ns, ksz, wi)) {
+                int64_t loff = yi[cd->out_batch] * ls[cd->in_batch];
+                bool inside = true;
+                for (int i = 0; i < ns && inside; i++) {
+                    int64_t p = yi[cd->out_spatial[i]] * strides[i] + wi[i] * rdil[i] - pad[2 * i];
+                    inside = p >= 0 && p % ldil[i] == 0 && p / ldil[i] < l->dims[cd->in_spatial[i]];
+                    loff += inside ? p / ldil[i] * ls[cd->in_spatial[i]] : 0;
+                }
+                if (!inside)
+                    continue;
+                for (int64_t ci = 0; ci < Ci; ci++) {
+                    double x = lf[loff + ci * ls[cd->in_feature]];
+                    const double *kr = kp + (w * Ci + ci) * O + o0;
+                    int64_t of = 0;
+                    v2d x2 = {x, x};
+                    for (; of + 2 <= no; of += 2) {
+                        v2d a = ld2(acc + of) + x2 * ld2(kr + of);
+                        memcpy(acc + of, &a, sizeof a);
+                    }
+                    for (; of < no; of++)
+                        acc[of] += x * kr[of];
+                }
+            }
+            int64_t base = 0;
+            for (int i = 0; i < y->rank; i++)
+                base += yi[i] * ys[i];
+            for (int64_t of = 0; of < no; of++)
+                ip_stf(ye, y->data + (size_t)(base + (o0 + of) * ys[cd->out_feature]) * yb, acc[of]);
+        } while (ip_next(y->rank, pdims, yi));
+    }
+    ap_free(kp);
+    ap_free(acc);
+    return 0;
+}
+
 int ir__ip_k_convolution(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
 {
     const ir_tensor *l = in[0], *k = in[1];
@@ -451,6 +546,10 @@ int ir__ip_k_convolution(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
         goto done;
     ir_elem ye = (ir_elem)y->elem;
     size_t yb = ip_eb(ye);
+    if (!cplx && !ints && fgc == 1 && bgc == 1 && !(c->run->opts.split_sums > 1)) {
+        rc = conv_float(c, l, k, lf, kf, y, &cd, ksz, strides, pad, ldil, rdil, rev);
+        goto done;
+    }
     int64_t ofg = O / fgc, obg = O / bgc, nbg = N / bgc;
     int64_t yi[IR_MAX_RANK] = {0}, idx = 0;
     /* split_sums: chunks of the input features (what a split of the
