@@ -966,6 +966,67 @@ START_TEST(dot_general_batch_dims)
 }
 END_TEST
 
+/* A float dot sums each output's terms in one order, whatever the shape:
+ * four partial sums (k mod 4, the last nk mod 4 terms into the first)
+ * added (s0 + s1) + (s2 + s3), rounded once into the result type.  The
+ * kernel computes four outputs at once and the right operand's rows in
+ * tiles (4096 contracting terms: tiles of 8 rows, 11 columns: one tile of
+ * two blocks of four, one of three single ones); every output must be bit
+ * for bit the sum in that order, in f64 and in f32. */
+START_TEST(dot_sums_in_one_order_whatever_the_blocking)
+{
+    enum { NI = 3, NK = 4096, NJ = 11 };
+    static double av[NI * NK], bv[NK * NJ], want[NI * NJ];
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < NI * NK; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        /* signs and magnitudes over 2^-20 .. 2^20: each way of adding
+         * the partial sums rounds differently somewhere */
+        av[i] = ldexp((double)(x >> 11) / 9007199254740992.0 - 0.5, (int)((x >> 3) % 41) - 20);
+    }
+    for (int i = 0; i < NK * NJ; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        bv[i] = (double)(x >> 11) / 9007199254740992.0 * 1e3;
+    }
+    for (int f32 = 0; f32 < 2; f32++) {
+        ir_elem e = f32 ? IR_E_F32 : IR_E_F64;
+        /* the operands as the type holds them */
+        double a[NI * NK], *b = malloc(sizeof *b * NK * NJ);
+        for (int i = 0; i < NI * NK; i++)
+            a[i] = f32 ? (double)(float)av[i] : av[i];
+        for (int i = 0; i < NK * NJ; i++)
+            b[i] = f32 ? (double)(float)bv[i] : bv[i];
+        for (int i = 0; i < NI; i++)
+            for (int j = 0; j < NJ; j++) {
+                double s[4] = {0, 0, 0, 0};
+                int k = 0;
+                for (; k + 4 <= NK; k += 4)
+                    for (int q = 0; q < 4; q++)
+                        s[q] += a[i * NK + k + q] * b[(k + q) * NJ + j];
+                for (; k < NK; k++)
+                    s[0] += a[i * NK + k] * b[k * NJ + j];
+                double t = (s[0] + s[1]) + (s[2] + s[3]);
+                want[i * NJ + j] = f32 ? (double)(float)t : t;
+            }
+        char sig[256];
+        const char *ty = f32 ? "f32" : "f64";
+        snprintf(sig, sizeof sig, "(%%a: tensor<3x4096x%s>, %%b: tensor<4096x11x%s>) -> tensor<3x11x%s>", ty, ty, ty);
+        char body[256];
+        snprintf(body, sizeof body,
+                 "  %%0 = stablehlo.dot %%a, %%b : (tensor<3x4096x%s>, tensor<4096x11x%s>) -> tensor<3x11x%s>\n"
+                 "  return %%0 : tensor<3x11x%s>",
+                 ty, ty, ty, ty);
+        ir_tensor *args[2] = {tf(e, "3x4096", a, NI * NK), tf(e, "4096x11", b, NK * NJ)};
+        ir_tensor *r = run1(fn(sig, body), args, 2);
+        for (int i = 0; i < NI * NJ; i++)
+            ck_assert_msg(ir_tensor_get_f64(r, i) == want[i], "%s output %d: %.17g, the order gives %.17g", ty, i,
+                          ir_tensor_get_f64(r, i), want[i]);
+        ir_tensor_free(r);
+        free(b);
+    }
+}
+END_TEST
+
 /* A naive convolution, written the way the spec defines it: materialize
  * the padded, dilated input, then slide the (dilated, possibly reversed)
  * window.  NHWC input, HWIO kernel. */
@@ -2432,6 +2493,7 @@ static Suite *interp_suite(void)
     tcase_add_test(tc, gather_spec_examples);
     tcase_add_test(tc, scatter_spec_examples);
     tcase_add_test(tc, dot_general_batch_dims);
+    tcase_add_test(tc, dot_sums_in_one_order_whatever_the_blocking);
     tcase_add_test(tc, convolution_against_reference);
     tcase_add_test(tc, convolution_spec_example);
     tcase_add_test(tc, reduce_and_argmax);

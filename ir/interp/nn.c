@@ -18,6 +18,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static bool in_list(int64_t v, const int64_t *l, int n)
 {
@@ -109,6 +110,66 @@ static double split_total(ir_elem e, const double *part, int64_t n)
     return acc;
 }
 
+/* Two doubles side by side: lane q of an accumulator is the partial sum
+ * of the terms k = q mod 2 (of a pair of them), each lane's multiply and
+ * add the IEEE operation a scalar one is.  GCC and Clang both have them. */
+typedef double v2d __attribute__((vector_size(16)));
+
+static inline v2d ld2(const double *p)
+{
+    v2d v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* sum_k a[k] w[k] in four partial sums (k mod 4; the last nk mod 4 terms
+ * into the first), added (s0 + s1) + (s2 + s3): the order every float
+ * dot of the interpreter sums in.  s01 holds s0 and s1, s23 s2 and s3. */
+static double dot1(const double *a, const double *w, int64_t nk)
+{
+    v2d s01 = {0, 0}, s23 = {0, 0};
+    int64_t k = 0;
+    for (; k + 4 <= nk; k += 4) {
+        s01 += ld2(a + k) * ld2(w + k);
+        s23 += ld2(a + k + 2) * ld2(w + k + 2);
+    }
+    for (; k < nk; k++)
+        s01[0] += a[k] * w[k];
+    return (s01[0] + s01[1]) + (s23[0] + s23[1]);
+}
+
+/* dot1 of a with the four rows of w (nk apart) at once, stored to out[0 ..
+ * 3] (yb bytes apart, element type ye): each the same sum in the same
+ * order as dot1's, with four times the independent additions in flight
+ * and a read once for the four. */
+static void dot4(const double *a, const double *w, int64_t nk, ir_elem ye, uint8_t *out, size_t yb)
+{
+    const double *w0 = w, *w1 = w + nk, *w2 = w + 2 * nk, *w3 = w + 3 * nk;
+    v2d p01 = {0, 0}, p23 = {0, 0}, q01 = {0, 0}, q23 = {0, 0};
+    v2d r01 = {0, 0}, r23 = {0, 0}, t01 = {0, 0}, t23 = {0, 0};
+    int64_t k = 0;
+    for (; k + 4 <= nk; k += 4) {
+        v2d x01 = ld2(a + k), x23 = ld2(a + k + 2);
+        p01 += x01 * ld2(w0 + k), p23 += x23 * ld2(w0 + k + 2);
+        q01 += x01 * ld2(w1 + k), q23 += x23 * ld2(w1 + k + 2);
+        r01 += x01 * ld2(w2 + k), r23 += x23 * ld2(w2 + k + 2);
+        t01 += x01 * ld2(w3 + k), t23 += x23 * ld2(w3 + k + 2);
+    }
+    for (; k < nk; k++) {
+        p01[0] += a[k] * w0[k];
+        q01[0] += a[k] * w1[k];
+        r01[0] += a[k] * w2[k];
+        t01[0] += a[k] * w3[k];
+    }
+    ip_stf(ye, out, (p01[0] + p01[1]) + (p23[0] + p23[1]));
+    ip_stf(ye, out + yb, (q01[0] + q01[1]) + (q23[0] + q23[1]));
+    ip_stf(ye, out + 2 * yb, (r01[0] + r01[1]) + (r23[0] + r23[1]));
+    ip_stf(ye, out + 3 * yb, (t01[0] + t01[1]) + (t23[0] + t23[1]));
+}
+
+/* Bytes of R's packed rows a tile holds: well inside a core's L2. */
+#define DOT_TILE_BYTES (256 * 1024)
+
 /* A float dot_general on packed rows: out[b, i, j] = sum_k L[b, i, k] R[b, j, k]
  * with four partial sums (a fixed order, so results are reproducible), or
  * in the run's split_sums order. */
@@ -154,22 +215,23 @@ static int dot_packed(ip_ctx *c, const ir_tensor *l, const ir_tensor *r, const i
         ap_free(R);
         return 0;
     }
+    /* the rows of R in tiles that stay in cache while every row of L
+     * meets them (R read once from memory, not once per row of L); each
+     * output is the same sum in the same order whatever the tiling */
+    int64_t tile = nk > 0 ? DOT_TILE_BYTES / (nk * (int64_t)sizeof(double)) : nj;
+    if (tile < 1)
+        tile = 1;
     for (int64_t b = 0; b < nbat; b++)
-        for (int64_t i = 0; i < ni; i++) {
-            const double *a = L + (b * ni + i) * nk;
-            for (int64_t j = 0; j < nj; j++) {
-                const double *w = R + (b * nj + j) * nk;
-                double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-                int64_t k = 0;
-                for (; k + 4 <= nk; k += 4) {
-                    s0 += a[k] * w[k];
-                    s1 += a[k + 1] * w[k + 1];
-                    s2 += a[k + 2] * w[k + 2];
-                    s3 += a[k + 3] * w[k + 3];
-                }
-                for (; k < nk; k++)
-                    s0 += a[k] * w[k];
-                ip_stf(ye, y->data + (size_t)((b * ni + i) * nj + j) * yb, (s0 + s1) + (s2 + s3));
+        for (int64_t j0 = 0; j0 < nj; j0 += tile) {
+            int64_t j1 = j0 + tile < nj ? j0 + tile : nj;
+            for (int64_t i = 0; i < ni; i++) {
+                const double *a = L + (b * ni + i) * nk;
+                uint8_t *yrow = y->data + (size_t)(b * ni + i) * (size_t)nj * yb;
+                int64_t j = j0;
+                for (; j + 4 <= j1; j += 4)
+                    dot4(a, R + (b * nj + j) * nk, nk, ye, yrow + (size_t)j * yb, yb);
+                for (; j < j1; j++)
+                    ip_stf(ye, yrow + (size_t)j * yb, dot1(a, R + (b * nj + j) * nk, nk));
             }
         }
     ap_free(L);
