@@ -458,6 +458,28 @@ static int check_func(verifier *v, const ir_op *op)
     return vfail(v, op, AP_ESYNTAX, "visibility should be \"public\", \"private\" or \"nested\"");
 }
 
+/* A function's body ends each block with its terminator, as MLIR has it.
+ * A body with none (`{}`, or its return line lost) was read, and failed
+ * later where nothing names its position ("@f does not end with
+ * func.return"; inlined, "returned value #0 is not a value of @main").
+ * A block ending with an op of another dialect may end with a terminator
+ * autopart does not know (cf.br): not judged. */
+static int check_body_ends(verifier *v, const ir_op *f)
+{
+    if (f->n_regions != 1)
+        return 0;
+    for (const ir_block *b = f->regions[0].first; b; b = b->next) {
+        const ir_op *last = b->last;
+        if (!last)
+            return vfail(v, f, AP_ESYNTAX, "@%s has a block without ops: its body must end with `return` (func.return)",
+                         ir_func_name(f));
+        if (last->opcode != IR_OP_UNKNOWN && last->opcode != IR_OP_FUNC_RETURN)
+            return vfail(v, last, AP_ESYNTAX, "ends a block of @%s: its body must end with `return` (func.return)",
+                         ir_func_name(f));
+    }
+    return 0;
+}
+
 /* "%arg1" or "%arg1 (params['w'])": an argument as the message names it. */
 static void arg_str(const ir_op *f, int i, char *buf, size_t n)
 {
@@ -570,6 +592,9 @@ static int verify_op(verifier *v, const ir_op *op)
         if ((rc = verify_region(v, &op->regions[i])) < 0)
             return rc;
     v->func = saved;
+    /* after its ops, whose own errors come first */
+    if (op->opcode == IR_OP_FUNC && (rc = check_body_ends(v, op)) < 0)
+        return rc;
     return 0;
 }
 
