@@ -1412,6 +1412,41 @@ START_TEST(values_die_after_their_last_reader)
 }
 END_TEST
 
+/* A transpose copies elements of every width (1, 2, 4, 8 and 16 bytes:
+ * i8, f16, f32, f64, complex<f64>) to their places: [2, 3, 4] -> [4, 2, 3]
+ * keeps every element, compared through f64 (the real part). */
+START_TEST(transpose_every_element_width)
+{
+    static const char *types[] = {"i8", "f16", "f32", "f64", "complex<f64>"};
+    for (int t = 0; t < 5; t++) {
+        char sig[256], body[512];
+        snprintf(sig, sizeof sig, "(%%a: tensor<2x3x4x%s>) -> tensor<4x2x3x%s>", types[t], types[t]);
+        snprintf(body, sizeof body,
+                 "  %%0 = stablehlo.transpose %%a, dims = [2, 0, 1] : (tensor<2x3x4x%s>) -> tensor<4x2x3x%s>\n"
+                 "  return %%0 : tensor<4x2x3x%s>",
+                 types[t], types[t], types[t]);
+        ir_module *m = parse_ok(fn(sig, body));
+        ir_op *f = ir_module_func(m, "main");
+        ir_tensor *a;
+        ap_error err;
+        ck_assert_int_eq(ir_tensor_zeros(ir_func_arg(f, 0)->type, &a, &err), 0);
+        for (int64_t i = 0; i < 24; i++)
+            ir_tensor_set_f64(a, i, (double)(i + 1));
+        ir_tensor **res = NULL;
+        uint32_t n = 0;
+        ck_assert_msg(ir_interp_run(m, f, (const ir_tensor *const *)&a, 1, &res, &n, NULL, &err) == 0, "%s", err.msg);
+        for (int64_t k = 0; k < 4; k++)
+            for (int64_t i = 0; i < 2; i++)
+                for (int64_t j = 0; j < 3; j++)
+                    ck_assert_msg(ir_tensor_get_f64(res[0], (k * 2 + i) * 3 + j) == (double)((i * 3 + j) * 4 + k + 1),
+                                  "%s [%lld, %lld, %lld]", types[t], (long long)k, (long long)i, (long long)j);
+        ir_tensors_free(res, n);
+        ir_tensor_free(a);
+        ir_module_free(m);
+    }
+}
+END_TEST
+
 START_TEST(case_if_call_tuple)
 {
     const char *src =
@@ -2532,6 +2567,7 @@ static Suite *interp_suite(void)
     tcase_add_test(tc, sort_stable_multi_operand);
     tcase_add_test(tc, while_counting_loop);
     tcase_add_test(tc, values_die_after_their_last_reader);
+    tcase_add_test(tc, transpose_every_element_width);
     tcase_add_test(tc, case_if_call_tuple);
     tcase_add_test(tc, map_and_batch_norm);
     tcase_add_test(tc, linear_algebra);

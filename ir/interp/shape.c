@@ -13,6 +13,31 @@
 
 #include <inttypes.h>
 
+/* Copies n elements of eb bytes, ds and ss elements apart: the common
+ * sizes by a copy of a constant size (a load and a store, not a call). */
+static void copy_run(uint8_t *dst, int64_t ds, const uint8_t *src, int64_t ss, int64_t n, size_t eb)
+{
+#define COPY_RUN(B)                                                                                                \
+    for (int64_t i = 0; i < n; i++)                                                                                \
+        memcpy(dst + i * ds * (B), src + i * ss * (B), (B));                                                       \
+    return
+    switch (eb) {
+    case 1:
+        COPY_RUN(1);
+    case 2:
+        COPY_RUN(2);
+    case 4:
+        COPY_RUN(4);
+    case 8:
+        COPY_RUN(8);
+    case 16:
+        COPY_RUN(16);
+    }
+#undef COPY_RUN
+    for (int64_t i = 0; i < n; i++)
+        memcpy(dst + i * ds * (int64_t)eb, src + i * ss * (int64_t)eb, eb);
+}
+
 /* Copies the box `dims` from src to dst; offsets are in elements, strides
  * per dim (may be negative or 0). */
 static void strided_copy(uint8_t *dst, const int64_t *dstr, int64_t dbase, const uint8_t *src, const int64_t *sstr,
@@ -30,12 +55,10 @@ static void strided_copy(uint8_t *dst, const int64_t *dstr, int64_t dbase, const
     int64_t n = dims[inner], ds = dstr[inner], ss = sstr[inner];
     int64_t doff = dbase, soff = sbase;
     for (;;) {
-        if (ds == 1 && ss == 1) {
+        if (ds == 1 && ss == 1)
             memcpy(dst + (size_t)doff * eb, src + (size_t)soff * eb, (size_t)n * eb);
-        } else {
-            for (int64_t i = 0; i < n; i++)
-                memcpy(dst + (size_t)(doff + i * ds) * eb, src + (size_t)(soff + i * ss) * eb, eb);
-        }
+        else
+            copy_run(dst + (size_t)doff * eb, ds, src + (size_t)soff * eb, ss, n, eb);
         int d = inner - 1;
         for (; d >= 0; d--) {
             doff += dstr[d];
