@@ -153,8 +153,8 @@ static const ir_type *parse_tensor_type(parser *p)
 {
     /* current token is '<' right after `tensor` */
     const char *q = p->tok.at + 1, *end = p->lx.end;
-    int64_t dims_inline[16], *dims = dims_inline;
-    int rank = 0, cap = 16;
+    int64_t dims_inline[IR_MAX_RANK], *dims = dims_inline;
+    int rank = 0, cap = IR_MAX_RANK;
     bool unranked = false;
     const ir_type *t = NULL;
     for (;;) {
@@ -193,7 +193,7 @@ static const ir_type *parse_tensor_type(parser *p)
             ir__perr(p, dim_at, AP_EUNSUPPORTED, "tensor rank above %d is not supported", IR_MAX_RANK);
             goto out;
         }
-        if (rank == cap) { /* unreachable with IR_MAX_RANK <= 16; kept for safety */
+        if (rank == cap) { /* unreachable: cap is IR_MAX_RANK; kept for safety */
             ir__perr(p, dim_at, AP_EUNSUPPORTED, "tensor rank too large");
             goto out;
         }
