@@ -1412,6 +1412,51 @@ START_TEST(values_die_after_their_last_reader)
 }
 END_TEST
 
+/* A transpose copies elements of every width (1, 2, 4, 8 and 16 bytes:
+ * i8, f16, f32, f64, complex<f64>) to their places, small and in tiles
+ * ([2, 37, 45] -> [45, 2, 37]: the source's contiguous dim 45 and the
+ * result's last dim 37 in 32 x 32 tiles and what is left of them),
+ * compared through f64 (the real part). */
+START_TEST(transpose_every_element_width)
+{
+    static const char *types[] = {"i8", "f16", "f32", "f64", "complex<f64>"};
+    static const int64_t shapes[2][3] = {{2, 3, 4}, {2, 37, 45}};
+    for (int sh = 0; sh < 2; sh++)
+        for (int t = 0; t < 5; t++) {
+            int64_t A = shapes[sh][0], B = shapes[sh][1], C = shapes[sh][2];
+            char sig[256], body[512], xt[64], yt[64];
+            snprintf(xt, sizeof xt, "tensor<%lldx%lldx%lldx%s>", (long long)A, (long long)B, (long long)C, types[t]);
+            snprintf(yt, sizeof yt, "tensor<%lldx%lldx%lldx%s>", (long long)C, (long long)A, (long long)B, types[t]);
+            snprintf(sig, sizeof sig, "(%%a: %s) -> %s", xt, yt);
+            snprintf(body, sizeof body,
+                     "  %%0 = stablehlo.transpose %%a, dims = [2, 0, 1] : (%s) -> %s\n"
+                     "  return %%0 : %s",
+                     xt, yt, yt);
+            ir_module *m = parse_ok(fn(sig, body));
+            ir_op *f = ir_module_func(m, "main");
+            ir_tensor *a;
+            ap_error err;
+            ck_assert_int_eq(ir_tensor_zeros(ir_func_arg(f, 0)->type, &a, &err), 0);
+            /* small integers: exact in every type (i8 wraps alike on both sides) */
+            for (int64_t i = 0; i < a->numel; i++)
+                ir_tensor_set_f64(a, i, (double)(i % 97 + 1));
+            ir_tensor **res = NULL;
+            uint32_t n = 0;
+            ck_assert_msg(ir_interp_run(m, f, (const ir_tensor *const *)&a, 1, &res, &n, NULL, &err) == 0, "%s",
+                          err.msg);
+            for (int64_t k = 0; k < C; k++)
+                for (int64_t i = 0; i < A; i++)
+                    for (int64_t j = 0; j < B; j++)
+                        ck_assert_msg(ir_tensor_get_f64(res[0], (k * A + i) * B + j) ==
+                                          ir_tensor_get_f64(a, (i * B + j) * C + k),
+                                      "%s [%lld, %lld, %lld]", yt, (long long)k, (long long)i, (long long)j);
+            ir_tensors_free(res, n);
+            ir_tensor_free(a);
+            ir_module_free(m);
+        }
+}
+END_TEST
+
 START_TEST(case_if_call_tuple)
 {
     const char *src =
@@ -2532,6 +2577,7 @@ static Suite *interp_suite(void)
     tcase_add_test(tc, sort_stable_multi_operand);
     tcase_add_test(tc, while_counting_loop);
     tcase_add_test(tc, values_die_after_their_last_reader);
+    tcase_add_test(tc, transpose_every_element_width);
     tcase_add_test(tc, case_if_call_tuple);
     tcase_add_test(tc, map_and_batch_norm);
     tcase_add_test(tc, linear_algebra);

@@ -461,6 +461,21 @@ START_TEST(scorer_follows_summand_redistribution)
 }
 END_TEST
 
+/* A new state of ctx with the standard schedule `name` applied ("bp+mp",
+ * tests/models/schedules), or replicated for "" (the caller frees it). */
+static ir_partition *named_state(ir_pctx *ctx, const char *name)
+{
+    ir_partition *p;
+    ap_error err;
+    ck_assert(ir_partition_new(ctx, &p, &err) == 0);
+    if (*name) {
+        char *sched = tl_schedule(name);
+        ck_assert_msg(ir_schedule_apply(p, sched, &err) == 0, "%s", err.msg);
+        ap_free(sched);
+    }
+    return p;
+}
+
 /* A scorer remembers the graph runs of the last few programs it scored
  * (graph.c, the memo): a state whose lowering is one of them gets the
  * report, and the values at the peak, that a fresh scorer gives, bit for
@@ -496,13 +511,7 @@ START_TEST(scorer_reuses_runs_exactly)
     /* remembering every one: the second "" and "bp" as well */
     const int64_t reused_all[] = {0, 0, 1, 1, 2, 3, 3, 4, 5, 5, 6, 7, 8};
     for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) {
-        ir_partition *p;
-        ck_assert(ir_partition_new(ctx, &p, &err) == 0);
-        if (*seq[i]) {
-            char *sched = tl_schedule(seq[i]);
-            ck_assert_msg(ir_schedule_apply(p, sched, &err) == 0, "%s", err.msg);
-            ap_free(sched);
-        }
+        ir_partition *p = named_state(ctx, seq[i]);
         char what[64];
         snprintf(what, sizeof what, "state %zu (%s)", i, *seq[i] ? seq[i] : "replicated");
         cost_report again, fresh;
@@ -576,13 +585,7 @@ START_TEST(scorers_share_runs_exactly)
     const int who[] = {0, 1, 1, 0, 0, 1, 0, 1};
     const int64_t hits_a[] = {0, 0, 0, 1, 1, 1, 1, 1}, hits_b[] = {0, 1, 1, 1, 1, 2, 2, 3};
     for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) {
-        ir_partition *p;
-        ck_assert(ir_partition_new(ctx, &p, &err) == 0);
-        if (*seq[i]) {
-            char *sched = tl_schedule(seq[i]);
-            ck_assert_msg(ir_schedule_apply(p, sched, &err) == 0, "%s", err.msg);
-            ap_free(sched);
-        }
+        ir_partition *p = named_state(ctx, seq[i]);
         char what[64];
         snprintf(what, sizeof what, "state %zu (%s)", i, *seq[i] ? seq[i] : "replicated");
         cost_report shared, fresh;

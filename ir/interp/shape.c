@@ -13,10 +13,35 @@
 
 #include <inttypes.h>
 
-/* Copies the box `dims` from src to dst; offsets are in elements, strides
- * per dim (may be negative or 0). */
-static void strided_copy(uint8_t *dst, const int64_t *dstr, int64_t dbase, const uint8_t *src, const int64_t *sstr,
-                         int64_t sbase, size_t eb, int rank, const int64_t *dims)
+/* Copies n elements of eb bytes, ds and ss elements apart: the common
+ * sizes by a copy of a constant size (a load and a store, not a call). */
+static void copy_run(uint8_t *dst, int64_t ds, const uint8_t *src, int64_t ss, int64_t n, size_t eb)
+{
+#define COPY_RUN(B)                                                                                                \
+    for (int64_t i = 0; i < n; i++)                                                                                \
+        memcpy(dst + i * ds * (B), src + i * ss * (B), (B));                                                       \
+    return
+    switch (eb) {
+    case 1:
+        COPY_RUN(1);
+    case 2:
+        COPY_RUN(2);
+    case 4:
+        COPY_RUN(4);
+    case 8:
+        COPY_RUN(8);
+    case 16:
+        COPY_RUN(16);
+    }
+#undef COPY_RUN
+    for (int64_t i = 0; i < n; i++)
+        memcpy(dst + i * ds * (int64_t)eb, src + i * ss * (int64_t)eb, eb);
+}
+
+/* Copies the box `dims` from src to dst, the last dim innermost; offsets
+ * are in elements, strides per dim (may be negative or 0). */
+static void copy_box_rows(uint8_t *dst, const int64_t *dstr, int64_t dbase, const uint8_t *src, const int64_t *sstr,
+                          int64_t sbase, size_t eb, int rank, const int64_t *dims)
 {
     for (int d = 0; d < rank; d++)
         if (dims[d] == 0)
@@ -30,12 +55,10 @@ static void strided_copy(uint8_t *dst, const int64_t *dstr, int64_t dbase, const
     int64_t n = dims[inner], ds = dstr[inner], ss = sstr[inner];
     int64_t doff = dbase, soff = sbase;
     for (;;) {
-        if (ds == 1 && ss == 1) {
+        if (ds == 1 && ss == 1)
             memcpy(dst + (size_t)doff * eb, src + (size_t)soff * eb, (size_t)n * eb);
-        } else {
-            for (int64_t i = 0; i < n; i++)
-                memcpy(dst + (size_t)(doff + i * ds) * eb, src + (size_t)(soff + i * ss) * eb, eb);
-        }
+        else
+            copy_run(dst + (size_t)doff * eb, ds, src + (size_t)soff * eb, ss, n, eb);
         int d = inner - 1;
         for (; d >= 0; d--) {
             doff += dstr[d];
@@ -49,6 +72,38 @@ static void strided_copy(uint8_t *dst, const int64_t *dstr, int64_t dbase, const
         if (d < 0)
             return;
     }
+}
+
+/* Tile side of a blocked copy: 32 x 32 elements of up to 16 bytes stay in
+ * L1 on both sides. */
+#define COPY_TILE 32
+
+/* Copies the box `dims` from src to dst (copy_box_rows).  A transpose
+ * reads src across its rows when walking dst's last dim: every element
+ * another cache line, each line read again for the next row of dst.  When
+ * some other dim p is contiguous in src, the box goes in COPY_TILE x
+ * COPY_TILE tiles of (p, last dim), each tile's lines read once. */
+static void strided_copy(uint8_t *dst, const int64_t *dstr, int64_t dbase, const uint8_t *src, const int64_t *sstr,
+                         int64_t sbase, size_t eb, int rank, const int64_t *dims)
+{
+    int inner = rank - 1, p = -1;
+    if (rank >= 2 && sstr[inner] != 1 && dims[inner] > COPY_TILE)
+        for (int d = 0; d < inner && p < 0; d++)
+            if (sstr[d] == 1 && dims[d] > 1)
+                p = d;
+    if (p < 0) {
+        copy_box_rows(dst, dstr, dbase, src, sstr, sbase, eb, rank, dims);
+        return;
+    }
+    int64_t sub[IR_MAX_RANK];
+    memcpy(sub, dims, sizeof *sub * (size_t)rank);
+    for (int64_t i0 = 0; i0 < dims[p]; i0 += COPY_TILE)
+        for (int64_t j0 = 0; j0 < dims[inner]; j0 += COPY_TILE) {
+            sub[p] = dims[p] - i0 < COPY_TILE ? dims[p] - i0 : COPY_TILE;
+            sub[inner] = dims[inner] - j0 < COPY_TILE ? dims[inner] - j0 : COPY_TILE;
+            copy_box_rows(dst, dstr, dbase + i0 * dstr[p] + j0 * dstr[inner], src, sstr,
+                          sbase + i0 * sstr[p] + j0 * sstr[inner], eb, rank, sub);
+        }
 }
 
 static bool same_dims(const ir_tensor *a, const ir_tensor *b)

@@ -79,18 +79,27 @@ static void copy_box(ir_tensor *dst, const int64_t *d0, const ir_tensor *src, co
     for (int d = 0; d < r; d++)
         if (ext[d] == 0)
             return;
-    int64_t ds[IR_MAX_RANK], ss[IR_MAX_RANK], bi[IR_MAX_RANK] = {0};
+    size_t eb = ip_eb((ir_elem)src->elem);
+    if (r == 0) {
+        memcpy(dst->data, src->data, eb);
+        return;
+    }
+    /* a row of the box along the last dim is contiguous in both: one copy
+     * per row */
+    int64_t ds[IR_MAX_RANK], ss[IR_MAX_RANK], bi[IR_MAX_RANK] = {0}, rows[IR_MAX_RANK];
     ip_strides(r, dst->dims, ds);
     ip_strides(r, src->dims, ss);
-    size_t eb = ip_eb((ir_elem)src->elem);
+    for (int d = 0; d < r; d++)
+        rows[d] = d < r - 1 ? ext[d] : 1;
+    size_t row_bytes = (size_t)ext[r - 1] * eb;
     do {
         int64_t doff = 0, soff = 0;
         for (int d = 0; d < r; d++) {
             doff += (d0[d] + bi[d]) * ds[d];
             soff += (s0[d] + bi[d]) * ss[d];
         }
-        memcpy(dst->data + (size_t)doff * eb, src->data + (size_t)soff * eb, eb);
-    } while (ip_next(r, ext, bi));
+        memcpy(dst->data + (size_t)doff * eb, src->data + (size_t)soff * eb, row_bytes);
+    } while (ip_next(r, rows, bi));
 }
 
 static int shard(const ir_tensor *global, const tiling *t, const ir_mesh *mesh, int64_t dev, ir_tensor **out,
