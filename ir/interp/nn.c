@@ -57,6 +57,9 @@ static int as_complex(ip_ctx *c, const ir_tensor *t, double complex **out)
 
 /* ============================================================ dot_general */
 
+/* Rows pack_rows packs side by side when they are the operand's columns. */
+#define PACK_ROWS 16
+
 /* Rows of one operand of a float dot, packed contiguously in doubles: row
  * (batch, free) holds the nk contracting elements in order. */
 static double *pack_rows(const ir_tensor *t, const int64_t *batch, int nb, const int64_t *free_dims, int nf,
@@ -73,22 +76,38 @@ static double *pack_rows(const ir_tensor *t, const int64_t *batch, int nb, const
         return p;
     ir_elem e = (ir_elem)t->elem;
     size_t eb = ip_eb(e);
+    int64_t *base = ap_malloc(sizeof *base * (size_t)rows);
+    if (!base) {
+        ap_free(p);
+        return NULL;
+    }
     int64_t idx[IR_MAX_RANK] = {0}, row = 0;
     do {
-        int64_t base = 0;
+        int64_t b = 0;
         for (int i = 0; i < nd; i++)
-            base += idx[i] * st[i < nb ? batch[i] : free_dims[i - nb]];
-        double *q = p + row * nk;
-        if (e == IR_E_F32) {
-            const float *f = (const float *)(const void *)t->data;
-            for (int64_t k = 0; k < nk; k++)
-                q[k] = f[base + koff[k]];
-        } else {
-            for (int64_t k = 0; k < nk; k++)
-                q[k] = ip_ldf(e, t->data + (size_t)(base + koff[k]) * eb);
-        }
-        row++;
+            b += idx[i] * st[i < nb ? batch[i] : free_dims[i - nb]];
+        base[row++] = b;
     } while (ip_next(nd, dims, idx));
+    /* contracting elements contiguous: a row at a time.  Else (the
+     * operand's rows are its columns) PACK_ROWS rows side by side per
+     * contracting index: neighbouring rows' elements share cache lines,
+     * which a row at a time would read again for every row. */
+    bool contiguous = nk < 2 || koff[1] - koff[0] == 1;
+    int64_t block = contiguous ? 1 : PACK_ROWS;
+    const float *f = e == IR_E_F32 ? (const float *)(const void *)t->data : NULL;
+    for (int64_t r0 = 0; r0 < rows; r0 += block) {
+        int64_t r1 = r0 + block < rows ? r0 + block : rows;
+        for (int64_t k = 0; k < nk; k++) {
+            if (f) {
+                for (int64_t r = r0; r < r1; r++)
+                    p[r * nk + k] = f[base[r] + koff[k]];
+            } else {
+                for (int64_t r = r0; r < r1; r++)
+                    p[r * nk + k] = ip_ldf(e, t->data + (size_t)(base[r] + koff[k]) * eb);
+            }
+        }
+    }
+    ap_free(base);
     return p;
 }
 
