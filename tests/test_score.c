@@ -461,6 +461,17 @@ START_TEST(scorer_follows_summand_redistribution)
 }
 END_TEST
 
+/* The zoo's tiny transformer on {batch: 2, model: 2}, its context and
+ * the tpu_v3 (the caller frees ctx, then m). */
+static void tiny_on_tpu(ir_module **m, ir_mesh *mesh, ir_pctx **ctx, cost_device *dev)
+{
+    ap_error err;
+    *m = tl_generate("transformer", "tiny", "");
+    ck_assert(ir_mesh_parse("batch=2,model=2", mesh, &err) == 0);
+    ck_assert(ir_pctx_new(*m, ir_module_entry(*m), mesh, ctx, &err) == 0);
+    ck_assert(cost_device_lookup("tpu_v3", dev, &err) == 0);
+}
+
 /* A new state of ctx with the standard schedule `name` applied ("bp+mp",
  * tests/models/schedules), or replicated for "" (the caller frees it). */
 static ir_partition *named_state(ir_pctx *ctx, const char *name)
@@ -484,14 +495,12 @@ static ir_partition *named_state(ir_pctx *ctx, const char *name)
  * to 32: on this small model, all of the programs below. */
 START_TEST(scorer_reuses_runs_exactly)
 {
-    ir_module *m = tl_generate("transformer", "tiny", "");
-    ap_error err;
+    ir_module *m;
     ir_mesh mesh;
-    ck_assert(ir_mesh_parse("batch=2,model=2", &mesh, &err) == 0);
     ir_pctx *ctx;
-    ck_assert(ir_pctx_new(m, ir_module_entry(m), &mesh, &ctx, &err) == 0);
     cost_device dev;
-    ck_assert(cost_device_lookup("tpu_v3", &dev, &err) == 0);
+    tiny_on_tpu(&m, &mesh, &ctx, &dev);
+    ap_error err;
     cost_scorer *sc, *bytes_only, *many;
     cost_options four = {.memo = 4};
     ck_assert(cost_scorer_new(ctx, &dev, NULL, &four, &sc, &err) == 0);
@@ -567,14 +576,12 @@ END_TEST
  * scorer gives, bit for bit; scorers of another function share nothing. */
 START_TEST(scorers_share_runs_exactly)
 {
-    ir_module *m = tl_generate("transformer", "tiny", "");
-    ap_error err;
+    ir_module *m;
     ir_mesh mesh;
-    ck_assert(ir_mesh_parse("batch=2,model=2", &mesh, &err) == 0);
     ir_pctx *ctx;
-    ck_assert(ir_pctx_new(m, ir_module_entry(m), &mesh, &ctx, &err) == 0);
     cost_device dev;
-    ck_assert(cost_device_lookup("tpu_v3", &dev, &err) == 0);
+    tiny_on_tpu(&m, &mesh, &ctx, &dev);
+    ap_error err;
     cost_options bare = {.top_k = -1, .peak_only = true};
     cost_scorer *a, *b;
     ck_assert(cost_scorer_new(ctx, &dev, NULL, &bare, &a, &err) == 0);
@@ -652,14 +659,12 @@ static void *share_worker(void *arg)
 
 START_TEST(shared_memo_under_threads)
 {
-    ir_module *m = tl_generate("transformer", "tiny", "");
-    ap_error err;
+    ir_module *m;
     ir_mesh mesh;
-    ck_assert(ir_mesh_parse("batch=2,model=2", &mesh, &err) == 0);
     ir_pctx *ctx;
-    ck_assert(ir_pctx_new(m, ir_module_entry(m), &mesh, &ctx, &err) == 0);
     cost_device dev;
-    ck_assert(cost_device_lookup("tpu_v3", &dev, &err) == 0);
+    tiny_on_tpu(&m, &mesh, &ctx, &dev);
+    ap_error err;
     /* 4 remembered of 5 programs: entries are refilled while the other
      * thread looks */
     cost_options bare = {.top_k = -1, .peak_only = true, .memo = 4};
