@@ -673,6 +673,21 @@ START_TEST(values_named_past_tuples)
 }
 END_TEST
 
+/* ir_schedule_import of @main of module text src on the mesh x=2,y=2: its
+ * count (or error, in err) and the schedule written into b (initialized
+ * here; the caller frees it). */
+static int import_on_x2y2(const char *src, ap_buf *b, ap_error *err)
+{
+    ir_module *m = tl_parse(src, "imp", NULL, 0);
+    ck_assert_ptr_nonnull(m);
+    ir_mesh mesh;
+    ck_assert_int_eq(ir_mesh_parse("x=2,y=2", &mesh, err), 0);
+    ap_buf_init(b);
+    int n = ir_schedule_import(m, ir_module_entry(m), &mesh, b, err);
+    ir_module_free(m);
+    return n;
+}
+
 /* A value too large for the cost model's int64 byte sums is refused by the
  * context, naming it (a 2^66-byte argument and a 2^64-byte broadcast were
  * costed: signed overflow in prepare.c and graph.c under UBSan); 2^50
@@ -753,18 +768,12 @@ START_TEST(import_existing_shardings)
         "    return %0 : tensor<8x6xf32>\n"
         "  }\n"
         "}\n";
-    ir_module *m = tl_parse(src, "imp", NULL, 0);
-    ck_assert_ptr_nonnull(m);
-    ir_mesh mesh;
-    ap_error err;
-    ck_assert_int_eq(ir_mesh_parse("x=2,y=2", &mesh, &err), 0);
     ap_buf b;
-    ap_buf_init(&b);
+    ap_error err;
     /* %a's sdy sharding is closed (no `?`): replicated along y, held so */
-    ck_assert_int_eq(ir_schedule_import(m, ir_module_entry(m), &mesh, &b, &err), 3);
+    ck_assert_int_eq(import_on_x2y2(src, &b, &err), 3);
     ck_assert_str_eq(b.data, "tile %arg0 0 x\natomic %arg0 y\ntile %arg1 1 x\npropagate\n");
     ap_buf_free(&b);
-    ir_module_free(m);
 }
 END_TEST
 
@@ -791,14 +800,9 @@ START_TEST(import_sdy_dims_counted_and_inlined_mesh)
                  "  func.func @main(%%a: tensor<8x4xf32> {sdy.sharding = %s}) -> tensor<8x4xf32> {\n"
                  "    return %%a : tensor<8x4xf32>\n  }\n}\n",
                  cases[i].sharding);
-        ir_module *m = tl_parse(src, "imp", NULL, 0);
-        ck_assert_ptr_nonnull(m);
-        ir_mesh mesh;
-        ap_error err;
-        ck_assert_int_eq(ir_mesh_parse("x=2,y=2", &mesh, &err), 0);
         ap_buf b;
-        ap_buf_init(&b);
-        int n = ir_schedule_import(m, ir_module_entry(m), &mesh, &b, &err);
+        ap_error err;
+        int n = import_on_x2y2(src, &b, &err);
         if (cases[i].n >= 0) {
             ck_assert_msg(n == cases[i].n, "case %zu: %d: %s", i, n, n < 0 ? err.msg : "");
             ck_assert_str_eq(b.data ? b.data : "", cases[i].want);
@@ -807,7 +811,6 @@ START_TEST(import_sdy_dims_counted_and_inlined_mesh)
             ck_assert_str_eq(err.msg, cases[i].want);
         }
         ap_buf_free(&b);
-        ir_module_free(m);
     }
 }
 END_TEST

@@ -54,6 +54,18 @@ ir_module *cli_load_module(const char *cmd, const char *path, ir_format fmt);
 /* Parses "stablehlo" / "hlo" / "auto"; returns false on anything else. */
 bool cli_parse_format(const char *s, ir_format *out);
 
+/* The help of --import, one text for apply, check and search (cli_state
+ * reads the annotations the same way for each). */
+#define CLI_HELP_IMPORT                                                                                          \
+    "  --import           start from the sharding annotations the arguments carry\n"                          \
+    "                     (sdy.sharding, mhlo.sharding) and the sharding constraints\n"                        \
+    "                     in the function's body (sdy.sharding_constraint, custom\n"                           \
+    "                     calls @Sharding), loop bodies and case branches included;\n"                         \
+    "                     not those in a region partitioned whole (a reduce or\n"                              \
+    "                     scatter body, sdy.manual_computation): it says so; a Shardy\n"                       \
+    "                     sharding with a closed dim keeps its value replicated\n"                             \
+    "                     (atomic) along the axes it does not name\n"
+
 /* What `apply` and `check` share: a module, the context of its function
  * over a mesh, and a state to apply a schedule to. */
 typedef struct cli_partition_args {

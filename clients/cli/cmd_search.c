@@ -41,14 +41,7 @@ static void search_usage(FILE *f)
             "                     (the explanation notes manual tactics along an axis of 1)\n"
             "  --axes A[,B]       mesh axes the search may use (default: all)\n"
             "  --manual S         manual tactics first: schedule text, or @FILE\n"
-            "  --import           start from the sharding annotations the arguments carry\n"
-            "                     (sdy.sharding, mhlo.sharding) and the sharding constraints\n"
-            "                     in the function's body (sdy.sharding_constraint, custom\n"
-            "                     calls @Sharding), loop bodies and case branches included;\n"
-            "                     not those in a region partitioned whole (a reduce or\n"
-            "                     scatter body, sdy.manual_computation): it says so; a Shardy\n"
-            "                     sharding with a closed dim keeps its value replicated\n"
-            "                     (atomic) along the axes it does not name\n"
+            CLI_HELP_IMPORT
             "  --device D         device to estimate on (default h100), a JSON file, or:\n");
     cli_print_device_names(f, "                       ");
     fprintf(f,
