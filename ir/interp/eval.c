@@ -71,13 +71,14 @@ static int eval_region(ip_run *r, ip_frame *fr, const ir_op *owner, const ir_reg
     const ir_op *term = b->last;
     if (!term || !ip_is_terminator(term))
         return ir__ip_fail_op(r, owner, -1, AP_EINVALID, "region does not end with a return");
-    uint32_t pos = 0;
-    for (const ir_op *op = b->first; op != term; op = op->next, pos++) {
+    uint32_t at = ir__ip_block_deaths(fr->fn, b);
+    for (const ir_op *op = b->first; op != term; op = op->next) {
         if (ip_is_terminator(op))
             return ir__ip_fail_op(r, op, -1, AP_EINVALID, "return in the middle of a block");
         if ((rc = eval_op(r, fr, op)) < 0)
             return rc;
-        ir__ip_slots_die(fr, b, pos);
+        if (at != UINT32_MAX)
+            ir__ip_slots_die(fr, at++);
     }
     if (term->n_operands != n_out)
         return ir__ip_fail_op(r, term, -1, AP_EINVALID, "returns %u values, %u expected", term->n_operands, n_out);

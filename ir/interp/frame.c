@@ -379,13 +379,16 @@ ir_tensor *ir__ip_slot_take(ip_frame *fr, uint32_t dev, const ir_value *v)
     return t;
 }
 
-void ir__ip_slots_die(ip_frame *fr, const ir_block *b, uint32_t k)
+uint32_t ir__ip_block_deaths(const ip_fn *fn, const ir_block *b)
+{
+    uint32_t at;
+    return ir__map_get(&fn->block_at, b, &at) ? at : UINT32_MAX;
+}
+
+void ir__ip_slots_die(ip_frame *fr, uint32_t at)
 {
     const ip_fn *fn = fr->fn;
-    uint32_t at;
-    if (!ir__map_get(&fn->block_at, b, &at))
-        return;
-    for (uint32_t i = fn->die0[at + k]; i < fn->die0[at + k + 1]; i++)
+    for (uint32_t i = fn->die0[at]; i < fn->die0[at + 1]; i++)
         for (uint32_t d = 0; d < fr->n_dev; d++)
             slot_drop(fr, d, fn->dies[i]);
 }

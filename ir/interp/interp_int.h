@@ -398,9 +398,12 @@ ir_tensor *ir__ip_slot_take(ip_frame *fr, uint32_t dev, const ir_value *v);
 bool ir__ip_slot_lend(ip_frame *fr, uint32_t dev, const ir_value *v, const ir_tensor *t);
 /* Whether v's slot holds a lent tensor (copy it to return it). */
 bool ir__ip_slot_lent(const ip_frame *fr, uint32_t dev, const ir_value *v);
-/* Frees, on every device of fr, the values no op of block b reads after
- * its k-th op (ip_fn). */
-void ir__ip_slots_die(ip_frame *fr, const ir_block *b, uint32_t k);
+/* Where block b's ops begin in fn's deaths (ip_fn: die0), UINT32_MAX when
+ * b has none; looked up once per run of the block. */
+uint32_t ir__ip_block_deaths(const ip_fn *fn, const ir_block *b);
+/* Frees, on every device of fr, the values no op of the block reads after
+ * the op at `at` (ir__ip_block_deaths + the op's position). */
+void ir__ip_slots_die(ip_frame *fr, uint32_t at);
 
 /* -------------------------------------------------------------- eval.c */
 
