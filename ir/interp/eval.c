@@ -741,6 +741,12 @@ static int eval_op(ip_run *r, ip_frame *fr, const ir_op *op)
             return eval_kernel(r, fr, op, ir__ip_k_chlo_unary);
         if (!strcmp(op->name, "chlo.top_k"))
             return eval_kernel(r, fr, op, ir__ip_k_top_k);
+        /* Shardy's constant: its value as the parser read it (ops.c) */
+        if (!strcmp(op->name, "sdy.constant") && op->n_operands == 0 && op->n_results == 1 && op->n_regions == 0) {
+            if (!ir_op_attr(op, "value"))
+                return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED, "its value (not a dense<...> literal) was not read");
+            return eval_kernel(r, fr, op, ir__ip_k_constant);
+        }
         return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED, "cannot evaluate an op unknown to the interpreter");
     default: break;
     }

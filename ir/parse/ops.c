@@ -575,6 +575,41 @@ static bool store_template(parser *p, op_state *st, const ir_tmpl_piece *pieces,
  * of its line (regions may span lines) is kept as a template; %values,
  * ^successors and regions inside it are parsed so they take part in the
  * IR. */
+/* Shardy's `sdy.constant dense<...> : tensor<...>` (a constant Shardy keeps
+ * from being folded or deduplicated) stays an op of unknown syntax, printed
+ * as written and counted under its name, but its value is read too, as
+ * stablehlo.constant's is, and kept as its "value" attribute: the
+ * interpreter evaluates it from there, so `check` runs programs that carry
+ * one (it refused them).  The text is read twice: here, from a copy of the
+ * lexer's place, and then as the op's text.  A value this reader does not
+ * take leaves the op without it (the interpreter then says so), as before. */
+static bool sdy_constant_value(parser *p, op_state *st)
+{
+    if (strcmp(st->name, "sdy.constant") != 0 || !ir__is_word(p, "dense"))
+        return true;
+    ir_lexer lx = p->lx;
+    ir_tok tok = p->tok;
+    uint8_t prev_kind = p->prev_kind;
+    const char *prev_end = p->prev_end;
+    int depth = p->depth;
+    ap_error saved;
+    if (p->err)
+        saved = *p->err;
+    ir_attr *v = ir__parse_attr(p, true);
+    bool ok = v && v->kind == IR_A_DENSE && v->type && !p->failed;
+    p->lx = lx;
+    p->tok = tok;
+    p->prev_kind = prev_kind;
+    p->prev_end = prev_end;
+    p->depth = depth;
+    if (p->failed) { /* not ours to report: the op's text is taken as before */
+        p->failed = false;
+        if (p->err)
+            *p->err = saved;
+    }
+    return !ok || ir__st_add_attr(p, st, "value", v);
+}
+
 static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected, const char *name_end)
 {
     ir_tmpl_piece *pieces = NULL;
@@ -1090,7 +1125,7 @@ static bool parse_op_in(parser *p, ir_block *block)
         else if (st.opcode == IR_OP_MODULE)
             ok = parse_module_op(p, &st);
         else if (st.opcode == IR_OP_UNKNOWN)
-            ok = parse_opaque_op(p, &st, n_results, s + len);
+            ok = sdy_constant_value(p, &st) && parse_opaque_op(p, &st, n_results, s + len);
         else
             ok = parse_pretty(p, &st);
         if (!ok)
