@@ -745,6 +745,14 @@ START_TEST(numbered_values_after_inlining)
     ck_assert_msg(r.status == 0, "%s", r.err);
     ck_assert_str_eq(r.err, note);
     cli_run_free(&r);
+    /* a %N the inlined function does not have is refused naming that
+     * numbering (the message named `autopart parse`'s) */
+    r = RUN("check", path, "--mesh", "x=2", "--schedule", "tile %9 0 x; propagate");
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "schedule:1:6: error: no value '%9' that the partitioning of @main sees (as `autopart "
+                                "parse --inline` numbers it;"),
+                  "%s", r.err);
+    cli_run_free(&r);
     /* no %N named (an argument, a %N in a comment): no note */
     r = RUN("check", path, "--mesh", "x=2", "--schedule", "tile %arg0 0 x # not %2\npropagate");
     ck_assert_msg(r.status == 0, "%s", r.err);

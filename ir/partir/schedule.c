@@ -131,8 +131,8 @@ static int resolve(sched *s, const char *w, size_t len, bool quoted, const ir_va
         const ir_value *v = ir__printed_value(c->func, (uint32_t)n, (uint32_t)k);
         if (!v || ir__value_id(c, v) == VAL_NONE)
             return serr(s, w, AP_EINVALID,
-                        "no value '%.*s' that the partitioning of @%s sees (as `autopart parse` numbers it; values "
-                        "inside regions that run whole, such as a reduction's body, are not)",
+                        "no value '%.*s' that the partitioning of @%s sees (as `autopart parse --inline` numbers "
+                        "it; values inside regions that run whole, such as a reduction's body, are not)",
                         (int)len, w, ir_func_name(c->func));
         vals[0] = v;
         return 1;
