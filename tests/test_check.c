@@ -791,6 +791,29 @@ END_TEST
 /* A value passed through tuple + get_tuple_element: the loop view keeps the
  * tuple's type (it used to fail with "loop view: a tiled dim does not
  * divide" while `apply` was fine). */
+/* An iota tiled along its dim counts, in each iteration of the loop view,
+ * from where the tile starts: the start was written into a complex iota's
+ * constant as an integer's bytes (2 read back as 2.8e-45 + 0i), so the
+ * loop run of a correct partitioning differed and check said NOT
+ * equivalent (StableHLO's interpreter tests iota_op_test_c64_dim_1 and
+ * c128, their own assertions failing in the loop view). */
+START_TEST(complex_iota_tiled_along_its_dim)
+{
+    static const char *const types[] = {"complex<f32>", "complex<f64>", "f32", "i32"};
+    for (size_t i = 0; i < AP_ARRAY_LEN(types); i++) {
+        char src[600];
+        snprintf(src, sizeof src,
+                 "func.func @main(%%arg0: tensor<3x4x%s>) -> tensor<3x4x%s> {\n"
+                 "  %%0 = stablehlo.iota dim = 1 : tensor<3x4x%s>\n"
+                 "  %%1 = stablehlo.add %%0, %%arg0 : tensor<3x4x%s>\n"
+                 "  return %%1 : tensor<3x4x%s>\n}\n",
+                 types[i], types[i], types[i], types[i], types[i]);
+        ap_free(check_equivalent(src, "x=2", "tile %0 1 x; propagate"));
+        ap_free(check_equivalent(src, "x=2,y=2", "tile %0 1 x; tile %0 1 y; propagate"));
+    }
+}
+END_TEST
+
 START_TEST(tuples_in_the_loop_view)
 {
     const char *hlo = "HloModule m\n\n"
@@ -1405,6 +1428,7 @@ static Suite *check_suite(void)
     tcase_add_test(tc, pending_sum_redistributed_per_summand);
     tcase_add_test(tc, captured_values_redistributed_in_branches);
     tcase_add_test(tc, tuples_in_the_loop_view);
+    tcase_add_test(tc, complex_iota_tiled_along_its_dim);
     tcase_add_test(tc, tolerance_follows_precision);
     suite_add_tcase(s, tc);
     return s;
