@@ -86,6 +86,7 @@ typedef struct opinfo {
     uint8_t axis[IR_MAX_AXES];
     int64_t size[IR_MAX_AXES];
     const int8_t *spec[IR_MAX_AXES];
+    uint64_t prod; /* the product of size[] (c->entry_div's mesh bound keeps it small) */
 } opinfo;
 
 static void opinfo_init(const ir_partition *p, uint32_t op, opinfo *o)
@@ -102,10 +103,12 @@ static void opinfo_init(const ir_partition *p, uint32_t op, opinfo *o)
     }
     const ir_loop *nest = nest_of(p, op);
     o->len = p->nlen[op];
+    o->prod = 1;
     for (int k = 0; k < o->len; k++) {
         o->axis[k] = nest[k].axis;
         o->size[k] = c->mesh.sizes[nest[k].axis];
         o->spec[k] = tmr_spec(c, nest[k].entry);
+        o->prod *= (uint64_t)o->size[k];
     }
 }
 
@@ -114,9 +117,15 @@ static void opinfo_init(const ir_partition *p, uint32_t op, opinfo *o)
 static bool entry_divisible(const ir_partition *p, const opinfo *o, uint32_t e, int axis, ir_block_kind *why, int *bad)
 {
     const ir_pctx *c = p->ctx;
+    int64_t n = c->mesh.sizes[axis];
+    /* every dim divides by the axis and all the op's loops together:
+     * yes, without the types (c->entry_div; an identity op's entries have
+     * no shortcut) */
+    uint32_t g = c->entry_div[e];
+    if (g && g % (o->prod * (uint64_t)n) == 0)
+        return true;
     const int8_t *s = tmr_spec(c, e);
     uint32_t no = o->no, nr = o->nr;
-    int64_t n = c->mesh.sizes[axis];
     /* local_dim of the needed (result) layout, read off the nest without
      * building the layout: the loops whose entry tiles slot i's dim s[i]
      * (this runs for every entry of every op propagation visits) */
