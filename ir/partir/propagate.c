@@ -767,10 +767,21 @@ static inline void queue_look(const ir_partition *p, workq *q, int axis, uint32_
         wq_push(q, op);
 }
 
-/* Marks what a change to `op` (a loop over the pass's axis) may affect:
- * its producers (backward), its consumers (forward) and itself, marked
- * `mark` in dirty and queued (queue_look; op itself, which now loops over
- * the axis, only in a recording state). */
+/* Marks what a change to `op` (its new last loop, over the pass's axis)
+ * may affect: its producers (backward), its consumers (forward) and
+ * itself, marked `mark` in dirty and queued (queue_look; op itself, which
+ * now loops over the axis, only in a recording state).
+ *
+ * A quiet state leaves out the producer of an operand the new loop takes
+ * whole or as a pending sum (spec < 0): what a producer's look reads of
+ * its users, along any axis, is their loops that slice its result
+ * (consumers_slice and backward pass over the others, and the axes a
+ * slicing user's dim takes are those of its loops slicing that dim), and
+ * its forward look reads its own operands only.  So the new loop changes
+ * nothing that look reads: an op whose reads did not change is left
+ * alone by the passes (ir_propagate), and the mark would only bring a look
+ * that repeats the last answer.  A recording state looks at everything
+ * again, as it did. */
 static void touch_neighbours(const ir_partition *p, workq *q, int axis, uint8_t *dirty, uint8_t mark, uint32_t op)
 {
     const ir_pctx *c = p->ctx;
@@ -778,7 +789,10 @@ static void touch_neighbours(const ir_partition *p, workq *q, int axis, uint8_t 
         wq_push(q, op);
     dirty[op] = mark;
     uint32_t no = op_n_operands(p, op);
+    const ir_loop *added = &nest_of(p, op)[p->nlen[op] - 1];
     for (uint32_t i = 0; i < no; i++) {
+        if (p->quiet && loop_spec(c, added, i) < 0)
+            continue;
         uint32_t v = operand_val(p, op, i);
         uint32_t prod;
         if (!is_vop(p, op) && p->vop_of[v] >= 0)
