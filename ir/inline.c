@@ -416,3 +416,21 @@ int ir_inline_calls(ir_module *m, ir_op *func, ap_error *err)
         ir_func_renumber(func, NULL, NULL);
     return rc;
 }
+
+static uint32_t count_calls(const ir_module *m, const ir_region *r)
+{
+    uint32_t n = 0;
+    inliner in = {.m = (ir_module *)m};
+    for (const ir_block *b = r->first; b; b = b->next)
+        for (const ir_op *op = b->first; op; op = op->next) {
+            n += inlinable_callee(&in, op) != NULL;
+            for (uint32_t i = 0; i < op->n_regions; i++)
+                n += count_calls(m, &op->regions[i]);
+        }
+    return n;
+}
+
+uint32_t ir_inline_count(const ir_module *m, const ir_op *func)
+{
+    return func && func->n_regions ? count_calls(m, &func->regions[0]) : 0;
+}

@@ -469,6 +469,10 @@ bool ir_module_equal(const ir_module *a, const ir_module *b, char *why, size_t w
  * the function would grow past a million ops, or twice the ops written in
  * the module when that is more (nested calls grow exponentially). */
 int ir_inline_calls(ir_module *m, ir_op *func, ap_error *err);
+/* The calls in func's body (its regions included, not its callees') that
+ * ir_inline_calls would inline: when non-zero the function partitioned is
+ * not the function as written, and its values number otherwise (%N). */
+uint32_t ir_inline_count(const ir_module *m, const ir_op *func);
 
 /* ============================================================ summaries */
 

@@ -703,6 +703,66 @@ START_TEST(redistribute_example)
 }
 END_TEST
 
+/* Calls are inlined before partitioning, so a schedule's %N counts the
+ * values of the inlined function: `tile %2 1 x` written against `autopart
+ * parse` (where %2 is the dot, 8x6) tiled the negate (8x4) on its dim 1,
+ * silently.  `parse --inline` prints the function as partitioned, and apply
+ * and check say so when calls were inlined and the schedule names a %N. */
+START_TEST(numbered_values_after_inlining)
+{
+    char *path = write_temp("func.func @main(%arg0: tensor<8x4xf32>, %arg1: tensor<4x6xf32>) -> tensor<8x6xf32> {\n"
+                            "  %0 = call @f(%arg0) : (tensor<8x4xf32>) -> tensor<8x4xf32>\n"
+                            "  %1 = stablehlo.negate %0 : tensor<8x4xf32>\n"
+                            "  %2 = stablehlo.dot_general %1, %arg1, contracting_dims = [1] x [0] : "
+                            "(tensor<8x4xf32>, tensor<4x6xf32>) -> tensor<8x6xf32>\n"
+                            "  return %2 : tensor<8x6xf32>\n"
+                            "}\n"
+                            "func.func private @f(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {\n"
+                            "  %0 = stablehlo.tanh %x : tensor<8x4xf32>\n"
+                            "  %1 = stablehlo.exponential %0 : tensor<8x4xf32>\n"
+                            "  return %1 : tensor<8x4xf32>\n"
+                            "}\n",
+                            ".mlir");
+    cli_run r = RUN("parse", path, "--inline");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_msg(strstr(r.out, "    %2 = stablehlo.negate %1 : tensor<8x4xf32>\n    %3 = stablehlo.dot_general"),
+                  "%s", r.out);
+    cli_run_free(&r);
+    r = RUN("parse", path, "--func", "f");
+    ck_assert_int_eq(r.status, 2);
+    cli_run_free(&r);
+    char note[512];
+    snprintf(note, sizeof note,
+             "%s: note: @main calls other functions (1 call), inlined before partitioning: %%N in the schedule counts "
+             "the values of the inlined @main, as `autopart parse --inline` prints it, not as the module is written\n",
+             path);
+    r = RUN("apply", path, "--mesh", "x=2", "--schedule", "tile %2 1 x; propagate", "--view", "core");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_str_eq(r.err, note);
+    ck_assert_msg(strstr(r.out, "slice 1 %v2[%rx]"), "%s", r.out); /* the negate's, as the note says */
+    cli_run_free(&r);
+    r = RUN("check", path, "--mesh", "x=2", "--schedule", "tile %3 1 x; propagate");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_str_eq(r.err, note);
+    cli_run_free(&r);
+    /* a %N the inlined function does not have is refused naming that
+     * numbering (the message named `autopart parse`'s) */
+    r = RUN("check", path, "--mesh", "x=2", "--schedule", "tile %9 0 x; propagate");
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "schedule:1:6: error: no value '%9' that the partitioning of @main sees (as `autopart "
+                                "parse --inline` numbers it;"),
+                  "%s", r.err);
+    cli_run_free(&r);
+    /* no %N named (an argument, a %N in a comment): no note */
+    r = RUN("check", path, "--mesh", "x=2", "--schedule", "tile %arg0 0 x # not %2\npropagate");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_str_eq(r.err, "");
+    cli_run_free(&r);
+    unlink(path);
+    free(path);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -720,6 +780,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, search_round_trip);
     tcase_add_test(tc, search_devices);
     tcase_add_test(tc, listings_fold);
+    tcase_add_test(tc, numbered_values_after_inlining);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1268,6 +1268,67 @@ START_TEST(select_and_scatter_spec_example)
 }
 END_TEST
 
+/* Shardy's sdy.constant (3 corpus programs: the Z-Image VAE decoder, the
+ * Llama 3.2 3B exports) is evaluated from the value the parser reads from
+ * its text (it was refused: "cannot evaluate an op unknown to the
+ * interpreter"), in f64 too, and printed as written; one whose value is not
+ * a dense<...> literal is refused, saying so. */
+START_TEST(sdy_constant_evaluated)
+{
+    const char *text = fn("(%x: tensor<2x2xf32>) -> tensor<2x2xf32>",
+                          "  %0 = sdy.constant dense<2.500000e+00> : tensor<f32>\n"
+                          "  %1 = stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<2x2xf32>\n"
+                          "  %2 = sdy.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>\n"
+                          "  %3 = sdy.constant dense<0x3F80> : tensor<bf16>\n"
+                          "  %4 = stablehlo.convert %3 : (tensor<bf16>) -> tensor<f32>\n"
+                          "  %5 = stablehlo.broadcast_in_dim %4, dims = [] : (tensor<f32>) -> tensor<2x2xf32>\n"
+                          "  %6 = stablehlo.multiply %x, %1 : tensor<2x2xf32>\n"
+                          "  %7 = stablehlo.add %6, %2 : tensor<2x2xf32>\n"
+                          "  %8 = stablehlo.subtract %7, %5 : tensor<2x2xf32>\n"
+                          "  return %8 : tensor<2x2xf32>");
+    static const double x[] = {1, -1, 0.5, 2}, want[] = {2.5, -1.5, 3.25, 8};
+    ir_tensor *args[] = {tf(IR_E_F32, "2x2", x, 4)};
+    ir_tensor *y = run1(text, args, 1);
+    expect_f(y, "2x2", want, 4, 0);
+    ir_tensor_free(y);
+    ir_interp_opts wide = {.f64 = true};
+    args[0] = tf(IR_E_F64, "2x2", x, 4); /* the f64 run's inputs are widened */
+    y = run1_opts(text, args, 1, &wide);
+    expect_f(y, "2x2", want, 4, 0);
+    ir_tensor_free(y);
+    ir_tensor_free(args[0]);
+    /* printed as written: the value read is not printed twice */
+    ir_module *m = parse_ok(text);
+    ap_buf b;
+    ap_buf_init(&b);
+    ck_assert_int_eq(ir_print(m, &b, NULL), 0);
+    ck_assert_ptr_nonnull(strstr(b.data, "%0 = sdy.constant dense<2.500000e+00> : tensor<f32>\n"));
+    ck_assert_ptr_nonnull(strstr(b.data, "%2 = sdy.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>\n"));
+    ap_buf_free(&b);
+    ir_module_free(m);
+    char msg[512];
+    run_fail(fn("() -> tensor<2xf32>", "  %0 = sdy.constant dense_resource<__elided__> : tensor<2xf32>\n"
+                                      "  return %0 : tensor<2xf32>"),
+             NULL, 0, NULL, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "sdy.constant: its value (not a dense<...> literal) was not read"), "%s", msg);
+    /* the generic form's value is read too, and held to the result type
+     * (a splat of another shape was evaluated at the result's) */
+    args[0] = tf(IR_E_F32, "2", x, 2);
+    y = run1(fn("(%x: tensor<2xf32>) -> tensor<2xf32>",
+                "  %0 = \"sdy.constant\"() <{value = dense<3.0> : tensor<2xf32>}> : () -> tensor<2xf32>\n"
+                "  %1 = stablehlo.add %x, %0 : tensor<2xf32>\n"
+                "  return %1 : tensor<2xf32>"),
+             args, 1);
+    expect_f(y, "2", (const double[]){4, 2}, 2, 0);
+    ir_tensor_free(y);
+    ck_assert_ptr_null(tl_parse(fn("() -> tensor<2xf32>",
+                                   "  %0 = \"sdy.constant\"() <{value = dense<3.0> : tensor<4xf32>}> : () -> tensor<2xf32>\n"
+                                   "  return %0 : tensor<2xf32>"),
+                                "test.mlir", msg, sizeof msg));
+    ck_assert_msg(strstr(msg, "'sdy.constant' value's type differs from the result type"), "%s", msg);
+}
+END_TEST
+
 START_TEST(sort_stable_multi_operand)
 {
     const char *src =
@@ -2575,6 +2636,7 @@ static Suite *interp_suite(void)
     tcase_add_test(tc, reduce_window_spec_example);
     tcase_add_test(tc, select_and_scatter_spec_example);
     tcase_add_test(tc, sort_stable_multi_operand);
+    tcase_add_test(tc, sdy_constant_evaluated);
     tcase_add_test(tc, while_counting_loop);
     tcase_add_test(tc, values_die_after_their_last_reader);
     tcase_add_test(tc, transpose_every_element_width);

@@ -815,6 +815,62 @@ START_TEST(import_sdy_dims_counted_and_inlined_mesh)
 }
 END_TEST
 
+/* mhlo.sharding in each form XLA writes: text, or the serialized
+ * xla.OpSharding older JAX wrote ("\08\03\1A..."); what does not tile is
+ * read as nothing to tile only when it says so ({replicated}, {unknown},
+ * {maximal ...}, "": a serialized replicated sharding), refused with its
+ * text otherwise.  The serialized form and unknown text ({bogus}) were
+ * imported as replicated without a word, {manual} and a tuple's sharding
+ * too (the latter's inner devices read as the value's). */
+START_TEST(import_mhlo_sharding_forms)
+{
+    static const struct {
+        const char *sharding, *want; /* want: the schedule, or the error */
+        int n;
+    } cases[] = {
+        /* {devices=[2,2]0,1,2,3}, {devices=[1,4]<=[4]} serialized */
+        {"\\08\\03\\1A\\02\\02\\02\\22\\04\\00\\01\\02\\03", "tile %arg0 0 x\ntile %arg0 1 y\npropagate\n", 2},
+        {"\\08\\03\\1A\\02\\01\\04\\4A\\01\\04", "tile %arg0 1 x\ntile %arg0 1 y\npropagate\n", 2},
+        /* {devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}, unpacked dims */
+        {"\\08\\03\\18\\02\\18\\01\\18\\02\\22\\04\\00\\01\\02\\03\\30\\01", "tile %arg0 0 x\npropagate\n", 1},
+        {"", "", 0},
+        {"{unknown}", "", 0},
+        {"{maximal device=1}", "", 0},
+        {"\\08\\01\\22\\01\\01", "", 0}, /* {maximal device=1} */
+        {"{bogus}", "mhlo.sharding of %arg0: unsupported form {bogus}", -1},
+        {"{manual}", "mhlo.sharding of %arg0 is {manual}: a value partitioned by hand (shard_map), which no action can tile",
+         -1},
+        {"\\08\\04", "mhlo.sharding of %arg0 is {manual}: a value partitioned by hand (shard_map), which no action can tile",
+         -1},
+        {"{{replicated}, {devices=[2,2]0,1,2,3}}",
+         "mhlo.sharding of %arg0: a tuple's sharding ({{replicated}, {devices=[2,2]0,1,2,3}}) on a single value", -1},
+        {"\\08\\02\\2A\\00", "mhlo.sharding of %arg0: a tuple's sharding ({tuple}) on a single value", -1},
+        {"\\FF\\FF", "mhlo.sharding of %arg0: \"\\FF\\FF\" is neither an XLA sharding's text ({devices=[..]..}, "
+                    "{replicated}) nor a serialized OpSharding", -1},
+        {"\\08\\03\\1A\\05\\02", "mhlo.sharding of %arg0: \"\\08\\03\\1A\\05\\02\" is neither an XLA sharding's text "
+                                 "({devices=[..]..}, {replicated}) nor a serialized OpSharding", -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char src[600];
+        snprintf(src, sizeof src,
+                 "func.func @main(%%a: tensor<8x4xf32> {mhlo.sharding = \"%s\"}) -> tensor<8x4xf32> {\n"
+                 "  return %%a : tensor<8x4xf32>\n}\n",
+                 cases[i].sharding);
+        ap_buf b;
+        ap_error err;
+        int n = import_on_x2y2(src, &b, &err);
+        if (cases[i].n >= 0) {
+            ck_assert_msg(n == cases[i].n, "case %zu: %d: %s", i, n, n < 0 ? err.msg : "");
+            ck_assert_str_eq(b.data ? b.data : "", cases[i].want);
+        } else {
+            ck_assert_msg(n < 0, "case %zu: imported %d", i, n);
+            ck_assert_str_eq(err.msg, cases[i].want);
+        }
+        ap_buf_free(&b);
+    }
+}
+END_TEST
+
 /* ir_schedule_import_apply (the daemon's import, through apply.c, as the
  * command line's) places what it cannot use at the annotation in the
  * module's text: an argument's at its function, whether the annotation
@@ -1521,6 +1577,7 @@ int main(void)
     tcase_add_test(tc, globs_first_divisible_and_schedule_text);
     tcase_add_test(tc, import_existing_shardings);
     tcase_add_test(tc, import_sdy_dims_counted_and_inlined_mesh);
+    tcase_add_test(tc, import_mhlo_sharding_forms);
     tcase_add_test(tc, import_errors_at_the_annotation);
     tcase_add_test(tc, deep_tiling_in_one_step);
     tcase_add_test(tc, copy_over_a_used_state_is_a_clone);

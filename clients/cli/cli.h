@@ -75,6 +75,7 @@ typedef struct cli_partition_args {
     const char *func_name; /* NULL: the entry function */
     const char *mesh_text; /* NULL: the module's sdy.mesh */
     bool import;           /* start from the arguments' sharding annotations */
+    const char *schedule;  /* the schedule to apply (NULL: none), for the note on %N */
 } cli_partition_args;
 
 typedef struct cli_partitioned {
@@ -84,7 +85,9 @@ typedef struct cli_partitioned {
 } cli_partitioned;
 
 /* Loads the module, picks the function, inlines its calls and makes a fresh
- * state (with the imported shardings applied when asked).  Returns 0, or
+ * state (with the imported shardings applied when asked).  When calls were
+ * inlined and the schedule names a value %N, notes on stderr that %N counts
+ * the values of the inlined function (`autopart parse --inline`).  Returns 0, or
  * the exit status after printing why (1 bad input, 2 bad usage).  Free
  * with cli_partitioned_free (also on a zeroed struct). */
 int cli_partition_open(const cli_partition_args *a, cli_partitioned *st);

@@ -37,6 +37,9 @@ static void apply_usage(FILE *f)
             "                       manual AXIS VALUE=DIM ...  (tiles, then propagate)\n"
             "                     VALUE: %%argN, a location name such as params['w'], a glob\n"
             "                     over location names (params['block_*']['mlp']['w_up']), or %%N\n"
+            "                     as `autopart parse --inline` numbers the function's values\n"
+            "                     (its calls inlined, as partitioned; without calls, as\n"
+            "                     `autopart parse` does)\n"
             CLI_HELP_IMPORT
             "  --view V           spmd (default): device-local program with collectives\n"
             "                     core: PartIR:Core loop view\n"
@@ -211,7 +214,7 @@ static int apply_local(apply_args *a)
         return rc;
     rc = cli_partition_open(&(cli_partition_args){.cmd = "apply", .path = a->path, .fmt = a->fmt,
                                                   .func_name = a->func_name, .mesh_text = a->mesh_text,
-                                                  .import = a->import},
+                                                  .import = a->import, .schedule = a->sched.text},
                             &cp);
     if (rc != 0)
         return rc;

@@ -266,7 +266,8 @@ int cli_check(int argc, char **argv)
     if (sched_arg && (rc = cli_schedule_read("check", "--schedule", sched_arg, &sched)) != 0)
         return rc;
     rc = cli_partition_open(&(cli_partition_args){.cmd = "check", .path = path, .fmt = fmt, .func_name = func_name,
-                                                      .mesh_text = mesh_text, .import = import},
+                                                      .mesh_text = mesh_text, .import = import,
+                                                      .schedule = sched.text},
                                 &st);
     if (rc != 0)
         goto out;

@@ -1,8 +1,10 @@
 /*
  * cmd_parse.c - `autopart parse FILE [--format stablehlo|hlo] [--stats]
- * [--json] [--generic] [--no-locs]`: prints the canonical StableHLO of a
- * module, or a summary of it (ops by name, arguments with shapes and
- * location names, total parameter bytes), as text or JSON.
+ * [--json] [--generic] [--no-locs] [--inline [--func NAME]]`: prints the
+ * canonical StableHLO of a module, or a summary of it (ops by name,
+ * arguments with shapes and location names, total parameter bytes), as text
+ * or JSON; with --inline, the entry function's calls inlined first, as
+ * apply, check and search partition it (the numbering schedules' %N use).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -12,7 +14,8 @@
 
 #include "cli.h"
 
-#define PARSE_SYNOPSIS "autopart parse FILE [--format F] [--stats] [--json] [--generic] [--no-locs]"
+#define PARSE_SYNOPSIS                                                                                           \
+    "autopart parse FILE [--format F] [--stats] [--json] [--generic] [--no-locs] [--inline [--func NAME]]"
 
 static void parse_usage(FILE *f)
 {
@@ -28,6 +31,10 @@ static void parse_usage(FILE *f)
             "  --json       print the summary as JSON (implies --stats)\n"
             "  --generic    print every op in MLIR's generic form\n"
             "  --no-locs    leave locations out of the printed module\n"
+            "  --inline     inline the calls of the entry function (@main, or the single\n"
+            "               public one) first, as apply, check and search do: a\n"
+            "               schedule's %%N counts the values of the function so printed\n"
+            "  --func NAME  with --inline: this function's calls\n"
             "  -h, --help   this help\n");
 }
 
@@ -159,7 +166,10 @@ int cli_parse(int argc, char **argv)
         {"format", required_argument, NULL, 'f'}, {"stats", no_argument, NULL, 's'},
         {"json", no_argument, NULL, 'j'},         {"generic", no_argument, NULL, 'g'},
         {"no-locs", no_argument, NULL, 'n'},      {"help", no_argument, NULL, 'h'},
+        {"inline", no_argument, NULL, 'i'},       {"func", required_argument, NULL, 'F'},
         {NULL, 0, NULL, 0}};
+    bool inline_calls = false;
+    const char *func_name = NULL;
     ir_format fmt = IR_FMT_AUTO;
     bool stats = false, json = false;
     ir_print_opts popts = {0};
@@ -176,6 +186,8 @@ int cli_parse(int argc, char **argv)
         case 'j': json = stats = true; break;
         case 'g': popts.generic = true; break;
         case 'n': popts.no_locs = true; break;
+        case 'i': inline_calls = true; break;
+        case 'F': func_name = optarg; break;
         case 'h': parse_usage(stdout); return CLI_OK;
         default: return cli_bad_option("parse", c, argv);
         }
@@ -185,10 +197,27 @@ int cli_parse(int argc, char **argv)
                        argc - optind);
         return cli_usage_hint("parse", PARSE_SYNOPSIS);
     }
+    if (func_name && !inline_calls)
+        return cli_usage_fail("parse", "--func names the function --inline inlines into: give --inline");
     const char *path = argv[optind];
     ir_module *m = cli_load_module("parse", path, fmt);
     if (!m)
         return CLI_FAIL;
+    if (inline_calls) {
+        ir_op *f = func_name ? ir_module_func(m, func_name) : ir_module_entry(m);
+        ap_error err;
+        if (!f) {
+            cli_fail("parse", "%s: no function %s%s to inline into", path, func_name ? "@" : "",
+                     func_name ? func_name : "@main (and no single public function)");
+            ir_module_free(m);
+            return CLI_FAIL;
+        }
+        if (ir_inline_calls(m, f, &err) < 0) {
+            cli_fail_err("parse", path, &err);
+            ir_module_free(m);
+            return CLI_FAIL;
+        }
+    }
     if (!has_function(m))
         fprintf(stderr, "%s: warning: the module has no function\n", strcmp(path, "-") ? path : "<stdin>");
     int rc = 0;

@@ -517,7 +517,7 @@ static int search_mesh_local(const search_args *a, search_options *so, const cli
     ap_error_clear(&err);
     int rc = cli_partition_open(&(cli_partition_args){.cmd = "search", .path = a->path, .fmt = a->fmt,
                                                       .func_name = a->func_name, .mesh_text = a->mesh_text,
-                                                      .import = a->import},
+                                                      .import = a->import, .schedule = manual ? manual->text : NULL},
                                 &st);
     if (rc != 0)
         goto out;

@@ -413,6 +413,50 @@ static int k_device_id(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
     return 0;
 }
 
+/* The StableHLO interpreter's assertions, ops of its `check` dialect:
+ * check.expect_eq / expect_almost_eq / expect_close (%x, %expected), and
+ * check.expect_eq_const / expect_almost_eq_const (%x, and the literal the
+ * parser kept as "value").  They are handed to the custom-call handler as
+ * `custom_call @check.*` assertions are (`autopart check` holds every run
+ * to them); without a handler, or one that does not take them, they are
+ * refused: an assertion is never skipped silently. */
+static bool is_check_assertion(const ir_op *op)
+{
+    static const char *const names[] = {"check.expect_eq", "check.expect_almost_eq", "check.expect_close",
+                                        "check.expect_eq_const", "check.expect_almost_eq_const"};
+    if (op->opcode != IR_OP_UNKNOWN || op->n_results != 0 || op->n_regions != 0)
+        return false;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(op->name, names[i]))
+            return op->n_operands == (strstr(names[i], "_const") ? 1u : 2u);
+    return false;
+}
+
+static int k_check_assertion(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
+{
+    const ir_interp_opts *o = &c->run->opts;
+    if (!o->custom_call)
+        return ir__ip_fail(c, AP_EUNSUPPORTED, "an assertion of the StableHLO interpreter, which only `autopart check` "
+                                               "carries out");
+    const ir_tensor *args[2] = {in[0], c->op->n_operands == 2 ? in[1] : NULL};
+    ir_tensor *value = NULL;
+    int rc = 0;
+    if (!args[1]) {
+        if (!ir_op_attr(c->op, "value"))
+            return ir__ip_fail(c, AP_EUNSUPPORTED, "its expected value (not a dense<...> literal) was not read");
+        if ((rc = ir__ip_op_value(c, &value)) < 0)
+            return rc;
+        args[1] = value;
+    }
+    ap_error e2;
+    ap_error_clear(&e2);
+    rc = o->custom_call(o->custom_call_ctx, c->op, 2, args, 0, out, &e2);
+    ir_tensor_free(value);
+    if (rc == AP_EUNSUPPORTED && !e2.msg[0])
+        return ir__ip_fail(c, rc, "an assertion the checker does not carry out");
+    return rc ? ir__ip_fail(c, rc, "%s", e2.msg[0] ? e2.msg : ap_strerror(rc)) : 0;
+}
+
 static int k_custom_call(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
 {
     const ir_interp_opts *o = &c->run->opts;
@@ -741,6 +785,14 @@ static int eval_op(ip_run *r, ip_frame *fr, const ir_op *op)
             return eval_kernel(r, fr, op, ir__ip_k_chlo_unary);
         if (!strcmp(op->name, "chlo.top_k"))
             return eval_kernel(r, fr, op, ir__ip_k_top_k);
+        if (is_check_assertion(op))
+            return eval_kernel(r, fr, op, k_check_assertion);
+        /* Shardy's constant: its value as the parser read it (ops.c) */
+        if (!strcmp(op->name, "sdy.constant") && op->n_operands == 0 && op->n_results == 1 && op->n_regions == 0) {
+            if (!ir_op_attr(op, "value"))
+                return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED, "its value (not a dense<...> literal) was not read");
+            return eval_kernel(r, fr, op, ir__ip_k_constant);
+        }
         return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED, "cannot evaluate an op unknown to the interpreter");
     default: break;
     }

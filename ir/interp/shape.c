@@ -146,7 +146,11 @@ static int check_dims_equal(ip_ctx *c, const ir_tensor *y, const int64_t *v, con
 
 /* ============================================================= constants */
 
-int ir__ip_k_constant(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
+/* The value of the op's "value" attribute in y (the value's type, or the
+ * result type it must have). */
+static int fill_constant(ip_ctx *c, const ir_attr *v, ir_tensor *y);
+
+static int constant_attr(ip_ctx *c, const ir_attr **out)
 {
     ir_attr *v = ir_op_attr(c->op, "value");
     if (v && v->kind == IR_A_DENSE_RESOURCE)
@@ -155,10 +159,37 @@ int ir__ip_k_constant(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
         return ir__ip_fail(c, AP_EINVALID, "needs a dense value");
     if (v->u.dense.text)
         return ir__ip_fail(c, AP_EUNSUPPORTED, "the elements of this constant could not be decoded");
-    int rc = ir__ip_new_result(c, 0, &out[0]);
+    *out = v;
+    return 0;
+}
+
+int ir__ip_k_constant(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
+{
+    const ir_attr *v;
+    int rc = constant_attr(c, &v);
+    if (rc < 0 || (rc = ir__ip_new_result(c, 0, &out[0])) < 0)
+        return rc;
+    return fill_constant(c, v, out[0]);
+}
+
+int ir__ip_op_value(ip_ctx *c, ir_tensor **out)
+{
+    const ir_attr *v;
+    int rc = constant_attr(c, &v);
     if (rc < 0)
         return rc;
-    ir_tensor *y = out[0];
+    ap_error e2;
+    if ((rc = ir__tensor_alloc_type_w(v->type, c->run->opts.max_elems, c->run->opts.f64, out, &e2)) < 0)
+        return ir__ip_relay(c->run, c->op, c->fr->dev_ids[c->dev], rc, &e2);
+    if ((rc = fill_constant(c, v, *out)) < 0) {
+        ir_tensor_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+static int fill_constant(ip_ctx *c, const ir_attr *v, ir_tensor *y)
+{
     if (y->kind != IR_TENSOR_ARRAY || !v->type ||
         ir__ip_wide_elem((ir_elem)v->type->elem, c->run->opts.f64) != y->elem)
         return ir__ip_fail(c, AP_ETYPE, "value and result types differ");

@@ -575,6 +575,59 @@ static bool store_template(parser *p, op_state *st, const ir_tmpl_piece *pieces,
  * of its line (regions may span lines) is kept as a template; %values,
  * ^successors and regions inside it are parsed so they take part in the
  * IR. */
+/* Ops of other dialects whose value is a literal in their custom syntax:
+ * Shardy's `sdy.constant dense<...> : tensor<...>` (a constant Shardy keeps
+ * from being folded or deduplicated), and the StableHLO interpreter's
+ * assertions `check.expect_eq_const %x, dense<...> : tensor<...>` and
+ * check.expect_almost_eq_const (its test suite's 620 programs end in them).
+ * They stay ops of unknown syntax, printed as written and counted under
+ * their names, but the literal is read too, as stablehlo.constant's is, and
+ * kept as the op's "value" attribute: the interpreter evaluates the
+ * constant and `check` holds every run to the assertion (both refused
+ * them).  The text is read twice: here, from a copy of the lexer's place
+ * (past the operand and its comma for an assertion), and then as the op's
+ * text.  A literal this reader does not take leaves the op without its
+ * value (the interpreter then says so), as before. */
+static bool opaque_literal_value(parser *p, op_state *st)
+{
+    bool constant = strcmp(st->name, "sdy.constant") == 0;
+    if (!constant && strcmp(st->name, "check.expect_eq_const") != 0 &&
+        strcmp(st->name, "check.expect_almost_eq_const") != 0)
+        return true;
+    ir_lexer lx = p->lx;
+    ir_tok tok = p->tok;
+    uint8_t prev_kind = p->prev_kind;
+    const char *prev_end = p->prev_end;
+    int depth = p->depth;
+    ap_error saved;
+    if (p->err)
+        saved = *p->err;
+    if (!constant) { /* past `%x,` (or `%x#1,`) */
+        for (int i = 0; i < 6 && p->tok.kind != T_COMMA && p->tok.kind != T_EOF && !(i && p->tok.nl_before); i++)
+            ir__next(p);
+        if (p->tok.kind == T_COMMA && !p->tok.nl_before)
+            ir__next(p);
+    }
+    /* (an assertion's literal may start the next line: the op goes on past
+     * its comma, as parse_opaque_op takes it) */
+    ir_attr *v = ir__is_word(p, "dense") && (!constant || !p->tok.nl_before) ? ir__parse_attr(p, true) : NULL;
+    bool ok = v && v->kind == IR_A_DENSE && v->type && !p->failed;
+    /* an assertion's attributes after it: `{tolerance = 0.1 : f64}` */
+    if (ok && !constant && p->tok.kind == T_LBRACE && !p->tok.nl_before)
+        ok = ir__parse_attr_dict(p, st, false);
+    p->lx = lx;
+    p->tok = tok;
+    p->prev_kind = prev_kind;
+    p->prev_end = prev_end;
+    p->depth = depth;
+    if (p->failed) { /* not ours to report: the op's text is taken as before */
+        p->failed = false;
+        if (p->err)
+            *p->err = saved;
+    }
+    return !ok || ir__st_add_attr(p, st, "value", v);
+}
+
 static bool parse_opaque_op(parser *p, op_state *st, uint32_t n_results_expected, const char *name_end)
 {
     ir_tmpl_piece *pieces = NULL;
@@ -1090,7 +1143,7 @@ static bool parse_op_in(parser *p, ir_block *block)
         else if (st.opcode == IR_OP_MODULE)
             ok = parse_module_op(p, &st);
         else if (st.opcode == IR_OP_UNKNOWN)
-            ok = parse_opaque_op(p, &st, n_results, s + len);
+            ok = opaque_literal_value(p, &st) && parse_opaque_op(p, &st, n_results, s + len);
         else
             ok = parse_pretty(p, &st);
         if (!ok)

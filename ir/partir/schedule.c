@@ -131,8 +131,8 @@ static int resolve(sched *s, const char *w, size_t len, bool quoted, const ir_va
         const ir_value *v = ir__printed_value(c->func, (uint32_t)n, (uint32_t)k);
         if (!v || ir__value_id(c, v) == VAL_NONE)
             return serr(s, w, AP_EINVALID,
-                        "no value '%.*s' that the partitioning of @%s sees (as `autopart parse` numbers it; values "
-                        "inside regions that run whole, such as a reduction's body, are not)",
+                        "no value '%.*s' that the partitioning of @%s sees (as `autopart parse --inline` numbers "
+                        "it; values inside regions that run whole, such as a reduction's body, are not)",
                         (int)len, w, ir_func_name(c->func));
         vals[0] = v;
         return 1;
@@ -505,11 +505,9 @@ static int int_list(const char **pp, char close, int64_t *v, int max)
  * coordinates give its tile index, the mesh numbering devices row-major;
  * the whole assignment is then checked tile by tile, so any device order
  * the mesh cannot express is refused, never guessed. */
-static int mhlo_sharding(const char *s, const ir_mesh *mesh, int rank, ap_buf *b, const char *ref, ap_error *err)
+static int mhlo_tiled(const char *s, const ir_mesh *mesh, int rank, ap_buf *b, const char *ref, ap_error *err)
 {
     const char *p = strstr(s, "devices=[");
-    if (!p)
-        return 0; /* replicated, maximal or manual: nothing to tile */
     if (strstr(s, "last_tile_dims"))
         return ap_error_set(err, AP_EUNSUPPORTED, "mhlo.sharding of %s: unsupported form %s", ref, s);
     p += 9;
@@ -645,6 +643,184 @@ static int mhlo_sharding(const char *s, const ir_mesh *mesh, int rank, ap_buf *b
         }
 out:
     ap_free(dev);
+    return rc;
+}
+
+/* The serialized xla.OpSharding proto that JAX wrote as mhlo.sharding
+ * before the text form ("\08\03\1A\02\01\02\22\02\00\01"), as that text
+ * form ("{devices=[1,2]0,1}"), so one reader judges both.  The fields read:
+ * type (1), tile_assignment_dimensions (3), tile_assignment_devices (4),
+ * replicate_on_last_tile_dim (6), last_tile_dims (8), iota_reshape_dims
+ * (9), iota_transpose_perm (10); the others (tile_shape, metadata, shard
+ * groups) say nothing of where a tile lives and are skipped.  An empty
+ * string is the proto of a replicated value (proto3 omits the default
+ * type).  Returns 0, or -1 when s is not such a proto (out untouched). */
+typedef struct pb_reader {
+    const unsigned char *p, *end;
+} pb_reader;
+
+static bool pb_varint(pb_reader *r, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (int shift = 0; shift < 64 && r->p < r->end; shift += 7) {
+        unsigned c = *r->p++;
+        x |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80)) {
+            *v = x;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* One value of a repeated integer field, packed (wire type 2) or not (0),
+ * appended to `list` as text, comma-separated; names (when given) spell
+ * the values of an enum. */
+static bool pb_ints(pb_reader *r, unsigned wt, ap_buf *list, const char *const *names, int n_names)
+{
+    pb_reader in = *r;
+    uint64_t len = 0;
+    if (wt == 2) {
+        if (!pb_varint(r, &len) || len > (uint64_t)(r->end - r->p))
+            return false;
+        in = (pb_reader){r->p, r->p + len};
+        r->p += len;
+    } else if (wt != 0)
+        return false;
+    do {
+        uint64_t v;
+        if (!pb_varint(&in, &v))
+            return false;
+        if (list->len)
+            ap_buf_putc(list, ',');
+        if (names && v < (uint64_t)n_names)
+            ap_buf_puts(list, names[v]);
+        else if (names)
+            return false;
+        else
+            ap_buf_printf(list, "%lld", (long long)v);
+    } while (wt == 2 && in.p < in.end);
+    if (wt == 0)
+        r->p = in.p;
+    return true;
+}
+
+static int op_sharding_text(const char *s, size_t len, ap_buf *out)
+{
+    static const char *const types[] = {"replicated", "maximal", "tuple", "other", "manual", "unknown"};
+    pb_reader r = {(const unsigned char *)s, (const unsigned char *)s + len};
+    ap_buf f[11]; /* the text of the integer fields 3, 4, 8, 9, 10 */
+    for (int i = 0; i < 11; i++)
+        ap_buf_init(&f[i]);
+    uint64_t type = 0, repl = 0;
+    bool ok = true;
+    while (ok && r.p < r.end) {
+        uint64_t key, v;
+        ok = pb_varint(&r, &key) && key >> 3 > 0;
+        unsigned field = ok ? (unsigned)(key >> 3) : 0, wt = (unsigned)(key & 7);
+        if (!ok)
+            break;
+        if (field == 1 || field == 6)
+            ok = wt == 0 && pb_varint(&r, field == 1 ? &type : &repl);
+        else if (field == 3 || field == 4 || field == 9 || field == 10)
+            ok = pb_ints(&r, wt, &f[field], NULL, 0);
+        else if (field == 8)
+            ok = pb_ints(&r, wt, &f[8], types, 6);
+        else if (wt == 0)
+            ok = pb_varint(&r, &v);
+        else if (wt == 2)
+            ok = pb_varint(&r, &v) && v <= (uint64_t)(r.end - r.p) && (r.p += v, true);
+        else if (wt == 1 || wt == 5)
+            ok = (size_t)(r.end - r.p) >= (wt == 1 ? 8u : 4u) && (r.p += wt == 1 ? 8 : 4, true);
+        else
+            ok = false;
+    }
+    ok = ok && type < 6;
+    for (int i = 0; i < 11; i++)
+        ok = ok && !f[i].oom;
+    if (ok) {
+        if (type == 3) {
+            ap_buf_printf(out, "{devices=[%.*s]", (int)f[3].len, f[3].data ? f[3].data : "");
+            if (f[9].len) {
+                ap_buf_printf(out, "<=[%.*s]", (int)f[9].len, f[9].data);
+                if (f[10].len)
+                    ap_buf_printf(out, "T(%.*s)", (int)f[10].len, f[10].data);
+            } else
+                ap_buf_put(out, f[4].data ? f[4].data : "", f[4].len);
+            if (repl)
+                ap_buf_puts(out, " last_tile_dim_replicate");
+            if (f[8].len)
+                ap_buf_printf(out, " last_tile_dims={%.*s}", (int)f[8].len, f[8].data);
+            ap_buf_putc(out, '}');
+        } else if (type == 1)
+            ap_buf_printf(out, "{maximal device=%.*s}", (int)f[4].len, f[4].data ? f[4].data : "");
+        else
+            ap_buf_printf(out, "{%s}", types[type]);
+    }
+    for (int i = 0; i < 11; i++)
+        ap_buf_free(&f[i]);
+    return ok ? 0 : -1;
+}
+
+/* Whether the sharding text at p (past its '{') starts with keyword kw. */
+static bool sharding_kw(const char *p, const char *kw)
+{
+    size_t n = strlen(kw);
+    return strncmp(p, kw, n) == 0 && (p[n] == '}' || p[n] == ' ');
+}
+
+/* mhlo.sharding's value (s, len bytes), in either form XLA writes: read
+ * when it tiles (mhlo_tiled) or says there is nothing to tile ({replicated};
+ * {unknown}, the partitioner's choice; {maximal device=N}, the whole value
+ * on one device, as an sdy sharding on a mesh of no axes is taken; the
+ * empty string, a serialized replicated sharding), refused with its text
+ * otherwise: a user's sharding is never dropped without a word ({bogus}
+ * and the serialized form imported as replicated).  {manual} (a
+ * shard_map's value, partitioned by hand) is refused as last_tile_dims
+ * (partly manual) is: no action makes it. */
+static int mhlo_sharding(const char *s, size_t len, const ir_mesh *mesh, int rank, ap_buf *b, const char *ref,
+                         ap_error *err)
+{
+    ap_buf text;
+    ap_buf_init(&text);
+    const char *p = s;
+    while (p < s + len && isspace((unsigned char)*p))
+        p++;
+    if (p == s + len)
+        return 0;
+    if (*p != '{') {
+        if (op_sharding_text(s, len, &text) < 0 || text.oom) {
+            char shown[200];
+            size_t k = 0;
+            for (size_t i = 0; i < len && k + 8 < sizeof shown; i++) {
+                unsigned char c = (unsigned char)s[i];
+                k += (size_t)snprintf(shown + k, sizeof shown - k, isprint(c) && c != '\\' && c != '"' ? "%c" : "\\%02X", c);
+            }
+            bool oom = text.oom;
+            ap_buf_free(&text);
+            return ap_error_set(err, oom ? AP_ENOMEM : AP_EUNSUPPORTED,
+                                "mhlo.sharding of %s: \"%s%s\" is neither an XLA sharding's text ({devices=[..]..}, "
+                                "{replicated}) nor a serialized OpSharding", ref, shown, k + 8 >= sizeof shown ? "..." : "");
+        }
+        p = text.data;
+    }
+    const char *kw = p + 1;
+    while (*kw == ' ')
+        kw++;
+    int rc;
+    if (sharding_kw(kw, "replicated") || sharding_kw(kw, "unknown") || sharding_kw(kw, "maximal"))
+        rc = 0;
+    else if (strncmp(kw, "devices=[", 9) == 0)
+        rc = mhlo_tiled(p, mesh, rank, b, ref, err);
+    else if (sharding_kw(kw, "manual"))
+        rc = ap_error_set(err, AP_EUNSUPPORTED,
+                          "mhlo.sharding of %s is %s: a value partitioned by hand (shard_map), which no action can tile", ref,
+                          p);
+    else if (*kw == '{' || sharding_kw(kw, "tuple"))
+        rc = ap_error_set(err, AP_EINVALID, "mhlo.sharding of %s: a tuple's sharding (%s) on a single value", ref, p);
+    else
+        rc = ap_error_set(err, AP_EUNSUPPORTED, "mhlo.sharding of %s: unsupported form %s", ref, p);
+    ap_buf_free(&text);
     return rc;
 }
 
@@ -845,7 +1021,7 @@ static int import_text(const ir_module *m, const ir_op *func, const ir_pctx *ctx
                 return import_fail_at(err, n, m, func->src_line, func->src_col);
             total += n;
         } else if (mh && mh->kind == IR_A_STRING) {
-            int n = mhlo_sharding(mh->u.str.s, mesh, rank, b, ref, err);
+            int n = mhlo_sharding(mh->u.str.s, mh->u.str.len, mesh, rank, b, ref, err);
             if (n < 0)
                 return import_fail_at(err, n, m, func->src_line, func->src_col);
             total += n;
@@ -882,7 +1058,8 @@ static int import_text(const ir_module *m, const ir_op *func, const ir_pctx *ctx
                 ap_buf_printf(b, "# %s\n", name);
             const char *sdy = sdy_constraint_text(ops[i]);
             int t_rc = sdy ? sdy_sharding(sdy, mesh, t->rank, b, ref, err)
-                           : mhlo_sharding(ir_op_attr(ops[i], "mhlo.sharding")->u.str.s, mesh, t->rank, b, ref, err);
+                           : mhlo_sharding(ir_op_attr(ops[i], "mhlo.sharding")->u.str.s,
+                                           ir_op_attr(ops[i], "mhlo.sharding")->u.str.len, mesh, t->rank, b, ref, err);
             if (t_rc < 0)
                 rc = import_fail_at(err, t_rc, m, ops[i]->src_line, ops[i]->src_col);
             else

@@ -323,9 +323,13 @@ static bool temporal_op(temporal *t, uint32_t k, ir_cloner *cl)
                     int64_t v = start * len;
                     ir_op *cst = temit(t, IR_OP_CONSTANT, 0, NULL, st);
                     ir_attr *val = NULL;
-                    if (cst && ir_elem_is_float((ir_elem)st->elem)) {
-                        uint8_t raw[8];
-                        ir__float_store((ir_elem)st->elem, raw, (double)v);
+                    bool cplx = ir_elem_is_complex((ir_elem)st->elem);
+                    if (cst && (cplx || ir_elem_is_float((ir_elem)st->elem))) {
+                        /* a complex start is (start, 0): it was written as an
+                         * integer's bytes, read back as a tiny real part */
+                        uint8_t raw[16] = {0};
+                        ir__float_store(cplx ? (st->elem == IR_E_C64 ? IR_E_F32 : IR_E_F64) : (ir_elem)st->elem, raw,
+                                        (double)v);
                         ir_attr key = {.kind = IR_A_DENSE, .type = st};
                         key.u.dense.nbytes = (size_t)ir_elem_bytes((ir_elem)st->elem);
                         key.u.dense.data = raw;
