@@ -286,18 +286,21 @@ enum {
 void cost__graph_reset(cost_graph *g);
 void cost__graph_free(cost_graph *g);
 
-/* Room for one more node, `more` more edges, one more value (graph.c):
- * false, with g->oom set, when out of memory.  The builder below is
- * inline: the scorer builds a graph of ~12,000 nodes for every state it
- * scores, and the calls cost as much as the stores. */
+/* Room for one more node, `more` more edges, `more` more values (graph.c):
+ * false, with g->oom set, when out of memory.  Each doubles the capacity
+ * until the room is there, so that asking for room for several at once
+ * leaves the capacities that asking for one at a time would (the memo's
+ * byte limit reads them).  The builder below is inline: the scorer builds
+ * a graph of ~12,000 nodes for every state it scores, and the calls cost
+ * as much as the stores. */
 bool cost__graph_grow_nodes(cost_graph *g);
 bool cost__graph_grow_edges(cost_graph *g, uint32_t more);
-bool cost__graph_grow_vals(cost_graph *g);
+bool cost__graph_grow_vals(cost_graph *g, uint32_t more);
 
 static inline uint32_t cost__graph_value(cost_graph *g, double bytes, uint32_t def, uint8_t in, uint64_t dims,
                                          uint32_t what, const char *name)
 {
-    if (g->n_vals == g->cap_vals && !cost__graph_grow_vals(g))
+    if (g->n_vals == g->cap_vals && !cost__graph_grow_vals(g, 1))
         return CG_NONE;
     uint32_t v = g->n_vals++;
     g->v_bytes[v] = bytes > 0 ? bytes : 0;

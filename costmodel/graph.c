@@ -106,11 +106,13 @@ static bool resize(void *pp, size_t n, size_t elem)
 }
 #define REALLOC(ptr, n) resize(&(ptr), (size_t)(n), sizeof *(ptr))
 
-bool cost__graph_grow_vals(cost_graph *g)
+bool cost__graph_grow_vals(cost_graph *g, uint32_t more)
 {
-    if (g->n_vals < g->cap_vals)
+    if (g->cap_vals - g->n_vals >= more)
         return true;
     uint32_t c = g->cap_vals ? 2 * g->cap_vals : 1024;
+    while (c - g->n_vals < more)
+        c *= 2;
     if (!REALLOC(g->v_bytes, c) || !REALLOC(g->v_def, c) ||
         !REALLOC(g->v_root, c) || !REALLOC(g->v_what, c) ||
         !REALLOC(g->v_dims, c) || !REALLOC(g->v_in, c) ||

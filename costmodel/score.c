@@ -734,6 +734,111 @@ static void donors(cost_scorer *s, const ir_partition *p, const int32_t *ruses)
         ap_free(taken);
 }
 
+/* Op k's node (with the identity ops after it that a barrier's node
+ * stands for) the general way: a barrier, an alias, copies due at its
+ * operands, an iota's offset.  The ops with none of these (most) are
+ * written by build_graph's loop itself, which this keeps lean: inlined
+ * there, this code kept the loop's locals on the stack. */
+static __attribute__((noinline)) void build_op(walk *w, uint32_t k, const int32_t *use_all, unsigned *notes)
+{
+    cost_scorer *s = w->s;
+    cost_graph *g = w->g;
+    const uint32_t *spans = s->span, *opd0 = s->opd0, *nres = s->nres, *res0 = s->res0, *opd_val = s->opd_val;
+    uint32_t *h = s->hbuf, *prod_h = s->prod_h;
+    uint64_t *dmask = s->dmask;
+    const op_rec *crec = s->crec;
+    const double *crd = s->crd;
+    const val_cur *cvr = s->cvr;
+    uint32_t span = spans[k], o0 = opd0[k], no = opd0[k + span] - o0, nr = nres[k];
+    const op_rec *r = &crec[k];
+    const double *rd = &crd[o0];
+    const uint32_t *opv = &opd_val[o0];
+    const int32_t *uses = &use_all[o0];
+    /* the copies due at its operands (at each identity op of a
+     * barrier in turn), then what it reads of each */
+    if (span == 1) {
+        if (DUE(s, k)) {
+            uint64_t dm = dmask[k];
+            dmask[k] = 0;
+            for (uint32_t i = 0; i < no; i++)
+                if (dm & DUE_BIT(i))
+                    emit_due(w, opv[i], k, i);
+        }
+        for (uint32_t i = 0; i < no; i++)
+            h[i] = uses[i] < 0 ? prod_h[opv[i]] : emit_copy(w, opv[i], uses[i]);
+    } else {
+        /* the reads of each identity op (its operands follow the first's) */
+        for (uint32_t q = 0, i0 = 0; q < span; q++) {
+            uint32_t n = s->opd0[k + q + 1] - s->opd0[k + q];
+            uint64_t dm = DUE(s, k + q) ? dmask[k + q] : 0;
+            if (dm)
+                dmask[k + q] = 0;
+            for (uint32_t i = 0; i < n && dm; i++)
+                if (dm & DUE_BIT(i))
+                    emit_due(w, opv[i0 + i], k + q, i);
+            for (uint32_t i = 0; i < n; i++)
+                h[i0 + i] = emit_mat(w, opv[i0 + i], uses[i0 + i]);
+            i0 += n;
+            if (q > 0) {
+                nr += s->nres[k + q];
+                *notes |= crec[k + q].notes;
+            }
+        }
+    }
+    bool alias = (r->flags & CG_ALIAS) && no > 0;
+    cost_gnode *nd = cost__graph_node(g, w->at, r->flags, r->prec);
+    if (nd) {
+        nd->flops = r->flops;
+        nd->matmul = r->matmul;
+        nd->write = r->write;
+        nd->mm_m = r->mm_m;
+        nd->mm_n = r->mm_n;
+    }
+    cost__graph_edges(g, h, rd, no);
+    for (uint32_t q = 0, j = 0; q < span; q++)
+        for (uint32_t jj = 0, v = res0[k + q]; jj < nres[k + q]; jj++, j++, v++) {
+            uint32_t src = alias ? h[no == nr ? j : 0] : CG_NONE;
+            prod_h[v] = cost__graph_result(g, cvr[v].bytes, src, cvr[v].dims, WHAT(H_RESULT, v));
+        }
+    if (r->iota_off) {
+        /* + the device's offset: (lower.c, iota_offset) */
+        uint32_t v = s->res0[k], iota = s->prod_h[v];
+        const op_iota *io = &s->miota[(size_t)s->iota_of[k] * SLOTS + s->cur[k]];
+        double e = io->elem, L = io->bytes;
+        uint32_t off = per_device(w);
+        node(w, cost__node_flags_of(IR_OP_CONVERT));
+        s->g.nodes[s->g.n_nodes - 1].flops = 1;
+        s->g.nodes[s->g.n_nodes - 1].write = e;
+        cost__graph_edge(&s->g, off, 4);
+        uint32_t cv = result(w, e, 0, WHAT(H_OTHER, 0)), bc;
+        if (io->bitcast) {
+            node(w, CG_ALIAS);
+            cost__graph_edge(&s->g, cv, 0);
+            bc = cost__graph_result(&s->g, L, cv, io->dims, WHAT(H_OTHER, 0));
+        } else {
+            node(w, cost__node_flags_of(IR_OP_BROADCAST_IN_DIM));
+            s->g.nodes[s->g.n_nodes - 1].write = L;
+            cost__graph_edge(&s->g, cv, e);
+            bc = result(w, L, io->dims, WHAT(H_OTHER, 0));
+        }
+        node(w, cost__node_flags_of(IR_OP_ADD));
+        s->g.nodes[s->g.n_nodes - 1].flops = io->numel;
+        s->g.nodes[s->g.n_nodes - 1].write = L;
+        cost__graph_edge(&s->g, iota, L);
+        cost__graph_edge(&s->g, bc, L);
+        s->prod_h[v] = result(w, L, io->dims, WHAT(H_RESULT, v));
+    }
+}
+
+/* Room in g for one more node, `no` more edges and `nr` more values
+ * (false, g->oom set, when out of memory). */
+static inline bool plain_room(cost_graph *g, uint32_t no, uint32_t nr)
+{
+    return (g->n_nodes < g->cap_nodes || cost__graph_grow_nodes(g)) &&
+           (g->cap_edges - g->n_edges >= no || cost__graph_grow_edges(g, no)) &&
+           (g->cap_vals - g->n_vals >= nr || cost__graph_grow_vals(g, nr));
+}
+
 static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
 {
     walk w;
@@ -789,96 +894,86 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
     cost_graph *g = &s->g;
     unsigned notes = 0;
     for (uint32_t k = 0; k < n_ops;) {
-        uint32_t span = spans[k], o0 = opd0[k], no = opd0[k + span] - o0, nr = nres[k];
+        uint32_t span = spans[k];
         const op_rec *r = &crec[k];
-        const double *rd = &crd[o0];
         notes |= r->notes;
+        if (span != 1 || (r->flags & (CG_ALIAS | CG_BARRIER)) || r->iota_off || DUE(s, k)) {
+            w.at = op_of[k];
+            build_op(&w, k, use_all, &notes);
+            k += span;
+            continue;
+        }
+        /* most ops: one node, its edges, results of its own, written at
+         * once: what cost__graph_node, cost__graph_edges and
+         * cost__graph_result write for them, with one look for room and
+         * the graph's arrays in locals (through g, each store made the
+         * compiler load g's fields again) */
+        uint32_t o0 = opd0[k], no = opd0[k + 1] - o0, nr = nres[k];
+        const double *rd = &crd[o0];
         const uint32_t *opv = &opd_val[o0];
         const int32_t *uses = &use_all[o0];
         w.at = op_of[k];
-        /* the copies due at its operands (at each identity op of a
-         * barrier in turn), then what it reads of each */
-        if (span == 1) {
-            if (DUE(s, k)) {
-                uint64_t dm = dmask[k];
-                dmask[k] = 0;
-                for (uint32_t i = 0; i < no; i++)
-                    if (dm & DUE_BIT(i))
-                        emit_due(&w, opv[i], k, i);
-            }
-            for (uint32_t i = 0; i < no; i++)
-                h[i] = uses[i] < 0 ? prod_h[opv[i]] : emit_copy(&w, opv[i], uses[i]);
-        } else {
-            /* the reads of each identity op (its operands follow the first's) */
-            for (uint32_t q = 0, i0 = 0; q < span; q++) {
-                uint32_t n = s->opd0[k + q + 1] - s->opd0[k + q];
-                uint64_t dm = DUE(s, k + q) ? dmask[k + q] : 0;
-                if (dm)
-                    dmask[k + q] = 0;
-                for (uint32_t i = 0; i < n && dm; i++)
-                    if (dm & DUE_BIT(i))
-                        emit_due(&w, opv[i0 + i], k + q, i);
-                for (uint32_t i = 0; i < n; i++)
-                    h[i0 + i] = emit_mat(&w, opv[i0 + i], uses[i0 + i]);
-                i0 += n;
-                if (q > 0) {
-                    nr += s->nres[k + q];
-                    notes |= crec[k + q].notes;
-                }
-            }
+        for (uint32_t i = 0; i < no; i++)
+            h[i] = uses[i] < 0 ? prod_h[opv[i]] : emit_copy(&w, opv[i], uses[i]);
+        if (!plain_room(g, no, nr)) {
+            k++; /* g->oom: the build fails below */
+            continue;
         }
-        cost_gnode *nd = cost__graph_node(g, w.at, r->flags, r->prec);
-        if (nd) {
-            nd->flops = r->flops;
-            nd->matmul = r->matmul;
-            nd->write = r->write;
-            nd->mm_m = r->mm_m;
-            nd->mm_n = r->mm_n;
+        uint32_t n = g->n_nodes, e0 = g->n_edges, e = e0, gv = g->n_vals;
+        uint32_t *e_val = g->e_val;
+        double *e_read = g->e_read;
+        uint8_t *e_feeds = g->e_feeds;
+        for (uint32_t i = 0; i < no; i++) {
+            uint32_t v = h[i];
+            if (v >= gv) /* CG_NONE: no edge (cost__graph_edges) */
+                continue;
+            e_val[e] = v;
+            e_read[e] = rd[i] > 0 ? rd[i] : 0;
+            e_feeds[e] = 0;
+            e++;
         }
-        cost__graph_edges(g, h, rd, no);
-        bool alias = (r->flags & CG_ALIAS) && no > 0;
-        if (span == 1 && !alias) {
-            /* most ops: results of their own */
-            uint32_t v0 = res0[k];
-            const val_cur *vc = &cvr[v0];
-            for (uint32_t j = 0; j < nr; j++)
-                prod_h[v0 + j] = cost__graph_result(g, vc[j].bytes, CG_NONE, vc[j].dims, WHAT(H_RESULT, v0 + j));
-        } else {
-            for (uint32_t q = 0, j = 0; q < span; q++)
-                for (uint32_t jj = 0, v = res0[k + q]; jj < nres[k + q]; jj++, j++, v++) {
-                    uint32_t src = alias ? h[no == nr ? j : 0] : CG_NONE;
-                    prod_h[v] = cost__graph_result(g, cvr[v].bytes, src, cvr[v].dims, WHAT(H_RESULT, v));
-                }
+        /* field by field on a zeroed node (the padding too: the memo
+         * compares nodes as bytes); a compound literal was built on the
+         * stack and copied, ~42 instructions a node */
+        cost_gnode *nd = &g->nodes[n];
+        memset(nd, 0, sizeof *nd);
+        nd->op = w.at;
+        nd->opd0 = e0;
+        nd->nopd = e - e0;
+        nd->res0 = gv;
+        nd->nres = nr;
+        nd->flops = r->flops;
+        nd->matmul = r->matmul;
+        nd->mm_m = r->mm_m;
+        nd->mm_n = r->mm_n;
+        nd->write = r->write;
+        nd->coll = -1;
+        nd->peak = -1;
+        nd->flags = r->flags;
+        nd->prec = r->prec;
+        uint32_t v0 = res0[k];
+        const val_cur *vc = &cvr[v0];
+        double *v_bytes = g->v_bytes;
+        uint32_t *v_def = g->v_def, *v_root = g->v_root, *v_what = g->v_what, *v_gate = g->v_gate;
+        uint64_t *v_dims = g->v_dims;
+        uint8_t *v_in = g->v_in;
+        const char **v_name = g->v_name;
+        for (uint32_t j = 0; j < nr; j++) {
+            uint32_t v = gv + j;
+            v_bytes[v] = vc[j].bytes > 0 ? vc[j].bytes : 0;
+            v_def[v] = n;
+            v_root[v] = v;
+            v_what[v] = WHAT(H_RESULT, v0 + j);
+            v_dims[v] = vc[j].dims;
+            v_in[v] = 0;
+            v_name[v] = NULL;
+            v_gate[v] = CG_NONE;
+            prod_h[v0 + j] = v;
         }
-        if (r->iota_off) {
-            /* + the device's offset: (lower.c, iota_offset) */
-            uint32_t v = s->res0[k], iota = s->prod_h[v];
-            const op_iota *io = &s->miota[(size_t)s->iota_of[k] * SLOTS + s->cur[k]];
-            double e = io->elem, L = io->bytes;
-            uint32_t off = per_device(&w);
-            node(&w, cost__node_flags_of(IR_OP_CONVERT));
-            s->g.nodes[s->g.n_nodes - 1].flops = 1;
-            s->g.nodes[s->g.n_nodes - 1].write = e;
-            cost__graph_edge(&s->g, off, 4);
-            uint32_t cv = result(&w, e, 0, WHAT(H_OTHER, 0)), bc;
-            if (io->bitcast) {
-                node(&w, CG_ALIAS);
-                cost__graph_edge(&s->g, cv, 0);
-                bc = cost__graph_result(&s->g, L, cv, io->dims, WHAT(H_OTHER, 0));
-            } else {
-                node(&w, cost__node_flags_of(IR_OP_BROADCAST_IN_DIM));
-                s->g.nodes[s->g.n_nodes - 1].write = L;
-                cost__graph_edge(&s->g, cv, e);
-                bc = result(&w, L, io->dims, WHAT(H_OTHER, 0));
-            }
-            node(&w, cost__node_flags_of(IR_OP_ADD));
-            s->g.nodes[s->g.n_nodes - 1].flops = io->numel;
-            s->g.nodes[s->g.n_nodes - 1].write = L;
-            cost__graph_edge(&s->g, iota, L);
-            cost__graph_edge(&s->g, bc, L);
-            s->prod_h[v] = result(&w, L, io->dims, WHAT(H_RESULT, v));
-        }
-        k += span;
+        g->n_nodes = n + 1;
+        g->n_edges = e;
+        g->n_vals = gv + nr;
+        k++;
     }
     /* the return */
     const int32_t *ruses = ir_lplan_uses(s->plan, s->n_ops);

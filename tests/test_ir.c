@@ -634,6 +634,13 @@ START_TEST(donation_names_a_result_of_the_arguments_type)
     ap_error err;
     ck_assert_int_lt(ir_parse(twice, strlen(twice), "d.mlir", IR_FMT_STABLEHLO, &m, &err), 0);
     ck_assert_msg(strstr(err.msg, "arguments %arg0 and %arg1 are both donated to result #0"), "%s", err.msg);
+    /* the earlier donor is named, past a donation to another result */
+    const char *third = "func.func public @main(%a: tensor<4xf32> {tf.aliasing_output = 1 : i32}, "
+                        "%b: tensor<4xf32> {tf.aliasing_output = 0 : i32}, %c: tensor<4xf32> {tf.aliasing_output = 1 "
+                        ": i32}) -> (tensor<4xf32>, tensor<4xf32>) {\n"
+                        "  %0 = stablehlo.add %a, %b : tensor<4xf32>\n  return %0, %c : tensor<4xf32>, tensor<4xf32>\n}\n";
+    ck_assert_int_lt(ir_parse(third, strlen(third), "d.mlir", IR_FMT_STABLEHLO, &m, &err), 0);
+    ck_assert_msg(strstr(err.msg, "arguments %arg0 and %arg2 are both donated to result #1"), "%s", err.msg);
 }
 END_TEST
 

@@ -1521,6 +1521,36 @@ START_TEST(loops_conflict_says_which)
 }
 END_TEST
 
+/* Whether an entry's dims divide by the axis is asked per dim, after the
+ * op's own loops on that dim: the dot's N entry (w's dim 1 and the
+ * result's, 10) takes b (2) though 10 does not divide by a * b (6), a's
+ * loop tiling M, not N (propagation's shortcut, the gcd of an entry's
+ * dims against every loop's size, must fall back to the dims). */
+START_TEST(divisible_per_dim_past_other_loops)
+{
+    const char *src = "func.func @main(%x: tensor<6x4xf32> loc(\"x\"), %w: tensor<4x10xf32> loc(\"w\")) -> "
+                      "tensor<6x10xf32> {\n"
+                      "  %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<6x4xf32>, "
+                      "tensor<4x10xf32>) -> tensor<6x10xf32>\n"
+                      "  return %0 : tensor<6x10xf32>\n"
+                      "}\n";
+    run r;
+    ck_assert_msg(apply(&r, src, "a=3,b=2", "tile x 0 a; propagate; tile w 1 b; propagate"), "%s", r.err);
+    int axes[8], dims[8];
+    char kinds[8];
+    ck_assert_int_eq(ir_partition_op_nest(r.p, 0, axes, kinds, dims), 2);
+    ck_assert_int_eq(axes[0], 0);
+    ck_assert_int_eq(kinds[0], 't');
+    ck_assert_int_eq(dims[0], 0);
+    ck_assert_int_eq(axes[1], 1);
+    ck_assert_int_eq(kinds[1], 't');
+    ck_assert_int_eq(dims[1], 1);
+    assert_dims(spmd_arg_type(&r, 0), 2, 4);
+    assert_dims(spmd_arg_type(&r, 1), 4, 5);
+    run_free(&r);
+}
+END_TEST
+
 static void t32_setup(void) { t32_text = tl_generate_text("transformer", "t32", ""); }
 
 static void t32_teardown(void) { ap_free(t32_text); }
@@ -1555,6 +1585,7 @@ int main(void)
     tcase_add_test(tc, loops_refuse_pipelining);
     tcase_add_test(tc, loops_conflict_says_which);
     tcase_add_test(tc, many_operand_entries);
+    tcase_add_test(tc, divisible_per_dim_past_other_loops);
     tcase_add_loop_test(tc, tile_and_propagate_commute, 0, (int)(sizeof commute_models / sizeof commute_models[0]));
     tcase_add_loop_test(tc, quiet_propagates_as_recording, 0, (int)(sizeof commute_models / sizeof commute_models[0]));
     tcase_add_unchecked_fixture(tc, t32_setup, t32_teardown);
