@@ -1310,7 +1310,16 @@ START_TEST(sdy_constant_evaluated)
     run_fail(fn("() -> tensor<2xf32>", "  %0 = sdy.constant dense_resource<__elided__> : tensor<2xf32>\n"
                                       "  return %0 : tensor<2xf32>"),
              NULL, 0, NULL, msg, sizeof msg);
-    ck_assert_msg(strstr(msg, "sdy.constant: its value (not a dense<...> literal) was not read"), "%s", msg);
+    ck_assert_msg(strstr(msg, "sdy.constant: its value was not read: it is not a dense<...> literal whose elements "
+                              "fill its tensor type"),
+                  "%s", msg);
+    /* nor is one whose elements do not fill its type (MLIR refuses it) */
+    run_fail(fn("() -> tensor<3xf32>", "  %0 = sdy.constant dense<[1.0, 2.0]> : tensor<3xf32>\n"
+                                      "  return %0 : tensor<3xf32>"),
+             NULL, 0, NULL, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "sdy.constant: its value was not read: it is not a dense<...> literal whose elements "
+                              "fill its tensor type"),
+                  "%s", msg);
     /* the generic form's value is read too, and held to the result type
      * (a splat of another shape was evaluated at the result's) */
     args[0] = tf(IR_E_F32, "2", x, 2);
