@@ -792,6 +792,10 @@ START_TEST(import_sdy_dims_counted_and_inlined_mesh)
         {"#sdy.sharding<@mesh, [{\"x\"}, {?}, {}]>", "sdy sharding of %arg0 has 3 dim shardings for a rank-2 value", -1},
         {"#sdy.sharding<@mesh, [{\"x\"}]>", "sdy sharding of %arg0 has 1 dim sharding for a rank-2 value", -1},
         {"#sdy.sharding<mesh<[], device_ids=[2]>, []>", "", 0}, /* maximal: on one device */
+        /* partial sums along y: was imported as replicated along y */
+        {"#sdy.sharding<@mesh, [{\"x\"}, {}], unreduced={\"y\"}>",
+         "sdy sharding of %arg0 has unreduced axes (\"y\"): the value is held as partial sums, which no action makes", -1},
+        {"#sdy.sharding<@mesh, [{\"x\"}, {}], unreduced={}>", "tile %arg0 0 x\natomic %arg0 y\npropagate\n", 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char src[600];

@@ -457,6 +457,22 @@ static int sdy_sharding(const char *p, const ir_mesh *mesh, int rank, ap_buf *b,
         total += n;
         closed |= !open;
     }
+    /* `unreduced={"y"}` after the dims: the value is held as partial sums
+     * along those axes, a state no action makes; taken as replicated it
+     * was dropped without a word (as mhlo's {manual} is refused) */
+    const char *un = strstr(p, "unreduced={");
+    if (un) {
+        const char *q = un + 11;
+        while (*q == ' ')
+            q++;
+        if (*q != '}') {
+            const char *end = strchr(q, '}');
+            return ap_error_set(err, AP_EUNSUPPORTED,
+                                "sdy sharding of %s has unreduced axes (%.*s): the value is held as partial sums, "
+                                "which no action makes",
+                                ref, end ? (int)(end - q) : 0, q);
+        }
+    }
     for (int a = 0; closed && a < mesh->n_axes; a++)
         if (!used[a]) {
             ap_buf_printf(b, "atomic %s %s\n", ref, mesh->names[a]);
