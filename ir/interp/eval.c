@@ -788,6 +788,10 @@ static int eval_op(ip_run *r, ip_frame *fr, const ir_op *op)
             return eval_kernel(r, fr, op, ir__ip_k_top_k);
         if (is_check_assertion(op))
             return eval_kernel(r, fr, op, k_check_assertion);
+        /* Shardy's sdy.sharding_group %v group_id = N: asks that values
+         * share a sharding; it computes nothing */
+        if (!strcmp(op->name, "sdy.sharding_group") && op->n_results == 0 && op->n_regions == 0)
+            return 0;
         /* Shardy's constant: its value as the parser read it (ops.c) */
         if (!strcmp(op->name, "sdy.constant") && op->n_operands == 0 && op->n_results == 1 && op->n_regions == 0) {
             if (!ir_op_attr(op, "value"))
