@@ -688,6 +688,23 @@ static int import_on_x2y2(const char *src, ap_buf *b, ap_error *err)
     return n;
 }
 
+/* Case i of an import table: src imports n tiles and the schedule want,
+ * or (n < 0) is refused with the message want. */
+static void assert_imports(size_t i, const char *src, const char *want, int n_want)
+{
+    ap_buf b;
+    ap_error err;
+    int n = import_on_x2y2(src, &b, &err);
+    if (n_want >= 0) {
+        ck_assert_msg(n == n_want, "case %zu: %d: %s", i, n, n < 0 ? err.msg : "");
+        ck_assert_str_eq(b.data ? b.data : "", want);
+    } else {
+        ck_assert_msg(n < 0, "case %zu: imported %d", i, n);
+        ck_assert_str_eq(err.msg, want);
+    }
+    ap_buf_free(&b);
+}
+
 /* A value too large for the cost model's int64 byte sums is refused by the
  * context, naming it (a 2^66-byte argument and a 2^64-byte broadcast were
  * costed: signed overflow in prepare.c and graph.c under UBSan); 2^50
@@ -804,17 +821,7 @@ START_TEST(import_sdy_dims_counted_and_inlined_mesh)
                  "  func.func @main(%%a: tensor<8x4xf32> {sdy.sharding = %s}) -> tensor<8x4xf32> {\n"
                  "    return %%a : tensor<8x4xf32>\n  }\n}\n",
                  cases[i].sharding);
-        ap_buf b;
-        ap_error err;
-        int n = import_on_x2y2(src, &b, &err);
-        if (cases[i].n >= 0) {
-            ck_assert_msg(n == cases[i].n, "case %zu: %d: %s", i, n, n < 0 ? err.msg : "");
-            ck_assert_str_eq(b.data ? b.data : "", cases[i].want);
-        } else {
-            ck_assert_msg(n < 0, "case %zu: imported %d", i, n);
-            ck_assert_str_eq(err.msg, cases[i].want);
-        }
-        ap_buf_free(&b);
+        assert_imports(i, src, cases[i].want, cases[i].n);
     }
 }
 END_TEST
@@ -860,17 +867,7 @@ START_TEST(import_mhlo_sharding_forms)
                  "func.func @main(%%a: tensor<8x4xf32> {mhlo.sharding = \"%s\"}) -> tensor<8x4xf32> {\n"
                  "  return %%a : tensor<8x4xf32>\n}\n",
                  cases[i].sharding);
-        ap_buf b;
-        ap_error err;
-        int n = import_on_x2y2(src, &b, &err);
-        if (cases[i].n >= 0) {
-            ck_assert_msg(n == cases[i].n, "case %zu: %d: %s", i, n, n < 0 ? err.msg : "");
-            ck_assert_str_eq(b.data ? b.data : "", cases[i].want);
-        } else {
-            ck_assert_msg(n < 0, "case %zu: imported %d", i, n);
-            ck_assert_str_eq(err.msg, cases[i].want);
-        }
-        ap_buf_free(&b);
+        assert_imports(i, src, cases[i].want, cases[i].n);
     }
 }
 END_TEST
