@@ -206,4 +206,15 @@ static inline bool ap_mul_overflow(size_t a, size_t b, size_t *out)
 
 #define AP_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The greatest common divisor (ap_gcd(0, b) = b). */
+static inline uint64_t ap_gcd(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
 #endif /* AP_H */

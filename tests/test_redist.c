@@ -1239,16 +1239,6 @@ static uint64_t or_random(uint64_t *state) /* splitmix64 */
     return z ^ (z >> 31);
 }
 
-static int64_t or_gcd(int64_t a, int64_t b)
-{
-    while (b) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 /* A small problem: 1 to 3 mesh axes of sizes 2 to 4 (at most `max_devices`
  * devices), rank 1 to 3, each axis replicated or on a random dim (random
  * order) in `from` and independently in `to`, each global size a small
@@ -1292,7 +1282,7 @@ static void or_random_problem(uint64_t *seed, int64_t max_devices, ir_mesh *mesh
             pf *= sizes[from->dims[d].axes[k]];
         for (int k = 0; k < to->dims[d].naxes; k++)
             pt *= sizes[to->dims[d].axes[k]];
-        int64_t global = pf / or_gcd(pf, pt) * pt *
+        int64_t global = pf / (int64_t)ap_gcd((uint64_t)pf, (uint64_t)pt) * pt *
                          multipliers[or_random(seed) % (sizeof multipliers / sizeof *multipliers)];
         from->dims[d].global = to->dims[d].global = global;
         from->dims[d].local = global / pf;

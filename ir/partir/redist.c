@@ -2502,16 +2502,6 @@ static uint64_t next_random(uint64_t *state)
     return z ^ (z >> 31);
 }
 
-static int64_t gcd64(int64_t a, int64_t b)
-{
-    while (b) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 /* Each axis replicated or on a random dim, in a random order. */
 static void random_layout(uint64_t *seed, const ir_mesh *mesh, int rank, ir_redist_type *t)
 {
@@ -2557,7 +2547,7 @@ void ir_redist_random_problem(uint64_t *seed, int max_rank, ir_mesh *mesh,
         for (int k = 0; k < to->dims[d].naxes; k++)
             pt *= mesh->sizes[to->dims[d].axes[k]];
         int64_t global =
-            pf / gcd64(pf, pt) * pt * multipliers[next_random(seed) % AP_ARRAY_LEN(multipliers)];
+            pf / (int64_t)ap_gcd((uint64_t)pf, (uint64_t)pt) * pt * multipliers[next_random(seed) % AP_ARRAY_LEN(multipliers)];
         from->dims[d].global = to->dims[d].global = global;
         from->dims[d].local = global / pf;
         to->dims[d].local = global / pt;

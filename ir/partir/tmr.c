@@ -966,16 +966,6 @@ static int lay_out_specs(ir_pctx *c, ap_error *err)
     return 0;
 }
 
-static uint64_t gcd64(uint64_t a, uint64_t b)
-{
-    while (b) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 /* c->entry_div: per entry of a context op, the gcd of the dims its specs
  * slice (operands) or tile (results), when every one is a static dim of a
  * ranked tensor and the gcd fits in 32 bits; else 0.  Propagation asks, for
@@ -1016,7 +1006,7 @@ static bool entry_divisors(ir_pctx *c)
                 const ir_type *t = i < no ? c->vtype[c->opd_val[c->opd0[op] + i]] : c->vtype[c->op_val0[op] + i - no];
                 ok = t && t->kind == IR_T_TENSOR && s[i] < t->rank && t->dims[s[i]] >= 0;
                 if (ok)
-                    g = gcd64(g, (uint64_t)t->dims[s[i]]);
+                    g = ap_gcd(g, (uint64_t)t->dims[s[i]]);
             }
             c->entry_div[e] = ok && g <= UINT32_MAX ? (uint32_t)g : 0;
         }
