@@ -931,11 +931,15 @@ static void form_print_types(printer *pr, const ir_op *op, int fmt, int level)
 static void form_print_return(printer *pr, const ir_op *op, int fmt, int level)
 {
     ap_buf *b = pr->b;
+    bool func = op->opcode == IR_OP_FUNC_RETURN; /* its attributes come first */
+    if (func)
+        print_attr_dict(pr, op->attrs, op->n_attrs, no_skip, " {");
     if (op->n_operands) {
         ap_buf_putc(b, ' ');
         print_values(pr, op->operands, op->n_operands);
     }
-    print_attr_dict(pr, op->attrs, op->n_attrs, no_skip, " {");
+    if (!func)
+        print_attr_dict(pr, op->attrs, op->n_attrs, no_skip, " {");
     if (op->n_operands) {
         ap_buf_puts(b, " : ");
         print_type_list(pr, op->operands, op->n_operands);

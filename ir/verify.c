@@ -496,47 +496,67 @@ static void arg_str(const ir_op *f, int i, char *buf, size_t n)
  * type: the partitioning keeps the result in the argument's layout, and the
  * buffer must hold it), and no two arguments may name one result.  Checked
  * here because every reader of the attribute (memory model, search units,
- * lowering) would otherwise skip or misread it silently. */
+ * lowering) would otherwise skip or misread it silently.  One look-up per
+ * argument, each result's donor kept in a table: every lowering verifies
+ * its output, and a program donating its optimizer state donates hundreds
+ * of arguments (a scan of the earlier ones per argument made ~20 M string
+ * compares per three 200-episode T32 searches). */
 static int check_aliasing(verifier *v, const ir_op *f)
 {
     const ir_type *ft = ir_func_type(f);
     if (!ft || !ir_op_attr(f, "arg_attrs"))
         return 0;
-    int n_out = ft->n_elems - ft->n_inputs;
+    int n_out = ft->n_elems - ft->n_inputs, rc = 0;
+    int *donor = NULL; /* per result: the argument donated to it, -1 none (made at the first donation) */
     char an[200], bn[200], at[160], rt[160];
-    for (int i = 0; i < ft->n_inputs; i++) {
+    for (int i = 0; i < ft->n_inputs && rc == 0; i++) {
         ir_attr *a = ir_func_arg_attr(f, (uint32_t)i, "tf.aliasing_output");
         if (!a)
             continue;
         arg_str(f, i, an, sizeof an);
-        if (a->kind != IR_A_INT)
-            return vfail(v, f, AP_ETYPE, "argument %s: tf.aliasing_output should be an integer (the index of a result)",
-                         an);
-        if (a->u.i < 0 || a->u.i >= n_out)
-            return vfail(v, f, AP_ETYPE,
-                         "argument %s is donated to result #%" PRId64 " (tf.aliasing_output) but @%s returns %d result%s",
-                         an, a->u.i, ir_func_name(f), n_out, n_out == 1 ? "" : "s");
+        if (a->kind != IR_A_INT) {
+            rc = vfail(v, f, AP_ETYPE, "argument %s: tf.aliasing_output should be an integer (the index of a result)",
+                       an);
+            break;
+        }
+        if (a->u.i < 0 || a->u.i >= n_out) {
+            rc = vfail(v, f, AP_ETYPE,
+                       "argument %s is donated to result #%" PRId64 " (tf.aliasing_output) but @%s returns %d result%s",
+                       an, a->u.i, ir_func_name(f), n_out, n_out == 1 ? "" : "s");
+            break;
+        }
         const ir_type *t = ft->elems[i], *r = ft->elems[ft->n_inputs + (int)a->u.i];
         if (t && r && !ir_type_equal(t, r)) {
             tstr(t, at, sizeof at);
             tstr(r, rt, sizeof rt);
-            return vfail(v, f, AP_ETYPE,
-                         "argument %s, %s, is donated to result #%" PRId64 " (tf.aliasing_output), a %s: a donated "
-                         "argument's buffer holds the result, so both must have one type",
-                         an, at, a->u.i, rt);
+            rc = vfail(v, f, AP_ETYPE,
+                       "argument %s, %s, is donated to result #%" PRId64 " (tf.aliasing_output), a %s: a donated "
+                       "argument's buffer holds the result, so both must have one type",
+                       an, at, a->u.i, rt);
+            break;
         }
-        for (int j = 0; j < i; j++) {
-            ir_attr *b = ir_func_arg_attr(f, (uint32_t)j, "tf.aliasing_output");
-            if (b && b->kind == IR_A_INT && b->u.i == a->u.i) {
-                arg_str(f, j, bn, sizeof bn);
-                return vfail(v, f, AP_ETYPE,
-                             "arguments %s and %s are both donated to result #%" PRId64
-                             " (tf.aliasing_output): a result takes one argument's buffer",
-                             bn, an, a->u.i);
+        if (!donor) {
+            donor = ap_malloc(sizeof *donor * (size_t)n_out);
+            if (!donor) {
+                rc = vfail(v, f, AP_ENOMEM, "out of memory checking donated arguments");
+                break;
             }
+            for (int k = 0; k < n_out; k++)
+                donor[k] = -1;
         }
+        int j = donor[a->u.i];
+        if (j >= 0) {
+            arg_str(f, j, bn, sizeof bn);
+            rc = vfail(v, f, AP_ETYPE,
+                       "arguments %s and %s are both donated to result #%" PRId64
+                       " (tf.aliasing_output): a result takes one argument's buffer",
+                       bn, an, a->u.i);
+            break;
+        }
+        donor[a->u.i] = i;
     }
-    return 0;
+    ap_free(donor);
+    return rc;
 }
 
 static int verify_op(verifier *v, const ir_op *op);

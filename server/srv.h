@@ -39,7 +39,7 @@
  * change the key, or old answers would be served for new code.  Bump
  * `engine` when partir's actions or lowering change their output,
  * `costmodel` when the cost model does, `search` when the search does. */
-#define SRV_KEY_VERSIONS "key=2;engine=0.2.4;costmodel=10;search=2"
+#define SRV_KEY_VERSIONS "key=2;engine=0.2.5;costmodel=10;search=2"
 
 #define SRV_LEASE_US (10 * 1000000LL)     /* a claim on a row lasts this long (--lease-s) */
 #define SRV_CHECKPOINT_US (2 * 1000000LL) /* best-so-far written this often */

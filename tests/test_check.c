@@ -831,6 +831,10 @@ START_TEST(interpreter_assertions_held)
          "  %1 = stablehlo.constant dense<[(0.0, 0.0), (1.0, 0.0), (2.0, 0.0), (3.0, 1.0)]> : tensor<4xcomplex<f32>>\n"
          "  check.expect_almost_eq %0, %1 : tensor<4xcomplex<f32>>\n",
          "check.expect_almost_eq fails: element 3 differs by 1 (modulus), expected within 1e-4"},
+        {"  %0 = stablehlo.iota dim = 0 : tensor<4xi64>\n"
+         "  check.expect_eq_const %0, dense<[0, 1]> : tensor<4xi64>\n",
+         "check.expect_eq_const: its expected value was not read: it is not a dense<...> literal whose elements fill "
+         "its tensor type"},
         {"  %0 = stablehlo.iota dim = 0 : tensor<4xcomplex<f32>>\n"
          "  stablehlo.custom_call @check.expect_eq(%0, %0) : (tensor<4xcomplex<f32>>, tensor<4xcomplex<f32>>) -> ()\n"
          "  check.expect_eq_const %0, dense<[(0.0, 0.0), (1.0, 0.0), (2.0, 0.0), (3.0, 0.0)]> : tensor<4xcomplex<f32>>\n",

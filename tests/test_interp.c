@@ -1272,7 +1272,8 @@ END_TEST
  * Llama 3.2 3B exports) is evaluated from the value the parser reads from
  * its text (it was refused: "cannot evaluate an op unknown to the
  * interpreter"), in f64 too, and printed as written; one whose value is not
- * a dense<...> literal is refused, saying so. */
+ * a dense<...> literal is refused, saying so.  sdy.sharding_group computes
+ * nothing (it was refused too). */
 START_TEST(sdy_constant_evaluated)
 {
     const char *text = fn("(%x: tensor<2x2xf32>) -> tensor<2x2xf32>",
@@ -1310,7 +1311,24 @@ START_TEST(sdy_constant_evaluated)
     run_fail(fn("() -> tensor<2xf32>", "  %0 = sdy.constant dense_resource<__elided__> : tensor<2xf32>\n"
                                       "  return %0 : tensor<2xf32>"),
              NULL, 0, NULL, msg, sizeof msg);
-    ck_assert_msg(strstr(msg, "sdy.constant: its value (not a dense<...> literal) was not read"), "%s", msg);
+    ck_assert_msg(strstr(msg, "sdy.constant: its value was not read: it is not a dense<...> literal whose elements "
+                              "fill its tensor type"),
+                  "%s", msg);
+    /* nor is one whose elements do not fill its type (MLIR refuses it) */
+    run_fail(fn("() -> tensor<3xf32>", "  %0 = sdy.constant dense<[1.0, 2.0]> : tensor<3xf32>\n"
+                                      "  return %0 : tensor<3xf32>"),
+             NULL, 0, NULL, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "sdy.constant: its value was not read: it is not a dense<...> literal whose elements "
+                              "fill its tensor type"),
+                  "%s", msg);
+    /* sdy.sharding_group computes nothing (it was refused as unknown) */
+    args[0] = tf(IR_E_F32, "2", x, 2);
+    y = run1(fn("(%x: tensor<2xf32>) -> tensor<2xf32>", "  %0 = stablehlo.negate %x : tensor<2xf32>\n"
+                                                       "  sdy.sharding_group %0 group_id = 0 : tensor<2xf32>\n"
+                                                       "  return %0 : tensor<2xf32>"),
+             args, 1);
+    expect_f(y, "2", (const double[]){-1, 1}, 2, 0);
+    ir_tensor_free(y);
     /* the generic form's value is read too, and held to the result type
      * (a splat of another shape was evaluated at the result's) */
     args[0] = tf(IR_E_F32, "2", x, 2);

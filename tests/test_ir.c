@@ -226,6 +226,36 @@ END_TEST
 
 /* ------------------------------------------------------- other dialects */
 
+/* func.return writes its attributes before its operands (`return {attrs}
+ * %x : T`, MLIR's format, in Shardy's tests): it was read as a return of
+ * nothing followed by `%x : T` ("expected an integer, found 'tensor'"), and
+ * a return's attributes were printed after the operands, where MLIR does
+ * not read them; stablehlo.return keeps them after its operands. */
+START_TEST(func_return_attributes_first)
+{
+    const char *src = "module {\n"
+                      "  func.func @main(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {\n"
+                      "    %0 = stablehlo.reduce(%arg0 init: %arg0) across dimensions = [] : (tensor<8x8xf32>, "
+                      "tensor<8x8xf32>) -> tensor<8x8xf32>\n"
+                      "     reducer(%arg1: tensor<8x8xf32>, %arg2: tensor<8x8xf32>)  {\n"
+                      "      %1 = stablehlo.add %arg1, %arg2 : tensor<8x8xf32>\n"
+                      "      stablehlo.return %1 {a = 1 : i32} : tensor<8x8xf32>\n"
+                      "    }\n"
+                      "    return {sdy.sharding = #sdy.sharding_per_value<[]>} %0 : tensor<8x8xf32>\n"
+                      "  }\n"
+                      "}\n";
+    char *out = roundtrip(src, NULL);
+    ck_assert_msg(strstr(out, "    return {sdy.sharding = #sdy.sharding_per_value<[]>} %0 : tensor<8x8xf32>\n"), "%s", out);
+    ck_assert_msg(strstr(out, "stablehlo.return %1 {a = 1 : i32} : tensor<8x8xf32>\n"), "%s", out);
+    ap_free(out);
+    /* the other order is still read */
+    same_ir("func.func @main(%arg0: tensor<2xf32>) -> tensor<2xf32> {\n  return {a = 1 : i32} %arg0 : tensor<2xf32>\n}\n",
+            "func.func @main(%arg0: tensor<2xf32>) -> tensor<2xf32> {\n  return %arg0 {a = 1 : i32} : tensor<2xf32>\n}\n");
+    /* and one without operands */
+    ap_free(roundtrip("func.func @f() {\n  return {a = 1 : i32}\n}\n", NULL));
+}
+END_TEST
+
 START_TEST(opaque_ops_print_as_written)
 {
     /* printed back: tests/lit/mlir/opaque-ops-print-as-written.mlir */
@@ -604,6 +634,13 @@ START_TEST(donation_names_a_result_of_the_arguments_type)
     ap_error err;
     ck_assert_int_lt(ir_parse(twice, strlen(twice), "d.mlir", IR_FMT_STABLEHLO, &m, &err), 0);
     ck_assert_msg(strstr(err.msg, "arguments %arg0 and %arg1 are both donated to result #0"), "%s", err.msg);
+    /* the earlier donor is named, past a donation to another result */
+    const char *third = "func.func public @main(%a: tensor<4xf32> {tf.aliasing_output = 1 : i32}, "
+                        "%b: tensor<4xf32> {tf.aliasing_output = 0 : i32}, %c: tensor<4xf32> {tf.aliasing_output = 1 "
+                        ": i32}) -> (tensor<4xf32>, tensor<4xf32>) {\n"
+                        "  %0 = stablehlo.add %a, %b : tensor<4xf32>\n  return %0, %c : tensor<4xf32>, tensor<4xf32>\n}\n";
+    ck_assert_int_lt(ir_parse(third, strlen(third), "d.mlir", IR_FMT_STABLEHLO, &m, &err), 0);
+    ck_assert_msg(strstr(err.msg, "arguments %arg0 and %arg2 are both donated to result #1"), "%s", err.msg);
 }
 END_TEST
 
@@ -900,6 +937,7 @@ int main(void)
     tcase_add_test(tc, pretty_equals_generic);
     tcase_add_test(tc, locations);
     tcase_add_test(tc, opaque_ops_print_as_written);
+    tcase_add_test(tc, func_return_attributes_first);
     tcase_add_test(tc, no_module_wrapper_and_cfg);
     tcase_add_test(tc, inline_private_calls);
     tcase_add_test(tc, inline_identity_callee);

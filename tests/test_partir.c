@@ -688,6 +688,23 @@ static int import_on_x2y2(const char *src, ap_buf *b, ap_error *err)
     return n;
 }
 
+/* Case i of an import table: src imports n tiles and the schedule want,
+ * or (n < 0) is refused with the message want. */
+static void assert_imports(size_t i, const char *src, const char *want, int n_want)
+{
+    ap_buf b;
+    ap_error err;
+    int n = import_on_x2y2(src, &b, &err);
+    if (n_want >= 0) {
+        ck_assert_msg(n == n_want, "case %zu: %d: %s", i, n, n < 0 ? err.msg : "");
+        ck_assert_str_eq(b.data ? b.data : "", want);
+    } else {
+        ck_assert_msg(n < 0, "case %zu: imported %d", i, n);
+        ck_assert_str_eq(err.msg, want);
+    }
+    ap_buf_free(&b);
+}
+
 /* A value too large for the cost model's int64 byte sums is refused by the
  * context, naming it (a 2^66-byte argument and a 2^64-byte broadcast were
  * costed: signed overflow in prepare.c and graph.c under UBSan); 2^50
@@ -792,6 +809,10 @@ START_TEST(import_sdy_dims_counted_and_inlined_mesh)
         {"#sdy.sharding<@mesh, [{\"x\"}, {?}, {}]>", "sdy sharding of %arg0 has 3 dim shardings for a rank-2 value", -1},
         {"#sdy.sharding<@mesh, [{\"x\"}]>", "sdy sharding of %arg0 has 1 dim sharding for a rank-2 value", -1},
         {"#sdy.sharding<mesh<[], device_ids=[2]>, []>", "", 0}, /* maximal: on one device */
+        /* partial sums along y: was imported as replicated along y */
+        {"#sdy.sharding<@mesh, [{\"x\"}, {}], unreduced={\"y\"}>",
+         "sdy sharding of %arg0 has unreduced axes (\"y\"): the value is held as partial sums, which no action makes", -1},
+        {"#sdy.sharding<@mesh, [{\"x\"}, {}], unreduced={}>", "tile %arg0 0 x\natomic %arg0 y\npropagate\n", 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char src[600];
@@ -800,17 +821,7 @@ START_TEST(import_sdy_dims_counted_and_inlined_mesh)
                  "  func.func @main(%%a: tensor<8x4xf32> {sdy.sharding = %s}) -> tensor<8x4xf32> {\n"
                  "    return %%a : tensor<8x4xf32>\n  }\n}\n",
                  cases[i].sharding);
-        ap_buf b;
-        ap_error err;
-        int n = import_on_x2y2(src, &b, &err);
-        if (cases[i].n >= 0) {
-            ck_assert_msg(n == cases[i].n, "case %zu: %d: %s", i, n, n < 0 ? err.msg : "");
-            ck_assert_str_eq(b.data ? b.data : "", cases[i].want);
-        } else {
-            ck_assert_msg(n < 0, "case %zu: imported %d", i, n);
-            ck_assert_str_eq(err.msg, cases[i].want);
-        }
-        ap_buf_free(&b);
+        assert_imports(i, src, cases[i].want, cases[i].n);
     }
 }
 END_TEST
@@ -856,17 +867,7 @@ START_TEST(import_mhlo_sharding_forms)
                  "func.func @main(%%a: tensor<8x4xf32> {mhlo.sharding = \"%s\"}) -> tensor<8x4xf32> {\n"
                  "  return %%a : tensor<8x4xf32>\n}\n",
                  cases[i].sharding);
-        ap_buf b;
-        ap_error err;
-        int n = import_on_x2y2(src, &b, &err);
-        if (cases[i].n >= 0) {
-            ck_assert_msg(n == cases[i].n, "case %zu: %d: %s", i, n, n < 0 ? err.msg : "");
-            ck_assert_str_eq(b.data ? b.data : "", cases[i].want);
-        } else {
-            ck_assert_msg(n < 0, "case %zu: imported %d", i, n);
-            ck_assert_str_eq(err.msg, cases[i].want);
-        }
-        ap_buf_free(&b);
+        assert_imports(i, src, cases[i].want, cases[i].n);
     }
 }
 END_TEST
@@ -1521,6 +1522,36 @@ START_TEST(loops_conflict_says_which)
 }
 END_TEST
 
+/* Whether an entry's dims divide by the axis is asked per dim, after the
+ * op's own loops on that dim: the dot's N entry (w's dim 1 and the
+ * result's, 10) takes b (2) though 10 does not divide by a * b (6), a's
+ * loop tiling M, not N (propagation's shortcut, the gcd of an entry's
+ * dims against every loop's size, must fall back to the dims). */
+START_TEST(divisible_per_dim_past_other_loops)
+{
+    const char *src = "func.func @main(%x: tensor<6x4xf32> loc(\"x\"), %w: tensor<4x10xf32> loc(\"w\")) -> "
+                      "tensor<6x10xf32> {\n"
+                      "  %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<6x4xf32>, "
+                      "tensor<4x10xf32>) -> tensor<6x10xf32>\n"
+                      "  return %0 : tensor<6x10xf32>\n"
+                      "}\n";
+    run r;
+    ck_assert_msg(apply(&r, src, "a=3,b=2", "tile x 0 a; propagate; tile w 1 b; propagate"), "%s", r.err);
+    int axes[8], dims[8];
+    char kinds[8];
+    ck_assert_int_eq(ir_partition_op_nest(r.p, 0, axes, kinds, dims), 2);
+    ck_assert_int_eq(axes[0], 0);
+    ck_assert_int_eq(kinds[0], 't');
+    ck_assert_int_eq(dims[0], 0);
+    ck_assert_int_eq(axes[1], 1);
+    ck_assert_int_eq(kinds[1], 't');
+    ck_assert_int_eq(dims[1], 1);
+    assert_dims(spmd_arg_type(&r, 0), 2, 4);
+    assert_dims(spmd_arg_type(&r, 1), 4, 5);
+    run_free(&r);
+}
+END_TEST
+
 static void t32_setup(void) { t32_text = tl_generate_text("transformer", "t32", ""); }
 
 static void t32_teardown(void) { ap_free(t32_text); }
@@ -1555,6 +1586,7 @@ int main(void)
     tcase_add_test(tc, loops_refuse_pipelining);
     tcase_add_test(tc, loops_conflict_says_which);
     tcase_add_test(tc, many_operand_entries);
+    tcase_add_test(tc, divisible_per_dim_past_other_loops);
     tcase_add_loop_test(tc, tile_and_propagate_commute, 0, (int)(sizeof commute_models / sizeof commute_models[0]));
     tcase_add_loop_test(tc, quiet_propagates_as_recording, 0, (int)(sizeof commute_models / sizeof commute_models[0]));
     tcase_add_unchecked_fixture(tc, t32_setup, t32_teardown);

@@ -443,7 +443,8 @@ static int k_check_assertion(ip_ctx *c, const ir_tensor *const *in, ir_tensor **
     int rc = 0;
     if (!args[1]) {
         if (!ir_op_attr(c->op, "value"))
-            return ir__ip_fail(c, AP_EUNSUPPORTED, "its expected value (not a dense<...> literal) was not read");
+            return ir__ip_fail(c, AP_EUNSUPPORTED, "its expected value was not read: it is not a dense<...> literal "
+                                                   "whose elements fill its tensor type");
         if ((rc = ir__ip_op_value(c, &value)) < 0)
             return rc;
         args[1] = value;
@@ -787,10 +788,15 @@ static int eval_op(ip_run *r, ip_frame *fr, const ir_op *op)
             return eval_kernel(r, fr, op, ir__ip_k_top_k);
         if (is_check_assertion(op))
             return eval_kernel(r, fr, op, k_check_assertion);
+        /* Shardy's sdy.sharding_group %v group_id = N: asks that values
+         * share a sharding; it computes nothing */
+        if (!strcmp(op->name, "sdy.sharding_group") && op->n_results == 0 && op->n_regions == 0)
+            return 0;
         /* Shardy's constant: its value as the parser read it (ops.c) */
         if (!strcmp(op->name, "sdy.constant") && op->n_operands == 0 && op->n_results == 1 && op->n_regions == 0) {
             if (!ir_op_attr(op, "value"))
-                return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED, "its value (not a dense<...> literal) was not read");
+                return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED, "its value was not read: it is not a dense<...> literal "
+                                                                 "whose elements fill its tensor type");
             return eval_kernel(r, fr, op, ir__ip_k_constant);
         }
         return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED, "cannot evaluate an op unknown to the interpreter");

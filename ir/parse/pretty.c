@@ -577,7 +577,12 @@ static bool form_parse_types(parser *p, op_state *st, int fmt)
 
 static bool form_parse_return(parser *p, op_state *st, int fmt)
 {
-    if (!ir__parse_operand_list(p, st) || !opt_attr_dict(p, st))
+    /* func.return writes its attributes first (`return {attrs} %x : T`, as
+     * Shardy's tests do: it was read as a return of nothing and `%x : T` as
+     * the next op, "expected an integer, found 'tensor'"); stablehlo.return
+     * after its operands */
+    bool first = st->opcode == IR_OP_FUNC_RETURN && p->tok.kind == T_LBRACE;
+    if ((first && !opt_attr_dict(p, st)) || !ir__parse_operand_list(p, st) || (!first && !opt_attr_dict(p, st)))
         return false;
     if (st->n_operands == 0)
         return true;

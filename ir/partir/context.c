@@ -63,6 +63,7 @@ void ir_pctx_free(ir_pctx *c)
     ap_free(c->ret_alias_arg);
     ap_free(c->tmr0);
     ap_free(c->entries);
+    ap_free(c->entry_div);
     ap_free(c->pool);
     ap_free(c->id0);
     ap_free(c->op_kind);

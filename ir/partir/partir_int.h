@@ -92,6 +92,10 @@ struct ir_pctx {
     uint32_t id_rank_max;
     uint32_t *id0;          /* id_rank_max + 2: entries of rank r at [id0[r], id0[r+1]) */
     uint32_t any_entry;     /* the atomic entry (NONE) -> ANY */
+    uint32_t *entry_div;    /* per entry: a divisor of every static dim its specs slice or tile
+                               (their gcd when it fits), 0 when one is dynamic, none is, or the
+                               entry is an identity op's: propagation's divisibility shortcut
+                               (tmr.c, propagate.c's entry_divisible) */
     ir_ptrmap val_index;    /* ir_value* -> value id (aliases included: a
                                get_tuple_element of a tuple the context sees
                                through, a loop's block argument) */

@@ -86,6 +86,7 @@ typedef struct opinfo {
     uint8_t axis[IR_MAX_AXES];
     int64_t size[IR_MAX_AXES];
     const int8_t *spec[IR_MAX_AXES];
+    uint64_t prod; /* the product of size[] (c->entry_div's mesh bound keeps it small) */
 } opinfo;
 
 static void opinfo_init(const ir_partition *p, uint32_t op, opinfo *o)
@@ -102,10 +103,12 @@ static void opinfo_init(const ir_partition *p, uint32_t op, opinfo *o)
     }
     const ir_loop *nest = nest_of(p, op);
     o->len = p->nlen[op];
+    o->prod = 1;
     for (int k = 0; k < o->len; k++) {
         o->axis[k] = nest[k].axis;
         o->size[k] = c->mesh.sizes[nest[k].axis];
         o->spec[k] = tmr_spec(c, nest[k].entry);
+        o->prod *= (uint64_t)o->size[k];
     }
 }
 
@@ -114,9 +117,15 @@ static void opinfo_init(const ir_partition *p, uint32_t op, opinfo *o)
 static bool entry_divisible(const ir_partition *p, const opinfo *o, uint32_t e, int axis, ir_block_kind *why, int *bad)
 {
     const ir_pctx *c = p->ctx;
+    int64_t n = c->mesh.sizes[axis];
+    /* every dim divides by the axis and all the op's loops together:
+     * yes, without the types (c->entry_div; an identity op's entries have
+     * no shortcut) */
+    uint32_t g = c->entry_div[e];
+    if (g && g % (o->prod * (uint64_t)n) == 0)
+        return true;
     const int8_t *s = tmr_spec(c, e);
     uint32_t no = o->no, nr = o->nr;
-    int64_t n = c->mesh.sizes[axis];
     /* local_dim of the needed (result) layout, read off the nest without
      * building the layout: the loops whose entry tiles slot i's dim s[i]
      * (this runs for every entry of every op propagation visits) */
@@ -758,10 +767,21 @@ static inline void queue_look(const ir_partition *p, workq *q, int axis, uint32_
         wq_push(q, op);
 }
 
-/* Marks what a change to `op` (a loop over the pass's axis) may affect:
- * its producers (backward), its consumers (forward) and itself, marked
- * `mark` in dirty and queued (queue_look; op itself, which now loops over
- * the axis, only in a recording state). */
+/* Marks what a change to `op` (its new last loop, over the pass's axis)
+ * may affect: its producers (backward), its consumers (forward) and
+ * itself, marked `mark` in dirty and queued (queue_look; op itself, which
+ * now loops over the axis, only in a recording state).
+ *
+ * A quiet state leaves out the producer of an operand the new loop takes
+ * whole or as a pending sum (spec < 0): what a producer's look reads of
+ * its users, along any axis, is their loops that slice its result
+ * (consumers_slice and backward pass over the others, and the axes a
+ * slicing user's dim takes are those of its loops slicing that dim), and
+ * its forward look reads its own operands only.  So the new loop changes
+ * nothing that look reads: an op whose reads did not change is left
+ * alone by the passes (ir_propagate), and the mark would only bring a look
+ * that repeats the last answer.  A recording state looks at everything
+ * again, as it did. */
 static void touch_neighbours(const ir_partition *p, workq *q, int axis, uint8_t *dirty, uint8_t mark, uint32_t op)
 {
     const ir_pctx *c = p->ctx;
@@ -769,7 +789,10 @@ static void touch_neighbours(const ir_partition *p, workq *q, int axis, uint8_t 
         wq_push(q, op);
     dirty[op] = mark;
     uint32_t no = op_n_operands(p, op);
+    const ir_loop *added = &nest_of(p, op)[p->nlen[op] - 1];
     for (uint32_t i = 0; i < no; i++) {
+        if (p->quiet && loop_spec(c, added, i) < 0)
+            continue;
         uint32_t v = operand_val(p, op, i);
         uint32_t prod;
         if (!is_vop(p, op) && p->vop_of[v] >= 0)

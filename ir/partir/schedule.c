@@ -7,6 +7,7 @@
  * a schedule.
  */
 #include "partir_int.h"
+#include "xla/op_sharding.pb-c.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -456,6 +457,22 @@ static int sdy_sharding(const char *p, const ir_mesh *mesh, int rank, ap_buf *b,
         total += n;
         closed |= !open;
     }
+    /* `unreduced={"y"}` after the dims: the value is held as partial sums
+     * along those axes, a state no action makes; taken as replicated it
+     * was dropped without a word (as mhlo's {manual} is refused) */
+    const char *un = strstr(p, "unreduced={");
+    if (un) {
+        const char *q = un + 11;
+        while (*q == ' ')
+            q++;
+        if (*q != '}') {
+            const char *end = strchr(q, '}');
+            return ap_error_set(err, AP_EUNSUPPORTED,
+                                "sdy sharding of %s has unreduced axes (%.*s): the value is held as partial sums, "
+                                "which no action makes",
+                                ref, end ? (int)(end - q) : 0, q);
+        }
+    }
     for (int a = 0; closed && a < mesh->n_axes; a++)
         if (!used[a]) {
             ap_buf_printf(b, "atomic %s %s\n", ref, mesh->names[a]);
@@ -648,117 +665,58 @@ out:
 
 /* The serialized xla.OpSharding proto that JAX wrote as mhlo.sharding
  * before the text form ("\08\03\1A\02\01\02\22\02\00\01"), as that text
- * form ("{devices=[1,2]0,1}"), so one reader judges both.  The fields read:
- * type (1), tile_assignment_dimensions (3), tile_assignment_devices (4),
- * replicate_on_last_tile_dim (6), last_tile_dims (8), iota_reshape_dims
- * (9), iota_transpose_perm (10); the others (tile_shape, metadata, shard
- * groups) say nothing of where a tile lives and are skipped.  An empty
- * string is the proto of a replicated value (proto3 omits the default
- * type).  Returns 0, or -1 when s is not such a proto (out untouched). */
-typedef struct pb_reader {
-    const unsigned char *p, *end;
-} pb_reader;
-
-static bool pb_varint(pb_reader *r, uint64_t *v)
-{
-    uint64_t x = 0;
-    for (int shift = 0; shift < 64 && r->p < r->end; shift += 7) {
-        unsigned c = *r->p++;
-        x |= (uint64_t)(c & 0x7f) << shift;
-        if (!(c & 0x80)) {
-            *v = x;
-            return true;
-        }
-    }
-    return false;
-}
-
-/* One value of a repeated integer field, packed (wire type 2) or not (0),
- * appended to `list` as text, comma-separated; names (when given) spell
- * the values of an enum. */
-static bool pb_ints(pb_reader *r, unsigned wt, ap_buf *list, const char *const *names, int n_names)
-{
-    pb_reader in = *r;
-    uint64_t len = 0;
-    if (wt == 2) {
-        if (!pb_varint(r, &len) || len > (uint64_t)(r->end - r->p))
-            return false;
-        in = (pb_reader){r->p, r->p + len};
-        r->p += len;
-    } else if (wt != 0)
-        return false;
-    do {
-        uint64_t v;
-        if (!pb_varint(&in, &v))
-            return false;
-        if (list->len)
-            ap_buf_putc(list, ',');
-        if (names && v < (uint64_t)n_names)
-            ap_buf_puts(list, names[v]);
-        else if (names)
-            return false;
-        else
-            ap_buf_printf(list, "%lld", (long long)v);
-    } while (wt == 2 && in.p < in.end);
-    if (wt == 0)
-        r->p = in.p;
-    return true;
-}
-
+ * form ("{devices=[1,2]0,1}"), so one reader judges both (protobuf-c
+ * decodes it: proto/xla/op_sharding.proto declares the fields that say
+ * where a tile lives; the others are skipped).  An empty string is the
+ * proto of a replicated value (proto3 omits the default type).  Returns
+ * 0, or -1 when s is not such a proto. */
 static int op_sharding_text(const char *s, size_t len, ap_buf *out)
 {
     static const char *const types[] = {"replicated", "maximal", "tuple", "other", "manual", "unknown"};
-    pb_reader r = {(const unsigned char *)s, (const unsigned char *)s + len};
-    ap_buf f[11]; /* the text of the integer fields 3, 4, 8, 9, 10 */
-    for (int i = 0; i < 11; i++)
-        ap_buf_init(&f[i]);
-    uint64_t type = 0, repl = 0;
-    bool ok = true;
-    while (ok && r.p < r.end) {
-        uint64_t key, v;
-        ok = pb_varint(&r, &key) && key >> 3 > 0;
-        unsigned field = ok ? (unsigned)(key >> 3) : 0, wt = (unsigned)(key & 7);
-        if (!ok)
-            break;
-        if (field == 1 || field == 6)
-            ok = wt == 0 && pb_varint(&r, field == 1 ? &type : &repl);
-        else if (field == 3 || field == 4 || field == 9 || field == 10)
-            ok = pb_ints(&r, wt, &f[field], NULL, 0);
-        else if (field == 8)
-            ok = pb_ints(&r, wt, &f[8], types, 6);
-        else if (wt == 0)
-            ok = pb_varint(&r, &v);
-        else if (wt == 2)
-            ok = pb_varint(&r, &v) && v <= (uint64_t)(r.end - r.p) && (r.p += v, true);
-        else if (wt == 1 || wt == 5)
-            ok = (size_t)(r.end - r.p) >= (wt == 1 ? 8u : 4u) && (r.p += wt == 1 ? 8 : 4, true);
-        else
-            ok = false;
-    }
-    ok = ok && type < 6;
-    for (int i = 0; i < 11; i++)
-        ok = ok && !f[i].oom;
-    if (ok) {
-        if (type == 3) {
-            ap_buf_printf(out, "{devices=[%.*s]", (int)f[3].len, f[3].data ? f[3].data : "");
-            if (f[9].len) {
-                ap_buf_printf(out, "<=[%.*s]", (int)f[9].len, f[9].data);
-                if (f[10].len)
-                    ap_buf_printf(out, "T(%.*s)", (int)f[10].len, f[10].data);
-            } else
-                ap_buf_put(out, f[4].data ? f[4].data : "", f[4].len);
-            if (repl)
-                ap_buf_puts(out, " last_tile_dim_replicate");
-            if (f[8].len)
-                ap_buf_printf(out, " last_tile_dims={%.*s}", (int)f[8].len, f[8].data);
+    Xla__OpSharding *o = xla__op_sharding__unpack(NULL, len, (const uint8_t *)s);
+    if (!o)
+        return -1;
+    bool ok = (unsigned)o->type < 6;
+    for (size_t i = 0; i < o->n_last_tile_dims && ok; i++)
+        ok = (unsigned)o->last_tile_dims[i] < 6;
+    if (ok && o->type == XLA__OP_SHARDING__TYPE__OTHER) {
+        ap_buf_puts(out, "{devices=[");
+        for (size_t i = 0; i < o->n_tile_assignment_dimensions; i++)
+            ap_buf_printf(out, "%s%lld", i ? "," : "", (long long)o->tile_assignment_dimensions[i]);
+        ap_buf_putc(out, ']');
+        if (o->n_iota_reshape_dims) {
+            ap_buf_puts(out, "<=[");
+            for (size_t i = 0; i < o->n_iota_reshape_dims; i++)
+                ap_buf_printf(out, "%s%lld", i ? "," : "", (long long)o->iota_reshape_dims[i]);
+            ap_buf_putc(out, ']');
+            if (o->n_iota_transpose_perm) {
+                ap_buf_puts(out, "T(");
+                for (size_t i = 0; i < o->n_iota_transpose_perm; i++)
+                    ap_buf_printf(out, "%s%d", i ? "," : "", (int)o->iota_transpose_perm[i]);
+                ap_buf_putc(out, ')');
+            }
+        } else {
+            for (size_t i = 0; i < o->n_tile_assignment_devices; i++)
+                ap_buf_printf(out, "%s%lld", i ? "," : "", (long long)o->tile_assignment_devices[i]);
+        }
+        if (o->replicate_on_last_tile_dim)
+            ap_buf_puts(out, " last_tile_dim_replicate");
+        if (o->n_last_tile_dims) {
+            ap_buf_puts(out, " last_tile_dims={");
+            for (size_t i = 0; i < o->n_last_tile_dims; i++)
+                ap_buf_printf(out, "%s%s", i ? "," : "", types[o->last_tile_dims[i]]);
             ap_buf_putc(out, '}');
-        } else if (type == 1)
-            ap_buf_printf(out, "{maximal device=%.*s}", (int)f[4].len, f[4].data ? f[4].data : "");
-        else
-            ap_buf_printf(out, "{%s}", types[type]);
+        }
+        ap_buf_putc(out, '}');
+    } else if (ok && o->type == XLA__OP_SHARDING__TYPE__MAXIMAL) {
+        ap_buf_puts(out, "{maximal device=");
+        for (size_t i = 0; i < o->n_tile_assignment_devices; i++)
+            ap_buf_printf(out, "%s%lld", i ? "," : "", (long long)o->tile_assignment_devices[i]);
+        ap_buf_putc(out, '}');
+    } else if (ok) {
+        ap_buf_printf(out, "{%s}", types[o->type]);
     }
-    for (int i = 0; i < 11; i++)
-        ap_buf_free(&f[i]);
+    xla__op_sharding__free_unpacked(o, NULL);
     return ok ? 0 : -1;
 }
 

@@ -966,6 +966,64 @@ static int lay_out_specs(ir_pctx *c, ap_error *err)
     return 0;
 }
 
+static uint64_t gcd64(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* c->entry_div: per entry of a context op, the gcd of the dims its specs
+ * slice (operands) or tile (results), when every one is a static dim of a
+ * ranked tensor and the gcd fits in 32 bits; else 0.  Propagation asks, for
+ * each entry it tries, whether each such dim, divided by the sizes of the
+ * op's loops tiling it, divides by one more axis: when this gcd divides by
+ * the product of the axis and every loop's size, each dim does (the loops
+ * tiling a dim are some of the op's loops), so the answer is yes without
+ * reading the types.  Left at 0 (no shortcut) for a mesh with a size
+ * below 1, or whose largest size to the power of one more than its axes
+ * passes 2^64: that product (a loop per nest slot and the axis) is never 0
+ * and never wraps.  False when out of memory. */
+static bool entry_divisors(ir_pctx *c)
+{
+    c->entry_div = ap_calloc(c->n_entries + 1, sizeof *c->entry_div);
+    if (!c->entry_div)
+        return false;
+    uint64_t big = 1, bound = 1;
+    for (int a = 0; a < c->mesh.n_axes; a++) {
+        if (c->mesh.sizes[a] < 1)
+            return true;
+        if ((uint64_t)c->mesh.sizes[a] > big)
+            big = (uint64_t)c->mesh.sizes[a];
+    }
+    for (size_t k = 0; k <= nest_room(c); k++) {
+        if (bound > UINT64_MAX / big)
+            return true;
+        bound *= big;
+    }
+    for (uint32_t op = 0; op < c->n_ops; op++) {
+        uint32_t no = c->opd0[op + 1] - c->opd0[op], nr = c->op_val0[op + 1] - c->op_val0[op];
+        for (uint32_t e = c->tmr0[op]; e < c->tmr0[op + 1]; e++) {
+            const int8_t *s = c->pool + c->entries[e].spec;
+            uint64_t g = 0;
+            bool ok = true;
+            for (uint32_t i = 0; i < no + nr && ok; i++) {
+                if (s[i] < 0)
+                    continue;
+                const ir_type *t = i < no ? c->vtype[c->opd_val[c->opd0[op] + i]] : c->vtype[c->op_val0[op] + i - no];
+                ok = t && t->kind == IR_T_TENSOR && s[i] < t->rank && t->dims[s[i]] >= 0;
+                if (ok)
+                    g = gcd64(g, (uint64_t)t->dims[s[i]]);
+            }
+            c->entry_div[e] = ok && g <= UINT32_MAX ? (uint32_t)g : 0;
+        }
+    }
+    return true;
+}
+
 int ir__tmr_build(ir_pctx *c, ap_error *err)
 {
     tb b = {.c = c, .err = err};
@@ -1014,7 +1072,7 @@ int ir__tmr_build(ir_pctx *c, ap_error *err)
     c->any_entry = c->n_entries;
     int8_t any[2] = {SP_NONE, SP_ANY};
     add_entry(&b, any, 2, IR_RED_NONE);
-    if (b.oom)
+    if (b.oom || !entry_divisors(c))
         return ap_error_set(err, AP_ENOMEM, "out of memory building the TMR");
     return lay_out_specs(c, err);
 }
