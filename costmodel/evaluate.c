@@ -154,31 +154,35 @@ static double ring_latency(const cost_device *dev, const double *g_t)
     return beyond > 1 ? sum / (beyond - 1) : 0;
 }
 
-/*
- * One collective's time on dev.  The ring (and, for all_reduce, NCCL's
- * tree) over the tiers its group spans: in each tier the group's part
- * inside one unit of it (a node) shares the tier's bandwidth with as many
- * links (rail-optimized NICs: the k GPUs of a group in one node use k NICs
- * at once), so the bandwidth is the least over the tiers of k_t * bw_t,
- * k_t the group's devices on the faster tiers.  A ring's latency (all_gather,
- * reduce_scatter, all_reduce's ring, broadcast's chain) is paid per tier on
- * the steps that cross it (ring_latency); an all_to_all's, a permute's and the
- * tree's per step is the slowest tier's.  An all_reduce inside one node uses
- * the switch's reduction bandwidth when the tier has one (NVLink SHARP).  A
- * torus tier gives a group the share of its dims the group spans.  Plus the
- * device's per-collective overhead.  -1: a collective XLA drops (a
- * reduction or gather over groups of one device: the lowering writes none,
- * plan.c, but an imported program may have them).
- */
-static double coll_time(const cost_coll_item *c, const cost_device *dev, const cost_mesh *tiers)
+/* What a collective's time reads of its group's place on the tiers: a
+ * function of the group (flat, its devices, its axes) on one device and
+ * mesh, so cost_evaluate works it out once per distinct group (coll_path)
+ * and each collective reads it (coll_time): a program's hundreds of
+ * collectives span a few groups (T32's search: ~620 a program, about 2
+ * groups), and this part, with its logarithms, was 1% of a search's
+ * instructions.  The same code on the same inputs: the same bits. */
+typedef struct coll_group {
+    /* the key */
+    bool flat;
+    uint16_t axes;
+    int64_t group;
+    /* the path */
+    int used, last;  /* tiers it crosses (0: a group of one), the slowest */
+    double bw, lat;  /* the least bandwidth, the slowest latency */
+    double ring;     /* ring_latency over its tiers (used > 1) */
+    double share;    /* torus_share of tier `last` (an all_reduce in the switch) */
+    double log2g;    /* ceil(log2(group)): the tree's steps */
+} coll_group;
+
+static void coll_path(coll_group *cg, const cost_device *dev, const cost_mesh *tiers)
 {
     double g_t[COST_MAX_TIERS] = {0}, all_t[COST_MAX_TIERS] = {0};
     for (int t = 0; t < COST_MAX_TIERS; t++)
         g_t[t] = all_t[t] = 1;
-    if (c->flat) {
+    if (cg->flat) {
         /* no mesh: whole units of the faster tiers, the rest on the first tier big enough */
-        double left = (double)c->group;
-        int top = flat_tier(dev, c->group);
+        double left = (double)cg->group;
+        int top = flat_tier(dev, cg->group);
         for (int t = 0; t < top && left > 1; t++) {
             double d = (double)dev->tiers[t].devices;
             g_t[t] = d > 0 && d < left ? d : left;
@@ -205,7 +209,7 @@ static double coll_time(const cost_coll_item *c, const cost_device *dev, const c
                 else
                     part = fmin(size, fmax(1, floor(unit / inner)));
                 all_unit[t] *= part;
-                if (c->axes >> a & 1u)
+                if (cg->axes >> a & 1u)
                     in_unit[t] *= part;
                 inner *= size;
             }
@@ -228,25 +232,54 @@ static double coll_time(const cost_coll_item *c, const cost_device *dev, const c
         used++;
         last = t;
     }
-    if (!used) { /* a group of one (a sum or a tiling along an axis of size 1): nothing moves */
+    if (!used) {
+        /* a group of one: see coll_time */
+        bw = dev->tiers[0].bandwidth;
+        lat = 0;
+    }
+    cg->used = used;
+    cg->last = last;
+    cg->bw = bw;
+    cg->lat = lat;
+    cg->ring = used > 1 ? ring_latency(dev, g_t) : 0;
+    cg->share = torus_share(&dev->tiers[last], g_t[last], all_t[last]);
+    cg->log2g = ceil(log2((double)cg->group));
+}
+
+/*
+ * One collective's time on dev.  The ring (and, for all_reduce, NCCL's
+ * tree) over the tiers its group spans: in each tier the group's part
+ * inside one unit of it (a node) shares the tier's bandwidth with as many
+ * links (rail-optimized NICs: the k GPUs of a group in one node use k NICs
+ * at once), so the bandwidth is the least over the tiers of k_t * bw_t,
+ * k_t the group's devices on the faster tiers.  A ring's latency (all_gather,
+ * reduce_scatter, all_reduce's ring, broadcast's chain) is paid per tier on
+ * the steps that cross it (ring_latency); an all_to_all's, a permute's and the
+ * tree's per step is the slowest tier's.  An all_reduce inside one node uses
+ * the switch's reduction bandwidth when the tier has one (NVLink SHARP).  A
+ * torus tier gives a group the share of its dims the group spans.  Plus the
+ * device's per-collective overhead.  -1: a collective XLA drops (a
+ * reduction or gather over groups of one device: the lowering writes none,
+ * plan.c, but an imported program may have them).
+ */
+static double coll_time(const cost_coll_item *c, const cost_device *dev, const coll_group *cg)
+{
+    if (!cg->used) { /* a group of one (a sum or a tiling along an axis of size 1): nothing moves */
         /* and XLA drops it before it runs (AllReduceSimplifier: an
          * all-reduce over groups of one, an all-gather or reduce-scatter
          * that keeps its shape, becomes its operand) */
         if (c->kind == COST_ALL_REDUCE || c->kind == COST_ALL_GATHER || c->kind == COST_REDUCE_SCATTER)
             return -1;
-        bw = dev->tiers[0].bandwidth;
-        lat = 0;
     }
-    double ring_lat = used > 1 && c->kind != COST_ALL_TO_ALL && c->kind != COST_COLLECTIVE_PERMUTE
-                   ? ring_latency(dev, g_t)
-                   : lat;
+    double bw = cg->bw, lat = cg->lat;
+    double ring_lat = cg->used > 1 && c->kind != COST_ALL_TO_ALL && c->kind != COST_COLLECTIVE_PERMUTE ? cg->ring : lat;
     double t = c->payload / bw + c->steps * ring_lat;
     if (c->kind == COST_ALL_REDUCE && c->count > 0 && c->group > 1) {
-        const cost_tier *t0 = &dev->tiers[last];
-        if (used == 1 && t0->allreduce_bandwidth > 0) /* in-switch reduction */
-            t = c->payload / (t0->allreduce_bandwidth * torus_share(t0, g_t[last], all_t[last])) + c->steps * lat;
+        const cost_tier *t0 = &dev->tiers[cg->last];
+        if (cg->used == 1 && t0->allreduce_bandwidth > 0) /* in-switch reduction */
+            t = c->payload / (t0->allreduce_bandwidth * cg->share) + c->steps * lat;
         /* NCCL's tree: twice the bytes over the bandwidth, 2 log2 n steps */
-        double tree = 2 * c->bytes / bw + 2 * ceil(log2((double)c->group)) * lat * c->count;
+        double tree = 2 * c->bytes / bw + 2 * cg->log2g * lat * c->count;
         t = tree < t ? tree : t;
     }
     return t + dev->collective_overhead * c->count;
@@ -397,9 +430,22 @@ int cost_evaluate(const cost_program *p, const cost_device *dev, const cost_mesh
     }
 
     double comm = 0;
+    coll_group groups[16]; /* the groups met so far (more: worked out per collective) */
+    int n_groups = 0;
     for (size_t i = 0; i < p->n_colls; i++) {
         const cost_coll_item *c = &p->colls[i];
-        double t = coll_time(c, dev, &tiers);
+        coll_group one, *cg = NULL;
+        for (int j = 0; j < n_groups && !cg; j++)
+            if (groups[j].group == c->group && groups[j].axes == c->axes && groups[j].flat == c->flat)
+                cg = &groups[j];
+        if (!cg) {
+            cg = n_groups < (int)(sizeof groups / sizeof *groups) ? &groups[n_groups++] : &one;
+            cg->flat = c->flat;
+            cg->axes = c->axes;
+            cg->group = c->group;
+            coll_path(cg, dev, &tiers);
+        }
+        double t = coll_time(c, dev, cg);
         t_coll[i] = t > 0 ? t : 0;
         if (t < 0) /* dropped: not in the report's collectives */
             continue;
