@@ -753,6 +753,21 @@ START_TEST(reduce_precision_and_complex)
     expect_f(r[1], "2", DV(4, -24), 0);
     expect_f(r[2], "2", DV(1, 3), 1e-7);
     ir_tensors_free(r, n);
+
+    /* complex -> any other type drops the imaginary part (the spec's convert,
+     * and the reference interpreter's Element convert): (0, 1) is false */
+    const char *cv = fn("(%re: tensor<4xf32>, %im: tensor<4xf32>) -> (tensor<4xi1>, tensor<4xi32>, tensor<4xf32>)",
+                        "  %z = stablehlo.complex %re, %im : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xcomplex<f32>>\n"
+                        "  %0 = stablehlo.convert %z : (tensor<4xcomplex<f32>>) -> tensor<4xi1>\n"
+                        "  %1 = stablehlo.convert %z : (tensor<4xcomplex<f32>>) -> tensor<4xi32>\n"
+                        "  %2 = stablehlo.convert %z : (tensor<4xcomplex<f32>>) -> tensor<4xf32>\n"
+                        "  return %0, %1, %2 : tensor<4xi1>, tensor<4xi32>, tensor<4xf32>");
+    ir_tensor *va[2] = {tf(IR_E_F32, "4", DV(0, 0, 2.5, -1)), tf(IR_E_F32, "4", DV(1, 0, 0, -3))};
+    r = run(cv, va, 2, &n);
+    expect_i(r[0], "4", IV(0, 0, 1, 1));
+    expect_i(r[1], "4", IV(0, 0, 2, -1));
+    expect_f(r[2], "4", DV(0, 0, 2.5, -1), 0);
+    ir_tensors_free(r, n);
 }
 END_TEST
 
