@@ -1289,6 +1289,36 @@ END_TEST
  * interpreter"), in f64 too, and printed as written; one whose value is not
  * a dense<...> literal is refused, saying so.  sdy.sharding_group computes
  * nothing (it was refused too). */
+/* Shardy's sdy.named_computation runs its body on its operands (a call with
+ * the callee's body in place; its block arguments and returned values have
+ * the operands' and results' types); sdy.data_flow_edge is its input.  Both
+ * were refused as unknown ops. */
+START_TEST(sdy_named_computation_and_data_flow_edge)
+{
+    const char *text =
+        fn("(%x: tensor<2xf32>, %y: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>)",
+           "  %0:2 = sdy.named_computation<\"foo\">(%x, %y) in_shardings=[<@mesh, [{}]>, <@mesh, [{}]>] "
+           "out_shardings=[<@mesh, [{}]>, <@mesh, [{}]>] (%a: tensor<2xf32>, %b: tensor<2xf32>) {\n"
+           "    %1 = sdy.data_flow_edge %a : tensor<2xf32>\n"
+           "    %2 = stablehlo.subtract %1, %b : tensor<2xf32>\n"
+           "    %3 = stablehlo.multiply %2, %b : tensor<2xf32>\n"
+           "    sdy.return %3, %2 : tensor<2xf32>, tensor<2xf32>\n"
+           "  } : (tensor<2xf32>, tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>)\n"
+           "  %4 = sdy.data_flow_edge %0#0 sharding=<@mesh, [{}]> : tensor<2xf32>\n"
+           "  %5 = stablehlo.negate %0#1 : tensor<2xf32>\n"
+           "  return %4, %5 : tensor<2xf32>, tensor<2xf32>");
+    char mod[20000];
+    snprintf(mod, sizeof mod, "sdy.mesh @mesh = <[\"x\"=2]>\n%s", text);
+    ir_tensor *args[2] = {tf(IR_E_F32, "2", DV(5, 1)), tf(IR_E_F32, "2", DV(2, -3))};
+    uint32_t n;
+    ir_tensor **r = run(mod, args, 2, &n);
+    ck_assert_int_eq(n, 2);
+    expect_f(r[0], "2", DV(6, -12), 0);
+    expect_f(r[1], "2", DV(-3, -4), 0);
+    ir_tensors_free(r, n);
+}
+END_TEST
+
 START_TEST(sdy_constant_evaluated)
 {
     const char *text = fn("(%x: tensor<2x2xf32>) -> tensor<2x2xf32>",
@@ -2670,6 +2700,7 @@ static Suite *interp_suite(void)
     tcase_add_test(tc, select_and_scatter_spec_example);
     tcase_add_test(tc, sort_stable_multi_operand);
     tcase_add_test(tc, sdy_constant_evaluated);
+    tcase_add_test(tc, sdy_named_computation_and_data_flow_edge);
     tcase_add_test(tc, while_counting_loop);
     tcase_add_test(tc, values_die_after_their_last_reader);
     tcase_add_test(tc, transpose_every_element_width);
