@@ -1316,6 +1316,17 @@ START_TEST(sdy_named_computation_and_data_flow_edge)
     expect_f(r[0], "2", DV(6, -12), 0);
     expect_f(r[1], "2", DV(-3, -4), 0);
     ir_tensors_free(r, n);
+    /* sdy.func_data_flow_edge, the edge of a function argument or a call
+     * result, is its input too */
+    ir_tensor *fa[1] = {tf(IR_E_F32, "2", DV(1.5, -2))};
+    ir_tensor *y = run1(fn("(%x: tensor<2xf32>) -> tensor<2xf32>",
+                           "  %0 = sdy.func_data_flow_edge %x {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+                           "[{?}]>]>} : tensor<2xf32>\n"
+                           "  %1 = stablehlo.negate %0 : tensor<2xf32>\n"
+                           "  return %1 : tensor<2xf32>"),
+                        fa, 1);
+    expect_f(y, "2", DV(-1.5, 2), 0);
+    ir_tensor_free(y);
 }
 END_TEST
 

@@ -794,14 +794,16 @@ static int eval_named_computation(ip_run *r, ip_frame *fr, const ir_op *op)
 }
 
 /* Shardy's ops that pass their one operand through: the annotations of a
- * value, and sdy.data_flow_edge, which only marks the owner of an edge
- * whose sources and targets share a sharding (its result is its input;
- * Shardy's export replaces it by its input). */
+ * value, and sdy.data_flow_edge and sdy.func_data_flow_edge, which only
+ * mark the owner of an edge whose sources and targets share a sharding
+ * (SameOperandsAndResultType; Shardy's export replaces them by their
+ * input). */
 static bool sdy_identity(const ir_op *op)
 {
     return op->n_operands == 1 && op->n_results == 1 && op->n_regions == 0 &&
            (!strcmp(op->name, "sdy.sharding_constraint") || !strcmp(op->name, "sdy.propagation_barrier") ||
-            !strcmp(op->name, "sdy.reshard") || !strcmp(op->name, "sdy.data_flow_edge")) &&
+            !strcmp(op->name, "sdy.reshard") || !strcmp(op->name, "sdy.data_flow_edge") ||
+            !strcmp(op->name, "sdy.func_data_flow_edge")) &&
            ir_type_equal(op->operands[0]->type, op->results[0].type);
 }
 
