@@ -61,6 +61,7 @@ int apply_open_module(ir_module *m, const char *func_name, const ir_mesh *mesh, 
         st->mesh = *mesh;
     else if (!apply_module_mesh(m, &st->mesh))
         return ap_error_set(err, AP_EINVALID, "%s: no mesh given and the module declares no sdy.mesh", st->name);
+    st->inlined_calls = ir_inline_count(m, f);
     if ((rc = ir_inline_calls(m, f, err)) < 0 || (rc = ir_pctx_new(m, f, &st->mesh, &st->ctx, err)) < 0 ||
         (rc = ir_partition_new(st->ctx, &st->p, err)) < 0)
         return rc;
@@ -73,6 +74,7 @@ int apply_open_module(ir_module *m, const char *func_name, const ir_mesh *mesh, 
 
 void apply_state_free(apply_state *st)
 {
+    ap_free(st->note);
     ap_free(st->tactics);
     ir_lowered_free(&st->lw);
     ir_partition_free(st->p);
@@ -82,6 +84,51 @@ void apply_state_free(apply_state *st)
 }
 
 /* =============================================================== schedule */
+
+/* Whether schedule text names a value %N (or %N#k): a '%' followed by a
+ * digit outside a comment and a quoted name. */
+static bool names_numbered_value(const char *s)
+{
+    bool quoted = false;
+    for (; *s; s++) {
+        if (*s == '"')
+            quoted = !quoted;
+        else if (!quoted && *s == '#' && (s[1] < '0' || s[1] > '9')) {
+            while (s[1] && s[1] != '\n')
+                s++;
+        } else if (!quoted && *s == '%' && s[1] >= '0' && s[1] <= '9')
+            return true;
+    }
+    return false;
+}
+
+char *apply_inline_note(const char *func, uint32_t calls, const char *schedule, bool func_given)
+{
+    if (!calls || !schedule || !names_numbered_value(schedule))
+        return NULL;
+    ap_buf b;
+    ap_buf_init(&b);
+    ap_buf_printf(&b,
+                  "@%s calls other functions (%u call%s), inlined before partitioning: %%N in the schedule counts the "
+                  "values of the inlined @%s, as `autopart parse --inline%s%s` prints it, not as the module is written",
+                  func, calls, calls == 1 ? "" : "s", func, func_given ? " --func " : "", func_given ? func : "");
+    if (b.oom) {
+        ap_buf_free(&b);
+        return NULL;
+    }
+    return b.data;
+}
+
+int apply_note_schedule(apply_state *st, const char *schedule, bool func_given, ap_error *err)
+{
+    ap_free(st->note);
+    st->note = NULL;
+    if (!st->inlined_calls || !st->ctx || !schedule || !names_numbered_value(schedule))
+        return 0;
+    if (!(st->note = apply_inline_note(ir_func_name(ir_pctx_func(st->ctx)), st->inlined_calls, schedule, func_given)))
+        return ap_error_set(err, AP_ENOMEM, "out of memory");
+    return 0;
+}
 
 void apply_adopt(apply_state *st, ir_module *m, ir_pctx *ctx, ir_partition *p)
 {
@@ -398,5 +445,10 @@ json_t *apply_report_json(const apply_state *st)
     char *sched = apply_schedule_text(st);
     json_object_set_new(root, "schedule", json_string(sched ? sched : ""));
     ap_free(sched);
+    if (st->note) {
+        json_t *notes = json_array();
+        json_array_append_new(notes, json_string(st->note));
+        json_object_set_new(root, "notes", notes);
+    }
     return root;
 }

@@ -49,6 +49,11 @@ typedef struct apply_state {
     /* apply_lower with a device */
     cost_report cost;
     bool costed;
+    /* apply_open_module: the calls of the partitioned function it inlined;
+     * apply_note_schedule: the note on the schedule's %N (heap, or NULL),
+     * which apply_report_json carries as "notes" */
+    uint32_t inlined_calls;
+    char *note;
 } apply_state;
 
 /* The mesh of the module's `sdy.mesh @name = <["x"=2, "y"=4]>` op, if it
@@ -69,6 +74,19 @@ void apply_state_free(apply_state *st);
 /* Makes a state of parts opened elsewhere (the CLI opens modules with its
  * own messages); the state owns them from now on. */
 void apply_adopt(apply_state *st, ir_module *m, ir_pctx *ctx, ir_partition *p);
+
+/* The note a schedule gets when it names a value %N (outside comments and
+ * quoted names) of function `func`, which had `calls` calls inlined before
+ * partitioning: %N counts the values of the inlined function, as `autopart
+ * parse --inline` prints it, not the module as written (a schedule written
+ * against the module's own printout tiles other values, silently when the
+ * ranks allow).  `func_given`: the function was named (--func).  Heap text
+ * without a prefix or newline (ap_free); NULL when there is nothing to say
+ * (no calls, no %N) or out of memory. */
+char *apply_inline_note(const char *func, uint32_t calls, const char *schedule, bool func_given);
+/* Sets st->note to apply_inline_note's for schedule on the function
+ * apply_open_module opened.  AP_ENOMEM only. */
+int apply_note_schedule(apply_state *st, const char *schedule, bool func_given, ap_error *err);
 
 /* Applies schedule text (see ir_schedule_apply: "schedule:LINE:COL: error:
  * ..." on bad text).  With a device, lowers and estimates the state after

@@ -355,6 +355,12 @@ static bool prepare_common(srv_work *w, common_req *r)
         work_fail_err(w, NULL, &err);
         return false;
     }
+    /* the note `autopart apply` prints when the schedule names %N of a
+     * function with calls: the answer's report carries it ("notes") */
+    if (apply_note_schedule(&w->st, r->schedule, func != NULL, &err) < 0) {
+        work_fail(w, RPC_RESOURCE_EXHAUSTED, "out of memory");
+        return false;
+    }
     ap_buf mb;
     ap_buf_init(&mb);
     ir_mesh_format(&w->st.mesh, &mb);

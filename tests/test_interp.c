@@ -753,6 +753,21 @@ START_TEST(reduce_precision_and_complex)
     expect_f(r[1], "2", DV(4, -24), 0);
     expect_f(r[2], "2", DV(1, 3), 1e-7);
     ir_tensors_free(r, n);
+
+    /* complex -> any other type drops the imaginary part (the spec's convert,
+     * and the reference interpreter's Element convert): (0, 1) is false */
+    const char *cv = fn("(%re: tensor<4xf32>, %im: tensor<4xf32>) -> (tensor<4xi1>, tensor<4xi32>, tensor<4xf32>)",
+                        "  %z = stablehlo.complex %re, %im : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xcomplex<f32>>\n"
+                        "  %0 = stablehlo.convert %z : (tensor<4xcomplex<f32>>) -> tensor<4xi1>\n"
+                        "  %1 = stablehlo.convert %z : (tensor<4xcomplex<f32>>) -> tensor<4xi32>\n"
+                        "  %2 = stablehlo.convert %z : (tensor<4xcomplex<f32>>) -> tensor<4xf32>\n"
+                        "  return %0, %1, %2 : tensor<4xi1>, tensor<4xi32>, tensor<4xf32>");
+    ir_tensor *va[2] = {tf(IR_E_F32, "4", DV(0, 0, 2.5, -1)), tf(IR_E_F32, "4", DV(1, 0, 0, -3))};
+    r = run(cv, va, 2, &n);
+    expect_i(r[0], "4", IV(0, 0, 1, 1));
+    expect_i(r[1], "4", IV(0, 0, 2, -1));
+    expect_f(r[2], "4", DV(0, 0, 2.5, -1), 0);
+    ir_tensors_free(r, n);
 }
 END_TEST
 
@@ -1274,6 +1289,47 @@ END_TEST
  * interpreter"), in f64 too, and printed as written; one whose value is not
  * a dense<...> literal is refused, saying so.  sdy.sharding_group computes
  * nothing (it was refused too). */
+/* Shardy's sdy.named_computation runs its body on its operands (a call with
+ * the callee's body in place; its block arguments and returned values have
+ * the operands' and results' types); sdy.data_flow_edge is its input.  Both
+ * were refused as unknown ops. */
+START_TEST(sdy_named_computation_and_data_flow_edge)
+{
+    const char *text =
+        fn("(%x: tensor<2xf32>, %y: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>)",
+           "  %0:2 = sdy.named_computation<\"foo\">(%x, %y) in_shardings=[<@mesh, [{}]>, <@mesh, [{}]>] "
+           "out_shardings=[<@mesh, [{}]>, <@mesh, [{}]>] (%a: tensor<2xf32>, %b: tensor<2xf32>) {\n"
+           "    %1 = sdy.data_flow_edge %a : tensor<2xf32>\n"
+           "    %2 = stablehlo.subtract %1, %b : tensor<2xf32>\n"
+           "    %3 = stablehlo.multiply %2, %b : tensor<2xf32>\n"
+           "    sdy.return %3, %2 : tensor<2xf32>, tensor<2xf32>\n"
+           "  } : (tensor<2xf32>, tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>)\n"
+           "  %4 = sdy.data_flow_edge %0#0 sharding=<@mesh, [{}]> : tensor<2xf32>\n"
+           "  %5 = stablehlo.negate %0#1 : tensor<2xf32>\n"
+           "  return %4, %5 : tensor<2xf32>, tensor<2xf32>");
+    char mod[20000];
+    snprintf(mod, sizeof mod, "sdy.mesh @mesh = <[\"x\"=2]>\n%s", text);
+    ir_tensor *args[2] = {tf(IR_E_F32, "2", DV(5, 1)), tf(IR_E_F32, "2", DV(2, -3))};
+    uint32_t n;
+    ir_tensor **r = run(mod, args, 2, &n);
+    ck_assert_int_eq(n, 2);
+    expect_f(r[0], "2", DV(6, -12), 0);
+    expect_f(r[1], "2", DV(-3, -4), 0);
+    ir_tensors_free(r, n);
+    /* sdy.func_data_flow_edge, the edge of a function argument or a call
+     * result, is its input too */
+    ir_tensor *fa[1] = {tf(IR_E_F32, "2", DV(1.5, -2))};
+    ir_tensor *y = run1(fn("(%x: tensor<2xf32>) -> tensor<2xf32>",
+                           "  %0 = sdy.func_data_flow_edge %x {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+                           "[{?}]>]>} : tensor<2xf32>\n"
+                           "  %1 = stablehlo.negate %0 : tensor<2xf32>\n"
+                           "  return %1 : tensor<2xf32>"),
+                        fa, 1);
+    expect_f(y, "2", DV(-1.5, 2), 0);
+    ir_tensor_free(y);
+}
+END_TEST
+
 START_TEST(sdy_constant_evaluated)
 {
     const char *text = fn("(%x: tensor<2x2xf32>) -> tensor<2x2xf32>",
@@ -2655,6 +2711,7 @@ static Suite *interp_suite(void)
     tcase_add_test(tc, select_and_scatter_spec_example);
     tcase_add_test(tc, sort_stable_multi_operand);
     tcase_add_test(tc, sdy_constant_evaluated);
+    tcase_add_test(tc, sdy_named_computation_and_data_flow_edge);
     tcase_add_test(tc, while_counting_loop);
     tcase_add_test(tc, values_die_after_their_last_reader);
     tcase_add_test(tc, transpose_every_element_width);

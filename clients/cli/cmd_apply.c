@@ -335,6 +335,7 @@ static int apply_remote(apply_args *a, const cli_remote *remote)
     }
     fprintf(stderr, "autopart apply: answered by %s (%s), stored as %s (autopart show %s)\n", remote->server,
             cli_origin_name(resp->origin), resp->search_id, resp->search_id);
+    cli_remote_notes(name, res->report_json);
     if (a->json || !strcmp(a->view, "report")) {
         json_error_t jerr;
         rep = json_loads(res->report_json, 0, &jerr);

@@ -235,23 +235,6 @@ void cli_print_device_names(FILE *f, const char *indent)
 
 /* ========================================================= partitioning */
 
-/* Whether schedule text names a value %N (or %N#k): a '%' followed by a
- * digit outside a comment and a quoted name. */
-static bool names_numbered_value(const char *s)
-{
-    bool quoted = false;
-    for (; *s; s++) {
-        if (*s == '"')
-            quoted = !quoted;
-        else if (!quoted && *s == '#' && (s[1] < '0' || s[1] > '9')) {
-            while (s[1] && s[1] != '\n')
-                s++;
-        } else if (!quoted && *s == '%' && s[1] >= '0' && s[1] <= '9')
-            return true;
-    }
-    return false;
-}
-
 int cli_partition_open(const cli_partition_args *a, cli_partitioned *st)
 {
     ap_error err;
@@ -277,14 +260,10 @@ int cli_partition_open(const cli_partition_args *a, cli_partitioned *st)
      * inlined that is not the function `autopart parse` prints, and a
      * schedule written against that printout names other values (tiling
      * them silently when the ranks allow) */
-    uint32_t calls = ir_inline_count(st->m, f);
-    if (calls && a->schedule && names_numbered_value(a->schedule))
-        fprintf(stderr,
-                "%s: note: @%s calls other functions (%u call%s), inlined before partitioning: %%N in the schedule "
-                "counts the values of the inlined @%s, as `autopart parse --inline%s%s` prints it, not as the module "
-                "is written\n",
-                a->path, ir_func_name(f), calls, calls == 1 ? "" : "s", ir_func_name(f), a->func_name ? " --func " : "",
-                a->func_name ? a->func_name : "");
+    char *note = apply_inline_note(ir_func_name(f), ir_inline_count(st->m, f), a->schedule, a->func_name != NULL);
+    if (note)
+        fprintf(stderr, "%s: note: %s\n", a->path, note);
+    ap_free(note);
     if (ir_inline_calls(st->m, f, &err) < 0 || ir_pctx_new(st->m, f, &mesh, &st->ctx, &err) < 0 ||
         ir_partition_new(st->ctx, &st->p, &err) < 0) {
         cli_fail_err(a->cmd, a->path, &err);

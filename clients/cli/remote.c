@@ -168,6 +168,19 @@ const char *cli_kind_name(int kind)
     return kind == 1 ? "search" : kind == 2 ? "apply" : "?";
 }
 
+void cli_remote_notes(const char *name, const char *report_json)
+{
+    json_error_t jerr;
+    json_t *rj = report_json && report_json[0] ? json_loads(report_json, 0, &jerr) : NULL;
+    json_t *notes = rj ? json_object_get(rj, "notes") : NULL;
+    for (size_t i = 0; json_is_array(notes) && i < json_array_size(notes); i++) {
+        const char *t = json_string_value(json_array_get(notes, i));
+        if (t)
+            fprintf(stderr, "%s: note: %s\n", name, t);
+    }
+    json_decref(rj);
+}
+
 const char *cli_origin_name(int origin)
 {
     return origin == 1 ? "new" : origin == 2 ? "joined" : origin == 3 ? "cache hit" : "?";

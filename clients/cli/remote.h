@@ -73,6 +73,10 @@ void cli_format_time(int64_t unix_ms, char *buf, size_t size);
 const char *cli_status_name(int status);
 const char *cli_kind_name(int kind);
 const char *cli_origin_name(int origin);
+/* Prints the notes an answer's report carries (report_json's "notes": the
+ * %N inlining note `autopart apply` prints itself) to stderr as
+ * "NAME: note: ...", as the local commands print them. */
+void cli_remote_notes(const char *name, const char *report_json);
 
 /* What a request says of its module, mesh and device, in wire form.  Its
  * strings point into the caller's text and into itself: keep it in place

@@ -186,6 +186,7 @@ int cli_search_remote(const cli_remote *remote, const cli_search_request *a)
         rc = cli_fail("search", "autopartd at %s ended the search without a result", remote->server);
         goto out;
     }
+    cli_remote_notes(name, res->report_json);
     json_error_t jerr;
     rj = json_loads(res->result_json, 0, &jerr);
     if (!rj) {

@@ -757,11 +757,53 @@ done:
     return rc;
 }
 
+/* Shardy's sdy.named_computation<"name">(operands) (block arguments) {...}:
+ * a call whose callee's body is copied in place (Shardy's docs: the body of
+ * the called function; its block arguments and returned values have the
+ * operands' and results' types).  It runs its body on its operands.  The
+ * partitioner has no rule for it, so its region runs whole: the SPMD
+ * program gives it whole operands. */
+static bool is_named_computation(const ir_op *op)
+{
+    return op->opcode == IR_OP_UNKNOWN && op->n_regions == 1 && !strcmp(op->name, "sdy.named_computation");
+}
+
+static int eval_named_computation(ip_run *r, ip_frame *fr, const ir_op *op)
+{
+    int rc;
+    const ir_tensor **args = operands_of(r, fr, op, 0, &rc);
+    if (!args)
+        return rc;
+    uint32_t n_out = op->n_results;
+    size_t n = (size_t)fr->n_dev * n_out;
+    ir_tensor **out = ap_calloc(n ? n : 1, sizeof *out);
+    if (!out) {
+        ap_free(args);
+        return ir__ip_fail_op(r, op, -1, AP_ENOMEM, "out of memory");
+    }
+    rc = eval_region(r, fr, op, &op->regions[0], op->n_operands, args, n_out, out);
+    ap_free(args);
+    for (size_t k = 0; rc == 0 && k < n; k++)
+        if (!ir__tensor_has_type_w(out[k], op->results[k % n_out].type, r->opts.f64))
+            rc = ir__ip_fail_op(r, op, -1, AP_ETYPE, "its body's result %zu does not have the op's result type",
+                                k % n_out);
+    if (rc == 0)
+        set_results(fr, op, out);
+    free_all(out, n);
+    return rc;
+}
+
+/* Shardy's ops that pass their one operand through: the annotations of a
+ * value, and sdy.data_flow_edge and sdy.func_data_flow_edge, which only
+ * mark the owner of an edge whose sources and targets share a sharding
+ * (SameOperandsAndResultType; Shardy's export replaces them by their
+ * input). */
 static bool sdy_identity(const ir_op *op)
 {
     return op->n_operands == 1 && op->n_results == 1 && op->n_regions == 0 &&
            (!strcmp(op->name, "sdy.sharding_constraint") || !strcmp(op->name, "sdy.propagation_barrier") ||
-            !strcmp(op->name, "sdy.reshard")) &&
+            !strcmp(op->name, "sdy.reshard") || !strcmp(op->name, "sdy.data_flow_edge") ||
+            !strcmp(op->name, "sdy.func_data_flow_edge")) &&
            ir_type_equal(op->operands[0]->type, op->results[0].type);
 }
 
@@ -782,6 +824,8 @@ static int eval_op(ip_run *r, ip_frame *fr, const ir_op *op)
          * JAX export) pass it through unchanged */
         if (sdy_identity(op))
             return eval_kernel(r, fr, op, k_identity);
+        if (is_named_computation(op))
+            return eval_named_computation(r, fr, op);
         if (ir__ip_chlo_unary_fn(op->name))
             return eval_kernel(r, fr, op, ir__ip_k_chlo_unary);
         if (!strcmp(op->name, "chlo.top_k"))

@@ -412,7 +412,8 @@ void ir__ip_slots_die(ip_frame *fr, uint32_t at);
 
 static inline bool ip_is_terminator(const ir_op *op)
 {
-    return op->opcode == IR_OP_RETURN || op->opcode == IR_OP_FUNC_RETURN;
+    return op->opcode == IR_OP_RETURN || op->opcode == IR_OP_FUNC_RETURN ||
+           (op->opcode == IR_OP_UNKNOWN && !strcmp(op->name, "sdy.return")); /* ends Shardy's regions */
 }
 /* Runs func on n_dev devices (partition ids dev_ids) with args[d * n + i]
  * (borrowed); stores a heap array res[d * n_results + j] of its results.

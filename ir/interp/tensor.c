@@ -348,7 +348,7 @@ void ir__ip_convert_elem(ir_elem from, const uint8_t *src, ir_elem to, uint8_t *
         else if (ct == IP_F)
             store_f_exact(to, dst, creal(v));
         else if (ct == IP_B)
-            dst[0] = creal(v) != 0 || cimag(v) != 0;
+            dst[0] = creal(v) != 0; /* the spec drops the imaginary part, as for every non-complex type */
         else
             ip_sti(to, dst, f_to_int(creal(v), to));
         return;

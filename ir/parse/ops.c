@@ -610,7 +610,25 @@ static bool opaque_literal_value(parser *p, op_state *st)
     }
     /* (an assertion's literal may start the next line: the op goes on past
      * its comma, as parse_opaque_op takes it) */
-    ir_attr *v = ir__is_word(p, "dense") && (!constant || !p->tok.nl_before) ? ir__parse_attr(p, true) : NULL;
+    bool dense = ir__is_word(p, "dense") && (!constant || !p->tok.nl_before);
+    if (dense) {
+        /* a `dense<` that never closes: the op's text would run on through
+         * the lines after it (its '<' opens a nesting) and the error would
+         * fall there ("use of value before its definition"); name it here,
+         * as stablehlo.constant's is named */
+        const char *lt = p->tok.at + 5;
+        while (lt < p->lx.end && (*lt == ' ' || *lt == '\t'))
+            lt++;
+        if (lt < p->lx.end && *lt == '<' && !ir__scan_angle(lt, p->lx.end)) {
+            p->lx = lx;
+            p->tok = tok;
+            p->prev_kind = prev_kind;
+            p->prev_end = prev_end;
+            p->depth = depth;
+            return ir__perr(p, lt, AP_ESYNTAX, "unterminated dense<...> in %s", st->name);
+        }
+    }
+    ir_attr *v = dense ? ir__parse_attr(p, true) : NULL;
     bool ok = v && v->kind == IR_A_DENSE && v->type && !p->failed;
     /* an assertion's attributes after it: `{tolerance = 0.1 : f64}` */
     if (ok && !constant && p->tok.kind == T_LBRACE && !p->tok.nl_before)
