@@ -1377,6 +1377,20 @@ START_TEST(sdy_constant_evaluated)
     ck_assert_msg(strstr(msg, "sdy.constant: its value was not read: it is not a dense<...> literal whose elements "
                               "fill its tensor type"),
                   "%s", msg);
+    /* MLIR's arith.constant with a tensor literal (torch-mlir's exports)
+     * is its value too; its scalar forms are not read, and refused */
+    args[0] = tf(IR_E_F32, "2", x, 2);
+    y = run1(fn("(%x: tensor<2xf32>) -> tensor<2xf32>",
+                "  %c = arith.constant dense<[1.5, -2.0]> : tensor<2xf32>\n"
+                "  %0 = stablehlo.add %x, %c : tensor<2xf32>\n"
+                "  return %0 : tensor<2xf32>"),
+             args, 1);
+    expect_f(y, "2", (const double[]){2.5, -3}, 2, 0);
+    ir_tensor_free(y);
+    run_fail(fn("() -> index", "  %0 = arith.constant 0 : index\n"
+                              "  return %0 : index"),
+             NULL, 0, NULL, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "arith.constant") && !strstr(msg, "unknown to the interpreter"), "%s", msg);
     /* sdy.sharding_group computes nothing (it was refused as unknown) */
     args[0] = tf(IR_E_F32, "2", x, 2);
     y = run1(fn("(%x: tensor<2xf32>) -> tensor<2xf32>", "  %0 = stablehlo.negate %x : tensor<2xf32>\n"

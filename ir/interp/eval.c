@@ -932,8 +932,10 @@ static int eval_op(ip_run *r, ip_frame *fr, const ir_op *op)
          * share a sharding; it computes nothing */
         if (!strcmp(op->name, "sdy.sharding_group") && op->n_results == 0 && op->n_regions == 0)
             return 0;
-        /* Shardy's constant: its value as the parser read it (ops.c) */
-        if (!strcmp(op->name, "sdy.constant") && op->n_operands == 0 && op->n_results == 1 && op->n_regions == 0) {
+        /* Shardy's constant and a tensor arith.constant: the value as the
+         * parser read it (ops.c) */
+        if ((!strcmp(op->name, "sdy.constant") || !strcmp(op->name, "arith.constant")) && op->n_operands == 0 &&
+            op->n_results == 1 && op->n_regions == 0) {
             if (!ir_op_attr(op, "value"))
                 return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED, "its value was not read: it is not a dense<...> literal "
                                                                  "whose elements fill its tensor type");
