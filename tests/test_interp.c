@@ -2144,6 +2144,28 @@ START_TEST(run_parallel_collectives)
     expect_i(r[4], "", IV(1)); /* replica 1's replica_id */
     expect_i(r[5], "", IV(0)); /* and its partition_id: one partition */
     ir_tensors_free(r, n);
+    /* collective_broadcast gives a device in no group zeros, as the spec
+     * says (collective_broadcast.000: it was refused, "device 0 is in no
+     * replica group") */
+    r = run("func.func @b(%x: tensor<2xi64>) -> tensor<2xi64> {\n"
+            "  %0 = \"stablehlo.collective_broadcast\"(%x) {replica_groups = dense<[[2, 1]]> : tensor<1x2xi64>} : "
+            "(tensor<2xi64>) -> tensor<2xi64>\n"
+            "  return %0 : tensor<2xi64>\n}\n"
+            "func.func @main() -> (tensor<2xi64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) {\n"
+            "  %a = stablehlo.constant dense<[1, 2]> : tensor<2xi64>\n"
+            "  %b = stablehlo.constant dense<[3, 4]> : tensor<2xi64>\n"
+            "  %c = stablehlo.constant dense<[5, 6]> : tensor<2xi64>\n"
+            "  %d = stablehlo.constant dense<[7, 8]> : tensor<2xi64>\n"
+            "  %r:4 = \"interpreter.run_parallel\"(%a, %b, %c, %d) {programs = [[@b], [@b], [@b], [@b]]} : "
+            "(tensor<2xi64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> (tensor<2xi64>, tensor<2xi64>, "
+            "tensor<2xi64>, tensor<2xi64>)\n"
+            "  return %r#0, %r#1, %r#2, %r#3 : tensor<2xi64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>\n}\n",
+            NULL, 0, &n);
+    expect_i(r[0], "2", IV(0, 0));
+    expect_i(r[1], "2", IV(5, 6));
+    expect_i(r[2], "2", IV(5, 6));
+    expect_i(r[3], "2", IV(0, 0));
+    ir_tensors_free(r, n);
     /* several replicas of several partitions: refused, not guessed */
     char msg[512];
     run_fail("func.func @f(%x: tensor<2xi64>) -> tensor<2xi64> {\n  return %x : tensor<2xi64>\n}\n"

@@ -125,7 +125,9 @@ static int groups_get(ip_run *r, ip_frame *fr, const ir_op *op, groups *g)
         g->group_of[d] = i / g->size;
         g->pos_of[d] = i % g->size;
     }
-    for (int64_t d = 0; d < nd; d++)
+    /* collective_broadcast gives a device in no group zeros (the spec);
+     * every other collective needs each device in a group */
+    for (int64_t d = 0; d < nd && op->opcode != IR_OP_COLLECTIVE_BROADCAST; d++)
         if (g->group_of[d] < 0) {
             int64_t id = fr->dev_ids[d];
             groups_free(g);
@@ -457,17 +459,20 @@ done:
     return rc;
 }
 
-/* The first device of each group sends its operand to the whole group. */
+/* The first device of each group sends its operand to the whole group; a
+ * device in no group gets zeros. */
 static int coll_broadcast(ip_run *r, ip_frame *fr, const ir_op *op, const groups *g, const ir_tensor *const *ops,
                           ir_tensor **res)
 {
     if (op->n_operands != 1 || op->n_results != 1)
         return ir__ip_fail_op(r, op, -1, AP_EINVALID, "needs one operand and one result");
     for (uint32_t d = 0; d < fr->n_dev; d++) {
-        const ir_tensor *x = ops[frame_dev(fr, g->ids[g->group_of[d] * g->size])];
         int rc = new_result(r, fr, op, d, 0, &res[d]);
         if (rc < 0)
             return rc;
+        if (g->group_of[d] < 0)
+            continue;
+        const ir_tensor *x = ops[frame_dev(fr, g->ids[g->group_of[d] * g->size])];
         if (!ir__tensor_same_type(x, res[d]))
             return ir__ip_fail_op(r, op, fr->dev_ids[d], AP_ETYPE, "operand and result types differ");
         if (x->nbytes)
