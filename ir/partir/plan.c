@@ -1112,6 +1112,8 @@ static void mark_op(ir_lplan *pl, uint32_t k)
         mark_value(pl, v);
 }
 
+_Static_assert(sizeof(ir_loop) == 8, "a loop is one word: its axis, its specs, its entry");
+
 /* Loops compared by what they mean (the padding is not). */
 static inline bool loops_equal(const ir_loop *a, const ir_loop *b, int n)
 {
@@ -1149,9 +1151,15 @@ int ir_lplan_sync(ir_lplan *pl, const ir_partition *p, ap_error *err)
         for (uint32_t k = 0; k < n_ops; k++, nest += room, snest += room) {
             uint8_t n = nlen[k];
             if (n == snap_nlen[k]) {
-                uint32_t diff = 0; /* the loops compared by what they mean (the padding is not) */
-                for (int i = 0; i < n; i++)
-                    diff |= (uint32_t)(nest[i].axis ^ snest[i].axis) | (nest[i].entry ^ snest[i].entry);
+                /* a loop as one word: its spec bytes are a function of its
+                 * entry (ir_loop), so equal words are equal (axis, entry) */
+                uint64_t diff = 0;
+                for (int i = 0; i < n; i++) {
+                    uint64_t a, b;
+                    memcpy(&a, &nest[i], sizeof a);
+                    memcpy(&b, &snest[i], sizeof b);
+                    diff |= a ^ b;
+                }
                 if (!diff)
                     continue;
             }
