@@ -174,7 +174,7 @@ ir_attr *ir__attr_intern(ir_module *m, ir_attr *key, bool key_in_arena)
     key->hash = attr_hash(key);
     if ((t->n + 1) * 4 >= t->cap * 3 && !ir__table_grow(m, t, attr_hash_of))
         return NULL;
-    uint32_t j = (uint32_t)key->hash & (t->cap - 1);
+    uint32_t j = ir__table_slot(key->hash, t->cap);
     for (;;) {
         const ir_attr *c = t->slots[j];
         if (!c)

@@ -192,6 +192,19 @@ static ir_op *append_to_module(ir_module *dst, const ir_op *op)
     return n;
 }
 
+/* Copies function `name` of src into dst, unless dst has it or src does
+ * not, and in turn what it calls. */
+static bool clone_callee(ir_module *dst, const ir_module *src, const ir_attr *name)
+{
+    if (!name || name->kind != IR_A_SYMREF || ir_module_func(dst, name->u.str.s))
+        return true;
+    const ir_op *callee = ir_module_func(src, name->u.str.s);
+    if (!callee)
+        return true; /* the verifier names it */
+    ir_op *f = append_to_module(dst, callee);
+    return f && (!f->n_regions || ir__clone_callees(dst, src, &f->regions[0]));
+}
+
 bool ir__clone_callees(ir_module *dst, const ir_module *src, const ir_region *r)
 {
     for (const ir_block *b = r->first; b; b = b->next)
@@ -199,19 +212,22 @@ bool ir__clone_callees(ir_module *dst, const ir_module *src, const ir_region *r)
             for (uint32_t i = 0; i < op->n_regions; i++)
                 if (!ir__clone_callees(dst, src, &op->regions[i]))
                     return false;
-            if (op->opcode != IR_OP_FUNC_CALL && op->opcode != IR_OP_COMPOSITE)
+            if (op->opcode == IR_OP_FUNC_CALL || op->opcode == IR_OP_COMPOSITE) {
+                if (!clone_callee(dst, src, ir_op_attr(op, op->opcode == IR_OP_COMPOSITE ? "decomposition" : "callee")))
+                    return false;
                 continue;
-            ir_attr *name = ir_op_attr(op, op->opcode == IR_OP_COMPOSITE ? "decomposition" : "callee");
-            if (!name || name->kind != IR_A_SYMREF || ir_module_func(dst, name->u.str.s))
-                continue;
-            const ir_op *callee = ir_module_func(src, name->u.str.s);
-            if (!callee)
-                continue; /* the verifier names it */
-            ir_op *f = append_to_module(dst, callee);
-            if (!f)
-                return false;
-            if (f->n_regions && !ir__clone_callees(dst, src, &f->regions[0]))
-                return false;
+            }
+            /* the StableHLO interpreter's run_parallel names the functions
+             * its processes run: {programs = [[@f, ...], ...]} */
+            ir_attr *pa = op->opcode == IR_OP_UNKNOWN && !strcmp(op->name, "interpreter.run_parallel")
+                              ? ir_op_attr(op, "programs")
+                              : NULL;
+            for (int32_t i = 0; pa && pa->kind == IR_A_ARRAY && i < pa->u.arr.n; i++) {
+                const ir_attr *row = pa->u.arr.items[i];
+                for (int32_t j = 0; row->kind == IR_A_ARRAY && j < row->u.arr.n; j++)
+                    if (!clone_callee(dst, src, row->u.arr.items[j]))
+                        return false;
+            }
         }
     return true;
 }

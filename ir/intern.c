@@ -16,7 +16,7 @@ bool ir__table_grow(ir_module *m, ir_ptr_table *t, uint64_t (*hash)(const void *
         const void *p = t->slots[i];
         if (!p)
             continue;
-        uint32_t j = (uint32_t)hash(p) & (cap - 1);
+        uint32_t j = ir__table_slot(hash(p), cap);
         while (slots[j])
             j = (j + 1) & (cap - 1);
         slots[j] = p;
@@ -43,7 +43,7 @@ const char *ir_intern(ir_module *m, const char *s, size_t len)
     if ((t->n + 1) * 4 >= t->cap * 3 && !ir__table_grow(m, t, str_hash_of))
         return NULL;
     uint64_t h = ap_hash_bytes(s, len, 0);
-    uint32_t j = (uint32_t)h & (t->cap - 1);
+    uint32_t j = ir__table_slot(h, t->cap);
     for (;;) {
         const char *c = t->slots[j];
         if (!c)

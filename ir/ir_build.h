@@ -169,8 +169,9 @@ ir_op *ir__clone_op(ir_cloner *c, const ir_op *src, ir_value *const *operands, c
  * stablehlo.composite) in `r` names and dst lacks, found in src, and in turn
  * what those call.  The inliner leaves such calls when the callee has
  * several blocks (a cf.br loop, as the XLA HLO importer writes them) or no
- * body; a program made from r in dst does not verify without them.  False
- * when out of memory. */
+ * body; a program made from r in dst does not verify without them.  The
+ * functions an interpreter.run_parallel names ({programs = [[@f]]}) too.
+ * False when out of memory. */
 bool ir__clone_callees(ir_module *dst, const ir_module *src, const ir_region *r);
 /* Appends to dst's body a copy of every op at the top of src's body that is
  * not a function (sdy.mesh, IREE's util.global, ...): what the functions

@@ -84,7 +84,7 @@ static const ir_type *type_intern(ir_module *m, ir_type *key)
     key->hash = type_hash_fields(key);
     if ((t->n + 1) * 4 >= t->cap * 3 && !ir__table_grow(m, t, type_hash_of))
         return NULL;
-    uint32_t j = (uint32_t)key->hash & (t->cap - 1);
+    uint32_t j = ir__table_slot(key->hash, t->cap);
     for (;;) {
         const ir_type *c = t->slots[j];
         if (!c)

@@ -604,7 +604,8 @@ static int verify_op(verifier *v, const ir_op *op)
             rc = check_op_types(v, op);
         if (rc < 0)
             return rc;
-    } else if (!strcmp(op->name, "sdy.constant") && (rc = check_constant(v, op)) < 0) {
+    } else if ((!strcmp(op->name, "sdy.constant") || !strcmp(op->name, "arith.constant")) &&
+               (rc = check_constant(v, op)) < 0) {
         return rc; /* its value is read (ops.c) and evaluated: held to its type as stablehlo.constant's is */
     }
     const ir_op *saved = v->func;

@@ -1377,6 +1377,20 @@ START_TEST(sdy_constant_evaluated)
     ck_assert_msg(strstr(msg, "sdy.constant: its value was not read: it is not a dense<...> literal whose elements "
                               "fill its tensor type"),
                   "%s", msg);
+    /* MLIR's arith.constant with a tensor literal (torch-mlir's exports)
+     * is its value too; its scalar forms are not read, and refused */
+    args[0] = tf(IR_E_F32, "2", x, 2);
+    y = run1(fn("(%x: tensor<2xf32>) -> tensor<2xf32>",
+                "  %c = arith.constant dense<[1.5, -2.0]> : tensor<2xf32>\n"
+                "  %0 = stablehlo.add %x, %c : tensor<2xf32>\n"
+                "  return %0 : tensor<2xf32>"),
+             args, 1);
+    expect_f(y, "2", (const double[]){2.5, -3}, 2, 0);
+    ir_tensor_free(y);
+    run_fail(fn("() -> index", "  %0 = arith.constant 0 : index\n"
+                              "  return %0 : index"),
+             NULL, 0, NULL, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "arith.constant") && !strstr(msg, "unknown to the interpreter"), "%s", msg);
     /* sdy.sharding_group computes nothing (it was refused as unknown) */
     args[0] = tf(IR_E_F32, "2", x, 2);
     y = run1(fn("(%x: tensor<2xf32>) -> tensor<2xf32>", "  %0 = stablehlo.negate %x : tensor<2xf32>\n"
@@ -2077,6 +2091,95 @@ static const char *const matmul_full =
     "  return %0 : tensor<4x6xf32>\n"
     "}\n";
 
+/* The StableHLO interpreter's interpreter.run_parallel, its test suite's
+ * examples with their expected values: all_to_all over 2 replicas
+ * (all_to_all.000), collective_broadcast with channel handle 0 over 4
+ * partitions (cross_replica: each partition its own one-replica group, so
+ * nothing moves; collective_broadcast.002: we took the handle's presence
+ * for a channel and broadcast device 0's operand), and replica_id /
+ * partition_id over replicas. */
+START_TEST(run_parallel_collectives)
+{
+    const char *src =
+        "func.func @a2a(%x: tensor<2x4xi64>) -> tensor<4x2xi64> {\n"
+        "  %0 = \"stablehlo.all_to_all\"(%x) {split_dimension = 1 : i64, concat_dimension = 0 : i64, split_count = 2 "
+        ": i64, replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>} : (tensor<2x4xi64>) -> tensor<4x2xi64>\n"
+        "  return %0 : tensor<4x2xi64>\n"
+        "}\n"
+        "func.func @bcast(%x: tensor<1x2xi64>) -> tensor<1x2xi64> {\n"
+        "  %0 = \"stablehlo.collective_broadcast\"(%x) {replica_groups = dense<[[0]]> : tensor<1x1xi64>, "
+        "channel_handle = #stablehlo.channel_handle<handle = 0, type = 0>} : (tensor<1x2xi64>) -> tensor<1x2xi64>\n"
+        "  return %0 : tensor<1x2xi64>\n"
+        "}\n"
+        "func.func @ids() -> (tensor<ui32>, tensor<ui32>) {\n"
+        "  %0 = stablehlo.replica_id : tensor<ui32>\n"
+        "  %1 = stablehlo.partition_id : tensor<ui32>\n"
+        "  return %0, %1 : tensor<ui32>, tensor<ui32>\n"
+        "}\n"
+        "func.func @main() -> (tensor<4x2xi64>, tensor<4x2xi64>, tensor<1x2xi64>, tensor<1x2xi64>, tensor<ui32>, "
+        "tensor<ui32>) {\n"
+        "  %a = stablehlo.constant dense<[[1, 2, 3, 4], [5, 6, 7, 8]]> : tensor<2x4xi64>\n"
+        "  %b = stablehlo.constant dense<[[9, 10, 11, 12], [13, 14, 15, 16]]> : tensor<2x4xi64>\n"
+        "  %r:2 = \"interpreter.run_parallel\"(%a, %b) {programs = [[@a2a], [@a2a]]} : (tensor<2x4xi64>, "
+        "tensor<2x4xi64>) -> (tensor<4x2xi64>, tensor<4x2xi64>)\n"
+        "  %c0 = stablehlo.constant dense<[[1, 2]]> : tensor<1x2xi64>\n"
+        "  %c1 = stablehlo.constant dense<[[3, 4]]> : tensor<1x2xi64>\n"
+        "  %c2 = stablehlo.constant dense<[[5, 6]]> : tensor<1x2xi64>\n"
+        "  %c3 = stablehlo.constant dense<[[7, 8]]> : tensor<1x2xi64>\n"
+        "  %s:4 = \"interpreter.run_parallel\"(%c0, %c1, %c2, %c3) {programs = [[@bcast, @bcast, @bcast, @bcast]]} : "
+        "(tensor<1x2xi64>, tensor<1x2xi64>, tensor<1x2xi64>, tensor<1x2xi64>) -> (tensor<1x2xi64>, tensor<1x2xi64>, "
+        "tensor<1x2xi64>, tensor<1x2xi64>)\n"
+        "  %i:4 = \"interpreter.run_parallel\"() {programs = [[@ids], [@ids]]} : () -> (tensor<ui32>, tensor<ui32>, "
+        "tensor<ui32>, tensor<ui32>)\n"
+        "  return %r#0, %r#1, %s#1, %s#3, %i#2, %i#3 : tensor<4x2xi64>, tensor<4x2xi64>, tensor<1x2xi64>, "
+        "tensor<1x2xi64>, tensor<ui32>, tensor<ui32>\n"
+        "}\n";
+    uint32_t n;
+    ir_tensor **r = run(src, NULL, 0, &n);
+    ck_assert_int_eq(n, 6);
+    expect_i(r[0], "4x2", IV(1, 2, 5, 6, 9, 10, 13, 14));
+    expect_i(r[1], "4x2", IV(3, 4, 7, 8, 11, 12, 15, 16));
+    expect_i(r[2], "1x2", IV(3, 4));
+    expect_i(r[3], "1x2", IV(7, 8));
+    expect_i(r[4], "", IV(1)); /* replica 1's replica_id */
+    expect_i(r[5], "", IV(0)); /* and its partition_id: one partition */
+    ir_tensors_free(r, n);
+    /* collective_broadcast gives a device in no group zeros, as the spec
+     * says (collective_broadcast.000: it was refused, "device 0 is in no
+     * replica group") */
+    r = run("func.func @b(%x: tensor<2xi64>) -> tensor<2xi64> {\n"
+            "  %0 = \"stablehlo.collective_broadcast\"(%x) {replica_groups = dense<[[2, 1]]> : tensor<1x2xi64>} : "
+            "(tensor<2xi64>) -> tensor<2xi64>\n"
+            "  return %0 : tensor<2xi64>\n}\n"
+            "func.func @main() -> (tensor<2xi64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) {\n"
+            "  %a = stablehlo.constant dense<[1, 2]> : tensor<2xi64>\n"
+            "  %b = stablehlo.constant dense<[3, 4]> : tensor<2xi64>\n"
+            "  %c = stablehlo.constant dense<[5, 6]> : tensor<2xi64>\n"
+            "  %d = stablehlo.constant dense<[7, 8]> : tensor<2xi64>\n"
+            "  %r:4 = \"interpreter.run_parallel\"(%a, %b, %c, %d) {programs = [[@b], [@b], [@b], [@b]]} : "
+            "(tensor<2xi64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> (tensor<2xi64>, tensor<2xi64>, "
+            "tensor<2xi64>, tensor<2xi64>)\n"
+            "  return %r#0, %r#1, %r#2, %r#3 : tensor<2xi64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>\n}\n",
+            NULL, 0, &n);
+    expect_i(r[0], "2", IV(0, 0));
+    expect_i(r[1], "2", IV(5, 6));
+    expect_i(r[2], "2", IV(5, 6));
+    expect_i(r[3], "2", IV(0, 0));
+    ir_tensors_free(r, n);
+    /* several replicas of several partitions: refused, not guessed */
+    char msg[512];
+    run_fail("func.func @f(%x: tensor<2xi64>) -> tensor<2xi64> {\n  return %x : tensor<2xi64>\n}\n"
+             "func.func @main() -> tensor<2xi64> {\n"
+             "  %a = stablehlo.constant dense<[1, 2]> : tensor<2xi64>\n"
+             "  %r:4 = \"interpreter.run_parallel\"(%a, %a, %a, %a) {programs = [[@f, @f], [@f, @f]]} : "
+             "(tensor<2xi64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> (tensor<2xi64>, tensor<2xi64>, "
+             "tensor<2xi64>, tensor<2xi64>)\n"
+             "  return %r#0 : tensor<2xi64>\n}\n",
+             NULL, 0, NULL, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "2 replicas of 2 partitions each are not supported"), "%s", msg);
+}
+END_TEST
+
 START_TEST(spmd_all_reduce_matmul)
 {
     /* contracting dim split along x: partial products summed along x,
@@ -2728,6 +2831,7 @@ static Suite *interp_suite(void)
     tcase_add_test(tc, error_limits_and_arguments);
     tcase_add_loop_test(tc, stablehlo_testdata_expectations, 0, (int)AP_ARRAY_LEN(testdata_ok));
     tcase_add_loop_test(tc, stablehlo_testdata_refused, 0, (int)AP_ARRAY_LEN(testdata_refused));
+    tcase_add_test(tc, run_parallel_collectives);
     tcase_add_test(tc, spmd_all_reduce_matmul);
     tcase_add_test(tc, spmd_reduce_scatter_and_all_gather);
     tcase_add_test(tc, spmd_all_to_all_and_permute);

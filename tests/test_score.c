@@ -176,6 +176,51 @@ static bool redistributes_pending_sum(const ir_lplan *plan, const ir_pctx *c)
     return false;
 }
 
+/* Two plans synced with the same state decide the same: every value's
+ * copies (their transfers, sources and places), every use's copy, every
+ * returned value's layout and who takes each value as produced.  `inc`
+ * followed other states before, `fresh` none: a sync redoes only the
+ * values it finds changed, and must find all of them. */
+static void assert_same_plan(const ir_lplan *inc, const ir_lplan *fresh, const ir_pctx *c, const char *what)
+{
+    for (uint32_t v = 0; v < ir_pctx_num_values(c); v++) {
+        uint32_t na, nb;
+        const ir_mat *a = ir_lplan_mats(inc, v, &na), *b = ir_lplan_mats(fresh, v, &nb);
+        ck_assert_msg(na == nb, "%s: value %u: %u copies synced, %u fresh", what, v, na, nb);
+        for (uint32_t m = 0; m < na; m++) {
+            const ir_xfer *x = &a[m].x, *y = &b[m].x;
+            bool same = a[m].src == b[m].src && a[m].seg == b[m].seg && a[m].slot == b[m].slot &&
+                        x->type == y->type && !memcmp(&x->from, &y->from, sizeof x->from) &&
+                        !memcmp(&x->to, &y->to, sizeof x->to) && x->n_ar == y->n_ar &&
+                        !memcmp(x->ar_axes, y->ar_axes, x->n_ar) && x->ar_red == y->ar_red &&
+                        x->rs_axis == y->rs_axis && x->rs_dim == y->rs_dim && x->rs_red == y->rs_red &&
+                        x->empty == y->empty && !x->redist == !y->redist &&
+                        (!x->redist || (x->redist->nsteps == y->redist->nsteps &&
+                                        x->redist->cost_bytes == y->redist->cost_bytes));
+            ck_assert_msg(same, "%s: value %u copy %u differs between a synced and a fresh plan", what, v, m);
+        }
+        int32_t oa, ob;
+        uint32_t sa, sb;
+        uint32_t pa = ir_lplan_produced_uses(inc, v, &oa, &sa), pb = ir_lplan_produced_uses(fresh, v, &ob, &sb);
+        ck_assert_msg(pa == pb && oa == ob && (oa < 0 || sa == sb),
+                      "%s: value %u: who takes it as produced differs between a synced and a fresh plan", what, v);
+    }
+    uint32_t n_ops = ir_pctx_num_ops(c);
+    for (uint32_t k = 0; k < n_ops; k++) {
+        uint32_t n = ir_pctx_op(c, k)->n_operands + ir_lplan_num_captured(inc, k);
+        for (uint32_t i = 0; i < n; i++)
+            ck_assert_msg(ir_lplan_use(inc, k, i) == ir_lplan_use(fresh, k, i),
+                          "%s: op %u use %u: copy %d synced, %d fresh", what, k, i, ir_lplan_use(inc, k, i),
+                          ir_lplan_use(fresh, k, i));
+    }
+    for (uint32_t r = 0; r < ir_pctx_num_returns(c); r++) {
+        ck_assert_msg(ir_lplan_use(inc, n_ops, r) == ir_lplan_use(fresh, n_ops, r),
+                      "%s: return %u: copy differs between a synced and a fresh plan", what, r);
+        ck_assert_msg(!memcmp(ir_lplan_result_layout(inc, r), ir_lplan_result_layout(fresh, r), sizeof(ir_layout)),
+                      "%s: return %u leaves in another layout in a synced and a fresh plan", what, r);
+    }
+}
+
 /* A zoo model (or, with `src`, a program written here) on a mesh: `states`
  * random states of up to `max_actions` actions each; with `retile`, at
  * least `min_summand` of them redistribute a pending sum before reducing
@@ -319,6 +364,11 @@ static void check_model(const model_case *mc, uint64_t seed)
             compared++;
             ck_assert(ir_lplan_sync(plan, p, &err) == 0);
             summand += redistributes_pending_sum(plan, ctx);
+            ir_lplan *fresh_plan;
+            ck_assert(ir_lplan_new(ctx, &fresh_plan, &err) == 0);
+            ck_assert(ir_lplan_sync(fresh_plan, p, &err) == 0);
+            assert_same_plan(plan, fresh_plan, ctx, what);
+            ir_lplan_free(fresh_plan);
         }
         if (n_pool < POOL) {
             pool[n_pool++] = p;

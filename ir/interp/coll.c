@@ -41,6 +41,30 @@ static int64_t frame_dev(const ip_frame *fr, int64_t id)
     return -1;
 }
 
+/* Whether op's channel_handle names a channel (handle > 0): the spec's
+ * channel_id, which picks the mode of its replica groups. */
+static bool channel_id_positive(const ir_op *op)
+{
+    ir_attr *ch = ir_op_attr(op, "channel_handle");
+    ir_attr *h = ch && ch->kind == IR_A_DIALECT ? ir_dialect_param(ch, "handle") : NULL;
+    return ch && (!h || h->kind != IR_A_INT || h->u.i > 0);
+}
+
+/* Inside interpreter.run_parallel over replicas (one partition) the ids are
+ * replica ids; a mode over partitions (all_to_all, collective_broadcast and
+ * collective_permute with a channel: cross_partition) would name the one
+ * partition and is refused. */
+static int replicas_refuse(ip_run *r, const ir_op *op)
+{
+    bool by_partition = op->opcode == IR_OP_ALL_TO_ALL || op->opcode == IR_OP_COLLECTIVE_BROADCAST ||
+                        op->opcode == IR_OP_COLLECTIVE_PERMUTE;
+    if (r->replicas && by_partition && channel_id_positive(op))
+        return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED,
+                              "a collective across partitions (a channel) in a run over replicas of one partition "
+                              "is not supported");
+    return 0;
+}
+
 static int groups_get(ip_run *r, ip_frame *fr, const ir_op *op, groups *g)
 {
     memset(g, 0, sizeof *g);
@@ -49,15 +73,20 @@ static int groups_get(ip_run *r, ip_frame *fr, const ir_op *op, groups *g)
     if (a && (a->kind != IR_A_DENSE || a->u.dense.text || !a->type || !ir_elem_is_int((ir_elem)a->type->elem) ||
               a->type->rank != 2))
         return ir__ip_fail_op(r, op, -1, AP_EINVALID, "replica_groups must be a dense integer tensor<GxS>");
+    int rc = replicas_refuse(r, op);
+    if (rc < 0)
+        return rc;
     int64_t ng = a ? a->type->dims[0] : 0, gs = a ? a->type->dims[1] : 0;
-    bool channel = ir_op_attr(op, "channel_handle") != NULL, global = ir__ip_flag(op, "use_global_device_ids");
+    bool channel = channel_id_positive(op), global = ir__ip_flag(op, "use_global_device_ids");
     g->group_of = ap_malloc(sizeof *g->group_of * (size_t)nd);
     g->pos_of = ap_malloc(sizeof *g->pos_of * (size_t)nd);
     if (!g->group_of || !g->pos_of)
         goto oom;
     /* empty groups are all replicas, [[0]] with one replica */
     bool single = ng * gs == 0 || (ng == 1 && gs == 1 && ir_dense_int_at(a, 0) == 0);
-    if ((ng * gs == 0 && nd == 1) || (single && nd > 1 && channel && !global)) {
+    if (r->replicas)
+        single = ng * gs == 0; /* the devices are the replicas: [[0]] is one of them */
+    if ((ng * gs == 0 && nd == 1) || (single && nd > 1 && (channel || r->replicas) && !global)) {
         /* one device, or every replica across partitions: one group of all */
         g->n = 1;
         g->size = nd;
@@ -96,7 +125,9 @@ static int groups_get(ip_run *r, ip_frame *fr, const ir_op *op, groups *g)
         g->group_of[d] = i / g->size;
         g->pos_of[d] = i % g->size;
     }
-    for (int64_t d = 0; d < nd; d++)
+    /* collective_broadcast gives a device in no group zeros (the spec);
+     * every other collective needs each device in a group */
+    for (int64_t d = 0; d < nd && op->opcode != IR_OP_COLLECTIVE_BROADCAST; d++)
         if (g->group_of[d] < 0) {
             int64_t id = fr->dev_ids[d];
             groups_free(g);
@@ -373,9 +404,13 @@ static int coll_permute(ip_run *r, ip_frame *fr, const ir_op *op, const ir_tenso
     }
     for (uint32_t d = 0; d < nd; d++)
         src_of[d] = -1;
+    int rc0 = replicas_refuse(r, op);
+    if (rc0 < 0)
+        return rc0;
     /* without a channel the pairs are replica ids (cross_replica), and
-     * there is one replica: (0, 0) sends each device's operand to itself */
-    bool cross_replica = nd > 1 && !ir_op_attr(op, "channel_handle");
+     * there is one replica: (0, 0) sends each device's operand to itself
+     * (inside run_parallel over replicas the devices are the replicas) */
+    bool cross_replica = nd > 1 && !channel_id_positive(op) && !r->replicas;
     for (int64_t p = 0; p < np; p++) {
         int64_t s = ir_dense_int_at(a, (size_t)(2 * p)), t = ir_dense_int_at(a, (size_t)(2 * p + 1));
         if (cross_replica) {
@@ -424,17 +459,20 @@ done:
     return rc;
 }
 
-/* The first device of each group sends its operand to the whole group. */
+/* The first device of each group sends its operand to the whole group; a
+ * device in no group gets zeros. */
 static int coll_broadcast(ip_run *r, ip_frame *fr, const ir_op *op, const groups *g, const ir_tensor *const *ops,
                           ir_tensor **res)
 {
     if (op->n_operands != 1 || op->n_results != 1)
         return ir__ip_fail_op(r, op, -1, AP_EINVALID, "needs one operand and one result");
     for (uint32_t d = 0; d < fr->n_dev; d++) {
-        const ir_tensor *x = ops[frame_dev(fr, g->ids[g->group_of[d] * g->size])];
         int rc = new_result(r, fr, op, d, 0, &res[d]);
         if (rc < 0)
             return rc;
+        if (g->group_of[d] < 0)
+            continue;
+        const ir_tensor *x = ops[frame_dev(fr, g->ids[g->group_of[d] * g->size])];
         if (!ir__tensor_same_type(x, res[d]))
             return ir__ip_fail_op(r, op, fr->dev_ids[d], AP_ETYPE, "operand and result types differ");
         if (x->nbytes)

@@ -401,7 +401,8 @@ static int k_get_tuple_element(ip_ctx *c, const ir_tensor *const *in, ir_tensor 
 
 static int k_token(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out) { return ir__ip_new_result(c, 0, &out[0]); }
 
-/* partition_id is the device id; replica_id is 0: one replica. */
+/* partition_id is the device id; replica_id is 0: one replica (the other
+ * way round inside interpreter.run_parallel over replicas). */
 static int k_device_id(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
 {
     int rc = ir__ip_new_result(c, 0, &out[0]);
@@ -409,7 +410,8 @@ static int k_device_id(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
         return rc;
     if (out[0]->kind != IR_TENSOR_ARRAY || out[0]->numel != 1 || ir__ip_class((ir_elem)out[0]->elem) == IP_F)
         return ir__ip_fail(c, AP_ETYPE, "result must be an integer scalar");
-    ir_tensor_set_i64(out[0], 0, c->op->opcode == IR_OP_PARTITION_ID ? c->fr->dev_ids[c->dev] : 0);
+    bool id = (c->op->opcode == IR_OP_PARTITION_ID) != c->run->replicas;
+    ir_tensor_set_i64(out[0], 0, id ? c->fr->dev_ids[c->dev] : 0);
     return 0;
 }
 
@@ -757,6 +759,98 @@ done:
     return rc;
 }
 
+/* The StableHLO interpreter's `interpreter.run_parallel(%x...) {programs =
+ * [[@f, ...], ...]}`: process (i, j) runs programs[i][j] as replica i of
+ * partition j, all in lock step, so their collectives meet; operands and
+ * results are the processes' in row-major order, each process's in turn.
+ * Its test suite's collectives are written so (51 of /work/realprog's
+ * programs).  Taken when every process runs the same function and there is
+ * one replica (partitions, as the SPMD runs have them: interp.h) or one
+ * partition (the devices are then replicas: replica_id is the device, and
+ * coll.c reads replica groups and pairs as replica ids); several of both,
+ * or different functions, are refused. */
+static bool is_run_parallel(const ir_op *op)
+{
+    return op->opcode == IR_OP_UNKNOWN && op->n_regions == 0 && !strcmp(op->name, "interpreter.run_parallel");
+}
+
+static int eval_run_parallel(ip_run *r, ip_frame *fr, const ir_op *op)
+{
+    ir_attr *pa = ir_op_attr(op, "programs");
+    if (!pa || pa->kind != IR_A_ARRAY || pa->u.arr.n < 1)
+        return ir__ip_fail_op(r, op, -1, AP_EINVALID, "programs must be an array of arrays of functions");
+    int32_t nr = pa->u.arr.n, np = -1;
+    const char *name = NULL;
+    for (int32_t i = 0; i < nr; i++) {
+        ir_attr *row = pa->u.arr.items[i];
+        if (row->kind != IR_A_ARRAY || row->u.arr.n < 1 || (np >= 0 && row->u.arr.n != np))
+            return ir__ip_fail_op(r, op, -1, AP_EINVALID, "programs must be rows of functions of one length");
+        np = row->u.arr.n;
+        for (int32_t j = 0; j < np; j++) {
+            ir_attr *f = row->u.arr.items[j];
+            if (f->kind != IR_A_SYMREF)
+                return ir__ip_fail_op(r, op, -1, AP_EINVALID, "programs must name functions");
+            if (name && strcmp(name, f->u.str.s))
+                return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED,
+                                      "processes that run different functions (@%s, @%s) are not supported", name,
+                                      f->u.str.s);
+            name = f->u.str.s;
+        }
+    }
+    if (nr > 1 && np > 1)
+        return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED,
+                              "%d replicas of %d partitions each are not supported (one or the other)", nr, np);
+    if (fr->local || r->replicas)
+        return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED, "a run_parallel inside another run cannot be evaluated");
+    const ir_op *f = ir_module_func(r->m, name);
+    if (!f)
+        return ir__ip_fail_op(r, op, -1, AP_EUNDEFINED, "runs @%s, which the module does not define", name);
+    uint32_t n = (uint32_t)(nr * np), n_in = ir_func_num_args(f);
+    const ir_block *entry = ir_func_entry(f);
+    uint32_t n_out = entry && entry->last ? entry->last->n_operands : 0;
+    if (op->n_operands != n * n_in || op->n_results != n * n_out)
+        return ir__ip_fail_op(r, op, -1, AP_EINVALID,
+                              "%u processes of @%s take %u operands and give %u results; the op has %u and %u", n, name,
+                              n * n_in, n * n_out, op->n_operands, op->n_results);
+    int64_t *ids = ap_malloc(sizeof *ids * n);
+    const ir_tensor **args = ap_calloc((size_t)n * n_in + 1, sizeof *args);
+    int rc = 0;
+    if (!ids || !args) {
+        rc = ir__ip_fail_op(r, op, -1, AP_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (uint32_t k = 0; k < n; k++)
+        ids[k] = k;
+    for (uint32_t d = 0; d < fr->n_dev && rc == 0; d++) {
+        for (uint32_t i = 0; i < n * n_in; i++)
+            if (!(args[i] = ir__ip_slot(r, fr, d, op, op->operands[i]))) {
+                rc = AP_EINVALID;
+                goto done;
+            }
+        ir_tensor **res = NULL;
+        r->replicas = nr > 1;
+        rc = ir__ip_call(r, f, n, ids, fr->depth + 1, false, args, &res, op);
+        r->replicas = false;
+        if (rc < 0)
+            goto done;
+        for (uint32_t k = 0; k < n * n_out && rc == 0; k++)
+            if (!ir__tensor_has_type_w(res[k], op->results[k].type, r->opts.f64))
+                rc = ir__ip_fail_op(r, op, -1, AP_ETYPE, "result %u of @%s does not have the op's result type %u",
+                                    k % n_out, name, k);
+        for (uint32_t k = 0; k < n * n_out; k++) {
+            if (rc == 0)
+                ir__ip_slot_set(fr, d, &op->results[k], res[k]);
+            else
+                ir_tensor_free(res[k]);
+        }
+        ap_free(res);
+    }
+done:
+    ap_free(ids);
+    ap_free(args);
+    return rc;
+}
+
 /* Shardy's sdy.named_computation<"name">(operands) (block arguments) {...}:
  * a call whose callee's body is copied in place (Shardy's docs: the body of
  * the called function; its block arguments and returned values have the
@@ -826,6 +920,8 @@ static int eval_op(ip_run *r, ip_frame *fr, const ir_op *op)
             return eval_kernel(r, fr, op, k_identity);
         if (is_named_computation(op))
             return eval_named_computation(r, fr, op);
+        if (is_run_parallel(op))
+            return eval_run_parallel(r, fr, op);
         if (ir__ip_chlo_unary_fn(op->name))
             return eval_kernel(r, fr, op, ir__ip_k_chlo_unary);
         if (!strcmp(op->name, "chlo.top_k"))
@@ -836,8 +932,10 @@ static int eval_op(ip_run *r, ip_frame *fr, const ir_op *op)
          * share a sharding; it computes nothing */
         if (!strcmp(op->name, "sdy.sharding_group") && op->n_results == 0 && op->n_regions == 0)
             return 0;
-        /* Shardy's constant: its value as the parser read it (ops.c) */
-        if (!strcmp(op->name, "sdy.constant") && op->n_operands == 0 && op->n_results == 1 && op->n_regions == 0) {
+        /* Shardy's constant and a tensor arith.constant: the value as the
+         * parser read it (ops.c) */
+        if ((!strcmp(op->name, "sdy.constant") || !strcmp(op->name, "arith.constant")) && op->n_operands == 0 &&
+            op->n_results == 1 && op->n_regions == 0) {
             if (!ir_op_attr(op, "value"))
                 return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED, "its value was not read: it is not a dense<...> literal "
                                                                  "whose elements fill its tensor type");

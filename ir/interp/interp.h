@@ -260,9 +260,11 @@ int ir_interp_run(const ir_module *m, const ir_op *func, const ir_tensor *const 
  * replica_groups and source_target_pairs are partition (device) ids in every
  * mode; an empty replica_groups (all replicas) is [[0]], the one replica:
  * with more than one device [[0]] means each device alone when there is no
- * channel_handle (cross_replica) and all devices when there is one and no
+ * channel (cross_replica: no channel_handle, or one with handle 0, the
+ * spec's channel_id <= 0) and all devices when there is one and no
  * use_global_device_ids (cross_replica_and_partition), as the spec gives for
- * one replica.  Every device must be in exactly one group.  Devices run in
+ * one replica.  (interpreter.run_parallel over replicas of one partition,
+ * eval.c, reads the ids as replica ids.)  Every device must be in exactly one group.  Devices run in
  * lock step, op by op (inside while/if/case/call bodies too); devices that
  * take different branches or iteration counts are an error.
  */

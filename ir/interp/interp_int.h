@@ -58,6 +58,9 @@ struct ip_run {
     uint64_t n_ops;
     uint64_t n_rounded; /* tensors perturbed (opts.random_rounding) */
     int64_t held, held_peak; /* bytes of the values in frames' slots: now, at most */
+    /* inside interpreter.run_parallel over several replicas of one
+     * partition: the devices are replicas (eval.c, coll.c) */
+    bool replicas;
     /* Evaluates single-block region r for the kernel's device with n_in
      * arguments (borrowed) and stores n_out new result tensors in out: how
      * kernels with a body (reduce, sort, map, ...) call back into the

@@ -577,7 +577,10 @@ static bool store_template(parser *p, op_state *st, const ir_tmpl_piece *pieces,
  * IR. */
 /* Ops of other dialects whose value is a literal in their custom syntax:
  * Shardy's `sdy.constant dense<...> : tensor<...>` (a constant Shardy keeps
- * from being folded or deduplicated), and the StableHLO interpreter's
+ * from being folded or deduplicated), MLIR's `arith.constant dense<...> :
+ * tensor<...>` (torch-mlir and TensorFlow exports write tensor constants
+ * so; its scalar forms, `arith.constant 0 : index`, are not read), and the
+ * StableHLO interpreter's
  * assertions `check.expect_eq_const %x, dense<...> : tensor<...>` and
  * check.expect_almost_eq_const (its test suite's 620 programs end in them).
  * They stay ops of unknown syntax, printed as written and counted under
@@ -590,7 +593,7 @@ static bool store_template(parser *p, op_state *st, const ir_tmpl_piece *pieces,
  * value (the interpreter then says so), as before. */
 static bool opaque_literal_value(parser *p, op_state *st)
 {
-    bool constant = strcmp(st->name, "sdy.constant") == 0;
+    bool constant = strcmp(st->name, "sdy.constant") == 0 || strcmp(st->name, "arith.constant") == 0;
     if (!constant && strcmp(st->name, "check.expect_eq_const") != 0 &&
         strcmp(st->name, "check.expect_almost_eq_const") != 0)
         return true;

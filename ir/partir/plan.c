@@ -153,11 +153,27 @@ typedef struct memo_ent {
     ir_redist_plan *plan;
 } memo_ent;
 
+/* Memo of decided transfers, keyed by all that decides one (xfer_decide):
+ * the type, both layouts as given, and whether a reduce_scatter may be
+ * used.  A sync redoes every value an action changed, and they ask for the
+ * same few hundred transfers again and again; the redistribution memo
+ * above answers only the synthesis, after the submesh and both redist
+ * types are worked out and the problem's key is hashed byte by byte. */
+typedef struct xmemo_ent {
+    uint64_t hash; /* 0 marks an empty slot */
+    const ir_type *g;
+    ir_layout from, to;
+    bool no_scatter;
+    ir_xfer x;
+} xmemo_ent;
+
 typedef struct xfer_ctx {
     const ir_pctx *c;
     ir_redist_ctx *rctx;
     memo_ent *memo;
     uint32_t n_memo, cap_memo; /* cap a power of two */
+    xmemo_ent *xmemo;
+    uint32_t n_xmemo, cap_xmemo; /* cap a power of two */
     bool no_scatter;           /* xfer_decide reduces with all_reduce only (plan_value) */
 } xfer_ctx;
 
@@ -166,6 +182,7 @@ static void xctx_free(xfer_ctx *x)
     for (uint32_t i = 0; i < x->cap_memo; i++)
         ir_redist_plan_free(x->memo[i].plan);
     ap_free(x->memo);
+    ap_free(x->xmemo);
     ir_redist_ctx_free(x->rctx);
     memset(x, 0, sizeof *x);
 }
@@ -407,8 +424,8 @@ static int retile_plan(xfer_ctx *x, const ir_type *g, const ir_layout *from, con
  * does not take along are reduced (all_reduce, or a reduce_scatter onto a
  * dim the target tiles next along that axis; along an axis of size 1,
  * nothing), then the tiling changes. */
-static int xfer_decide(xfer_ctx *x, const ir_type *g, ir_layout from, const ir_layout *to, ir_xfer *out,
-                       ap_error *err)
+static int xfer_work_out(xfer_ctx *x, const ir_type *g, ir_layout from, const ir_layout *to, ir_xfer *out,
+                         ap_error *err)
 {
     const ir_mesh *m = &x->c->mesh;
     memset(out, 0, sizeof *out);
@@ -483,6 +500,84 @@ static int xfer_decide(xfer_ctx *x, const ir_type *g, ir_layout from, const ir_l
         return 0;
     }
     return retile_plan(x, g, &from, to, &out->redist, err);
+}
+
+_Static_assert(sizeof(ir_layout) == 24, "a layout is three words");
+
+static uint64_t xmemo_hash(const ir_type *g, const ir_layout *from, const ir_layout *to, bool no_scatter)
+{
+    uint64_t w[6];
+    memcpy(w, from, sizeof *from);
+    memcpy(w + 3, to, sizeof *to);
+    uint64_t h = ((uint64_t)(uintptr_t)g ^ (uint64_t)no_scatter) * 0x9e3779b97f4a7c15ULL;
+    for (int i = 0; i < 6; i++) {
+        h = (h ^ w[i]) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 29;
+    }
+    return h | 1;
+}
+
+static bool xmemo_grow(xfer_ctx *x)
+{
+    uint32_t cap = x->cap_xmemo ? x->cap_xmemo * 2 : 256;
+    xmemo_ent *m = ap_calloc(cap, sizeof *m);
+    if (!m)
+        return false;
+    for (uint32_t i = 0; i < x->cap_xmemo; i++) {
+        if (!x->xmemo[i].hash)
+            continue;
+        uint32_t j = (uint32_t)x->xmemo[i].hash & (cap - 1);
+        while (m[j].hash)
+            j = (j + 1) & (cap - 1);
+        m[j] = x->xmemo[i];
+    }
+    ap_free(x->xmemo);
+    x->xmemo = m;
+    x->cap_xmemo = cap;
+    return true;
+}
+
+/* xfer_work_out's answer, from the memo when it was asked before (the
+ * same bytes in, the same bytes out: it reads nothing else but the mesh
+ * and the redistribution memo, whose plans stay until the plan is freed).
+ * A refusal is not remembered. */
+static int xfer_decide(xfer_ctx *x, const ir_type *g, ir_layout from, const ir_layout *to, ir_xfer *out,
+                       ap_error *err)
+{
+    uint64_t h = xmemo_hash(g, &from, to, x->no_scatter);
+    if (x->cap_xmemo) {
+        for (uint32_t j = (uint32_t)h & (x->cap_xmemo - 1); x->xmemo[j].hash; j = (j + 1) & (x->cap_xmemo - 1)) {
+            const xmemo_ent *m = &x->xmemo[j];
+            if (m->hash == h && m->g == g && m->no_scatter == x->no_scatter && !memcmp(&m->from, &from, sizeof from) &&
+                !memcmp(&m->to, to, sizeof *to)) {
+                *out = m->x;
+#ifndef NDEBUG
+                /* debug builds: what it would work out again */
+                ir_xfer again;
+                ap_error e2;
+                assert(xfer_work_out(x, g, from, to, &again, &e2) == 0 && !memcmp(&again, out, sizeof again));
+#endif
+                return 0;
+            }
+        }
+    }
+    int rc = xfer_work_out(x, g, from, to, out, err);
+    if (rc < 0)
+        return rc;
+    if ((x->n_xmemo + 1) * 2 > x->cap_xmemo && !xmemo_grow(x))
+        return 0; /* out of memory: the answer stands, unremembered */
+    uint32_t j = (uint32_t)h & (x->cap_xmemo - 1);
+    while (x->xmemo[j].hash)
+        j = (j + 1) & (x->cap_xmemo - 1);
+    xmemo_ent *m = &x->xmemo[j];
+    m->hash = h;
+    m->g = g;
+    m->from = from;
+    m->to = *to;
+    m->no_scatter = x->no_scatter;
+    m->x = *out;
+    x->n_xmemo++;
+    return 0;
 }
 
 /* ============================================================ the plan */
