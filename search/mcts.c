@@ -2091,6 +2091,17 @@ static int node_chain(engine *e, uint32_t node, ap_error *err)
 
 static int best_chain(engine *e, ap_error *err) { return node_chain(e, e->best, err); }
 
+/* A scorer of the step time and the lowest peak alone, for exact_peak
+ * (*out: the caller's, cost_scorer_free). */
+static int exact_scorer(engine *e, cost_scorer **out, ap_error *err)
+{
+    cost_options co = e->o.cost;
+    co.top_k = -1;
+    co.peak_only = true;
+    co.peak_enough = 0;
+    return cost_scorer_new(e->c, &e->o.device, e->o.tiers, &co, out, err);
+}
+
 /* Makes node n's peak the lowest of its state's orders: while the search
  * runs, a state that fits has its program's order's figure (make_scorers:
  * the lowest is not above it, and below the limit the step time alone
@@ -2139,12 +2150,8 @@ static int exact_peaks(engine *e, ap_error *err)
 {
     if (e->fallback)
         return 0; /* every state was scored by cost_state_estimate */
-    cost_options co = e->o.cost;
-    co.top_k = -1;
-    co.peak_only = true;
-    co.peak_enough = 0;
     cost_scorer *sc;
-    int rc = cost_scorer_new(e->c, &e->o.device, e->o.tiers, &co, &sc, err);
+    int rc = exact_scorer(e, &sc, err);
     if (rc < 0)
         return rc;
     uint32_t *path = NULL;
@@ -2389,12 +2396,8 @@ int search__engine_exact_best(search_engine *e, ap_error *err)
 {
     if (e->fallback || e->nodes[e->best].peak_exact || !fits(e, e->nodes[e->best].peak))
         return 0;
-    cost_options co = e->o.cost;
-    co.top_k = -1;
-    co.peak_only = true;
-    co.peak_enough = 0;
     cost_scorer *sc;
-    int rc = cost_scorer_new(e->c, &e->o.device, e->o.tiers, &co, &sc, err);
+    int rc = exact_scorer(e, &sc, err);
     if (rc < 0)
         return rc;
     rc = exact_peak(e, sc, e->best, NULL, err);
