@@ -354,6 +354,17 @@ typedef struct cost_options {
      * in bitmaps of steps, not by walking each allocation's buffers; the
      * figures are the same either way, and test_score holds them so. */
     bool every_order;
+    /* The fast scorer only: a peak the program's own order keeps at or
+     * below this many bytes is reported as that order's figure, an upper
+     * bound of the lowest, without making the other orders (0 or negative:
+     * always the lowest; INT64_MAX: the program's order's figure whatever
+     * it is).  A search under a memory limit needs the lowest only above
+     * the limit: below it the step time alone ranks a state, and the
+     * figure already shows that the state fits (the lowest is never above
+     * it).  The search sets it to its limit when it is 0, and makes exact
+     * the peaks it prints (search/mcts.c, exact_peaks); negative keeps
+     * every peak the lowest. */
+    int64_t peak_enough;
     /* The fast scorer only: of how many of the programs it scored last it
      * keeps the graph runs (fusion, time, memory), to give them again for
      * a state that lowers to one of them (0: the default, as many as 64 MB

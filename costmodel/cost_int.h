@@ -260,6 +260,8 @@ typedef struct cost_graph {
     bool eager;            /* memory as an eager framework holds it (cost_framework): set by the caller */
     bool every_order;      /* count every order's peak to its end, assign without step bitmaps
                               (cost_options.every_order) */
+    int64_t peak_enough;   /* a peak the program's order keeps at or below this needs no other order
+                              (cost_options.peak_enough; 0: always the lowest) */
     bool outs_held;        /* the entry's block under XLA: what it returns (not donated) is held in
                               allocations of its own all along (graph.c, assign): set by the caller */
     void *scratch;         /* graph.c's working arrays, kept between runs */

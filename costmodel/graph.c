@@ -2583,7 +2583,10 @@ static int graph_run(cost_graph *g, cost_program *p, double mult, cost_peak_info
     bool held = g->outs_held && !g->eager && n_sched > 0;
     sim prog = measure(g, s, s->order, n_sched, held);
     lowest lo = {prog, s->order, COST_ORDER_PROGRAM, g->every_order ? INT64_MAX : prog.peak, g->every_order};
-    if (n_sched > 2 && !g->eager) {
+    /* below the caller's enough, the program's order's figure will do: the
+     * lowest is not above it */
+    bool enough = g->peak_enough > 0 && !g->every_order && prog.peak <= g->peak_enough - base;
+    if (n_sched > 2 && !g->eager && !enough) {
         if (!kernel_users(g, s, n_sched, ret))
             return ap_error_set(err, AP_ENOMEM, "out of memory in the cost model");
         /* XLA's default memory scheduler keeps the lowest of its list, DFS
@@ -2778,6 +2781,7 @@ static bool memo_same_head(const gmemo *e, const cost_graph *g, double mult, boo
     if (k->n_nodes != g->n_nodes || k->n_edges != g->n_edges || k->n_vals != g->n_vals ||
         k->n_colls != g->n_colls || k->n_peaks != g->n_peaks || k->n_kids != g->n_kids ||
         k->eager != g->eager || k->every_order != g->every_order || k->outs_held != g->outs_held ||
+        k->peak_enough != g->peak_enough ||
         e->mult != mult || e->want_peak != want_peak || e->want_bytes != want_bytes)
         return false;
     uint32_t no = outs_aliased(g);
@@ -2956,6 +2960,7 @@ static void memo_keep(cost_graph *g, const cost_program *p, double mult, const c
         k->n_kids = g->n_kids;
         k->eager = g->eager;
         k->every_order = g->every_order;
+        k->peak_enough = g->peak_enough;
         k->outs_held = g->outs_held;
         e->mult = mult;
         e->want_peak = peak != NULL;

@@ -848,6 +848,7 @@ static int build_graph(cost_scorer *s, const ir_partition *p, ap_error *err)
     cost__graph_reset(&s->g);
     s->g.eager = s->opts.framework == COST_FW_EAGER;
     s->g.every_order = s->opts.every_order;
+    s->g.peak_enough = s->opts.peak_enough;
     s->g.outs_held = true; /* the partitioned program's entry block */
     /* graph values of copies, numbered per value; the operands a copy is
      * due at (the walk looks at no other operand's value for copies: most

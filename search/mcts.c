@@ -1561,6 +1561,12 @@ static int make_scorers(engine *e, ap_error *err)
         cost_options co = e->o.cost;
         co.top_k = -1;
         co.peak_only = true;
+        /* and the lowest peak only above the limit (fits, objective):
+         * below it a state's peak is its program's order's figure, which
+         * shows it fits; what the search prints is made exact at the end
+         * (exact_peak) */
+        if (co.peak_enough == 0)
+            co.peak_enough = e->limit < 0 ? INT64_MAX : e->limit >= 0x1p62 ? INT64_C(1) << 62 : (int64_t)e->limit;
         int rc = cost_scorer_new(e->c, &e->o.device, e->o.tiers, &co, &w->scorer, &se);
         /* one memo of graph runs for all the workers: a program one
          * thread ran is a hit for the others too (at 2 threads on T32,
@@ -2071,16 +2077,133 @@ static int engine_search(engine *e, ap_error *err)
 
 /* e->chain = the nodes from the root to the best, in order; returns its
  * length or AP_ENOMEM. */
-static int best_chain(engine *e, ap_error *err)
+static int node_chain(engine *e, uint32_t node, ap_error *err)
 {
-    uint32_t depth = e->nodes[e->best].depth;
+    uint32_t depth = e->nodes[node].depth;
     e->n_chain = 0;
     for (uint32_t i = 0; i < depth; i++)
         if (push_u32(&e->chain, &e->n_chain, &e->cap_chain, 0) < 0)
             return ap_error_set(err, AP_ENOMEM, "out of memory in the search");
-    for (uint32_t i = depth, n = e->best; i-- > 0; n = e->nodes[n].parent)
+    for (uint32_t i = depth, n = node; i-- > 0; n = e->nodes[n].parent)
         e->chain[i] = n;
     return (int)depth;
+}
+
+static int best_chain(engine *e, ap_error *err) { return node_chain(e, e->best, err); }
+
+/* A scorer of the step time and the lowest peak alone, for exact_peak
+ * (*out: the caller's, cost_scorer_free). */
+static int exact_scorer(engine *e, cost_scorer **out, ap_error *err)
+{
+    cost_options co = e->o.cost;
+    co.top_k = -1;
+    co.peak_only = true;
+    co.peak_enough = 0;
+    return cost_scorer_new(e->c, &e->o.device, e->o.tiers, &co, out, err);
+}
+
+/* Makes node n's peak the lowest of its state's orders: while the search
+ * runs, a state that fits has its program's order's figure (make_scorers:
+ * the lowest is not above it, and below the limit the step time alone
+ * ranks it).  Its state is its parent's, `parent` (NULL: not at hand),
+ * with its decision applied, or else replayed from the start; scored by
+ * sc (peaks exact).  May leave e->chain as n's. */
+static int exact_peak(engine *e, cost_scorer *sc, uint32_t n, const ir_partition *parent, ap_error *err)
+{
+    search_node *x = &e->nodes[n];
+    if (x->peak_exact || !fits(e, x->peak))
+        return 0;
+    ir_partition *p;
+    int rc;
+    if (parent && n != 0) {
+        if ((rc = copy_state(NULL, parent, &p, err)) < 0)
+            return rc;
+        rc = search__apply(p, &e->units, e->dec[x->decision].a, err);
+        if (rc != 0) {
+            ir_partition_free(p);
+            return rc < 0 ? rc : ap_error_set(err, AP_EINTERNAL, "replaying a path: an action it took is refused");
+        }
+    } else {
+        int depth = node_chain(e, n, err);
+        if (depth < 0)
+            return depth;
+        if ((rc = replay(&e->w[0], e->chain, 0, (uint32_t)depth, NULL, NULL, &p, err)) < 0)
+            return rc;
+    }
+    cost_report r;
+    rc = cost_scorer_score(sc, p, &r, err);
+    ir_partition_free(p);
+    if (rc < 0)
+        return rc;
+    x->peak = r.peak_memory_bytes;
+    x->peak_exact = true;
+    return 0;
+}
+
+/* The peaks the answer prints made exact (exact_peak): the start's, the
+ * best's, each decision's on the path to the best with every other child
+ * of its parent (the explanation's alternatives), the best of each mesh
+ * (search__engine_exact_best) and, when the start is the answer, those of
+ * the states whose step time is the start's (explain_best_other leaves out
+ * the ones whose peak is the start's too) and of the best other state. */
+static int exact_peaks(engine *e, ap_error *err)
+{
+    if (e->fallback)
+        return 0; /* every state was scored by cost_state_estimate */
+    cost_scorer *sc;
+    int rc = exact_scorer(e, &sc, err);
+    if (rc < 0)
+        return rc;
+    uint32_t *path = NULL;
+    ir_partition *ps = NULL; /* the state of the path's node at depth i */
+    int depth = best_chain(e, err);
+    if (depth < 0 || !(path = ap_malloc(sizeof *path * ((size_t)depth + 1)))) {
+        rc = depth < 0 ? depth : ap_error_set(err, AP_ENOMEM, "out of memory in the search");
+        goto done;
+    }
+    if (depth > 0) /* e->chain may be NULL at depth 0 */
+        memcpy(path, e->chain, sizeof *path * (size_t)depth);
+    if ((rc = exact_peak(e, sc, 0, NULL, err)) < 0 || (rc = exact_peak(e, sc, e->best, NULL, err)) < 0)
+        goto done;
+    /* down the path, each parent's state made once: its children are one
+     * decision from it (those whose own path runs through another parent,
+     * transpositions, are replayed) */
+    if ((rc = copy_state(NULL, e->base, &ps, err)) < 0)
+        goto done;
+    for (int i = 0; i < depth; i++) {
+        uint32_t pa = e->nodes[path[i]].parent;
+        for (uint32_t k = 0; k < e->nodes[pa].n_edges; k++) {
+            uint32_t c = e->nodes[pa].edges[k].child;
+            if (c != SEARCH_NONE && (rc = exact_peak(e, sc, c, e->nodes[c].parent == pa ? ps : NULL, err)) < 0)
+                goto done;
+        }
+        rc = search__apply(ps, &e->units, e->dec[e->nodes[path[i]].decision].a, err);
+        if (rc != 0) {
+            rc = rc < 0 ? rc : ap_error_set(err, AP_EINTERNAL, "replaying a path: an action it took is refused");
+            goto done;
+        }
+    }
+    if (e->best == 0) {
+        uint32_t other = SEARCH_NONE;
+        for (uint32_t i = 1; i < e->n_nodes; i++) {
+            if (e->nodes[i].runtime_s == e->nodes[0].runtime_s) {
+                if ((rc = exact_peak(e, sc, i, NULL, err)) < 0)
+                    goto done;
+                if (e->nodes[i].peak == e->nodes[0].peak)
+                    continue;
+            }
+            if (other == SEARCH_NONE || e->nodes[i].reward > e->nodes[other].reward)
+                other = i;
+        }
+        if (other != SEARCH_NONE && (rc = exact_peak(e, sc, other, NULL, err)) < 0)
+            goto done;
+    }
+    rc = 0;
+done:
+    ir_partition_free(ps);
+    ap_free(path);
+    cost_scorer_free(sc);
+    return rc;
 }
 
 /* The result: the best node's state replayed from the start itself,
@@ -2091,6 +2214,8 @@ static int engine_result(engine *e, search_result *out, ap_error *err)
 {
     int rc;
     if (!e->order && (rc = order_decisions(e, err)) < 0)
+        return rc;
+    if ((rc = exact_peaks(e, err)) < 0)
         return rc;
     int depth = best_chain(e, err);
     if (depth < 0)
@@ -2118,7 +2243,9 @@ static int engine_result(engine *e, search_result *out, ap_error *err)
     /* the explanation reads the peak of the best state off a scorer */
     cost_scorer *sc = NULL;
     cost_report r;
-    if (!e->fallback && cost_scorer_new(e->c, &e->o.device, e->o.tiers, &e->o.cost, &sc, NULL) == 0 &&
+    cost_options eo = e->o.cost;
+    eo.peak_enough = 0;
+    if (!e->fallback && cost_scorer_new(e->c, &e->o.device, e->o.tiers, &eo, &sc, NULL) == 0 &&
         cost_scorer_score(sc, out->best, &r, NULL) < 0) {
         cost_scorer_free(sc);
         sc = NULL;
@@ -2263,6 +2390,19 @@ void search__engine_best(search_engine *e, search_best *b)
     b->axes = ir_pctx_mesh(e->c)->n_axes;
     b->episodes = e->episodes;
     b->done = e->exhausted || e->stop || (e->o.patience > 0 && e->episodes - e->best_episode >= e->o.patience);
+}
+
+int search__engine_exact_best(search_engine *e, ap_error *err)
+{
+    if (e->fallback || e->nodes[e->best].peak_exact || !fits(e, e->nodes[e->best].peak))
+        return 0;
+    cost_scorer *sc;
+    int rc = exact_scorer(e, &sc, err);
+    if (rc < 0)
+        return rc;
+    rc = exact_peak(e, sc, e->best, NULL, err);
+    cost_scorer_free(sc);
+    return rc;
 }
 
 int search__engine_best_state(search_engine *e, ir_partition **out, ap_error *err)

@@ -518,6 +518,10 @@ static int add_row(driver *d, slot *s, bool chosen, ap_error *err)
     search_mesh_row *r = &d->rows[d->n_rows];
     memset(r, 0, sizeof *r);
     r->mesh = s->mesh;
+    int erc = search__engine_exact_best(s->eng, err);
+    if (erc < 0)
+        return erc;
+    search__engine_best(s->eng, &s->best);
     if (!d->req->axes_names) {
         ir_partition *p = NULL;
         int rc = search__engine_best_state(s->eng, &p, err);

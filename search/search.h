@@ -54,7 +54,8 @@ typedef struct search_progress {
     double episodes_per_s;
     size_t tree_nodes;
     double best_runtime_s;     /* of the best schedule so far */
-    int64_t best_peak_bytes;
+    int64_t best_peak_bytes;   /* when it fits, at most (the program's order's figure: cost_options.peak_enough);
+                                  the result's figures are the lowest */
     bool best_fits;            /* within the memory limit */
     double start_runtime_s;
     const char *best_schedule; /* the search's actions so far, as schedule text */

@@ -79,7 +79,8 @@ typedef struct search_node {
     double best;        /* best reward in the subtree */
     /* its own state */
     double runtime_s;
-    int64_t peak;
+    int64_t peak;       /* a state that fits: its program's order's figure until exact_peak */
+    bool peak_exact;    /* peak is the lowest of the orders for sure (exact_peak) */
     double reward;
     int64_t episode;    /* when it was found */
 } search_node;
@@ -154,6 +155,10 @@ typedef struct search_best {
 void search__engine_best(search_engine *e, search_best *b);
 /* The best state found (owned by the caller), replayed from the start. */
 int search__engine_best_state(search_engine *e, ir_partition **out, ap_error *err);
+/* Makes the best state's peak exact (while the search runs a state that
+ * fits has its program's order's figure, an upper bound): what a mesh's
+ * row prints. */
+int search__engine_exact_best(search_engine *e, ap_error *err);
 /* The result as search_run gives it (search_result_free). */
 int search__engine_result(search_engine *e, search_result *out, ap_error *err);
 void search__engine_free(search_engine *e);

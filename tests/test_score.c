@@ -276,9 +276,14 @@ static void check_model(const model_case *mc, uint64_t seed)
     every_o.every_order = true;
     bare_o.top_k = -1;
     bare_o.peak_only = true;
-    cost_scorer *every, *bytes_only;
+    cost_options upper_o = bare_o, under_o = bare_o;
+    upper_o.peak_enough = INT64_MAX;
+    under_o.peak_enough = 1;
+    cost_scorer *every, *bytes_only, *upper, *under;
     ck_assert(cost_scorer_new(ctx, &dev, NULL, &every_o, &every, &err) == 0);
     ck_assert(cost_scorer_new(ctx, &dev, NULL, &bare_o, &bytes_only, &err) == 0);
+    ck_assert(cost_scorer_new(ctx, &dev, NULL, &upper_o, &upper, &err) == 0);
+    ck_assert(cost_scorer_new(ctx, &dev, NULL, &under_o, &under, &err) == 0);
     ir_lplan *plan;
     ck_assert(ir_lplan_new(ctx, &plan, &err) == 0);
     int summand = 0;
@@ -342,6 +347,20 @@ static void check_model(const model_case *mc, uint64_t seed)
              * scorers ask for: the memo compares less) */
             ck_assert(cost_scorer_score(bytes_only, p, &quick, &err) == 0);
             assert_same_figures(&full, &quick, what, false);
+            /* a peak below peak_enough is the program's order's figure, an
+             * upper bound of the lowest (the search's states that fit);
+             * the step time is the same */
+            cost_report up, low;
+            ck_assert(cost_scorer_score(upper, p, &up, &err) == 0);
+            ck_assert(cost_scorer_score(under, p, &low, &err) == 0);
+            ck_assert_msg(low.peak_memory_bytes == full.peak_memory_bytes && low.runtime_s == full.runtime_s,
+                          "%s: a peak above peak_enough is not the lowest", what);
+            ck_assert_msg(up.runtime_s == full.runtime_s, "%s: peak_enough changed the step time", what);
+            ck_assert_msg(up.peak_memory_bytes == full.memory.program_order_peak &&
+                              up.peak_memory_bytes >= full.peak_memory_bytes,
+                          "%s: peak_enough gave %lld, the program's order %lld, the lowest %lld", what,
+                          (long long)up.peak_memory_bytes, (long long)full.memory.program_order_peak,
+                          (long long)full.peak_memory_bytes);
             compared++;
             ck_assert(ir_lplan_sync(plan, p, &err) == 0);
             summand += redistributes_pending_sum(plan, ctx);
@@ -366,6 +385,8 @@ static void check_model(const model_case *mc, uint64_t seed)
     for (int i = 0; i < n_pool; i++)
         ir_partition_free(pool[i]);
     ir_lplan_free(plan);
+    cost_scorer_free(upper);
+    cost_scorer_free(under);
     cost_scorer_free(bytes_only);
     cost_scorer_free(every);
     cost_scorer_free(inc);

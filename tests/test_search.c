@@ -466,6 +466,49 @@ START_TEST(same_answer_for_any_thread_count)
 }
 END_TEST
 
+/* Below the limit the search's states keep their program's order's peak,
+ * an upper bound (cost_options.peak_enough); what it prints is made exact
+ * at the end: the same answer and explanation, byte for byte, as a search
+ * that counts every state's lowest peak, with a limit that every state
+ * fits under and with none. */
+static void same_result(const search_result *a, const search_result *b);
+
+START_TEST(printed_peaks_are_the_lowest)
+{
+    model md;
+    model_open(&md, tl_generate("transformer", "small", ""), "batch=2,model=2");
+    ir_partition *start = named_state(&md, "bp");
+    const double limits[] = {0, -1};
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        search_options o;
+        search_options_init(&o);
+        o.max_episodes = 300;
+        o.memory_limit = limits[i];
+        o.seed = 3;
+        search_result quick, lowest;
+        run_search(start, &o, &quick);
+        o.cost.peak_enough = -1;
+        run_search(start, &o, &lowest);
+        ck_assert_msg(quick.fits, "the search's best does not fit: the test would not cover the bound");
+        same_result(&quick, &lowest);
+        ck_assert(quick.report.peak_memory_bytes == lowest.report.peak_memory_bytes);
+        char *a = json_dumps(quick.explanation, JSON_SORT_KEYS), *b = json_dumps(lowest.explanation, JSON_SORT_KEYS);
+        ck_assert(a && b);
+        size_t at = 0;
+        while (a[at] && a[at] == b[at])
+            at++;
+        ck_assert_msg(a[at] == b[at], "the explanations differ at byte %zu: ...%.80s... against ...%.80s...", at,
+                      a + (at > 40 ? at - 40 : 0), b + (at > 40 ? at - 40 : 0));
+        free(a);
+        free(b);
+        search_result_free(&quick);
+        search_result_free(&lowest);
+    }
+    ir_partition_free(start);
+    model_close(&md);
+}
+END_TEST
+
 /* ========================================================= checkpoints */
 
 typedef struct ckpt_grab {
@@ -1434,6 +1477,7 @@ static Suite *search_suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, finds_the_enumerated_optimum, 0, 2);
     tcase_add_test(tc, same_answer_for_any_thread_count);
+    tcase_add_test(tc, printed_peaks_are_the_lowest);
     tcase_add_test(tc, resumes_from_a_checkpoint);
     tcase_add_test(tc, budgets_are_honoured);
     tcase_add_test(tc, meets_a_limit_only_sharding_can_meet);
