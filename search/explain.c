@@ -348,17 +348,25 @@ static int explain_idle(const search_tree_view *t, json_t *root)
  * are left out: they change nothing the model sees.  "best_other":
  * {"runtime_s", "peak_memory_bytes", "delta", "states" (those that change
  * the cost), "actions"}; none when the search scored no such state. */
-static int explain_best_other(const search_tree_view *t, json_t *root)
+uint32_t search__best_other(const search_node *nodes, uint32_t n, uint32_t *states)
 {
-    const search_node *nodes = t->nodes;
-    uint32_t k = SEARCH_NONE, states = 0;
-    for (uint32_t i = 1; i < t->n_nodes; i++) {
+    uint32_t k = SEARCH_NONE, count = 0;
+    for (uint32_t i = 1; i < n; i++) {
         if (nodes[i].runtime_s == nodes[0].runtime_s && nodes[i].peak == nodes[0].peak)
             continue;
-        states++;
+        count++;
         if (k == SEARCH_NONE || nodes[i].reward > nodes[k].reward)
             k = i;
     }
+    if (states)
+        *states = count;
+    return k;
+}
+
+static int explain_best_other(const search_tree_view *t, json_t *root)
+{
+    const search_node *nodes = t->nodes;
+    uint32_t states, k = search__best_other(nodes, t->n_nodes, &states);
     if (k == SEARCH_NONE)
         return 0;
     json_t *o = json_object(), *acts = json_array();

@@ -445,6 +445,15 @@ static int score_state(worker *w, const ir_partition *p, double *runtime, int64_
     return 0;
 }
 
+/* Applies node n's decision to p, its parent's state (p is then n's). */
+static int redo(engine *e, ir_partition *p, uint32_t n, ap_error *err)
+{
+    int rc = search__apply(p, &e->units, e->dec[e->nodes[n].decision].a, err);
+    if (rc > 0)
+        rc = ap_error_set(err, AP_EINTERNAL, "replaying a path: an action it took is refused");
+    return rc;
+}
+
 /* The state at the end of chain[0 .. n) (chain[i] is the node at depth
  * i + 1 of a canonical path), from base (the state of the node at depth
  * `from`, or the start when from is 0), made in spare (taken; may be
@@ -458,14 +467,11 @@ static int replay(worker *w, const uint32_t *chain, uint32_t from, uint32_t n, c
     if (rc < 0)
         return rc;
     w->replays += (int64_t)(n - from);
-    for (uint32_t i = from; i < n; i++) {
-        const search_node *nd = &e->nodes[chain[i]];
-        rc = search__apply(p, &e->units, e->dec[nd->decision].a, err);
-        if (rc != 0) {
+    for (uint32_t i = from; i < n; i++)
+        if ((rc = redo(e, p, chain[i], err)) < 0) {
             ir_partition_free(p);
-            return rc < 0 ? rc : ap_error_set(err, AP_EINTERNAL, "replaying a path: an action it took is refused");
+            return rc;
         }
-    }
     *out = p;
     return 0;
 }
@@ -2118,10 +2124,9 @@ static int exact_peak(engine *e, cost_scorer *sc, uint32_t n, const ir_partition
     if (parent && n != 0) {
         if ((rc = copy_state(NULL, parent, &p, err)) < 0)
             return rc;
-        rc = search__apply(p, &e->units, e->dec[x->decision].a, err);
-        if (rc != 0) {
+        if ((rc = redo(e, p, n, err)) < 0) {
             ir_partition_free(p);
-            return rc < 0 ? rc : ap_error_set(err, AP_EINTERNAL, "replaying a path: an action it took is refused");
+            return rc;
         }
     } else {
         int depth = node_chain(e, n, err);
@@ -2177,24 +2182,14 @@ static int exact_peaks(engine *e, ap_error *err)
             if (c != SEARCH_NONE && (rc = exact_peak(e, sc, c, e->nodes[c].parent == pa ? ps : NULL, err)) < 0)
                 goto done;
         }
-        rc = search__apply(ps, &e->units, e->dec[e->nodes[path[i]].decision].a, err);
-        if (rc != 0) {
-            rc = rc < 0 ? rc : ap_error_set(err, AP_EINTERNAL, "replaying a path: an action it took is refused");
+        if ((rc = redo(e, ps, path[i], err)) < 0)
             goto done;
-        }
     }
     if (e->best == 0) {
-        uint32_t other = SEARCH_NONE;
-        for (uint32_t i = 1; i < e->n_nodes; i++) {
-            if (e->nodes[i].runtime_s == e->nodes[0].runtime_s) {
-                if ((rc = exact_peak(e, sc, i, NULL, err)) < 0)
-                    goto done;
-                if (e->nodes[i].peak == e->nodes[0].peak)
-                    continue;
-            }
-            if (other == SEARCH_NONE || e->nodes[i].reward > e->nodes[other].reward)
-                other = i;
-        }
+        for (uint32_t i = 1; i < e->n_nodes; i++)
+            if (e->nodes[i].runtime_s == e->nodes[0].runtime_s && (rc = exact_peak(e, sc, i, NULL, err)) < 0)
+                goto done;
+        uint32_t other = search__best_other(e->nodes, e->n_nodes, NULL);
         if (other != SEARCH_NONE && (rc = exact_peak(e, sc, other, NULL, err)) < 0)
             goto done;
     }

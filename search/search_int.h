@@ -113,6 +113,11 @@ typedef struct search_tree_view {
 
 /* Fills r->explanation and r->explanation_text. */
 int search__explain(const search_tree_view *t, search_result *r, ap_error *err);
+/* When the start is the answer: the best other state of the n nodes (the
+ * highest reward below the root, the earlier on a tie), leaving out those
+ * that cost what the start does (step time and peak); SEARCH_NONE when
+ * none.  *states (may be NULL): how many are not left out. */
+uint32_t search__best_other(const search_node *nodes, uint32_t n, uint32_t *states);
 /* r->meshes as JSON: [{"mesh", "shape", "runtime_s", "peak_memory_bytes",
  * "fits", "episodes", "chosen"}].  A new reference; NULL when out of
  * memory. */
