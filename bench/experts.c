@@ -196,6 +196,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
+    ap_malloc_one_arena(); /* a search's memory stays for the next (ap.h) */
     const char *only = NULL;
     bool meshes = false;
     search_options o;

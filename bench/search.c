@@ -35,6 +35,7 @@
 #include "bench.h"
 
 #include <math.h>
+#include <sys/resource.h>
 
 #include "cost.h"
 #include "search.h"
@@ -466,10 +467,12 @@ static void speed_table(const char *label, const ir_partition *start, const cost
            label, speed_episodes, load[0], load[1], load[2], sysconf(_SC_NPROCESSORS_ONLN));
     search_result keep[MAX_SPEED_THREADS];
     memset(keep, 0, sizeof keep);
+    long keep_faults[MAX_SPEED_THREADS] = {0};
     double idle_first = 0;
     for (int ti = 0; ti < n_speed_threads; ti++) {
         int t = speed_threads[ti];
         double eps[3], epc[3], use[3], barrier[3], idle[3];
+        long faults[3];
         search_result r[3];
         for (int rep = 0; rep < 3; rep++) {
             search_options o;
@@ -481,9 +484,13 @@ static void speed_table(const char *label, const ir_partition *start, const cost
             o.threads = t;
             o.batch = batch_size;
             struct timespec c0, c1;
+            struct rusage u0, u1;
+            getrusage(RUSAGE_SELF, &u0);
             clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
             r[rep] = run(start, &o, NULL);
             clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+            getrusage(RUSAGE_SELF, &u1);
+            faults[rep] = u1.ru_minflt - u0.ru_minflt;
             double cpu = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) * 1e-9;
             double serial = cpu > r[rep].worker_cpu_s ? cpu - r[rep].worker_cpu_s : 0;
             double idle_s = serial + (r[rep].worker_cpu_s + r[rep].imbalance_s) / t;
@@ -509,22 +516,25 @@ static void speed_table(const char *label, const ir_partition *start, const cost
                bench_median(epc, 3), use[med], barrier[med] * 100, idle_med, idle_med / t,
                idle_first > 0 ? idle_med / idle_first : 0);
         fflush(stdout);
+        keep_faults[ti] = faults[med];
         for (int k = 0; k < 3; k++)
             if (k == med)
                 keep[ti] = r[k];
             else
                 search_result_free(&r[k]);
     }
-    /* where an episode's time goes (the median runs) */
+    /* where an episode's time goes (the median runs); page faults: the
+     * process's minor faults during the run, result included (memory the
+     * kernel had to hand out anew) */
     printf("\n| threads | scored | known | refused | unchanged | replays | cache hits | re-derive ms | apply ms | "
-           "score ms | per scored ms |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+           "score ms | per scored ms | page faults |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int ti = 0; ti < n_speed_threads; ti++) {
         const search_result *r = &keep[ti];
         double n = r->scored > 0 ? (double)r->scored : 1;
-        printf("| %d | %lld | %lld | %lld | %lld | %lld | %lld | %.2f | %.2f | %.2f | %.2f |\n", speed_threads[ti],
+        printf("| %d | %lld | %lld | %lld | %lld | %lld | %lld | %.2f | %.2f | %.2f | %.2f | %ld |\n", speed_threads[ti],
                (long long)r->scored, (long long)r->known, (long long)r->refused, (long long)r->unchanged,
                (long long)r->replays, (long long)r->cache_hits, r->state_s / n * 1e3, r->apply_s / n * 1e3,
-               r->score_s / n * 1e3, r->busy_s / n * 1e3);
+               r->score_s / n * 1e3, r->busy_s / n * 1e3, keep_faults[ti]);
         search_result_free(&keep[ti]);
     }
     fflush(stdout);
@@ -610,6 +620,7 @@ static bool parse_threads(const char *text)
 
 int main(int argc, char **argv)
 {
+    ap_malloc_one_arena(); /* a search's memory stays for the next (ap.h) */
     int seeds = 25, threads = 2;
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {

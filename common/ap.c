@@ -7,6 +7,9 @@
 #include <jansson.h>
 
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,6 +187,13 @@ void ap_free(void *p)
 {
     if (p)
         allocator.free_fn(p);
+}
+
+void ap_malloc_one_arena(void)
+{
+#if defined(__GLIBC__) && defined(M_ARENA_MAX)
+    mallopt(M_ARENA_MAX, 1);
+#endif
 }
 
 static char *dup_n(const char *s, size_t n)

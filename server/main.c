@@ -93,6 +93,7 @@ static bool parse_int(const char *opt, const char *s, long lo, long hi, long *ou
 
 int main(int argc, char **argv)
 {
+    ap_malloc_one_arena(); /* a search's memory stays for the next (ap.h) */
     enum { O_LISTEN = 256, O_DB, O_MAXC, O_TPS, O_APPLY, O_QUEUE, O_MSG, O_TOKEN, O_CERT, O_KEY, O_CA, O_INSECURE,
            O_GRACE, O_QUIET, O_VERSION, O_CACHE, O_QUEUED, O_HTTP, O_HTTP_ROOT, O_MAX_SEARCH, O_ABANDON, O_KEEP_DAYS,
            O_KEEP_MB, O_RPC_MEM, O_NODE, O_LEASE };

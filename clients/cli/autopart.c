@@ -38,6 +38,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    ap_malloc_one_arena(); /* a search's memory stays for the next (ap.h) */
     if (argc < 2) {
         usage(stderr);
         return CLI_USAGE;
