@@ -170,6 +170,9 @@ typedef struct task {
     uint32_t path0, path_n;   /* the selection path (nodes root .. parent) */
     bool claimed;             /* taken by a worker */
     bool completes;           /* a step of the completion (complete_lead) */
+    bool exact;               /* the result's: node `exact_of`'s state scored again with the lowest peak
+                                 (exact_peaks); decision SEARCH_NONE for the start */
+    uint32_t exact_of;
     int worker;               /* which */
     double cpu_s;             /* CPU seconds its evaluation took */
     /* out */
@@ -209,6 +212,7 @@ typedef struct worker {
     engine *e;
     pthread_t thread;
     cost_scorer *scorer; /* NULL: the full path (cost_state_estimate) */
+    cost_scorer *exact;  /* the result's exact peaks (exact_scorer), made when first needed */
     /* counters for the result */
     int64_t replays;     /* actions re-applied to re-derive a node's state */
     int64_t hits;        /* node states found in the cache */
@@ -305,6 +309,8 @@ struct search_engine {
     int stop;            /* the progress callback asked to stop */
     atomic_int *halt;    /* NULL, or set by another thread to stop this search */
     double deadline;     /* ap_mono_s() at which the time budget ends; 0 none */
+    bool reserve;        /* the episodes end early by what the result will take (end_s): the
+                            deadline is the answer's (search_run; mesh.c reserves its own) */
     const char *stopped_by;
     double wall_s;       /* of the search, without the result's lowering */
     /* progress */
@@ -566,6 +572,25 @@ static int parent_state(worker *w, const task *t, const ir_partition **out, int 
 }
 
 static int finish(worker *w, task *t, ir_partition *p, int rc);
+static int exact_scorer(engine *e, cost_scorer **out, ap_error *err);
+
+/* The rest of an exact task, without the lock: p's peak, the lowest of
+ * its orders, into t->peak (status 0), else the error (status < 0). */
+static int finish_exact(worker *w, task *t, ir_partition *p, int rc)
+{
+    engine *e = w->e;
+    if (rc > 0)
+        rc = ap_error_set(&t->err, AP_EINTERNAL, "replaying a path: an action it took is refused");
+    if (rc == 0 && !w->exact)
+        rc = exact_scorer(e, &w->exact, &t->err);
+    if (rc == 0 && ir_partition_hash(p) != e->nodes[t->exact_of].hash)
+        rc = ap_error_set(&t->err, AP_EINTERNAL, "replaying a path: it gave another state");
+    cost_report r;
+    if (rc == 0 && (rc = cost_scorer_score(w->exact, p, &r, &t->err)) == 0)
+        t->peak = r.peak_memory_bytes;
+    t->status = rc;
+    return rc;
+}
 
 /* Does state p hold every twin of decision d (the decisions that gave the
  * start state d gave)?  A twin that tiles holds when its unit's leader is
@@ -608,8 +633,14 @@ static void evaluate(worker *w, task *t)
         e->cache[slot].pins--;
     pool_give(e, own);
     pthread_mutex_unlock(&e->mu);
-    if (rc == 0)
+    if (rc == 0 && t->decision != SEARCH_NONE)
         rc = search__apply(p, &e->units, e->dec[t->decision].a, &t->err);
+    if (t->exact) {
+        rc = finish_exact(w, t, p, rc);
+        pthread_mutex_lock(&e->mu);
+        pool_give(e, p);
+        return;
+    }
     w->t_apply += ap_mono_s() - t1;
     rc = finish(w, t, p, rc);
     double dt = ap_mono_s() - t1;
@@ -693,7 +724,7 @@ static int claim(worker *w)
             if (build < 0)
                 build = (int)k;
         } else if (need == NEED_READY) {
-            double est = e->est && e->est[t->decision] > 0 ? e->est[t->decision] : 1.0;
+            double est = e->est && t->decision < e->n_dec && e->est[t->decision] > 0 ? e->est[t->decision] : 1.0;
             if (t->parent == w->last_parent)
                 est *= 1.25;
             if (est > best) {
@@ -740,11 +771,13 @@ static void work(worker *w, int *stop)
         double t0 = ap_mono_s(), c0 = thread_cpu();
         evaluate(w, &e->tasks[i]);
         double dt = ap_mono_s() - t0;
-        w->t_busy += dt;
-        e->eval_s = e->eval_s > 0 ? 0.9 * e->eval_s + 0.1 * dt : dt;
         e->tasks[i].worker = (int)(w - e->w);
         e->tasks[i].cpu_s = thread_cpu() - c0;
-        w->cpu_s += e->tasks[i].cpu_s;
+        if (!e->tasks[i].exact) {
+            w->t_busy += dt;
+            e->eval_s = e->eval_s > 0 ? 0.9 * e->eval_s + 0.1 * dt : dt;
+            w->cpu_s += e->tasks[i].cpu_s;
+        }
         if (++e->n_done == e->n_tasks)
             pthread_cond_signal(&e->done);
         if (stop && progress_due(e)) {
@@ -1344,9 +1377,6 @@ static bool progress_due(const engine *e)
     return e->o.progress && ap_mono_s() - e->last_progress >= e->o.progress_interval_s;
 }
 
-/* Runs the tasks: the coordinating thread works as worker 0 beside the
- * others (with one thread, no hand-offs at all), then waits for theirs;
- * calls progress between tasks and while waiting. */
 /* Takes the batch's outcomes from the checkpoint being replayed when it
  * recorded this very batch (every task's parent and decision); else the
  * rest of it does not belong to this run and is dropped. */
@@ -1376,11 +1406,11 @@ static bool replay_batch(engine *e)
     return true;
 }
 
-static int run_batch(engine *e, int *stop)
+/* Runs the tasks: the coordinating thread works as worker 0 beside the
+ * others (with one thread, no hand-offs at all), then waits for theirs;
+ * calls progress between tasks and while waiting, when stop is not NULL. */
+static void run_tasks(engine *e, int *stop)
 {
-    if (e->log.pos < e->log.end && e->n_tasks && replay_batch(e))
-        return 0;
-    double t0 = ap_mono_s();
     pthread_mutex_lock(&e->mu);
     e->next_task = 0;
     e->n_done = 0;
@@ -1401,7 +1431,7 @@ static int run_batch(engine *e, int *stop)
             ts.tv_nsec -= 1000000000L;
         }
         pthread_cond_timedwait(&e->done, &e->mu, &ts);
-        if (e->n_done < e->n_tasks && progress_due(e)) {
+        if (stop && e->n_done < e->n_tasks && progress_due(e)) {
             pthread_mutex_unlock(&e->mu);
             if (search__progress(e))
                 *stop = 1;
@@ -1412,6 +1442,14 @@ static int run_batch(engine *e, int *stop)
     /* a worker still waiting for a state leaves the batch now */
     pthread_cond_broadcast(&e->built);
     pthread_mutex_unlock(&e->mu);
+}
+
+static int run_batch(engine *e, int *stop)
+{
+    if (e->log.pos < e->log.end && e->n_tasks && replay_batch(e))
+        return 0;
+    double t0 = ap_mono_s();
+    run_tasks(e, stop);
     e->batch_s += ap_mono_s() - t0;
     /* the wait the batch's split of work implies, by CPU time: what the
      * barrier costs apart from the machine's load */
@@ -1512,6 +1550,7 @@ static void engine_free(engine *e)
             if (w->thread)
                 pthread_join(w->thread, NULL);
             cost_scorer_free(w->scorer);
+            cost_scorer_free(w->exact);
         }
         ap_free(e->w);
         pthread_mutex_destroy(&e->mu);
@@ -1640,6 +1679,53 @@ static int start_workers(engine *e, ap_error *err)
     return 0;
 }
 
+/* How many states exact_peaks would score now, but for those as fast as
+ * the start when it is the answer: the start, the best and the children
+ * of the parents on the best's path, those that fit and are not exact
+ * (a child on two parents' lists counted twice). */
+static uint32_t exact_count(const engine *e)
+{
+    uint32_t n = 0;
+    for (uint32_t c = e->best;; c = e->nodes[c].parent) {
+        const search_node *x = &e->nodes[c];
+        n += !x->peak_exact && fits(e, x->peak);
+        if (c == 0)
+            break;
+        const search_node *pa = &e->nodes[x->parent];
+        for (uint32_t k = 0; k < pa->n_edges; k++) {
+            uint32_t ch = pa->edges[k].child;
+            n += ch != SEARCH_NONE && ch != c && !e->nodes[ch].peak_exact && fits(e, e->nodes[ch].peak);
+        }
+    }
+    return n;
+}
+
+/* What the result will take after the episodes, in evaluations at the
+ * recent rate (eval_s), so that a time budget bounds the answer and not
+ * the episodes alone (bench_experts' rows answered in 60.0-60.2 s of 60,
+ * UNet under 3 s in 3.35-3.66 s): the states exact_peaks scores
+ * (exact_count), each re-derived and scored with every memory order, one
+ * evaluation each shared by the workers (measured on one thread: T32
+ * under 200 GiB 82 states in 0.167 s at 1.86 ms an evaluation, 1.1;
+ * UNet 454 in 0.247 s at 0.99 ms, 0.55); then the best replayed, the best
+ * and the start lowered and estimated, the explanation's scorer: 30
+ * (T32: 38 ms at 1.45 ms; UNet: 37 ms at 2.0 ms).  With the full path,
+ * where an evaluation is a lowering, about 4.  With `result` false, what
+ * search__engine_exact_best takes: the best replayed and scored, ~10. */
+static double end_s(const engine *e, bool result)
+{
+    if (e->eval_s <= 0)
+        return 0;
+    if (!result)
+        return e->fallback ? 0 : 10 * e->eval_s;
+    if (e->fallback)
+        return 4 * e->eval_s;
+    return e->eval_s * ((double)exact_count(e) / e->n_workers + 30);
+}
+
+/* Seconds left before the episodes must end under a time budget. */
+static double time_left(const engine *e) { return e->deadline - (e->reserve ? end_s(e, true) : 0) - ap_mono_s(); }
+
 static bool out_of_budget(engine *e, const char **why)
 {
     if (e->halt && atomic_load(e->halt)) {
@@ -1650,7 +1736,7 @@ static bool out_of_budget(engine *e, const char **why)
         *why = "episodes";
         return true;
     }
-    if (e->deadline > 0 && ap_mono_s() >= e->deadline) {
+    if (e->deadline > 0 && time_left(e) <= 0) {
         *why = "time";
         return true;
     }
@@ -1852,7 +1938,7 @@ static uint32_t batch_room(const engine *e, uint32_t want)
 {
     if (e->deadline <= 0 || e->eval_s <= 0)
         return want;
-    double n = (e->deadline - ap_mono_s()) / e->eval_s * e->n_workers;
+    double n = time_left(e) / e->eval_s * e->n_workers;
     return n < 1 ? 1 : n < want ? (uint32_t)n : want;
 }
 
@@ -2063,6 +2149,7 @@ static int engine_open(engine *e, const ir_partition *start, const search_option
     e->t0 -= elapsed;
     if (e->o.time_limit_s > 0)
         e->deadline = e->t0 + e->o.time_limit_s;
+    e->reserve = true;
     return 0;
 }
 
@@ -2145,59 +2232,86 @@ static int exact_peak(engine *e, cost_scorer *sc, uint32_t n, const ir_partition
     return 0;
 }
 
-/* The peaks the answer prints made exact (exact_peak): the start's, the
- * best's, each decision's on the path to the best with every other child
- * of its parent (the explanation's alternatives), the best of each mesh
+/* Queues node n's exact peak (exact_peak) as a task of the result's
+ * batch, once (queued: per node).  Its task is the step that made it, so
+ * the worker re-derives its canonical state from its parent's, cached or
+ * replayed, as for any evaluation. */
+static int exact_add(engine *e, uint32_t n, uint8_t *queued)
+{
+    const search_node *x = &e->nodes[n];
+    if (x->peak_exact || !fits(e, x->peak) || queued[n])
+        return 0;
+    queued[n] = 1;
+    int rc = n == 0 ? task_add(e, 0, SEARCH_NONE, NULL, 0) : task_add(e, x->parent, x->decision, NULL, 0);
+    if (rc < 0)
+        return rc;
+    e->tasks[e->n_tasks - 1].exact = true;
+    e->tasks[e->n_tasks - 1].exact_of = n;
+    return 0;
+}
+
+/* Runs the queued exact tasks and takes their peaks. */
+static int exact_run(engine *e, ap_error *err)
+{
+    run_tasks(e, NULL);
+    for (uint32_t k = 0; k < e->n_tasks; k++) {
+        const task *t = &e->tasks[k];
+        if (t->status < 0) {
+            if (err)
+                *err = t->err;
+            return t->status;
+        }
+    }
+    for (uint32_t k = 0; k < e->n_tasks; k++) {
+        search_node *x = &e->nodes[e->tasks[k].exact_of];
+        x->peak = e->tasks[k].peak;
+        x->peak_exact = true;
+    }
+    e->n_tasks = e->n_chain = e->n_paths = 0;
+    return 0;
+}
+
+/* The peaks the answer prints made exact (exact_peak), in batches on the
+ * workers: the start's, the best's, each decision's on the path to the
+ * best with every other child of its parent (the explanation's
+ * alternatives: at the root that is every decision, several hundred
+ * states of UNet, 0.35 s on one thread), the best of each mesh
  * (search__engine_exact_best) and, when the start is the answer, those of
- * the states whose step time is the start's (explain_best_other leaves out
- * the ones whose peak is the start's too) and of the best other state. */
+ * the states whose step time is the start's (explain_best_other leaves
+ * out the ones whose peak is the start's too), then of the best other
+ * state, which those peaks choose. */
 static int exact_peaks(engine *e, ap_error *err)
 {
     if (e->fallback)
         return 0; /* every state was scored by cost_state_estimate */
-    cost_scorer *sc;
-    int rc = exact_scorer(e, &sc, err);
+    uint8_t *queued = ap_calloc(e->n_nodes, 1);
+    if (!queued)
+        return ap_error_set(err, AP_ENOMEM, "out of memory in the search");
+    e->n_tasks = e->n_chain = e->n_paths = 0;
+    int rc = exact_add(e, 0, queued);
+    if (rc == 0)
+        rc = exact_add(e, e->best, queued);
+    for (uint32_t n = e->best; rc == 0 && n != 0; n = e->nodes[n].parent) {
+        const search_node *pa = &e->nodes[e->nodes[n].parent];
+        for (uint32_t k = 0; rc == 0 && k < pa->n_edges; k++)
+            if (pa->edges[k].child != SEARCH_NONE)
+                rc = exact_add(e, pa->edges[k].child, queued);
+    }
+    for (uint32_t i = 1; rc == 0 && e->best == 0 && i < e->n_nodes; i++)
+        if (e->nodes[i].runtime_s == e->nodes[0].runtime_s)
+            rc = exact_add(e, i, queued);
     if (rc < 0)
-        return rc;
-    uint32_t *path = NULL;
-    ir_partition *ps = NULL; /* the state of the path's node at depth i */
-    int depth = best_chain(e, err);
-    if (depth < 0 || !(path = ap_malloc(sizeof *path * ((size_t)depth + 1)))) {
-        rc = depth < 0 ? depth : ap_error_set(err, AP_ENOMEM, "out of memory in the search");
-        goto done;
-    }
-    if (depth > 0) /* e->chain may be NULL at depth 0 */
-        memcpy(path, e->chain, sizeof *path * (size_t)depth);
-    if ((rc = exact_peak(e, sc, 0, NULL, err)) < 0 || (rc = exact_peak(e, sc, e->best, NULL, err)) < 0)
-        goto done;
-    /* down the path, each parent's state made once: its children are one
-     * decision from it (those whose own path runs through another parent,
-     * transpositions, are replayed) */
-    if ((rc = copy_state(NULL, e->base, &ps, err)) < 0)
-        goto done;
-    for (int i = 0; i < depth; i++) {
-        uint32_t pa = e->nodes[path[i]].parent;
-        for (uint32_t k = 0; k < e->nodes[pa].n_edges; k++) {
-            uint32_t c = e->nodes[pa].edges[k].child;
-            if (c != SEARCH_NONE && (rc = exact_peak(e, sc, c, e->nodes[c].parent == pa ? ps : NULL, err)) < 0)
-                goto done;
-        }
-        if ((rc = redo(e, ps, path[i], err)) < 0)
-            goto done;
-    }
-    if (e->best == 0) {
-        for (uint32_t i = 1; i < e->n_nodes; i++)
-            if (e->nodes[i].runtime_s == e->nodes[0].runtime_s && (rc = exact_peak(e, sc, i, NULL, err)) < 0)
-                goto done;
+        rc = ap_error_set(err, rc, "out of memory in the search");
+    else
+        rc = exact_run(e, err);
+    if (rc == 0 && e->best == 0) {
         uint32_t other = search__best_other(e->nodes, e->n_nodes, NULL);
-        if (other != SEARCH_NONE && (rc = exact_peak(e, sc, other, NULL, err)) < 0)
-            goto done;
+        if (other != SEARCH_NONE && (rc = exact_add(e, other, queued)) < 0)
+            rc = ap_error_set(err, rc, "out of memory in the search");
+        else
+            rc = exact_run(e, err);
     }
-    rc = 0;
-done:
-    ir_partition_free(ps);
-    ap_free(path);
-    cost_scorer_free(sc);
+    ap_free(queued);
     return rc;
 }
 
@@ -2340,13 +2454,14 @@ int search__engine_new(const ir_partition *start, const search_options *o, atomi
     return 0;
 }
 
-int search__engine_run(search_engine *e, int64_t max_episodes, double deadline, ap_error *err)
+int search__engine_run(search_engine *e, int64_t max_episodes, double deadline, bool reserve, ap_error *err)
 {
     if (e->exhausted || e->stop || (e->o.patience > 0 && e->episodes - e->best_episode >= e->o.patience))
         return 0;
     double t0 = ap_mono_s();
     e->o.max_episodes = max_episodes;
     e->deadline = deadline;
+    e->reserve = reserve;
     int rc = make_scorers(e, err);
     if (rc == 0)
         rc = engine_search(e, err);
@@ -2355,6 +2470,8 @@ int search__engine_run(search_engine *e, int64_t max_episodes, double deadline, 
 }
 
 int64_t search__engine_first_look(const search_engine *e) { return (int64_t)e->n_dec + e->o.batch; }
+
+double search__engine_end_s(const search_engine *e, bool result) { return end_s(e, result); }
 
 void search__engine_pause(search_engine *e)
 {
@@ -2369,7 +2486,8 @@ void search__engine_pause(search_engine *e)
     pthread_mutex_unlock(&e->mu);
     for (int i = 0; i < e->n_workers; i++) {
         cost_scorer_free(e->w[i].scorer);
-        e->w[i].scorer = NULL;
+        cost_scorer_free(e->w[i].exact);
+        e->w[i].scorer = e->w[i].exact = NULL;
     }
 }
 

@@ -342,6 +342,7 @@ typedef struct slot {
     bool unusable;      /* the manual tactics do not apply on it */
     /* the next run */
     bool first_look;    /* to its root pass and one batch (target set when it opens) */
+    bool ends;          /* share_s runs to the answer's deadline: the engine keeps what its result takes */
     int64_t target;     /* episodes in all; 0 none */
     double share_s;     /* wall seconds; 0 none */
     /* what it came to */
@@ -473,7 +474,7 @@ static void slot_step(slot *s)
         s->first_look = false;
     }
     double deadline = s->share_s > 0 ? ap_mono_s() + s->share_s : 0;
-    s->rc = search__engine_run(s->eng, s->target, deadline, &s->err);
+    s->rc = search__engine_run(s->eng, s->target, deadline, s->ends, &s->err);
     pthread_mutex_lock(&s->d->mu);
     search__engine_best(s->eng, &s->best);
     s->prog_episodes = s->best.episodes;
@@ -509,6 +510,20 @@ static void run_slots(slot **v, int n, int threads)
     runner_main(&r);
     for (int i = 0; i < started; i++)
         pthread_join(th[i], NULL);
+}
+
+/* What the end takes, kept from a time budget: the result of the mesh
+ * that wins (the largest of the alive's estimates: which wins is not known
+ * yet) and the exact best of each other (its row). */
+static double end_reserve(slot **alive, int n)
+{
+    double most = 0, rows = 0;
+    for (int k = 0; k < n; k++) {
+        double r = search__engine_end_s(alive[k]->eng, true);
+        most = r > most ? r : most;
+        rows += search__engine_end_s(alive[k]->eng, false);
+    }
+    return most + rows;
 }
 
 /* The slot's row: its mesh named by its best schedule's roles (unless
@@ -806,6 +821,7 @@ int search_run_devices(ir_module *m, ir_op *func, const search_devices *req, con
             if (!scarce)
                 s->target = sh.n == 1 ? total : share;
             s->share_s = end > 0 ? (sh.n == 1 ? end - ap_mono_s() : opts->time_limit_s * threads / (2.0 * sh.n)) : 0;
+            s->ends = sh.n == 1;
             if (timed) {
                 double left = look_end - ap_mono_s(), least = opts->time_limit_s / 10;
                 s->first_look = true;
@@ -846,7 +862,7 @@ int search_run_devices(ir_module *m, ir_op *func, const search_devices *req, con
      * share among the meshes in it, the better half going on */
     for (int stage = 1; stage < stages && sh.n > 1 && !atomic_load(&d.halt); stage++) {
         int64_t left = total > 0 ? total - spent(&d) : 0;
-        double tleft = end > 0 ? end - ap_mono_s() : 0;
+        double tleft = end > 0 ? end - end_reserve(alive, n_alive) - ap_mono_s() : 0;
         if ((total > 0 && left <= 0) || (end > 0 && tleft <= 0) || (total == 0 && end == 0))
             break;
         int runs = stages - stage;

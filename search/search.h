@@ -79,7 +79,8 @@ typedef struct search_options {
                                    aims at memory_limit x (1 - margin) (0 = none) */
     uint64_t seed;
     int64_t max_episodes;       /* budgets: 0 = none of that kind; with none, 1000 episodes */
-    double time_limit_s;
+    double time_limit_s;        /* seconds to the answer: the episodes stop early by what the
+                                   result is expected to take (mcts.c, end_s) */
     int64_t patience;           /* stop after this many episodes without improvement */
     int threads;                /* workers, >= 1 (0 = 1) */
     int batch;                  /* leaves per batch, independent of threads (0 = 16) */

@@ -135,14 +135,20 @@ typedef struct search_engine search_engine;
 int search__engine_new(const ir_partition *start, const search_options *o, atomic_int *halt, search_engine **out,
                        ap_error *err);
 /* Searches on until max_episodes episodes in all (0: no episode budget),
- * now_s() reaching deadline (0: none), the options' patience, the tree's
- * end or the halt.  Under an episode budget the tree depends on the seed
- * and the budgets of the calls alone. */
-int search__engine_run(search_engine *e, int64_t max_episodes, double deadline, ap_error *err);
+ * now_s() reaching deadline (0: none; with reserve, the answer's: the
+ * episodes end early by what search__engine_result will take), the
+ * options' patience, the tree's end or the halt.  Under an episode budget
+ * the tree depends on the seed and the budgets of the calls alone. */
+int search__engine_run(search_engine *e, int64_t max_episodes, double deadline, bool reserve, ap_error *err);
 /* Episodes of a first look at the engine's mesh: its root pass (every
  * decision once, which gives the order the tree grows in) and one batch
  * of the tree. */
 int64_t search__engine_first_look(const search_engine *e);
+/* Seconds, estimated, that search__engine_result (result) or else
+ * search__engine_exact_best will take on e as it stands: what a driver
+ * under a time budget keeps for the end (search__engine_run's deadline
+ * is the episodes'). */
+double search__engine_end_s(const search_engine *e, bool result);
 /* Frees the states and scorers it keeps between runs (the next run makes
  * them again); the tree stays. */
 void search__engine_pause(search_engine *e);

@@ -473,6 +473,20 @@ END_TEST
  * fits under and with none. */
 static void same_result(const search_result *a, const search_result *b);
 
+/* a's explanation is b's, byte for byte. */
+static void same_explanation(const search_result *a, const search_result *b)
+{
+    char *x = json_dumps(a->explanation, JSON_SORT_KEYS), *y = json_dumps(b->explanation, JSON_SORT_KEYS);
+    ck_assert(x && y);
+    size_t at = 0;
+    while (x[at] && x[at] == y[at])
+        at++;
+    ck_assert_msg(x[at] == y[at], "the explanations differ at byte %zu: ...%.80s... against ...%.80s...", at,
+                  x + (at > 40 ? at - 40 : 0), y + (at > 40 ? at - 40 : 0));
+    free(x);
+    free(y);
+}
+
 START_TEST(printed_peaks_are_the_lowest)
 {
     model md;
@@ -485,6 +499,7 @@ START_TEST(printed_peaks_are_the_lowest)
         o.max_episodes = 300;
         o.memory_limit = limits[i];
         o.seed = 3;
+        o.threads = 2;
         search_result quick, lowest;
         run_search(start, &o, &quick);
         o.cost.peak_enough = -1;
@@ -492,20 +507,33 @@ START_TEST(printed_peaks_are_the_lowest)
         ck_assert_msg(quick.fits, "the search's best does not fit: the test would not cover the bound");
         same_result(&quick, &lowest);
         ck_assert(quick.report.peak_memory_bytes == lowest.report.peak_memory_bytes);
-        char *a = json_dumps(quick.explanation, JSON_SORT_KEYS), *b = json_dumps(lowest.explanation, JSON_SORT_KEYS);
-        ck_assert(a && b);
-        size_t at = 0;
-        while (a[at] && a[at] == b[at])
-            at++;
-        ck_assert_msg(a[at] == b[at], "the explanations differ at byte %zu: ...%.80s... against ...%.80s...", at,
-                      a + (at > 40 ? at - 40 : 0), b + (at > 40 ? at - 40 : 0));
-        free(a);
-        free(b);
+        same_explanation(&quick, &lowest);
         search_result_free(&quick);
         search_result_free(&lowest);
     }
     ir_partition_free(start);
     model_close(&md);
+    /* on 8 devices the start is the answer: the explanation names the best
+     * other state, which the exact peaks of the states as fast as the
+     * start choose */
+    ap_error err;
+    ir_module *m = tl_generate("transformer", "small", "");
+    search_devices d = {.devices = 8};
+    search_options o;
+    search_options_init(&o);
+    o.max_episodes = 300;
+    o.seed = 1;
+    search_result quick, lowest;
+    ck_assert_msg(search_run_devices(m, ir_module_entry(m), &d, &o, &quick, &err) == 0, "%s", err.msg);
+    o.cost.peak_enough = -1;
+    ck_assert_msg(search_run_devices(m, ir_module_entry(m), &d, &o, &lowest, &err) == 0, "%s", err.msg);
+    ck_assert_msg(json_object_get(quick.explanation, "best_other"),
+                  "the start is not the answer: the test would not cover the best other state");
+    ck_assert_str_eq(quick.schedule, lowest.schedule);
+    same_explanation(&quick, &lowest);
+    search_result_free(&quick);
+    search_result_free(&lowest);
+    ir_module_free(m);
 }
 END_TEST
 
@@ -726,7 +754,10 @@ START_TEST(budgets_are_honoured)
     run_search(start, &o, &r);
     double took = mono() - t0;
     ck_assert_str_eq(r.stopped_by, "time");
-    ck_assert_msg(r.wall_s >= 1.0 && took < 3.0, "a 1 s budget took %.2f s", took);
+    /* the budget bounds the answer: the episodes stop early enough for the
+     * result (re-scoring what it prints, lowering the best), not at 1 s */
+    ck_assert_msg(r.wall_s < 1.0 && r.wall_s > 0.5 && took < 1.3, "a 1 s budget: episodes for %.3f s, answer in %.3f s",
+                  r.wall_s, took);
     ck_assert_int_ge(pl.calls, 3);
     /* generous for a loaded machine; a missing call would show as ~1 s */
     ck_assert_msg(pl.max_gap < 0.6, "progress calls %.3f s apart", pl.max_gap);

@@ -1839,7 +1839,9 @@ START_TEST(test_search_ceiling_and_abandon)
     ck_assert(res && res->search);
     ck_assert_str_eq(res->search->stopped_by, "max_search_s");
     ck_assert_int_ge(res->search->resumed_episodes, kept);
-    ck_assert(res->search->wall_s >= 15 && res->search->wall_s < 90);
+    /* the ceiling bounds the answer: the episodes stop a little before it,
+     * by what the result is expected to take */
+    ck_assert_msg(res->search->wall_s >= 14 && res->search->wall_s < 90, "episodes for %.3f s", res->search->wall_s);
     autopart__v1__partition_result__free_unpacked(res, NULL);
     ck_assert_int_eq(checkpointed(fx.db, id), 0); /* taken over */
     free(r.result);
