@@ -2096,11 +2096,13 @@ START_TEST(sdy_manual_computation)
 
     /* x manual, y free: the operand is split along x only (y changes no
      * shape or value); a replicated operand comes whole; a result
-     * replicated along x that both devices compute alike */
+     * replicated along x that both devices compute alike; the same mesh
+     * written inline */
     snprintf(mod, sizeof mod, MC_MESHES "%s",
              fn("(%a: tensor<4x2xf32>, %c: tensor<3xf32>) -> (tensor<4x2xf32>, tensor<3xf32>)",
                 "  %0:2 = sdy.manual_computation(%a, %c) in_shardings=[<@mesh, [{\"x\", \"y\"}, {?}]>, <@mesh, [{}], "
-                "replicated={\"x\"}>] out_shardings=[<@mesh, [{\"x\"}, {}]>, <@mesh, [{?}]>] manual_axes={\"x\"} "
+                "replicated={\"x\"}>] out_shardings=[<mesh<[\"x\"=2, \"y\"=2]>, [{\"x\"}, {}]>, <@mesh, [{?}]>] "
+                "manual_axes={\"x\"} "
                 "(%l: tensor<2x2xf32>, %m: tensor<3xf32>) {\n"
                 "    %s = stablehlo.multiply %l, %l : tensor<2x2xf32>\n"
                 "    %t = stablehlo.negate %s : tensor<2x2xf32>\n"
@@ -2136,7 +2138,8 @@ END_TEST
  * the op and its position: a collective or partition_id in a body whose
  * mesh has a free axis above size 1 (the body's devices are not the mesh's
  * there); a result out_shardings replicates along a manual axis on which
- * the devices' results differ (Shardy gives it no value); unreduced axes. */
+ * the devices' results differ (Shardy gives it no value); unreduced axes;
+ * shardings on different meshes. */
 START_TEST(sdy_manual_computation_refused)
 {
     char mod[20000], msg[1024];
@@ -2182,6 +2185,19 @@ START_TEST(sdy_manual_computation_refused)
     ir_tensor *a3[1] = {tf(IR_E_F32, "4", DV(1, 2, 3, 4))};
     run_fail(mod, a3, 1, NULL, msg, sizeof msg);
     ck_assert_msg(strstr(msg, ":4:3: error: sdy.manual_computation: its out_sharding 0 has unreduced axes"), "%s", msg);
+
+    /* meshes that differ (in their device ids) */
+    snprintf(mod, sizeof mod, MC_MESHES "%s",
+             fn("(%a: tensor<4xf32>) -> tensor<4xf32>",
+                "  %0 = sdy.manual_computation(%a) in_shardings=[<@mesh, [{\"x\"}]>] out_shardings=[<@rev, "
+                "[{\"x\"}]>] manual_axes={\"x\"} (%l: tensor<2xf32>) {\n"
+                "    sdy.return %l : tensor<2xf32>\n"
+                "  } : (tensor<4xf32>) -> tensor<4xf32>\n"
+                "  return %0 : tensor<4xf32>"));
+    ir_tensor *a4[1] = {tf(IR_E_F32, "4", DV(1, 2, 3, 4))};
+    run_fail(mod, a4, 1, NULL, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, ":4:3: error: sdy.manual_computation: its shardings name different meshes (@mesh, @rev)"),
+                  "%s", msg);
 }
 END_TEST
 

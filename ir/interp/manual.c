@@ -347,6 +347,36 @@ static bool find_mesh(const ir_module *m, mc_name ref, ap_buf *b)
     return false;
 }
 
+/* The mesh a sharding names (`@name`: the module's sdy.mesh, whose text
+ * goes to text, which m's names then point into; or inline `mesh<...>`)
+ * into m (m->ids owned by the caller, also on failure). */
+static int read_mesh(const ip_run *r, mc_name ref, ap_buf *text, mc_mesh *m, char *why, size_t wsz)
+{
+    memset(m, 0, sizeof *m);
+    rd ms;
+    if (ref.s[0] == '@') {
+        if (!find_mesh(r->m, ref, text))
+            return snprintf(why, wsz, "the module has no sdy.mesh %.*s", ref.len, ref.s), -1;
+        ms = (rd){text->data, text->data + text->len};
+    } else {
+        ms = (rd){ref.s + 4, ref.s + ref.len};
+    }
+    return mesh_body(&ms, m, why, wsz);
+}
+
+static bool mesh_equal(const mc_mesh *a, const mc_mesh *b)
+{
+    if (a->n_axes != b->n_axes || a->n_dev != b->n_dev)
+        return false;
+    for (int i = 0; i < a->n_axes; i++)
+        if (!name_eq(a->names[i], b->names[i]) || a->sizes[i] != b->sizes[i])
+            return false;
+    for (int64_t k = 0; k < a->n_dev; k++)
+        if (a->ids[k] != b->ids[k])
+            return false;
+    return true;
+}
+
 static void mc_free(mc_op *mc)
 {
     ap_free(mc->in);
@@ -422,12 +452,23 @@ static int mc_read(const ip_run *r, const ir_op *op, mc_op *mc, char *why, size_
         rc = 0;
         goto done;
     }
+    if (read_mesh(r, first->mesh, mb, &mc->mesh, why, wsz) < 0)
+        goto done;
     for (uint32_t i = 0; i < op->n_operands + op->n_results; i++) {
         const mc_sharding *sh = i < op->n_operands ? &mc->in[i] : &mc->out[i - op->n_operands];
         if (names_axes(sh) && !name_eq(sh->mesh, first->mesh)) {
-            snprintf(why, wsz, "its shardings name different meshes (%.*s, %.*s)", first->mesh.len, first->mesh.s,
-                     sh->mesh.len, sh->mesh.s);
-            goto done;
+            /* written otherwise (by name, inline): the same mesh? */
+            mc_mesh other;
+            ap_buf ot;
+            ap_buf_init(&ot);
+            bool same = read_mesh(r, sh->mesh, &ot, &other, why, wsz) == 0 && mesh_equal(&other, &mc->mesh);
+            ap_free(other.ids);
+            ap_buf_free(&ot);
+            if (!same) {
+                snprintf(why, wsz, "its shardings name different meshes (%.*s, %.*s)", first->mesh.len,
+                         first->mesh.s, sh->mesh.len, sh->mesh.s);
+                goto done;
+            }
         }
         if (sh->unreduced) {
             snprintf(why, wsz, "its %s %u has unreduced axes (partial sums), which are not evaluated",
@@ -436,19 +477,6 @@ static int mc_read(const ip_run *r, const ir_op *op, mc_op *mc, char *why, size_
             goto done;
         }
     }
-    rd ms;
-    if (first->mesh.s[0] == '@') {
-        mc_name ref = {first->mesh.s, first->mesh.len};
-        if (!find_mesh(r->m, ref, mb)) {
-            snprintf(why, wsz, "the module has no sdy.mesh %.*s", ref.len, ref.s);
-            goto done;
-        }
-        ms = (rd){mb->data, mb->data + mb->len};
-    } else {
-        ms = (rd){first->mesh.s + 4, first->mesh.s + first->mesh.len};
-    }
-    if (mesh_body(&ms, &mc->mesh, why, wsz) < 0)
-        goto done;
     for (int i = 0; i < mc->n_manual; i++) {
         int a = 0;
         while (a < mc->mesh.n_axes && !name_eq(mc->mesh.names[a], mc->manual[i]))
