@@ -2051,6 +2051,156 @@ END_TEST
     "      stablehlo.return %sum : tensor<f32>\n"        \
     "  })"
 
+/* Shardy's sdy.manual_computation (its ops.td and verifier): each operand
+ * is split along the manual axes its in_sharding names, the body runs per
+ * device of the manual axes in lock step (its collectives meet; a device's
+ * partition id is the mesh's device id there), and the results are put
+ * back together along the manual axes their out_shardings name.  A free
+ * axis changes no value.  It was refused as an unknown op. */
+#define MC_MESHES                                 \
+    "sdy.mesh @mesh = <[\"x\"=2, \"y\"=2]>\n" \
+    "sdy.mesh @rev = <[\"x\"=2, \"y\"=2], device_ids=[3, 2, 1, 0]>\n"
+START_TEST(sdy_manual_computation)
+{
+    char mod[20000];
+    /* every axis manual: an all_reduce over x ([[0, 2], [1, 3]]) of the
+     * 2x1 shards, the result replicated along x (both agree); the
+     * partition ids, on a mesh with device_ids too */
+    snprintf(mod, sizeof mod, MC_MESHES "%s",
+             fn("(%a: tensor<4x2xf32>) -> (tensor<2x2xf32>, tensor<4xi32>, tensor<4xi32>)",
+                "  %0:2 = sdy.manual_computation(%a) in_shardings=[<@mesh, [{\"x\"}, {\"y\"}]>] out_shardings=[<@mesh, "
+                "[{}, {\"y\"}]>, <@mesh, [{\"x\", \"y\"}]>] manual_axes={\"x\", \"y\"} (%l: tensor<2x1xf32>) {\n"
+                "    %s = \"stablehlo.all_reduce\"(%l) <{" CH(1) ", replica_groups = dense<[[0, 2], [1, 3]]> : "
+                "tensor<2x2xi64>, use_global_device_ids}> " SUM_REGION " : (tensor<2x1xf32>) -> tensor<2x1xf32>\n"
+                "    %p = stablehlo.partition_id : tensor<ui32>\n"
+                "    %q = stablehlo.convert %p : (tensor<ui32>) -> tensor<i32>\n"
+                "    %r = stablehlo.reshape %q : (tensor<i32>) -> tensor<1xi32>\n"
+                "    sdy.return %s, %r : tensor<2x1xf32>, tensor<1xi32>\n"
+                "  } : (tensor<4x2xf32>) -> (tensor<2x2xf32>, tensor<4xi32>)\n"
+                "  %1 = sdy.manual_computation() in_shardings=[] out_shardings=[<@rev, [{\"x\", \"y\"}]>] "
+                "manual_axes={\"x\", \"y\"} () {\n"
+                "    %p = stablehlo.partition_id : tensor<ui32>\n"
+                "    %q = stablehlo.convert %p : (tensor<ui32>) -> tensor<i32>\n"
+                "    %r = stablehlo.reshape %q : (tensor<i32>) -> tensor<1xi32>\n"
+                "    sdy.return %r : tensor<1xi32>\n"
+                "  } : () -> tensor<4xi32>\n"
+                "  return %0#0, %0#1, %1 : tensor<2x2xf32>, tensor<4xi32>, tensor<4xi32>"));
+    ir_tensor *args[1] = {tf(IR_E_F32, "4x2", DV(1, 2, 3, 4, 5, 6, 7, 8))};
+    uint32_t n;
+    ir_tensor **r = run(mod, args, 1, &n);
+    ck_assert_int_eq(n, 3);
+    expect_f(r[0], "2x2", DV(6, 8, 10, 12), 0); /* rows 0-1 plus rows 2-3 */
+    expect_i(r[1], "4", IV(0, 1, 2, 3));
+    expect_i(r[2], "4", IV(3, 2, 1, 0));
+    ir_tensors_free(r, n);
+
+    /* x manual, y free: the operand is split along x only (y changes no
+     * shape or value); a replicated operand comes whole; a result
+     * replicated along x that both devices compute alike; the same mesh
+     * written inline */
+    snprintf(mod, sizeof mod, MC_MESHES "%s",
+             fn("(%a: tensor<4x2xf32>, %c: tensor<3xf32>) -> (tensor<4x2xf32>, tensor<3xf32>)",
+                "  %0:2 = sdy.manual_computation(%a, %c) in_shardings=[<@mesh, [{\"x\", \"y\"}, {?}]>, <@mesh, [{}], "
+                "replicated={\"x\"}>] out_shardings=[<mesh<[\"x\"=2, \"y\"=2]>, [{\"x\"}, {}]>, <@mesh, [{?}]>] "
+                "manual_axes={\"x\"} "
+                "(%l: tensor<2x2xf32>, %m: tensor<3xf32>) {\n"
+                "    %s = stablehlo.multiply %l, %l : tensor<2x2xf32>\n"
+                "    %t = stablehlo.negate %s : tensor<2x2xf32>\n"
+                "    %u = stablehlo.add %m, %m : tensor<3xf32>\n"
+                "    sdy.return %t, %u : tensor<2x2xf32>, tensor<3xf32>\n"
+                "  } : (tensor<4x2xf32>, tensor<3xf32>) -> (tensor<4x2xf32>, tensor<3xf32>)\n"
+                "  return %0#0, %0#1 : tensor<4x2xf32>, tensor<3xf32>"));
+    ir_tensor *args2[2] = {tf(IR_E_F32, "4x2", DV(1, 2, 3, 4, 5, 6, 7, 8)), tf(IR_E_F32, "3", DV(0.5, -1, 4))};
+    r = run(mod, args2, 2, &n);
+    ck_assert_int_eq(n, 2);
+    expect_f(r[0], "4x2", DV(-1, -4, -9, -16, -25, -36, -49, -64), 0);
+    expect_f(r[1], "3", DV(1, -2, 8), 0);
+    ir_tensors_free(r, n);
+
+    /* a scalar, whole on every device (UBSan saw its empty dims compared
+     * through memcmp) */
+    snprintf(mod, sizeof mod, MC_MESHES "%s",
+             fn("(%a: tensor<f32>) -> tensor<f32>",
+                "  %0 = sdy.manual_computation(%a) in_shardings=[<@mesh, []>] out_shardings=[<@mesh, []>] "
+                "manual_axes={\"x\"} (%l: tensor<f32>) {\n"
+                "    %s = stablehlo.add %l, %l : tensor<f32>\n"
+                "    sdy.return %s : tensor<f32>\n"
+                "  } : (tensor<f32>) -> tensor<f32>\n"
+                "  return %0 : tensor<f32>"));
+    ir_tensor *args3[1] = {tf(IR_E_F32, "", DV(1.5))};
+    ir_tensor *y = run1(mod, args3, 1);
+    expect_f(y, "", DV(3), 0);
+    ir_tensor_free(y);
+}
+END_TEST
+
+/* What sdy.manual_computation cannot evaluate exactly is refused, naming
+ * the op and its position: a collective or partition_id in a body whose
+ * mesh has a free axis above size 1 (the body's devices are not the mesh's
+ * there); a result out_shardings replicates along a manual axis on which
+ * the devices' results differ (Shardy gives it no value); unreduced axes;
+ * shardings on different meshes. */
+START_TEST(sdy_manual_computation_refused)
+{
+    char mod[20000], msg[1024];
+    snprintf(mod, sizeof mod, MC_MESHES "%s",
+             fn("(%a: tensor<4xf32>) -> tensor<4xf32>",
+                "  %0 = sdy.manual_computation(%a) in_shardings=[<@mesh, [{\"x\"}]>] out_shardings=[<@mesh, "
+                "[{\"x\"}]>] manual_axes={\"x\"} (%l: tensor<2xf32>) {\n"
+                "    %s = \"stablehlo.all_reduce\"(%l) <{" CH(1) ", replica_groups = dense<[[0, 2], [1, 3]]> : "
+                "tensor<2x2xi64>, use_global_device_ids}> " SUM_REGION " : (tensor<2xf32>) -> tensor<2xf32>\n"
+                "    sdy.return %s : tensor<2xf32>\n"
+                "  } : (tensor<4xf32>) -> tensor<4xf32>\n"
+                "  return %0 : tensor<4xf32>"));
+    ir_tensor *a1[1] = {tf(IR_E_F32, "4", DV(1, 2, 3, 4))};
+    run_fail(mod, a1, 1, NULL, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, ":5:5: error: stablehlo.all_reduce: its value depends on the device, and it is in the "
+                              "body of the sdy.manual_computation at 4:3") &&
+                      strstr(msg, "free axis"),
+                  "%s", msg);
+
+    /* replicated along x, but the shards differ */
+    snprintf(mod, sizeof mod, MC_MESHES "%s",
+             fn("(%a: tensor<4xf32>) -> tensor<2xf32>",
+                "  %0 = sdy.manual_computation(%a) in_shardings=[<@mesh, [{\"x\"}]>] out_shardings=[<@mesh, [{}]>] "
+                "manual_axes={\"x\", \"y\"} (%l: tensor<2xf32>) {\n"
+                "    sdy.return %l : tensor<2xf32>\n"
+                "  } : (tensor<4xf32>) -> tensor<2xf32>\n"
+                "  return %0 : tensor<2xf32>"));
+    ir_tensor *a2[1] = {tf(IR_E_F32, "4", DV(1, 2, 3, 4))};
+    run_fail(mod, a2, 1, NULL, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, ":4:3: error: sdy.manual_computation: its result 0 is replicated along manual "
+                              "axis \"x\"") &&
+                      strstr(msg, "computed different values"),
+                  "%s", msg);
+
+    /* partial sums */
+    snprintf(mod, sizeof mod, MC_MESHES "%s",
+             fn("(%a: tensor<4xf32>) -> tensor<4xf32>",
+                "  %0 = sdy.manual_computation(%a) in_shardings=[<@mesh, [{}]>] out_shardings=[<@mesh, [{}], "
+                "unreduced={\"x\"}>] manual_axes={\"x\"} (%l: tensor<4xf32>) {\n"
+                "    sdy.return %l : tensor<4xf32>\n"
+                "  } : (tensor<4xf32>) -> tensor<4xf32>\n"
+                "  return %0 : tensor<4xf32>"));
+    ir_tensor *a3[1] = {tf(IR_E_F32, "4", DV(1, 2, 3, 4))};
+    run_fail(mod, a3, 1, NULL, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, ":4:3: error: sdy.manual_computation: its out_sharding 0 has unreduced axes"), "%s", msg);
+
+    /* meshes that differ (in their device ids) */
+    snprintf(mod, sizeof mod, MC_MESHES "%s",
+             fn("(%a: tensor<4xf32>) -> tensor<4xf32>",
+                "  %0 = sdy.manual_computation(%a) in_shardings=[<@mesh, [{\"x\"}]>] out_shardings=[<@rev, "
+                "[{\"x\"}]>] manual_axes={\"x\"} (%l: tensor<2xf32>) {\n"
+                "    sdy.return %l : tensor<2xf32>\n"
+                "  } : (tensor<4xf32>) -> tensor<4xf32>\n"
+                "  return %0 : tensor<4xf32>"));
+    ir_tensor *a4[1] = {tf(IR_E_F32, "4", DV(1, 2, 3, 4))};
+    run_fail(mod, a4, 1, NULL, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, ":4:3: error: sdy.manual_computation: its shardings name different meshes (@mesh, @rev)"),
+                  "%s", msg);
+}
+END_TEST
+
 static ir_tensor *rand_tensor(ir_elem e, const char *shape, uint64_t seed)
 {
     int64_t dims[IR_MAX_RANK];
@@ -2815,6 +2965,8 @@ static Suite *interp_suite(void)
     tcase_add_test(tc, sort_stable_multi_operand);
     tcase_add_test(tc, sdy_constant_evaluated);
     tcase_add_test(tc, sdy_named_computation_and_data_flow_edge);
+    tcase_add_test(tc, sdy_manual_computation);
+    tcase_add_test(tc, sdy_manual_computation_refused);
     tcase_add_test(tc, while_counting_loop);
     tcase_add_test(tc, values_die_after_their_last_reader);
     tcase_add_test(tc, transpose_every_element_width);

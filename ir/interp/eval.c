@@ -9,7 +9,7 @@
  * bodies), shape.c (data movement, gather, scatter), nn.c (dot,
  * convolution, reductions, sort, linear algebra) and coll.c (collectives);
  * what they share in kernel.c; the value slots in frame.c; SPMD runs in
- * spmd.c.
+ * spmd.c; Shardy's sdy.manual_computation in manual.c.
  */
 #include "interp_int.h"
 
@@ -115,6 +115,12 @@ fail:
         out[k] = NULL;
     }
     return rc;
+}
+
+int ir__ip_eval_region(ip_run *r, ip_frame *fr, const ir_op *owner, const ir_region *reg, uint32_t n_in,
+                       const ir_tensor *const *in, uint32_t n_out, ir_tensor **out)
+{
+    return eval_region(r, fr, owner, reg, n_in, in, n_out, out);
 }
 
 /* ip_run.region: a single-block region evaluated for the kernel's device. */
@@ -920,8 +926,10 @@ static int eval_op(ip_run *r, ip_frame *fr, const ir_op *op)
             return eval_kernel(r, fr, op, k_identity);
         if (is_named_computation(op))
             return eval_named_computation(r, fr, op);
+        if (op->n_regions == 1 && !strcmp(op->name, "sdy.manual_computation"))
+            return ir__ip_eval_manual(r, fr, op);
         if (is_run_parallel(op))
-            return eval_run_parallel(r, fr, op);
+            return r->manual_free ? ir__ip_manual_refuse(r, op) : eval_run_parallel(r, fr, op);
         if (ir__ip_chlo_unary_fn(op->name))
             return eval_kernel(r, fr, op, ir__ip_k_chlo_unary);
         if (!strcmp(op->name, "chlo.top_k"))
@@ -945,6 +953,9 @@ static int eval_op(ip_run *r, ip_frame *fr, const ir_op *op)
     default: break;
     }
     const ir_op_info *info = ir_op_info_get((ir_opcode)op->opcode);
+    if (r->manual_free && ((info && info->kind == IR_K_COLL) || op->opcode == IR_OP_PARTITION_ID ||
+                           op->opcode == IR_OP_REPLICA_ID))
+        return ir__ip_manual_refuse(r, op);
     if (info && info->kind == IR_K_COLL) {
         if (fr->local)
             return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED,

@@ -32,7 +32,10 @@
  * (stable), batch_norm_*, triangular_solve, cholesky, fft; while, if, case,
  * func.call, composite (as a call of its decomposition), tuple,
  * get_tuple_element, optimization_barrier, after_all, create_token,
- * partition_id, replica_id and the collectives; and the custom calls of
+ * partition_id, replica_id and the collectives; Shardy's ops (annotations
+ * and data flow edges pass their value through, sdy.named_computation runs
+ * its body, sdy.manual_computation its body per device of its manual axes
+ * on their shards: manual.c); and the custom calls of
  * cuDNN's fused attention (__cudnn$fmhaSoftmax and its backward, see
  * ir_fmha_get).  Other custom calls go to the caller's handler.  Sums of products
  * accumulate in double and round once; region reductions round per step

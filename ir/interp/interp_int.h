@@ -61,6 +61,13 @@ struct ip_run {
     /* inside interpreter.run_parallel over several replicas of one
      * partition: the devices are replicas (eval.c, coll.c) */
     bool replicas;
+    /* inside the body of sdy.manual_computation (manual.c): how many are
+     * open, and the outermost whose devices are not its mesh's (a free axis
+     * above size 1, or nested), where an op whose value depends on the
+     * device is refused (NULL: none) */
+    int manual_depth;
+    const ir_op *manual_free;
+    bool manual_nested; /* manual_free is nested in another */
     /* Evaluates single-block region r for the kernel's device with n_in
      * arguments (borrowed) and stores n_out new result tensors in out: how
      * kernels with a body (reduce, sort, map, ...) call back into the
@@ -382,6 +389,12 @@ int ir__ip_k_fft(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 /* fmha.c: cuDNN's fused attention custom calls (ir_fmha_kind != 0). */
 int ir__ip_k_fmha(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 
+/* manual.c: Shardy's sdy.manual_computation on every device of fr; and the
+ * refusal of an op whose value depends on the device inside a body whose
+ * devices are not its mesh's (r->manual_free set). */
+int ir__ip_eval_manual(ip_run *r, ip_frame *fr, const ir_op *op);
+int ir__ip_manual_refuse(ip_run *r, const ir_op *op);
+
 /* coll.c: a collective over every device of frame fr. */
 int ir__ip_collective(ip_run *r, ip_frame *fr, const ir_op *op);
 
@@ -418,6 +431,12 @@ static inline bool ip_is_terminator(const ir_op *op)
     return op->opcode == IR_OP_RETURN || op->opcode == IR_OP_FUNC_RETURN ||
            (op->opcode == IR_OP_UNKNOWN && !strcmp(op->name, "sdy.return")); /* ends Shardy's regions */
 }
+/* Evaluates single-block region reg of owner on every device of fr:
+ * in[d * n_in + i] are the block arguments (borrowed, types checked; lent
+ * to the slots when fr->borrow_args), out[d * n_out + j] receive new
+ * tensors (all NULL on failure). */
+int ir__ip_eval_region(ip_run *r, ip_frame *fr, const ir_op *owner, const ir_region *reg, uint32_t n_in,
+                       const ir_tensor *const *in, uint32_t n_out, ir_tensor **out);
 /* Runs func on n_dev devices (partition ids dev_ids) with args[d * n + i]
  * (borrowed); stores a heap array res[d * n_results + j] of its results.
  * `local` forbids collectives (a call inside a per-device region). */
