@@ -1700,27 +1700,36 @@ static uint32_t exact_count(const engine *e)
     return n;
 }
 
-/* What the result will take after the episodes, in evaluations at the
- * recent rate (eval_s), so that a time budget bounds the answer and not
- * the episodes alone (bench_experts' rows answered in 60.0-60.2 s of 60,
- * UNet under 3 s in 3.35-3.66 s): the states exact_peaks scores
- * (exact_count), each re-derived and scored with every memory order, one
- * evaluation each shared by the workers (measured on one thread: T32
- * under 200 GiB 82 states in 0.167 s at 1.86 ms an evaluation, 1.1;
- * UNet 454 in 0.247 s at 0.99 ms, 0.55); then the best replayed, the best
- * and the start lowered and estimated, the explanation's scorer: 30
- * (T32: 38 ms at 1.45 ms; UNet: 37 ms at 2.0 ms).  With the full path,
- * where an evaluation is a lowering, about 4.  With `result` false, what
- * search__engine_exact_best takes: the best replayed and scored, ~10. */
+/* What the result will take after the episodes, so that a time budget
+ * bounds the answer and not the episodes alone (bench_experts' rows
+ * answered in 60.0-60.2 s of 60, UNet under 3 s in 3.35-3.66 s).  In
+ * units of a scored evaluation as the search timed them so far (the
+ * workers' busy time over the states they scored: eval_s, over every
+ * evaluation, counts the known and refused ones and so ran 3-4 times
+ * under an exact re-score's time on T32):
+ *   - the states exact_peaks scores (exact_count), 1.5 each over the
+ *     workers: every memory order and no memo (measured at the end of
+ *     3,000 episodes on one thread: T32 under 200 GiB 81 states in
+ *     0.145 s, UNet 468 in 0.270 s; on two, 0.109 and 0.163 s);
+ *   - 25 for the best replayed, the best and the start lowered and
+ *     estimated, and the explanation's scorer (27-35 ms on UNet and T32);
+ *   - with the full path, where an evaluation is a lowering, 4 in all.
+ * With `result` false, what search__engine_exact_best takes: the best
+ * replayed and scored by a new scorer, 10. */
 static double end_s(const engine *e, bool result)
 {
-    if (e->eval_s <= 0)
-        return 0;
-    if (!result)
-        return e->fallback ? 0 : 10 * e->eval_s;
+    double busy = 0;
+    int64_t scored = 0;
+    for (int i = 0; i < e->n_workers; i++) {
+        busy += e->w[i].t_busy;
+        scored += e->w[i].scored;
+    }
+    double unit = scored > 0 ? busy / (double)scored : e->eval_s;
     if (e->fallback)
-        return 4 * e->eval_s;
-    return e->eval_s * ((double)exact_count(e) / e->n_workers + 30);
+        return result ? 4 * unit : 0;
+    if (!result)
+        return 10 * unit;
+    return unit * (1.5 * (double)exact_count(e) / e->n_workers + 25);
 }
 
 /* Seconds left before the episodes must end under a time budget. */
