@@ -572,7 +572,6 @@ static int parent_state(worker *w, const task *t, const ir_partition **out, int 
 }
 
 static int finish(worker *w, task *t, ir_partition *p, int rc);
-static int exact_scorer(engine *e, cost_scorer **out, ap_error *err);
 
 /* The rest of an exact task, without the lock: p's peak, the lowest of
  * its orders, into t->peak (status 0), else the error (status < 0). */
@@ -581,8 +580,6 @@ static int finish_exact(worker *w, task *t, ir_partition *p, int rc)
     engine *e = w->e;
     if (rc > 0)
         rc = ap_error_set(&t->err, AP_EINTERNAL, "replaying a path: an action it took is refused");
-    if (rc == 0 && !w->exact)
-        rc = exact_scorer(e, &w->exact, &t->err);
     if (rc == 0 && ir_partition_hash(p) != e->nodes[t->exact_of].hash)
         rc = ap_error_set(&t->err, AP_EINTERNAL, "replaying a path: it gave another state");
     cost_report r;
@@ -2259,6 +2256,23 @@ static int exact_add(engine *e, uint32_t n, uint8_t *queued)
     return 0;
 }
 
+/* An exact scorer per worker (exact_scorer), sharing one memo of graph
+ * runs: siblings' lowered programs are often the same. */
+static int exact_scorers(engine *e, ap_error *err)
+{
+    for (int i = 0; i < e->n_workers; i++) {
+        worker *w = &e->w[i];
+        if (w->exact)
+            continue;
+        int rc = exact_scorer(e, &w->exact, err);
+        if (rc == 0 && i > 0)
+            rc = cost_scorer_share(w->exact, e->w[0].exact, err);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
 /* Runs the queued exact tasks and takes their peaks. */
 static int exact_run(engine *e, ap_error *err)
 {
@@ -2293,11 +2307,14 @@ static int exact_peaks(engine *e, ap_error *err)
 {
     if (e->fallback)
         return 0; /* every state was scored by cost_state_estimate */
+    int rc = exact_scorers(e, err);
+    if (rc < 0)
+        return rc;
     uint8_t *queued = ap_calloc(e->n_nodes, 1);
     if (!queued)
         return ap_error_set(err, AP_ENOMEM, "out of memory in the search");
     e->n_tasks = e->n_chain = e->n_paths = 0;
-    int rc = exact_add(e, 0, queued);
+    rc = exact_add(e, 0, queued);
     if (rc == 0)
         rc = exact_add(e, e->best, queued);
     for (uint32_t n = e->best; rc == 0 && n != 0; n = e->nodes[n].parent) {
