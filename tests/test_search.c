@@ -755,8 +755,10 @@ START_TEST(budgets_are_honoured)
     double took = mono() - t0;
     ck_assert_str_eq(r.stopped_by, "time");
     /* the budget bounds the answer: the episodes stop early enough for the
-     * result (re-scoring what it prints, lowering the best), not at 1 s */
-    ck_assert_msg(r.wall_s < 1.0 && r.wall_s > 0.5 && took < 1.3, "a 1 s budget: episodes for %.3f s, answer in %.3f s",
+     * result (re-scoring what it prints, lowering the best), not at 1 s;
+     * the answer's own bound is generous for sanitizers on a loaded
+     * machine (the end's estimate is the normal build's) */
+    ck_assert_msg(r.wall_s < 1.0 && r.wall_s > 0.5 && took < 3.0, "a 1 s budget: episodes for %.3f s, answer in %.3f s",
                   r.wall_s, took);
     ck_assert_int_ge(pl.calls, 3);
     /* generous for a loaded machine; a missing call would show as ~1 s */
@@ -1482,6 +1484,48 @@ static void *hammer_main(void *arg)
     return NULL;
 }
 
+/* A program whose every state costs the same (a select of dynamic shapes:
+ * tens of thousands of states as fast as the start, which stays the
+ * answer) under a time budget: the answer comes within it.  The result
+ * re-scores every one of those states; claimed by a pass over the batch
+ * each, that end never came. */
+START_TEST(budget_holds_when_every_state_ties)
+{
+    static const char text[] =
+        "func.func @main(%n: tensor<i64>, %keep: tensor<?xi1>, %a: tensor<?x18xf32>, %b: tensor<?x18xf32>)"
+        " -> tensor<?x18xf32> {\n"
+        "  %0 = stablehlo.convert %n : (tensor<i64>) -> tensor<i32>\n"
+        "  %1 = stablehlo.reshape %0 : (tensor<i32>) -> tensor<1xi32>\n"
+        "  %2 = stablehlo.constant dense<18> : tensor<1xi32>\n"
+        "  %3 = stablehlo.concatenate %1, %2, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>\n"
+        "  %4 = stablehlo.dynamic_broadcast_in_dim %keep, %3, dims = [0] : (tensor<?xi1>, tensor<2xi32>) -> "
+        "tensor<?x18xi1>\n"
+        "  %5 = stablehlo.select %4, %b, %a : tensor<?x18xi1>, tensor<?x18xf32>\n"
+        "  return %5 : tensor<?x18xf32>\n"
+        "}\n";
+    char msg[512];
+    ir_module *m = tl_parse(text, "ties.mlir", msg, sizeof msg);
+    ck_assert_msg(m, "%s", msg);
+    search_options o;
+    search_options_init(&o);
+    o.time_limit_s = 1;
+    o.threads = 2;
+    search_devices d = {.devices = 16};
+    search_result r;
+    ap_error err;
+    double t0 = mono();
+    ck_assert_msg(search_run_devices(m, ir_module_entry(m), &d, &o, &r, &err) == 0, "%s", err.msg);
+    double took = mono() - t0;
+    /* generous for sanitizers on a loaded machine: the normal build
+     * answers in about 1 s, and before the end was claimed in order it
+     * never answered (63 s when the test's timeout stopped it) */
+    ck_assert_msg(took < 5.0, "a 1 s budget answered in %.2f s", took);
+    ck_assert_str_eq(r.stopped_by, "time");
+    search_result_free(&r);
+    ir_module_free(m);
+}
+END_TEST
+
 START_TEST(exhausted_searches_never_hang)
 {
     enum { HAMMERS = 4, SEEDS = 50 };
@@ -1511,6 +1555,7 @@ static Suite *search_suite(void)
     tcase_add_test(tc, printed_peaks_are_the_lowest);
     tcase_add_test(tc, resumes_from_a_checkpoint);
     tcase_add_test(tc, budgets_are_honoured);
+    tcase_add_test(tc, budget_holds_when_every_state_ties);
     tcase_add_test(tc, meets_a_limit_only_sharding_can_meet);
     tcase_add_test(tc, fast_then_shard_under_a_binding_limit);
     tcase_add_test(tc, completion_prices_memory);
