@@ -2291,9 +2291,14 @@ static int exact_scorers(engine *e, ap_error *err)
     return 0;
 }
 
-/* Runs the queued exact tasks and takes their peaks. */
+/* Runs the queued exact tasks, if any, and takes their peaks. */
 static int exact_run(engine *e, ap_error *err)
 {
+    if (e->n_tasks == 0)
+        return 0;
+    int rc = exact_scorers(e, err);
+    if (rc < 0)
+        return rc;
     e->in_order = true;
     run_tasks(e, NULL);
     e->in_order = false;
@@ -2327,14 +2332,11 @@ static int exact_peaks(engine *e, ap_error *err)
 {
     if (e->fallback)
         return 0; /* every state was scored by cost_state_estimate */
-    int rc = exact_scorers(e, err);
-    if (rc < 0)
-        return rc;
     uint8_t *queued = ap_calloc(e->n_nodes, 1);
     if (!queued)
         return ap_error_set(err, AP_ENOMEM, "out of memory in the search");
     e->n_tasks = e->n_chain = e->n_paths = 0;
-    rc = exact_add(e, 0, queued);
+    int rc = exact_add(e, 0, queued);
     if (rc == 0)
         rc = exact_add(e, e->best, queued);
     for (uint32_t n = e->best; rc == 0 && n != 0; n = e->nodes[n].parent) {
