@@ -73,7 +73,8 @@ class AutomaticPartition:
     (mesh axis names; None: every axis) after the manual tactics before it.
     Budgets:
     `episodes` (0: the search's default; only an episode budget makes the
-    answer depend on nothing but the request), `time_limit_s`, `patience`
+    answer depend on nothing but the request), `time_limit_s` (seconds to
+    the answer), `patience`
     (episodes without improvement).  `memory_limit`: bytes per device,
     "none", or None for the device's memory; `memory_margin`: the share of
     it kept free, 0 <= m < 1 (the search aims at limit x (1 - m)).  `groups`: lists of argument
