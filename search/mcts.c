@@ -532,7 +532,7 @@ static int parent_state(worker *w, const task *t, const ir_partition **out, int 
     *own = NULL;
     *slot = -1;
     if (t->chain_n == 0) {
-        w->hits++;
+        w->hits += !t->exact; /* the result's re-scores are no evaluations of the search */
         *out = e->base;
         return 0;
     }
@@ -540,7 +540,7 @@ static int parent_state(worker *w, const task *t, const ir_partition **out, int 
     uint64_t key = node_key(&e->nodes[t->parent]);
     int s = cache_find(e, key);
     if (s >= 0 && e->cache[s].p) {
-        w->hits++;
+        w->hits += !t->exact;
         e->cache[s].pins++;
         e->cache[s].used = ++e->tick;
         *slot = s;
@@ -1623,7 +1623,7 @@ static int make_scorers(engine *e, ap_error *err)
         /* and the lowest peak only above the limit (fits, objective):
          * below it a state's peak is its program's order's figure, which
          * shows it fits; what the search prints is made exact at the end
-         * (exact_peak) */
+         * (exact_peaks) */
         if (co.peak_enough == 0)
             co.peak_enough = e->limit < 0 ? INT64_MAX : e->limit >= 0x1p62 ? INT64_C(1) << 62 : (int64_t)e->limit;
         int rc = cost_scorer_new(e->c, &e->o.device, e->o.tiers, &co, &w->scorer, &se);
@@ -1730,7 +1730,8 @@ static uint32_t exact_count(const engine *e)
  *     estimated, and the explanation's scorer (27-35 ms on UNet and T32);
  *   - with the full path, where an evaluation is a lowering, 4 in all.
  * With `result` false, what search__engine_exact_best takes: the best
- * replayed and scored by a new scorer, 10. */
+ * re-derived (the cache may be empty: search__engine_pause) and scored,
+ * 10. */
 static double end_s(const engine *e, bool result)
 {
     double busy = 0;
@@ -2208,8 +2209,8 @@ static int node_chain(engine *e, uint32_t node, ap_error *err)
 
 static int best_chain(engine *e, ap_error *err) { return node_chain(e, e->best, err); }
 
-/* A scorer of the step time and the lowest peak alone, for exact_peak
- * (*out: the caller's, cost_scorer_free). */
+/* A scorer of the step time and the lowest peak alone, for the exact
+ * re-scores (*out: the caller's, cost_scorer_free). */
 static int exact_scorer(engine *e, cost_scorer **out, ap_error *err)
 {
     cost_options co = e->o.cost;
@@ -2219,53 +2220,20 @@ static int exact_scorer(engine *e, cost_scorer **out, ap_error *err)
     return cost_scorer_new(e->c, &e->o.device, e->o.tiers, &co, out, err);
 }
 
-/* Makes node n's peak the lowest of its state's orders: while the search
- * runs, a state that fits has its program's order's figure (make_scorers:
- * the lowest is not above it, and below the limit the step time alone
- * ranks it).  Its state is its parent's, `parent` (NULL: not at hand),
- * with its decision applied, or else replayed from the start; scored by
- * sc (peaks exact).  May leave e->chain as n's. */
-static int exact_peak(engine *e, cost_scorer *sc, uint32_t n, const ir_partition *parent, ap_error *err)
-{
-    search_node *x = &e->nodes[n];
-    if (x->peak_exact || !fits(e, x->peak))
-        return 0;
-    ir_partition *p;
-    int rc;
-    if (parent && n != 0) {
-        if ((rc = copy_state(NULL, parent, &p, err)) < 0)
-            return rc;
-        if ((rc = redo(e, p, n, err)) < 0) {
-            ir_partition_free(p);
-            return rc;
-        }
-    } else {
-        int depth = node_chain(e, n, err);
-        if (depth < 0)
-            return depth;
-        if ((rc = replay(&e->w[0], e->chain, 0, (uint32_t)depth, NULL, NULL, &p, err)) < 0)
-            return rc;
-    }
-    cost_report r;
-    rc = cost_scorer_score(sc, p, &r, err);
-    ir_partition_free(p);
-    if (rc < 0)
-        return rc;
-    x->peak = r.peak_memory_bytes;
-    x->peak_exact = true;
-    return 0;
-}
-
-/* Queues node n's exact peak (exact_peak) as a task of the result's
- * batch, once (queued: per node).  Its task is the step that made it, so
- * the worker re-derives its canonical state from its parent's, cached or
- * replayed, as for any evaluation. */
+/* Queues node n, to have its peak made the lowest of its state's orders,
+ * as a task of an exact batch (exact_run), once (queued: per node; may be
+ * NULL for a single node).  While the search runs, a state that fits has
+ * its program's order's figure (make_scorers: the lowest is not above it,
+ * and below the limit the step time alone ranks it).  Its task is the
+ * step that made it, so the worker re-derives its canonical state from
+ * its parent's, cached or replayed, as for any evaluation. */
 static int exact_add(engine *e, uint32_t n, uint8_t *queued)
 {
     const search_node *x = &e->nodes[n];
-    if (x->peak_exact || !fits(e, x->peak) || queued[n])
+    if (x->peak_exact || !fits(e, x->peak) || (queued && queued[n]))
         return 0;
-    queued[n] = 1;
+    if (queued)
+        queued[n] = 1;
     int rc = n == 0 ? task_add(e, 0, SEARCH_NONE, NULL, 0) : task_add(e, x->parent, x->decision, NULL, 0);
     if (rc < 0)
         return rc;
@@ -2319,7 +2287,7 @@ static int exact_run(engine *e, ap_error *err)
     return 0;
 }
 
-/* The peaks the answer prints made exact (exact_peak), in batches on the
+/* The peaks the answer prints made exact (exact_add), in batches on the
  * workers: the start's, the best's, each decision's on the path to the
  * best with every other child of its parent (the explanation's
  * alternatives: at the root that is every decision, several hundred
@@ -2555,15 +2523,11 @@ void search__engine_best(search_engine *e, search_best *b)
 
 int search__engine_exact_best(search_engine *e, ap_error *err)
 {
-    if (e->fallback || e->nodes[e->best].peak_exact || !fits(e, e->nodes[e->best].peak))
+    if (e->fallback)
         return 0;
-    cost_scorer *sc;
-    int rc = exact_scorer(e, &sc, err);
-    if (rc < 0)
-        return rc;
-    rc = exact_peak(e, sc, e->best, NULL, err);
-    cost_scorer_free(sc);
-    return rc;
+    e->n_tasks = e->n_chain = e->n_paths = 0;
+    int rc = exact_add(e, e->best, NULL);
+    return rc < 0 ? ap_error_set(err, rc, "out of memory in the search") : exact_run(e, err);
 }
 
 int search__engine_best_state(search_engine *e, ir_partition **out, ap_error *err)

@@ -79,8 +79,8 @@ typedef struct search_node {
     double best;        /* best reward in the subtree */
     /* its own state */
     double runtime_s;
-    int64_t peak;       /* a state that fits: its program's order's figure until exact_peak */
-    bool peak_exact;    /* peak is the lowest of the orders for sure (exact_peak) */
+    int64_t peak;       /* a state that fits: its program's order's figure until made exact (exact_add) */
+    bool peak_exact;    /* peak is the lowest of the orders for sure (exact_add) */
     double reward;
     int64_t episode;    /* when it was found */
 } search_node;
