@@ -414,7 +414,7 @@ static bool f64_blocked_in(const ir_block *blk, char *why, size_t size)
         for (const ir_op *o = blk->first; o; o = o->next) {
             const char *name = NULL;
             if (ir_interp_op_width_bound(o))
-                name = ir_op_info_get((ir_opcode)o->opcode)->name;
+                name = o->opcode == IR_OP_UNKNOWN ? o->name : ir_op_info_get((ir_opcode)o->opcode)->name;
             else if (o->opcode == IR_OP_CUSTOM_CALL) {
                 ir_attr *t = ir_op_attr(o, "call_target_name");
                 const char *tn = t && t->kind == IR_A_STRING ? t->u.str.s : "?";

@@ -103,11 +103,11 @@
  * reordered sum within ~1e-15 of its threshold could differ more.  The
  * comparison is skipped, with the reason in f64_skipped, when a program
  * has an op whose meaning depends on a float's width (bitcast_convert of
- * a float, reduce_precision, a custom call other than an identity or the
- * check's own, cuDNN's fused attention) or a complex value, or when an
- * f64 run fails (the native runs stand), except that replicated copies
- * disagreeing in the f64 SPMD run is the AP_ECONFLICT error the native
- * one gives.  It runs under --tol too.
+ * a float, reduce_precision, chlo.next_after, a custom call other than
+ * an identity or the check's own, cuDNN's fused attention) or a complex
+ * value, or when an f64 run fails (the native runs stand), except that
+ * replicated copies disagreeing in the f64 SPMD run is the AP_ECONFLICT
+ * error the native one gives.  It runs under --tol too.
  */
 #define IR_CHECK_SENSITIVITY 4.0
 #define IR_CHECK_SENSITIVITY_CAP 0.1

@@ -699,6 +699,9 @@ bool ir_interp_op_width_bound(const ir_op *op)
 {
     if (op->opcode == IR_OP_REDUCE_PRECISION || (op->opcode == IR_OP_CUSTOM_CALL && ir_fmha_kind(op)))
         return true;
+    /* the next float depends on the type's precision */
+    if (op->opcode == IR_OP_UNKNOWN && !strcmp(op->name, "chlo.next_after"))
+        return true;
     if (op->opcode != IR_OP_BITCAST_CONVERT)
         return false;
     for (uint32_t i = 0; i < op->n_operands; i++)
@@ -934,6 +937,8 @@ static int eval_op(ip_run *r, ip_frame *fr, const ir_op *op)
             return eval_kernel(r, fr, op, ir__ip_k_chlo_unary);
         if (!strcmp(op->name, "chlo.top_k"))
             return eval_kernel(r, fr, op, ir__ip_k_top_k);
+        if (!strcmp(op->name, "chlo.next_after"))
+            return eval_kernel(r, fr, op, ir__ip_k_next_after);
         if (is_check_assertion(op))
             return eval_kernel(r, fr, op, k_check_assertion);
         /* Shardy's sdy.sharding_group %v group_id = N: asks that values

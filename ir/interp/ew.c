@@ -234,6 +234,44 @@ typedef double (*chlo_fn)(double);
 
 static double chlo_lgamma(double x) { return lgamma(x); }
 
+/* chlo.erf_inv: the y with erf(y) = x, found from libm's erf and erfc by
+ * Newton's method kept inside a bracket [lo, hi] of the root (a step that
+ * leaves it bisects).  For |x| > 1/2 it solves erfc(y) = 1 - |x|, which is
+ * exact there (Sterbenz), so the tail keeps erfc's relative accuracy.  Both
+ * forms are increasing in y and concave on y > 0.  Odd in x; +-1 give +-inf,
+ * |x| > 1 and NaN give NaN. */
+static double chlo_erf_inv(double x)
+{
+    double a = fabs(x);
+    if (isnan(x) || a > 1)
+        return NAN;
+    if (a == 1)
+        return copysign(INFINITY, x);
+    if (a == 0)
+        return x;
+    bool tail = a > 0.5;
+    double t = 1 - a;
+    /* erfc(27) underflows to 0, below any t > 0 */
+    double lo = 0, hi = 27, y = tail ? sqrt(-log(t)) : a * 0.886226925452758;
+    for (int it = 0; it < 200; it++) {
+        double h = tail ? t - erfc(y) : erf(y) - a;
+        if (h == 0)
+            break;
+        if (h < 0)
+            lo = y;
+        else
+            hi = y;
+        double d = 1.1283791670955126 * exp(-y * y); /* 2 / sqrt(pi) e^-y^2, both forms' slope */
+        double next = y - h / d;
+        if (!(next > lo && next < hi))
+            next = lo + (hi - lo) / 2;
+        if (next == y || next == lo || next == hi)
+            break;
+        y = next;
+    }
+    return copysign(y, x);
+}
+
 chlo_fn ir__ip_chlo_unary_fn(const char *name)
 {
     static const struct {
@@ -241,7 +279,8 @@ chlo_fn ir__ip_chlo_unary_fn(const char *name)
         chlo_fn fn;
     } t[] = {{"chlo.acos", acos},   {"chlo.acosh", acosh}, {"chlo.asin", asin},     {"chlo.asinh", asinh},
              {"chlo.atan", atan},   {"chlo.atanh", atanh}, {"chlo.cosh", cosh},     {"chlo.sinh", sinh},
-             {"chlo.tan", tan},     {"chlo.erf", erf},     {"chlo.erfc", erfc},     {"chlo.lgamma", chlo_lgamma}};
+             {"chlo.tan", tan},     {"chlo.erf", erf},     {"chlo.erfc", erfc},     {"chlo.lgamma", chlo_lgamma},
+             {"chlo.erf_inv", chlo_erf_inv}};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (!strcmp(name, t[i].name))
             return t[i].fn;
@@ -291,6 +330,66 @@ int ir__ip_k_chlo_unary(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
             ip_stc(e, q, cfn(ip_ldc(e, p)));
         else
             ip_stf(e, q, fn(ip_ldf(e, p)));
+    }
+    return 0;
+}
+
+/* chlo.next_after(x, y): the float of x's type next to x in the direction
+ * of y (CHLO's definition, C's nextafter): y itself when x == y (so the
+ * sign of a zero is y's), NaN when either is NaN, the least subnormal of
+ * y's sign from a zero, +-inf past the largest finite value.  libm's
+ * nextafter and nextafterf for f64 and f32; f16 and bf16 step their 16-bit
+ * encoding, whose magnitude orders like the value in both (sign bit on top,
+ * then exponent, then mantissa, as in every IEEE binary format).  Other
+ * float types (8-bit and smaller, tf32) are refused.  Its value depends on
+ * the float type's width: ir_interp_op_width_bound. */
+static uint16_t next_after16(uint16_t x, double xv, double yv)
+{
+    uint16_t sign = x & 0x8000u, mag = x & 0x7fffu;
+    if (mag == 0)
+        return (uint16_t)((signbit(yv) ? 0x8000u : 0) | 1u);
+    /* away from zero when y lies beyond x on x's side */
+    bool away = (yv > xv) == (sign == 0);
+    return (uint16_t)(sign | (away ? mag + 1 : mag - 1));
+}
+
+int ir__ip_k_next_after(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
+{
+    if (c->op->n_operands != 2 || c->op->n_results != 1)
+        return ir__ip_fail(c, AP_EINVALID, "needs two operands and one result");
+    const ir_tensor *x = in[0], *yt = in[1];
+    int rc = ir__ip_new_result(c, 0, &out[0]);
+    if (rc < 0)
+        return rc;
+    ir_tensor *r = out[0];
+    ir_elem e = (ir_elem)x->elem;
+    if (x->kind != IR_TENSOR_ARRAY || yt->kind != IR_TENSOR_ARRAY || !same_dims(x, yt) || !same_dims(x, r) ||
+        yt->elem != x->elem || r->elem != x->elem)
+        return ir__ip_fail(c, AP_ETYPE, "operands and result must have one shape and type (a broadcast is not "
+                                        "supported)");
+    if (e != IR_E_F64 && e != IR_E_F32 && e != IR_E_F16 && e != IR_E_BF16)
+        return ir__ip_fail(c, AP_EUNSUPPORTED, "is evaluated on f64, f32, f16 and bf16 only");
+    size_t eb = ip_eb(e);
+    for (int64_t i = 0; i < x->numel; i++) {
+        const uint8_t *p = x->data + (size_t)i * eb, *q = yt->data + (size_t)i * eb;
+        uint8_t *o = r->data + (size_t)i * eb;
+        double xv = ip_ldf(e, p), yv = ip_ldf(e, q);
+        if (e == IR_E_F64) {
+            double v = nextafter(xv, yv);
+            memcpy(o, &v, 8);
+        } else if (e == IR_E_F32) {
+            float v = nextafterf((float)xv, (float)yv);
+            memcpy(o, &v, 4);
+        } else if (isnan(xv) || isnan(yv)) {
+            ip_stf(e, o, NAN);
+        } else if (xv == yv) {
+            memcpy(o, q, 2);
+        } else {
+            uint16_t b;
+            memcpy(&b, p, 2);
+            b = next_after16(b, xv, yv);
+            memcpy(o, &b, 2);
+        }
     }
     return 0;
 }

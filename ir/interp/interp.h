@@ -219,7 +219,7 @@ typedef struct ir_interp_opts {
      * complex values are as declared; arguments and results of such types
      * are f64 tensors of the declared shape.  Ops whose meaning depends on
      * the bit width of a float (ir_interp_op_width_bound: bitcast_convert
-     * of a float, reduce_precision, cuDNN's fused attention) are
+     * of a float, reduce_precision, chlo.next_after, cuDNN's fused attention) are
      * AP_EUNSUPPORTED errors, never silently widened; other custom calls
      * go to custom_call with f64 operands, and the handler must refuse
      * (AP_EUNSUPPORTED) any whose meaning depends on the width.  `autopart check` compares the partitioned
