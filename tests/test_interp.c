@@ -2039,6 +2039,156 @@ START_TEST(stablehlo_testdata_refused)
 }
 END_TEST
 
+/* A module of @f (with body `body`, signature `sig`) run by
+ * interpreter.run_parallel over `procs` processes (rows "[[@f], [@f]]" for
+ * replicas, "[[@f, @f]]" for partitions) on the constants `ins` (one
+ * `%cN = stablehlo.constant ...` line each), returning `outs`. */
+static char *par(const char *sig, const char *body, const char *ins, const char *call, const char *outs)
+{
+    static char buf[8192];
+    snprintf(buf, sizeof buf,
+             "func.func @f%s {\n%s\n}\n"
+             "func.func @main() -> (%s) {\n%s%s\n}\n",
+             sig, body, outs, ins, call);
+    return buf;
+}
+
+#define I2(n, a, b) "  %c" #n " = stablehlo.constant dense<[" #a ", " #b "]> : tensor<2xi64>\n"
+#define T2 "tensor<2xi64>"
+#define ADD_I64                                          \
+    "({\n"                                               \
+    "    ^bb0(%s0: tensor<i64>, %s1: tensor<i64>):\n"    \
+    "      %sum = stablehlo.add %s0, %s1 : tensor<i64>\n" \
+    "      stablehlo.return %sum : tensor<i64>\n"        \
+    "  })"
+
+/* Collectives the StableHLO spec defines that `check` refused: replica
+ * groups of different sizes padded with -1 (all_reduce; refused for the
+ * ops whose groups must be one size), collective_broadcast with several
+ * operands and has_dynamic_root, collective_reduce (the root gets the
+ * fold, the others zeros; the spec's examples), and cross_partition
+ * groups of collective_broadcast taken as written: with a channel, [[0]]
+ * is partition 0 alone, the other partitions get zeros (they were given
+ * partition 0's operand).  Expected values worked by hand. */
+START_TEST(collectives_ragged_variadic_and_collective_reduce)
+{
+    const char *ins3 = I2(0, 1, 2) I2(1, 10, 20) I2(2, 100, 200);
+    const char *outs3 = T2 ", " T2 ", " T2;
+    char call[1024], body[1024];
+    uint32_t n;
+    ir_tensor **r;
+    const char *call3 = "  %r:3 = \"interpreter.run_parallel\"(%c0, %c1, %c2) {programs = [[@f], [@f], [@f]]} : (" T2
+                        ", " T2 ", " T2 ") -> (" T2 ", " T2 ", " T2 ")\n  return %r#0, %r#1, %r#2 : " T2 ", " T2 ", " T2;
+    const char *body3;
+#define RUN3(groups_, op_)                                                                                            \
+    body3 = "  %0 = \"stablehlo." op_ "\"(%x) " ADD_I64 " {replica_groups = dense<" groups_ "> : tensor<2x3xi64>} : (" \
+        T2 ") -> " T2 "\n  return %0 : " T2
+    /* all_reduce over {0, 2} and {1}: -1 anywhere in a row is padding */
+    RUN3("[[0, -1, 2], [-1, 1, -1]]", "all_reduce");
+    r = run(par("(%x: " T2 ") -> " T2, body3, ins3, call3, outs3), NULL, 0, &n);
+    ck_assert_int_eq(n, 3);
+    expect_i(r[0], "2", IV(101, 202));
+    expect_i(r[1], "2", IV(10, 20));
+    expect_i(r[2], "2", IV(101, 202));
+    ir_tensors_free(r, n);
+    /* collective_reduce over {2, 0, 1}: the first, device 2, gets the sum */
+    RUN3("[[2, 0, 1], [-1, -1, -1]]", "collective_reduce");
+    r = run(par("(%x: " T2 ") -> " T2, body3, ins3, call3, outs3), NULL, 0, &n);
+    expect_i(r[0], "2", IV(0, 0));
+    expect_i(r[1], "2", IV(0, 0));
+    expect_i(r[2], "2", IV(111, 222));
+    ir_tensors_free(r, n);
+    /* and over {1, 2} and {0}: each group's first */
+    RUN3("[[1, 2, -1], [0, -1, -1]]", "collective_reduce");
+    r = run(par("(%x: " T2 ") -> " T2, body3, ins3, call3, outs3), NULL, 0, &n);
+    expect_i(r[0], "2", IV(1, 2));
+    expect_i(r[1], "2", IV(110, 220));
+    expect_i(r[2], "2", IV(0, 0));
+    ir_tensors_free(r, n);
+    /* groups that must be one size refuse the padding */
+    char msg[512];
+    snprintf(body, sizeof body,
+             "  %%0 = \"stablehlo.all_gather\"(%%x) {all_gather_dim = 0 : i64, replica_groups = dense<[[0, 1], [2, "
+             "-1]]> : tensor<2x2xi64>} : (" T2 ") -> tensor<4xi64>\n  return %%0 : tensor<4xi64>");
+    snprintf(call, sizeof call,
+             "  %%r:3 = \"interpreter.run_parallel\"(%%c0, %%c1, %%c2) {programs = [[@f], [@f], [@f]]} : (" T2 ", " T2
+             ", " T2 ") -> (tensor<4xi64>, tensor<4xi64>, tensor<4xi64>)\n  return %%r#0 : tensor<4xi64>");
+    run_fail(par("(%x: " T2 ") -> tensor<4xi64>", body, ins3, call, "tensor<4xi64>"), NULL, 0, NULL, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "stablehlo.all_gather: replica_groups pads a group with -1"), "%s", msg);
+
+    /* collective_broadcast of two operands from root [[1, 0]]'s first,
+     * device 1; with has_dynamic_root [1, 0]: data0 from position 1
+     * (device 0), data1 from position 0 (device 1) */
+    const char *ins2 = I2(0, 1, 2) I2(1, 3, 4) I2(2, 5, 6) I2(3, 7, 8)
+        "  %k = stablehlo.constant dense<[1, 0]> : tensor<2xi32>\n";
+    const char *outs4 = T2 ", " T2 ", " T2 ", " T2;
+    const char *call2 = "  %r:4 = \"interpreter.run_parallel\"(%c0, %c1, %c2, %c3) {programs = [[@f], [@f]]} : (" T2
+                        ", " T2 ", " T2 ", " T2 ") -> (" T2 ", " T2 ", " T2 ", " T2 ")\n"
+                        "  return %r#0, %r#1, %r#2, %r#3 : " T2 ", " T2 ", " T2 ", " T2;
+    r = run(par("(%a: " T2 ", %b: " T2 ") -> (" T2 ", " T2 ")",
+                "  %0:2 = \"stablehlo.collective_broadcast\"(%a, %b) {replica_groups = dense<[[1, 0]]> : "
+                "tensor<1x2xi64>} : (" T2 ", " T2 ") -> (" T2 ", " T2 ")\n  return %0#0, %0#1 : " T2 ", " T2,
+                ins2, call2, outs4),
+            NULL, 0, &n);
+    ck_assert_int_eq(n, 4);
+    expect_i(r[0], "2", IV(5, 6));
+    expect_i(r[1], "2", IV(7, 8));
+    expect_i(r[2], "2", IV(5, 6));
+    expect_i(r[3], "2", IV(7, 8));
+    ir_tensors_free(r, n);
+    const char *call_dyn =
+        "  %r:4 = \"interpreter.run_parallel\"(%c0, %c1, %k, %c2, %c3, %k) {programs = [[@f], [@f]]} : (" T2 ", " T2
+        ", tensor<2xi32>, " T2 ", " T2 ", tensor<2xi32>) -> (" T2 ", " T2 ", " T2 ", " T2 ")\n"
+        "  return %r#0, %r#1, %r#2, %r#3 : " T2 ", " T2 ", " T2 ", " T2;
+    const char *bcast_dyn = "  %0:2 = \"stablehlo.collective_broadcast\"(%a, %b, %k) {replica_groups = dense<[[1, 0]]> "
+                            ": tensor<1x2xi64>, has_dynamic_root} : (" T2 ", " T2 ", tensor<2xi32>) -> (" T2 ", " T2
+                            ")\n  return %0#0, %0#1 : " T2 ", " T2;
+    const char *sig_dyn = "(%a: " T2 ", %b: " T2 ", %k: tensor<2xi32>) -> (" T2 ", " T2 ")";
+    r = run(par(sig_dyn, bcast_dyn, ins2, call_dyn, outs4), NULL, 0, &n);
+    expect_i(r[0], "2", IV(1, 2));
+    expect_i(r[1], "2", IV(7, 8));
+    expect_i(r[2], "2", IV(1, 2));
+    expect_i(r[3], "2", IV(7, 8));
+    ir_tensors_free(r, n);
+    /* devices naming different roots, or a root outside the group: refused */
+    char ins_k[1024];
+    snprintf(ins_k, sizeof ins_k, "%s  %%k2 = stablehlo.constant dense<[0, 0]> : tensor<2xi32>\n", ins2);
+    const char *call_k =
+        "  %r:4 = \"interpreter.run_parallel\"(%c0, %c1, %k, %c2, %c3, %k2) {programs = [[@f], [@f]]} : (" T2 ", " T2
+        ", tensor<2xi32>, " T2 ", " T2 ", tensor<2xi32>) -> (" T2 ", " T2 ", " T2 ", " T2 ")\n"
+        "  return %r#0, %r#1, %r#2, %r#3 : " T2 ", " T2 ", " T2 ", " T2;
+    run_fail(par(sig_dyn, bcast_dyn, ins_k, call_k, outs4), NULL, 0, NULL, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "stablehlo.collective_broadcast: devices of one group name different roots"), "%s", msg);
+    snprintf(ins_k, sizeof ins_k, "%s", ins2);
+    memcpy(strstr(ins_k, "dense<[1, 0]>"), "dense<[2, 0]>", 13);
+    run_fail(par(sig_dyn, bcast_dyn, ins_k, call_dyn, outs4), NULL, 0, NULL, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "root 2 of operand 0 is outside its group of 2 devices"), "%s", msg);
+
+    /* with a channel the groups are partitions as written: [[0]] is
+     * partition 0 alone, partition 1 is in no group and gets zeros */
+    const char *call_p = "  %r:2 = \"interpreter.run_parallel\"(%c0, %c1) {programs = [[@f, @f]]} : (" T2 ", " T2
+                         ") -> (" T2 ", " T2 ")\n  return %r#0, %r#1 : " T2 ", " T2;
+    r = run(par("(%a: " T2 ") -> " T2,
+                "  %0 = \"stablehlo.collective_broadcast\"(%a) {replica_groups = dense<[[0]]> : tensor<1x1xi64>, "
+                "channel_handle = #stablehlo.channel_handle<handle = 1, type = 0>} : (" T2 ") -> " T2
+                "\n  return %0 : " T2,
+                I2(0, 1, 2) I2(1, 3, 4), call_p, T2 ", " T2),
+            NULL, 0, &n);
+    expect_i(r[0], "2", IV(1, 2));
+    expect_i(r[1], "2", IV(0, 0));
+    ir_tensors_free(r, n);
+    /* collective_reduce with use_global_device_ids (not in the spec) */
+    run_fail(par("(%a: " T2 ") -> " T2,
+                 "  %0 = \"stablehlo.collective_reduce\"(%a) " ADD_I64 " {replica_groups = dense<[[0, 1]]> : "
+                 "tensor<1x2xi64>, channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, "
+                 "use_global_device_ids} : (" T2 ") -> " T2 "\n  return %0 : " T2,
+                 I2(0, 1, 2) I2(1, 3, 4), call_p, T2 ", " T2),
+             NULL, 0, NULL, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "stablehlo.collective_reduce: use_global_device_ids is not supported"), "%s", msg);
+#undef RUN3
+}
+END_TEST
+
 /* =================================================================== SPMD */
 
 /* Mesh {x:2, y:2}: device id = 2 x + y; groups along x are [[0, 2], [1, 3]],
@@ -3085,6 +3235,7 @@ static Suite *interp_suite(void)
     tcase_add_loop_test(tc, stablehlo_testdata_refused, 0, (int)AP_ARRAY_LEN(testdata_refused));
     tcase_add_test(tc, chlo_erf_inv_and_next_after);
     tcase_add_test(tc, run_parallel_collectives);
+    tcase_add_test(tc, collectives_ragged_variadic_and_collective_reduce);
     tcase_add_test(tc, spmd_all_reduce_matmul);
     tcase_add_test(tc, spmd_reduce_scatter_and_all_gather);
     tcase_add_test(tc, spmd_all_to_all_and_permute);

@@ -1,7 +1,7 @@
 /*
  * coll.c - the collectives of the SPMD interpreter across the simulated
  * devices of a run: all_reduce, all_gather, reduce_scatter, all_to_all,
- * collective_permute, collective_broadcast.
+ * collective_permute, collective_broadcast, collective_reduce.
  *
  * Devices run in lock step (eval.c evaluates each op on every device
  * before the next), so a collective finds every device's operand in its
@@ -16,8 +16,9 @@
 /* ================================================================ groups */
 
 typedef struct groups {
-    int64_t n, size;   /* n groups of `size` devices */
+    int64_t n, size;   /* n groups of up to `size` devices */
     int64_t *ids;      /* n * size device ids, group by group */
+    int64_t *len;      /* per group: its devices, the first len[i] of its row; NULL when all are `size` */
     int64_t *group_of; /* per frame device: its group */
     int64_t *pos_of;   /* per frame device: its position in the group */
 } groups;
@@ -25,10 +26,22 @@ typedef struct groups {
 static void groups_free(groups *g)
 {
     ap_free(g->ids);
+    ap_free(g->len);
     ap_free(g->group_of);
     ap_free(g->pos_of);
     memset(g, 0, sizeof *g);
 }
+
+static int64_t group_len(const groups *g, int64_t gi) { return g->len ? g->len[gi] : g->size; }
+
+/* stablehlo.collective_reduce: not in the op registry (ir_ops.h), read by
+ * name. */
+static bool is_collective_reduce(const ir_op *op)
+{
+    return op->opcode == IR_OP_UNKNOWN && !strcmp(op->name, "stablehlo.collective_reduce");
+}
+
+bool ir__ip_is_collective_reduce(const ir_op *op) { return is_collective_reduce(op); }
 
 /* Frame index of partition id `id`, -1 if no device of the frame has it. */
 static int64_t frame_dev(const ip_frame *fr, int64_t id)
@@ -57,7 +70,7 @@ static bool channel_id_positive(const ir_op *op)
 static int replicas_refuse(ip_run *r, const ir_op *op)
 {
     bool by_partition = op->opcode == IR_OP_ALL_TO_ALL || op->opcode == IR_OP_COLLECTIVE_BROADCAST ||
-                        op->opcode == IR_OP_COLLECTIVE_PERMUTE;
+                        op->opcode == IR_OP_COLLECTIVE_PERMUTE || is_collective_reduce(op);
     if (r->replicas && by_partition && channel_id_positive(op))
         return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED,
                               "a collective across partitions (a channel) in a run over replicas of one partition "
@@ -78,14 +91,21 @@ static int groups_get(ip_run *r, ip_frame *fr, const ir_op *op, groups *g)
         return rc;
     int64_t ng = a ? a->type->dims[0] : 0, gs = a ? a->type->dims[1] : 0;
     bool channel = channel_id_positive(op), global = ir__ip_flag(op, "use_global_device_ids");
+    /* collective_broadcast and collective_reduce have the spec's two modes
+     * only: cross_replica (no channel) and cross_partition, where the ids
+     * are partitions as written ([[0]] is partition 0 alone) */
+    bool by_partition_only = op->opcode == IR_OP_COLLECTIVE_BROADCAST || is_collective_reduce(op);
+    if (by_partition_only && channel && !r->replicas && ng * gs == 0)
+        return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED,
+                              "empty replica_groups with a channel (cross_partition) is not supported");
     g->group_of = ap_malloc(sizeof *g->group_of * (size_t)nd);
     g->pos_of = ap_malloc(sizeof *g->pos_of * (size_t)nd);
     if (!g->group_of || !g->pos_of)
         goto oom;
     /* empty groups are all replicas, [[0]] with one replica */
     bool single = ng * gs == 0 || (ng == 1 && gs == 1 && ir_dense_int_at(a, 0) == 0);
-    if (r->replicas)
-        single = ng * gs == 0; /* the devices are the replicas: [[0]] is one of them */
+    if (r->replicas || (by_partition_only && channel))
+        single = ng * gs == 0; /* the devices are the replicas (or partitions): [[0]] is one of them */
     if ((ng * gs == 0 && nd == 1) || (single && nd > 1 && (channel || r->replicas) && !global)) {
         /* one device, or every replica across partitions: one group of all */
         g->n = 1;
@@ -109,25 +129,55 @@ static int groups_get(ip_run *r, ip_frame *fr, const ir_op *op, groups *g)
             goto oom;
         for (int64_t i = 0; i < ng * gs; i++)
             g->ids[i] = ir_dense_int_at(a, (size_t)i);
+        /* groups of different sizes are padded with -1 (the dense form of
+         * the spec's list of groups; StableHLO's verifier allows it where
+         * groups need not be one size: all_reduce, collective_reduce):
+         * each group is its other ids, in order */
+        bool ragged_ok = op->opcode == IR_OP_ALL_REDUCE || is_collective_reduce(op), ragged = false;
+        for (int64_t gi = 0; gi < ng; gi++) {
+            int64_t k = 0, *row = g->ids + gi * gs;
+            for (int64_t m = 0; m < gs; m++)
+                if (row[m] != -1)
+                    row[k++] = row[m];
+            for (int64_t m = k; m < gs; m++)
+                row[m] = -1;
+            ragged = ragged || k < gs;
+        }
+        if (ragged && !ragged_ok) {
+            groups_free(g);
+            return ir__ip_fail_op(r, op, -1, AP_EINVALID,
+                                  "replica_groups pads a group with -1 (groups of different sizes), which only "
+                                  "all_reduce and collective_reduce allow");
+        }
+        if (ragged) {
+            if (!(g->len = ap_malloc(sizeof *g->len * (size_t)ng)))
+                goto oom;
+            for (int64_t gi = 0; gi < ng; gi++) {
+                int64_t k = 0;
+                while (k < gs && g->ids[gi * gs + k] != -1)
+                    k++;
+                g->len[gi] = k;
+            }
+        }
     }
     for (int64_t d = 0; d < nd; d++)
         g->group_of[d] = -1;
-    for (int64_t i = 0; i < g->n * g->size; i++) {
-        int64_t d = frame_dev(fr, g->ids[i]);
-        if (d < 0 || g->group_of[d] >= 0) {
-            int64_t id = g->ids[i];
-            groups_free(g);
-            return ir__ip_fail_op(r, op, -1, AP_EINVALID,
-                                  d < 0 ? "replica group names device %" PRId64 ", which does not exist"
-                                        : "device %" PRId64 " is in more than one replica group",
-                                  id);
+    for (int64_t gi = 0; gi < g->n; gi++)
+        for (int64_t m = 0; m < group_len(g, gi); m++) {
+            int64_t id = g->ids[gi * g->size + m], d = frame_dev(fr, id);
+            if (d < 0 || g->group_of[d] >= 0) {
+                groups_free(g);
+                return ir__ip_fail_op(r, op, -1, AP_EINVALID,
+                                      d < 0 ? "replica group names device %" PRId64 ", which does not exist"
+                                            : "device %" PRId64 " is in more than one replica group",
+                                      id);
+            }
+            g->group_of[d] = gi;
+            g->pos_of[d] = m;
         }
-        g->group_of[d] = i / g->size;
-        g->pos_of[d] = i % g->size;
-    }
-    /* collective_broadcast gives a device in no group zeros (the spec);
-     * every other collective needs each device in a group */
-    for (int64_t d = 0; d < nd && op->opcode != IR_OP_COLLECTIVE_BROADCAST; d++)
+    /* collective_broadcast and collective_reduce give a device in no group
+     * zeros (the spec); every other collective needs each device in a group */
+    for (int64_t d = 0; d < nd && !by_partition_only; d++)
         if (g->group_of[d] < 0) {
             int64_t id = fr->dev_ids[d];
             groups_free(g);
@@ -187,7 +237,8 @@ static int64_t attr_int(const ir_op *op, const char *name, int64_t dflt)
 }
 
 /* Folds the operands of a group member by member, in group order, with
- * the op's reduction region; stores the reduced value in *out. */
+ * the op's reduction region; stores the reduced value in *out.  The group
+ * has at least one device. */
 static int reduce_group(ip_run *r, ip_frame *fr, const ir_op *op, const groups *g, int64_t gi, uint32_t k,
                         const ir_tensor *const *ops, uint32_t n_ops, ir_tensor **out)
 {
@@ -199,7 +250,7 @@ static int reduce_group(ip_run *r, ip_frame *fr, const ir_op *op, const groups *
         return ir__ip_fail_op(r, op, -1, rc, "%s", e2.msg);
     if (x0->kind != IR_TENSOR_ARRAY)
         return ir__ip_fail_op(r, op, -1, AP_ETYPE, "operands must be tensors");
-    if (g->size == 1 || x0->numel == 0)
+    if (group_len(g, gi) == 1 || x0->numel == 0)
         return 0;
     ip_ctx c = {r, fr, (uint32_t)first, op};
     ip_reducer rd;
@@ -209,7 +260,7 @@ static int reduce_group(ip_run *r, ip_frame *fr, const ir_op *op, const groups *
     if ((rc = ir__ip_reducer_init(&rd, &c, &op->regions[0], 1, &e, NULL)) < 0)
         return rc;
     size_t eb = ip_eb(e);
-    for (int64_t m = 1; m < g->size && rc == 0; m++) {
+    for (int64_t m = 1; m < group_len(g, gi) && rc == 0; m++) {
         const ir_tensor *xm = ops[(size_t)frame_dev(fr, g->ids[gi * g->size + m]) * n_ops + k];
         if (!ir__tensor_same_type(xm, x0)) {
             rc = ir__ip_fail_op(r, op, -1, AP_ETYPE, "devices of one group hold operands of different types");
@@ -234,7 +285,7 @@ static int coll_all_reduce(ip_run *r, ip_frame *fr, const ir_op *op, const group
     if (op->n_results != n)
         return ir__ip_fail_op(r, op, -1, AP_EINVALID, "needs one result per operand");
     for (int64_t gi = 0; gi < g->n; gi++)
-        for (uint32_t k = 0; k < n; k++) {
+        for (uint32_t k = 0; k < n && group_len(g, gi) > 0; k++) {
             ir_tensor *sum;
             int rc = reduce_group(r, fr, op, g, gi, k, ops, n, &sum);
             if (rc < 0) {
@@ -242,7 +293,7 @@ static int coll_all_reduce(ip_run *r, ip_frame *fr, const ir_op *op, const group
                 return rc;
             }
             /* every member gets the same bits */
-            for (int64_t m = 0; m < g->size && rc == 0; m++) {
+            for (int64_t m = 0; m < group_len(g, gi) && rc == 0; m++) {
                 int64_t d = frame_dev(fr, g->ids[gi * g->size + m]);
                 ap_error e2;
                 if ((rc = ir_tensor_clone(sum, &res[(size_t)d * n + k], &e2)) < 0)
@@ -459,25 +510,119 @@ done:
     return rc;
 }
 
-/* The first device of each group sends its operand to the whole group; a
+/* The root of a group for data operand j of collective_broadcast and
+ * collective_reduce: its first device, or with has_dynamic_root the device
+ * at the position the last operand's element j gives (the spec:
+ * process_groups[i, operands[N][j]]).  Every device of the group holds that
+ * operand; devices that name different positions are refused rather than
+ * read one way (the spec does not say whose operand counts).  Stores the
+ * frame index of the root in *root. */
+static int group_root(ip_run *r, ip_frame *fr, const ir_op *op, const groups *g, int64_t gi, uint32_t j,
+                      const ir_tensor *const *ops, uint32_t n_in, bool dyn, int64_t *root)
+{
+    int64_t pos = 0;
+    for (int64_t m = 0; dyn && m < group_len(g, gi); m++) {
+        int64_t d = frame_dev(fr, g->ids[gi * g->size + m]);
+        const ir_tensor *rt = ops[(size_t)d * n_in + n_in - 1];
+        if (rt->kind != IR_TENSOR_ARRAY || ir__ip_class((ir_elem)rt->elem) == IP_F ||
+            ir__ip_class((ir_elem)rt->elem) == IP_C || rt->rank != 1 || rt->dims[0] != n_in - 1)
+            return ir__ip_fail_op(r, op, fr->dev_ids[d], AP_ETYPE,
+                                  "with has_dynamic_root the last operand must be a tensor<%uxi32> of roots", n_in - 1);
+        int64_t p = ir_tensor_get_i64(rt, j);
+        if (m > 0 && p != pos)
+            return ir__ip_fail_op(r, op, fr->dev_ids[d], AP_EUNSUPPORTED,
+                                  "devices of one group name different roots (%" PRId64 " and %" PRId64
+                                  ") for operand %u",
+                                  pos, p, j);
+        pos = p;
+    }
+    if (pos < 0 || pos >= group_len(g, gi))
+        return ir__ip_fail_op(r, op, -1, AP_EINVALID,
+                              "root %" PRId64 " of operand %u is outside its group of %" PRId64 " devices", pos, j,
+                              group_len(g, gi));
+    *root = frame_dev(fr, g->ids[gi * g->size + pos]);
+    return 0;
+}
+
+/* The operands and results of collective_broadcast and collective_reduce:
+ * data operands, with has_dynamic_root a last operand of roots, and one
+ * result per data operand. */
+static int data_operands(ip_run *r, const ir_op *op, bool dyn, uint32_t *n_data)
+{
+    uint32_t nd = op->n_operands - (dyn && op->n_operands > 0 ? 1 : 0);
+    if (nd < 1 || op->n_results != nd)
+        return ir__ip_fail_op(r, op, -1, AP_EINVALID,
+                              "needs data operands%s and one result per data operand",
+                              dyn ? " and a last operand of roots (has_dynamic_root)" : "");
+    *n_data = nd;
+    return 0;
+}
+
+/* collective_broadcast: each data operand of a group's root (its first
+ * device, or the one has_dynamic_root names) goes to the whole group; a
  * device in no group gets zeros. */
 static int coll_broadcast(ip_run *r, ip_frame *fr, const ir_op *op, const groups *g, const ir_tensor *const *ops,
                           ir_tensor **res)
 {
-    if (op->n_operands != 1 || op->n_results != 1)
-        return ir__ip_fail_op(r, op, -1, AP_EINVALID, "needs one operand and one result");
-    for (uint32_t d = 0; d < fr->n_dev; d++) {
-        int rc = new_result(r, fr, op, d, 0, &res[d]);
-        if (rc < 0)
-            return rc;
-        if (g->group_of[d] < 0)
-            continue;
-        const ir_tensor *x = ops[frame_dev(fr, g->ids[g->group_of[d] * g->size])];
-        if (!ir__tensor_same_type(x, res[d]))
-            return ir__ip_fail_op(r, op, fr->dev_ids[d], AP_ETYPE, "operand and result types differ");
-        if (x->nbytes)
-            memcpy(res[d]->data, x->data, x->nbytes);
-    }
+    bool dyn = ir__ip_flag(op, "has_dynamic_root");
+    uint32_t n_in = op->n_operands, n_data;
+    int rc = data_operands(r, op, dyn, &n_data);
+    if (rc < 0)
+        return rc;
+    for (uint32_t d = 0; d < fr->n_dev; d++)
+        for (uint32_t j = 0; j < n_data; j++) {
+            ir_tensor **dst = &res[(size_t)d * n_data + j];
+            if ((rc = new_result(r, fr, op, d, j, dst)) < 0)
+                return rc;
+            int64_t gi = g->group_of[d], root;
+            if (gi < 0)
+                continue;
+            if ((rc = group_root(r, fr, op, g, gi, j, ops, n_in, dyn, &root)) < 0)
+                return rc;
+            const ir_tensor *x = ops[(size_t)root * n_in + j];
+            if (!ir__tensor_same_type(x, *dst))
+                return ir__ip_fail_op(r, op, fr->dev_ids[d], AP_ETYPE, "operand %u and result %u types differ", j, j);
+            if (x->nbytes)
+                memcpy((*dst)->data, x->data, x->nbytes);
+        }
+    return 0;
+}
+
+/* collective_reduce (the spec's examples and the reference interpreter;
+ * its semantics paragraph repeats collective_broadcast's): each data
+ * operand is folded over a group, in group order, with the reduction
+ * region; the group's root (its first device, or the one has_dynamic_root
+ * names) gets the value, every other device zeros.  use_global_device_ids,
+ * which the spec does not give the op, is refused. */
+static int coll_reduce(ip_run *r, ip_frame *fr, const ir_op *op, const groups *g, const ir_tensor *const *ops,
+                       ir_tensor **res)
+{
+    bool dyn = ir__ip_flag(op, "has_dynamic_root");
+    uint32_t n_in = op->n_operands, n_data;
+    int rc = data_operands(r, op, dyn, &n_data);
+    if (rc < 0)
+        return rc;
+    if (ir__ip_flag(op, "use_global_device_ids"))
+        return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED,
+                              "use_global_device_ids is not supported (the spec gives collective_reduce "
+                              "cross_replica and cross_partition groups only)");
+    for (uint32_t d = 0; d < fr->n_dev; d++)
+        for (uint32_t j = 0; j < n_data; j++)
+            if ((rc = new_result(r, fr, op, d, j, &res[(size_t)d * n_data + j])) < 0)
+                return rc;
+    for (int64_t gi = 0; gi < g->n; gi++)
+        for (uint32_t j = 0; j < n_data && group_len(g, gi) > 0; j++) {
+            int64_t root;
+            if ((rc = group_root(r, fr, op, g, gi, j, ops, n_in, dyn, &root)) < 0)
+                return rc;
+            ir_tensor *sum = NULL;
+            if ((rc = reduce_group(r, fr, op, g, gi, j, ops, n_in, &sum)) < 0) {
+                ir_tensor_free(sum);
+                return rc;
+            }
+            ir_tensor_free(res[(size_t)root * n_data + j]);
+            res[(size_t)root * n_data + j] = sum;
+        }
     return 0;
 }
 
@@ -500,6 +645,10 @@ int ir__ip_collective(ip_run *r, ip_frame *fr, const ir_op *op)
             }
     if (op->opcode != IR_OP_COLLECTIVE_PERMUTE && (rc = groups_get(r, fr, op, &g)) < 0)
         goto done;
+    if (is_collective_reduce(op)) {
+        rc = coll_reduce(r, fr, op, &g, ops, res);
+        goto results;
+    }
     switch ((ir_opcode)op->opcode) {
     case IR_OP_ALL_REDUCE: rc = coll_all_reduce(r, fr, op, &g, ops, res); break;
     case IR_OP_REDUCE_SCATTER: rc = coll_reduce_scatter(r, fr, op, &g, ops, res); break;
@@ -509,6 +658,7 @@ int ir__ip_collective(ip_run *r, ip_frame *fr, const ir_op *op)
     case IR_OP_COLLECTIVE_BROADCAST: rc = coll_broadcast(r, fr, op, &g, ops, res); break;
     default: rc = ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED, "unknown collective"); break;
     }
+results:
     if (rc < 0)
         goto done;
     for (uint32_t d = 0; d < nd; d++)

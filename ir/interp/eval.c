@@ -939,6 +939,15 @@ static int eval_op(ip_run *r, ip_frame *fr, const ir_op *op)
             return eval_kernel(r, fr, op, ir__ip_k_top_k);
         if (!strcmp(op->name, "chlo.next_after"))
             return eval_kernel(r, fr, op, ir__ip_k_next_after);
+        if (ir__ip_is_collective_reduce(op)) {
+            if (r->manual_free)
+                return ir__ip_manual_refuse(r, op);
+            if (fr->local)
+                return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED,
+                                      "a collective inside a region evaluated per element or per device "
+                                      "(reduce, sort, scatter, map bodies) cannot be evaluated");
+            return ir__ip_collective(r, fr, op);
+        }
         if (is_check_assertion(op))
             return eval_kernel(r, fr, op, k_check_assertion);
         /* Shardy's sdy.sharding_group %v group_id = N: asks that values

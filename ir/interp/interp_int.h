@@ -399,6 +399,9 @@ int ir__ip_manual_refuse(ip_run *r, const ir_op *op);
 
 /* coll.c: a collective over every device of frame fr. */
 int ir__ip_collective(ip_run *r, ip_frame *fr, const ir_op *op);
+/* Whether op is stablehlo.collective_reduce (not in the registry; coll.c
+ * evaluates it with the collectives). */
+bool ir__ip_is_collective_reduce(const ir_op *op);
 
 /* ------------------------------------------------------ slots (frame.c) */
 
