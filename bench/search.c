@@ -523,18 +523,22 @@ static void speed_table(const char *label, const ir_partition *start, const cost
             else
                 search_result_free(&r[k]);
     }
-    /* where an episode's time goes (the median runs); page faults: the
-     * process's minor faults during the run, result included (memory the
-     * kernel had to hand out anew) */
+    /* where an episode's time goes (the median runs); ops planned: what
+     * the scorers planned again per state (the further apart the states a
+     * scorer sees, the more); page faults: the process's minor faults
+     * during the run, result included (memory the kernel had to hand out
+     * anew) */
     printf("\n| threads | scored | known | refused | unchanged | replays | cache hits | re-derive ms | apply ms | "
-           "score ms | per scored ms | page faults |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+           "score ms | per scored ms | ops planned per scored | page faults |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int ti = 0; ti < n_speed_threads; ti++) {
         const search_result *r = &keep[ti];
         double n = r->scored > 0 ? (double)r->scored : 1;
-        printf("| %d | %lld | %lld | %lld | %lld | %lld | %lld | %.2f | %.2f | %.2f | %.2f | %ld |\n", speed_threads[ti],
-               (long long)r->scored, (long long)r->known, (long long)r->refused, (long long)r->unchanged,
-               (long long)r->replays, (long long)r->cache_hits, r->state_s / n * 1e3, r->apply_s / n * 1e3,
-               r->score_s / n * 1e3, r->busy_s / n * 1e3, keep_faults[ti]);
+        printf("| %d | %lld | %lld | %lld | %lld | %lld | %lld | %.2f | %.2f | %.2f | %.2f | %.0f | %ld |\n",
+               speed_threads[ti], (long long)r->scored, (long long)r->known, (long long)r->refused,
+               (long long)r->unchanged, (long long)r->replays, (long long)r->cache_hits, r->state_s / n * 1e3,
+               r->apply_s / n * 1e3, r->score_s / n * 1e3, r->busy_s / n * 1e3, (double)r->replanned / n,
+               keep_faults[ti]);
         search_result_free(&keep[ti]);
     }
     fflush(stdout);

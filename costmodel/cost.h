@@ -608,6 +608,11 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
  * search meets many: actions the lowering does not see); the report is
  * the same either way. */
 int64_t cost_scorer_reused(const cost_scorer *s);
+/* How many ops s planned the lowering of, over all its scores.  A scorer
+ * follows one state at a time: a score plans again the ops whose loops
+ * differ from the state scored before it (every op on the first), so a
+ * caller that gives it states near one another pays less. */
+int64_t cost_scorer_replanned(const cost_scorer *s);
 /* Makes s remember the graph runs it makes in with's memo, and reuse
  * those with's (and every scorer's sharing it) made: the memo of one
  * search's threads, one memo's memory and a hit for a program any of them

@@ -106,6 +106,7 @@ struct cost_scorer {
     cost_mesh tiers;
     cost_options opts;
     int64_t ndev;
+    int64_t replanned;   /* ops the plan followed again, over every score (cost_scorer_replanned) */
     uint32_t n_ops, n_vals, n_args, n_ret;
     const ir_op *ret_op;
     /* static: the function's structure in flat arrays */
@@ -1269,6 +1270,7 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
     bool all;
     const uint32_t *ch_ops = ir_lplan_changed_ops(s->plan, &n_ch_ops, &all);
     const uint32_t *ch_vals = ir_lplan_changed_values(s->plan, &n_ch_vals);
+    s->replanned += n_ch_ops;
     if (!was_valid)
         all = true;
     /* arguments: their bytes as they arrive */
@@ -1340,6 +1342,8 @@ int cost_scorer_score(cost_scorer *s, const ir_partition *p, cost_report *out, a
 }
 
 int64_t cost_scorer_reused(const cost_scorer *s) { return cost__graph_memo_hits(&s->g); }
+
+int64_t cost_scorer_replanned(const cost_scorer *s) { return s->replanned; }
 
 int cost_scorer_share(cost_scorer *s, cost_scorer *with, ap_error *err)
 {

@@ -168,6 +168,7 @@ typedef struct task {
     uint32_t decision;
     uint32_t chain0, chain_n; /* the parent's canonical path: chain[chain0 ..] */
     uint32_t path0, path_n;   /* the selection path (nodes root .. parent) */
+    uint32_t near0, near_n;   /* the decisions its state takes, ascending: near[near0 ..] (claim) */
     bool claimed;             /* taken by a worker */
     bool completes;           /* a step of the completion (complete_lead) */
     bool exact;               /* the result's: node `exact_of`'s state scored again with the lowest peak
@@ -208,6 +209,10 @@ typedef struct search_engine engine;
 static int search__progress(engine *e);
 static uint32_t tt_find(const engine *e, uint64_t h);
 
+/* The most decisions claim compares of a state (the path's depth is at
+ * most MAX_DEPTH, below): past them a distance only counts less. */
+#define NEAR_MAX 72
+
 typedef struct worker {
     engine *e;
     pthread_t thread;
@@ -219,7 +224,9 @@ typedef struct worker {
     int64_t known;       /* evaluations whose state the tree already held */
     int64_t scored;      /* evaluations scored */
     int64_t refused, unchanged;
-    uint32_t last_parent;
+    /* the decisions of the state it evaluated last, ascending (claim) */
+    uint32_t last[NEAR_MAX];
+    uint32_t n_last;
     /* where its time went (wall seconds), and its CPU time */
     double t_state, t_apply, t_score, t_busy, t_wait;
     double cpu_s; /* CPU seconds of its evaluations (not the thread's since it started:
@@ -266,10 +273,12 @@ struct search_engine {
     /* batch */
     task *tasks;
     uint32_t n_tasks, cap_tasks;
-    uint32_t *chain;     /* decisions of the tasks' canonical paths */
+    uint32_t *chain;     /* nodes of the tasks' canonical paths */
     uint32_t n_chain, cap_chain;
     uint32_t *paths;     /* nodes of the tasks' selection paths */
     uint32_t n_paths, cap_paths;
+    uint32_t *near;      /* decisions of the tasks' states, each task's ascending */
+    uint32_t n_near, cap_near;
     /* threads */
     worker *w;
     int n_workers;
@@ -704,22 +713,45 @@ static int finish(worker *w, task *t, ir_partition *p, int rc)
     return 0;
 }
 
+/* How far apart w's last state and t's are: the decisions one takes and
+ * the other does not (both lists ascending). */
+static uint32_t distance(const engine *e, const worker *w, const task *t)
+{
+    const uint32_t *a = w->last, *b = &e->near[t->near0];
+    uint32_t i = 0, j = 0, na = w->n_last, nb = t->near_n, same = 0;
+    while (i < na && j < nb) {
+        if (a[i] == b[j]) {
+            same++;
+            i++;
+            j++;
+        } else if (a[i] < b[j]) {
+            i++;
+        } else {
+            j++;
+        }
+    }
+    return na + nb - 2 * same;
+}
+
 /* The next task for w, claimed, or -1 when every unclaimed task waits
  * for a state another worker is deriving.  Which worker evaluates what
  * changes nothing in the results; the order only saves time:
  *   - a task whose parent state nobody has first (the derivation is the
  *     long part: started early, it does not hold up the end of the batch);
- *   - then, among tasks whose parent state is at hand, the longest
- *     expected first (evaluations take 1 to 10 ms on T32 by decision: one
- *     started last keeps the other workers waiting at the barrier), a
- *     sibling of what w did last counting a little longer (its scorer is a
- *     step away from it).
+ *   - then, among tasks whose parent state is at hand, the nearest to the
+ *     state w evaluated last, the longest expected first among them: its
+ *     scorer follows one state at a time and plans again the ops that
+ *     differ (T32 from BP, 12,336 ops: by the longest expected alone one
+ *     thread's scorer planned ~3,300 per state, each of two threads'
+ *     ~4,050; nearest first ~2,900 and ~3,000);
+ *   - but the batch's last tasks by the longest expected alone
+ *     (evaluations take 1 to 10 ms on T32 by decision: one started last
+ *     keeps the other workers waiting at the barrier).
  * Under e->mu. */
 static int claim(worker *w)
 {
     engine *e = w->e;
     int build = -1, ready = -1;
-    double best = -1;
     if (e->in_order) {
         while (e->first_open < e->n_tasks && e->tasks[e->first_open].claimed)
             e->first_open++;
@@ -727,6 +759,9 @@ static int claim(worker *w)
             if (!e->tasks[k].claimed && need_of(e, &e->tasks[k]) != NEED_WAIT)
                 build = (int)k;
     }
+    bool last = e->n_tasks - e->next_task <= (uint32_t)e->n_workers;
+    uint32_t nearest = UINT32_MAX;
+    double longest = -1;
     for (uint32_t k = 0; k < e->n_tasks && !e->in_order; k++) {
         const task *t = &e->tasks[k];
         if (t->claimed)
@@ -737,19 +772,21 @@ static int claim(worker *w)
                 build = (int)k;
         } else if (need == NEED_READY) {
             double est = e->est && t->decision < e->n_dec && e->est[t->decision] > 0 ? e->est[t->decision] : 1.0;
-            if (t->parent == w->last_parent)
-                est *= 1.25;
-            if (est > best) {
-                best = est;
+            uint32_t d = last ? 0 : distance(e, w, t);
+            if (d < nearest || (d == nearest && est > longest)) {
+                nearest = d;
+                longest = est;
                 ready = (int)k;
             }
         }
     }
     int i = build >= 0 ? build : ready;
     if (i >= 0) {
-        e->tasks[i].claimed = true;
+        task *t = &e->tasks[i];
+        t->claimed = true;
         e->next_task++;
-        w->last_parent = e->tasks[i].parent;
+        w->n_last = t->near_n;
+        memcpy(w->last, &e->near[t->near0], sizeof *w->last * t->near_n);
     }
     return i;
 }
@@ -1032,6 +1069,9 @@ static int push_u32(uint32_t **v, uint32_t *n, uint32_t *cap, uint32_t x)
     return 0;
 }
 
+/* Empties the batch. */
+static void batch_clear(engine *e) { e->n_tasks = e->n_chain = e->n_paths = e->n_near = 0; }
+
 static int task_add(engine *e, uint32_t parent, uint32_t decision, const uint32_t *path, uint32_t path_n)
 {
     if (e->n_tasks == e->cap_tasks) {
@@ -1063,6 +1103,20 @@ static int task_add(engine *e, uint32_t parent, uint32_t decision, const uint32_
     for (uint32_t i = 0; i < path_n; i++)
         if (push_u32(&e->paths, &e->n_paths, &e->cap_paths, path[i]) < 0)
             return AP_ENOMEM;
+    /* its state's decisions, ascending (insertion: a path is short) */
+    t->near0 = e->n_near;
+    t->near_n = 0;
+    for (uint32_t i = 0; i <= depth && t->near_n < NEAR_MAX; i++) {
+        uint32_t d = i < depth ? e->nodes[e->chain[t->chain0 + i]].decision : decision;
+        if (d == SEARCH_NONE)
+            continue;
+        if (push_u32(&e->near, &e->n_near, &e->cap_near, d) < 0)
+            return AP_ENOMEM;
+        uint32_t *v = &e->near[t->near0], k = t->near_n++;
+        for (; k > 0 && v[k - 1] > d; k--)
+            v[k] = v[k - 1];
+        v[k] = d;
+    }
     return 0;
 }
 
@@ -1595,6 +1649,7 @@ static void engine_free(engine *e)
     ap_free(e->tasks);
     ap_free(e->chain);
     ap_free(e->paths);
+    ap_free(e->near);
     ap_free(e->arm);
     ap_free(e->arm_best);
     ap_free(e->led);
@@ -1979,7 +2034,7 @@ static int root_pass(engine *e, const char **why, ap_error *err)
     while (i < e->n_dec && !e->stop) {
         if (out_of_budget(e, why))
             break;
-        e->n_tasks = e->n_chain = e->n_paths = 0;
+        batch_clear(e);
         uint32_t room = e->o.max_episodes > 0 ? (uint32_t)(e->o.max_episodes - e->episodes) : UINT32_MAX;
         uint32_t size = batch_room(e, (uint32_t)e->o.batch * 4);
         for (uint32_t b = 0; b < size && i < e->n_dec && b < room; b++, i++) {
@@ -2026,7 +2081,7 @@ static int search_loop(engine *e, const char **why, ap_error *err)
     uint32_t path[80];
     uint64_t *rng = &e->rng;
     while (!e->stop && !out_of_budget(e, why)) {
-        e->n_tasks = e->n_chain = e->n_paths = 0;
+        batch_clear(e);
         int64_t room = e->o.max_episodes > 0 ? e->o.max_episodes - e->episodes : INT64_MAX;
         int size = (int)batch_room(e, (uint32_t)e->o.batch);
         /* a quarter of the batch climbs from the best, under a memory
@@ -2283,7 +2338,7 @@ static int exact_run(engine *e, ap_error *err)
         x->peak = e->tasks[k].peak;
         x->peak_exact = true;
     }
-    e->n_tasks = e->n_chain = e->n_paths = 0;
+    batch_clear(e);
     return 0;
 }
 
@@ -2303,7 +2358,7 @@ static int exact_peaks(engine *e, ap_error *err)
     uint8_t *queued = ap_calloc(e->n_nodes, 1);
     if (!queued)
         return ap_error_set(err, AP_ENOMEM, "out of memory in the search");
-    e->n_tasks = e->n_chain = e->n_paths = 0;
+    batch_clear(e);
     int rc = exact_add(e, 0, queued);
     if (rc == 0)
         rc = exact_add(e, e->best, queued);
@@ -2420,6 +2475,8 @@ static void engine_stats(engine *e, search_result *out)
         out->scored += w->scored;
         out->refused += w->refused;
         out->unchanged += w->unchanged;
+        if (w->scorer)
+            out->replanned += cost_scorer_replanned(w->scorer);
     }
     if (e->n_workers)
         pthread_mutex_unlock(&e->mu);
@@ -2525,7 +2582,7 @@ int search__engine_exact_best(search_engine *e, ap_error *err)
 {
     if (e->fallback)
         return 0;
-    e->n_tasks = e->n_chain = e->n_paths = 0;
+    batch_clear(e);
     int rc = exact_add(e, e->best, NULL);
     return rc < 0 ? ap_error_set(err, rc, "out of memory in the search") : exact_run(e, err);
 }

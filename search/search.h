@@ -157,6 +157,9 @@ typedef struct search_result {
     int64_t unchanged;         /* candidates whose action changed nothing */
     int64_t replays;           /* actions re-applied to re-derive states */
     int64_t cache_hits;        /* states found in a worker's cache */
+    int64_t replanned;         /* ops the workers' scorers planned the lowering of, in
+                                  all: each score plans again the ops that differ from
+                                  the state its scorer scored before */
     int cached_states;         /* states the workers keep (shared) */
     /* where the time went, summed over the workers (wall seconds): batches
      * ran batch_s (each worker busy or waiting at the barrier); a worker
