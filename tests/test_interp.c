@@ -2039,6 +2039,58 @@ START_TEST(stablehlo_testdata_refused)
 }
 END_TEST
 
+/* chlo.mulhi (CHLO: the top N bits of the 2N-bit product of N-bit
+ * integers, widened by their signedness).  It was refused as an unknown op
+ * (10 of /work/realprog's programs).  Expected values by hand: 64 * 4 =
+ * 2^8 -> 1; -1 * 1 = -1 -> -1 (the shift floors); 127^2 = 16129 -> 63;
+ * (-2^63)^2 = 2^126 -> 2^62; (2^63 - 1)^2 = 2^126 - 2^64 + 1 -> 2^62 - 1;
+ * -2^63 (2^63 - 1) = -2^126 + 2^63 -> -2^62; (2^64 - 1)^2 = 2^128 - 2^65 + 1
+ * -> 2^64 - 2 (unsigned). */
+START_TEST(chlo_mulhi)
+{
+    const char *src =
+        "func.func @main(%a: tensor<6xi8>, %b: tensor<6xi8>, %c: tensor<2xui8>, %d: tensor<2xui8>, %e: tensor<3xi32>, "
+        "%f: tensor<3xi32>, %g: tensor<7xi64>, %h: tensor<7xi64>, %i: tensor<3xui64>, %j: tensor<3xui64>) -> "
+        "(tensor<6xi8>, tensor<2xui8>, tensor<3xi32>, tensor<7xi64>, tensor<3xui64>) {\n"
+        "  %0 = chlo.mulhi %a, %b : tensor<6xi8>, tensor<6xi8> -> tensor<6xi8>\n"
+        "  %1 = chlo.mulhi %c, %d : tensor<2xui8>, tensor<2xui8> -> tensor<2xui8>\n"
+        "  %2 = chlo.mulhi %e, %f : tensor<3xi32>, tensor<3xi32> -> tensor<3xi32>\n"
+        "  %3 = chlo.mulhi %g, %h : tensor<7xi64>, tensor<7xi64> -> tensor<7xi64>\n"
+        "  %4 = chlo.mulhi %i, %j : tensor<3xui64>, tensor<3xui64> -> tensor<3xui64>\n"
+        "  return %0, %1, %2, %3, %4 : tensor<6xi8>, tensor<2xui8>, tensor<3xi32>, tensor<7xi64>, tensor<3xui64>\n"
+        "}\n";
+    ir_tensor *args[10] = {
+        ti(IR_E_I8, "6", IV(64, -64, -64, -1, 127, -128)),
+        ti(IR_E_I8, "6", IV(4, 4, -4, 1, 127, -128)),
+        ti(IR_E_UI8, "2", IV(240, 255)),
+        ti(IR_E_UI8, "2", IV(16, 255)),
+        ti(IR_E_I32, "3", IV(1 << 28, -(1 << 28), INT32_MIN)),
+        ti(IR_E_I32, "3", IV(16, 16, INT32_MIN)),
+        ti(IR_E_I64, "7", IV(INT64_C(1) << 60, -(INT64_C(1) << 60), -1, -1, INT64_MIN, INT64_MAX, INT64_MIN)),
+        ti(IR_E_I64, "7", IV(16, 16, -1, 1, INT64_MIN, INT64_MAX, INT64_MAX)),
+        /* ui64 by bit pattern: 0xF000...0, 2^63, 2^64 - 1 */
+        ti(IR_E_UI64, "3", IV(-(INT64_C(1) << 60), INT64_MIN, -1)),
+        ti(IR_E_UI64, "3", IV(16, 2, -1)),
+    };
+    uint32_t n;
+    ir_tensor **r = run(src, args, 10, &n);
+    ck_assert_int_eq(n, 5);
+    expect_i(r[0], "6", IV(1, -1, 1, -1, 63, 64));
+    expect_i(r[1], "2", IV(15, 254));
+    expect_i(r[2], "3", IV(1, -1, INT64_C(1) << 30));
+    expect_i(r[3], "7",
+             IV(1, -1, 0, -1, INT64_C(1) << 62, (INT64_C(1) << 62) - 1, -(INT64_C(1) << 62)));
+    expect_i(r[4], "3", IV(15, 1, -2));
+    ir_tensors_free(r, n);
+    char msg[512];
+    run_fail(fn("(%a: tensor<2xf32>) -> tensor<2xf32>",
+                "  %0 = chlo.mulhi %a, %a : tensor<2xf32>, tensor<2xf32> -> tensor<2xf32>\n"
+                "  return %0 : tensor<2xf32>"),
+             (ir_tensor *[]){tf(IR_E_F32, "2", DV(1, 2))}, 1, NULL, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "chlo.mulhi: operands and result must be integers"), "%s", msg);
+}
+END_TEST
+
 /* A module of @f (with body `body`, signature `sig`) run by
  * interpreter.run_parallel over `procs` processes (rows "[[@f], [@f]]" for
  * replicas, "[[@f, @f]]" for partitions) on the constants `ins` (one
@@ -3234,6 +3286,7 @@ static Suite *interp_suite(void)
     tcase_add_loop_test(tc, stablehlo_testdata_expectations, 0, (int)AP_ARRAY_LEN(testdata_ok));
     tcase_add_loop_test(tc, stablehlo_testdata_refused, 0, (int)AP_ARRAY_LEN(testdata_refused));
     tcase_add_test(tc, chlo_erf_inv_and_next_after);
+    tcase_add_test(tc, chlo_mulhi);
     tcase_add_test(tc, run_parallel_collectives);
     tcase_add_test(tc, collectives_ragged_variadic_and_collective_reduce);
     tcase_add_test(tc, spmd_all_reduce_matmul);

@@ -394,6 +394,51 @@ int ir__ip_k_next_after(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
     return 0;
 }
 
+/* chlo.mulhi(x, y) on N-bit integers: the top N bits of the 2N-bit
+ * product of x and y, each widened by its signedness (CHLO's definition:
+ * downcast((upcast(x) * upcast(y)) >> N)).  For N <= 32 the product fits in
+ * 64 bits and its bits N.. are the result (the store wraps to N bits); for
+ * N = 64 the unsigned high word comes from 32-bit halves, and a signed one
+ * subtracts y where x < 0 and x where y < 0 (two's complement). */
+static uint64_t umul_hi64(uint64_t a, uint64_t b)
+{
+    uint64_t a0 = a & 0xffffffffu, a1 = a >> 32, b0 = b & 0xffffffffu, b1 = b >> 32;
+    uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+    uint64_t mid = (p00 >> 32) + (p01 & 0xffffffffu) + (p10 & 0xffffffffu);
+    return p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+}
+
+int ir__ip_k_mulhi(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
+{
+    if (c->op->n_operands != 2 || c->op->n_results != 1)
+        return ir__ip_fail(c, AP_EINVALID, "needs two operands and one result");
+    const ir_tensor *x = in[0], *y = in[1];
+    int rc = ir__ip_new_result(c, 0, &out[0]);
+    if (rc < 0)
+        return rc;
+    ir_tensor *r = out[0];
+    ir_elem e = (ir_elem)x->elem;
+    ip_class k = ir__ip_class(e);
+    if (x->kind != IR_TENSOR_ARRAY || y->kind != IR_TENSOR_ARRAY || !same_dims(x, y) || !same_dims(x, r) ||
+        y->elem != x->elem || r->elem != x->elem || (k != IP_S && k != IP_U))
+        return ir__ip_fail(c, AP_ETYPE, "operands and result must be integers (not i1) of one shape and type");
+    int bits = int_bits(e);
+    size_t eb = ip_eb(e);
+    for (int64_t i = 0; i < x->numel; i++) {
+        int64_t a = ip_ldi(e, x->data + (size_t)i * eb), b = ip_ldi(e, y->data + (size_t)i * eb);
+        uint64_t hi;
+        if (bits < 64) /* |a b| < 2^62 signed, < 2^64 unsigned */
+            hi = (k == IP_S ? (uint64_t)(a * b) : (uint64_t)a * (uint64_t)b) >> bits;
+        else {
+            hi = umul_hi64((uint64_t)a, (uint64_t)b);
+            if (k == IP_S)
+                hi -= (a < 0 ? (uint64_t)b : 0) + (b < 0 ? (uint64_t)a : 0);
+        }
+        ip_sti(e, r->data + (size_t)i * eb, (int64_t)hi);
+    }
+    return 0;
+}
+
 /* chlo.top_k: along the last dim, the k largest values (k is the results'
  * last dim), largest first, the lower index first among equals, in the
  * total order of floats (-NaN < -inf < ... < inf < NaN, as XLA sorts and

@@ -336,6 +336,8 @@ int ir__ip_k_ew1(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 double (*ir__ip_chlo_unary_fn(const char *name))(double);
 int ir__ip_k_chlo_unary(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 int ir__ip_k_top_k(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+/* chlo.mulhi on integers */
+int ir__ip_k_mulhi(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 /* chlo.next_after on f64, f32, f16, bf16 */
 int ir__ip_k_next_after(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 int ir__ip_k_ew2(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
