@@ -740,6 +740,31 @@ static void ew2_elem(ir_opcode opc, ir_elem e, const uint8_t *a, const uint8_t *
     }
 }
 
+/* maximum and minimum of complex numbers: the spec's lexicographic order
+ * of the (real, imaginary) pair.  Equal real parts (0 == -0) compare the
+ * imaginary ones; a tie gives the second operand, as the reference
+ * interpreter does (it matters only for the sign of a zero).  A NaN part
+ * has no place in that order (the spec does not say), so it is refused. */
+static int complex_max_min(ip_ctx *c, ir_opcode opc, const ir_tensor *a, const ir_tensor *b, ir_tensor *y)
+{
+    ir_elem e = (ir_elem)a->elem;
+    size_t eb = ip_eb(e);
+    bool max = opc == IR_OP_MAXIMUM;
+    for (int64_t i = 0; i < a->numel; i++) {
+        const uint8_t *pa = a->data + (size_t)i * eb, *pb = b->data + (size_t)i * eb;
+        double complex za = ip_ldc(e, pa), zb = ip_ldc(e, pb);
+        if (isnan(creal(za)) || isnan(cimag(za)) || isnan(creal(zb)) || isnan(cimag(zb)))
+            return ir__ip_fail(c, AP_EUNSUPPORTED,
+                               "%s of complex numbers with a NaN part is not defined (the spec orders them "
+                               "lexicographically)",
+                               max ? "maximum" : "minimum");
+        bool first = creal(za) == creal(zb) ? (max ? cimag(za) > cimag(zb) : cimag(za) < cimag(zb))
+                                            : (max ? creal(za) > creal(zb) : creal(za) < creal(zb));
+        memcpy(y->data + (size_t)i * eb, first ? pa : pb, eb);
+    }
+    return 0;
+}
+
 int ir__ip_k_ew2(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
 {
     ir_opcode opc = (ir_opcode)c->op->opcode;
@@ -751,6 +776,8 @@ int ir__ip_k_ew2(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
     if (!ir__tensor_same_type(a, b) || !ir__tensor_same_type(a, y))
         return ir__ip_fail(c, AP_ETYPE, "operands and result must have one type");
     ir_elem e = (ir_elem)a->elem;
+    if (ir__ip_class(e) == IP_C && (opc == IR_OP_MAXIMUM || opc == IR_OP_MINIMUM))
+        return complex_max_min(c, opc, a, b, y);
     if (!ew2_ok(opc, IR_E_F64) && !ew2_ok(opc, IR_E_I64))
         return ir__ip_fail(c, AP_EUNSUPPORTED, "the interpreter has no rule for this element-wise op");
     if (!ew2_ok(opc, e))
