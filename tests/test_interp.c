@@ -2283,6 +2283,36 @@ START_TEST(collectives_ragged_variadic_and_collective_reduce)
                  I2(0, 1, 2) I2(1, 3, 4), call_p, T2 ", " T2),
              NULL, 0, NULL, msg, sizeof msg);
     ck_assert_msg(strstr(msg, "stablehlo.collective_reduce: use_global_device_ids is not supported"), "%s", msg);
+
+    /* over replicas of one partition a channel means cross_partition with
+     * the one partition: groups [[0]] leave each replica alone, pairs
+     * (0, 0) send each to itself (collective_broadcast.006: refused) */
+    const char *call_r = "  %r:2 = \"interpreter.run_parallel\"(%c0, %c1) {programs = [[@f], [@f]]} : (" T2 ", " T2
+                         ") -> (" T2 ", " T2 ")\n  return %r#0, %r#1 : " T2 ", " T2;
+#define CH1 "channel_handle = #stablehlo.channel_handle<handle = 1, type = 0>"
+    r = run(par("(%a: " T2 ") -> " T2,
+                "  %0 = \"stablehlo.collective_broadcast\"(%a) {replica_groups = dense<[[0]]> : tensor<1x1xi64>, " CH1
+                "} : (" T2 ") -> " T2 "\n"
+                "  %1 = \"stablehlo.collective_permute\"(%0) {source_target_pairs = dense<[[0, 0]]> : tensor<1x2xi64>, " CH1
+                "} : (" T2 ") -> " T2 "\n  return %1 : " T2,
+                I2(0, 1, 2) I2(1, 3, 4), call_r, T2 ", " T2),
+            NULL, 0, &n);
+    expect_i(r[0], "2", IV(1, 2));
+    expect_i(r[1], "2", IV(3, 4));
+    ir_tensors_free(r, n);
+    run_fail(par("(%a: " T2 ") -> " T2,
+                 "  %0 = \"stablehlo.collective_broadcast\"(%a) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>, "
+                 CH1 "} : (" T2 ") -> " T2 "\n  return %0 : " T2,
+                 I2(0, 1, 2) I2(1, 3, 4), call_r, T2 ", " T2),
+             NULL, 0, NULL, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "needs replica_groups [[0]], the one partition"), "%s", msg);
+    run_fail(par("(%a: " T2 ") -> " T2,
+                 "  %0 = \"stablehlo.collective_permute\"(%a) {source_target_pairs = dense<[[0, 1]]> : tensor<1x2xi64>, "
+                 CH1 "} : (" T2 ") -> " T2 "\n  return %0 : " T2,
+                 I2(0, 1, 2) I2(1, 3, 4), call_r, T2 ", " T2),
+             NULL, 0, NULL, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "pair (0, 1) names a partition that does not exist (one partition)"), "%s", msg);
+#undef CH1
 #undef RUN3
 }
 END_TEST

@@ -64,18 +64,17 @@ static bool channel_id_positive(const ir_op *op)
 }
 
 /* Inside interpreter.run_parallel over replicas (one partition) the ids are
- * replica ids; a mode over partitions (all_to_all, collective_broadcast and
- * collective_permute with a channel: cross_partition) would name the one
- * partition and is refused. */
-static int replicas_refuse(ip_run *r, const ir_op *op)
+ * replica ids, and a mode over partitions (all_to_all, collective_broadcast,
+ * collective_reduce and collective_permute with a channel: the spec's
+ * cross_partition, a group per replica of the partitions a partition group
+ * names) has the one partition: its groups must be [[0]] (they cover every
+ * partition once), which leaves each replica alone, and its pairs (0, 0),
+ * each replica sending to itself. */
+static bool replicas_by_partition(const ip_run *r, const ir_op *op)
 {
     bool by_partition = op->opcode == IR_OP_ALL_TO_ALL || op->opcode == IR_OP_COLLECTIVE_BROADCAST ||
                         op->opcode == IR_OP_COLLECTIVE_PERMUTE || is_collective_reduce(op);
-    if (r->replicas && by_partition && channel_id_positive(op))
-        return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED,
-                              "a collective across partitions (a channel) in a run over replicas of one partition "
-                              "is not supported");
-    return 0;
+    return r->replicas && by_partition && channel_id_positive(op);
 }
 
 static int groups_get(ip_run *r, ip_frame *fr, const ir_op *op, groups *g)
@@ -86,10 +85,12 @@ static int groups_get(ip_run *r, ip_frame *fr, const ir_op *op, groups *g)
     if (a && (a->kind != IR_A_DENSE || a->u.dense.text || !a->type || !ir_elem_is_int((ir_elem)a->type->elem) ||
               a->type->rank != 2))
         return ir__ip_fail_op(r, op, -1, AP_EINVALID, "replica_groups must be a dense integer tensor<GxS>");
-    int rc = replicas_refuse(r, op);
-    if (rc < 0)
-        return rc;
     int64_t ng = a ? a->type->dims[0] : 0, gs = a ? a->type->dims[1] : 0;
+    bool alone = replicas_by_partition(r, op);
+    if (alone && (ng * gs != 1 || ir_dense_int_at(a, 0) != 0))
+        return ir__ip_fail_op(r, op, -1, AP_EINVALID,
+                              "a collective across partitions (a channel) in a run over replicas of one partition "
+                              "needs replica_groups [[0]], the one partition");
     bool channel = channel_id_positive(op), global = ir__ip_flag(op, "use_global_device_ids");
     /* collective_broadcast and collective_reduce have the spec's two modes
      * only: cross_replica (no channel) and cross_partition, where the ids
@@ -106,7 +107,15 @@ static int groups_get(ip_run *r, ip_frame *fr, const ir_op *op, groups *g)
     bool single = ng * gs == 0 || (ng == 1 && gs == 1 && ir_dense_int_at(a, 0) == 0);
     if (r->replicas || (by_partition_only && channel))
         single = ng * gs == 0; /* the devices are the replicas (or partitions): [[0]] is one of them */
-    if ((ng * gs == 0 && nd == 1) || (single && nd > 1 && (channel || r->replicas) && !global)) {
+    if (alone) {
+        /* cross_partition with one partition: each replica alone */
+        g->n = nd;
+        g->size = 1;
+        if (!(g->ids = ap_malloc(sizeof *g->ids * (size_t)nd)))
+            goto oom;
+        for (int64_t d = 0; d < nd; d++)
+            g->ids[d] = fr->dev_ids[d];
+    } else if ((ng * gs == 0 && nd == 1) || (single && nd > 1 && (channel || r->replicas) && !global)) {
         /* one device, or every replica across partitions: one group of all */
         g->n = 1;
         g->size = nd;
@@ -455,20 +464,18 @@ static int coll_permute(ip_run *r, ip_frame *fr, const ir_op *op, const ir_tenso
     }
     for (uint32_t d = 0; d < nd; d++)
         src_of[d] = -1;
-    int rc0 = replicas_refuse(r, op);
-    if (rc0 < 0)
-        return rc0;
     /* without a channel the pairs are replica ids (cross_replica), and
      * there is one replica: (0, 0) sends each device's operand to itself
-     * (inside run_parallel over replicas the devices are the replicas) */
-    bool cross_replica = nd > 1 && !channel_id_positive(op) && !r->replicas;
+     * (inside run_parallel over replicas the devices are the replicas, and
+     * there a channel's pairs name the one partition the same way) */
+    bool cross_replica = nd > 1 && !channel_id_positive(op) && !r->replicas, one_partition = replicas_by_partition(r, op);
     for (int64_t p = 0; p < np; p++) {
         int64_t s = ir_dense_int_at(a, (size_t)(2 * p)), t = ir_dense_int_at(a, (size_t)(2 * p + 1));
-        if (cross_replica) {
+        if (cross_replica || one_partition) {
             if (s != 0 || t != 0) {
                 rc = ir__ip_fail_op(r, op, -1, AP_EINVALID,
-                                    "pair (%" PRId64 ", %" PRId64 ") names a replica that does not exist (one replica)", s,
-                                    t);
+                                    "pair (%" PRId64 ", %" PRId64 ") names a %s that does not exist (one %s)", s, t,
+                                    one_partition ? "partition" : "replica", one_partition ? "partition" : "replica");
                 goto done;
             }
             for (uint32_t d = 0; d < nd; d++)
