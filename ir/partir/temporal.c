@@ -272,6 +272,16 @@ static bool temporal_op(temporal *t, uint32_t k, ir_cloner *cl)
         for (uint32_t i = 0; i < no; i++)
             if (!(opds[i] = operand_piece(t, k, i, c->opd_val[c->opd0[k] + i], &ni, idx)))
                 goto out;
+        if (ir_sdy_is_identity(src)) {
+            /* Shardy's sharding_constraint and reshard state a global
+             * value's sharding and compute nothing.  Printed in their own
+             * syntax, the global type is written in their text, so a copy
+             * taking a tile printed a program that did not re-parse.  As in
+             * the SPMD lowering (states_a_sharding), the view leaves them
+             * out: each iteration's result is its operand's piece. */
+            res[it * nr] = opds[0];
+            continue;
+        }
         for (uint32_t j = 0; j < nr; j++) {
             int64_t dims[IR_MAX_RANK];
             const ir_type *g = src->results[j].type;
