@@ -1161,6 +1161,10 @@ START_TEST(convolution_against_reference)
      * pairs and one left over) */
     conv_case patch = {2, 28, 42, 3, 14, 14, 70, {14, 14}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1}, {0, 0}, 1, 1};
     check_conv_as(&patch, true);
+    /* 19 output features: two blocks of 8 summed in registers, a pair and
+     * one; windows on padding, a dilated and reversed kernel */
+    conv_case blocks = {2, 7, 6, 5, 3, 3, 19, {1, 2}, {{1, 1}, {2, 0}}, {1, 1}, {2, 1}, {0, 1}, 1, 1};
+    check_conv(&blocks);
 }
 END_TEST
 
