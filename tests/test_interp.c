@@ -1161,6 +1161,10 @@ START_TEST(convolution_against_reference)
      * pairs and one left over) */
     conv_case patch = {2, 28, 42, 3, 14, 14, 70, {14, 14}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1}, {0, 0}, 1, 1};
     check_conv_as(&patch, true);
+    /* 19 output features: two blocks of 8 summed in registers, a pair and
+     * one; windows on padding, a dilated and reversed kernel */
+    conv_case blocks = {2, 7, 6, 5, 3, 3, 19, {1, 2}, {{1, 1}, {2, 0}}, {1, 1}, {2, 1}, {0, 1}, 1, 1};
+    check_conv(&blocks);
 }
 END_TEST
 
@@ -2102,7 +2106,8 @@ START_TEST(complex_maximum_minimum)
     const char *src =
         "func.func @main() -> (tensor<4xf64>, tensor<4xf64>, tensor<4xf32>, tensor<4xf32>) {\n"
         "  %a = stablehlo.constant dense<[(1.5, 2.5), (1.5, 7.5), (0.0, 1.5), (-2.0, 3.0)]> : tensor<4xcomplex<f64>>\n"
-        "  %b = stablehlo.constant dense<[(7.5, 1.5), (1.5, 2.5), (-0.0, 2.5), (-1.0, -9.0)]> : tensor<4xcomplex<f64>>\n"
+        "  %b = stablehlo.constant dense<[(7.5, 1.5), (1.5, 2.5), (-0.0, 2.5), (-1.0, -9.0)]> : "
+        "tensor<4xcomplex<f64>>\n"
         "  %0 = stablehlo.maximum %a, %b : tensor<4xcomplex<f64>>\n"
         "  %1 = stablehlo.real %0 : (tensor<4xcomplex<f64>>) -> tensor<4xf64>\n"
         "  %2 = stablehlo.imag %0 : (tensor<4xcomplex<f64>>) -> tensor<4xf64>\n"
@@ -2176,7 +2181,8 @@ START_TEST(collectives_ragged_variadic_and_collective_reduce)
     uint32_t n;
     ir_tensor **r;
     const char *call3 = "  %r:3 = \"interpreter.run_parallel\"(%c0, %c1, %c2) {programs = [[@f], [@f], [@f]]} : (" T2
-                        ", " T2 ", " T2 ") -> (" T2 ", " T2 ", " T2 ")\n  return %r#0, %r#1, %r#2 : " T2 ", " T2 ", " T2;
+                        ", " T2 ", " T2 ") -> (" T2 ", " T2 ", " T2 ")\n"
+                        "  return %r#0, %r#1, %r#2 : " T2 ", " T2 ", " T2;
     const char *body3;
 #define RUN3(groups_, op_)                                                                                            \
     body3 = "  %0 = \"stablehlo." op_ "\"(%x) " ADD_I64 " {replica_groups = dense<" groups_ "> : tensor<2x3xi64>} : (" \
@@ -2293,7 +2299,8 @@ START_TEST(collectives_ragged_variadic_and_collective_reduce)
     r = run(par("(%a: " T2 ") -> " T2,
                 "  %0 = \"stablehlo.collective_broadcast\"(%a) {replica_groups = dense<[[0]]> : tensor<1x1xi64>, " CH1
                 "} : (" T2 ") -> " T2 "\n"
-                "  %1 = \"stablehlo.collective_permute\"(%0) {source_target_pairs = dense<[[0, 0]]> : tensor<1x2xi64>, " CH1
+                "  %1 = \"stablehlo.collective_permute\"(%0) {source_target_pairs = dense<[[0, 0]]> : "
+                "tensor<1x2xi64>, " CH1
                 "} : (" T2 ") -> " T2 "\n  return %1 : " T2,
                 I2(0, 1, 2) I2(1, 3, 4), call_r, T2 ", " T2),
             NULL, 0, &n);
@@ -2307,8 +2314,8 @@ START_TEST(collectives_ragged_variadic_and_collective_reduce)
              NULL, 0, NULL, msg, sizeof msg);
     ck_assert_msg(strstr(msg, "needs replica_groups [[0]], the one partition"), "%s", msg);
     run_fail(par("(%a: " T2 ") -> " T2,
-                 "  %0 = \"stablehlo.collective_permute\"(%a) {source_target_pairs = dense<[[0, 1]]> : tensor<1x2xi64>, "
-                 CH1 "} : (" T2 ") -> " T2 "\n  return %0 : " T2,
+                 "  %0 = \"stablehlo.collective_permute\"(%a) {source_target_pairs = dense<[[0, 1]]> : "
+                 "tensor<1x2xi64>, " CH1 "} : (" T2 ") -> " T2 "\n  return %0 : " T2,
                  I2(0, 1, 2) I2(1, 3, 4), call_r, T2 ", " T2),
              NULL, 0, NULL, msg, sizeof msg);
     ck_assert_msg(strstr(msg, "pair (0, 1) names a partition that does not exist (one partition)"), "%s", msg);
@@ -2531,7 +2538,8 @@ static const char *const matmul_full =
  * 2^-14 - 2^-24 across the subnormal boundary (f16). */
 START_TEST(chlo_erf_inv_and_next_after)
 {
-    const char *erf_src = "func.func @main(%a: tensor<11xf64>, %b: tensor<2xf32>) -> (tensor<11xf64>, tensor<2xf32>) {\n"
+    const char *erf_src = "func.func @main(%a: tensor<11xf64>, %b: tensor<2xf32>) -> (tensor<11xf64>, "
+                          "tensor<2xf32>) {\n"
                           "  %0 = chlo.erf_inv %a : tensor<11xf64> -> tensor<11xf64>\n"
                           "  %1 = chlo.erf_inv %b : tensor<2xf32> -> tensor<2xf32>\n"
                           "  return %0, %1 : tensor<11xf64>, tensor<2xf32>\n"
@@ -2694,9 +2702,80 @@ START_TEST(run_parallel_collectives)
     expect_i(r[2], "2", IV(5, 6));
     expect_i(r[3], "2", IV(0, 0));
     ir_tensors_free(r, n);
-    /* several replicas of several partitions: refused, not guessed */
+    /* several replicas of several partitions: the spec's process grid.
+     * 2 replicas x 2 partitions, process (i, j) is device 2 i + j, holding
+     * 1, 10, 100, 1000.  By hand: all_reduce [[0, 1]] without a channel is
+     * cross_replica, per partition: 1 + 100, 10 + 1000; all_gather [[1, 0]]
+     * with a channel is cross_replica_and_partition, partition-major:
+     * (1, 0), (0, 0), (1, 1), (0, 1) = 100, 1, 1000, 10; all_reduce with
+     * use_global_device_ids is flattened_ids: {0, 1} 11, {2, 3} 1100;
+     * collective_permute (0, 1) without a channel sends replica 0 to 1 in
+     * each partition, (1, 0) with one partition 1 to 0 in each replica;
+     * replica_id i, partition_id j. */
+    const char *grid_f =
+        "func.func @f(%x: tensor<1xi64>) -> (tensor<1xi64>, tensor<4xi64>, tensor<1xi64>, tensor<1xi64>, "
+        "tensor<1xi64>, tensor<ui32>, tensor<ui32>) {\n"
+        "  %a = \"stablehlo.all_reduce\"(%x) ({\n"
+        "    ^bb0(%p: tensor<i64>, %q: tensor<i64>):\n"
+        "      %t = stablehlo.add %p, %q : tensor<i64>\n"
+        "      stablehlo.return %t : tensor<i64>\n"
+        "  }) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>} : (tensor<1xi64>) -> tensor<1xi64>\n"
+        "  %b = \"stablehlo.all_gather\"(%x) {all_gather_dim = 0 : i64, replica_groups = dense<[[1, 0]]> : "
+        "tensor<1x2xi64>, channel_handle = #stablehlo.channel_handle<handle = 1, type = 0>} : (tensor<1xi64>) -> "
+        "tensor<4xi64>\n"
+        "  %c = \"stablehlo.all_reduce\"(%x) ({\n"
+        "    ^bb0(%p: tensor<i64>, %q: tensor<i64>):\n"
+        "      %t = stablehlo.add %p, %q : tensor<i64>\n"
+        "      stablehlo.return %t : tensor<i64>\n"
+        "  }) {replica_groups = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, channel_handle = "
+        "#stablehlo.channel_handle<handle = 2, type = 1>, use_global_device_ids} : (tensor<1xi64>) -> tensor<1xi64>\n"
+        "  %e = \"stablehlo.collective_permute\"(%x) {source_target_pairs = dense<[[0, 1]]> : tensor<1x2xi64>} : "
+        "(tensor<1xi64>) -> tensor<1xi64>\n"
+        "  %h = \"stablehlo.collective_permute\"(%x) {source_target_pairs = dense<[[1, 0]]> : tensor<1x2xi64>, "
+        "channel_handle = #stablehlo.channel_handle<handle = 3, type = 1>} : (tensor<1xi64>) -> tensor<1xi64>\n"
+        "  %ri = stablehlo.replica_id : tensor<ui32>\n"
+        "  %pi = stablehlo.partition_id : tensor<ui32>\n"
+        "  return %a, %b, %c, %e, %h, %ri, %pi : tensor<1xi64>, tensor<4xi64>, tensor<1xi64>, tensor<1xi64>, "
+        "tensor<1xi64>, tensor<ui32>, tensor<ui32>\n"
+        "}\n";
+    const char *one = "tensor<1xi64>, tensor<4xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<ui32>, "
+                      "tensor<ui32>";
+    static char grid[8192];
+    int len = snprintf(grid, sizeof grid,
+                       "%sfunc.func @main() -> (%s, %s, %s, %s) {\n"
+                       "  %%c0 = stablehlo.constant dense<1> : tensor<1xi64>\n"
+                       "  %%c1 = stablehlo.constant dense<10> : tensor<1xi64>\n"
+                       "  %%c2 = stablehlo.constant dense<100> : tensor<1xi64>\n"
+                       "  %%c3 = stablehlo.constant dense<1000> : tensor<1xi64>\n"
+                       "  %%r:28 = \"interpreter.run_parallel\"(%%c0, %%c1, %%c2, %%c3) {programs = [[@f, @f], [@f, "
+                       "@f]]} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> (%s, %s, %s, %s)\n"
+                       "  return",
+                       grid_f, one, one, one, one, one, one, one, one);
+    for (int k = 0; k < 28; k++)
+        len += snprintf(grid + len, sizeof grid - (size_t)len, "%s %%r#%d", k ? "," : "", k);
+    snprintf(grid + len, sizeof grid - (size_t)len, " : %s, %s, %s, %s\n}\n", one, one, one, one);
+    r = run(grid, NULL, 0, &n);
+    ck_assert_int_eq(n, 28);
+    static const int64_t ar[4] = {101, 1010, 101, 1010}, fl[4] = {11, 11, 1100, 1100}, pe[4] = {0, 0, 1, 10},
+                         ph[4] = {10, 0, 1000, 0};
+    for (int d = 0; d < 4; d++) {
+        ir_tensor **o = r + 7 * d;
+        expect_i(o[0], "1", &ar[d], 1);
+        expect_i(o[1], "4", IV(100, 1, 1000, 10));
+        expect_i(o[2], "1", &fl[d], 1);
+        expect_i(o[3], "1", &pe[d], 1);
+        expect_i(o[4], "1", &ph[d], 1);
+        ck_assert_int_eq(ir_tensor_get_i64(o[5], 0), d / 2);
+        ck_assert_int_eq(ir_tensor_get_i64(o[6], 0), d % 2);
+    }
+    ir_tensors_free(r, n);
+    /* a replica id past the replicas: refused */
     char msg[512];
-    run_fail("func.func @f(%x: tensor<2xi64>) -> tensor<2xi64> {\n  return %x : tensor<2xi64>\n}\n"
+    run_fail("func.func @f(%x: tensor<2xi64>) -> tensor<2xi64> {\n"
+             "  %0 = \"stablehlo.all_gather\"(%x) {all_gather_dim = 0 : i64, replica_groups = dense<[[0, 2]]> : "
+             "tensor<1x2xi64>} : (tensor<2xi64>) -> tensor<4xi64>\n"
+             "  %1 = stablehlo.slice %0 [0:2] : (tensor<4xi64>) -> tensor<2xi64>\n"
+             "  return %1 : tensor<2xi64>\n}\n"
              "func.func @main() -> tensor<2xi64> {\n"
              "  %a = stablehlo.constant dense<[1, 2]> : tensor<2xi64>\n"
              "  %r:4 = \"interpreter.run_parallel\"(%a, %a, %a, %a) {programs = [[@f, @f], [@f, @f]]} : "
@@ -2704,7 +2783,7 @@ START_TEST(run_parallel_collectives)
              "tensor<2xi64>, tensor<2xi64>)\n"
              "  return %r#0 : tensor<2xi64>\n}\n",
              NULL, 0, NULL, msg, sizeof msg);
-    ck_assert_msg(strstr(msg, "2 replicas of 2 partitions each are not supported"), "%s", msg);
+    ck_assert_msg(strstr(msg, "replica group names replica 2, which does not exist (2)"), "%s", msg);
 }
 END_TEST
 

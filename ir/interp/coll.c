@@ -77,6 +77,79 @@ static bool replicas_by_partition(const ip_run *r, const ir_op *op)
     return r->replicas && by_partition && channel_id_positive(op);
 }
 
+/* The spec's process groups over a grid of nr replicas of np partitions
+ * (run_parallel over both; process (i, j) is frame device i * np + j): by
+ * channel and use_global_device_ids, all_gather, all_reduce and
+ * reduce_scatter take cross_replica, cross_replica_and_partition or
+ * flattened_ids; all_to_all, collective_broadcast and collective_reduce
+ * cross_replica or cross_partition.  Each listed group of the attribute
+ * (its -1 padding dropped) makes the spec's groups in its order: a copy per
+ * partition (per replica) of cross_replica (cross_partition), the group
+ * over every partition, partition-major, for cross_replica_and_partition,
+ * the ids read as i * np + j for flattened_ids.  Empty replica_groups are
+ * refused here. */
+static int grid_groups(ip_run *r, ip_frame *fr, const ir_op *op, const ir_attr *a, groups *g)
+{
+    int64_t np = r->grid_np, nr = fr->n_dev / np;
+    int64_t ng = a ? a->type->dims[0] : 0, gs = a ? a->type->dims[1] : 0;
+    bool channel = channel_id_positive(op), global = ir__ip_flag(op, "use_global_device_ids");
+    bool three = op->opcode == IR_OP_ALL_GATHER || op->opcode == IR_OP_ALL_REDUCE || op->opcode == IR_OP_REDUCE_SCATTER;
+    enum { CROSS_REPLICA, CROSS_PARTITION, CROSS_BOTH, FLATTENED } mode;
+    if (ng * gs == 0)
+        return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED,
+                              "empty replica_groups over replicas of several partitions are not supported");
+    if (global && (!three || !channel))
+        return ir__ip_fail_op(r, op, -1, AP_EINVALID, "use_global_device_ids needs a channel (and all_gather, "
+                                                      "all_reduce or reduce_scatter)");
+    mode = !channel ? CROSS_REPLICA : !three ? CROSS_PARTITION : global ? FLATTENED : CROSS_BOTH;
+    int64_t limit = mode == CROSS_PARTITION ? np : mode == FLATTENED ? nr * np : nr;
+    int64_t copies = mode == CROSS_REPLICA ? np : mode == CROSS_PARTITION ? nr : 1;
+    int64_t per = mode == CROSS_BOTH ? np : 1; /* devices per listed id */
+    g->n = ng * copies;
+    g->size = gs * per;
+    g->ids = ap_malloc(sizeof *g->ids * (size_t)(g->n * g->size));
+    g->len = ap_malloc(sizeof *g->len * (size_t)g->n);
+    if (!g->ids || !g->len)
+        return ir__ip_fail_op(r, op, -1, AP_ENOMEM, "out of memory");
+    bool ragged_ok = op->opcode == IR_OP_ALL_REDUCE || is_collective_reduce(op), ragged = false;
+    for (int64_t li = 0; li < ng; li++) {
+        int64_t row[64], k = 0;
+        if (gs > 64)
+            return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED, "groups of more than 64 ids are not supported here");
+        for (int64_t m = 0; m < gs; m++) {
+            int64_t id = ir_dense_int_at(a, (size_t)(li * gs + m));
+            if (id == -1)
+                continue;
+            if (id < 0 || id >= limit)
+                return ir__ip_fail_op(r, op, -1, AP_EINVALID,
+                                      "replica group names %s %" PRId64 ", which does not exist (%" PRId64 ")",
+                                      mode == CROSS_PARTITION ? "partition" : mode == FLATTENED ? "process" : "replica",
+                                      id, limit);
+            row[k++] = id;
+        }
+        ragged = ragged || k < gs;
+        for (int64_t c = 0; c < copies; c++) {
+            int64_t gi = li * copies + c, *out = g->ids + gi * g->size, n = 0;
+            for (int64_t p = 0; p < per; p++)
+                for (int64_t m = 0; m < k; m++) {
+                    int64_t id = row[m];
+                    out[n++] = mode == CROSS_REPLICA     ? id * np + c
+                               : mode == CROSS_PARTITION ? c * np + id
+                               : mode == CROSS_BOTH      ? id * np + p
+                                                         : id;
+                }
+            g->len[gi] = n;
+            for (int64_t m = n; m < g->size; m++)
+                out[m] = -1;
+        }
+    }
+    if (ragged && !ragged_ok)
+        return ir__ip_fail_op(r, op, -1, AP_EINVALID,
+                              "replica_groups pads a group with -1 (groups of different sizes), which only "
+                              "all_reduce and collective_reduce allow");
+    return 0;
+}
+
 static int groups_get(ip_run *r, ip_frame *fr, const ir_op *op, groups *g)
 {
     memset(g, 0, sizeof *g);
@@ -86,6 +159,19 @@ static int groups_get(ip_run *r, ip_frame *fr, const ir_op *op, groups *g)
               a->type->rank != 2))
         return ir__ip_fail_op(r, op, -1, AP_EINVALID, "replica_groups must be a dense integer tensor<GxS>");
     int64_t ng = a ? a->type->dims[0] : 0, gs = a ? a->type->dims[1] : 0;
+    bool by_partition_only = op->opcode == IR_OP_COLLECTIVE_BROADCAST || is_collective_reduce(op);
+    if (r->grid_np) {
+        g->group_of = ap_malloc(sizeof *g->group_of * (size_t)nd);
+        g->pos_of = ap_malloc(sizeof *g->pos_of * (size_t)nd);
+        if (!g->group_of || !g->pos_of)
+            goto oom;
+        int rc = grid_groups(r, fr, op, a, g);
+        if (rc < 0) {
+            groups_free(g);
+            return rc;
+        }
+        goto members;
+    }
     bool alone = replicas_by_partition(r, op);
     if (alone && (ng * gs != 1 || ir_dense_int_at(a, 0) != 0))
         return ir__ip_fail_op(r, op, -1, AP_EINVALID,
@@ -95,7 +181,6 @@ static int groups_get(ip_run *r, ip_frame *fr, const ir_op *op, groups *g)
     /* collective_broadcast and collective_reduce have the spec's two modes
      * only: cross_replica (no channel) and cross_partition, where the ids
      * are partitions as written ([[0]] is partition 0 alone) */
-    bool by_partition_only = op->opcode == IR_OP_COLLECTIVE_BROADCAST || is_collective_reduce(op);
     if (by_partition_only && channel && !r->replicas && ng * gs == 0)
         return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED,
                               "empty replica_groups with a channel (cross_partition) is not supported");
@@ -169,6 +254,7 @@ static int groups_get(ip_run *r, ip_frame *fr, const ir_op *op, groups *g)
             }
         }
     }
+members:
     for (int64_t d = 0; d < nd; d++)
         g->group_of[d] = -1;
     for (int64_t gi = 0; gi < g->n; gi++)
@@ -468,8 +554,36 @@ static int coll_permute(ip_run *r, ip_frame *fr, const ir_op *op, const ir_tenso
      * there is one replica: (0, 0) sends each device's operand to itself
      * (inside run_parallel over replicas the devices are the replicas, and
      * there a channel's pairs name the one partition the same way) */
-    bool cross_replica = nd > 1 && !channel_id_positive(op) && !r->replicas, one_partition = replicas_by_partition(r, op);
-    for (int64_t p = 0; p < np; p++) {
+    bool cross_replica = nd > 1 && !channel_id_positive(op) && !r->replicas && !r->grid_np,
+         one_partition = replicas_by_partition(r, op);
+    /* over replicas of several partitions (the spec's process grid): pairs
+     * of replicas within each partition (cross_replica), or of partitions
+     * within each replica with a channel (cross_partition) */
+    int64_t gnp = r->grid_np, gnr = gnp ? nd / gnp : 0;
+    bool grid_by_partition = gnp && channel_id_positive(op);
+    for (int64_t p = 0; p < np && gnp; p++) {
+        int64_t s = ir_dense_int_at(a, (size_t)(2 * p)), t = ir_dense_int_at(a, (size_t)(2 * p + 1));
+        int64_t lim = grid_by_partition ? gnp : gnr, copies = grid_by_partition ? gnr : gnp;
+        if (s < 0 || s >= lim || t < 0 || t >= lim) {
+            rc = ir__ip_fail_op(r, op, -1, AP_EINVALID,
+                                "pair (%" PRId64 ", %" PRId64 ") names a %s that does not exist (%" PRId64 ")", s, t,
+                                grid_by_partition ? "partition" : "replica", lim);
+            goto done;
+        }
+        for (int64_t c = 0; c < copies; c++) {
+            int64_t ds = grid_by_partition ? c * gnp + s : s * gnp + c;
+            int64_t dt = grid_by_partition ? c * gnp + t : t * gnp + c;
+            if (src_of[dt] >= 0 || sent[ds]) {
+                rc = ir__ip_fail_op(r, op, -1, AP_EINVALID, "%s %" PRId64 " %s more than once",
+                                    grid_by_partition ? "partition" : "replica", src_of[dt] >= 0 ? t : s,
+                                    src_of[dt] >= 0 ? "receives" : "sends");
+                goto done;
+            }
+            src_of[dt] = ds;
+            sent[ds] = true;
+        }
+    }
+    for (int64_t p = 0; p < np && !gnp; p++) {
         int64_t s = ir_dense_int_at(a, (size_t)(2 * p)), t = ir_dense_int_at(a, (size_t)(2 * p + 1));
         if (cross_replica || one_partition) {
             if (s != 0 || t != 0) {

@@ -408,7 +408,8 @@ static int k_get_tuple_element(ip_ctx *c, const ir_tensor *const *in, ir_tensor 
 static int k_token(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out) { return ir__ip_new_result(c, 0, &out[0]); }
 
 /* partition_id is the device id; replica_id is 0: one replica (the other
- * way round inside interpreter.run_parallel over replicas). */
+ * way round inside interpreter.run_parallel over replicas; over replicas of
+ * several partitions device d is replica d / np of partition d % np). */
 static int k_device_id(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
 {
     int rc = ir__ip_new_result(c, 0, &out[0]);
@@ -416,6 +417,12 @@ static int k_device_id(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
         return rc;
     if (out[0]->kind != IR_TENSOR_ARRAY || out[0]->numel != 1 || ir__ip_class((ir_elem)out[0]->elem) == IP_F)
         return ir__ip_fail(c, AP_ETYPE, "result must be an integer scalar");
+    uint32_t np = c->run->grid_np;
+    if (np) {
+        int64_t d = c->fr->dev_ids[c->dev];
+        ir_tensor_set_i64(out[0], 0, c->op->opcode == IR_OP_PARTITION_ID ? d % np : d / np);
+        return 0;
+    }
     bool id = (c->op->opcode == IR_OP_PARTITION_ID) != c->run->replicas;
     ir_tensor_set_i64(out[0], 0, id ? c->fr->dev_ids[c->dev] : 0);
     return 0;
@@ -774,10 +781,11 @@ done:
  * results are the processes' in row-major order, each process's in turn.
  * Its test suite's collectives are written so (51 of /work/realprog's
  * programs).  Taken when every process runs the same function and there is
- * one replica (partitions, as the SPMD runs have them: interp.h) or one
+ * one replica (partitions, as the SPMD runs have them: interp.h), one
  * partition (the devices are then replicas: replica_id is the device, and
- * coll.c reads replica groups and pairs as replica ids); several of both,
- * or different functions, are refused. */
+ * coll.c reads replica groups and pairs as replica ids), or several of both
+ * (the spec's process grid: coll.c forms each collective's process groups
+ * as the spec does); different functions are refused. */
 static bool is_run_parallel(const ir_op *op)
 {
     return op->opcode == IR_OP_UNKNOWN && op->n_regions == 0 && !strcmp(op->name, "interpreter.run_parallel");
@@ -806,10 +814,7 @@ static int eval_run_parallel(ip_run *r, ip_frame *fr, const ir_op *op)
             name = f->u.str.s;
         }
     }
-    if (nr > 1 && np > 1)
-        return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED,
-                              "%d replicas of %d partitions each are not supported (one or the other)", nr, np);
-    if (fr->local || r->replicas)
+    if (fr->local || r->replicas || r->grid_np)
         return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED, "a run_parallel inside another run cannot be evaluated");
     const ir_op *f = ir_module_func(r->m, name);
     if (!f)
@@ -837,9 +842,11 @@ static int eval_run_parallel(ip_run *r, ip_frame *fr, const ir_op *op)
                 goto done;
             }
         ir_tensor **res = NULL;
-        r->replicas = nr > 1;
+        r->replicas = nr > 1 && np == 1;
+        r->grid_np = nr > 1 && np > 1 ? (uint32_t)np : 0;
         rc = ir__ip_call(r, f, n, ids, fr->depth + 1, false, args, &res, op);
         r->replicas = false;
+        r->grid_np = 0;
         if (rc < 0)
             goto done;
         for (uint32_t k = 0; k < n * n_out && rc == 0; k++)

@@ -267,7 +267,10 @@ int ir_interp_run(const ir_module *m, const ir_op *func, const ir_tensor *const 
  * spec's channel_id <= 0) and all devices when there is one and no
  * use_global_device_ids (cross_replica_and_partition), as the spec gives for
  * one replica.  (interpreter.run_parallel over replicas of one partition,
- * eval.c, reads the ids as replica ids.)  Every device must be in exactly one group,
+ * eval.c, reads the ids as replica ids; over replicas of several
+ * partitions it forms the spec's process groups: cross_replica,
+ * cross_partition, cross_replica_and_partition, flattened_ids.)  Every
+ * device must be in exactly one group,
  * except that collective_broadcast and collective_reduce give a device in
  * no group zeros; for them a channel means the spec's cross_partition, the
  * ids as written ([[0]] is partition 0 alone).  Groups of different sizes

@@ -61,6 +61,11 @@ struct ip_run {
     /* inside interpreter.run_parallel over several replicas of one
      * partition: the devices are replicas (eval.c, coll.c) */
     bool replicas;
+    /* inside interpreter.run_parallel over several replicas of several
+     * partitions: the partitions per replica; device d is replica d / grid_np
+     * of partition d % grid_np, and collectives form the spec's process
+     * groups (coll.c).  0 otherwise. */
+    uint32_t grid_np;
     /* inside the body of sdy.manual_computation (manual.c): how many are
      * open, and the outermost whose devices are not its mesh's (a free axis
      * above size 1, or nested), where an op whose value depends on the

@@ -714,6 +714,7 @@ int ir__ip_eval_manual(ip_run *r, ip_frame *fr, const ir_op *op)
      * partitions */
     const ir_op *saved_free = r->manual_free;
     bool saved_nested = r->manual_nested, saved_replicas = r->replicas;
+    uint32_t saved_grid = r->grid_np;
     uint64_t saved_rr = r->opts.random_rounding;
     int saved_depth = r->manual_depth;
     if (!r->manual_free && (free_axis || r->manual_depth > 0)) {
@@ -722,6 +723,7 @@ int ir__ip_eval_manual(ip_run *r, ip_frame *fr, const ir_op *op)
     }
     r->manual_depth++;
     r->replicas = false;
+    r->grid_np = 0;
     r->opts.random_rounding = 0;
     for (uint32_t d = 0; d < fr->n_dev && rc == 0; d++) {
         /* the shards */
@@ -838,6 +840,7 @@ int ir__ip_eval_manual(ip_run *r, ip_frame *fr, const ir_op *op)
     r->manual_nested = saved_nested;
     r->manual_depth = saved_depth;
     r->replicas = saved_replicas;
+    r->grid_np = saved_grid;
     r->opts.random_rounding = saved_rr;
 done:
     ap_free(ids);
