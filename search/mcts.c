@@ -166,7 +166,9 @@ typedef struct task {
     /* in */
     uint32_t parent;
     uint32_t decision;
-    uint32_t chain0, chain_n; /* the parent's canonical path: chain[chain0 ..] */
+    uint32_t chain0, chain_n; /* the parent's canonical path: chain[chain0 ..], chain_dec[chain0 ..] */
+    uint64_t parent_key;      /* the parent's cache key (node_key) */
+    uint64_t parent_hash;     /* the parent's state's hash */
     uint32_t path0, path_n;   /* the selection path (nodes root .. parent) */
     uint32_t near0, near_n;   /* the decisions its state takes, ascending: near[near0 ..] (claim) */
     bool claimed;             /* taken by a worker */
@@ -174,6 +176,7 @@ typedef struct task {
     bool exact;               /* the result's: node `exact_of`'s state scored again with the lowest peak
                                  (exact_peaks); decision SEARCH_NONE for the start */
     uint32_t exact_of;
+    uint64_t exact_hash;      /* the hash of exact_of's state */
     int worker;               /* which */
     double cpu_s;             /* CPU seconds its evaluation took */
     /* out */
@@ -274,6 +277,7 @@ struct search_engine {
     task *tasks;
     uint32_t n_tasks, cap_tasks;
     uint32_t *chain;     /* nodes of the tasks' canonical paths */
+    uint32_t *chain_dec; /* their decisions: a worker reads the path from these, not from the tree */
     uint32_t n_chain, cap_chain;
     uint32_t *paths;     /* nodes of the tasks' selection paths */
     uint32_t n_paths, cap_paths;
@@ -468,20 +472,21 @@ static int score_state(worker *w, const ir_partition *p, double *runtime, int64_
     return 0;
 }
 
-/* Applies node n's decision to p, its parent's state (p is then n's). */
-static int redo(engine *e, ir_partition *p, uint32_t n, ap_error *err)
+/* Applies decision d to p. */
+static int redo(engine *e, ir_partition *p, uint32_t d, ap_error *err)
 {
-    int rc = search__apply(p, &e->units, e->dec[e->nodes[n].decision].a, err);
+    int rc = search__apply(p, &e->units, e->dec[d].a, err);
     if (rc > 0)
         rc = ap_error_set(err, AP_EINTERNAL, "replaying a path: an action it took is refused");
     return rc;
 }
 
-/* The state at the end of chain[0 .. n) (chain[i] is the node at depth
- * i + 1 of a canonical path), from base (the state of the node at depth
- * `from`, or the start when from is 0), made in spare (taken; may be
- * NULL): a state owned by the caller. */
-static int replay(worker *w, const uint32_t *chain, uint32_t from, uint32_t n, const ir_partition *base,
+/* The state at the end of a canonical path whose decisions are
+ * decs[0 .. n) (decs[i] made the node at depth i + 1), from base (the
+ * state of the node at depth `from`, or the start when from is 0), made in
+ * spare (taken; may be NULL): a state owned by the caller.  Reads no node
+ * of the tree. */
+static int replay(worker *w, const uint32_t *decs, uint32_t from, uint32_t n, const ir_partition *base,
                   ir_partition *spare, ir_partition **out, ap_error *err)
 {
     engine *e = w->e;
@@ -491,7 +496,7 @@ static int replay(worker *w, const uint32_t *chain, uint32_t from, uint32_t n, c
         return rc;
     w->replays += (int64_t)(n - from);
     for (uint32_t i = from; i < n; i++)
-        if ((rc = redo(e, p, chain[i], err)) < 0) {
+        if ((rc = redo(e, p, decs[i], err)) < 0) {
             ir_partition_free(p);
             return rc;
         }
@@ -499,13 +504,14 @@ static int replay(worker *w, const uint32_t *chain, uint32_t from, uint32_t n, c
     return 0;
 }
 
-/* The deepest node of chain[0 .. n) whose state is cached and ready:
- * pins it, returns its depth (0: none, the start) and its entry in *slot
- * (-1 for the start).  Under e->mu. */
-static uint32_t deepest_cached(engine *e, const uint32_t *chain, uint32_t n, int *slot)
+/* The deepest node of t's chain whose state is cached and ready: pins
+ * it, returns its depth (0: none, the start) and its entry in *slot (-1
+ * for the start).  Under e->mu. */
+static uint32_t deepest_cached(engine *e, const task *t, int *slot)
 {
-    for (uint32_t d = n; d > 0; d--) {
-        int s = cache_find(e, node_key(&e->nodes[chain[d - 1]]));
+    const uint32_t *chain = &e->chain[t->chain0], *decs = &e->chain_dec[t->chain0];
+    for (uint32_t d = t->chain_n; d > 0; d--) {
+        int s = cache_find(e, step_key(d >= 2 ? chain[d - 2] : 0, decs[d - 1]));
         if (s >= 0 && e->cache[s].p) {
             e->cache[s].pins++;
             e->cache[s].used = ++e->tick;
@@ -524,7 +530,7 @@ static int need_of(const engine *e, const task *t)
 {
     if (t->chain_n == 0)
         return NEED_READY; /* the start */
-    int s = cache_find(e, node_key(&e->nodes[t->parent]));
+    int s = cache_find(e, t->parent_key);
     if (s < 0)
         return NEED_BUILD;
     return e->cache[s].building ? NEED_WAIT : NEED_READY;
@@ -545,8 +551,7 @@ static int parent_state(worker *w, const task *t, const ir_partition **out, int 
         *out = e->base;
         return 0;
     }
-    const uint32_t *chain = &e->chain[t->chain0];
-    uint64_t key = node_key(&e->nodes[t->parent]);
+    uint64_t key = t->parent_key;
     int s = cache_find(e, key);
     if (s >= 0 && e->cache[s].p) {
         w->hits += !t->exact;
@@ -558,7 +563,7 @@ static int parent_state(worker *w, const task *t, const ir_partition **out, int 
     }
     /* derive it: from the deepest cached ancestor, announcing the work */
     int bslot;
-    uint32_t from = deepest_cached(e, chain, t->chain_n, &bslot);
+    uint32_t from = deepest_cached(e, t, &bslot);
     int ps = cache_slot(e);
     if (ps >= 0)
         e->cache[ps] = (cache_ent){key, NULL, ++e->tick, 1, true};
@@ -566,7 +571,7 @@ static int parent_state(worker *w, const task *t, const ir_partition **out, int 
     ir_partition *spare = pool_take(e);
     pthread_mutex_unlock(&e->mu);
     ir_partition *p = NULL;
-    int rc = replay(w, chain, from, t->chain_n, base, spare, &p, err);
+    int rc = replay(w, &e->chain_dec[t->chain0], from, t->chain_n, base, spare, &p, err);
     pthread_mutex_lock(&e->mu);
     if (bslot >= 0)
         e->cache[bslot].pins--;
@@ -594,10 +599,9 @@ static int finish(worker *w, task *t, ir_partition *p, int rc);
  * its orders, into t->peak (status 0), else the error (status < 0). */
 static int finish_exact(worker *w, task *t, ir_partition *p, int rc)
 {
-    engine *e = w->e;
     if (rc > 0)
         rc = ap_error_set(&t->err, AP_EINTERNAL, "replaying a path: an action it took is refused");
-    if (rc == 0 && ir_partition_hash(p) != e->nodes[t->exact_of].hash)
+    if (rc == 0 && ir_partition_hash(p) != t->exact_hash)
         rc = ap_error_set(&t->err, AP_EINTERNAL, "replaying a path: it gave another state");
     cost_report r;
     if (rc == 0 && (rc = cost_scorer_score(w->exact, p, &r, &t->err)) == 0)
@@ -683,7 +687,7 @@ static int finish(worker *w, task *t, ir_partition *p, int rc)
         return 1;
     }
     t->hash = ir_partition_hash(p);
-    if (t->hash == e->nodes[t->parent].hash) {
+    if (t->hash == t->parent_hash) {
         w->unchanged++;
         t->status = 2;
         return 1;
@@ -1069,6 +1073,38 @@ static int push_u32(uint32_t **v, uint32_t *n, uint32_t *cap, uint32_t x)
     return 0;
 }
 
+/* Room for n more steps of a path in e->chain and e->chain_dec (taken:
+ * n_chain grows by n). */
+static int chain_room(engine *e, uint32_t n)
+{
+    if (e->n_chain + n > e->cap_chain) {
+        uint32_t cap = e->cap_chain ? e->cap_chain : 64;
+        while (cap < e->n_chain + n)
+            cap *= 2;
+        uint32_t *c = ap_realloc(e->chain, sizeof *c * cap);
+        if (!c)
+            return AP_ENOMEM;
+        e->chain = c;
+        uint32_t *d = ap_realloc(e->chain_dec, sizeof *d * cap);
+        if (!d)
+            return AP_ENOMEM;
+        e->chain_dec = d;
+        e->cap_chain = cap;
+    }
+    e->n_chain += n;
+    return 0;
+}
+
+/* The canonical path to node (depth steps, top down) at e->chain[at ..]
+ * and its decisions at e->chain_dec[at ..]. */
+static void chain_put(engine *e, uint32_t at, uint32_t node, uint32_t depth)
+{
+    for (uint32_t i = depth, n = node; i-- > 0; n = e->nodes[n].parent) {
+        e->chain[at + i] = n;
+        e->chain_dec[at + i] = e->nodes[n].decision;
+    }
+}
+
 /* Empties the batch. */
 static void batch_clear(engine *e) { e->n_tasks = e->n_chain = e->n_paths = e->n_near = 0; }
 
@@ -1086,18 +1122,15 @@ static int task_add(engine *e, uint32_t parent, uint32_t decision, const uint32_
     memset(t, 0, sizeof *t);
     t->parent = parent;
     t->decision = decision;
+    t->parent_key = node_key(&e->nodes[parent]);
+    t->parent_hash = e->nodes[parent].hash;
     /* the canonical path of the parent, root excluded, top down */
     uint32_t depth = e->nodes[parent].depth;
     t->chain0 = e->n_chain;
     t->chain_n = depth;
-    for (uint32_t i = 0; i < depth; i++)
-        if (push_u32(&e->chain, &e->n_chain, &e->cap_chain, 0) < 0)
-            return AP_ENOMEM;
-    uint32_t n = parent;
-    for (uint32_t i = depth; i-- > 0;) {
-        e->chain[t->chain0 + i] = n;
-        n = e->nodes[n].parent;
-    }
+    if (chain_room(e, depth) < 0)
+        return AP_ENOMEM;
+    chain_put(e, t->chain0, parent, depth);
     t->path0 = e->n_paths;
     t->path_n = path_n;
     for (uint32_t i = 0; i < path_n; i++)
@@ -1107,7 +1140,7 @@ static int task_add(engine *e, uint32_t parent, uint32_t decision, const uint32_
     t->near0 = e->n_near;
     t->near_n = 0;
     for (uint32_t i = 0; i <= depth && t->near_n < NEAR_MAX; i++) {
-        uint32_t d = i < depth ? e->nodes[e->chain[t->chain0 + i]].decision : decision;
+        uint32_t d = i < depth ? e->chain_dec[t->chain0 + i] : decision;
         if (d == SEARCH_NONE)
             continue;
         if (push_u32(&e->near, &e->n_near, &e->cap_near, d) < 0)
@@ -1648,6 +1681,7 @@ static void engine_free(engine *e)
     ap_free(e->save_at);
     ap_free(e->tasks);
     ap_free(e->chain);
+    ap_free(e->chain_dec);
     ap_free(e->paths);
     ap_free(e->near);
     ap_free(e->arm);
@@ -2248,17 +2282,15 @@ static int engine_search(engine *e, ap_error *err)
     return 0;
 }
 
-/* e->chain = the nodes from the root to the best, in order; returns its
- * length or AP_ENOMEM. */
+/* e->chain = the nodes from the root to node, in order, their decisions
+ * in e->chain_dec; returns its length or AP_ENOMEM. */
 static int node_chain(engine *e, uint32_t node, ap_error *err)
 {
     uint32_t depth = e->nodes[node].depth;
     e->n_chain = 0;
-    for (uint32_t i = 0; i < depth; i++)
-        if (push_u32(&e->chain, &e->n_chain, &e->cap_chain, 0) < 0)
-            return ap_error_set(err, AP_ENOMEM, "out of memory in the search");
-    for (uint32_t i = depth, n = node; i-- > 0; n = e->nodes[n].parent)
-        e->chain[i] = n;
+    if (chain_room(e, depth) < 0)
+        return ap_error_set(err, AP_ENOMEM, "out of memory in the search");
+    chain_put(e, 0, node, depth);
     return (int)depth;
 }
 
@@ -2294,6 +2326,7 @@ static int exact_add(engine *e, uint32_t n, uint8_t *queued)
         return rc;
     e->tasks[e->n_tasks - 1].exact = true;
     e->tasks[e->n_tasks - 1].exact_of = n;
+    e->tasks[e->n_tasks - 1].exact_hash = x->hash;
     return 0;
 }
 
@@ -2400,7 +2433,7 @@ static int engine_result(engine *e, search_result *out, ap_error *err)
     int depth = best_chain(e, err);
     if (depth < 0)
         return depth;
-    if ((rc = replay(&e->w[0], e->chain, 0, (uint32_t)depth, e->start, NULL, &out->best, err)) < 0 ||
+    if ((rc = replay(&e->w[0], e->chain_dec, 0, (uint32_t)depth, e->start, NULL, &out->best, err)) < 0 ||
         (rc = cost_state_estimate(out->best, &e->o.device, e->o.tiers, &e->o.cost, &out->lowered, &out->report,
                                   err)) < 0 ||
         (rc = cost_state_estimate(e->start, &e->o.device, e->o.tiers, &e->o.cost, NULL, &out->start, err)) < 0)
@@ -2592,7 +2625,7 @@ int search__engine_best_state(search_engine *e, ir_partition **out, ap_error *er
     int depth = best_chain(e, err);
     if (depth < 0)
         return depth;
-    return replay(&e->w[0], e->chain, 0, (uint32_t)depth, NULL, NULL, out, err);
+    return replay(&e->w[0], e->chain_dec, 0, (uint32_t)depth, NULL, NULL, out, err);
 }
 
 int search__engine_result(search_engine *e, search_result *out, ap_error *err)

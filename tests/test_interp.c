@@ -1161,6 +1161,10 @@ START_TEST(convolution_against_reference)
      * pairs and one left over) */
     conv_case patch = {2, 28, 42, 3, 14, 14, 70, {14, 14}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1}, {0, 0}, 1, 1};
     check_conv_as(&patch, true);
+    /* 19 output features: two blocks of 8 summed in registers, a pair and
+     * one; windows on padding, a dilated and reversed kernel */
+    conv_case blocks = {2, 7, 6, 5, 3, 3, 19, {1, 2}, {{1, 1}, {2, 0}}, {1, 1}, {2, 1}, {0, 1}, 1, 1};
+    check_conv(&blocks);
 }
 END_TEST
 
@@ -2102,7 +2106,8 @@ START_TEST(complex_maximum_minimum)
     const char *src =
         "func.func @main() -> (tensor<4xf64>, tensor<4xf64>, tensor<4xf32>, tensor<4xf32>) {\n"
         "  %a = stablehlo.constant dense<[(1.5, 2.5), (1.5, 7.5), (0.0, 1.5), (-2.0, 3.0)]> : tensor<4xcomplex<f64>>\n"
-        "  %b = stablehlo.constant dense<[(7.5, 1.5), (1.5, 2.5), (-0.0, 2.5), (-1.0, -9.0)]> : tensor<4xcomplex<f64>>\n"
+        "  %b = stablehlo.constant dense<[(7.5, 1.5), (1.5, 2.5), (-0.0, 2.5), (-1.0, -9.0)]> : "
+        "tensor<4xcomplex<f64>>\n"
         "  %0 = stablehlo.maximum %a, %b : tensor<4xcomplex<f64>>\n"
         "  %1 = stablehlo.real %0 : (tensor<4xcomplex<f64>>) -> tensor<4xf64>\n"
         "  %2 = stablehlo.imag %0 : (tensor<4xcomplex<f64>>) -> tensor<4xf64>\n"
@@ -2176,7 +2181,8 @@ START_TEST(collectives_ragged_variadic_and_collective_reduce)
     uint32_t n;
     ir_tensor **r;
     const char *call3 = "  %r:3 = \"interpreter.run_parallel\"(%c0, %c1, %c2) {programs = [[@f], [@f], [@f]]} : (" T2
-                        ", " T2 ", " T2 ") -> (" T2 ", " T2 ", " T2 ")\n  return %r#0, %r#1, %r#2 : " T2 ", " T2 ", " T2;
+                        ", " T2 ", " T2 ") -> (" T2 ", " T2 ", " T2 ")\n"
+                        "  return %r#0, %r#1, %r#2 : " T2 ", " T2 ", " T2;
     const char *body3;
 #define RUN3(groups_, op_)                                                                                            \
     body3 = "  %0 = \"stablehlo." op_ "\"(%x) " ADD_I64 " {replica_groups = dense<" groups_ "> : tensor<2x3xi64>} : (" \
@@ -2293,7 +2299,8 @@ START_TEST(collectives_ragged_variadic_and_collective_reduce)
     r = run(par("(%a: " T2 ") -> " T2,
                 "  %0 = \"stablehlo.collective_broadcast\"(%a) {replica_groups = dense<[[0]]> : tensor<1x1xi64>, " CH1
                 "} : (" T2 ") -> " T2 "\n"
-                "  %1 = \"stablehlo.collective_permute\"(%0) {source_target_pairs = dense<[[0, 0]]> : tensor<1x2xi64>, " CH1
+                "  %1 = \"stablehlo.collective_permute\"(%0) {source_target_pairs = dense<[[0, 0]]> : "
+                "tensor<1x2xi64>, " CH1
                 "} : (" T2 ") -> " T2 "\n  return %1 : " T2,
                 I2(0, 1, 2) I2(1, 3, 4), call_r, T2 ", " T2),
             NULL, 0, &n);
@@ -2307,8 +2314,8 @@ START_TEST(collectives_ragged_variadic_and_collective_reduce)
              NULL, 0, NULL, msg, sizeof msg);
     ck_assert_msg(strstr(msg, "needs replica_groups [[0]], the one partition"), "%s", msg);
     run_fail(par("(%a: " T2 ") -> " T2,
-                 "  %0 = \"stablehlo.collective_permute\"(%a) {source_target_pairs = dense<[[0, 1]]> : tensor<1x2xi64>, "
-                 CH1 "} : (" T2 ") -> " T2 "\n  return %0 : " T2,
+                 "  %0 = \"stablehlo.collective_permute\"(%a) {source_target_pairs = dense<[[0, 1]]> : "
+                 "tensor<1x2xi64>, " CH1 "} : (" T2 ") -> " T2 "\n  return %0 : " T2,
                  I2(0, 1, 2) I2(1, 3, 4), call_r, T2 ", " T2),
              NULL, 0, NULL, msg, sizeof msg);
     ck_assert_msg(strstr(msg, "pair (0, 1) names a partition that does not exist (one partition)"), "%s", msg);
@@ -2531,7 +2538,8 @@ static const char *const matmul_full =
  * 2^-14 - 2^-24 across the subnormal boundary (f16). */
 START_TEST(chlo_erf_inv_and_next_after)
 {
-    const char *erf_src = "func.func @main(%a: tensor<11xf64>, %b: tensor<2xf32>) -> (tensor<11xf64>, tensor<2xf32>) {\n"
+    const char *erf_src = "func.func @main(%a: tensor<11xf64>, %b: tensor<2xf32>) -> (tensor<11xf64>, "
+                          "tensor<2xf32>) {\n"
                           "  %0 = chlo.erf_inv %a : tensor<11xf64> -> tensor<11xf64>\n"
                           "  %1 = chlo.erf_inv %b : tensor<2xf32> -> tensor<2xf32>\n"
                           "  return %0, %1 : tensor<11xf64>, tensor<2xf32>\n"

@@ -571,7 +571,8 @@ static int coll_permute(ip_run *r, ip_frame *fr, const ir_op *op, const ir_tenso
             goto done;
         }
         for (int64_t c = 0; c < copies; c++) {
-            int64_t ds = grid_by_partition ? c * gnp + s : s * gnp + c, dt = grid_by_partition ? c * gnp + t : t * gnp + c;
+            int64_t ds = grid_by_partition ? c * gnp + s : s * gnp + c;
+            int64_t dt = grid_by_partition ? c * gnp + t : t * gnp + c;
             if (src_of[dt] >= 0 || sent[ds]) {
                 rc = ir__ip_fail_op(r, op, -1, AP_EINVALID, "%s %" PRId64 " %s more than once",
                                     grid_by_partition ? "partition" : "replica", src_of[dt] >= 0 ? t : s,
