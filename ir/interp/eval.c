@@ -208,15 +208,6 @@ static void set_results(ip_frame *fr, const ir_op *op, ir_tensor **out)
         }
 }
 
-static void free_all(ir_tensor **v, size_t n)
-{
-    if (!v)
-        return;
-    for (size_t i = 0; i < n; i++)
-        ir_tensor_free(v[i]);
-    ap_free(v);
-}
-
 /* The scalar predicate / index of a branch or loop condition per device;
  * every device must agree, since devices run in lock step. */
 static int agree(ip_run *r, ip_frame *fr, const ir_op *op, const ir_tensor *const *v, size_t stride, const char *what,
@@ -289,9 +280,9 @@ static int eval_while(ip_run *r, ip_frame *fr, const ir_op *op)
     set_results(fr, op, vals);
 done:
     ap_free(init);
-    free_all(vals, (size_t)nd * n);
-    free_all(next, (size_t)nd * n);
-    free_all(cond, nd);
+    ir_tensors_free(vals, (size_t)nd * n);
+    ir_tensors_free(next, (size_t)nd * n);
+    ir_tensors_free(cond, nd);
     return rc;
 }
 
@@ -324,7 +315,7 @@ static int eval_branch(ip_run *r, ip_frame *fr, const ir_op *op)
     rc = eval_region(r, fr, op, &op->regions[branch], 0, NULL, op->n_results, out);
     if (rc == 0)
         set_results(fr, op, out);
-    free_all(out, (size_t)fr->n_dev * op->n_results);
+    ir_tensors_free(out, (size_t)fr->n_dev * op->n_results);
     return rc;
 }
 
@@ -349,18 +340,18 @@ static int eval_call(ip_run *r, ip_frame *fr, const ir_op *op)
         return rc;
     uint32_t n_out = ir_func_entry(f)->last->n_operands;
     if (n_out != op->n_results) {
-        free_all(res, (size_t)fr->n_dev * n_out);
+        ir_tensors_free(res, (size_t)fr->n_dev * n_out);
         return ir__ip_fail_op(r, op, -1, AP_EINVALID, "@%s returns %u values, the call has %u results", callee->u.str.s,
                               n_out, op->n_results);
     }
     for (size_t k = 0; k < (size_t)fr->n_dev * n_out; k++)
         if (!ir__tensor_has_type_w(res[k], op->results[k % n_out].type, r->opts.f64)) {
-            free_all(res, (size_t)fr->n_dev * n_out);
+            ir_tensors_free(res, (size_t)fr->n_dev * n_out);
             return ir__ip_fail_op(r, op, -1, AP_ETYPE, "result %zu of @%s does not have the call's result type",
                                   k % n_out, callee->u.str.s);
         }
     set_results(fr, op, res);
-    free_all(res, (size_t)fr->n_dev * n_out);
+    ir_tensors_free(res, (size_t)fr->n_dev * n_out);
     return 0;
 }
 
@@ -899,7 +890,7 @@ static int eval_named_computation(ip_run *r, ip_frame *fr, const ir_op *op)
                                 k % n_out);
     if (rc == 0)
         set_results(fr, op, out);
-    free_all(out, n);
+    ir_tensors_free(out, n);
     return rc;
 }
 

@@ -120,7 +120,7 @@ int ir_tensor_clone(const ir_tensor *t, ir_tensor **out, ap_error *err);
 void ir_tensor_free(ir_tensor *t);
 /* Frees n tensors and the heap array v holding them (as ir_interp_run hands
  * them back); NULL is a no-op. */
-void ir_tensors_free(ir_tensor **v, uint32_t n);
+void ir_tensors_free(ir_tensor **v, size_t n);
 
 /* Element i (row-major) of an array as a double / an int64: floats and
  * integers are converted (unsigned 64-bit values above INT64_MAX wrap in

@@ -627,16 +627,6 @@ static bool dims_eq(const int64_t *a, const int64_t *b, int rank)
     return true;
 }
 
-/* Frees n tensors of v and v. */
-static void free_n(ir_tensor **v, size_t n)
-{
-    if (!v)
-        return;
-    for (size_t i = 0; i < n; i++)
-        ir_tensor_free(v[i]);
-    ap_free(v);
-}
-
 int ir__ip_eval_manual(ip_run *r, ip_frame *fr, const ir_op *op)
 {
     char why[300] = "";
@@ -849,9 +839,9 @@ done:
     ap_free(n_man);
     ap_free(ldims);
     ap_free(args);
-    free_n(locals, (size_t)n_dev * n_in);
-    free_n(outs, (size_t)n_dev * n_out);
-    free_n(res, n_out);
+    ir_tensors_free(locals, (size_t)n_dev * n_in);
+    ir_tensors_free(outs, (size_t)n_dev * n_out);
+    ir_tensors_free(res, n_out);
     mc_free(&mc);
     return rc;
 }

@@ -168,11 +168,11 @@ void ir_tensor_free(ir_tensor *t)
     ap_free(t);
 }
 
-void ir_tensors_free(ir_tensor **v, uint32_t n)
+void ir_tensors_free(ir_tensor **v, size_t n)
 {
     if (!v)
         return;
-    for (uint32_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++)
         ir_tensor_free(v[i]);
     ap_free(v);
 }
