@@ -234,8 +234,8 @@ int main(int argc, char **argv)
     else
         snprintf(budget, sizeof budget, "%.0f s", o.time_limit_s);
     printf("The search from scratch (--devices = the row's count, the row's device, memory limit = its HBM, "
-           "%d threads, %s, seed %llu) against the row's own parallelism; load %.1f\n",
-           o.threads, budget, (unsigned long long)o.seed, load[0]);
+           "%d threads, %s, seed %llu) against the row's own parallelism; load %.1f, malloc huge pages %s\n",
+           o.threads, budget, (unsigned long long)o.seed, load[0], bench_huge_pages());
     printf("%-3s %-15s %5s  %-16s %-13s %8s %7s %-4s %8s %7s %-4s %6s %6s %8s %7s %-4s  %s\n", "row", "device", "devs",
            "expert mesh", "schedule", "step s", "GiB", "fits", "step s", "GiB", "fits", "ratio", "wall s", "episodes",
            "meshes", "", "found mesh: schedule");

@@ -656,8 +656,8 @@ int main(int argc, char **argv)
     ap_error err;
     cost_device tpu;
     cost_device_lookup("tpu_v3", &tpu, &err);
-    printf("# autopart search: acceptance (issue 12)\n\n%d seeds, %d threads, batch %d, %ld CPUs online\n", seeds, threads,
-           batch_size > 0 ? batch_size : 16, sysconf(_SC_NPROCESSORS_ONLN));
+    printf("# autopart search: acceptance (issue 12)\n\n%d seeds, %d threads, batch %d, %ld CPUs online, malloc huge pages %s\n",
+           seeds, threads, batch_size > 0 ? batch_size : 16, sysconf(_SC_NPROCESSORS_ONLN), bench_huge_pages());
     bool need_t32 = bench_wants(only, "t32-bp") || bench_wants(only, "t32-free") || bench_wants(only, "t32-mem") ||
                     bench_wants(only, "speed") || bench_wants(only, "determinism") || bench_wants(only, "variants");
     if (need_t32) {

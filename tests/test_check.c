@@ -1507,6 +1507,66 @@ START_TEST(failed_noise_run_is_left_out)
 }
 END_TEST
 
+/* Quantized programs (ir/interp/quant.c) are checked, where they were
+ * refused: a quantized dot_general split along its rows is equivalent (the
+ * f64 comparison is skipped: quantizing rounds to the expressed type);
+ * split along its contraction, the SPMD program adds quantized partial
+ * results in an all_reduce, which is refused, never called equivalent.
+ * The StableHLO test data's `custom_call @check.eq(...) -> tensor<i1>`
+ * holds the runs to it (was: "custom calls have no defined semantics"). */
+START_TEST(quantized_programs_checked)
+{
+    const char *q = "func.func @main(%x: tensor<4x8xf32>, %w: tensor<8x2xf32>) -> tensor<4x2xf32> {\n"
+                    "  %qx = stablehlo.uniform_quantize %x : (tensor<4x8xf32>) -> "
+                    "tensor<4x8x!quant.uniform<i8:f32, 0.05>>\n"
+                    "  %qw = stablehlo.uniform_quantize %w : (tensor<8x2xf32>) -> "
+                    "tensor<8x2x!quant.uniform<i8:f32, 0.05>>\n"
+                    "  %d = stablehlo.dot_general %qx, %qw, contracting_dims = [1] x [0] : "
+                    "(tensor<4x8x!quant.uniform<i8:f32, 0.05>>, tensor<8x2x!quant.uniform<i8:f32, 0.05>>) -> "
+                    "tensor<4x2x!quant.uniform<i8:f32, 0.1>>\n"
+                    "  %r = stablehlo.uniform_dequantize %d : (tensor<4x2x!quant.uniform<i8:f32, 0.1>>) -> "
+                    "tensor<4x2xf32>\n"
+                    "  return %r : tensor<4x2xf32>\n}\n";
+    ir_check_report r;
+    ap_error err;
+    ck_assert_msg(check_report(q, "x=2", "tile %arg0 0 x; propagate", -1, &r, &err) == 0, "%s", err.msg);
+    ck_assert(r.ok);
+    ck_assert(!r.f64_ran);
+    ck_assert_msg(strstr(r.f64_skipped, "uniform_quantize"), "%s", r.f64_skipped);
+    ir_check_report_free(&r);
+    ck_assert_int_lt(check_report(q, "x=2", "tile %arg0 1 x; propagate", -1, &r, &err), 0);
+    ck_assert_msg(strstr(err.msg, "all_reduce: quantized values in an op with a body"), "%s", err.msg);
+
+    static const struct {
+        const char *want, *why;
+    } eq[] = {
+        {"dense<[0.0, 1.0, 2.0, 3.00001]>", NULL}, /* floats: within 1e-4 */
+        {"dense<[0.0, 1.0, 2.0, 4.0]>", "check.eq fails: element 3 is 3, expected 4"},
+    };
+    for (size_t i = 0; i < AP_ARRAY_LEN(eq); i++) {
+        char src[1024];
+        snprintf(src, sizeof src,
+                 "func.func @main(%%x: tensor<4xf32>) -> tensor<i1> {\n"
+                 "  %%0 = stablehlo.iota dim = 0 : tensor<4xf32>\n"
+                 "  %%1 = stablehlo.add %%x, %%0 : tensor<4xf32>\n"
+                 "  %%2 = stablehlo.subtract %%1, %%x : tensor<4xf32>\n"
+                 "  %%w = stablehlo.constant %s : tensor<4xf32>\n"
+                 "  %%3 = stablehlo.custom_call @check.eq(%%0, %%w) : (tensor<4xf32>, tensor<4xf32>) -> tensor<i1>\n"
+                 "  return %%3 : tensor<i1>\n}\n",
+                 eq[i].want);
+        int rc = check_report(src, "x=2", "tile %arg0 0 x; propagate", -1, &r, &err);
+        if (!eq[i].why) {
+            ck_assert_msg(rc == 0, "case %zu: %s", i, err.msg);
+            ck_assert(r.ok);
+            ir_check_report_free(&r);
+        } else {
+            ck_assert_msg(rc < 0, "case %zu held", i);
+            ck_assert_msg(strstr(err.msg, eq[i].why), "case %zu: %s", i, err.msg);
+        }
+    }
+}
+END_TEST
+
 static Suite *check_suite(void)
 {
     Suite *s = suite_create("check");
@@ -1514,6 +1574,7 @@ static Suite *check_suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, random_schedules_are_equivalent, 0, (int)AP_ARRAY_LEN(modules));
     tcase_add_test(tc, dropped_all_reduce_is_caught);
+    tcase_add_test(tc, quantized_programs_checked);
     tcase_add_test(tc, default_tolerances);
     tcase_add_test(tc, iterations_must_agree);
     tcase_add_test(tc, pending_max_stays_a_max);

@@ -2003,8 +2003,15 @@ static int check_call(void *ctx, const ir_op *op, uint32_t n_in, const ir_tensor
     checks *ck = ctx;
     ir_attr *t = ir_op_attr(op, "call_target_name");
     const char *name = t && t->kind == IR_A_STRING ? t->u.str.s : "";
-    if (strncmp(name, "check.", 6) != 0 || n_in != 2 || n_res != 0)
+    bool eq_bool = !strcmp(name, "check.eq") && n_res == 1; /* `-> tensor<i1>`: true when it holds */
+    if (strncmp(name, "check.", 6) != 0 || n_in != 2 || (n_res != 0 && !eq_bool))
         return AP_EUNSUPPORTED;
+    if (eq_bool) {
+        int rc = ir_tensor_zeros(op->results[0].type, &res[0], err);
+        if (rc < 0)
+            return rc;
+        ir_tensor_set_i64(res[0], 0, 1);
+    }
     ir_tensor_diff d;
     int rc = ir_tensor_compare(in[0], in[1], &d, err);
     if (rc < 0)
@@ -2063,6 +2070,8 @@ static const char *const testdata_ok[] = {
     "shlo_testdata_top_k_chlo.mlir",
     /* its gamma sampler inverts erf (chlo.erf_inv): refused before */
     "shlo_testdata_random_gamma_f64_chlo.mlir",
+    /* a quantized dot_general to i32, requantized to i8: refused before */
+    "shlo_testdata_quantized_dot_general_qi8.mlir",
 };
 
 START_TEST(stablehlo_testdata_expectations)
@@ -2084,7 +2093,6 @@ static const struct {
 } testdata_refused[] = {
     {"shlo_testdata_dynamic_percentile.mlir",
      "func.func: argument 1 of @main has the dynamic shape tensor<?x5xf32>, which cannot be evaluated"},
-    {"shlo_testdata_quantized_dot_general_qi8.mlir", "quantized element types are not supported"},
 };
 
 START_TEST(stablehlo_testdata_refused)
@@ -2094,6 +2102,121 @@ START_TEST(stablehlo_testdata_refused)
     int rc = run_corpus_file(testdata_refused[_i].file, &ck, msg, sizeof msg);
     ck_assert_msg(rc < 0, "%s ran", testdata_refused[_i].file);
     ck_assert_msg(strstr(msg, testdata_refused[_i].why), "%s: %s", testdata_refused[_i].file, msg);
+}
+END_TEST
+
+/* Uniform quantized types (quant.c), by the spec's quantize and
+ * dequantize; refused before ("quantized element types are not
+ * supported").  Worked by hand for !quant.uniform<i8:f32, 0.25:-3>:
+ * x / 0.25 - 3 for x = 0, 0.3, -0.25, 1, 100, -100, 0.125, 0.375 is -3,
+ * -1.8, -4, 1, 397, -403, -2.5, -1.5; clamped to [-128, 127] and rounded
+ * half to even: -3, -2, -4, 1, 127, -128, -2, -2.  Dequantized, (q + 3) *
+ * 0.25: 0, 0.25, -0.25, 1, 32.5, -31.25, 0.25, 0.25.  With the narrow
+ * range i8<-127:127> and zero point 0, -100 / 0.25 = -400 clamps to -127. */
+START_TEST(quant_quantize_dequantize)
+{
+    const char *src = fn("(%x: tensor<8xf32>) -> (tensor<8xi8>, tensor<8xf32>, tensor<8xi8>)",
+                         "  %q = stablehlo.uniform_quantize %x : (tensor<8xf32>) -> "
+                         "tensor<8x!quant.uniform<i8:f32, 0.25:-3>>\n"
+                         "  %s = stablehlo.bitcast_convert %q : (tensor<8x!quant.uniform<i8:f32, 0.25:-3>>) -> "
+                         "tensor<8xi8>\n"
+                         "  %d = stablehlo.uniform_dequantize %q : (tensor<8x!quant.uniform<i8:f32, 0.25:-3>>) -> "
+                         "tensor<8xf32>\n"
+                         "  %n = stablehlo.uniform_quantize %x : (tensor<8xf32>) -> "
+                         "tensor<8x!quant.uniform<i8<-127:127>:f32, 0.25>>\n"
+                         "  %ns = stablehlo.bitcast_convert %n : (tensor<8x!quant.uniform<i8<-127:127>:f32, 0.25>>) "
+                         "-> tensor<8xi8>\n"
+                         "  return %s, %d, %ns : tensor<8xi8>, tensor<8xf32>, tensor<8xi8>");
+    ir_tensor *a[] = {tf(IR_E_F32, "8", DV(0, 0.3, -0.25, 1, 100, -100, 0.125, 0.375))};
+    uint32_t n;
+    ir_tensor **r = run(src, a, 1, &n);
+    ck_assert_int_eq(n, 3);
+    expect_i(r[0], "8", IV(-3, -2, -4, 1, 127, -128, -2, -2));
+    expect_f(r[1], "8", DV(0, 0.25, -0.25, 1, 32.5, -31.25, 0.25, 0.25), 0);
+    expect_i(r[2], "8", IV(0, 1, -1, 4, 127, -127, 0, 2));
+    ir_tensors_free(r, n);
+}
+END_TEST
+
+/* dequantize_op_quantize: an add of differently quantized operands, and
+ * dequantize_compare.  a (scale 0.5) holds 2, -3, 100: 1, -1.5, 50; b
+ * (0.25, zero point 1) holds 5, 1, 127: 1, 0, 31.5.  The sum 2, -1.5, 81.5
+ * quantized by (1.0, -1): 1, -2.5 -> -2 (half to even), 80.5 -> 80.  The
+ * compare sees the values, not the storage: a = 2, -3 is 1, -1.5 and b = 5,
+ * -5 is 1, -1.5, so EQ holds where the storage integers differ.  A
+ * per-axis type on dim 1, {0.5:0, 2.0:1}: [[1, 1], [4, -1]] is [[0.5, 0],
+ * [2, -4]]. */
+START_TEST(quant_dequantize_op_quantize)
+{
+    const char *src = fn(
+        "(%a: tensor<3xi8>, %b: tensor<3xi8>, %c: tensor<2x2xi8>) -> (tensor<3xi8>, tensor<2xi1>, tensor<2x2xf32>)",
+        "  %qa = stablehlo.bitcast_convert %a : (tensor<3xi8>) -> tensor<3x!quant.uniform<i8:f32, 0.5>>\n"
+        "  %qb = stablehlo.bitcast_convert %b : (tensor<3xi8>) -> tensor<3x!quant.uniform<i8:f32, 0.25:1>>\n"
+        "  %s = stablehlo.add %qa, %qb : (tensor<3x!quant.uniform<i8:f32, 0.5>>, "
+        "tensor<3x!quant.uniform<i8:f32, 0.25:1>>) -> tensor<3x!quant.uniform<i8:f32, 1.0:-1>>\n"
+        "  %ss = stablehlo.bitcast_convert %s : (tensor<3x!quant.uniform<i8:f32, 1.0:-1>>) -> tensor<3xi8>\n"
+        "  %ca = stablehlo.slice %qa [0:2] : (tensor<3x!quant.uniform<i8:f32, 0.5>>) -> "
+        "tensor<2x!quant.uniform<i8:f32, 0.5>>\n"
+        "  %cb = stablehlo.constant() {value = dense<[5, -5]> : tensor<2xi8>} : () -> "
+        "tensor<2x!quant.uniform<i8:f32, 0.25:1>>\n"
+        "  %eq = stablehlo.compare EQ, %ca, %cb : (tensor<2x!quant.uniform<i8:f32, 0.5>>, "
+        "tensor<2x!quant.uniform<i8:f32, 0.25:1>>) -> tensor<2xi1>\n"
+        "  %qc = stablehlo.bitcast_convert %c : (tensor<2x2xi8>) -> "
+        "tensor<2x2x!quant.uniform<i8:f32:1, {0.5:0, 2.0:1}>>\n"
+        "  %dc = stablehlo.uniform_dequantize %qc : (tensor<2x2x!quant.uniform<i8:f32:1, {0.5:0, 2.0:1}>>) -> "
+        "tensor<2x2xf32>\n"
+        "  return %ss, %eq, %dc : tensor<3xi8>, tensor<2xi1>, tensor<2x2xf32>");
+    ir_tensor *a[] = {ti(IR_E_I8, "3", IV(2, -3, 100)), ti(IR_E_I8, "3", IV(5, 1, 127)),
+                      ti(IR_E_I8, "2x2", IV(1, 1, 4, -1))};
+    uint32_t n;
+    ir_tensor **r = run(src, a, 3, &n);
+    ck_assert_int_eq(n, 3);
+    expect_i(r[0], "3", IV(1, -2, 80));
+    expect_i(r[1], "2", IV(1, 1));
+    expect_f(r[2], "2x2", DV(0.5, 0, 2, -4), 0);
+    ir_tensors_free(r, n);
+}
+END_TEST
+
+/* What the spec leaves to a body, or does not define on quantized
+ * values, is refused, never computed on the storage integers: a reduce
+ * whose body adds quantized scalars, a CHLO op, a malformed type. */
+START_TEST(quant_refusals)
+{
+    char msg[1024];
+    const char *q = "!quant.uniform<i8:f32, 0.5>";
+    char src[2048];
+    snprintf(src, sizeof src,
+             "func.func @main(%%a: tensor<4xi8>) -> tensor<i8> {\n"
+             "  %%q = stablehlo.bitcast_convert %%a : (tensor<4xi8>) -> tensor<4x%s>\n"
+             "  %%z = stablehlo.constant() {value = dense<0> : tensor<i8>} : () -> tensor<%s>\n"
+             "  %%r = stablehlo.reduce(%%q init: %%z) applies stablehlo.add across dimensions = [0] : "
+             "(tensor<4x%s>, tensor<%s>) -> tensor<%s>\n"
+             "  %%s = stablehlo.bitcast_convert %%r : (tensor<%s>) -> tensor<i8>\n"
+             "  return %%s : tensor<i8>\n}\n",
+             q, q, q, q, q, q);
+    ir_tensor *a[] = {ti(IR_E_I8, "4", IV(1, 2, 3, 4))};
+    run_fail(src, a, 1, NULL, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "stablehlo.reduce: quantized values in an op with a body"), "%s", msg);
+    snprintf(src, sizeof src,
+             "func.func @main(%%a: tensor<4xi8>) -> tensor<4xi8> {\n"
+             "  %%q = stablehlo.bitcast_convert %%a : (tensor<4xi8>) -> tensor<4x%s>\n"
+             "  %%r = chlo.broadcast_add %%q, %%q : (tensor<4x%s>, tensor<4x%s>) -> tensor<4x%s>\n"
+             "  %%s = stablehlo.bitcast_convert %%r : (tensor<4x%s>) -> tensor<4xi8>\n"
+             "  return %%s : tensor<4xi8>\n}\n",
+             q, q, q, q, q);
+    ir_tensor *b[] = {ti(IR_E_I8, "4", IV(1, 2, 3, 4))};
+    run_fail(src, b, 1, NULL, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "chlo.broadcast_add: quantized values in an op outside"), "%s", msg);
+    const char *bad = fn("(%x: tensor<2xf32>) -> tensor<2xf32>",
+                         "  %q = stablehlo.uniform_quantize %x : (tensor<2xf32>) -> "
+                         "tensor<2x!quant.uniform<i8:f32, -0.5:3>>\n"
+                         "  %d = stablehlo.uniform_dequantize %q : (tensor<2x!quant.uniform<i8:f32, -0.5:3>>) -> "
+                         "tensor<2xf32>\n"
+                         "  return %d : tensor<2xf32>");
+    ir_tensor *c[] = {tf(IR_E_F32, "2", DV(1, 2))};
+    run_fail(bad, c, 1, NULL, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "is not read"), "%s", msg);
 }
 END_TEST
 
@@ -3496,6 +3619,9 @@ static Suite *interp_suite(void)
     tcase_add_loop_test(tc, stablehlo_testdata_refused, 0, (int)AP_ARRAY_LEN(testdata_refused));
     tcase_add_test(tc, chlo_erf_inv_and_next_after);
     tcase_add_test(tc, chlo_mulhi);
+    tcase_add_test(tc, quant_quantize_dequantize);
+    tcase_add_test(tc, quant_dequantize_op_quantize);
+    tcase_add_test(tc, quant_refusals);
     tcase_add_test(tc, complex_maximum_minimum);
     tcase_add_test(tc, run_parallel_collectives);
     tcase_add_test(tc, collectives_ragged_variadic_and_collective_reduce);

@@ -700,6 +700,9 @@ bool ir_interp_op_width_bound(const ir_op *op)
     /* the next float depends on the type's precision */
     if (op->opcode == IR_OP_UNKNOWN && !strcmp(op->name, "chlo.next_after"))
         return true;
+    /* quantizing rounds to the expressed type's precision (quant.c) */
+    if (ir__ip_op_has_quant(op))
+        return true;
     if (op->opcode != IR_OP_BITCAST_CONVERT)
         return false;
     for (uint32_t i = 0; i < op->n_operands; i++)
@@ -716,6 +719,8 @@ static int eval_kernel(ip_run *r, ip_frame *fr, const ir_op *op, ip_kernel k)
     if (r->opts.f64 && ir_interp_op_width_bound(op))
         return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED,
                               "depends on the width of its float type, which the f64 run does not keep");
+    const char *why;
+    bool dequantizes = ir__ip_quant_mode(op, &why) == IP_QM_DEQUANTIZE;
     const ir_tensor *in_small[8];
     ir_tensor *out_small[8];
     const ir_tensor **in = op->n_operands <= 8 ? in_small : ap_calloc(op->n_operands, sizeof *in);
@@ -734,7 +739,7 @@ static int eval_kernel(ip_run *r, ip_frame *fr, const ir_op *op, ip_kernel k)
         for (uint32_t i = 0; i < op->n_results; i++)
             out[i] = NULL;
         ip_ctx c = {r, fr, d, op};
-        rc = k(&c, in, out);
+        rc = dequantizes ? ir__ip_quant_call(&c, k, in, out) : k(&c, in, out);
         for (uint32_t i = 0; i < op->n_results && rc == 0; i++) {
             if (!out[i] || !ir__tensor_has_type_w(out[i], op->results[i].type, r->opts.f64)) {
                 char ts[128] = "nothing";
@@ -914,6 +919,14 @@ static int eval_op(ip_run *r, ip_frame *fr, const ir_op *op)
     int rc = check_results(r, op);
     if (rc < 0)
         return rc;
+    const char *why;
+    switch (ir__ip_quant_mode(op, &why)) {
+    case IP_QM_REFUSE: return ir__ip_fail_op(r, op, -1, AP_EUNSUPPORTED, "%s", why);
+    case IP_QM_OWN:
+        return eval_kernel(r, fr, op, op->opcode == IR_OP_UNIFORM_QUANTIZE ? ir__ip_k_uniform_quantize
+                                                                          : ir__ip_k_uniform_dequantize);
+    default: break;
+    }
     switch ((ir_opcode)op->opcode) {
     case IR_OP_WHILE: return eval_while(r, fr, op);
     case IR_OP_IF:

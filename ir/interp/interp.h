@@ -43,9 +43,15 @@
  * random_rounding rounds the other way at random: the noise run of
  * `autopart check`).
  *
+ * Uniform quantized types (!quant.uniform) are held as their storage
+ * integers and computed as the spec says (quant.c): ops that move elements
+ * run on the storage, arithmetic dequantizes, computes in the expressed
+ * type and quantizes.
+ *
  * An op it cannot evaluate (ops of other dialects, dynamic shapes,
- * custom_call without a handler, rng, rng_bit_generator, quantized types,
- * infeed/outfeed/send/recv, einsum, multi-block regions) is an error naming
+ * custom_call without a handler, rng, rng_bit_generator, quantized values
+ * in an op with a body, infeed/outfeed/send/recv, einsum, multi-block
+ * regions) is an error naming
  * the op and its source position, never a wrong answer.  Nothing here keeps
  * process-wide state: runs on different threads are independent as long as
  * they do not share tensors being freed.
@@ -66,7 +72,8 @@ typedef enum ir_tensor_kind {
  * Element data is row-major in the layout of ir_dense (ir.h): little
  * endian, i1 one byte (0 or 1) per element, f16/bf16/f8 as raw bits,
  * complex as (real, imag) pairs.  Every element type of ir.h is accepted
- * except opaque ones (quantized and other dialects' types); floats narrower
+ * except opaque ones (other dialects' types; a quantized type's values are
+ * its storage type's); floats narrower
  * than f32 (f16, bf16, f8, tf32) are computed in f32 (via double) and stored
  * rounded to nearest even. */
 typedef struct ir_tensor {

@@ -460,4 +460,44 @@ int ir__ip_check_args(ip_run *r, const ir_op *func, uint32_t n_dev, const ir_ten
 int ir__ip_run_init(ip_run *r, const ir_module *m, const ir_interp_opts *opts, ap_error *err);
 void ir__ip_run_free(ip_run *r);
 
+/* ------------------------------------------ quantized types (quant.c) */
+
+/* A uniform quantized element type: values are held as storage integers
+ * in [smin, smax]; per tensor (axis -1, n 1) or per axis (n scales). */
+typedef struct ip_quant {
+    ir_elem storage, expressed;
+    int64_t smin, smax;
+    int axis;
+    uint32_t n;
+    double *scale; /* n of each, owned: a copy of the struct moves them */
+    int64_t *zp;
+} ip_quant;
+
+/* How an op with quantized operands or results is evaluated. */
+typedef enum ip_quant_mode {
+    IP_QM_NONE,       /* no quantized types */
+    IP_QM_STORAGE,    /* its kernel runs on the storage integers */
+    IP_QM_DEQUANTIZE, /* dequantize_op_quantize: ir__ip_quant_call */
+    IP_QM_OWN,        /* uniform_quantize / uniform_dequantize */
+    IP_QM_REFUSE      /* *why says why */
+} ip_quant_mode;
+
+bool ir__ip_is_quant_text(const char *text);
+bool ir__ip_type_is_quant(const ir_type *t);
+/* The storage element type of a `!quant.uniform<...>` text, IR_E_NONE when
+ * it is not one. */
+ir_elem ir__ip_quant_storage(const char *text);
+/* Reads text into q (freed with ir__ip_quant_free); fills err otherwise. */
+int ir__ip_quant_parse(const char *text, ip_quant *q, ap_error *err);
+void ir__ip_quant_free(ip_quant *q);
+bool ir__ip_op_has_quant(const ir_op *op);
+ip_quant_mode ir__ip_quant_mode(const ir_op *op, const char **why);
+/* New tensors (*out, the caller's) of x dequantized / quantized by q. */
+int ir__ip_dequantize(ip_ctx *c, const ir_tensor *x, const ip_quant *q, ir_tensor **out);
+int ir__ip_quantize(ip_ctx *c, const ir_tensor *x, const ip_quant *q, ir_tensor **out);
+/* Runs float kernel k on c's op as dequantize_op_quantize. */
+int ir__ip_quant_call(ip_ctx *c, ip_kernel k, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_uniform_quantize(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+int ir__ip_k_uniform_dequantize(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+
 #endif /* IR_INTERP_INT_H */

@@ -116,6 +116,9 @@ int ir__tensor_alloc_type_w(const ir_type *t, int64_t limit, bool wide, ir_tenso
             ap_buf_free(&b);
             return ap_error_set(err, AP_EINVALID, "dynamic shape %s", buf);
         }
+        if (t->elem == IR_E_OPAQUE && ir__ip_quant_storage(t->text) != IR_E_NONE) /* held as its storage (quant.c) */
+            return ir__tensor_alloc(ir__ip_quant_storage(t->text), t->kind == IR_T_TENSOR ? t->rank : 0, t->dims,
+                                    limit, out, err);
         if (t->elem == IR_E_OPAQUE || !elem_ok((ir_elem)t->elem))
             return ap_error_set(err, AP_EINVALID, "element type %s cannot be computed with",
                                 t->text ? t->text : ir_elem_name((ir_elem)t->elem));
@@ -452,6 +455,17 @@ bool ir__tensor_same_type(const ir_tensor *a, const ir_tensor *b)
     return true;
 }
 
+/* The element type a value of tensor or scalar type ty is held in: a
+ * quantized type's storage (quant.c), f64 for a real float when wide. */
+static ir_elem held_elem(const ir_type *ty, bool wide)
+{
+    if (ty->elem == IR_E_OPAQUE) {
+        ir_elem s = ir__ip_quant_storage(ty->text);
+        return s != IR_E_NONE ? s : IR_E_OPAQUE;
+    }
+    return ir__ip_wide_elem((ir_elem)ty->elem, wide);
+}
+
 bool ir__tensor_has_type_w(const ir_tensor *t, const ir_type *ty, bool wide)
 {
     if (!t || !ty)
@@ -465,9 +479,9 @@ bool ir__tensor_has_type_w(const ir_tensor *t, const ir_type *ty, bool wide)
             if (!ir__tensor_has_type_w(t->elems[i], ty->elems[i], wide))
                 return false;
         return true;
-    case IR_T_SCALAR: return t->kind == IR_TENSOR_ARRAY && t->elem == ir__ip_wide_elem((ir_elem)ty->elem, wide) && t->rank == 0;
+    case IR_T_SCALAR: return t->kind == IR_TENSOR_ARRAY && t->elem == held_elem(ty, wide) && t->rank == 0;
     case IR_T_TENSOR:
-        if (t->kind != IR_TENSOR_ARRAY || t->elem != ir__ip_wide_elem((ir_elem)ty->elem, wide) || t->rank != ty->rank)
+        if (t->kind != IR_TENSOR_ARRAY || t->elem != held_elem(ty, wide) || t->rank != ty->rank)
             return false;
         for (int d = 0; d < t->rank; d++)
             if (t->dims[d] != ty->dims[d])
