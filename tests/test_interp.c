@@ -1222,6 +1222,59 @@ START_TEST(convolution_against_reference)
 }
 END_TEST
 
+/* bf16 and f16 add, subtract, multiply, divide, maximum and minimum (the
+ * per-tensor float loop of ir__ip_k_ew2) against the same op in f32 between
+ * converts: the interpreter computes a 16-bit float op in double and rounds
+ * to f32, then to the type; the f32 route rounds the exact result to f32
+ * (the same, the double being exact or innocuous to round twice for these
+ * ops), then converts.  Inputs: every sign, zeros, infinities,
+ * subnormals, values whose sums tie. */
+START_TEST(half_float_elementwise_against_f32)
+{
+    static const char *const ops[] = {"add", "subtract", "multiply", "divide", "maximum", "minimum"};
+    static const char *const tys[] = {"bf16", "f16"};
+    enum { NV = 512 };
+    double a[NV], b[NV];
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < NV; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        int pick = (int)((x >> 60) & 7);
+        double m = 1 + (double)((x >> 20) & 0xff) / 256, s = (x >> 33) & 1 ? -1 : 1;
+        a[i] = pick == 0 ? s * 0.0 : pick == 1 ? s * INFINITY : pick == 2 ? s * ldexp(m, -20) : s * ldexp(m, (int)((x >> 40) % 13) - 6);
+        b[i] = i % 7 == 0 ? a[i] : i % 5 == 0 ? -a[i] : s * ldexp(1 + (double)((x >> 8) & 0xff) / 256, (int)((x >> 48) % 9) - 4);
+        if (i % 11 == 0)
+            b[i] = ldexp(a[i], -8); /* a + b ties in bf16 */
+    }
+    for (size_t t = 0; t < 2; t++)
+        for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+            char sig[256], body[1024];
+            const char *ty = tys[t];
+            snprintf(sig, sizeof sig, "(%%a: tensor<512x%s>, %%b: tensor<512x%s>) -> (tensor<512x%s>, tensor<512x%s>)",
+                     ty, ty, ty, ty);
+            snprintf(body, sizeof body,
+                     "  %%0 = stablehlo.%s %%a, %%b : tensor<512x%s>\n"
+                     "  %%fa = stablehlo.convert %%a : (tensor<512x%s>) -> tensor<512xf32>\n"
+                     "  %%fb = stablehlo.convert %%b : (tensor<512x%s>) -> tensor<512xf32>\n"
+                     "  %%f = stablehlo.%s %%fa, %%fb : tensor<512xf32>\n"
+                     "  %%1 = stablehlo.convert %%f : (tensor<512xf32>) -> tensor<512x%s>\n"
+                     "  return %%0, %%1 : tensor<512x%s>, tensor<512x%s>",
+                     ops[o], ty, ty, ty, ops[o], ty, ty, ty);
+            ir_elem e = t ? IR_E_F16 : IR_E_BF16;
+            ir_tensor *args[2] = {tf(e, "512", a, NV), tf(e, "512", b, NV)};
+            uint32_t n;
+            ir_tensor **r = run(fn(sig, body), args, 2, &n);
+            ck_assert_uint_eq(n, 2);
+            for (int i = 0; i < NV; i++) {
+                double got = ir_tensor_get_f64(r[0], i), want = ir_tensor_get_f64(r[1], i);
+                ck_assert_msg((isnan(got) && isnan(want)) || (got == want && signbit(got) == signbit(want)),
+                              "%s %s element %d (of %.9g, %.9g): %.9g, the f32 route gives %.9g", ty, ops[o], i,
+                              a[i], b[i], got, want);
+            }
+            ir_tensors_free(r, n);
+        }
+}
+END_TEST
+
 /* The spec's convolution example (lhs dilation 2, stride 4), in i64. */
 START_TEST(convolution_spec_example)
 {
@@ -3593,6 +3646,7 @@ static Suite *interp_suite(void)
     tcase_add_test(tc, dot_sums_in_one_order_whatever_the_blocking);
     tcase_add_test(tc, convolution_against_reference);
     tcase_add_test(tc, convolution_spec_example);
+    tcase_add_test(tc, half_float_elementwise_against_f32);
     tcase_add_test(tc, reduce_and_argmax);
     tcase_add_test(tc, reduce_window_spec_example);
     tcase_add_test(tc, select_and_scatter_spec_example);

@@ -303,6 +303,7 @@ typedef struct ip_reducer {
     const ir_region *r;
     uint32_t n;                           /* values per side */
     ir_opcode fast;                       /* IR_OP_UNKNOWN: evaluate the region */
+    ip_class fast_class;                  /* with fast: ir__ip_class(elems[0]) */
     bool replace;                         /* the body returns its x arguments unchanged */
     ir_elem elems[IP_MAX_VARIADIC];       /* element types of the accumulators */
     ir_elem xelems[IP_MAX_VARIADIC];      /* element types of the values folded in */
