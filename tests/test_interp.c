@@ -1048,7 +1048,8 @@ END_TEST
 typedef struct conv_case {
     int n, h, w, c, kh, kw, o;
     int stride[2], pad[2][2], ldil[2], rdil[2], rev[2], fgc, bgc;
-    int layout; /* 0: NHWC, HWIO -> NHWC; 1: NCHW, OIHW -> NCHW; 2: CNHW, IOHW -> HWNC */
+    int layout;  /* 0: NHWC, HWIO -> NHWC; 1: NCHW, OIHW -> NCHW; 2: CNHW, IOHW -> HWNC */
+    int threads; /* ir_interp_opts.threads */
 } conv_case;
 
 static void conv_reference(const conv_case *cc, const double *in, const double *k, double *out, int *oh, int *ow)
@@ -1149,7 +1150,10 @@ static void check_conv_as(const conv_case *cc, bool f64)
              lay[L].yp[0], lay[L].yp[1], lay[L].yp[2], lay[L].yp[3], yt, outs, ty, outs, ty);
     ir_elem e = f64 ? IR_E_F64 : IR_E_F32;
     ir_tensor *args[2] = {tf(e, ins, in, (size_t)ni), tf(e, ks, k, (size_t)nk)};
-    ir_tensor *t = run1(fn(sig, body), args, 2);
+    ir_interp_opts opts = {.threads = cc->threads};
+    ir_tensor *t = run1_opts(fn(sig, body), args, 2, &opts);
+    ir_tensor_free(args[0]);
+    ir_tensor_free(args[1]);
     size_t n_out = (size_t)(cc->n / cc->bgc * oh * ow * cc->o);
     if (f64) {
         for (size_t i = 0; i < n_out; i++)
@@ -1174,10 +1178,10 @@ START_TEST(convolution_against_reference)
 {
     /* plain; strides, padding, dilations, reversal and feature groups;
      * batch groups */
-    conv_case plain = {1, 4, 4, 2, 3, 3, 3, {1, 1}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1}, {0, 0}, 1, 1, 0};
-    conv_case all = {2, 5, 5, 4, 3, 3, 6, {2, 1}, {{1, 2}, {0, 1}}, {1, 2}, {2, 1}, {1, 0}, 2, 1, 0};
-    conv_case neg = {1, 6, 5, 2, 2, 2, 2, {1, 2}, {{-1, 1}, {2, -1}}, {1, 1}, {1, 1}, {0, 1}, 1, 1, 0};
-    conv_case bg = {4, 3, 3, 2, 1, 2, 4, {1, 1}, {{0, 0}, {0, 1}}, {1, 1}, {1, 1}, {0, 0}, 1, 2, 0};
+    conv_case plain = {1, 4, 4, 2, 3, 3, 3, {1, 1}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1}, {0, 0}, 1, 1, 0, 0};
+    conv_case all = {2, 5, 5, 4, 3, 3, 6, {2, 1}, {{1, 2}, {0, 1}}, {1, 2}, {2, 1}, {1, 0}, 2, 1, 0, 0};
+    conv_case neg = {1, 6, 5, 2, 2, 2, 2, {1, 2}, {{-1, 1}, {2, -1}}, {1, 1}, {1, 1}, {0, 1}, 1, 1, 0, 0};
+    conv_case bg = {4, 3, 3, 2, 1, 2, 4, {1, 1}, {{0, 0}, {0, 1}}, {1, 1}, {1, 1}, {0, 0}, 1, 2, 0, 0};
     check_conv(&plain);
     check_conv(&all);
     check_conv(&neg);
@@ -1185,11 +1189,11 @@ START_TEST(convolution_against_reference)
     /* a patch embedding: 14 x 14 windows of 3 features, stride 14, into 70
      * output features (eight blocks of 8 and a block of 6, positions side
      * by side) */
-    conv_case patch = {2, 28, 42, 3, 14, 14, 70, {14, 14}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1}, {0, 0}, 1, 1, 0};
+    conv_case patch = {2, 28, 42, 3, 14, 14, 70, {14, 14}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1}, {0, 0}, 1, 1, 0, 0};
     check_conv_as(&patch, true);
     /* 19 output features: two blocks of 8 summed in registers and a block
      * of 3; windows on padding, a dilated and reversed kernel */
-    conv_case blocks = {2, 7, 6, 5, 3, 3, 19, {1, 2}, {{1, 1}, {2, 0}}, {1, 1}, {2, 1}, {0, 1}, 1, 1, 0};
+    conv_case blocks = {2, 7, 6, 5, 3, 3, 19, {1, 2}, {{1, 1}, {2, 0}}, {1, 1}, {2, 1}, {0, 1}, 1, 1, 0, 0};
     check_conv(&blocks);
     /* what the blocked kernel does per group: feature groups of 3 input
      * and 9 output features (a block of 8 and one), depthwise (1 and 2
@@ -1197,11 +1201,11 @@ START_TEST(convolution_against_reference)
      * side (the same window offsets on padding) and alone (neighbours
      * with different ones); in the NCHW and CNHW -> HWNC layouts (the
      * input features strided, the batch innermost) */
-    conv_case fg = {2, 6, 7, 6, 3, 3, 18, {1, 1}, {{1, 1}, {1, 0}}, {1, 1}, {1, 1}, {0, 0}, 2, 1, 0};
-    conv_case dw = {2, 5, 9, 5, 3, 3, 5, {1, 1}, {{1, 1}, {1, 1}}, {1, 1}, {1, 1}, {0, 0}, 5, 1, 0};
-    conv_case dw2 = {1, 6, 6, 4, 3, 2, 8, {2, 1}, {{1, 2}, {0, 1}}, {1, 1}, {1, 2}, {1, 0}, 4, 1, 0};
-    conv_case bg9 = {4, 5, 6, 3, 2, 3, 18, {1, 1}, {{0, 1}, {1, 1}}, {1, 1}, {1, 1}, {0, 1}, 1, 2, 0};
-    conv_case up = {1, 4, 5, 3, 3, 3, 10, {1, 1}, {{2, 2}, {1, 2}}, {2, 2}, {1, 1}, {1, 1}, 1, 1, 0};
+    conv_case fg = {2, 6, 7, 6, 3, 3, 18, {1, 1}, {{1, 1}, {1, 0}}, {1, 1}, {1, 1}, {0, 0}, 2, 1, 0, 0};
+    conv_case dw = {2, 5, 9, 5, 3, 3, 5, {1, 1}, {{1, 1}, {1, 1}}, {1, 1}, {1, 1}, {0, 0}, 5, 1, 0, 0};
+    conv_case dw2 = {1, 6, 6, 4, 3, 2, 8, {2, 1}, {{1, 2}, {0, 1}}, {1, 1}, {1, 2}, {1, 0}, 4, 1, 0, 0};
+    conv_case bg9 = {4, 5, 6, 3, 2, 3, 18, {1, 1}, {{0, 1}, {1, 1}}, {1, 1}, {1, 1}, {0, 1}, 1, 2, 0, 0};
+    conv_case up = {1, 4, 5, 3, 3, 3, 10, {1, 1}, {{2, 2}, {1, 2}}, {2, 2}, {1, 1}, {1, 1}, 1, 1, 0, 0};
     check_conv(&fg);
     check_conv(&dw);
     check_conv(&dw2);
@@ -1217,8 +1221,19 @@ START_TEST(convolution_against_reference)
     }
     /* a weight gradient's shape: a window as large as the input, a few
      * outputs, many terms per sum (CNHW: the batch is the contraction) */
-    conv_case wg = {3, 9, 10, 16, 7, 8, 9, {1, 1}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1}, {0, 0}, 1, 1, 2};
+    conv_case wg = {3, 9, 10, 16, 7, 8, 9, {1, 1}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1}, {0, 0}, 1, 1, 2, 0};
     check_conv(&wg);
+    /* large enough to be cut among threads (5.3 M multiply-adds): 968
+     * positions in 2, 3 and 16 ranges (the last capped by the chunks:
+     * ranges that start mid-row, odd ones), each the reference bit for bit */
+    conv_case big = {2, 24, 24, 16, 3, 3, 32, {1, 1}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1}, {0, 0}, 1, 1, 1, 2};
+    check_conv(&big);
+    big.threads = 3;
+    check_conv(&big);
+    big.threads = 16;
+    big.layout = 0;
+    big.pad[0][0] = big.pad[1][1] = 1;
+    check_conv(&big);
 }
 END_TEST
 
