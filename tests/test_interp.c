@@ -1048,6 +1048,7 @@ END_TEST
 typedef struct conv_case {
     int n, h, w, c, kh, kw, o;
     int stride[2], pad[2][2], ldil[2], rdil[2], rev[2], fgc, bgc;
+    int layout; /* 0: NHWC, HWIO -> NHWC; 1: NCHW, OIHW -> NCHW; 2: CNHW, IOHW -> HWNC */
 } conv_case;
 
 static void conv_reference(const conv_case *cc, const double *in, const double *k, double *out, int *oh, int *ow)
@@ -1112,15 +1113,40 @@ static void check_conv_as(const conv_case *cc, bool f64)
     snprintf(ks, sizeof ks, "%dx%dx%dx%d", cc->kh, cc->kw, cc->c / cc->fgc, cc->o);
     snprintf(outs, sizeof outs, "%dx%dx%dx%d", cc->n / cc->bgc, oh, ow, cc->o);
     snprintf(sig, sizeof sig, "(%%a: tensor<%sx%s>, %%k: tensor<%sx%s>) -> tensor<%sx%s>", ins, ty, ks, ty, outs, ty);
+    /* other layouts: the operands transposed into them, the result back
+     * (transposes are exact) */
+    static const struct {
+        const char *dn;
+        int lp[4], kp[4], yp[4];
+    } lay[3] = {{"[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]", {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}},
+                {"[b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1]", {0, 3, 1, 2}, {3, 2, 0, 1}, {0, 2, 3, 1}},
+                {"[f, b, 0, 1]x[i, o, 0, 1]->[0, 1, b, f]", {3, 0, 1, 2}, {2, 3, 0, 1}, {2, 0, 1, 3}}};
+    int L = cc->layout;
+    int ld[4] = {cc->n, cc->h, cc->w, cc->c}, kd[4] = {cc->kh, cc->kw, cc->c / cc->fgc, cc->o},
+        yd[4] = {cc->n / cc->bgc, oh, ow, cc->o};
+    char lt[64], kt[64], yt[64]; /* the operands' and the result's types in the layout */
+    int yl[4];                   /* the result's dims in the layout */
+    for (int i = 0; i < 4; i++)
+        yl[lay[L].yp[i]] = yd[i];
+    snprintf(lt, sizeof lt, "%dx%dx%dx%dx%s", ld[lay[L].lp[0]], ld[lay[L].lp[1]], ld[lay[L].lp[2]], ld[lay[L].lp[3]],
+             ty);
+    snprintf(kt, sizeof kt, "%dx%dx%dx%dx%s", kd[lay[L].kp[0]], kd[lay[L].kp[1]], kd[lay[L].kp[2]], kd[lay[L].kp[3]],
+             ty);
+    snprintf(yt, sizeof yt, "%dx%dx%dx%dx%s", yl[0], yl[1], yl[2], yl[3], ty);
     snprintf(body, sizeof body,
-             "  %%0 = stablehlo.convolution(%%a, %%k) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], "
+             "  %%l = stablehlo.transpose %%a, dims = [%d, %d, %d, %d] : (tensor<%sx%s>) -> tensor<%s>\n"
+             "  %%r = stablehlo.transpose %%k, dims = [%d, %d, %d, %d] : (tensor<%sx%s>) -> tensor<%s>\n"
+             "  %%0 = stablehlo.convolution(%%l, %%r) dim_numbers = %s, "
              "window = {stride = [%d, %d], pad = [[%d, %d], [%d, %d]], lhs_dilate = [%d, %d], rhs_dilate = [%d, %d], "
              "reverse = [%s, %s]} {batch_group_count = %d : i64, feature_group_count = %d : i64} : "
-             "(tensor<%sx%s>, tensor<%sx%s>) -> tensor<%sx%s>\n"
-             "  return %%0 : tensor<%sx%s>",
-             cc->stride[0], cc->stride[1], cc->pad[0][0], cc->pad[0][1], cc->pad[1][0], cc->pad[1][1], cc->ldil[0],
-             cc->ldil[1], cc->rdil[0], cc->rdil[1], cc->rev[0] ? "true" : "false", cc->rev[1] ? "true" : "false", cc->bgc,
-             cc->fgc, ins, ty, ks, ty, outs, ty, outs, ty);
+             "(tensor<%s>, tensor<%s>) -> tensor<%s>\n"
+             "  %%1 = stablehlo.transpose %%0, dims = [%d, %d, %d, %d] : (tensor<%s>) -> tensor<%sx%s>\n"
+             "  return %%1 : tensor<%sx%s>",
+             lay[L].lp[0], lay[L].lp[1], lay[L].lp[2], lay[L].lp[3], ins, ty, lt, lay[L].kp[0], lay[L].kp[1],
+             lay[L].kp[2], lay[L].kp[3], ks, ty, kt, lay[L].dn, cc->stride[0], cc->stride[1], cc->pad[0][0],
+             cc->pad[0][1], cc->pad[1][0], cc->pad[1][1], cc->ldil[0], cc->ldil[1], cc->rdil[0], cc->rdil[1],
+             cc->rev[0] ? "true" : "false", cc->rev[1] ? "true" : "false", cc->bgc, cc->fgc, lt, kt, yt,
+             lay[L].yp[0], lay[L].yp[1], lay[L].yp[2], lay[L].yp[3], yt, outs, ty, outs, ty);
     ir_elem e = f64 ? IR_E_F64 : IR_E_F32;
     ir_tensor *args[2] = {tf(e, ins, in, (size_t)ni), tf(e, ks, k, (size_t)nk)};
     ir_tensor *t = run1(fn(sig, body), args, 2);
@@ -1148,23 +1174,51 @@ START_TEST(convolution_against_reference)
 {
     /* plain; strides, padding, dilations, reversal and feature groups;
      * batch groups */
-    conv_case plain = {1, 4, 4, 2, 3, 3, 3, {1, 1}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1}, {0, 0}, 1, 1};
-    conv_case all = {2, 5, 5, 4, 3, 3, 6, {2, 1}, {{1, 2}, {0, 1}}, {1, 2}, {2, 1}, {1, 0}, 2, 1};
-    conv_case neg = {1, 6, 5, 2, 2, 2, 2, {1, 2}, {{-1, 1}, {2, -1}}, {1, 1}, {1, 1}, {0, 1}, 1, 1};
-    conv_case bg = {4, 3, 3, 2, 1, 2, 4, {1, 1}, {{0, 0}, {0, 1}}, {1, 1}, {1, 1}, {0, 0}, 1, 2};
+    conv_case plain = {1, 4, 4, 2, 3, 3, 3, {1, 1}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1}, {0, 0}, 1, 1, 0};
+    conv_case all = {2, 5, 5, 4, 3, 3, 6, {2, 1}, {{1, 2}, {0, 1}}, {1, 2}, {2, 1}, {1, 0}, 2, 1, 0};
+    conv_case neg = {1, 6, 5, 2, 2, 2, 2, {1, 2}, {{-1, 1}, {2, -1}}, {1, 1}, {1, 1}, {0, 1}, 1, 1, 0};
+    conv_case bg = {4, 3, 3, 2, 1, 2, 4, {1, 1}, {{0, 0}, {0, 1}}, {1, 1}, {1, 1}, {0, 0}, 1, 2, 0};
     check_conv(&plain);
     check_conv(&all);
     check_conv(&neg);
     check_conv(&bg);
     /* a patch embedding: 14 x 14 windows of 3 features, stride 14, into 70
-     * output features (the kernel's packed columns in tiles of 55 and 15,
-     * pairs and one left over) */
-    conv_case patch = {2, 28, 42, 3, 14, 14, 70, {14, 14}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1}, {0, 0}, 1, 1};
+     * output features (eight blocks of 8 and a block of 6, positions side
+     * by side) */
+    conv_case patch = {2, 28, 42, 3, 14, 14, 70, {14, 14}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1}, {0, 0}, 1, 1, 0};
     check_conv_as(&patch, true);
-    /* 19 output features: two blocks of 8 summed in registers, a pair and
-     * one; windows on padding, a dilated and reversed kernel */
-    conv_case blocks = {2, 7, 6, 5, 3, 3, 19, {1, 2}, {{1, 1}, {2, 0}}, {1, 1}, {2, 1}, {0, 1}, 1, 1};
+    /* 19 output features: two blocks of 8 summed in registers and a block
+     * of 3; windows on padding, a dilated and reversed kernel */
+    conv_case blocks = {2, 7, 6, 5, 3, 3, 19, {1, 2}, {{1, 1}, {2, 0}}, {1, 1}, {2, 1}, {0, 1}, 1, 1, 0};
     check_conv(&blocks);
+    /* what the blocked kernel does per group: feature groups of 3 input
+     * and 9 output features (a block of 8 and one), depthwise (1 and 2
+     * per group), batch groups of 9 output features; positions side by
+     * side (the same window offsets on padding) and alone (neighbours
+     * with different ones); in the NCHW and CNHW -> HWNC layouts (the
+     * input features strided, the batch innermost) */
+    conv_case fg = {2, 6, 7, 6, 3, 3, 18, {1, 1}, {{1, 1}, {1, 0}}, {1, 1}, {1, 1}, {0, 0}, 2, 1, 0};
+    conv_case dw = {2, 5, 9, 5, 3, 3, 5, {1, 1}, {{1, 1}, {1, 1}}, {1, 1}, {1, 1}, {0, 0}, 5, 1, 0};
+    conv_case dw2 = {1, 6, 6, 4, 3, 2, 8, {2, 1}, {{1, 2}, {0, 1}}, {1, 1}, {1, 2}, {1, 0}, 4, 1, 0};
+    conv_case bg9 = {4, 5, 6, 3, 2, 3, 18, {1, 1}, {{0, 1}, {1, 1}}, {1, 1}, {1, 1}, {0, 1}, 1, 2, 0};
+    conv_case up = {1, 4, 5, 3, 3, 3, 10, {1, 1}, {{2, 2}, {1, 2}}, {2, 2}, {1, 1}, {1, 1}, 1, 1, 0};
+    check_conv(&fg);
+    check_conv(&dw);
+    check_conv(&dw2);
+    check_conv(&bg9);
+    check_conv(&up);
+    for (int L = 1; L <= 2; L++) {
+        blocks.layout = fg.layout = dw.layout = bg9.layout = up.layout = L;
+        check_conv(&blocks);
+        check_conv(&fg);
+        check_conv(&dw);
+        check_conv(&bg9);
+        check_conv(&up);
+    }
+    /* a weight gradient's shape: a window as large as the input, a few
+     * outputs, many terms per sum (CNHW: the batch is the contraction) */
+    conv_case wg = {3, 9, 10, 16, 7, 8, 9, {1, 1}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1}, {0, 0}, 1, 1, 2};
+    check_conv(&wg);
 }
 END_TEST
 

@@ -391,139 +391,278 @@ done:
 
 /* ============================================================ convolution */
 
-/* Bytes of the packed kernel's columns a tile of output features holds:
- * well inside a core's L2. */
-#define CONV_TILE_BYTES (256 * 1024)
+/* Window offsets conv_float works out at once: this many terms' input
+ * offsets over a chunk of positions (a chunk holds at least one). */
+#define CONV_CHUNK_OFFSETS 16384
+#define CONV_CHUNK_MAX 64
 
-/* A float convolution without feature or batch groups, every output
- * feature of a position at once: y[.., of] = sum over the window offsets
- * w (row-major) inside the input, then the input features ci, of
- * x[w, ci] k[w, ci, of], one term after another in that order (the order
- * of the general loop below, for each output).  The kernel is packed
- * [w][ci][of] so that a term's x meets a contiguous row of the kernel, the
- * output features in tiles whose packed columns stay in cache; eight
- * features' sums at a time stay in registers through all the terms (they
- * went through memory at every term: half the kernel's time). */
-static int conv_float(ip_ctx *c, const ir_tensor *l, const ir_tensor *k, const double *lf, const double *kf,
-                      ir_tensor *y, const ir_conv_dims *cd, const int64_t *ksz, const int64_t *strides,
-                      const int64_t *pad, const int64_t *ldil, const int64_t *rdil, const int64_t *rev)
+/* Two positions' sums of eight output features (the same window offsets
+ * on the input, a packed kernel block [w][ci][8]): sixteen sums in
+ * registers, each one term after another in the reference order (window
+ * offset, then input feature).  x0, x1: the positions' packed input;
+ * lo0, lo1: each window offset's input offset, negative on padding (the
+ * same offsets are padding for both). */
+static void conv_2x8(const double *x0, const double *x1, const int64_t *lo0, const int64_t *lo1, const double *kb,
+                     int64_t W, int64_t Ci, double *out)
+{
+    v2d a0 = {0, 0}, a1 = {0, 0}, a2 = {0, 0}, a3 = {0, 0}, b0 = {0, 0}, b1 = {0, 0}, b2 = {0, 0}, b3 = {0, 0};
+    for (int64_t w = 0; w < W; w++) {
+        if (lo0[w] < 0)
+            continue;
+        const double *p = x0 + lo0[w], *q = x1 + lo1[w], *kr = kb + w * Ci * 8;
+        for (int64_t ci = 0; ci < Ci; ci++, kr += 8) {
+            v2d k0 = ld2(kr), k1 = ld2(kr + 2), k2 = ld2(kr + 4), k3 = ld2(kr + 6);
+            v2d u = {p[ci], p[ci]}, v = {q[ci], q[ci]};
+            a0 = a0 + u * k0;
+            a1 = a1 + u * k1;
+            a2 = a2 + u * k2;
+            a3 = a3 + u * k3;
+            b0 = b0 + v * k0;
+            b1 = b1 + v * k1;
+            b2 = b2 + v * k2;
+            b3 = b3 + v * k3;
+        }
+    }
+    memcpy(out, &a0, sizeof a0);
+    memcpy(out + 2, &a1, sizeof a1);
+    memcpy(out + 4, &a2, sizeof a2);
+    memcpy(out + 6, &a3, sizeof a3);
+    memcpy(out + 8, &b0, sizeof b0);
+    memcpy(out + 10, &b1, sizeof b1);
+    memcpy(out + 12, &b2, sizeof b2);
+    memcpy(out + 14, &b3, sizeof b3);
+}
+
+/* One position's sums of eight output features (conv_2x8 for one). */
+static void conv_1x8(const double *x0, const int64_t *lo0, const double *kb, int64_t W, int64_t Ci, double *out)
+{
+    v2d a0 = {0, 0}, a1 = {0, 0}, a2 = {0, 0}, a3 = {0, 0};
+    for (int64_t w = 0; w < W; w++) {
+        if (lo0[w] < 0)
+            continue;
+        const double *p = x0 + lo0[w], *kr = kb + w * Ci * 8;
+        for (int64_t ci = 0; ci < Ci; ci++, kr += 8) {
+            v2d u = {p[ci], p[ci]};
+            a0 = a0 + u * ld2(kr);
+            a1 = a1 + u * ld2(kr + 2);
+            a2 = a2 + u * ld2(kr + 4);
+            a3 = a3 + u * ld2(kr + 6);
+        }
+    }
+    memcpy(out, &a0, sizeof a0);
+    memcpy(out + 2, &a1, sizeof a1);
+    memcpy(out + 4, &a2, sizeof a2);
+    memcpy(out + 6, &a3, sizeof a3);
+}
+
+/* Two positions' sums of one output feature of a block of F (kernel
+ * block [w][ci][F]), the positions side by side in the lanes. */
+static void conv_2x1(const double *x0, const double *x1, const int64_t *lo0, const int64_t *lo1, const double *kb,
+                     int64_t W, int64_t Ci, int64_t F, double *out)
+{
+    v2d a = {0, 0};
+    for (int64_t w = 0; w < W; w++) {
+        if (lo0[w] < 0)
+            continue;
+        const double *p = x0 + lo0[w], *q = x1 + lo1[w], *kr = kb + w * Ci * F;
+        for (int64_t ci = 0; ci < Ci; ci++, kr += F) {
+            v2d u = {p[ci], q[ci]}, kk = {kr[0], kr[0]};
+            a = a + u * kk;
+        }
+    }
+    memcpy(out, &a, sizeof a);
+}
+
+/* One position's sum of one output feature (conv_2x1 for one). */
+static double conv_1x1(const double *x0, const int64_t *lo0, const double *kb, int64_t W, int64_t Ci, int64_t F)
+{
+    double s = 0;
+    for (int64_t w = 0; w < W; w++) {
+        if (lo0[w] < 0)
+            continue;
+        const double *p = x0 + lo0[w], *kr = kb + w * Ci * F;
+        for (int64_t ci = 0; ci < Ci; ci++, kr += F)
+            s += p[ci] * kr[0];
+    }
+    return s;
+}
+
+/* A float convolution (feature or batch groups, padding, strides,
+ * dilations, window reversal), in the order of the general loop of
+ * ir__ip_k_convolution: y[.., of] = sum over the window offsets w
+ * (row-major) inside the input, then the input features ci of of's group,
+ * of x[w, ci] k[w, ci, of], one term after another.  Each group is a
+ * convolution of its own (fgc: its slice of input features; bgc: its
+ * slice of the batch).  The input is packed [batch][spatial][feature]
+ * in doubles, so a window offset's input features are contiguous
+ * whatever the layout; the kernel in blocks of eight output features,
+ * each [w][ci][8] contiguous.  Positions (the output's indices but the
+ * feature) go in chunks whose window offsets are worked out once for
+ * every group and block; two neighbours with the same offsets on padding
+ * share the kernel's loads (conv_2x8).  Every sum is the reference's,
+ * term for term: only which sums run side by side changes. */
+static int conv_float(ip_ctx *c, const ir_tensor *l, const ir_tensor *k, ir_tensor *y, const ir_conv_dims *cd,
+                      const int64_t *ksz, const int64_t *strides, const int64_t *pad, const int64_t *ldil,
+                      const int64_t *rdil, const int64_t *rev, int64_t fgc, int64_t bgc)
 {
     int ns = cd->n_spatial;
-    int64_t Ci = k->dims[cd->kernel_in], O = k->dims[cd->kernel_out], W = 1;
-    for (int i = 0; i < ns; i++)
+    int64_t N = l->dims[cd->in_batch], C = l->dims[cd->in_feature], Ci = k->dims[cd->kernel_in],
+            O = k->dims[cd->kernel_out], W = 1, S = 1;
+    for (int i = 0; i < ns; i++) {
         W *= ksz[i];
-    int64_t ls[IR_MAX_RANK], ks[IR_MAX_RANK], ys[IR_MAX_RANK];
-    ip_strides(l->rank, l->dims, ls);
-    ip_strides(k->rank, k->dims, ks);
-    ip_strides(y->rank, y->dims, ys);
-    ir_elem ye = (ir_elem)y->elem;
-    size_t yb = ip_eb(ye);
-    int64_t rows = W * Ci;
-    double *kp = ap_malloc(sizeof *kp * (size_t)(rows * O > 0 ? rows * O : 1));
-    int64_t tile = rows > 0 ? CONV_TILE_BYTES / (rows * (int64_t)sizeof(double)) : O;
-    if (tile < 2)
-        tile = 2;
-    if (tile > O)
-        tile = O;
-    /* per window offset of the current position: its input offset, -1
-     * when it falls on padding */
-    int64_t *loffs = ap_malloc(sizeof *loffs * (size_t)(W > 0 ? W : 1));
-    if (!kp || !loffs) {
+        S *= l->dims[cd->in_spatial[i]];
+    }
+    int64_t G = fgc > 1 ? fgc : bgc, NO = O / G, nbg = N / bgc, T = W * Ci;
+    int64_t chunk = W > 0 ? CONV_CHUNK_OFFSETS / W : CONV_CHUNK_MAX;
+    if (chunk < 1)
+        chunk = 1;
+    if (chunk > CONV_CHUNK_MAX)
+        chunk = CONV_CHUNK_MAX;
+    double *xp = ap_malloc(sizeof *xp * (size_t)(l->numel > 0 ? l->numel : 1));
+    double *kp = ap_malloc(sizeof *kp * (size_t)(k->numel > 0 ? k->numel : 1));
+    int64_t *koffs = ap_malloc(sizeof *koffs * (size_t)(W > 0 ? W : 1));
+    int64_t *loffs = ap_malloc(sizeof *loffs * (size_t)(chunk * (W > 0 ? W : 1)));
+    int64_t *pos = ap_malloc(sizeof *pos * (size_t)(2 * chunk));
+    bool *same = ap_malloc(sizeof *same * (size_t)chunk);
+    if (!xp || !kp || !koffs || !loffs || !pos || !same) {
+        ap_free(xp);
         ap_free(kp);
+        ap_free(koffs);
         ap_free(loffs);
+        ap_free(pos);
+        ap_free(same);
         return ir__ip_fail(c, AP_ENOMEM, "out of memory");
     }
+    /* the input packed: ps[d] is dim d's stride there */
+    int64_t ps[IR_MAX_RANK], sst[IR_MAX_RANK], ks[IR_MAX_RANK], ys[IR_MAX_RANK];
+    for (int64_t i = ns - 1, s = 1; i >= 0; i--) {
+        sst[i] = s;
+        s *= l->dims[cd->in_spatial[i]];
+    }
+    ps[cd->in_batch] = S * C;
+    ps[cd->in_feature] = 1;
+    for (int i = 0; i < ns; i++)
+        ps[cd->in_spatial[i]] = sst[i] * C;
+    ir_elem le = (ir_elem)l->elem, ke = (ir_elem)k->elem, ye = (ir_elem)y->elem;
+    size_t leb = ip_eb(le), keb = ip_eb(ke), yb = ip_eb(ye);
+    int r = l->rank;
+    int64_t inner = l->dims[r - 1], li[IR_MAX_RANK] = {0};
+    for (int64_t i = 0; i + inner <= l->numel && inner > 0; i += inner) {
+        int64_t d = 0;
+        for (int q = 0; q < r - 1; q++)
+            d += li[q] * ps[q];
+        for (int64_t j = 0; j < inner; j++)
+            xp[d + j * ps[r - 1]] = ip_ldf(le, l->data + (size_t)(i + j) * leb);
+        ip_next(r - 1, l->dims, li);
+    }
+    /* the kernel: group g's block b (F features) at (g NO + 8 b) T, [w][ci][F] */
+    ip_strides(k->rank, k->dims, ks);
+    ip_strides(y->rank, y->dims, ys);
     int64_t wi[IR_MAX_RANK] = {0};
     for (int64_t w = 0; w < W; w++) {
         int64_t koff = 0;
         for (int i = 0; i < ns; i++)
             koff += (rev[i] ? ksz[i] - 1 - wi[i] : wi[i]) * ks[cd->kernel_spatial[i]];
-        for (int64_t ci = 0; ci < Ci; ci++)
-            for (int64_t of = 0; of < O; of++)
-                kp[(w * Ci + ci) * O + of] = kf[koff + ci * ks[cd->kernel_in] + of * ks[cd->kernel_out]];
+        koffs[w] = koff;
         ip_next(ns, ksz, wi);
     }
-    int64_t xs = ls[cd->in_feature];
+    for (int64_t g = 0; g < G; g++)
+        for (int64_t b = 0; b < NO; b += 8) {
+            int64_t F = NO - b < 8 ? NO - b : 8, o0 = g * NO + b;
+            double *kb = kp + o0 * T;
+            for (int64_t w = 0; w < W; w++)
+                for (int64_t ci = 0; ci < Ci; ci++)
+                    for (int64_t f = 0; f < F; f++)
+                        kb[(w * Ci + ci) * F + f] = ip_ldf(
+                            ke, k->data + (size_t)(koffs[w] + ci * ks[cd->kernel_in] + (o0 + f) * ks[cd->kernel_out]) *
+                                              keb);
+        }
     /* the positions: every index of y with the output feature at 0 */
-    int64_t pdims[IR_MAX_RANK];
+    int64_t pdims[IR_MAX_RANK], yi[IR_MAX_RANK] = {0}, ysf = ys[cd->out_feature];
     for (int i = 0; i < y->rank; i++)
         pdims[i] = i == cd->out_feature ? 1 : y->dims[i];
-    for (int64_t o0 = 0; o0 < O; o0 += tile) {
-        int64_t no = O - o0 < tile ? O - o0 : tile;
-        int64_t yi[IR_MAX_RANK] = {0};
-        do {
+    bool more = true;
+    while (more) {
+        /* a chunk: each position's output offset (feature 0), batch index
+         * and input offsets (-1 on padding) */
+        int64_t np = 0;
+        for (; np < chunk && more; np++, more = ip_next(y->rank, pdims, yi)) {
+            int64_t yoff = 0;
+            for (int i = 0; i < y->rank; i++)
+                yoff += yi[i] * ys[i];
+            pos[2 * np] = yoff;
+            pos[2 * np + 1] = yi[cd->out_batch];
+            int64_t *lo = loffs + np * W;
             memset(wi, 0, sizeof wi);
             for (int64_t w = 0; w < W; w++, ip_next(ns, ksz, wi)) {
-                int64_t loff = yi[cd->out_batch] * ls[cd->in_batch];
+                int64_t off = 0;
                 bool inside = true;
                 for (int i = 0; i < ns && inside; i++) {
                     int64_t p = yi[cd->out_spatial[i]] * strides[i] + wi[i] * rdil[i] - pad[2 * i];
                     inside = p >= 0 && p % ldil[i] == 0 && p / ldil[i] < l->dims[cd->in_spatial[i]];
-                    loff += inside ? p / ldil[i] * ls[cd->in_spatial[i]] : 0;
+                    off += inside ? p / ldil[i] * sst[i] : 0;
                 }
-                loffs[w] = inside ? loff : -1;
+                lo[w] = inside ? off * C : -1;
             }
-            int64_t base = 0;
-            for (int i = 0; i < y->rank; i++)
-                base += yi[i] * ys[i];
-            uint8_t *yo = y->data + (size_t)(base + o0 * ys[cd->out_feature]) * yb;
-            size_t ystep = (size_t)ys[cd->out_feature] * yb;
-            /* 8 output features at a time, their sums in registers */
-            int64_t of = 0;
-            for (; of + 8 <= no; of += 8) {
-                v2d a0 = {0, 0}, a1 = {0, 0}, a2 = {0, 0}, a3 = {0, 0};
-                for (int64_t w = 0; w < W; w++) {
-                    if (loffs[w] < 0)
-                        continue;
-                    const double *xr = lf + loffs[w], *kb = kp + w * Ci * O + o0 + of;
-                    for (int64_t ci = 0; ci < Ci; ci++) {
-                        double x = xr[ci * xs];
-                        v2d x2 = {x, x};
-                        const double *kr = kb + ci * O;
-                        a0 = a0 + x2 * ld2(kr);
-                        a1 = a1 + x2 * ld2(kr + 2);
-                        a2 = a2 + x2 * ld2(kr + 4);
-                        a3 = a3 + x2 * ld2(kr + 6);
-                    }
-                }
-                double acc[8];
-                memcpy(acc, &a0, sizeof a0);
-                memcpy(acc + 2, &a1, sizeof a1);
-                memcpy(acc + 4, &a2, sizeof a2);
-                memcpy(acc + 6, &a3, sizeof a3);
-                for (int q = 0; q < 8; q++)
-                    ip_stf(ye, yo + (size_t)(of + q) * ystep, acc[q]);
-            }
-            /* the rest two and one at a time */
-            for (; of < no; of += 2) {
-                int64_t m = no - of >= 2 ? 2 : 1;
-                v2d a = {0, 0};
-                double s = 0;
-                for (int64_t w = 0; w < W; w++) {
-                    if (loffs[w] < 0)
-                        continue;
-                    const double *xr = lf + loffs[w], *kb = kp + w * Ci * O + o0 + of;
-                    for (int64_t ci = 0; ci < Ci; ci++) {
-                        double x = xr[ci * xs];
-                        if (m == 2) {
-                            v2d x2 = {x, x};
-                            a = a + x2 * ld2(kb + ci * O);
+        }
+        for (int64_t p = 0; p + 1 < np; p++) {
+            const int64_t *a = loffs + p * W, *b = a + W;
+            int64_t w = 0;
+            while (w < W && (a[w] < 0) == (b[w] < 0))
+                w++;
+            same[p] = w == W;
+        }
+        if (np)
+            same[np - 1] = false;
+        for (int64_t g = 0; g < G; g++) {
+            int64_t nbase = bgc > 1 ? g * nbg : 0;
+            const double *xg = xp + (fgc > 1 ? g * Ci : 0);
+            for (int64_t b = 0; b < NO; b += 8) {
+                int64_t F = NO - b < 8 ? NO - b : 8, o0 = g * NO + b;
+                const double *kb = kp + o0 * T;
+                for (int64_t p = 0; p < np;) {
+                    const double *x0 = xg + (nbase + pos[2 * p + 1]) * S * C;
+                    const int64_t *lo0 = loffs + p * W;
+                    uint8_t *y0 = y->data + (size_t)(pos[2 * p] + o0 * ysf) * yb;
+                    double acc[16];
+                    if (same[p]) { /* two positions */
+                        const double *x1 = xg + (nbase + pos[2 * p + 3]) * S * C;
+                        uint8_t *y1 = y->data + (size_t)(pos[2 * p + 2] + o0 * ysf) * yb;
+                        if (F == 8) {
+                            conv_2x8(x0, x1, lo0, lo0 + W, kb, W, Ci, acc);
+                            for (int q = 0; q < 8; q++) {
+                                ip_stf(ye, y0 + (size_t)(q * ysf) * yb, acc[q]);
+                                ip_stf(ye, y1 + (size_t)(q * ysf) * yb, acc[8 + q]);
+                            }
                         } else {
-                            s += x * kb[ci * O];
+                            for (int64_t f = 0; f < F; f++) {
+                                conv_2x1(x0, x1, lo0, lo0 + W, kb + f, W, Ci, F, acc);
+                                ip_stf(ye, y0 + (size_t)(f * ysf) * yb, acc[0]);
+                                ip_stf(ye, y1 + (size_t)(f * ysf) * yb, acc[1]);
+                            }
                         }
+                        p += 2;
+                    } else {
+                        if (F == 8) {
+                            conv_1x8(x0, lo0, kb, W, Ci, acc);
+                            for (int q = 0; q < 8; q++)
+                                ip_stf(ye, y0 + (size_t)(q * ysf) * yb, acc[q]);
+                        } else {
+                            for (int64_t f = 0; f < F; f++)
+                                ip_stf(ye, y0 + (size_t)(f * ysf) * yb, conv_1x1(x0, lo0, kb + f, W, Ci, F));
+                        }
+                        p++;
                     }
                 }
-                double acc[2];
-                memcpy(acc, &a, sizeof a);
-                if (m == 1)
-                    acc[0] = s;
-                for (int64_t q = 0; q < m; q++)
-                    ip_stf(ye, yo + (size_t)(of + q) * ystep, acc[q]);
             }
-        } while (ip_next(y->rank, pdims, yi));
+        }
     }
+    ap_free(xp);
     ap_free(kp);
+    ap_free(koffs);
     ap_free(loffs);
+    ap_free(pos);
+    ap_free(same);
     return 0;
 }
 
@@ -598,18 +737,18 @@ int ir__ip_k_convolution(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
     double *lf = NULL, *kf = NULL;
     double complex *lz = NULL, *kz = NULL;
     bool cplx = kl == IP_C;
+    if (y->numel == 0)
+        goto done;
+    if (!cplx && !ints && !(c->run->opts.split_sums > 1)) {
+        rc = conv_float(c, l, k, y, &cd, ksz, strides, pad, ldil, rdil, rev, fgc, bgc);
+        goto done;
+    }
     if (!cplx && !ints && ((rc = as_doubles(c, l, &lf)) < 0 || (rc = as_doubles(c, k, &kf)) < 0))
         goto done;
     if (cplx && ((rc = as_complex(c, l, &lz)) < 0 || (rc = as_complex(c, k, &kz)) < 0))
         goto done;
-    if (y->numel == 0)
-        goto done;
     ir_elem ye = (ir_elem)y->elem;
     size_t yb = ip_eb(ye);
-    if (!cplx && !ints && fgc == 1 && bgc == 1 && !(c->run->opts.split_sums > 1)) {
-        rc = conv_float(c, l, k, lf, kf, y, &cd, ksz, strides, pad, ldil, rdil, rev);
-        goto done;
-    }
     int64_t ofg = O / fgc, obg = O / bgc, nbg = N / bgc;
     int64_t yi[IR_MAX_RANK] = {0}, idx = 0;
     /* split_sums: chunks of the input features (what a split of the
