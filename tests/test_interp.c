@@ -2749,6 +2749,59 @@ START_TEST(chlo_bessel_i1e)
 }
 END_TEST
 
+/* chlo.ragged_dot, its three modes as CHLO's legalization computes them;
+ * refused before as an unknown op (7 of /work/realprog's programs).  By
+ * hand, lhs [[1, 2], [3, 4], [5, 6]]:
+ * mode 1 (ragged rows, rhs groups [[1], [1]] and [[10], [0]]): sizes
+ *   [2, 1] put rows 0-1 in group 0 (1 + 2 = 3, 3 + 4 = 7) and row 2 in
+ *   group 1 (5 * 10 = 50); sizes [1, 1] leave row 2 in no group: 3, 30, 0;
+ * mode 2 (ragged contraction, lhs [[1, 2, 3], [4, 5, 6]], rhs [[1], [10],
+ *   [100]], sizes [2, 1]): group 0 sums k = 0, 1 (21, 54), group 1 k = 2
+ *   (300, 600);
+ * mode 3 (ragged batch): a batched dot, [1, 2].[1, 1] = 3, [3, 4].[2, 0] = 6;
+ * and a mode-1 op whose lhs has a second free dimension (which the
+ * legalization's rank test would take for mode 3) is mode 1. */
+START_TEST(chlo_ragged_dot)
+{
+#define RD_DN(lb, rb, lc, rc, lr, rg)                                                                                  \
+    "{ragged_dot_dimension_numbers = #chlo.ragged_dot<lhs_batching_dimensions = [" lb "], rhs_batching_dimensions = "  \
+    "[" rb "], lhs_contracting_dimensions = [" lc "], rhs_contracting_dimensions = [" rc "], lhs_ragged_dimensions = " \
+    "[" lr "], rhs_group_dimensions = [" rg "]>}"
+    const char *src = fn(
+        "(%x: tensor<3x2xf32>, %w: tensor<2x2x1xf32>, %x2: tensor<2x3xf32>, %w2: tensor<3x1xf32>, %x3: tensor<2x1x2xf32>, "
+        "%w3: tensor<2x2x1xf32>, %x4: tensor<2x3x2xf32>) -> (tensor<3x1xf32>, tensor<3x1xf32>, tensor<2x2x1xf32>, "
+        "tensor<2x1x1xf32>, tensor<2x3x1xf32>)",
+        "  %a = stablehlo.constant dense<[2, 1]> : tensor<2xi64>\n"
+        "  %b = stablehlo.constant dense<[1, 1]> : tensor<2xi64>\n"
+        "  %0 = \"chlo.ragged_dot\"(%x, %w, %a) " RD_DN("", "", "1", "1", "0", "0")
+        " : (tensor<3x2xf32>, tensor<2x2x1xf32>, tensor<2xi64>) -> tensor<3x1xf32>\n"
+        "  %1 = \"chlo.ragged_dot\"(%x, %w, %b) " RD_DN("", "", "1", "1", "0", "0")
+        " : (tensor<3x2xf32>, tensor<2x2x1xf32>, tensor<2xi64>) -> tensor<3x1xf32>\n"
+        "  %2 = \"chlo.ragged_dot\"(%x2, %w2, %a) " RD_DN("", "", "1", "0", "1", "")
+        " : (tensor<2x3xf32>, tensor<3x1xf32>, tensor<2xi64>) -> tensor<2x2x1xf32>\n"
+        "  %3 = \"chlo.ragged_dot\"(%x3, %w3, %b) " RD_DN("0", "0", "2", "1", "0", "")
+        " : (tensor<2x1x2xf32>, tensor<2x2x1xf32>, tensor<2xi64>) -> tensor<2x1x1xf32>\n"
+        "  %4 = \"chlo.ragged_dot\"(%x4, %w, %a) " RD_DN("", "", "2", "1", "1", "0")
+        " : (tensor<2x3x2xf32>, tensor<2x2x1xf32>, tensor<2xi64>) -> tensor<2x3x1xf32>\n"
+        "  return %0, %1, %2, %3, %4 : tensor<3x1xf32>, tensor<3x1xf32>, tensor<2x2x1xf32>, tensor<2x1x1xf32>, "
+        "tensor<2x3x1xf32>");
+#undef RD_DN
+    ir_tensor *a[] = {tf(IR_E_F32, "3x2", DV(1, 2, 3, 4, 5, 6)), tf(IR_E_F32, "2x2x1", DV(1, 1, 10, 0)),
+                      tf(IR_E_F32, "2x3", DV(1, 2, 3, 4, 5, 6)), tf(IR_E_F32, "3x1", DV(1, 10, 100)),
+                      tf(IR_E_F32, "2x1x2", DV(1, 2, 3, 4)), tf(IR_E_F32, "2x2x1", DV(1, 1, 2, 0)),
+                      tf(IR_E_F32, "2x3x2", DV(1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6))};
+    uint32_t n;
+    ir_tensor **r = run(src, a, 7, &n);
+    ck_assert_int_eq(n, 5);
+    expect_f(r[0], "3x1", DV(3, 7, 50), 0);
+    expect_f(r[1], "3x1", DV(3, 30, 0), 0);
+    expect_f(r[2], "2x2x1", DV(21, 54, 300, 600), 0);
+    expect_f(r[3], "2x1x1", DV(3, 6), 0);
+    expect_f(r[4], "2x3x1", DV(3, 7, 50, 3, 7, 50), 0);
+    ir_tensors_free(r, n);
+}
+END_TEST
+
 /* chlo.erf_inv (CHLO: the inverse of erf) from libm's erf and erfc, and
  * chlo.next_after (C's nextafter, in the operand's float type).  They were
  * refused as unknown ops (9 and 6 of /work/realprog's programs).  The
@@ -3668,6 +3721,7 @@ static Suite *interp_suite(void)
     tcase_add_test(tc, quant_dequantize_op_quantize);
     tcase_add_test(tc, quant_bodies_and_refusals);
     tcase_add_test(tc, chlo_bessel_i1e);
+    tcase_add_test(tc, chlo_ragged_dot);
     tcase_add_test(tc, complex_maximum_minimum);
     tcase_add_test(tc, run_parallel_collectives);
     tcase_add_test(tc, collectives_ragged_variadic_and_collective_reduce);
