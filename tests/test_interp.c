@@ -2802,6 +2802,50 @@ START_TEST(chlo_ragged_dot)
 }
 END_TEST
 
+/* chlo.scan (XLA's scan), refused before as an unknown op (9 of
+ * /work/realprog's programs).  By hand: a running sum of 1, 2, 3, 4 from
+ * 0.5 gives 1.5, 3.5, 6.5, 10.5 and the carry 10.5 (custom form); rows [1,
+ * 2], [3, 4], [5, 6] summed from the end (is_reverse, the generic form
+ * with its properties) give [9, 12], [8, 10], [5, 6] and the carry [9, 12];
+ * a body whose output is the carry before the step (a shift, an output
+ * that is not a carry) gives 0.5, 1.5, 3.5, 6.5. */
+START_TEST(chlo_scan)
+{
+    const char *src = fn(
+        "(%x: tensor<4xf32>, %i: tensor<f32>, %y: tensor<3x2xf32>, %c: tensor<2xf32>) -> (tensor<4xf32>, tensor<f32>, "
+        "tensor<3x2xf32>, tensor<2xf32>, tensor<4xf32>)",
+        "  %0:2 = chlo.scan(%x) inits(%i) dimension=0 {\n"
+        "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+        "    %s = stablehlo.add %a, %b : tensor<f32>\n"
+        "    stablehlo.return %s, %s : tensor<f32>, tensor<f32>\n"
+        "  } : (tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<f32>)\n"
+        "  %1:2 = \"chlo.scan\"(%y, %c) <{dimension = 0 : i64, is_reverse = true, operandSegmentSizes = array<i32: 1, "
+        "1>, resultSegmentSizes = array<i32: 1, 1>}> ({\n"
+        "  ^bb0(%a: tensor<2xf32>, %b: tensor<2xf32>):\n"
+        "    %s = stablehlo.add %a, %b : tensor<2xf32>\n"
+        "    stablehlo.return %s, %s : tensor<2xf32>, tensor<2xf32>\n"
+        "  }) : (tensor<3x2xf32>, tensor<2xf32>) -> (tensor<3x2xf32>, tensor<2xf32>)\n"
+        "  %2:2 = chlo.scan(%x) inits(%i) dimension=0 {\n"
+        "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+        "    %s = stablehlo.add %a, %b : tensor<f32>\n"
+        "    stablehlo.return %b, %s : tensor<f32>, tensor<f32>\n"
+        "  } : (tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<f32>)\n"
+        "  return %0#0, %0#1, %1#0, %1#1, %2#0 : tensor<4xf32>, tensor<f32>, tensor<3x2xf32>, tensor<2xf32>, "
+        "tensor<4xf32>");
+    ir_tensor *a[] = {tf(IR_E_F32, "4", DV(1, 2, 3, 4)), tf(IR_E_F32, "", DV(0.5)),
+                      tf(IR_E_F32, "3x2", DV(1, 2, 3, 4, 5, 6)), tf(IR_E_F32, "2", DV(0, 0))};
+    uint32_t n;
+    ir_tensor **r = run(src, a, 4, &n);
+    ck_assert_int_eq(n, 5);
+    expect_f(r[0], "4", DV(1.5, 3.5, 6.5, 10.5), 0);
+    expect_f(r[1], "", DV(10.5), 0);
+    expect_f(r[2], "3x2", DV(9, 12, 8, 10, 5, 6), 0);
+    expect_f(r[3], "2", DV(9, 12), 0);
+    expect_f(r[4], "4", DV(0.5, 1.5, 3.5, 6.5), 0);
+    ir_tensors_free(r, n);
+}
+END_TEST
+
 /* chlo.erf_inv (CHLO: the inverse of erf) from libm's erf and erfc, and
  * chlo.next_after (C's nextafter, in the operand's float type).  They were
  * refused as unknown ops (9 and 6 of /work/realprog's programs).  The
@@ -3722,6 +3766,7 @@ static Suite *interp_suite(void)
     tcase_add_test(tc, quant_bodies_and_refusals);
     tcase_add_test(tc, chlo_bessel_i1e);
     tcase_add_test(tc, chlo_ragged_dot);
+    tcase_add_test(tc, chlo_scan);
     tcase_add_test(tc, complex_maximum_minimum);
     tcase_add_test(tc, run_parallel_collectives);
     tcase_add_test(tc, collectives_ragged_variadic_and_collective_reduce);
