@@ -952,6 +952,10 @@ static int eval_op(ip_run *r, ip_frame *fr, const ir_op *op)
             return eval_kernel(r, fr, op, ir__ip_k_next_after);
         if (!strcmp(op->name, "chlo.mulhi"))
             return eval_kernel(r, fr, op, ir__ip_k_mulhi);
+        if (!strcmp(op->name, "chlo.ragged_dot"))
+            return eval_kernel(r, fr, op, ir__ip_k_ragged_dot);
+        if (!strcmp(op->name, "chlo.scan") && op->n_regions == 1)
+            return eval_kernel(r, fr, op, ir__ip_k_scan);
         if (ir__ip_is_collective_reduce(op)) {
             if (r->manual_free)
                 return ir__ip_manual_refuse(r, op);

@@ -365,6 +365,10 @@ int ir__ip_k_map(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 
 /* shape.c */
 int ir__ip_k_constant(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+/* chlo.ragged_dot (ragged.c) */
+int ir__ip_k_ragged_dot(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
+/* chlo.scan (scan.c) */
+int ir__ip_k_scan(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out);
 /* The op's "value" attribute (a dense literal) as a tensor of its own type
  * (widened under ir_interp_opts.f64), into *out (owned by the caller). */
 int ir__ip_op_value(ip_ctx *c, ir_tensor **out);

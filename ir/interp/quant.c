@@ -302,46 +302,51 @@ bool ir__ip_op_has_quant(const ir_op *op)
     return false;
 }
 
-/* Whether the quantized types of op (tuples' members too) share their
- * parameters, the axis aside; false when one is not read. */
-static bool params_agree(const ir_op *op)
+/* Folds type t (a tuple's members too) into the agreement of quantized
+ * parameters: *first holds the first quantized type met (*have). */
+static bool agree_type(const ir_type *t, ip_quant *first, bool *have)
 {
-    ip_quant first, q;
-    bool have = false, ok = true;
-    ap_error e;
-    for (uint32_t k = 0; ok && k < op->n_operands + op->n_results; k++) {
-        const ir_type *t = k < op->n_operands ? op->operands[k]->type : op->results[k - op->n_operands].type;
-        if (t && t->kind == IR_T_TUPLE) {
-            for (int32_t i = 0; ok && i < t->n_elems; i++) {
-                const ir_type *m = t->elems[i];
-                if (!ir__ip_type_is_quant(m))
-                    ok = !type_has_quant(m); /* nested tuples: not taken */
-                else if (ir__ip_quant_parse(m->text, &q, &e) < 0)
-                    ok = false;
-                else {
-                    if (!have)
-                        first = q, have = true;
-                    else {
-                        ok = same_params(&first, &q);
-                        ir__ip_quant_free(&q);
-                    }
-                }
-            }
-            continue;
+    if (t && t->kind == IR_T_TUPLE) {
+        for (int32_t i = 0; i < t->n_elems; i++) {
+            if (t->elems[i] && t->elems[i]->kind == IR_T_TUPLE) {
+                if (type_has_quant(t->elems[i]))
+                    return false; /* nested tuples: not taken */
+            } else if (!agree_type(t->elems[i], first, have))
+                return false;
         }
-        if (!ir__ip_type_is_quant(t))
-            continue;
-        if (ir__ip_quant_parse(t->text, &q, &e) < 0) {
-            ok = false;
-            break;
-        }
-        if (!have)
-            first = q, have = true;
-        else {
-            ok = same_params(&first, &q);
-            ir__ip_quant_free(&q);
-        }
+        return true;
     }
+    if (!ir__ip_type_is_quant(t))
+        return true;
+    ip_quant q;
+    ap_error e;
+    if (ir__ip_quant_parse(t->text, &q, &e) < 0)
+        return false;
+    if (!*have) {
+        *first = q;
+        *have = true;
+        return true;
+    }
+    bool ok = same_params(first, &q);
+    ir__ip_quant_free(&q);
+    return ok;
+}
+
+/* Whether the quantized types of op's operands and results (and with
+ * bodies, its regions' arguments) share their parameters, the axis aside;
+ * false when one is not read. */
+static bool params_agree(const ir_op *op, bool bodies)
+{
+    ip_quant first;
+    bool have = false, ok = true;
+    for (uint32_t k = 0; ok && k < op->n_operands; k++)
+        ok = agree_type(op->operands[k]->type, &first, &have);
+    for (uint32_t k = 0; ok && k < op->n_results; k++)
+        ok = agree_type(op->results[k].type, &first, &have);
+    for (uint32_t r = 0; ok && bodies && r < op->n_regions; r++)
+        for (const ir_block *b = op->regions[r].first; ok && b; b = b->next)
+            for (uint32_t k = 0; ok && k < b->n_args; k++)
+                ok = agree_type(b->args[k].type, &first, &have);
     if (have)
         ir__ip_quant_free(&first);
     return ok;
@@ -376,7 +381,7 @@ ip_quant_mode ir__ip_quant_mode(const ir_op *op, const char **why)
         return IP_QM_REFUSE;
     }
     if (moves_only(op)) {
-        if (params_agree(op))
+        if (params_agree(op, false))
             return IP_QM_STORAGE;
         /* a per-axis type whose count of scales changes, or operands
          * quantized differently: moved in the expressed type; the
@@ -390,6 +395,23 @@ ip_quant_mode ir__ip_quant_mode(const ir_op *op, const char **why)
     }
     if (dequantizes(op) && op->n_regions == 0)
         return IP_QM_DEQUANTIZE;
+    /* A body applied to quantized values as they are (the spec's reduce,
+     * sort, scatter, ...): its ops compute as above on the storage
+     * integers the kernel hands it.  Taken when the body's arguments are of
+     * the operands' quantized type: a body of another type (a wider
+     * accumulation) would need a conversion the kernels do not make.  The
+     * collectives with a body stay refused: the partitioner makes them to
+     * add partial results of a split contraction, which quantized is not
+     * the program's sum. */
+    switch ((ir_opcode)op->opcode) {
+    case IR_OP_REDUCE: case IR_OP_REDUCE_WINDOW: case IR_OP_SORT: case IR_OP_SCATTER: case IR_OP_SELECT_AND_SCATTER:
+    case IR_OP_MAP:
+        if (params_agree(op, true))
+            return IP_QM_STORAGE;
+        *why = "a body whose quantized types differ from its operands' is not supported";
+        return IP_QM_REFUSE;
+    default: break;
+    }
     *why = op->n_regions ? "quantized values in an op with a body (reduce, sort, scatter, all_reduce, ...) are not "
                            "supported"
                          : "this op is not defined on quantized types";
