@@ -1290,6 +1290,48 @@ START_TEST(half_float_elementwise_against_f32)
 }
 END_TEST
 
+/* ir_tensor_get_f64 and set_f64 on f32, f64 and bf16 (their direct
+ * paths), hand-worked: the stored bits and the values read back. */
+START_TEST(tensor_get_set_f64_common_floats)
+{
+    int64_t d[1] = {4};
+    ir_tensor *f = NULL, *g = NULL, *b = NULL;
+    ap_error err;
+    ck_assert_int_eq(ir_tensor_new(IR_E_F32, 1, d, &f, &err), 0);
+    ck_assert_int_eq(ir_tensor_new(IR_E_F64, 1, d, &g, &err), 0);
+    ck_assert_int_eq(ir_tensor_new(IR_E_BF16, 1, d, &b, &err), 0);
+    /* f32: one rounding to nearest even; overflow to inf */
+    ir_tensor_set_f64(f, 0, 0.1);
+    ir_tensor_set_f64(f, 1, 1 + ldexp(1, -24) + ldexp(1, -50)); /* above the tie: up */
+    ir_tensor_set_f64(f, 2, 1 + ldexp(1, -24));                 /* the tie: to even, 1 */
+    ir_tensor_set_f64(f, 3, -1e40);
+    uint32_t fb[4];
+    memcpy(fb, f->data, sizeof fb);
+    ck_assert_uint_eq(fb[0], 0x3dcccccdu);
+    ck_assert_uint_eq(fb[1], 0x3f800001u);
+    ck_assert_uint_eq(fb[2], 0x3f800000u);
+    ck_assert_uint_eq(fb[3], 0xff800000u);
+    ck_assert(ir_tensor_get_f64(f, 0) == 0.100000001490116119384765625);
+    ck_assert(ir_tensor_get_f64(f, 1) == 1 + ldexp(1, -23));
+    ck_assert(ir_tensor_get_f64(f, 3) == -INFINITY);
+    /* f64: every bit, the sign of a zero */
+    ir_tensor_set_f64(g, 0, -0.0);
+    ir_tensor_set_f64(g, 1, 1 + ldexp(1, -52));
+    ck_assert(signbit(ir_tensor_get_f64(g, 0)) && ir_tensor_get_f64(g, 0) == 0);
+    ck_assert(ir_tensor_get_f64(g, 1) == 1 + ldexp(1, -52));
+    /* bf16 read as the top half of an f32 */
+    static const uint16_t bb[4] = {0x3f80, 0xc0a0, 0x7f80, 0x0001};
+    memcpy(b->data, bb, sizeof bb);
+    ck_assert(ir_tensor_get_f64(b, 0) == 1.0);
+    ck_assert(ir_tensor_get_f64(b, 1) == -5.0);
+    ck_assert(ir_tensor_get_f64(b, 2) == INFINITY);
+    ck_assert(ir_tensor_get_f64(b, 3) == ldexp(1, -133));
+    ir_tensor_free(f);
+    ir_tensor_free(g);
+    ir_tensor_free(b);
+}
+END_TEST
+
 /* The spec's convolution example (lhs dilation 2, stride 4), in i64. */
 START_TEST(convolution_spec_example)
 {
@@ -3803,6 +3845,7 @@ static Suite *interp_suite(void)
     tcase_add_test(tc, dot_sums_in_one_order_whatever_the_blocking);
     tcase_add_test(tc, convolution_against_reference);
     tcase_add_test(tc, convolution_spec_example);
+    tcase_add_test(tc, tensor_get_set_f64_common_floats);
     tcase_add_test(tc, half_float_elementwise_against_f32);
     tcase_add_test(tc, reduce_and_argmax);
     tcase_add_test(tc, reduce_window_spec_example);
