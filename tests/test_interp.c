@@ -2212,10 +2212,12 @@ END_TEST
  * !quant.uniform<i8:f32, 1.0> scalars quantizes each step, clamping to
  * [-128, 127]: 0 + 127 = 127, 127 + 127 = 254 -> 127, 127 - 128 = -1,
  * -1 + 0 = -1; the exact sum 126 (also what adding the i8 storage with
- * wrap-around gives) would be wrong.  What the spec leaves undefined or
- * to a conversion is refused, never computed on the storage integers: a
- * body of a wider quantized type than its operands (StableHLO's
- * verify_reduce test), a CHLO op, a malformed type. */
+ * wrap-around gives) would be wrong.  A body of the spec's promotable
+ * type (i16 storage, the same scale: StableHLO's verify_reduce test)
+ * widens each value and does not clamp: 127, 254, 126, 126.  What the spec
+ * leaves undefined or to a requantization is refused, never computed on
+ * the storage integers: a body of another scale, a CHLO op, a malformed
+ * type. */
 START_TEST(quant_bodies_and_refusals)
 {
     char msg[1024];
@@ -2234,22 +2236,32 @@ START_TEST(quant_bodies_and_refusals)
     ir_tensor *y = run1(src, a, 1);
     expect_i(y, "", IV(-1));
     ir_tensor_free(y);
-    const char *w = "!quant.uniform<i16:f32, 1.0>";
-    snprintf(src, sizeof src,
-             "func.func @main(%%a: tensor<4xi8>) -> tensor<i16> {\n"
-             "  %%q = stablehlo.bitcast_convert %%a : (tensor<4xi8>) -> tensor<4x%s>\n"
-             "  %%z = stablehlo.constant() {value = dense<0> : tensor<i8>} : () -> tensor<%s>\n"
-             "  %%r = stablehlo.reduce(%%q init: %%z) across dimensions = [0] : (tensor<4x%s>, tensor<%s>) -> "
-             "tensor<%s>\n"
-             "  reducer(%%x: tensor<%s>, %%y: tensor<%s>) {\n"
-             "    %%t = stablehlo.add %%x, %%y : tensor<%s>\n"
-             "    stablehlo.return %%t : tensor<%s>\n  }\n"
-             "  %%s = stablehlo.bitcast_convert %%r : (tensor<%s>) -> tensor<i16>\n"
-             "  return %%s : tensor<i16>\n}\n",
-             q, q, q, q, w, w, w, w, w, w);
-    ir_tensor *a2[] = {ti(IR_E_I8, "4", IV(1, 2, 3, 4))};
-    run_fail(src, a2, 1, NULL, msg, sizeof msg);
-    ck_assert_msg(strstr(msg, "stablehlo.reduce: a body whose quantized types differ"), "%s", msg);
+    /* the spec's promotable body: i16 storage, the same scale; the
+     * steps no longer clamp at 127: 127, 254, 126, 126 */
+    for (int promoted = 1; promoted >= 0; promoted--) {
+        const char *w = promoted ? "!quant.uniform<i16:f32, 1.0>" : "!quant.uniform<i16:f32, 2.0>";
+        snprintf(src, sizeof src,
+                 "func.func @main(%%a: tensor<4xi8>) -> tensor<i16> {\n"
+                 "  %%q = stablehlo.bitcast_convert %%a : (tensor<4xi8>) -> tensor<4x%s>\n"
+                 "  %%z = stablehlo.constant() {value = dense<0> : tensor<i8>} : () -> tensor<%s>\n"
+                 "  %%r = stablehlo.reduce(%%q init: %%z) across dimensions = [0] : (tensor<4x%s>, tensor<%s>) -> "
+                 "tensor<%s>\n"
+                 "  reducer(%%x: tensor<%s>, %%y: tensor<%s>) {\n"
+                 "    %%t = stablehlo.add %%x, %%y : tensor<%s>\n"
+                 "    stablehlo.return %%t : tensor<%s>\n  }\n"
+                 "  %%s = stablehlo.bitcast_convert %%r : (tensor<%s>) -> tensor<i16>\n"
+                 "  return %%s : tensor<i16>\n}\n",
+                 q, q, q, q, w, w, w, w, w, w);
+        ir_tensor *a2[] = {ti(IR_E_I8, "4", IV(127, 127, -128, 0))};
+        if (promoted) {
+            ir_tensor *y2 = run1(src, a2, 1);
+            expect_i(y2, "", IV(126));
+            ir_tensor_free(y2);
+        } else {
+            run_fail(src, a2, 1, NULL, msg, sizeof msg);
+            ck_assert_msg(strstr(msg, "stablehlo.reduce: a body whose quantized types differ"), "%s", msg);
+        }
+    }
     snprintf(src, sizeof src,
              "func.func @main(%%a: tensor<4xi8>) -> tensor<4xi8> {\n"
              "  %%q = stablehlo.bitcast_convert %%a : (tensor<4xi8>) -> tensor<4x%s>\n"
