@@ -725,6 +725,36 @@ START_TEST(select_clamp_bitcast)
 }
 END_TEST
 
+/* A bitcast of a sub-byte type to itself keeps its values (the spec:
+ * bits(result) = bits(operand)); it was refused with every sub-byte
+ * bitcast (StableHLO's bitcast_convert_type_bool_2_3, and i4 storage of a
+ * quantized type).  Between different sub-byte widths the spec leaves the
+ * bits' layout to the implementation: still refused. */
+START_TEST(bitcast_sub_byte_to_itself)
+{
+    const char *src = fn("(%p: tensor<3xi1>, %q: tensor<3xi4>) -> (tensor<3xi1>, tensor<3xi4>)",
+                         "  %0 = stablehlo.bitcast_convert %p : (tensor<3xi1>) -> tensor<3xi1>\n"
+                         "  %1 = stablehlo.bitcast_convert %q : (tensor<3xi4>) -> tensor<3xi4>\n"
+                         "  return %0, %1 : tensor<3xi1>, tensor<3xi4>");
+    ir_tensor *args[2] = {ti(IR_E_I1, "3", IV(1, 0, 1)), ti(IR_E_I4, "3", IV(-8, 7, -1))};
+    uint32_t n;
+    ir_tensor **r = run(src, args, 2, &n);
+    expect_i(r[0], "3", IV(1, 0, 1));
+    expect_i(r[1], "3", IV(-8, 7, -1));
+    ir_tensors_free(r, n);
+    char msg[512];
+    const char *bad = fn("(%p: tensor<4xi4>) -> tensor<2xi8>",
+                         "  %0 = stablehlo.bitcast_convert %p : (tensor<4xi4>) -> tensor<4xui4>\n"
+                         "  %1 = stablehlo.bitcast_convert %0 : (tensor<4xui4>) -> tensor<4xi4>\n"
+                         "  %2 = stablehlo.reshape %1 : (tensor<4xi4>) -> tensor<2x2xi4>\n"
+                         "  %3 = stablehlo.bitcast_convert %2 : (tensor<2x2xi4>) -> tensor<2xi8>\n"
+                         "  return %3 : tensor<2xi8>");
+    ir_tensor *b[1] = {ti(IR_E_I4, "4", IV(1, 2, 3, 4))};
+    run_fail(bad, b, 1, NULL, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "bitcasts of sub-byte types (i4 to ui4)"), "%s", msg);
+}
+END_TEST
+
 START_TEST(reduce_precision_and_complex)
 {
     const char *src = fn("(%a: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)",
@@ -2292,10 +2322,12 @@ END_TEST
  * !quant.uniform<i8:f32, 1.0> scalars quantizes each step, clamping to
  * [-128, 127]: 0 + 127 = 127, 127 + 127 = 254 -> 127, 127 - 128 = -1,
  * -1 + 0 = -1; the exact sum 126 (also what adding the i8 storage with
- * wrap-around gives) would be wrong.  What the spec leaves undefined or
- * to a conversion is refused, never computed on the storage integers: a
- * body of a wider quantized type than its operands (StableHLO's
- * verify_reduce test), a CHLO op, a malformed type. */
+ * wrap-around gives) would be wrong.  A body of the spec's promotable
+ * type (i16 storage, the same scale: StableHLO's verify_reduce test)
+ * widens each value and does not clamp: 127, 254, 126, 126.  What the spec
+ * leaves undefined or to a requantization is refused, never computed on
+ * the storage integers: a body of another scale, a CHLO op, a malformed
+ * type. */
 START_TEST(quant_bodies_and_refusals)
 {
     char msg[1024];
@@ -2314,22 +2346,32 @@ START_TEST(quant_bodies_and_refusals)
     ir_tensor *y = run1(src, a, 1);
     expect_i(y, "", IV(-1));
     ir_tensor_free(y);
-    const char *w = "!quant.uniform<i16:f32, 1.0>";
-    snprintf(src, sizeof src,
-             "func.func @main(%%a: tensor<4xi8>) -> tensor<i16> {\n"
-             "  %%q = stablehlo.bitcast_convert %%a : (tensor<4xi8>) -> tensor<4x%s>\n"
-             "  %%z = stablehlo.constant() {value = dense<0> : tensor<i8>} : () -> tensor<%s>\n"
-             "  %%r = stablehlo.reduce(%%q init: %%z) across dimensions = [0] : (tensor<4x%s>, tensor<%s>) -> "
-             "tensor<%s>\n"
-             "  reducer(%%x: tensor<%s>, %%y: tensor<%s>) {\n"
-             "    %%t = stablehlo.add %%x, %%y : tensor<%s>\n"
-             "    stablehlo.return %%t : tensor<%s>\n  }\n"
-             "  %%s = stablehlo.bitcast_convert %%r : (tensor<%s>) -> tensor<i16>\n"
-             "  return %%s : tensor<i16>\n}\n",
-             q, q, q, q, w, w, w, w, w, w);
-    ir_tensor *a2[] = {ti(IR_E_I8, "4", IV(1, 2, 3, 4))};
-    run_fail(src, a2, 1, NULL, msg, sizeof msg);
-    ck_assert_msg(strstr(msg, "stablehlo.reduce: a body whose quantized types differ"), "%s", msg);
+    /* the spec's promotable body: i16 storage, the same scale; the
+     * steps no longer clamp at 127: 127, 254, 126, 126 */
+    for (int promoted = 1; promoted >= 0; promoted--) {
+        const char *w = promoted ? "!quant.uniform<i16:f32, 1.0>" : "!quant.uniform<i16:f32, 2.0>";
+        snprintf(src, sizeof src,
+                 "func.func @main(%%a: tensor<4xi8>) -> tensor<i16> {\n"
+                 "  %%q = stablehlo.bitcast_convert %%a : (tensor<4xi8>) -> tensor<4x%s>\n"
+                 "  %%z = stablehlo.constant() {value = dense<0> : tensor<i8>} : () -> tensor<%s>\n"
+                 "  %%r = stablehlo.reduce(%%q init: %%z) across dimensions = [0] : (tensor<4x%s>, tensor<%s>) -> "
+                 "tensor<%s>\n"
+                 "  reducer(%%x: tensor<%s>, %%y: tensor<%s>) {\n"
+                 "    %%t = stablehlo.add %%x, %%y : tensor<%s>\n"
+                 "    stablehlo.return %%t : tensor<%s>\n  }\n"
+                 "  %%s = stablehlo.bitcast_convert %%r : (tensor<%s>) -> tensor<i16>\n"
+                 "  return %%s : tensor<i16>\n}\n",
+                 q, q, q, q, w, w, w, w, w, w);
+        ir_tensor *a2[] = {ti(IR_E_I8, "4", IV(127, 127, -128, 0))};
+        if (promoted) {
+            ir_tensor *y2 = run1(src, a2, 1);
+            expect_i(y2, "", IV(126));
+            ir_tensor_free(y2);
+        } else {
+            run_fail(src, a2, 1, NULL, msg, sizeof msg);
+            ck_assert_msg(strstr(msg, "stablehlo.reduce: a body whose quantized types differ"), "%s", msg);
+        }
+    }
     snprintf(src, sizeof src,
              "func.func @main(%%a: tensor<4xi8>) -> tensor<4xi8> {\n"
              "  %%q = stablehlo.bitcast_convert %%a : (tensor<4xi8>) -> tensor<4x%s>\n"
@@ -3879,6 +3921,7 @@ static Suite *interp_suite(void)
     tcase_add_test(tc, chlo_bessel_i1e);
     tcase_add_test(tc, chlo_ragged_dot);
     tcase_add_test(tc, chlo_scan);
+    tcase_add_test(tc, bitcast_sub_byte_to_itself);
     tcase_add_test(tc, complex_maximum_minimum);
     tcase_add_test(tc, run_parallel_collectives);
     tcase_add_test(tc, collectives_ragged_variadic_and_collective_reduce);

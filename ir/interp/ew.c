@@ -1044,7 +1044,11 @@ int ir__ip_k_bitcast(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
         return rc;
     ir_tensor *y = out[0];
     ir_elem ie = (ir_elem)x->elem, oe = (ir_elem)y->elem;
-    if (ir_elem_bits(ie) != 8 * ir_elem_bytes(ie) || ir_elem_bits(oe) != 8 * ir_elem_bytes(oe))
+    /* a sub-byte type to itself keeps its bits, so its values (the spec's
+     * bits(result) = bits(operand)); between different sub-byte types the
+     * in-memory representation the spec leaves to the implementation
+     * decides, and we do not pick one */
+    if (ie != oe && (ir_elem_bits(ie) != 8 * ir_elem_bytes(ie) || ir_elem_bits(oe) != 8 * ir_elem_bytes(oe)))
         return ir__ip_fail(c, AP_EUNSUPPORTED, "bitcasts of sub-byte types (%s to %s) are not supported",
                            ir_elem_name(ie), ir_elem_name(oe));
     if (x->nbytes != y->nbytes)

@@ -352,6 +352,71 @@ static bool params_agree(const ir_op *op, bool bodies)
     return ok;
 }
 
+/* Folds quantized type t into a side of promotes(): *q the first met. */
+static bool side_type(const ir_type *t, ip_quant *q, bool *have, bool *same_storage, int64_t *lo, int64_t *hi)
+{
+    if (!ir__ip_type_is_quant(t))
+        return !type_has_quant(t); /* quantized tuple members: not taken */
+    ip_quant x;
+    ap_error e;
+    if (ir__ip_quant_parse(t->text, &x, &e) < 0)
+        return false;
+    bool ok = true;
+    if (!*have) {
+        *q = x;
+        *have = true;
+        *lo = x.smin;
+        *hi = x.smax;
+        return true;
+    }
+    ip_quant a = x, b = *q; /* the same parameters but the storage */
+    a.storage = b.storage;
+    a.smin = b.smin;
+    a.smax = b.smax;
+    ok = same_params(&a, &b);
+    *same_storage = *same_storage && x.storage == q->storage && x.smin == q->smin && x.smax == q->smax;
+    *lo = x.smin < *lo ? x.smin : *lo;
+    *hi = x.smax > *hi ? x.smax : *hi;
+    ir__ip_quant_free(&x);
+    return ok;
+}
+
+/* Whether op's body computes on quantized values the kernels can hand it:
+ * its operands' quantized types and those of its body's arguments and its
+ * results share expressed type, scales and zero points, the latter all
+ * one storage type whose range holds every operand's (the spec's
+ * is_promotable: a wider storage; to_destination_type then requantizes
+ * between equal scales and zero points, which keeps the integer, as the
+ * kernels' integer conversion does). */
+static bool promotes(const ir_op *op)
+{
+    ip_quant src, dst;
+    bool have_s = false, have_d = false, same_s = true, same_d = true, ok = true;
+    int64_t slo = 0, shi = 0, dlo = 0, dhi = 0;
+    for (uint32_t k = 0; ok && k < op->n_operands; k++)
+        ok = side_type(op->operands[k]->type, &src, &have_s, &same_s, &slo, &shi);
+    for (uint32_t k = 0; ok && k < op->n_results; k++)
+        ok = side_type(op->results[k].type, &dst, &have_d, &same_d, &dlo, &dhi);
+    for (uint32_t r = 0; ok && r < op->n_regions; r++)
+        for (const ir_block *b = op->regions[r].first; ok && b; b = b->next)
+            for (uint32_t k = 0; ok && k < b->n_args; k++)
+                ok = side_type(b->args[k].type, &dst, &have_d, &same_d, &dlo, &dhi);
+    if (ok && have_s != have_d)
+        ok = false;
+    if (ok && have_s) {
+        ip_quant a = src;
+        a.storage = dst.storage;
+        a.smin = dst.smin;
+        a.smax = dst.smax;
+        ok = same_d && same_params(&a, &dst) && slo >= dlo && shi <= dhi;
+    }
+    if (have_s)
+        ir__ip_quant_free(&src);
+    if (have_d)
+        ir__ip_quant_free(&dst);
+    return ok;
+}
+
 ip_quant_mode ir__ip_quant_mode(const ir_op *op, const char **why)
 {
     *why = NULL;
@@ -398,17 +463,19 @@ ip_quant_mode ir__ip_quant_mode(const ir_op *op, const char **why)
     /* A body applied to quantized values as they are (the spec's reduce,
      * sort, scatter, ...): its ops compute as above on the storage
      * integers the kernel hands it.  Taken when the body's arguments are of
-     * the operands' quantized type: a body of another type (a wider
-     * accumulation) would need a conversion the kernels do not make.  The
+     * the operands' quantized type, or of one with a wider storage
+     * (promotes()); other types would need a requantization the kernels do
+     * not make.  The
      * collectives with a body stay refused: the partitioner makes them to
      * add partial results of a split contraction, which quantized is not
      * the program's sum. */
     switch ((ir_opcode)op->opcode) {
     case IR_OP_REDUCE: case IR_OP_REDUCE_WINDOW: case IR_OP_SORT: case IR_OP_SCATTER: case IR_OP_SELECT_AND_SCATTER:
     case IR_OP_MAP:
-        if (params_agree(op, true))
+        if (params_agree(op, true) || promotes(op))
             return IP_QM_STORAGE;
-        *why = "a body whose quantized types differ from its operands' is not supported";
+        *why = "a body whose quantized types differ from its operands' (other than by a wider storage) is not "
+               "supported";
         return IP_QM_REFUSE;
     default: break;
     }

@@ -6,7 +6,8 @@
  * error with a message; a schedule that applies must lower to a
  * device-local module whose printed text parses again to an equal module
  * (what `autopart apply` prints, users feed back), and that `autopart
- * check` finds equivalent to the module.  Aborts on a violation,
+ * check` finds equivalent to the module ($FUZZ_TEXT_MODULE names another
+ * module than the fixed one, module_of).  Aborts on a violation,
  * which libFuzzer reports as a finding; ASan and UBSan report the rest.
  */
 #include <stdio.h>
@@ -55,25 +56,62 @@ static void need_message(const ap_error *err)
         abort();
 }
 
+/* The module schedules go to: module_text on x=2,y=4, or the file
+ * $FUZZ_TEXT_MODULE on the mesh $FUZZ_TEXT_MESH (default x=2,y=4), to
+ * hunt on a program of one's choice (a zoo model, a real export). */
+static const char *module_of(size_t *len, const char **name)
+{
+    static char *file_text;
+    static size_t file_len;
+    const char *path = getenv("FUZZ_TEXT_MODULE");
+    *name = path ? path : "fixed.mlir";
+    if (!path) {
+        *len = sizeof module_text - 1;
+        return module_text;
+    }
+    if (!file_text) {
+        FILE *f = fopen(path, "rb");
+        if (!f || fseek(f, 0, SEEK_END) != 0) {
+            fprintf(stderr, "FUZZ_TEXT_MODULE: cannot read %s\n", path);
+            abort();
+        }
+        long n = ftell(f);
+        rewind(f);
+        file_text = malloc(n > 0 ? (size_t)n : 1);
+        if (!file_text || n <= 0 || fread(file_text, 1, (size_t)n, f) != (size_t)n)
+            abort();
+        fclose(f);
+        file_len = (size_t)n;
+    }
+    *len = file_len;
+    return file_text;
+}
+
 static void fuzz_schedule(const char *text)
 {
     static ir_mesh mesh;
     static bool have_mesh;
     ap_error err;
     if (!have_mesh) {
-        if (ir_mesh_parse("x=2,y=4", &mesh, &err) < 0)
+        const char *spec = getenv("FUZZ_TEXT_MESH");
+        if (ir_mesh_parse(spec ? spec : "x=2,y=4", &mesh, &err) < 0) {
+            fprintf(stderr, "FUZZ_TEXT_MESH: %s\n", err.msg);
             abort();
+        }
         have_mesh = true;
     }
+    size_t len;
+    const char *name;
+    const char *src = module_of(&len, &name);
     ir_module *m = NULL;
-    if (ir_parse(module_text, sizeof module_text - 1, "fixed.mlir", IR_FMT_STABLEHLO, &m, &err) < 0) {
-        fprintf(stderr, "the fixed module does not parse: %s\n", err.msg);
+    if (ir_parse(src, len, name, IR_FMT_STABLEHLO, &m, &err) < 0) {
+        fprintf(stderr, "the module does not parse: %s\n", err.msg);
         abort();
     }
     apply_state st;
     memset(&st, 0, sizeof st);
     if (apply_open_module(m, NULL, &mesh, false, &st, &err) < 0) {
-        fprintf(stderr, "the fixed module does not open: %s\n", err.msg);
+        fprintf(stderr, "the module does not open: %s\n", err.msg);
         abort();
     }
     if (apply_schedule(&st, text, NULL, NULL, &err) != 0) {
