@@ -1083,16 +1083,9 @@ static uint32_t f32_bits(float f)
     return u;
 }
 
-static uint16_t f32_to_bf16(float f)
-{
-    uint32_t u = f32_bits(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
-    u += 0x7fffu + ((u >> 16) & 1);        /* round to nearest even */
-    return (uint16_t)(u >> 16);
-}
+static uint16_t f32_to_bf16(float f) { return ir__f32_to_bf16(f); }
 
-static float bf16_to_f32(uint16_t h) { return f32_from_bits((uint32_t)h << 16); }
+static float bf16_to_f32(uint16_t h) { return ir__bf16_to_f32(h); }
 
 static uint16_t f32_to_f16(float f)
 {

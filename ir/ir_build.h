@@ -181,6 +181,28 @@ bool ir__clone_module_decls(ir_module *dst, const ir_module *src);
 
 /* ====================================================== element codecs */
 
+/* bf16 <-> f32: bf16 is the top half of an f32, so widening is exact;
+ * narrowing rounds to nearest even (a NaN stays a quiet NaN).  Inline:
+ * the interpreter's loads and stores of bf16 elements use them per
+ * element (ip_ldf, ip_stf). */
+static inline uint16_t ir__f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1);        /* round to nearest even */
+    return (uint16_t)(u >> 16);
+}
+
+static inline float ir__bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
 /* Reads a float element of dense data (any float elem) as double. */
 double ir__float_load(ir_elem e, const uint8_t *p);
 /* Stores v as element type e; returns false if e is not a float type. */

@@ -1110,7 +1110,8 @@ END_TEST
 typedef struct conv_case {
     int n, h, w, c, kh, kw, o;
     int stride[2], pad[2][2], ldil[2], rdil[2], rev[2], fgc, bgc;
-    int layout; /* 0: NHWC, HWIO -> NHWC; 1: NCHW, OIHW -> NCHW; 2: CNHW, IOHW -> HWNC */
+    int layout;  /* 0: NHWC, HWIO -> NHWC; 1: NCHW, OIHW -> NCHW; 2: CNHW, IOHW -> HWNC */
+    int threads; /* ir_interp_opts.threads */
 } conv_case;
 
 static void conv_reference(const conv_case *cc, const double *in, const double *k, double *out, int *oh, int *ow)
@@ -1211,7 +1212,10 @@ static void check_conv_as(const conv_case *cc, bool f64)
              lay[L].yp[0], lay[L].yp[1], lay[L].yp[2], lay[L].yp[3], yt, outs, ty, outs, ty);
     ir_elem e = f64 ? IR_E_F64 : IR_E_F32;
     ir_tensor *args[2] = {tf(e, ins, in, (size_t)ni), tf(e, ks, k, (size_t)nk)};
-    ir_tensor *t = run1(fn(sig, body), args, 2);
+    ir_interp_opts opts = {.threads = cc->threads};
+    ir_tensor *t = run1_opts(fn(sig, body), args, 2, &opts);
+    ir_tensor_free(args[0]);
+    ir_tensor_free(args[1]);
     size_t n_out = (size_t)(cc->n / cc->bgc * oh * ow * cc->o);
     if (f64) {
         for (size_t i = 0; i < n_out; i++)
@@ -1236,10 +1240,10 @@ START_TEST(convolution_against_reference)
 {
     /* plain; strides, padding, dilations, reversal and feature groups;
      * batch groups */
-    conv_case plain = {1, 4, 4, 2, 3, 3, 3, {1, 1}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1}, {0, 0}, 1, 1, 0};
-    conv_case all = {2, 5, 5, 4, 3, 3, 6, {2, 1}, {{1, 2}, {0, 1}}, {1, 2}, {2, 1}, {1, 0}, 2, 1, 0};
-    conv_case neg = {1, 6, 5, 2, 2, 2, 2, {1, 2}, {{-1, 1}, {2, -1}}, {1, 1}, {1, 1}, {0, 1}, 1, 1, 0};
-    conv_case bg = {4, 3, 3, 2, 1, 2, 4, {1, 1}, {{0, 0}, {0, 1}}, {1, 1}, {1, 1}, {0, 0}, 1, 2, 0};
+    conv_case plain = {1, 4, 4, 2, 3, 3, 3, {1, 1}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1}, {0, 0}, 1, 1, 0, 0};
+    conv_case all = {2, 5, 5, 4, 3, 3, 6, {2, 1}, {{1, 2}, {0, 1}}, {1, 2}, {2, 1}, {1, 0}, 2, 1, 0, 0};
+    conv_case neg = {1, 6, 5, 2, 2, 2, 2, {1, 2}, {{-1, 1}, {2, -1}}, {1, 1}, {1, 1}, {0, 1}, 1, 1, 0, 0};
+    conv_case bg = {4, 3, 3, 2, 1, 2, 4, {1, 1}, {{0, 0}, {0, 1}}, {1, 1}, {1, 1}, {0, 0}, 1, 2, 0, 0};
     check_conv(&plain);
     check_conv(&all);
     check_conv(&neg);
@@ -1247,11 +1251,11 @@ START_TEST(convolution_against_reference)
     /* a patch embedding: 14 x 14 windows of 3 features, stride 14, into 70
      * output features (eight blocks of 8 and a block of 6, positions side
      * by side) */
-    conv_case patch = {2, 28, 42, 3, 14, 14, 70, {14, 14}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1}, {0, 0}, 1, 1, 0};
+    conv_case patch = {2, 28, 42, 3, 14, 14, 70, {14, 14}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1}, {0, 0}, 1, 1, 0, 0};
     check_conv_as(&patch, true);
     /* 19 output features: two blocks of 8 summed in registers and a block
      * of 3; windows on padding, a dilated and reversed kernel */
-    conv_case blocks = {2, 7, 6, 5, 3, 3, 19, {1, 2}, {{1, 1}, {2, 0}}, {1, 1}, {2, 1}, {0, 1}, 1, 1, 0};
+    conv_case blocks = {2, 7, 6, 5, 3, 3, 19, {1, 2}, {{1, 1}, {2, 0}}, {1, 1}, {2, 1}, {0, 1}, 1, 1, 0, 0};
     check_conv(&blocks);
     /* what the blocked kernel does per group: feature groups of 3 input
      * and 9 output features (a block of 8 and one), depthwise (1 and 2
@@ -1259,11 +1263,11 @@ START_TEST(convolution_against_reference)
      * side (the same window offsets on padding) and alone (neighbours
      * with different ones); in the NCHW and CNHW -> HWNC layouts (the
      * input features strided, the batch innermost) */
-    conv_case fg = {2, 6, 7, 6, 3, 3, 18, {1, 1}, {{1, 1}, {1, 0}}, {1, 1}, {1, 1}, {0, 0}, 2, 1, 0};
-    conv_case dw = {2, 5, 9, 5, 3, 3, 5, {1, 1}, {{1, 1}, {1, 1}}, {1, 1}, {1, 1}, {0, 0}, 5, 1, 0};
-    conv_case dw2 = {1, 6, 6, 4, 3, 2, 8, {2, 1}, {{1, 2}, {0, 1}}, {1, 1}, {1, 2}, {1, 0}, 4, 1, 0};
-    conv_case bg9 = {4, 5, 6, 3, 2, 3, 18, {1, 1}, {{0, 1}, {1, 1}}, {1, 1}, {1, 1}, {0, 1}, 1, 2, 0};
-    conv_case up = {1, 4, 5, 3, 3, 3, 10, {1, 1}, {{2, 2}, {1, 2}}, {2, 2}, {1, 1}, {1, 1}, 1, 1, 0};
+    conv_case fg = {2, 6, 7, 6, 3, 3, 18, {1, 1}, {{1, 1}, {1, 0}}, {1, 1}, {1, 1}, {0, 0}, 2, 1, 0, 0};
+    conv_case dw = {2, 5, 9, 5, 3, 3, 5, {1, 1}, {{1, 1}, {1, 1}}, {1, 1}, {1, 1}, {0, 0}, 5, 1, 0, 0};
+    conv_case dw2 = {1, 6, 6, 4, 3, 2, 8, {2, 1}, {{1, 2}, {0, 1}}, {1, 1}, {1, 2}, {1, 0}, 4, 1, 0, 0};
+    conv_case bg9 = {4, 5, 6, 3, 2, 3, 18, {1, 1}, {{0, 1}, {1, 1}}, {1, 1}, {1, 1}, {0, 1}, 1, 2, 0, 0};
+    conv_case up = {1, 4, 5, 3, 3, 3, 10, {1, 1}, {{2, 2}, {1, 2}}, {2, 2}, {1, 1}, {1, 1}, 1, 1, 0, 0};
     check_conv(&fg);
     check_conv(&dw);
     check_conv(&dw2);
@@ -1279,8 +1283,72 @@ START_TEST(convolution_against_reference)
     }
     /* a weight gradient's shape: a window as large as the input, a few
      * outputs, many terms per sum (CNHW: the batch is the contraction) */
-    conv_case wg = {3, 9, 10, 16, 7, 8, 9, {1, 1}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1}, {0, 0}, 1, 1, 2};
+    conv_case wg = {3, 9, 10, 16, 7, 8, 9, {1, 1}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1}, {0, 0}, 1, 1, 2, 0};
     check_conv(&wg);
+    /* large enough to be cut among threads (5.3 M multiply-adds): 968
+     * positions in 2, 3 and 16 ranges (the last capped by the chunks:
+     * ranges that start mid-row, odd ones), each the reference bit for bit */
+    conv_case big = {2, 24, 24, 16, 3, 3, 32, {1, 1}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1}, {0, 0}, 1, 1, 1, 2};
+    check_conv(&big);
+    big.threads = 3;
+    check_conv(&big);
+    big.threads = 16;
+    big.layout = 0;
+    big.pad[0][0] = big.pad[1][1] = 1;
+    check_conv(&big);
+}
+END_TEST
+
+/* bf16 and f16 add, subtract, multiply, divide, maximum and minimum (the
+ * per-tensor float loop of ir__ip_k_ew2) against the same op in f32 between
+ * converts: the interpreter computes a 16-bit float op in double and rounds
+ * to f32, then to the type; the f32 route rounds the exact result to f32
+ * (the same, the double being exact or innocuous to round twice for these
+ * ops), then converts.  Inputs: every sign, zeros, infinities,
+ * subnormals, values whose sums tie. */
+START_TEST(half_float_elementwise_against_f32)
+{
+    static const char *const ops[] = {"add", "subtract", "multiply", "divide", "maximum", "minimum"};
+    static const char *const tys[] = {"bf16", "f16"};
+    enum { NV = 512 };
+    double a[NV], b[NV];
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < NV; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        int pick = (int)((x >> 60) & 7);
+        double m = 1 + (double)((x >> 20) & 0xff) / 256, s = (x >> 33) & 1 ? -1 : 1;
+        a[i] = pick == 0 ? s * 0.0 : pick == 1 ? s * INFINITY : pick == 2 ? s * ldexp(m, -20) : s * ldexp(m, (int)((x >> 40) % 13) - 6);
+        b[i] = i % 7 == 0 ? a[i] : i % 5 == 0 ? -a[i] : s * ldexp(1 + (double)((x >> 8) & 0xff) / 256, (int)((x >> 48) % 9) - 4);
+        if (i % 11 == 0)
+            b[i] = ldexp(a[i], -8); /* a + b ties in bf16 */
+    }
+    for (size_t t = 0; t < 2; t++)
+        for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+            char sig[256], body[1024];
+            const char *ty = tys[t];
+            snprintf(sig, sizeof sig, "(%%a: tensor<512x%s>, %%b: tensor<512x%s>) -> (tensor<512x%s>, tensor<512x%s>)",
+                     ty, ty, ty, ty);
+            snprintf(body, sizeof body,
+                     "  %%0 = stablehlo.%s %%a, %%b : tensor<512x%s>\n"
+                     "  %%fa = stablehlo.convert %%a : (tensor<512x%s>) -> tensor<512xf32>\n"
+                     "  %%fb = stablehlo.convert %%b : (tensor<512x%s>) -> tensor<512xf32>\n"
+                     "  %%f = stablehlo.%s %%fa, %%fb : tensor<512xf32>\n"
+                     "  %%1 = stablehlo.convert %%f : (tensor<512xf32>) -> tensor<512x%s>\n"
+                     "  return %%0, %%1 : tensor<512x%s>, tensor<512x%s>",
+                     ops[o], ty, ty, ty, ops[o], ty, ty, ty);
+            ir_elem e = t ? IR_E_F16 : IR_E_BF16;
+            ir_tensor *args[2] = {tf(e, "512", a, NV), tf(e, "512", b, NV)};
+            uint32_t n;
+            ir_tensor **r = run(fn(sig, body), args, 2, &n);
+            ck_assert_uint_eq(n, 2);
+            for (int i = 0; i < NV; i++) {
+                double got = ir_tensor_get_f64(r[0], i), want = ir_tensor_get_f64(r[1], i);
+                ck_assert_msg((isnan(got) && isnan(want)) || (got == want && signbit(got) == signbit(want)),
+                              "%s %s element %d (of %.9g, %.9g): %.9g, the f32 route gives %.9g", ty, ops[o], i,
+                              a[i], b[i], got, want);
+            }
+            ir_tensors_free(r, n);
+        }
 }
 END_TEST
 
@@ -3809,6 +3877,7 @@ static Suite *interp_suite(void)
     tcase_add_test(tc, dot_sums_in_one_order_whatever_the_blocking);
     tcase_add_test(tc, convolution_against_reference);
     tcase_add_test(tc, convolution_spec_example);
+    tcase_add_test(tc, half_float_elementwise_against_f32);
     tcase_add_test(tc, reduce_and_argmax);
     tcase_add_test(tc, reduce_window_spec_example);
     tcase_add_test(tc, select_and_scatter_spec_example);

@@ -628,7 +628,10 @@ int ir_check(const ir_partition *p, const ir_check_opts *opts, ir_check_report *
     ir_module *tm = NULL;
     ir_lowered low = {0};
     handler_ctx hctx = {.tol = o.tol};
-    ir_interp_opts io = {.max_elems = o.max_elems, .custom_call = custom_call, .custom_call_ctx = &hctx};
+    ir_interp_opts io = {.max_elems = o.max_elems,
+                         .custom_call = custom_call,
+                         .custom_call_ctx = &hctx,
+                         .threads = ir_interp_host_threads()};
     memset(r, 0, sizeof *r);
     r->n_devices = ir_mesh_devices(ir_pctx_mesh(c));
     if (!args)

@@ -760,11 +760,13 @@ static bool ew2_ok(ir_opcode opc, ir_elem e)
     }
 }
 
-/* Element-wise binary op on one element of type e: out = a op b (out may
- * alias a or b).  The op must be one ew2_ok accepts. */
-static void ew2_elem(ir_opcode opc, ir_elem e, const uint8_t *a, const uint8_t *b, uint8_t *out)
+/* Element-wise binary op on one element of type e, of class k
+ * (ir__ip_class(e), which callers work out once per tensor, not per
+ * element): out = a op b (out may alias a or b).  The op must be one
+ * ew2_ok accepts. */
+static void ew2_elem(ir_opcode opc, ir_elem e, ip_class k, const uint8_t *a, const uint8_t *b, uint8_t *out)
 {
-    switch (ir__ip_class(e)) {
+    switch (k) {
     case IP_F: ip_stf(e, out, bin_f(opc, ip_ldf(e, a), ip_ldf(e, b))); return;
     case IP_C: ip_stc(e, out, bin_c(opc, ip_ldc(e, a), ip_ldc(e, b))); return;
     case IP_B: {
@@ -776,7 +778,7 @@ static void ew2_elem(ir_opcode opc, ir_elem e, const uint8_t *a, const uint8_t *
     }
     default: {
         int64_t x = ip_ldi(e, a), y = ip_ldi(e, b);
-        ip_sti(e, out, (int64_t)bin_i(opc, x, y, int_bits(e), ir__ip_class(e) == IP_U));
+        ip_sti(e, out, (int64_t)bin_i(opc, x, y, int_bits(e), k == IP_U));
         return;
     }
     }
@@ -848,8 +850,16 @@ int ir__ip_k_ew2(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
                                            : x[i] / z[i];
         return 0;
     }
+    ip_class k = ir__ip_class(e);
+    if (k == IP_F) { /* bf16, f16, ...: ew2_elem's float case */
+        for (int64_t i = 0; i < a->numel; i++) {
+            size_t o = (size_t)i * eb;
+            ip_stf(e, y->data + o, bin_f(opc, ip_ldf(e, a->data + o), ip_ldf(e, b->data + o)));
+        }
+        return 0;
+    }
     for (int64_t i = 0; i < a->numel; i++)
-        ew2_elem(opc, e, a->data + (size_t)i * eb, b->data + (size_t)i * eb, y->data + (size_t)i * eb);
+        ew2_elem(opc, e, k, a->data + (size_t)i * eb, b->data + (size_t)i * eb, y->data + (size_t)i * eb);
     return 0;
 }
 
@@ -993,13 +1003,14 @@ int ir__ip_k_clamp(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
         (lo->rank != 0 && !same_dims(lo, x)) || (hi->rank != 0 && !same_dims(hi, x)))
         return ir__ip_fail(c, AP_ETYPE, "min and max must be scalars or of the operand's type");
     ir_elem e = (ir_elem)x->elem;
-    if (ir__ip_class(e) == IP_C)
+    ip_class k = ir__ip_class(e);
+    if (k == IP_C)
         return ir__ip_fail(c, AP_ETYPE, "not defined on complex numbers");
     size_t eb = ip_eb(e);
     for (int64_t i = 0; i < x->numel; i++) {
         uint8_t *q = y->data + (size_t)i * eb;
-        ew2_elem(IR_OP_MAXIMUM, e, x->data + (size_t)i * eb, lo->data + (lo->rank ? (size_t)i * eb : 0), q);
-        ew2_elem(IR_OP_MINIMUM, e, q, hi->data + (hi->rank ? (size_t)i * eb : 0), q);
+        ew2_elem(IR_OP_MAXIMUM, e, k, x->data + (size_t)i * eb, lo->data + (lo->rank ? (size_t)i * eb : 0), q);
+        ew2_elem(IR_OP_MINIMUM, e, k, q, hi->data + (hi->rank ? (size_t)i * eb : 0), q);
     }
     return 0;
 }
@@ -1144,6 +1155,7 @@ int ir__ip_reducer_init(ip_reducer *rd, ip_ctx *c, const ir_region *reg, uint32_
             ir__ip_wide_elem((ir_elem)t1->elem, w) == elems[0] && ir__ip_wide_elem((ir_elem)tr->elem, w) == elems[0] &&
             ir_type_numel(t0) == 1 && ir_type_numel(tr) == 1 && ew2_ok(opc, elems[0])) {
             rd->fast = opc;
+            rd->fast_class = ir__ip_class(elems[0]);
             return 0;
         }
     }
@@ -1175,7 +1187,7 @@ int ir__ip_reducer_init(ip_reducer *rd, ip_ctx *c, const ir_region *reg, uint32_
 int ir__ip_reduce_step(ip_reducer *rd, uint8_t *const *acc, const uint8_t *const *x)
 {
     if (rd->fast != IR_OP_UNKNOWN) {
-        ew2_elem(rd->fast, rd->elems[0], acc[0], x[0], acc[0]);
+        ew2_elem(rd->fast, rd->elems[0], rd->fast_class, acc[0], x[0], acc[0]);
         return 0;
     }
     uint32_t n = rd->n;

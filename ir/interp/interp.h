@@ -233,8 +233,18 @@ typedef struct ir_interp_opts {
      * program with the original this way too (ir/check/ircheck.h): a
      * structural bug shows there above f64 rounding. */
     bool f64;
+    /* Threads a large float convolution may use (0 or 1: the calling
+     * thread alone; at most IR_INTERP_MAX_THREADS).  Its outputs are cut
+     * into contiguous ranges, each output computed whole by one thread in
+     * the one order, so results do not depend on the count. */
+    int threads;
 } ir_interp_opts;
 #define IR_INTERP_MAX_SPLIT 1024
+#define IR_INTERP_MAX_THREADS 16
+
+/* What ir_interp_opts.threads may be on this host: the CPUs online, at
+ * most 8 (and at least 1). */
+int ir_interp_host_threads(void);
 
 /* Whether op cannot be evaluated under ir_interp_opts.f64 (see there). */
 bool ir_interp_op_width_bound(const ir_op *op);

@@ -185,6 +185,11 @@ static inline double ip_ldf(ir_elem e, const uint8_t *p)
         memcpy(&d, p, 8);
         return d;
     }
+    if (e == IR_E_BF16) {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        return ir__bf16_to_f32(h);
+    }
     return ir__float_load(e, p);
 }
 
@@ -197,6 +202,9 @@ static inline void ip_stf(ir_elem e, uint8_t *p, double v)
         memcpy(p, &f, 4);
     } else if (e == IR_E_F64) {
         memcpy(p, &v, 8);
+    } else if (e == IR_E_BF16) {
+        uint16_t h = ir__f32_to_bf16((float)v);
+        memcpy(p, &h, 2);
     } else {
         ir__float_store(e, p, v);
     }
@@ -303,6 +311,7 @@ typedef struct ip_reducer {
     const ir_region *r;
     uint32_t n;                           /* values per side */
     ir_opcode fast;                       /* IR_OP_UNKNOWN: evaluate the region */
+    ip_class fast_class;                  /* with fast: ir__ip_class(elems[0]) */
     bool replace;                         /* the body returns its x arguments unchanged */
     ir_elem elems[IP_MAX_VARIADIC];       /* element types of the accumulators */
     ir_elem xelems[IP_MAX_VARIADIC];      /* element types of the values folded in */

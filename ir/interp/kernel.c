@@ -1,13 +1,23 @@
 /*
  * kernel.c - what every kernel of the interpreter uses: errors that name
  * the op, its source position and the device; new tensors for its results
- * (within the run's size limit); its attributes.  It knows nothing of how
- * ops are evaluated.
+ * (within the run's size limit); its attributes; how many threads the host
+ * offers a kernel that can use them.  It knows nothing of how ops are
+ * evaluated.
  */
 #include "interp_int.h"
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <unistd.h>
+
+/* =============================================================== threads */
+
+int ir_interp_host_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 8 ? 8 : (int)n;
+}
 
 /* ================================================================ errors */
 

@@ -17,6 +17,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -487,120 +488,68 @@ static double conv_1x1(const double *x0, const int64_t *lo0, const double *kb, i
     return s;
 }
 
-/* A float convolution (feature or batch groups, padding, strides,
- * dilations, window reversal), in the order of the general loop of
- * ir__ip_k_convolution: y[.., of] = sum over the window offsets w
- * (row-major) inside the input, then the input features ci of of's group,
- * of x[w, ci] k[w, ci, of], one term after another.  Each group is a
- * convolution of its own (fgc: its slice of input features; bgc: its
- * slice of the batch).  The input is packed [batch][spatial][feature]
- * in doubles, so a window offset's input features are contiguous
- * whatever the layout; the kernel in blocks of eight output features,
- * each [w][ci][8] contiguous.  Positions (the output's indices but the
- * feature) go in chunks whose window offsets are worked out once for
- * every group and block; two neighbours with the same offsets on padding
- * share the kernel's loads (conv_2x8).  Every sum is the reference's,
- * term for term: only which sums run side by side changes. */
-static int conv_float(ip_ctx *c, const ir_tensor *l, const ir_tensor *k, ir_tensor *y, const ir_conv_dims *cd,
-                      const int64_t *ksz, const int64_t *strides, const int64_t *pad, const int64_t *ldil,
-                      const int64_t *rdil, const int64_t *rev, int64_t fgc, int64_t bgc)
+/* What conv_float's workers share, read-only but for their disjoint
+ * slices of y. */
+typedef struct conv_plan {
+    const ir_conv_dims *cd;
+    const int64_t *ksz, *strides, *pad, *ldil, *rdil;
+    const ir_tensor *l;
+    ir_tensor *y;
+    const double *xp, *kp; /* packed input and kernel */
+    int64_t fgc, bgc, G, NO, nbg, Ci, C, S, W, T, chunk;
+    int64_t sst[IR_MAX_RANK], ys[IR_MAX_RANK], pdims[IR_MAX_RANK];
+} conv_plan;
+
+/* One worker's positions [p0, p1) (row-major over pdims), in chunks. */
+typedef struct conv_job {
+    const conv_plan *pl;
+    int64_t p0, p1;
+    int rc; /* 0, or AP_ENOMEM */
+} conv_job;
+
+static void *conv_positions(void *arg)
 {
+    conv_job *jb = arg;
+    const conv_plan *pl = jb->pl;
+    const ir_conv_dims *cd = pl->cd;
+    const ir_tensor *l = pl->l;
+    ir_tensor *y = pl->y;
     int ns = cd->n_spatial;
-    int64_t N = l->dims[cd->in_batch], C = l->dims[cd->in_feature], Ci = k->dims[cd->kernel_in],
-            O = k->dims[cd->kernel_out], W = 1, S = 1;
-    for (int i = 0; i < ns; i++) {
-        W *= ksz[i];
-        S *= l->dims[cd->in_spatial[i]];
-    }
-    int64_t G = fgc > 1 ? fgc : bgc, NO = O / G, nbg = N / bgc, T = W * Ci;
-    int64_t chunk = W > 0 ? CONV_CHUNK_OFFSETS / W : CONV_CHUNK_MAX;
-    if (chunk < 1)
-        chunk = 1;
-    if (chunk > CONV_CHUNK_MAX)
-        chunk = CONV_CHUNK_MAX;
-    double *xp = ap_malloc(sizeof *xp * (size_t)(l->numel > 0 ? l->numel : 1));
-    double *kp = ap_malloc(sizeof *kp * (size_t)(k->numel > 0 ? k->numel : 1));
-    int64_t *koffs = ap_malloc(sizeof *koffs * (size_t)(W > 0 ? W : 1));
+    int64_t W = pl->W, C = pl->C, S = pl->S, Ci = pl->Ci, T = pl->T, NO = pl->NO, chunk = pl->chunk;
+    int64_t ysf = pl->ys[cd->out_feature];
+    ir_elem ye = (ir_elem)y->elem;
+    size_t yb = ip_eb(ye);
     int64_t *loffs = ap_malloc(sizeof *loffs * (size_t)(chunk * (W > 0 ? W : 1)));
     int64_t *pos = ap_malloc(sizeof *pos * (size_t)(2 * chunk));
     bool *same = ap_malloc(sizeof *same * (size_t)chunk);
-    if (!xp || !kp || !koffs || !loffs || !pos || !same) {
-        ap_free(xp);
-        ap_free(kp);
-        ap_free(koffs);
-        ap_free(loffs);
-        ap_free(pos);
-        ap_free(same);
-        return ir__ip_fail(c, AP_ENOMEM, "out of memory");
+    if (!loffs || !pos || !same) {
+        jb->rc = AP_ENOMEM;
+        goto out;
     }
-    /* the input packed: ps[d] is dim d's stride there */
-    int64_t ps[IR_MAX_RANK], sst[IR_MAX_RANK], ks[IR_MAX_RANK], ys[IR_MAX_RANK];
-    for (int64_t i = ns - 1, s = 1; i >= 0; i--) {
-        sst[i] = s;
-        s *= l->dims[cd->in_spatial[i]];
+    int64_t yi[IR_MAX_RANK] = {0}, wi[IR_MAX_RANK], rest = jb->p0;
+    for (int j = y->rank - 1; j >= 0; j--) { /* p0 unravelled */
+        yi[j] = rest % pl->pdims[j];
+        rest /= pl->pdims[j];
     }
-    ps[cd->in_batch] = S * C;
-    ps[cd->in_feature] = 1;
-    for (int i = 0; i < ns; i++)
-        ps[cd->in_spatial[i]] = sst[i] * C;
-    ir_elem le = (ir_elem)l->elem, ke = (ir_elem)k->elem, ye = (ir_elem)y->elem;
-    size_t leb = ip_eb(le), keb = ip_eb(ke), yb = ip_eb(ye);
-    int r = l->rank;
-    int64_t inner = l->dims[r - 1], li[IR_MAX_RANK] = {0};
-    for (int64_t i = 0; i + inner <= l->numel && inner > 0; i += inner) {
-        int64_t d = 0;
-        for (int q = 0; q < r - 1; q++)
-            d += li[q] * ps[q];
-        for (int64_t j = 0; j < inner; j++)
-            xp[d + j * ps[r - 1]] = ip_ldf(le, l->data + (size_t)(i + j) * leb);
-        ip_next(r - 1, l->dims, li);
-    }
-    /* the kernel: group g's block b (F features) at (g NO + 8 b) T, [w][ci][F] */
-    ip_strides(k->rank, k->dims, ks);
-    ip_strides(y->rank, y->dims, ys);
-    int64_t wi[IR_MAX_RANK] = {0};
-    for (int64_t w = 0; w < W; w++) {
-        int64_t koff = 0;
-        for (int i = 0; i < ns; i++)
-            koff += (rev[i] ? ksz[i] - 1 - wi[i] : wi[i]) * ks[cd->kernel_spatial[i]];
-        koffs[w] = koff;
-        ip_next(ns, ksz, wi);
-    }
-    for (int64_t g = 0; g < G; g++)
-        for (int64_t b = 0; b < NO; b += 8) {
-            int64_t F = NO - b < 8 ? NO - b : 8, o0 = g * NO + b;
-            double *kb = kp + o0 * T;
-            for (int64_t w = 0; w < W; w++)
-                for (int64_t ci = 0; ci < Ci; ci++)
-                    for (int64_t f = 0; f < F; f++)
-                        kb[(w * Ci + ci) * F + f] = ip_ldf(
-                            ke, k->data + (size_t)(koffs[w] + ci * ks[cd->kernel_in] + (o0 + f) * ks[cd->kernel_out]) *
-                                              keb);
-        }
-    /* the positions: every index of y with the output feature at 0 */
-    int64_t pdims[IR_MAX_RANK], yi[IR_MAX_RANK] = {0}, ysf = ys[cd->out_feature];
-    for (int i = 0; i < y->rank; i++)
-        pdims[i] = i == cd->out_feature ? 1 : y->dims[i];
-    bool more = true;
-    while (more) {
+    for (int64_t p_at = jb->p0; p_at < jb->p1;) {
         /* a chunk: each position's output offset (feature 0), batch index
          * and input offsets (-1 on padding) */
         int64_t np = 0;
-        for (; np < chunk && more; np++, more = ip_next(y->rank, pdims, yi)) {
+        for (; np < chunk && p_at < jb->p1; np++, p_at++, ip_next(y->rank, pl->pdims, yi)) {
             int64_t yoff = 0;
             for (int i = 0; i < y->rank; i++)
-                yoff += yi[i] * ys[i];
+                yoff += yi[i] * pl->ys[i];
             pos[2 * np] = yoff;
             pos[2 * np + 1] = yi[cd->out_batch];
             int64_t *lo = loffs + np * W;
             memset(wi, 0, sizeof wi);
-            for (int64_t w = 0; w < W; w++, ip_next(ns, ksz, wi)) {
+            for (int64_t w = 0; w < W; w++, ip_next(ns, pl->ksz, wi)) {
                 int64_t off = 0;
                 bool inside = true;
                 for (int i = 0; i < ns && inside; i++) {
-                    int64_t p = yi[cd->out_spatial[i]] * strides[i] + wi[i] * rdil[i] - pad[2 * i];
-                    inside = p >= 0 && p % ldil[i] == 0 && p / ldil[i] < l->dims[cd->in_spatial[i]];
-                    off += inside ? p / ldil[i] * sst[i] : 0;
+                    int64_t p = yi[cd->out_spatial[i]] * pl->strides[i] + wi[i] * pl->rdil[i] - pl->pad[2 * i];
+                    inside = p >= 0 && p % pl->ldil[i] == 0 && p / pl->ldil[i] < l->dims[cd->in_spatial[i]];
+                    off += inside ? p / pl->ldil[i] * pl->sst[i] : 0;
                 }
                 lo[w] = inside ? off * C : -1;
             }
@@ -614,12 +563,12 @@ static int conv_float(ip_ctx *c, const ir_tensor *l, const ir_tensor *k, ir_tens
         }
         if (np)
             same[np - 1] = false;
-        for (int64_t g = 0; g < G; g++) {
-            int64_t nbase = bgc > 1 ? g * nbg : 0;
-            const double *xg = xp + (fgc > 1 ? g * Ci : 0);
+        for (int64_t g = 0; g < pl->G; g++) {
+            int64_t nbase = pl->bgc > 1 ? g * pl->nbg : 0;
+            const double *xg = pl->xp + (pl->fgc > 1 ? g * Ci : 0);
             for (int64_t b = 0; b < NO; b += 8) {
                 int64_t F = NO - b < 8 ? NO - b : 8, o0 = g * NO + b;
-                const double *kb = kp + o0 * T;
+                const double *kb = pl->kp + o0 * T;
                 for (int64_t p = 0; p < np;) {
                     const double *x0 = xg + (nbase + pos[2 * p + 1]) * S * C;
                     const int64_t *lo0 = loffs + p * W;
@@ -657,13 +606,147 @@ static int conv_float(ip_ctx *c, const ir_tensor *l, const ir_tensor *k, ir_tens
             }
         }
     }
-    ap_free(xp);
-    ap_free(kp);
-    ap_free(koffs);
+out:
     ap_free(loffs);
     ap_free(pos);
     ap_free(same);
-    return 0;
+    return NULL;
+}
+
+/* Multiply-adds below which a convolution runs on one thread (a thread's
+ * start costs about what ~10^5 of them do). */
+#define CONV_THREAD_MACS (1 << 22)
+
+/* A float convolution (feature or batch groups, padding, strides,
+ * dilations, window reversal), in the order of the general loop of
+ * ir__ip_k_convolution: y[.., of] = sum over the window offsets w
+ * (row-major) inside the input, then the input features ci of of's group,
+ * of x[w, ci] k[w, ci, of], one term after another.  Each group is a
+ * convolution of its own (fgc: its slice of input features; bgc: its
+ * slice of the batch).  The input is packed [batch][spatial][feature]
+ * in doubles, so a window offset's input features are contiguous
+ * whatever the layout; the kernel in blocks of eight output features,
+ * each [w][ci][8] contiguous.  Positions (the output's indices but the
+ * feature) go in chunks whose window offsets are worked out once for
+ * every group and block; two neighbours with the same offsets on padding
+ * share the kernel's loads (conv_2x8).  Every sum is the reference's,
+ * term for term: only which sums run side by side changes.
+ *
+ * With ir_interp_opts.threads above 1 the positions are cut into that many
+ * contiguous ranges, one thread each: every output is still computed
+ * whole by one thread in the same order, so the result does not depend on
+ * the number of threads. */
+static int conv_float(ip_ctx *c, const ir_tensor *l, const ir_tensor *k, ir_tensor *y, const ir_conv_dims *cd,
+                      const int64_t *ksz, const int64_t *strides, const int64_t *pad, const int64_t *ldil,
+                      const int64_t *rdil, const int64_t *rev, int64_t fgc, int64_t bgc)
+{
+    conv_plan pl = {.cd = cd, .ksz = ksz, .strides = strides, .pad = pad, .ldil = ldil, .rdil = rdil, .l = l,
+                    .y = y, .fgc = fgc, .bgc = bgc};
+    int ns = cd->n_spatial;
+    int64_t N = l->dims[cd->in_batch], C = l->dims[cd->in_feature], Ci = k->dims[cd->kernel_in],
+            O = k->dims[cd->kernel_out], W = 1, S = 1;
+    for (int i = 0; i < ns; i++) {
+        W *= ksz[i];
+        S *= l->dims[cd->in_spatial[i]];
+    }
+    int64_t G = fgc > 1 ? fgc : bgc, NO = O / G, T = W * Ci;
+    int64_t chunk = W > 0 ? CONV_CHUNK_OFFSETS / W : CONV_CHUNK_MAX;
+    if (chunk < 1)
+        chunk = 1;
+    if (chunk > CONV_CHUNK_MAX)
+        chunk = CONV_CHUNK_MAX;
+    pl.G = G, pl.NO = NO, pl.nbg = N / bgc, pl.Ci = Ci, pl.C = C, pl.S = S, pl.W = W, pl.T = T, pl.chunk = chunk;
+    double *xp = ap_malloc(sizeof *xp * (size_t)(l->numel > 0 ? l->numel : 1));
+    double *kp = ap_malloc(sizeof *kp * (size_t)(k->numel > 0 ? k->numel : 1));
+    int64_t *koffs = ap_malloc(sizeof *koffs * (size_t)(W > 0 ? W : 1));
+    if (!xp || !kp || !koffs) {
+        ap_free(xp);
+        ap_free(kp);
+        ap_free(koffs);
+        return ir__ip_fail(c, AP_ENOMEM, "out of memory");
+    }
+    /* the input packed: ps[d] is dim d's stride there */
+    int64_t ps[IR_MAX_RANK], ks[IR_MAX_RANK];
+    for (int64_t i = ns - 1, s = 1; i >= 0; i--) {
+        pl.sst[i] = s;
+        s *= l->dims[cd->in_spatial[i]];
+    }
+    ps[cd->in_batch] = S * C;
+    ps[cd->in_feature] = 1;
+    for (int i = 0; i < ns; i++)
+        ps[cd->in_spatial[i]] = pl.sst[i] * C;
+    ir_elem le = (ir_elem)l->elem, ke = (ir_elem)k->elem;
+    size_t leb = ip_eb(le), keb = ip_eb(ke);
+    int r = l->rank;
+    int64_t inner = l->dims[r - 1], li[IR_MAX_RANK] = {0};
+    for (int64_t i = 0; i + inner <= l->numel && inner > 0; i += inner) {
+        int64_t d = 0;
+        for (int q = 0; q < r - 1; q++)
+            d += li[q] * ps[q];
+        for (int64_t j = 0; j < inner; j++)
+            xp[d + j * ps[r - 1]] = ip_ldf(le, l->data + (size_t)(i + j) * leb);
+        ip_next(r - 1, l->dims, li);
+    }
+    /* the kernel: group g's block b (F features) at (g NO + 8 b) T, [w][ci][F] */
+    ip_strides(k->rank, k->dims, ks);
+    ip_strides(y->rank, y->dims, pl.ys);
+    int64_t wi[IR_MAX_RANK] = {0};
+    for (int64_t w = 0; w < W; w++) {
+        int64_t koff = 0;
+        for (int i = 0; i < ns; i++)
+            koff += (rev[i] ? ksz[i] - 1 - wi[i] : wi[i]) * ks[cd->kernel_spatial[i]];
+        koffs[w] = koff;
+        ip_next(ns, ksz, wi);
+    }
+    for (int64_t g = 0; g < G; g++)
+        for (int64_t b = 0; b < NO; b += 8) {
+            int64_t F = NO - b < 8 ? NO - b : 8, o0 = g * NO + b;
+            double *kb = kp + o0 * T;
+            for (int64_t w = 0; w < W; w++)
+                for (int64_t ci = 0; ci < Ci; ci++)
+                    for (int64_t f = 0; f < F; f++)
+                        kb[(w * Ci + ci) * F + f] = ip_ldf(
+                            ke, k->data + (size_t)(koffs[w] + ci * ks[cd->kernel_in] + (o0 + f) * ks[cd->kernel_out]) *
+                                              keb);
+        }
+    pl.xp = xp, pl.kp = kp;
+    /* the positions: every index of y with the output feature at 0 */
+    int64_t npos = 1;
+    for (int i = 0; i < y->rank; i++)
+        npos *= (pl.pdims[i] = i == cd->out_feature ? 1 : y->dims[i]);
+    /* threads: contiguous ranges of positions, at least a chunk each */
+    int64_t nt = c->run->opts.threads > 1 ? c->run->opts.threads : 1;
+    double macs = (double)y->numel * (double)T;
+    if (macs < CONV_THREAD_MACS)
+        nt = 1;
+    if (nt > (npos + chunk - 1) / chunk)
+        nt = (npos + chunk - 1) / chunk;
+    if (nt > IR_INTERP_MAX_THREADS)
+        nt = IR_INTERP_MAX_THREADS;
+    if (nt < 1)
+        nt = 1;
+    conv_job jobs[IR_INTERP_MAX_THREADS];
+    pthread_t tid[IR_INTERP_MAX_THREADS];
+    bool started[IR_INTERP_MAX_THREADS] = {false};
+    for (int64_t t = 0; t < nt; t++)
+        jobs[t] = (conv_job){.pl = &pl, .p0 = npos * t / nt, .p1 = npos * (t + 1) / nt, .rc = 0};
+    for (int64_t t = 1; t < nt; t++)
+        started[t] = pthread_create(&tid[t], NULL, conv_positions, &jobs[t]) == 0;
+    conv_positions(&jobs[0]);
+    for (int64_t t = 1; t < nt; t++) {
+        if (started[t])
+            pthread_join(tid[t], NULL);
+        else /* no thread to be had: this one does the range */
+            conv_positions(&jobs[t]);
+    }
+    int rc = 0;
+    for (int64_t t = 0; t < nt; t++)
+        if (jobs[t].rc)
+            rc = ir__ip_fail(c, AP_ENOMEM, "out of memory");
+    ap_free(xp);
+    ap_free(kp);
+    ap_free(koffs);
+    return rc;
 }
 
 int ir__ip_k_convolution(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
