@@ -755,6 +755,38 @@ START_TEST(bitcast_sub_byte_to_itself)
 }
 END_TEST
 
+/* Shardy's explicit collectives that only move pieces (all_gather,
+ * all_slice, all_to_all, collective_permute) keep the global tensor: they
+ * were refused as unknown ops (StableHLO programs exported by Shardy with
+ * them, e.g. remove_ag_rs_for_cmv1).  sdy.all_reduce, which sums partial
+ * values, is still refused. */
+START_TEST(sdy_explicit_collectives_keep_the_tensor)
+{
+    const char *text = fn("(%x: tensor<4x2xf32>) -> tensor<4x2xf32>",
+                          "  %0 = sdy.all_slice [{\"x\"}, {}] %x out_sharding=<@mesh, [{\"x\"}, {}]> : tensor<4x2xf32>\n"
+                          "  %1 = sdy.all_to_all [{\"x\"}: 0->1] %0 out_sharding=<@mesh, [{}, {\"x\"}]> : "
+                          "tensor<4x2xf32>\n"
+                          "  %2 = sdy.collective_permute %1 out_sharding=<@mesh, [{}, {\"y\"}]> : tensor<4x2xf32>\n"
+                          "  %3 = sdy.all_gather [{}, {\"y\"}] %2 out_sharding=<@mesh, [{}, {}]> : tensor<4x2xf32>\n"
+                          "  %4 = stablehlo.negate %3 : tensor<4x2xf32>\n"
+                          "  return %4 : tensor<4x2xf32>");
+    char mod[20000];
+    snprintf(mod, sizeof mod, "sdy.mesh @mesh = <[\"x\"=2, \"y\"=2]>\n%s", text);
+    ir_tensor *a[1] = {tf(IR_E_F32, "4x2", DV(1, 2, 3, 4, 5, 6, 7, 8))};
+    ir_tensor *y = run1(mod, a, 1);
+    expect_f(y, "4x2", DV(-1, -2, -3, -4, -5, -6, -7, -8), 0);
+    ir_tensor_free(y);
+    text = fn("(%x: tensor<4x2xf32>) -> tensor<4x2xf32>",
+              "  %0 = sdy.all_reduce {\"x\"} %x out_sharding=<@mesh, [{}, {}]> : tensor<4x2xf32>\n"
+              "  return %0 : tensor<4x2xf32>");
+    snprintf(mod, sizeof mod, "sdy.mesh @mesh = <[\"x\"=2, \"y\"=2]>\n%s", text);
+    ir_tensor *b[1] = {tf(IR_E_F32, "4x2", DV(1, 2, 3, 4, 5, 6, 7, 8))};
+    char msg[512];
+    run_fail(mod, b, 1, NULL, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "sdy.all_reduce: cannot evaluate"), "%s", msg);
+}
+END_TEST
+
 START_TEST(reduce_precision_and_complex)
 {
     const char *src = fn("(%a: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)",
@@ -3974,6 +4006,7 @@ static Suite *interp_suite(void)
     tcase_add_test(tc, chlo_ragged_dot);
     tcase_add_test(tc, chlo_scan);
     tcase_add_test(tc, bitcast_sub_byte_to_itself);
+    tcase_add_test(tc, sdy_explicit_collectives_keep_the_tensor);
     tcase_add_test(tc, complex_maximum_minimum);
     tcase_add_test(tc, run_parallel_collectives);
     tcase_add_test(tc, collectives_ragged_variadic_and_collective_reduce);

@@ -903,14 +903,23 @@ static int eval_named_computation(ip_run *r, ip_frame *fr, const ir_op *op)
  * value, and sdy.data_flow_edge and sdy.func_data_flow_edge, which only
  * mark the owner of an edge whose sources and targets share a sharding
  * (SameOperandsAndResultType; Shardy's export replaces them by their
- * input). */
+ * input).  And Shardy's explicit collectives that only move a tensor's
+ * pieces between devices, sdy.all_gather, all_slice, all_to_all and
+ * collective_permute: in the global view they are written in
+ * (SameOperandsAndResultType) the tensor is the same, only its sharding
+ * changes (sdy.all_reduce, which sums partial values, is not one). */
 static bool sdy_identity(const ir_op *op)
 {
-    return op->n_operands == 1 && op->n_results == 1 && op->n_regions == 0 &&
-           (!strcmp(op->name, "sdy.sharding_constraint") || !strcmp(op->name, "sdy.propagation_barrier") ||
-            !strcmp(op->name, "sdy.reshard") || !strcmp(op->name, "sdy.data_flow_edge") ||
-            !strcmp(op->name, "sdy.func_data_flow_edge")) &&
-           ir_type_equal(op->operands[0]->type, op->results[0].type);
+    static const char *const names[] = {"sdy.sharding_constraint", "sdy.propagation_barrier", "sdy.reshard",
+                                        "sdy.data_flow_edge",      "sdy.func_data_flow_edge", "sdy.all_gather",
+                                        "sdy.all_slice",           "sdy.all_to_all",          "sdy.collective_permute"};
+    if (op->n_operands != 1 || op->n_results != 1 || op->n_regions != 0 ||
+        !ir_type_equal(op->operands[0]->type, op->results[0].type))
+        return false;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(op->name, names[i]))
+            return true;
+    return false;
 }
 
 static int eval_op(ip_run *r, ip_frame *fr, const ir_op *op)
