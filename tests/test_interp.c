@@ -2030,6 +2030,102 @@ START_TEST(batch_norm_grad_matches_finite_differences)
 }
 END_TEST
 
+/* The batch norms bit for bit in f64 against the straightforward loop over
+ * the elements in row-major order (the feature of element i worked out
+ * from i), with the kernel's formulas: per-feature sums in that order,
+ * the same expressions.  Feature index 0, 1 and 3 of a 2x3x4x5 operand. */
+static void bn_reference(const double *x, const double *sc, const double *of, const double *mu_in,
+                         const double *var_in, const double *gy, int fi, double eps, double *train, double *mean,
+                         double *var, double *infer, double *gx, double *gsc, double *gof)
+{
+    const int dims[4] = {2, 3, 4, 5}, n = 120;
+    int nf = dims[fi], inner = 1;
+    for (int d = fi + 1; d < 4; d++)
+        inner *= dims[d];
+    double per = (double)(n / nf);
+    for (int f = 0; f < nf; f++)
+        mean[f] = var[f] = gsc[f] = gof[f] = 0;
+    for (int i = 0; i < n; i++)
+        mean[(i / inner) % nf] += x[i];
+    for (int f = 0; f < nf; f++)
+        mean[f] /= per;
+    for (int i = 0; i < n; i++) {
+        double d = x[i] - mean[(i / inner) % nf];
+        var[(i / inner) % nf] += d * d;
+    }
+    for (int f = 0; f < nf; f++)
+        var[f] /= per;
+    for (int i = 0; i < n; i++) {
+        int f = (i / inner) % nf;
+        train[i] = sc[f] * (x[i] - mean[f]) / sqrt(var[f] + eps) + of[f];
+        infer[i] = sc[f] * (x[i] - mu_in[f]) / sqrt(var_in[f] + eps) + of[f];
+        double sd = sqrt(var_in[f] + eps), xhat = (x[i] - mu_in[f]) / sd;
+        gof[f] += gy[i];
+        gsc[f] += gy[i] * xhat;
+    }
+    for (int i = 0; i < n; i++) {
+        int f = (i / inner) % nf;
+        double sd = sqrt(var_in[f] + eps), xhat = (x[i] - mu_in[f]) / sd;
+        gx[i] = sc[f] / sd * (gy[i] - gof[f] / per - xhat * gsc[f] / per);
+    }
+}
+
+START_TEST(batch_norms_in_row_major_order)
+{
+    double x[120], gy[120], v[5][5];
+    uint64_t s = 0x853c49e6748fea9bull;
+    for (int i = 0; i < 120; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = ldexp((double)(s >> 11) / 9007199254740992.0 - 0.3, (int)((s >> 3) % 9) - 4);
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        gy[i] = (double)(s >> 11) / 9007199254740992.0 - 0.5;
+    }
+    for (int k = 0; k < 5; k++)
+        for (int f = 0; f < 5; f++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            v[k][f] = (double)(s >> 11) / 9007199254740992.0 + (k == 3 ? 0.1 : -0.4); /* v[3]: variances */
+        }
+    static const int fis[] = {0, 1, 3};
+    for (size_t q = 0; q < 3; q++) {
+        int fi = fis[q], nf = fi == 0 ? 2 : fi == 1 ? 3 : 5;
+        char vt[32], sig[512], body[2048];
+        snprintf(vt, sizeof vt, "tensor<%dxf64>", nf);
+        snprintf(sig, sizeof sig,
+                 "(%%x: tensor<2x3x4x5xf64>, %%s: %s, %%o: %s, %%m: %s, %%v: %s, %%gy: tensor<2x3x4x5xf64>) -> "
+                 "(tensor<2x3x4x5xf64>, %s, %s, tensor<2x3x4x5xf64>, tensor<2x3x4x5xf64>, %s, %s)",
+                 vt, vt, vt, vt, vt, vt, vt, vt);
+        snprintf(body, sizeof body,
+                 "  %%t:3 = \"stablehlo.batch_norm_training\"(%%x, %%s, %%o) {epsilon = 0.5 : f32, feature_index = %d "
+                 ": i64} : (tensor<2x3x4x5xf64>, %s, %s) -> (tensor<2x3x4x5xf64>, %s, %s)\n"
+                 "  %%i = \"stablehlo.batch_norm_inference\"(%%x, %%s, %%o, %%m, %%v) {epsilon = 0.5 : f32, "
+                 "feature_index = %d : i64} : (tensor<2x3x4x5xf64>, %s, %s, %s, %s) -> tensor<2x3x4x5xf64>\n"
+                 "  %%g:3 = \"stablehlo.batch_norm_grad\"(%%x, %%s, %%m, %%v, %%gy) {epsilon = 0.5 : f32, "
+                 "feature_index = %d : i64} : (tensor<2x3x4x5xf64>, %s, %s, %s, tensor<2x3x4x5xf64>) -> "
+                 "(tensor<2x3x4x5xf64>, %s, %s)\n"
+                 "  return %%t#0, %%t#1, %%t#2, %%i, %%g#0, %%g#1, %%g#2 : tensor<2x3x4x5xf64>, %s, %s, "
+                 "tensor<2x3x4x5xf64>, tensor<2x3x4x5xf64>, %s, %s",
+                 fi, vt, vt, vt, vt, fi, vt, vt, vt, vt, fi, vt, vt, vt, vt, vt, vt, vt, vt, vt);
+        double want[7][120];
+        bn_reference(x, v[0], v[1], v[2], v[3], gy, fi, 0.5, want[0], want[1], want[2], want[3], want[4], want[5],
+                     want[6]);
+        char vs[8];
+        snprintf(vs, sizeof vs, "%d", nf);
+        ir_tensor *args[6] = {tf(IR_E_F64, "2x3x4x5", x, 120), tf(IR_E_F64, vs, v[0], (size_t)nf),
+                              tf(IR_E_F64, vs, v[1], (size_t)nf),  tf(IR_E_F64, vs, v[2], (size_t)nf),
+                              tf(IR_E_F64, vs, v[3], (size_t)nf),  tf(IR_E_F64, "2x3x4x5", gy, 120)};
+        uint32_t n;
+        ir_tensor **r = run(fn(sig, body), args, 6, &n);
+        ck_assert_uint_eq(n, 7);
+        for (uint32_t k = 0; k < 7; k++)
+            for (int64_t i = 0; i < r[k]->numel; i++)
+                ck_assert_msg(ir_tensor_get_f64(r[k], i) == want[k][i],
+                              "feature_index %d, result %u[%lld]: %.17g, the row-major loop gives %.17g", fi, k,
+                              (long long)i, ir_tensor_get_f64(r[k], i), want[k][i]);
+        ir_tensors_free(r, n);
+    }
+}
+END_TEST
+
 START_TEST(narrow_floats_round_through_f32)
 {
     const char *src = fn("(%a: tensor<3xbf16>, %b: tensor<3xbf16>, %c: tensor<2xf16>) -> (tensor<3xbf16>, tensor<2xf16>)",
@@ -3988,6 +4084,7 @@ static Suite *interp_suite(void)
     tcase_add_test(tc, map_and_batch_norm);
     tcase_add_test(tc, linear_algebra);
     tcase_add_test(tc, batch_norm_grad_matches_finite_differences);
+    tcase_add_test(tc, batch_norms_in_row_major_order);
     tcase_add_test(tc, narrow_floats_round_through_f32);
     tcase_add_test(tc, tensor_api);
     tcase_add_test(tc, custom_call_handler);

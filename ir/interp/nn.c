@@ -1391,13 +1391,19 @@ static int bn_vec(ip_ctx *c, const ir_tensor *v, const ir_tensor *x, int64_t fi,
     return 0;
 }
 
-/* Feature of the row-major element i. */
-static int64_t feature_of(const ir_tensor *x, int64_t fi, int64_t i)
+/* The elements before and after the feature dim fi: element i =
+ * (o nf + f) inner + j.  The kernels below walk o, f, j nested, which is
+ * i in row-major order (so every per-feature sum adds its terms in the
+ * order a walk over i would), without dividing i per element. */
+static void bn_shape(const ir_tensor *x, int64_t fi, int64_t *outer, int64_t *inner)
 {
-    int64_t inner = 1;
-    for (int d = (int)fi + 1; d < x->rank; d++)
-        inner *= x->dims[d];
-    return (i / inner) % x->dims[fi];
+    *outer = *inner = 1;
+    for (int d = 0; d < x->rank; d++) {
+        if (d < fi)
+            *outer *= x->dims[d];
+        else if (d > fi)
+            *inner *= x->dims[d];
+    }
 }
 
 int ir__ip_k_batch_norm_inference(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
@@ -1417,12 +1423,18 @@ int ir__ip_k_batch_norm_inference(ip_ctx *c, const ir_tensor *const *in, ir_tens
     if (!ir__tensor_same_type(out[0], x))
         return ir__ip_fail(c, AP_ETYPE, "result differs from the operand");
     ir_elem e = (ir_elem)x->elem;
-    for (int64_t i = 0; i < x->numel; i++) {
-        int64_t f = feature_of(x, fi, i);
-        double v = ir_tensor_get_f64(x, i), sc = ir_tensor_get_f64(in[1], f), of = ir_tensor_get_f64(in[2], f);
-        double mu = ir_tensor_get_f64(in[3], f), var = ir_tensor_get_f64(in[4], f);
-        ip_stf(e, out[0]->data + (size_t)i * ip_eb(e), sc * (v - mu) / sqrt(var + eps) + of);
-    }
+    int64_t outer, inner, nf = x->dims[fi], i = 0;
+    bn_shape(x, fi, &outer, &inner);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t f = 0; f < nf; f++) {
+            double sc = ir_tensor_get_f64(in[1], f), of = ir_tensor_get_f64(in[2], f);
+            double mu = ir_tensor_get_f64(in[3], f), var = ir_tensor_get_f64(in[4], f);
+            double sd = sqrt(var + eps);
+            for (int64_t j = 0; j < inner; j++, i++) {
+                double v = ir_tensor_get_f64(x, i);
+                ip_stf(e, out[0]->data + (size_t)i * ip_eb(e), sc * (v - mu) / sd + of);
+            }
+        }
     return 0;
 }
 
@@ -1434,15 +1446,21 @@ static int bn_stats(ip_ctx *c, const ir_tensor *x, int64_t fi, double **mean, do
     *var = ap_calloc((size_t)(nf ? nf : 1), sizeof **var);
     if (!*mean || !*var)
         return ir__ip_fail(c, AP_ENOMEM, "out of memory");
-    for (int64_t i = 0; i < x->numel; i++)
-        (*mean)[feature_of(x, fi, i)] += ir_tensor_get_f64(x, i);
+    int64_t outer, inner, i = 0;
+    bn_shape(x, fi, &outer, &inner);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t f = 0; f < nf; f++)
+            for (int64_t j = 0; j < inner; j++, i++)
+                (*mean)[f] += ir_tensor_get_f64(x, i);
     for (int64_t f = 0; f < nf; f++)
         (*mean)[f] /= (double)per;
-    for (int64_t i = 0; i < x->numel; i++) {
-        int64_t f = feature_of(x, fi, i);
-        double d = ir_tensor_get_f64(x, i) - (*mean)[f];
-        (*var)[f] += d * d;
-    }
+    i = 0;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t f = 0; f < nf; f++)
+            for (int64_t j = 0; j < inner; j++, i++) {
+                double d = ir_tensor_get_f64(x, i) - (*mean)[f];
+                (*var)[f] += d * d;
+            }
     for (int64_t f = 0; f < nf; f++)
         (*var)[f] /= (double)per;
     return 0;
@@ -1465,12 +1483,16 @@ int ir__ip_k_batch_norm_training(ip_ctx *c, const ir_tensor *const *in, ir_tenso
     if ((rc = bn_stats(c, x, fi, &mean, &var)) < 0)
         goto done;
     ir_elem e = (ir_elem)x->elem;
-    for (int64_t i = 0; i < x->numel; i++) {
-        int64_t f = feature_of(x, fi, i);
-        double v = ir_tensor_get_f64(x, i);
-        ip_stf(e, out[0]->data + (size_t)i * ip_eb(e),
-               ir_tensor_get_f64(in[1], f) * (v - mean[f]) / sqrt(var[f] + eps) + ir_tensor_get_f64(in[2], f));
-    }
+    int64_t outer, inner, i = 0;
+    bn_shape(x, fi, &outer, &inner);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t f = 0; f < x->dims[fi]; f++) {
+            double sc = ir_tensor_get_f64(in[1], f), of = ir_tensor_get_f64(in[2], f), sd = sqrt(var[f] + eps);
+            for (int64_t j = 0; j < inner; j++, i++) {
+                double v = ir_tensor_get_f64(x, i);
+                ip_stf(e, out[0]->data + (size_t)i * ip_eb(e), sc * (v - mean[f]) / sd + of);
+            }
+        }
     for (int64_t f = 0; f < x->dims[fi]; f++) {
         ip_stf(e, out[1]->data + (size_t)f * ip_eb(e), mean[f]);
         ip_stf(e, out[2]->data + (size_t)f * ip_eb(e), var[f]);
@@ -1506,21 +1528,29 @@ int ir__ip_k_batch_norm_grad(ip_ctx *c, const ir_tensor *const *in, ir_tensor **
     }
     /* grad_offset = sum(g); grad_scale = sum(g * xhat);
      * grad_operand = scale / stddev * (g - mean(g) - xhat * mean(g * xhat)) */
-    for (int64_t i = 0; i < x->numel; i++) {
-        int64_t f = feature_of(x, fi, i);
-        double sd = sqrt(ir_tensor_get_f64(var, f) + eps);
-        double xhat = (ir_tensor_get_f64(x, i) - ir_tensor_get_f64(mean, f)) / sd, g = ir_tensor_get_f64(gy, i);
-        sg[f] += g;
-        sgn[f] += g * xhat;
-    }
+    int64_t outer, inner, i = 0;
+    bn_shape(x, fi, &outer, &inner);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t f = 0; f < nf; f++) {
+            double sd = sqrt(ir_tensor_get_f64(var, f) + eps), mu = ir_tensor_get_f64(mean, f);
+            for (int64_t j = 0; j < inner; j++, i++) {
+                double xhat = (ir_tensor_get_f64(x, i) - mu) / sd, g = ir_tensor_get_f64(gy, i);
+                sg[f] += g;
+                sgn[f] += g * xhat;
+            }
+        }
     ir_elem e = (ir_elem)x->elem;
-    for (int64_t i = 0; i < x->numel; i++) {
-        int64_t f = feature_of(x, fi, i);
-        double sd = sqrt(ir_tensor_get_f64(var, f) + eps);
-        double xhat = (ir_tensor_get_f64(x, i) - ir_tensor_get_f64(mean, f)) / sd, g = ir_tensor_get_f64(gy, i);
-        double gx = ir_tensor_get_f64(scale, f) / sd * (g - sg[f] / (double)per - xhat * sgn[f] / (double)per);
-        ip_stf(e, out[0]->data + (size_t)i * ip_eb(e), gx);
-    }
+    i = 0;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t f = 0; f < nf; f++) {
+            double sd = sqrt(ir_tensor_get_f64(var, f) + eps), mu = ir_tensor_get_f64(mean, f);
+            double sc = ir_tensor_get_f64(scale, f);
+            for (int64_t j = 0; j < inner; j++, i++) {
+                double xhat = (ir_tensor_get_f64(x, i) - mu) / sd, g = ir_tensor_get_f64(gy, i);
+                double gx = sc / sd * (g - sg[f] / (double)per - xhat * sgn[f] / (double)per);
+                ip_stf(e, out[0]->data + (size_t)i * ip_eb(e), gx);
+            }
+        }
     for (int64_t f = 0; f < nf; f++) {
         ip_stf(e, out[1]->data + (size_t)f * ip_eb(e), sgn[f]);
         ip_stf(e, out[2]->data + (size_t)f * ip_eb(e), sg[f]);
