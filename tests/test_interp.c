@@ -1104,6 +1104,57 @@ START_TEST(dot_sums_in_one_order_whatever_the_blocking)
 }
 END_TEST
 
+/* A batched dot_general large enough to be cut among threads (5.2 M
+ * multiply-adds: 111 rows of 3 batches in 1, 3 and 7 ranges, the last
+ * straddling batches), each output bit for bit the one order's sum. */
+START_TEST(dot_general_threads_same_sums)
+{
+    enum { NB = 3, NI = 37, NK = 1031, NJ = 45 };
+    double *a = malloc(sizeof *a * NB * NI * NK), *b = malloc(sizeof *b * NB * NK * NJ),
+           *want = malloc(sizeof *want * NB * NI * NJ);
+    uint64_t x = 0x243f6a8885a308d3ull;
+    for (int i = 0; i < NB * NI * NK; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        a[i] = ldexp((double)(x >> 11) / 9007199254740992.0 - 0.5, (int)((x >> 3) % 41) - 20);
+    }
+    for (int i = 0; i < NB * NK * NJ; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        b[i] = (double)(x >> 11) / 9007199254740992.0 - 0.3;
+    }
+    for (int p = 0; p < NB; p++)
+        for (int i = 0; i < NI; i++)
+            for (int j = 0; j < NJ; j++) {
+                double s[4] = {0, 0, 0, 0};
+                int k = 0;
+                for (; k + 4 <= NK; k += 4)
+                    for (int q = 0; q < 4; q++)
+                        s[q] += a[(p * NI + i) * NK + k + q] * b[(p * NK + k + q) * NJ + j];
+                for (; k < NK; k++)
+                    s[0] += a[(p * NI + i) * NK + k] * b[(p * NK + k) * NJ + j];
+                want[(p * NI + i) * NJ + j] = (s[0] + s[1]) + (s[2] + s[3]);
+            }
+    const char *src = fn("(%a: tensor<3x37x1031xf64>, %b: tensor<3x1031x45xf64>) -> tensor<3x37x45xf64>",
+                         "  %0 = stablehlo.dot_general %a, %b, batching_dims = [0] x [0], contracting_dims = [2] x [1] "
+                         ": (tensor<3x37x1031xf64>, tensor<3x1031x45xf64>) -> tensor<3x37x45xf64>\n"
+                         "  return %0 : tensor<3x37x45xf64>");
+    static const int threads[] = {1, 3, 7};
+    for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+        ir_tensor *args[2] = {tf(IR_E_F64, "3x37x1031", a, NB * NI * NK), tf(IR_E_F64, "3x1031x45", b, NB * NK * NJ)};
+        ir_interp_opts opts = {.threads = threads[t]};
+        ir_tensor *r = run1_opts(src, args, 2, &opts);
+        for (int i = 0; i < NB * NI * NJ; i++)
+            ck_assert_msg(ir_tensor_get_f64(r, i) == want[i], "%d threads, output %d: %.17g, the order gives %.17g",
+                          threads[t], i, ir_tensor_get_f64(r, i), want[i]);
+        ir_tensor_free(r);
+        ir_tensor_free(args[0]);
+        ir_tensor_free(args[1]);
+    }
+    free(a);
+    free(b);
+    free(want);
+}
+END_TEST
+
 /* A naive convolution, written the way the spec defines it: materialize
  * the padded, dilated input, then slide the (dilated, possibly reversed)
  * window.  NHWC input, HWIO kernel. */
@@ -3917,6 +3968,7 @@ static Suite *interp_suite(void)
     tcase_add_test(tc, scatter_spec_examples);
     tcase_add_test(tc, dot_general_batch_dims);
     tcase_add_test(tc, dot_sums_in_one_order_whatever_the_blocking);
+    tcase_add_test(tc, dot_general_threads_same_sums);
     tcase_add_test(tc, convolution_against_reference);
     tcase_add_test(tc, convolution_spec_example);
     tcase_add_test(tc, tensor_get_set_f64_common_floats);

@@ -190,6 +190,46 @@ static void dot4(const double *a, const double *w, int64_t nk, ir_elem ye, uint8
 /* Bytes of R's packed rows a tile holds: well inside a core's L2. */
 #define DOT_TILE_BYTES (256 * 1024)
 
+/* Multiply-adds below which a dot_general runs on one thread. */
+#define DOT_THREAD_MACS (1 << 22)
+
+/* One thread's rows q0 <= b ni + i < q1 of a packed dot (dot_packed). */
+typedef struct dot_job {
+    const double *L, *R;
+    ir_tensor *y;
+    int64_t ni, nj, nk, q0, q1;
+} dot_job;
+
+static void *dot_rows(void *arg)
+{
+    const dot_job *jb = arg;
+    int64_t ni = jb->ni, nj = jb->nj, nk = jb->nk;
+    ir_elem ye = (ir_elem)jb->y->elem;
+    size_t yb = ip_eb(ye);
+    /* the rows of R in tiles that stay in cache while every row of L
+     * meets them (R read once from memory, not once per row of L); each
+     * output is the same sum in the same order whatever the tiling */
+    int64_t tile = nk > 0 ? DOT_TILE_BYTES / (nk * (int64_t)sizeof(double)) : nj;
+    if (tile < 1)
+        tile = 1;
+    for (int64_t b = ni ? jb->q0 / ni : 0; ni && b * ni < jb->q1; b++) {
+        int64_t i0 = jb->q0 > b * ni ? jb->q0 - b * ni : 0, i1 = jb->q1 - b * ni < ni ? jb->q1 - b * ni : ni;
+        for (int64_t j0 = 0; j0 < nj; j0 += tile) {
+            int64_t j1 = j0 + tile < nj ? j0 + tile : nj;
+            for (int64_t i = i0; i < i1; i++) {
+                const double *a = jb->L + (b * ni + i) * nk;
+                uint8_t *yrow = jb->y->data + (size_t)(b * ni + i) * (size_t)nj * yb;
+                int64_t j = j0;
+                for (; j + 4 <= j1; j += 4)
+                    dot4(a, jb->R + (b * nj + j) * nk, nk, ye, yrow + (size_t)j * yb, yb);
+                for (; j < j1; j++)
+                    ip_stf(ye, yrow + (size_t)j * yb, dot1(a, jb->R + (b * nj + j) * nk, nk));
+            }
+        }
+    }
+    return NULL;
+}
+
 /* A float dot_general on packed rows: out[b, i, j] = sum_k L[b, i, k] R[b, j, k]
  * with four partial sums (a fixed order, so results are reproducible), or
  * in the run's split_sums order. */
@@ -235,25 +275,32 @@ static int dot_packed(ip_ctx *c, const ir_tensor *l, const ir_tensor *r, const i
         ap_free(R);
         return 0;
     }
-    /* the rows of R in tiles that stay in cache while every row of L
-     * meets them (R read once from memory, not once per row of L); each
-     * output is the same sum in the same order whatever the tiling */
-    int64_t tile = nk > 0 ? DOT_TILE_BYTES / (nk * (int64_t)sizeof(double)) : nj;
-    if (tile < 1)
-        tile = 1;
-    for (int64_t b = 0; b < nbat; b++)
-        for (int64_t j0 = 0; j0 < nj; j0 += tile) {
-            int64_t j1 = j0 + tile < nj ? j0 + tile : nj;
-            for (int64_t i = 0; i < ni; i++) {
-                const double *a = L + (b * ni + i) * nk;
-                uint8_t *yrow = y->data + (size_t)(b * ni + i) * (size_t)nj * yb;
-                int64_t j = j0;
-                for (; j + 4 <= j1; j += 4)
-                    dot4(a, R + (b * nj + j) * nk, nk, ye, yrow + (size_t)j * yb, yb);
-                for (; j < j1; j++)
-                    ip_stf(ye, yrow + (size_t)j * yb, dot1(a, R + (b * nj + j) * nk, nk));
-            }
-        }
+    /* rows of L (b, i) cut among threads, as the convolution's positions
+     * are (conv_float): each output is computed whole by one thread */
+    int64_t rows = nbat * ni, nt = c->run->opts.threads > 1 ? c->run->opts.threads : 1;
+    if ((double)rows * (double)nj * (double)nk < DOT_THREAD_MACS)
+        nt = 1;
+    if (nt > rows)
+        nt = rows;
+    if (nt > IR_INTERP_MAX_THREADS)
+        nt = IR_INTERP_MAX_THREADS;
+    if (nt < 1)
+        nt = 1;
+    dot_job jobs[IR_INTERP_MAX_THREADS];
+    pthread_t tid[IR_INTERP_MAX_THREADS];
+    bool started[IR_INTERP_MAX_THREADS] = {false};
+    for (int64_t t = 0; t < nt; t++)
+        jobs[t] = (dot_job){.L = L, .R = R, .y = y, .ni = ni, .nj = nj, .nk = nk, .q0 = rows * t / nt,
+                            .q1 = rows * (t + 1) / nt};
+    for (int64_t t = 1; t < nt; t++)
+        started[t] = pthread_create(&tid[t], NULL, dot_rows, &jobs[t]) == 0;
+    dot_rows(&jobs[0]);
+    for (int64_t t = 1; t < nt; t++) {
+        if (started[t])
+            pthread_join(tid[t], NULL);
+        else /* no thread to be had: this one does the rows */
+            dot_rows(&jobs[t]);
+    }
     ap_free(L);
     ap_free(R);
     return 0;
