@@ -74,6 +74,17 @@ static int scan_form(ip_ctx *c, uint32_t *n_in, int64_t *dim, bool *reverse)
     return rc;
 }
 
+/* x as outer x dims[d] x inner rows: how many outer rows, and the bytes
+ * of one index along d (the inner elements). */
+static void rows_along(const ir_tensor *x, int d, int64_t *outer, size_t *row)
+{
+    int64_t inner = 1;
+    for (int i = d + 1; i < x->rank; i++)
+        inner *= x->dims[i];
+    *outer = x->numel / (x->dims[d] ? x->dims[d] : 1) / (inner ? inner : 1);
+    *row = (size_t)inner * ip_eb((ir_elem)x->elem);
+}
+
 /* A new tensor of x with dimension d removed, its index t along d. */
 static int slice_at(ip_ctx *c, const ir_tensor *x, int d, int64_t t, ir_tensor **out)
 {
@@ -86,11 +97,9 @@ static int slice_at(ip_ctx *c, const ir_tensor *x, int d, int64_t t, ir_tensor *
     int rc = ir__tensor_alloc((ir_elem)x->elem, r, dims, INT64_MAX, out, &e2);
     if (rc < 0)
         return ir__ip_relay(c->run, c->op, c->fr->dev_ids[c->dev], rc, &e2);
-    int64_t inner = 1;
-    for (int i = d + 1; i < x->rank; i++)
-        inner *= x->dims[i];
-    int64_t outer = x->numel / (x->dims[d] ? x->dims[d] : 1) / (inner ? inner : 1);
-    size_t eb = ip_eb((ir_elem)x->elem), row = (size_t)inner * eb;
+    int64_t outer;
+    size_t row;
+    rows_along(x, d, &outer, &row);
     for (int64_t o = 0; o < outer && row; o++)
         memcpy((*out)->data + (size_t)o * row, x->data + ((size_t)(o * x->dims[d] + t)) * row, row);
     return 0;
@@ -99,11 +108,9 @@ static int slice_at(ip_ctx *c, const ir_tensor *x, int d, int64_t t, ir_tensor *
 /* Writes s (x without dimension d) into x at index t along d. */
 static void place_at(ir_tensor *x, int d, int64_t t, const ir_tensor *s)
 {
-    int64_t inner = 1;
-    for (int i = d + 1; i < x->rank; i++)
-        inner *= x->dims[i];
-    int64_t outer = x->numel / (x->dims[d] ? x->dims[d] : 1) / (inner ? inner : 1);
-    size_t eb = ip_eb((ir_elem)x->elem), row = (size_t)inner * eb;
+    int64_t outer;
+    size_t row;
+    rows_along(x, d, &outer, &row);
     for (int64_t o = 0; o < outer && row; o++)
         memcpy(x->data + ((size_t)(o * x->dims[d] + t)) * row, s->data + (size_t)o * row, row);
 }
