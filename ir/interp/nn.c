@@ -190,8 +190,44 @@ static void dot4(const double *a, const double *w, int64_t nk, ir_elem ye, uint8
 /* Bytes of R's packed rows a tile holds: well inside a core's L2. */
 #define DOT_TILE_BYTES (256 * 1024)
 
-/* Multiply-adds below which a dot_general runs on one thread. */
-#define DOT_THREAD_MACS (1 << 22)
+/* Multiply-adds below which a dot_general or a convolution runs on one
+ * thread (a thread's start costs about what ~10^5 of them do). */
+#define THREAD_MACS (1 << 22)
+
+/* How many threads a kernel of `macs` multiply-adds whose outputs are cut
+ * into at most `pieces` ranges runs on: the run's threads option, 1 below
+ * THREAD_MACS, at most one per piece and IR_INTERP_MAX_THREADS. */
+static int64_t kernel_threads(const ip_ctx *c, double macs, int64_t pieces)
+{
+    int64_t nt = c->run->opts.threads > 1 ? c->run->opts.threads : 1;
+    if (macs < THREAD_MACS)
+        nt = 1;
+    if (nt > pieces)
+        nt = pieces;
+    if (nt > IR_INTERP_MAX_THREADS)
+        nt = IR_INTERP_MAX_THREADS;
+    return nt < 1 ? 1 : nt;
+}
+
+/* Runs fn on jobs 0 .. n - 1 (n <= IR_INTERP_MAX_THREADS, `size` bytes
+ * apart): job 0 on this thread, the others on threads of their own, or on
+ * this one when no thread is to be had.  Each job writes only its own
+ * range of the outputs, so what they compute does not depend on n. */
+static void run_jobs(void *(*fn)(void *), void *jobs, size_t size, int64_t n)
+{
+    pthread_t tid[IR_INTERP_MAX_THREADS];
+    bool started[IR_INTERP_MAX_THREADS] = {false};
+    char *job = jobs;
+    for (int64_t t = 1; t < n; t++)
+        started[t] = pthread_create(&tid[t], NULL, fn, job + (size_t)t * size) == 0;
+    fn(job);
+    for (int64_t t = 1; t < n; t++) {
+        if (started[t])
+            pthread_join(tid[t], NULL);
+        else
+            fn(job + (size_t)t * size);
+    }
+}
 
 /* One thread's rows q0 <= b ni + i < q1 of a packed dot (dot_packed). */
 typedef struct dot_job {
@@ -277,30 +313,12 @@ static int dot_packed(ip_ctx *c, const ir_tensor *l, const ir_tensor *r, const i
     }
     /* rows of L (b, i) cut among threads, as the convolution's positions
      * are (conv_float): each output is computed whole by one thread */
-    int64_t rows = nbat * ni, nt = c->run->opts.threads > 1 ? c->run->opts.threads : 1;
-    if ((double)rows * (double)nj * (double)nk < DOT_THREAD_MACS)
-        nt = 1;
-    if (nt > rows)
-        nt = rows;
-    if (nt > IR_INTERP_MAX_THREADS)
-        nt = IR_INTERP_MAX_THREADS;
-    if (nt < 1)
-        nt = 1;
+    int64_t rows = nbat * ni, nt = kernel_threads(c, (double)rows * (double)nj * (double)nk, rows);
     dot_job jobs[IR_INTERP_MAX_THREADS];
-    pthread_t tid[IR_INTERP_MAX_THREADS];
-    bool started[IR_INTERP_MAX_THREADS] = {false};
     for (int64_t t = 0; t < nt; t++)
         jobs[t] = (dot_job){.L = L, .R = R, .y = y, .ni = ni, .nj = nj, .nk = nk, .q0 = rows * t / nt,
                             .q1 = rows * (t + 1) / nt};
-    for (int64_t t = 1; t < nt; t++)
-        started[t] = pthread_create(&tid[t], NULL, dot_rows, &jobs[t]) == 0;
-    dot_rows(&jobs[0]);
-    for (int64_t t = 1; t < nt; t++) {
-        if (started[t])
-            pthread_join(tid[t], NULL);
-        else /* no thread to be had: this one does the rows */
-            dot_rows(&jobs[t]);
-    }
+    run_jobs(dot_rows, jobs, sizeof *jobs, nt);
     ap_free(L);
     ap_free(R);
     return 0;
@@ -660,10 +678,6 @@ out:
     return NULL;
 }
 
-/* Multiply-adds below which a convolution runs on one thread (a thread's
- * start costs about what ~10^5 of them do). */
-#define CONV_THREAD_MACS (1 << 22)
-
 /* A float convolution (feature or batch groups, padding, strides,
  * dilations, window reversal), in the order of the general loop of
  * ir__ip_k_convolution: y[.., of] = sum over the window offsets w
@@ -762,30 +776,11 @@ static int conv_float(ip_ctx *c, const ir_tensor *l, const ir_tensor *k, ir_tens
     for (int i = 0; i < y->rank; i++)
         npos *= (pl.pdims[i] = i == cd->out_feature ? 1 : y->dims[i]);
     /* threads: contiguous ranges of positions, at least a chunk each */
-    int64_t nt = c->run->opts.threads > 1 ? c->run->opts.threads : 1;
-    double macs = (double)y->numel * (double)T;
-    if (macs < CONV_THREAD_MACS)
-        nt = 1;
-    if (nt > (npos + chunk - 1) / chunk)
-        nt = (npos + chunk - 1) / chunk;
-    if (nt > IR_INTERP_MAX_THREADS)
-        nt = IR_INTERP_MAX_THREADS;
-    if (nt < 1)
-        nt = 1;
+    int64_t nt = kernel_threads(c, (double)y->numel * (double)T, (npos + chunk - 1) / chunk);
     conv_job jobs[IR_INTERP_MAX_THREADS];
-    pthread_t tid[IR_INTERP_MAX_THREADS];
-    bool started[IR_INTERP_MAX_THREADS] = {false};
     for (int64_t t = 0; t < nt; t++)
         jobs[t] = (conv_job){.pl = &pl, .p0 = npos * t / nt, .p1 = npos * (t + 1) / nt, .rc = 0};
-    for (int64_t t = 1; t < nt; t++)
-        started[t] = pthread_create(&tid[t], NULL, conv_positions, &jobs[t]) == 0;
-    conv_positions(&jobs[0]);
-    for (int64_t t = 1; t < nt; t++) {
-        if (started[t])
-            pthread_join(tid[t], NULL);
-        else /* no thread to be had: this one does the range */
-            conv_positions(&jobs[t]);
-    }
+    run_jobs(conv_positions, jobs, sizeof *jobs, nt);
     int rc = 0;
     for (int64_t t = 0; t < nt; t++)
         if (jobs[t].rc)
