@@ -760,6 +760,39 @@ END_TEST
  * were refused as unknown ops (StableHLO programs exported by Shardy with
  * them, e.g. remove_ag_rs_for_cmv1).  sdy.all_reduce, which sums partial
  * values, is still refused. */
+/* A run whose values hold more than opts.max_held bytes at once is refused
+ * at the next op (AP_ELIMIT, naming it and the bytes), not left to run the
+ * machine out of memory; within the limit it runs.  Before it, every run
+ * went on (a big model's check was killed for memory at 23 GB). */
+START_TEST(max_held_refuses_a_run_that_holds_too_much)
+{
+    const char *src = fn("(%a: tensor<256xf32>) -> tensor<256xf32>",
+                         "  %0 = stablehlo.add %a, %a : tensor<256xf32>\n"
+                         "  %1 = stablehlo.multiply %0, %a : tensor<256xf32>\n"
+                         "  %2 = stablehlo.add %1, %0 : tensor<256xf32>\n"
+                         "  return %2 : tensor<256xf32>");
+    /* 1 KiB a value: %a alone is live at the first add, %a and %0 at the
+     * multiply */
+    static const double zeros[256];
+    ir_tensor *a[1] = {tf(IR_E_F32, "256", zeros, 256)};
+    ir_interp_opts opts = {.max_held = 1500};
+    char msg[512];
+    ck_assert_int_eq(run_fail(src, a, 1, &opts, msg, sizeof msg), AP_ELIMIT);
+    ck_assert_msg(strstr(msg, "stablehlo.multiply") && strstr(msg, "over its limit"), "%s", msg);
+    ir_module *m = parse_ok(src);
+    ir_tensor *b[1] = {tf(IR_E_F32, "256", zeros, 256)};
+    ir_tensor **res = NULL;
+    uint32_t n = 0;
+    ap_error err;
+    opts.max_held = 4096;
+    ck_assert_int_eq(ir_interp_run(m, ir_module_func(m, "main"), (const ir_tensor *const *)b, 1, &res, &n, &opts, &err),
+                     0);
+    ir_tensors_free(res, n);
+    ir_module_free(m);
+    ir_tensor_free(b[0]);
+}
+END_TEST
+
 START_TEST(sdy_explicit_collectives_keep_the_tensor)
 {
     const char *text = fn("(%x: tensor<4x2xf32>) -> tensor<4x2xf32>",
@@ -4104,6 +4137,7 @@ static Suite *interp_suite(void)
     tcase_add_test(tc, chlo_scan);
     tcase_add_test(tc, bitcast_sub_byte_to_itself);
     tcase_add_test(tc, sdy_explicit_collectives_keep_the_tensor);
+    tcase_add_test(tc, max_held_refuses_a_run_that_holds_too_much);
     tcase_add_test(tc, complex_maximum_minimum);
     tcase_add_test(tc, run_parallel_collectives);
     tcase_add_test(tc, collectives_ragged_variadic_and_collective_reduce);

@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #define DEFAULT_MAX_WHILE_ITERS ((int64_t)1 << 20)
 #define DEFAULT_MAX_DEPTH 64
@@ -925,6 +926,11 @@ static bool sdy_identity(const ir_op *op)
 static int eval_op(ip_run *r, ip_frame *fr, const ir_op *op)
 {
     r->n_ops += fr->n_dev;
+    if (r->opts.max_held > 0 && r->held > r->opts.max_held)
+        return ir__ip_fail_op(r, op, -1, AP_ELIMIT,
+                              "the run's values hold %.2f GiB at once, over its limit of %.2f GiB (half the "
+                              "machine's memory): a smaller configuration of the program can be checked",
+                              (double)r->held / (1 << 30), (double)r->opts.max_held / (1 << 30));
     int rc = check_results(r, op);
     if (rc < 0)
         return rc;
@@ -1022,6 +1028,10 @@ int ir__ip_run_init(ip_run *r, const ir_module *m, const ir_interp_opts *opts, a
         r->opts = *opts;
     if (r->opts.max_elems <= 0)
         r->opts.max_elems = IR_INTERP_MAX_ELEMS;
+    if (r->opts.max_held == 0) {
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        r->opts.max_held = pages > 0 && page > 0 ? (int64_t)pages / 2 * page : -1;
+    }
     if (r->opts.max_while_iters <= 0)
         r->opts.max_while_iters = DEFAULT_MAX_WHILE_ITERS;
     if (r->opts.max_depth <= 0)

@@ -177,6 +177,12 @@ typedef int (*ir_custom_call_fn)(void *ctx, const ir_op *op, uint32_t n_operands
 
 typedef struct ir_interp_opts {
     int64_t max_elems;             /* per tensor; 0: IR_INTERP_MAX_ELEMS */
+    /* Bytes the run's values may hold at once (every device's in SPMD
+     * runs, as peak_held counts them): past it the next op is refused
+     * with AP_ELIMIT, rather than the process being killed for memory
+     * (a big model's training step under `autopart check` held over
+     * 23 GB).  0: half the machine's physical memory; negative: none. */
+    int64_t max_held;
     int64_t max_while_iters;       /* iterations of one while op; 0: 1 << 20 */
     int max_depth;                 /* nested calls; 0: 64 */
     ir_custom_call_fn custom_call; /* NULL: every custom_call is an error */
