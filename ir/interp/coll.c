@@ -192,26 +192,14 @@ static int groups_get(ip_run *r, ip_frame *fr, const ir_op *op, groups *g)
     bool single = ng * gs == 0 || (ng == 1 && gs == 1 && ir_dense_int_at(a, 0) == 0);
     if (r->replicas || (by_partition_only && channel))
         single = ng * gs == 0; /* the devices are the replicas (or partitions): [[0]] is one of them */
-    if (alone) {
-        /* cross_partition with one partition: each replica alone */
-        g->n = nd;
-        g->size = 1;
-        if (!(g->ids = ap_malloc(sizeof *g->ids * (size_t)nd)))
-            goto oom;
-        for (int64_t d = 0; d < nd; d++)
-            g->ids[d] = fr->dev_ids[d];
-    } else if ((ng * gs == 0 && nd == 1) || (single && nd > 1 && (channel || r->replicas) && !global)) {
-        /* one device, or every replica across partitions: one group of all */
-        g->n = 1;
-        g->size = nd;
-        if (!(g->ids = ap_malloc(sizeof *g->ids * (size_t)nd)))
-            goto oom;
-        for (int64_t d = 0; d < nd; d++)
-            g->ids[d] = fr->dev_ids[d];
-    } else if (single && nd > 1 && !channel && !global) {
-        /* cross_replica with one replica: every device alone */
-        g->n = nd;
-        g->size = 1;
+    /* one device, or every replica across partitions: one group of all;
+     * cross_partition with one partition, or cross_replica with one
+     * replica: every device alone */
+    bool one_group = !alone && ((ng * gs == 0 && nd == 1) || (single && nd > 1 && (channel || r->replicas) && !global));
+    bool each_alone = alone || (!one_group && single && nd > 1 && !channel && !global);
+    if (one_group || each_alone) {
+        g->n = each_alone ? nd : 1;
+        g->size = each_alone ? 1 : nd;
         if (!(g->ids = ap_malloc(sizeof *g->ids * (size_t)nd)))
             goto oom;
         for (int64_t d = 0; d < nd; d++)
