@@ -19,6 +19,12 @@
  *              fast scorer against the full lowering per candidate
  *   speed-70b  the same on llama3_70b (80 layers unrolled) on {batch:8,
  *              model:8} h100 from BP on `model`
+ *   ceiling    what the machine allows the speed section's search: per
+ *              thread count T above 1 of --threads, 3 alternated rounds of
+ *              one 1-thread search alone, T 1-thread searches in T
+ *              processes at once (sharing nothing but the machine: their
+ *              summed rate over the one alone is the most T threads could
+ *              give), and one T-thread search
  *   t48        T48 from BP on `model`: wall time to the BP+MP cost
  *   determinism  seeds 1-5 x threads 1, 2: identical schedules
  *
@@ -36,6 +42,7 @@
 
 #include <math.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 
 #include "cost.h"
 #include "search.h"
@@ -589,6 +596,124 @@ static void speed(const model *t32, const cost_device *tpu)
     ap_free(bp);
 }
 
+/* ceiling: T1 1-thread searches from `start`, speed_episodes each, in as
+ * many processes started at once; fills rate[] with each one's episodes/s
+ * (0 where a process failed).  Forked with no other thread running (the
+ * searches' workers have ended), so the children may run searches. */
+static void searches_at_once(const ir_partition *start, const cost_device *dev, uint32_t axes, int n, double *rate)
+{
+    int go[2], back[2];
+    pid_t pid[MAX_SPEED_THREADS];
+    if (pipe(go) < 0 || pipe(back) < 0) {
+        perror("bench_search: pipe");
+        exit(1);
+    }
+    fflush(stdout);
+    for (int i = 0; i < n; i++) {
+        pid[i] = fork();
+        if (pid[i] < 0) {
+            perror("bench_search: fork");
+            exit(1);
+        }
+        if (pid[i] == 0) {
+            char c;
+            close(go[1]);
+            close(back[0]);
+            /* all start when the parent closes the pipe, not as each is forked */
+            if (read(go[0], &c, 1) < 0)
+                _exit(1);
+            search_options o;
+            search_options_init(&o);
+            o.device = *dev;
+            o.memory_limit = -1;
+            o.axes = axes;
+            o.max_episodes = speed_episodes;
+            o.threads = 1;
+            o.batch = batch_size;
+            search_result r = run(start, &o, NULL);
+            double msg[2] = {(double)i, r.episodes_per_s};
+            _exit(write(back[1], msg, sizeof msg) == (ssize_t)sizeof msg ? 0 : 1);
+        }
+    }
+    close(go[0]);
+    close(back[1]);
+    close(go[1]); /* go */
+    for (int i = 0; i < n; i++)
+        rate[i] = 0;
+    double msg[2];
+    while (read(back[0], msg, sizeof msg) == (ssize_t)sizeof msg)
+        if (msg[0] >= 0 && msg[0] < n)
+            rate[(int)msg[0]] = msg[1];
+    close(back[0]);
+    for (int i = 0; i < n; i++)
+        waitpid(pid[i], NULL, 0);
+}
+
+/* One search from `start` with `threads` threads, speed_episodes: its episodes/s. */
+static double speed_once(const ir_partition *start, const cost_device *dev, uint32_t axes, int threads)
+{
+    search_options o;
+    search_options_init(&o);
+    o.device = *dev;
+    o.memory_limit = -1;
+    o.axes = axes;
+    o.max_episodes = speed_episodes;
+    o.threads = threads;
+    o.batch = batch_size;
+    search_result r = run(start, &o, NULL);
+    double eps = r.episodes_per_s;
+    search_result_free(&r);
+    return eps;
+}
+
+/* ceiling: see the head comment.  A T-thread search cannot beat T
+ * processes that share nothing but the cores' caches and memory: where
+ * those slow each other down, the shortfall of the T-thread search's
+ * speed-up is the machine's, not the search's. */
+static void ceiling(const model *t32, const cost_device *tpu)
+{
+    char *bp = bench_schedule("bp");
+    ir_partition *start = state(t32, bp);
+    uint32_t axes = 1u << 1;
+    for (int ti = 0; ti < n_speed_threads; ti++) {
+        int t = speed_threads[ti];
+        if (t < 2)
+            continue;
+        double load[3] = {0};
+        if (getloadavg(load, 3) < 0)
+            load[0] = load[1] = load[2] = -1;
+        printf("\n### ceiling: T32 from BP, search on model, %d episodes: %d threads against %d processes\n\n"
+               "load average before: %.2f %.2f %.2f on %ld CPUs.  Per round, alternated: one 1-thread search alone,\n"
+               "%d 1-thread searches in %d processes started at once, one %d-thread search (episodes/s, wall)\n\n"
+               "| round | 1 thread alone | %d processes: each | their sum / alone | %d threads | / alone | / the "
+               "processes' sum |\n|---|---|---|---|---|---|---|\n",
+               speed_episodes, t, t, load[0], load[1], load[2], sysconf(_SC_NPROCESSORS_ONLN), t, t, t, t, t);
+        double procs_x[3], threads_x[3], share[3];
+        for (int round = 0; round < 3; round++) {
+            double alone = speed_once(start, tpu, axes, 1);
+            double rate[MAX_SPEED_THREADS], sum = 0;
+            searches_at_once(start, tpu, axes, t, rate);
+            char each[MAX_SPEED_THREADS * 12] = "";
+            size_t len = 0;
+            for (int i = 0; i < t; i++) {
+                sum += rate[i];
+                len += (size_t)snprintf(each + len, sizeof each - len, "%s%.0f", i ? " + " : "", rate[i]);
+            }
+            double together = speed_once(start, tpu, axes, t);
+            procs_x[round] = alone > 0 ? sum / alone : 0;
+            threads_x[round] = alone > 0 ? together / alone : 0;
+            share[round] = sum > 0 ? together / sum : 0;
+            printf("| %d | %.0f | %s | %.2fx | %.0f | %.2fx | %.0f%% |\n", round + 1, alone, each, procs_x[round],
+                   together, threads_x[round], share[round] * 100);
+            fflush(stdout);
+        }
+        printf("\nceiling, %d threads: medians %.2fx for %d processes, %.2fx for the search (%.0f%% of them)\n", t,
+               bench_median(procs_x, 3), t, bench_median(threads_x, 3), bench_median(share, 3) * 100);
+    }
+    ir_partition_free(start);
+    ap_free(bp);
+}
+
 /* speed-70b: llama3_70b as the zoo writes it (80 layers unrolled, 35,849
  * ops: three times T32) on {batch:8, model:8} h100 from BP, search on model */
 static void speed_70b(void)
@@ -659,7 +784,8 @@ int main(int argc, char **argv)
     printf("# autopart search: acceptance (issue 12)\n\n%d seeds, %d threads, batch %d, %ld CPUs online, malloc huge pages %s\n",
            seeds, threads, batch_size > 0 ? batch_size : 16, sysconf(_SC_NPROCESSORS_ONLN), bench_huge_pages());
     bool need_t32 = bench_wants(only, "t32-bp") || bench_wants(only, "t32-free") || bench_wants(only, "t32-mem") ||
-                    bench_wants(only, "speed") || bench_wants(only, "determinism") || bench_wants(only, "variants");
+                    bench_wants(only, "speed") || bench_wants(only, "ceiling") || bench_wants(only, "determinism") ||
+                    bench_wants(only, "variants");
     if (need_t32) {
         model t32 = load(bench_modelgen_module("transformer --config t32"), "batch=8,model=4");
         char *bpmp_s = bench_schedule("bp+mp");
@@ -670,6 +796,8 @@ int main(int argc, char **argv)
         printf("T32 BP+MP on tpu_v3: %.4f s, peak %.1f GiB\n", bpmp.runtime_s, gib(bpmp.peak_memory_bytes));
         if (bench_wants(only, "speed"))
             speed(&t32, &tpu);
+        if (bench_wants(only, "ceiling"))
+            ceiling(&t32, &tpu);
         t32_rows(&t32, seeds, threads, &tpu, bpmp.runtime_s, only);
         if (bench_wants(only, "variants"))
             variants(&t32, seeds < 3 ? seeds : 3, threads, &tpu, bpmp.runtime_s);
