@@ -790,7 +790,10 @@ static int claim(worker *w)
         t->claimed = true;
         e->next_task++;
         w->n_last = t->near_n;
-        memcpy(w->last, &e->near[t->near0], sizeof *w->last * t->near_n);
+        /* a state that takes no decision (a program with nothing to
+         * decide) has no list: e->near may still be NULL */
+        if (t->near_n)
+            memcpy(w->last, &e->near[t->near0], sizeof *w->last * t->near_n);
     }
     return i;
 }

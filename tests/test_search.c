@@ -1526,6 +1526,36 @@ START_TEST(budget_holds_when_every_state_ties)
 }
 END_TEST
 
+/* A program with nothing to decide (JAX's test programs: a main without
+ * arguments, its inputs constants) is answered with its start: the start's
+ * task takes no decision, and claiming it copied from a list never made
+ * (memcpy from NULL, which UBSan stopped at in the first episode). */
+START_TEST(nothing_to_decide)
+{
+    static const char text[] = "func.func @main() -> tensor<4x6xf32> {\n"
+                               "  %0 = stablehlo.constant dense<1.5> : tensor<4x6xf32>\n"
+                               "  %1 = stablehlo.exponential %0 : tensor<4x6xf32>\n"
+                               "  return %1 : tensor<4x6xf32>\n"
+                               "}\n";
+    char msg[256];
+    model md;
+    ir_module *m = tl_parse(text, "constant.mlir", msg, sizeof msg);
+    ck_assert_msg(m, "%s", msg);
+    model_open(&md, m, "x=2,y=2");
+    search_options o;
+    search_options_init(&o);
+    o.max_episodes = 50;
+    ir_partition *start = state(&md, NULL);
+    search_result r;
+    run_search(start, &o, &r);
+    ck_assert_msg(r.exhausted, "nothing to decide, yet the space was not exhausted");
+    ck_assert(r.report.runtime_s == r.start.runtime_s);
+    search_result_free(&r);
+    ir_partition_free(start);
+    model_close(&md);
+}
+END_TEST
+
 START_TEST(exhausted_searches_never_hang)
 {
     enum { HAMMERS = 4, SEEDS = 50 };
@@ -1556,6 +1586,7 @@ static Suite *search_suite(void)
     tcase_add_test(tc, resumes_from_a_checkpoint);
     tcase_add_test(tc, budgets_are_honoured);
     tcase_add_test(tc, budget_holds_when_every_state_ties);
+    tcase_add_test(tc, nothing_to_decide);
     tcase_add_test(tc, meets_a_limit_only_sharding_can_meet);
     tcase_add_test(tc, fast_then_shard_under_a_binding_limit);
     tcase_add_test(tc, completion_prices_memory);
