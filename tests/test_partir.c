@@ -761,6 +761,30 @@ START_TEST(huge_values_refused)
 }
 END_TEST
 
+/* A value of dynamic shape that a use needs tiled (the reduce over its
+ * `?` dim, given a loop by propagating its result's tiling backwards, as
+ * in openxla/stablehlo's testdata/dynamic/add_transpose_dynamic) cannot be
+ * sliced by the synthesis, which works by sizes: the lowering says which
+ * value, which use and why, where it said "redistribution failed: dim 0:
+ * sizes must be between 1 and 2^53". */
+START_TEST(dynamic_values_never_redistributed)
+{
+    static const char src[] =
+        "func.func @main(%x: tensor<?x4xf32>) -> (tensor<4xf32>, tensor<?x4xf32>) {\n"
+        "  %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
+        "  %0 = stablehlo.reduce(%x init: %z) applies stablehlo.add across dimensions = [0] : "
+        "(tensor<?x4xf32>, tensor<f32>) -> tensor<4xf32>\n"
+        "  return %0, %x : tensor<4xf32>, tensor<?x4xf32>\n"
+        "}\n";
+    run r;
+    ck_assert(!apply_ex(&r, src, "x=2", "tile %1 0 x; propagate", false));
+    ck_assert_str_eq(r.err, "error: argument %arg0 (tensor<?x4xf32>) cannot be redistributed as stablehlo.reduce at 3:3 "
+                            "needs it: its dim 0 is dynamic (`?`), and a value of dynamic shape is never "
+                            "redistributed");
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(globs_first_divisible_and_schedule_text)
 {
     run r;
@@ -1581,6 +1605,7 @@ int main(void)
     tcase_add_test(tc, values_named_as_printed);
     tcase_add_test(tc, values_named_past_tuples);
     tcase_add_test(tc, huge_values_refused);
+    tcase_add_test(tc, dynamic_values_never_redistributed);
     tcase_add_test(tc, globs_first_divisible_and_schedule_text);
     tcase_add_test(tc, import_existing_shardings);
     tcase_add_test(tc, import_sdy_dims_counted_and_inlined_mesh);

@@ -38,6 +38,7 @@
 #include "partir_int.h"
 
 #include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define ANY_OP UINT32_MAX
@@ -499,6 +500,12 @@ static int xfer_work_out(xfer_ctx *x, const ir_type *g, ir_layout from, const ir
         out->empty = true;
         return 0;
     }
+    /* the synthesis slices and gathers by sizes: a `?` has none (the
+     * transfer would need a dynamic_slice whose sizes follow the value) */
+    for (int d = 0; d < g->rank; d++)
+        if (g->dims[d] == IR_DYN)
+            return ap_error_set(err, AP_EUNSUPPORTED,
+                                "its dim %d is dynamic (`?`), and a value of dynamic shape is never redistributed", d);
     return retile_plan(x, g, &from, to, &out->redist, err);
 }
 
@@ -990,6 +997,42 @@ static bool from_argument(const ir_pctx *c, uint32_t v)
     return false;
 }
 
+/* err, which a transfer of value v for its use by op (c->n_ops: the
+ * return) refused, with what and where: "the result of stablehlo.add at
+ * 12:5 (tensor<?x4xf32>), as stablehlo.multiply at 14:5 needs it: ...".
+ * Positions, not %N names: naming a result asks the printer, and this runs
+ * for the search's scorer too. */
+static int transfer_refused(const ir_pctx *c, uint32_t v, uint32_t op, int rc, ap_error *err)
+{
+    if (!err)
+        return rc;
+    char what[160], user[120], type[64] = "";
+    ap_buf b;
+    ap_buf_init(&b);
+    ir_type_print(&b, val_type(c, v));
+    if (!b.oom && b.len)
+        snprintf(type, sizeof type, "%s", b.data);
+    ap_buf_free(&b);
+    const ir_op *def = c->val_op[v] >= 0 ? c->ops[c->val_op[v]] : NULL;
+    const char *arg_name = c->val_op[v] < 0 ? ir_func_arg_name(c->func, v) : NULL;
+    if (arg_name)
+        snprintf(what, sizeof what, "argument %s (%s)", arg_name, type);
+    else if (c->val_op[v] < 0)
+        snprintf(what, sizeof what, "argument %%arg%u (%s)", v, type);
+    else if (def && def->src_line)
+        snprintf(what, sizeof what, "the result of %s at %u:%u (%s)", def->name, def->src_line, def->src_col, type);
+    else
+        snprintf(what, sizeof what, "a value (%s)", type);
+    const ir_op *u = op < c->n_ops ? c->ops[op] : c->ret;
+    if (u && u->src_line)
+        snprintf(user, sizeof user, "%s at %u:%u", op < c->n_ops ? u->name : "the return", u->src_line, u->src_col);
+    else
+        snprintf(user, sizeof user, "%s", op < c->n_ops && u ? u->name : "the return");
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    return ap_error_set(err, rc, "%s cannot be redistributed as %s needs it: %s", what, user, msg);
+}
+
 /* Plans every use of value v in state p. */
 static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *vb, ap_error *err)
 {
@@ -1047,7 +1090,7 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
                     /* through the value's identity op (atomic or tiling action) */
                     int32_t s = mat_find(c, vp, &vneed, op, sc, vb);
                     if (s < 0 && (s = mat_add(pl, vp, vb, g, &prod, &vneed, -1, ANY_OP, op, slot, err)) < 0)
-                        return s;
+                        return transfer_refused(c, v, op, s, err);
                     if (layout_equal(&vneed, &want)) {
                         m = s;
                         done = true;
@@ -1061,7 +1104,7 @@ static int plan_value(ir_lplan *pl, const ir_partition *p, uint32_t v, vbuild *v
                         vp->from_arg = (uint8_t)(from_argument(c, v) + 1);
                     bool per_use = vp->from_arg == 2 && tile_count(c, &want) < tile_count(c, &from);
                     if ((m = mat_add(pl, vp, vb, g, &from, &want, src, per_use ? op : ANY_OP, op, slot, err)) < 0)
-                        return m;
+                        return transfer_refused(c, v, op, m, err);
                 }
             }
             m = resolve_noop(vp, m);
