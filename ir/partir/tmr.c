@@ -169,7 +169,30 @@ static void r_reset(rule *r, int8_t operand_default, int8_t result_default)
         r->s[r->op->n_operands + j] = result_default;
 }
 
-static void r_emit(rule *r, ir_red red) { add_entry(r->b, r->s, r->n, red); }
+/* Whether partial results of v's type, each held in that type, combine
+ * into the whole: not for a quantized (opaque) element type, where each
+ * device's partial sum is rounded and saturated to the storage type on
+ * its own, and the all_reduce adds zero points (StableHLO's quantized
+ * dot_general: dequantize, dot, quantize).  Such a contraction or
+ * reduction runs whole instead: its tiled operands gathered first. */
+static bool sums_in_type(const ir_value *v)
+{
+    return v->type && v->type->kind == IR_T_TENSOR && v->type->elem != IR_E_OPAQUE;
+}
+
+/* Adds the rule's current specs as an entry, unless they make a pending
+ * sum of, or take one as, a value that cannot hold one (sums_in_type). */
+static void r_emit(rule *r, ir_red red)
+{
+    const ir_op *op = r->op;
+    for (uint32_t i = 0; i < op->n_operands; i++)
+        if (r->s[i] == SP_PARTIAL && !sums_in_type(op->operands[i]))
+            return;
+    for (uint32_t j = 0; j < op->n_results; j++)
+        if (r->s[op->n_operands + j] == SP_SUM && !sums_in_type(&op->results[j]))
+            return;
+    add_entry(r->b, r->s, r->n, red);
+}
 
 static void r_result(rule *r, uint32_t j, int8_t a) { r->s[r->op->n_operands + j] = a; }
 
