@@ -1473,6 +1473,32 @@ START_TEST(tensor_get_set_f64_common_floats)
 END_TEST
 
 /* The spec's convolution example (lhs dilation 2, stride 4), in i64. */
+/* A layout that names a dim twice (openxla/stablehlo's verify_convolution
+ * case "expects kernel dimension-numbers to be unique": kernel spatial
+ * dims [0, 0]) is refused: run, it walked one kernel dim twice and
+ * another never, and read past the kernel (values of 1e26 and 1e251, and
+ * `autopart check` judged a partitioning of it NOT equivalent). */
+START_TEST(convolution_dims_named_once)
+{
+    const char *src =
+        fn("(%x: tensor<1x4x4x2xf32>, %k: tensor<3x3x1x2xf32>) -> tensor<1x6x6x1xf32>",
+           "  %0 = \"stablehlo.convolution\"(%x, %k) {batch_group_count = 1 : i64, dimension_numbers = "
+           "#stablehlo.conv<raw input_batch_dimension = 0, input_feature_dimension = 3, input_spatial_dimensions = "
+           "[1, 2], kernel_input_feature_dimension = 3, kernel_output_feature_dimension = 2, "
+           "kernel_spatial_dimensions = [0, 0], output_batch_dimension = 0, output_feature_dimension = 3, "
+           "output_spatial_dimensions = [1, 2]>, feature_group_count = 1 : i64, padding = dense<2> : "
+           "tensor<2x2xi64>} : (tensor<1x4x4x2xf32>, tensor<3x3x1x2xf32>) -> tensor<1x6x6x1xf32>\n"
+           "  return %0 : tensor<1x6x6x1xf32>");
+    static const double zeros[32], kzeros[18];
+    ir_tensor *a[2] = {tf(IR_E_F32, "1x4x4x2", zeros, 32), tf(IR_E_F32, "3x3x1x2", kzeros, 18)};
+    char msg[512];
+    ck_assert_int_eq(run_fail(src, a, 2, NULL, msg, sizeof msg), AP_EINVALID);
+    ck_assert_msg(strstr(msg, "stablehlo.convolution: dimension numbers must name each dim of the input, of the "
+                              "kernel and of the output once"),
+                  "%s", msg);
+}
+END_TEST
+
 START_TEST(convolution_spec_example)
 {
     const char *src =
@@ -4094,6 +4120,7 @@ static Suite *interp_suite(void)
     tcase_add_test(tc, dot_general_threads_same_sums);
     tcase_add_test(tc, convolution_against_reference);
     tcase_add_test(tc, convolution_spec_example);
+    tcase_add_test(tc, convolution_dims_named_once);
     tcase_add_test(tc, tensor_get_set_f64_common_floats);
     tcase_add_test(tc, half_float_elementwise_against_f32);
     tcase_add_test(tc, reduce_and_argmax);

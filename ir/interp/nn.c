@@ -791,6 +791,30 @@ static int conv_float(ip_ctx *c, const ir_tensor *l, const ir_tensor *k, ir_tens
     return rc;
 }
 
+/* Whether (a, b, sp[0..ns)) names each of the ns + 2 dims once, as each
+ * of a convolution's three layouts must (StableHLO's C13-C21: "expects
+ * kernel dimension-numbers to be unique").  Repeated, one dim goes
+ * unvisited and another is walked twice: the kernel read past what it
+ * holds. */
+static bool conv_layout_ok(int64_t a, int64_t b, const int64_t *sp, int ns)
+{
+    bool seen[IR_MAX_RANK] = {false};
+    int64_t d[IR_MAX_RANK];
+    int n = 0;
+    d[n++] = a;
+    d[n++] = b;
+    for (int i = 0; i < ns && n < IR_MAX_RANK; i++)
+        d[n++] = sp[i];
+    if (n != ns + 2)
+        return false;
+    for (int i = 0; i < n; i++) {
+        if (d[i] < 0 || d[i] >= n || seen[d[i]])
+            return false;
+        seen[d[i]] = true;
+    }
+    return true;
+}
+
 int ir__ip_k_convolution(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
 {
     const ir_tensor *l = in[0], *k = in[1];
@@ -804,6 +828,11 @@ int ir__ip_k_convolution(ip_ctx *c, const ir_tensor *const *in, ir_tensor **out)
     int ns = cd.n_spatial;
     if (l->rank != ns + 2 || k->rank != ns + 2 || y->rank != ns + 2)
         return ir__ip_fail(c, AP_EINVALID, "operands and result need rank %d", ns + 2);
+    if (!conv_layout_ok(cd.in_batch, cd.in_feature, cd.in_spatial, ns) ||
+        !conv_layout_ok(cd.kernel_in, cd.kernel_out, cd.kernel_spatial, ns) ||
+        !conv_layout_ok(cd.out_batch, cd.out_feature, cd.out_spatial, ns))
+        return ir__ip_fail(c, AP_EINVALID,
+                           "dimension numbers must name each dim of the input, of the kernel and of the output once");
     ip_class kl = ir__ip_class((ir_elem)l->elem), kk = ir__ip_class((ir_elem)k->elem),
              ky = ir__ip_class((ir_elem)y->elem);
     bool ints = (kl == IP_S || kl == IP_U) && (kk == IP_S || kk == IP_U) && (ky == IP_S || ky == IP_U);
