@@ -5,8 +5,9 @@
  * random action sequence (randsched.h, as test_check's); the program must
  * parse, the state must lower, the lowered module must print and parse
  * back to the same text, and the equivalence check (ir_check) must find
- * the partitioned program equivalent or refuse it with an error.  Refusals
- * are counted by reason and printed; more than RP_MAX_REFUSED percent of
+ * the partitioned program equivalent or refuse it with an error (not
+ * AP_ECONFLICT: that is a wrong program caught).  Refusals are counted by
+ * reason and printed; more than RP_MAX_REFUSED percent of
  * them means the generator or the partitioner needs a look.
  *
  * AP_TEST_SEQUENCES=N runs N seeds, AP_TEST_FIRST=S from seed S (a failure
@@ -87,8 +88,9 @@ static void reason_add(reasons *r, const char *msg)
 }
 
 /* One seed: NULL when the program is equivalent or refused (counted in
- * *refused), else what went wrong (heap; free). */
-static char *run_seed(uint64_t seed, rp_gen *g, reasons *refused, int *equivalent, tally *t)
+ * *refused), else what went wrong (heap; free).  drop: the lowering the
+ * check runs leaves out its first all_reduce (a planted bug). */
+static char *run_seed(uint64_t seed, rp_gen *g, reasons *refused, int *equivalent, tally *t, bool drop)
 {
     ap_buf text, why, sched;
     ap_buf_init(&text);
@@ -128,10 +130,19 @@ static char *run_seed(uint64_t seed, rp_gen *g, reasons *refused, int *equivalen
 
     ir_check_opts o = IR_CHECK_OPTS_DEFAULT;
     o.seed = seed;
+    if (drop)
+        o.drop_all_reduce = 0;
     ir_check_report r;
-    if (ir_check(p, &o, &r, &err) < 0) {
+    int rc = ir_check(p, &o, &r, &err);
+    if (rc < 0) {
         ap_error_format(&err, msg, sizeof msg);
-        reason_add(refused, msg);
+        /* AP_ECONFLICT is no refusal: the check ran the partitioned
+         * program and found it wrong (copies of a replicated value that
+         * differ between devices, devices whose control flow diverges) */
+        if (rc == AP_ECONFLICT || rc == AP_EINTERNAL)
+            ap_buf_printf(&why, "the check found the partitioned program wrong: %s\n", msg);
+        else
+            reason_add(refused, msg);
         goto out;
     }
     for (uint32_t j = 0; j < r.n_results; j++)
@@ -219,7 +230,7 @@ START_TEST(random_programs_are_equivalent)
     int ops[RP__KINDS] = {0};
     char *first_failure = NULL;
     for (int k = first; k < first + n; k++) {
-        char *f = run_seed((uint64_t)k, &g, &refused, &equivalent, &t);
+        char *f = run_seed((uint64_t)k, &g, &refused, &equivalent, &t, false);
         for (int i = 0; i < RP__KINDS; i++)
             ops[i] += g.counts[i];
         if (f) {
@@ -259,12 +270,35 @@ START_TEST(random_programs_are_equivalent)
 }
 END_TEST
 
+/* The harness itself: with the first all_reduce of every lowering left
+ * out, the seeds whose lowering has one fail (a value a device then holds
+ * differs from the other devices' copies: ir_check's AP_ECONFLICT, which
+ * the test first counted as a refusal) or are NOT equivalent; none is
+ * refused. */
+START_TEST(planted_bug_fails)
+{
+    static rp_gen g;
+    reasons refused = {0};
+    tally t = {0};
+    int equivalent = 0, failed = 0;
+    for (int k = 0; k < 100; k++) {
+        char *f = run_seed((uint64_t)k, &g, &refused, &equivalent, &t, true);
+        failed += f != NULL;
+        free(f);
+    }
+    ck_assert_int_eq(refused.total, 0);
+    ck_assert_int_ge(failed, 5); /* (9 of these 100 lowerings have an all_reduce) */
+    ck_assert_int_eq(equivalent + failed, 100);
+}
+END_TEST
+
 static Suite *random_programs_suite(void)
 {
     Suite *s = suite_create("random_programs");
     TCase *tc = tcase_create("random_programs");
     tcase_set_timeout(tc, 3600);
     tcase_add_test(tc, random_programs_are_equivalent);
+    tcase_add_test(tc, planted_bug_fails);
     suite_add_tcase(s, tc);
     return s;
 }
