@@ -450,6 +450,19 @@ static void llama(int n, int threads)
 static int speed_threads[MAX_SPEED_THREADS] = {1, 2}, n_speed_threads = 2;
 static int speed_episodes = 600;
 
+/* The options of every search the speed and ceiling sections time: no
+ * memory limit, speed_episodes, on `axes`, with `threads` threads. */
+static void speed_options(search_options *o, const cost_device *dev, uint32_t axes, int threads)
+{
+    search_options_init(o);
+    o->device = *dev;
+    o->memory_limit = -1;
+    o->axes = axes;
+    o->max_episodes = speed_episodes;
+    o->threads = threads;
+    o->batch = batch_size;
+}
+
 /* One speed table: `label`'s search from `start` on the axes `axes`, no
  * memory limit, speed_episodes each, 3 runs per thread count of --threads,
  * the run of the median wall rate giving the row.  Per thread count: the
@@ -483,13 +496,7 @@ static void speed_table(const char *label, const ir_partition *start, const cost
         search_result r[3];
         for (int rep = 0; rep < 3; rep++) {
             search_options o;
-            search_options_init(&o);
-            o.device = *dev;
-            o.memory_limit = -1;
-            o.axes = axes;
-            o.max_episodes = speed_episodes;
-            o.threads = t;
-            o.batch = batch_size;
+            speed_options(&o, dev, axes, t);
             struct timespec c0, c1;
             struct rusage u0, u1;
             getrusage(RUSAGE_SELF, &u0);
@@ -623,13 +630,7 @@ static void searches_at_once(const ir_partition *start, const cost_device *dev, 
             if (read(go[0], &c, 1) < 0)
                 _exit(1);
             search_options o;
-            search_options_init(&o);
-            o.device = *dev;
-            o.memory_limit = -1;
-            o.axes = axes;
-            o.max_episodes = speed_episodes;
-            o.threads = 1;
-            o.batch = batch_size;
+            speed_options(&o, dev, axes, 1);
             search_result r = run(start, &o, NULL);
             double msg[2] = {(double)i, r.episodes_per_s};
             _exit(write(back[1], msg, sizeof msg) == (ssize_t)sizeof msg ? 0 : 1);
@@ -653,13 +654,7 @@ static void searches_at_once(const ir_partition *start, const cost_device *dev, 
 static double speed_once(const ir_partition *start, const cost_device *dev, uint32_t axes, int threads)
 {
     search_options o;
-    search_options_init(&o);
-    o.device = *dev;
-    o.memory_limit = -1;
-    o.axes = axes;
-    o.max_episodes = speed_episodes;
-    o.threads = threads;
-    o.batch = batch_size;
+    speed_options(&o, dev, axes, threads);
     search_result r = run(start, &o, NULL);
     double eps = r.episodes_per_s;
     search_result_free(&r);
