@@ -450,6 +450,14 @@ static void llama(int n, int threads)
 static int speed_threads[MAX_SPEED_THREADS] = {1, 2}, n_speed_threads = 2;
 static int speed_episodes = 600;
 
+/* The 1, 5 and 15-minute load averages for a table's head, -1 each when
+ * unknown: the speed and ceiling figures depend on what else runs. */
+static void load_average(double load[3])
+{
+    if (getloadavg(load, 3) < 0)
+        load[0] = load[1] = load[2] = -1;
+}
+
 /* The options of every search the speed and ceiling sections time: no
  * memory limit, speed_episodes, on `axes`, with `threads` threads. */
 static void speed_options(search_options *o, const cost_device *dev, uint32_t axes, int threads)
@@ -473,9 +481,8 @@ static void speed_options(search_options *o, const cost_device *dev, uint32_t ax
  * of it makes threads wait at the barriers, over the threads. */
 static void speed_table(const char *label, const ir_partition *start, const cost_device *dev, uint32_t axes)
 {
-    double load[3] = {0};
-    if (getloadavg(load, 3) < 0)
-        load[0] = load[1] = load[2] = -1;
+    double load[3];
+    load_average(load);
     printf("\n### speed: %s, %d episodes, median of 3 runs\n\n"
            "load average before: %.2f %.2f %.2f on %ld CPUs.  Episodes per CPU-second count the CPU time the\n"
            "process got (on a shared machine wall-clock figures drop when others run); at the barrier: the\n"
@@ -674,9 +681,8 @@ static void ceiling(const model *t32, const cost_device *tpu)
         int t = speed_threads[ti];
         if (t < 2)
             continue;
-        double load[3] = {0};
-        if (getloadavg(load, 3) < 0)
-            load[0] = load[1] = load[2] = -1;
+        double load[3];
+        load_average(load);
         printf("\n### ceiling: T32 from BP, search on model, %d episodes: %d threads against %d processes\n\n"
                "load average before: %.2f %.2f %.2f on %ld CPUs.  Per round, alternated: one 1-thread search alone,\n"
                "%d 1-thread searches in %d processes started at once, one %d-thread search (episodes/s, wall)\n\n"
